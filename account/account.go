@@ -1,0 +1,88 @@
+// Package account holds accounts, their API keys and plans.
+package account
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// KeyKind tells a read-only key from an account key.
+type KeyKind uint8
+
+// The two kinds of API key.
+const (
+	ReadKey KeyKind = iota + 1
+	AccountKey
+)
+
+// Key prefixes make a leaked key recognisable and tell its kind at a glance.
+const (
+	AccountKeyPrefix = "nk_acct_"
+	ReadKeyPrefix    = "nk_read_"
+)
+
+// Account is a customer account.
+type Account struct {
+	ID        string `json:"account_id"`
+	Name      string `json:"name"`
+	Plan      string `json:"plan"`
+	Active    bool   `json:"subscription_active"`
+	CreatedAt string `json:"created_at"`
+}
+
+// Principal is who a request acts for: an account and the kind of key used.
+type Principal struct {
+	Account Account
+	Kind    KeyKind
+}
+
+// Plan is a named set of limits.
+type Plan struct {
+	Name      string
+	Companies int
+	Watches   int
+}
+
+// DefaultPlans are the plans of API.md.
+func DefaultPlans() map[string]Plan {
+	return map[string]Plan{
+		"free":       {Name: "free", Companies: 100, Watches: 1},
+		"standard":   {Name: "standard", Companies: 10000, Watches: 20},
+		"enterprise": {Name: "enterprise", Companies: 1000000, Watches: 500},
+	}
+}
+
+// Created is what `accounts create` and `accounts rotate-keys` print: the
+// keys are shown once and stored only as hashes.
+type Created struct {
+	AccountID  string `json:"account_id"`
+	AccountKey string `json:"account_key"`
+	ReadKey    string `json:"read_key"`
+}
+
+// NewKey returns a fresh random key with the given prefix.
+func NewKey(prefix string) string {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("account: no randomness: " + err.Error())
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// NewID returns a fresh random id with the given prefix (e.g. "acc_").
+func NewID(prefix string) string {
+	var b [10]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("account: no randomness: " + err.Error())
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// HashKey returns the stored form of a key: hex SHA-256. Keys carry 192 bits
+// of randomness, so a fast hash is enough and lets lookups use an index.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(key)))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,47 @@
+// Package query parses the `q` search grammar of API.md into a small syntax
+// tree that every backend translates (SQLite FTS5, Elasticsearch). One parser
+// serves all backends, so every backend accepts and rejects the same inputs.
+//
+// Grammar: words (implicit AND), "exact phrase", OR, NOT or a leading '-',
+// parentheses, a trailing '*' for prefix (at least 2 characters before it).
+// Case is folded (lower case); diacritics are folded by the backends'
+// tokenisers. At most MaxLength characters.
+package query
+
+// MaxLength is the longest accepted q, in characters.
+const MaxLength = 500
+
+// Node is one node of a parsed query.
+type Node interface{ node() }
+
+// Term is one word, lower-cased. Prefix is true for a trailing '*'.
+type Term struct {
+	Text   string
+	Prefix bool
+}
+
+// Phrase is an exact sequence of lower-cased words.
+type Phrase struct {
+	Words []string
+}
+
+// And matches when every child matches.
+type And struct {
+	Children []Node
+}
+
+// Or matches when any child matches.
+type Or struct {
+	Children []Node
+}
+
+// Not matches when its child does not.
+type Not struct {
+	Child Node
+}
+
+func (Term) node()   {}
+func (Phrase) node() {}
+func (And) node()    {}
+func (Or) node()     {}
+func (Not) node()    {}
