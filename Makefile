@@ -1,0 +1,33 @@
+# noticesd — one binary, one SQLite file by default.
+# `make run` serves a realistic sample; `make test` is the one test command.
+
+GO      ?= go
+TAGS    := sqlite_fts5
+BIN     := bin/noticesd
+export CGO_ENABLED := 1
+
+.PHONY: build run test bench fuzz vet clean
+
+build:
+	$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/noticesd
+
+## run: build, create a sample database on first use, print demo keys and a curl line, serve on :8080
+run: build
+	./$(BIN) demo
+
+## test: vet, the whole test suite against real SQLite files, and a short fuzz of the q parser
+test:
+	./scripts/test.sh
+
+## bench: Go benchmarks on 1,000,000 notices / 4,000,000 register rows; writes docs/benchmarks.md
+bench: build
+	./scripts/bench.sh
+
+fuzz:
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzParse -fuzztime 2m ./query
+
+vet:
+	$(GO) vet -tags $(TAGS) ./...
+
+clean:
+	rm -rf bin
