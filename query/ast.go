@@ -4,8 +4,9 @@
 //
 // Grammar: words (implicit AND), "exact phrase", OR, NOT or a leading '-',
 // parentheses, a trailing '*' for prefix (at least 2 characters before it).
-// Case is folded (lower case); diacritics are folded by the backends'
-// tokenisers. At most MaxLength characters.
+// Words are tokenised and folded (lower case, Latin diacritics removed) by
+// Parse exactly as SQLite FTS5's `unicode61 remove_diacritics 2` tokeniser
+// folds the indexed text. At most MaxLength characters.
 package query
 
 // MaxLength is the longest accepted q, in characters.
@@ -20,9 +21,12 @@ type Term struct {
 	Prefix bool
 }
 
-// Phrase is an exact sequence of lower-cased words.
+// Phrase is an exact sequence of lower-cased words, within one field.
+// Prefix is true for a trailing '*' ("acme hold*"): the last word then
+// matches as a prefix, like Term.Prefix.
 type Phrase struct {
-	Words []string
+	Words  []string
+	Prefix bool
 }
 
 // And matches when every child matches.
