@@ -1,0 +1,146 @@
+package api
+
+import (
+	"context"
+	"net/url"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"noticesd/notice"
+)
+
+// Collector states reported by /health.
+const (
+	CollectorDisabled = "disabled" // no NOTICES_SOURCE configured
+	CollectorIdle     = "idle"     // waiting for the next run; the last one succeeded
+	CollectorRunning  = "running"  // a run is in progress
+	CollectorFailing  = "failing"  // the last run failed
+)
+
+// CollectorStatus is the collector block of /health. Timestamps are in the
+// service's timestamp form (notice.Timestamp) or null.
+type CollectorStatus struct {
+	State               string  `json:"state"`
+	Source              *string `json:"source"`
+	LastRunAt           *string `json:"last_run_at"`
+	LastSuccessAt       *string `json:"last_success_at"`
+	LastError           *string `json:"last_error"`
+	ConsecutiveFailures int     `json:"consecutive_failures"`
+	NoticesCollected    int64   `json:"notices_collected"`
+}
+
+// HealthSource reports the collector's state for /health.
+type HealthSource interface {
+	CollectorStatus(ctx context.Context) CollectorStatus
+}
+
+// DisabledCollector is the HealthSource when no source is configured: state
+// "disabled", source and every timestamp null, counts 0. A disabled
+// collector does not make the service degraded.
+type DisabledCollector struct{}
+
+// CollectorStatus implements HealthSource.
+func (DisabledCollector) CollectorStatus(context.Context) CollectorStatus {
+	return CollectorStatus{State: CollectorDisabled}
+}
+
+// Check probes one backend for /health; nil means reachable.
+type Check func(ctx context.Context) error
+
+// Health statuses and check results.
+const (
+	healthOK          = "ok"
+	healthDegraded    = "degraded"
+	healthUnavailable = "unavailable"
+)
+
+// healthProbeTimeout bounds each backend probe so /health answers promptly
+// even when a backend hangs.
+const healthProbeTimeout = 5 * time.Second
+
+// healthChecks are the backends /health always reports.
+var healthChecks = []string{"search", "store", "queue"}
+
+type healthResponse struct {
+	Status    string              `json:"status"`
+	Collector CollectorStatus     `json:"collector"`
+	Index     *notice.IndexStatus `json:"index"`
+	Checks    checkResults        `json:"checks"`
+}
+
+// checkResults is the checks block, "ok" or "unavailable" per backend.
+type checkResults struct {
+	Search string `json:"search"`
+	Store  string `json:"store"`
+	Queue  string `json:"queue"`
+}
+
+// set records the result of the named check.
+func (r *checkResults) set(name, result string) {
+	switch name {
+	case "search":
+		r.Search = result
+	case "store":
+		r.Store = result
+	case "queue":
+		r.Queue = result
+	}
+}
+
+// health is GET /health (no key): 200 with status ok, or degraded when the
+// collector is failing; 503 with status unavailable when a backend cannot
+// be reached.
+func (s *Server) health(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), healthProbeTimeout)
+	defer cancel()
+	resp := healthResponse{Status: healthOK}
+	idx, idxErr := s.deps.Notices.IndexStatus(ctx)
+	if idxErr == nil {
+		resp.Index = &idx
+	} else {
+		s.log.Warn("health: index status unreadable", "error", idxErr)
+	}
+	status := fiber.StatusOK
+	for _, name := range healthChecks {
+		err := idxErr
+		if probe, ok := s.deps.Checks[name]; ok && probe != nil {
+			err = probe(ctx)
+			if err != nil {
+				s.log.Warn("health: backend unreachable", "check", name, "error", err)
+			}
+		}
+		resp.Checks.set(name, healthOK)
+		if err != nil {
+			resp.Checks.set(name, healthUnavailable)
+			resp.Status = healthUnavailable
+			status = fiber.StatusServiceUnavailable
+		}
+	}
+	resp.Collector = s.deps.Health.CollectorStatus(ctx)
+	resp.Collector.Source = redactSource(resp.Collector.Source)
+	if resp.Status == healthOK && (resp.Collector.State == CollectorFailing || resp.Collector.ConsecutiveFailures > 0) {
+		resp.Status = healthDegraded
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return writeJSON(c, status, resp)
+}
+
+// redactSource hides credentials a source URL may carry (user info and
+// query string): /health needs no key.
+func redactSource(src *string) *string {
+	if src == nil {
+		return nil
+	}
+	u, err := url.Parse(*src)
+	if err != nil || u.Host == "" {
+		return src
+	}
+	if u.User == nil && u.RawQuery == "" {
+		return src
+	}
+	u.User = nil
+	u.RawQuery = ""
+	r := u.String()
+	return &r
+}

@@ -1,0 +1,116 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// fixedCollector is a HealthSource reporting a fixed collector status.
+type fixedCollector CollectorStatus
+
+func (c fixedCollector) CollectorStatus(context.Context) CollectorStatus { return CollectorStatus(c) }
+
+func strPtr(s string) *string { return &s }
+
+// TestHealth covers GET /health: no key, the three blocks, ok / degraded /
+// unavailable.
+func TestHealth(t *testing.T) {
+	unreachable := func(context.Context) error { return errors.New("dial tcp 10.0.0.9:6379: connection refused") }
+	tests := []struct {
+		name      string
+		opts      fixtureOpts
+		status    int
+		state     string
+		collector string
+		checks    map[string]string
+	}{
+		{"collector disabled", fixtureOpts{}, 200, "ok", "disabled",
+			map[string]string{"search": "ok", "store": "ok", "queue": "ok"}},
+		{"collector idle", fixtureOpts{health: fixedCollector{State: CollectorIdle, Source: strPtr("/data/feed")}}, 200, "ok", "idle",
+			map[string]string{"search": "ok", "store": "ok", "queue": "ok"}},
+		{"collector failing is degraded", fixtureOpts{health: fixedCollector{State: CollectorFailing, ConsecutiveFailures: 3, LastError: strPtr("HTTP 502")}}, 200, "degraded", "failing",
+			map[string]string{"search": "ok", "store": "ok", "queue": "ok"}},
+		{"unreachable backend is 503", fixtureOpts{checks: map[string]Check{"queue": unreachable}}, 503, "unavailable", "disabled",
+			map[string]string{"search": "ok", "store": "ok", "queue": "unavailable"}},
+		{"unreachable beats degraded", fixtureOpts{checks: map[string]Check{"queue": unreachable}, health: fixedCollector{State: CollectorFailing}}, 503, "unavailable", "failing",
+			map[string]string{"search": "ok", "store": "ok", "queue": "unavailable"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.opts)
+			res := f.do(t, "GET", "/health", "")
+			if res.status != tt.status {
+				t.Fatalf("status %d, want %d; body %s", res.status, tt.status, res.body)
+			}
+			wantJSONType(t, res)
+			var h healthResponse
+			if err := json.Unmarshal(res.body, &h); err != nil {
+				t.Fatal(err)
+			}
+			if h.Status != tt.state || h.Collector.State != tt.collector {
+				t.Errorf("status %q collector %q, want %q %q", h.Status, h.Collector.State, tt.state, tt.collector)
+			}
+			if h.Checks.Search != tt.checks["search"] || h.Checks.Store != tt.checks["store"] || h.Checks.Queue != tt.checks["queue"] {
+				t.Errorf("checks %v, want %v", h.Checks, tt.checks)
+			}
+			if h.Index == nil || h.Index.Notices != 6 || h.Index.LatestNoticeSeq != 6 ||
+				h.Index.LatestPublishedDate == nil || *h.Index.LatestPublishedDate != "2026-04-02" {
+				t.Errorf("index %+v, want 6 notices, seq 6, latest 2026-04-02", h.Index)
+			}
+		})
+	}
+
+	t.Run("disabled collector block", func(t *testing.T) {
+		f := newFixture(t)
+		res := f.do(t, "GET", "/health", "")
+		var raw struct {
+			Collector map[string]any `json:"collector"`
+		}
+		if err := json.Unmarshal(res.body, &raw); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{"state": "disabled", "source": nil, "last_run_at": nil, "last_success_at": nil,
+			"last_error": nil, "consecutive_failures": float64(0), "notices_collected": float64(0)}
+		wantSame(t, raw.Collector, want)
+		if !strings.Contains(string(res.body), `"checks":{"search":"ok","store":"ok","queue":"ok"}`) {
+			t.Errorf("checks block not in API.md's form: %s", res.body)
+		}
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(res.body, &top); err != nil {
+			t.Fatal(err)
+		}
+		if len(top) != 4 || top["status"] == nil || top["collector"] == nil || top["index"] == nil || top["checks"] == nil {
+			t.Errorf("top-level keys of %s, want status, collector, index, checks", res.body)
+		}
+	})
+	t.Run("store closed is 503 unavailable", func(t *testing.T) {
+		f := newFixture(t)
+		if err := f.store.Close(); err != nil {
+			t.Fatal(err)
+		}
+		res := f.do(t, "GET", "/health", "")
+		if res.status != 503 {
+			t.Fatalf("status %d, want 503; body %s", res.status, res.body)
+		}
+		var h healthResponse
+		if err := json.Unmarshal(res.body, &h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Status != "unavailable" || h.Index != nil || h.Checks.Search != "unavailable" {
+			t.Errorf("got %s", res.body)
+		}
+	})
+	t.Run("source credentials are not shown", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{health: fixedCollector{State: CollectorIdle, Source: strPtr("https://user:pw@feed.example/notices.jsonl?token=s3cret")}})
+		var h healthResponse
+		if err := json.Unmarshal(f.do(t, "GET", "/health", "").body, &h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Collector.Source == nil || *h.Collector.Source != "https://feed.example/notices.jsonl" {
+			t.Errorf("source %v, want https://feed.example/notices.jsonl", h.Collector.Source)
+		}
+	})
+}

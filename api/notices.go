@@ -1,0 +1,64 @@
+package api
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"noticesd/notice"
+)
+
+// searchResponse is the envelope of GET /v1/notices.
+type searchResponse struct {
+	Data    []notice.Notice `json:"data"`
+	Page    int             `json:"page"`
+	Limit   int             `json:"limit"`
+	Total   int64           `json:"total"`
+	HasMore bool            `json:"has_more"`
+}
+
+// searchNotices is GET /v1/notices: one page of matching notices and the
+// exact total.
+func (s *Server) searchNotices(c *fiber.Ctx) error {
+	sq, err := params{c}.search()
+	if err != nil {
+		return err
+	}
+	page, err := s.deps.Notices.Search(c.UserContext(), sq)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, fiber.StatusOK, searchResponse{
+		Data:    presentNotices(page.Notices),
+		Page:    sq.Page,
+		Limit:   sq.Limit,
+		Total:   page.Total,
+		HasMore: int64(sq.Page)*int64(sq.Limit) < page.Total,
+	})
+}
+
+// getNotice is GET /v1/notices/{id}.
+func (s *Server) getNotice(c *fiber.Ctx) error {
+	n, err := s.deps.Notices.Notice(c.UserContext(), pathParam(c, "id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, fiber.StatusOK, presentNotice(n))
+}
+
+// presentNotices returns notices ready to encode: never a null list.
+func presentNotices(ns []notice.Notice) []notice.Notice {
+	if ns == nil {
+		return []notice.Notice{}
+	}
+	for i := range ns {
+		ns[i] = presentNotice(ns[i])
+	}
+	return ns
+}
+
+// presentNotice returns n ready to encode: practitioners is [] not null.
+func presentNotice(n notice.Notice) notice.Notice {
+	if n.Practitioners == nil {
+		n.Practitioners = []notice.Practitioner{}
+	}
+	return n
+}

@@ -1,0 +1,173 @@
+// Package api is the HTTP interface of the service (SPEC.md, API.md): the
+// routes, authentication, parameter parsing and the one error shape. It talks
+// to backends only through the seams of package store.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"noticesd/config"
+	"noticesd/errs"
+	"noticesd/store"
+)
+
+// Deps are the backends and collaborators of the API.
+type Deps struct {
+	// Notices serves the read routes.
+	Notices store.Notices
+	// Accounts authenticates API keys.
+	Accounts store.Accounts
+	// Health reports the collector; nil means DisabledCollector.
+	Health HealthSource
+	// Checks probes backends for /health by name ("search", "store",
+	// "queue"). A name without a probe reports the result of reading the
+	// index status, which is right for the embedded backend where one
+	// SQLite file serves all three.
+	Checks map[string]Check
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives server-side failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is the HTTP API: a fiber app with the routes of SPEC.md.
+type Server struct {
+	cfg    config.Config
+	deps   Deps
+	log    *slog.Logger
+	app    *fiber.App
+	routes []route
+}
+
+// access is what a route demands of the caller.
+type access uint8
+
+const (
+	public     access = iota // no key (/health)
+	readKey                  // any valid key with an active subscription
+	accountKey               // an account key with an active subscription
+)
+
+// route is one path of the route table with the methods it answers.
+type route struct {
+	path     string
+	segments []string // a segment starting with ':' matches any one segment
+	methods  []string
+}
+
+// Timeouts of the HTTP server. Reads are bounded so slow clients cannot hold
+// connections; a body at the size limit still has ample time.
+const (
+	readTimeout    = 60 * time.Second
+	writeTimeout   = 60 * time.Second
+	idleTimeout    = 120 * time.Second
+	readBufferSize = 16 << 10 // longest request line + headers accepted
+)
+
+// New builds the API server with every route registered.
+func New(cfg config.Config, deps Deps) *Server {
+	if deps.Health == nil {
+		deps.Health = DisabledCollector{}
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	log := deps.Logger
+	if log == nil {
+		log = discardLogger()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = config.Default().MaxBodyBytes
+	}
+	s := &Server{cfg: cfg, deps: deps, log: log}
+	s.app = fiber.New(fiber.Config{
+		DisableStartupMessage: true,
+		CaseSensitive:         true,
+		StrictRouting:         false,
+		BodyLimit:             cfg.MaxBodyBytes,
+		ReadTimeout:           readTimeout,
+		WriteTimeout:          writeTimeout,
+		IdleTimeout:           idleTimeout,
+		ReadBufferSize:        readBufferSize,
+		ErrorHandler:          s.handleError,
+	})
+	// fiber answers a method it does not know with a plain-text 400 before
+	// any handler runs; wrap the server's handler so it answers like any
+	// other wrong method.
+	inner, known := s.app.Server().Handler, s.app.Config().RequestMethods
+	s.app.Server().Handler = func(ctx *fasthttp.RequestCtx) {
+		if !slices.Contains(known, string(ctx.Method())) {
+			s.unknownMethod(ctx)
+			return
+		}
+		inner(ctx)
+	}
+	s.app.Use(s.recoverPanic, s.preflight)
+
+	s.handle(fiber.MethodGet, "/health", public, s.health)
+	s.handle(fiber.MethodGet, "/v1/notices", readKey, s.searchNotices)
+	s.handle(fiber.MethodGet, "/v1/notices/:id", readKey, s.getNotice)
+	s.handle(fiber.MethodGet, "/v1/companies/:id", readKey, s.getCompany)
+	s.handle(fiber.MethodGet, "/v1/filters", readKey, s.filters)
+	s.handle(fiber.MethodGet, "/v1/stats", readKey, s.stats)
+	return s
+}
+
+// App returns the fiber app, for tests (app.Test) and embedding.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Start listens on addr and serves until Shutdown; it returns nil after a
+// clean shutdown.
+func (s *Server) Start(addr string) error { return s.app.Listen(addr) }
+
+// Serve serves on an existing listener until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+
+// Shutdown stops accepting connections and waits for requests in flight,
+// until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error { return s.app.ShutdownWithContext(ctx) }
+
+// handle registers a route: it is added to the route table that decides 404
+// and 405 before authentication, then to fiber with the access check in
+// front of the handler. GET routes also answer HEAD (same headers, no body).
+func (s *Server) handle(method, path string, acc access, h fiber.Handler) {
+	chain := []fiber.Handler{h}
+	switch acc {
+	case readKey:
+		chain = []fiber.Handler{s.authenticate, h}
+	case accountKey:
+		chain = []fiber.Handler{s.authenticate, requireAccountKey, h}
+	}
+	s.app.Add(method, path, chain...)
+	if method == fiber.MethodGet {
+		s.app.Add(fiber.MethodHead, path, chain...)
+	}
+	for i := range s.routes {
+		if s.routes[i].path == path {
+			s.routes[i].methods = append(s.routes[i].methods, method)
+			return
+		}
+	}
+	s.routes = append(s.routes, route{path: path, segments: splitPath(path), methods: []string{method}})
+}
+
+// recoverPanic turns a panic in any later handler into a logged 500
+// server_error; the panic value never reaches the client.
+func (s *Server) recoverPanic(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic while serving request", "method", c.Method(), "path", c.Path(),
+				"panic", r, "stack", string(debug.Stack()))
+			err = errs.New(errs.ServerError, serverErrorMessage)
+		}
+	}()
+	return c.Next()
+}
