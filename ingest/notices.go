@@ -1,0 +1,410 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"time"
+
+	"noticesd/ident"
+	"noticesd/notice"
+	"noticesd/store"
+)
+
+// DefaultNoticeBatch is the number of notices per UpsertNotices call.
+const DefaultNoticeBatch = 2000
+
+// noticeLine is the input shape of one JSON Lines notice: API.md's notice
+// object without id, notice_seq, collected_at and published_date (those are
+// derived or assigned; present in the input they are ignored, like any
+// unknown field).
+type noticeLine struct {
+	SourceID        *string               `json:"source_id"`
+	SourceURL       *string               `json:"source_url"`
+	PublishedAt     *string               `json:"published_at"`
+	ACN             *string               `json:"acn"`
+	ABN             *string               `json:"abn"`
+	CompanyName     string                `json:"company_name"`
+	NoticeType      string                `json:"notice_type"`
+	NoticeCode      string                `json:"notice_code"`
+	NoticePurpose   string                `json:"notice_purpose"`
+	AppointmentType *string               `json:"appointment_type"`
+	State           string                `json:"state"`
+	Status          string                `json:"status"`
+	Text            string                `json:"text"`
+	Practitioners   []notice.Practitioner `json:"practitioners"`
+	Replaces        *string               `json:"replaces"`
+}
+
+// ParseNoticeLine parses one JSON Lines notice into the notice a
+// NoticeWriter stores: ID from source_id, published_at in the service's UTC
+// form, published_date its Sydney date, strings trimmed, state upper-cased,
+// acn/abn normalised, practitioners never nil. Seq and CollectedAt are left
+// for the store. A line that cannot be loaded gives a *LineError saying why
+// (without a line number).
+func ParseNoticeLine(line []byte) (notice.Notice, error) {
+	var in noticeLine
+	if err := decodeObject(line, &in); err != nil {
+		return notice.Notice{}, err
+	}
+	var n notice.Notice
+
+	n.SourceID = trimmed(in.SourceID)
+	if n.SourceID == "" {
+		if in.SourceID == nil {
+			return notice.Notice{}, reject("source_id is missing; every notice needs the regulator's notice identifier")
+		}
+		return notice.Notice{}, reject("source_id is empty; every notice needs the regulator's notice identifier")
+	}
+	n.ID = notice.IDFor(n.SourceID)
+
+	if in.PublishedAt == nil {
+		return notice.Notice{}, reject("published_at is missing; give an RFC 3339 timestamp or a YYYY-MM-DD date")
+	}
+	at, ok := parsePublished(strings.TrimSpace(*in.PublishedAt))
+	if !ok {
+		return notice.Notice{}, reject("published_at %q is not an RFC 3339 timestamp or YYYY-MM-DD date", *in.PublishedAt)
+	}
+	n.PublishedAt = notice.Timestamp(at)
+	n.PublishedDate = notice.PublishedDate(at)
+
+	var err *LineError
+	if n.ACN, err = identifier("acn", in.ACN, ident.ACN); err != nil {
+		return notice.Notice{}, err
+	}
+	if n.ABN, err = identifier("abn", in.ABN, ident.ABN); err != nil {
+		return notice.Notice{}, err
+	}
+	n.CompanyName = strings.TrimSpace(in.CompanyName)
+	if n.ACN == nil && n.ABN == nil && n.CompanyName == "" {
+		return notice.Notice{}, reject("none of acn, abn and company_name is given; a notice needs at least one to name its company")
+	}
+
+	n.SourceURL = optional(in.SourceURL)
+	n.NoticeType = strings.TrimSpace(in.NoticeType)
+	n.NoticeCode = strings.TrimSpace(in.NoticeCode)
+	n.NoticePurpose = strings.TrimSpace(in.NoticePurpose)
+	n.AppointmentType = optional(in.AppointmentType)
+	n.State = strings.ToUpper(strings.TrimSpace(in.State))
+	n.Status = strings.TrimSpace(in.Status)
+	n.Text = strings.TrimSpace(in.Text)
+	n.Practitioners = practitioners(in.Practitioners)
+	n.Replaces = replaces(in.Replaces)
+	return n, nil
+}
+
+// decodeObject unmarshals one JSON object, turning decoder errors into
+// reasons an operator can act on.
+func decodeObject(line []byte, v any) *LineError {
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	if i == len(line) || line[i] != '{' {
+		return reject("not a JSON object; each line must hold one notice as {...}")
+	}
+	err := json.Unmarshal(line, v)
+	if err == nil {
+		return nil
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return reject("invalid JSON at byte %d: %s", syn.Offset, strings.TrimPrefix(syn.Error(), "json: "))
+	case errors.As(err, &typ) && typ.Field != "":
+		return reject("%s is a JSON %s; it must be %s", typ.Field, typ.Value, jsonKind(typ.Type))
+	}
+	return reject("invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonKind names the JSON shape a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string (or null where allowed)"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Struct:
+		return "an object"
+	}
+	return t.Kind().String()
+}
+
+// parsePublished accepts an RFC 3339 timestamp or a YYYY-MM-DD date, which
+// means midnight of that day in Australia/Sydney.
+func parsePublished(s string) (time.Time, bool) {
+	if len(s) == len(notice.DateLayout) {
+		d, ok := notice.ParseDate(s)
+		if !ok {
+			return time.Time{}, false
+		}
+		return time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, notice.Sydney), true
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil
+}
+
+// identifier normalises an acn or abn field: absent, null or blank is nil;
+// otherwise it must be digits (spaces allowed) of the kind's length. A
+// wrong check digit is kept: real notices carry some.
+func identifier(field string, v *string, kind ident.Kind) (*string, *LineError) {
+	s := trimmed(v)
+	if s == "" {
+		return nil, nil
+	}
+	id, ok := ident.Normalise(s)
+	if !ok || id.Kind != kind {
+		want := "9 digits"
+		if kind == ident.ABN {
+			want = "11 digits"
+		}
+		return nil, reject("%s %q is not an %s: it must be %s (spaces allowed)", field, *v, kind, want)
+	}
+	return &id.Value, nil
+}
+
+// replaces keeps a notice id ("ntc_...") as given and turns anything else,
+// taken as the replaced notice's source_id, into that notice's id.
+func replaces(v *string) *string {
+	s := trimmed(v)
+	if s == "" {
+		return nil
+	}
+	if !strings.HasPrefix(s, "ntc_") {
+		s = notice.IDFor(s)
+	}
+	return &s
+}
+
+// practitioners trims each entry, drops empty ones and never returns nil.
+func practitioners(in []notice.Practitioner) []notice.Practitioner {
+	out := make([]notice.Practitioner, 0, len(in))
+	for _, p := range in {
+		p.Name = strings.TrimSpace(p.Name)
+		p.Firm = strings.TrimSpace(p.Firm)
+		p.Role = strings.TrimSpace(p.Role)
+		if p.Name == "" && p.Firm == "" && p.Role == "" {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func trimmed(v *string) string {
+	if v == nil {
+		return ""
+	}
+	return strings.TrimSpace(*v)
+}
+
+// optional trims a nullable string; blank becomes null.
+func optional(v *string) *string {
+	s := trimmed(v)
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// NoticeReader reads notices from JSON Lines, plain or gzipped, one notice
+// per line. Blank lines are skipped.
+type NoticeReader struct {
+	lines *lineReader
+}
+
+// NewNoticeReader reads JSON Lines from r, gunzipping it when it starts
+// with the gzip magic bytes.
+func NewNoticeReader(r io.Reader) (*NoticeReader, error) {
+	d, err := Decompress(r)
+	if err != nil {
+		return nil, err
+	}
+	return &NoticeReader{lines: newLineReader(d)}, nil
+}
+
+// Next returns the next notice. A line that cannot be loaded gives a
+// *LineError with its line number; the reader has moved past it and Next
+// can be called again. io.EOF ends the input; any other error is a read
+// failure (a truncated gzip file, an I/O error).
+func (r *NoticeReader) Next() (notice.Notice, error) {
+	for {
+		line, tooLong, err := r.lines.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				err = fmt.Errorf("reading line %d: %w", r.lines.line()+1, err)
+			}
+			return notice.Notice{}, err
+		}
+		if tooLong {
+			return notice.Notice{}, &LineError{Line: r.lines.line(), Reason: fmt.Sprintf("line is longer than %d bytes", MaxLineBytes)}
+		}
+		if blank(line) {
+			continue
+		}
+		n, err := ParseNoticeLine(line)
+		if err != nil {
+			le := err.(*LineError)
+			le.Line = r.lines.line()
+			return notice.Notice{}, le
+		}
+		return n, nil
+	}
+}
+
+// Line is the number of the line last read.
+func (r *NoticeReader) Line() int { return r.lines.line() }
+
+// Notices loads JSON Lines notice files (plain or gzipped; "-" is stdin)
+// into w in batches, in order. A known source_id is updated in place. Bad
+// lines are reported to opt.Report as "FILE:LINE: reason" and skipped.
+// Every path is checked before anything is written. An unreadable file or
+// a writer error stops the load and is returned (exit 1), with the counts
+// so far; batches already written stay written.
+func Notices(ctx context.Context, w store.NoticeWriter, paths []string, opt Options) (sum Summary, err error) {
+	sum.Kind = "notices"
+	start := opt.now()
+	defer func() { sum.Duration = opt.now().Sub(start) }()
+	if len(paths) == 0 {
+		return sum, errors.New("no notice files given; pass one or more .jsonl or .jsonl.gz files, or - for standard input")
+	}
+	total, err := inputSizes(paths)
+	if err != nil {
+		return sum, err
+	}
+	var done int64 // bytes of files already finished, for progress
+	var cur *input
+	prog := newProgress(opt.Progress, opt.now, "notices", total, func() int64 {
+		if cur == nil {
+			return done
+		}
+		return done + cur.count.n
+	})
+	rep := &reporter{w: opt.Report, progress: prog}
+	size := opt.batch(DefaultNoticeBatch)
+
+	produce := func(ctx context.Context, out chan<- []notice.Notice) error {
+		b := newNoticeBatcher(ctx, out, size)
+		for _, path := range paths {
+			in, err := openInput(path)
+			if err != nil {
+				return err
+			}
+			cur = in
+			err = readNotices(in, b.add, &sum, rep, prog)
+			done += in.count.n
+			cur = nil
+			in.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return b.flush()
+	}
+	consume := storeNotices(ctx, w, &sum)
+	err = pipe(ctx, produce, consume)
+	rep.finish()
+	prog.finish()
+	return sum, err
+}
+
+// noticeBatcher groups parsed notices into batches for the writing side of
+// a pipe.
+type noticeBatcher struct {
+	ctx     context.Context
+	out     chan<- []notice.Notice
+	size    int
+	batch   []notice.Notice
+	inBatch map[string]struct{}
+}
+
+func newNoticeBatcher(ctx context.Context, out chan<- []notice.Notice, size int) *noticeBatcher {
+	return &noticeBatcher{ctx: ctx, out: out, size: size,
+		batch: make([]notice.Notice, 0, size), inBatch: make(map[string]struct{}, size)}
+}
+
+// add appends n, sending the batch when it is full.
+func (b *noticeBatcher) add(n notice.Notice) error {
+	// A source_id twice in one batch would make the second an update of a
+	// row the store has not written yet: send the batch first.
+	if _, dup := b.inBatch[n.SourceID]; dup {
+		if err := b.flush(); err != nil {
+			return err
+		}
+	}
+	b.inBatch[n.SourceID] = struct{}{}
+	b.batch = append(b.batch, n)
+	if len(b.batch) >= b.size {
+		return b.flush()
+	}
+	return nil
+}
+
+// flush sends the batch so far, if any.
+func (b *noticeBatcher) flush() error {
+	if len(b.batch) == 0 {
+		return nil
+	}
+	select {
+	case b.out <- b.batch:
+	case <-b.ctx.Done():
+		return b.ctx.Err()
+	}
+	b.batch = make([]notice.Notice, 0, b.size)
+	clear(b.inBatch)
+	return nil
+}
+
+// storeNotices is the writing side of a notice pipe: it upserts each batch
+// and counts what happened in sum.
+func storeNotices(ctx context.Context, w store.NoticeWriter, sum *Summary) func([]notice.Notice) error {
+	return func(batch []notice.Notice) error {
+		res, err := w.UpsertNotices(ctx, batch)
+		if err != nil {
+			return fmt.Errorf("storing notices failed after %d were stored: %w", sum.Inserted+sum.Updated, err)
+		}
+		sum.Inserted += res.Inserted
+		sum.Updated += res.Updated
+		return nil
+	}
+}
+
+// readNotices reads one input to its end, handing each good notice to add
+// and reporting bad lines.
+func readNotices(in *input, add func(notice.Notice) error, sum *Summary, rep *reporter, prog *progress) error {
+	r, err := NewNoticeReader(in.count)
+	if err != nil {
+		return fmt.Errorf("%s: %w", in.name, err)
+	}
+	for {
+		n, err := r.Next()
+		if err == nil {
+			sum.Read++
+			prog.row()
+			if err := add(n); err != nil {
+				return err
+			}
+			continue
+		}
+		var le *LineError
+		switch {
+		case errors.As(err, &le):
+			sum.Read++
+			sum.Rejected++
+			prog.row()
+			rep.reject(in.name, le)
+		case errors.Is(err, io.EOF):
+			return nil
+		default:
+			return fmt.Errorf("%s: %w", in.name, err)
+		}
+	}
+}
