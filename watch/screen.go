@@ -1,0 +1,40 @@
+package watch
+
+// LatestNotice is the summary of a company's newest notice in a bulk screen.
+type LatestNotice struct {
+	ID              string  `json:"id"`
+	Seq             int64   `json:"notice_seq"`
+	PublishedDate   string  `json:"published_date"`
+	NoticeType      string  `json:"notice_type"`
+	NoticePurpose   string  `json:"notice_purpose"`
+	AppointmentType *string `json:"appointment_type"`
+}
+
+// Matched is one identifier of a bulk screen that has notices.
+type Matched struct {
+	Identifier   string       `json:"identifier"`
+	ACN          *string      `json:"acn"`
+	CompanyName  *string      `json:"company_name"`
+	NoticeCount  int          `json:"notice_count"`
+	LatestNotice LatestNotice `json:"latest_notice"`
+}
+
+// ScreenCounts counts the three disjoint lists of a bulk screen.
+type ScreenCounts struct {
+	Submitted  int `json:"submitted"`
+	Matched    int `json:"matched"`
+	Unmatched  int `json:"unmatched"`
+	Unresolved int `json:"unresolved"`
+}
+
+// ScreenResult is the POST /v1/match answer: every distinct submitted
+// identifier lands in exactly one of Matched (has notices passing the
+// filters), Unmatched (known to the register, no such notices) and
+// Unresolved (well-formed, unknown to both register and notices), each in
+// the caller's first-seen order.
+type ScreenResult struct {
+	Matched    []Matched    `json:"matched"`
+	Unmatched  []string     `json:"unmatched"`
+	Unresolved []string     `json:"unresolved"`
+	Counts     ScreenCounts `json:"counts"`
+}
