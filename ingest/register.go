@@ -170,7 +170,8 @@ func ParseRegisterLine(line []byte) (notice.RegisterRow, error) {
 		return notice.RegisterRow{}, reject("ACN %q is not 9 digits", f[1])
 	}
 	row.ACN = acn.Value
-	if f[12] != "" {
+	// The dataset's help file says a company without an ABN may show "0".
+	if f[12] != "" && f[12] != "0" {
 		abn, ok := ident.Normalise(f[12])
 		if !ok || abn.Kind != ident.ABN {
 			return notice.RegisterRow{}, reject("ABN %q is not 11 digits (or blank)", f[12])

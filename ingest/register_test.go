@@ -87,6 +87,11 @@ func TestParseRegisterLine(t *testing.T) {
 			want: notice.RegisterRow{CompanyName: "CAFÉ PTY LTD", ACN: "000000082", CurrentNameIndicator: "Y"},
 		},
 		{
+			name: "ABN 0 means none, as the dataset's help file says",
+			line: row("NO ABN PTY LTD", "000000082", "", "", "", "", "", "", "", "", "", "Y", "0", "", ""),
+			want: notice.RegisterRow{CompanyName: "NO ABN PTY LTD", ACN: "000000082", CurrentNameIndicator: "Y"},
+		},
+		{
 			name:   "too few fields",
 			line:   row("SHORT ROW PTY LTD", "000000082", "APTY"),
 			reason: "has 3 tab-separated fields, expected 15",
