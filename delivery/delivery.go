@@ -1,0 +1,64 @@
+// Package delivery holds the webhook delivery domain: the delivery record,
+// its states, the retry schedule and the eligibility rule of SPEC.md.
+package delivery
+
+import (
+	"time"
+)
+
+// States of a delivery (per notice per watch).
+const (
+	Pending   = "pending"
+	Delivered = "delivered"
+	Dead      = "dead"
+)
+
+// Rules of SPEC.md "Delivery rules" and "Limits".
+const (
+	// MaxAttempts is the number of attempts before a delivery is dead.
+	MaxAttempts = 5
+	// DeactivateAfter is the number of consecutive failed (dead) notices
+	// that deactivates a watch.
+	DeactivateAfter = 10
+	// Window is how recently a notice must have been published to be
+	// delivered (judged when the delivery is created).
+	Window = 48 * time.Hour
+	// MaxResponseBytes is the most of a receiver's response that is read.
+	MaxResponseBytes = 64 << 10
+	// WebhookRemoved is last_error of deliveries cancelled by deleting the
+	// webhook.
+	WebhookRemoved = "webhook removed"
+)
+
+// Record is the delivery record of SPEC.md and API.md, as listed by
+// GET /v1/watches/{id}/deliveries. Timestamps are notice.Timestamp strings.
+type Record struct {
+	ID            string  `json:"id"`
+	NoticeID      string  `json:"notice_id"`
+	NoticeSeq     int64   `json:"notice_seq"`
+	Status        string  `json:"status"`
+	Attempts      int     `json:"attempts"`
+	LastError     *string `json:"last_error"`
+	CreatedAt     string  `json:"created_at"`
+	UpdatedAt     string  `json:"updated_at"`
+	NextAttemptAt *string `json:"next_attempt_at"`
+	DeliveredAt   *string `json:"delivered_at"`
+}
+
+// RetryWait is the wait after failed attempt n (1-based) before the next:
+// n x unit (10, 20, 30, 40 minutes with the default unit of 10 minutes).
+// After attempt MaxAttempts there is no next attempt: ok is false.
+func RetryWait(n int, unit time.Duration) (wait time.Duration, ok bool) {
+	if n < 1 || n >= MaxAttempts {
+		return 0, false
+	}
+	return time.Duration(n) * unit, true
+}
+
+// Eligible reports whether a notice that matched a watch is delivered:
+// it arrived after the watch was created (noticeSeq > watchCreatedSeq, the
+// highest notice_seq when the watch was created) and was published within
+// Window of now.
+func Eligible(noticeSeq, watchCreatedSeq int64, publishedAt, now time.Time) bool {
+	return noticeSeq > watchCreatedSeq && !publishedAt.Before(now.Add(-Window))
+}
