@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"noticesd/account"
 	"noticesd/config"
 	"noticesd/errs"
 	"noticesd/store"
@@ -25,6 +26,12 @@ type Deps struct {
 	Notices store.Notices
 	// Accounts authenticates API keys.
 	Accounts store.Accounts
+	// Watches stores watches and answers matches and the bulk screen; nil
+	// makes those routes answer server_error.
+	Watches store.Watches
+	// Plans are the plan limits by name; nil means cfg.Plans, and when that
+	// is nil too, account.DefaultPlans.
+	Plans map[string]account.Plan
 	// Health reports the collector; nil means DisabledCollector.
 	Health HealthSource
 	// Checks probes backends for /health by name ("search", "store",
@@ -84,6 +91,12 @@ func New(cfg config.Config, deps Deps) *Server {
 	if log == nil {
 		log = discardLogger()
 	}
+	if deps.Plans == nil {
+		deps.Plans = cfg.Plans
+	}
+	if deps.Plans == nil {
+		deps.Plans = account.DefaultPlans()
+	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = config.Default().MaxBodyBytes
 	}
@@ -118,6 +131,13 @@ func New(cfg config.Config, deps Deps) *Server {
 	s.handle(fiber.MethodGet, "/v1/companies/:id", readKey, s.getCompany)
 	s.handle(fiber.MethodGet, "/v1/filters", readKey, s.filters)
 	s.handle(fiber.MethodGet, "/v1/stats", readKey, s.stats)
+	s.handle(fiber.MethodPost, "/v1/watches", accountKey, s.createWatch)
+	s.handle(fiber.MethodGet, "/v1/watches", accountKey, s.listWatches)
+	s.handle(fiber.MethodGet, "/v1/watches/:id", accountKey, s.getWatch)
+	s.handle(fiber.MethodPatch, "/v1/watches/:id", accountKey, s.patchWatch)
+	s.handle(fiber.MethodDelete, "/v1/watches/:id", accountKey, s.deleteWatch)
+	s.handle(fiber.MethodGet, "/v1/watches/:id/matches", accountKey, s.watchMatches)
+	s.handle(fiber.MethodPost, "/v1/match", readKey, s.screen)
 	return s
 }
 

@@ -54,10 +54,16 @@ type Outcome struct {
 // Queue is the durable delivery queue the worker drives. The embedded
 // backend keeps it in SQLite; the scale-out backend in Redis/asynq.
 type Queue interface {
+	// ArrivalCursor is the highest notice_seq already matched (durable).
+	ArrivalCursor(ctx context.Context) (int64, error)
+	// NoticesAfter returns up to limit notices with notice_seq > seq,
+	// ascending: the arrivals still to match.
+	NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error)
 	// Enqueue creates one pending delivery for each eligible (watch,
-	// notice) pair, at most once per pair ever. Deliveries for inactive
+	// notice) pair, at most once per pair ever, and advances the arrival
+	// cursor to through, in one transaction. Deliveries for inactive
 	// watches are created held: they wait for reactivation.
-	Enqueue(ctx context.Context, arrivals []Arrival, now time.Time) (created int, err error)
+	Enqueue(ctx context.Context, arrivals []Arrival, through int64, now time.Time) (created int, err error)
 	// Claim leases up to limit due deliveries (next attempt at or before
 	// now, watch active with a webhook) until now+lease and returns them.
 	Claim(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]Job, error)
