@@ -1,0 +1,330 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DefaultTimeout bounds one delivery attempt when SenderConfig.Timeout is 0
+// (SPEC.md: a response within 10 seconds).
+const DefaultTimeout = 10 * time.Second
+
+// DefaultPerHost is the number of concurrent requests per endpoint when
+// SenderConfig.PerHost is 0.
+const DefaultPerHost = 4
+
+// MaxResponseBytes is how much of a response body is read before the
+// connection is closed; the same bound applies to the response headers.
+const MaxResponseBytes = 64 << 10
+
+// UserAgent is the User-Agent header of every delivery request.
+const UserAgent = "noticesd-webhook/1"
+
+// SenderConfig configures a Sender. The zero value is usable: 10 s timeout,
+// public targets only, system roots, 4 requests per endpoint, time.Now.
+type SenderConfig struct {
+	// Timeout bounds a whole attempt: dial, TLS handshake, request, response
+	// headers and the read of the body (NOTICES_DELIVERY_TIMEOUT). 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// AllowPrivate lets deliveries reach addresses BlockedIP refuses
+	// (NOTICES_WEBHOOK_ALLOW_PRIVATE), for development.
+	AllowPrivate bool
+	// CAFile names a PEM file of extra root certificates trusted in addition
+	// to the system pool (NOTICES_WEBHOOK_CA_FILE). Empty means none.
+	CAFile string
+	// PerHost is the most requests in flight at once to one endpoint
+	// (host:port). 0 means DefaultPerHost.
+	PerHost int
+	// Now is the clock for Result.At and Sender.Now. nil means time.Now.
+	Now func() time.Time
+}
+
+// Request is one delivery attempt.
+type Request struct {
+	// URL is the registered webhook URL.
+	URL string
+	// DeliveryID is sent as X-Notices-Delivery (see DeliveryID).
+	DeliveryID string
+	// Secret is the watch's current secret; the body is signed with it.
+	Secret string
+	// Body is the exact JSON sent and signed (see Payload).
+	Body []byte
+}
+
+// Result is the outcome of one attempt.
+type Result struct {
+	// OK is true when the endpoint answered with any 2xx status.
+	OK bool
+	// StatusCode is the HTTP status received, 0 when none was.
+	StatusCode int
+	// LastError is "" on success, otherwise the delivery record's last_error
+	// text: "HTTP 502", "timeout after 10s", "connection refused",
+	// "redirect HTTP 301 not followed", "blocked address 10.0.0.7",
+	// "tls: certificate signed by unknown authority",
+	// "dns: no such host example.invalid", and similar short forms.
+	LastError string
+	// At is when the attempt started, by the configured clock.
+	At time.Time
+}
+
+// Sender performs delivery attempts. It is safe for concurrent use; build one
+// per process with NewSender.
+type Sender struct {
+	client       *http.Client
+	timeout      time.Duration
+	allowPrivate bool
+	now          func() time.Time
+	limit        *hostLimiter
+}
+
+// NewSender builds a Sender from cfg. It fails when CAFile cannot be read or
+// holds no PEM certificate, and when Timeout or PerHost is negative.
+func NewSender(cfg SenderConfig) (*Sender, error) {
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("webhook delivery timeout %s is negative; set NOTICES_DELIVERY_TIMEOUT to a positive duration such as 10s", cfg.Timeout)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.PerHost < 0 {
+		return nil, fmt.Errorf("webhook per-endpoint concurrency %d is negative; use a positive number or 0 for the default %d", cfg.PerHost, DefaultPerHost)
+	}
+	if cfg.PerHost == 0 {
+		cfg.PerHost = DefaultPerHost
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	roots, err := rootPool(cfg.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sender{
+		timeout:      cfg.Timeout,
+		allowPrivate: cfg.AllowPrivate,
+		now:          cfg.Now,
+		limit:        newHostLimiter(cfg.PerHost),
+	}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second, ControlContext: s.checkAddress}
+	transport := &http.Transport{
+		Proxy:                  nil, // never from the environment: the dial-time check must see the real target
+		DialContext:            dialer.DialContext,
+		TLSClientConfig:        &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:      true,
+		MaxIdleConnsPerHost:    cfg.PerHost,
+		MaxIdleConns:           100,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: MaxResponseBytes,
+	}
+	s.client = &http.Client{
+		Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse // never follow; the 3xx is the answer
+		},
+	}
+	return s, nil
+}
+
+// rootPool returns the system roots plus the PEM certificates in caFile,
+// or nil (meaning the system roots) when caFile is empty.
+func rootPool(caFile string) (*x509.CertPool, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("webhook CA file (NOTICES_WEBHOOK_CA_FILE): %w; point it at a readable PEM file or unset it", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("webhook CA file %s (NOTICES_WEBHOOK_CA_FILE) holds no PEM certificate; it must contain one or more -----BEGIN CERTIFICATE----- blocks", caFile)
+	}
+	return pool, nil
+}
+
+// Now returns the Sender's clock reading; callers stamp delivered_at with it.
+func (s *Sender) Now() time.Time { return s.now() }
+
+// Timeout returns the bound on one attempt.
+func (s *Sender) Timeout() time.Duration { return s.timeout }
+
+// blockedError is returned by the dial-time check.
+type blockedError struct{ addr netip.Addr }
+
+func (e *blockedError) Error() string { return "blocked address " + e.addr.String() }
+
+// checkAddress runs on every new connection with the resolved IP being
+// dialled, so a name that resolves (or re-resolves) to a private address is
+// refused no matter what it resolved to at registration.
+func (s *Sender) checkAddress(_ context.Context, _, address string, _ syscall.RawConn) error {
+	if s.allowPrivate {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("unexpected dial address %q: %w", address, err)
+	}
+	addr := ap.Addr().WithZone("")
+	if blockReason(addr) != "" {
+		return &blockedError{addr: addr.Unmap()}
+	}
+	return nil
+}
+
+// Send makes one delivery attempt: a POST of req.Body to req.URL with
+// Content-Type application/json, X-Notices-Signature Sign(req.Secret,
+// req.Body), X-Notices-Delivery req.DeliveryID and User-Agent UserAgent.
+// Any 2xx is success; every other outcome is a failure described in
+// Result.LastError. Redirects are never followed. The attempt, from dial to
+// reading the body, is bounded by the configured timeout; waiting for a free
+// per-endpoint slot is not counted and ends only with ctx. At most
+// MaxResponseBytes of the body are read. The status line decides the outcome:
+// a 2xx whose body then stalls or breaks is still a success, since the
+// endpoint has accepted the delivery.
+func (s *Sender) Send(ctx context.Context, req Request) Result {
+	res := Result{At: s.now()}
+	u, err := url.Parse(req.URL)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+		res.LastError = "invalid webhook url: only absolute https:// URLs without user info are delivered to"
+		return res
+	}
+	release, err := s.limit.acquire(ctx, endpointKey(u))
+	if err != nil {
+		res.LastError = "cancelled before sending"
+		return res
+	}
+	defer release()
+
+	attempt, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(attempt, http.MethodPost, u.String(), bytes.NewReader(req.Body))
+	if err != nil {
+		res.LastError = "invalid webhook url: " + err.Error()
+		return res
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("X-Notices-Signature", Sign(req.Secret, req.Body))
+	hreq.Header.Set("X-Notices-Delivery", req.DeliveryID)
+	hreq.Header.Set("User-Agent", UserAgent)
+
+	resp, err := s.client.Do(hreq)
+	if err != nil {
+		res.LastError = s.describe(ctx, attempt, err)
+		return res
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
+	_ = resp.Body.Close()
+
+	res.StatusCode = resp.StatusCode
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
+		res.OK = true
+	case resp.StatusCode >= 300 && resp.StatusCode <= 399:
+		res.LastError = fmt.Sprintf("redirect HTTP %d not followed", resp.StatusCode)
+	default:
+		res.LastError = fmt.Sprintf("HTTP %d", resp.StatusCode)
+	}
+	return res
+}
+
+// endpointKey names the endpoint a URL reaches, for the per-endpoint limit.
+func endpointKey(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// describe turns a failed round trip into the short last_error text. parent
+// is the caller's context, attempt the one bounded by the timeout.
+func (s *Sender) describe(parent, attempt context.Context, err error) string {
+	var blocked *blockedError
+	if errors.As(err, &blocked) {
+		return blocked.Error()
+	}
+	if parent.Err() != nil {
+		return "cancelled before a response"
+	}
+	if attempt.Err() != nil {
+		return "timeout after " + s.timeout.String()
+	}
+	return describeError(err, s.timeout)
+}
+
+// describeError maps a transport error to a short, stable last_error text.
+func describeError(err error, timeout time.Duration) string {
+	var (
+		dnsErr     *net.DNSError
+		unknownCA  x509.UnknownAuthorityError
+		hostErr    x509.HostnameError
+		invalidErr x509.CertificateInvalidError
+		recordErr  tls.RecordHeaderError
+		alertErr   tls.AlertError
+		netErr     net.Error
+	)
+	switch {
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return "dns: no such host " + dnsErr.Name
+		}
+		if dnsErr.IsTimeout {
+			return "dns: lookup of " + dnsErr.Name + " timed out"
+		}
+		return "dns: lookup of " + dnsErr.Name + " failed: " + dnsErr.Err
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		return "host unreachable"
+	case errors.Is(err, syscall.ENETUNREACH):
+		return "network unreachable"
+	case errors.As(err, &unknownCA):
+		return "tls: certificate signed by unknown authority"
+	case errors.As(err, &hostErr):
+		return "tls: certificate is not valid for " + hostErr.Host
+	case errors.As(err, &invalidErr):
+		switch invalidErr.Reason {
+		case x509.Expired:
+			return "tls: certificate has expired or is not yet valid"
+		default:
+			return "tls: certificate is invalid"
+		}
+	case errors.As(err, &recordErr):
+		return "tls: endpoint did not answer with TLS"
+	case errors.As(err, &alertErr):
+		return alertErr.Error() // already "tls: ..."
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed before a response"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout after " + timeout.String()
+	}
+	msg := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		msg = ue.Err.Error()
+	}
+	const max = 200
+	if len(msg) > max {
+		msg = msg[:max]
+	}
+	return msg
+}
