@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"noticesd/account"
+	"noticesd/ingest"
+	"noticesd/sample"
+)
+
+const demoAbout = `What 'make run' runs. On first use (no notices in NOTICES_DATA_DIR) it writes a
+realistic sample (--notices notices, --companies register rows) and ingests it.
+Then it makes sure an account named "demo" exists (issuing fresh keys each
+time, since keys are only ever shown once), prints both keys and a curl line,
+and serves the API.`
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("demo", "demo [--notices 50000] [--companies 200000]", demoAbout, stderr)
+	n := fs.Int("notices", 50000, "sample notices to generate on first use")
+	m := fs.Int("companies", 200000, "sample register rows to generate on first use")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	status, err := st.IndexStatus(ctx)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	if status.Notices == 0 {
+		dir := filepath.Join(cfg.DataDir, "sample")
+		fmt.Fprintf(stdout, "First run: generating %d sample notices and %d register rows in %s ...\n", *n, *m, dir)
+		files, err := sample.WriteFiles(sample.Options{Notices: *n, Companies: *m, Seed: 1, Now: time.Now()}, dir)
+		if err != nil {
+			st.Close()
+			return err
+		}
+		opt := ingest.Options{Report: stderr}
+		if f, ok := stderr.(*os.File); ok {
+			opt.Progress = ingest.TerminalProgress(f)
+		}
+		sum, err := ingest.Register(ctx, st, files.Register, opt)
+		if err != nil {
+			st.Close()
+			return err
+		}
+		fmt.Fprintln(stdout, sum.String())
+		if sum, err = ingest.Notices(ctx, st, []string{files.Notices}, opt); err != nil {
+			st.Close()
+			return err
+		}
+		fmt.Fprintln(stdout, sum.String())
+	}
+	keys, err := demoAccount(ctx, st)
+	st.Close()
+	if err != nil {
+		return err
+	}
+	host := "localhost" + cfg.Addr
+	if cfg.Addr != "" && cfg.Addr[0] != ':' {
+		host = cfg.Addr
+	}
+	fmt.Fprintf(stdout, `
+Demo account %s (plan standard). Keys are shown once; a new run issues new ones.
+  account key: %s
+  read key:    %s
+
+Try:
+  curl -s -H 'X-API-Key: %s' 'http://%s/v1/notices?q=liquidator&limit=3'
+
+Serving on %s (Ctrl-C to stop) ...
+`, keys.AccountID, keys.AccountKey, keys.ReadKey, keys.ReadKey, host, cfg.Addr)
+	return serve(ctx, cfg, newLogger(cfg), nil)
+}
+
+// demoAccount creates the "demo" account, or rotates its keys if it exists.
+func demoAccount(ctx context.Context, st interface {
+	ListAccounts(context.Context) ([]account.Account, error)
+	CreateAccount(context.Context, string, string) (account.Created, error)
+	RotateKeys(context.Context, string) (account.Created, error)
+}) (account.Created, error) {
+	list, err := st.ListAccounts(ctx)
+	if err != nil {
+		return account.Created{}, err
+	}
+	for _, a := range list {
+		if a.Name == "demo" {
+			return st.RotateKeys(ctx, a.ID)
+		}
+	}
+	return st.CreateAccount(ctx, "demo", "standard")
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"noticesd/api"
+	"noticesd/config"
+)
+
+const serveAbout = `Serve the API on NOTICES_ADDR. In the embedded backend the same process runs
+the collector (when NOTICES_SOURCE is set) and the webhook delivery worker.
+SIGINT/SIGTERM shut down in order: stop accepting requests, finish in-flight
+ones, stop the collector and the worker, close the store.`
+
+// part is a long-running component of serve.
+type part interface {
+	Start(ctx context.Context) error
+	Shutdown(ctx context.Context) error
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", "serve [--addr :8080]", serveAbout, stderr)
+	addr := fs.String("addr", "", "listen address (overrides NOTICES_ADDR)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if *addr != "" {
+		cfg.Addr = *addr
+	}
+	return serve(ctx, cfg, newLogger(cfg), nil)
+}
+
+// serve runs the service until ctx ends. ready, if set, is called with the
+// bound address once the listener is open.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(addr string)) error {
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	var parts []part
+	startPart := func(p part) error {
+		if err := p.Start(ctx); err != nil {
+			return err
+		}
+		parts = append(parts, p)
+		return nil
+	}
+	shutdownParts := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := len(parts) - 1; i >= 0; i-- {
+			if err := parts[i].Shutdown(sctx); err != nil {
+				log.Error("shutdown", "err", err)
+			}
+		}
+	}
+	defer shutdownParts()
+
+	deps := api.Deps{
+		Notices:  st,
+		Accounts: st,
+		Checks:   map[string]api.Check{"store": st.Ping},
+		Logger:   log,
+	}
+	if err := wireParts(ctx, cfg, st, log, &deps, startPart); err != nil {
+		return err
+	}
+	srv := api.New(cfg, deps)
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (set NOTICES_ADDR)", cfg.Addr, err)
+	}
+	log.Info("serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "backend", cfg.Backend)
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Error("http shutdown", "err", err)
+	}
+	<-served
+	return nil
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"noticesd/config"
+	"noticesd/store/sqlite"
+)
+
+// loadConfig reads the NOTICES_* settings and validates them.
+func loadConfig() (config.Config, error) {
+	return config.FromEnv()
+}
+
+// openStore opens the embedded store of the configured data dir.
+func openStore(ctx context.Context, cfg config.Config) (*sqlite.Store, error) {
+	if cfg.Backend != "embedded" {
+		return nil, fmt.Errorf("NOTICES_BACKEND=%s is not available in this build yet; use embedded", cfg.Backend)
+	}
+	st, err := sqlite.Open(ctx, cfg.DatabasePath(), sqlite.WithPlans(cfg.Plans))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", cfg.DatabasePath(), err)
+	}
+	return st, nil
+}
+
+// newLogger returns the JSON logger at the configured level.
+func newLogger(cfg config.Config) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+}
