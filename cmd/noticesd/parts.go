@@ -9,6 +9,8 @@ import (
 	"noticesd/collector"
 	"noticesd/config"
 	"noticesd/store/sqlite"
+	"noticesd/webhook"
+	"noticesd/worker"
 )
 
 // wireParts starts the long-running parts that serve runs beside the API
@@ -25,6 +27,59 @@ func wireParts(ctx context.Context, cfg config.Config, st *sqlite.Store, log *sl
 		}
 		deps.Health = collectorHealth{c}
 	}
+	if deps.Watches == nil {
+		deps.Watches = st
+	}
+	if cfg.Webhooks {
+		if err := wireDelivery(cfg, st, log, deps, start); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wireDelivery starts the webhook delivery pipeline of the embedded mode:
+// the worker first, so the dispatcher it wakes is stopped before it (parts
+// stop in reverse order), and gives the API the webhook store. With
+// NOTICES_WEBHOOKS=off none of this runs and the webhook routes answer
+// webhook_unavailable.
+func wireDelivery(cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *api.Deps, start func(part) error) error {
+	sender, err := webhook.NewSender(webhook.SenderConfig{
+		Timeout:      cfg.DeliveryTimeout,
+		AllowPrivate: cfg.WebhookAllowPrivate,
+		CAFile:       cfg.WebhookCAFile,
+	})
+	if err != nil {
+		return err
+	}
+	w, err := worker.New(worker.Config{
+		Queue:     st,
+		Sender:    sender,
+		RetryUnit: cfg.DeliveryRetryUnit,
+		Logger:    log.With("part", "delivery"),
+	})
+	if err != nil {
+		return err
+	}
+	d, err := worker.NewDispatcher(worker.DispatcherConfig{
+		Queue:      st,
+		OnEnqueued: w.Wake,
+		Logger:     log.With("part", "dispatcher"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := start(w); err != nil {
+		return err
+	}
+	if err := start(d); err != nil {
+		return err
+	}
+	deps.Webhooks = st
+	// A registration queues its backlog: wake the worker rather than wait
+	// for its next look (at most worker.DefaultIdlePoll). A reactivation's
+	// released deliveries are found within that poll.
+	deps.OnWatchChange = func(context.Context, string) { w.Wake() }
 	return nil
 }
 

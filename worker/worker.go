@@ -1,0 +1,312 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"noticesd/store"
+	"noticesd/webhook"
+)
+
+// Worker defaults.
+const (
+	// DefaultConcurrency is the most delivery attempts in flight at once.
+	DefaultConcurrency = 16
+	// DefaultPerWatch is the most attempts in flight for one watch (so for
+	// one endpoint, which the Sender also bounds per host).
+	DefaultPerWatch = 4
+	// DefaultIdlePoll is the longest the Worker sleeps without looking at
+	// the queue, when nothing is due sooner and nobody woke it.
+	DefaultIdlePoll = time.Second
+	// leaseMargin is added to the default lease, so a live attempt's lease
+	// outlives it and it is never claimed twice.
+	leaseMargin = 30 * time.Second
+)
+
+// Config configures a Worker. Queue and Sender are required.
+type Config struct {
+	Queue  store.Queue
+	Sender *webhook.Sender
+	// RetryUnit scales the retry schedule (NOTICES_DELIVERY_RETRY_UNIT):
+	// after failed attempt n the next is n x RetryUnit later. 0 means 10
+	// minutes.
+	RetryUnit time.Duration
+	// Now is the clock of claims, delivered_at and outcomes; nil means
+	// time.Now.
+	Now func() time.Time
+	// Concurrency bounds attempts in flight; 0 means DefaultConcurrency.
+	Concurrency int
+	// PerWatch bounds attempts in flight per watch; 0 means
+	// DefaultPerWatch.
+	PerWatch int
+	// Lease is how long a claimed delivery is reserved for its attempt; 0
+	// means (Concurrency/PerWatch + 1) Sender timeouts plus 30 s, which
+	// covers waiting for a busy endpoint. Leases matter only while the
+	// process lives: Start releases all of them (Recover).
+	Lease time.Duration
+	// IdlePoll is the longest sleep between looks at the queue; 0 means
+	// DefaultIdlePoll.
+	IdlePoll time.Duration
+	// Logger receives failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// Worker attempts due deliveries: it claims them from the Queue, builds
+// and signs each body at attempt time, sends it with the webhook.Sender and
+// records the outcome. Build it with New; run it with Start and Shutdown,
+// or drive it step by step with RunOnce.
+type Worker struct {
+	cfg  Config
+	log  *slog.Logger
+	wake chan struct{}
+
+	stop   chan struct{}
+	done   chan struct{}
+	cancel context.CancelFunc // cancels attempts in flight
+}
+
+// New returns a Worker with cfg's zero fields defaulted.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Queue == nil {
+		return nil, errors.New("worker: Config.Queue is nil; pass the store that holds the delivery queue")
+	}
+	if cfg.Sender == nil {
+		return nil, errors.New("worker: Config.Sender is nil; build one with webhook.NewSender")
+	}
+	if cfg.RetryUnit <= 0 {
+		cfg.RetryUnit = 10 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.PerWatch <= 0 {
+		cfg.PerWatch = DefaultPerWatch
+	}
+	if cfg.Lease <= 0 {
+		// An attempt may first wait for its endpoint's slot behind the
+		// others claimed with it (several watches can share an endpoint).
+		cfg.Lease = time.Duration(cfg.Concurrency/cfg.PerWatch+1)*cfg.Sender.Timeout() + leaseMargin
+	}
+	if cfg.IdlePoll <= 0 {
+		cfg.IdlePoll = DefaultIdlePoll
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{cfg: cfg, log: log, wake: make(chan struct{}, 1)}, nil
+}
+
+// Wake tells a running Worker that deliveries may have become due (it
+// otherwise finds them within IdlePoll). It never blocks.
+func (w *Worker) Wake() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Recover makes the deliveries whose attempt was in flight when the
+// previous process stopped due now. The interrupted attempt is not counted
+// as a failure: it may or may not have reached the endpoint, which
+// deduplicates on X-Notices-Delivery. Start calls it.
+func (w *Worker) Recover(ctx context.Context) (int, error) {
+	n, err := w.cfg.Queue.Recover(ctx, w.cfg.Now())
+	if err != nil {
+		return 0, fmt.Errorf("worker: recover deliveries in flight at the last stop: %w", err)
+	}
+	return n, nil
+}
+
+// RunOnce claims the deliveries due now (up to Concurrency, at most
+// PerWatch per watch), attempts them concurrently, records every outcome
+// and returns how many it attempted.
+func (w *Worker) RunOnce(ctx context.Context) (attempted int, err error) {
+	jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{
+		Limit: w.cfg.Concurrency, Lease: w.cfg.Lease, PerWatch: w.cfg.PerWatch,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("worker: claim due deliveries: %w", err)
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, len(jobs))
+	for _, j := range jobs {
+		wg.Go(func() {
+			if err := w.attempt(ctx, j); err != nil {
+				errc <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	return len(jobs), errors.Join(collect(errc)...)
+}
+
+func collect(c <-chan error) []error {
+	var out []error
+	for err := range c {
+		out = append(out, err)
+	}
+	return out
+}
+
+// attempt makes one attempt of job and records its outcome. When ctx ends
+// first (shutdown) nothing is recorded: the lease stays and Recover at the
+// next start makes the delivery due again.
+func (w *Worker) attempt(ctx context.Context, job store.Job) error {
+	at := w.cfg.Now()
+	body, err := webhook.Payload(job.WatchID, at, job.Notice)
+	if err != nil {
+		return fmt.Errorf("worker: build the body of delivery %s: %w", job.DeliveryID, err)
+	}
+	res := w.cfg.Sender.Send(ctx, webhook.Request{
+		URL: job.URL, DeliveryID: job.DeliveryID, Secret: job.Secret, Body: body,
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	out := store.Outcome{OK: res.OK, LastError: res.LastError, RetryUnit: w.cfg.RetryUnit}
+	// Record the outcome even if shutdown begins now: it is known.
+	if err := w.cfg.Queue.Complete(context.WithoutCancel(ctx), job, out, w.cfg.Now()); err != nil {
+		return fmt.Errorf("worker: record the outcome of delivery %s attempt %d: %w", job.DeliveryID, job.Attempt, err)
+	}
+	if !res.OK {
+		w.log.Debug("delivery attempt failed", "delivery", job.DeliveryID, "watch", job.WatchID, "attempt", job.Attempt, "error", res.LastError)
+	}
+	return nil
+}
+
+// Start recovers interrupted attempts and runs the Worker in the
+// background until Shutdown.
+func (w *Worker) Start(ctx context.Context) error {
+	if w.stop != nil {
+		return errors.New("worker: Worker started twice")
+	}
+	n, err := w.Recover(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		w.log.Info("delivery attempts interrupted at the last stop are due again", "deliveries", n)
+	}
+	w.stop, w.done = make(chan struct{}), make(chan struct{})
+	var actx context.Context
+	actx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	go w.loop(actx)
+	return nil
+}
+
+// finished reports the end of one attempt to the loop.
+type finished struct{ watchID string }
+
+// loop claims while slots are free and sleeps until a slot frees, a
+// delivery falls due, Wake is called, or IdlePoll passes.
+func (w *Worker) loop(ctx context.Context) {
+	defer close(w.done)
+	var (
+		wg       sync.WaitGroup
+		inFlight = map[string]int{}
+		total    int
+		results  = make(chan finished, w.cfg.Concurrency)
+		timer    = time.NewTimer(0)
+	)
+	defer timer.Stop()
+	defer wg.Wait()
+	finish := func(f finished) {
+		total--
+		if inFlight[f.watchID]--; inFlight[f.watchID] <= 0 {
+			delete(inFlight, f.watchID)
+		}
+	}
+	for {
+		// Claim when enough slots are free to be worth a transaction.
+		free := w.cfg.Concurrency - total
+		if free > 0 && (total == 0 || free >= max(1, w.cfg.Concurrency/4)) {
+			jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{
+				Limit: free, Lease: w.cfg.Lease, PerWatch: w.cfg.PerWatch, InFlight: inFlight,
+			})
+			if err != nil && ctx.Err() == nil {
+				w.log.Error("claiming due deliveries failed; retrying", "err", err)
+			}
+			for _, j := range jobs {
+				total++
+				inFlight[j.WatchID]++
+				wg.Go(func() {
+					if err := w.attempt(ctx, j); err != nil {
+						w.log.Error("delivery attempt", "err", err)
+					}
+					results <- finished{j.WatchID}
+				})
+			}
+			if len(jobs) == free {
+				continue // full: more may be due
+			}
+		}
+		sleep := w.cfg.IdlePoll
+		if next, ok, err := w.cfg.Queue.NextDue(ctx); err == nil && ok {
+			// A due delivery that was not claimed belongs to a busy watch;
+			// a finishing attempt wakes the loop for it.
+			if d := next.Sub(w.cfg.Now()); d > 0 && d < sleep {
+				sleep = d
+			}
+		}
+		timer.Reset(sleep)
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.stop:
+			w.drain(results, &total, finish)
+			return
+		case f := <-results:
+			finish(f)
+		case <-w.wake:
+		case <-timer.C:
+		}
+		// Take every other finished attempt without blocking.
+		for more := true; more; {
+			select {
+			case f := <-results:
+				finish(f)
+			default:
+				more = false
+			}
+		}
+	}
+}
+
+// drain waits for the attempts in flight to finish (they end within the
+// Sender's timeout, or when Shutdown's deadline cancels them).
+func (w *Worker) drain(results <-chan finished, total *int, finish func(finished)) {
+	for *total > 0 {
+		finish(<-results)
+	}
+}
+
+// Shutdown stops claiming and waits for the attempts in flight to finish
+// and be recorded. When ctx ends first, the remaining attempts are
+// cancelled and left unrecorded: Recover at the next start retries them.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	if w.stop == nil {
+		return nil
+	}
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		w.cancel()
+		<-w.done
+		return fmt.Errorf("worker: delivery attempts still in flight at the shutdown deadline were cancelled; they are retried at the next start: %w", ctx.Err())
+	}
+}
