@@ -29,6 +29,14 @@ type Deps struct {
 	// Watches stores watches and answers matches and the bulk screen; nil
 	// makes those routes answer server_error.
 	Watches store.Watches
+	// Webhooks registers webhooks and lists deliveries; nil makes those
+	// routes answer server_error (when cfg.Webhooks is on).
+	Webhooks store.Webhooks
+	// OnWatchChange, if set, is called after every successful webhook
+	// write (register, rotate, delete) with the watch id, so the delivery
+	// dispatcher can refresh what it holds about the watch. It must not
+	// block for long: it runs on the request.
+	OnWatchChange func(ctx context.Context, watchID string)
 	// Plans are the plan limits by name; nil means cfg.Plans, and when that
 	// is nil too, account.DefaultPlans.
 	Plans map[string]account.Plan
@@ -138,6 +146,10 @@ func New(cfg config.Config, deps Deps) *Server {
 	s.handle(fiber.MethodDelete, "/v1/watches/:id", accountKey, s.deleteWatch)
 	s.handle(fiber.MethodGet, "/v1/watches/:id/matches", accountKey, s.watchMatches)
 	s.handle(fiber.MethodPost, "/v1/match", readKey, s.screen)
+	s.handle(fiber.MethodPost, "/v1/watches/:id/webhook", accountKey, s.registerWebhook)
+	s.handle(fiber.MethodDelete, "/v1/watches/:id/webhook", accountKey, s.deleteWebhook)
+	s.handle(fiber.MethodPost, "/v1/watches/:id/webhook/rotate", accountKey, s.rotateWebhookSecret)
+	s.handle(fiber.MethodGet, "/v1/watches/:id/deliveries", accountKey, s.watchDeliveries)
 	return s
 }
 
