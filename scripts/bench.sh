@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# make bench: the performance benchmarks on the full dataset (1,000,000 notices,
+# 4,000,000 register rows), written to docs/benchmarks.md with the machine and
+# dataset they ran on. The dataset is built once in $NOTICES_BENCH_DIR and reused.
+# BENCH_QUICK=1 runs the same benchmarks on a small dataset (for checking the script).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export NOTICES_BENCH_DIR=${NOTICES_BENCH_DIR:-/tmp/noticesd-bench}
+if [ "${BENCH_QUICK:-}" = 1 ]; then
+  export NOTICES_BENCH_NOTICES=${NOTICES_BENCH_NOTICES:-20000}
+  export NOTICES_BENCH_REGISTER=${NOTICES_BENCH_REGISTER:-80000}
+  export NOTICES_BENCH_DIR=${NOTICES_BENCH_DIR}-quick
+  out=${BENCH_OUT:-/tmp/benchmarks-quick.md}
+else
+  export NOTICES_BENCH_NOTICES=${NOTICES_BENCH_NOTICES:-1000000}
+  export NOTICES_BENCH_REGISTER=${NOTICES_BENCH_REGISTER:-4000000}
+  out=${BENCH_OUT:-docs/benchmarks.md}
+fi
+mkdir -p "$NOTICES_BENCH_DIR"
+raw=$(mktemp)
+echo "== benchmarks on $NOTICES_BENCH_NOTICES notices / $NOTICES_BENCH_REGISTER register rows (data in $NOTICES_BENCH_DIR)"
+# One package at a time: they share two cores and the dataset.
+for pkg in ./store/sqlite ./matcher ./worker; do
+  [ -d "$pkg" ] || continue
+  go test -tags sqlite_fts5 -run '^$' -bench . -benchtime "${BENCHTIME:-1x}" -timeout 3h "$pkg" | tee -a "$raw"
+done
+go run ./scripts/benchreport -targets scripts/bench-targets.tsv \
+  -dataset "$NOTICES_BENCH_NOTICES notices and $NOTICES_BENCH_REGISTER register rows from \`noticesd sample\` (seed 1), ingested through the real ingest path into one SQLite file (WAL, FTS5)." \
+  < "$raw" > "$out"
+rm -f "$raw"
+echo "wrote $out"
