@@ -126,7 +126,8 @@ func registerRows(ctx context.Context, tx *sql.Tx, id ident.ID) ([]*notice.Regis
 	q := "SELECT " + registerColumns + " FROM register WHERE acn = ? ORDER BY rowid"
 	acn := id.Value
 	if id.Kind == ident.ABN {
-		err := tx.QueryRowContext(ctx, "SELECT acn FROM register WHERE abn = ? ORDER BY rowid LIMIT 1", id.Value).Scan(&acn)
+		// abn <> '' lets the planner use the partial index on abn.
+		err := tx.QueryRowContext(ctx, "SELECT acn FROM register WHERE abn = ? AND abn <> '' ORDER BY rowid LIMIT 1", id.Value).Scan(&acn)
 		if err == sql.ErrNoRows {
 			return nil, nil
 		}

@@ -14,16 +14,25 @@ import (
 )
 
 // bm25Weights weight the full-text columns for relevance: company_name,
-// notice_type, text, practitioner names and firms. A hit in the company name
-// or a practitioner outranks one in the body.
-const bm25Weights = "4.0, 2.0, 1.0, 2.0"
+// notice_type, text, practitioner names and firms, kind. A hit in the
+// company name or a practitioner outranks one in the body; kind (the
+// live/dereg token) never counts.
+const bm25Weights = "4.0, 2.0, 1.0, 2.0, 0.0"
+
+// qColumns restricts a q to the searchable columns of notices_fts (not
+// kind).
+const qColumns = "{company_name notice_type text practitioner_text}"
 
 // cond is a WHERE clause under construction over notices aliased n (and
-// notices_fts when match is set).
+// notices_fts when match is set). from() and where() together always select
+// exactly the notices passing the filter.
 type cond struct {
 	terms []string
 	args  []any
 	match string // FTS5 expression; "" when the search has no full-text part
+	// live is set when match itself excludes deregistration notices
+	// (`... AND kind : live`), so terms need not.
+	live bool
 }
 
 func (c *cond) add(term string, args ...any) {
@@ -64,24 +73,42 @@ func (c *cond) where() (string, []any) {
 	return " WHERE " + strings.Join(terms, " AND "), args
 }
 
+// ftsOnly reports whether the full-text index alone answers the filter: a
+// match and no condition on the notices' columns.
+func (c *cond) ftsOnly() bool { return c.match != "" && len(c.terms) == 0 }
+
+// qMatch restricts an FTS5 expression rendered from q to the searchable
+// columns.
+func qMatch(expr string) string { return qColumns + " : (" + expr + ")" }
+
 // filterCond translates a notice.Filter. A q that FTS5 can express becomes a
-// MATCH joined with the notices; one it cannot (`-foo` alone, `a OR -b`)
-// becomes query.SQL's fallback, which wraps the expressible parts in
-// sub-selects on the same FTS5 index, so both paths match the same tokens.
-// Relevance needs the MATCH join: with the fallback it is published_desc.
+// MATCH joined with the notices, carrying the deregistration exclusion as
+// `AND kind : live`; one it cannot (`-foo` alone, `a OR -b`) becomes
+// query.SQL's fallback, which wraps the expressible parts in sub-selects on
+// the same FTS5 index, so both paths match the same tokens. Relevance needs
+// the MATCH join: with the fallback it is published_desc.
 func filterCond(f notice.Filter) cond {
 	var c cond
 	if f.Q != nil {
 		if expr, ok := query.FTS5(f.Q); ok {
-			c.match = expr
+			c.match = qMatch(expr)
+			if !f.IncludeDeregistration {
+				c.match += " AND kind : live"
+				c.live = true
+			}
 		} else {
 			// Unqualified seq is n.seq: the fallback is only used without
 			// the FTS join.
 			where, args := query.SQL(f.Q, "notices_fts")
+			for i, a := range args {
+				if e, ok := a.(string); ok {
+					args[i] = qMatch(e)
+				}
+			}
 			c.add(where, args...)
 		}
 	}
-	if !f.IncludeDeregistration {
+	if !f.IncludeDeregistration && !c.live {
 		// A literal, so the planner can use the partial index notices_live.
 		c.add("n.is_dereg = 0")
 	}
@@ -107,37 +134,52 @@ func filterCond(f notice.Filter) cond {
 // identifier, and those carrying the other identifier the register holds for
 // it (ACN -> its ABNs, ABN -> its ACNs).
 func companyCond(id ident.ID) (string, []any) {
+	// abn <> '' lets the planner use the partial index on register.abn.
 	if id.Kind == ident.ABN {
-		return "(n.abn = ? OR n.acn IN (SELECT acn FROM register WHERE abn = ?))", []any{id.Value, id.Value}
+		return "(n.abn = ? OR n.acn IN (SELECT acn FROM register WHERE abn = ? AND abn <> ''))", []any{id.Value, id.Value}
 	}
 	return "(n.acn = ? OR n.abn IN (SELECT abn FROM register WHERE acn = ? AND abn <> ''))", []any{id.Value, id.Value}
 }
 
-// orderBy returns the ORDER BY of a sort. Publication order is by
-// published_date, then published_at: the same order as published_at alone
-// (published_date is its Sydney date), but it lets the covering indexes,
-// which lead with published_date, serve both the date range and the order.
-// Relevance needs a full-text part; without one it is published_desc.
-func orderBy(sortKey string, c cond) (string, error) {
+// Publication orders. Publication order is by published_date, then
+// published_at: the same order as published_at alone (published_date is
+// its Sydney date), but it lets the covering indexes, which lead with
+// published_date, serve both the date range and the order. Ties break on
+// notice_seq descending.
+const (
+	orderPublishedDesc = "n.published_date DESC, n.published_at DESC, n.seq DESC"
+	orderPublishedAsc  = "n.published_date ASC, n.published_at ASC, n.seq DESC"
+)
+
+// checkSort validates a sort key; relevance needs a full-text part and is
+// published_desc without one.
+func checkSort(sortKey string, c cond) (string, error) {
 	switch sortKey {
 	case notice.SortPublishedDesc, "":
-		return "n.published_date DESC, n.published_at DESC, n.seq DESC", nil
+		return notice.SortPublishedDesc, nil
 	case notice.SortPublishedAsc:
-		return "n.published_date ASC, n.published_at ASC, n.seq DESC", nil
+		return sortKey, nil
 	case notice.SortRelevance:
 		if c.match == "" {
-			return "n.published_date DESC, n.published_at DESC, n.seq DESC", nil
+			return notice.SortPublishedDesc, nil
 		}
-		return "bm25(notices_fts, " + bm25Weights + "), n.seq DESC", nil
+		return sortKey, nil
 	}
 	return "", errs.New(errs.InvalidParameter, "sort %q is not one of %s, %s, %s", sortKey,
 		notice.SortPublishedDesc, notice.SortPublishedAsc, notice.SortRelevance)
 }
 
 // Search returns one page of matching notices and the exact total.
+//
+// Without q or a company the total comes from notice_counts and the page
+// from the covering index of the sort order. With q the total is counted
+// first (from the full-text index alone when q is the only condition);
+// relevance ranks the matches with bm25, and publication order either
+// sorts the matches (few) or walks the covering index newest first,
+// probing the full-text index per notice (many).
 func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.SearchPage, error) {
 	c := filterCond(q.Filter)
-	order, err := orderBy(q.Sort, c)
+	sortKey, err := checkSort(q.Sort, c)
 	if err != nil {
 		return notice.SearchPage{}, err
 	}
@@ -149,7 +191,6 @@ func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.Search
 		page = 1
 	}
 	offset := (page - 1) * limit
-	where, args := c.where()
 
 	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
@@ -157,39 +198,141 @@ func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.Search
 	}
 	defer tx.Rollback()
 
-	// Phase 1 finds the page's seqs (from the covering indexes when there is
-	// no q); phase 2 reads just those rows.
-	rows, err := tx.QueryContext(ctx, "SELECT n.seq FROM "+c.from()+where+" ORDER BY "+order+" LIMIT ? OFFSET ?",
-		append(args, limit, offset)...)
-	if err != nil {
-		return notice.SearchPage{}, searchError(err)
-	}
 	var seqs []int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			rows.Close()
-			return notice.SearchPage{}, err
-		}
-		seqs = append(seqs, seq)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return notice.SearchPage{}, searchError(err)
-	}
-
 	var total int64
-	if len(seqs) < limit && (len(seqs) > 0 || offset == 0) {
-		// The last page: the total is known without counting.
-		total = int64(offset + len(seqs))
-	} else if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+c.from()+where, args...).Scan(&total); err != nil {
-		return notice.SearchPage{}, searchError(err)
+	if c.match != "" {
+		seqs, total, err = searchMatch(ctx, tx, q.Filter, c, sortKey, limit, offset)
+	} else {
+		seqs, total, err = searchFiltered(ctx, tx, q.Filter, c, sortKey, limit, offset)
+	}
+	if err != nil {
+		return notice.SearchPage{}, err
 	}
 	ns, err := noticesBySeq(ctx, tx, seqs)
 	if err != nil {
 		return notice.SearchPage{}, err
 	}
 	return notice.SearchPage{Notices: ns, Total: total}, nil
+}
+
+// querySeqList runs a query selecting seqs.
+func querySeqList(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	defer rows.Close()
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, err
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, searchError(err)
+	}
+	return seqs, nil
+}
+
+// publicationOrder is the ORDER BY of a publication sort.
+func publicationOrder(sortKey string) string {
+	if sortKey == notice.SortPublishedAsc {
+		return orderPublishedAsc
+	}
+	return orderPublishedDesc
+}
+
+// searchFiltered pages a search without a full-text MATCH (no q, or q in
+// query.SQL's fallback form).
+func searchFiltered(ctx context.Context, tx *sql.Tx, f notice.Filter, c cond, sortKey string, limit, offset int) ([]int64, int64, error) {
+	total, counted, err := countFiltered(ctx, tx, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	if counted && int64(offset) >= total {
+		return nil, total, nil
+	}
+	where, args := c.where()
+	seqs, err := querySeqList(ctx, tx, "SELECT n.seq FROM "+c.from()+where+" ORDER BY "+publicationOrder(sortKey)+" LIMIT ? OFFSET ?",
+		append(args, limit, offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if counted {
+		return seqs, total, nil
+	}
+	if len(seqs) < limit && (len(seqs) > 0 || offset == 0) {
+		// The last page: the total is known without counting.
+		return seqs, int64(offset + len(seqs)), nil
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+c.from()+where, args...).Scan(&total); err != nil {
+		return nil, 0, searchError(err)
+	}
+	return seqs, total, nil
+}
+
+// probeRatio is how many notices the probing plan may walk per match a
+// sorting plan would read and sort, for publication order with q: probing
+// costs a full-text seek per notice walked, sorting a table read per match.
+const probeRatio = 4
+
+// searchMatch pages a search with a full-text MATCH.
+func searchMatch(ctx context.Context, tx *sql.Tx, f notice.Filter, c cond, sortKey string, limit, offset int) ([]int64, int64, error) {
+	var total int64
+	if c.ftsOnly() {
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM notices_fts WHERE notices_fts MATCH ?", c.match).Scan(&total); err != nil {
+			return nil, 0, searchError(err)
+		}
+	} else {
+		where, args := c.where()
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+c.from()+where, args...).Scan(&total); err != nil {
+			return nil, 0, searchError(err)
+		}
+	}
+	if int64(offset) >= total {
+		return nil, total, nil
+	}
+	if sortKey == notice.SortRelevance {
+		rank := "bm25(notices_fts, " + bm25Weights + ")"
+		if c.ftsOnly() {
+			seqs, err := querySeqList(ctx, tx, "SELECT rowid FROM notices_fts WHERE notices_fts MATCH ? ORDER BY "+rank+", rowid DESC LIMIT ? OFFSET ?",
+				c.match, limit, offset)
+			return seqs, total, err
+		}
+		where, args := c.where()
+		seqs, err := querySeqList(ctx, tx, "SELECT n.seq FROM "+c.from()+where+" ORDER BY "+rank+", n.seq DESC LIMIT ? OFFSET ?",
+			append(args, limit, offset)...)
+		return seqs, total, err
+	}
+	order := publicationOrder(sortKey)
+	// The notices the probing plan walks: those passing the filter without q.
+	scope := f
+	scope.Q = nil
+	walk, counted, err := countFiltered(ctx, tx, scope)
+	if err != nil {
+		return nil, 0, err
+	}
+	if counted && int64(offset+limit)*walk <= probeRatio*total*total {
+		// Walking in publication order meets a match every walk/total
+		// notices: offset+limit matches after (offset+limit)*walk/total.
+		o := filterCond(scope)
+		where, args := o.where()
+		if where == "" {
+			where = " WHERE "
+		} else {
+			where += " AND "
+		}
+		where += "EXISTS (SELECT 1 FROM notices_fts WHERE notices_fts MATCH ? AND notices_fts.rowid = n.seq)"
+		seqs, err := querySeqList(ctx, tx, "SELECT n.seq FROM notices n"+where+" ORDER BY "+order+" LIMIT ? OFFSET ?",
+			append(args, c.match, limit, offset)...)
+		return seqs, total, err
+	}
+	where, args := c.where()
+	seqs, err := querySeqList(ctx, tx, "SELECT n.seq FROM "+c.from()+where+" ORDER BY "+order+" LIMIT ? OFFSET ?",
+		append(args, limit, offset)...)
+	return seqs, total, err
 }
 
 // noticesBySeq reads the notices with the given seqs, in that order.
@@ -232,44 +375,58 @@ var facetColumns = []string{"appointment_type", "notice_purpose", "notice_code",
 
 // Filters counts the values of each filter field among the matching notices.
 // Each list is sorted by count descending, then value ascending; notices
-// without an appointment_type are not listed under it.
+// without an appointment_type are not listed under it. Without q or a
+// company the counts come from notice_counts.
 func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCounts, error) {
-	c := filterCond(f)
-	where, args := c.where()
-	// One pass over the matching rows, grouped by all five fields at once;
-	// the per-field counts are summed here.
-	rows, err := s.read.QueryContext(ctx, "SELECT n.appointment_type, n.notice_purpose, n.notice_code, n.state, n.status, count(*) FROM "+
-		c.from()+where+" GROUP BY 1, 2, 3, 4, 5", args...)
+	var out notice.FilterCounts
+	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
-		return notice.FilterCounts{}, searchError(err)
+		return out, fmt.Errorf("sqlite: filters: %w", err)
 	}
-	defer rows.Close()
+	defer tx.Rollback()
 	counts := make([]map[string]int64, len(facetColumns))
 	for i := range counts {
 		counts[i] = map[string]int64{}
 	}
-	var out notice.FilterCounts
-	for rows.Next() {
-		var (
-			appt          sql.NullString
-			purpose, code string
-			state, status string
-			n             int64
-		)
-		if err := rows.Scan(&appt, &purpose, &code, &state, &status, &n); err != nil {
-			return out, err
-		}
+	// One pass over the matching rows (or count rows), grouped by all five
+	// fields at once; the per-field counts are summed here.
+	add := func(vals []sql.NullString, n int64) {
 		out.Total += n
-		if appt.Valid {
-			addFold(counts[0], appt.String, n)
+		for i, v := range vals {
+			if v.Valid && (i != 0 || v.String != "") {
+				addFold(counts[i], v.String, n)
+			}
 		}
-		addFold(counts[1], purpose, n)
-		addFold(counts[2], code, n)
-		addFold(counts[3], state, n)
-		addFold(counts[4], status, n)
 	}
-	if err := rows.Err(); err != nil {
-		return out, searchError(err)
+	if sp, ok := countable(f); ok {
+		err = groupCounts(ctx, tx, f, sp, grouping{
+			counts:  "appointment_type, notice_purpose, notice_code, state, status, sum(n)",
+			notices: "n.appointment_type, n.notice_purpose, n.notice_code, n.state, n.status, count(*)",
+			ncols:   5,
+		}, add)
+	} else {
+		c := filterCond(f)
+		where, args := c.where()
+		err = func() error {
+			rows, err := tx.QueryContext(ctx, "SELECT n.appointment_type, n.notice_purpose, n.notice_code, n.state, n.status, count(*) FROM "+
+				c.from()+where+" GROUP BY 1, 2, 3, 4, 5", args...)
+			if err != nil {
+				return searchError(err)
+			}
+			defer rows.Close()
+			vals := make([]sql.NullString, 5)
+			var n int64
+			for rows.Next() {
+				if err := rows.Scan(&vals[0], &vals[1], &vals[2], &vals[3], &vals[4], &n); err != nil {
+					return err
+				}
+				add(vals, n)
+			}
+			return searchError2(rows.Err())
+		}()
+	}
+	if err != nil {
+		return notice.FilterCounts{}, err
 	}
 	out.AppointmentType = sortedCounts(counts[0])
 	out.NoticePurpose = sortedCounts(counts[1])
@@ -311,14 +468,15 @@ func sortedCounts(m map[string]int64) []notice.ValueCount {
 
 // Stats counts the matching notices grouped by one field. Buckets come
 // unordered (notice.FinishStats orders them and fills empty months);
-// notices without an appointment_type form no bucket.
+// notices without an appointment_type form no bucket. Without q or a
+// company the counts come from notice_counts.
 func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, error) {
-	var key string
+	var key, countsKey string
 	switch q.GroupBy {
 	case "month", "":
-		key = "substr(n.published_date, 1, 7)"
+		key, countsKey = "substr(n.published_date, 1, 7)", "month"
 	case "appointment_type", "notice_purpose", "state", "notice_code":
-		key = "n." + q.GroupBy
+		key, countsKey = "n."+q.GroupBy, q.GroupBy
 	default:
 		return notice.Stats{}, errs.New(errs.InvalidGroupBy, "group_by %q is not one of %s", q.GroupBy, strings.Join(notice.GroupByKeys, ", "))
 	}
@@ -326,26 +484,61 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 	if out.GroupBy == "" {
 		out.GroupBy = "month"
 	}
-	c := filterCond(q.Filter)
-	where, args := c.where()
-	rows, err := s.read.QueryContext(ctx, "SELECT "+key+", count(*) FROM "+c.from()+where+" GROUP BY 1", args...)
+	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
-		return out, searchError(err)
+		return out, fmt.Errorf("sqlite: stats: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var k sql.NullString
-		var n int64
-		if err := rows.Scan(&k, &n); err != nil {
-			return out, err
-		}
+	defer tx.Rollback()
+	buckets := map[string]int64{}
+	var order []string
+	add := func(vals []sql.NullString, n int64) {
 		out.Total += n
-		if k.Valid {
-			out.Data = append(out.Data, notice.Bucket{Key: k.String, Count: n})
+		k := vals[0]
+		if !k.Valid || (countsKey == "appointment_type" && k.String == "") {
+			return
 		}
+		// Spellings differing only in case are one bucket (the columns are
+		// COLLATE NOCASE); the first spelling seen is kept.
+		if _, ok := buckets[k.String]; !ok {
+			for _, o := range order {
+				if strings.EqualFold(o, k.String) {
+					k.String = o
+					break
+				}
+			}
+		}
+		if _, ok := buckets[k.String]; !ok {
+			order = append(order, k.String)
+		}
+		buckets[k.String] += n
 	}
-	if err := rows.Err(); err != nil {
-		return out, searchError(err)
+	if sp, ok := countable(q.Filter); ok {
+		err = groupCounts(ctx, tx, q.Filter, sp, grouping{counts: countsKey + ", sum(n)", notices: key + ", count(*)", ncols: 1}, add)
+	} else {
+		c := filterCond(q.Filter)
+		where, args := c.where()
+		err = func() error {
+			rows, err := tx.QueryContext(ctx, "SELECT "+key+", count(*) FROM "+c.from()+where+" GROUP BY 1", args...)
+			if err != nil {
+				return searchError(err)
+			}
+			defer rows.Close()
+			vals := make([]sql.NullString, 1)
+			var n int64
+			for rows.Next() {
+				if err := rows.Scan(&vals[0], &n); err != nil {
+					return err
+				}
+				add(vals, n)
+			}
+			return searchError2(rows.Err())
+		}()
+	}
+	if err != nil {
+		return notice.Stats{}, err
+	}
+	for _, k := range order {
+		out.Data = append(out.Data, notice.Bucket{Key: k, Count: buckets[k]})
 	}
 	return out, nil
 }
@@ -356,7 +549,7 @@ func (s *Store) IndexStatus(ctx context.Context) (notice.IndexStatus, error) {
 	var st notice.IndexStatus
 	var latest sql.NullString
 	err := s.read.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM notices),
+		(SELECT coalesce(sum(n), 0) FROM notice_counts),
 		coalesce((SELECT max(seq) FROM notices), 0),
 		(SELECT published_date FROM notices ORDER BY published_date DESC LIMIT 1)`).Scan(&st.Notices, &st.LatestNoticeSeq, &latest)
 	if err != nil {

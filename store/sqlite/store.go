@@ -86,6 +86,9 @@ type Store struct {
 	read  *sql.DB // several connections, query-only
 	clock func() time.Time
 	plans map[string]account.Plan
+	// companies is the in-memory company index of the bulk screen and
+	// watch creation (companyindex.go).
+	companies companyIndex
 }
 
 // Option configures Open.

@@ -32,7 +32,10 @@ CREATE TABLE notices (
     practitioners     TEXT NOT NULL DEFAULT '[]',
     practitioner_text TEXT NOT NULL DEFAULT '',
     replaces          TEXT,
-    is_dereg          INTEGER GENERATED ALWAYS AS (lower(notice_purpose) = 'deregistration') STORED
+    is_dereg          INTEGER GENERATED ALWAYS AS (lower(notice_purpose) = 'deregistration') STORED,
+    -- The kind token the full-text index carries (column kind): 'live' or
+    -- 'dereg', so a MATCH can exclude deregistration notices by itself.
+    kind              TEXT GENERATED ALWAYS AS (CASE WHEN is_dereg THEN 'dereg' ELSE 'live' END) VIRTUAL
 );
 
 CREATE INDEX notices_acn ON notices (acn) WHERE acn IS NOT NULL;
@@ -50,33 +53,93 @@ CREATE INDEX notices_all ON notices
     (published_date, published_at, seq, state, notice_purpose, notice_code, appointment_type, status);
 
 -- External-content full-text index over the searchable fields, kept in sync
--- by triggers so every writer (serve, ingest) keeps it right.
+-- by triggers so every writer (serve, ingest) keeps it right. q searches
+-- only the first four columns (a column filter); kind holds one token,
+-- 'live' or 'dereg', so `(q) AND kind : live` excludes deregistration
+-- notices inside the MATCH, without reading the notices. bm25 weighs kind 0.
 CREATE VIRTUAL TABLE notices_fts USING fts5 (
-    company_name, notice_type, text, practitioner_text,
+    company_name, notice_type, text, practitioner_text, kind,
     content = 'notices', content_rowid = 'seq',
     tokenize = 'unicode61 remove_diacritics 2'
 );
 
 CREATE TRIGGER notices_fts_insert AFTER INSERT ON notices BEGIN
-    INSERT INTO notices_fts (rowid, company_name, notice_type, text, practitioner_text)
-    VALUES (new.seq, new.company_name, new.notice_type, new.text, new.practitioner_text);
+    INSERT INTO notices_fts (rowid, company_name, notice_type, text, practitioner_text, kind)
+    VALUES (new.seq, new.company_name, new.notice_type, new.text, new.practitioner_text, new.kind);
 END;
 
 CREATE TRIGGER notices_fts_delete AFTER DELETE ON notices BEGIN
-    INSERT INTO notices_fts (notices_fts, rowid, company_name, notice_type, text, practitioner_text)
-    VALUES ('delete', old.seq, old.company_name, old.notice_type, old.text, old.practitioner_text);
+    INSERT INTO notices_fts (notices_fts, rowid, company_name, notice_type, text, practitioner_text, kind)
+    VALUES ('delete', old.seq, old.company_name, old.notice_type, old.text, old.practitioner_text, old.kind);
 END;
 
-CREATE TRIGGER notices_fts_update AFTER UPDATE OF company_name, notice_type, text, practitioner_text ON notices
+CREATE TRIGGER notices_fts_update AFTER UPDATE OF company_name, notice_type, text, practitioner_text, notice_purpose ON notices
 WHEN old.company_name IS NOT new.company_name
   OR old.notice_type IS NOT new.notice_type
   OR old.text IS NOT new.text
   OR old.practitioner_text IS NOT new.practitioner_text
+  OR old.kind IS NOT new.kind
 BEGIN
-    INSERT INTO notices_fts (notices_fts, rowid, company_name, notice_type, text, practitioner_text)
-    VALUES ('delete', old.seq, old.company_name, old.notice_type, old.text, old.practitioner_text);
-    INSERT INTO notices_fts (rowid, company_name, notice_type, text, practitioner_text)
-    VALUES (new.seq, new.company_name, new.notice_type, new.text, new.practitioner_text);
+    INSERT INTO notices_fts (notices_fts, rowid, company_name, notice_type, text, practitioner_text, kind)
+    VALUES ('delete', old.seq, old.company_name, old.notice_type, old.text, old.practitioner_text, old.kind);
+    INSERT INTO notices_fts (rowid, company_name, notice_type, text, practitioner_text, kind)
+    VALUES (new.seq, new.company_name, new.notice_type, new.text, new.practitioner_text, new.kind);
+END;
+
+-- Notice counts per month and combination of the filter fields, kept by
+-- triggers in the same transaction as every write, so they are always
+-- exact: totals, /v1/filters and /v1/stats without a q or a company add up
+-- these few thousand rows instead of counting a million notices (the days
+-- of a from/to range that cover part of a month are counted from the
+-- notices). appointment_type is '' for none (the notices never store '').
+CREATE TABLE notice_counts (
+    month            TEXT NOT NULL,
+    state            TEXT NOT NULL COLLATE NOCASE,
+    notice_purpose   TEXT NOT NULL COLLATE NOCASE,
+    notice_code      TEXT NOT NULL COLLATE NOCASE,
+    appointment_type TEXT NOT NULL COLLATE NOCASE,
+    status           TEXT NOT NULL COLLATE NOCASE,
+    is_dereg         INTEGER NOT NULL,
+    n                INTEGER NOT NULL,
+    PRIMARY KEY (month, state, notice_purpose, notice_code, appointment_type, status)
+) WITHOUT ROWID;
+
+CREATE TRIGGER notice_counts_insert AFTER INSERT ON notices BEGIN
+    INSERT INTO notice_counts (month, state, notice_purpose, notice_code, appointment_type, status, is_dereg, n)
+    VALUES (substr(new.published_date, 1, 7), new.state, new.notice_purpose, new.notice_code,
+            coalesce(new.appointment_type, ''), new.status, new.is_dereg, 1)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER notice_counts_delete AFTER DELETE ON notices BEGIN
+    UPDATE notice_counts SET n = n - 1
+    WHERE month = substr(old.published_date, 1, 7) AND state = old.state AND notice_purpose = old.notice_purpose
+      AND notice_code = old.notice_code AND appointment_type = coalesce(old.appointment_type, '') AND status = old.status;
+    DELETE FROM notice_counts
+    WHERE month = substr(old.published_date, 1, 7) AND state = old.state AND notice_purpose = old.notice_purpose
+      AND notice_code = old.notice_code AND appointment_type = coalesce(old.appointment_type, '') AND status = old.status
+      AND n <= 0;
+END;
+
+CREATE TRIGGER notice_counts_update AFTER UPDATE OF published_date, state, notice_purpose, notice_code, appointment_type, status ON notices
+WHEN substr(old.published_date, 1, 7) IS NOT substr(new.published_date, 1, 7)
+  OR old.state IS NOT new.state
+  OR old.notice_purpose IS NOT new.notice_purpose
+  OR old.notice_code IS NOT new.notice_code
+  OR old.appointment_type IS NOT new.appointment_type
+  OR old.status IS NOT new.status
+BEGIN
+    UPDATE notice_counts SET n = n - 1
+    WHERE month = substr(old.published_date, 1, 7) AND state = old.state AND notice_purpose = old.notice_purpose
+      AND notice_code = old.notice_code AND appointment_type = coalesce(old.appointment_type, '') AND status = old.status;
+    DELETE FROM notice_counts
+    WHERE month = substr(old.published_date, 1, 7) AND state = old.state AND notice_purpose = old.notice_purpose
+      AND notice_code = old.notice_code AND appointment_type = coalesce(old.appointment_type, '') AND status = old.status
+      AND n <= 0;
+    INSERT INTO notice_counts (month, state, notice_purpose, notice_code, appointment_type, status, is_dereg, n)
+    VALUES (substr(new.published_date, 1, 7), new.state, new.notice_purpose, new.notice_code,
+            coalesce(new.appointment_type, ''), new.status, new.is_dereg, 1)
+    ON CONFLICT DO UPDATE SET n = n + 1;
 END;
 
 -- The ASIC company dataset: one row per company name, in file order (rowid).
