@@ -33,7 +33,7 @@ type Deps struct {
 	// routes answer server_error (when cfg.Webhooks is on).
 	Webhooks store.Webhooks
 	// OnWatchChange, if set, is called after every successful webhook
-	// write (register, rotate, delete) with the watch id, so the delivery
+	// write (register, rotate, delete) and watch update with the watch id, so the delivery
 	// dispatcher can refresh what it holds about the watch. It must not
 	// block for long: it runs on the request.
 	OnWatchChange func(ctx context.Context, watchID string)

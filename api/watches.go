@@ -118,6 +118,8 @@ func (s *Server) patchWatch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// A reactivation releases held deliveries: wake delivery now.
+	s.watchChanged(c, w.ID)
 	return writeJSON(c, fiber.StatusOK, w)
 }
 

@@ -54,6 +54,15 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		sum, err = ingest.Notices(ctx, st, rest[1:], opt)
 	case "register":
 		sum, err = ingest.Register(ctx, st, rest[1], opt)
+		if err == nil {
+			// Watches match through the register (ABN <-> ACN): re-expand
+			// their stored match keys against the new register.
+			if n, rerr := st.RefreshWatchKeys(ctx); rerr != nil {
+				err = fmt.Errorf("register loaded, but refreshing watch match keys failed (run the load again): %w", rerr)
+			} else if n > 0 {
+				fmt.Fprintf(stderr, "refreshed match keys of %d watches\n", n)
+			}
+		}
 	}
 	if err != nil {
 		return err

@@ -17,6 +17,22 @@ import (
 // (collector, arrival dispatcher, delivery worker) and fills deps with what
 // the API needs of them. Parts are shut down in reverse order of start.
 func wireParts(ctx context.Context, cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *api.Deps, start func(part) error) error {
+	deps.Watches = st
+	// The bulk screen and watch creation use an in-memory index of the
+	// register and the notices' identifiers; load it now rather than on the
+	// first request. Requests before it is ready load it themselves.
+	go func() {
+		if err := st.WarmCompanyIndex(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("warming the company index", "err", err)
+		}
+	}()
+	// Delivery starts before the collector, so on shutdown (reverse order)
+	// the collector stops first and no arrival is left unmatched.
+	if cfg.Webhooks {
+		if err := wireDelivery(cfg, st, log, deps, start); err != nil {
+			return err
+		}
+	}
 	if cfg.Source != "" {
 		c, err := newCollector(cfg, st, log)
 		if err != nil {
@@ -26,14 +42,6 @@ func wireParts(ctx context.Context, cfg config.Config, st *sqlite.Store, log *sl
 			return err
 		}
 		deps.Health = collectorHealth{c}
-	}
-	if deps.Watches == nil {
-		deps.Watches = st
-	}
-	if cfg.Webhooks {
-		if err := wireDelivery(cfg, st, log, deps, start); err != nil {
-			return err
-		}
 	}
 	return nil
 }
