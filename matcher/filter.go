@@ -101,7 +101,7 @@ func inList(values []string, v *string) bool {
 		return false
 	}
 	for _, x := range values {
-		if asciiEqualFold(x, *v) {
+		if notice.EqualFoldASCII(x, *v) {
 			return true
 		}
 	}
@@ -109,23 +109,3 @@ func inList(values []string, v *string) bool {
 }
 
 func equalPtr(p *string, v string) bool { return p != nil && *p == v }
-
-// asciiEqualFold compares ignoring ASCII case only, like SQLite's NOCASE.
-func asciiEqualFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}

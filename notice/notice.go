@@ -39,10 +39,12 @@ const DeregistrationPurpose = "Deregistration"
 
 // IsDeregistration reports whether the notice is a deregistration notice.
 func (n *Notice) IsDeregistration() bool {
-	return equalFold(n.NoticePurpose, DeregistrationPurpose)
+	return EqualFoldASCII(n.NoticePurpose, DeregistrationPurpose)
 }
 
-func equalFold(a, b string) bool {
+// EqualFoldASCII compares ignoring ASCII case only, like SQLite's NOCASE
+// collation, so in-memory filters agree with the SQL ones.
+func EqualFoldASCII(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}
