@@ -180,7 +180,7 @@ func resolveABNs(ctx context.Context, q querier, abns []string) (map[string]stri
 		for i, a := range part {
 			args[i] = a
 		}
-		rows, err := q.QueryContext(ctx, "SELECT abn, acn FROM register WHERE abn IN ("+placeholders(len(args))+")", args...)
+		rows, err := q.QueryContext(ctx, "SELECT abn, acn FROM register WHERE abn <> '' AND abn IN ("+placeholders(len(args))+")", args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: resolve ABNs through the register: %w", err)
 		}

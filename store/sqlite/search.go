@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,6 +34,12 @@ type cond struct {
 	// live is set when match itself excludes deregistration notices
 	// (`... AND kind : live`), so terms need not.
 	live bool
+	// qmatch is match without the deregistration exclusion.
+	qmatch string
+	// negated is set when q is only negations (`-foo`, `-foo -bar`):
+	// match is then every notice (by kind) NOT the negated words, and
+	// relevance has nothing to rank (it is published_desc).
+	negated bool
 }
 
 func (c *cond) add(term string, args ...any) {
@@ -83,19 +90,31 @@ func qMatch(expr string) string { return qColumns + " : (" + expr + ")" }
 
 // filterCond translates a notice.Filter. A q that FTS5 can express becomes a
 // MATCH joined with the notices, carrying the deregistration exclusion as
-// `AND kind : live`; one it cannot (`-foo` alone, `a OR -b`) becomes
-// query.SQL's fallback, which wraps the expressible parts in sub-selects on
-// the same FTS5 index, so both paths match the same tokens. Relevance needs
-// the MATCH join: with the fallback it is published_desc.
+// `AND kind : "live"`. A q of negations only (`-foo`) becomes a MATCH of
+// every notice's kind token NOT the negated words. Any other q FTS5 cannot
+// express (`a OR -b`) becomes query.SQL's fallback, which wraps the
+// expressible parts in sub-selects on the same FTS5 index, so every path
+// matches the same tokens. Relevance needs a positive MATCH: without one it
+// is published_desc.
 func filterCond(f notice.Filter) cond {
 	var c cond
 	if f.Q != nil {
 		if expr, ok := query.FTS5(f.Q); ok {
 			c.match = qMatch(expr)
+			c.qmatch = c.match
 			if !f.IncludeDeregistration {
-				c.match += " AND kind : live"
+				c.match += ` AND kind : "live"`
 				c.live = true
 			}
+		} else if neg, ok := negations(f.Q); ok {
+			all := `kind : ("live" OR "dereg")`
+			if !f.IncludeDeregistration {
+				all = `kind : "live"`
+				c.live = true
+			}
+			c.match = all + " NOT " + qMatch(neg)
+			c.qmatch = `kind : ("live" OR "dereg") NOT ` + qMatch(neg)
+			c.negated = true
 		} else {
 			// Unqualified seq is n.seq: the fallback is only used without
 			// the FTS join.
@@ -130,6 +149,30 @@ func filterCond(f notice.Filter) cond {
 	return c
 }
 
+// negations renders a q made only of negations (Not, or And of Nots) as
+// the FTS5 expression of what it excludes.
+func negations(n query.Node) (string, bool) {
+	var excluded []query.Node
+	switch n := n.(type) {
+	case query.Not:
+		excluded = []query.Node{n.Child}
+	case query.And:
+		for _, c := range n.Children {
+			not, ok := c.(query.Not)
+			if !ok {
+				return "", false
+			}
+			excluded = append(excluded, not.Child)
+		}
+	default:
+		return "", false
+	}
+	if len(excluded) == 0 {
+		return "", false
+	}
+	return query.FTS5(query.Or{Children: excluded})
+}
+
 // companyCond selects the notices of one company: those carrying the
 // identifier, and those carrying the other identifier the register holds for
 // it (ACN -> its ABNs, ABN -> its ACNs).
@@ -160,7 +203,7 @@ func checkSort(sortKey string, c cond) (string, error) {
 	case notice.SortPublishedAsc:
 		return sortKey, nil
 	case notice.SortRelevance:
-		if c.match == "" {
+		if c.match == "" || c.negated {
 			return notice.SortPublishedDesc, nil
 		}
 		return sortKey, nil
@@ -174,9 +217,10 @@ func checkSort(sortKey string, c cond) (string, error) {
 // Without q or a company the total comes from notice_counts and the page
 // from the covering index of the sort order. With q the total is counted
 // first (from the full-text index alone when q is the only condition);
-// relevance ranks the matches with bm25, and publication order either
-// sorts the matches (few) or walks the covering index newest first,
-// probing the full-text index per notice (many).
+// relevance ranks the matches with bm25 (the most recently arrived
+// relevanceWindow first when there are more), and publication order sorts
+// the matches when they are few, else the matches among a window of the
+// newest (oldest) notices that holds enough of them.
 func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.SearchPage, error) {
 	c := filterCond(q.Filter)
 	sortKey, err := checkSort(q.Sort, c)
@@ -273,12 +317,21 @@ func searchFiltered(ctx context.Context, tx *sql.Tx, f notice.Filter, c cond, so
 	return seqs, total, nil
 }
 
-// probeRatio is how many notices the probing plan may walk per match a
-// sorting plan would read and sort, for publication order with q: probing
-// costs a full-text seek per notice walked, sorting a table read per match.
-const probeRatio = 4
+// Bounds of the full-text plans (see searchMatch); variables so tests can
+// take every path on a small sample.
+var (
+	// relevanceWindow is how many matches relevance ranks exactly: with
+	// more, the relevanceWindow most recently arrived matches come first,
+	// ranked, then the rest, ranked among themselves.
+	relevanceWindow = 2000
+	// sortLimit is how many matches publication order sorts; with more,
+	// it sorts only the matches among the newest (oldest) notices.
+	sortLimit = 2000
+)
 
-// searchMatch pages a search with a full-text MATCH.
+// searchMatch pages a search with a full-text MATCH. The total is counted
+// first: from the full-text index alone when q is the only condition
+// (`kind : live` excluding deregistration notices inside the MATCH).
 func searchMatch(ctx context.Context, tx *sql.Tx, f notice.Filter, c cond, sortKey string, limit, offset int) ([]int64, int64, error) {
 	var total int64
 	if c.ftsOnly() {
@@ -286,53 +339,139 @@ func searchMatch(ctx context.Context, tx *sql.Tx, f notice.Filter, c cond, sortK
 			return nil, 0, searchError(err)
 		}
 	} else {
-		where, args := c.where()
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+c.from()+where, args...).Scan(&total); err != nil {
+		from, args := matchJoin(c)
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+from, args...).Scan(&total); err != nil {
 			return nil, 0, searchError(err)
 		}
 	}
 	if int64(offset) >= total {
 		return nil, total, nil
 	}
+	var seqs []int64
+	var err error
 	if sortKey == notice.SortRelevance {
-		rank := "bm25(notices_fts, " + bm25Weights + ")"
-		if c.ftsOnly() {
-			seqs, err := querySeqList(ctx, tx, "SELECT rowid FROM notices_fts WHERE notices_fts MATCH ? ORDER BY "+rank+", rowid DESC LIMIT ? OFFSET ?",
-				c.match, limit, offset)
-			return seqs, total, err
-		}
-		where, args := c.where()
-		seqs, err := querySeqList(ctx, tx, "SELECT n.seq FROM "+c.from()+where+" ORDER BY "+rank+", n.seq DESC LIMIT ? OFFSET ?",
-			append(args, limit, offset)...)
-		return seqs, total, err
+		seqs, err = relevancePage(ctx, tx, c, total, limit, offset)
+	} else {
+		seqs, err = publishedPage(ctx, tx, f, c, sortKey, total, limit, offset)
 	}
+	return seqs, total, err
+}
+
+// matchJoin is the FROM and WHERE of a q's matches joined with the
+// notices, for counting with filters, ranking, sorting and grouping: q
+// without the kind part in the MATCH (bm25 would otherwise compute
+// statistics for the kind token, a pass over every live notice), the
+// full-text index driving the join, and for live notices the small index
+// notices_live_facets instead of the notices' rows.
+func matchJoin(c cond) (string, []any) {
+	r := cond{terms: c.terms, args: c.args, match: c.qmatch}
+	join := "notices_fts CROSS JOIN notices n ON n.seq = notices_fts.rowid"
+	if c.live {
+		r.terms = append([]string{"n.is_dereg = 0"}, r.terms...)
+		join = "notices_fts CROSS JOIN notices n INDEXED BY notices_live_facets ON n.seq = notices_fts.rowid"
+	}
+	where, args := r.where()
+	return join + where, args
+}
+
+// matchedNotices is the FROM and WHERE of the notices passing c: the
+// full-text join of matchJoin when there is a MATCH.
+func matchedNotices(c cond) (string, []any) {
+	if c.match != "" {
+		return matchJoin(c)
+	}
+	where, args := c.where()
+	return c.from() + where, args
+}
+
+// relevancePage ranks the matches with bm25, ties by seq descending. With
+// more than relevanceWindow matches the order is: the relevanceWindow
+// matches of highest seq (the most recently arrived), ranked, then the rest,
+// ranked; bm25 costs a pass per matching row, so ranking the whole of a
+// common word's matches would cost far more than a page.
+func relevancePage(ctx context.Context, tx *sql.Tx, c cond, total int64, limit, offset int) ([]int64, error) {
+	from, args := matchJoin(c)
+	rank := " ORDER BY bm25(notices_fts, " + bm25Weights + "), n.seq DESC LIMIT ? OFFSET ?"
+	if total <= int64(relevanceWindow) {
+		return querySeqList(ctx, tx, "SELECT n.seq FROM "+from+rank, append(args, limit, offset)...)
+	}
+	// The window starts at the relevanceWindow-th match by seq descending.
+	var boundary int64
+	var err error
+	if c.ftsOnly() {
+		err = tx.QueryRowContext(ctx, "SELECT rowid FROM notices_fts WHERE notices_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+			c.match, relevanceWindow-1).Scan(&boundary)
+	} else {
+		err = tx.QueryRowContext(ctx, "SELECT n.seq FROM "+from+" ORDER BY notices_fts.rowid DESC LIMIT 1 OFFSET ?",
+			append(slices.Clone(args), relevanceWindow-1)...).Scan(&boundary)
+	}
+	if err != nil {
+		return nil, searchError(err)
+	}
+	var seqs []int64
+	if offset < relevanceWindow {
+		seqs, err = querySeqList(ctx, tx, "SELECT n.seq FROM "+from+" AND notices_fts.rowid >= ?"+rank,
+			append(slices.Clone(args), boundary, min(limit, relevanceWindow-offset), offset)...)
+		if err != nil || offset+limit <= relevanceWindow {
+			return seqs, err
+		}
+	}
+	rest, err := querySeqList(ctx, tx, "SELECT n.seq FROM "+from+" AND notices_fts.rowid < ?"+rank,
+		append(slices.Clone(args), boundary, limit-len(seqs), max(0, offset-relevanceWindow))...)
+	return append(seqs, rest...), err
+}
+
+// publishedPage pages the matches in publication order. Few matches are
+// sorted. Many are taken from a window of the newest (for published_asc
+// oldest) notices passing the other filters, sized to hold about twice the
+// matches the page needs: every match outside the window comes after every
+// notice in it, so when the window holds offset+limit matches its first
+// offset+limit are the answer; otherwise the window grows.
+func publishedPage(ctx context.Context, tx *sql.Tx, f notice.Filter, c cond, sortKey string, total int64, limit, offset int) ([]int64, error) {
 	order := publicationOrder(sortKey)
-	// The notices the probing plan walks: those passing the filter without q.
+	need := int64(offset + limit)
 	scope := f
 	scope.Q = nil
 	walk, counted, err := countFiltered(ctx, tx, scope)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	if counted && int64(offset+limit)*walk <= probeRatio*total*total {
-		// Walking in publication order meets a match every walk/total
-		// notices: offset+limit matches after (offset+limit)*walk/total.
-		o := filterCond(scope)
-		where, args := o.where()
-		if where == "" {
-			where = " WHERE "
-		} else {
-			where += " AND "
+	if total > int64(sortLimit) && counted {
+		sc := filterCond(scope)
+		swhere, sargs := sc.where()
+		if swhere == "" {
+			swhere = " WHERE 1"
 		}
-		where += "EXISTS (SELECT 1 FROM notices_fts WHERE notices_fts MATCH ? AND notices_fts.rowid = n.seq)"
-		seqs, err := querySeqList(ctx, tx, "SELECT n.seq FROM notices n"+where+" ORDER BY "+order+" LIMIT ? OFFSET ?",
-			append(args, c.match, limit, offset)...)
-		return seqs, total, err
+		cmp := ">="
+		if sortKey == notice.SortPublishedAsc {
+			cmp = "<="
+		}
+		for rows := 2*need*walk/total + 64; rows < walk; rows *= 4 {
+			var edge string
+			if err := tx.QueryRowContext(ctx, "SELECT n.published_date FROM notices n"+swhere+" ORDER BY "+order+" LIMIT 1 OFFSET ?",
+				append(slices.Clone(sargs), rows-1)...).Scan(&edge); err != nil {
+				return nil, searchError(err)
+			}
+			var lo, hi int64
+			if err := tx.QueryRowContext(ctx, "SELECT min(n.seq), max(n.seq) FROM notices n"+swhere+" AND n.published_date "+cmp+" ?",
+				append(slices.Clone(sargs), edge)...).Scan(&lo, &hi); err != nil {
+				return nil, searchError(err)
+			}
+			from, args := matchJoin(c)
+			seqs, err := querySeqList(ctx, tx, "SELECT n.seq FROM "+from+
+				" AND notices_fts.rowid BETWEEN ? AND ? AND n.published_date "+cmp+" ? ORDER BY "+order+" LIMIT ?",
+				append(slices.Clone(args), lo, hi, edge, need)...)
+			if err != nil {
+				return nil, err
+			}
+			if int64(len(seqs)) == need {
+				return seqs[offset:], nil
+			}
+		}
 	}
-	where, args := c.where()
-	seqs, err := querySeqList(ctx, tx, "SELECT n.seq FROM "+c.from()+where+" ORDER BY "+order+" LIMIT ? OFFSET ?",
+	from, args := matchJoin(c)
+	return querySeqList(ctx, tx, "SELECT n.seq FROM "+from+" ORDER BY "+order+" LIMIT ? OFFSET ?",
 		append(args, limit, offset)...)
-	return seqs, total, err
 }
 
 // noticesBySeq reads the notices with the given seqs, in that order.
@@ -405,11 +544,10 @@ func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCoun
 			ncols:   5,
 		}, add)
 	} else {
-		c := filterCond(f)
-		where, args := c.where()
+		from, args := matchedNotices(filterCond(f))
 		err = func() error {
 			rows, err := tx.QueryContext(ctx, "SELECT n.appointment_type, n.notice_purpose, n.notice_code, n.state, n.status, count(*) FROM "+
-				c.from()+where+" GROUP BY 1, 2, 3, 4, 5", args...)
+				from+" GROUP BY 1, 2, 3, 4, 5", args...)
 			if err != nil {
 				return searchError(err)
 			}
@@ -515,10 +653,9 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 	if sp, ok := countable(q.Filter); ok {
 		err = groupCounts(ctx, tx, q.Filter, sp, grouping{counts: countsKey + ", sum(n)", notices: key + ", count(*)", ncols: 1}, add)
 	} else {
-		c := filterCond(q.Filter)
-		where, args := c.where()
+		from, args := matchedNotices(filterCond(q.Filter))
 		err = func() error {
-			rows, err := tx.QueryContext(ctx, "SELECT "+key+", count(*) FROM "+c.from()+where+" GROUP BY 1", args...)
+			rows, err := tx.QueryContext(ctx, "SELECT "+key+", count(*) FROM "+from+" GROUP BY 1", args...)
 			if err != nil {
 				return searchError(err)
 			}

@@ -202,7 +202,7 @@ func referenceFilters(t *testing.T, s *Store, all []notice.Notice) []notice.Filt
 		{Company: &ident.ID{Value: acn, Kind: ident.ACN}, IncludeDeregistration: true},
 	}
 	for _, q := range []string{"company", "creditors", "liquidator meeting", `"deed of company arrangement"`,
-		"liquidat*", "plumbing OR electrical", "liquidator -members", "-deregistration", "creditors OR -company",
+		"liquidat*", "plumbing OR electrical", "liquidator -members", "-deregistration", "-creditors -meeting", "creditors OR -company",
 		"zzzzunknown", "bayside"} {
 		n := mustParse(t, q)
 		out = append(out, f{Q: n}, f{Q: n, IncludeDeregistration: true}, f{Q: n, State: []string{"nsw"}},
@@ -213,8 +213,19 @@ func referenceFilters(t *testing.T, s *Store, all []notice.Notice) []notice.Filt
 
 func TestSearchAgainstReference(t *testing.T) {
 	s, all := sampleStore(t)
+	filters := referenceFilters(t, s, all)
+	t.Run("default bounds", func(t *testing.T) { checkSearch(t, s, all, filters) })
+	// Small bounds: the relevance window and the publication-order window
+	// on most q filters.
+	w, l := relevanceWindow, sortLimit
+	relevanceWindow, sortLimit = 40, 30
+	defer func() { relevanceWindow, sortLimit = w, l }()
+	t.Run("small bounds", func(t *testing.T) { checkSearch(t, s, all, filters) })
+}
+
+func checkSearch(t *testing.T, s *Store, all []notice.Notice, filters []notice.Filter) {
 	ctx := context.Background()
-	for i, f := range referenceFilters(t, s, all) {
+	for i, f := range filters {
 		for _, sortKey := range []string{notice.SortPublishedDesc, notice.SortPublishedAsc, notice.SortRelevance} {
 			want := refSearch(all, f, sortKey)
 			name := fmt.Sprintf("%d %s %+v", i, sortKey, f)
@@ -251,6 +262,37 @@ func TestSearchAgainstReference(t *testing.T) {
 				}
 			}
 		}
+		if f.Q != nil {
+			checkRelevancePages(t, s, f, refSearch(all, f, notice.SortPublishedDesc))
+		}
+	}
+}
+
+// checkRelevancePages pages through a relevance search to its end: every
+// match exactly once.
+func checkRelevancePages(t *testing.T, s *Store, f notice.Filter, want []string) {
+	t.Helper()
+	seen := map[string]int{}
+	const limit = 9
+	for page := 1; ; page++ {
+		got, err := s.Search(context.Background(), notice.SearchQuery{Filter: f, Sort: notice.SortRelevance, Limit: limit, Page: page})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids(got.Notices) {
+			seen[id]++
+		}
+		if len(got.Notices) < limit {
+			break
+		}
+	}
+	for _, id := range want {
+		if seen[id] != 1 {
+			t.Errorf("relevance pages of %+v: %s seen %d times, want once", f, id, seen[id])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("relevance pages of %+v: %d distinct notices, want %d", f, len(seen), len(want))
 	}
 }
 
@@ -429,5 +471,30 @@ func TestSplitSpan(t *testing.T) {
 	}
 	if _, ok := splitSpan("2026-3-1", ""); ok {
 		t.Error("splitSpan accepted a malformed date")
+	}
+}
+
+// TestUpsertNamesTheFailingNotice checks that a batch failing inside a
+// multi-row statement reports the notice it failed on and stores nothing.
+func TestUpsertNamesTheFailingNotice(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	batch := make([]notice.Notice, 0, noticeChunk+5)
+	for i := 0; i < cap(batch); i++ {
+		batch = append(batch, notice.Notice{SourceID: fmt.Sprintf("F-%04d", i), PublishedAt: "2026-03-02T01:00:00.000Z",
+			CompanyName: "FAIL TEST PTY LTD", NoticePurpose: "Appointment", State: "NSW"})
+	}
+	// Two source_ids with one public id break the id's uniqueness.
+	batch[noticeChunk+3].ID = notice.IDFor(batch[noticeChunk+1].SourceID)
+	_, err := s.UpsertNotices(ctx, batch)
+	if err == nil || !strings.Contains(err.Error(), batch[noticeChunk+3].SourceID) {
+		t.Fatalf("error %v does not name %s", err, batch[noticeChunk+3].SourceID)
+	}
+	st, err := s.IndexStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Notices != 0 {
+		t.Errorf("%d notices stored by a failed batch, want 0", st.Notices)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"noticesd/errs"
@@ -12,12 +13,15 @@ import (
 	"noticesd/store"
 )
 
-// upsertNotice inserts a notice or, for a known source_id, updates it in
-// place keeping seq, id and collected_at.
-const upsertNotice = `INSERT INTO notices (id, source_id, source_url, published_date, published_at,
+// upsertNotices inserts notices or, for a known source_id, updates them in
+// place keeping seq, id and collected_at: the statement for rows notices
+// (upsertNotices(1) is one notice).
+func upsertNotices(rows int) string {
+	row := "(" + placeholders(noticeColumnCount) + ")"
+	return `INSERT INTO notices (id, source_id, source_url, published_date, published_at,
 	collected_at, acn, abn, company_name, notice_type, notice_code, notice_purpose,
 	appointment_type, state, status, text, practitioners, practitioner_text, replaces)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES ` + strings.Repeat(row+", ", rows-1) + row + `
 ON CONFLICT (source_id) DO UPDATE SET
 	source_url = excluded.source_url,
 	published_date = excluded.published_date,
@@ -35,17 +39,64 @@ ON CONFLICT (source_id) DO UPDATE SET
 	practitioners = excluded.practitioners,
 	practitioner_text = excluded.practitioner_text,
 	replaces = excluded.replaces`
+}
+
+// noticeColumnCount is the number of parameters per notice in
+// upsertNotices.
+const noticeColumnCount = 19
+
+// noticeChunk is how many notices one INSERT statement carries. Rows go in
+// several per statement because FTS5 writes its pending index data out at
+// the start of every statement that writes it inside a transaction (a
+// savepoint): one notice per statement would make a segment per notice and
+// spend most of an ingest merging them.
+const noticeChunk = 1000
 
 // UpsertNotices stores a batch in one transaction. A new source_id gets the
-// next notice_seq and collected_at = the clock's now; a known one is updated
-// in place, keeping its seq, id and collected_at. ID and PublishedDate are
-// derived when empty (notice.IDFor, the Sydney date of PublishedAt).
+// next notice_seq (in batch order) and collected_at = the clock's now; a
+// known one is updated in place, keeping its seq, id and collected_at. ID
+// and PublishedDate are derived when empty (notice.IDFor, the Sydney date of
+// PublishedAt).
 func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
 	var res store.UpsertResult
 	if len(batch) == 0 {
 		return res, nil
 	}
 	collected := notice.Timestamp(s.now())
+	// Arguments first, so a notice that cannot be stored fails the batch
+	// before anything is written.
+	args := make([]any, 0, len(batch)*noticeColumnCount)
+	for i := range batch {
+		n := &batch[i]
+		if n.SourceID == "" {
+			return res, errs.New(errs.InvalidParameter, "notice %d of the batch has no source_id; every notice needs the regulator's identifier", i)
+		}
+		id := n.ID
+		if id == "" {
+			id = notice.IDFor(n.SourceID)
+		}
+		date := n.PublishedDate
+		if date == "" {
+			t, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
+			if err != nil {
+				return res, errs.New(errs.InvalidParameter, "notice %s has no published_date and its published_at %q is not an RFC 3339 timestamp", n.SourceID, n.PublishedAt)
+			}
+			date = notice.PublishedDate(t)
+		}
+		ps := n.Practitioners
+		if ps == nil {
+			ps = []notice.Practitioner{}
+		}
+		pj, err := json.Marshal(ps)
+		if err != nil {
+			return res, fmt.Errorf("sqlite: encode practitioners of %s: %w", n.SourceID, err)
+		}
+		args = append(args, id, n.SourceID, nullable(n.SourceURL), date, n.PublishedAt,
+			collected, nullable(n.ACN), nullable(n.ABN), n.CompanyName, n.NoticeType, n.NoticeCode,
+			n.NoticePurpose, nullable(n.AppointmentType), n.State, n.Status, n.Text, string(pj),
+			practitionerText(ps), nullable(n.Replaces))
+	}
+
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return res, fmt.Errorf("sqlite: begin notice batch: %w", err)
@@ -57,56 +108,38 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 	if err != nil {
 		return res, err
 	}
-	stmt, err := tx.PrepareContext(ctx, upsertNotice)
-	if err != nil {
-		return res, fmt.Errorf("sqlite: prepare notice upsert: %w", err)
-	}
-	defer stmt.Close()
 	// Statements run with a context that is never cancelled: go-sqlite3
 	// runs each statement under a cancellable context on its own goroutine,
-	// which costs more than the insert. ctx is checked between rows instead.
+	// which costs more than the insert. ctx is checked between chunks.
 	bg := context.Background()
+	var full *sql.Stmt
+	for start := 0; start < len(batch); start += noticeChunk {
+		if err := ctx.Err(); err != nil {
+			return store.UpsertResult{}, err
+		}
+		rows := min(noticeChunk, len(batch)-start)
+		chunkArgs := args[start*noticeColumnCount : (start+rows)*noticeColumnCount]
+		if rows == noticeChunk {
+			if full == nil {
+				if full, err = tx.PrepareContext(bg, upsertNotices(noticeChunk)); err != nil {
+					return store.UpsertResult{}, fmt.Errorf("sqlite: prepare notice upsert: %w", err)
+				}
+				defer full.Close()
+			}
+			_, err = full.ExecContext(bg, chunkArgs...)
+		} else {
+			_, err = tx.ExecContext(bg, upsertNotices(rows), chunkArgs...)
+		}
+		if err != nil {
+			// The failed statement changed nothing; find the notice.
+			return store.UpsertResult{}, failedNotice(tx, batch[start:start+rows], chunkArgs, err)
+		}
+	}
 	for i := range batch {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return store.UpsertResult{}, err
-			}
-		}
-		n := &batch[i]
-		if n.SourceID == "" {
-			return store.UpsertResult{}, errs.New(errs.InvalidParameter, "notice %d of the batch has no source_id; every notice needs the regulator's identifier", i)
-		}
-		id := n.ID
-		if id == "" {
-			id = notice.IDFor(n.SourceID)
-		}
-		date := n.PublishedDate
-		if date == "" {
-			t, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
-			if err != nil {
-				return store.UpsertResult{}, errs.New(errs.InvalidParameter, "notice %s has no published_date and its published_at %q is not an RFC 3339 timestamp", n.SourceID, n.PublishedAt)
-			}
-			date = notice.PublishedDate(t)
-		}
-		ps := n.Practitioners
-		if ps == nil {
-			ps = []notice.Practitioner{}
-		}
-		pj, err := json.Marshal(ps)
-		if err != nil {
-			return store.UpsertResult{}, fmt.Errorf("sqlite: encode practitioners of %s: %w", n.SourceID, err)
-		}
-		_, err = stmt.ExecContext(bg, id, n.SourceID, nullable(n.SourceURL), date, n.PublishedAt,
-			collected, nullable(n.ACN), nullable(n.ABN), n.CompanyName, n.NoticeType, n.NoticeCode,
-			n.NoticePurpose, nullable(n.AppointmentType), n.State, n.Status, n.Text, string(pj),
-			practitionerText(ps), nullable(n.Replaces))
-		if err != nil {
-			return store.UpsertResult{}, fmt.Errorf("sqlite: store notice %s: %w", n.SourceID, err)
-		}
-		if _, ok := known[n.SourceID]; ok {
+		if _, ok := known[batch[i].SourceID]; ok {
 			res.Updated++
 		} else {
-			known[n.SourceID] = struct{}{}
+			known[batch[i].SourceID] = struct{}{}
 			res.Inserted++
 		}
 	}
@@ -114,6 +147,18 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		return store.UpsertResult{}, fmt.Errorf("sqlite: commit notice batch: %w", err)
 	}
 	return res, nil
+}
+
+// failedNotice stores the chunk's notices one by one (the transaction is
+// rolled back afterwards) to name the notice the chunk failed on.
+func failedNotice(tx *sql.Tx, chunk []notice.Notice, args []any, chunkErr error) error {
+	one := upsertNotices(1)
+	for i := range chunk {
+		if _, err := tx.ExecContext(context.Background(), one, args[i*noticeColumnCount:(i+1)*noticeColumnCount]...); err != nil {
+			return fmt.Errorf("sqlite: store notice %s: %w", chunk[i].SourceID, err)
+		}
+	}
+	return fmt.Errorf("sqlite: store notices %s to %s: %w", chunk[0].SourceID, chunk[len(chunk)-1].SourceID, chunkErr)
 }
 
 // knownSourceIDs returns which of the batch's source_ids are stored.
