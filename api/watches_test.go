@@ -21,6 +21,7 @@ import (
 	"noticesd/config"
 	"noticesd/notice"
 	"noticesd/store"
+	"noticesd/store/sqlite"
 )
 
 // testPlans are the plan limits of the watch tests: "free" is tiny so the
@@ -59,15 +60,14 @@ type watchFixture struct {
 	clock *watchClock
 }
 
-// newWatchFixture builds the fixture. The conformance tests need the
-// SQLite store to implement store.Watches; until it does they skip.
+// The conformance tests run against the SQLite store's watches.
+var _ store.Watches = (*sqlite.Store)(nil)
+
+// newWatchFixture builds the fixture.
 func newWatchFixture(t *testing.T, plans map[string]account.Plan) *watchFixture {
 	t.Helper()
 	f := newFixture(t)
-	ws, ok := any(f.store).(store.Watches)
-	if !ok {
-		t.Skip("store/sqlite does not implement store.Watches yet")
-	}
+	var ws store.Watches = f.store
 	if plans == nil {
 		plans = testPlans()
 	}

@@ -16,19 +16,13 @@ import (
 	"noticesd/delivery"
 	"noticesd/notice"
 	"noticesd/store"
+	"noticesd/store/sqlite"
 	"noticesd/watch"
 	"noticesd/webhook"
 )
 
 // secretPattern is a webhook secret as webhook.NewSecret makes it.
 var secretPattern = regexp.MustCompile(`^whsec_[A-Za-z0-9_-]{43}$`)
-
-// webhookStoreOf returns the webhook seam of the store under test, and
-// whether the store implements it.
-var webhookStoreOf = func(f *watchFixture) (store.Webhooks, bool) {
-	h, ok := any(f.store).(store.Webhooks)
-	return h, ok
-}
 
 // webhookFixture is the watch fixture with the webhook routes wired to the
 // real SQLite store, and a record of the OnWatchChange calls.
@@ -69,16 +63,15 @@ func (r *secretRecorder) stored() []string {
 	return slices.Clone(r.secrets)
 }
 
+// The conformance tests run against the SQLite store's webhooks.
+var _ store.Webhooks = (*sqlite.Store)(nil)
+
 // newWebhookFixture builds the fixture with cfg (webhooks on, as by
-// default, unless cfg says otherwise). The conformance tests need the
-// SQLite store to implement store.Webhooks; until it does they skip.
+// default, unless cfg says otherwise).
 func newWebhookFixture(t *testing.T, cfg config.Config) *webhookFixture {
 	t.Helper()
 	wf := newWatchFixture(t, nil)
-	hooks, ok := webhookStoreOf(wf)
-	if !ok {
-		t.Skip("store/sqlite does not implement store.Webhooks yet")
-	}
+	var hooks store.Webhooks = wf.store
 	f := &webhookFixture{watchFixture: wf, hooks: &secretRecorder{Webhooks: hooks}}
 	deps := wf.srv.deps
 	deps.Webhooks = f.hooks
