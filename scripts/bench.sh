@@ -29,8 +29,9 @@ bench -bench . -skip 'CreateWatch50k' -benchtime 1x ./store/sqlite
 bench -bench 'CreateWatch50k' -benchtime 20x ./store/sqlite
 bench -bench . -benchtime 5000x ./matcher
 bench -bench . -benchtime 1x ./worker
-go run ./scripts/benchreport -targets scripts/bench-targets.tsv \
+go run ./scripts/benchreport -targets scripts/bench-targets.tsv -notes scripts/bench-notes.md \
   -dataset "$NOTICES_BENCH_NOTICES notices and $NOTICES_BENCH_REGISTER register rows from \`noticesd sample\` (seed 1), ingested through the real ingest path into one SQLite file (WAL, FTS5)." \
   < "$raw" > "$out"
+cp "$raw" "${out%.md}.txt"
 rm -f "$raw"
-echo "wrote $out"
+echo "wrote $out and ${out%.md}.txt"

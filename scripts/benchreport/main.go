@@ -27,6 +27,7 @@ type result struct {
 func main() {
 	targets := flag.String("targets", "", "TSV of benchmark name, metric, target text")
 	dataset := flag.String("dataset", "", "dataset description")
+	notes := flag.String("notes", "", "markdown file appended after the results")
 	flag.Parse()
 	results, raw := parse(os.Stdin)
 	tg := readTargets(*targets)
@@ -54,6 +55,14 @@ func main() {
 				continue // the custom metrics say more
 			}
 			fmt.Fprintf(w, "| %s `%s` | %s | %s | %s | %s |\n", shortPkg(r.pkg), r.name, unit, r.metrics[unit], target, verdict)
+		}
+	}
+	if *notes != "" {
+		b, err := os.ReadFile(*notes)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+		} else {
+			fmt.Fprintf(w, "\n%s", b)
 		}
 	}
 	fmt.Fprintf(w, "\n## Raw output\n\n```\n%s```\n", raw)
