@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"noticesd/account"
+	"noticesd/ident"
 	"noticesd/ingest"
+	"noticesd/notice"
 	"noticesd/sample"
 )
 
@@ -64,10 +66,21 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stdout, sum.String())
 	}
 	keys, err := demoAccount(ctx, st)
-	st.Close()
 	if err != nil {
+		st.Close()
 		return err
 	}
+	// A company with a recent insolvency notice, for the company-view example.
+	example := "004085616"
+	if page, err := st.Search(ctx, notice.SearchQuery{Sort: notice.SortPublishedDesc, Limit: 20, Page: 1}); err == nil {
+		for _, n := range page.Notices {
+			if n.ACN != nil && ident.ValidACN(*n.ACN) {
+				example = *n.ACN
+				break
+			}
+		}
+	}
+	st.Close()
 	host := "localhost" + cfg.Addr
 	if cfg.Addr != "" && cfg.Addr[0] != ':' {
 		host = cfg.Addr
@@ -79,9 +92,11 @@ Demo account %s (plan standard). Keys are shown once; a new run issues new ones.
 
 Try:
   curl -s -H 'X-API-Key: %s' 'http://%s/v1/notices?q=liquidator&limit=3'
+  curl -s -H 'X-API-Key: %s' 'http://%s/v1/companies/%s'
+  curl -s -H 'X-API-Key: %s' -d '{"identifiers": ["%s", "123456780"]}' 'http://%s/v1/match'
 
 Serving on %s (Ctrl-C to stop) ...
-`, keys.AccountID, keys.AccountKey, keys.ReadKey, keys.ReadKey, host, cfg.Addr)
+`, keys.AccountID, keys.AccountKey, keys.ReadKey, keys.ReadKey, host, keys.ReadKey, host, example, keys.ReadKey, example, host, cfg.Addr)
 	return serve(ctx, cfg, newLogger(cfg), nil)
 }
 
