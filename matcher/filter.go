@@ -6,8 +6,6 @@
 package matcher
 
 import (
-	"strings"
-
 	"noticesd/notice"
 	"noticesd/query"
 )
@@ -16,26 +14,7 @@ import (
 // into the same four fields as the full-text index: company name, notice
 // type, text, and the practitioners' names and firms joined by spaces.
 func DocFor(n *notice.Notice) *query.Doc {
-	return query.NewDoc(n.CompanyName, n.NoticeType, n.Text, practitionerText(n.Practitioners))
-}
-
-// practitionerText joins practitioner names and firms as the full-text
-// index sees them (store/sqlite does the same), so a phrase may run from a
-// name into a firm on both sides.
-func practitionerText(ps []notice.Practitioner) string {
-	var b strings.Builder
-	for _, p := range ps {
-		for _, s := range []string{p.Name, p.Firm} {
-			if s == "" {
-				continue
-			}
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(s)
-		}
-	}
-	return b.String()
+	return query.NewDoc(n.CompanyName, n.NoticeType, n.Text, notice.PractitionerText(n.Practitioners))
 }
 
 // FilterMatches reports whether n passes every part of f, as the SQL

@@ -2,6 +2,8 @@
 // register rows and the queries the API asks of a backend.
 package notice
 
+import "strings"
+
 // Practitioner is an insolvency practitioner named on a notice.
 type Practitioner struct {
 	Name string `json:"name"`
@@ -32,6 +34,26 @@ type Notice struct {
 	Text            string         `json:"text"`
 	Practitioners   []Practitioner `json:"practitioners"`
 	Replaces        *string        `json:"replaces"`
+}
+
+// PractitionerText is what full-text search sees of a notice's
+// practitioners: names and firms, space-separated (roles are not searched).
+// The SQLite index and the in-memory matcher both use it, so a phrase may
+// run from a name into a firm on both.
+func PractitionerText(ps []Practitioner) string {
+	var b strings.Builder
+	for _, p := range ps {
+		for _, s := range []string{p.Name, p.Firm} {
+			if s == "" {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(s)
+		}
+	}
+	return b.String()
 }
 
 // DeregistrationPurpose is the notice_purpose of deregistration notices.

@@ -71,24 +71,6 @@ func nullable(s *string) any {
 	return *s
 }
 
-// practitionerText is what the full-text index sees of the practitioners:
-// names and firms.
-func practitionerText(ps []notice.Practitioner) string {
-	var b strings.Builder
-	for _, p := range ps {
-		for _, s := range []string{p.Name, p.Firm} {
-			if s == "" {
-				continue
-			}
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(s)
-		}
-	}
-	return b.String()
-}
-
 // placeholders returns "?, ?, ..." with n marks.
 func placeholders(n int) string {
 	if n <= 0 {

@@ -106,7 +106,7 @@ func refMatch(f notice.Filter, n notice.Notice) bool {
 	if f.Q != nil {
 		d := refDocs[n.Seq]
 		if d == nil {
-			d = query.NewDoc(n.CompanyName, n.NoticeType, n.Text, practitionerText(n.Practitioners))
+			d = query.NewDoc(n.CompanyName, n.NoticeType, n.Text, notice.PractitionerText(n.Practitioners))
 			refDocs[n.Seq] = d
 		}
 		if !query.Match(f.Q, d) {

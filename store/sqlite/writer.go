@@ -94,7 +94,7 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		args = append(args, id, n.SourceID, nullable(n.SourceURL), date, n.PublishedAt,
 			collected, nullable(n.ACN), nullable(n.ABN), n.CompanyName, n.NoticeType, n.NoticeCode,
 			n.NoticePurpose, nullable(n.AppointmentType), n.State, n.Status, n.Text, string(pj),
-			practitionerText(ps), nullable(n.Replaces))
+			notice.PractitionerText(ps), nullable(n.Replaces))
 	}
 
 	tx, err := s.write.BeginTx(ctx, nil)
