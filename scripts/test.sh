@@ -22,5 +22,7 @@ echo "== go vet"
 go vet -tags "$TAGS" ./...
 echo "== go test"
 go test -tags "$TAGS" -count=1 -timeout 12m ./...
+echo "== race detector on the concurrent parts"
+go test -race -tags "$TAGS" -count=1 -timeout 10m ./api ./worker ./collector ./matcher ./webhook ./store/sqlite
 echo "== fuzz q parser (20s)"
 go test -tags "$TAGS" -run '^$' -fuzz FuzzParse -fuzztime 20s ./query
