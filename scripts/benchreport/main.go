@@ -191,4 +191,3 @@ func loadAvg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
-
