@@ -205,3 +205,32 @@ func blank(b []byte) bool {
 	}
 	return true
 }
+
+// nextRecord reads lines until one parses or fails: blank lines are
+// skipped, a line that cannot be loaded gives a *LineError carrying its
+// line number, io.EOF ends the input and any other error is a read failure.
+func nextRecord[T any](l *lineReader, parse func([]byte) (T, error)) (T, error) {
+	var zero T
+	for {
+		line, tooLong, err := l.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				err = fmt.Errorf("reading line %d: %w", l.line()+1, err)
+			}
+			return zero, err
+		}
+		if tooLong {
+			return zero, &LineError{Line: l.line(), Reason: fmt.Sprintf("line is longer than %d bytes", MaxLineBytes)}
+		}
+		if blank(line) {
+			continue
+		}
+		rec, err := parse(line)
+		if err != nil {
+			le := err.(*LineError)
+			le.Line = l.line()
+			return zero, le
+		}
+		return rec, nil
+	}
+}

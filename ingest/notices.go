@@ -236,28 +236,7 @@ func NewNoticeReader(r io.Reader) (*NoticeReader, error) {
 // can be called again. io.EOF ends the input; any other error is a read
 // failure (a truncated gzip file, an I/O error).
 func (r *NoticeReader) Next() (notice.Notice, error) {
-	for {
-		line, tooLong, err := r.lines.next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				err = fmt.Errorf("reading line %d: %w", r.lines.line()+1, err)
-			}
-			return notice.Notice{}, err
-		}
-		if tooLong {
-			return notice.Notice{}, &LineError{Line: r.lines.line(), Reason: fmt.Sprintf("line is longer than %d bytes", MaxLineBytes)}
-		}
-		if blank(line) {
-			continue
-		}
-		n, err := ParseNoticeLine(line)
-		if err != nil {
-			le := err.(*LineError)
-			le.Line = r.lines.line()
-			return notice.Notice{}, le
-		}
-		return n, nil
-	}
+	return nextRecord(r.lines, ParseNoticeLine)
 }
 
 // Line is the number of the line last read.

@@ -101,28 +101,7 @@ func quoteAll(cols []string) string {
 // called again. Blank lines are skipped. io.EOF ends the input; any other
 // error is a read failure.
 func (r *RegisterReader) Next() (notice.RegisterRow, error) {
-	for {
-		line, tooLong, err := r.lines.next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				err = fmt.Errorf("reading line %d: %w", r.lines.line()+1, err)
-			}
-			return notice.RegisterRow{}, err
-		}
-		if tooLong {
-			return notice.RegisterRow{}, &LineError{Line: r.lines.line(), Reason: fmt.Sprintf("line is longer than %d bytes", MaxLineBytes)}
-		}
-		if blank(line) {
-			continue
-		}
-		row, err := ParseRegisterLine(line)
-		if err != nil {
-			le := err.(*LineError)
-			le.Line = r.lines.line()
-			return notice.RegisterRow{}, le
-		}
-		return row, nil
-	}
+	return nextRecord(r.lines, ParseRegisterLine)
 }
 
 // ParseRegisterLine parses one data row of the ASIC company dataset:
