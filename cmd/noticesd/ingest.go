@@ -65,6 +65,10 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if err != nil {
+		if sum.Read > 0 {
+			// Batches written before the failure stay written: say how far it got.
+			fmt.Fprintln(stdout, sum.String())
+		}
 		return err
 	}
 	fmt.Fprintln(stdout, sum.String())
