@@ -71,6 +71,20 @@ func (t *textWriter) address(st int) {
 	t.s(", ", info.city, " ", info.code, " ", info.postcode)
 }
 
+// appointed writes "NAMES of FIRM, ADDRESS, was/were appointed ROLE."
+func (t *textWriter) appointed(x *noticeCtx) {
+	t.pracNames(x)
+	t.s(" of ")
+	t.firm(x)
+	t.s(", ")
+	t.address(x.pracs[0].state)
+	t.s(", ")
+	t.wasWere(x)
+	t.s(" appointed ")
+	t.role(x)
+	t.s(".")
+}
+
 func (t *textWriter) wasWere(x *noticeCtx) {
 	if x.np > 1 {
 		t.s("were")
@@ -217,16 +231,7 @@ func (t *textWriter) write(x *noticeCtx) {
 		t.s(" be wound up")
 		t.pick(" in insolvency", "", " on the application of the Deputy Commissioner of Taxation")
 		t.s(". ")
-		t.pracNames(x)
-		t.s(" of ")
-		t.firm(x)
-		t.s(", ")
-		t.address(x.pracs[0].state)
-		t.s(", ")
-		t.wasWere(x)
-		t.s(" appointed ")
-		t.role(x)
-		t.s(".")
+		t.appointed(x)
 		t.business(x)
 		t.contact(x)
 	case cPLQ:
@@ -281,16 +286,7 @@ func (t *textWriter) write(x *noticeCtx) {
 				t.co(x)
 				t.s(" resolved under section 491 of the Corporations Act 2001 that the company be wound up and ")
 			}
-			t.pracNames(x)
-			t.s(" of ")
-			t.firm(x)
-			t.s(", ")
-			t.address(x.pracs[0].state)
-			t.s(", ")
-			t.wasWere(x)
-			t.s(" appointed ")
-			t.role(x)
-			t.s(".")
+			t.appointed(x)
 		}
 		t.business(x)
 		t.contact(x)
