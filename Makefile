@@ -24,7 +24,7 @@ bench: build
 	./scripts/bench.sh
 
 fuzz:
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzParse -fuzztime 2m ./query
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzParse -fuzztime 2m ./internal/query
 
 vet:
 	$(GO) vet -tags $(TAGS) ./...

@@ -5,8 +5,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/account"
-	"noticesd/errs"
+	"noticesd/internal/account"
+	"noticesd/internal/errs"
 )
 
 // HeaderAPIKey is the request header that carries the API key.

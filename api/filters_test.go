@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"noticesd/notice"
+	"noticesd/internal/notice"
 )
 
 // TestFilters covers GET /v1/filters.

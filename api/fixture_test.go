@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/config"
-	"noticesd/notice"
-	"noticesd/store/sqlite"
+	"noticesd/internal/config"
+	"noticesd/internal/notice"
+	"noticesd/internal/store/sqlite"
 )
 
 // fixedNow is the clock of every test: collected_at of seeded notices.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/notice"
+	"noticesd/internal/notice"
 )
 
 // Collector states reported by /health.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"noticesd/notice"
+	"noticesd/internal/notice"
 )
 
 // searchResult mirrors the search envelope.

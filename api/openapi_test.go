@@ -18,12 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/config"
-	"noticesd/delivery"
-	"noticesd/errs"
-	"noticesd/notice"
-	"noticesd/watch"
-	"noticesd/webhook"
+	"noticesd/internal/config"
+	"noticesd/internal/delivery"
+	"noticesd/internal/errs"
+	"noticesd/internal/notice"
+	"noticesd/internal/watch"
+	"noticesd/internal/webhook"
 )
 
 // openAPIPath is the OpenAPI document of the whole API, relative to this

@@ -10,10 +10,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/errs"
-	"noticesd/ident"
-	"noticesd/notice"
-	"noticesd/query"
+	"noticesd/internal/errs"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/query"
 )
 
 // Paging limits of GET /v1/notices.

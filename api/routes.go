@@ -7,7 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
-	"noticesd/errs"
+	"noticesd/internal/errs"
 )
 
 // preflight runs first on every request: an unknown path is 404 not_found

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/errs"
+	"noticesd/internal/errs"
 )
 
 // TestCheckOrder is API.md's order of checks on a /v1/ route: route

@@ -14,10 +14,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
-	"noticesd/account"
-	"noticesd/config"
-	"noticesd/errs"
-	"noticesd/store"
+	"noticesd/internal/account"
+	"noticesd/internal/config"
+	"noticesd/internal/errs"
+	"noticesd/internal/store"
 )
 
 // Deps are the backends and collaborators of the API.

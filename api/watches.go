@@ -6,11 +6,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/account"
-	"noticesd/errs"
-	"noticesd/notice"
-	"noticesd/store"
-	"noticesd/watch"
+	"noticesd/internal/account"
+	"noticesd/internal/errs"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/internal/watch"
 )
 
 // Paging limits of GET /v1/watches/{id}/matches.

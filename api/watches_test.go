@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/account"
-	"noticesd/config"
-	"noticesd/notice"
-	"noticesd/store"
-	"noticesd/store/sqlite"
+	"noticesd/internal/account"
+	"noticesd/internal/config"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/internal/store/sqlite"
 )
 
 // testPlans are the plan limits of the watch tests: "free" is tiny so the

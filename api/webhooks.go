@@ -6,11 +6,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/delivery"
-	"noticesd/errs"
-	"noticesd/store"
-	"noticesd/watch"
-	"noticesd/webhook"
+	"noticesd/internal/delivery"
+	"noticesd/internal/errs"
+	"noticesd/internal/store"
+	"noticesd/internal/watch"
+	"noticesd/internal/webhook"
 )
 
 // Paging limits of GET /v1/watches/{id}/deliveries (SPEC.md "Limits").

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/config"
-	"noticesd/delivery"
-	"noticesd/notice"
-	"noticesd/store"
-	"noticesd/store/sqlite"
-	"noticesd/watch"
-	"noticesd/webhook"
+	"noticesd/internal/config"
+	"noticesd/internal/delivery"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/internal/store/sqlite"
+	"noticesd/internal/watch"
+	"noticesd/internal/webhook"
 )
 
 // secretPattern is a webhook secret as webhook.NewSecret makes it.

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"noticesd/store/sqlite"
+	"noticesd/internal/store/sqlite"
 )
 
 // Run: go test -tags sqlite_fts5 -run X -bench SQLite -benchtime 1x ./ingest/

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"noticesd/ident"
-	"noticesd/notice"
-	"noticesd/store"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
 )
 
 // DefaultNoticeBatch is the number of notices per UpsertNotices call.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/notice"
+	"noticesd/internal/notice"
 )
 
 func strp(s string) *string { return &s }

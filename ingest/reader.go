@@ -4,8 +4,8 @@ import (
 	"context"
 	"io"
 
-	"noticesd/notice"
-	"noticesd/store"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
 )
 
 // NoticesFrom loads JSON Lines notices (plain or gzipped) from r into w, the

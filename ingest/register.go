@@ -9,9 +9,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"noticesd/ident"
-	"noticesd/notice"
-	"noticesd/store"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
 )
 
 // DefaultRegisterBatch is the number of register rows per RegisterLoad.Add call.

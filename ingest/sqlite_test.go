@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/errs"
-	"noticesd/ident"
-	"noticesd/notice"
-	"noticesd/store/sqlite"
+	"noticesd/internal/errs"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/store/sqlite"
 )
 
 func openStore(t *testing.T) *sqlite.Store {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/notice"
-	"noticesd/query"
+	"noticesd/internal/notice"
+	"noticesd/internal/query"
 )
 
 // benchSize is the shape of the benchmark's watch population.

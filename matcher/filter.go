@@ -6,8 +6,8 @@
 package matcher
 
 import (
-	"noticesd/notice"
-	"noticesd/query"
+	"noticesd/internal/notice"
+	"noticesd/internal/query"
 )
 
 // DocFor returns the searchable text of a notice for query.Match, split

@@ -5,9 +5,9 @@ import (
 	"os"
 	"testing"
 
-	"noticesd/ident"
-	"noticesd/notice"
-	"noticesd/query"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/query"
 )
 
 // fixture returns the liquidation notice of testdata/notice.json.

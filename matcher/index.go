@@ -5,10 +5,10 @@ import (
 	"slices"
 	"sync"
 
-	"noticesd/errs"
-	"noticesd/ident"
-	"noticesd/notice"
-	"noticesd/query"
+	"noticesd/internal/errs"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/query"
 )
 
 // Layout of the inverted index. An identifier becomes a number below 2^37

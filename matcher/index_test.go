@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"noticesd/errs"
-	"noticesd/notice"
-	"noticesd/watch"
+	"noticesd/internal/errs"
+	"noticesd/internal/notice"
+	"noticesd/internal/watch"
 )
 
 func strp(s string) *string { return &s }

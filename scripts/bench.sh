@@ -25,8 +25,8 @@ echo "== benchmarks on $NOTICES_BENCH_NOTICES notices / $NOTICES_BENCH_REGISTER 
 # says; ingest benchmarks must run once. Benchmarks that time one operation per
 # b.N iteration get enough iterations for their percentiles to mean something.
 bench() { go test -tags sqlite_fts5 -run '^$' -timeout 3h "$@" | tee -a "$raw"; }
-bench -bench . -skip 'CreateWatch50k' -benchtime 1x ./store/sqlite
-bench -bench 'CreateWatch50k' -benchtime 20x ./store/sqlite
+bench -bench . -skip 'CreateWatch50k' -benchtime 1x ./internal/store/sqlite
+bench -bench 'CreateWatch50k' -benchtime 20x ./internal/store/sqlite
 bench -bench . -benchtime 5000x ./matcher
 bench -bench . -benchtime 1x ./worker
 go run ./scripts/benchreport -targets scripts/bench-targets.tsv -notes scripts/bench-notes.md \

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/notice"
+	"noticesd/internal/notice"
 )
 
 // benchDeliveries is how many deliveries one throughput run sends.

@@ -34,10 +34,10 @@ import (
 	"sync"
 	"time"
 
-	"noticesd/ident"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
 	"noticesd/matcher"
-	"noticesd/notice"
-	"noticesd/store"
 )
 
 // Dispatcher defaults.

@@ -17,13 +17,13 @@ import (
 
 	"github.com/google/go-github/v75/github"
 
-	"noticesd/account"
-	"noticesd/delivery"
-	"noticesd/notice"
-	"noticesd/store/sqlite"
-	"noticesd/store/storetest"
-	"noticesd/watch"
-	"noticesd/webhook"
+	"noticesd/internal/account"
+	"noticesd/internal/delivery"
+	"noticesd/internal/notice"
+	"noticesd/internal/store/sqlite"
+	"noticesd/internal/store/storetest"
+	"noticesd/internal/watch"
+	"noticesd/internal/webhook"
 )
 
 // unit is the retry unit of these tests (the schedule of SPEC.md).

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"noticesd/store"
-	"noticesd/webhook"
+	"noticesd/internal/store"
+	"noticesd/internal/webhook"
 )
 
 // Worker defaults.

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/delivery"
-	"noticesd/notice"
-	"noticesd/store"
-	"noticesd/store/sqlite"
-	"noticesd/webhook"
+	"noticesd/internal/delivery"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/internal/store/sqlite"
+	"noticesd/internal/webhook"
 )
 
 func TestDeliveredSignedAndShapedLikeTheAPI(t *testing.T) {

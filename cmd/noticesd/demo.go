@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"noticesd/account"
-	"noticesd/ident"
 	"noticesd/ingest"
-	"noticesd/notice"
-	"noticesd/sample"
+	"noticesd/internal/account"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/sample"
 )
 
 const demoAbout = `What 'make run' runs. On first use (no notices in NOTICES_DATA_DIR) it writes a

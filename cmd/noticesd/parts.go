@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 
 	"noticesd/api"
-	"noticesd/collector"
-	"noticesd/config"
-	"noticesd/store/sqlite"
-	"noticesd/webhook"
+	"noticesd/internal/collector"
+	"noticesd/internal/config"
+	"noticesd/internal/store/sqlite"
+	"noticesd/internal/webhook"
 	"noticesd/worker"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"noticesd/api"
-	"noticesd/config"
+	"noticesd/internal/config"
 )
 
 const serveAbout = `Serve the API on NOTICES_ADDR. In the embedded backend the same process runs

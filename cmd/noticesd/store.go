@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"os"
 
-	"noticesd/config"
-	"noticesd/store/sqlite"
+	"noticesd/internal/config"
+	"noticesd/internal/store/sqlite"
 )
 
 // loadConfig reads the NOTICES_* settings and validates them.

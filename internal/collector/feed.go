@@ -1,0 +1,239 @@
+package collector
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"noticesd/ingest"
+	"noticesd/internal/store"
+)
+
+// NextSinceHeader and SinceParam carry a feed's cursor. The feed
+// conventions in full:
+//
+// Each run GETs the URL with Accept-Encoding: gzip, and with If-None-Match
+// and If-Modified-Since taken from the ETag and Last-Modified of the last
+// 200 whose body was read to the end. A 304 is a successful run with
+// nothing new. Any other status outside 2xx fails the run ("HTTP 500").
+// The body is JSON Lines, plain or gzip-encoded (Content-Encoding: gzip, or
+// a gzipped body); a line that is not a notice is reported in the log and
+// skipped, and the run still succeeds.
+//
+// Cursor: a feed that can serve only what is new answers a 200 with the
+// header X-Notices-Next-Since: <opaque value>; the next request then
+// carries ?since=<that value> (replacing any since already in the URL). A
+// 200 without the header clears the cursor (the next request asks for
+// everything). Repeats are harmless: a known source_id is updated in place
+// and is not a new arrival.
+//
+// A body cut off mid-way (connection reset, truncated gzip) fails the run
+// and keeps the previous validators and cursor, so the next run fetches
+// the same data again; the full batches stored before the cut stay stored
+// (idempotent), and notices read since the last full batch are dropped.
+const (
+	NextSinceHeader = "X-Notices-Next-Since"
+	SinceParam      = "since"
+)
+
+// maxErrorBody is how much of a non-2xx body is read (and discarded) so the
+// connection can be reused.
+const maxErrorBody = 4 << 10
+
+// listedRejections is how many rejected lines a run's log record lists.
+const listedRejections = 10
+
+// feedState is what a feed run keeps for the next one.
+type feedState struct {
+	// Source names the feed the state belongs to (credentials redacted);
+	// SourceHash identifies it exactly.
+	Source       string `json:"source"`
+	SourceHash   string `json:"source_sha256"`
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+	Since        string `json:"since,omitempty"`
+}
+
+// feed is an http(s) source.
+type feed struct {
+	url       *url.URL
+	client    *http.Client
+	stateFile string
+	shown     string
+	hash      string
+	batch     int
+	mem       feedState // the state when there is no state file
+}
+
+func newFeed(u *url.URL, cfg Config, shown string) *feed {
+	client := cfg.HTTPClient
+	if client == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.ResponseHeaderTimeout = time.Minute
+		client = &http.Client{Transport: t}
+	}
+	sum := sha256.Sum256([]byte(u.String()))
+	return &feed{url: u, client: client, stateFile: cfg.StateFile, shown: shown,
+		hash: hex.EncodeToString(sum[:]), batch: cfg.BatchSize}
+}
+
+func (f *feed) run(ctx context.Context, w store.NoticeWriter, res *RunResult) error {
+	st := f.load()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.requestURL(st.Since), nil)
+	if err != nil {
+		return fmt.Errorf("cannot build the feed request: %v", err)
+	}
+	req.Header.Set("Accept", "application/jsonl, application/x-ndjson, application/json;q=0.9, */*;q=0.5")
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("User-Agent", "noticesd-collector")
+	if st.ETag != "" {
+		req.Header.Set("If-None-Match", st.ETag)
+	}
+	if st.LastModified != "" {
+		req.Header.Set("If-Modified-Since", st.LastModified)
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("fetching the feed failed: %w", withoutURL(err))
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotModified:
+		res.Outcome = OutcomeNotModified
+		return nil
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
+		return errors.New("the feed answered with an HTML page, not JSON Lines; check that NOTICES_SOURCE is the feed's URL")
+	}
+	body := io.Reader(resp.Body)
+	switch ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); ce {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return fmt.Errorf("the feed's gzip-encoded body is unreadable: %v", err)
+		}
+		defer zr.Close()
+		body = zr
+	default:
+		return fmt.Errorf("the feed sent Content-Encoding %q, which the collector cannot decode; serve it plain or gzip-encoded", ce)
+	}
+
+	var report bytes.Buffer
+	ww := &watchedWriter{w: w}
+	sum, err := ingest.NoticesFrom(ctx, ww, body, f.shown, ingest.Options{Report: &report, BatchSize: f.batch})
+	res.Read, res.New, res.Updated, res.Rejected = sum.Read, sum.Inserted, sum.Updated, sum.Rejected
+	res.rejections = firstLines(report.String(), listedRejections)
+	if err != nil {
+		if ww.err != nil || ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("reading the feed body failed after %d lines (%v); the next run fetches it again", sum.Read, err)
+	}
+	res.Outcome = OutcomeOK
+	next := feedState{
+		ETag:         resp.Header.Get("ETag"),
+		LastModified: resp.Header.Get("Last-Modified"),
+		Since:        resp.Header.Get(NextSinceHeader),
+	}
+	return f.save(next)
+}
+
+// requestURL is the feed URL with the since cursor, if any.
+func (f *feed) requestURL(since string) string {
+	if since == "" {
+		return f.url.String()
+	}
+	u := *f.url
+	q := u.Query()
+	q.Set(SinceParam, since)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// load returns the state for the next request: the state file's when one
+// is configured (absent, unreadable or another feed's: empty), else the
+// state kept in memory.
+func (f *feed) load() feedState {
+	if f.stateFile == "" {
+		return f.mem
+	}
+	b, err := os.ReadFile(f.stateFile)
+	if err != nil {
+		return feedState{}
+	}
+	var st feedState
+	if json.Unmarshal(b, &st) != nil || st.SourceHash != f.hash {
+		return feedState{}
+	}
+	return st
+}
+
+// save keeps st for the next run, writing the state file (if any) through
+// a temporary file and a rename, so it is never seen half written.
+func (f *feed) save(st feedState) error {
+	st.Source, st.SourceHash = f.shown, f.hash
+	f.mem = st
+	if f.stateFile == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(f.stateFile)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.stateFile)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("cannot save the collector state in %s: %v; make the data directory writable", dir, err)
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	cerr := tmp.Close()
+	if werr == nil && cerr == nil {
+		werr = os.Rename(tmp.Name(), f.stateFile)
+	}
+	if werr != nil || cerr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("cannot save the collector state to %s: %v; make the data directory writable", f.stateFile, errors.Join(werr, cerr))
+	}
+	return nil
+}
+
+// withoutURL is a request failure without the URL, which may carry
+// credentials and is shown on /health.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// firstLines returns up to n non-empty lines of s.
+func firstLines(s string, n int) []string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if len(out) == n {
+			break
+		}
+		if line = strings.TrimRight(line, "\r\n"); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+// Package ident normalises and checks Australian company identifiers:
+// 9-digit ACNs and 11-digit ABNs.
+package ident
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"noticesd/internal/errs"
+)
+
+// MaxIdentifiers is the most identifiers one request may carry.
+const MaxIdentifiers = 50000
+
+// Kind tells an ACN from an ABN.
+type Kind uint8
+
+// The two kinds of identifier.
+const (
+	ACN Kind = iota + 1
+	ABN
+)
+
+// String returns "ACN" or "ABN".
+func (k Kind) String() string {
+	if k == ABN {
+		return "ABN"
+	}
+	return "ACN"
+}
+
+// ID is a normalised identifier: digits only, 9 (ACN) or 11 (ABN) of them.
+type ID struct {
+	Value string
+	Kind  Kind
+}
+
+// Normalise removes spaces and returns the identifier if what is left is
+// 9 or 11 ASCII digits. Check digits are not required (see Valid).
+func Normalise(s string) (ID, bool) {
+	if strings.ContainsAny(s, " \t\u00a0") {
+		s = strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\t' || r == '\u00a0' {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return ID{}, false
+		}
+	}
+	switch len(s) {
+	case 9:
+		return ID{Value: s, Kind: ACN}, true
+	case 11:
+		return ID{Value: s, Kind: ABN}, true
+	}
+	return ID{}, false
+}
+
+// Valid reports whether the identifier's check digit holds.
+func (id ID) Valid() bool {
+	if id.Kind == ABN {
+		return ValidABN(id.Value)
+	}
+	return ValidACN(id.Value)
+}
+
+// ValidACN reports whether s is 9 digits with a correct ACN check digit:
+// weights 8..1 on digits 1-8, check = (10 - sum mod 10) mod 10.
+func ValidACN(s string) bool {
+	if len(s) != 9 || !digits(s) {
+		return false
+	}
+	return int(s[8]-'0') == ACNCheckDigit(s[:8])
+}
+
+// ACNCheckDigit returns the check digit for the first 8 digits of an ACN.
+func ACNCheckDigit(first8 string) int {
+	sum := 0
+	for i := 0; i < 8; i++ {
+		sum += int(first8[i]-'0') * (8 - i)
+	}
+	return (10 - sum%10) % 10
+}
+
+var abnWeights = [11]int{10, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19}
+
+// ValidABN reports whether s is 11 digits passing the ABN check: subtract 1
+// from the first digit, weight, and the sum must be divisible by 89.
+func ValidABN(s string) bool {
+	if len(s) != 11 || !digits(s) {
+		return false
+	}
+	sum := 0
+	for i := 0; i < 11; i++ {
+		d := int(s[i] - '0')
+		if i == 0 {
+			d--
+		}
+		sum += d * abnWeights[i]
+	}
+	return sum%89 == 0
+}
+
+// ABNFromACN returns the ABN formed from an ACN: two check digits followed
+// by the ACN, as the ABN scheme does for companies.
+func ABNFromACN(acn string) string {
+	for p := 10; p <= 99; p++ {
+		cand := fmt.Sprintf("%02d%s", p, acn)
+		if ValidABN(cand) {
+			return cand
+		}
+	}
+	return ""
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseList parses a JSON array's elements as identifiers. Each element must
+// be a JSON string that normalises to 9 or 11 digits. The result is
+// deduplicated in first-seen order. code is the error code used for
+// malformed values (invalid_identifier in bodies); the message names the
+// first malformed value, its position (0-based index) and how many were
+// malformed. More than MaxIdentifiers elements give too_many_identifiers.
+func ParseList(raw []json.RawMessage, code errs.Code) ([]ID, error) {
+	if len(raw) > MaxIdentifiers {
+		return nil, errs.New(errs.TooManyIdentifiers,
+			"%d identifiers were sent; at most %d are allowed per request", len(raw), MaxIdentifiers)
+	}
+	out := make([]ID, 0, len(raw))
+	seen := make(map[string]struct{}, len(raw))
+	bad, firstBad, firstPos := 0, "", -1
+	for i, r := range raw {
+		var s string
+		if err := json.Unmarshal(r, &s); err != nil {
+			bad++
+			if firstPos < 0 {
+				firstBad, firstPos = string(r), i
+			}
+			continue
+		}
+		id, ok := Normalise(s)
+		if !ok {
+			bad++
+			if firstPos < 0 {
+				firstBad, firstPos = fmt.Sprintf("%q", s), i
+			}
+			continue
+		}
+		if _, dup := seen[id.Value]; dup {
+			continue
+		}
+		seen[id.Value] = struct{}{}
+		out = append(out, id)
+	}
+	if bad > 0 {
+		return nil, errs.New(code,
+			"identifier %s at position %d is not a 9-digit ACN or 11-digit ABN (as a JSON string of digits; spaces allowed); %d of %d identifiers are malformed",
+			firstBad, firstPos, bad, len(raw))
+	}
+	return out, nil
+}
+
+// ParseParam parses one identifier from a path or query parameter; a
+// malformed value gives invalid_acn naming it.
+func ParseParam(s string) (ID, error) {
+	id, ok := Normalise(s)
+	if !ok {
+		return ID{}, errs.New(errs.InvalidACN, "%q is not a 9-digit ACN or 11-digit ABN", s)
+	}
+	return id, nil
+}

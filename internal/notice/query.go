@@ -1,0 +1,95 @@
+package notice
+
+import (
+	"noticesd/internal/ident"
+	"noticesd/internal/query"
+)
+
+// Filter is the set of filters shared by search, filters, stats, watches and
+// the bulk screen. Empty slices do not filter. Values match case-insensitively.
+type Filter struct {
+	AppointmentType []string
+	NoticePurpose   []string
+	NoticeCode      []string
+	State           []string
+	Status          []string
+	// Q is the parsed `q`, nil when absent.
+	Q query.Node
+	// IncludeDeregistration includes notices whose notice_purpose is
+	// Deregistration.
+	IncludeDeregistration bool
+	// From and To are inclusive YYYY-MM-DD bounds on published_date; "" is open.
+	From, To string
+	// Company, when set, limits results to one company: notices whose acn or
+	// abn is the identifier, or which belong to the company it resolves to
+	// through the register (ABN -> ACN and ACN -> ABN).
+	Company *ident.ID
+}
+
+// Sort orders of search results. Ties break on notice_seq descending.
+const (
+	SortPublishedDesc = "published_desc"
+	SortPublishedAsc  = "published_asc"
+	SortRelevance     = "relevance"
+)
+
+// SearchQuery is one page of a notice search.
+type SearchQuery struct {
+	Filter
+	Sort  string // one of the Sort constants; never empty
+	Limit int    // 1..100
+	Page  int    // from 1
+}
+
+// SearchPage is one page of search results with the exact total.
+type SearchPage struct {
+	Notices []Notice
+	Total   int64
+}
+
+// ValueCount is one allowed filter value and how many notices carry it.
+type ValueCount struct {
+	Value string `json:"value"`
+	Count int64  `json:"count"`
+}
+
+// FilterCounts is the /v1/filters response: each list sorted by count desc
+// (then value asc).
+type FilterCounts struct {
+	Total           int64        `json:"total"`
+	AppointmentType []ValueCount `json:"appointment_type"`
+	NoticePurpose   []ValueCount `json:"notice_purpose"`
+	NoticeCode      []ValueCount `json:"notice_code"`
+	State           []ValueCount `json:"state"`
+	Status          []ValueCount `json:"status"`
+}
+
+// Group-by keys accepted by /v1/stats.
+var GroupByKeys = []string{"appointment_type", "notice_purpose", "state", "notice_code", "month"}
+
+// StatsQuery asks for grouped counts.
+type StatsQuery struct {
+	Filter
+	GroupBy string // one of GroupByKeys
+}
+
+// Bucket is one group of a stats answer.
+type Bucket struct {
+	Key   string `json:"key"`
+	Count int64  `json:"count"`
+}
+
+// Stats is the /v1/stats answer. Backends return buckets as they find them;
+// FinishStats orders them and fills empty months.
+type Stats struct {
+	GroupBy string   `json:"group_by"`
+	Total   int64    `json:"total"`
+	Data    []Bucket `json:"data"`
+}
+
+// IndexStatus is the index block of /health.
+type IndexStatus struct {
+	Notices             int64   `json:"notices"`
+	LatestNoticeSeq     int64   `json:"latest_notice_seq"`
+	LatestPublishedDate *string `json:"latest_published_date"`
+}

@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"noticesd/internal/delivery"
+	"noticesd/internal/notice"
+	"noticesd/internal/watch"
+	"noticesd/matcher"
+)
+
+// Webhooks manages a watch's webhook and lists its deliveries. Every method
+// answers errs.NotFound for a watch of another account.
+type Webhooks interface {
+	// SetWebhook registers or replaces the watch's webhook URL and secret at
+	// time now. Matches that arrived after the watch was created and were
+	// published within delivery.Window of now get deliveries (never older
+	// ones); a delivery that already exists for a (watch, notice) is kept.
+	SetWebhook(ctx context.Context, accountID, watchID, url, secret string, now time.Time) (watch.Watch, error)
+	// RotateSecret replaces the secret; the old one stops being used at
+	// once, also for retries already scheduled. errs.NotFound when the
+	// watch has no webhook.
+	RotateSecret(ctx context.Context, accountID, watchID, secret string, now time.Time) (watch.Watch, error)
+	// DeleteWebhook stops delivery: pending deliveries become dead with
+	// last_error delivery.WebhookRemoved. errs.NotFound when the watch has
+	// no webhook.
+	DeleteWebhook(ctx context.Context, accountID, watchID string, now time.Time) error
+	// Deliveries lists the watch's most recent deliveries, newest first.
+	Deliveries(ctx context.Context, accountID, watchID string, limit int) ([]delivery.Record, error)
+}
+
+// Arrival is a newly arrived notice and the watches it matched.
+type Arrival struct {
+	Notice  notice.Notice
+	Watches []string
+}
+
+// WatchSet is what the arrival matcher needs of the watches that have a
+// webhook, at one version of the watch set.
+type WatchSet struct {
+	// Version changes whenever a watch gains a webhook or a watch with one
+	// is deleted or loses it (see Queue.WatchSetVersion).
+	Version int64
+	// Entries are the watches with a webhook, active or not, their ABNs'
+	// register ACNs added to Identifiers (see matcher.Entry).
+	Entries []matcher.Entry
+}
+
+// ErrWatchSetChanged is returned by Queue.Enqueue when the watch set
+// changed after the caller matched against it: reload and match again.
+var ErrWatchSetChanged = errors.New("store: the set of watches with a webhook changed while matching; reload it and match the batch again")
+
+// Job is one claimed delivery attempt.
+type Job struct {
+	DeliveryID string
+	WatchID    string
+	URL        string
+	Secret     string // the secret current at claim time
+	Attempt    int    // 1-based number of this attempt
+	Notice     notice.Notice
+}
+
+// ClaimRequest bounds one Claim.
+type ClaimRequest struct {
+	// Limit is the most deliveries claimed.
+	Limit int
+	// Lease is how long each claimed delivery is reserved for its attempt.
+	Lease time.Duration
+	// PerWatch, when positive, is the most attempts in flight for one
+	// watch: a watch gets at most PerWatch minus InFlight[watch] claims.
+	PerWatch int
+	// InFlight counts the caller's attempts in flight per watch id.
+	InFlight map[string]int
+}
+
+// Outcome is the result of one attempt.
+type Outcome struct {
+	OK        bool
+	LastError string
+	// RetryUnit scales the retry schedule: after failed attempt n the next
+	// is n x RetryUnit later (delivery.RetryWait).
+	RetryUnit time.Duration
+}
+
+// Queue is the durable delivery queue the worker drives. The embedded
+// backend keeps it in SQLite; the scale-out backend in Redis/asynq.
+//
+// One process drives a queue at a time (the worker of `noticesd serve`);
+// Recover assumes no other worker holds leases.
+type Queue interface {
+	// ArrivalCursor is the highest notice_seq already matched (durable).
+	ArrivalCursor(ctx context.Context) (int64, error)
+	// NoticesAfter returns up to limit notices with notice_seq > seq,
+	// ascending: the arrivals still to match.
+	NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error)
+	// LatestSeq returns the highest notice_seq stored (0 when none).
+	LatestSeq(ctx context.Context) (int64, error)
+	// WatchSet returns the watches with a webhook, for the matcher.
+	WatchSet(ctx context.Context) (WatchSet, error)
+	// WatchSetVersion returns the current WatchSet version cheaply, so the
+	// matcher reloads only when it changed.
+	WatchSetVersion(ctx context.Context) (int64, error)
+	// ResolveABNs returns the register ACN of each given ABN that the
+	// register knows (ABNs it does not know are absent from the map).
+	ResolveABNs(ctx context.Context, abns []string) (map[string]string, error)
+	// Enqueue creates one pending delivery for each eligible (watch,
+	// notice) pair, at most once per pair ever, and advances the arrival
+	// cursor to through, in one transaction. Eligibility is
+	// delivery.Eligible at now; watches without a webhook (or deleted) get
+	// nothing. Deliveries for inactive watches are created held: they wait
+	// for reactivation. When the watch set is no longer at version (the
+	// arrivals were matched against an older set) nothing is written and
+	// the error is ErrWatchSetChanged.
+	Enqueue(ctx context.Context, arrivals []Arrival, through, version int64, now time.Time) (created int, err error)
+	// Recover releases every lease (attempts in flight when a previous
+	// process stopped): those deliveries are due at now. The interrupted
+	// attempt is not counted.
+	Recover(ctx context.Context, now time.Time) (released int, err error)
+	// Claim leases due deliveries (next attempt at or before now, watch
+	// active with a webhook), oldest due first, until now+req.Lease and
+	// returns them; see ClaimRequest for the bounds. A lease that expires
+	// without Complete makes the delivery due again.
+	Claim(ctx context.Context, now time.Time, req ClaimRequest) ([]Job, error)
+	// Complete records an attempt's outcome at now: delivered, rescheduled
+	// after delivery.RetryWait, or dead after the last attempt; dead and
+	// delivered notices update the watch's consecutive-failure count, which
+	// deactivates the watch at delivery.DeactivateAfter. An outcome for a
+	// delivery that is no longer pending at that attempt (webhook removed,
+	// watch deleted meanwhile) is ignored.
+	Complete(ctx context.Context, job Job, out Outcome, now time.Time) error
+	// NextDue returns when the next delivery becomes due, if any.
+	NextDue(ctx context.Context) (time.Time, bool, error)
+}

@@ -1,0 +1,550 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"noticesd/internal/delivery"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/internal/webhook"
+	"noticesd/matcher"
+)
+
+// The delivery queue (migration 0003): one deliveries row per (watch,
+// notice) ever, the arrival cursor and the watch-set version in meta. The
+// states of a row (scheduled, in flight, held) and the triggers that hold
+// and release a watch's deliveries when it is deactivated and reactivated
+// are described in migrations/0003_deliveries.sql.
+
+var _ store.Queue = (*Store)(nil)
+
+// Keys of the meta table used by the queue.
+const (
+	metaArrivalCursor   = "delivery_arrival_cursor"
+	metaWatchSetVersion = "webhook_watch_set_version"
+)
+
+// claimScanFactor bounds the rows Claim examines to this many times the
+// claim limit, so a long run of due deliveries of busy watches costs a
+// bounded scan.
+const claimScanFactor = 8
+
+// ArrivalCursor returns the highest notice_seq already matched.
+func (s *Store) ArrivalCursor(ctx context.Context) (int64, error) {
+	return metaInt(ctx, s.read, metaArrivalCursor)
+}
+
+// WatchSetVersion returns the version of the set of watches with a webhook.
+func (s *Store) WatchSetVersion(ctx context.Context) (int64, error) {
+	return metaInt(ctx, s.read, metaWatchSetVersion)
+}
+
+// metaInt reads an integer meta value; a missing key reads as 0.
+func metaInt(ctx context.Context, q querier, key string) (int64, error) {
+	var v string
+	err := q.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", key).Scan(&v)
+	if err == sql.ErrNoRows {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: read %s: %w", key, err)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: meta %s holds %q, not an integer; the database is damaged", key, v)
+	}
+	return n, nil
+}
+
+// LatestSeq returns the highest notice_seq stored (0 when none).
+func (s *Store) LatestSeq(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.read.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) FROM notices").Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: read the latest notice_seq: %w", err)
+	}
+	return n, nil
+}
+
+// NoticesAfter returns up to limit notices with notice_seq > seq, ascending.
+func (s *Store) NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error) {
+	rows, err := s.read.QueryContext(ctx, "SELECT "+noticeColumns+" FROM notices n WHERE n.seq > ? ORDER BY n.seq LIMIT ?", seq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read notices after seq %d: %w", seq, err)
+	}
+	ns, err := scanNotices(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read notices after seq %d: %w", seq, err)
+	}
+	return ns, nil
+}
+
+// WatchSet returns every watch with a webhook as a matcher entry, read in
+// one snapshot with its version.
+func (s *Store) WatchSet(ctx context.Context) (store.WatchSet, error) {
+	tx, err := s.read.BeginTx(ctx, nil)
+	if err != nil {
+		return store.WatchSet{}, fmt.Errorf("sqlite: load watches with a webhook: %w", err)
+	}
+	defer tx.Rollback()
+	var ws store.WatchSet
+	if ws.Version, err = metaInt(ctx, tx, metaWatchSetVersion); err != nil {
+		return ws, err
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id, active, filters, identifiers FROM watches WHERE webhook_url IS NOT NULL ORDER BY id")
+	if err != nil {
+		return ws, fmt.Errorf("sqlite: load watches with a webhook: %w", err)
+	}
+	var abns []string
+	for rows.Next() {
+		var (
+			e            matcher.Entry
+			filters, ids string
+		)
+		if err := rows.Scan(&e.WatchID, &e.Active, &filters, &ids); err != nil {
+			rows.Close()
+			return ws, fmt.Errorf("sqlite: load watches with a webhook: %w", err)
+		}
+		if e.Filter, err = noticeFilter(e.WatchID, filters); err != nil {
+			rows.Close()
+			return ws, err
+		}
+		if err := json.Unmarshal([]byte(ids), &e.Identifiers); err != nil {
+			rows.Close()
+			return ws, fmt.Errorf("sqlite: watch %s has unreadable identifiers JSON: %w", e.WatchID, err)
+		}
+		for _, id := range e.Identifiers {
+			if len(id) == 11 {
+				abns = append(abns, id)
+			}
+		}
+		ws.Entries = append(ws.Entries, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return ws, fmt.Errorf("sqlite: load watches with a webhook: %w", err)
+	}
+	acnOf, err := resolveABNs(ctx, tx, abns)
+	if err != nil {
+		return ws, err
+	}
+	for i := range ws.Entries {
+		ws.Entries[i].Identifiers = withResolvedACNs(ws.Entries[i].Identifiers, acnOf)
+	}
+	return ws, nil
+}
+
+// withResolvedACNs adds to ids the register ACN of each ABN in it, as
+// matcher.Entry asks.
+func withResolvedACNs(ids []string, acnOf map[string]string) []string {
+	out := ids
+	for _, id := range ids {
+		if acn, ok := acnOf[id]; ok {
+			out = append(out, acn)
+		}
+	}
+	return out
+}
+
+// noticeFilter decodes a watch's stored filters into the notice.Filter the
+// matcher applies.
+func noticeFilter(watchID, raw string) (notice.Filter, error) {
+	f, err := decodeFilters(raw)
+	if err != nil {
+		return notice.Filter{}, fmt.Errorf("sqlite: watch %s has unreadable filters JSON: %w", watchID, err)
+	}
+	nf, err := f.NoticeFilter()
+	if err != nil {
+		return notice.Filter{}, fmt.Errorf("sqlite: watch %s has filters that no longer parse: %w", watchID, err)
+	}
+	return nf, nil
+}
+
+// ResolveABNs returns the register ACN of each ABN the register knows.
+func (s *Store) ResolveABNs(ctx context.Context, abns []string) (map[string]string, error) {
+	return resolveABNs(ctx, s.read, abns)
+}
+
+func resolveABNs(ctx context.Context, q querier, abns []string) (map[string]string, error) {
+	out := make(map[string]string)
+	const chunk = 500
+	for start := 0; start < len(abns); start += chunk {
+		part := abns[start:min(start+chunk, len(abns))]
+		args := make([]any, len(part))
+		for i, a := range part {
+			args[i] = a
+		}
+		rows, err := q.QueryContext(ctx, "SELECT abn, acn FROM register WHERE abn <> '' AND abn IN ("+placeholders(len(args))+")", args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: resolve ABNs through the register: %w", err)
+		}
+		for rows.Next() {
+			var abn, acn string
+			if err := rows.Scan(&abn, &acn); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlite: resolve ABNs through the register: %w", err)
+			}
+			if id, ok := ident.Normalise(acn); ok && id.Kind == ident.ACN {
+				out[abn] = id.Value
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("sqlite: resolve ABNs through the register: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// watchTarget is what Enqueue needs of a matched watch.
+type watchTarget struct {
+	createdSeq int64
+	active     bool
+	hasHook    bool
+}
+
+// Enqueue creates the deliveries of the eligible (watch, notice) pairs in
+// arrivals and advances the arrival cursor to through, in one transaction.
+func (s *Store) Enqueue(ctx context.Context, arrivals []store.Arrival, through, version int64, now time.Time) (int, error) {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: begin enqueue: %w", err)
+	}
+	defer tx.Rollback()
+	cur, err := metaInt(ctx, tx, metaWatchSetVersion)
+	if err != nil {
+		return 0, err
+	}
+	if cur != version {
+		return 0, store.ErrWatchSetChanged
+	}
+	created := 0
+	if len(arrivals) > 0 {
+		targets := map[string]watchTarget{}
+		stmt, err := tx.PrepareContext(ctx, insertDelivery)
+		if err != nil {
+			return 0, fmt.Errorf("sqlite: prepare delivery insert: %w", err)
+		}
+		defer stmt.Close()
+		ts := notice.Timestamp(now)
+		for _, a := range arrivals {
+			published, ok := publishedTime(&a.Notice)
+			if !ok {
+				continue // an unreadable publication time is never within the window
+			}
+			for _, wid := range a.Watches {
+				t, ok := targets[wid]
+				if !ok {
+					t, err = loadTarget(ctx, tx, wid)
+					if err != nil {
+						return 0, err
+					}
+					targets[wid] = t
+				}
+				if !t.hasHook || !delivery.Eligible(a.Notice.Seq, t.createdSeq, published, now) {
+					continue
+				}
+				n, err := insertPending(ctx, stmt, wid, &a.Notice, t.active, ts)
+				if err != nil {
+					return 0, err
+				}
+				created += n
+			}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = CAST(max(CAST(value AS INTEGER), ?) AS TEXT) WHERE key = ?`,
+		through, metaArrivalCursor); err != nil {
+		return 0, fmt.Errorf("sqlite: advance the arrival cursor to %d: %w", through, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("sqlite: commit enqueue: %w", err)
+	}
+	return created, nil
+}
+
+// loadTarget reads a watch's created_seq, active and whether it has a
+// webhook. A deleted watch has no webhook.
+func loadTarget(ctx context.Context, tx *sql.Tx, watchID string) (watchTarget, error) {
+	var t watchTarget
+	err := tx.QueryRowContext(ctx, "SELECT created_seq, active, webhook_url IS NOT NULL FROM watches WHERE id = ?", watchID).
+		Scan(&t.createdSeq, &t.active, &t.hasHook)
+	if err == sql.ErrNoRows {
+		return watchTarget{}, nil
+	}
+	if err != nil {
+		return t, fmt.Errorf("sqlite: read watch %s: %w", watchID, err)
+	}
+	return t, nil
+}
+
+// insertDelivery creates a pending delivery unless the pair already has one.
+const insertDelivery = `INSERT INTO deliveries (id, watch_id, notice_id, notice_seq, status, attempts,
+	created_at, updated_at, next_attempt_at)
+VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)
+ON CONFLICT DO NOTHING`
+
+// insertPending creates the delivery of n to watchID: due at once when the
+// watch is active, held otherwise. It returns 1 when a row was created.
+func insertPending(ctx context.Context, stmt *sql.Stmt, watchID string, n *notice.Notice, active bool, ts string) (int, error) {
+	var next any
+	if active {
+		next = ts
+	}
+	res, err := stmt.ExecContext(ctx, webhook.DeliveryID(watchID, n.ID), watchID, n.ID, n.Seq, ts, ts, next)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: queue notice %s for watch %s: %w", n.ID, watchID, err)
+	}
+	k, _ := res.RowsAffected()
+	return int(k), nil
+}
+
+// publishedTime parses a notice's published_at (a notice.Timestamp, or an
+// RFC 3339 time), falling back to the start of its Sydney published_date.
+func publishedTime(n *notice.Notice) (time.Time, bool) {
+	if t, err := time.Parse(time.RFC3339Nano, n.PublishedAt); err == nil {
+		return t, true
+	}
+	if t, err := time.ParseInLocation(notice.DateLayout, n.PublishedDate, notice.Sydney); err == nil {
+		return t, true
+	}
+	return time.Time{}, false
+}
+
+// Recover releases every lease: deliveries of active watches are due at
+// now, those of inactive watches are held.
+func (s *Store) Recover(ctx context.Context, now time.Time) (int, error) {
+	ts := notice.Timestamp(now)
+	res, err := s.write.ExecContext(ctx, `UPDATE deliveries SET lease_until = NULL, updated_at = ?,
+		next_attempt_at = CASE WHEN (SELECT active FROM watches w WHERE w.id = deliveries.watch_id) THEN ? END
+		WHERE lease_until IS NOT NULL AND status = 'pending'`, ts, ts)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: release delivery leases: %w", err)
+	}
+	if _, err := s.write.ExecContext(ctx, "UPDATE deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL"); err != nil {
+		return 0, fmt.Errorf("sqlite: release delivery leases: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// Claim leases due deliveries of active watches with a webhook.
+func (s *Store) Claim(ctx context.Context, now time.Time, req store.ClaimRequest) ([]store.Job, error) {
+	if req.Limit <= 0 {
+		return nil, nil
+	}
+	ts := notice.Timestamp(now)
+	until := notice.Timestamp(now.Add(req.Lease))
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: begin claim: %w", err)
+	}
+	defer tx.Rollback()
+
+	// Due rows in due order; watches already at their bound are left out
+	// in SQL, the rest of the bound is applied while scanning.
+	// CROSS JOIN keeps deliveries the outer loop, read in deliveries_due
+	// order (ties in insertion order), so no sort of the whole queue.
+	q := `SELECT d.id, d.watch_id FROM deliveries d CROSS JOIN watches w ON w.id = d.watch_id
+		WHERE d.status = 'pending' AND d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= ?
+		AND w.active AND w.webhook_url IS NOT NULL`
+	args := []any{ts}
+	taken := map[string]int{}
+	if req.PerWatch > 0 {
+		var busy []any
+		for wid, n := range req.InFlight {
+			taken[wid] = n
+			if n >= req.PerWatch {
+				busy = append(busy, wid)
+			}
+		}
+		if len(busy) > 0 {
+			q += " AND d.watch_id NOT IN (" + placeholders(len(busy)) + ")"
+			args = append(args, busy...)
+		}
+	}
+	q += " ORDER BY d.next_attempt_at LIMIT ?"
+	args = append(args, req.Limit*claimScanFactor)
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: find due deliveries: %w", err)
+	}
+	var ids []string
+	for rows.Next() && len(ids) < req.Limit {
+		var id, wid string
+		if err := rows.Scan(&id, &wid); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite: find due deliveries: %w", err)
+		}
+		if req.PerWatch > 0 && taken[wid] >= req.PerWatch {
+			continue
+		}
+		taken[wid]++
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: find due deliveries: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args = []any{until, until}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE deliveries SET lease_until = ?, next_attempt_at = ? WHERE id IN ("+placeholders(len(ids))+")", args...); err != nil {
+		return nil, fmt.Errorf("sqlite: lease due deliveries: %w", err)
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT d.id, d.watch_id, w.webhook_url, w.webhook_secret, d.attempts + 1, `+noticeColumns+`
+		FROM deliveries d JOIN watches w ON w.id = d.watch_id JOIN notices n ON n.seq = d.notice_seq
+		WHERE d.id IN (`+placeholders(len(ids))+`) ORDER BY d.next_attempt_at, d.notice_seq`, args[2:]...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read claimed deliveries: %w", err)
+	}
+	jobs := make([]store.Job, 0, len(ids))
+	for rows.Next() {
+		var j store.Job
+		n, err := scanNotice(prefixScanner{rows, []any{&j.DeliveryID, &j.WatchID, &j.URL, &j.Secret, &j.Attempt}})
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite: read claimed deliveries: %w", err)
+		}
+		j.Notice = n
+		jobs = append(jobs, j)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: read claimed deliveries: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("sqlite: commit claim: %w", err)
+	}
+	return jobs, nil
+}
+
+// prefixScanner scans leading columns into prefix and the rest into the
+// destinations its caller passes (scanNotice's).
+type prefixScanner struct {
+	r      scanner
+	prefix []any
+}
+
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.r.Scan(append(append([]any(nil), p.prefix...), dest...)...)
+}
+
+// Complete records the outcome of one attempt.
+func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, now time.Time) error {
+	ts := notice.Timestamp(now)
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin completing delivery %s: %w", job.DeliveryID, err)
+	}
+	defer tx.Rollback()
+	var (
+		status   string
+		attempts int
+		active   bool
+	)
+	err = tx.QueryRowContext(ctx, `SELECT d.status, d.attempts, w.active FROM deliveries d JOIN watches w ON w.id = d.watch_id WHERE d.id = ?`,
+		job.DeliveryID).Scan(&status, &attempts, &active)
+	if err == sql.ErrNoRows {
+		return nil // the watch was deleted meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: read delivery %s: %w", job.DeliveryID, err)
+	}
+	if status != delivery.Pending || attempts != job.Attempt-1 {
+		return nil // finished meanwhile (webhook removed), or a stale report
+	}
+	n := attempts + 1
+	switch {
+	case out.OK:
+		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'delivered', attempts = ?, delivered_at = ?,
+			updated_at = ?, next_attempt_at = NULL, lease_until = NULL WHERE id = ?`, n, ts, ts, job.DeliveryID); err != nil {
+			return fmt.Errorf("sqlite: record delivery %s delivered: %w", job.DeliveryID, err)
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE watches SET consecutive_failures = 0 WHERE id = ? AND consecutive_failures <> 0", job.WatchID); err != nil {
+			return fmt.Errorf("sqlite: reset the failure count of watch %s: %w", job.WatchID, err)
+		}
+	default:
+		lastErr := out.LastError
+		if lastErr == "" {
+			lastErr = "delivery failed"
+		}
+		if wait, retry := delivery.RetryWait(n, out.RetryUnit); retry {
+			var next any
+			if active {
+				next = notice.Timestamp(now.Add(wait))
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET attempts = ?, last_error = ?, updated_at = ?,
+				next_attempt_at = ?, lease_until = NULL WHERE id = ?`, n, lastErr, ts, next, job.DeliveryID); err != nil {
+				return fmt.Errorf("sqlite: reschedule delivery %s: %w", job.DeliveryID, err)
+			}
+			break
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'dead', attempts = ?, last_error = ?, updated_at = ?,
+			next_attempt_at = NULL, lease_until = NULL WHERE id = ?`, n, lastErr, ts, job.DeliveryID); err != nil {
+			return fmt.Errorf("sqlite: record delivery %s dead: %w", job.DeliveryID, err)
+		}
+		if err := countFailedNotice(ctx, tx, job.WatchID, lastErr, ts); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit the outcome of delivery %s: %w", job.DeliveryID, err)
+	}
+	return nil
+}
+
+// countFailedNotice adds one to the watch's consecutive failed notices and
+// deactivates it at delivery.DeactivateAfter (the hold trigger then holds
+// its scheduled deliveries).
+func countFailedNotice(ctx context.Context, tx *sql.Tx, watchID, lastErr, ts string) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, "UPDATE watches SET consecutive_failures = consecutive_failures + 1 WHERE id = ? RETURNING consecutive_failures",
+		watchID).Scan(&n); err != nil {
+		return fmt.Errorf("sqlite: count a failed notice of watch %s: %w", watchID, err)
+	}
+	if n < delivery.DeactivateAfter {
+		return nil
+	}
+	reason := DeactivationReason(n, lastErr)
+	if _, err := tx.ExecContext(ctx, "UPDATE watches SET active = 0, deactivated_reason = ?, updated_at = ? WHERE id = ? AND active",
+		reason, ts, watchID); err != nil {
+		return fmt.Errorf("sqlite: deactivate watch %s: %w", watchID, err)
+	}
+	return nil
+}
+
+// DeactivationReason is the deactivated_reason of a watch switched off
+// after n consecutive failed notices, the last failing with lastErr.
+func DeactivationReason(n int, lastErr string) string {
+	return fmt.Sprintf("webhook deliveries failed for %d consecutive notices (each after %d attempts); last error: %s. "+
+		"Fix the endpoint, then PATCH {\"active\": true} to deliver the held notices",
+		n, delivery.MaxAttempts, strings.TrimSpace(lastErr))
+}
+
+// NextDue returns when the earliest scheduled delivery is due.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	var next sql.NullString
+	err := s.read.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM deliveries
+		WHERE status = 'pending' AND next_attempt_at IS NOT NULL`).Scan(&next)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("sqlite: read the next due delivery: %w", err)
+	}
+	if !next.Valid {
+		return time.Time{}, false, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, next.String)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("sqlite: a delivery has next_attempt_at %q, not a timestamp; the database is damaged", next.String)
+	}
+	return t, true, nil
+}

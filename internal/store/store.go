@@ -1,0 +1,75 @@
+// Package store defines the seams between the API and its backends: domain
+// verbs over domain types, never a backend's query language. The embedded
+// SQLite backend (store/sqlite) implements all of them; the scale-out
+// backends implement the same interfaces, and storetest runs one contract
+// suite against each.
+package store
+
+import (
+	"context"
+
+	"noticesd/internal/account"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+)
+
+// Notices is the read side of notices and the company register.
+type Notices interface {
+	// Search returns one page of notices and the exact total.
+	Search(ctx context.Context, q notice.SearchQuery) (notice.SearchPage, error)
+	// Notice returns one notice by public id, or errs.NotFound.
+	Notice(ctx context.Context, id string) (notice.Notice, error)
+	// Company returns the company view, or errs.NotFound when neither the
+	// register nor the notices hold anything for the identifier.
+	Company(ctx context.Context, id ident.ID) (notice.Company, error)
+	// Filters counts the values of each filter field among matching notices.
+	Filters(ctx context.Context, f notice.Filter) (notice.FilterCounts, error)
+	// Stats counts matching notices grouped by one field.
+	Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, error)
+	// IndexStatus reports the size and freshness of the notice index.
+	IndexStatus(ctx context.Context) (notice.IndexStatus, error)
+}
+
+// UpsertResult counts what a batch upsert did.
+type UpsertResult struct {
+	Inserted int
+	Updated  int
+}
+
+// NoticeWriter stores notices. Notices arrive with ID and PublishedDate set
+// and Seq/CollectedAt empty; a new source_id gets the next notice_seq and
+// collected_at = now, a known one is updated in place keeping both.
+type NoticeWriter interface {
+	UpsertNotices(ctx context.Context, batch []notice.Notice) (UpsertResult, error)
+}
+
+// RegisterLoad is a register replacement in progress.
+type RegisterLoad interface {
+	// Add appends rows to the new register.
+	Add(ctx context.Context, rows []notice.RegisterRow) error
+	// Commit swaps the new register in atomically.
+	Commit(ctx context.Context) error
+	// Rollback abandons the load; the old register stays.
+	Rollback() error
+}
+
+// RegisterWriter replaces the company register with a new snapshot.
+type RegisterWriter interface {
+	BeginRegister(ctx context.Context) (RegisterLoad, error)
+}
+
+// Accounts manages accounts and authenticates keys.
+type Accounts interface {
+	// Authenticate returns the principal owning key, or errs.Unauthorised.
+	// A lapsed subscription is reported by Principal.Account.Active, not as
+	// an error.
+	Authenticate(ctx context.Context, key string) (account.Principal, error)
+	// CreateAccount creates an account on a plan and returns its new keys.
+	CreateAccount(ctx context.Context, name, plan string) (account.Created, error)
+	// ListAccounts returns every account, oldest first.
+	ListAccounts(ctx context.Context) ([]account.Account, error)
+	// SetSubscription activates or lapses an account's subscription.
+	SetSubscription(ctx context.Context, accountID string, active bool) error
+	// RotateKeys replaces both keys of an account; the old ones stop working.
+	RotateKeys(ctx context.Context, accountID string) (account.Created, error)
+}

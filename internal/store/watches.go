@@ -1,0 +1,48 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"noticesd/internal/account"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/watch"
+)
+
+// MatchPage is one page of a watch's match history.
+type MatchPage struct {
+	// Notices have notice_seq > since, ascending.
+	Notices []notice.Notice
+	// NextSince is the cursor for the next poll: the last notice's seq, or
+	// since itself when the page is empty.
+	NextSince int64
+	HasMore   bool
+}
+
+// Watches stores watches and answers match history and bulk screens. Every
+// method taking an accountID answers errs.NotFound for a watch of another
+// account, exactly as for a missing one.
+type Watches interface {
+	// CreateWatch stores w (ID, timestamps and fields already set by
+	// watch.New) if plan allows: errs.WatchLimitReached when the account has
+	// plan.Watches watches, errs.QuotaExceeded when the distinct companies
+	// across the account's watches would exceed plan.Companies (the message
+	// names the limit, the current count and the attempted addition). The
+	// checks and the write are one atomic step; a rejected call writes
+	// nothing. It returns the stored watch with Unresolved filled in.
+	CreateWatch(ctx context.Context, w watch.Watch, plan account.Plan) (watch.Watch, error)
+	// Watch returns one watch of the account.
+	Watch(ctx context.Context, accountID, id string) (watch.Watch, error)
+	// ListWatches returns the account's watches, oldest first.
+	ListWatches(ctx context.Context, accountID string) ([]watch.Watch, error)
+	// UpdateWatch applies a validated patch at time now.
+	UpdateWatch(ctx context.Context, accountID, id string, p watch.Patch, now time.Time) (watch.Watch, error)
+	// DeleteWatch removes a watch, freeing its quota.
+	DeleteWatch(ctx context.Context, accountID, id string) error
+	// Matches returns up to limit notices matching the watch with
+	// notice_seq > since, ascending by notice_seq (full history).
+	Matches(ctx context.Context, accountID, id string, since int64, limit int) (MatchPage, error)
+	// Screen is the bulk screen of POST /v1/match.
+	Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error)
+}
