@@ -32,7 +32,7 @@ const openAPIPath = "../docs/openapi.json"
 
 // errsSource is where the error codes are declared; the test reads the
 // constants from it, so a new code needs no edit here.
-const errsSource = "../errs/errs.go"
+const errsSource = "../internal/errs/errs.go"
 
 // undocumentedCodes are the errs codes the OpenAPI document leaves out on
 // purpose, with the reason.
