@@ -60,8 +60,19 @@ apt_install() { # apt_install STAGE PACKAGE...
     APT_UPDATED=1
   fi
   log "apt-get install -y $*"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null ||
+  # A package's install script must not start a system service (redis-server on 6379)
+  # that would outlive the tests: deny service starts for the install, as Docker images do.
+  local policy=/usr/sbin/policy-rc.d added=
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# scripts/services.sh: no service starts during its apt-get install\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    added=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null || {
+    [ -z "$added" ] || rm -f "$policy"
     die "$stage" "apt-get install -y $* failed"
+  }
+  [ -z "$added" ] || rm -f "$policy"
   log "installed $* in $(since "$t0") s"
 }
 
@@ -368,7 +379,10 @@ start_watchdog() {
   alive "$(cat "$RUN/watchdog.pid" 2>/dev/null)" && return 0
   NOTICES_SERVICES_RUN=$RUN NOTICES_SERVICES_CACHE=$CACHE setsid bash -c '
     while kill -0 "$1" 2>/dev/null; do sleep 1; done
-    exec "$2" stop' watchdog "$OWNER" "$SCRIPT" >>"$RUN/watchdog.log" 2>&1 </dev/null &
+    "$2" stop
+    # a run directory made for one owner (make test, a test binary) goes with it
+    case "$NOTICES_SERVICES_RUN" in */noticesd-test-services.*|*/noticesd-testservers-*) rm -rf "$NOTICES_SERVICES_RUN" ;; esac
+    ' watchdog "$OWNER" "$SCRIPT" >>"$RUN/watchdog.log" 2>&1 </dev/null &
   echo $! >"$RUN/watchdog.pid"
 }
 
@@ -403,7 +417,8 @@ stop_all() {
   stop_one redis
   local w
   w=$(cat "$RUN/watchdog.pid" 2>/dev/null || true)
-  if [ -n "$w" ] && [ "$w" != "$$" ] && alive "$w"; then kill "$w" 2>/dev/null || true; fi
+  # (not when the watchdog itself is stopping us)
+  if [ -n "$w" ] && [ "$w" != "$$" ] && [ "$w" != "$PPID" ] && alive "$w"; then kill "$w" 2>/dev/null || true; fi
   rm -f "$RUN/watchdog.pid" "$RUN/services.env"
 }
 
