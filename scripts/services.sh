@@ -231,6 +231,16 @@ json_field() { # json_field NAME: first "NAME" : "value" in stdin
 
 alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
 
+# owner_check: when the owner died while we were starting (a test binary killed during a
+# cold download), the watchdog may already have run its stop; so stop here and give up.
+owner_check() {
+  if [ -n "$OWNER" ] && ! alive "$OWNER"; then
+    stop_all >/dev/null 2>&1 || true
+    drop_owned_run
+    die owner "process $OWNER, which the servers were started for, has exited"
+  fi
+}
+
 # ---- start --------------------------------------------------------------------------
 
 start_es() {
@@ -291,6 +301,7 @@ EOF
   deadline=$((SECONDS + WAIT))
   until body=$(http_get "$http" "/_cluster/health?wait_for_status=yellow&timeout=1s") &&
         case "$(json_field status <<<"$body")" in green|yellow) true ;; *) false ;; esac; do
+    owner_check
     if ! alive "$pid"; then
       START_DETAIL="the node exited while starting; last lines of $state/logs/console.log:
 $(tail -n 25 "$state/logs/console.log")"
@@ -337,6 +348,7 @@ start_redis() {
     echo "$pid" >"$RUN/redis.pid"
     deadline=$((SECONDS + WAIT))
     until [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ]; do
+      owner_check
       if ! alive "$pid"; then
         START_DETAIL="redis-server exited while starting: $(tail -n 10 "$state/redis.log" "$state/console.log" 2>/dev/null)"
         START_FAILURE=start
@@ -379,10 +391,7 @@ start_watchdog() {
   alive "$(cat "$RUN/watchdog.pid" 2>/dev/null)" && return 0
   NOTICES_SERVICES_RUN=$RUN NOTICES_SERVICES_CACHE=$CACHE setsid bash -c '
     while kill -0 "$1" 2>/dev/null; do sleep 1; done
-    "$2" stop
-    # a run directory made for one owner (make test, a test binary) goes with it
-    case "$NOTICES_SERVICES_RUN" in */noticesd-test-services.*|*/noticesd-testservers-*) rm -rf "$NOTICES_SERVICES_RUN" ;; esac
-    ' watchdog "$OWNER" "$SCRIPT" >>"$RUN/watchdog.log" 2>&1 </dev/null &
+    exec "$2" stop-owned' watchdog "$OWNER" "$SCRIPT" >>"$RUN/watchdog.log" 2>&1 </dev/null &
   echo $! >"$RUN/watchdog.pid"
 }
 
@@ -417,9 +426,15 @@ stop_all() {
   stop_one redis
   local w
   w=$(cat "$RUN/watchdog.pid" 2>/dev/null || true)
-  # (not when the watchdog itself is stopping us)
-  if [ -n "$w" ] && [ "$w" != "$$" ] && [ "$w" != "$PPID" ] && alive "$w"; then kill "$w" 2>/dev/null || true; fi
+  # (not when the watchdog itself is stopping us: it execs `stop-owned`, keeping its pid)
+  if [ -n "$w" ] && [ "$w" != "$$" ] && alive "$w"; then kill "$w" 2>/dev/null || true; fi
   rm -f "$RUN/watchdog.pid" "$RUN/services.env"
+}
+
+# drop_owned_run: a run directory made for one owner (make test, a test binary) goes
+# with it.
+drop_owned_run() {
+  case "$RUN" in */noticesd-test-services.*|*/noticesd-testservers-*) rm -rf "$RUN" ;; esac
 }
 
 status() {
@@ -453,9 +468,11 @@ case "$cmd" in
     # Redis is quick; start it first, then Elasticsearch.
     for s in "$@"; do case "$s" in redis) start_redis ;; elasticsearch|es) ;; *) die usage "unknown service $s" ;; esac; done
     for s in "$@"; do case "$s" in elasticsearch|es) start_es ;; esac; done
+    owner_check
     write_env
     ;;
   stop) stop_all ;;
+  stop-owned) stop_all; drop_owned_run ;;  # the watchdog's stop
   status) status ;;
   env) cat "$RUN/services.env" 2>/dev/null || true ;;
   *)
