@@ -159,8 +159,11 @@ install_es() { # runs under the install lock
     log "downloading $ES_ARTIFACT from Maven Central"
     # Maven's own downloads (the dependency plugin) live in the cache too.
     mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$CACHE/m2" dependency:copy \
-      -Dartifact="$ES_ARTIFACT" -DoutputDirectory="$CACHE/downloads.tmp" -Dmdep.overWriteReleases=true >&2 ||
-      die download "mvn dependency:copy -Dartifact=$ES_ARTIFACT failed (is Maven Central reachable?)"
+      -Dartifact="$ES_ARTIFACT" -DoutputDirectory="$CACHE/downloads.tmp" -Dmdep.overWriteReleases=true \
+      >"$CACHE/mvn.log" 2>&1 || {
+      tail -n 20 "$CACHE/mvn.log" >&2
+      die download "mvn dependency:copy -Dartifact=$ES_ARTIFACT failed (is Maven Central reachable? log: $CACHE/mvn.log)"
+    }
     mv "$CACHE/downloads.tmp/elasticsearch-$ES_VERSION.zip" "$zip"
     rm -rf "$CACHE/downloads.tmp" "$CACHE/m2/org/elasticsearch/distribution"  # the zip is kept once, in downloads/
     how="downloaded now in $(since "$t0") s"
@@ -397,18 +400,30 @@ start_watchdog() {
 
 # ---- stop ---------------------------------------------------------------------------
 
+# session_pids SID: the processes in session SID (from /proc: no procps on minimal images).
+session_pids() {
+  local f line rest state ppid pgrp sid
+  for f in /proc/[0-9]*/stat; do
+    { read -r line <"$f"; } 2>/dev/null || continue
+    rest=${line##*) }
+    read -r state ppid pgrp sid _ <<<"$rest"
+    [ "$sid" = "$1" ] && { f=${f#/proc/}; echo "${f%/stat}"; }
+  done
+  return 0
+}
+
 # stop_one NAME [quiet]: TERM the session, wait for every process in it, KILL what stays.
 stop_one() {
   local name=$1 quiet=${2:-} sid left i
   sid=$(cat "$RUN/$name.pid" 2>/dev/null || true)
   if alive "$sid"; then
     kill -TERM -- "-$sid" 2>/dev/null || kill -TERM "$sid" 2>/dev/null || true
-    for i in $(seq 1 300); do
-      left=$(pgrep -s "$sid" || true)
+    for i in $(seq 1 150); do
+      left=$(session_pids "$sid")
       [ -z "$left" ] && break
-      sleep 0.1
+      sleep 0.2
     done
-    left=$(pgrep -s "$sid" || true)
+    left=$(session_pids "$sid")
     if [ -n "$left" ]; then
       log "$name: still running after 30 s, killing $(echo $left)"
       kill -KILL $left 2>/dev/null || true

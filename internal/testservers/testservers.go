@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -114,7 +115,7 @@ func reportNotRun(w io.Writer) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n!!! %d LIVE TEST(S) DID NOT RUN in %s (no Elasticsearch/Redis could be had):\n", len(notRun), os.Args[0])
+	fmt.Fprintf(&b, "\n!!! %d LIVE TEST(S) DID NOT RUN in %s (no Elasticsearch/Redis could be had):\n", len(notRun), filepath.Base(os.Args[0]))
 	for _, n := range notRun {
 		fmt.Fprintf(&b, "!!!   %s\n", n)
 	}
