@@ -110,6 +110,7 @@ func (k *kind) resolve() (*server, error) {
 	}
 	srv, err := k.local(ctx)
 	if err == nil {
+		srv.source += " (tried first: " + strings.Join(tried, "; ") + ")"
 		return srv, nil
 	}
 	tried = append(tried, "local process: "+err.Error())
