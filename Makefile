@@ -1,5 +1,5 @@
 # noticesd — one binary, one SQLite file by default.
-# `make run` serves a realistic sample; `make test` is the one test command.
+# `make run` serves a realistic sample; `make test` is the one test command (it starts and stops its own Elasticsearch and Redis).
 
 GO      ?= go
 TAGS    := sqlite_fts5
@@ -15,7 +15,7 @@ build:
 run: build
 	./$(BIN) demo
 
-## test: vet, the whole test suite against real SQLite files, and a short fuzz of the q parser
+## test: start Elasticsearch + redis-server (scripts/services.sh), vet, the whole suite against them and real SQLite files, a short fuzz; stop the servers
 test:
 	./scripts/test.sh
 

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# The one test command (make test). Installs what it needs on a fresh machine.
+# The one test command (make test). Installs what it needs on a fresh machine, starts one
+# Elasticsearch node and one redis-server for the whole run (scripts/services.sh) unless
+# NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL already name servers to use, and
+# stops them at the end, also when a test fails or the run is interrupted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +19,42 @@ apt_install() {
 }
 need gcc || apt_install gcc libc6-dev
 need go || { echo "test.sh: Go toolchain not found" >&2; exit 1; }
+
+# ---- servers for the live suites
+NOTICES_SERVICES_RUN=$(mktemp -d "${TMPDIR:-/tmp}/noticesd-test-services.XXXXXX")
+export NOTICES_SERVICES_RUN
+export NOTICES_SERVICES_OWNER=$$   # if this script dies hard, services.sh's watchdog stops them
+stop_services() {
+  ./scripts/services.sh stop || true
+  rm -rf "$NOTICES_SERVICES_RUN"
+}
+trap stop_services EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+wanted=()
+if [ -n "${NOTICES_TEST_ELASTICSEARCH_URL:-}" ]; then
+  echo "== elasticsearch: existing server $NOTICES_TEST_ELASTICSEARCH_URL (NOTICES_TEST_ELASTICSEARCH_URL)"
+else
+  wanted+=(elasticsearch)
+fi
+if [ -n "${NOTICES_TEST_REDIS_URL:-}" ]; then
+  echo "== redis: existing server $NOTICES_TEST_REDIS_URL (NOTICES_TEST_REDIS_URL)"
+else
+  wanted+=(redis)
+fi
+if [ ${#wanted[@]} -gt 0 ]; then
+  echo "== starting ${wanted[*]} (scripts/services.sh)"
+  if ! ./scripts/services.sh start "${wanted[@]}"; then
+    echo "test.sh: the live test servers could not be started (see the FAILED line above);" >&2
+    echo "test.sh: fix that, or point the tests at running servers with" >&2
+    echo "test.sh: NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL (README, docs/testing.md)" >&2
+    exit 1
+  fi
+  # shellcheck disable=SC1090
+  source <(./scripts/services.sh env)
+  ./scripts/services.sh status | sed 's/^/== /'
+fi
 
 TAGS=sqlite_fts5
 echo "== go vet"
