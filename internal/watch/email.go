@@ -2,8 +2,10 @@ package watch
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/mail"
 	"strings"
+	"unicode/utf8"
 
 	"noticesd/internal/errs"
 )
@@ -22,7 +24,7 @@ func ParseEmail(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	bad := func(why string) error {
 		return errs.New(errs.InvalidAlertEmail,
-			"alert_email %q is not an email address (%s); send a bare address like name@example.com, or null for none", s, why)
+			"alert_email %s is not an email address (%s); send a bare address like name@example.com, or null for none", errs.Quote(s), why)
 	}
 	if s == "" {
 		return "", bad("it is empty")
@@ -63,11 +65,16 @@ func parseEmailField(raw json.RawMessage) (*string, error) {
 	return &e, nil
 }
 
-// clip shortens a raw JSON value for an error message.
+// clip shortens a raw JSON value for an error message: at most
+// errs.QuoteLimit bytes of it, and its length when it was cut.
 func clip(raw json.RawMessage) string {
 	s := strings.TrimSpace(string(raw))
-	if len(s) > 40 {
-		s = s[:40] + "..."
+	if len(s) <= errs.QuoteLimit {
+		return s
 	}
-	return s
+	cut := errs.QuoteLimit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
 }
