@@ -249,15 +249,3 @@ func pathParam(c *fiber.Ctx, name string) string {
 	}
 	return v
 }
-
-// requestBody returns the raw request body of a JSON route. The body size
-// limit (cfg.MaxBodyBytes, 413 payload_too_large) is enforced while the
-// request is read. Content-Type is not checked: the body is parsed as JSON
-// whatever it says, and a missing one is fine. A Content-Encoding other than
-// identity is refused, because decompressing would bypass the size limit.
-func requestBody(c *fiber.Ctx) ([]byte, error) {
-	if enc := strings.TrimSpace(c.Get(fiber.HeaderContentEncoding)); enc != "" && !strings.EqualFold(enc, "identity") {
-		return nil, errs.New(errs.InvalidJSON, "Content-Encoding %s is not accepted; send the JSON body uncompressed", errs.Quote(enc))
-	}
-	return c.Request().Body(), nil
-}

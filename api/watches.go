@@ -38,7 +38,7 @@ type matchesResponse struct {
 // request writes nothing and concurrent creates cannot overshoot. 201 with
 // the full watch object and a Location header naming it.
 func (s *Server) createWatch(c *fiber.Ctx) error {
-	body, err := requestBody(c)
+	body, err := s.requestBody(c)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Server) getWatch(c *fiber.Ctx) error {
 // watch is looked up (API.md's order: a bad body is 400 even on a watch
 // that is not the caller's). 200 with the updated watch.
 func (s *Server) patchWatch(c *fiber.Ctx) error {
-	body, err := requestBody(c)
+	body, err := s.requestBody(c)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func (s *Server) registerWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	body, err := requestBody(c)
+	body, err := s.requestBody(c)
 	if err != nil {
 		return err
 	}
