@@ -54,7 +54,8 @@ type Deps struct {
 	// no write probe.
 	StoreWritable Check
 	// Limiter enforces the per-key request limits; nil means an in-process
-	// limit.Local with cfg.HeavyConcurrency global heavy slots (right for
+	// limit.Local on the wall clock with cfg.HeavyConcurrency global heavy
+	// slots (right for
 	// the embedded backend, one process). A scale deployment passes a
 	// limit.Redis on its Redis and namespace so all replicas share limits.
 	Limiter Limiter
@@ -116,7 +117,7 @@ func New(cfg config.Config, deps Deps) *Server {
 	cfg = withServerDefaults(cfg)
 	s := &Server{cfg: cfg, deps: deps, log: log, limiter: deps.Limiter, largeBody: largeBodyRoutes}
 	if s.limiter == nil {
-		s.limiter = limit.NewLocal(cfg.HeavyConcurrency, deps.Now)
+		s.limiter = limit.NewLocal(cfg.HeavyConcurrency, nil) // wall-clock: rates are per real second
 	}
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
