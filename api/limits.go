@@ -92,8 +92,8 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 	}
 	if !d.Allowed {
 		setRetryAfter(c, d.RetryAfter)
-		return errs.New(errs.RateLimited, "this key has sent more than the %d requests a second (bursts of %d) plan %s allows; retry after %s",
-			plan.RequestsPerSecond, max(plan.Burst, plan.RequestsPerSecond), p.Account.Plan, retryText(d.RetryAfter))
+		return errs.New(errs.RateLimited, "this key is sending requests faster than plan %s allows (%d a second, bursts of %d); retry after %s",
+			p.Account.Plan, plan.RequestsPerSecond, max(plan.Burst, plan.RequestsPerSecond), retryText(d.RetryAfter))
 	}
 	isHeavy, ok := heavyRoutes[c.Method()+" "+c.Route().Path]
 	if !ok || !isHeavy(s, c) {

@@ -47,5 +47,6 @@ func (s *Server) screen(c *fiber.Ctx) error {
 		Unmatched:  len(res.Unmatched),
 		Unresolved: len(res.Unresolved),
 	}
-	return writeJSON(c, fiber.StatusOK, res)
+	writeScreen(c, res, takeSlot(c))
+	return nil
 }
