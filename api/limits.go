@@ -78,7 +78,9 @@ func withQuery(_ *Server, c *fiber.Ctx) bool {
 
 // limitRequest runs after authentication on every /v1/ route: the key's
 // request rate, then, for heavy requests, a heavy slot of the key and of
-// the service. Past either it is 429 rate_limited with Retry-After; if the
+// the service, queueing up to cfg.HeavyWait for one. Past the rate, or
+// without a slot at the end of the wait, it is 429 rate_limited with
+// Retry-After; if the
 // limits cannot be checked (their store is unreachable) it is 503
 // unavailable.
 func (s *Server) limitRequest(c *fiber.Ctx) error {
@@ -99,7 +101,7 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 	if !ok || !isHeavy(s, c) {
 		return c.Next()
 	}
-	release, d, err := s.limiter.Acquire(ctx, key, plan.Heavy)
+	release, d, err := s.acquireHeavy(ctx, key, plan.Heavy)
 	if err != nil {
 		return s.limiterDown(err)
 	}
@@ -119,6 +121,35 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 		}
 	}()
 	return c.Next()
+}
+
+// Polling for a heavy slot: the first retry comes soon (a slot often frees
+// within milliseconds of a screen's end), later ones further apart.
+const (
+	heavyPollFirst = 10 * time.Millisecond
+	heavyPollMax   = 100 * time.Millisecond
+)
+
+// acquireHeavy takes a heavy slot, queueing for up to cfg.HeavyWait while
+// the key or the service is at its cap: a queued request holds its
+// connection and nothing else (its body is not read yet), so light
+// requests keep their latency while heavy ones wait their turn. The last
+// refusal is returned when the wait ends without a slot.
+func (s *Server) acquireHeavy(ctx context.Context, key string, perKey int) (limit.Release, limit.Decision, error) {
+	deadline := time.Now().Add(s.cfg.HeavyWait)
+	pause := heavyPollFirst
+	for {
+		release, d, err := s.limiter.Acquire(ctx, key, perKey)
+		if err != nil || d.Allowed || time.Now().Add(pause).After(deadline) {
+			return release, d, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, d, nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, heavyPollMax)
+	}
 }
 
 // limiterKey names the API key a principal used: each of an account's two

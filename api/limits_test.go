@@ -33,6 +33,7 @@ func newLimitFixture(t *testing.T, l Limiter, burst int) *fixture {
 	f := newFixture(t)
 	cfg := config.Default()
 	cfg.HeavyConcurrency = 2
+	cfg.HeavyWait = 50 * time.Millisecond // a refusal comes after a short queue
 	f.srv = New(cfg, Deps{
 		Notices:  f.store,
 		Accounts: f.store,
@@ -158,6 +159,37 @@ func TestHeavyLimited(t *testing.T) {
 				t.Errorf("global refusal message %q", errorMessage(t, res))
 			}
 		})
+	}
+}
+
+// TestHeavyQueues: a heavy request over the key's cap waits for the slot
+// and runs once it is released, instead of being refused.
+func TestHeavyQueues(t *testing.T) {
+	ctx := context.Background()
+	l := limit.NewLocal(2, nil)
+	f := newLimitFixture(t, l, 100)
+	f.srv.cfg.HeavyWait = 30 * time.Second // longer than the test will ever wait
+	p, err := f.store.Authenticate(ctx, f.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, d, err := l.Acquire(ctx, limiterKey(p), 1)
+	if err != nil || !d.Allowed {
+		t.Fatalf("acquire: %+v %v", d, err)
+	}
+	done := make(chan response, 1)
+	go func() { done <- f.send(t, http.MethodPost, "/v1/match", f.read, []byte(`{"identifiers": ["123456780"]}`)) }()
+	select {
+	case res := <-done:
+		t.Fatalf("the queued request was answered while the slot was held: HTTP %d %s", res.status, res.body)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if res := f.do(t, "GET", "/v1/notices", f.read); res.status != 200 {
+		t.Errorf("a light request of the same key must not queue: HTTP %d", res.status)
+	}
+	release()
+	if res := <-done; res.status != 200 {
+		t.Fatalf("the queued request after the release: HTTP %d %s", res.status, res.body)
 	}
 }
 

@@ -202,7 +202,7 @@ func withServerDefaults(cfg config.Config) config.Config {
 	}
 	for _, f := range []struct{ v, def *time.Duration }{
 		{&cfg.HeaderTimeout, &d.HeaderTimeout}, {&cfg.BodyTimeout, &d.BodyTimeout},
-		{&cfg.WriteTimeout, &d.WriteTimeout}, {&cfg.IdleTimeout, &d.IdleTimeout},
+		{&cfg.WriteTimeout, &d.WriteTimeout}, {&cfg.IdleTimeout, &d.IdleTimeout}, {&cfg.HeavyWait, &d.HeavyWait},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def

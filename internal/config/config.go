@@ -38,6 +38,7 @@ type Config struct {
 	MaxConns            int           // NOTICES_MAX_CONNS: open connections, all clients together
 	MaxConnsPerIP       int           // NOTICES_MAX_CONNS_PER_IP: open connections from one client address
 	HeavyConcurrency    int           // NOTICES_HEAVY_CONCURRENCY: heavy requests running at once, all keys together
+	HeavyWait           time.Duration // NOTICES_HEAVY_WAIT: how long a heavy request queues for a slot before 429
 	// Plans are the plan limits; NOTICES_PLAN_<NAME>_RPS, _BURST and _HEAVY
 	// override a plan's request limits (for example NOTICES_PLAN_FREE_RPS).
 	Plans map[string]account.Plan
@@ -63,6 +64,7 @@ func Default() Config {
 		MaxConns:          2048,
 		MaxConnsPerIP:     256,
 		HeavyConcurrency:  DefaultHeavyConcurrency(),
+		HeavyWait:         10 * time.Second,
 		Plans:             account.DefaultPlans(),
 	}
 }
@@ -146,6 +148,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	integer("NOTICES_MAX_CONNS", 1, &c.MaxConns)
 	integer("NOTICES_MAX_CONNS_PER_IP", 1, &c.MaxConnsPerIP)
 	integer("NOTICES_HEAVY_CONCURRENCY", 1, &c.HeavyConcurrency)
+	dur("NOTICES_HEAVY_WAIT", &c.HeavyWait)
 	plans := make(map[string]account.Plan, len(c.Plans))
 	for name, p := range c.Plans {
 		env := "NOTICES_PLAN_" + strings.ToUpper(name) + "_"
@@ -185,6 +188,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnsPerIP > c.MaxConns {
 		return fmt.Errorf("config: NOTICES_MAX_CONNS_PER_IP=%d must not exceed NOTICES_MAX_CONNS=%d", c.MaxConnsPerIP, c.MaxConns)
+	}
+	if c.HeavyWait >= c.BodyTimeout {
+		return fmt.Errorf("config: NOTICES_HEAVY_WAIT=%s must be shorter than NOTICES_BODY_TIMEOUT=%s (a queued request still has to receive its body)", c.HeavyWait, c.BodyTimeout)
 	}
 	for name, p := range c.Plans {
 		if p.RequestsPerSecond < 1 || p.Burst < 1 || p.Heavy < 1 {

@@ -48,6 +48,7 @@ func TestFromLookup(t *testing.T) {
 				t.Errorf("standard plan: %+v", s)
 			}
 		}},
+		{"heavy wait beyond body timeout", map[string]string{"NOTICES_HEAVY_WAIT": "2m"}, "NOTICES_HEAVY_WAIT", nil},
 		{"bad plan rate", map[string]string{"NOTICES_PLAN_STANDARD_RPS": "0"}, "NOTICES_PLAN_STANDARD_RPS", nil},
 		{"per ip above total", map[string]string{"NOTICES_MAX_CONNS": "10", "NOTICES_MAX_CONNS_PER_IP": "20"}, "NOTICES_MAX_CONNS_PER_IP", nil},
 		{"small body above large", map[string]string{"NOTICES_MAX_BODY_BYTES": "2048", "NOTICES_MAX_SMALL_BODY_BYTES": "4096"}, "NOTICES_MAX_SMALL_BODY_BYTES", nil},
