@@ -8,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"noticesd/internal/account"
 	"noticesd/internal/config"
 	"noticesd/internal/limit"
-	"noticesd/internal/testservers"
+	"noticesd/internal/limit/limittest"
 )
 
 // limitPlans are the plans of the limit tests: standard allows burst
@@ -55,22 +53,8 @@ func limiters(t *testing.T) map[string]func() Limiter {
 			return limit.NewLocal(2, func() time.Time { return fixedNow })
 		},
 		"redis": func() Limiter {
-			opts, err := redis.ParseURL(testservers.Redis(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rdb := redis.NewClient(opts)
-			ns := testservers.Namespace(t)
-			t.Cleanup(func() {
-				ctx := context.Background()
-				for _, pattern := range []string{ns + ":*", "rate:" + ns + ":*"} {
-					if keys, _ := rdb.Keys(ctx, pattern).Result(); len(keys) > 0 {
-						rdb.Del(ctx, keys...)
-					}
-				}
-				rdb.Close()
-			})
-			return limit.NewRedis(rdb, ns, 2, 0)
+			l, _, _ := limittest.Redis(t, 2)
+			return l
 		},
 	}
 }
@@ -178,7 +162,9 @@ func TestHeavyQueues(t *testing.T) {
 		t.Fatalf("acquire: %+v %v", d, err)
 	}
 	done := make(chan response, 1)
-	go func() { done <- f.send(t, http.MethodPost, "/v1/match", f.read, []byte(`{"identifiers": ["123456780"]}`)) }()
+	go func() {
+		done <- f.send(t, http.MethodPost, "/v1/match", f.read, []byte(`{"identifiers": ["123456780"]}`))
+	}()
 	select {
 	case res := <-done:
 		t.Fatalf("the queued request was answered while the slot was held: HTTP %d %s", res.status, res.body)

@@ -1,4 +1,4 @@
-package limit
+package limit_test
 
 import (
 	"context"
@@ -7,14 +7,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/testservers"
+	"noticesd/internal/limit"
+	"noticesd/internal/limit/limittest"
 )
 
 // limiter is what both implementations offer; the api holds them behind
 // the same two methods.
 type limiter interface {
-	Allow(ctx context.Context, key string, r Rate) (Decision, error)
-	Acquire(ctx context.Context, key string, perKey int) (Release, Decision, error)
+	Allow(ctx context.Context, key string, r limit.Rate) (limit.Decision, error)
+	Acquire(ctx context.Context, key string, perKey int) (limit.Release, limit.Decision, error)
+}
+
+func redisLimiter(t *testing.T, global int) limiter {
+	l, _, _ := limittest.Redis(t, global)
+	return l
 }
 
 // implementations returns the in-process limiter and the Redis one on the
@@ -22,37 +28,16 @@ type limiter interface {
 func implementations(t *testing.T, global int) map[string]limiter {
 	t.Helper()
 	return map[string]limiter{
-		"local": NewLocal(global, nil),
-		"redis": newTestRedis(t, global),
+		"local": limit.NewLocal(global, nil),
+		"redis": redisLimiter(t, global),
 	}
-}
-
-func newTestRedis(t *testing.T, global int) *Redis {
-	t.Helper()
-	opts, err := redis.ParseURL(testservers.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	ns := testservers.Namespace(t)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		for _, pattern := range []string{ns + ":*", "rate:" + ns + ":*"} {
-			keys, _ := rdb.Keys(ctx, pattern).Result()
-			if len(keys) > 0 {
-				rdb.Del(ctx, keys...)
-			}
-		}
-		rdb.Close()
-	})
-	return NewRedis(rdb, ns, global, 0)
 }
 
 func TestRateOneKeyPastItsLimit(t *testing.T) {
 	ctx := context.Background()
 	for name, l := range implementations(t, 4) {
 		t.Run(name, func(t *testing.T) {
-			r := Rate{PerSecond: 1, Burst: 3}
+			r := limit.Rate{PerSecond: 1, Burst: 3}
 			for i := range 3 {
 				d, err := l.Allow(ctx, "acct_a", r)
 				if err != nil || !d.Allowed {
@@ -69,7 +54,7 @@ func TestRateOneKeyPastItsLimit(t *testing.T) {
 			if d, err := l.Allow(ctx, "acct_b", r); err != nil || !d.Allowed {
 				t.Fatalf("another key must be unaffected: %+v, %v", d, err)
 			}
-			if d, err := l.Allow(ctx, "acct_c", Rate{}); err != nil || !d.Allowed {
+			if d, err := l.Allow(ctx, "acct_c", limit.Rate{}); err != nil || !d.Allowed {
 				t.Fatalf("a zero rate means no limit: %+v, %v", d, err)
 			}
 		})
@@ -78,8 +63,8 @@ func TestRateOneKeyPastItsLimit(t *testing.T) {
 
 func TestLocalRateRefills(t *testing.T) {
 	now := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
-	l := NewLocal(1, func() time.Time { return now })
-	r := Rate{PerSecond: 2, Burst: 1}
+	l := limit.NewLocal(1, func() time.Time { return now })
+	r := limit.Rate{PerSecond: 2, Burst: 1}
 	if d, _ := l.Allow(context.Background(), "k", r); !d.Allowed {
 		t.Fatal("first request refused")
 	}
@@ -137,20 +122,20 @@ func TestHeavySlots(t *testing.T) {
 // ones do.
 func TestRedisLeasesOfADeadReplicaExpire(t *testing.T) {
 	ctx := context.Background()
-	l := newTestRedis(t, 2)
+	l, rdb, ns := limittest.Redis(t, 2)
 	now := time.Now().UnixMilli()
-	for _, key := range []string{l.ns + ":limit:heavy:acct_a", l.ns + ":limit:heavy"} {
-		if err := l.rdb.ZAdd(ctx, key, redis.Z{Score: float64(now - 1000), Member: "dead-1"}, redis.Z{Score: float64(now - 1), Member: "dead-2"}).Err(); err != nil {
+	for _, key := range []string{ns + ":limit:heavy:acct_a", ns + ":limit:heavy"} {
+		if err := rdb.ZAdd(ctx, key, redis.Z{Score: float64(now - 1000), Member: "dead-1"}, redis.Z{Score: float64(now - 1), Member: "dead-2"}).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rel, d, err := l.Acquire(ctx, "acct_a", 1)
 	mustAllow(t, d, err, "slot held only by expired leases")
 	defer rel()
-	if n := l.rdb.ZCard(ctx, l.ns+":limit:heavy").Val(); n != 1 {
+	if n := rdb.ZCard(ctx, ns+":limit:heavy").Val(); n != 1 {
 		t.Fatalf("global set holds %d leases, want only the live one", n)
 	}
-	if err := l.rdb.ZAdd(ctx, l.ns+":limit:heavy", redis.Z{Score: float64(now + time.Hour.Milliseconds()), Member: "live-other"}).Err(); err != nil {
+	if err := rdb.ZAdd(ctx, ns+":limit:heavy", redis.Z{Score: float64(now + time.Hour.Milliseconds()), Member: "live-other"}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	_, d, err = l.Acquire(ctx, "acct_b", 1)
@@ -162,8 +147,8 @@ func TestRedisLeasesOfADeadReplicaExpire(t *testing.T) {
 func TestRedisDownIsAnError(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
 	defer rdb.Close()
-	l := NewRedis(rdb, "t-down", 1, 0)
-	if _, err := l.Allow(context.Background(), "k", Rate{PerSecond: 1}); err == nil {
+	l := limit.NewRedis(rdb, "t-down", 1, 0)
+	if _, err := l.Allow(context.Background(), "k", limit.Rate{PerSecond: 1}); err == nil {
 		t.Error("Allow with Redis away must fail, not allow silently")
 	}
 	if _, _, err := l.Acquire(context.Background(), "k", 1); err == nil {
@@ -171,7 +156,7 @@ func TestRedisDownIsAnError(t *testing.T) {
 	}
 }
 
-func mustAllow(t *testing.T, d Decision, err error, what string) {
+func mustAllow(t *testing.T, d limit.Decision, err error, what string) {
 	t.Helper()
 	if err != nil || !d.Allowed {
 		t.Fatalf("%s: %+v, %v; want allowed", what, d, err)

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"noticesd/test/testbin"
 )
 
 // TestHeadersOnlyFlood runs the built binary and opens 200 connections that
@@ -49,8 +48,8 @@ func TestHeadersOnlyFlood(t *testing.T) {
 	for range 20 { // warm up the process before the baseline
 		normal()
 	}
-	baseFDs := countFDs(t, pid)
-	start := rss(t, pid)
+	baseFDs := testbin.FDs(t, pid)
+	start := testbin.RSS(t, pid)
 
 	held := make([]net.Conn, 0, conns)
 	defer func() {
@@ -69,9 +68,9 @@ func TestHeadersOnlyFlood(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 20*time.Second, "the server to hold all connections", func() bool { return countFDs(t, pid) >= baseFDs+conns })
+	waitFor(t, 20*time.Second, "the server to hold all connections", func() bool { return testbin.FDs(t, pid) >= baseFDs+conns })
 	time.Sleep(500 * time.Millisecond) // let every connection's headers be read
-	peak := rss(t, pid)
+	peak := testbin.RSS(t, pid)
 	t.Logf("RSS: %d MiB at start, %d MiB with %d connections holding %d-byte bodies", start>>20, peak>>20, conns, declared)
 	if peak-start >= maxGrowth {
 		t.Errorf("RSS grew by %d MiB with %d header-only connections; want under %d MiB", (peak-start)>>20, conns, maxGrowth>>20)
@@ -82,11 +81,11 @@ func TestHeadersOnlyFlood(t *testing.T) {
 		c.Close()
 	}
 	held = held[:0]
-	waitFor(t, 20*time.Second, "the server to close the connections", func() bool { return countFDs(t, pid) <= baseFDs+2 })
+	waitFor(t, 20*time.Second, "the server to close the connections", func() bool { return testbin.FDs(t, pid) <= baseFDs+2 })
 	var after int64
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		after = rss(t, pid)
+		after = testbin.RSS(t, pid)
 		if after-start < maxResidual || time.Now().After(deadline) {
 			break
 		}
@@ -120,34 +119,4 @@ func TestHeadersOnlyFlood(t *testing.T) {
 			}
 		}
 	})
-}
-
-// rss is the resident set of process pid in bytes (VmRSS).
-func rss(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatalf("read RSS: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("parse %q: %v", line, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS in /proc status")
-	return 0
-}
-
-// countFDs is how many file descriptors process pid has open.
-func countFDs(t *testing.T, pid int) int {
-	t.Helper()
-	ents, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "fd"))
-	if err != nil {
-		t.Fatalf("list fds: %v", err)
-	}
-	return len(ents)
 }

@@ -24,7 +24,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +31,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"noticesd/test/testbin"
 )
 
 // The load of BenchmarkCompanyUnderScreenLoad.
@@ -54,7 +55,7 @@ const (
 // both latencies, their ratio (goal: at most 2x), the server's peak RSS
 // under the load and the screens answered and refused per second.
 func BenchmarkCompanyUnderScreenLoad(b *testing.B) {
-	bin := buildBinary(b)
+	bin := testbin.Build(b)
 	data := dataset(b, bin)
 	env := []string{
 		"NOTICES_DATA_DIR=" + data.dir, "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=error",
@@ -90,7 +91,7 @@ func BenchmarkCompanyUnderScreenLoad(b *testing.B) {
 		for i := range lookupsAlone {
 			alone = append(alone, lookup(i))
 		}
-		rssIdle := rss(b, srv.pid)
+		rssIdle := testbin.RSS(b, srv.pid)
 
 		var answered, refused, failed atomic.Int64
 		ctx, cancel := context.WithTimeout(context.Background(), loadDuration)
@@ -131,7 +132,7 @@ func BenchmarkCompanyUnderScreenLoad(b *testing.B) {
 			t := time.NewTicker(rssSampleEvery)
 			defer t.Stop()
 			for ctx.Err() == nil {
-				if r := rss(b, srv.pid); r > peak.Load() {
+				if r := testbin.RSS(b, srv.pid); r > peak.Load() {
 					peak.Store(r)
 				}
 				<-t.C
@@ -202,9 +203,9 @@ func dataset(b *testing.B, bin string) data {
 		_ = os.RemoveAll(dir)
 		start := time.Now()
 		env := []string{"NOTICES_DATA_DIR=" + dir}
-		run(b, bin, env, "sample", "--notices", strconv.Itoa(n), "--companies", strconv.Itoa(r), "--out", sampleDir, "--seed", "1", "--now", "2026-11-20")
-		run(b, bin, env, "ingest", "register", filepath.Join(sampleDir, "company_register.tsv"))
-		run(b, bin, env, "ingest", "notices", filepath.Join(sampleDir, "notices.jsonl.gz"))
+		testbin.Run(b, bin, env, "sample", "--notices", strconv.Itoa(n), "--companies", strconv.Itoa(r), "--out", sampleDir, "--seed", "1", "--now", "2026-11-20")
+		testbin.Run(b, bin, env, "ingest", "register", filepath.Join(sampleDir, "company_register.tsv"))
+		testbin.Run(b, bin, env, "ingest", "notices", filepath.Join(sampleDir, "notices.jsonl.gz"))
 		if err := os.WriteFile(ready, nil, 0o644); err != nil {
 			b.Fatal(err)
 		}
@@ -282,36 +283,10 @@ func createKey(b *testing.B, bin string, env []string, plan string) string {
 	var keys struct {
 		ReadKey string `json:"read_key"`
 	}
-	if err := json.Unmarshal(run(b, bin, env, "accounts", "create", "--name", "Load "+plan, "--plan", plan), &keys); err != nil {
+	if err := json.Unmarshal(testbin.Run(b, bin, env, "accounts", "create", "--name", "Load "+plan, "--plan", plan), &keys); err != nil {
 		b.Fatal(err)
 	}
 	return keys.ReadKey
-}
-
-// buildBinary builds cmd/noticesd into a temporary directory.
-func buildBinary(b *testing.B) string {
-	b.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	bin := filepath.Join(b.TempDir(), "noticesd")
-	cmd := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", bin, "./cmd/noticesd")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func run(b *testing.B, bin string, env []string, args ...string) []byte {
-	b.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		b.Fatalf("noticesd %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
-	}
-	return out
 }
 
 type server struct {
@@ -361,20 +336,4 @@ func startServe(b *testing.B, bin string, env []string) server {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// rss is the resident set of process pid in bytes (VmRSS).
-func rss(b *testing.B, pid int) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Errorf("read RSS: %v", err)
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
