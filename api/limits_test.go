@@ -47,12 +47,12 @@ func newLimitFixture(t *testing.T, l Limiter, burst int) *fixture {
 // limiters are the two implementations the api runs on: in process
 // (embedded mode) on a clock that stands still, and Redis (scale mode) on
 // the dev Redis in this test's namespace.
-func limiters(t *testing.T) map[string]func() Limiter {
-	return map[string]func() Limiter{
-		"embedded": func() Limiter {
+func limiters() map[string]func(t *testing.T) Limiter {
+	return map[string]func(t *testing.T) Limiter{
+		"embedded": func(*testing.T) Limiter {
 			return limit.NewLocal(2, func() time.Time { return fixedNow })
 		},
-		"redis": func() Limiter {
+		"redis": func(t *testing.T) Limiter {
 			l, _, _ := limittest.Redis(t, 2)
 			return l
 		},
@@ -63,9 +63,9 @@ func limiters(t *testing.T) map[string]func() Limiter {
 // with Retry-After; the account's other key and another account's key go
 // on unaffected.
 func TestRateLimited(t *testing.T) {
-	for name, newLimiter := range limiters(t) {
+	for name, newLimiter := range limiters() {
 		t.Run(name, func(t *testing.T) {
-			f := newLimitFixture(t, newLimiter(), 3)
+			f := newLimitFixture(t, newLimiter(t), 3)
 			other, err := f.store.CreateAccount(context.Background(), "Other Co", "standard")
 			if err != nil {
 				t.Fatal(err)
@@ -98,9 +98,9 @@ func TestRateLimited(t *testing.T) {
 // pass, then that the service-wide cap refuses every key.
 func TestHeavyLimited(t *testing.T) {
 	ctx := context.Background()
-	for name, newLimiter := range limiters(t) {
+	for name, newLimiter := range limiters() {
 		t.Run(name, func(t *testing.T) {
-			l := newLimiter()
+			l := newLimiter(t)
 			f := newLimitFixture(t, l, 100)
 			p, err := f.store.Authenticate(ctx, f.read)
 			if err != nil {

@@ -190,7 +190,7 @@ func (p params) since() (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if bad || err != nil {
-		return 0, errs.New(errs.InvalidSince, "since %q is not a whole number of 0 or more; send the next_since of the previous page (0 for the start)", v)
+		return 0, errs.New(errs.InvalidSince, "since %s is not a whole number of 0 or more; send the next_since of the previous page (0 for the start)", errs.Quote(v))
 	}
 	return n, nil
 }

@@ -2,6 +2,7 @@ package errs
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -21,11 +22,27 @@ func Quote(s string) string {
 	if len(s) <= QuoteLimit {
 		return strconv.Quote(s)
 	}
-	cut := QuoteLimit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return strconv.Quote(s[:cutAt(s, QuoteLimit)]+"...") + " (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// Clip renders a client-supplied raw value (such as a JSON fragment) for an
+// error message without quoting it: surrounding space trimmed, at most
+// QuoteLimit bytes cut on a UTF-8 boundary, followed by "..." and the
+// value's length when it was cut.
+func Clip(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= QuoteLimit {
+		return s
 	}
-	return strconv.Quote(s[:cut]+"...") + " (" + strconv.Itoa(len(s)) + " bytes)"
+	return s[:cutAt(s, QuoteLimit)] + "... (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// cutAt returns the largest index <= n that starts a UTF-8 sequence of s.
+func cutAt(s string, n int) int {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
 }
 
 // bound cuts a message longer than MaxMessageBytes on a UTF-8 boundary and
@@ -35,9 +52,5 @@ func bound(msg string) string {
 		return msg
 	}
 	const mark = " [message cut]"
-	cut := MaxMessageBytes - len(mark)
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + mark
+	return msg[:cutAt(msg, MaxMessageBytes-len(mark))] + mark
 }

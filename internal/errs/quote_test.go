@@ -37,3 +37,17 @@ func TestNewBoundsMessage(t *testing.T) {
 		t.Errorf("short message changed: %q", short.Message)
 	}
 }
+
+func TestClip(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"short", ` {"a": 1} `, `{"a": 1}`},
+		{"long", `[` + strings.Repeat(`"1",`, 100) + `"1"]`, `[` + strings.Repeat(`"1",`, 15) + `"1"... (405 bytes)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Clip(tt.in); got != tt.want {
+				t.Errorf("Clip = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -18,25 +18,24 @@ type limiter interface {
 	Acquire(ctx context.Context, key string, perKey int) (limit.Release, limit.Decision, error)
 }
 
-func redisLimiter(t *testing.T, global int) limiter {
-	l, _, _ := limittest.Redis(t, global)
-	return l
-}
-
-// implementations returns the in-process limiter and the Redis one on the
-// dev Redis in a namespace of this test, both with global heavy cap global.
-func implementations(t *testing.T, global int) map[string]limiter {
-	t.Helper()
-	return map[string]limiter{
-		"local": limit.NewLocal(global, nil),
-		"redis": redisLimiter(t, global),
+// implementations builds, for a subtest, the in-process limiter and the
+// Redis one on the test Redis in a namespace of that subtest, both with
+// global heavy cap global.
+func implementations(global int) map[string]func(t *testing.T) limiter {
+	return map[string]func(t *testing.T) limiter{
+		"local": func(*testing.T) limiter { return limit.NewLocal(global, nil) },
+		"redis": func(t *testing.T) limiter {
+			l, _, _ := limittest.Redis(t, global)
+			return l
+		},
 	}
 }
 
 func TestRateOneKeyPastItsLimit(t *testing.T) {
 	ctx := context.Background()
-	for name, l := range implementations(t, 4) {
+	for name, newLimiter := range implementations(4) {
 		t.Run(name, func(t *testing.T) {
+			l := newLimiter(t)
 			r := limit.Rate{PerSecond: 1, Burst: 3}
 			for i := range 3 {
 				d, err := l.Allow(ctx, "acct_a", r)
@@ -80,8 +79,9 @@ func TestLocalRateRefills(t *testing.T) {
 
 func TestHeavySlots(t *testing.T) {
 	ctx := context.Background()
-	for name, l := range implementations(t, 3) {
+	for name, newLimiter := range implementations(3) {
 		t.Run(name, func(t *testing.T) {
+			l := newLimiter(t)
 			relA1, d, err := l.Acquire(ctx, "acct_a", 2)
 			mustAllow(t, d, err, "first slot of a")
 			relA2, d, err := l.Acquire(ctx, "acct_a", 2)

@@ -2,10 +2,8 @@ package watch
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/mail"
 	"strings"
-	"unicode/utf8"
 
 	"noticesd/internal/errs"
 )
@@ -65,16 +63,5 @@ func parseEmailField(raw json.RawMessage) (*string, error) {
 	return &e, nil
 }
 
-// clip shortens a raw JSON value for an error message: at most
-// errs.QuoteLimit bytes of it, and its length when it was cut.
-func clip(raw json.RawMessage) string {
-	s := strings.TrimSpace(string(raw))
-	if len(s) <= errs.QuoteLimit {
-		return s
-	}
-	cut := errs.QuoteLimit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
-}
+// clip shortens a raw JSON value for an error message (errs.Clip).
+func clip(raw json.RawMessage) string { return errs.Clip(string(raw)) }
