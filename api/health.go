@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -123,8 +124,8 @@ func (s *Server) health(c *fiber.Ctx) error {
 			status = fiber.StatusServiceUnavailable
 		}
 	}
-	if probe := s.deps.StoreWritable; probe != nil && resp.Checks.Store == healthOK {
-		if err := probe(ctx); err != nil {
+	if resp.Checks.Store == healthOK {
+		if err := s.storeWritable(ctx); err != nil {
 			s.log.Warn("health: store cannot write", "error", err)
 			resp.Checks.Store = healthDegraded
 			if resp.Status == healthOK {
@@ -148,6 +149,36 @@ func (s *Server) health(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return writeJSON(c, status, resp)
+}
+
+// writeProbeEvery is how long a write probe's result is reused: /health
+// needs no key, and a flood of it must not become a flood of disk writes.
+const writeProbeEvery = 2 * time.Second
+
+// writeProbe remembers the last result of Deps.StoreWritable.
+type writeProbe struct {
+	mu    sync.Mutex
+	every time.Duration
+	at    time.Time
+	err   error
+	done  bool
+}
+
+// storeWritable runs Deps.StoreWritable at most once per writeProbeEvery
+// (on the injected clock) and returns its last result; nil without a probe.
+func (s *Server) storeWritable(ctx context.Context) error {
+	probe := s.deps.StoreWritable
+	if probe == nil {
+		return nil
+	}
+	p := &s.writeProbe
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := s.deps.Now()
+	if !p.done || now.Sub(p.at) >= p.every || now.Before(p.at) {
+		p.err, p.at, p.done = probe(ctx), now, true
+	}
+	return p.err
 }
 
 // redactSource hides credentials a source URL may carry (user info and

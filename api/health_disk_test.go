@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestHealthStoreCannotWrite puts the SQLite file on a small tmpfs and
@@ -32,6 +34,7 @@ func TestHealthStoreCannotWrite(t *testing.T) {
 	mount("-t", "tmpfs", "-o", "size=8m", "tmpfs", dir)
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() }) // after the store closes (cleanups run last-in first)
 	f := newFixture(t, fixtureOpts{dir: dir, writeProbe: true})
+	f.srv.writeProbe.every = 0 // probe on every /health: the fixture's clock stands still
 
 	check := f.checkHealth
 	check(t, 200, "ok", "ok", "")
@@ -69,6 +72,7 @@ func TestHealthStoreReadOnly(t *testing.T) {
 	}
 	dir := t.TempDir()
 	f := newFixture(t, fixtureOpts{dir: dir, writeProbe: true})
+	f.srv.writeProbe.every = 0 // probe on every /health: the fixture's clock stands still
 	chattr := func(flag string) error {
 		out, err := exec.Command("chattr", flag, dir, filepath.Join(dir, "notices.db")).CombinedOutput()
 		if err != nil {
@@ -104,5 +108,26 @@ func (f *fixture) checkHealth(t *testing.T, status int, state, store, reason str
 	}
 	if reason == "" && len(h.Reasons) != 0 || reason != "" && (len(h.Reasons) != 1 || !strings.Contains(h.Reasons[0], reason)) {
 		t.Fatalf("reasons %q, want one mentioning %q", h.Reasons, reason)
+	}
+}
+
+// TestHealthWriteProbeReused: /health needs no key, so the write probe runs
+// at most once per writeProbeEvery on the injected clock.
+func TestHealthWriteProbeReused(t *testing.T) {
+	f := newFixture(t)
+	now := fixedNow
+	probes := 0
+	f.srv.deps.Now = func() time.Time { return now }
+	f.srv.deps.StoreWritable = func(context.Context) error { probes++; return nil }
+	for range 5 {
+		f.checkHealth(t, 200, "ok", "ok", "")
+	}
+	if probes != 1 {
+		t.Fatalf("%d probes for 5 calls within %s, want 1", probes, writeProbeEvery)
+	}
+	now = now.Add(writeProbeEvery)
+	f.checkHealth(t, 200, "ok", "ok", "")
+	if probes != 2 {
+		t.Fatalf("%d probes after %s, want 2", probes, writeProbeEvery)
 	}
 }

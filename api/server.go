@@ -75,6 +75,8 @@ type Server struct {
 	limiter Limiter
 	// largeBody are the POST paths with the large body cap.
 	largeBody []string
+	// writeProbe caches the store's write probe for /health.
+	writeProbe writeProbe
 }
 
 // access is what a route demands of the caller.
@@ -115,7 +117,8 @@ func New(cfg config.Config, deps Deps) *Server {
 		deps.Plans = account.DefaultPlans()
 	}
 	cfg = withServerDefaults(cfg)
-	s := &Server{cfg: cfg, deps: deps, log: log, limiter: deps.Limiter, largeBody: largeBodyRoutes}
+	s := &Server{cfg: cfg, deps: deps, log: log, limiter: deps.Limiter, largeBody: largeBodyRoutes,
+		writeProbe: writeProbe{every: writeProbeEvery}}
 	if s.limiter == nil {
 		s.limiter = limit.NewLocal(cfg.HeavyConcurrency, nil) // wall-clock: rates are per real second
 	}
