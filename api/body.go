@@ -2,11 +2,13 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -23,8 +25,9 @@ import (
 // buffer, not the declared size.
 //
 // Two kinds of request are answered without waiting for any body byte:
-// one that declares more than its route accepts (413) and one that carries
-// no API key at all (401, or whatever the route answers without a body).
+// one that declares more than its route accepts (413) and one whose API key
+// is missing, unknown or of a lapsed subscription (401/402, or whatever the
+// route answers without a body).
 // headerReceived, which sees only the headers, marks such a request with
 // unreadBodyHeader, tells fasthttp it has no body and asks for the
 // connection to be closed after the answer, so the unsent body is never
@@ -67,7 +70,7 @@ func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 	path, query, _ := bytes.Cut(h.RequestURI(), []byte("?"))
 	limit := s.bodyCap(string(h.Method()), string(path))
 	h.Del(unreadBodyHeader)
-	if n := h.ContentLength(); n > limit || (n > 0 || n == -1) && !hasKey(h, query) {
+	if n := h.ContentLength(); n > limit || (n > 0 || n == -1) && !s.keyAccepted(h, query) {
 		h.Set(unreadBodyHeader, strconv.Itoa(n))
 		h.Del(fiber.HeaderExpect)
 		h.SetContentLength(0)
@@ -76,15 +79,30 @@ func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 	return fasthttp.RequestConfig{ReadTimeout: s.cfg.BodyTimeout, MaxRequestBodySize: limit}
 }
 
-// hasKey reports whether a request carries an API key in the header or
-// the query string (not whether the key is valid).
-func hasKey(h *fasthttp.RequestHeader, query []byte) bool {
-	if len(bytes.TrimSpace(h.Peek(HeaderAPIKey))) > 0 {
-		return true
+// keyAuthTimeout bounds the key lookup of headerReceived.
+const keyAuthTimeout = 5 * time.Second
+
+// keyAccepted reports whether a request's API key (header, else query
+// string) authenticates to an active subscription, so its body is worth
+// reading. A store failure counts as accepted: the handler's own check
+// then answers it properly.
+func (s *Server) keyAccepted(h *fasthttp.RequestHeader, query []byte) bool {
+	key := bytes.TrimSpace(h.Peek(HeaderAPIKey))
+	if len(key) == 0 {
+		var args fasthttp.Args
+		args.ParseBytes(query)
+		key = bytes.TrimSpace(args.Peek(queryAPIKey))
 	}
-	var args fasthttp.Args
-	args.ParseBytes(query)
-	return len(bytes.TrimSpace(args.Peek(queryAPIKey))) > 0
+	if len(key) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), keyAuthTimeout)
+	defer cancel()
+	p, err := s.deps.Accounts.Authenticate(ctx, string(key))
+	if err != nil {
+		return !errs.Is(err, errs.Unauthorised)
+	}
+	return p.Account.Active
 }
 
 // declaredLength is the Content-Length the client declared (-1 chunked,

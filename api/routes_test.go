@@ -304,6 +304,9 @@ func TestNoPlainTextErrors(t *testing.T) {
 		{"declared body too large", "POST /v1/match HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", 413, "payload_too_large"},
 		{"declared body on a small route", "POST /v1/watches/wch_1/webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n", 413, "payload_too_large"},
 		{"body without a key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised"},
+		{"body with an unknown key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nX-API-Key: nk_read_bogus\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised"},
+		{"body with a lapsed key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nX-API-Key: " + f.lapsedRead + "\r\nContent-Length: 8000000\r\n\r\n", 402, "subscription_inactive"},
+		{"body with an unknown key in the query", "POST /v1/match?api_key=nk_read_bogus HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised"},
 		{"unknown route", "GET /v2/notices HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not_found"},
 	}
 	for _, tt := range tests {
