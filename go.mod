@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/elastic/go-elasticsearch/v8 v8.19.7
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/google/go-github/v75 v75.0.0
 	github.com/hibiken/asynq v0.26.0
@@ -13,6 +14,7 @@ require (
 	github.com/valyala/fasthttp v1.51.0
 	golang.org/x/term v0.47.0
 	golang.org/x/text v0.43.0
+	golang.org/x/time v0.14.0
 )
 
 require (
@@ -61,7 +63,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.29.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/time v0.14.0 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )

@@ -14,7 +14,7 @@ func (s *Server) getCompany(c *fiber.Ctx) error {
 	raw := pathParam(c, "id")
 	id, err := ident.ParseParam(raw)
 	if err != nil {
-		return errs.New(errs.InvalidACN, "%q is not a 9-digit ACN or 11-digit ABN; send digits only (spaces are allowed)", raw)
+		return errs.New(errs.InvalidACN, "%s is not a 9-digit ACN or 11-digit ABN; send digits only (spaces are allowed)", errs.Quote(raw))
 	}
 	co, err := s.deps.Notices.Company(c.UserContext(), id)
 	if err != nil {

@@ -102,7 +102,7 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *errs.Error {
 		case fiber.StatusMethodNotAllowed:
 			return errs.New(errs.MethodNotAllowed, "%s is not allowed on %s", c.Method(), c.Path())
 		case fiber.StatusRequestEntityTooLarge:
-			return errs.New(errs.PayloadTooLarge, "the request body is larger than the %d bytes allowed; send a smaller body", s.cfg.MaxBodyBytes)
+			return tooLarge(s.bodyCap(c.Method(), c.Path()))
 		case fiber.StatusRequestHeaderFieldsTooLarge:
 			return errs.New(errs.InvalidParameter, "the request line or headers are too large; shorten the query string or headers")
 		case fiber.StatusRequestTimeout:

@@ -36,6 +36,12 @@ type fixtureOpts struct {
 	cfg    *config.Config
 	health HealthSource
 	checks map[string]Check
+	// dir is where the SQLite file goes; "" means t.TempDir().
+	dir string
+	// writeProbe wires the store's CheckWrite as Deps.StoreWritable.
+	writeProbe bool
+	// limiter replaces the default in-process limiter.
+	limiter Limiter
 }
 
 // newFixture opens a fresh SQLite store in t.TempDir(), loads
@@ -47,7 +53,10 @@ func newFixture(t *testing.T, opts ...fixtureOpts) *fixture {
 		o = opts[0]
 	}
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "notices.db"), sqlite.WithClock(func() time.Time { return fixedNow }))
+	if o.dir == "" {
+		o.dir = t.TempDir()
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(o.dir, "notices.db"), sqlite.WithClock(func() time.Time { return fixedNow }))
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -88,13 +97,19 @@ func newFixture(t *testing.T, opts ...fixtureOpts) *fixture {
 	if o.cfg != nil {
 		cfg = *o.cfg
 	}
+	var writable Check
+	if o.writeProbe {
+		writable = st.CheckWrite
+	}
 	f.srv = New(cfg, Deps{
-		Notices:  st,
-		Accounts: st,
-		Health:   o.health,
-		Checks:   o.checks,
-		Now:      func() time.Time { return fixedNow },
-		Logger:   slog.New(slog.NewTextHandler(f.logs, nil)),
+		Notices:       st,
+		Accounts:      st,
+		Health:        o.health,
+		Checks:        o.checks,
+		StoreWritable: writable,
+		Limiter:       o.limiter,
+		Now:           func() time.Time { return fixedNow },
+		Logger:        slog.New(slog.NewTextHandler(f.logs, nil)),
 	})
 	return f
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -67,9 +68,13 @@ type healthResponse struct {
 	Collector CollectorStatus     `json:"collector"`
 	Index     *notice.IndexStatus `json:"index"`
 	Checks    checkResults        `json:"checks"`
+	// Reasons says, one sentence each, why status is not ok; empty when
+	// it is.
+	Reasons []string `json:"reasons"`
 }
 
-// checkResults is the checks block, "ok" or "unavailable" per backend.
+// checkResults is the checks block, "ok" or "unavailable" per backend;
+// the store is "degraded" when it answers reads but cannot write.
 type checkResults struct {
 	Search string `json:"search"`
 	Store  string `json:"store"`
@@ -89,12 +94,13 @@ func (r *checkResults) set(name, result string) {
 }
 
 // health is GET /health (no key): 200 with status ok, or degraded when the
-// collector is failing; 503 with status unavailable when a backend cannot
-// be reached.
+// collector is failing; 503 with status degraded when the store answers
+// reads but cannot write (readiness fails while it lasts), and 503 with
+// status unavailable when a backend cannot be reached. reasons says why.
 func (s *Server) health(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), healthProbeTimeout)
 	defer cancel()
-	resp := healthResponse{Status: healthOK}
+	resp := healthResponse{Status: healthOK, Reasons: []string{}}
 	idx, idxErr := s.deps.Notices.IndexStatus(ctx)
 	if idxErr == nil {
 		resp.Index = &idx
@@ -114,16 +120,65 @@ func (s *Server) health(c *fiber.Ctx) error {
 		if err != nil {
 			resp.Checks.set(name, healthUnavailable)
 			resp.Status = healthUnavailable
+			resp.Reasons = append(resp.Reasons, name+" cannot be reached")
+			status = fiber.StatusServiceUnavailable
+		}
+	}
+	if resp.Checks.Store == healthOK {
+		if err := s.storeWritable(ctx); err != nil {
+			s.log.Warn("health: store cannot write", "error", err)
+			resp.Checks.Store = healthDegraded
+			if resp.Status == healthOK {
+				resp.Status = healthDegraded
+			}
+			resp.Reasons = append(resp.Reasons, "store cannot write: "+err.Error())
 			status = fiber.StatusServiceUnavailable
 		}
 	}
 	resp.Collector = s.deps.Health.CollectorStatus(ctx)
 	resp.Collector.Source = redactSource(resp.Collector.Source)
-	if resp.Status == healthOK && (resp.Collector.State == CollectorFailing || resp.Collector.ConsecutiveFailures > 0) {
-		resp.Status = healthDegraded
+	if resp.Collector.State == CollectorFailing || resp.Collector.ConsecutiveFailures > 0 {
+		if resp.Status == healthOK {
+			resp.Status = healthDegraded
+		}
+		why := "collector failing"
+		if e := resp.Collector.LastError; e != nil {
+			why += ": " + *e
+		}
+		resp.Reasons = append(resp.Reasons, why)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return writeJSON(c, status, resp)
+}
+
+// writeProbeEvery is how long a write probe's result is reused: /health
+// needs no key, and a flood of it must not become a flood of disk writes.
+const writeProbeEvery = 2 * time.Second
+
+// writeProbe remembers the last result of Deps.StoreWritable.
+type writeProbe struct {
+	mu    sync.Mutex
+	every time.Duration
+	at    time.Time
+	err   error
+	done  bool
+}
+
+// storeWritable runs Deps.StoreWritable at most once per writeProbeEvery
+// (on the injected clock) and returns its last result; nil without a probe.
+func (s *Server) storeWritable(ctx context.Context) error {
+	probe := s.deps.StoreWritable
+	if probe == nil {
+		return nil
+	}
+	p := &s.writeProbe
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := s.deps.Now()
+	if !p.done || now.Sub(p.at) >= p.every || now.Before(p.at) {
+		p.err, p.at, p.done = probe(ctx), now, true
+	}
+	return p.err
 }
 
 // redactSource hides credentials a source URL may carry (user info and

@@ -82,8 +82,8 @@ func TestHealth(t *testing.T) {
 		if err := json.Unmarshal(res.body, &top); err != nil {
 			t.Fatal(err)
 		}
-		if len(top) != 4 || top["status"] == nil || top["collector"] == nil || top["index"] == nil || top["checks"] == nil {
-			t.Errorf("top-level keys of %s, want status, collector, index, checks", res.body)
+		if len(top) != 5 || top["status"] == nil || top["collector"] == nil || top["index"] == nil || top["checks"] == nil || string(top["reasons"]) != "[]" {
+			t.Errorf("top-level keys of %s, want status, collector, index, checks, reasons (empty)", res.body)
 		}
 	})
 	t.Run("store closed is 503 unavailable", func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // the caller's first-seen order; counts.submitted is the number of those
 // distinct identifiers, so it equals the sum of the other three counts.
 func (s *Server) screen(c *fiber.Ctx) error {
-	body, err := requestBody(c)
+	body, err := s.requestBody(c)
 	if err != nil {
 		return err
 	}
@@ -47,5 +47,6 @@ func (s *Server) screen(c *fiber.Ctx) error {
 		Unmatched:  len(res.Unmatched),
 		Unresolved: len(res.Unresolved),
 	}
-	return writeJSON(c, fiber.StatusOK, res)
+	writeScreen(c, res, takeSlot(c))
+	return nil
 }

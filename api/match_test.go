@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"noticesd/internal/watch"
 )
 
 // screenJSON mirrors the POST /v1/match answer.
@@ -229,4 +232,29 @@ func TestScreenLimits(t *testing.T) {
 		body, _ := io.ReadAll(res.Body)
 		wantError(t, response{status: res.StatusCode, header: res.Header, body: body}, 413, "payload_too_large")
 	})
+}
+
+// TestScreenStreamed: the streamed answer is exactly the compact JSON of
+// the result (what encoding it whole would give, without the newline), on
+// a large screen too.
+func TestScreenStreamed(t *testing.T) {
+	f := newWatchFixture(t, nil)
+	for _, body := range []string{
+		`{"identifiers": ["123 456 780", "333333332", "444444446", "123456789", "11123456780", "222222228"]}`,
+		identifiersBody(5000, 100000000),
+	} {
+		res := f.call(t, http.MethodPost, "/v1/match", f.read, body)
+		if res.status != http.StatusOK {
+			t.Fatalf("HTTP %d %.300s", res.status, res.body)
+		}
+		var r watch.ScreenResult
+		decodeBody(t, res, &r)
+		want, err := marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(res.body, bytes.TrimSuffix(want, []byte("\n"))) {
+			t.Errorf("streamed body differs from the encoded result:\n got %.300s\nwant %.300s", res.body, want)
+		}
+	}
 }

@@ -36,10 +36,7 @@ const errsSource = "../internal/errs/errs.go"
 
 // undocumentedCodes are the errs codes the OpenAPI document leaves out on
 // purpose, with the reason.
-var undocumentedCodes = map[string]string{
-	string(errs.RateLimited): "request rate limiting is not implemented",
-	string(errs.Unavailable): "only /health's status value (in the Health schema), never an error body",
-}
+var undocumentedCodes = map[string]string{}
 
 // docOperationMethods are the keys of an OpenAPI path item that are operations.
 var docOperationMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}

@@ -91,7 +91,7 @@ func (p params) filter() (notice.Filter, error) {
 	} else if ok {
 		id, err := ident.ParseParam(acn)
 		if err != nil {
-			return f, errs.New(errs.InvalidACN, "acn %q is not a 9-digit ACN or 11-digit ABN; send digits only (spaces are allowed)", acn)
+			return f, errs.New(errs.InvalidACN, "acn %s is not a 9-digit ACN or 11-digit ABN; send digits only (spaces are allowed)", errs.Quote(acn))
 		}
 		f.Company = &id
 	}
@@ -138,7 +138,7 @@ func (p params) date(name string) (string, error) {
 		return "", err
 	}
 	if _, valid := notice.ParseDate(v); !valid {
-		return "", errs.New(errs.InvalidDate, "%s %q is not a date in YYYY-MM-DD form, such as 2026-02-01", name, v)
+		return "", errs.New(errs.InvalidDate, "%s %s is not a date in YYYY-MM-DD form, such as 2026-02-01", name, errs.Quote(v))
 	}
 	return v, nil
 }
@@ -155,7 +155,7 @@ func (p params) boolean(name string, def bool) (bool, error) {
 	case "false":
 		return false, nil
 	}
-	return false, errs.New(errs.InvalidParameter, "%s %q must be true or false", name, v)
+	return false, errs.New(errs.InvalidParameter, "%s %s must be true or false", name, errs.Quote(v))
 }
 
 // integer parses an optional integer parameter within [lo, hi].
@@ -166,10 +166,10 @@ func (p params) integer(name string, def, lo, hi int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if errors.Is(err, strconv.ErrRange) {
-		return 0, errs.New(errs.InvalidParameter, "%s %s is out of range; send a whole number from %d to %d", name, v, lo, hi)
+		return 0, errs.New(errs.InvalidParameter, "%s %s is out of range; send a whole number from %d to %d", name, errs.Quote(v), lo, hi)
 	}
 	if err != nil {
-		return 0, errs.New(errs.InvalidParameter, "%s %q is not an integer; send a whole number from %d to %d", name, v, lo, hi)
+		return 0, errs.New(errs.InvalidParameter, "%s %s is not an integer; send a whole number from %d to %d", name, errs.Quote(v), lo, hi)
 	}
 	if n < lo || n > hi {
 		return 0, errs.New(errs.InvalidParameter, "%s %d is out of range; send a whole number from %d to %d", name, n, lo, hi)
@@ -203,7 +203,7 @@ func (p params) search() (notice.SearchQuery, error) {
 			sq.Sort = notice.SortPublishedDesc
 		}
 	default:
-		return sq, errs.New(errs.InvalidParameter, "sort %q is not one of published_desc, published_asc, relevance", sort)
+		return sq, errs.New(errs.InvalidParameter, "sort %s is not one of published_desc, published_asc, relevance", errs.Quote(sort))
 	}
 	if sq.Limit, err = p.integer("limit", DefaultLimit, 1, MaxLimit); err != nil {
 		return sq, err
@@ -231,7 +231,7 @@ func (p params) stats() (notice.StatsQuery, error) {
 		g = "month"
 	}
 	if !slices.Contains(notice.GroupByKeys, g) {
-		return sq, errs.New(errs.InvalidGroupBy, "group_by %q is not one of %s", g, strings.Join(notice.GroupByKeys, ", "))
+		return sq, errs.New(errs.InvalidGroupBy, "group_by %s is not one of %s", errs.Quote(g), strings.Join(notice.GroupByKeys, ", "))
 	}
 	sq.GroupBy = g
 	if sq.Filter, err = p.filter(); err != nil {
@@ -248,16 +248,4 @@ func pathParam(c *fiber.Ctx, name string) string {
 		return d
 	}
 	return v
-}
-
-// requestBody returns the raw request body of a JSON route. The body size
-// limit (cfg.MaxBodyBytes, 413 payload_too_large) is enforced while the
-// request is read. Content-Type is not checked: the body is parsed as JSON
-// whatever it says, and a missing one is fine. A Content-Encoding other than
-// identity is refused, because decompressing would bypass the size limit.
-func requestBody(c *fiber.Ctx) ([]byte, error) {
-	if enc := strings.TrimSpace(c.Get(fiber.HeaderContentEncoding)); enc != "" && !strings.EqualFold(enc, "identity") {
-		return nil, errs.New(errs.InvalidJSON, "Content-Encoding %q is not accepted; send the JSON body uncompressed", enc)
-	}
-	return c.Request().Body(), nil
 }

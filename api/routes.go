@@ -12,7 +12,9 @@ import (
 
 // preflight runs first on every request: an unknown path is 404 not_found
 // and a known path with a method it does not answer is 405
-// method_not_allowed with an Allow header, both before authentication.
+// method_not_allowed with an Allow header, both before authentication; then
+// a body declared larger than the route accepts is 413 payload_too_large,
+// before any of it is read.
 func (s *Server) preflight(c *fiber.Ctx) error {
 	allowed, found := s.match(c.Path())
 	if !found {
@@ -21,6 +23,9 @@ func (s *Server) preflight(c *fiber.Ctx) error {
 	if !slices.Contains(allowed, c.Method()) {
 		c.Set(fiber.HeaderAllow, strings.Join(allowed, ", "))
 		return methodNotAllowed(c.Method(), c.Path(), allowed)
+	}
+	if err := s.checkDeclaredSize(c); err != nil {
+		return err
 	}
 	return c.Next()
 }

@@ -212,8 +212,13 @@ func TestBackendFailure(t *testing.T) {
 func TestBodyLimit(t *testing.T) {
 	f := newFixture(t)
 	f.srv.handle(http.MethodPost, "/v1/_test/echo", readKey, func(c *fiber.Ctx) error {
-		return writeJSON(c, http.StatusOK, map[string]int{"bytes": len(c.Body())})
+		body, err := f.srv.requestBody(c)
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, http.StatusOK, map[string]int{"bytes": len(body)})
 	})
+	f.srv.largeBody = append(f.srv.largeBody, "/v1/_test/echo")
 	limit := f.srv.cfg.MaxBodyBytes
 	if limit != 8<<20 {
 		t.Fatalf("default body limit %d, want 8 MiB", limit)
@@ -296,7 +301,12 @@ func TestNoPlainTextErrors(t *testing.T) {
 		{"not HTTP", "GARBAGE\r\n\r\n", 400, "invalid_parameter"},
 		{"unknown method", "BREW /v1/notices HTTP/1.1\r\nHost: x\r\n\r\n", 405, "method_not_allowed"},
 		{"header too large", "GET /v1/notices HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 64<<10) + "\r\n\r\n", 400, "invalid_parameter"},
-		{"declared body too large", "POST /v1/notices HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", 413, "payload_too_large"},
+		{"declared body too large", "POST /v1/match HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", 413, "payload_too_large"},
+		{"declared body on a small route", "POST /v1/watches/wch_1/webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n", 413, "payload_too_large"},
+		{"body without a key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised"},
+		{"body with an unknown key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nX-API-Key: nk_read_bogus\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised"},
+		{"body with a lapsed key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nX-API-Key: " + f.lapsedRead + "\r\nContent-Length: 8000000\r\n\r\n", 402, "subscription_inactive"},
+		{"body with an unknown key in the query", "POST /v1/match?api_key=nk_read_bogus HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised"},
 		{"unknown route", "GET /v2/notices HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not_found"},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,7 @@ import (
 	"noticesd/internal/account"
 	"noticesd/internal/config"
 	"noticesd/internal/errs"
+	"noticesd/internal/limit"
 	"noticesd/internal/store"
 )
 
@@ -47,6 +48,17 @@ type Deps struct {
 	// index status, which is right for the embedded backend where one
 	// SQLite file serves all three.
 	Checks map[string]Check
+	// StoreWritable probes that the store can write (disk not full, file
+	// system not read-only, no I/O error); an error makes /health degraded
+	// with the error as its reason, and 503 so readiness fails. nil means
+	// no write probe.
+	StoreWritable Check
+	// Limiter enforces the per-key request limits; nil means an in-process
+	// limit.Local on the wall clock with cfg.HeavyConcurrency global heavy
+	// slots (right for
+	// the embedded backend, one process). A scale deployment passes a
+	// limit.Redis on its Redis and namespace so all replicas share limits.
+	Limiter Limiter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives server-side failures; nil discards them.
@@ -55,11 +67,16 @@ type Deps struct {
 
 // Server is the HTTP API: a fiber app with the routes of SPEC.md.
 type Server struct {
-	cfg    config.Config
-	deps   Deps
-	log    *slog.Logger
-	app    *fiber.App
-	routes []route
+	cfg     config.Config
+	deps    Deps
+	log     *slog.Logger
+	app     *fiber.App
+	routes  []route
+	limiter Limiter
+	// largeBody are the POST paths with the large body cap.
+	largeBody []string
+	// writeProbe caches the store's write probe for /health.
+	writeProbe writeProbe
 }
 
 // access is what a route demands of the caller.
@@ -78,14 +95,8 @@ type route struct {
 	methods  []string
 }
 
-// Timeouts of the HTTP server. Reads are bounded so slow clients cannot hold
-// connections; a body at the size limit still has ample time.
-const (
-	readTimeout    = 60 * time.Second
-	writeTimeout   = 60 * time.Second
-	idleTimeout    = 120 * time.Second
-	readBufferSize = 16 << 10 // longest request line + headers accepted
-)
+// readBufferSize is the longest request line + headers accepted.
+const readBufferSize = 16 << 10
 
 // New builds the API server with every route registered.
 func New(cfg config.Config, deps Deps) *Server {
@@ -105,26 +116,34 @@ func New(cfg config.Config, deps Deps) *Server {
 	if deps.Plans == nil {
 		deps.Plans = account.DefaultPlans()
 	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = config.Default().MaxBodyBytes
+	cfg = withServerDefaults(cfg)
+	s := &Server{cfg: cfg, deps: deps, log: log, limiter: deps.Limiter, largeBody: largeBodyRoutes,
+		writeProbe: writeProbe{every: writeProbeEvery}}
+	if s.limiter == nil {
+		s.limiter = limit.NewLocal(cfg.HeavyConcurrency, nil) // wall-clock: rates are per real second
 	}
-	s := &Server{cfg: cfg, deps: deps, log: log}
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		CaseSensitive:         true,
 		StrictRouting:         false,
 		BodyLimit:             cfg.MaxBodyBytes,
-		ReadTimeout:           readTimeout,
-		WriteTimeout:          writeTimeout,
-		IdleTimeout:           idleTimeout,
+		StreamRequestBody:     true, // bodies are read by requestBody, after the checks (body.go)
+		ReduceMemoryUsage:     true, // idle connections give their buffers back
+		ReadTimeout:           cfg.HeaderTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		Concurrency:           cfg.MaxConns,
 		ReadBufferSize:        readBufferSize,
 		ErrorHandler:          s.handleError,
 	})
+	s.app.Server().HeaderReceived = s.headerReceived
 	// fiber answers a method it does not know with a plain-text 400 before
 	// any handler runs; wrap the server's handler so it answers like any
-	// other wrong method.
+	// other wrong method. A request whose body was left unread ends its
+	// connection.
 	inner, known := s.app.Server().Handler, s.app.Config().RequestMethods
 	s.app.Server().Handler = func(ctx *fasthttp.RequestCtx) {
+		defer closeIfBodyUnread(ctx)
 		if !slices.Contains(known, string(ctx.Method())) {
 			s.unknownMethod(ctx)
 			return
@@ -158,10 +177,43 @@ func (s *Server) App() *fiber.App { return s.app }
 
 // Start listens on addr and serves until Shutdown; it returns nil after a
 // clean shutdown.
-func (s *Server) Start(addr string) error { return s.app.Listen(addr) }
+func (s *Server) Start(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
 
-// Serve serves on an existing listener until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+// Serve serves on an existing listener until Shutdown, admitting at most
+// cfg.MaxConns connections at once and cfg.MaxConnsPerIP from one address.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.app.Listener(newConnLimiter(ln, s.cfg.MaxConns, s.cfg.MaxConnsPerIP))
+}
+
+// withServerDefaults fills the HTTP settings a caller left zero (tests
+// build configs by hand) from config.Default.
+func withServerDefaults(cfg config.Config) config.Config {
+	d := config.Default()
+	for _, f := range []struct{ v, def *int }{
+		{&cfg.MaxBodyBytes, &d.MaxBodyBytes}, {&cfg.MaxSmallBodyBytes, &d.MaxSmallBodyBytes},
+		{&cfg.MaxConns, &d.MaxConns}, {&cfg.MaxConnsPerIP, &d.MaxConnsPerIP}, {&cfg.HeavyConcurrency, &d.HeavyConcurrency},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	for _, f := range []struct{ v, def *time.Duration }{
+		{&cfg.HeaderTimeout, &d.HeaderTimeout}, {&cfg.BodyTimeout, &d.BodyTimeout},
+		{&cfg.WriteTimeout, &d.WriteTimeout}, {&cfg.IdleTimeout, &d.IdleTimeout}, {&cfg.HeavyWait, &d.HeavyWait},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	cfg.MaxSmallBodyBytes = min(cfg.MaxSmallBodyBytes, cfg.MaxBodyBytes)
+	return cfg
+}
 
 // Shutdown stops accepting connections and waits for requests in flight,
 // until ctx ends.
@@ -174,9 +226,9 @@ func (s *Server) handle(method, path string, acc access, h fiber.Handler) {
 	chain := []fiber.Handler{h}
 	switch acc {
 	case readKey:
-		chain = []fiber.Handler{s.authenticate, h}
+		chain = []fiber.Handler{s.authenticate, s.limitRequest, h}
 	case accountKey:
-		chain = []fiber.Handler{s.authenticate, requireAccountKey, h}
+		chain = []fiber.Handler{s.authenticate, requireAccountKey, s.limitRequest, h}
 	}
 	s.app.Add(method, path, chain...)
 	if method == fiber.MethodGet {

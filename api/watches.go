@@ -38,7 +38,7 @@ type matchesResponse struct {
 // request writes nothing and concurrent creates cannot overshoot. 201 with
 // the full watch object and a Location header naming it.
 func (s *Server) createWatch(c *fiber.Ctx) error {
-	body, err := requestBody(c)
+	body, err := s.requestBody(c)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Server) getWatch(c *fiber.Ctx) error {
 // watch is looked up (API.md's order: a bad body is 400 even on a watch
 // that is not the caller's). 200 with the updated watch.
 func (s *Server) patchWatch(c *fiber.Ctx) error {
-	body, err := requestBody(c)
+	body, err := s.requestBody(c)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (p params) since() (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if bad || err != nil {
-		return 0, errs.New(errs.InvalidSince, "since %q is not a whole number of 0 or more; send the next_since of the previous page (0 for the start)", v)
+		return 0, errs.New(errs.InvalidSince, "since %s is not a whole number of 0 or more; send the next_since of the previous page (0 for the start)", errs.Quote(v))
 	}
 	return n, nil
 }

@@ -54,7 +54,7 @@ func (s *Server) registerWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	body, err := requestBody(c)
+	body, err := s.requestBody(c)
 	if err != nil {
 		return err
 	}
@@ -202,11 +202,4 @@ func parseWebhookBody(body []byte) (string, error) {
 }
 
 // clipJSON shortens a raw JSON value for an error message.
-func clipJSON(raw []byte) string {
-	const keep = 60
-	r := []rune(string(raw))
-	if len(r) <= keep {
-		return string(r)
-	}
-	return string(r[:keep]) + "..."
-}
+func clipJSON(raw []byte) string { return errs.Clip(string(raw)) }

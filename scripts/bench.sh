@@ -29,6 +29,9 @@ bench -bench . -skip 'CreateWatch50k' -benchtime 1x ./internal/store/sqlite
 bench -bench 'CreateWatch50k' -benchtime 20x ./internal/store/sqlite
 bench -bench . -benchtime 5000x ./matcher
 bench -bench . -benchtime 1x ./worker
+# The built binary under load over loopback: company-lookup p50 alone and
+# while 32 connections of one key screen 50,000 identifiers, and server RSS.
+bench -bench . -benchtime 1x ./test/load
 go run ./scripts/benchreport -targets scripts/bench-targets.tsv -notes scripts/bench-notes.md \
   -dataset "$NOTICES_BENCH_NOTICES notices and $NOTICES_BENCH_REGISTER register rows from \`noticesd sample\` (seed 1), ingested through the real ingest path into one SQLite file (WAL, FTS5)." \
   < "$raw" > "$out"

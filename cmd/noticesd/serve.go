@@ -11,6 +11,7 @@ import (
 
 	"noticesd/api"
 	"noticesd/internal/config"
+	"noticesd/internal/limit"
 )
 
 const serveAbout = `Serve the API on NOTICES_ADDR. In the embedded backend the same process runs
@@ -69,10 +70,19 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 	defer shutdownParts()
 
 	deps := api.Deps{
-		Notices:  st,
-		Accounts: st,
-		Checks:   map[string]api.Check{"store": st.Ping},
-		Logger:   log,
+		Notices:       st,
+		Accounts:      st,
+		Checks:        map[string]api.Check{"store": st.Ping},
+		StoreWritable: st.CheckWrite,
+		// Request limits: the embedded backend is one process, so the
+		// in-process limiter (the default: limit.NewLocal with
+		// cfg.HeavyConcurrency) is exact. The scale backend must share them
+		// among replicas: there, set
+		//   Limiter: limit.NewRedis(rdb, cfg.Namespace, cfg.HeavyConcurrency, 0)
+		// on the same Redis client and namespace as the rest of the scale
+		// store (docs/architecture.md, "Request limits").
+		Limiter: limit.NewLocal(cfg.HeavyConcurrency, nil),
+		Logger:  log,
 	}
 	if err := wireParts(ctx, cfg, st, log, &deps, startPart); err != nil {
 		return err

@@ -43,14 +43,25 @@ type Plan struct {
 	Name      string
 	Companies int
 	Watches   int
+	// RequestsPerSecond is the sustained request rate of each API key of
+	// the plan; Burst is how many requests a key may send at once above it.
+	// Past them a request is 429 rate_limited with Retry-After. 0 means no
+	// limit (configuration never allows it; tests may).
+	RequestsPerSecond int
+	Burst             int
+	// Heavy is how many heavy requests (bulk screen, watch creation with a
+	// large body, filters and stats with q) each key may have running at
+	// once; one more is 429 rate_limited. 0 means no per-key limit.
+	Heavy int
 }
 
-// DefaultPlans are the plans of API.md.
+// DefaultPlans are the plans of API.md, with the request limits this
+// service decided (docs/api.md, "Limits").
 func DefaultPlans() map[string]Plan {
 	return map[string]Plan{
-		"free":       {Name: "free", Companies: 100, Watches: 1},
-		"standard":   {Name: "standard", Companies: 10000, Watches: 20},
-		"enterprise": {Name: "enterprise", Companies: 1000000, Watches: 500},
+		"free":       {Name: "free", Companies: 100, Watches: 1, RequestsPerSecond: 10, Burst: 20, Heavy: 1},
+		"standard":   {Name: "standard", Companies: 10000, Watches: 20, RequestsPerSecond: 50, Burst: 100, Heavy: 2},
+		"enterprise": {Name: "enterprise", Companies: 1000000, Watches: 500, RequestsPerSecond: 200, Burst: 400, Heavy: 4},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -28,8 +29,19 @@ type Config struct {
 	WebhookAllowPrivate bool          // NOTICES_WEBHOOK_ALLOW_PRIVATE
 	WebhookCAFile       string        // NOTICES_WEBHOOK_CA_FILE
 	LogLevel            string        // NOTICES_LOG_LEVEL: debug, info, warn, error
-	MaxBodyBytes        int           // NOTICES_MAX_BODY_BYTES
-	Plans               map[string]account.Plan
+	MaxBodyBytes        int           // NOTICES_MAX_BODY_BYTES: body cap of POST /v1/match and POST /v1/watches
+	MaxSmallBodyBytes   int           // NOTICES_MAX_SMALL_BODY_BYTES: body cap of every other route
+	HeaderTimeout       time.Duration // NOTICES_HEADER_TIMEOUT: to receive the request line and headers
+	BodyTimeout         time.Duration // NOTICES_BODY_TIMEOUT: to receive the body once the headers are in
+	WriteTimeout        time.Duration // NOTICES_WRITE_TIMEOUT: to send the response
+	IdleTimeout         time.Duration // NOTICES_IDLE_TIMEOUT: a kept-alive connection waiting for its next request
+	MaxConns            int           // NOTICES_MAX_CONNS: open connections, all clients together
+	MaxConnsPerIP       int           // NOTICES_MAX_CONNS_PER_IP: open connections from one client address
+	HeavyConcurrency    int           // NOTICES_HEAVY_CONCURRENCY: heavy requests running at once, all keys together
+	HeavyWait           time.Duration // NOTICES_HEAVY_WAIT: how long a heavy request queues for a slot before 429
+	// Plans are the plan limits; NOTICES_PLAN_<NAME>_RPS, _BURST and _HEAVY
+	// override a plan's request limits (for example NOTICES_PLAN_FREE_RPS).
+	Plans map[string]account.Plan
 }
 
 // Default returns the defaults of API.md.
@@ -44,9 +56,23 @@ func Default() Config {
 		DeliveryTimeout:   10 * time.Second,
 		LogLevel:          "info",
 		MaxBodyBytes:      8 << 20,
+		MaxSmallBodyBytes: 64 << 10,
+		HeaderTimeout:     10 * time.Second,
+		BodyTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxConns:          2048,
+		MaxConnsPerIP:     256,
+		HeavyConcurrency:  DefaultHeavyConcurrency(),
+		HeavyWait:         10 * time.Second,
 		Plans:             account.DefaultPlans(),
 	}
 }
+
+// DefaultHeavyConcurrency is the default of NOTICES_HEAVY_CONCURRENCY: half
+// the CPUs the process may use, at least one, so heavy requests never take
+// every core from the light ones.
+func DefaultHeavyConcurrency() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // DatabasePath is the SQLite file inside DataDir.
 func (c Config) DatabasePath() string {
@@ -103,14 +129,35 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	boolean("NOTICES_WEBHOOK_ALLOW_PRIVATE", &c.WebhookAllowPrivate)
 	str("NOTICES_WEBHOOK_CA_FILE", &c.WebhookCAFile)
 	str("NOTICES_LOG_LEVEL", &c.LogLevel)
-	if v, ok := lookup("NOTICES_MAX_BODY_BYTES"); ok && v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1024 {
-			errsSeen = append(errsSeen, fmt.Sprintf("NOTICES_MAX_BODY_BYTES=%q must be an integer of at least 1024", v))
-		} else {
-			c.MaxBodyBytes = n
+	integer := func(name string, min int, dst *int) {
+		if v, ok := lookup(name); ok && v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < min {
+				errsSeen = append(errsSeen, fmt.Sprintf("%s=%q must be an integer of at least %d", name, v, min))
+				return
+			}
+			*dst = n
 		}
 	}
+	integer("NOTICES_MAX_BODY_BYTES", 1024, &c.MaxBodyBytes)
+	integer("NOTICES_MAX_SMALL_BODY_BYTES", 1024, &c.MaxSmallBodyBytes)
+	dur("NOTICES_HEADER_TIMEOUT", &c.HeaderTimeout)
+	dur("NOTICES_BODY_TIMEOUT", &c.BodyTimeout)
+	dur("NOTICES_WRITE_TIMEOUT", &c.WriteTimeout)
+	dur("NOTICES_IDLE_TIMEOUT", &c.IdleTimeout)
+	integer("NOTICES_MAX_CONNS", 1, &c.MaxConns)
+	integer("NOTICES_MAX_CONNS_PER_IP", 1, &c.MaxConnsPerIP)
+	integer("NOTICES_HEAVY_CONCURRENCY", 1, &c.HeavyConcurrency)
+	dur("NOTICES_HEAVY_WAIT", &c.HeavyWait)
+	plans := make(map[string]account.Plan, len(c.Plans))
+	for name, p := range c.Plans {
+		env := "NOTICES_PLAN_" + strings.ToUpper(name) + "_"
+		integer(env+"RPS", 1, &p.RequestsPerSecond)
+		integer(env+"BURST", 1, &p.Burst)
+		integer(env+"HEAVY", 1, &p.Heavy)
+		plans[name] = p
+	}
+	c.Plans = plans
 	if len(errsSeen) > 0 {
 		return c, fmt.Errorf("config: %s", strings.Join(errsSeen, "; "))
 	}
@@ -135,6 +182,20 @@ func (c Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("config: NOTICES_LOG_LEVEL=%q must be debug, info, warn or error", c.LogLevel)
+	}
+	if c.MaxSmallBodyBytes > c.MaxBodyBytes {
+		return fmt.Errorf("config: NOTICES_MAX_SMALL_BODY_BYTES=%d must not exceed NOTICES_MAX_BODY_BYTES=%d", c.MaxSmallBodyBytes, c.MaxBodyBytes)
+	}
+	if c.MaxConnsPerIP > c.MaxConns {
+		return fmt.Errorf("config: NOTICES_MAX_CONNS_PER_IP=%d must not exceed NOTICES_MAX_CONNS=%d", c.MaxConnsPerIP, c.MaxConns)
+	}
+	if c.HeavyWait >= c.BodyTimeout {
+		return fmt.Errorf("config: NOTICES_HEAVY_WAIT=%s must be shorter than NOTICES_BODY_TIMEOUT=%s (a queued request still has to receive its body)", c.HeavyWait, c.BodyTimeout)
+	}
+	for name, p := range c.Plans {
+		if p.RequestsPerSecond < 1 || p.Burst < 1 || p.Heavy < 1 {
+			return fmt.Errorf("config: plan %s needs a request rate, burst and heavy limit of at least 1 (NOTICES_PLAN_%s_RPS, _BURST, _HEAVY)", name, strings.ToUpper(name))
+		}
 	}
 	if strings.HasPrefix(c.Source, "http://") || strings.HasPrefix(c.Source, "https://") {
 		if u, err := url.Parse(c.Source); err != nil || u.Host == "" {

@@ -27,6 +27,31 @@ func TestFromLookup(t *testing.T) {
 				t.Errorf("got %+v", c)
 			}
 		}},
+		{"limits", map[string]string{"NOTICES_MAX_CONNS": "100", "NOTICES_MAX_CONNS_PER_IP": "10", "NOTICES_PLAN_FREE_RPS": "3",
+			"NOTICES_PLAN_FREE_HEAVY": "2", "NOTICES_HEADER_TIMEOUT": "2s", "NOTICES_HEAVY_CONCURRENCY": "3"}, "", func(t *testing.T, c Config) {
+			if c.MaxConns != 100 || c.MaxConnsPerIP != 10 || c.HeaderTimeout != 2*time.Second || c.HeavyConcurrency != 3 {
+				t.Errorf("got %+v", c)
+			}
+			if f := c.Plans["free"]; f.RequestsPerSecond != 3 || f.Heavy != 2 || f.Burst != 20 || f.Companies != 100 {
+				t.Errorf("free plan: %+v", f)
+			}
+			if d := Default().Plans["free"]; d.RequestsPerSecond != 10 {
+				t.Errorf("overriding a plan changed the defaults: %+v", d)
+			}
+		}},
+		{"limit defaults", nil, "", func(t *testing.T, c Config) {
+			if c.MaxBodyBytes != 8<<20 || c.MaxSmallBodyBytes != 64<<10 || c.MaxConns != 2048 || c.MaxConnsPerIP != 256 ||
+				c.HeaderTimeout != 10*time.Second || c.BodyTimeout != time.Minute || c.IdleTimeout != time.Minute || c.HeavyConcurrency < 1 {
+				t.Errorf("defaults: %+v", c)
+			}
+			if s := c.Plans["standard"]; s.RequestsPerSecond != 50 || s.Burst != 100 || s.Heavy != 2 {
+				t.Errorf("standard plan: %+v", s)
+			}
+		}},
+		{"heavy wait beyond body timeout", map[string]string{"NOTICES_HEAVY_WAIT": "2m"}, "NOTICES_HEAVY_WAIT", nil},
+		{"bad plan rate", map[string]string{"NOTICES_PLAN_STANDARD_RPS": "0"}, "NOTICES_PLAN_STANDARD_RPS", nil},
+		{"per ip above total", map[string]string{"NOTICES_MAX_CONNS": "10", "NOTICES_MAX_CONNS_PER_IP": "20"}, "NOTICES_MAX_CONNS_PER_IP", nil},
+		{"small body above large", map[string]string{"NOTICES_MAX_BODY_BYTES": "2048", "NOTICES_MAX_SMALL_BODY_BYTES": "4096"}, "NOTICES_MAX_SMALL_BODY_BYTES", nil},
 		{"bad duration", map[string]string{"NOTICES_DELIVERY_TIMEOUT": "soon"}, "NOTICES_DELIVERY_TIMEOUT", nil},
 		{"bad bool", map[string]string{"NOTICES_WEBHOOKS": "maybe"}, "NOTICES_WEBHOOKS", nil},
 		{"bad backend", map[string]string{"NOTICES_BACKEND": "mongo"}, "NOTICES_BACKEND", nil},

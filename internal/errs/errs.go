@@ -53,8 +53,11 @@ type Error struct {
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
 // New returns an *Error with the given code and a formatted message.
+// The message is cut to MaxMessageBytes, so no caller can make an error
+// response large; quote client-supplied values with Quote so the cut never
+// falls on the advice that follows them.
 func New(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: code, Message: bound(fmt.Sprintf(format, args...))}
 }
 
 // As returns the *Error in err's chain, if any.

@@ -154,7 +154,7 @@ func ParseList(raw []json.RawMessage, code errs.Code) ([]ID, error) {
 		if !ok {
 			bad++
 			if firstPos < 0 {
-				firstBad, firstPos = fmt.Sprintf("%q", s), i
+				firstBad, firstPos = errs.Quote(s), i
 			}
 			continue
 		}
@@ -177,7 +177,7 @@ func ParseList(raw []json.RawMessage, code errs.Code) ([]ID, error) {
 func ParseParam(s string) (ID, error) {
 	id, ok := Normalise(s)
 	if !ok {
-		return ID{}, errs.New(errs.InvalidACN, "%q is not a 9-digit ACN or 11-digit ABN", s)
+		return ID{}, errs.New(errs.InvalidACN, "%s is not a 9-digit ACN or 11-digit ABN", errs.Quote(s))
 	}
 	return id, nil
 }

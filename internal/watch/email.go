@@ -22,7 +22,7 @@ func ParseEmail(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	bad := func(why string) error {
 		return errs.New(errs.InvalidAlertEmail,
-			"alert_email %q is not an email address (%s); send a bare address like name@example.com, or null for none", s, why)
+			"alert_email %s is not an email address (%s); send a bare address like name@example.com, or null for none", errs.Quote(s), why)
 	}
 	if s == "" {
 		return "", bad("it is empty")
@@ -63,11 +63,5 @@ func parseEmailField(raw json.RawMessage) (*string, error) {
 	return &e, nil
 }
 
-// clip shortens a raw JSON value for an error message.
-func clip(raw json.RawMessage) string {
-	s := strings.TrimSpace(string(raw))
-	if len(s) > 40 {
-		s = s[:40] + "..."
-	}
-	return s
-}
+// clip shortens a raw JSON value for an error message (errs.Clip).
+func clip(raw json.RawMessage) string { return errs.Clip(string(raw)) }

@@ -3,6 +3,7 @@ package watch
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -254,10 +255,16 @@ func isObject(raw []byte) bool {
 }
 
 // quoteList renders names as "a", "b" with an optional prefix on each.
+// Each name is cut to errs.QuoteLimit bytes and at most maxListed are named,
+// so a body of many long unknown names still gives a short message.
 func quoteList(prefix string, names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = `"` + prefix + n + `"`
+	const maxListed = 5
+	q := make([]string, 0, min(len(names), maxListed)+1)
+	for _, n := range names[:min(len(names), maxListed)] {
+		q = append(q, errs.Quote(prefix+n))
+	}
+	if len(names) > maxListed {
+		q = append(q, fmt.Sprintf("and %d more", len(names)-maxListed))
 	}
 	return strings.Join(q, ", ")
 }

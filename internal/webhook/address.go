@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
@@ -90,37 +91,41 @@ func ValidateURL(raw string, allowPrivate bool) error {
 		return errs.New(errs.MissingURL, "webhook registration needs a url: send {\"url\": \"https://your-host.example/path\"}")
 	}
 	const want = "; send an absolute https:// URL such as https://hooks.example.com/notices"
+	shown := errs.Quote(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		return errs.New(errs.InvalidWebhookURL, "webhook url %q could not be parsed (%s)%s", raw, parseReason(err), want)
+		return errs.New(errs.InvalidWebhookURL, "webhook url %s could not be parsed (%s)%s", shown, parseReason(err), want)
 	}
 	if u.Scheme != "https" {
 		if u.Scheme == "" {
-			return errs.New(errs.InvalidWebhookURL, "webhook url %q is not absolute%s", raw, want)
+			return errs.New(errs.InvalidWebhookURL, "webhook url %s is not absolute%s", shown, want)
 		}
-		return errs.New(errs.InvalidWebhookURL, "webhook url %q uses scheme %q; only https is delivered to%s", raw, u.Scheme, want)
+		return errs.New(errs.InvalidWebhookURL, "webhook url %s uses scheme %s; only https is delivered to%s", shown, errs.Quote(u.Scheme), want)
 	}
 	if u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
-		return errs.New(errs.InvalidWebhookURL, "webhook url %q has no host%s", raw, want)
+		return errs.New(errs.InvalidWebhookURL, "webhook url %s has no host%s", shown, want)
 	}
 	if u.User != nil {
-		return errs.New(errs.InvalidWebhookURL, "webhook url %q contains user info before '@'; remove it (deliveries are authenticated by the X-Notices-Signature header)", raw)
+		return errs.New(errs.InvalidWebhookURL, "webhook url %s contains user info before '@'; remove it (deliveries are authenticated by the X-Notices-Signature header)", shown)
 	}
 	if p := u.Port(); p != "" {
 		if n, ok := atoiPort(p); !ok || n == 0 {
-			return errs.New(errs.InvalidWebhookURL, "webhook url %q has port %q; use a port from 1 to 65535 or none (443)", raw, p)
+			return errs.New(errs.InvalidWebhookURL, "webhook url %s has port %s; use a port from 1 to 65535 or none (443)", shown, errs.Quote(p))
 		}
 	} else if strings.HasSuffix(u.Host, ":") {
-		return errs.New(errs.InvalidWebhookURL, "webhook url %q has an empty port; remove the ':' or give a port from 1 to 65535", raw)
+		return errs.New(errs.InvalidWebhookURL, "webhook url %s has an empty port; remove the ':' or give a port from 1 to 65535", shown)
+	}
+	if why := hostProblem(rawAuthority(raw), u.Hostname()); why != "" {
+		return errs.New(errs.InvalidWebhookURL, "webhook url host %s %s; use a DNS name such as hooks.example.com or an IP address", errs.Quote(u.Hostname()), why)
 	}
 	host := u.Hostname()
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
 		if numericLastLabel(host) {
-			return errs.New(errs.InvalidWebhookURL, "webhook url host %q is neither a hostname nor a dotted-decimal IP address; use a DNS name", host)
+			return errs.New(errs.InvalidWebhookURL, "webhook url host %s is neither a hostname nor a dotted-decimal IP address; use a DNS name", errs.Quote(host))
 		}
 		if !allowPrivate && isLocalhost(host) {
-			return errs.New(errs.InvalidWebhookURL, "webhook url host %q is the local machine; use a public https endpoint (private targets are allowed only when the deployment sets NOTICES_WEBHOOK_ALLOW_PRIVATE=true)", host)
+			return errs.New(errs.InvalidWebhookURL, "webhook url host %s is the local machine; use a public https endpoint (private targets are allowed only when the deployment sets NOTICES_WEBHOOK_ALLOW_PRIVATE=true)", errs.Quote(host))
 		}
 		return nil
 	}
@@ -130,6 +135,68 @@ func ValidateURL(raw string, allowPrivate bool) error {
 		}
 	}
 	return nil
+}
+
+// maxHostLength is the longest DNS name (RFC 1035, in text form).
+const maxHostLength = 253
+
+// rawAuthority returns the authority of raw as sent, before url.Parse
+// decodes any percent-encoding in it ("" when raw has no "//").
+func rawAuthority(raw string) string {
+	_, rest, ok := strings.Cut(raw, "//")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
+// hostProblem says why host (the parsed host name, authority the raw
+// authority it came from) is neither a DNS name nor an IP literal, or ""
+// when it is one. It runs before any lookup: a host with percent-encoding
+// (also an IPv6 zone such as [fe80::1%25eth0]), a control character, a
+// non-ASCII letter (send the xn-- form), an empty label or a character that
+// no DNS name has is refused here, so no such string ever reaches a
+// resolver.
+func hostProblem(authority, host string) string {
+	if strings.Contains(authority, "%") || strings.Contains(host, "%") {
+		return "contains percent-encoding (or an IPv6 zone), which no DNS name or IP address has"
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if c < 0x20 || c == 0x7f {
+			return fmt.Sprintf("contains the control character 0x%02x at byte %d", c, i)
+		}
+		if c >= 0x80 {
+			return "contains a non-ASCII character; send an internationalised name in its ASCII (xn--) form"
+		}
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return ""
+	}
+	if len(host) > maxHostLength {
+		return fmt.Sprintf("is %d characters long; a DNS name has at most %d", len(host), maxHostLength)
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		if label == "" {
+			return "has an empty label (two dots in a row, or a leading dot)"
+		}
+		if len(label) > 63 {
+			return "has a label longer than 63 characters"
+		}
+		if label[0] == '-' || label[len(label)-1] == '-' {
+			return "has a label that starts or ends with '-'"
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return fmt.Sprintf("contains %q, which no DNS name has", c)
+			}
+		}
+	}
+	return ""
 }
 
 // parseReason returns the part of a url.Parse error after the quoted URL.

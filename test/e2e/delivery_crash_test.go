@@ -16,29 +16,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-github/v75/github"
+
+	"noticesd/test/testbin"
 )
 
 // buildBinary builds cmd/noticesd into a temporary directory.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	bin := filepath.Join(t.TempDir(), "noticesd")
-	cmd := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", bin, "./cmd/noticesd")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+func buildBinary(t *testing.T) string { return testbin.Build(t) }
 
 // crashReceiver is the webhook endpoint of the crash test. It verifies each
 // signature over the raw body with go-github's ValidateSignature, answers
@@ -211,15 +200,7 @@ func call(t *testing.T, method, url, key string, body any, want int, out any) {
 
 func run(t *testing.T, bin string, env []string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("noticesd %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
-	}
-	return out
+	return testbin.Run(t, bin, env, args...)
 }
 
 // TestDeliveryCrashRecovery kills `noticesd serve` with SIGKILL while

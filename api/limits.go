@@ -1,0 +1,182 @@
+package api
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"noticesd/internal/account"
+	"noticesd/internal/errs"
+	"noticesd/internal/limit"
+)
+
+// Limiter enforces the request limits of API keys: a request rate per key
+// and caps on heavy requests running at once, per key and for the whole
+// service. limit.Local is the in-process implementation (embedded mode,
+// one process); limit.Redis shares the limits among the replicas of a
+// scale deployment.
+type Limiter interface {
+	// Allow takes one request token of key at rate r.
+	Allow(ctx context.Context, key string, r limit.Rate) (limit.Decision, error)
+	// Acquire takes a heavy slot of key (at most perKey at once, 0 for no
+	// per-key cap) and one of the service's; the Release gives them back.
+	Acquire(ctx context.Context, key string, perKey int) (limit.Release, limit.Decision, error)
+}
+
+// heavySlotKey is the fiber Locals key of the *heavySlot a request holds.
+type heavySlotKey struct{}
+
+// heavySlot is a held heavy slot. The limit middleware releases it when the
+// handler returns, unless the handler took it over (a streamed response
+// holds the slot until the last byte is written).
+type heavySlot struct {
+	release limit.Release
+	taken   bool
+}
+
+// takeSlot hands the request's heavy slot, if any, to the caller, who must
+// call the returned Release; it is a no-op Release when none is held.
+func takeSlot(c *fiber.Ctx) limit.Release {
+	if h, ok := c.Locals(heavySlotKey{}).(*heavySlot); ok && !h.taken {
+		h.taken = true
+		return h.release
+	}
+	return func() {}
+}
+
+// heavyRoute decides whether a request on a route is heavy.
+type heavyRoute func(s *Server, c *fiber.Ctx) bool
+
+// heavyRoutes are the routes that can be heavy, by method and route path.
+var heavyRoutes = map[string]heavyRoute{
+	"POST /v1/match": func(*Server, *fiber.Ctx) bool { return true },
+	// Creating a watch is heavy when its body is large (many identifiers)
+	// or of unknown size (chunked).
+	"POST /v1/watches": func(s *Server, c *fiber.Ctx) bool {
+		n := c.Request().Header.ContentLength()
+		return n == -1 || n > s.cfg.MaxSmallBodyBytes
+	},
+	"GET /v1/filters":  withQuery,
+	"HEAD /v1/filters": withQuery,
+	"GET /v1/stats":    withQuery,
+	"HEAD /v1/stats":   withQuery,
+}
+
+// withQuery: counting over a full-text query is heavy, plain counts are not.
+func withQuery(_ *Server, c *fiber.Ctx) bool {
+	for _, v := range c.Context().QueryArgs().PeekMulti("q") {
+		if strings.TrimSpace(string(v)) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// limitRequest runs after authentication on every /v1/ route: the key's
+// request rate, then, for heavy requests, a heavy slot of the key and of
+// the service, queueing up to cfg.HeavyWait for one. Past the rate, or
+// without a slot at the end of the wait, it is 429 rate_limited with
+// Retry-After; if the
+// limits cannot be checked (their store is unreachable) it is 503
+// unavailable.
+func (s *Server) limitRequest(c *fiber.Ctx) error {
+	p, _ := principal(c)
+	key := limiterKey(p)
+	plan := s.deps.Plans[p.Account.Plan]
+	ctx := c.UserContext()
+	d, err := s.limiter.Allow(ctx, key, limit.Rate{PerSecond: plan.RequestsPerSecond, Burst: plan.Burst})
+	if err != nil {
+		return s.limiterDown(err)
+	}
+	if !d.Allowed {
+		setRetryAfter(c, d.RetryAfter)
+		return errs.New(errs.RateLimited, "this key is sending requests faster than plan %s allows (%d a second, bursts of %d); retry after %s",
+			p.Account.Plan, plan.RequestsPerSecond, max(plan.Burst, plan.RequestsPerSecond), retryText(d.RetryAfter))
+	}
+	isHeavy, ok := heavyRoutes[c.Method()+" "+c.Route().Path]
+	if !ok || !isHeavy(s, c) {
+		return c.Next()
+	}
+	release, d, err := s.acquireHeavy(ctx, key, plan.Heavy)
+	if err != nil {
+		return s.limiterDown(err)
+	}
+	if !d.Allowed {
+		setRetryAfter(c, d.RetryAfter)
+		if d.Global {
+			return errs.New(errs.RateLimited, "the service is running as many heavy requests (bulk screens, large watch creations, filters and stats with q) as it allows at once; retry after %s", retryText(d.RetryAfter))
+		}
+		return errs.New(errs.RateLimited, "this key already runs %d heavy requests (bulk screens, large watch creations, filters and stats with q), the most plan %s allows at once; wait for one to finish and retry after %s",
+			plan.Heavy, p.Account.Plan, retryText(d.RetryAfter))
+	}
+	slot := &heavySlot{release: release}
+	c.Locals(heavySlotKey{}, slot)
+	defer func() {
+		if !slot.taken {
+			release()
+		}
+	}()
+	return c.Next()
+}
+
+// Polling for a heavy slot: the first retry comes soon (a slot often frees
+// within milliseconds of a screen's end), later ones further apart.
+const (
+	heavyPollFirst = 10 * time.Millisecond
+	heavyPollMax   = 100 * time.Millisecond
+)
+
+// acquireHeavy takes a heavy slot, queueing for up to cfg.HeavyWait while
+// the key or the service is at its cap: a queued request holds its
+// connection and nothing else (its body is not read yet), so light
+// requests keep their latency while heavy ones wait their turn. The last
+// refusal is returned when the wait ends without a slot.
+func (s *Server) acquireHeavy(ctx context.Context, key string, perKey int) (limit.Release, limit.Decision, error) {
+	deadline := time.Now().Add(s.cfg.HeavyWait)
+	pause := heavyPollFirst
+	for {
+		release, d, err := s.limiter.Acquire(ctx, key, perKey)
+		if err != nil || d.Allowed || time.Now().Add(pause).After(deadline) {
+			return release, d, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, d, nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, heavyPollMax)
+	}
+}
+
+// limiterKey names the API key a principal used: each of an account's two
+// keys has its own limits.
+func limiterKey(p account.Principal) string {
+	kind := "read"
+	if p.Kind == account.AccountKey {
+		kind = "acct"
+	}
+	return p.Account.ID + ":" + kind
+}
+
+func (s *Server) limiterDown(err error) error {
+	s.log.Error("request limits could not be checked", "error", err)
+	return errs.New(errs.Unavailable, "the request limits could not be checked because their store is unreachable; retry shortly")
+}
+
+// setRetryAfter sets Retry-After in whole seconds, at least 1.
+func setRetryAfter(c *fiber.Ctx, d time.Duration) {
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retrySeconds(d)))
+}
+
+func retrySeconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
+
+func retryText(d time.Duration) string {
+	if n := retrySeconds(d); n != 1 {
+		return strconv.Itoa(n) + " seconds"
+	}
+	return "1 second"
+}

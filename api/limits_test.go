@@ -1,0 +1,209 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"noticesd/internal/account"
+	"noticesd/internal/config"
+	"noticesd/internal/limit"
+	"noticesd/internal/limit/limittest"
+)
+
+// limitPlans are the plans of the limit tests: standard allows burst
+// requests (no refill within a test: the clock stands still) and 1 heavy request
+// per key, the service 2 heavy requests.
+func limitPlans(burst int) map[string]account.Plan {
+	p := account.DefaultPlans()
+	s := p["standard"]
+	s.RequestsPerSecond, s.Burst, s.Heavy = 1, burst, 1
+	p["standard"] = s
+	return p
+}
+
+// newLimitFixture is the fixture with the watch store and limiter l.
+func newLimitFixture(t *testing.T, l Limiter, burst int) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	cfg := config.Default()
+	cfg.HeavyConcurrency = 2
+	cfg.HeavyWait = 50 * time.Millisecond // a refusal comes after a short queue
+	f.srv = New(cfg, Deps{
+		Notices:  f.store,
+		Accounts: f.store,
+		Watches:  f.store,
+		Plans:    limitPlans(burst),
+		Limiter:  l,
+		Now:      func() time.Time { return fixedNow },
+		Logger:   slog.New(slog.NewTextHandler(f.logs, nil)),
+	})
+	return f
+}
+
+// limiters are the two implementations the api runs on: in process
+// (embedded mode) on a clock that stands still, and Redis (scale mode) on
+// the dev Redis in this test's namespace.
+func limiters() map[string]func(t *testing.T) Limiter {
+	return map[string]func(t *testing.T) Limiter{
+		"embedded": func(*testing.T) Limiter {
+			return limit.NewLocal(2, func() time.Time { return fixedNow })
+		},
+		"redis": func(t *testing.T) Limiter {
+			l, _, _ := limittest.Redis(t, 2)
+			return l
+		},
+	}
+}
+
+// TestRateLimited drives one key past its plan's rate: 429 rate_limited
+// with Retry-After; the account's other key and another account's key go
+// on unaffected.
+func TestRateLimited(t *testing.T) {
+	for name, newLimiter := range limiters() {
+		t.Run(name, func(t *testing.T) {
+			f := newLimitFixture(t, newLimiter(t), 3)
+			other, err := f.store.CreateAccount(context.Background(), "Other Co", "standard")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if res := f.do(t, "GET", "/v1/notices", f.read); res.status != 200 {
+					t.Fatalf("request %d within the burst: HTTP %d %s", i+1, res.status, res.body)
+				}
+			}
+			res := f.do(t, "GET", "/v1/notices", f.read)
+			wantError(t, res, 429, "rate_limited")
+			if ra := res.header.Get("Retry-After"); ra != "1" {
+				t.Errorf("Retry-After %q, want 1 (one request a second)", ra)
+			}
+			if msg := errorMessage(t, res); !strings.Contains(msg, "plan standard") || !strings.Contains(msg, "retry after 1 second") {
+				t.Errorf("message %q should name the plan and when to retry", msg)
+			}
+			for _, key := range []string{f.acct, other.ReadKey} {
+				if res := f.do(t, "GET", "/v1/notices", key); res.status != 200 {
+					t.Errorf("another key was limited too: HTTP %d %s", res.status, res.body)
+				}
+			}
+			wantError(t, f.do(t, "GET", "/v1/notices", "nk_read_unknown"), 401, "unauthorised")
+		})
+	}
+}
+
+// TestHeavyLimited holds heavy slots the way running requests would and
+// checks that heavy requests of that key get 429 while its light requests
+// pass, then that the service-wide cap refuses every key.
+func TestHeavyLimited(t *testing.T) {
+	ctx := context.Background()
+	for name, newLimiter := range limiters() {
+		t.Run(name, func(t *testing.T) {
+			l := newLimiter(t)
+			f := newLimitFixture(t, l, 100)
+			p, err := f.store.Authenticate(ctx, f.read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			release, d, err := l.Acquire(ctx, limiterKey(p), 1) // a screen of this key is running
+			if err != nil || !d.Allowed {
+				t.Fatalf("acquire: %+v %v", d, err)
+			}
+			heavy := []struct{ method, target, body string }{
+				{http.MethodPost, "/v1/match", `{"identifiers": ["123456780"]}`},
+				{http.MethodGet, "/v1/stats?q=liquidator", ""},
+				{http.MethodGet, "/v1/filters?q=liquidator", ""},
+			}
+			res := f.send(t, heavy[0].method, heavy[0].target, f.read, []byte(heavy[0].body))
+			wantError(t, res, 429, "rate_limited")
+			if res.header.Get("Retry-After") == "" || !strings.Contains(errorMessage(t, res), "already runs 1 heavy request") {
+				t.Errorf("heavy refusal: Retry-After %q, message %q", res.header.Get("Retry-After"), errorMessage(t, res))
+			}
+			if res := f.do(t, "GET", "/v1/stats", f.read); res.status != 200 {
+				t.Errorf("stats without q is light and must pass: HTTP %d %s", res.status, res.body)
+			}
+			release()
+			for _, h := range heavy[:2] {
+				if res := f.send(t, h.method, h.target, f.read, []byte(h.body)); res.status != 200 {
+					t.Errorf("%s %s after the slot was released: HTTP %d %s", h.method, h.target, res.status, res.body)
+				}
+			}
+			// Two other keys fill the service's two heavy slots.
+			for _, key := range []string{"other:read", "another:read"} {
+				rel, d, err := l.Acquire(ctx, key, 1)
+				if err != nil || !d.Allowed {
+					t.Fatalf("acquire %s: %+v %v", key, d, err)
+				}
+				defer rel()
+			}
+			res = f.send(t, heavy[2].method, heavy[2].target, f.acct, nil)
+			wantError(t, res, 429, "rate_limited")
+			if !strings.Contains(errorMessage(t, res), "the service is running") {
+				t.Errorf("global refusal message %q", errorMessage(t, res))
+			}
+		})
+	}
+}
+
+// TestHeavyQueues: a heavy request over the key's cap waits for the slot
+// and runs once it is released, instead of being refused.
+func TestHeavyQueues(t *testing.T) {
+	ctx := context.Background()
+	l := limit.NewLocal(2, nil)
+	f := newLimitFixture(t, l, 100)
+	f.srv.cfg.HeavyWait = 30 * time.Second // longer than the test will ever wait
+	p, err := f.store.Authenticate(ctx, f.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, d, err := l.Acquire(ctx, limiterKey(p), 1)
+	if err != nil || !d.Allowed {
+		t.Fatalf("acquire: %+v %v", d, err)
+	}
+	done := make(chan response, 1)
+	go func() {
+		done <- f.send(t, http.MethodPost, "/v1/match", f.read, []byte(`{"identifiers": ["123456780"]}`))
+	}()
+	select {
+	case res := <-done:
+		t.Fatalf("the queued request was answered while the slot was held: HTTP %d %s", res.status, res.body)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if res := f.do(t, "GET", "/v1/notices", f.read); res.status != 200 {
+		t.Errorf("a light request of the same key must not queue: HTTP %d", res.status)
+	}
+	release()
+	if res := <-done; res.status != 200 {
+		t.Fatalf("the queued request after the release: HTTP %d %s", res.status, res.body)
+	}
+}
+
+// TestHugeIdentifierShortError sends one 8 MB identifier: the 400 names it
+// by a short prefix and its length, and the whole answer stays under 1 KB.
+func TestHugeIdentifierShortError(t *testing.T) {
+	f := newLimitFixture(t, nil, 100)
+	huge := strings.Repeat("7", 8_000_000)
+	for _, tt := range []struct{ method, target, body, code string }{
+		{http.MethodPost, "/v1/match", `{"identifiers": ["123456780", "` + huge + `"]}`, "invalid_identifier"},
+		{http.MethodPost, "/v1/watches", `{"identifiers": ["` + huge + `"]}`, "invalid_identifier"},
+	} {
+		t.Run(tt.target, func(t *testing.T) {
+			res := f.send(t, tt.method, tt.target, f.acct, []byte(tt.body))
+			wantError(t, res, 400, tt.code)
+			if len(res.body) >= 1024 {
+				t.Errorf("the 400 is %d bytes, want under 1 KB", len(res.body))
+			}
+			if msg := errorMessage(t, res); !strings.Contains(msg, "(8000000 bytes)") || !strings.Contains(msg, "position 1") && tt.target == "/v1/match" {
+				t.Errorf("message %q should give the value's length and position", msg)
+			}
+		})
+	}
+	t.Run("query parameter", func(t *testing.T) {
+		res := f.do(t, "GET", "/v1/notices?limit="+strings.Repeat("9", 8000), f.read)
+		wantError(t, res, 400, "invalid_parameter")
+		if len(res.body) >= 1024 {
+			t.Errorf("the 400 is %d bytes, want under 1 KB", len(res.body))
+		}
+	})
+}

@@ -1,0 +1,149 @@
+package limit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultLease is how long a heavy slot held in Redis lives without being
+// renewed. A replica renews the slots of its running requests every third
+// of it, so a replica that dies frees its slots within one lease.
+const DefaultLease = 30 * time.Second
+
+// Redis is the limiter of a scale deployment: the request rate is a GCRA
+// bucket in Redis (github.com/go-redis/redis_rate) and heavy slots are
+// leases in sorted sets, so every replica shares the same limits. It is
+// safe for concurrent use.
+//
+// Keys: the heavy sets are "<namespace>:limit:heavy:<key>" and
+// "<namespace>:limit:heavy"; the rate buckets are
+// "rate:<namespace>:limit:rate:<key>" (redis_rate puts its own "rate:"
+// in front, the one exception to the namespace-first rule). All expire.
+type Redis struct {
+	rdb    redis.UniversalClient
+	rate   *redis_rate.Limiter
+	ns     string
+	global int
+	lease  time.Duration
+}
+
+// NewRedis returns a Redis limiter on rdb under namespace ns, allowing at
+// most global heavy requests at once across all keys and replicas. lease
+// <= 0 means DefaultLease.
+func NewRedis(rdb redis.UniversalClient, ns string, global int, lease time.Duration) *Redis {
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	return &Redis{rdb: rdb, rate: redis_rate.NewLimiter(rdb), ns: ns, global: max(1, global), lease: lease}
+}
+
+// Allow takes one request token of key at rate r.
+func (l *Redis) Allow(ctx context.Context, key string, r Rate) (Decision, error) {
+	if r.PerSecond <= 0 {
+		return Decision{Allowed: true}, nil
+	}
+	res, err := l.rate.Allow(ctx, l.ns+":limit:rate:"+key, redis_rate.Limit{Rate: r.PerSecond, Burst: r.burst(), Period: time.Second})
+	if err != nil {
+		return Decision{}, fmt.Errorf("limit: redis rate of %s: %w", key, err)
+	}
+	if res.Allowed > 0 {
+		return Decision{Allowed: true}, nil
+	}
+	return Decision{RetryAfter: res.RetryAfter}, nil
+}
+
+// acquireScript takes a slot in both sets when both have room, after
+// dropping expired leases. Redis's own clock decides expiry, so replicas
+// with skewed clocks agree. Returns 0 (taken), 1 (key full), 2 (all full).
+var acquireScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local perKey = tonumber(ARGV[3])
+if perKey > 0 and redis.call('ZCARD', KEYS[1]) >= perKey then return 1 end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 2 end
+redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
+redis.call('ZADD', KEYS[2], now + lease, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], lease)
+redis.call('PEXPIRE', KEYS[2], lease)
+return 0
+`)
+
+// renewScript extends a held lease (only if it is still held).
+var renewScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[2])
+for i = 1, 2 do
+  if redis.call('ZSCORE', KEYS[i], ARGV[1]) then
+    redis.call('ZADD', KEYS[i], 'XX', now + lease, ARGV[1])
+    redis.call('PEXPIRE', KEYS[i], lease)
+  end
+end
+return 0
+`)
+
+// Acquire takes a heavy slot of key (at most perKey at once across all
+// replicas; 0 means no per-key cap) and one of the global slots. The slot
+// is a lease renewed in the background until Release.
+func (l *Redis) Acquire(ctx context.Context, key string, perKey int) (Release, Decision, error) {
+	keys := []string{l.ns + ":limit:heavy:" + key, l.ns + ":limit:heavy"}
+	token := newToken()
+	n, err := acquireScript.Run(ctx, l.rdb, keys, token, l.lease.Milliseconds(), perKey, l.global).Int()
+	if err != nil {
+		return nil, Decision{}, fmt.Errorf("limit: redis heavy slot of %s: %w", key, err)
+	}
+	switch n {
+	case 1:
+		return nil, Decision{RetryAfter: slotRetry}, nil
+	case 2:
+		return nil, Decision{RetryAfter: slotRetry, Global: true}, nil
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(l.lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				rctx, cancel := context.WithTimeout(context.Background(), l.lease/3)
+				_ = renewScript.Run(rctx, l.rdb, keys, token, l.lease.Milliseconds()).Err() // a missed renewal only shortens the lease
+				cancel()
+			}
+		}
+	}()
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			close(stop)
+			<-done
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			pipe := l.rdb.TxPipeline()
+			pipe.ZRem(rctx, keys[0], token)
+			pipe.ZRem(rctx, keys[1], token)
+			_, _ = pipe.Exec(rctx) // if Redis is away the lease expires by itself
+		})
+	}
+	return release, Decision{Allowed: true}, nil
+}
+
+// newToken names one lease.
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
