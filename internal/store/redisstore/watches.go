@@ -1,0 +1,422 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/account"
+	"noticesd/internal/errs"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/internal/watch"
+)
+
+var _ store.Watches = (*Store)(nil)
+
+// Watch keys:
+//
+//	w:<id>                 hash account, doc (storedWatch JSON), regv (register
+//	                       generation of its keys), cseq (match cursor at
+//	                       creation), a0 (backfilled through; absent until the
+//	                       backfill is done)
+//	w:<id>:co              the companies it counts, comma-joined
+//	w:<id>:keys            its match keys, comma-joined
+//	wm:<id>                zset: its match log (member and score notice_seq)
+//	acct:<id>:watches      zset of the account's watch ids by created_at (ms)
+//	acct:<id>:companies    hash company -> number of the account's watches counting it
+//	watches                set of every watch id
+//	rix:<key>              set of the watches with that match key (reverse index)
+//	fo                     set of the filter-only watches
+//	wsv                    watch-set version, bumped by every create, delete
+//	                       and key refresh (arrival matching commits only
+//	                       against the version it matched with)
+
+// storedWatch is a watch as kept in w:<id> doc.
+type storedWatch struct {
+	ID                string        `json:"id"`
+	AccountID         string        `json:"account_id"`
+	Name              string        `json:"name"`
+	Active            bool          `json:"active"`
+	DeactivatedReason string        `json:"deactivated_reason,omitempty"`
+	Identifiers       []string      `json:"identifiers"`
+	Unresolved        []string      `json:"unresolved"`
+	Filters           storedFilters `json:"filters"`
+	AlertEmail        *string       `json:"alert_email,omitempty"`
+	WebhookURL        *string       `json:"webhook_url,omitempty"`
+	CreatedAt         time.Time     `json:"created_at"`
+	UpdatedAt         time.Time     `json:"updated_at"`
+}
+
+// storedFilters are the filters in their input form (include_deregistration
+// null when the caller did not say), so they read back as accepted.
+type storedFilters struct {
+	AppointmentType       []string `json:"appointment_type,omitempty"`
+	NoticePurpose         []string `json:"notice_purpose,omitempty"`
+	NoticeCode            []string `json:"notice_code,omitempty"`
+	State                 []string `json:"state,omitempty"`
+	Status                []string `json:"status,omitempty"`
+	Q                     string   `json:"q,omitempty"`
+	IncludeDeregistration *bool    `json:"include_deregistration,omitempty"`
+}
+
+func encodeWatch(w watch.Watch) (string, error) {
+	b, err := json.Marshal(storedWatch{ID: w.ID, AccountID: w.AccountID, Name: w.Name, Active: w.Active,
+		DeactivatedReason: w.DeactivatedReason, Identifiers: nonNil(w.Identifiers), Unresolved: nonNil(w.Unresolved),
+		Filters: storedFilters(w.Filters), AlertEmail: w.AlertEmail, WebhookURL: w.WebhookURL,
+		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC()})
+	return string(b), err
+}
+
+func decodeWatch(doc string) (watch.Watch, error) {
+	var sw storedWatch
+	if err := json.Unmarshal([]byte(doc), &sw); err != nil {
+		return watch.Watch{}, fmt.Errorf("redisstore: unreadable watch: %w", err)
+	}
+	return watch.Watch{ID: sw.ID, AccountID: sw.AccountID, Name: sw.Name, Active: sw.Active,
+		DeactivatedReason: sw.DeactivatedReason, Identifiers: sw.Identifiers, Unresolved: sw.Unresolved,
+		Filters: watch.Filters(sw.Filters), AlertEmail: sw.AlertEmail, WebhookURL: sw.WebhookURL,
+		CreatedAt: sw.CreatedAt, UpdatedAt: sw.UpdatedAt}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return slices.Clone(s)
+}
+
+// expansion is what a watch's identifiers mean against the register and
+// the notices (the same rules as the embedded store).
+type expansion struct {
+	// keys: every identifier, the ACN each ABN resolves to, and the
+	// register ABN of every such ACN and of each identifier that is an ACN.
+	keys []string
+	// companies for the quota: an ACN counts as itself, an ABN as the ACN
+	// the register resolves it to, else as itself.
+	companies []string
+	// unresolved: identifiers neither the register nor any notice holds,
+	// in the given order.
+	unresolved []string
+	regv       string
+}
+
+// expand resolves normalised, distinct identifiers in a few pipelined
+// round trips.
+func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
+	reg, err := s.currentRegister(ctx)
+	exp := expansion{regv: reg.v}
+	if err != nil || len(ids) == 0 {
+		return exp, err
+	}
+	var acns, abns []string
+	for _, v := range ids {
+		if len(v) == 9 {
+			acns = append(acns, v)
+		} else {
+			abns = append(abns, v)
+		}
+	}
+	names, err := reg.lookup(ctx, "name", acns)
+	if err != nil {
+		return exp, err
+	}
+	resolved, err := reg.lookup(ctx, "abn", abns)
+	if err != nil {
+		return exp, err
+	}
+	onNotices, err := s.smismember(ctx, s.key("nids"), ids)
+	if err != nil {
+		return exp, err
+	}
+	// Every ACN involved, for its register ABN.
+	all := slices.Clone(acns)
+	for _, a := range resolved {
+		if a != "" {
+			all = append(all, a)
+		}
+	}
+	regABNs, err := reg.lookup(ctx, "acnabn", all)
+	if err != nil {
+		return exp, err
+	}
+	keys := make(map[string]struct{}, len(ids)*2)
+	companies := make(map[string]struct{}, len(ids))
+	for _, v := range ids {
+		keys[v] = struct{}{}
+	}
+	for i, a := range all {
+		keys[a] = struct{}{}
+		if regABNs[i] != "" {
+			keys[regABNs[i]] = struct{}{}
+		}
+	}
+	known := make(map[string]bool, len(ids))
+	for i, v := range acns {
+		companies[v] = struct{}{}
+		known[v] = names[i] != ""
+	}
+	for i, v := range abns {
+		if resolved[i] != "" {
+			companies[resolved[i]] = struct{}{}
+			known[v] = true
+		} else {
+			companies[v] = struct{}{}
+		}
+	}
+	for i, v := range ids {
+		if !known[v] && !onNotices[i] {
+			exp.unresolved = append(exp.unresolved, v)
+		}
+	}
+	exp.keys = sortedKeys(keys)
+	exp.companies = sortedKeys(companies)
+	return exp, nil
+}
+
+func sortedKeys(m map[string]struct{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// createScript checks the plan's limits and writes the watch in one step.
+// ARGV: ns, watch limit, company limit, watch id, score, doc, account,
+// ncompanies, nkeys, regv, companies..., keys...
+var createScript = redis.NewScript(`
+local ns = ARGV[1]
+local n = redis.call('ZCARD', KEYS[1])
+if n >= tonumber(ARGV[2]) then return {'watch_limit', n} end
+local nc, nk = tonumber(ARGV[8]), tonumber(ARGV[9])
+local first = 11
+if nc > 0 then
+  local current = redis.call('HLEN', KEYS[2])
+  local adding = 0
+  for i = first, first + nc - 1 do
+    if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 0 then adding = adding + 1 end
+  end
+  if current + adding > tonumber(ARGV[3]) then return {'quota', current, adding} end
+  local co = {}
+  for i = first, first + nc - 1 do
+    redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
+    co[#co + 1] = ARGV[i]
+  end
+  redis.call('SET', KEYS[3] .. ':co', table.concat(co, ','))
+end
+local cseq = redis.call('GET', ns .. 'match:through') or '0'
+redis.call('HSET', KEYS[3], 'account', ARGV[7], 'doc', ARGV[6], 'regv', ARGV[10], 'cseq', cseq)
+redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
+redis.call('SADD', ns .. 'watches', ARGV[4])
+if nk == 0 then
+  redis.call('SADD', ns .. 'fo', ARGV[4])
+else
+  local ks = {}
+  for i = first + nc, first + nc + nk - 1 do
+    redis.call('SADD', ns .. 'rix:' .. ARGV[i], ARGV[4])
+    ks[#ks + 1] = ARGV[i]
+  end
+  redis.call('SET', KEYS[3] .. ':keys', table.concat(ks, ','))
+end
+redis.call('INCR', ns .. 'wsv')
+return {'ok', cseq}
+`)
+
+// CreateWatch stores w if plan allows. The identifiers are resolved first
+// (a few pipelined reads); the watch count, the company quota and every
+// write are then one Lua script, so concurrent creates from any number of
+// processes cannot overshoot and a rejected create writes nothing. The
+// match log is then backfilled with the notices published before.
+func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Plan) (watch.Watch, error) {
+	if w.ID == "" || w.AccountID == "" {
+		return w, fmt.Errorf("redisstore: create watch: the watch needs an ID and an AccountID; build it with watch.New")
+	}
+	f, err := w.Filters.NoticeFilter()
+	if err != nil {
+		return w, err
+	}
+	exp, err := s.expand(ctx, w.Identifiers)
+	if err != nil {
+		return w, err
+	}
+	w.Unresolved = nonNil(exp.unresolved)
+	doc, err := encodeWatch(w)
+	if err != nil {
+		return w, err
+	}
+	args := make([]any, 0, 10+len(exp.companies)+len(exp.keys))
+	args = append(args, s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID,
+		len(exp.companies), len(exp.keys), exp.regv)
+	for _, c := range exp.companies {
+		args = append(args, c)
+	}
+	for _, k := range exp.keys {
+		args = append(args, k)
+	}
+	res, err := createScript.Run(ctx, s.rdb, []string{s.key("acct", w.AccountID, "watches"),
+		s.key("acct", w.AccountID, "companies"), s.key("w", w.ID)}, args...).Slice()
+	if err != nil {
+		return w, s.fail("create watch", err)
+	}
+	switch str(res[0]) {
+	case "watch_limit":
+		return w, errs.New(errs.WatchLimitReached,
+			"plan %s allows %d watches and the account has %d; delete a watch (DELETE /v1/watches/{id}) or upgrade the plan",
+			plan.Name, plan.Watches, res[1].(int64))
+	case "quota":
+		return w, errs.New(errs.QuotaExceeded,
+			"plan %s allows %d companies; the account watches %d and this watch would add %d; remove companies or watches, or upgrade the plan",
+			plan.Name, plan.Companies, res[1].(int64), res[2].(int64))
+	}
+	s.filters.put(w.ID, f)
+	var keys []string
+	if len(w.Identifiers) > 0 {
+		keys = exp.keys
+	}
+	if err := s.backfill(ctx, w.ID, keys, f); err != nil {
+		return w, err
+	}
+	return w, nil
+}
+
+func watchNotFound(id string) error {
+	return errs.New(errs.NotFound, "no watch %q on this account; GET /v1/watches lists the account's watches", id)
+}
+
+// Watch returns one watch of the account, or errs.NotFound (also for a
+// watch of another account).
+func (s *Store) Watch(ctx context.Context, accountID, id string) (watch.Watch, error) {
+	v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc").Result()
+	if err != nil {
+		return watch.Watch{}, s.fail("read watch", err)
+	}
+	if str(v[0]) != accountID || accountID == "" {
+		return watch.Watch{}, watchNotFound(id)
+	}
+	return decodeWatch(str(v[1]))
+}
+
+// ListWatches returns the account's watches, oldest first (ties by id).
+func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watch, error) {
+	ids, err := s.rdb.ZRange(ctx, s.key("acct", accountID, "watches"), 0, -1).Result()
+	if err != nil {
+		return nil, s.fail("list watches", err)
+	}
+	docs := make([]*redis.StringCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			docs[i] = p.HGet(ctx, s.key("w", id), "doc")
+		}
+		return nil
+	}); err != nil && err != redis.Nil {
+		return nil, s.fail("list watches", err)
+	}
+	out := []watch.Watch{}
+	for _, d := range docs {
+		if d.Err() != nil {
+			continue // deleted meanwhile
+		}
+		w, err := decodeWatch(d.Val())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// casDocScript replaces a watch's doc if it is still what was read.
+var casDocScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'doc', ARGV[2])
+return 1
+`)
+
+// UpdateWatch applies a validated patch at now (watch.Watch.Apply), as a
+// compare-and-set of the stored watch, retried if another update won.
+func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.Patch, now time.Time) (watch.Watch, error) {
+	for {
+		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc").Result()
+		if err != nil {
+			return watch.Watch{}, s.fail("update watch", err)
+		}
+		if str(v[0]) != accountID || accountID == "" {
+			return watch.Watch{}, watchNotFound(id)
+		}
+		w, err := decodeWatch(str(v[1]))
+		if err != nil {
+			return w, err
+		}
+		w.Apply(p, now)
+		doc, err := encodeWatch(w)
+		if err != nil {
+			return w, err
+		}
+		ok, err := casDocScript.Run(ctx, s.rdb, []string{s.key("w", id)}, str(v[1]), doc).Int()
+		if err != nil {
+			return w, s.fail("update watch", err)
+		}
+		if ok == 1 {
+			return w, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return w, err
+		}
+	}
+}
+
+// deleteScript removes a watch, its keys, its log and its quota counts.
+var deleteScript = redis.NewScript(`
+local ns, id = ARGV[1], ARGV[3]
+local acc = redis.call('HGET', KEYS[1], 'account')
+if acc ~= ARGV[2] then return 0 end
+local ch = ns .. 'acct:' .. acc .. ':companies'
+for c in string.gmatch(redis.call('GET', KEYS[1] .. ':co') or '', '[^,]+') do
+  if redis.call('HINCRBY', ch, c, -1) <= 0 then redis.call('HDEL', ch, c) end
+end
+for k in string.gmatch(redis.call('GET', KEYS[1] .. ':keys') or '', '[^,]+') do
+  redis.call('SREM', ns .. 'rix:' .. k, id)
+end
+redis.call('SREM', ns .. 'fo', id)
+redis.call('SREM', ns .. 'watches', id)
+redis.call('ZREM', ns .. 'acct:' .. acc .. ':watches', id)
+redis.call('DEL', KEYS[1], KEYS[1] .. ':co', KEYS[1] .. ':keys', ns .. 'wm:' .. id)
+redis.call('INCR', ns .. 'wsv')
+return 1
+`)
+
+// DeleteWatch removes a watch with its match keys and match log, and frees
+// the companies only it counted.
+func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
+	if accountID == "" {
+		return watchNotFound(id)
+	}
+	n, err := deleteScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, accountID, id).Int()
+	if err != nil {
+		return s.fail("delete watch", err)
+	}
+	if n == 0 {
+		return watchNotFound(id)
+	}
+	s.filters.drop(id)
+	return nil
+}
+
+// splitList splits a comma-joined list ("" is empty).
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+var _ = ident.ACN
+var _ = notice.Filter{}
