@@ -50,11 +50,11 @@ const MaxTerms = 65536
 // Store is the Redis backend. It is safe for concurrent use; several
 // processes may share one Redis.
 type Store struct {
-	rdb     redis.UniversalClient
-	ns      string // "<namespace>:"
-	source  NoticeSource
-	plans   map[string]account.Plan
-	clock   func() time.Time
+	rdb    redis.UniversalClient
+	ns     string // "<namespace>:"
+	source NoticeSource
+	plans  map[string]account.Plan
+	clock  func() time.Time
 	// matchOnRead makes Matches first match the arrivals not yet matched
 	// (see Options.MatchOnRead).
 	matchOnRead bool
