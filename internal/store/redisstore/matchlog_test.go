@@ -288,3 +288,5 @@ func TestGaplessMatches(t *testing.T) {
 		}
 	}
 }
+
+func noFilter() notice.Filter { return notice.Filter{IncludeDeregistration: true} }

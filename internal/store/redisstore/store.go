@@ -103,6 +103,7 @@ func Dial(url string) (*redis.Client, error) {
 	o.ReadTimeout = 3 * time.Second
 	o.WriteTimeout = 3 * time.Second
 	o.MaxRetries = 1
+	o.DialerRetries = 2
 	return redis.NewClient(o), nil
 }
 
