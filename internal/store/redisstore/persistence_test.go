@@ -112,8 +112,8 @@ func TestAOFRestart(t *testing.T) {
 	}
 
 	// A notice arriving after the watch: matched and handed to delivery.
-	n := genNotice(t, storetest.Notices(t)[0], "AOF-1", 1)
-	if _, err := (composite{notices: sq, rs: s}).UpsertNotices(ctx, []notice.Notice{n}); err != nil {
+	arrived := genNotice(t, storetest.Notices(t)[0], "AOF-1", 1)
+	if _, err := (composite{notices: sq, rs: s}).UpsertNotices(ctx, []notice.Notice{arrived}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CatchUp(ctx); err != nil {
