@@ -284,7 +284,7 @@ func (s *Store) matchNotices(ctx context.Context, ns []notice.Notice) ([]any, er
 	if len(ns) == 0 {
 		return nil, nil
 	}
-	type lookup struct{ acn, abn *redis.StringSliceCmd }
+	type lookup struct{ acn, abn *redis.StringCmd }
 	looks := make([]lookup, len(ns))
 	var fo *redis.StringSliceCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -292,26 +292,30 @@ func (s *Store) matchNotices(ctx context.Context, ns []notice.Notice) ([]any, er
 		for i := range ns {
 			id := idents(&ns[i])
 			if id[0] != "" {
-				looks[i].acn = p.SMembers(ctx, s.key("rix", id[0]))
+				looks[i].acn = p.HGet(ctx, s.key("rix", rixBucket(id[0])), id[0])
 			}
 			if id[1] != "" {
-				looks[i].abn = p.SMembers(ctx, s.key("rix", id[1]))
+				looks[i].abn = p.HGet(ctx, s.key("rix", rixBucket(id[1])), id[1])
 			}
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && err != redis.Nil {
 		return nil, s.fail("match arrivals", err)
 	}
 	cands := make([][]string, len(ns))
 	need := map[string]bool{}
 	for i, l := range looks {
 		seen := map[string]bool{}
-		for _, c := range []*redis.StringSliceCmd{l.acn, l.abn, fo} {
-			if c == nil {
-				continue
+		var ws []string
+		for _, c := range []*redis.StringCmd{l.acn, l.abn} {
+			if c != nil {
+				ws = append(ws, splitList(c.Val())...)
 			}
-			for _, w := range c.Val() {
+		}
+		ws = append(ws, fo.Val()...)
+		{
+			for _, w := range ws {
 				if !seen[w] {
 					seen[w] = true
 					cands[i] = append(cands[i], w)
@@ -376,20 +380,6 @@ func (s *Store) loadFilters(ctx context.Context, ids map[string]bool) error {
 	return nil
 }
 
-// refreshScript swaps a watch's match keys for a new register generation.
-// KEYS: w:<id>. ARGV: ns, id, regv, keys joined, nremoved, removed..., added...
-var refreshScript = redis.NewScript(`
-local ns, id = ARGV[1], ARGV[2]
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local nr = tonumber(ARGV[5])
-for i = 6, 5 + nr do redis.call('SREM', ns .. 'rix:' .. ARGV[i], id) end
-for i = 6 + nr, #ARGV do redis.call('SADD', ns .. 'rix:' .. ARGV[i], id) end
-redis.call('SET', KEYS[1] .. ':keys', ARGV[4])
-redis.call('HSET', KEYS[1], 'regv', ARGV[3])
-redis.call('INCR', ns .. 'wsv')
-return 1
-`)
-
 // RefreshWatchKeys re-expands the match keys of every watch expanded
 // against an older register generation and backfills the notices the new
 // keys bring; it returns how many watches it rewrote. Register commits run
@@ -424,12 +414,12 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		oldJoined, err := s.rdb.Get(ctx, s.key("w", id, "keys")).Result()
+		oldKeys, err := s.rdb.Get(ctx, s.key("w", id, "keys")).Result()
 		if err != nil && err != redis.Nil {
 			return n, s.fail("refresh watch keys", err)
 		}
 		old := map[string]bool{}
-		for _, k := range splitList(oldJoined) {
+		for _, k := range splitList(oldKeys) {
 			old[k] = true
 		}
 		var added, removed []string
@@ -445,14 +435,10 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 				removed = append(removed, k)
 			}
 		}
-		args := []any{s.ns, id, exp.regv, joinList(exp.keys), len(removed)}
-		for _, k := range removed {
-			args = append(args, k)
+		if err := s.indexKeys(ctx, id, added, removed); err != nil {
+			return n, err
 		}
-		for _, k := range added {
-			args = append(args, k)
-		}
-		if err := refreshScript.Run(ctx, s.rdb, []string{s.key("w", id)}, args...).Err(); err != nil {
+		if err := refreshScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, exp.regv, joinList(exp.keys)).Err(); err != nil {
 			return n, s.fail("refresh watch keys", err)
 		}
 		n++
@@ -473,13 +459,13 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func joinList(s []string) string {
-	out := make([]byte, 0, len(s)*12)
-	for i, v := range s {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, v...)
-	}
-	return string(out)
-}
+// refreshScript installs a watch's re-expanded keys once its
+// reverse-index entries are updated, and bumps the watch-set version.
+// KEYS: w:<id>. ARGV: ns, regv, keys comma-joined.
+var refreshScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('SET', KEYS[1] .. ':keys', ARGV[3])
+redis.call('HSET', KEYS[1], 'regv', ARGV[2])
+redis.call('INCR', ARGV[1] .. 'wsv')
+return 1
+`)

@@ -116,7 +116,7 @@ func TestQuotaAcrossProcesses(t *testing.T) {
 					t.Errorf("listed %d watches (%v), want %d from either process", len(list), err, c.want)
 				}
 			}
-			n, err := f.rdb.HLen(ctx, f.rs.key("acct", acc.AccountID, "companies")).Result()
+			n, err := f.rdb.SCard(ctx, f.rs.key("acct", acc.AccountID, "companies")).Result()
 			if err != nil || n > int64(c.plan.Companies) {
 				t.Errorf("the account counts %d companies (%v), over the plan's %d", n, err, c.plan.Companies)
 			}

@@ -139,7 +139,7 @@ func TestAOFRestart(t *testing.T) {
 	if err != nil || got.Name != "kept" || len(got.Identifiers) != 2 {
 		t.Fatalf("after the restart the watch reads %+v, %v", got, err)
 	}
-	n, err := rdb.HLen(ctx, s.key("acct", acc.AccountID, "companies")).Result()
+	n, err := rdb.SCard(ctx, s.key("acct", acc.AccountID, "companies")).Result()
 	if err != nil || n != 2 {
 		t.Errorf("after the restart the quota counts %d companies (%v), want 2", n, err)
 	}

@@ -130,57 +130,62 @@ func (r register) lookup(ctx context.Context, part string, fields []string) ([]s
 	return r.s.hmget(ctx, r.s.key("reg", r.v, part), fields)
 }
 
-const batch = 10000
+// batch is the most fields or members of one command; roundTrip the most
+// of them sent in one pipeline (one round trip), so a 1,000,000-identifier
+// watch takes ten round trips and no single reply outlasts the read
+// timeout.
+const (
+	batch     = 10000
+	roundTrip = 100000
+)
 
-// hmget is HMGET over any number of fields, batched in one pipeline.
+// hmget is HMGET over any number of fields: batch fields a command,
+// roundTrip fields a pipeline.
 func (s *Store) hmget(ctx context.Context, key string, fields []string) ([]string, error) {
-	out := make([]string, len(fields))
-	if len(fields) == 0 {
-		return out, nil
-	}
-	var cmds []*redis.SliceCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := 0; i < len(fields); i += batch {
-			cmds = append(cmds, p.HMGet(ctx, key, fields[i:min(i+batch, len(fields))]...))
+	out := make([]string, 0, len(fields))
+	for lo := 0; lo < len(fields); lo += roundTrip {
+		part := fields[lo:min(lo+roundTrip, len(fields))]
+		var cmds []*redis.SliceCmd
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := 0; i < len(part); i += batch {
+				cmds = append(cmds, p.HMGet(ctx, key, part[i:min(i+batch, len(part))]...))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, s.fail("read "+strings.TrimPrefix(key, s.ns), err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, s.fail("read "+strings.TrimPrefix(key, s.ns), err)
-	}
-	i := 0
-	for _, c := range cmds {
-		for _, v := range c.Val() {
-			out[i] = str(v)
-			i++
+		for _, c := range cmds {
+			for _, v := range c.Val() {
+				out = append(out, str(v))
+			}
 		}
 	}
 	return out, nil
 }
 
-// smismember is SMISMEMBER over any number of members, batched in one
-// pipeline.
+// smismember is SMISMEMBER over any number of members, batched like hmget.
 func (s *Store) smismember(ctx context.Context, key string, members []string) ([]bool, error) {
 	out := make([]bool, 0, len(members))
-	if len(members) == 0 {
-		return out, nil
-	}
-	var cmds []*redis.BoolSliceCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := 0; i < len(members); i += batch {
-			chunk := make([]any, 0, batch)
-			for _, m := range members[i:min(i+batch, len(members))] {
-				chunk = append(chunk, m)
+	for lo := 0; lo < len(members); lo += roundTrip {
+		part := members[lo:min(lo+roundTrip, len(members))]
+		var cmds []*redis.BoolSliceCmd
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := 0; i < len(part); i += batch {
+				chunk := make([]any, 0, batch)
+				for _, m := range part[i:min(i+batch, len(part))] {
+					chunk = append(chunk, m)
+				}
+				cmds = append(cmds, p.SMIsMember(ctx, key, chunk...))
 			}
-			cmds = append(cmds, p.SMIsMember(ctx, key, chunk...))
+			return nil
+		})
+		if err != nil {
+			return nil, s.fail("read "+strings.TrimPrefix(key, s.ns), err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, s.fail("read "+strings.TrimPrefix(key, s.ns), err)
-	}
-	for _, c := range cmds {
-		out = append(out, c.Val()...)
+		for _, c := range cmds {
+			out = append(out, c.Val()...)
+		}
 	}
 	return out, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,13 +28,13 @@ var _ store.Watches = (*Store)(nil)
 //	                       generation of its keys), cseq (match cursor at
 //	                       creation), a0 (backfilled through; absent until the
 //	                       backfill is done)
-//	w:<id>:co              the companies it counts, comma-joined
+//	w:<id>:co              set: the companies it counts
 //	w:<id>:keys            its match keys, comma-joined
 //	wm:<id>                zset: its match log (member and score notice_seq)
 //	acct:<id>:watches      zset of the account's watch ids by created_at (ms)
-//	acct:<id>:companies    hash company -> number of the account's watches counting it
+//	acct:<id>:companies    set: the union of its watches' companies (the quota count)
 //	watches                set of every watch id
-//	rix:<key>              set of the watches with that match key (reverse index)
+//	rix:<bucket>           hash match key -> comma-joined watch ids (reverse index)
 //	fo                     set of the filter-only watches
 //	wsv                    watch-set version, bumped by every create, delete
 //	                       and key refresh (arrival matching commits only
@@ -190,51 +192,69 @@ func sortedKeys(m map[string]struct{}) []string {
 }
 
 // createScript checks the plan's limits and writes the watch in one step.
+// The watch's companies and match keys were staged (stage:<id>:co,
+// stage:<id>:keys) beforehand, so the script works on whole sets with
+// SINTERCARD and SUNIONSTORE, never element by element: a 1,000,000-company
+// watch blocks Redis for a fraction of a second.
+// KEYS: acct:<a>:watches, acct:<a>:companies, w:<id>, stage:<id>:co.
 // ARGV: ns, watch limit, company limit, watch id, score, doc, account,
-// ncompanies, nkeys, regv, companies..., keys...
+// match keys (comma-joined, "" for a filter-only watch), regv.
 var createScript = redis.NewScript(`
 local ns = ARGV[1]
 local n = redis.call('ZCARD', KEYS[1])
-if n >= tonumber(ARGV[2]) then return {'watch_limit', n} end
-local nc, nk = tonumber(ARGV[8]), tonumber(ARGV[9])
-local first = 11
-if nc > 0 then
-  local current = redis.call('HLEN', KEYS[2])
-  local adding = 0
-  for i = first, first + nc - 1 do
-    if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 0 then adding = adding + 1 end
-  end
-  if current + adding > tonumber(ARGV[3]) then return {'quota', current, adding} end
-  local co = {}
-  for i = first, first + nc - 1 do
-    redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
-    co[#co + 1] = ARGV[i]
-  end
-  redis.call('SET', KEYS[3] .. ':co', table.concat(co, ','))
+if n >= tonumber(ARGV[2]) then
+  redis.call('DEL', KEYS[4])
+  return {'watch_limit', n}
 end
-local cseq = redis.call('GET', ns .. 'match:through') or '0'
-redis.call('HSET', KEYS[3], 'account', ARGV[7], 'doc', ARGV[6], 'regv', ARGV[10], 'cseq', cseq)
+local staged = redis.call('SCARD', KEYS[4])
+if staged > 0 then
+  local current = redis.call('SCARD', KEYS[2])
+  local adding = staged - redis.call('SINTERCARD', 2, KEYS[4], KEYS[2])
+  if current + adding > tonumber(ARGV[3]) then
+    redis.call('DEL', KEYS[4])
+    return {'quota', current, adding}
+  end
+  if adding > 0 then
+    if staged < 5000 then
+      redis.call('SADD', KEYS[2], unpack(redis.call('SMEMBERS', KEYS[4])))
+    else
+      redis.call('SUNIONSTORE', KEYS[2], KEYS[2], KEYS[4])
+    end
+  end
+  redis.call('RENAME', KEYS[4], KEYS[3] .. ':co')
+  redis.call('PERSIST', KEYS[3] .. ':co')
+end
+redis.call('HSET', KEYS[3], 'account', ARGV[7], 'doc', ARGV[6], 'regv', ARGV[9])
 redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
 redis.call('SADD', ns .. 'watches', ARGV[4])
-if nk == 0 then
-  redis.call('SADD', ns .. 'fo', ARGV[4])
+if ARGV[8] ~= '' then
+  redis.call('SET', KEYS[3] .. ':keys', ARGV[8])
 else
-  local ks = {}
-  for i = first + nc, first + nc + nk - 1 do
-    redis.call('SADD', ns .. 'rix:' .. ARGV[i], ARGV[4])
-    ks[#ks + 1] = ARGV[i]
-  end
-  redis.call('SET', KEYS[3] .. ':keys', table.concat(ks, ','))
+  redis.call('SADD', ns .. 'fo', ARGV[4])
 end
-redis.call('INCR', ns .. 'wsv')
-return {'ok', cseq}
+return {'ok'}
 `)
 
+// activateScript makes a written watch visible to arrival matching: its
+// reverse-index entries are all in place, so from the cursor read here on
+// every committed batch has matched against them (the wsv bump makes any
+// batch matched against the older set retry).
+var activateScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'cseq', redis.call('GET', ARGV[1] .. 'match:through') or '0')
+redis.call('INCR', ARGV[1] .. 'wsv')
+return 1
+`)
+
+const stageTTL = 3600 // seconds; a stage left by a crashed create expires
+
 // CreateWatch stores w if plan allows. The identifiers are resolved first
-// (a few pipelined reads); the watch count, the company quota and every
-// write are then one Lua script, so concurrent creates from any number of
-// processes cannot overshoot and a rejected create writes nothing. The
-// match log is then backfilled with the notices published before.
+// (a few pipelined reads) and the companies and match keys staged in Redis;
+// the watch count, the company quota and the write of the watch are then
+// one Lua script, so concurrent creates from any number of processes cannot
+// overshoot and a rejected create writes nothing. Then the reverse index
+// is written, the watch activated for arrival matching, and its match log
+// backfilled with the notices published before.
 func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Plan) (watch.Watch, error) {
 	if w.ID == "" || w.AccountID == "" {
 		return w, fmt.Errorf("redisstore: create watch: the watch needs an ID and an AccountID; build it with watch.New")
@@ -252,17 +272,13 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	if err != nil {
 		return w, err
 	}
-	args := make([]any, 0, 10+len(exp.companies)+len(exp.keys))
-	args = append(args, s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID,
-		len(exp.companies), len(exp.keys), exp.regv)
-	for _, c := range exp.companies {
-		args = append(args, c)
-	}
-	for _, k := range exp.keys {
-		args = append(args, k)
+	stageCo := s.key("stage", w.ID, "co")
+	if err := s.saddBatched(ctx, stageCo, exp.companies, stageTTL); err != nil {
+		return w, err
 	}
 	res, err := createScript.Run(ctx, s.rdb, []string{s.key("acct", w.AccountID, "watches"),
-		s.key("acct", w.AccountID, "companies"), s.key("w", w.ID)}, args...).Slice()
+		s.key("acct", w.AccountID, "companies"), s.key("w", w.ID), stageCo},
+		s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv).Slice()
 	if err != nil {
 		return w, s.fail("create watch", err)
 	}
@@ -277,6 +293,12 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 			plan.Name, plan.Companies, res[1].(int64), res[2].(int64))
 	}
 	s.filters.put(w.ID, f)
+	if err := s.indexKeys(ctx, w.ID, exp.keys, nil); err != nil {
+		return w, err
+	}
+	if err := activateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID)}, s.ns).Err(); err != nil {
+		return w, s.fail("create watch", err)
+	}
 	var keys []string
 	if len(w.Identifiers) > 0 {
 		keys = exp.keys
@@ -285,6 +307,100 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 		return w, err
 	}
 	return w, nil
+}
+
+// saddBatched adds members to a set (after emptying it) with a TTL in
+// seconds, in pipelines of at most roundTrip members.
+func (s *Store) saddBatched(ctx context.Context, key string, members []string, ttl int) error {
+	if err := s.rdb.Del(ctx, key).Err(); err != nil {
+		return s.fail("stage watch", err)
+	}
+	for lo := 0; lo < len(members); lo += roundTrip {
+		part := members[lo:min(lo+roundTrip, len(members))]
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := 0; i < len(part); i += batch {
+				chunk := part[i:min(i+batch, len(part))]
+				args := make([]any, len(chunk))
+				for j, m := range chunk {
+					args[j] = m
+				}
+				p.SAdd(ctx, key, args...)
+			}
+			p.Expire(ctx, key, time.Duration(ttl)*time.Second)
+			return nil
+		})
+		if err != nil {
+			return s.fail("stage watch", err)
+		}
+	}
+	return nil
+}
+
+// The reverse index is bucketed: rix:<bucket> is a hash from match key to
+// the comma-joined ids of the watches holding it, with 65,536 buckets
+// chosen by FNV-1a of the key. Small hashes are stored compactly by Redis
+// (listpack), about 40 bytes per key against several hundred for a set per
+// key.
+const rixBuckets = 1 << 16
+
+func rixBucket(k string) string {
+	h := fnv.New32a()
+	h.Write([]byte(k))
+	return strconv.FormatUint(uint64(h.Sum32()%rixBuckets), 16)
+}
+
+// rixAddScript / rixRemoveScript add or remove one watch id on many keys.
+// ARGV: ns .. 'rix:', watch id, then (bucket, key) pairs.
+var rixAddScript = redis.NewScript(`
+local id = ARGV[2]
+for i = 3, #ARGV, 2 do
+  local b, k = ARGV[1] .. ARGV[i], ARGV[i + 1]
+  local v = redis.call('HGET', b, k)
+  if not v then
+    redis.call('HSET', b, k, id)
+  elseif not string.find(',' .. v .. ',', ',' .. id .. ',', 1, true) then
+    redis.call('HSET', b, k, v .. ',' .. id)
+  end
+end
+return 1
+`)
+
+var rixRemoveScript = redis.NewScript(`
+local id = ARGV[2]
+for i = 3, #ARGV, 2 do
+  local b, k = ARGV[1] .. ARGV[i], ARGV[i + 1]
+  local v = redis.call('HGET', b, k)
+  if v then
+    local keep = {}
+    for w in string.gmatch(v, '[^,]+') do if w ~= id then keep[#keep + 1] = w end end
+    if #keep == 0 then redis.call('HDEL', b, k) else redis.call('HSET', b, k, table.concat(keep, ',')) end
+  end
+end
+return 1
+`)
+
+const rixChunk = 2000
+
+// indexKeys adds the watch to the reverse index for each added key and
+// removes it for each removed one, rixChunk keys per script call.
+func (s *Store) indexKeys(ctx context.Context, id string, added, removed []string) error {
+	for _, part := range []struct {
+		keys   []string
+		script *redis.Script
+	}{{added, rixAddScript}, {removed, rixRemoveScript}} {
+		for i := 0; i < len(part.keys); i += rixChunk {
+			chunk := part.keys[i:min(i+rixChunk, len(part.keys))]
+			args := make([]any, 0, 2+2*len(chunk))
+			args = append(args, s.key("rix")+":", id)
+			for _, k := range chunk {
+				args = append(args, rixBucket(k), k)
+			}
+			if err := part.script.Run(ctx, s.rdb, nil, args...).Err(); err != nil {
+				return s.fail("index watch", err)
+			}
+		}
+	}
+	return nil
 }
 
 func watchNotFound(id string) error {
@@ -373,28 +489,40 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 	}
 }
 
-// deleteScript removes a watch, its keys, its log and its quota counts.
+// deleteScript removes a watch and its log, recounts the account's
+// companies as the union of its remaining watches' companies (SUNIONSTORE,
+// whole sets), and moves the watch's match keys aside for the reverse
+// index cleanup. KEYS: w:<id>. ARGV: ns, account, id.
 var deleteScript = redis.NewScript(`
 local ns, id = ARGV[1], ARGV[3]
 local acc = redis.call('HGET', KEYS[1], 'account')
 if acc ~= ARGV[2] then return 0 end
-local ch = ns .. 'acct:' .. acc .. ':companies'
-for c in string.gmatch(redis.call('GET', KEYS[1] .. ':co') or '', '[^,]+') do
-  if redis.call('HINCRBY', ch, c, -1) <= 0 then redis.call('HDEL', ch, c) end
-end
-for k in string.gmatch(redis.call('GET', KEYS[1] .. ':keys') or '', '[^,]+') do
-  redis.call('SREM', ns .. 'rix:' .. k, id)
-end
+local aw = ns .. 'acct:' .. acc .. ':watches'
+redis.call('ZREM', aw, id)
 redis.call('SREM', ns .. 'fo', id)
 redis.call('SREM', ns .. 'watches', id)
-redis.call('ZREM', ns .. 'acct:' .. acc .. ':watches', id)
-redis.call('DEL', KEYS[1], KEYS[1] .. ':co', KEYS[1] .. ':keys', ns .. 'wm:' .. id)
+if redis.call('EXISTS', KEYS[1] .. ':co') == 1 then
+  local sets = {}
+  for _, w in ipairs(redis.call('ZRANGE', aw, 0, -1)) do sets[#sets + 1] = ns .. 'w:' .. w .. ':co' end
+  local ac = ns .. 'acct:' .. acc .. ':companies'
+  if #sets == 0 then
+    redis.call('DEL', ac)
+  else
+    redis.call('SUNIONSTORE', ac, unpack(sets))
+  end
+end
+if redis.call('EXISTS', KEYS[1] .. ':keys') == 1 then
+  redis.call('RENAME', KEYS[1] .. ':keys', ns .. 'trash:' .. id .. ':keys')
+end
+redis.call('UNLINK', KEYS[1], KEYS[1] .. ':co', ns .. 'wm:' .. id)
 redis.call('INCR', ns .. 'wsv')
 return 1
 `)
 
-// DeleteWatch removes a watch with its match keys and match log, and frees
-// the companies only it counted.
+// DeleteWatch removes a watch with its match log and frees the companies
+// only it counted, in one step; then its reverse-index entries are removed
+// in batches (entries left by a crash name a watch that no longer exists,
+// which arrival matching ignores).
 func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
 	if accountID == "" {
 		return watchNotFound(id)
@@ -407,8 +535,19 @@ func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
 		return watchNotFound(id)
 	}
 	s.filters.drop(id)
-	return nil
+	trash := s.key("trash", id, "keys")
+	keys, err := s.rdb.Get(ctx, trash).Result()
+	if err != nil && err != redis.Nil {
+		return s.fail("delete watch", err)
+	}
+	if err := s.indexKeys(ctx, id, nil, splitList(keys)); err != nil {
+		return err
+	}
+	return s.fail("delete watch", s.rdb.Unlink(ctx, trash).Err())
 }
+
+var _ = ident.ACN
+var _ = notice.Filter{}
 
 // splitList splits a comma-joined list ("" is empty).
 func splitList(s string) []string {
@@ -418,5 +557,4 @@ func splitList(s string) []string {
 	return strings.Split(s, ",")
 }
 
-var _ = ident.ACN
-var _ = notice.Filter{}
+func joinList(s []string) string { return strings.Join(s, ",") }
