@@ -370,7 +370,9 @@ local id = ARGV[2]
 for i = 3, #ARGV, 2 do
   local b, k = ARGV[1] .. ARGV[i], ARGV[i + 1]
   local v = redis.call('HGET', b, k)
-  if v then
+  if v == id then
+    redis.call('HDEL', b, k)
+  elseif v then
     local keep = {}
     for w in string.gmatch(v, '[^,]+') do if w ~= id then keep[#keep + 1] = w end end
     if #keep == 0 then redis.call('HDEL', b, k) else redis.call('HSET', b, k, table.concat(keep, ',')) end
@@ -382,12 +384,33 @@ return 1
 const rixChunk = 2000
 
 // indexKeys adds the watch to the reverse index for each added key and
-// removes it for each removed one, rixChunk keys per script call.
+// removes it for each removed one. Adding is HSETNX in pipelines (a key no
+// other watch holds, the common case), then the script's append for the
+// keys other watches hold too; removing is the script, rixChunk keys a call.
 func (s *Store) indexKeys(ctx context.Context, id string, added, removed []string) error {
+	var shared []string
+	for lo := 0; lo < len(added); lo += roundTrip {
+		part := added[lo:min(lo+roundTrip, len(added))]
+		cmds := make([]*redis.BoolCmd, len(part))
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range part {
+				cmds[i] = p.HSetNX(ctx, s.key("rix", rixBucket(k)), k, id)
+			}
+			return nil
+		})
+		if err != nil {
+			return s.fail("index watch", err)
+		}
+		for i, c := range cmds {
+			if !c.Val() {
+				shared = append(shared, part[i])
+			}
+		}
+	}
 	for _, part := range []struct {
 		keys   []string
 		script *redis.Script
-	}{{added, rixAddScript}, {removed, rixRemoveScript}} {
+	}{{shared, rixAddScript}, {removed, rixRemoveScript}} {
 		for i := 0; i < len(part.keys); i += rixChunk {
 			chunk := part.keys[i:min(i+rixChunk, len(part.keys))]
 			args := make([]any, 0, 2+2*len(chunk))
