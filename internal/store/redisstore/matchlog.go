@@ -31,10 +31,12 @@ import (
 // that every match is in the log, so a poller following next_since never
 // misses one; nothing is exposed above it.
 //
-// Handoff to delivery: each pair committed by arrival matching whose
-// notice arrived after the watch was created (seq above the cursor at
-// creation, cseq) is appended once to the Redis stream <namespace>:matched
-// (fields watch, seq). The webhook delivery worker consumes that stream.
+// Handoff to delivery: each pair whose notice arrived after the watch was
+// created (seq above eseq, the arrival watermark read before the watch was
+// written) is appended once to the Redis stream <namespace>:matched
+// (fields watch, seq): by the committing batch when it is above the cursor
+// at activation (cseq), else by CreateWatch after its backfill. The
+// webhook delivery worker consumes that stream.
 
 // filterCache holds the watches' filters, which never change after
 // creation, for arrival matching.
@@ -208,10 +210,10 @@ local added = 0
 for i = 5, #ARGV, 2 do
   local w, seq = ARGV[i], ARGV[i + 1]
   local wk = ns .. 'w:' .. w
-  local cseq = redis.call('HGET', wk, 'cseq')
-  if cseq then
+  local m = redis.call('HMGET', wk, 'cseq', 'eseq')
+  if m[1] then
     redis.call('ZADD', ns .. 'wm:' .. w, seq, seq)
-    if tonumber(seq) > tonumber(cseq) then
+    if tonumber(seq) > math.max(tonumber(m[1]), tonumber(m[2] or '0')) then
       redis.call('XADD', ns .. 'matched', '*', 'watch', w, 'seq', seq)
     end
     added = added + 1

@@ -287,6 +287,29 @@ func TestGaplessMatches(t *testing.T) {
 			t.Errorf("pair (%s, %d) not handed to delivery", early.ID, seq)
 		}
 	}
+	// The late watch: exactly the notices that arrived after it was created.
+	eseq, err := f.rdb.HGet(ctx, f.rs.key("w", late.ID), "eseq").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lateWant := 0
+	for _, seq := range want {
+		if seq > eseq {
+			lateWant++
+			if handed[fmt.Sprint(late.ID, "/", seq)] != 1 {
+				t.Errorf("pair (%s, %d) arrived after the watch and was not handed to delivery", late.ID, seq)
+			}
+		}
+	}
+	lateGot := 0
+	for k := range handed {
+		if len(k) > len(late.ID) && k[:len(late.ID)] == late.ID {
+			lateGot++
+		}
+	}
+	if lateGot != lateWant {
+		t.Errorf("late watch: %d pairs handed to delivery, want %d (those after seq %d)", lateGot, lateWant, eseq)
+	}
 }
 
 func noFilter() notice.Filter { return notice.Filter{IncludeDeregistration: true} }

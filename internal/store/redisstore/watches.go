@@ -198,7 +198,7 @@ func sortedKeys(m map[string]struct{}) []string {
 // watch blocks Redis for a fraction of a second.
 // KEYS: acct:<a>:watches, acct:<a>:companies, w:<id>, stage:<id>:co.
 // ARGV: ns, watch limit, company limit, watch id, score, doc, account,
-// match keys (comma-joined, "" for a filter-only watch), regv.
+// match keys (comma-joined, "" for a filter-only watch), regv, eseq.
 var createScript = redis.NewScript(`
 local ns = ARGV[1]
 local n = redis.call('ZCARD', KEYS[1])
@@ -224,7 +224,7 @@ if staged > 0 then
   redis.call('RENAME', KEYS[4], KEYS[3] .. ':co')
   redis.call('PERSIST', KEYS[3] .. ':co')
 end
-redis.call('HSET', KEYS[3], 'account', ARGV[7], 'doc', ARGV[6], 'regv', ARGV[9])
+redis.call('HSET', KEYS[3], 'account', ARGV[7], 'doc', ARGV[6], 'regv', ARGV[9], 'eseq', ARGV[10])
 redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
 redis.call('SADD', ns .. 'watches', ARGV[4])
 if ARGV[8] ~= '' then
@@ -238,11 +238,21 @@ return {'ok'}
 // activateScript makes a written watch visible to arrival matching: its
 // reverse-index entries are all in place, so from the cursor read here on
 // every committed batch has matched against them (the wsv bump makes any
-// batch matched against the older set retry).
+// batch matched against the older set retry). It returns the cursor.
 var activateScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'cseq', redis.call('GET', ARGV[1] .. 'match:through') or '0')
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local cseq = redis.call('GET', ARGV[1] .. 'match:through') or '0'
+redis.call('HSET', KEYS[1], 'cseq', cseq)
 redis.call('INCR', ARGV[1] .. 'wsv')
+return tonumber(cseq)
+`)
+
+// handoffRangeScript hands the log entries in (ARGV[2], ARGV[3]] to
+// delivery. KEYS: wm:<id>, matched. ARGV: watch id, from, through.
+var handoffRangeScript = redis.NewScript(`
+for _, seq in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[2], ARGV[3])) do
+  redis.call('XADD', KEYS[2], '*', 'watch', ARGV[1], 'seq', seq)
+end
 return 1
 `)
 
@@ -272,13 +282,19 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	if err != nil {
 		return w, err
 	}
+	// eseq: the notices at or below it arrived before the watch (never
+	// handed to delivery).
+	eseq, err := s.source.LatestSeq(ctx)
+	if err != nil {
+		return w, err
+	}
 	stageCo := s.key("stage", w.ID, "co")
 	if err := s.saddBatched(ctx, stageCo, exp.companies, stageTTL); err != nil {
 		return w, err
 	}
 	res, err := createScript.Run(ctx, s.rdb, []string{s.key("acct", w.AccountID, "watches"),
 		s.key("acct", w.AccountID, "companies"), s.key("w", w.ID), stageCo},
-		s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv).Slice()
+		s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq).Slice()
 	if err != nil {
 		return w, s.fail("create watch", err)
 	}
@@ -296,7 +312,8 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	if err := s.indexKeys(ctx, w.ID, exp.keys, nil); err != nil {
 		return w, err
 	}
-	if err := activateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID)}, s.ns).Err(); err != nil {
+	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID)}, s.ns).Int64()
+	if err != nil {
 		return w, s.fail("create watch", err)
 	}
 	var keys []string
@@ -305,6 +322,15 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	}
 	if err := s.backfill(ctx, w.ID, keys, f); err != nil {
 		return w, err
+	}
+	// Notices that arrived after eseq but were matched before activation
+	// (cursor at or below cseq) skipped this watch; the backfill found
+	// them, and they are handed to delivery here, once.
+	if cseq > eseq {
+		err = handoffRangeScript.Run(ctx, s.rdb, []string{s.key("wm", w.ID), s.key("matched")}, w.ID, eseq, cseq).Err()
+		if err != nil {
+			return w, s.fail("create watch", err)
+		}
 	}
 	return w, nil
 }
@@ -537,7 +563,7 @@ end
 if redis.call('EXISTS', KEYS[1] .. ':keys') == 1 then
   redis.call('RENAME', KEYS[1] .. ':keys', ns .. 'trash:' .. id .. ':keys')
 end
-redis.call('UNLINK', KEYS[1], KEYS[1] .. ':co', ns .. 'wm:' .. id)
+redis.call('UNLINK', KEYS[1], KEYS[1] .. ':co', ns .. 'wm:' .. id, ns .. 'dr:' .. id, ns .. 'dl:' .. id)
 redis.call('INCR', ns .. 'wsv')
 return 1
 `)
