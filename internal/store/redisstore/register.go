@@ -189,3 +189,54 @@ func (s *Store) smismember(ctx context.Context, key string, members []string) ([
 	}
 	return out, nil
 }
+
+// lookupReq is one HMGET of hmgetMany: fields of key ("" key: all fields
+// missing, for a register never loaded).
+type lookupReq struct {
+	key    string
+	fields []string
+}
+
+// hmgetMany runs several HMGETs over any number of fields in one pipeline
+// (batch fields a command) and returns each request's values, "" for a
+// missing field.
+func (s *Store) hmgetMany(ctx context.Context, reqs ...lookupReq) ([][]string, error) {
+	cmds := make([][]*redis.SliceCmd, len(reqs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for r, req := range reqs {
+			if req.key == "" {
+				continue
+			}
+			for i := 0; i < len(req.fields); i += batch {
+				cmds[r] = append(cmds[r], p.HMGet(ctx, req.key, req.fields[i:min(i+batch, len(req.fields))]...))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail("read", err)
+	}
+	out := make([][]string, len(reqs))
+	for r, req := range reqs {
+		out[r] = make([]string, 0, len(req.fields))
+		if req.key == "" {
+			out[r] = out[r][:len(req.fields)]
+			continue
+		}
+		for _, c := range cmds[r] {
+			for _, v := range c.Val() {
+				out[r] = append(out[r], str(v))
+			}
+		}
+	}
+	return out, nil
+}
+
+// regKey returns the key of a part of the register generation, "" when no
+// register was ever loaded.
+func (r register) regKey(part string) string {
+	if r.v == "" {
+		return ""
+	}
+	return r.s.key("reg", r.v, part)
+}

@@ -2,10 +2,7 @@ package redisstore
 
 import (
 	"context"
-	"encoding/json"
-	"strconv"
-
-	"github.com/redis/go-redis/v9"
+	"strings"
 
 	"noticesd/internal/ident"
 	"noticesd/internal/notice"
@@ -40,62 +37,71 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 			abns = append(abns, id.Value)
 		}
 	}
-	names, err := reg.lookup(ctx, "name", acns)
+	// Round trip 1: the register and the identifiers' own notices.
+	r1, err := s.hmgetMany(ctx, lookupReq{reg.regKey("name"), acns}, lookupReq{reg.regKey("acnabn"), acns},
+		lookupReq{reg.regKey("abn"), abns}, lookupReq{s.key("nidx"), values(ids)})
 	if err != nil {
 		return res, err
 	}
-	acnABN, err := reg.lookup(ctx, "acnabn", acns)
-	if err != nil {
-		return res, err
-	}
-	abnACN, err := reg.lookup(ctx, "abn", abns)
-	if err != nil {
-		return res, err
-	}
+	names, acnABN, abnACN, own := r1[0], r1[1], r1[2], r1[3]
 	// Each identifier's own value and its register counterpart.
 	type one struct {
 		self, other string // other: the register ABN of an ACN, or ACN of an ABN
-		acn         string // the company's ACN when known from the register (or the ACN itself)
+		acn         string // the company's ACN: the ACN itself, or the register's for an ABN
+		name        string // the register's current name of acn
 		inRegister  bool
+		own, theirs string // comma-joined seqs of the notices carrying self / other
 	}
 	found := make([]one, len(ids))
+	var others, resolved []string
 	ai, bi := 0, 0
 	for i, id := range ids {
-		o := one{self: id.Value}
+		o := one{self: id.Value, own: own[i]}
 		if id.Kind == ident.ACN {
-			o.acn, o.other, o.inRegister = id.Value, acnABN[ai], names[ai] != ""
+			o.acn, o.other, o.name, o.inRegister = id.Value, acnABN[ai], names[ai], names[ai] != ""
 			ai++
 		} else {
 			o.other, o.acn, o.inRegister = abnACN[bi], abnACN[bi], abnACN[bi] != ""
+			if o.acn != "" {
+				resolved = append(resolved, o.acn)
+			}
 			bi++
+		}
+		if o.other != "" {
+			others = append(others, o.other)
 		}
 		found[i] = o
 	}
-	// Round trip: the notice seqs of every identifier involved.
-	sets := map[string]*redis.StringSliceCmd{}
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, o := range found {
-			for _, v := range []string{o.self, o.other} {
-				if v != "" && sets[v] == nil {
-					sets[v] = p.SMembers(ctx, s.key("nid", v))
-				}
-			}
-		}
-		return nil
-	})
+	// Round trip 2: the counterparts' notices, the resolved ACNs' names.
+	r2, err := s.hmgetMany(ctx, lookupReq{s.key("nidx"), others}, lookupReq{reg.regKey("name"), resolved})
 	if err != nil {
-		return res, s.fail("screen", err)
+		return res, err
 	}
-	seqSet := map[string]bool{}
-	for _, c := range sets {
-		for _, q := range c.Val() {
-			seqSet[q] = true
+	oi, ri := 0, 0
+	for i := range found {
+		o := &found[i]
+		if o.other != "" {
+			o.theirs = r2[0][oi]
+			oi++
+		}
+		if ids[i].Kind == ident.ABN && o.acn != "" {
+			o.name = r2[1][ri]
+			ri++
+		}
+	}
+	seqSet := map[string]struct{}{}
+	for _, o := range found {
+		for _, l := range []string{o.own, o.theirs} {
+			for _, q := range splitList(l) {
+				seqSet[q] = struct{}{}
+			}
 		}
 	}
 	seqs := make([]string, 0, len(seqSet))
 	for q := range seqSet {
 		seqs = append(seqs, q)
 	}
+	// Round trip 3: the summaries.
 	raw, err := s.hmget(ctx, s.key("nsum"), seqs)
 	if err != nil {
 		return res, err
@@ -109,8 +115,8 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 		if raw[i] == "" {
 			continue
 		}
-		var n notice.Notice
-		if err := json.Unmarshal([]byte(raw[i]), &n); err != nil {
+		n, err := decodeSummary(raw[i])
+		if err != nil {
 			return res, err
 		}
 		if !matcher.FilterMatches(noQ, &n, nil) {
@@ -142,17 +148,12 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	for i, o := range found {
 		var count int
 		var latest *notice.Notice
-		seen := map[string]bool{}
-		for _, v := range []string{o.self, o.other} {
-			if v == "" || sets[v] == nil {
-				continue
-			}
-			for _, q := range sets[v].Val() {
+		for _, l := range []string{o.own, o.theirs} {
+			for _, q := range splitList(l) {
 				n := sums[q]
-				if n == nil || seen[q] {
-					continue
+				if n == nil || (l == o.theirs && o.own != "" && strings.Contains(","+o.own+",", ","+q+",")) {
+					continue // fails f, or carries both identifiers (counted once)
 				}
-				seen[q] = true
 				count++
 				if latest == nil || n.PublishedAt > latest.PublishedAt || (n.PublishedAt == latest.PublishedAt && n.Seq > latest.Seq) {
 					latest = n
@@ -160,8 +161,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 			}
 		}
 		if count == 0 {
-			onNotices := sets[o.self] != nil && len(sets[o.self].Val()) > 0
-			if o.inRegister || onNotices {
+			if o.inRegister || o.own != "" {
 				res.Unmatched = append(res.Unmatched, o.self)
 			} else {
 				res.Unresolved = append(res.Unresolved, o.self)
@@ -171,43 +171,32 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 		m := watch.Matched{Identifier: o.self, NoticeCount: count, LatestNotice: watch.LatestNotice{
 			ID: latest.ID, Seq: latest.Seq, PublishedDate: latest.PublishedDate, NoticeType: latest.NoticeType,
 			NoticePurpose: latest.NoticePurpose, AppointmentType: latest.AppointmentType}}
-		if o.acn != "" {
+		// The company's ACN (for an ABN the register's, else the latest
+		// notice's when that notice carries the ABN) and its name (the
+		// register's current name, else the latest notice's).
+		switch {
+		case o.acn != "":
 			acn := o.acn
 			m.ACN = &acn
-		} else if ids[i].Kind == ident.ABN && latest.ABN != nil && *latest.ABN == o.self && latest.ACN != nil {
+		case ids[i].Kind == ident.ABN && latest.ABN != nil && *latest.ABN == o.self && latest.ACN != nil:
 			acn := *latest.ACN
 			m.ACN = &acn
 		}
+		name := o.name
+		if name == "" {
+			name = latest.CompanyName
+		}
+		m.CompanyName = &name
 		res.Matched = append(res.Matched, m)
-	}
-	// Names: the register's current name of the company's ACN, else the
-	// latest notice's company name.
-	var need []string
-	var at []int
-	for k, m := range res.Matched {
-		if m.ACN != nil {
-			need = append(need, *m.ACN)
-			at = append(at, k)
-		}
-	}
-	regNames, err := reg.lookup(ctx, "name", need)
-	if err != nil {
-		return res, err
-	}
-	for j, k := range at {
-		if regNames[j] != "" {
-			name := regNames[j]
-			res.Matched[k].CompanyName = &name
-		}
-	}
-	for k := range res.Matched {
-		m := &res.Matched[k]
-		if m.CompanyName == nil {
-			n := sums[strconv.FormatInt(m.LatestNotice.Seq, 10)]
-			name := n.CompanyName
-			m.CompanyName = &name
-		}
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
 	return res, nil
+}
+
+func values(ids []ident.ID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.Value
+	}
+	return out
 }
