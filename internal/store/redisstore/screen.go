@@ -13,9 +13,8 @@ import (
 // Screen is the bulk screen of POST /v1/match, with the embedded store's
 // semantics (see sqlite.Store.Screen): each normalised, distinct
 // identifier lands in Matched, Unmatched or Unresolved, in the order
-// given. It costs a few pipelined round trips whatever the number of
-// identifiers: the register lookups (HMGET), the identifiers' notice sets
-// (SMEMBERS nid:<value>), and the notice summaries (HMGET nsum). Filters
+// given. It costs three pipelined round trips whatever the number of
+// identifiers (HMGETs of the register, of nidx and of nsum). Filters
 // are applied to the summaries with package matcher's semantics; a q needs
 // the notices' text, so the candidates passing the other filters are read
 // from the NoticeSource and matched there.
