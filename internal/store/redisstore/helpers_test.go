@@ -14,72 +14,22 @@ import (
 	"noticesd/internal/testservers"
 )
 
-// composite is scale mode's write path in miniature: notices stored in a
-// real notice store (SQLite here, Elasticsearch in production) and recorded
-// in the Redis identifier sets; register loads written to both.
+// composite is the Ingest write path over the fixture's SQLite notice store.
 type composite struct {
 	notices *sqlite.Store
 	rs      *Store
 }
 
-// UpsertNotices stores the batch, then records the stored notices (with
-// their seqs) in Redis, as the scale-mode ingester does.
+func (c composite) ingest() Ingest { return Ingest{Notices: c.notices, Redis: c.rs} }
+
+// UpsertNotices goes through Ingest.
 func (c composite) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
-	r, err := c.notices.UpsertNotices(ctx, batch)
-	if err != nil {
-		return r, err
-	}
-	stored := make([]notice.Notice, 0, len(batch))
-	for _, n := range batch {
-		got, err := c.notices.Notice(ctx, n.ID)
-		if err != nil {
-			return r, err
-		}
-		stored = append(stored, got)
-	}
-	return r, c.rs.RecordNotices(ctx, stored)
+	return c.ingest().UpsertNotices(ctx, batch)
 }
 
-// BeginRegister starts a register load on both stores.
+// BeginRegister goes through Ingest.
 func (c composite) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
-	a, err := c.notices.BeginRegister(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b, err := c.rs.BeginRegister(ctx)
-	if err != nil {
-		a.Rollback()
-		return nil, err
-	}
-	return bothLoads{a, b}, nil
-}
-
-type bothLoads struct {
-	a store.RegisterLoad
-	b *RegisterLoad
-}
-
-func (l bothLoads) Add(ctx context.Context, rows []notice.RegisterRow) error {
-	if err := l.a.Add(ctx, rows); err != nil {
-		return err
-	}
-	return l.b.Add(ctx, rows)
-}
-
-func (l bothLoads) Commit(ctx context.Context) error {
-	if err := l.a.Commit(ctx); err != nil {
-		l.b.Rollback()
-		return err
-	}
-	return l.b.Commit(ctx)
-}
-
-func (l bothLoads) Rollback() error {
-	err := l.a.Rollback()
-	if e := l.b.Rollback(); err == nil {
-		err = e
-	}
-	return err
+	return c.ingest().BeginRegister(ctx)
 }
 
 // redisClient returns a client on the test Redis.
