@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"noticesd/internal/account"
 	"noticesd/internal/errs"
@@ -168,25 +169,12 @@ func TestGaplessMatches(t *testing.T) {
 			}
 		}()
 	}
-	stop := make(chan struct{})
-	var workers sync.WaitGroup
+	var workers []*ArrivalMatcher
 	for w := 0; w < 2; w++ {
-		s := f.sameNamespace(t, Options{NoMatchOnRead: true})
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := s.MatchArrivals(ctx, 7); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
+		m := &ArrivalMatcher{Store: f.sameNamespace(t, Options{NoMatchOnRead: true}), Idle: time.Millisecond, Batch: 7,
+			OnError: func(err error) { t.Error(err) }}
+		m.Start(ctx)
+		workers = append(workers, m)
 	}
 	// A watch created mid-ingest: backfill and arrival matching together.
 	for ingested.Load() < perIngester {
@@ -227,8 +215,11 @@ func TestGaplessMatches(t *testing.T) {
 			break
 		}
 	}
-	close(stop)
-	workers.Wait()
+	for _, m := range workers {
+		if err := m.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, id := range []string{early.ID, late.ID} {
 		for {
 			ns, next := poll(id, cursor[id])
@@ -313,3 +304,54 @@ func TestGaplessMatches(t *testing.T) {
 }
 
 func noFilter() notice.Filter { return notice.Filter{IncludeDeregistration: true} }
+
+// TestStaleBatchCommitsNothing: a worker that matched a batch and stalled
+// (or died) before committing: another worker commits the range, and the
+// stale commit, when it comes, writes nothing; each pair is in the log and
+// handed to delivery once.
+func TestStaleBatchCommitsNothing(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{NoMatchOnRead: true})
+	acc, err := f.rs.CreateAccount(ctx, "Once", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, acn(1))}, acc.AccountID, f.clock.Now()),
+		account.DefaultPlans()["standard"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := storetest.Notices(t)[0]
+	for i := 0; i < 3; i++ {
+		if _, err := (composite{f.notices, f.rs}).UpsertNotices(ctx, []notice.Notice{genNotice(t, tmpl, fmt.Sprint("ONCE-", i), 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Worker A matches the batch, then stalls.
+	ns, err := f.notices.NoticesAfter(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsv, _ := f.rdb.Get(ctx, f.rs.key("wsv")).Int64()
+	pairs, err := f.rs.matchNotices(ctx, ns)
+	if err != nil || len(pairs) != 6 {
+		t.Fatalf("worker A matched %v, %v", pairs, err)
+	}
+	// Worker B commits the range.
+	other := f.sameNamespace(t, Options{NoMatchOnRead: true})
+	if err := other.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Worker A's stale commit.
+	args := append([]any{f.rs.ns, 0, ns[len(ns)-1].Seq, wsv}, pairs...)
+	res, err := commitScript.Run(ctx, f.rdb, []string{f.rs.key("match", "through"), f.rs.key("wsv")}, args...).Int()
+	if err != nil || res != -1 {
+		t.Errorf("stale commit returned %d, %v; want -1 (refused)", res, err)
+	}
+	if n, _ := f.rdb.ZCard(ctx, f.rs.key("wm", w.ID)).Result(); n != 3 {
+		t.Errorf("match log holds %d, want 3", n)
+	}
+	if n, _ := f.rdb.XLen(ctx, f.rs.key("matched")).Result(); n != 3 {
+		t.Errorf("%d pairs handed to delivery, want 3 (once each)", n)
+	}
+}
