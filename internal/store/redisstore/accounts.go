@@ -3,14 +3,11 @@ package redisstore
 import (
 	"context"
 	"crypto/subtle"
-	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"noticesd/internal/account"
-	"noticesd/internal/errs"
 	"noticesd/internal/notice"
 	"noticesd/internal/store"
 )
@@ -43,7 +40,7 @@ func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal
 	h := account.HashKey(key)
 	v, err := authScript.Run(ctx, s.rdb, []string{s.key("apikey", h)}, s.ns).StringSlice()
 	if err == redis.Nil || (err == nil && subtle.ConstantTimeCompare([]byte(v[2]), []byte(h)) != 1) {
-		return p, errs.New(errs.Unauthorised, "the API key matches no account; send a current key in the X-API-Key header")
+		return p, account.ErrUnknownKey()
 	}
 	if err != nil {
 		return p, s.fail("authenticate", err)
@@ -59,12 +56,9 @@ func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal
 // CreateAccount creates an active account on a plan and returns its keys,
 // which are stored only as hashes.
 func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.Created, error) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return account.Created{}, errs.New(errs.InvalidParameter, "the account needs a name (--name)")
-	}
-	if _, ok := s.plans[plan]; !ok {
-		return account.Created{}, errs.New(errs.InvalidParameter, "plan %q does not exist; use one of %s", plan, strings.Join(s.planNames(), ", "))
+	name, err := account.CheckNew(name, plan, s.plans)
+	if err != nil {
+		return account.Created{}, err
 	}
 	seq, err := s.rdb.Incr(ctx, s.key("acct", "seq")).Result()
 	if err != nil {
@@ -95,15 +89,6 @@ func (s *Store) addKeys(ctx context.Context, p redis.Pipeliner, c account.Create
 		h := account.HashKey(k.key)
 		p.HSet(ctx, s.key("apikey", h), "account", c.AccountID, "kind", k.kind, "hash", h)
 	}
-}
-
-func (s *Store) planNames() []string {
-	names := make([]string, 0, len(s.plans))
-	for n := range s.plans {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // ListAccounts returns every account, oldest first.
@@ -186,8 +171,6 @@ func (s *Store) RotateKeys(ctx context.Context, accountID string) (account.Creat
 	return c, nil
 }
 
-func noAccount(id string) error {
-	return errs.New(errs.NotFound, "no account %q; `noticesd accounts list` shows the account ids", id)
-}
+func noAccount(id string) error { return account.ErrNoAccount(id) }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -82,25 +82,33 @@ func (r *ownRedis) stop() {
 
 func (r *ownRedis) url() string { return "redis://127.0.0.1:" + r.port + "/0" }
 
+// store opens a Store on the server under namespace ns, with a fresh
+// SQLite notice source.
+func (r *ownRedis) store(t *testing.T, ns string) (*Store, *redis.Client, *sqlite.Store) {
+	t.Helper()
+	rdb, err := Dial(r.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	sq, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "n.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	s, err := New(rdb, ns, sq, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, rdb, sq
+}
+
 // TestAOFRestart: accounts, watches and the match log survive a kill -9 of
 // a redis-server running with appendonly yes.
 func TestAOFRestart(t *testing.T) {
 	ctx := context.Background()
 	r := startOwnRedis(t)
-	rdb, err := Dial(r.url())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "n.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sq.Close()
-	s, err := New(rdb, "aof", sq, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, rdb, sq := r.store(t, "aof")
 	acc, err := s.CreateAccount(ctx, "Durable", "standard")
 	if err != nil {
 		t.Fatal(err)
@@ -151,20 +159,7 @@ func TestAOFRestart(t *testing.T) {
 func TestRedisDown(t *testing.T) {
 	ctx := context.Background()
 	r := startOwnRedis(t)
-	rdb, err := Dial(r.url())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "n.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sq.Close()
-	s, err := New(rdb, "down", sq, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _, _ := r.store(t, "down")
 	acc, err := s.CreateAccount(ctx, "Patient", "standard")
 	if err != nil {
 		t.Fatal(err)

@@ -56,17 +56,8 @@ type storedWatch struct {
 	UpdatedAt         time.Time     `json:"updated_at"`
 }
 
-// storedFilters are the filters in their input form (include_deregistration
-// null when the caller did not say), so they read back as accepted.
-type storedFilters struct {
-	AppointmentType       []string `json:"appointment_type,omitempty"`
-	NoticePurpose         []string `json:"notice_purpose,omitempty"`
-	NoticeCode            []string `json:"notice_code,omitempty"`
-	State                 []string `json:"state,omitempty"`
-	Status                []string `json:"status,omitempty"`
-	Q                     string   `json:"q,omitempty"`
-	IncludeDeregistration *bool    `json:"include_deregistration,omitempty"`
-}
+// storedFilters is the filters' stored form (watch.StoredFilters).
+type storedFilters = watch.StoredFilters
 
 func encodeWatch(w watch.Watch) (string, error) {
 	b, err := json.Marshal(storedWatch{ID: w.ID, AccountID: w.AccountID, Name: w.Name, Active: w.Active,
@@ -498,44 +489,19 @@ func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watc
 	return out, nil
 }
 
-// casDocScript replaces a watch's doc if it is still what was read.
-var casDocScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'doc', ARGV[2])
-return 1
-`)
-
 // UpdateWatch applies a validated patch at now (watch.Watch.Apply), as a
 // compare-and-set of the stored watch, retried if another update won.
+// Turning a watch back on also resets its count of consecutive failed
+// deliveries.
 func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.Patch, now time.Time) (watch.Watch, error) {
-	for {
-		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc").Result()
-		if err != nil {
-			return watch.Watch{}, s.fail("update watch", err)
-		}
-		if str(v[0]) != accountID || accountID == "" {
-			return watch.Watch{}, watchNotFound(id)
-		}
-		w, err := decodeWatch(str(v[1]))
-		if err != nil {
-			return w, err
-		}
+	return s.modifyWatch(ctx, accountID, id, watchNotFound, func(w *watch.Watch) ([]string, error) {
+		wasActive := w.Active
 		w.Apply(p, now)
-		doc, err := encodeWatch(w)
-		if err != nil {
-			return w, err
+		if w.Active && !wasActive {
+			return []string{"failures", "0"}, nil
 		}
-		ok, err := casDocScript.Run(ctx, s.rdb, []string{s.key("w", id)}, str(v[1]), doc).Int()
-		if err != nil {
-			return w, s.fail("update watch", err)
-		}
-		if ok == 1 {
-			return w, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return w, err
-		}
-	}
+		return nil, nil
+	})
 }
 
 // deleteScript removes a watch and its log, recounts the account's

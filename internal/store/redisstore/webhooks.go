@@ -51,21 +51,25 @@ return 1
 `)
 
 // modifyWatch applies change to the account's watch as a compare-and-set,
-// retried if another write won, also setting fields ("" deletes one).
-func (s *Store) modifyWatch(ctx context.Context, accountID, id string, change func(w *watch.Watch) error, fields ...string) (watch.Watch, error) {
+// retried if another write won; change also returns fields of w:<id> to
+// set (name, value pairs; "" deletes one). A watch of another account is
+// reported by notFound.
+func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound func(string) error,
+	change func(w *watch.Watch) (fields []string, err error)) (watch.Watch, error) {
 	for {
 		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc").Result()
 		if err != nil {
 			return watch.Watch{}, s.fail("update watch", err)
 		}
 		if accountID == "" || str(v[0]) != accountID {
-			return watch.Watch{}, noWatch(id)
+			return watch.Watch{}, notFound(id)
 		}
 		w, err := decodeWatch(str(v[1]))
 		if err != nil {
 			return w, err
 		}
-		if err := change(&w); err != nil {
+		fields, err := change(&w)
+		if err != nil {
 			return w, err
 		}
 		doc, err := encodeWatch(w)
@@ -96,10 +100,10 @@ func stamp(now time.Time) time.Time { return now.UTC().Truncate(time.Millisecond
 // created and were published within delivery.Window (never twice for one
 // notice).
 func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret string, now time.Time) (watch.Watch, error) {
-	w, err := s.modifyWatch(ctx, accountID, watchID, func(w *watch.Watch) error {
+	w, err := s.modifyWatch(ctx, accountID, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
 		w.WebhookURL, w.UpdatedAt = &url, stamp(now)
-		return nil
-	}, "secret", secret, "failures", "0")
+		return []string{"secret", secret, "failures", "0"}, nil
+	})
 	if err != nil {
 		return w, err
 	}
@@ -166,13 +170,13 @@ func (s *Store) addPending(ctx context.Context, watchID string, n *notice.Notice
 
 // RotateSecret replaces the secret at now; the old one is no longer read.
 func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret string, now time.Time) (watch.Watch, error) {
-	return s.modifyWatch(ctx, accountID, watchID, func(w *watch.Watch) error {
+	return s.modifyWatch(ctx, accountID, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
 		if w.WebhookURL == nil {
-			return noWebhook(watchID)
+			return nil, noWebhook(watchID)
 		}
 		w.UpdatedAt = stamp(now)
-		return nil
-	}, "secret", secret)
+		return []string{"secret", secret}, nil
+	})
 }
 
 // deadScript marks every pending delivery of a watch dead.
@@ -195,13 +199,13 @@ return 1
 // DeleteWebhook stops delivery at now: the pending deliveries become dead
 // with last_error delivery.WebhookRemoved.
 func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, now time.Time) error {
-	_, err := s.modifyWatch(ctx, accountID, watchID, func(w *watch.Watch) error {
+	_, err := s.modifyWatch(ctx, accountID, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
 		if w.WebhookURL == nil {
-			return noWebhook(watchID)
+			return nil, noWebhook(watchID)
 		}
 		w.WebhookURL, w.UpdatedAt = nil, stamp(now)
-		return nil
-	}, "secret", "", "failures", "0")
+		return []string{"secret", "", "failures", "0"}, nil
+	})
 	if err != nil {
 		return err
 	}
