@@ -355,3 +355,37 @@ func TestStaleBatchCommitsNothing(t *testing.T) {
 		t.Errorf("%d pairs handed to delivery, want 3 (once each)", n)
 	}
 }
+
+// failingBackfill is the real notice source whose backfill query fails, as
+// a notice backend that goes away mid-create would.
+type failingBackfill struct{ NoticeSource }
+
+func (failingBackfill) MatchingSeqs(context.Context, []string, notice.Filter, int64, int64, int) ([]int64, error) {
+	return nil, fmt.Errorf("the notice backend went away")
+}
+
+// TestCreateFailingLateWritesNothing: a create that fails after its quota
+// script (here in the backfill) is undone: no watch, no quota used.
+func TestCreateFailingLateWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	f.rs.source = failingBackfill{f.notices}
+	acc, err := f.rs.CreateAccount(ctx, "Unlucky", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, acn(1), acn(2))}, acc.AccountID, f.clock.Now()),
+		account.DefaultPlans()["standard"])
+	if err == nil {
+		t.Fatal("create succeeded with a failing backfill")
+	}
+	if list, _ := f.rs.ListWatches(ctx, acc.AccountID); len(list) != 0 {
+		t.Errorf("the failed create left %d watches", len(list))
+	}
+	if n, _ := f.rdb.SCard(ctx, f.rs.key("acct", acc.AccountID, "companies")).Result(); n != 0 {
+		t.Errorf("the failed create left %d companies counted", n)
+	}
+	if v, _ := f.rdb.HGet(ctx, f.rs.key("rix", rixBucket(acn(1))), acn(1)).Result(); v != "" {
+		t.Errorf("the failed create left reverse-index entry %q", v)
+	}
+}

@@ -300,30 +300,40 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 			plan.Name, plan.Companies, res[1].(int64), res[2].(int64))
 	}
 	s.filters.put(w.ID, f)
-	if err := s.indexKeys(ctx, w.ID, exp.keys, nil); err != nil {
+	if err := s.finishCreate(ctx, w, exp.keys, f, eseq); err != nil {
+		// Undo the write (best effort, also when ctx has ended), so the
+		// caller can retry without the quota counting this watch twice.
+		_ = s.DeleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID)
 		return w, err
+	}
+	return w, nil
+}
+
+// finishCreate indexes a written watch, activates it for arrival matching,
+// backfills its log and hands to delivery what arrived since eseq but was
+// matched before activation.
+func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys []string, f notice.Filter, eseq int64) error {
+	if err := s.indexKeys(ctx, w.ID, keys, nil); err != nil {
+		return err
 	}
 	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID)}, s.ns).Int64()
 	if err != nil {
-		return w, s.fail("create watch", err)
+		return s.fail("create watch", err)
 	}
-	var keys []string
-	if len(w.Identifiers) > 0 {
-		keys = exp.keys
+	if len(w.Identifiers) == 0 {
+		keys = nil
 	}
 	if err := s.backfill(ctx, w.ID, keys, f); err != nil {
-		return w, err
+		return err
 	}
 	// Notices that arrived after eseq but were matched before activation
 	// (cursor at or below cseq) skipped this watch; the backfill found
 	// them, and they are handed to delivery here, once.
 	if cseq > eseq {
 		err = handoffRangeScript.Run(ctx, s.rdb, []string{s.key("wm", w.ID), s.key("matched")}, w.ID, eseq, cseq).Err()
-		if err != nil {
-			return w, s.fail("create watch", err)
-		}
+		return s.fail("create watch", err)
 	}
-	return w, nil
+	return nil
 }
 
 // saddBatched adds members to a set (after emptying it) with a TTL in
