@@ -14,7 +14,6 @@ import (
 
 	"noticesd/internal/account"
 	"noticesd/internal/errs"
-	"noticesd/internal/ident"
 	"noticesd/internal/notice"
 	"noticesd/internal/store"
 	"noticesd/internal/watch"
@@ -571,8 +570,6 @@ func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
 	return s.fail("delete watch", s.rdb.Unlink(ctx, trash).Err())
 }
 
-var _ = ident.ACN
-var _ = notice.Filter{}
 
 // splitList splits a comma-joined list ("" is empty).
 func splitList(s string) []string {
