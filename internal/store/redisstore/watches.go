@@ -24,9 +24,10 @@ var _ store.Watches = (*Store)(nil)
 // Watch keys:
 //
 //	w:<id>                 hash account, doc (storedWatch JSON), regv (register
-//	                       generation of its keys), cseq (match cursor at
-//	                       creation), a0 (backfilled through; absent until the
-//	                       backfill is done)
+//	                       generation of its keys), eseq (arrival watermark
+//	                       before it was written), cseq (match cursor at
+//	                       activation), a0 (backfilled through; absent until
+//	                       the backfill is done), secret, failures
 //	w:<id>:co              set: the companies it counts
 //	w:<id>:keys            its match keys, comma-joined
 //	wm:<id>                zset: its match log (member and score notice_seq)
@@ -569,7 +570,6 @@ func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
 	}
 	return s.fail("delete watch", s.rdb.Unlink(ctx, trash).Err())
 }
-
 
 // splitList splits a comma-joined list ("" is empty).
 func splitList(s string) []string {
