@@ -271,6 +271,7 @@ func BenchmarkMatchOneNotice(b *testing.B) {
 			f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 				p.SMembers(ctx, f.rs.key("fo"))
 				p.HGet(ctx, f.rs.key("rix", rixBucket(*n.ACN)), *n.ACN)
+				p.SMembers(ctx, f.rs.key("rixs", *n.ACN))
 				return nil
 			})
 			durs = append(durs, time.Since(start))

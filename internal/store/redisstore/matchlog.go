@@ -286,18 +286,20 @@ func (s *Store) matchNotices(ctx context.Context, ns []notice.Notice) ([]any, er
 	if len(ns) == 0 {
 		return nil, nil
 	}
-	type lookup struct{ acn, abn *redis.StringCmd }
+	type lookup struct {
+		first [2]*redis.StringCmd
+		more  [2]*redis.StringSliceCmd
+	}
 	looks := make([]lookup, len(ns))
 	var fo *redis.StringSliceCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		fo = p.SMembers(ctx, s.key("fo"))
 		for i := range ns {
-			id := idents(&ns[i])
-			if id[0] != "" {
-				looks[i].acn = p.HGet(ctx, s.key("rix", rixBucket(id[0])), id[0])
-			}
-			if id[1] != "" {
-				looks[i].abn = p.HGet(ctx, s.key("rix", rixBucket(id[1])), id[1])
+			for j, v := range idents(&ns[i]) {
+				if v != "" {
+					looks[i].first[j] = p.HGet(ctx, s.key("rix", rixBucket(v)), v)
+					looks[i].more[j] = p.SMembers(ctx, s.key("rixs", v))
+				}
 			}
 		}
 		return nil
@@ -310,9 +312,12 @@ func (s *Store) matchNotices(ctx context.Context, ns []notice.Notice) ([]any, er
 	for i, l := range looks {
 		seen := map[string]bool{}
 		var ws []string
-		for _, c := range []*redis.StringCmd{l.acn, l.abn} {
-			if c != nil {
-				ws = append(ws, splitList(c.Val())...)
+		for j := range 2 {
+			if l.first[j] != nil {
+				if v := l.first[j].Val(); v != "" {
+					ws = append(ws, v)
+				}
+				ws = append(ws, l.more[j].Val()...)
 			}
 		}
 		ws = append(ws, fo.Val()...)

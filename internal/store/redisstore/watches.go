@@ -34,7 +34,8 @@ var _ store.Watches = (*Store)(nil)
 //	acct:<id>:watches      zset of the account's watch ids by created_at (ms)
 //	acct:<id>:companies    set: the union of its watches' companies (the quota count)
 //	watches                set of every watch id
-//	rix:<bucket>           hash match key -> comma-joined watch ids (reverse index)
+//	rix:<bucket>           hash match key -> the first watch holding it (reverse index)
+//	rixs:<key>             set: the further watches holding the key
 //	fo                     set of the filter-only watches
 //	wsv                    watch-set version, bumped by every create, delete
 //	                       and key refresh (arrival matching commits only
@@ -363,11 +364,12 @@ func (s *Store) saddBatched(ctx context.Context, key string, members []string, t
 	return nil
 }
 
-// The reverse index is bucketed: rix:<bucket> is a hash from match key to
-// the comma-joined ids of the watches holding it, with 65,536 buckets
-// chosen by FNV-1a of the key. Small hashes are stored compactly by Redis
-// (listpack), about 40 bytes per key against several hundred for a set per
-// key.
+// The reverse index: rix:<bucket> is a hash from match key to the first
+// watch that took the key, with 65,536 buckets chosen by FNV-1a of the
+// key (small hashes are stored compactly by Redis, about 40 bytes per key
+// against several hundred for a set per key); the further watches holding
+// a key are in the set rixs:<key>. Matching reads both; adding is HSETNX,
+// or SADD when the key is taken, both plain pipelined commands.
 const rixBuckets = 1 << 16
 
 func rixBucket(k string) string {
@@ -376,34 +378,14 @@ func rixBucket(k string) string {
 	return strconv.FormatUint(uint64(h.Sum32()%rixBuckets), 16)
 }
 
-// rixAddScript / rixRemoveScript add or remove one watch id on many keys.
-// ARGV: ns .. 'rix:', watch id, then (bucket, key) pairs.
-var rixAddScript = redis.NewScript(`
-local id = ARGV[2]
-for i = 3, #ARGV, 2 do
-  local b, k = ARGV[1] .. ARGV[i], ARGV[i + 1]
-  local v = redis.call('HGET', b, k)
-  if not v then
-    redis.call('HSET', b, k, id)
-  elseif not string.find(',' .. v .. ',', ',' .. id .. ',', 1, true) then
-    redis.call('HSET', b, k, v .. ',' .. id)
-  end
-end
-return 1
-`)
-
+// rixRemoveScript removes one watch id from many keys.
+// ARGV: ns, watch id, then (bucket, key) pairs.
 var rixRemoveScript = redis.NewScript(`
-local id = ARGV[2]
+local ns, id = ARGV[1], ARGV[2]
 for i = 3, #ARGV, 2 do
-  local b, k = ARGV[1] .. ARGV[i], ARGV[i + 1]
-  local v = redis.call('HGET', b, k)
-  if v == id then
-    redis.call('HDEL', b, k)
-  elseif v then
-    local keep = {}
-    for w in string.gmatch(v, '[^,]+') do if w ~= id then keep[#keep + 1] = w end end
-    if #keep == 0 then redis.call('HDEL', b, k) else redis.call('HSET', b, k, table.concat(keep, ',')) end
-  end
+  local b, k = ns .. 'rix:' .. ARGV[i], ARGV[i + 1]
+  if redis.call('HGET', b, k) == id then redis.call('HDEL', b, k) end
+  redis.call('SREM', ns .. 'rixs:' .. k, id)
 end
 return 1
 `)
@@ -411,11 +393,8 @@ return 1
 const rixChunk = 2000
 
 // indexKeys adds the watch to the reverse index for each added key and
-// removes it for each removed one. Adding is HSETNX in pipelines (a key no
-// other watch holds, the common case), then the script's append for the
-// keys other watches hold too; removing is the script, rixChunk keys a call.
+// removes it for each removed one.
 func (s *Store) indexKeys(ctx context.Context, id string, added, removed []string) error {
-	var shared []string
 	for lo := 0; lo < len(added); lo += roundTrip {
 		part := added[lo:min(lo+roundTrip, len(added))]
 		cmds := make([]*redis.BoolCmd, len(part))
@@ -428,26 +407,27 @@ func (s *Store) indexKeys(ctx context.Context, id string, added, removed []strin
 		if err != nil {
 			return s.fail("index watch", err)
 		}
-		for i, c := range cmds {
-			if !c.Val() {
-				shared = append(shared, part[i])
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, c := range cmds {
+				if !c.Val() {
+					p.SAdd(ctx, s.key("rixs", part[i]), id)
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return s.fail("index watch", err)
 		}
 	}
-	for _, part := range []struct {
-		keys   []string
-		script *redis.Script
-	}{{shared, rixAddScript}, {removed, rixRemoveScript}} {
-		for i := 0; i < len(part.keys); i += rixChunk {
-			chunk := part.keys[i:min(i+rixChunk, len(part.keys))]
-			args := make([]any, 0, 2+2*len(chunk))
-			args = append(args, s.key("rix")+":", id)
-			for _, k := range chunk {
-				args = append(args, rixBucket(k), k)
-			}
-			if err := part.script.Run(ctx, s.rdb, nil, args...).Err(); err != nil {
-				return s.fail("index watch", err)
-			}
+	for i := 0; i < len(removed); i += rixChunk {
+		chunk := removed[i:min(i+rixChunk, len(removed))]
+		args := make([]any, 0, 2+2*len(chunk))
+		args = append(args, s.ns, id)
+		for _, k := range chunk {
+			args = append(args, rixBucket(k), k)
+		}
+		if err := rixRemoveScript.Run(ctx, s.rdb, nil, args...).Err(); err != nil {
+			return s.fail("index watch", err)
 		}
 	}
 	return nil
