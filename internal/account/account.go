@@ -118,3 +118,20 @@ func ErrUnknownKey() error {
 func ErrNoAccount(id string) error {
 	return errs.New(errs.NotFound, "no account %q; `noticesd accounts list` shows the account ids", id)
 }
+
+// String returns the stored name of a key kind: "account" or "read".
+func (k KeyKind) String() string {
+	if k == AccountKey {
+		return "account"
+	}
+	return "read"
+}
+
+// ParseKind reads a stored key kind name: "account" is AccountKey, any
+// other the read-only ReadKey.
+func ParseKind(s string) KeyKind {
+	if s == "account" {
+		return AccountKey
+	}
+	return ReadKey
+}

@@ -46,10 +46,7 @@ func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal
 		return p, s.fail("authenticate", err)
 	}
 	p.Account = account.Account{ID: v[0], Name: v[3], Plan: v[4], Active: v[5] == "1", CreatedAt: v[6]}
-	p.Kind = account.ReadKey
-	if v[1] == "account" {
-		p.Kind = account.AccountKey
-	}
+	p.Kind = account.ParseKind(v[1])
 	return p, nil
 }
 
@@ -85,9 +82,12 @@ func newKeys(accountID string) account.Created {
 }
 
 func (s *Store) addKeys(ctx context.Context, p redis.Pipeliner, c account.Created) {
-	for _, k := range []struct{ key, kind string }{{c.AccountKey, "account"}, {c.ReadKey, "read"}} {
+	for _, k := range []struct {
+		key  string
+		kind account.KeyKind
+	}{{c.AccountKey, account.AccountKey}, {c.ReadKey, account.ReadKey}} {
 		h := account.HashKey(k.key)
-		p.HSet(ctx, s.key("apikey", h), "account", c.AccountID, "kind", k.kind, "hash", h)
+		p.HSet(ctx, s.key("apikey", h), "account", c.AccountID, "kind", k.kind.String(), "hash", h)
 	}
 }
 

@@ -9,12 +9,7 @@ import (
 	"noticesd/internal/notice"
 )
 
-func kindName(k account.KeyKind) string {
-	if k == account.AccountKey {
-		return "account"
-	}
-	return "read"
-}
+func kindName(k account.KeyKind) string { return k.String() }
 
 // Authenticate returns the principal owning key, or errs.Unauthorised. A
 // lapsed subscription shows as Principal.Account.Active false.
@@ -30,10 +25,7 @@ func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal
 	if err != nil {
 		return p, fmt.Errorf("sqlite: authenticate: %w", err)
 	}
-	p.Kind = account.ReadKey
-	if kind == "account" {
-		p.Kind = account.AccountKey
-	}
+	p.Kind = account.ParseKind(kind)
 	return p, nil
 }
 
