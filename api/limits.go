@@ -164,7 +164,7 @@ func limiterKey(p account.Principal) string {
 
 func (s *Server) limiterDown(err error) error {
 	s.log.Error("request limits could not be checked", "error", err)
-	return errs.New(errs.Unavailable, "the request limits could not be checked because their store is unreachable; retry shortly")
+	return errs.New(errs.BackendUnavailable, "the request limits could not be checked because their store is unreachable; retry shortly")
 }
 
 // setRetryAfter sets Retry-After in whole seconds, at least 1.

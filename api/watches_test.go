@@ -58,6 +58,11 @@ func (c *watchClock) Advance(d time.Duration) {
 type watchFixture struct {
 	*fixture
 	clock *watchClock
+	// accounts and writer are where the tests create accounts and store
+	// notices: the SQLite store, or in scale mode the Redis store and the
+	// scale-mode write path.
+	accounts store.Accounts
+	writer   store.NoticeWriter
 }
 
 // The conformance tests run against the SQLite store's watches.
@@ -68,25 +73,30 @@ func newWatchFixture(t *testing.T, plans map[string]account.Plan) *watchFixture 
 	t.Helper()
 	f := newFixture(t)
 	var ws store.Watches = f.store
+	var accounts store.Accounts = f.store
+	var writer store.NoticeWriter = f.store
+	if scaleWatches {
+		ws, accounts, writer = scaleStores(t, f)
+	}
 	if plans == nil {
 		plans = testPlans()
 	}
 	clock := &watchClock{t: fixedNow}
 	f.srv = New(config.Default(), Deps{
 		Notices:  f.store,
-		Accounts: f.store,
+		Accounts: accounts,
 		Watches:  ws,
 		Plans:    plans,
 		Now:      clock.Now,
 		Logger:   slog.New(slog.NewTextHandler(f.logs, nil)),
 	})
-	return &watchFixture{fixture: f, clock: clock}
+	return &watchFixture{fixture: f, clock: clock, accounts: accounts, writer: writer}
 }
 
 // newAccount creates another active account on plan and returns its keys.
 func (f *watchFixture) newAccount(t *testing.T, plan string) account.Created {
 	t.Helper()
-	c, err := f.store.CreateAccount(context.Background(), "Account on "+plan, plan)
+	c, err := f.accounts.CreateAccount(context.Background(), "Account on "+plan, plan)
 	if err != nil {
 		t.Fatalf("create account on %s: %v", plan, err)
 	}
@@ -988,7 +998,7 @@ func TestWatchMatchesPolling(t *testing.T) {
 	poll(t)
 	for _, b := range batches {
 		if len(b) > 0 {
-			if _, err := f.store.UpsertNotices(context.Background(), b); err != nil {
+			if _, err := f.writer.UpsertNotices(context.Background(), b); err != nil {
 				t.Fatalf("upsert batch: %v", err)
 			}
 		}

@@ -19,6 +19,9 @@ apt_install() {
 }
 need gcc || apt_install gcc libc6-dev
 need go || { echo "test.sh: Go toolchain not found" >&2; exit 1; }
+# The Redis backend's AOF-restart and Redis-down tests start their own
+# redis-server (never the shared one).
+need redis-server || apt_install redis-server
 
 # ---- servers for the live suites
 NOTICES_SERVICES_RUN=$(mktemp -d "${TMPDIR:-/tmp}/noticesd-test-services.XXXXXX")
@@ -63,5 +66,6 @@ echo "== go test"
 go test -tags "$TAGS" -count=1 -timeout 12m ./...
 echo "== race detector on the concurrent parts"
 go test -race -tags "$TAGS" -count=1 -timeout 10m ./api ./internal/limit ./worker ./internal/collector ./matcher ./internal/webhook ./internal/store/sqlite
+go test -race -short -tags "$TAGS" -count=1 -timeout 10m ./internal/store/redisstore
 echo "== fuzz q parser (20s)"
 go test -tags "$TAGS" -run '^$' -fuzz FuzzParse -fuzztime 20s ./internal/query

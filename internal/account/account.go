@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"sort"
 	"strings"
+
+	"noticesd/internal/errs"
 )
 
 // KeyKind tells a read-only key from an account key.
@@ -96,4 +99,50 @@ func NewID(prefix string) string {
 func HashKey(key string) string {
 	sum := sha256.Sum256([]byte(strings.TrimSpace(key)))
 	return hex.EncodeToString(sum[:])
+}
+
+// CheckNew validates a new account's name and plan against plans and
+// returns the trimmed name. Every backend's CreateAccount uses it, so the
+// errors are the same everywhere.
+func CheckNew(name, plan string, plans map[string]Plan) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", errs.New(errs.InvalidParameter, "the account needs a name (--name)")
+	}
+	if _, ok := plans[plan]; !ok {
+		names := make([]string, 0, len(plans))
+		for n := range plans {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return "", errs.New(errs.InvalidParameter, "plan %q does not exist; use one of %s", plan, strings.Join(names, ", "))
+	}
+	return name, nil
+}
+
+// ErrUnknownKey is the error of a key that matches no account.
+func ErrUnknownKey() error {
+	return errs.New(errs.Unauthorised, "the API key matches no account; send a current key in the X-API-Key header")
+}
+
+// ErrNoAccount is the error of an account id that matches no account.
+func ErrNoAccount(id string) error {
+	return errs.New(errs.NotFound, "no account %q; `noticesd accounts list` shows the account ids", id)
+}
+
+// String returns the stored name of a key kind: "account" or "read".
+func (k KeyKind) String() string {
+	if k == AccountKey {
+		return "account"
+	}
+	return "read"
+}
+
+// ParseKind reads a stored key kind name: "account" is AccountKey, any
+// other the read-only ReadKey.
+func ParseKind(s string) KeyKind {
+	if s == "account" {
+		return AccountKey
+	}
+	return ReadKey
 }

@@ -41,6 +41,9 @@ const (
 	PayloadTooLarge      Code = "payload_too_large"
 	RateLimited          Code = "rate_limited"
 	Unavailable          Code = "unavailable"
+	// BackendUnavailable: a storage backend (Redis, Elasticsearch) cannot be
+	// reached or did not answer in time; the request may be retried.
+	BackendUnavailable Code = "backend_unavailable"
 )
 
 // Error is an error with a stable code and a human-readable message.

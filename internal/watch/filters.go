@@ -268,3 +268,17 @@ func quoteList(prefix string, names []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// StoredFilters is how backends keep a watch's filters: the input form,
+// with include_deregistration null when the caller did not say, so the
+// filters read back exactly as accepted. Convert with StoredFilters(f)
+// and Filters(sf).
+type StoredFilters struct {
+	AppointmentType       []string `json:"appointment_type,omitempty"`
+	NoticePurpose         []string `json:"notice_purpose,omitempty"`
+	NoticeCode            []string `json:"notice_code,omitempty"`
+	State                 []string `json:"state,omitempty"`
+	Status                []string `json:"status,omitempty"`
+	Q                     string   `json:"q,omitempty"`
+	IncludeDeregistration *bool    `json:"include_deregistration,omitempty"`
+}

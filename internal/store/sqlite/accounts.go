@@ -4,20 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sort"
-	"strings"
 
 	"noticesd/internal/account"
-	"noticesd/internal/errs"
 	"noticesd/internal/notice"
 )
 
-func kindName(k account.KeyKind) string {
-	if k == account.AccountKey {
-		return "account"
-	}
-	return "read"
-}
+func kindName(k account.KeyKind) string { return k.String() }
 
 // Authenticate returns the principal owning key, or errs.Unauthorised. A
 // lapsed subscription shows as Principal.Account.Active false.
@@ -28,27 +20,21 @@ func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?`, account.HashKey(key)).
 		Scan(&p.Account.ID, &p.Account.Name, &p.Account.Plan, &p.Account.Active, &p.Account.CreatedAt, &kind)
 	if err == sql.ErrNoRows {
-		return p, errs.New(errs.Unauthorised, "the API key matches no account; send a current key in the X-API-Key header")
+		return p, account.ErrUnknownKey()
 	}
 	if err != nil {
 		return p, fmt.Errorf("sqlite: authenticate: %w", err)
 	}
-	p.Kind = account.ReadKey
-	if kind == "account" {
-		p.Kind = account.AccountKey
-	}
+	p.Kind = account.ParseKind(kind)
 	return p, nil
 }
 
 // CreateAccount creates an active account on a plan and returns its keys,
 // which are stored only as hashes.
 func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.Created, error) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return account.Created{}, errs.New(errs.InvalidParameter, "the account needs a name (--name)")
-	}
-	if _, ok := s.plans[plan]; !ok {
-		return account.Created{}, errs.New(errs.InvalidParameter, "plan %q does not exist; use one of %s", plan, strings.Join(s.planNames(), ", "))
+	name, err := account.CheckNew(name, plan, s.plans)
+	if err != nil {
+		return account.Created{}, err
 	}
 	now := notice.Timestamp(s.now())
 	created := account.Created{AccountID: account.NewID("acc_")}
@@ -68,15 +54,6 @@ func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.C
 		return account.Created{}, fmt.Errorf("sqlite: create account: %w", err)
 	}
 	return created, nil
-}
-
-func (s *Store) planNames() []string {
-	names := make([]string, 0, len(s.plans))
-	for n := range s.plans {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // addKeys issues a fresh account key and read key for an account.
@@ -158,6 +135,4 @@ func (s *Store) RotateKeys(ctx context.Context, accountID string) (account.Creat
 	return created, nil
 }
 
-func noAccount(id string) error {
-	return errs.New(errs.NotFound, "no account %q; `noticesd accounts list` shows the account ids", id)
-}
+func noAccount(id string) error { return account.ErrNoAccount(id) }

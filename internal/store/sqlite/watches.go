@@ -25,18 +25,8 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// storedFilters is how a watch's filters are kept: the input form, with
-// include_deregistration null when the caller did not say, so the filters
-// read back exactly as accepted.
-type storedFilters struct {
-	AppointmentType       []string `json:"appointment_type,omitempty"`
-	NoticePurpose         []string `json:"notice_purpose,omitempty"`
-	NoticeCode            []string `json:"notice_code,omitempty"`
-	State                 []string `json:"state,omitempty"`
-	Status                []string `json:"status,omitempty"`
-	Q                     string   `json:"q,omitempty"`
-	IncludeDeregistration *bool    `json:"include_deregistration,omitempty"`
-}
+// storedFilters is the filters' stored form (watch.StoredFilters).
+type storedFilters = watch.StoredFilters
 
 func encodeFilters(f watch.Filters) (string, error) {
 	b, err := json.Marshal(storedFilters(f))

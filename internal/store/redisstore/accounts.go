@@ -1,0 +1,176 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/subtle"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/account"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+)
+
+var _ store.Accounts = (*Store)(nil)
+
+// Account keys:
+//
+//	acct:<id>          hash name, plan, active (1/0), created_at, keys (the two key hashes, comma-joined)
+//	accts              zset of account ids by creation number (oldest first)
+//	acct:seq           creation counter
+//	apikey:<sha256>    hash account, kind (account/read), hash
+//
+// Keys are stored only as hex SHA-256 (account.HashKey).
+
+// authScript reads a key's record and its account in one round trip.
+var authScript = redis.NewScript(`
+local k = redis.call('HMGET', KEYS[1], 'account', 'kind', 'hash')
+if not k[1] then return false end
+local a = redis.call('HMGET', ARGV[1] .. 'acct:' .. k[1], 'name', 'plan', 'active', 'created_at')
+if not a[1] then return false end
+return {k[1], k[2], k[3], a[1], a[2], a[3], a[4]}
+`)
+
+// Authenticate returns the principal owning key, or errs.Unauthorised. The
+// stored hash is compared in constant time; a lapsed subscription shows as
+// Principal.Account.Active false.
+func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal, error) {
+	var p account.Principal
+	h := account.HashKey(key)
+	v, err := authScript.Run(ctx, s.rdb, []string{s.key("apikey", h)}, s.ns).StringSlice()
+	if err == redis.Nil || (err == nil && subtle.ConstantTimeCompare([]byte(v[2]), []byte(h)) != 1) {
+		return p, account.ErrUnknownKey()
+	}
+	if err != nil {
+		return p, s.fail("authenticate", err)
+	}
+	p.Account = account.Account{ID: v[0], Name: v[3], Plan: v[4], Active: v[5] == "1", CreatedAt: v[6]}
+	p.Kind = account.ParseKind(v[1])
+	return p, nil
+}
+
+// CreateAccount creates an active account on a plan and returns its keys,
+// which are stored only as hashes.
+func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.Created, error) {
+	name, err := account.CheckNew(name, plan, s.plans)
+	if err != nil {
+		return account.Created{}, err
+	}
+	seq, err := s.rdb.Incr(ctx, s.key("acct", "seq")).Result()
+	if err != nil {
+		return account.Created{}, s.fail("create account", err)
+	}
+	c := newKeys(account.NewID("acc_"))
+	ak := s.key("acct", c.AccountID)
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, ak, "name", name, "plan", plan, "active", "1", "created_at", notice.Timestamp(s.clock()),
+			"keys", account.HashKey(c.AccountKey)+","+account.HashKey(c.ReadKey))
+		p.ZAdd(ctx, s.key("accts"), redis.Z{Score: float64(seq), Member: c.AccountID})
+		s.addKeys(ctx, p, c)
+		return nil
+	})
+	if err != nil {
+		return account.Created{}, s.fail("create account", err)
+	}
+	return c, nil
+}
+
+func newKeys(accountID string) account.Created {
+	return account.Created{AccountID: accountID,
+		AccountKey: account.NewKey(account.AccountKeyPrefix), ReadKey: account.NewKey(account.ReadKeyPrefix)}
+}
+
+func (s *Store) addKeys(ctx context.Context, p redis.Pipeliner, c account.Created) {
+	for _, k := range []struct {
+		key  string
+		kind account.KeyKind
+	}{{c.AccountKey, account.AccountKey}, {c.ReadKey, account.ReadKey}} {
+		h := account.HashKey(k.key)
+		p.HSet(ctx, s.key("apikey", h), "account", c.AccountID, "kind", k.kind.String(), "hash", h)
+	}
+}
+
+// ListAccounts returns every account, oldest first.
+func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
+	ids, err := s.rdb.ZRange(ctx, s.key("accts"), 0, -1).Result()
+	if err != nil {
+		return nil, s.fail("list accounts", err)
+	}
+	cmds := make([]*redis.SliceCmd, len(ids))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HMGet(ctx, s.key("acct", id), "name", "plan", "active", "created_at")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail("list accounts", err)
+	}
+	out := []account.Account{}
+	for i, c := range cmds {
+		v := c.Val()
+		if v[0] == nil {
+			continue
+		}
+		out = append(out, account.Account{ID: ids[i], Name: str(v[0]), Plan: str(v[1]), Active: str(v[2]) == "1", CreatedAt: str(v[3])})
+	}
+	return out, nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+var setSubscriptionScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'active', ARGV[1])
+return 1
+`)
+
+// SetSubscription activates or lapses an account's subscription.
+func (s *Store) SetSubscription(ctx context.Context, accountID string, active bool) error {
+	v := "0"
+	if active {
+		v = "1"
+	}
+	n, err := setSubscriptionScript.Run(ctx, s.rdb, []string{s.key("acct", accountID)}, v).Int()
+	if err != nil {
+		return s.fail("set subscription", err)
+	}
+	if n == 0 {
+		return noAccount(accountID)
+	}
+	return nil
+}
+
+// rotateScript swaps an account's key records in one step.
+var rotateScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local old = redis.call('HGET', KEYS[1], 'keys') or ''
+for h in string.gmatch(old, '[^,]+') do redis.call('DEL', ARGV[1] .. 'apikey:' .. h) end
+redis.call('HSET', KEYS[1], 'keys', ARGV[3] .. ',' .. ARGV[5])
+redis.call('HSET', ARGV[1] .. 'apikey:' .. ARGV[3], 'account', ARGV[2], 'kind', 'account', 'hash', ARGV[3])
+redis.call('HSET', ARGV[1] .. 'apikey:' .. ARGV[5], 'account', ARGV[2], 'kind', 'read', 'hash', ARGV[5])
+return 1
+`)
+
+// RotateKeys replaces both keys of an account; the old ones stop working as
+// soon as this returns.
+func (s *Store) RotateKeys(ctx context.Context, accountID string) (account.Created, error) {
+	c := newKeys(accountID)
+	n, err := rotateScript.Run(ctx, s.rdb, []string{s.key("acct", accountID)}, s.ns, accountID,
+		account.HashKey(c.AccountKey), "", account.HashKey(c.ReadKey)).Int()
+	if err != nil {
+		return account.Created{}, s.fail("rotate keys of "+accountID, err)
+	}
+	if n == 0 {
+		return account.Created{}, noAccount(accountID)
+	}
+	return c, nil
+}
+
+func noAccount(id string) error { return account.ErrNoAccount(id) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

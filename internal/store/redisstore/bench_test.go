@@ -1,0 +1,281 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/account"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/store/storetest"
+	"noticesd/internal/watch"
+)
+
+// Benchmarks against the live Redis (NOTICES_TEST_REDIS_URL). Each reports
+// per-operation p50/p99 in ms beside the raw engine doing the same lookups
+// in one go-redis pipeline where that applies. Run:
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench . -benchtime 20x ./internal/store/redisstore
+
+func report(b *testing.B, durs []time.Duration) {
+	slices.Sort(durs)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(durs[len(durs)/2]), "p50-ms")
+	b.ReportMetric(ms(durs[len(durs)*99/100]), "p99-ms")
+}
+
+// screenData loads a register of n companies (ACN and ABN each) and
+// notices for every other company, and returns the identifiers to screen:
+// half ACNs, half ABNs.
+func screenData(b *testing.B, f fixture, n int) []ident.ID {
+	ctx := context.Background()
+	l, err := f.rs.BeginRegister(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := make([]notice.RegisterRow, 0, n)
+	for i := 0; i < n; i++ {
+		a := acn(i)
+		rows = append(rows, notice.RegisterRow{CompanyName: fmt.Sprint("COMPANY ", i, " PTY LTD"), ACN: a, ABN: "51" + a, CurrentNameIndicator: "Y"})
+	}
+	if err := l.Add(ctx, rows); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+	tmpl := storetest.Notices(b)[0]
+	var ns []notice.Notice
+	for i := 0; i < n; i += 2 {
+		nt := genNotice(b, tmpl, fmt.Sprint("B-", i), i)
+		nt.Seq = int64(i + 1)
+		ns = append(ns, nt)
+	}
+	if err := f.rs.RecordNotices(ctx, ns); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]ident.ID, n)
+	for i := range ids {
+		if i%2 == 0 {
+			ids[i] = ident.ID{Kind: ident.ACN, Value: acn(i)}
+		} else {
+			ids[i] = ident.ID{Kind: ident.ABN, Value: "51" + acn(i)}
+		}
+	}
+	return ids
+}
+
+// BenchmarkScreen50k: POST /v1/match's store call with 50,000 identifiers,
+// and the raw figure: the same lookups (register, notice sets, summaries)
+// as go-redis pipelines written by hand.
+func BenchmarkScreen50k(b *testing.B) {
+	ctx := context.Background()
+	f := newFixture(b, Options{})
+	ids := screenData(b, f, 50000)
+	filter := notice.Filter{IncludeDeregistration: true}
+	b.Run("store", func(b *testing.B) {
+		var durs []time.Duration
+		for b.Loop() {
+			start := time.Now()
+			res, err := f.rs.Screen(ctx, ids, filter)
+			if err != nil {
+				b.Fatal(err)
+			}
+			durs = append(durs, time.Since(start))
+			if res.Counts.Matched != 25000 {
+				b.Fatalf("matched %d, want 25000", res.Counts.Matched)
+			}
+		}
+		report(b, durs)
+	})
+	b.Run("raw-pipeline", func(b *testing.B) {
+		// The same commands as Screen, hand-written: register and nidx,
+		// then the counterparts' nidx, then the summaries.
+		v, _ := f.rdb.Get(ctx, f.rs.key("reg", "v")).Result()
+		var acns, abns, all []string
+		for _, id := range ids {
+			all = append(all, id.Value)
+			if id.Kind == ident.ACN {
+				acns = append(acns, id.Value)
+			} else {
+				abns = append(abns, id.Value)
+			}
+		}
+		hmgets := func(p redis.Pipeliner, key string, fields []string) []*redis.SliceCmd {
+			var cmds []*redis.SliceCmd
+			for i := 0; i < len(fields); i += batch {
+				cmds = append(cmds, p.HMGet(ctx, key, fields[i:min(i+batch, len(fields))]...))
+			}
+			return cmds
+		}
+		vals := func(cmds []*redis.SliceCmd) []string {
+			var out []string
+			for _, c := range cmds {
+				for _, x := range c.Val() {
+					out = append(out, str(x))
+				}
+			}
+			return out
+		}
+		var durs []time.Duration
+		for b.Loop() {
+			start := time.Now()
+			var acnabn, abnacn, own []*redis.SliceCmd
+			f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				hmgets(p, f.rs.key("reg", v, "name"), acns)
+				acnabn = hmgets(p, f.rs.key("reg", v, "acnabn"), acns)
+				abnacn = hmgets(p, f.rs.key("reg", v, "abn"), abns)
+				own = hmgets(p, f.rs.key("nidx"), all)
+				return nil
+			})
+			var others []string
+			for _, x := range append(vals(acnabn), vals(abnacn)...) {
+				if x != "" {
+					others = append(others, x)
+				}
+			}
+			var theirs []*redis.SliceCmd
+			f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				theirs = hmgets(p, f.rs.key("nidx"), others)
+				hmgets(p, f.rs.key("reg", v, "name"), abns)
+				return nil
+			})
+			seqs := map[string]bool{}
+			for _, l := range append(vals(own), vals(theirs)...) {
+				for _, q := range splitList(l) {
+					seqs[q] = true
+				}
+			}
+			list := make([]string, 0, len(seqs))
+			for q := range seqs {
+				list = append(list, q)
+			}
+			f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				hmgets(p, f.rs.key("nsum"), list)
+				return nil
+			})
+			durs = append(durs, time.Since(start))
+		}
+		report(b, durs)
+	})
+}
+
+// BenchmarkCreateWatch50k: CreateWatch with 50,000 identifiers on a plan
+// without practical limits. "fresh-companies": each watch a new block of
+// 50,000 ACNs (the first block in the register), so its match keys are
+// new to the reverse index; "same-companies": every watch the same 50,000
+// register companies, so the n-th watch shares every key with n-1 others
+// (the reverse index's append path).
+func BenchmarkCreateWatch50k(b *testing.B) {
+	ctx := context.Background()
+	f := newFixture(b, Options{})
+	registered := screenData(b, f, 50000)
+	acc, err := f.rs.CreateAccount(ctx, "Bench", "enterprise")
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan := account.Plan{Name: "bench", Companies: 1 << 30, Watches: 1 << 30}
+	run := func(b *testing.B, ids func(i int) []ident.ID) {
+		var durs []time.Duration
+		i := 0
+		for b.Loop() {
+			w := watch.New(watch.CreateRequest{Identifiers: ids(i), Name: "book"}, acc.AccountID, time.Now())
+			i++
+			start := time.Now()
+			if _, err := f.rs.CreateWatch(ctx, w, plan); err != nil {
+				b.Fatal(err)
+			}
+			durs = append(durs, time.Since(start))
+		}
+		report(b, durs)
+	}
+	b.Run("fresh-companies", func(b *testing.B) {
+		run(b, func(i int) []ident.ID {
+			if i == 0 {
+				return registered
+			}
+			ids := make([]ident.ID, 50000)
+			for j := range ids {
+				ids[j] = ident.ID{Kind: ident.ACN, Value: acn(1_000_000 + i*50000 + j)}
+			}
+			return ids
+		})
+	})
+	b.Run("same-companies", func(b *testing.B) {
+		run(b, func(int) []ident.ID { return registered })
+	})
+}
+
+// BenchmarkMatchOneNotice: matching one arrived notice (reverse-index
+// lookup, filters) against 10,000 watches holding 5,000,000 identifiers
+// in all (500 each, distinct), written through the store's own index code;
+// and the raw figure: the same lookups as one go-redis pipeline.
+func BenchmarkMatchOneNotice(b *testing.B) {
+	ctx := context.Background()
+	f := newFixture(b, Options{})
+	const watches, per = 10000, 500
+	tmpl := storetest.Notices(b)[0]
+	keys := make([]string, per)
+	start := time.Now()
+	for w := 0; w < watches; w++ {
+		id := fmt.Sprintf("wat_bench%06d", w)
+		for i := range keys {
+			keys[i] = acn(w*per + i)
+		}
+		doc, _ := encodeWatch(watch.Watch{ID: id, AccountID: "acc_bench", Active: true, Identifiers: keys[:1]})
+		if err := f.rdb.HSet(ctx, f.rs.key("w", id), "account", "acc_bench", "doc", doc, "cseq", "0", "eseq", "0").Err(); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.rs.indexKeys(ctx, id, keys, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	mem, _ := f.rdb.MemoryUsage(ctx, f.rs.key("rix", rixBucket(acn(0)))).Result()
+	b.Logf("built %d watches / %d identifiers in %v; one index bucket takes %d bytes (x %d buckets: about %d MB)",
+		watches, watches*per, time.Since(start).Round(time.Second), mem, rixBuckets, mem*rixBuckets>>20)
+	notices := make([]notice.Notice, 1000)
+	for i := range notices {
+		notices[i] = genNotice(b, tmpl, fmt.Sprint("M-", i), (i*4999)%(watches*per))
+		notices[i].Seq = int64(i + 1)
+	}
+	b.Run("store", func(b *testing.B) {
+		var durs []time.Duration
+		i := 0
+		for b.Loop() {
+			n := notices[i%len(notices)]
+			i++
+			start := time.Now()
+			pairs, err := f.rs.matchNotices(ctx, []notice.Notice{n})
+			if err != nil {
+				b.Fatal(err)
+			}
+			durs = append(durs, time.Since(start))
+			if len(pairs) != 2 {
+				b.Fatalf("notice of %s matched %v, want one watch", *n.ACN, pairs)
+			}
+		}
+		report(b, durs)
+	})
+	b.Run("raw-pipeline", func(b *testing.B) {
+		var durs []time.Duration
+		i := 0
+		for b.Loop() {
+			n := notices[i%len(notices)]
+			i++
+			start := time.Now()
+			f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				p.SMembers(ctx, f.rs.key("fo"))
+				p.HGet(ctx, f.rs.key("rix", rixBucket(*n.ACN)), *n.ACN)
+				p.SMembers(ctx, f.rs.key("rixs", *n.ACN))
+				return nil
+			})
+			durs = append(durs, time.Since(start))
+		}
+		report(b, durs)
+	})
+}

@@ -1,0 +1,16 @@
+package redisstore
+
+import (
+	"testing"
+
+	"noticesd/internal/store"
+	"noticesd/internal/store/storetest"
+)
+
+func TestAccountsContract(t *testing.T) {
+	storetest.RunAccounts(t, func(t *testing.T) store.Accounts { return newFixture(t, Options{}).rs })
+}
+
+func TestWatchesContract(t *testing.T) {
+	storetest.RunWatches(t, func(t *testing.T) storetest.WatchBackend { return newFixture(t, Options{}).backend() })
+}

@@ -1,0 +1,101 @@
+package redisstore
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/internal/store/sqlite"
+	"noticesd/internal/store/storetest"
+	"noticesd/internal/testservers"
+)
+
+// composite is the Ingest write path over the fixture's SQLite notice store.
+type composite struct {
+	notices *sqlite.Store
+	rs      *Store
+}
+
+func (c composite) ingest() Ingest { return Ingest{Notices: c.notices, Redis: c.rs} }
+
+// UpsertNotices goes through Ingest.
+func (c composite) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
+	return c.ingest().UpsertNotices(ctx, batch)
+}
+
+// BeginRegister goes through Ingest.
+func (c composite) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
+	return c.ingest().BeginRegister(ctx)
+}
+
+// redisClient returns a client on the test Redis.
+func redisClient(t testing.TB) *redis.Client {
+	t.Helper()
+	rdb, err := Dial(testservers.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// dropNamespace removes every key of a namespace.
+func dropNamespace(t testing.TB, rdb *redis.Client, ns string) {
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, ns+":*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+		if len(keys) == 1000 {
+			rdb.Unlink(ctx, keys...)
+			keys = keys[:0]
+		}
+	}
+	if len(keys) > 0 {
+		rdb.Unlink(ctx, keys...)
+	}
+}
+
+// fixture is a Redis store over a fresh namespace composed with a fresh
+// SQLite notice store.
+type fixture struct {
+	rs      *Store
+	notices *sqlite.Store
+	rdb     *redis.Client
+	ns      string
+	clock   *storetest.Clock
+}
+
+func newFixture(t testing.TB, o Options) fixture {
+	t.Helper()
+	rdb := redisClient(t)
+	ns := testservers.Namespace(t)
+	clock := storetest.NewClock(storetest.Start)
+	sq, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "notices.db"), sqlite.WithClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	if o.Clock == nil {
+		o.Clock = clock.Now
+	}
+	rs, err := New(rdb, ns, sq, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dropNamespace(t, rdb, ns) })
+	return fixture{rs: rs, notices: sq, rdb: rdb, ns: ns, clock: clock}
+}
+
+func (f fixture) backend() storetest.WatchBackend {
+	c := composite{notices: f.notices, rs: f.rs}
+	return storetest.WatchBackend{
+		Backend:  storetest.Backend{Notices: f.notices, Writer: c, Register: c, Clock: f.clock},
+		Watches:  f.rs,
+		Accounts: f.rs,
+	}
+}

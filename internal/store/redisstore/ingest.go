@@ -1,0 +1,95 @@
+package redisstore
+
+import (
+	"context"
+
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+)
+
+// NoticeStore is the notice side scale mode writes through: it stores
+// notices and register loads and reads a stored notice back.
+type NoticeStore interface {
+	store.NoticeWriter
+	store.RegisterWriter
+	Notice(ctx context.Context, id string) (notice.Notice, error)
+}
+
+// Ingest is scale mode's write path: notices and register loads go to the
+// notice store, and what the Redis store keeps of them (the screen's
+// identifier sets, the register generation and the watches' match keys)
+// follows. It implements store.NoticeWriter and store.RegisterWriter.
+//
+// A batch ingester that already has the stored notices (with seqs) calls
+// Store.RecordNotices itself instead of reading each back.
+type Ingest struct {
+	Notices NoticeStore
+	Redis   *Store
+}
+
+var (
+	_ store.NoticeWriter   = Ingest{}
+	_ store.RegisterWriter = Ingest{}
+)
+
+// UpsertNotices stores the batch, then records the stored notices (with
+// their seqs) in Redis.
+func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
+	r, err := c.Notices.UpsertNotices(ctx, batch)
+	if err != nil {
+		return r, err
+	}
+	stored := make([]notice.Notice, 0, len(batch))
+	for _, n := range batch {
+		got, err := c.Notices.Notice(ctx, n.ID)
+		if err != nil {
+			return r, err
+		}
+		stored = append(stored, got)
+	}
+	return r, c.Redis.RecordNotices(ctx, stored)
+}
+
+// BeginRegister starts a register load on both stores.
+func (c Ingest) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
+	a, err := c.Notices.BeginRegister(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.Redis.BeginRegister(ctx)
+	if err != nil {
+		a.Rollback()
+		return nil, err
+	}
+	return bothLoads{a, b}, nil
+}
+
+// bothLoads is a register load on the notice store and on Redis: rows go
+// to both, the notice store commits first, then Redis switches generation.
+type bothLoads struct {
+	a store.RegisterLoad
+	b *RegisterLoad
+}
+
+func (l bothLoads) Add(ctx context.Context, rows []notice.RegisterRow) error {
+	if err := l.a.Add(ctx, rows); err != nil {
+		return err
+	}
+	return l.b.Add(ctx, rows)
+}
+
+func (l bothLoads) Commit(ctx context.Context) error {
+	if err := l.a.Commit(ctx); err != nil {
+		l.b.Rollback()
+		return err
+	}
+	return l.b.Commit(ctx)
+}
+
+func (l bothLoads) Rollback() error {
+	err := l.a.Rollback()
+	if e := l.b.Rollback(); err == nil {
+		err = e
+	}
+	return err
+}

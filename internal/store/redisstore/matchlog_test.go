@@ -1,0 +1,391 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"noticesd/internal/account"
+	"noticesd/internal/errs"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/store/storetest"
+	"noticesd/internal/watch"
+)
+
+// acn returns the n-th valid ACN of a block the fixture does not use.
+func acn(n int) string {
+	first8 := fmt.Sprintf("8%07d", n)
+	return first8 + strconv.Itoa(ident.ACNCheckDigit(first8))
+}
+
+func idsOf(t testing.TB, vs ...string) []ident.ID {
+	t.Helper()
+	out := make([]ident.ID, len(vs))
+	for i, v := range vs {
+		id, ok := ident.Normalise(v)
+		if !ok {
+			t.Fatalf("bad identifier %q", v)
+		}
+		out[i] = id
+	}
+	return out
+}
+
+// genNotice returns a notice of company acn(company) with a unique source id.
+func genNotice(t testing.TB, tmpl notice.Notice, source string, company int) notice.Notice {
+	n := tmpl
+	n.SourceID, n.ID = source, notice.IDFor(source)
+	a := acn(company)
+	n.ACN, n.ABN = &a, nil
+	n.Seq, n.CollectedAt = 0, ""
+	return n
+}
+
+// sameNamespace opens a second Store on its own client over f's namespace
+// and notice source, as another process would.
+func (f fixture) sameNamespace(t testing.TB, o Options) *Store {
+	t.Helper()
+	rs, err := New(redisClient(t), f.ns, f.notices, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// TestQuotaAcrossProcesses: 50 concurrent creates spread over two store
+// instances, each with its own Redis client (two API processes), never
+// overshoot a plan, and every refusal is the documented error.
+func TestQuotaAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	other := f.sameNamespace(t, Options{})
+	stores := []*Store{f.rs, other}
+	for _, c := range []struct {
+		name      string
+		plan      account.Plan
+		companies func(i int) []string
+		want      int
+		code      errs.Code
+	}{
+		{"companies", account.Plan{Name: "ten", Companies: 10, Watches: 500},
+			func(i int) []string { return []string{acn(1000 + 2*i), acn(1001 + 2*i)} }, 5, errs.QuotaExceeded},
+		{"companies, one shared by all", account.Plan{Name: "ten", Companies: 10, Watches: 500},
+			func(i int) []string { return []string{acn(1), acn(1000 + i)} }, 9, errs.QuotaExceeded},
+		{"watches", account.Plan{Name: "seven", Companies: 1000, Watches: 7},
+			func(i int) []string { return []string{acn(1000 + i)} }, 7, errs.WatchLimitReached},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			acc, err := f.rs.CreateAccount(ctx, "Racer", "standard")
+			if err != nil {
+				t.Fatal(err)
+			}
+			const tries = 50
+			results := make([]error, tries)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := 0; i < tries; i++ {
+				w := watch.New(watch.CreateRequest{Identifiers: idsOf(t, c.companies(i)...), Name: "w"}, acc.AccountID, f.clock.Now())
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					_, results[i] = stores[i%2].CreateWatch(ctx, w, c.plan)
+				}()
+			}
+			close(start)
+			wg.Wait()
+			ok := 0
+			for _, err := range results {
+				if err == nil {
+					ok++
+				} else if !errs.Is(err, c.code) {
+					t.Errorf("refusal %v, want %s", err, c.code)
+				}
+			}
+			if ok != c.want {
+				t.Errorf("%d creates succeeded, want exactly %d", ok, c.want)
+			}
+			for _, s := range stores {
+				list, err := s.ListWatches(ctx, acc.AccountID)
+				if err != nil || len(list) != c.want {
+					t.Errorf("listed %d watches (%v), want %d from either process", len(list), err, c.want)
+				}
+			}
+			n, err := f.rdb.SCard(ctx, f.rs.key("acct", acc.AccountID, "companies")).Result()
+			if err != nil || n > int64(c.plan.Companies) {
+				t.Errorf("the account counts %d companies (%v), over the plan's %d", n, err, c.plan.Companies)
+			}
+		})
+	}
+}
+
+// TestGaplessMatches: two ingesters store notices while two workers match
+// arrivals and a poller follows next_since on two watches (one created
+// before the ingest, one during it); the union of the pages is exactly the
+// expected set, ascending, with no repeat, and each (watch, notice) pair is
+// handed to delivery exactly once.
+func TestGaplessMatches(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{NoMatchOnRead: true})
+	tmpl := storetest.Notices(t)[0]
+	writer := composite{notices: f.notices, rs: f.rs}
+	acc, err := f.rs.CreateAccount(ctx, "Poller", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := account.DefaultPlans()["standard"]
+	watched := func(company int) bool { return company%3 == 0 }
+	var vs []string
+	for c := 0; c < 30; c++ {
+		if watched(c) {
+			vs = append(vs, acn(c))
+		}
+	}
+	early, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, vs...), Name: "early"}, acc.AccountID, f.clock.Now()), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const perIngester, ingesters = 150, 2
+	var wg sync.WaitGroup
+	var ingested atomic.Int64
+	for g := 0; g < ingesters; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perIngester; i++ {
+				n := genNotice(t, tmpl, fmt.Sprintf("G%d-%d", g, i), (i*7+g)%30)
+				if _, err := writer.UpsertNotices(ctx, []notice.Notice{n}); err != nil {
+					t.Error(err)
+					return
+				}
+				ingested.Add(1)
+			}
+		}()
+	}
+	var workers []*ArrivalMatcher
+	for w := 0; w < 2; w++ {
+		m := &ArrivalMatcher{Store: f.sameNamespace(t, Options{NoMatchOnRead: true}), Idle: time.Millisecond, Batch: 7,
+			OnError: func(err error) { t.Error(err) }}
+		m.Start(ctx)
+		workers = append(workers, m)
+	}
+	// A watch created mid-ingest: backfill and arrival matching together.
+	for ingested.Load() < perIngester {
+	}
+	late, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, vs...), Name: "late"}, acc.AccountID, f.clock.Now()), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	poll := func(id string, since int64) ([]notice.Notice, int64) {
+		p, err := f.rs.Matches(ctx, acc.AccountID, id, since, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Notices, p.NextSince
+	}
+	got := map[string][]notice.Notice{}
+	cursor := map[string]int64{}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		for _, id := range []string{early.ID, late.ID} {
+			ns, next := poll(id, cursor[id])
+			got[id] = append(got[id], ns...)
+			cursor[id] = next
+		}
+	}
+	// Ingest is over: let the workers finish, then poll to the end.
+	for {
+		m, _ := f.rdb.Get(ctx, f.rs.key("match", "through")).Int64()
+		top, _ := f.notices.LatestSeq(ctx)
+		if m >= top {
+			break
+		}
+	}
+	for _, m := range workers {
+		if err := m.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{early.ID, late.ID} {
+		for {
+			ns, next := poll(id, cursor[id])
+			got[id] = append(got[id], ns...)
+			cursor[id] = next
+			if len(ns) == 0 {
+				break
+			}
+		}
+	}
+
+	all, err := f.notices.NoticesAfter(ctx, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != perIngester*ingesters {
+		t.Fatalf("%d notices stored, want %d", len(all), perIngester*ingesters)
+	}
+	var want []int64
+	for _, n := range all {
+		c, _ := strconv.Atoi((*n.ACN)[1:8])
+		if watched(c) {
+			want = append(want, n.Seq)
+		}
+	}
+	for _, id := range []string{early.ID, late.ID} {
+		seqs := make([]int64, len(got[id]))
+		for i, n := range got[id] {
+			seqs[i] = n.Seq
+		}
+		if !slices.IsSorted(seqs) || len(slices.Compact(slices.Clone(seqs))) != len(seqs) {
+			t.Errorf("watch %s: pages not strictly ascending: %v", id, seqs)
+		}
+		if !slices.Equal(seqs, want) {
+			t.Errorf("watch %s: polled %d matches, want %d\n got %v\nwant %v", id, len(seqs), len(want), seqs, want)
+		}
+	}
+
+	// Handoff: every pair of the early watch exactly once (all arrived
+	// after it); the late watch's pairs only for notices matched after it.
+	entries, err := f.rdb.XRange(ctx, f.rs.key("matched"), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	handed := map[string]int{}
+	for _, e := range entries {
+		handed[fmt.Sprint(e.Values["watch"], "/", e.Values["seq"])]++
+	}
+	for k, n := range handed {
+		if n != 1 {
+			t.Errorf("pair %s handed to delivery %d times", k, n)
+		}
+	}
+	for _, seq := range want {
+		if handed[fmt.Sprint(early.ID, "/", seq)] != 1 {
+			t.Errorf("pair (%s, %d) not handed to delivery", early.ID, seq)
+		}
+	}
+	// The late watch: exactly the notices that arrived after it was created.
+	eseq, err := f.rdb.HGet(ctx, f.rs.key("w", late.ID), "eseq").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lateWant := 0
+	for _, seq := range want {
+		if seq > eseq {
+			lateWant++
+			if handed[fmt.Sprint(late.ID, "/", seq)] != 1 {
+				t.Errorf("pair (%s, %d) arrived after the watch and was not handed to delivery", late.ID, seq)
+			}
+		}
+	}
+	lateGot := 0
+	for k := range handed {
+		if len(k) > len(late.ID) && k[:len(late.ID)] == late.ID {
+			lateGot++
+		}
+	}
+	if lateGot != lateWant {
+		t.Errorf("late watch: %d pairs handed to delivery, want %d (those after seq %d)", lateGot, lateWant, eseq)
+	}
+}
+
+func noFilter() notice.Filter { return notice.Filter{IncludeDeregistration: true} }
+
+// TestStaleBatchCommitsNothing: a worker that matched a batch and stalled
+// (or died) before committing: another worker commits the range, and the
+// stale commit, when it comes, writes nothing; each pair is in the log and
+// handed to delivery once.
+func TestStaleBatchCommitsNothing(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{NoMatchOnRead: true})
+	acc, err := f.rs.CreateAccount(ctx, "Once", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, acn(1))}, acc.AccountID, f.clock.Now()),
+		account.DefaultPlans()["standard"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := storetest.Notices(t)[0]
+	for i := 0; i < 3; i++ {
+		if _, err := (composite{f.notices, f.rs}).UpsertNotices(ctx, []notice.Notice{genNotice(t, tmpl, fmt.Sprint("ONCE-", i), 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Worker A matches the batch, then stalls.
+	ns, err := f.notices.NoticesAfter(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsv, _ := f.rdb.Get(ctx, f.rs.key("wsv")).Int64()
+	pairs, err := f.rs.matchNotices(ctx, ns)
+	if err != nil || len(pairs) != 6 {
+		t.Fatalf("worker A matched %v, %v", pairs, err)
+	}
+	// Worker B commits the range.
+	other := f.sameNamespace(t, Options{NoMatchOnRead: true})
+	if err := other.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Worker A's stale commit.
+	args := append([]any{f.rs.ns, 0, ns[len(ns)-1].Seq, wsv}, pairs...)
+	res, err := commitScript.Run(ctx, f.rdb, []string{f.rs.key("match", "through"), f.rs.key("wsv")}, args...).Int()
+	if err != nil || res != -1 {
+		t.Errorf("stale commit returned %d, %v; want -1 (refused)", res, err)
+	}
+	if n, _ := f.rdb.ZCard(ctx, f.rs.key("wm", w.ID)).Result(); n != 3 {
+		t.Errorf("match log holds %d, want 3", n)
+	}
+	if n, _ := f.rdb.XLen(ctx, f.rs.key("matched")).Result(); n != 3 {
+		t.Errorf("%d pairs handed to delivery, want 3 (once each)", n)
+	}
+}
+
+// failingBackfill is the real notice source whose backfill query fails, as
+// a notice backend that goes away mid-create would.
+type failingBackfill struct{ NoticeSource }
+
+func (failingBackfill) MatchingSeqs(context.Context, []string, notice.Filter, int64, int64, int) ([]int64, error) {
+	return nil, fmt.Errorf("the notice backend went away")
+}
+
+// TestCreateFailingLateWritesNothing: a create that fails after its quota
+// script (here in the backfill) is undone: no watch, no quota used.
+func TestCreateFailingLateWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	f.rs.source = failingBackfill{f.notices}
+	acc, err := f.rs.CreateAccount(ctx, "Unlucky", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, acn(1), acn(2))}, acc.AccountID, f.clock.Now()),
+		account.DefaultPlans()["standard"])
+	if err == nil {
+		t.Fatal("create succeeded with a failing backfill")
+	}
+	if list, _ := f.rs.ListWatches(ctx, acc.AccountID); len(list) != 0 {
+		t.Errorf("the failed create left %d watches", len(list))
+	}
+	if n, _ := f.rdb.SCard(ctx, f.rs.key("acct", acc.AccountID, "companies")).Result(); n != 0 {
+		t.Errorf("the failed create left %d companies counted", n)
+	}
+	if v, _ := f.rdb.HGet(ctx, f.rs.key("rix", rixBucket(acn(1))), acn(1)).Result(); v != "" {
+		t.Errorf("the failed create left reverse-index entry %q", v)
+	}
+}

@@ -1,0 +1,242 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+)
+
+// Register keys, one generation per load (<v> from reg:next):
+//
+//	reg:v               the generation readers use
+//	reg:<v>:name        hash ACN -> current company name
+//	reg:<v>:acnabn      hash ACN -> its ABN
+//	reg:<v>:abn         hash ABN -> its ACN
+//
+// A load writes a new generation and Commit switches reg:v in one step; the
+// old generation expires after oldRegisterTTL, so a screen that read the
+// old version finishes on consistent data.
+
+const oldRegisterTTL = 600 // seconds
+
+// RegisterLoad is a register replacement in progress. It implements
+// store.RegisterLoad.
+type RegisterLoad struct {
+	s    *Store
+	v    string
+	done bool
+}
+
+var _ store.RegisterLoad = (*RegisterLoad)(nil)
+
+// BeginRegister starts writing a new register generation.
+func (s *Store) BeginRegister(ctx context.Context) (*RegisterLoad, error) {
+	v, err := s.rdb.Incr(ctx, s.key("reg", "next")).Result()
+	if err != nil {
+		return nil, s.fail("begin register load", err)
+	}
+	return &RegisterLoad{s: s, v: itoa(v)}, nil
+}
+
+// Add writes rows into the new generation: the current name of each ACN
+// (the row marked current, else the current name a former-name row
+// carries), and the ACN <-> ABN pairs.
+func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
+	s := l.s
+	name, acnabn, abn := s.key("reg", l.v, "name"), s.key("reg", l.v, "acnabn"), s.key("reg", l.v, "abn")
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, r := range rows {
+			if r.ACN == "" {
+				continue
+			}
+			switch {
+			case r.CurrentNameIndicator == "Y":
+				p.HSet(ctx, name, r.ACN, r.CompanyName)
+			case r.CurrentName != "":
+				p.HSetNX(ctx, name, r.ACN, r.CurrentName)
+			default:
+				p.HSetNX(ctx, name, r.ACN, r.CompanyName)
+			}
+			if r.ABN != "" {
+				p.HSetNX(ctx, acnabn, r.ACN, r.ABN)
+				p.HSetNX(ctx, abn, r.ABN, r.ACN)
+			}
+		}
+		return nil
+	})
+	return s.fail("write register rows", err)
+}
+
+var switchRegisterScript = redis.NewScript(`
+local old = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], ARGV[2])
+if old and old ~= ARGV[2] then
+  for _, k in ipairs({'name', 'acnabn', 'abn'}) do redis.call('EXPIRE', ARGV[1] .. 'reg:' .. old .. ':' .. k, ARGV[3]) end
+end
+return 1
+`)
+
+// Commit switches readers to the new generation in one step, then brings
+// the watches' match keys up to date with it (RefreshWatchKeys).
+func (l *RegisterLoad) Commit(ctx context.Context) error {
+	s := l.s
+	if l.done {
+		return fmt.Errorf("redisstore: register load %s already finished", l.v)
+	}
+	l.done = true
+	if err := switchRegisterScript.Run(ctx, s.rdb, []string{s.key("reg", "v")}, s.ns, l.v, oldRegisterTTL).Err(); err != nil {
+		return s.fail("switch register", err)
+	}
+	_, err := s.RefreshWatchKeys(ctx)
+	return err
+}
+
+// Rollback drops the new generation; the current register stays.
+func (l *RegisterLoad) Rollback() error {
+	if l.done {
+		return nil
+	}
+	l.done = true
+	s := l.s
+	return s.fail("drop register load", s.rdb.Unlink(context.Background(),
+		s.key("reg", l.v, "name"), s.key("reg", l.v, "acnabn"), s.key("reg", l.v, "abn")).Err())
+}
+
+// register is one generation of the register, for lookups.
+type register struct {
+	s *Store
+	v string // "" when no register was ever loaded
+}
+
+func (s *Store) currentRegister(ctx context.Context) (register, error) {
+	v, err := s.rdb.Get(ctx, s.key("reg", "v")).Result()
+	if err == redis.Nil {
+		return register{s: s}, nil
+	}
+	return register{s: s, v: v}, s.fail("read register version", err)
+}
+
+// lookup returns the values of fields in hash part ("name", "acnabn",
+// "abn"), "" for a missing one, in batches of one pipeline.
+func (r register) lookup(ctx context.Context, part string, fields []string) ([]string, error) {
+	if r.v == "" {
+		return make([]string, len(fields)), nil
+	}
+	return r.s.hmget(ctx, r.s.key("reg", r.v, part), fields)
+}
+
+// batch is the most fields or members of one command; roundTrip the most
+// of them sent in one pipeline (one round trip), so a 1,000,000-identifier
+// watch takes ten round trips and no single reply outlasts the read
+// timeout.
+const (
+	batch     = 10000
+	roundTrip = 100000
+)
+
+// hmget is HMGET over any number of fields: batch fields a command,
+// roundTrip fields a pipeline.
+func (s *Store) hmget(ctx context.Context, key string, fields []string) ([]string, error) {
+	out := make([]string, 0, len(fields))
+	for lo := 0; lo < len(fields); lo += roundTrip {
+		part := fields[lo:min(lo+roundTrip, len(fields))]
+		var cmds []*redis.SliceCmd
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := 0; i < len(part); i += batch {
+				cmds = append(cmds, p.HMGet(ctx, key, part[i:min(i+batch, len(part))]...))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, s.fail("read "+strings.TrimPrefix(key, s.ns), err)
+		}
+		for _, c := range cmds {
+			for _, v := range c.Val() {
+				out = append(out, str(v))
+			}
+		}
+	}
+	return out, nil
+}
+
+// smismember is SMISMEMBER over any number of members, batched like hmget.
+func (s *Store) smismember(ctx context.Context, key string, members []string) ([]bool, error) {
+	out := make([]bool, 0, len(members))
+	for lo := 0; lo < len(members); lo += roundTrip {
+		part := members[lo:min(lo+roundTrip, len(members))]
+		var cmds []*redis.BoolSliceCmd
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := 0; i < len(part); i += batch {
+				chunk := make([]any, 0, batch)
+				for _, m := range part[i:min(i+batch, len(part))] {
+					chunk = append(chunk, m)
+				}
+				cmds = append(cmds, p.SMIsMember(ctx, key, chunk...))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, s.fail("read "+strings.TrimPrefix(key, s.ns), err)
+		}
+		for _, c := range cmds {
+			out = append(out, c.Val()...)
+		}
+	}
+	return out, nil
+}
+
+// lookupReq is one HMGET of hmgetMany: fields of key ("" key: all fields
+// missing, for a register never loaded).
+type lookupReq struct {
+	key    string
+	fields []string
+}
+
+// hmgetMany runs several HMGETs over any number of fields in one pipeline
+// (batch fields a command) and returns each request's values, "" for a
+// missing field.
+func (s *Store) hmgetMany(ctx context.Context, reqs ...lookupReq) ([][]string, error) {
+	cmds := make([][]*redis.SliceCmd, len(reqs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for r, req := range reqs {
+			if req.key == "" {
+				continue
+			}
+			for i := 0; i < len(req.fields); i += batch {
+				cmds[r] = append(cmds[r], p.HMGet(ctx, req.key, req.fields[i:min(i+batch, len(req.fields))]...))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail("read", err)
+	}
+	out := make([][]string, len(reqs))
+	for r, req := range reqs {
+		out[r] = make([]string, 0, len(req.fields))
+		if req.key == "" {
+			out[r] = out[r][:len(req.fields)]
+			continue
+		}
+		for _, c := range cmds[r] {
+			for _, v := range c.Val() {
+				out[r] = append(out[r], str(v))
+			}
+		}
+	}
+	return out, nil
+}
+
+// regKey returns the key of a part of the register generation, "" when no
+// register was ever loaded.
+func (r register) regKey(part string) string {
+	if r.v == "" {
+		return ""
+	}
+	return r.s.key("reg", r.v, part)
+}

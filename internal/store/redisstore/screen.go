@@ -1,0 +1,201 @@
+package redisstore
+
+import (
+	"context"
+	"strings"
+
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/watch"
+	"noticesd/matcher"
+)
+
+// Screen is the bulk screen of POST /v1/match, with the embedded store's
+// semantics (see sqlite.Store.Screen): each normalised, distinct
+// identifier lands in Matched, Unmatched or Unresolved, in the order
+// given. It costs three pipelined round trips whatever the number of
+// identifiers (HMGETs of the register, of nidx and of nsum). Filters
+// are applied to the summaries with package matcher's semantics; a q needs
+// the notices' text, so the candidates passing the other filters are read
+// from the NoticeSource and matched there.
+func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
+	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}}
+	res.Counts.Submitted = len(ids)
+	if len(ids) == 0 {
+		return res, nil
+	}
+	reg, err := s.currentRegister(ctx)
+	if err != nil {
+		return res, err
+	}
+	var acns, abns []string
+	for _, id := range ids {
+		if id.Kind == ident.ACN {
+			acns = append(acns, id.Value)
+		} else {
+			abns = append(abns, id.Value)
+		}
+	}
+	// Round trip 1: the register and the identifiers' own notices.
+	r1, err := s.hmgetMany(ctx, lookupReq{reg.regKey("name"), acns}, lookupReq{reg.regKey("acnabn"), acns},
+		lookupReq{reg.regKey("abn"), abns}, lookupReq{s.key("nidx"), values(ids)})
+	if err != nil {
+		return res, err
+	}
+	names, acnABN, abnACN, own := r1[0], r1[1], r1[2], r1[3]
+	// Each identifier's own value and its register counterpart.
+	type one struct {
+		self, other string // other: the register ABN of an ACN, or ACN of an ABN
+		acn         string // the company's ACN: the ACN itself, or the register's for an ABN
+		name        string // the register's current name of acn
+		inRegister  bool
+		own, theirs string // comma-joined seqs of the notices carrying self / other
+	}
+	found := make([]one, len(ids))
+	var others, resolved []string
+	ai, bi := 0, 0
+	for i, id := range ids {
+		o := one{self: id.Value, own: own[i]}
+		if id.Kind == ident.ACN {
+			o.acn, o.other, o.name, o.inRegister = id.Value, acnABN[ai], names[ai], names[ai] != ""
+			ai++
+		} else {
+			o.other, o.acn, o.inRegister = abnACN[bi], abnACN[bi], abnACN[bi] != ""
+			if o.acn != "" {
+				resolved = append(resolved, o.acn)
+			}
+			bi++
+		}
+		if o.other != "" {
+			others = append(others, o.other)
+		}
+		found[i] = o
+	}
+	// Round trip 2: the counterparts' notices, the resolved ACNs' names.
+	r2, err := s.hmgetMany(ctx, lookupReq{s.key("nidx"), others}, lookupReq{reg.regKey("name"), resolved})
+	if err != nil {
+		return res, err
+	}
+	oi, ri := 0, 0
+	for i := range found {
+		o := &found[i]
+		if o.other != "" {
+			o.theirs = r2[0][oi]
+			oi++
+		}
+		if ids[i].Kind == ident.ABN && o.acn != "" {
+			o.name = r2[1][ri]
+			ri++
+		}
+	}
+	seqSet := map[string]struct{}{}
+	for _, o := range found {
+		for _, l := range []string{o.own, o.theirs} {
+			for _, q := range splitList(l) {
+				seqSet[q] = struct{}{}
+			}
+		}
+	}
+	seqs := make([]string, 0, len(seqSet))
+	for q := range seqSet {
+		seqs = append(seqs, q)
+	}
+	// Round trip 3: the summaries.
+	raw, err := s.hmget(ctx, s.key("nsum"), seqs)
+	if err != nil {
+		return res, err
+	}
+	// Which notices pass f.
+	sums := make(map[string]*notice.Notice, len(seqs))
+	noQ := f
+	noQ.Q = nil
+	var needText []int64
+	for i, q := range seqs {
+		if raw[i] == "" {
+			continue
+		}
+		n, err := decodeSummary(raw[i])
+		if err != nil {
+			return res, err
+		}
+		if !matcher.FilterMatches(noQ, &n, nil) {
+			continue
+		}
+		sums[q] = &n
+		if f.Q != nil {
+			needText = append(needText, n.Seq)
+		}
+	}
+	if f.Q != nil && len(needText) > 0 {
+		full, err := s.source.NoticesBySeq(ctx, needText)
+		if err != nil {
+			return res, err
+		}
+		pass := make(map[int64]bool, len(full))
+		for i := range full {
+			pass[full[i].Seq] = matcher.FilterMatches(f, &full[i], nil)
+		}
+		for q, n := range sums {
+			if !pass[n.Seq] {
+				delete(sums, q)
+			}
+		}
+	} else if f.Q != nil {
+		clear(sums)
+	}
+
+	for i, o := range found {
+		var count int
+		var latest *notice.Notice
+		for _, l := range []string{o.own, o.theirs} {
+			for _, q := range splitList(l) {
+				n := sums[q]
+				if n == nil || (l == o.theirs && o.own != "" && strings.Contains(","+o.own+",", ","+q+",")) {
+					continue // fails f, or carries both identifiers (counted once)
+				}
+				count++
+				if latest == nil || n.PublishedAt > latest.PublishedAt || (n.PublishedAt == latest.PublishedAt && n.Seq > latest.Seq) {
+					latest = n
+				}
+			}
+		}
+		if count == 0 {
+			if o.inRegister || o.own != "" {
+				res.Unmatched = append(res.Unmatched, o.self)
+			} else {
+				res.Unresolved = append(res.Unresolved, o.self)
+			}
+			continue
+		}
+		m := watch.Matched{Identifier: o.self, NoticeCount: count, LatestNotice: watch.LatestNotice{
+			ID: latest.ID, Seq: latest.Seq, PublishedDate: latest.PublishedDate, NoticeType: latest.NoticeType,
+			NoticePurpose: latest.NoticePurpose, AppointmentType: latest.AppointmentType}}
+		// The company's ACN (for an ABN the register's, else the latest
+		// notice's when that notice carries the ABN) and its name (the
+		// register's current name, else the latest notice's).
+		switch {
+		case o.acn != "":
+			acn := o.acn
+			m.ACN = &acn
+		case ids[i].Kind == ident.ABN && latest.ABN != nil && *latest.ABN == o.self && latest.ACN != nil:
+			acn := *latest.ACN
+			m.ACN = &acn
+		}
+		name := o.name
+		if name == "" {
+			name = latest.CompanyName
+		}
+		m.CompanyName = &name
+		res.Matched = append(res.Matched, m)
+	}
+	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
+	return res, nil
+}
+
+func values(ids []ident.ID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.Value
+	}
+	return out
+}

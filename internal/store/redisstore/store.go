@@ -1,0 +1,147 @@
+// Package redisstore is the scale-mode backend of accounts, watches, quotas,
+// the identifier sets of the bulk screen and the watch match log, on Redis
+// (go-redis v9). Every key lives under "<namespace>:"; docs/redis.md
+// describes the layout. Notices themselves live elsewhere (Elasticsearch in
+// scale mode): what this package needs of them goes through NoticeSource.
+//
+// Redis must run with appendonly yes: accounts, watches and the match log
+// are kept only here.
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/account"
+	"noticesd/internal/errs"
+	"noticesd/internal/notice"
+)
+
+// NoticeSource is what the store needs of the notices: the Elasticsearch
+// store implements it in scale mode (the SQLite store does too, for tests).
+type NoticeSource interface {
+	// LatestSeq is the arrival watermark: every notice with notice_seq at
+	// or below it is readable through this source.
+	LatestSeq(ctx context.Context) (int64, error)
+	// NoticesAfter returns up to limit notices with notice_seq > seq,
+	// ascending.
+	NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error)
+	// NoticesBySeq returns the notices with the given seqs in that order
+	// (a seq no notice has is left out).
+	NoticesBySeq(ctx context.Context, seqs []int64) ([]notice.Notice, error)
+	// MatchingSeqs returns up to limit notice seqs in (after, through],
+	// ascending, of the notices passing f whose acn or abn is one of keys
+	// (never more than MaxTerms keys per call); keys nil means every notice
+	// passing f.
+	MatchingSeqs(ctx context.Context, keys []string, f notice.Filter, after, through int64, limit int) ([]int64, error)
+}
+
+// MaxTerms is the most identifiers the store passes to one
+// NoticeSource.MatchingSeqs call: Elasticsearch's terms query stops at
+// 65,536 values.
+const MaxTerms = 65536
+
+// Store is the Redis backend. It is safe for concurrent use; several
+// processes may share one Redis.
+type Store struct {
+	rdb    redis.UniversalClient
+	ns     string // "<namespace>:"
+	source NoticeSource
+	plans  map[string]account.Plan
+	clock  func() time.Time
+	// matchOnRead makes Matches first match the arrivals not yet matched
+	// (see Options.MatchOnRead).
+	matchOnRead bool
+	filters     filterCache
+}
+
+// Options configure a Store. The zero value of each field is its default.
+type Options struct {
+	// Plans are the account plans; default account.DefaultPlans().
+	Plans map[string]account.Plan
+	// Clock stamps accounts; default time.Now.
+	Clock func() time.Time
+	// NoMatchOnRead stops Matches from matching pending arrivals itself
+	// before reading; then only workers (MatchArrivals) fill the logs.
+	NoMatchOnRead bool
+}
+
+// New returns a store on rdb with every key under namespace + ":".
+func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Options) (*Store, error) {
+	if namespace == "" || strings.ContainsAny(namespace, ": \t\n") {
+		return nil, fmt.Errorf("redisstore: namespace %q must be non-empty without ':' or spaces (NOTICES_NAMESPACE)", namespace)
+	}
+	if source == nil {
+		return nil, errors.New("redisstore: a NoticeSource is required")
+	}
+	s := &Store{rdb: rdb, ns: namespace + ":", source: source, plans: o.Plans, clock: o.Clock,
+		matchOnRead: !o.NoMatchOnRead}
+	if s.plans == nil {
+		s.plans = account.DefaultPlans()
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	return s, nil
+}
+
+// Dial opens a go-redis client for url (redis://host:port/db) with the
+// timeouts the service uses: a Redis that is down or stalled fails a call
+// within seconds, never hangs it.
+func Dial(url string) (*redis.Client, error) {
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: NOTICES_REDIS_URL %q: %w", url, err)
+	}
+	o.DialTimeout = 2 * time.Second
+	o.ReadTimeout = 3 * time.Second
+	o.WriteTimeout = 3 * time.Second
+	o.MaxRetries = 1
+	o.DialerRetries = 2
+	return redis.NewClient(o), nil
+}
+
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.fail("ping", s.rdb.Ping(ctx).Err())
+}
+
+// key returns the namespaced key of the parts joined by ':'.
+func (s *Store) key(parts ...string) string {
+	return s.ns + strings.Join(parts, ":")
+}
+
+// fail wraps a Redis error: an unreachable or stalled server becomes
+// errs.BackendUnavailable (HTTP 503), anything else a plain error (500).
+func (s *Store) fail(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errs.As(err); ok {
+		return err
+	}
+	if unreachable(err) {
+		return errs.New(errs.BackendUnavailable, "the watch store (Redis) is unavailable (%s); retry shortly", what)
+	}
+	return fmt.Errorf("redisstore: %s: %w", what, err)
+}
+
+func unreachable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, redis.ErrClosed) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"connection refused", "connection reset", "EOF", "i/o timeout", "LOADING", "broken pipe", "no route to host"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,562 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/account"
+	"noticesd/internal/errs"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/internal/watch"
+)
+
+var _ store.Watches = (*Store)(nil)
+
+// Watch keys:
+//
+//	w:<id>                 hash account, doc (storedWatch JSON), regv (register
+//	                       generation of its keys), eseq (arrival watermark
+//	                       before it was written), cseq (match cursor at
+//	                       activation), a0 (backfilled through; absent until
+//	                       the backfill is done), secret, failures
+//	w:<id>:co              set: the companies it counts
+//	w:<id>:keys            its match keys, comma-joined
+//	wm:<id>                zset: its match log (member and score notice_seq)
+//	acct:<id>:watches      zset of the account's watch ids by created_at (ms)
+//	acct:<id>:companies    set: the union of its watches' companies (the quota count)
+//	watches                set of every watch id
+//	rix:<bucket>           hash match key -> the first watch holding it (reverse index)
+//	rixs:<key>             set: the further watches holding the key
+//	fo                     set of the filter-only watches
+//	wsv                    watch-set version, bumped by every create, delete
+//	                       and key refresh (arrival matching commits only
+//	                       against the version it matched with)
+
+// storedWatch is a watch as kept in w:<id> doc.
+type storedWatch struct {
+	ID                string        `json:"id"`
+	AccountID         string        `json:"account_id"`
+	Name              string        `json:"name"`
+	Active            bool          `json:"active"`
+	DeactivatedReason string        `json:"deactivated_reason,omitempty"`
+	Identifiers       []string      `json:"identifiers"`
+	Unresolved        []string      `json:"unresolved"`
+	Filters           storedFilters `json:"filters"`
+	AlertEmail        *string       `json:"alert_email,omitempty"`
+	WebhookURL        *string       `json:"webhook_url,omitempty"`
+	CreatedAt         time.Time     `json:"created_at"`
+	UpdatedAt         time.Time     `json:"updated_at"`
+}
+
+// storedFilters is the filters' stored form (watch.StoredFilters).
+type storedFilters = watch.StoredFilters
+
+func encodeWatch(w watch.Watch) (string, error) {
+	b, err := json.Marshal(storedWatch{ID: w.ID, AccountID: w.AccountID, Name: w.Name, Active: w.Active,
+		DeactivatedReason: w.DeactivatedReason, Identifiers: nonNil(w.Identifiers), Unresolved: nonNil(w.Unresolved),
+		Filters: storedFilters(w.Filters), AlertEmail: w.AlertEmail, WebhookURL: w.WebhookURL,
+		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC()})
+	return string(b), err
+}
+
+func decodeWatch(doc string) (watch.Watch, error) {
+	var sw storedWatch
+	if err := json.Unmarshal([]byte(doc), &sw); err != nil {
+		return watch.Watch{}, fmt.Errorf("redisstore: unreadable watch: %w", err)
+	}
+	return watch.Watch{ID: sw.ID, AccountID: sw.AccountID, Name: sw.Name, Active: sw.Active,
+		DeactivatedReason: sw.DeactivatedReason, Identifiers: sw.Identifiers, Unresolved: sw.Unresolved,
+		Filters: watch.Filters(sw.Filters), AlertEmail: sw.AlertEmail, WebhookURL: sw.WebhookURL,
+		CreatedAt: sw.CreatedAt, UpdatedAt: sw.UpdatedAt}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return slices.Clone(s)
+}
+
+// expansion is what a watch's identifiers mean against the register and
+// the notices (the same rules as the embedded store).
+type expansion struct {
+	// keys: every identifier, the ACN each ABN resolves to, and the
+	// register ABN of every such ACN and of each identifier that is an ACN.
+	keys []string
+	// companies for the quota: an ACN counts as itself, an ABN as the ACN
+	// the register resolves it to, else as itself.
+	companies []string
+	// unresolved: identifiers neither the register nor any notice holds,
+	// in the given order.
+	unresolved []string
+	regv       string
+}
+
+// expand resolves normalised, distinct identifiers in a few pipelined
+// round trips.
+func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
+	reg, err := s.currentRegister(ctx)
+	exp := expansion{regv: reg.v}
+	if err != nil || len(ids) == 0 {
+		return exp, err
+	}
+	var acns, abns []string
+	for _, v := range ids {
+		if len(v) == 9 {
+			acns = append(acns, v)
+		} else {
+			abns = append(abns, v)
+		}
+	}
+	names, err := reg.lookup(ctx, "name", acns)
+	if err != nil {
+		return exp, err
+	}
+	resolved, err := reg.lookup(ctx, "abn", abns)
+	if err != nil {
+		return exp, err
+	}
+	onNotices, err := s.smismember(ctx, s.key("nids"), ids)
+	if err != nil {
+		return exp, err
+	}
+	// Every ACN involved, for its register ABN.
+	all := slices.Clone(acns)
+	for _, a := range resolved {
+		if a != "" {
+			all = append(all, a)
+		}
+	}
+	regABNs, err := reg.lookup(ctx, "acnabn", all)
+	if err != nil {
+		return exp, err
+	}
+	keys := make(map[string]struct{}, len(ids)*2)
+	companies := make(map[string]struct{}, len(ids))
+	for _, v := range ids {
+		keys[v] = struct{}{}
+	}
+	for i, a := range all {
+		keys[a] = struct{}{}
+		if regABNs[i] != "" {
+			keys[regABNs[i]] = struct{}{}
+		}
+	}
+	known := make(map[string]bool, len(ids))
+	for i, v := range acns {
+		companies[v] = struct{}{}
+		known[v] = names[i] != ""
+	}
+	for i, v := range abns {
+		if resolved[i] != "" {
+			companies[resolved[i]] = struct{}{}
+			known[v] = true
+		} else {
+			companies[v] = struct{}{}
+		}
+	}
+	for i, v := range ids {
+		if !known[v] && !onNotices[i] {
+			exp.unresolved = append(exp.unresolved, v)
+		}
+	}
+	exp.keys = sortedKeys(keys)
+	exp.companies = sortedKeys(companies)
+	return exp, nil
+}
+
+func sortedKeys(m map[string]struct{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// createScript checks the plan's limits and writes the watch in one step.
+// The watch's companies and match keys were staged (stage:<id>:co,
+// stage:<id>:keys) beforehand, so the script works on whole sets with
+// SINTERCARD and SUNIONSTORE, never element by element: a 1,000,000-company
+// watch blocks Redis for a fraction of a second.
+// KEYS: acct:<a>:watches, acct:<a>:companies, w:<id>, stage:<id>:co.
+// ARGV: ns, watch limit, company limit, watch id, score, doc, account,
+// match keys (comma-joined, "" for a filter-only watch), regv, eseq.
+var createScript = redis.NewScript(`
+local ns = ARGV[1]
+local n = redis.call('ZCARD', KEYS[1])
+if n >= tonumber(ARGV[2]) then
+  redis.call('DEL', KEYS[4])
+  return {'watch_limit', n}
+end
+local staged = redis.call('SCARD', KEYS[4])
+if staged > 0 then
+  local current = redis.call('SCARD', KEYS[2])
+  local adding = staged - redis.call('SINTERCARD', 2, KEYS[4], KEYS[2])
+  if current + adding > tonumber(ARGV[3]) then
+    redis.call('DEL', KEYS[4])
+    return {'quota', current, adding}
+  end
+  if adding > 0 then
+    if staged < 5000 then
+      redis.call('SADD', KEYS[2], unpack(redis.call('SMEMBERS', KEYS[4])))
+    else
+      redis.call('SUNIONSTORE', KEYS[2], KEYS[2], KEYS[4])
+    end
+  end
+  redis.call('RENAME', KEYS[4], KEYS[3] .. ':co')
+  redis.call('PERSIST', KEYS[3] .. ':co')
+end
+redis.call('HSET', KEYS[3], 'account', ARGV[7], 'doc', ARGV[6], 'regv', ARGV[9], 'eseq', ARGV[10])
+redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
+redis.call('SADD', ns .. 'watches', ARGV[4])
+if ARGV[8] ~= '' then
+  redis.call('SET', KEYS[3] .. ':keys', ARGV[8])
+else
+  redis.call('SADD', ns .. 'fo', ARGV[4])
+end
+return {'ok'}
+`)
+
+// activateScript makes a written watch visible to arrival matching: its
+// reverse-index entries are all in place, so from the cursor read here on
+// every committed batch has matched against them (the wsv bump makes any
+// batch matched against the older set retry). It returns the cursor.
+var activateScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local cseq = redis.call('GET', ARGV[1] .. 'match:through') or '0'
+redis.call('HSET', KEYS[1], 'cseq', cseq)
+redis.call('INCR', ARGV[1] .. 'wsv')
+return tonumber(cseq)
+`)
+
+// handoffRangeScript hands the log entries in (ARGV[2], ARGV[3]] to
+// delivery. KEYS: wm:<id>, matched. ARGV: watch id, from, through.
+var handoffRangeScript = redis.NewScript(`
+for _, seq in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[2], ARGV[3])) do
+  redis.call('XADD', KEYS[2], '*', 'watch', ARGV[1], 'seq', seq)
+end
+return 1
+`)
+
+const stageTTL = 3600 // seconds; a stage left by a crashed create expires
+
+// CreateWatch stores w if plan allows. The identifiers are resolved first
+// (a few pipelined reads) and the companies and match keys staged in Redis;
+// the watch count, the company quota and the write of the watch are then
+// one Lua script, so concurrent creates from any number of processes cannot
+// overshoot and a rejected create writes nothing. Then the reverse index
+// is written, the watch activated for arrival matching, and its match log
+// backfilled with the notices published before.
+func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Plan) (watch.Watch, error) {
+	if w.ID == "" || w.AccountID == "" {
+		return w, fmt.Errorf("redisstore: create watch: the watch needs an ID and an AccountID; build it with watch.New")
+	}
+	f, err := w.Filters.NoticeFilter()
+	if err != nil {
+		return w, err
+	}
+	exp, err := s.expand(ctx, w.Identifiers)
+	if err != nil {
+		return w, err
+	}
+	w.Unresolved = nonNil(exp.unresolved)
+	doc, err := encodeWatch(w)
+	if err != nil {
+		return w, err
+	}
+	// eseq: the notices at or below it arrived before the watch (never
+	// handed to delivery).
+	eseq, err := s.source.LatestSeq(ctx)
+	if err != nil {
+		return w, err
+	}
+	stageCo := s.key("stage", w.ID, "co")
+	if err := s.saddBatched(ctx, stageCo, exp.companies, stageTTL); err != nil {
+		return w, err
+	}
+	res, err := createScript.Run(ctx, s.rdb, []string{s.key("acct", w.AccountID, "watches"),
+		s.key("acct", w.AccountID, "companies"), s.key("w", w.ID), stageCo},
+		s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq).Slice()
+	if err != nil {
+		return w, s.fail("create watch", err)
+	}
+	switch str(res[0]) {
+	case "watch_limit":
+		return w, errs.New(errs.WatchLimitReached,
+			"plan %s allows %d watches and the account has %d; delete a watch (DELETE /v1/watches/{id}) or upgrade the plan",
+			plan.Name, plan.Watches, res[1].(int64))
+	case "quota":
+		return w, errs.New(errs.QuotaExceeded,
+			"plan %s allows %d companies; the account watches %d and this watch would add %d; remove companies or watches, or upgrade the plan",
+			plan.Name, plan.Companies, res[1].(int64), res[2].(int64))
+	}
+	s.filters.put(w.ID, f)
+	if err := s.finishCreate(ctx, w, exp.keys, f, eseq); err != nil {
+		// Undo the write (best effort, also when ctx has ended), so the
+		// caller can retry without the quota counting this watch twice.
+		_ = s.DeleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID)
+		return w, err
+	}
+	return w, nil
+}
+
+// finishCreate indexes a written watch, activates it for arrival matching,
+// backfills its log and hands to delivery what arrived since eseq but was
+// matched before activation.
+func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys []string, f notice.Filter, eseq int64) error {
+	if err := s.indexKeys(ctx, w.ID, keys, nil); err != nil {
+		return err
+	}
+	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID)}, s.ns).Int64()
+	if err != nil {
+		return s.fail("create watch", err)
+	}
+	if len(w.Identifiers) == 0 {
+		keys = nil
+	}
+	if err := s.backfill(ctx, w.ID, keys, f); err != nil {
+		return err
+	}
+	// Notices that arrived after eseq but were matched before activation
+	// (cursor at or below cseq) skipped this watch; the backfill found
+	// them, and they are handed to delivery here, once.
+	if cseq > eseq {
+		err = handoffRangeScript.Run(ctx, s.rdb, []string{s.key("wm", w.ID), s.key("matched")}, w.ID, eseq, cseq).Err()
+		return s.fail("create watch", err)
+	}
+	return nil
+}
+
+// saddBatched adds members to a set (after emptying it) with a TTL in
+// seconds, in pipelines of at most roundTrip members.
+func (s *Store) saddBatched(ctx context.Context, key string, members []string, ttl int) error {
+	if err := s.rdb.Del(ctx, key).Err(); err != nil {
+		return s.fail("stage watch", err)
+	}
+	for lo := 0; lo < len(members); lo += roundTrip {
+		part := members[lo:min(lo+roundTrip, len(members))]
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := 0; i < len(part); i += batch {
+				chunk := part[i:min(i+batch, len(part))]
+				args := make([]any, len(chunk))
+				for j, m := range chunk {
+					args[j] = m
+				}
+				p.SAdd(ctx, key, args...)
+			}
+			p.Expire(ctx, key, time.Duration(ttl)*time.Second)
+			return nil
+		})
+		if err != nil {
+			return s.fail("stage watch", err)
+		}
+	}
+	return nil
+}
+
+// The reverse index: rix:<bucket> is a hash from match key to the first
+// watch that took the key, with 65,536 buckets chosen by FNV-1a of the
+// key (small hashes are stored compactly by Redis, about 40 bytes per key
+// against several hundred for a set per key); the further watches holding
+// a key are in the set rixs:<key>. Matching reads both; adding is HSETNX,
+// or SADD when the key is taken, both plain pipelined commands.
+const rixBuckets = 1 << 16
+
+func rixBucket(k string) string {
+	h := fnv.New32a()
+	h.Write([]byte(k))
+	return strconv.FormatUint(uint64(h.Sum32()%rixBuckets), 16)
+}
+
+// rixRemoveScript removes one watch id from many keys.
+// ARGV: ns, watch id, then (bucket, key) pairs.
+var rixRemoveScript = redis.NewScript(`
+local ns, id = ARGV[1], ARGV[2]
+for i = 3, #ARGV, 2 do
+  local b, k = ns .. 'rix:' .. ARGV[i], ARGV[i + 1]
+  if redis.call('HGET', b, k) == id then redis.call('HDEL', b, k) end
+  redis.call('SREM', ns .. 'rixs:' .. k, id)
+end
+return 1
+`)
+
+const rixChunk = 2000
+
+// indexKeys adds the watch to the reverse index for each added key and
+// removes it for each removed one.
+func (s *Store) indexKeys(ctx context.Context, id string, added, removed []string) error {
+	for lo := 0; lo < len(added); lo += roundTrip {
+		part := added[lo:min(lo+roundTrip, len(added))]
+		cmds := make([]*redis.BoolCmd, len(part))
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range part {
+				cmds[i] = p.HSetNX(ctx, s.key("rix", rixBucket(k)), k, id)
+			}
+			return nil
+		})
+		if err != nil {
+			return s.fail("index watch", err)
+		}
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, c := range cmds {
+				if !c.Val() {
+					p.SAdd(ctx, s.key("rixs", part[i]), id)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return s.fail("index watch", err)
+		}
+	}
+	for i := 0; i < len(removed); i += rixChunk {
+		chunk := removed[i:min(i+rixChunk, len(removed))]
+		args := make([]any, 0, 2+2*len(chunk))
+		args = append(args, s.ns, id)
+		for _, k := range chunk {
+			args = append(args, rixBucket(k), k)
+		}
+		if err := rixRemoveScript.Run(ctx, s.rdb, nil, args...).Err(); err != nil {
+			return s.fail("index watch", err)
+		}
+	}
+	return nil
+}
+
+func watchNotFound(id string) error {
+	return errs.New(errs.NotFound, "no watch %q on this account; GET /v1/watches lists the account's watches", id)
+}
+
+// Watch returns one watch of the account, or errs.NotFound (also for a
+// watch of another account).
+func (s *Store) Watch(ctx context.Context, accountID, id string) (watch.Watch, error) {
+	v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc").Result()
+	if err != nil {
+		return watch.Watch{}, s.fail("read watch", err)
+	}
+	if str(v[0]) != accountID || accountID == "" {
+		return watch.Watch{}, watchNotFound(id)
+	}
+	return decodeWatch(str(v[1]))
+}
+
+// ListWatches returns the account's watches, oldest first (ties by id).
+func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watch, error) {
+	ids, err := s.rdb.ZRange(ctx, s.key("acct", accountID, "watches"), 0, -1).Result()
+	if err != nil {
+		return nil, s.fail("list watches", err)
+	}
+	docs := make([]*redis.StringCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			docs[i] = p.HGet(ctx, s.key("w", id), "doc")
+		}
+		return nil
+	}); err != nil && err != redis.Nil {
+		return nil, s.fail("list watches", err)
+	}
+	out := []watch.Watch{}
+	for _, d := range docs {
+		if d.Err() != nil {
+			continue // deleted meanwhile
+		}
+		w, err := decodeWatch(d.Val())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// UpdateWatch applies a validated patch at now (watch.Watch.Apply), as a
+// compare-and-set of the stored watch, retried if another update won.
+// Turning a watch back on also resets its count of consecutive failed
+// deliveries.
+func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.Patch, now time.Time) (watch.Watch, error) {
+	return s.modifyWatch(ctx, accountID, id, watchNotFound, func(w *watch.Watch) ([]string, error) {
+		wasActive := w.Active
+		w.Apply(p, now)
+		if w.Active && !wasActive {
+			return []string{"failures", "0"}, nil
+		}
+		return nil, nil
+	})
+}
+
+// deleteScript removes a watch and its log, recounts the account's
+// companies as the union of its remaining watches' companies (SUNIONSTORE,
+// whole sets), and moves the watch's match keys aside for the reverse
+// index cleanup. KEYS: w:<id>. ARGV: ns, account, id.
+var deleteScript = redis.NewScript(`
+local ns, id = ARGV[1], ARGV[3]
+local acc = redis.call('HGET', KEYS[1], 'account')
+if acc ~= ARGV[2] then return 0 end
+local aw = ns .. 'acct:' .. acc .. ':watches'
+redis.call('ZREM', aw, id)
+redis.call('SREM', ns .. 'fo', id)
+redis.call('SREM', ns .. 'watches', id)
+if redis.call('EXISTS', KEYS[1] .. ':co') == 1 then
+  local sets = {}
+  for _, w in ipairs(redis.call('ZRANGE', aw, 0, -1)) do sets[#sets + 1] = ns .. 'w:' .. w .. ':co' end
+  local ac = ns .. 'acct:' .. acc .. ':companies'
+  if #sets == 0 then
+    redis.call('DEL', ac)
+  else
+    redis.call('SUNIONSTORE', ac, unpack(sets))
+  end
+end
+if redis.call('EXISTS', KEYS[1] .. ':keys') == 1 then
+  redis.call('RENAME', KEYS[1] .. ':keys', ns .. 'trash:' .. id .. ':keys')
+end
+redis.call('UNLINK', KEYS[1], KEYS[1] .. ':co', ns .. 'wm:' .. id, ns .. 'dr:' .. id, ns .. 'dl:' .. id)
+redis.call('INCR', ns .. 'wsv')
+return 1
+`)
+
+// DeleteWatch removes a watch with its match log and frees the companies
+// only it counted, in one step; then its reverse-index entries are removed
+// in batches (entries left by a crash name a watch that no longer exists,
+// which arrival matching ignores).
+func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
+	if accountID == "" {
+		return watchNotFound(id)
+	}
+	n, err := deleteScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, accountID, id).Int()
+	if err != nil {
+		return s.fail("delete watch", err)
+	}
+	if n == 0 {
+		return watchNotFound(id)
+	}
+	s.filters.drop(id)
+	trash := s.key("trash", id, "keys")
+	keys, err := s.rdb.Get(ctx, trash).Result()
+	if err != nil && err != redis.Nil {
+		return s.fail("delete watch", err)
+	}
+	if err := s.indexKeys(ctx, id, nil, splitList(keys)); err != nil {
+		return err
+	}
+	return s.fail("delete watch", s.rdb.Unlink(ctx, trash).Err())
+}
+
+// splitList splits a comma-joined list ("" is empty).
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func joinList(s []string) string { return strings.Join(s, ",") }

@@ -1,0 +1,249 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/delivery"
+	"noticesd/internal/errs"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/internal/watch"
+	"noticesd/internal/webhook"
+)
+
+var _ store.Webhooks = (*Store)(nil)
+
+// Webhook and delivery-record keys:
+//
+//	w:<id>        fields secret (the current signing secret) and failures
+//	              (consecutive failed notices) beside the watch
+//	dr:<id>       hash delivery id -> delivery.Record (JSON)
+//	dl:<id>       zset of "<notice_seq, 20 digits>|<delivery id>" by
+//	              created_at in ms: the watch's deliveries, newest first
+//	              with ZREVRANGE (ties by higher notice_seq, as embedded)
+//
+// Only the record keeping lives here; attempts, retries and their state
+// changes belong to the delivery worker (asynq).
+
+func noWatch(id string) error {
+	return errs.New(errs.NotFound, "no watch %q in this account; list your watches with GET /v1/watches", id)
+}
+
+func noWebhook(id string) error {
+	return errs.New(errs.NotFound, "watch %q has no webhook; register one with POST /v1/watches/%s/webhook", id, id)
+}
+
+// casWatchScript replaces a watch's doc if it is still what was read, and
+// sets extra fields. KEYS: w:<id>. ARGV: old doc, new doc, field, value, ...
+var casWatchScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'doc', ARGV[2])
+for i = 3, #ARGV, 2 do
+  if ARGV[i + 1] == '' then redis.call('HDEL', KEYS[1], ARGV[i]) else redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+end
+return 1
+`)
+
+// modifyWatch applies change to the account's watch as a compare-and-set,
+// retried if another write won; change also returns fields of w:<id> to
+// set (name, value pairs; "" deletes one). A watch of another account is
+// reported by notFound.
+func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound func(string) error,
+	change func(w *watch.Watch) (fields []string, err error)) (watch.Watch, error) {
+	for {
+		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc").Result()
+		if err != nil {
+			return watch.Watch{}, s.fail("update watch", err)
+		}
+		if accountID == "" || str(v[0]) != accountID {
+			return watch.Watch{}, notFound(id)
+		}
+		w, err := decodeWatch(str(v[1]))
+		if err != nil {
+			return w, err
+		}
+		fields, err := change(&w)
+		if err != nil {
+			return w, err
+		}
+		doc, err := encodeWatch(w)
+		if err != nil {
+			return w, err
+		}
+		args := []any{str(v[1]), doc}
+		for _, f := range fields {
+			args = append(args, f)
+		}
+		ok, err := casWatchScript.Run(ctx, s.rdb, []string{s.key("w", id)}, args...).Int()
+		if err != nil {
+			return w, s.fail("update watch", err)
+		}
+		if ok == 1 {
+			return w, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return w, err
+		}
+	}
+}
+
+func stamp(now time.Time) time.Time { return now.UTC().Truncate(time.Millisecond) }
+
+// SetWebhook registers or replaces the watch's webhook at now and creates
+// pending deliveries for the matches that arrived after the watch was
+// created and were published within delivery.Window (never twice for one
+// notice).
+func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret string, now time.Time) (watch.Watch, error) {
+	w, err := s.modifyWatch(ctx, accountID, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
+		w.WebhookURL, w.UpdatedAt = &url, stamp(now)
+		return []string{"secret", secret, "failures", "0"}, nil
+	})
+	if err != nil {
+		return w, err
+	}
+	if s.matchOnRead {
+		if err := s.CatchUp(ctx); err != nil {
+			return w, err
+		}
+	}
+	cseq, err := s.rdb.HGet(ctx, s.key("w", watchID), "eseq").Int64()
+	if err != nil && err != redis.Nil {
+		return w, s.fail("register webhook", err)
+	}
+	seqs, err := s.rdb.ZRangeByScore(ctx, s.key("wm", watchID), &redis.ZRangeBy{Min: "(" + itoa(cseq), Max: "+inf"}).Result()
+	if err != nil {
+		return w, s.fail("register webhook", err)
+	}
+	ns := make([]int64, len(seqs))
+	for i, q := range seqs {
+		ns[i], _ = strconv.ParseInt(q, 10, 64)
+	}
+	matched, err := s.source.NoticesBySeq(ctx, ns)
+	if err != nil {
+		return w, err
+	}
+	for i := range matched {
+		n := &matched[i]
+		pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
+		if err != nil || !delivery.Eligible(n.Seq, cseq, pub, now) {
+			continue
+		}
+		if err := s.addPending(ctx, watchID, n, w.Active, now); err != nil {
+			return w, err
+		}
+	}
+	return w, nil
+}
+
+// addPendingScript creates a delivery record unless one exists.
+// KEYS: dr:<watch>, dl:<watch>. ARGV: delivery id, record, score, member.
+var addPendingScript = redis.NewScript(`
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+return 1
+`)
+
+// addPending records the pending delivery of n to the watch: due at once
+// when the watch is active, held otherwise.
+func (s *Store) addPending(ctx context.Context, watchID string, n *notice.Notice, active bool, now time.Time) error {
+	ts := notice.Timestamp(now)
+	r := delivery.Record{ID: webhook.DeliveryID(watchID, n.ID), NoticeID: n.ID, NoticeSeq: n.Seq,
+		Status: delivery.Pending, CreatedAt: ts, UpdatedAt: ts}
+	if active {
+		r.NextAttemptAt = &ts
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	member := fmt.Sprintf("%020d|%s", n.Seq, r.ID)
+	err = addPendingScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("dl", watchID)},
+		r.ID, b, stamp(now).UnixMilli(), member).Err()
+	return s.fail("record delivery", err)
+}
+
+// RotateSecret replaces the secret at now; the old one is no longer read.
+func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret string, now time.Time) (watch.Watch, error) {
+	return s.modifyWatch(ctx, accountID, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
+		if w.WebhookURL == nil {
+			return nil, noWebhook(watchID)
+		}
+		w.UpdatedAt = stamp(now)
+		return []string{"secret", secret}, nil
+	})
+}
+
+// deadScript marks every pending delivery of a watch dead.
+// KEYS: dr:<watch>. ARGV: last_error, updated_at.
+var deadScript = redis.NewScript(`
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local r = cjson.decode(all[i + 1])
+  if r.status == 'pending' then
+    r.status = 'dead'
+    r.last_error = ARGV[1]
+    r.updated_at = ARGV[2]
+    r.next_attempt_at = nil
+    redis.call('HSET', KEYS[1], all[i], cjson.encode(r))
+  end
+end
+return 1
+`)
+
+// DeleteWebhook stops delivery at now: the pending deliveries become dead
+// with last_error delivery.WebhookRemoved.
+func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, now time.Time) error {
+	_, err := s.modifyWatch(ctx, accountID, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
+		if w.WebhookURL == nil {
+			return nil, noWebhook(watchID)
+		}
+		w.WebhookURL, w.UpdatedAt = nil, stamp(now)
+		return []string{"secret", "", "failures", "0"}, nil
+	})
+	if err != nil {
+		return err
+	}
+	err = deadScript.Run(ctx, s.rdb, []string{s.key("dr", watchID)}, delivery.WebhookRemoved, notice.Timestamp(now)).Err()
+	return s.fail("cancel deliveries", err)
+}
+
+// Deliveries lists the watch's most recent deliveries, newest first.
+func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit int) ([]delivery.Record, error) {
+	acc, err := s.rdb.HGet(ctx, s.key("w", watchID), "account").Result()
+	if err != nil && err != redis.Nil {
+		return nil, s.fail("list deliveries", err)
+	}
+	if accountID == "" || acc != accountID {
+		return nil, noWatch(watchID)
+	}
+	members, err := s.rdb.ZRevRange(ctx, s.key("dl", watchID), 0, int64(limit)-1).Result()
+	if err != nil {
+		return nil, s.fail("list deliveries", err)
+	}
+	ids := make([]string, len(members))
+	for i, m := range members {
+		ids[i] = m[21:]
+	}
+	raw, err := s.hmget(ctx, s.key("dr", watchID), ids)
+	if err != nil {
+		return nil, err
+	}
+	out := []delivery.Record{}
+	for _, r := range raw {
+		if r == "" {
+			continue
+		}
+		var rec delivery.Record
+		if err := json.Unmarshal([]byte(r), &rec); err != nil {
+			return nil, fmt.Errorf("redisstore: unreadable delivery record of watch %s: %w", watchID, err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
