@@ -119,9 +119,13 @@ type Queue interface {
 	// attempt is not counted.
 	Recover(ctx context.Context, now time.Time) (released int, err error)
 	// Claim leases due deliveries (next attempt at or before now, watch
-	// active with a webhook), oldest due first, until now+req.Lease and
-	// returns them; see ClaimRequest for the bounds. A lease that expires
-	// without Complete makes the delivery due again.
+	// active with a webhook) until now+req.Lease and returns them; see
+	// ClaimRequest for the bounds. It is fair across watches: the watches
+	// with due deliveries are served in the order of each one's oldest due
+	// delivery, one delivery of each per round, each watch's oldest first,
+	// so every due delivery of every watch progresses however large
+	// another watch's backlog. A lease that expires without Complete makes
+	// the delivery due again.
 	Claim(ctx context.Context, now time.Time, req ClaimRequest) ([]Job, error)
 	// Complete records an attempt's outcome at now: delivered, rescheduled
 	// after delivery.RetryWait, or dead after the last attempt; dead and

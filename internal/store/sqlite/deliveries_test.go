@@ -892,3 +892,61 @@ func TestNextDue(t *testing.T) {
 		t.Fatalf("NextDue = %s, %v, %v; want %s", next, ok, err, f.clock.Now().Add(unit))
 	}
 }
+
+// notices stores n new notices of acn published now, in one batch, and
+// returns them as stored.
+func (f *qfix) notices(acn string, n int) []notice.Notice {
+	f.t.Helper()
+	before, err := f.s.LatestSeq(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	batch := make([]notice.Notice, n)
+	for i := range batch {
+		f.seq++
+		a := acn
+		batch[i] = notice.Notice{
+			SourceID: fmt.Sprintf("SRC-%04d", f.seq), PublishedAt: notice.Timestamp(f.clock.Now()),
+			ACN: &a, CompanyName: "ALPHA PTY LTD", NoticeType: "Appointment of liquidator",
+			NoticeCode: "APP", NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation",
+		}
+	}
+	if _, err := f.s.UpsertNotices(f.ctx, batch); err != nil {
+		f.t.Fatal(err)
+	}
+	ns, err := f.s.NoticesAfter(f.ctx, before, n)
+	if err != nil || len(ns) != n {
+		f.t.Fatalf("read back %d notices: %d, %v", n, len(ns), err)
+	}
+	return ns
+}
+
+// TestClaimDoesNotStarveOtherWatches: a watch's large backlog, all due at
+// one time, must not keep another watch's due delivery from being claimed
+// while the busy watch sits just under its per-watch bound.
+func TestClaimDoesNotStarveOtherWatches(t *testing.T) {
+	f := newQFix(t)
+	a := f.watch(watchA)
+	f.hook(a)
+	b := f.watch(`{"identifiers": ["600000002"]}`)
+	f.hook(b)
+	f.enqueue(f.notices(acnA, 5000), a)
+	f.clock.Advance(time.Second)
+	f.enqueue([]notice.Notice{f.notice("600000002", 0)}, b)
+	inFlight := map[string]int{}
+	for round := 0; round < 3; round++ {
+		// As the worker does: a's attempts finish one at a time, so it is
+		// always one under its bound when the next claim runs.
+		inFlight[a] = 3
+		jobs, err := f.s.Claim(f.ctx, f.clock.Now(), store.ClaimRequest{Limit: 16, Lease: lease, PerWatch: 4, InFlight: inFlight})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.WatchID == b {
+				return
+			}
+		}
+	}
+	t.Fatalf("the one due delivery of watch b was not claimed in 3 claims while watch a had a backlog of 5000")
+}
