@@ -59,7 +59,11 @@ type Job struct {
 	URL        string
 	Secret     string // the secret current at claim time
 	Attempt    int    // 1-based number of this attempt
-	Notice     notice.Notice
+	// Token identifies this claim: a lease that expires mid-attempt and is
+	// claimed again gives a new attempt with a new token, and Complete
+	// tells the current attempt's outcome from the stale one's by it.
+	Token  string
+	Notice notice.Notice
 }
 
 // ClaimRequest bounds one Claim.
@@ -116,7 +120,8 @@ type Queue interface {
 	Enqueue(ctx context.Context, arrivals []Arrival, through, version int64, now time.Time) (created int, err error)
 	// Recover releases every lease (attempts in flight when a previous
 	// process stopped): those deliveries are due at now. The interrupted
-	// attempt is not counted.
+	// attempt is uncounted. Only one process may drive a queue: the caller
+	// holds the data directory's serve lock (or the backend's equivalent).
 	Recover(ctx context.Context, now time.Time) (released int, err error)
 	// Claim leases due deliveries (next attempt at or before now, watch
 	// active with a webhook) until now+req.Lease and returns them; see
@@ -130,9 +135,12 @@ type Queue interface {
 	// Complete records an attempt's outcome at now: delivered, rescheduled
 	// after delivery.RetryWait, or dead after the last attempt; dead and
 	// delivered notices update the watch's consecutive-failure count, which
-	// deactivates the watch at delivery.DeactivateAfter. An outcome for a
-	// delivery that is no longer pending at that attempt (webhook removed,
-	// watch deleted meanwhile) is ignored.
+	// deactivates the watch at delivery.DeactivateAfter. The outcome of a
+	// stale attempt (job.Token is no longer the delivery's claim: its lease
+	// expired and a newer attempt was claimed) is still recorded: a success
+	// delivers, a failure is noted in last_error and leaves the schedule to
+	// the newer attempt. An outcome for a delivery that is no longer
+	// pending (delivered, dead, webhook removed, watch deleted) is ignored.
 	Complete(ctx context.Context, job Job, out Outcome, now time.Time) error
 	// NextDue returns when the next delivery becomes due, if any.
 	NextDue(ctx context.Context) (time.Time, bool, error)

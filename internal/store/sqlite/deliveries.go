@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -316,12 +317,14 @@ func publishedTime(n *notice.Notice) (time.Time, bool) {
 func (s *Store) Recover(ctx context.Context, now time.Time) (int, error) {
 	ts := notice.Timestamp(now)
 	res, err := s.write.ExecContext(ctx, `UPDATE deliveries SET lease_until = NULL, updated_at = ?,
-		next_attempt_at = CASE WHEN (SELECT active FROM watches w WHERE w.id = deliveries.watch_id) THEN ? END
+		next_attempt_at = CASE WHEN (SELECT active FROM watches w WHERE w.id = deliveries.watch_id) THEN ? END,
+		attempts = CASE WHEN claim_token IS NOT NULL THEN max(attempts - 1, 0) ELSE attempts END,
+		claim_token = NULL
 		WHERE lease_until IS NOT NULL AND status = 'pending'`, ts, ts)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: release delivery leases: %w", err)
 	}
-	if _, err := s.write.ExecContext(ctx, "UPDATE deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL"); err != nil {
+	if _, err := s.write.ExecContext(ctx, "UPDATE deliveries SET lease_until = NULL, claim_token = NULL WHERE lease_until IS NOT NULL"); err != nil {
 		return 0, fmt.Errorf("sqlite: release delivery leases: %w", err)
 	}
 	n, _ := res.RowsAffected()
@@ -349,14 +352,18 @@ func (s *Store) Claim(ctx context.Context, now time.Time, req store.ClaimRequest
 		return nil, nil
 	}
 	idArgs := make([]any, len(ids))
-	for i, id := range ids {
-		idArgs[i] = id
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE deliveries SET lease_until = ?, next_attempt_at = ? WHERE id IN ("+placeholders(len(ids))+")",
-		append([]any{until, until}, idArgs...)...); err != nil {
+	lease, err := tx.PrepareContext(ctx, "UPDATE deliveries SET lease_until = ?, next_attempt_at = ?, attempts = attempts + 1, claim_token = ? WHERE id = ?")
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: lease due deliveries: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT d.id, d.watch_id, w.webhook_url, w.webhook_secret, d.attempts + 1, `+noticeColumns+`
+	defer lease.Close()
+	for i, id := range ids {
+		idArgs[i] = id
+		if _, err := lease.ExecContext(ctx, until, until, newClaimToken(), id); err != nil {
+			return nil, fmt.Errorf("sqlite: lease delivery %s: %w", id, err)
+		}
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT d.id, d.watch_id, w.webhook_url, w.webhook_secret, d.attempts, d.claim_token, `+noticeColumns+`
 		FROM deliveries d JOIN watches w ON w.id = d.watch_id JOIN notices n ON n.seq = d.notice_seq
 		WHERE d.id IN (`+placeholders(len(ids))+`)`, idArgs...)
 	if err != nil {
@@ -365,7 +372,7 @@ func (s *Store) Claim(ctx context.Context, now time.Time, req store.ClaimRequest
 	byID := make(map[string]store.Job, len(ids))
 	for rows.Next() {
 		var j store.Job
-		n, err := scanNotice(prefixScanner{rows, []any{&j.DeliveryID, &j.WatchID, &j.URL, &j.Secret, &j.Attempt}})
+		n, err := scanNotice(prefixScanner{rows, []any{&j.DeliveryID, &j.WatchID, &j.URL, &j.Secret, &j.Attempt, &j.Token}})
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("sqlite: read claimed deliveries: %w", err)
@@ -448,6 +455,11 @@ func dueDeliveries(ctx context.Context, tx *sql.Tx, ts string, req store.ClaimRe
 	return ids, nil
 }
 
+// newClaimToken returns a random token naming one claim of a delivery.
+func newClaimToken() string {
+	return rand.Text()
+}
+
 // queryStrings runs a query of one text column.
 func queryStrings(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
@@ -488,28 +500,34 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	var (
 		status   string
 		attempts int
+		token    sql.NullString
 		active   bool
 	)
-	err = tx.QueryRowContext(ctx, `SELECT d.status, d.attempts, w.active FROM deliveries d JOIN watches w ON w.id = d.watch_id WHERE d.id = ?`,
-		job.DeliveryID).Scan(&status, &attempts, &active)
+	err = tx.QueryRowContext(ctx, `SELECT d.status, d.attempts, d.claim_token, w.active FROM deliveries d JOIN watches w ON w.id = d.watch_id WHERE d.id = ?`,
+		job.DeliveryID).Scan(&status, &attempts, &token, &active)
 	if err == sql.ErrNoRows {
 		return nil // the watch was deleted meanwhile
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: read delivery %s: %w", job.DeliveryID, err)
 	}
-	if status != delivery.Pending || attempts != job.Attempt-1 {
-		return nil // finished meanwhile (webhook removed), or a stale report
+	if status != delivery.Pending {
+		return nil // finished meanwhile (delivered by another attempt, dead, webhook removed)
 	}
-	n := attempts + 1
+	if !token.Valid || job.Token == "" || token.String != job.Token {
+		// A stale attempt (its lease expired and a newer attempt was
+		// claimed, or its outcome was already recorded): the newer attempt
+		// owns the schedule, but this outcome is still recorded.
+		if err := recordStale(ctx, tx, job, out, ts); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	n := attempts // counted when claimed
 	switch {
 	case out.OK:
-		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'delivered', attempts = ?, delivered_at = ?,
-			updated_at = ?, next_attempt_at = NULL, lease_until = NULL WHERE id = ?`, n, ts, ts, job.DeliveryID); err != nil {
-			return fmt.Errorf("sqlite: record delivery %s delivered: %w", job.DeliveryID, err)
-		}
-		if _, err := tx.ExecContext(ctx, "UPDATE watches SET consecutive_failures = 0 WHERE id = ? AND consecutive_failures <> 0", job.WatchID); err != nil {
-			return fmt.Errorf("sqlite: reset the failure count of watch %s: %w", job.WatchID, err)
+		if err := recordDelivered(ctx, tx, job, ts); err != nil {
+			return err
 		}
 	default:
 		lastErr := out.LastError
@@ -522,13 +540,13 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 				next = notice.Timestamp(now.Add(wait))
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET attempts = ?, last_error = ?, updated_at = ?,
-				next_attempt_at = ?, lease_until = NULL WHERE id = ?`, n, lastErr, ts, next, job.DeliveryID); err != nil {
+				next_attempt_at = ?, lease_until = NULL, claim_token = NULL WHERE id = ?`, n, lastErr, ts, next, job.DeliveryID); err != nil {
 				return fmt.Errorf("sqlite: reschedule delivery %s: %w", job.DeliveryID, err)
 			}
 			break
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'dead', attempts = ?, last_error = ?, updated_at = ?,
-			next_attempt_at = NULL, lease_until = NULL WHERE id = ?`, n, lastErr, ts, job.DeliveryID); err != nil {
+			next_attempt_at = NULL, lease_until = NULL, claim_token = NULL WHERE id = ?`, n, lastErr, ts, job.DeliveryID); err != nil {
 			return fmt.Errorf("sqlite: record delivery %s dead: %w", job.DeliveryID, err)
 		}
 		if err := countFailedNotice(ctx, tx, job.WatchID, lastErr, ts); err != nil {
@@ -537,6 +555,38 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit the outcome of delivery %s: %w", job.DeliveryID, err)
+	}
+	return nil
+}
+
+// recordDelivered marks a pending delivery delivered at ts and starts the
+// watch's count of consecutive failed notices afresh.
+func recordDelivered(ctx context.Context, tx *sql.Tx, job store.Job, ts string) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'delivered', delivered_at = ?,
+		updated_at = ?, next_attempt_at = NULL, lease_until = NULL, claim_token = NULL WHERE id = ?`, ts, ts, job.DeliveryID); err != nil {
+		return fmt.Errorf("sqlite: record delivery %s delivered: %w", job.DeliveryID, err)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE watches SET consecutive_failures = 0 WHERE id = ? AND consecutive_failures <> 0", job.WatchID); err != nil {
+		return fmt.Errorf("sqlite: reset the failure count of watch %s: %w", job.WatchID, err)
+	}
+	return nil
+}
+
+// recordStale records the outcome of an attempt that no longer holds the
+// delivery's claim: a success delivers it (the endpoint has the notice;
+// the newer attempt's outcome is then ignored), a failure is noted in
+// last_error without touching the schedule, which the newer attempt owns.
+func recordStale(ctx context.Context, tx *sql.Tx, job store.Job, out store.Outcome, ts string) error {
+	if out.OK {
+		return recordDelivered(ctx, tx, job, ts)
+	}
+	lastErr := out.LastError
+	if lastErr == "" {
+		lastErr = "delivery failed"
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE deliveries SET last_error = ?, updated_at = ? WHERE id = ?",
+		fmt.Sprintf("attempt %d: %s", job.Attempt, lastErr), ts, job.DeliveryID); err != nil {
+		return fmt.Errorf("sqlite: record the failure of stale attempt %d of delivery %s: %w", job.Attempt, job.DeliveryID, err)
 	}
 	return nil
 }

@@ -745,8 +745,8 @@ func TestLeaseExpiryAndRecover(t *testing.T) {
 	f.hook(w)
 	f.enqueue([]notice.Notice{f.notice(acnA, 0)}, w)
 	j := f.claim()[0]
-	if r := f.record(w); r.NextAttemptAt != nil || r.Attempts != 0 {
-		t.Fatalf("in flight: %+v; want next_attempt_at null and no attempt counted", r)
+	if r := f.record(w); r.NextAttemptAt != nil || r.Attempts != 1 {
+		t.Fatalf("in flight: %+v; want next_attempt_at null and the attempt counted as begun", r)
 	}
 	f.clock.Advance(lease - time.Millisecond)
 	if jobs := f.claim(); len(jobs) != 0 {
@@ -754,22 +754,23 @@ func TestLeaseExpiryAndRecover(t *testing.T) {
 	}
 	f.clock.Advance(time.Millisecond)
 	again := f.claim()
-	if len(again) != 1 || again[0].Attempt != j.Attempt {
-		t.Fatalf("after the lease: %+v; want the same delivery, attempt %d again", again, j.Attempt)
+	if len(again) != 1 || again[0].Attempt != j.Attempt+1 {
+		t.Fatalf("after the lease: %+v; want the same delivery, attempt %d", again, j.Attempt+1)
 	}
-	// A crash: Recover at start makes it due at once.
+	// A crash: Recover at start makes it due at once and uncounts the
+	// attempt it cut off (the first one's lease had expired: it counts).
 	n, err := f.s.Recover(f.ctx, f.clock.Now())
 	if err != nil || n != 1 {
 		t.Fatalf("Recover = %d, %v; want 1", n, err)
 	}
-	if r := f.record(w); str(r.NextAttemptAt) != notice.Timestamp(f.clock.Now()) || r.Attempts != 0 {
+	if r := f.record(w); str(r.NextAttemptAt) != notice.Timestamp(f.clock.Now()) || r.Attempts != 1 {
 		t.Fatalf("recovered: %+v", r)
 	}
-	f.complete(j, false, "HTTP 500") // the stale report of the first claim still matches attempts
-	if r := f.record(w); r.Attempts != 1 {
-		t.Fatalf("attempts = %d", r.Attempts)
+	f.complete(j, false, "HTTP 500") // the stale report of the first claim: noted, schedule unchanged
+	if r := f.record(w); r.Attempts != 1 || str(r.LastError) != "attempt 1: HTTP 500" || str(r.NextAttemptAt) != notice.Timestamp(f.clock.Now()) {
+		t.Fatalf("after the stale report: %+v", r)
 	}
-	f.complete(j, false, "HTTP 500") // the same report twice is ignored
+	f.complete(j, false, "HTTP 500") // the same report twice changes nothing
 	if r := f.record(w); r.Attempts != 1 {
 		t.Fatalf("a repeated report counted: attempts = %d", r.Attempts)
 	}
@@ -949,4 +950,54 @@ func TestClaimDoesNotStarveOtherWatches(t *testing.T) {
 		}
 	}
 	t.Fatalf("the one due delivery of watch b was not claimed in 3 claims while watch a had a backlog of 5000")
+}
+
+// TestStaleAttemptOutcomeRecorded: a lease that expires mid-attempt and is
+// claimed again gives two attempts with distinct numbers and claim tokens,
+// and the outcome of each is recorded, whichever reports first.
+func TestStaleAttemptOutcomeRecorded(t *testing.T) {
+	twoClaims := func(t *testing.T) (*qfix, string, store.Job, store.Job) {
+		f := newQFix(t)
+		w := f.watch(watchA)
+		f.hook(w)
+		f.enqueue([]notice.Notice{f.notice(acnA, 0)}, w)
+		first := f.claim()
+		f.clock.Advance(lease)
+		second := f.claim()
+		if len(first) != 1 || len(second) != 1 {
+			t.Fatalf("claims %d then %d, want 1 and 1", len(first), len(second))
+		}
+		j1, j2 := first[0], second[0]
+		if j2.Attempt != j1.Attempt+1 || j1.Token == "" || j1.Token == j2.Token {
+			t.Fatalf("the second claim after the lease expired is attempt %d token %q, the first attempt %d token %q; want the next attempt number and a new token",
+				j2.Attempt, j2.Token, j1.Attempt, j1.Token)
+		}
+		return f, w, j1, j2
+	}
+	t.Run("stale failure then current success", func(t *testing.T) {
+		f, w, j1, j2 := twoClaims(t)
+		f.complete(j1, false, "timeout")
+		if r := f.record(w); r.Status != delivery.Pending || r.Attempts != 2 || !strings.Contains(str(r.LastError), "timeout") {
+			t.Fatalf("after the stale failure: %+v; want pending, 2 attempts, its error recorded", r)
+		}
+		f.complete(j2, true, "")
+		if r := f.record(w); r.Status != delivery.Delivered || r.Attempts != 2 {
+			t.Fatalf("after the current success: %+v; want delivered after 2 attempts", r)
+		}
+	})
+	t.Run("current failure then stale success", func(t *testing.T) {
+		f, w, j1, j2 := twoClaims(t)
+		f.complete(j2, false, "HTTP 500")
+		r := f.record(w)
+		if want := notice.Timestamp(f.clock.Now().Add(2 * unit)); r.Status != delivery.Pending || r.Attempts != 2 || str(r.NextAttemptAt) != want {
+			t.Fatalf("after the current failure: %+v; want pending, 2 attempts, next at %s", r, want)
+		}
+		f.complete(j1, true, "") // the first attempt did reach the endpoint
+		if r := f.record(w); r.Status != delivery.Delivered || r.DeliveredAt == nil || r.NextAttemptAt != nil {
+			t.Fatalf("after the stale success: %+v; want delivered", r)
+		}
+		if jobs := f.claim(); len(jobs) != 0 {
+			t.Fatalf("a delivered delivery was claimed again: %+v", jobs)
+		}
+	})
 }
