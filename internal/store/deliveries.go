@@ -43,8 +43,9 @@ type WatchSet struct {
 	// Version changes whenever a watch gains a webhook or a watch with one
 	// is deleted or loses it (see Queue.WatchSetVersion).
 	Version int64
-	// Entries are the watches with a webhook, active or not, their ABNs'
-	// register ACNs added to Identifiers (see matcher.Entry).
+	// Entries are the watches with a webhook, active or not, every
+	// register ACN of each of their ABNs added to Identifiers (see
+	// matcher.Entry).
 	Entries []matcher.Entry
 }
 
@@ -106,9 +107,12 @@ type Queue interface {
 	// WatchSetVersion returns the current WatchSet version cheaply, so the
 	// matcher reloads only when it changed.
 	WatchSetVersion(ctx context.Context) (int64, error)
-	// ResolveABNs returns the register ACN of each given ABN that the
-	// register knows (ABNs it does not know are absent from the map).
-	ResolveABNs(ctx context.Context, abns []string) (map[string]string, error)
+	// ResolveABNs returns the register ACNs of each given ABN that the
+	// register knows, sorted and distinct (ABNs it does not know are absent
+	// from the map). An ABN held by several register rows with different
+	// ACNs resolves to every one of them: the one rule that webhook
+	// matching and Watches.Matches share (docs/webhooks.md).
+	ResolveABNs(ctx context.Context, abns []string) (map[string][]string, error)
 	// Enqueue creates one pending delivery for each eligible (watch,
 	// notice) pair, at most once per pair ever, and advances the arrival
 	// cursor to through, in one transaction. Eligibility is

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,13 +137,15 @@ func (s *Store) WatchSet(ctx context.Context) (store.WatchSet, error) {
 	return ws, nil
 }
 
-// withResolvedACNs adds to ids the register ACN of each ABN in it, as
+// withResolvedACNs adds to ids every register ACN of each ABN in it, as
 // matcher.Entry asks.
-func withResolvedACNs(ids []string, acnOf map[string]string) []string {
+func withResolvedACNs(ids []string, acnOf map[string][]string) []string {
 	out := ids
 	for _, id := range ids {
-		if acn, ok := acnOf[id]; ok {
-			out = append(out, acn)
+		for _, acn := range acnOf[id] {
+			if !slices.Contains(out, acn) {
+				out = append(out, acn)
+			}
 		}
 	}
 	return out
@@ -162,13 +165,14 @@ func noticeFilter(watchID, raw string) (notice.Filter, error) {
 	return nf, nil
 }
 
-// ResolveABNs returns the register ACN of each ABN the register knows.
-func (s *Store) ResolveABNs(ctx context.Context, abns []string) (map[string]string, error) {
+// ResolveABNs returns every register ACN of each ABN the register knows,
+// sorted and distinct.
+func (s *Store) ResolveABNs(ctx context.Context, abns []string) (map[string][]string, error) {
 	return resolveABNs(ctx, s.read, abns)
 }
 
-func resolveABNs(ctx context.Context, q querier, abns []string) (map[string]string, error) {
-	out := make(map[string]string)
+func resolveABNs(ctx context.Context, q querier, abns []string) (map[string][]string, error) {
+	out := make(map[string][]string)
 	const chunk = 500
 	for start := 0; start < len(abns); start += chunk {
 		part := abns[start:min(start+chunk, len(abns))]
@@ -176,7 +180,7 @@ func resolveABNs(ctx context.Context, q querier, abns []string) (map[string]stri
 		for i, a := range part {
 			args[i] = a
 		}
-		rows, err := q.QueryContext(ctx, "SELECT abn, acn FROM register WHERE abn <> '' AND abn IN ("+placeholders(len(args))+")", args...)
+		rows, err := q.QueryContext(ctx, "SELECT DISTINCT abn, acn FROM register WHERE abn <> '' AND abn IN ("+placeholders(len(args))+") ORDER BY abn, acn", args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: resolve ABNs through the register: %w", err)
 		}
@@ -186,8 +190,8 @@ func resolveABNs(ctx context.Context, q querier, abns []string) (map[string]stri
 				rows.Close()
 				return nil, fmt.Errorf("sqlite: resolve ABNs through the register: %w", err)
 			}
-			if id, ok := ident.Normalise(acn); ok && id.Kind == ident.ACN {
-				out[abn] = id.Value
+			if id, ok := ident.Normalise(acn); ok && id.Kind == ident.ACN && !slices.Contains(out[abn], id.Value) {
+				out[abn] = append(out[abn], id.Value)
 			}
 		}
 		rows.Close()

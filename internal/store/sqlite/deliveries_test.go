@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -382,7 +383,7 @@ func TestWatchSetEntries(t *testing.T) {
 		t.Errorf("inactive entry = %+v", e)
 	}
 	acns, err := f.s.ResolveABNs(f.ctx, []string{storetest.ABNAlpha, storetest.ABNGamma})
-	if err != nil || len(acns) != 1 || acns[storetest.ABNAlpha] != storetest.ACNAlpha {
+	if err != nil || len(acns) != 1 || fmt.Sprint(acns[storetest.ABNAlpha]) != "["+storetest.ACNAlpha+"]" {
 		t.Errorf("ResolveABNs = %v, %v; want only %s -> %s", acns, err, storetest.ABNAlpha, storetest.ACNAlpha)
 	}
 }
@@ -1000,4 +1001,63 @@ func TestStaleAttemptOutcomeRecorded(t *testing.T) {
 			t.Fatalf("a delivered delivery was claimed again: %+v", jobs)
 		}
 	})
+}
+
+// TestWebhookMatchingAgreesWithMatchesForSharedABN: an ABN held by two
+// register rows with different ACNs. The webhook matcher (here through
+// SetWebhook's backfill, the same matcher and resolution as arrivals) and
+// /matches must find the same notices for a watch on either ACN or on the
+// ABN: one rule, every register ACN of an ABN.
+func TestWebhookMatchingAgreesWithMatchesForSharedABN(t *testing.T) {
+	f := newQFix(t)
+	shared := storetest.ABNAlpha
+	storetest.LoadRegister(t, storetest.Backend{Notices: f.s, Writer: f.s, Register: f.s, Clock: f.clock}, []notice.RegisterRow{
+		{CompanyName: "ALPHA MINING PTY LTD", ACN: storetest.ACNAlpha, CurrentNameIndicator: "Y", ABN: shared},
+		{CompanyName: "DELTA SERVICES PTY LTD", ACN: storetest.ACNDelta, CurrentNameIndicator: "Y", ABN: shared},
+	})
+	acnOf, err := f.s.ResolveABNs(f.ctx, []string{shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := acnOf[shared]; len(got) != 2 || got[0] != storetest.ACNAlpha || got[1] != storetest.ACNDelta {
+		t.Errorf("ResolveABNs(%s) = %v; want both register ACNs, sorted", shared, got)
+	}
+	watches := map[string]string{
+		"ACN Alpha": f.watch(`{"identifiers": ["` + storetest.ACNAlpha + `"]}`),
+		"ACN Delta": f.watch(`{"identifiers": ["` + storetest.ACNDelta + `"]}`),
+		"ABN":       f.watch(`{"identifiers": ["` + shared + `"]}`),
+	}
+	f.clock.Advance(time.Second)
+	mk := func(src string, acn, abn *string) {
+		n := notice.Notice{SourceID: src, PublishedAt: notice.Timestamp(f.clock.Now()), ACN: acn, ABN: abn,
+			CompanyName: "X PTY LTD", NoticeType: "Appointment of liquidator", NoticeCode: "APP",
+			NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation"}
+		if _, err := f.s.UpsertNotices(f.ctx, []notice.Notice{n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alpha, delta := storetest.ACNAlpha, storetest.ACNDelta
+	mk("N-ALPHA", &alpha, nil)
+	mk("N-DELTA", &delta, nil)
+	mk("N-ABN", nil, &shared)
+	for name, w := range watches {
+		f.hook(w) // backfills the recent matches through the webhook matcher
+		var hooked []string
+		for _, r := range f.records(w) {
+			hooked = append(hooked, r.NoticeID)
+		}
+		page, err := f.s.Matches(f.ctx, f.account, w, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var polled []string
+		for _, n := range page.Notices {
+			polled = append(polled, n.ID)
+		}
+		slices.Sort(hooked)
+		slices.Sort(polled)
+		if !slices.Equal(hooked, polled) || len(polled) == 0 {
+			t.Errorf("watch on %s: webhook deliveries for %v, /matches %v; want the same, non-empty", name, hooked, polled)
+		}
+	}
 }

@@ -137,7 +137,7 @@ func backfill(ctx context.Context, tx *sql.Tx, watchID string, w webhookWatch, n
 	if err != nil {
 		return err
 	}
-	resolve := func(abn string) (string, bool) { a, ok := nacn[abn]; return a, ok }
+	resolve := func(abn string) []string { return nacn[abn] }
 	stmt, err := tx.PrepareContext(ctx, insertDelivery)
 	if err != nil {
 		return fmt.Errorf("sqlite: prepare delivery insert: %w", err)
