@@ -63,6 +63,8 @@ Settings come from the environment (defaults in brackets):
   NOTICES_DELIVERY_RETRY_UNIT [10m]  NOTICES_DELIVERY_TIMEOUT [10s]
   NOTICES_WEBHOOK_ALLOW_PRIVATE [false]  NOTICES_WEBHOOK_CA_FILE [none]
   NOTICES_LOG_LEVEL [info]  NOTICES_MAX_BODY_BYTES [8388608]
+  NOTICES_SECRET_KEY [none; serve needs it while webhooks are on; openssl rand -base64 32]
+  NOTICES_SECRET_KEY_PREVIOUS [none; the key before a rotation]
 `)
 }
 

@@ -46,6 +46,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serve runs the service until ctx ends. ready, if set, is called with the
 // bound address once the listener is open.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(addr string)) error {
+	if err := cfg.RequireSecretKey(); err != nil {
+		return err
+	}
 	lock, err := lockDataDir(cfg)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"noticesd/internal/account"
+	"noticesd/internal/secretbox"
 )
 
 // Config holds every setting of API.md's operating contract.
@@ -29,7 +30,14 @@ type Config struct {
 	WebhookCAFile       string        // NOTICES_WEBHOOK_CA_FILE
 	LogLevel            string        // NOTICES_LOG_LEVEL: debug, info, warn, error
 	MaxBodyBytes        int           // NOTICES_MAX_BODY_BYTES
-	Plans               map[string]account.Plan
+	// SecretKey (NOTICES_SECRET_KEY) encrypts webhook secrets at rest:
+	// standard base64 of 32 random bytes (`openssl rand -base64 32`).
+	// SecretKeyPrevious (NOTICES_SECRET_KEY_PREVIOUS) is the key before a
+	// rotation, still accepted for decryption; what it sealed is re-sealed
+	// under SecretKey when the store opens.
+	SecretKey         string
+	SecretKeyPrevious string
+	Plans             map[string]account.Plan
 }
 
 // Default returns the defaults of API.md.
@@ -103,6 +111,8 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	boolean("NOTICES_WEBHOOK_ALLOW_PRIVATE", &c.WebhookAllowPrivate)
 	str("NOTICES_WEBHOOK_CA_FILE", &c.WebhookCAFile)
 	str("NOTICES_LOG_LEVEL", &c.LogLevel)
+	str("NOTICES_SECRET_KEY", &c.SecretKey)
+	str("NOTICES_SECRET_KEY_PREVIOUS", &c.SecretKeyPrevious)
 	if v, ok := lookup("NOTICES_MAX_BODY_BYTES"); ok && v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1024 {
@@ -136,10 +146,57 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("config: NOTICES_LOG_LEVEL=%q must be debug, info, warn or error", c.LogLevel)
 	}
+	if c.SecretKey == "" && c.SecretKeyPrevious != "" {
+		return fmt.Errorf("config: NOTICES_SECRET_KEY_PREVIOUS is set without NOTICES_SECRET_KEY; set the new key as NOTICES_SECRET_KEY")
+	}
+	for name, v := range map[string]string{"NOTICES_SECRET_KEY": c.SecretKey, "NOTICES_SECRET_KEY_PREVIOUS": c.SecretKeyPrevious} {
+		if v == "" {
+			continue
+		}
+		if _, err := secretbox.ParseKey(v); err != nil {
+			return fmt.Errorf("config: %s: %w", name, err)
+		}
+	}
 	if strings.HasPrefix(c.Source, "http://") || strings.HasPrefix(c.Source, "https://") {
 		if u, err := url.Parse(c.Source); err != nil || u.Host == "" {
 			return fmt.Errorf("config: NOTICES_SOURCE=%q is not a valid URL", c.Source)
 		}
 	}
 	return nil
+}
+
+// DevelopmentSecretKey is the fixed, public NOTICES_SECRET_KEY that
+// `noticesd demo` (what `make run` runs) uses when none is set, so a fresh
+// clone runs with webhooks on. It protects nothing: anyone can read it
+// here. Never use it for real data; generate a key with
+// `openssl rand -base64 32`.
+const DevelopmentSecretKey = "bm90aWNlc2QgZGV2ZWxvcG1lbnQga2V5LCBwdWJsaWM="
+
+// RequireSecretKey checks that webhook secrets can be encrypted when
+// webhooks are on: serve calls it at start.
+func (c Config) RequireSecretKey() error {
+	if c.Webhooks && c.SecretKey == "" {
+		return fmt.Errorf("config: NOTICES_WEBHOOKS is on and NOTICES_SECRET_KEY is not set; webhook secrets are encrypted at rest with it. " +
+			"Generate one with `openssl rand -base64 32` and keep it safe (losing it loses the secrets), or set NOTICES_WEBHOOKS=off")
+	}
+	return nil
+}
+
+// SecretBox returns the box sealing webhook secrets under SecretKey (and
+// SecretKeyPrevious), or nil when no key is set.
+func (c Config) SecretBox() (*secretbox.Box, error) {
+	if c.SecretKey == "" {
+		return nil, nil
+	}
+	cur, err := secretbox.ParseKey(c.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("config: NOTICES_SECRET_KEY: %w", err)
+	}
+	var prev []byte
+	if c.SecretKeyPrevious != "" {
+		if prev, err = secretbox.ParseKey(c.SecretKeyPrevious); err != nil {
+			return nil, fmt.Errorf("config: NOTICES_SECRET_KEY_PREVIOUS: %w", err)
+		}
+	}
+	return secretbox.New(cur, prev)
 }

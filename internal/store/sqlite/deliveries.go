@@ -382,6 +382,10 @@ func (s *Store) Claim(ctx context.Context, now time.Time, req store.ClaimRequest
 			return nil, fmt.Errorf("sqlite: read claimed deliveries: %w", err)
 		}
 		j.Notice = n
+		if j.Secret, err = s.openSecret(j.WatchID, j.Secret); err != nil {
+			rows.Close()
+			return nil, err
+		}
 		byID[j.DeliveryID] = j
 	}
 	rows.Close()
