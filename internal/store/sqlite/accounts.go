@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"noticesd/internal/account"
 	"noticesd/internal/errs"
@@ -20,12 +21,24 @@ func kindName(k account.KeyKind) string {
 }
 
 // Authenticate returns the principal owning key, or errs.Unauthorised. A
-// lapsed subscription shows as Principal.Account.Active false.
+// lapsed subscription shows as Principal.Account.Active false. Principals
+// are cached briefly in memory, valid only while the accounts version
+// (migration 0008) is unchanged: a rotation or lapse in any process
+// sharing the file takes effect on the next request.
 func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal, error) {
+	hash := account.HashKey(key)
+	version, err := metaInt(ctx, s.read, metaAccountsVersion)
+	if err != nil {
+		return account.Principal{}, fmt.Errorf("sqlite: authenticate: %w", err)
+	}
+	now := time.Now()
+	if p, ok := s.auth.get(hash, version, now); ok {
+		return p, nil
+	}
 	var p account.Principal
 	var kind string
-	err := s.read.QueryRowContext(ctx, `SELECT a.id, a.name, a.plan, a.active, a.created_at, k.kind
-		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?`, account.HashKey(key)).
+	err = s.read.QueryRowContext(ctx, `SELECT a.id, a.name, a.plan, a.active, a.created_at, k.kind
+		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?`, hash).
 		Scan(&p.Account.ID, &p.Account.Name, &p.Account.Plan, &p.Account.Active, &p.Account.CreatedAt, &kind)
 	if err == sql.ErrNoRows {
 		return p, errs.New(errs.Unauthorised, "the API key matches no account; send a current key in the X-API-Key header")
@@ -37,6 +50,7 @@ func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal
 	if kind == "account" {
 		p.Kind = account.AccountKey
 	}
+	s.auth.put(hash, version, p, now)
 	return p, nil
 }
 

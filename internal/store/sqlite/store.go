@@ -93,6 +93,8 @@ type Store struct {
 	// secrets seals webhook secrets at rest (secrets.go); nil refuses to
 	// store one.
 	secrets *secretbox.Box
+	// auth caches principals by key hash (authcache.go).
+	auth authCache
 }
 
 // Option configures Open.
