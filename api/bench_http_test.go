@@ -238,4 +238,3 @@ func BenchmarkHTTPCompany(b *testing.B) {
 	})
 	report(b, httpP50, floor)
 }
-
