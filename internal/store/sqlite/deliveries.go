@@ -435,13 +435,13 @@ func dueDeliveries(ctx context.Context, tx *sql.Tx, ts string, req store.ClaimRe
 	}
 	q += " ORDER BY due, id LIMIT ?"
 	args = append(args, req.Limit)
-	watches, err := queryStrings(ctx, tx, q, args...)
+	watches, err := queryColumn[string](ctx, tx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: find watches with due deliveries: %w", err)
 	}
 	perWatch := make([][]string, len(watches))
 	for i, wid := range watches {
-		perWatch[i], err = queryStrings(ctx, tx, `SELECT id FROM deliveries
+		perWatch[i], err = queryColumn[string](ctx, tx, `SELECT id FROM deliveries
 			WHERE watch_id = ? AND status = 'pending' AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?
 			ORDER BY next_attempt_at, notice_seq LIMIT ?`, wid, ts, allowance(wid))
 		if err != nil {
@@ -466,24 +466,6 @@ func dueDeliveries(ctx context.Context, tx *sql.Tx, ts string, req store.ClaimRe
 // newClaimToken returns a random token naming one claim of a delivery.
 func newClaimToken() string {
 	return rand.Text()
-}
-
-// queryStrings runs a query of one text column.
-func queryStrings(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }
 
 // prefixScanner scans leading columns into prefix and the rest into the

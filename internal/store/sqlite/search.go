@@ -261,23 +261,29 @@ func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.Search
 
 // querySeqList runs a query selecting seqs.
 func querySeqList(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
+	seqs, err := queryColumn[int64](ctx, tx, q, args...)
 	if err != nil {
 		return nil, searchError(err)
 	}
+	return seqs, nil
+}
+
+// queryColumn runs a query of one column and returns its values.
+func queryColumn[T any](ctx context.Context, q querier, query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
-	var seqs []int64
+	var out []T
 	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		seqs = append(seqs, seq)
+		out = append(out, v)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, searchError(err)
-	}
-	return seqs, nil
+	return out, rows.Err()
 }
 
 // publicationOrder is the ORDER BY of a publication sort.

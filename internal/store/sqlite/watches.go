@@ -639,23 +639,11 @@ func windowEnd(since, window int64) int64 {
 
 // querySeqs runs a query returning notice seqs.
 func querySeqs(ctx context.Context, tx *sql.Tx, what, q string, args []any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
+	seqs, err := queryColumn[int64](ctx, tx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", what, searchError(err))
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			return nil, err
-		}
-		out = append(out, seq)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, searchError(err))
-	}
-	return out, nil
+	return seqs, nil
 }
 
 // filterOnlyMatches pages through the notices passing f after since.
