@@ -76,13 +76,7 @@ func (f *qfix) hook(watchID string) string {
 // it as stored (with its seq).
 func (f *qfix) notice(acn string, ago time.Duration) notice.Notice {
 	f.t.Helper()
-	f.seq++
-	a := acn
-	n := notice.Notice{
-		SourceID: fmt.Sprintf("SRC-%04d", f.seq), PublishedAt: notice.Timestamp(f.clock.Now().Add(-ago)),
-		ACN: &a, CompanyName: "ALPHA PTY LTD", NoticeType: "Appointment of liquidator",
-		NoticeCode: "APP", NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation",
-	}
+	n := f.newNotice(acn, f.clock.Now().Add(-ago))
 	if _, err := f.s.UpsertNotices(f.ctx, []notice.Notice{n}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -95,6 +89,17 @@ func (f *qfix) notice(acn string, ago time.Duration) notice.Notice {
 		f.t.Fatalf("read back notice: %v %v", ns, err)
 	}
 	return ns[0]
+}
+
+// newNotice builds the next notice of acn published at.
+func (f *qfix) newNotice(acn string, at time.Time) notice.Notice {
+	f.seq++
+	a := acn
+	return notice.Notice{
+		SourceID: fmt.Sprintf("SRC-%04d", f.seq), PublishedAt: notice.Timestamp(at),
+		ACN: &a, CompanyName: "ALPHA PTY LTD", NoticeType: "Appointment of liquidator",
+		NoticeCode: "APP", NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation",
+	}
 }
 
 // enqueue hands the notices to Enqueue as matching the watches, at the
@@ -905,13 +910,7 @@ func (f *qfix) notices(acn string, n int) []notice.Notice {
 	}
 	batch := make([]notice.Notice, n)
 	for i := range batch {
-		f.seq++
-		a := acn
-		batch[i] = notice.Notice{
-			SourceID: fmt.Sprintf("SRC-%04d", f.seq), PublishedAt: notice.Timestamp(f.clock.Now()),
-			ACN: &a, CompanyName: "ALPHA PTY LTD", NoticeType: "Appointment of liquidator",
-			NoticeCode: "APP", NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation",
-		}
+		batch[i] = f.newNotice(acn, f.clock.Now())
 	}
 	if _, err := f.s.UpsertNotices(f.ctx, batch); err != nil {
 		f.t.Fatal(err)
