@@ -16,6 +16,7 @@ import (
 
 	"noticesd/internal/config"
 	"noticesd/internal/notice"
+	"noticesd/internal/secretbox"
 	"noticesd/internal/store/sqlite"
 )
 
@@ -56,7 +57,12 @@ func newFixture(t *testing.T, opts ...fixtureOpts) *fixture {
 	if o.dir == "" {
 		o.dir = t.TempDir()
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(o.dir, "notices.db"), sqlite.WithClock(func() time.Time { return fixedNow }))
+	box, err := secretbox.New(bytes.Repeat([]byte{7}, secretbox.KeySize), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(o.dir, "notices.db"), sqlite.WithClock(func() time.Time { return fixedNow }),
+		sqlite.WithSecretBox(box))
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

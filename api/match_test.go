@@ -235,8 +235,8 @@ func TestScreenLimits(t *testing.T) {
 }
 
 // TestScreenStreamed: the streamed answer is exactly the compact JSON of
-// the result (what encoding it whole would give, without the newline), on
-// a large screen too.
+// the result (what encoding it whole with writeJSON would give), on a large
+// screen too.
 func TestScreenStreamed(t *testing.T) {
 	f := newWatchFixture(t, nil)
 	for _, body := range []string{
@@ -253,7 +253,7 @@ func TestScreenStreamed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(res.body, bytes.TrimSuffix(want, []byte("\n"))) {
+		if !bytes.Equal(res.body, want) {
 			t.Errorf("streamed body differs from the encoded result:\n got %.300s\nwant %.300s", res.body, want)
 		}
 	}

@@ -25,10 +25,6 @@ const (
 	MaxDepth = 10000
 )
 
-// filterParams are the enumerated filter parameters; each accepts several
-// values, comma-separated or repeated.
-var filterParams = []string{"appointment_type", "notice_purpose", "notice_code", "state", "status"}
-
 // params reads the query string of one request. Unknown parameters are
 // ignored. A scalar parameter given more than once is invalid_parameter,
 // since which one was meant cannot be known.

@@ -15,8 +15,10 @@ import (
 	"noticesd/internal/store"
 )
 
-// DefaultNoticeBatch is the number of notices per UpsertNotices call.
-const DefaultNoticeBatch = 2000
+// DefaultNoticeBatch is the number of notices per UpsertNotices call: the
+// embedded store adds each batch to the full-text index as one segment, so
+// larger batches mean fewer segments to merge.
+const DefaultNoticeBatch = 5000
 
 // noticeLine is the input shape of one JSON Lines notice: API.md's notice
 // object without id, notice_seq, collected_at and published_date (those are

@@ -126,7 +126,7 @@ func benchNotices(sz benchSize) []*notice.Notice {
 func BenchmarkMatchOneNotice(b *testing.B) {
 	sz := benchShape()
 	notices := benchNotices(sz)
-	resolve := func(abn string) (string, bool) { return abn[2:], true } // every bench ABN is 2 digits + ACN
+	resolve := func(abn string) []string { return []string{abn[2:]} } // every bench ABN is 2 digits + ACN
 
 	var before, after runtime.MemStats
 	runtime.GC()

@@ -27,8 +27,8 @@ const (
 type Entry struct {
 	WatchID string
 	// Identifiers are normalised ACNs/ABNs (9 or 11 digits). The caller
-	// adds, for each ABN, the ACN the register resolves it to, so a notice
-	// carrying only that ACN matches.
+	// adds, for each ABN, every ACN the register resolves it to, so a
+	// notice carrying only one of those ACNs matches.
 	Identifiers []string
 	// Filter is the watch's filter (watch.Filters.NoticeFilter).
 	Filter notice.Filter
@@ -280,14 +280,14 @@ func (ix *Index) Replace(entries iter.Seq[Entry]) error {
 }
 
 // Match returns the ids of the watches n matches, sorted. A watch matches
-// when it has no identifiers, or it holds the notice's acn, its abn, or the
-// ACN resolveABN gives for that abn; and n passes its filter
+// when it has no identifiers, or it holds the notice's acn, its abn, or one
+// of the ACNs resolveABN gives for that abn; and n passes its filter
 // (FilterMatches). Inactive watches are returned too: delivery holds their
 // notices until reactivation, and matches are pollable either way; Active
 // tells them apart. resolveABN (nil for none) is called before the index is
 // locked, so it may do I/O.
-func (ix *Index) Match(n *notice.Notice, resolveABN func(abn string) (acn string, ok bool)) []string {
-	var keyBuf [3]uint64
+func (ix *Index) Match(n *notice.Notice, resolveABN func(abn string) (acns []string)) []string {
+	var keyBuf [4]uint64
 	keys := keyBuf[:0]
 	addKey := func(s string) {
 		id, ok := ident.Normalise(s)
@@ -305,7 +305,7 @@ func (ix *Index) Match(n *notice.Notice, resolveABN func(abn string) (acn string
 		addKey(*n.ABN)
 		if resolveABN != nil {
 			if id, ok := ident.Normalise(*n.ABN); ok && id.Kind == ident.ABN {
-				if acn, ok := resolveABN(id.Value); ok {
+				for _, acn := range resolveABN(id.Value) {
 					addKey(acn)
 				}
 			}

@@ -41,10 +41,12 @@ func watchFilter(t *testing.T, f watch.Filters) notice.Filter {
 }
 
 // resolver maps ABNs to ACNs like the register would.
-func resolver(m map[string]string) func(string) (string, bool) {
-	return func(abn string) (string, bool) {
-		acn, ok := m[abn]
-		return acn, ok
+func resolver(m map[string]string) func(string) []string {
+	return func(abn string) []string {
+		if acn, ok := m[abn]; ok {
+			return []string{acn}
+		}
+		return nil
 	}
 }
 
@@ -69,7 +71,7 @@ func TestIndexMatch(t *testing.T) {
 	tests := []struct {
 		name    string
 		n       *notice.Notice
-		resolve func(string) (string, bool)
+		resolve func(string) []string
 		want    []string
 	}{
 		{"acn", note("000000019", ""), nil, []string{"wch_abn", "wch_acn", "wch_nsw"}},

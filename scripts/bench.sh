@@ -27,6 +27,10 @@ echo "== benchmarks on $NOTICES_BENCH_NOTICES notices / $NOTICES_BENCH_REGISTER 
 bench() { go test -tags sqlite_fts5 -run '^$' -timeout 3h "$@" | tee -a "$raw"; }
 bench -bench . -skip 'CreateWatch50k' -benchtime 1x ./internal/store/sqlite
 bench -bench 'CreateWatch50k' -benchtime 20x ./internal/store/sqlite
+# Through HTTP (a real listener) against the read database just built,
+# each figure beside its floor measured in the same run.
+NOTICES_BENCH_DB="$NOTICES_BENCH_DIR/bench-s1-n$NOTICES_BENCH_NOTICES-r$NOTICES_BENCH_REGISTER.db" \
+  bench -bench 'HTTP' -benchtime 1x ./api
 bench -bench . -benchtime 5000x ./matcher
 bench -bench . -benchtime 1x ./worker
 # The built binary under load over loopback: company-lookup p50 alone and

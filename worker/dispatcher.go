@@ -243,7 +243,7 @@ func (d *Dispatcher) match(ctx context.Context, ns []notice.Notice) ([]store.Arr
 			abns = append(abns, id.Value)
 		}
 	}
-	var acnOf map[string]string
+	var acnOf map[string][]string
 	if len(abns) > 0 {
 		slices.Sort(abns)
 		var err error
@@ -251,10 +251,7 @@ func (d *Dispatcher) match(ctx context.Context, ns []notice.Notice) ([]store.Arr
 			return nil, fmt.Errorf("worker: resolve the ABNs of arriving notices: %w", err)
 		}
 	}
-	resolve := func(abn string) (string, bool) {
-		acn, ok := acnOf[abn]
-		return acn, ok
-	}
+	resolve := func(abn string) []string { return acnOf[abn] }
 	var out []store.Arrival
 	for i := range ns {
 		if ids := d.index.Match(&ns[i], resolve); len(ids) > 0 {

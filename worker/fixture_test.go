@@ -20,6 +20,7 @@ import (
 	"noticesd/internal/account"
 	"noticesd/internal/delivery"
 	"noticesd/internal/notice"
+	"noticesd/internal/secretbox"
 	"noticesd/internal/store/sqlite"
 	"noticesd/internal/store/storetest"
 	"noticesd/internal/watch"
@@ -189,7 +190,11 @@ func newFixWith(t testing.TB, tweak func(*webhook.SenderConfig)) *fix {
 	t.Helper()
 	ctx := context.Background()
 	clock := storetest.NewClock(storetest.Start)
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "notices.db"), sqlite.WithClock(clock.Now))
+	box, err := secretbox.New(bytes.Repeat([]byte{7}, secretbox.KeySize), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "notices.db"), sqlite.WithClock(clock.Now), sqlite.WithSecretBox(box))
 	if err != nil {
 		t.Fatal(err)
 	}

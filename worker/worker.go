@@ -114,8 +114,8 @@ func (w *Worker) Wake() {
 }
 
 // Recover makes the deliveries whose attempt was in flight when the
-// previous process stopped due now. The interrupted attempt is not counted
-// as a failure: it may or may not have reached the endpoint, which
+// previous process stopped due now. The interrupted attempt is uncounted
+// and is not a failure: it may or may not have reached the endpoint, which
 // deduplicates on X-Notices-Delivery. Start calls it.
 func (w *Worker) Recover(ctx context.Context) (int, error) {
 	n, err := w.cfg.Queue.Recover(ctx, w.cfg.Now())

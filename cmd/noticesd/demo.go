@@ -10,6 +10,7 @@ import (
 
 	"noticesd/ingest"
 	"noticesd/internal/account"
+	"noticesd/internal/config"
 	"noticesd/internal/ident"
 	"noticesd/internal/notice"
 	"noticesd/internal/sample"
@@ -31,6 +32,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cfg, err := loadConfig()
 	if err != nil {
 		return err
+	}
+	if cfg.SecretKey == "" {
+		// A fresh clone runs with webhooks on: the public development key
+		// (docs/webhooks.md says how to set a real one).
+		cfg.SecretKey = config.DevelopmentSecretKey
+		fmt.Fprintln(stderr, "demo: NOTICES_SECRET_KEY is not set; webhook secrets are encrypted with the public development key. "+
+			"For real data set NOTICES_SECRET_KEY=$(openssl rand -base64 32).")
 	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {

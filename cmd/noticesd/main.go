@@ -68,6 +68,8 @@ Settings come from the environment (defaults in brackets):
   NOTICES_MAX_CONNS [2048]  NOTICES_MAX_CONNS_PER_IP [256]
   NOTICES_HEAVY_CONCURRENCY [half the CPUs, at least 1]  NOTICES_HEAVY_WAIT [10s]
   NOTICES_PLAN_<FREE|STANDARD|ENTERPRISE>_<RPS|BURST|HEAVY> [10/20/1, 50/100/2, 200/400/4]
+  NOTICES_SECRET_KEY [none; serve needs it while webhooks are on; openssl rand -base64 32]
+  NOTICES_SECRET_KEY_PREVIOUS [none; the key before a rotation]
 `)
 }
 

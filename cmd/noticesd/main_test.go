@@ -15,6 +15,7 @@ import (
 func TestCLI(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("NOTICES_DATA_DIR", filepath.Join(dir, "data"))
+	t.Setenv("NOTICES_SECRET_KEY", "")
 	good := filepath.Join(dir, "good.jsonl")
 	bad := filepath.Join(dir, "bad.jsonl")
 	write := func(path, s string) {
@@ -44,6 +45,7 @@ func TestCLI(t *testing.T) {
 		{"unknown plan", []string{"accounts", "create", "--name", "x", "--plan", "gold"}, 1, "", "enterprise, free, standard"},
 		{"subscription needs a value", []string{"accounts", "subscription", "acc_x"}, 2, "", "--active=true"},
 		{"collect needs a source", []string{"collect", "--once"}, 2, "", "NOTICES_SOURCE is not set"},
+		{"serve with webhooks and no key", []string{"serve"}, 1, "", "openssl rand -base64 32"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

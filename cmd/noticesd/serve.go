@@ -7,11 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 
 	"noticesd/api"
 	"noticesd/internal/config"
 	"noticesd/internal/limit"
+	"noticesd/internal/lockfile"
 )
 
 const serveAbout = `Serve the API on NOTICES_ADDR. In the embedded backend the same process runs
@@ -44,6 +47,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serve runs the service until ctx ends. ready, if set, is called with the
 // bound address once the listener is open.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(addr string)) error {
+	if err := cfg.RequireSecretKey(); err != nil {
+		return err
+	}
+	lock, err := lockDataDir(cfg)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -114,4 +125,29 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 	}
 	<-served
 	return nil
+}
+
+// serveLockName is the lock file in the data directory held by the one
+// `serve` that owns it for its lifetime.
+const serveLockName = "serve.lock"
+
+// lockDataDir takes the data directory's serve lock: the worker recovers
+// every delivery lease at start, so a second serve on the same directory
+// would resend attempts the first has in flight. Other commands (ingest,
+// accounts, collect --once) do not take it and may run beside serve.
+func lockDataDir(cfg config.Config) (*lockfile.Lock, error) {
+	if cfg.Backend != "embedded" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory %s: %w (set NOTICES_DATA_DIR to a writable directory)", cfg.DataDir, err)
+	}
+	l, err := lockfile.Acquire(filepath.Join(cfg.DataDir, serveLockName))
+	if errors.Is(err, lockfile.ErrHeld) {
+		return nil, fmt.Errorf("another noticesd serve is already running on data directory %s (%v); stop it first, or give this one its own NOTICES_DATA_DIR", cfg.DataDir, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock data directory %s: %w", cfg.DataDir, err)
+	}
+	return l, nil
 }

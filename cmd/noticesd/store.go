@@ -20,7 +20,11 @@ func openStore(ctx context.Context, cfg config.Config) (*sqlite.Store, error) {
 	if cfg.Backend != "embedded" {
 		return nil, fmt.Errorf("NOTICES_BACKEND=%s is not available in this build yet; use embedded", cfg.Backend)
 	}
-	st, err := sqlite.Open(ctx, cfg.DatabasePath(), sqlite.WithPlans(cfg.Plans))
+	box, err := cfg.SecretBox()
+	if err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(ctx, cfg.DatabasePath(), sqlite.WithPlans(cfg.Plans), sqlite.WithSecretBox(box))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.DatabasePath(), err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"noticesd/internal/account"
+	"noticesd/internal/secretbox"
 )
 
 // Config holds every setting of API.md's operating contract.
@@ -39,6 +40,13 @@ type Config struct {
 	MaxConnsPerIP       int           // NOTICES_MAX_CONNS_PER_IP: open connections from one client address
 	HeavyConcurrency    int           // NOTICES_HEAVY_CONCURRENCY: heavy requests running at once, all keys together
 	HeavyWait           time.Duration // NOTICES_HEAVY_WAIT: how long a heavy request queues for a slot before 429
+	// SecretKey (NOTICES_SECRET_KEY) encrypts webhook secrets at rest:
+	// standard base64 of 32 random bytes (`openssl rand -base64 32`).
+	// SecretKeyPrevious (NOTICES_SECRET_KEY_PREVIOUS) is the key before a
+	// rotation, still accepted for decryption; what it sealed is re-sealed
+	// under SecretKey when the store opens.
+	SecretKey         string
+	SecretKeyPrevious string
 	// Plans are the plan limits; NOTICES_PLAN_<NAME>_RPS, _BURST and _HEAVY
 	// override a plan's request limits (for example NOTICES_PLAN_FREE_RPS).
 	Plans map[string]account.Plan
@@ -129,6 +137,8 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	boolean("NOTICES_WEBHOOK_ALLOW_PRIVATE", &c.WebhookAllowPrivate)
 	str("NOTICES_WEBHOOK_CA_FILE", &c.WebhookCAFile)
 	str("NOTICES_LOG_LEVEL", &c.LogLevel)
+	str("NOTICES_SECRET_KEY", &c.SecretKey)
+	str("NOTICES_SECRET_KEY_PREVIOUS", &c.SecretKeyPrevious)
 	integer := func(name string, min int, dst *int) {
 		if v, ok := lookup(name); ok && v != "" {
 			n, err := strconv.Atoi(v)
@@ -197,10 +207,57 @@ func (c Config) Validate() error {
 			return fmt.Errorf("config: plan %s needs a request rate, burst and heavy limit of at least 1 (NOTICES_PLAN_%s_RPS, _BURST, _HEAVY)", name, strings.ToUpper(name))
 		}
 	}
+	if c.SecretKey == "" && c.SecretKeyPrevious != "" {
+		return fmt.Errorf("config: NOTICES_SECRET_KEY_PREVIOUS is set without NOTICES_SECRET_KEY; set the new key as NOTICES_SECRET_KEY")
+	}
+	for name, v := range map[string]string{"NOTICES_SECRET_KEY": c.SecretKey, "NOTICES_SECRET_KEY_PREVIOUS": c.SecretKeyPrevious} {
+		if v == "" {
+			continue
+		}
+		if _, err := secretbox.ParseKey(v); err != nil {
+			return fmt.Errorf("config: %s: %w", name, err)
+		}
+	}
 	if strings.HasPrefix(c.Source, "http://") || strings.HasPrefix(c.Source, "https://") {
 		if u, err := url.Parse(c.Source); err != nil || u.Host == "" {
 			return fmt.Errorf("config: NOTICES_SOURCE=%q is not a valid URL", c.Source)
 		}
 	}
 	return nil
+}
+
+// DevelopmentSecretKey is the fixed, public NOTICES_SECRET_KEY that
+// `noticesd demo` (what `make run` runs) uses when none is set, so a fresh
+// clone runs with webhooks on. It protects nothing: anyone can read it
+// here. Never use it for real data; generate a key with
+// `openssl rand -base64 32`.
+const DevelopmentSecretKey = "bm90aWNlc2QgZGV2ZWxvcG1lbnQga2V5LCBwdWJsaWM="
+
+// RequireSecretKey checks that webhook secrets can be encrypted when
+// webhooks are on: serve calls it at start.
+func (c Config) RequireSecretKey() error {
+	if c.Webhooks && c.SecretKey == "" {
+		return fmt.Errorf("config: NOTICES_WEBHOOKS is on and NOTICES_SECRET_KEY is not set; webhook secrets are encrypted at rest with it. " +
+			"Generate one with `openssl rand -base64 32` and keep it safe (losing it loses the secrets), or set NOTICES_WEBHOOKS=off")
+	}
+	return nil
+}
+
+// SecretBox returns the box sealing webhook secrets under SecretKey (and
+// SecretKeyPrevious), or nil when no key is set.
+func (c Config) SecretBox() (*secretbox.Box, error) {
+	if c.SecretKey == "" {
+		return nil, nil
+	}
+	cur, err := secretbox.ParseKey(c.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("config: NOTICES_SECRET_KEY: %w", err)
+	}
+	var prev []byte
+	if c.SecretKeyPrevious != "" {
+		if prev, err = secretbox.ParseKey(c.SecretKeyPrevious); err != nil {
+			return nil, fmt.Errorf("config: NOTICES_SECRET_KEY_PREVIOUS: %w", err)
+		}
+	}
+	return secretbox.New(cur, prev)
 }

@@ -56,6 +56,29 @@ func TestFromLookup(t *testing.T) {
 		{"bad bool", map[string]string{"NOTICES_WEBHOOKS": "maybe"}, "NOTICES_WEBHOOKS", nil},
 		{"bad backend", map[string]string{"NOTICES_BACKEND": "mongo"}, "NOTICES_BACKEND", nil},
 		{"scale needs urls", map[string]string{"NOTICES_BACKEND": "scale"}, "NOTICES_ELASTICSEARCH_URL", nil},
+		{"secret keys", map[string]string{"NOTICES_SECRET_KEY": DevelopmentSecretKey, "NOTICES_SECRET_KEY_PREVIOUS": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}, "", func(t *testing.T, c Config) {
+			if b, err := c.SecretBox(); err != nil || b == nil {
+				t.Errorf("SecretBox = %v, %v", b, err)
+			}
+			if err := c.RequireSecretKey(); err != nil {
+				t.Error(err)
+			}
+		}},
+		{"short secret key", map[string]string{"NOTICES_SECRET_KEY": "c2hvcnQ="}, "NOTICES_SECRET_KEY", nil},
+		{"previous key alone", map[string]string{"NOTICES_SECRET_KEY_PREVIOUS": DevelopmentSecretKey}, "NOTICES_SECRET_KEY_PREVIOUS", nil},
+		{"webhooks on without a key", nil, "", func(t *testing.T, c Config) {
+			if err := c.RequireSecretKey(); err == nil || !strings.Contains(err.Error(), "openssl rand -base64 32") {
+				t.Errorf("RequireSecretKey = %v; want a refusal saying how to generate a key", err)
+			}
+			if b, err := c.SecretBox(); b != nil || err != nil {
+				t.Errorf("SecretBox without a key = %v, %v; want nil, nil", b, err)
+			}
+		}},
+		{"webhooks off without a key", map[string]string{"NOTICES_WEBHOOKS": "off"}, "", func(t *testing.T, c Config) {
+			if err := c.RequireSecretKey(); err != nil {
+				t.Error(err)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,8 @@ package ident
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"testing"
 
 	"noticesd/internal/errs"
@@ -92,5 +94,46 @@ func TestParseList(t *testing.T) {
 	big := make([]json.RawMessage, MaxIdentifiers+1)
 	if _, err := ParseList(big, errs.InvalidIdentifier); !errs.Is(err, errs.TooManyIdentifiers) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestParseArrayAgreesWithParseList: the fast split of a plain array gives
+// what decoding it element by element gives, and declines anything else.
+func TestParseArrayAgreesWithParseList(t *testing.T) {
+	tests := []struct {
+		raw   string
+		plain bool
+	}{
+		{`["004085616", "53 004 085 616", "004085616"]`, true},
+		{` [ "004085616" ,"600000002"]  `, true},
+		{`[]`, true},
+		{`["004085616", "12345"]`, true},
+		{`["004085616", "x"]`, true},
+		{`["00408\u0035616"]`, false},
+		{`["004085616", 42]`, false},
+		{`["caf\u00e9"]`, false},
+		{`["café"]`, false},
+		{`["004085616"] x`, false},
+		{`["004085616",]`, false},
+		{`{"a": 1}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			fast, ok, fastErr := ParseArray([]byte(tt.raw), errs.InvalidIdentifier)
+			if ok != tt.plain {
+				t.Fatalf("ParseArray ok = %v, want %v", ok, tt.plain)
+			}
+			if !ok {
+				return
+			}
+			var list []json.RawMessage
+			if err := json.Unmarshal([]byte(tt.raw), &list); err != nil {
+				t.Fatal(err)
+			}
+			slow, slowErr := ParseList(list, errs.InvalidIdentifier)
+			if !reflect.DeepEqual(fast, slow) || fmt.Sprint(fastErr) != fmt.Sprint(slowErr) {
+				t.Errorf("ParseArray = %v, %v; ParseList = %v, %v", fast, fastErr, slow, slowErr)
+			}
+		})
 	}
 }

@@ -43,8 +43,9 @@ type WatchSet struct {
 	// Version changes whenever a watch gains a webhook or a watch with one
 	// is deleted or loses it (see Queue.WatchSetVersion).
 	Version int64
-	// Entries are the watches with a webhook, active or not, their ABNs'
-	// register ACNs added to Identifiers (see matcher.Entry).
+	// Entries are the watches with a webhook, active or not, every
+	// register ACN of each of their ABNs added to Identifiers (see
+	// matcher.Entry).
 	Entries []matcher.Entry
 }
 
@@ -59,7 +60,11 @@ type Job struct {
 	URL        string
 	Secret     string // the secret current at claim time
 	Attempt    int    // 1-based number of this attempt
-	Notice     notice.Notice
+	// Token identifies this claim: a lease that expires mid-attempt and is
+	// claimed again gives a new attempt with a new token, and Complete
+	// tells the current attempt's outcome from the stale one's by it.
+	Token  string
+	Notice notice.Notice
 }
 
 // ClaimRequest bounds one Claim.
@@ -102,9 +107,12 @@ type Queue interface {
 	// WatchSetVersion returns the current WatchSet version cheaply, so the
 	// matcher reloads only when it changed.
 	WatchSetVersion(ctx context.Context) (int64, error)
-	// ResolveABNs returns the register ACN of each given ABN that the
-	// register knows (ABNs it does not know are absent from the map).
-	ResolveABNs(ctx context.Context, abns []string) (map[string]string, error)
+	// ResolveABNs returns the register ACNs of each given ABN that the
+	// register knows, sorted and distinct (ABNs it does not know are absent
+	// from the map). An ABN held by several register rows with different
+	// ACNs resolves to every one of them: the one rule that webhook
+	// matching and Watches.Matches share (docs/webhooks.md).
+	ResolveABNs(ctx context.Context, abns []string) (map[string][]string, error)
 	// Enqueue creates one pending delivery for each eligible (watch,
 	// notice) pair, at most once per pair ever, and advances the arrival
 	// cursor to through, in one transaction. Eligibility is
@@ -116,19 +124,27 @@ type Queue interface {
 	Enqueue(ctx context.Context, arrivals []Arrival, through, version int64, now time.Time) (created int, err error)
 	// Recover releases every lease (attempts in flight when a previous
 	// process stopped): those deliveries are due at now. The interrupted
-	// attempt is not counted.
+	// attempt is uncounted. Only one process may drive a queue: the caller
+	// holds the data directory's serve lock (or the backend's equivalent).
 	Recover(ctx context.Context, now time.Time) (released int, err error)
 	// Claim leases due deliveries (next attempt at or before now, watch
-	// active with a webhook), oldest due first, until now+req.Lease and
-	// returns them; see ClaimRequest for the bounds. A lease that expires
-	// without Complete makes the delivery due again.
+	// active with a webhook) until now+req.Lease and returns them; see
+	// ClaimRequest for the bounds. It is fair across watches: the watches
+	// with due deliveries are served in the order of each one's oldest due
+	// delivery, one delivery of each per round, each watch's oldest first,
+	// so every due delivery of every watch progresses however large
+	// another watch's backlog. A lease that expires without Complete makes
+	// the delivery due again.
 	Claim(ctx context.Context, now time.Time, req ClaimRequest) ([]Job, error)
 	// Complete records an attempt's outcome at now: delivered, rescheduled
 	// after delivery.RetryWait, or dead after the last attempt; dead and
 	// delivered notices update the watch's consecutive-failure count, which
-	// deactivates the watch at delivery.DeactivateAfter. An outcome for a
-	// delivery that is no longer pending at that attempt (webhook removed,
-	// watch deleted meanwhile) is ignored.
+	// deactivates the watch at delivery.DeactivateAfter. The outcome of a
+	// stale attempt (job.Token is no longer the delivery's claim: its lease
+	// expired and a newer attempt was claimed) is still recorded: a success
+	// delivers, a failure is noted in last_error and leaves the schedule to
+	// the newer attempt. An outcome for a delivery that is no longer
+	// pending (delivered, dead, webhook removed, watch deleted) is ignored.
 	Complete(ctx context.Context, job Job, out Outcome, now time.Time) error
 	// NextDue returns when the next delivery becomes due, if any.
 	NextDue(ctx context.Context) (time.Time, bool, error)

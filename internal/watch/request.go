@@ -219,6 +219,9 @@ func parseIdentifiers(raw json.RawMessage) ([]ident.ID, error) {
 	if raw == nil || isNull(raw) {
 		return nil, nil
 	}
+	if ids, ok, err := ident.ParseArray(raw, errs.InvalidIdentifier); ok {
+		return ids, err
+	}
 	var list []json.RawMessage
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, errs.New(errs.InvalidIdentifier,

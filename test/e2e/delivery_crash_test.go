@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/go-github/v75/github"
 
+	"noticesd/internal/config"
 	"noticesd/test/testbin"
 )
 
@@ -235,6 +236,8 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 		"NOTICES_DELIVERY_TIMEOUT=30s", // hung requests stay in flight until the kill
 		"NOTICES_LOG_LEVEL=debug",
 		"NOTICES_SOURCE=none",
+		// serve encrypts webhook secrets at rest and refuses to start without a key.
+		"NOTICES_SECRET_KEY=" + config.DevelopmentSecretKey,
 	}
 	var acct struct {
 		AccountKey string `json:"account_key"`

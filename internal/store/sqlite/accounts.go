@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"noticesd/internal/account"
 	"noticesd/internal/notice"
@@ -12,12 +13,24 @@ import (
 func kindName(k account.KeyKind) string { return k.String() }
 
 // Authenticate returns the principal owning key, or errs.Unauthorised. A
-// lapsed subscription shows as Principal.Account.Active false.
+// lapsed subscription shows as Principal.Account.Active false. Principals
+// are cached briefly in memory, valid only while the accounts version
+// (migration 0008) is unchanged: a rotation or lapse in any process
+// sharing the file takes effect on the next request.
 func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal, error) {
+	hash := account.HashKey(key)
+	version, err := metaInt(ctx, s.read, metaAccountsVersion)
+	if err != nil {
+		return account.Principal{}, fmt.Errorf("sqlite: authenticate: %w", err)
+	}
+	now := time.Now()
+	if p, ok := s.auth.get(hash, version, now); ok {
+		return p, nil
+	}
 	var p account.Principal
 	var kind string
-	err := s.read.QueryRowContext(ctx, `SELECT a.id, a.name, a.plan, a.active, a.created_at, k.kind
-		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?`, account.HashKey(key)).
+	err = s.read.QueryRowContext(ctx, `SELECT a.id, a.name, a.plan, a.active, a.created_at, k.kind
+		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?`, hash).
 		Scan(&p.Account.ID, &p.Account.Name, &p.Account.Plan, &p.Account.Active, &p.Account.CreatedAt, &kind)
 	if err == sql.ErrNoRows {
 		return p, account.ErrUnknownKey()
@@ -26,6 +39,7 @@ func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal
 		return p, fmt.Errorf("sqlite: authenticate: %w", err)
 	}
 	p.Kind = account.ParseKind(kind)
+	s.auth.put(hash, version, p, now)
 	return p, nil
 }
 

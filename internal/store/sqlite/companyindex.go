@@ -242,14 +242,6 @@ func (c *companySnap) acnsOf(abn uint64) []uint32 {
 	return append(out, c.moreACNs[abn]...)
 }
 
-// orderOf returns a notice's publication order key.
-func (c *companySnap) orderOf(seq int64) int64 {
-	if seq >= 0 && seq < int64(len(c.notes)) {
-		return c.notes[seq].order
-	}
-	return 0
-}
-
 // parseDigits parses an all-digit string of length n.
 func parseDigits[S ~[]byte | ~string](b S, n int) (uint64, bool) {
 	if len(b) != n {

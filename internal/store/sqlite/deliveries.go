@@ -2,9 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,11 +32,6 @@ const (
 	metaArrivalCursor   = "delivery_arrival_cursor"
 	metaWatchSetVersion = "webhook_watch_set_version"
 )
-
-// claimScanFactor bounds the rows Claim examines to this many times the
-// claim limit, so a long run of due deliveries of busy watches costs a
-// bounded scan.
-const claimScanFactor = 8
 
 // ArrivalCursor returns the highest notice_seq already matched.
 func (s *Store) ArrivalCursor(ctx context.Context) (int64, error) {
@@ -140,13 +137,15 @@ func (s *Store) WatchSet(ctx context.Context) (store.WatchSet, error) {
 	return ws, nil
 }
 
-// withResolvedACNs adds to ids the register ACN of each ABN in it, as
+// withResolvedACNs adds to ids every register ACN of each ABN in it, as
 // matcher.Entry asks.
-func withResolvedACNs(ids []string, acnOf map[string]string) []string {
+func withResolvedACNs(ids []string, acnOf map[string][]string) []string {
 	out := ids
 	for _, id := range ids {
-		if acn, ok := acnOf[id]; ok {
-			out = append(out, acn)
+		for _, acn := range acnOf[id] {
+			if !slices.Contains(out, acn) {
+				out = append(out, acn)
+			}
 		}
 	}
 	return out
@@ -166,13 +165,14 @@ func noticeFilter(watchID, raw string) (notice.Filter, error) {
 	return nf, nil
 }
 
-// ResolveABNs returns the register ACN of each ABN the register knows.
-func (s *Store) ResolveABNs(ctx context.Context, abns []string) (map[string]string, error) {
+// ResolveABNs returns every register ACN of each ABN the register knows,
+// sorted and distinct.
+func (s *Store) ResolveABNs(ctx context.Context, abns []string) (map[string][]string, error) {
 	return resolveABNs(ctx, s.read, abns)
 }
 
-func resolveABNs(ctx context.Context, q querier, abns []string) (map[string]string, error) {
-	out := make(map[string]string)
+func resolveABNs(ctx context.Context, q querier, abns []string) (map[string][]string, error) {
+	out := make(map[string][]string)
 	const chunk = 500
 	for start := 0; start < len(abns); start += chunk {
 		part := abns[start:min(start+chunk, len(abns))]
@@ -180,7 +180,7 @@ func resolveABNs(ctx context.Context, q querier, abns []string) (map[string]stri
 		for i, a := range part {
 			args[i] = a
 		}
-		rows, err := q.QueryContext(ctx, "SELECT abn, acn FROM register WHERE abn <> '' AND abn IN ("+placeholders(len(args))+")", args...)
+		rows, err := q.QueryContext(ctx, "SELECT DISTINCT abn, acn FROM register WHERE abn <> '' AND abn IN ("+placeholders(len(args))+") ORDER BY abn, acn", args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: resolve ABNs through the register: %w", err)
 		}
@@ -190,8 +190,8 @@ func resolveABNs(ctx context.Context, q querier, abns []string) (map[string]stri
 				rows.Close()
 				return nil, fmt.Errorf("sqlite: resolve ABNs through the register: %w", err)
 			}
-			if id, ok := ident.Normalise(acn); ok && id.Kind == ident.ACN {
-				out[abn] = id.Value
+			if id, ok := ident.Normalise(acn); ok && id.Kind == ident.ACN && !slices.Contains(out[abn], id.Value) {
+				out[abn] = append(out[abn], id.Value)
 			}
 		}
 		rows.Close()
@@ -321,12 +321,14 @@ func publishedTime(n *notice.Notice) (time.Time, bool) {
 func (s *Store) Recover(ctx context.Context, now time.Time) (int, error) {
 	ts := notice.Timestamp(now)
 	res, err := s.write.ExecContext(ctx, `UPDATE deliveries SET lease_until = NULL, updated_at = ?,
-		next_attempt_at = CASE WHEN (SELECT active FROM watches w WHERE w.id = deliveries.watch_id) THEN ? END
+		next_attempt_at = CASE WHEN (SELECT active FROM watches w WHERE w.id = deliveries.watch_id) THEN ? END,
+		attempts = CASE WHEN claim_token IS NOT NULL THEN max(attempts - 1, 0) ELSE attempts END,
+		claim_token = NULL
 		WHERE lease_until IS NOT NULL AND status = 'pending'`, ts, ts)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: release delivery leases: %w", err)
 	}
-	if _, err := s.write.ExecContext(ctx, "UPDATE deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL"); err != nil {
+	if _, err := s.write.ExecContext(ctx, "UPDATE deliveries SET lease_until = NULL, claim_token = NULL WHERE lease_until IS NOT NULL"); err != nil {
 		return 0, fmt.Errorf("sqlite: release delivery leases: %w", err)
 	}
 	n, _ := res.RowsAffected()
@@ -346,86 +348,124 @@ func (s *Store) Claim(ctx context.Context, now time.Time, req store.ClaimRequest
 	}
 	defer tx.Rollback()
 
-	// Due rows in due order; watches already at their bound are left out
-	// in SQL, the rest of the bound is applied while scanning.
-	// CROSS JOIN keeps deliveries the outer loop, read in deliveries_due
-	// order (ties in insertion order), so no sort of the whole queue.
-	q := `SELECT d.id, d.watch_id FROM deliveries d CROSS JOIN watches w ON w.id = d.watch_id
-		WHERE d.status = 'pending' AND d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= ?
-		AND w.active AND w.webhook_url IS NOT NULL`
-	args := []any{ts}
-	taken := map[string]int{}
-	if req.PerWatch > 0 {
-		var busy []any
-		for wid, n := range req.InFlight {
-			taken[wid] = n
-			if n >= req.PerWatch {
-				busy = append(busy, wid)
-			}
-		}
-		if len(busy) > 0 {
-			q += " AND d.watch_id NOT IN (" + placeholders(len(busy)) + ")"
-			args = append(args, busy...)
-		}
-	}
-	q += " ORDER BY d.next_attempt_at LIMIT ?"
-	args = append(args, req.Limit*claimScanFactor)
-	rows, err := tx.QueryContext(ctx, q, args...)
+	ids, err := dueDeliveries(ctx, tx, ts, req)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: find due deliveries: %w", err)
-	}
-	var ids []string
-	for rows.Next() && len(ids) < req.Limit {
-		var id, wid string
-		if err := rows.Scan(&id, &wid); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("sqlite: find due deliveries: %w", err)
-		}
-		if req.PerWatch > 0 && taken[wid] >= req.PerWatch {
-			continue
-		}
-		taken[wid]++
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: find due deliveries: %w", err)
+		return nil, err
 	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	args = []any{until, until}
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE deliveries SET lease_until = ?, next_attempt_at = ? WHERE id IN ("+placeholders(len(ids))+")", args...); err != nil {
+	idArgs := make([]any, len(ids))
+	lease, err := tx.PrepareContext(ctx, "UPDATE deliveries SET lease_until = ?, next_attempt_at = ?, attempts = attempts + 1, claim_token = ? WHERE id = ?")
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: lease due deliveries: %w", err)
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT d.id, d.watch_id, w.webhook_url, w.webhook_secret, d.attempts + 1, `+noticeColumns+`
+	defer lease.Close()
+	for i, id := range ids {
+		idArgs[i] = id
+		if _, err := lease.ExecContext(ctx, until, until, newClaimToken(), id); err != nil {
+			return nil, fmt.Errorf("sqlite: lease delivery %s: %w", id, err)
+		}
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT d.id, d.watch_id, w.webhook_url, w.webhook_secret, d.attempts, d.claim_token, `+noticeColumns+`
 		FROM deliveries d JOIN watches w ON w.id = d.watch_id JOIN notices n ON n.seq = d.notice_seq
-		WHERE d.id IN (`+placeholders(len(ids))+`) ORDER BY d.next_attempt_at, d.notice_seq`, args[2:]...)
+		WHERE d.id IN (`+placeholders(len(ids))+`)`, idArgs...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read claimed deliveries: %w", err)
 	}
-	jobs := make([]store.Job, 0, len(ids))
+	byID := make(map[string]store.Job, len(ids))
 	for rows.Next() {
 		var j store.Job
-		n, err := scanNotice(prefixScanner{rows, []any{&j.DeliveryID, &j.WatchID, &j.URL, &j.Secret, &j.Attempt}})
+		n, err := scanNotice(prefixScanner{rows, []any{&j.DeliveryID, &j.WatchID, &j.URL, &j.Secret, &j.Attempt, &j.Token}})
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("sqlite: read claimed deliveries: %w", err)
 		}
 		j.Notice = n
-		jobs = append(jobs, j)
+		if j.Secret, err = s.openSecret(j.WatchID, j.Secret); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		byID[j.DeliveryID] = j
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: read claimed deliveries: %w", err)
 	}
+	jobs := make([]store.Job, 0, len(ids))
+	for _, id := range ids {
+		if j, ok := byID[id]; ok {
+			jobs = append(jobs, j)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("sqlite: commit claim: %w", err)
 	}
 	return jobs, nil
+}
+
+// dueDeliveries chooses the deliveries one Claim leases, fairly across
+// watches: the active watches with a webhook and a delivery due at ts, in
+// the order of each one's oldest due delivery (at most req.Limit of them),
+// then round by round one more delivery of each (its oldest due first)
+// until req.Limit, each watch bounded by req.PerWatch minus its attempts
+// in flight. Every watch with a due delivery is therefore served within a
+// claim or two, however large another watch's backlog (issue 15, defect
+// 2). The cost is one index probe per watch with a webhook plus the rows
+// taken.
+func dueDeliveries(ctx context.Context, tx *sql.Tx, ts string, req store.ClaimRequest) ([]string, error) {
+	q := `SELECT id FROM (SELECT w.id, (SELECT min(d.next_attempt_at) FROM deliveries d
+			WHERE d.watch_id = w.id AND d.status = 'pending' AND d.next_attempt_at IS NOT NULL) AS due
+		FROM watches w WHERE w.active AND w.webhook_url IS NOT NULL)
+		WHERE due <= ?`
+	args := []any{ts}
+	allowance := func(wid string) int { return req.Limit }
+	if req.PerWatch > 0 {
+		var busy []any
+		for wid, n := range req.InFlight {
+			if n >= req.PerWatch {
+				busy = append(busy, wid)
+			}
+		}
+		if len(busy) > 0 {
+			q += " AND id NOT IN (" + placeholders(len(busy)) + ")"
+			args = append(args, busy...)
+		}
+		allowance = func(wid string) int { return min(req.Limit, req.PerWatch-req.InFlight[wid]) }
+	}
+	q += " ORDER BY due, id LIMIT ?"
+	args = append(args, req.Limit)
+	watches, err := queryColumn[string](ctx, tx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: find watches with due deliveries: %w", err)
+	}
+	perWatch := make([][]string, len(watches))
+	for i, wid := range watches {
+		perWatch[i], err = queryColumn[string](ctx, tx, `SELECT id FROM deliveries
+			WHERE watch_id = ? AND status = 'pending' AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?
+			ORDER BY next_attempt_at, notice_seq LIMIT ?`, wid, ts, allowance(wid))
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: find due deliveries of watch %s: %w", wid, err)
+		}
+	}
+	var ids []string
+	for round := 0; len(ids) < req.Limit; round++ {
+		took := false
+		for _, ds := range perWatch {
+			if round < len(ds) && len(ids) < req.Limit {
+				ids, took = append(ids, ds[round]), true
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	return ids, nil
+}
+
+// newClaimToken returns a random token naming one claim of a delivery.
+func newClaimToken() string {
+	return rand.Text()
 }
 
 // prefixScanner scans leading columns into prefix and the rest into the
@@ -450,28 +490,34 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	var (
 		status   string
 		attempts int
+		token    sql.NullString
 		active   bool
 	)
-	err = tx.QueryRowContext(ctx, `SELECT d.status, d.attempts, w.active FROM deliveries d JOIN watches w ON w.id = d.watch_id WHERE d.id = ?`,
-		job.DeliveryID).Scan(&status, &attempts, &active)
+	err = tx.QueryRowContext(ctx, `SELECT d.status, d.attempts, d.claim_token, w.active FROM deliveries d JOIN watches w ON w.id = d.watch_id WHERE d.id = ?`,
+		job.DeliveryID).Scan(&status, &attempts, &token, &active)
 	if err == sql.ErrNoRows {
 		return nil // the watch was deleted meanwhile
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: read delivery %s: %w", job.DeliveryID, err)
 	}
-	if status != delivery.Pending || attempts != job.Attempt-1 {
-		return nil // finished meanwhile (webhook removed), or a stale report
+	if status != delivery.Pending {
+		return nil // finished meanwhile (delivered by another attempt, dead, webhook removed)
 	}
-	n := attempts + 1
+	if !token.Valid || job.Token == "" || token.String != job.Token {
+		// A stale attempt (its lease expired and a newer attempt was
+		// claimed, or its outcome was already recorded): the newer attempt
+		// owns the schedule, but this outcome is still recorded.
+		if err := recordStale(ctx, tx, job, out, ts); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	n := attempts // counted when claimed
 	switch {
 	case out.OK:
-		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'delivered', attempts = ?, delivered_at = ?,
-			updated_at = ?, next_attempt_at = NULL, lease_until = NULL WHERE id = ?`, n, ts, ts, job.DeliveryID); err != nil {
-			return fmt.Errorf("sqlite: record delivery %s delivered: %w", job.DeliveryID, err)
-		}
-		if _, err := tx.ExecContext(ctx, "UPDATE watches SET consecutive_failures = 0 WHERE id = ? AND consecutive_failures <> 0", job.WatchID); err != nil {
-			return fmt.Errorf("sqlite: reset the failure count of watch %s: %w", job.WatchID, err)
+		if err := recordDelivered(ctx, tx, job, ts); err != nil {
+			return err
 		}
 	default:
 		lastErr := out.LastError
@@ -484,13 +530,13 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 				next = notice.Timestamp(now.Add(wait))
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET attempts = ?, last_error = ?, updated_at = ?,
-				next_attempt_at = ?, lease_until = NULL WHERE id = ?`, n, lastErr, ts, next, job.DeliveryID); err != nil {
+				next_attempt_at = ?, lease_until = NULL, claim_token = NULL WHERE id = ?`, n, lastErr, ts, next, job.DeliveryID); err != nil {
 				return fmt.Errorf("sqlite: reschedule delivery %s: %w", job.DeliveryID, err)
 			}
 			break
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'dead', attempts = ?, last_error = ?, updated_at = ?,
-			next_attempt_at = NULL, lease_until = NULL WHERE id = ?`, n, lastErr, ts, job.DeliveryID); err != nil {
+			next_attempt_at = NULL, lease_until = NULL, claim_token = NULL WHERE id = ?`, n, lastErr, ts, job.DeliveryID); err != nil {
 			return fmt.Errorf("sqlite: record delivery %s dead: %w", job.DeliveryID, err)
 		}
 		if err := countFailedNotice(ctx, tx, job.WatchID, lastErr, ts); err != nil {
@@ -499,6 +545,38 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit the outcome of delivery %s: %w", job.DeliveryID, err)
+	}
+	return nil
+}
+
+// recordDelivered marks a pending delivery delivered at ts and starts the
+// watch's count of consecutive failed notices afresh.
+func recordDelivered(ctx context.Context, tx *sql.Tx, job store.Job, ts string) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'delivered', delivered_at = ?,
+		updated_at = ?, next_attempt_at = NULL, lease_until = NULL, claim_token = NULL WHERE id = ?`, ts, ts, job.DeliveryID); err != nil {
+		return fmt.Errorf("sqlite: record delivery %s delivered: %w", job.DeliveryID, err)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE watches SET consecutive_failures = 0 WHERE id = ? AND consecutive_failures <> 0", job.WatchID); err != nil {
+		return fmt.Errorf("sqlite: reset the failure count of watch %s: %w", job.WatchID, err)
+	}
+	return nil
+}
+
+// recordStale records the outcome of an attempt that no longer holds the
+// delivery's claim: a success delivers it (the endpoint has the notice;
+// the newer attempt's outcome is then ignored), a failure is noted in
+// last_error without touching the schedule, which the newer attempt owns.
+func recordStale(ctx context.Context, tx *sql.Tx, job store.Job, out store.Outcome, ts string) error {
+	if out.OK {
+		return recordDelivered(ctx, tx, job, ts)
+	}
+	lastErr := out.LastError
+	if lastErr == "" {
+		lastErr = "delivery failed"
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE deliveries SET last_error = ?, updated_at = ? WHERE id = ?",
+		fmt.Sprintf("attempt %d: %s", job.Attempt, lastErr), ts, job.DeliveryID); err != nil {
+		return fmt.Errorf("sqlite: record the failure of stale attempt %d of delivery %s: %w", job.Attempt, job.DeliveryID, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,13 +76,7 @@ func (f *qfix) hook(watchID string) string {
 // it as stored (with its seq).
 func (f *qfix) notice(acn string, ago time.Duration) notice.Notice {
 	f.t.Helper()
-	f.seq++
-	a := acn
-	n := notice.Notice{
-		SourceID: fmt.Sprintf("SRC-%04d", f.seq), PublishedAt: notice.Timestamp(f.clock.Now().Add(-ago)),
-		ACN: &a, CompanyName: "ALPHA PTY LTD", NoticeType: "Appointment of liquidator",
-		NoticeCode: "APP", NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation",
-	}
+	n := f.newNotice(acn, f.clock.Now().Add(-ago))
 	if _, err := f.s.UpsertNotices(f.ctx, []notice.Notice{n}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -94,6 +89,17 @@ func (f *qfix) notice(acn string, ago time.Duration) notice.Notice {
 		f.t.Fatalf("read back notice: %v %v", ns, err)
 	}
 	return ns[0]
+}
+
+// newNotice builds the next notice of acn published at.
+func (f *qfix) newNotice(acn string, at time.Time) notice.Notice {
+	f.seq++
+	a := acn
+	return notice.Notice{
+		SourceID: fmt.Sprintf("SRC-%04d", f.seq), PublishedAt: notice.Timestamp(at),
+		ACN: &a, CompanyName: "ALPHA PTY LTD", NoticeType: "Appointment of liquidator",
+		NoticeCode: "APP", NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation",
+	}
 }
 
 // enqueue hands the notices to Enqueue as matching the watches, at the
@@ -382,7 +388,7 @@ func TestWatchSetEntries(t *testing.T) {
 		t.Errorf("inactive entry = %+v", e)
 	}
 	acns, err := f.s.ResolveABNs(f.ctx, []string{storetest.ABNAlpha, storetest.ABNGamma})
-	if err != nil || len(acns) != 1 || acns[storetest.ABNAlpha] != storetest.ACNAlpha {
+	if err != nil || len(acns) != 1 || fmt.Sprint(acns[storetest.ABNAlpha]) != "["+storetest.ACNAlpha+"]" {
 		t.Errorf("ResolveABNs = %v, %v; want only %s -> %s", acns, err, storetest.ABNAlpha, storetest.ACNAlpha)
 	}
 }
@@ -745,8 +751,8 @@ func TestLeaseExpiryAndRecover(t *testing.T) {
 	f.hook(w)
 	f.enqueue([]notice.Notice{f.notice(acnA, 0)}, w)
 	j := f.claim()[0]
-	if r := f.record(w); r.NextAttemptAt != nil || r.Attempts != 0 {
-		t.Fatalf("in flight: %+v; want next_attempt_at null and no attempt counted", r)
+	if r := f.record(w); r.NextAttemptAt != nil || r.Attempts != 1 {
+		t.Fatalf("in flight: %+v; want next_attempt_at null and the attempt counted as begun", r)
 	}
 	f.clock.Advance(lease - time.Millisecond)
 	if jobs := f.claim(); len(jobs) != 0 {
@@ -754,22 +760,23 @@ func TestLeaseExpiryAndRecover(t *testing.T) {
 	}
 	f.clock.Advance(time.Millisecond)
 	again := f.claim()
-	if len(again) != 1 || again[0].Attempt != j.Attempt {
-		t.Fatalf("after the lease: %+v; want the same delivery, attempt %d again", again, j.Attempt)
+	if len(again) != 1 || again[0].Attempt != j.Attempt+1 {
+		t.Fatalf("after the lease: %+v; want the same delivery, attempt %d", again, j.Attempt+1)
 	}
-	// A crash: Recover at start makes it due at once.
+	// A crash: Recover at start makes it due at once and uncounts the
+	// attempt it cut off (the first one's lease had expired: it counts).
 	n, err := f.s.Recover(f.ctx, f.clock.Now())
 	if err != nil || n != 1 {
 		t.Fatalf("Recover = %d, %v; want 1", n, err)
 	}
-	if r := f.record(w); str(r.NextAttemptAt) != notice.Timestamp(f.clock.Now()) || r.Attempts != 0 {
+	if r := f.record(w); str(r.NextAttemptAt) != notice.Timestamp(f.clock.Now()) || r.Attempts != 1 {
 		t.Fatalf("recovered: %+v", r)
 	}
-	f.complete(j, false, "HTTP 500") // the stale report of the first claim still matches attempts
-	if r := f.record(w); r.Attempts != 1 {
-		t.Fatalf("attempts = %d", r.Attempts)
+	f.complete(j, false, "HTTP 500") // the stale report of the first claim: noted, schedule unchanged
+	if r := f.record(w); r.Attempts != 1 || str(r.LastError) != "attempt 1: HTTP 500" || str(r.NextAttemptAt) != notice.Timestamp(f.clock.Now()) {
+		t.Fatalf("after the stale report: %+v", r)
 	}
-	f.complete(j, false, "HTTP 500") // the same report twice is ignored
+	f.complete(j, false, "HTTP 500") // the same report twice changes nothing
 	if r := f.record(w); r.Attempts != 1 {
 		t.Fatalf("a repeated report counted: attempts = %d", r.Attempts)
 	}
@@ -890,5 +897,166 @@ func TestNextDue(t *testing.T) {
 	next, ok, err := f.s.NextDue(f.ctx)
 	if err != nil || !ok || !next.Equal(f.clock.Now().Add(unit)) {
 		t.Fatalf("NextDue = %s, %v, %v; want %s", next, ok, err, f.clock.Now().Add(unit))
+	}
+}
+
+// notices stores n new notices of acn published now, in one batch, and
+// returns them as stored.
+func (f *qfix) notices(acn string, n int) []notice.Notice {
+	f.t.Helper()
+	before, err := f.s.LatestSeq(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	batch := make([]notice.Notice, n)
+	for i := range batch {
+		batch[i] = f.newNotice(acn, f.clock.Now())
+	}
+	if _, err := f.s.UpsertNotices(f.ctx, batch); err != nil {
+		f.t.Fatal(err)
+	}
+	ns, err := f.s.NoticesAfter(f.ctx, before, n)
+	if err != nil || len(ns) != n {
+		f.t.Fatalf("read back %d notices: %d, %v", n, len(ns), err)
+	}
+	return ns
+}
+
+// TestClaimDoesNotStarveOtherWatches: a watch's large backlog, all due at
+// one time, must not keep another watch's due delivery from being claimed
+// while the busy watch sits just under its per-watch bound.
+func TestClaimDoesNotStarveOtherWatches(t *testing.T) {
+	f := newQFix(t)
+	a := f.watch(watchA)
+	f.hook(a)
+	b := f.watch(`{"identifiers": ["600000002"]}`)
+	f.hook(b)
+	f.enqueue(f.notices(acnA, 5000), a)
+	f.clock.Advance(time.Second)
+	f.enqueue([]notice.Notice{f.notice("600000002", 0)}, b)
+	inFlight := map[string]int{}
+	for round := 0; round < 3; round++ {
+		// As the worker does: a's attempts finish one at a time, so it is
+		// always one under its bound when the next claim runs.
+		inFlight[a] = 3
+		jobs, err := f.s.Claim(f.ctx, f.clock.Now(), store.ClaimRequest{Limit: 16, Lease: lease, PerWatch: 4, InFlight: inFlight})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.WatchID == b {
+				return
+			}
+		}
+	}
+	t.Fatalf("the one due delivery of watch b was not claimed in 3 claims while watch a had a backlog of 5000")
+}
+
+// TestStaleAttemptOutcomeRecorded: a lease that expires mid-attempt and is
+// claimed again gives two attempts with distinct numbers and claim tokens,
+// and the outcome of each is recorded, whichever reports first.
+func TestStaleAttemptOutcomeRecorded(t *testing.T) {
+	twoClaims := func(t *testing.T) (*qfix, string, store.Job, store.Job) {
+		f := newQFix(t)
+		w := f.watch(watchA)
+		f.hook(w)
+		f.enqueue([]notice.Notice{f.notice(acnA, 0)}, w)
+		first := f.claim()
+		f.clock.Advance(lease)
+		second := f.claim()
+		if len(first) != 1 || len(second) != 1 {
+			t.Fatalf("claims %d then %d, want 1 and 1", len(first), len(second))
+		}
+		j1, j2 := first[0], second[0]
+		if j2.Attempt != j1.Attempt+1 || j1.Token == "" || j1.Token == j2.Token {
+			t.Fatalf("the second claim after the lease expired is attempt %d token %q, the first attempt %d token %q; want the next attempt number and a new token",
+				j2.Attempt, j2.Token, j1.Attempt, j1.Token)
+		}
+		return f, w, j1, j2
+	}
+	t.Run("stale failure then current success", func(t *testing.T) {
+		f, w, j1, j2 := twoClaims(t)
+		f.complete(j1, false, "timeout")
+		if r := f.record(w); r.Status != delivery.Pending || r.Attempts != 2 || !strings.Contains(str(r.LastError), "timeout") {
+			t.Fatalf("after the stale failure: %+v; want pending, 2 attempts, its error recorded", r)
+		}
+		f.complete(j2, true, "")
+		if r := f.record(w); r.Status != delivery.Delivered || r.Attempts != 2 {
+			t.Fatalf("after the current success: %+v; want delivered after 2 attempts", r)
+		}
+	})
+	t.Run("current failure then stale success", func(t *testing.T) {
+		f, w, j1, j2 := twoClaims(t)
+		f.complete(j2, false, "HTTP 500")
+		r := f.record(w)
+		if want := notice.Timestamp(f.clock.Now().Add(2 * unit)); r.Status != delivery.Pending || r.Attempts != 2 || str(r.NextAttemptAt) != want {
+			t.Fatalf("after the current failure: %+v; want pending, 2 attempts, next at %s", r, want)
+		}
+		f.complete(j1, true, "") // the first attempt did reach the endpoint
+		if r := f.record(w); r.Status != delivery.Delivered || r.DeliveredAt == nil || r.NextAttemptAt != nil {
+			t.Fatalf("after the stale success: %+v; want delivered", r)
+		}
+		if jobs := f.claim(); len(jobs) != 0 {
+			t.Fatalf("a delivered delivery was claimed again: %+v", jobs)
+		}
+	})
+}
+
+// TestWebhookMatchingAgreesWithMatchesForSharedABN: an ABN held by two
+// register rows with different ACNs. The webhook matcher (here through
+// SetWebhook's backfill, the same matcher and resolution as arrivals) and
+// /matches must find the same notices for a watch on either ACN or on the
+// ABN: one rule, every register ACN of an ABN.
+func TestWebhookMatchingAgreesWithMatchesForSharedABN(t *testing.T) {
+	f := newQFix(t)
+	shared := storetest.ABNAlpha
+	storetest.LoadRegister(t, storetest.Backend{Notices: f.s, Writer: f.s, Register: f.s, Clock: f.clock}, []notice.RegisterRow{
+		{CompanyName: "ALPHA MINING PTY LTD", ACN: storetest.ACNAlpha, CurrentNameIndicator: "Y", ABN: shared},
+		{CompanyName: "DELTA SERVICES PTY LTD", ACN: storetest.ACNDelta, CurrentNameIndicator: "Y", ABN: shared},
+	})
+	acnOf, err := f.s.ResolveABNs(f.ctx, []string{shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := acnOf[shared]; len(got) != 2 || got[0] != storetest.ACNAlpha || got[1] != storetest.ACNDelta {
+		t.Errorf("ResolveABNs(%s) = %v; want both register ACNs, sorted", shared, got)
+	}
+	watches := map[string]string{
+		"ACN Alpha": f.watch(`{"identifiers": ["` + storetest.ACNAlpha + `"]}`),
+		"ACN Delta": f.watch(`{"identifiers": ["` + storetest.ACNDelta + `"]}`),
+		"ABN":       f.watch(`{"identifiers": ["` + shared + `"]}`),
+	}
+	f.clock.Advance(time.Second)
+	mk := func(src string, acn, abn *string) {
+		n := notice.Notice{SourceID: src, PublishedAt: notice.Timestamp(f.clock.Now()), ACN: acn, ABN: abn,
+			CompanyName: "X PTY LTD", NoticeType: "Appointment of liquidator", NoticeCode: "APP",
+			NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation"}
+		if _, err := f.s.UpsertNotices(f.ctx, []notice.Notice{n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alpha, delta := storetest.ACNAlpha, storetest.ACNDelta
+	mk("N-ALPHA", &alpha, nil)
+	mk("N-DELTA", &delta, nil)
+	mk("N-ABN", nil, &shared)
+	for name, w := range watches {
+		f.hook(w) // backfills the recent matches through the webhook matcher
+		var hooked []string
+		for _, r := range f.records(w) {
+			hooked = append(hooked, r.NoticeID)
+		}
+		page, err := f.s.Matches(f.ctx, f.account, w, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var polled []string
+		for _, n := range page.Notices {
+			polled = append(polled, n.ID)
+		}
+		slices.Sort(hooked)
+		slices.Sort(polled)
+		if !slices.Equal(hooked, polled) || len(polled) == 0 {
+			t.Errorf("watch on %s: webhook deliveries for %v, /matches %v; want the same, non-empty", name, hooked, polled)
+		}
 	}
 }

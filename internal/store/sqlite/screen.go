@@ -61,73 +61,135 @@ func (s *Store) screen(ctx context.Context, ids []ident.ID, f notice.Filter, mod
 	if err != nil {
 		return res, err
 	}
-	found := make([]screenFound, len(ids))
-	all := make([]int64, 0, len(ids)) // every identifier's seqs, back to back
-	candidates := 0                   // identifiers with notices, before filters
-	for i, id := range ids {
-		found[i], all = snap.screenOne(id, all)
-		if found[i].to > found[i].from {
-			candidates++
-		}
+	r := &screenRun{s: s, ctx: ctx, snap: snap, ids: ids, f: f, inMemory: mode == screenMemory && snap.fields}
+	defer r.close()
+	r.lookUp()
+	if err := r.prepareFilter(); err != nil {
+		return res, err
 	}
+	r.count()
+	res.Matched = r.describeMatched()
+	if err := r.readDetails(res.Matched); err != nil {
+		return res, err
+	}
+	res.Unmatched, res.Unresolved = r.partition()
+	res.Counts.Matched = len(res.Matched)
+	res.Counts.Unmatched = len(res.Unmatched)
+	res.Counts.Unresolved = len(res.Unresolved)
+	return res, nil
+}
 
-	var tx *sql.Tx // begun when SQL is needed
-	readTx := func() (*sql.Tx, error) {
-		if tx == nil {
-			var err error
-			if tx, err = s.read.BeginTx(ctx, nil); err != nil {
-				return nil, fmt.Errorf("sqlite: screen: %w", err)
-			}
+// screenRun is one bulk screen in progress; screen runs its steps in order.
+type screenRun struct {
+	s    *Store
+	ctx  context.Context
+	snap *companySnap
+	ids  []ident.ID
+	f    notice.Filter
+	// inMemory: the index holds the notices' fields, so the filters, the
+	// latest notice and most names come from it.
+	inMemory bool
+
+	tx *sql.Tx // a read transaction, begun when SQL is needed
+
+	// lookUp
+	found      []screenFound
+	all        []int64 // every identifier's seqs, back to back
+	candidates int     // identifiers with notices, before filters
+
+	// prepareFilter: memFiltered means mf decides; else passing (nil:
+	// every notice passes).
+	memFiltered bool
+	mf          memFilter
+	passing     bitset
+
+	// count
+	hits      []screenHit
+	unmatched int
+
+	// describeMatched: what SQL still has to read
+	details []screenDetail
+}
+
+// readTx returns the run's read transaction, beginning it on first use.
+func (r *screenRun) readTx() (*sql.Tx, error) {
+	if r.tx == nil {
+		var err error
+		if r.tx, err = r.s.read.BeginTx(r.ctx, nil); err != nil {
+			return nil, fmt.Errorf("sqlite: screen: %w", err)
 		}
-		return tx, nil
 	}
-	defer func() {
-		if tx != nil {
-			tx.Rollback()
+	return r.tx, nil
+}
+
+func (r *screenRun) close() {
+	if r.tx != nil {
+		r.tx.Rollback()
+	}
+}
+
+// lookUp finds each identifier's company and candidate notices in the
+// index.
+func (r *screenRun) lookUp() {
+	r.found = make([]screenFound, len(r.ids))
+	r.all = make([]int64, 0, len(r.ids))
+	for i, id := range r.ids {
+		r.found[i], r.all = r.snap.screenOne(id, r.all)
+		if r.found[i].to > r.found[i].from {
+			r.candidates++
 		}
-	}()
-	// The filters: in memory when the index holds the fields (a q by the
-	// notices the full-text index alone says match it), else by SQL.
-	inMemory := mode == screenMemory && snap.fields
-	var mf memFilter
-	memFiltered := inMemory && f.Company == nil
-	if memFiltered {
-		mf = snap.compileFilter(f)
-		if f.Q != nil && len(all) > 0 {
-			t, err := readTx()
+	}
+}
+
+// prepareFilter decides how the filters are applied: in memory when the
+// index holds the fields (a q by the notices the full-text index alone
+// says match it), else by SQL over the candidate notices.
+func (r *screenRun) prepareFilter() error {
+	r.memFiltered = r.inMemory && r.f.Company == nil
+	if r.memFiltered {
+		r.mf = r.snap.compileFilter(r.f)
+		if r.f.Q != nil && len(r.all) > 0 {
+			t, err := r.readTx()
 			if err != nil {
-				return res, err
+				return err
 			}
-			if mf.q, memFiltered, err = fullTextMatches(ctx, t, f.Q, snap.maxSeq); err != nil {
-				return res, err
+			if r.mf.q, r.memFiltered, err = fullTextMatches(r.ctx, t, r.f.Q, r.snap.maxSeq); err != nil {
+				return err
 			}
 		}
 	}
-	var passing bitset // nil: every notice passes (or mf decides)
-	if !memFiltered && !filtersNothing(f) && len(all) > 0 {
-		t, err := readTx()
+	if !r.memFiltered && !filtersNothing(r.f) && len(r.all) > 0 {
+		t, err := r.readTx()
 		if err != nil {
-			return res, err
+			return err
 		}
-		if passing, err = screenPassing(ctx, t, all, f, snap.maxSeq); err != nil {
-			return res, err
+		if r.passing, err = screenPassing(r.ctx, t, r.all, r.f, r.snap.maxSeq); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
-	// Count each identifier's passing notices and find the latest.
-	hits := make([]screenHit, 0, candidates)
-	unmatched := 0
-	for i := range found {
-		fd := &found[i]
+// passes reports whether the notice seq passes the filters.
+func (r *screenRun) passes(seq int64, m *noticeMeta) bool {
+	if r.memFiltered {
+		return r.mf.passes(seq, m)
+	}
+	return r.passing == nil || r.passing.has(seq)
+}
+
+// count counts each identifier's passing notices and finds the latest
+// (newest publication, ties by higher seq); identifiers with none are
+// unmatched when known.
+func (r *screenRun) count() {
+	r.hits = make([]screenHit, 0, r.candidates)
+	for i := range r.found {
+		fd := &r.found[i]
 		h := screenHit{pos: int32(i), latest: -1}
 		var latestOrder int64
-		for _, seq := range all[fd.from:fd.to] {
-			m := &snap.notes[seq]
-			if memFiltered {
-				if !mf.passes(seq, m) {
-					continue
-				}
-			} else if passing != nil && !passing.has(seq) {
+		for _, seq := range r.all[fd.from:fd.to] {
+			m := &r.snap.notes[seq]
+			if !r.passes(seq, m) {
 				continue
 			}
 			h.count++
@@ -136,38 +198,42 @@ func (s *Store) screen(ctx context.Context, ids []ident.ID, f notice.Filter, mod
 			}
 		}
 		if h.count > 0 {
-			hits = append(hits, h)
+			r.hits = append(r.hits, h)
 		} else if fd.known {
-			unmatched++
+			r.unmatched++
 		}
 	}
+}
 
-	// The matched, with what the index holds of them.
-	res.Matched = make([]watch.Matched, len(hits))
-	pointed := make([]string, 0, 3*len(hits)) // what the pointers point to, never reallocated
+// describeMatched builds the matched list from what the index holds and
+// notes in r.details what SQL must still read (everything but the counts
+// when the index lacks the fields; otherwise only missing names).
+func (r *screenRun) describeMatched() []watch.Matched {
+	matched := make([]watch.Matched, len(r.hits))
+	pointed := make([]string, 0, 3*len(r.hits)) // what the pointers point to, never reallocated
 	point := func(s string) *string {
 		pointed = append(pointed, s)
 		return &pointed[len(pointed)-1]
 	}
 	var text []byte // generated strings (ids, ACNs) back to back
-	if inMemory {
-		text = make([]byte, 0, len(hits)*(len(noticeIDPrefix)+16+9))
+	if r.inMemory {
+		text = make([]byte, 0, len(r.hits)*(len(noticeIDPrefix)+16+9))
 	}
-	var details []screenDetail // what SQL reads
-	for k := range hits {
-		h := &hits[k]
-		fd := &found[h.pos]
-		id := ids[h.pos]
-		m := &res.Matched[k]
+	snap := r.snap
+	for k := range r.hits {
+		h := &r.hits[k]
+		fd := &r.found[h.pos]
+		id := r.ids[h.pos]
+		m := &matched[k]
 		m.Identifier, m.NoticeCount = id.Value, int(h.count)
 		if fd.hasACN && id.Kind == ident.ACN {
 			m.ACN = point(id.Value)
 		}
-		if !inMemory {
+		if !r.inMemory {
 			if fd.hasACN && id.Kind == ident.ABN {
 				m.ACN = point(acnString(fd.acn))
 			}
-			details = append(details, screenDetail{k: k, seq: h.latest, acn: fd.acn, hasACN: fd.hasACN})
+			r.details = append(r.details, screenDetail{k: k, seq: h.latest, acn: fd.acn, hasACN: fd.hasACN})
 			continue
 		}
 		n := &snap.notes[h.latest]
@@ -189,61 +255,70 @@ func (s *Store) screen(ctx context.Context, ids []ident.ID, f notice.Filter, mod
 			}
 		}
 		if m.CompanyName == nil {
-			details = append(details, screenDetail{k: k, seq: h.latest, acn: fd.acn, hasACN: fd.hasACN})
+			r.details = append(r.details, screenDetail{k: k, seq: h.latest, acn: fd.acn, hasACN: fd.hasACN})
 		}
 	}
-	if inMemory {
-		t := string(text)
-		for k := range hits {
-			h := &hits[k]
-			res.Matched[k].LatestNotice.ID = t[h.from:h.idTo]
+	if r.inMemory {
+		t := string(text) // one allocation for every generated string
+		for k := range r.hits {
+			h := &r.hits[k]
+			matched[k].LatestNotice.ID = t[h.from:h.idTo]
 			if h.acnTo > 0 {
-				res.Matched[k].ACN = point(t[h.idTo:h.acnTo])
+				matched[k].ACN = point(t[h.idTo:h.acnTo])
 			}
 		}
 	}
-	if len(details) > 0 {
-		t, err := readTx()
-		if err != nil {
-			return res, err
-		}
-		if err := screenDetails(ctx, t, details); err != nil {
-			return res, err
-		}
-		for i := range details {
-			d := &details[i]
-			m := &res.Matched[d.k]
-			if !inMemory {
-				m.LatestNotice = d.notice
-			}
-			if m.ACN == nil && d.noticeACN != nil && d.noticeABN != nil && *d.noticeABN == m.Identifier {
-				m.ACN = d.noticeACN
-			}
-			if d.name != nil {
-				m.CompanyName = d.name
-			} else if d.noticeName != "" {
-				m.CompanyName = &d.noticeName
-			}
-		}
-	}
+	return matched
+}
 
-	res.Unmatched = make([]string, 0, unmatched)
-	res.Unresolved = make([]string, 0, len(ids)-len(hits)-unmatched)
-	k := 0
-	for i, id := range ids {
-		switch {
-		case k < len(hits) && int(hits[k].pos) == i:
-			k++
-		case found[i].known:
-			res.Unmatched = append(res.Unmatched, id.Value)
-		default:
-			res.Unresolved = append(res.Unresolved, id.Value)
+// readDetails reads with SQL what describeMatched left to it and fills it
+// in.
+func (r *screenRun) readDetails(matched []watch.Matched) error {
+	if len(r.details) == 0 {
+		return nil
+	}
+	t, err := r.readTx()
+	if err != nil {
+		return err
+	}
+	if err := screenDetails(r.ctx, t, r.details); err != nil {
+		return err
+	}
+	for i := range r.details {
+		d := &r.details[i]
+		m := &matched[d.k]
+		if !r.inMemory {
+			m.LatestNotice = d.notice
+		}
+		if m.ACN == nil && d.noticeACN != nil && d.noticeABN != nil && *d.noticeABN == m.Identifier {
+			m.ACN = d.noticeACN
+		}
+		if d.name != nil {
+			m.CompanyName = d.name
+		} else if d.noticeName != "" {
+			m.CompanyName = &d.noticeName
 		}
 	}
-	res.Counts.Matched = len(res.Matched)
-	res.Counts.Unmatched = len(res.Unmatched)
-	res.Counts.Unresolved = len(res.Unresolved)
-	return res, nil
+	return nil
+}
+
+// partition lists the identifiers that did not match, in the order given:
+// unmatched when known, unresolved otherwise.
+func (r *screenRun) partition() (unmatched, unresolved []string) {
+	unmatched = make([]string, 0, r.unmatched)
+	unresolved = make([]string, 0, len(r.ids)-len(r.hits)-r.unmatched)
+	k := 0
+	for i, id := range r.ids {
+		switch {
+		case k < len(r.hits) && int(r.hits[k].pos) == i:
+			k++
+		case r.found[i].known:
+			unmatched = append(unmatched, id.Value)
+		default:
+			unresolved = append(unresolved, id.Value)
+		}
+	}
+	return unmatched, unresolved
 }
 
 // filtersNothing reports whether every notice passes f.

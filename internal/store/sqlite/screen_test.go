@@ -561,3 +561,108 @@ func TestScreenWhileNoticesArrive(t *testing.T) {
 		t.Errorf("after every notice arrived: count %d, want %d", n, batches)
 	}
 }
+
+// TestFiltersMemoryAgreesWithSQL: /v1/filters with a q counted from the
+// in-memory company index gives exactly what the SQL grouping gives, on the
+// screen's awkward corpus (odd case, NULL appointment types, deregistration
+// spellings).
+func TestFiltersMemoryAgreesWithSQL(t *testing.T) {
+	s, _ := screenCorpus(t, 4000)
+	ctx := context.Background()
+	if err := s.WarmCompanyIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q := func(s string) query.Node {
+		n, err := query.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name string
+		f    notice.Filter
+	}{
+		{"common word", notice.Filter{Q: q("creditors")}},
+		{"common word with deregistration", notice.Filter{Q: q("creditors"), IncludeDeregistration: true}},
+		{"or, with states in odd case", notice.Filter{Q: q("creditors OR liquidator"), State: []string{"nsw", "Vic"}}},
+		{"with purpose and dates", notice.Filter{Q: q("notice"), NoticePurpose: []string{"appointment"}, From: "2024-03-01", To: "2025-06-30"}},
+		{"codes and status", notice.Filter{Q: q("creditors"), NoticeCode: []string{"lq", "DV"}, Status: []string{"in liquidation"}, IncludeDeregistration: true}},
+		{"appointment type", notice.Filter{Q: q("creditors OR liquidator"), AppointmentType: []string{"court liquidation", "Receivership"}}},
+		{"nothing matches", notice.Filter{Q: q("zzzzqqq")}},
+		{"q FTS5 cannot express", notice.Filter{Q: q("-deregistered")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem, err := s.Filters(ctx, c.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { filtersMemory = true }()
+			filtersMemory = false
+			viaSQL, err := s.Filters(ctx, c.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Which spelling names a group of case variants is not
+			// specified (the first seen); the counts must agree exactly.
+			if fm, fs := foldCounts(mem), foldCounts(viaSQL); !reflect.DeepEqual(fm, fs) {
+				t.Errorf("in memory %+v\nSQL       %+v", fm, fs)
+			}
+			if mem.Total == 0 && c.name != "nothing matches" {
+				t.Errorf("nothing counted; the case proves nothing")
+			}
+		})
+	}
+}
+
+// foldCounts lower-cases every value of fc (ASCII), keeping the order.
+func foldCounts(fc notice.FilterCounts) notice.FilterCounts {
+	for _, l := range [][]notice.ValueCount{fc.AppointmentType, fc.NoticePurpose, fc.NoticeCode, fc.State, fc.Status} {
+		for i := range l {
+			l[i].Value = strings.ToLower(l[i].Value)
+		}
+	}
+	return fc
+}
+
+// TestSearchTotalMemoryAgreesWithSQL: a q search's total counted from the
+// in-memory company index equals the SQL count, and the page is the same.
+func TestSearchTotalMemoryAgreesWithSQL(t *testing.T) {
+	s, _ := screenCorpus(t, 4000)
+	ctx := context.Background()
+	if err := s.WarmCompanyIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		q string
+		f notice.Filter
+	}{
+		{"creditors", notice.Filter{State: []string{"nsw"}}},
+		{"creditors OR liquidator", notice.Filter{NoticePurpose: []string{"appointment", "MEETING"}, From: "2024-03-01"}},
+		{"notice", notice.Filter{IncludeDeregistration: true, Status: []string{"registered"}}},
+		{"creditors", notice.Filter{AppointmentType: []string{"court liquidation"}, NoticeCode: []string{"lq"}}},
+	} {
+		t.Run(c.q, func(t *testing.T) {
+			n, err := query.Parse(c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.f.Q = n
+			sq := notice.SearchQuery{Filter: c.f, Limit: 20, Page: 1}
+			mem, err := s.Search(ctx, sq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { filtersMemory = true }()
+			filtersMemory = false
+			viaSQL, err := s.Search(ctx, sq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mem.Total != viaSQL.Total || mem.Total == 0 || !reflect.DeepEqual(mem.Notices, viaSQL.Notices) {
+				t.Errorf("in memory total %d, SQL %d (pages equal: %v); want equal and non-zero",
+					mem.Total, viaSQL.Total, reflect.DeepEqual(mem.Notices, viaSQL.Notices))
+			}
+		})
+	}
+}

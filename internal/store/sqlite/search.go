@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -245,7 +246,15 @@ func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.Search
 	var seqs []int64
 	var total int64
 	if c.match != "" {
-		seqs, total, err = searchMatch(ctx, tx, q.Filter, c, sortKey, limit, offset)
+		total = -1
+		if !c.ftsOnly() {
+			if n, ok, err := s.countInMemory(ctx, tx, q.Filter); err != nil {
+				return notice.SearchPage{}, err
+			} else if ok {
+				total = n
+			}
+		}
+		seqs, total, err = searchMatch(ctx, tx, q.Filter, c, sortKey, total, limit, offset)
 	} else {
 		seqs, total, err = searchFiltered(ctx, tx, q.Filter, c, sortKey, limit, offset)
 	}
@@ -261,23 +270,29 @@ func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.Search
 
 // querySeqList runs a query selecting seqs.
 func querySeqList(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
+	seqs, err := queryColumn[int64](ctx, tx, q, args...)
 	if err != nil {
 		return nil, searchError(err)
 	}
+	return seqs, nil
+}
+
+// queryColumn runs a query of one column and returns its values.
+func queryColumn[T any](ctx context.Context, q querier, query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
-	var seqs []int64
+	var out []T
 	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		seqs = append(seqs, seq)
+		out = append(out, v)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, searchError(err)
-	}
-	return seqs, nil
+	return out, rows.Err()
 }
 
 // publicationOrder is the ORDER BY of a publication sort.
@@ -330,15 +345,17 @@ var (
 )
 
 // searchMatch pages a search with a full-text MATCH. The total is counted
-// first: from the full-text index alone when q is the only condition
-// (`kind : live` excluding deregistration notices inside the MATCH).
-func searchMatch(ctx context.Context, tx *sql.Tx, f notice.Filter, c cond, sortKey string, limit, offset int) ([]int64, int64, error) {
-	var total int64
-	if c.ftsOnly() {
+// first (unless the caller passes it, total >= 0): from the full-text index
+// alone when q is the only condition (`kind : live` excluding
+// deregistration notices inside the MATCH).
+func searchMatch(ctx context.Context, tx *sql.Tx, f notice.Filter, c cond, sortKey string, total int64, limit, offset int) ([]int64, int64, error) {
+	switch {
+	case total >= 0: // counted by the caller (countInMemory)
+	case c.ftsOnly():
 		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM notices_fts WHERE notices_fts MATCH ?", c.match).Scan(&total); err != nil {
 			return nil, 0, searchError(err)
 		}
-	} else {
+	default:
 		from, args := matchJoin(c)
 		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+from, args...).Scan(&total); err != nil {
 			return nil, 0, searchError(err)
@@ -527,6 +544,12 @@ func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCoun
 	for i := range counts {
 		counts[i] = map[string]int64{}
 	}
+	if mem, ok, err := s.filtersInMemory(ctx, tx, f, counts); err != nil || ok {
+		if err != nil {
+			return out, err
+		}
+		return finishFilterCounts(mem, counts), nil
+	}
 	// One pass over the matching rows (or count rows), grouped by all five
 	// fields at once; the per-field counts are summed here.
 	add := func(vals []sql.NullString, n int64) {
@@ -566,12 +589,106 @@ func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCoun
 	if err != nil {
 		return notice.FilterCounts{}, err
 	}
+	return finishFilterCounts(out, counts), nil
+}
+
+// finishFilterCounts sorts the per-field counts into out.
+func finishFilterCounts(out notice.FilterCounts, counts []map[string]int64) notice.FilterCounts {
 	out.AppointmentType = sortedCounts(counts[0])
 	out.NoticePurpose = sortedCounts(counts[1])
 	out.NoticeCode = sortedCounts(counts[2])
 	out.State = sortedCounts(counts[3])
 	out.Status = sortedCounts(counts[4])
-	return out, nil
+	return out
+}
+
+// filtersMemory lets tests force the SQL paths of Filters and of Search's
+// total.
+var filtersMemory = true
+
+// filtersInMemory answers Filters for a q from the in-memory company index
+// when it is loaded and holds the fields: the q's matching seqs come from
+// the full-text index in one aggregate (fullTextMatches), the other filters
+// and the counts from the index's per-notice field codes, at the
+// snapshot's seq (so the answer is exact as of that moment). ok is false
+// when it cannot (no q, a company filter, no index loaded yet, a q FTS5
+// cannot express alone); the caller then counts with SQL.
+func (s *Store) filtersInMemory(ctx context.Context, tx *sql.Tx, f notice.Filter, counts []map[string]int64) (notice.FilterCounts, bool, error) {
+	var out notice.FilterCounts
+	snap, mf, ok, err := s.memoryMatches(ctx, tx, f)
+	if err != nil || !ok {
+		return out, false, err
+	}
+	n := len(snap.values)
+	by := [5][]int64{make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)}
+	snap.eachPassing(&mf, func(m *noticeMeta) {
+		out.Total++
+		by[0][m.appointment]++
+		by[1][m.purpose]++
+		by[2][m.code]++
+		by[3][m.state]++
+		by[4][m.status]++
+	})
+	for i := range by {
+		for code, k := range by[i] {
+			if code != 0 && k > 0 && (i != 0 || snap.values[code] != "") { // code 0 is NULL; as the SQL path
+				addFold(counts[i], snap.values[code], k)
+			}
+		}
+	}
+	return out, true, nil
+}
+
+// countInMemory counts the notices passing f (which has a q) from the
+// in-memory company index, as filtersInMemory does; ok is false when it
+// cannot.
+func (s *Store) countInMemory(ctx context.Context, tx *sql.Tx, f notice.Filter) (int64, bool, error) {
+	snap, mf, ok, err := s.memoryMatches(ctx, tx, f)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	var n int64
+	snap.eachPassing(&mf, func(*noticeMeta) { n++ })
+	return n, true, nil
+}
+
+// memoryMatches prepares an in-memory evaluation of f: the current
+// snapshot of the company index and f compiled against it, its q's
+// matches read from the full-text index in one aggregate. ok is false
+// when f has no q or a company filter, the index is not loaded yet (a
+// request never waits for the first load) or lacks the fields, or FTS5
+// alone cannot express the q.
+func (s *Store) memoryMatches(ctx context.Context, tx *sql.Tx, f notice.Filter) (*companySnap, memFilter, bool, error) {
+	if !filtersMemory || f.Q == nil || f.Company != nil || s.companies.snap.Load() == nil {
+		return nil, memFilter{}, false, nil
+	}
+	snap, err := s.companies.current(ctx, s.read)
+	if err != nil || !snap.fields {
+		return nil, memFilter{}, false, err
+	}
+	mf := snap.compileFilter(f)
+	var ok bool
+	if mf.q, ok, err = fullTextMatches(ctx, tx, f.Q, snap.maxSeq); err != nil || !ok {
+		return nil, memFilter{}, false, err
+	}
+	return snap, mf, true, nil
+}
+
+// eachPassing calls fn with every notice in mf.q that passes mf.
+func (c *companySnap) eachPassing(mf *memFilter, fn func(*noticeMeta)) {
+	for w, word := range mf.q {
+		for word != 0 {
+			bit := bits.TrailingZeros64(word)
+			word &= word - 1
+			seq := int64(w)*64 + int64(bit)
+			if seq >= int64(len(c.notes)) {
+				return
+			}
+			if m := &c.notes[seq]; mf.passes(seq, m) {
+				fn(m)
+			}
+		}
+	}
 }
 
 // addFold adds n to the count of v, merging spellings that differ only in

@@ -498,3 +498,42 @@ func TestUpsertNamesTheFailingNotice(t *testing.T) {
 		t.Errorf("%d notices stored by a failed batch, want 0", st.Notices)
 	}
 }
+
+// TestFullTextIndexPerBatch: new notices are indexed once per batch (no
+// insert trigger); a batch repeating a source_id (the second row updates
+// the first) leaves the index consistent with the notices, and search sees
+// the last text.
+func TestFullTextIndexPerBatch(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	mk := func(src, text string) notice.Notice {
+		return notice.Notice{SourceID: src, PublishedAt: "2026-11-20T01:00:00Z", CompanyName: "ALPHA PTY LTD",
+			NoticeType: "Appointment of liquidator", NoticeCode: "APP", NoticePurpose: "Appointment", State: "NSW",
+			Status: "In Liquidation", Text: text}
+	}
+	batches := [][]notice.Notice{
+		{mk("A", "zebra first"), mk("B", "yak"), mk("A", "walrus second"), mk("C", "vole"), mk("C", "vole again")},
+		{mk("B", "yak updated"), mk("D", "unicorn")},
+	}
+	for _, b := range batches {
+		if _, err := s.UpsertNotices(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.write.ExecContext(ctx, "INSERT INTO notices_fts (notices_fts, rank) VALUES ('integrity-check', 1)"); err != nil {
+		t.Fatalf("the full-text index disagrees with the notices: %v", err)
+	}
+	for q, want := range map[string]int64{"zebra": 0, "walrus": 1, "yak": 1, "updated": 1, "vole": 1, "again": 1, "unicorn": 1} {
+		qq, err := query.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := s.Search(ctx, notice.SearchQuery{Filter: notice.Filter{Q: qq, IncludeDeregistration: true}, Limit: 10, Page: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.Total != want {
+			t.Errorf("q=%s: %d notices, want %d", q, page.Total, want)
+		}
+	}
+}

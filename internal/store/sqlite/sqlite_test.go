@@ -13,6 +13,7 @@ import (
 
 func openTest(t *testing.T, opts ...Option) *Store {
 	t.Helper()
+	opts = append([]Option{WithSecretBox(testBox(t, testKey, nil))}, opts...)
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "data", "notices.db"), opts...)
 	if err != nil {
 		t.Fatal(err)

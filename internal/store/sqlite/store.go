@@ -25,6 +25,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"noticesd/internal/account"
+	"noticesd/internal/secretbox"
 	"noticesd/internal/store"
 )
 
@@ -89,6 +90,11 @@ type Store struct {
 	// companies is the in-memory company index of the bulk screen and
 	// watch creation (companyindex.go).
 	companies companyIndex
+	// secrets seals webhook secrets at rest (secrets.go); nil refuses to
+	// store one.
+	secrets *secretbox.Box
+	// auth caches principals by key hash (authcache.go).
+	auth authCache
 }
 
 // Option configures Open.
@@ -168,7 +174,10 @@ func (s *Store) init(ctx context.Context) error {
 	if mode != "wal" {
 		return fmt.Errorf("sqlite: %s stays in journal mode %q, not WAL: put the data directory on a local file system", s.path, mode)
 	}
-	return s.migrate(ctx)
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	return s.sealStoredSecrets(ctx)
 }
 
 // Close closes both connection pools.

@@ -126,23 +126,13 @@ func (g *synth) notice(i int) notice.Notice {
 	n.AppointmentType = &appt
 	for p := 0; p < 1+r.Intn(2); p++ {
 		n.Practitioners = append(n.Practitioners, notice.Practitioner{
-			Name: strings.Title(synthFirst[r.Intn(len(synthFirst))] + " " + synthLast[r.Intn(len(synthLast))]),
-			Firm: strings.Title(synthLast[r.Intn(len(synthLast))] + " " + synthNameWords[r.Intn(len(synthNameWords))] + " Advisory"),
+			Name: titleASCII(synthFirst[r.Intn(len(synthFirst))] + " " + synthLast[r.Intn(len(synthLast))]),
+			Firm: titleASCII(synthLast[r.Intn(len(synthLast))] + " " + synthNameWords[r.Intn(len(synthNameWords))] + " Advisory"),
 			Role: "Liquidator",
 		})
 	}
 	n.Text = k.typ + ". " + g.words(60+r.Intn(120))
 	return n
-}
-
-// register returns rows for every company of the pool, with a former name
-// for one in five.
-func (g *synth) register() []notice.RegisterRow {
-	rows := make([]notice.RegisterRow, 0, g.companies*6/5)
-	for i := 0; i < g.companies; i++ {
-		rows = append(rows, g.registerRow(i, i%5 == 0)...)
-	}
-	return rows
 }
 
 // registerRows returns n rows of distinct companies (and former names).
@@ -166,4 +156,16 @@ func (g *synth) registerRow(i int, former bool) []notice.RegisterRow {
 	old := cur
 	old.CompanyName, old.CurrentNameIndicator, old.CurrentName, old.CurrentNameStart = "FORMER "+cur.CompanyName, "", cur.CompanyName, "2012-06-30"
 	return []notice.RegisterRow{old, cur}
+}
+
+// titleASCII upper-cases the first letter of each space-separated word
+// (the synthetic names are ASCII).
+func titleASCII(s string) string {
+	b := []byte(s)
+	for i := range b {
+		if (i == 0 || b[i-1] == ' ') && b[i] >= 'a' && b[i] <= 'z' {
+			b[i] -= 'a' - 'A'
+		}
+	}
+	return string(b)
 }

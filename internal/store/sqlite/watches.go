@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -593,10 +594,11 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 		if err = tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) FROM notices").Scan(&latest); err != nil {
 			return page, fmt.Errorf("sqlite: matches of watch %s: %w", id, err)
 		}
-		seqs, err = scanMatches(ctx, tx, f, id, since, since+matchScanWindow, need)
-		if err == nil && len(seqs) < need && since+matchScanWindow < latest {
+		hi := windowEnd(since, matchScanWindow)
+		seqs, err = scanMatches(ctx, tx, f, id, since, hi, need)
+		if err == nil && len(seqs) < need && hi < latest {
 			var more []int64
-			more, err = keyDrivenMatches(ctx, tx, f, id, current, since+matchScanWindow, need-len(seqs))
+			more, err = keyDrivenMatches(ctx, tx, f, id, current, hi, need-len(seqs))
 			seqs = append(seqs, more...)
 		}
 	}
@@ -616,25 +618,22 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 	return page, nil
 }
 
+// windowEnd is since+window, saturated at the int64 maximum (a since near
+// it must not wrap round to a negative bound and restart the history).
+func windowEnd(since, window int64) int64 {
+	if since > math.MaxInt64-window {
+		return math.MaxInt64
+	}
+	return since + window
+}
+
 // querySeqs runs a query returning notice seqs.
 func querySeqs(ctx context.Context, tx *sql.Tx, what, q string, args []any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
+	seqs, err := queryColumn[int64](ctx, tx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", what, searchError(err))
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			return nil, err
-		}
-		out = append(out, seq)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, searchError(err))
-	}
-	return out, nil
+	return seqs, nil
 }
 
 // filterOnlyMatches pages through the notices passing f after since.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"noticesd/internal/account"
@@ -178,4 +179,36 @@ func binarySearch(keys []uint64, k uint64) (int, bool) {
 		i++
 	}
 	return i, i < len(keys) && keys[i] == k
+}
+
+// TestMatchesHugeSinceOnLargeWatchPath: a since within matchScanWindow of
+// the int64 maximum must not overflow the scan window's end (the page
+// would restart from seq 1 and next_since go backwards).
+func TestMatchesHugeSinceOnLargeWatchPath(t *testing.T) {
+	defer func(k int) { keyDrivenMax = k }(keyDrivenMax)
+	keyDrivenMax = 0 // every identifier watch takes the large-watch path
+	s, b := openWatches(t)
+	ctx := context.Background()
+	storetest.Load(t, b.Backend)
+	acc, err := s.CreateAccount(ctx, "A", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alpha, _ := ident.Normalise(storetest.ACNAlpha)
+	w, err := s.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: []ident.ID{alpha}}, acc.AccountID, b.Clock.Now()), account.DefaultPlans()["standard"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, err := s.Matches(ctx, acc.AccountID, w.ID, 0, 10); err != nil || len(all.Notices) == 0 {
+		t.Fatalf("the watch matches nothing from 0 (%v); the test needs matches", err)
+	}
+	for _, since := range []int64{math.MaxInt64, math.MaxInt64 - 1, math.MaxInt64 - matchScanWindow + 1, math.MaxInt64 - 2*matchScanWindow} {
+		page, err := s.Matches(ctx, acc.AccountID, w.ID, since, 10)
+		if err != nil {
+			t.Fatalf("since %d: %v", since, err)
+		}
+		if len(page.Notices) != 0 || page.NextSince != since || page.HasMore {
+			t.Errorf("since %d: %d notices, next_since %d, has_more %v; want none, next_since unchanged", since, len(page.Notices), page.NextSince, page.HasMore)
+		}
+	}
 }

@@ -66,8 +66,12 @@ func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret 
 	if err != nil {
 		return watch.Watch{}, err
 	}
+	sealed, err := s.sealSecret(watchID, secret)
+	if err != nil {
+		return watch.Watch{}, err
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE watches SET webhook_url = ?, webhook_secret = ?, consecutive_failures = 0,
-		updated_at = ? WHERE id = ?`, url, secret, ts, watchID); err != nil {
+		updated_at = ? WHERE id = ?`, url, sealed, ts, watchID); err != nil {
 		return watch.Watch{}, fmt.Errorf("sqlite: register the webhook of watch %s: %w", watchID, err)
 	}
 	if err := backfill(ctx, tx, watchID, w, now); err != nil {
@@ -137,7 +141,7 @@ func backfill(ctx context.Context, tx *sql.Tx, watchID string, w webhookWatch, n
 	if err != nil {
 		return err
 	}
-	resolve := func(abn string) (string, bool) { a, ok := nacn[abn]; return a, ok }
+	resolve := func(abn string) []string { return nacn[abn] }
 	stmt, err := tx.PrepareContext(ctx, insertDelivery)
 	if err != nil {
 		return fmt.Errorf("sqlite: prepare delivery insert: %w", err)
@@ -171,8 +175,12 @@ func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret str
 	if !w.hasHook {
 		return watch.Watch{}, noWebhook(watchID)
 	}
+	sealed, err := s.sealSecret(watchID, secret)
+	if err != nil {
+		return watch.Watch{}, err
+	}
 	if _, err := tx.ExecContext(ctx, "UPDATE watches SET webhook_secret = ?, updated_at = ? WHERE id = ?",
-		secret, notice.Timestamp(now), watchID); err != nil {
+		sealed, notice.Timestamp(now), watchID); err != nil {
 		return watch.Watch{}, fmt.Errorf("sqlite: rotate the secret of watch %s: %w", watchID, err)
 	}
 	if err := tx.Commit(); err != nil {

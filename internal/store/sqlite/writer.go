@@ -112,27 +112,43 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 	// runs each statement under a cancellable context on its own goroutine,
 	// which costs more than the insert. ctx is checked between chunks.
 	bg := context.Background()
+	var seqBefore int64
+	if err := tx.QueryRowContext(bg, "SELECT coalesce(max(seq), 0) FROM notices").Scan(&seqBefore); err != nil {
+		return res, fmt.Errorf("sqlite: read the latest notice_seq: %w", err)
+	}
 	var full *sql.Stmt
-	for start := 0; start < len(batch); start += noticeChunk {
-		if err := ctx.Err(); err != nil {
-			return store.UpsertResult{}, err
+	defer func() {
+		if full != nil {
+			full.Close()
 		}
-		rows := min(noticeChunk, len(batch)-start)
-		chunkArgs := args[start*noticeColumnCount : (start+rows)*noticeColumnCount]
-		if rows == noticeChunk {
-			if full == nil {
-				if full, err = tx.PrepareContext(bg, upsertNotices(noticeChunk)); err != nil {
-					return store.UpsertResult{}, fmt.Errorf("sqlite: prepare notice upsert: %w", err)
-				}
-				defer full.Close()
+	}()
+	// A source_id twice in the batch makes its second row an update of the
+	// first, whose full-text entry must exist by then: the batch is written
+	// in runs without repeats, each indexed before the next.
+	for _, run := range distinctRuns(batch) {
+		for start := run[0]; start < run[1]; start += noticeChunk {
+			if err := ctx.Err(); err != nil {
+				return store.UpsertResult{}, err
 			}
-			_, err = full.ExecContext(bg, chunkArgs...)
-		} else {
-			_, err = tx.ExecContext(bg, upsertNotices(rows), chunkArgs...)
+			rows := min(noticeChunk, run[1]-start)
+			chunkArgs := args[start*noticeColumnCount : (start+rows)*noticeColumnCount]
+			if rows == noticeChunk {
+				if full == nil {
+					if full, err = tx.PrepareContext(bg, upsertNotices(noticeChunk)); err != nil {
+						return store.UpsertResult{}, fmt.Errorf("sqlite: prepare notice upsert: %w", err)
+					}
+				}
+				_, err = full.ExecContext(bg, chunkArgs...)
+			} else {
+				_, err = tx.ExecContext(bg, upsertNotices(rows), chunkArgs...)
+			}
+			if err != nil {
+				// The failed statement changed nothing; find the notice.
+				return store.UpsertResult{}, failedNotice(tx, batch[start:start+rows], chunkArgs, err)
+			}
 		}
-		if err != nil {
-			// The failed statement changed nothing; find the notice.
-			return store.UpsertResult{}, failedNotice(tx, batch[start:start+rows], chunkArgs, err)
+		if seqBefore, err = indexNewNotices(bg, tx, seqBefore); err != nil {
+			return store.UpsertResult{}, err
 		}
 	}
 	for i := range batch {
@@ -147,6 +163,38 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		return store.UpsertResult{}, fmt.Errorf("sqlite: commit notice batch: %w", err)
 	}
 	return res, nil
+}
+
+// distinctRuns splits the batch into consecutive runs [from, to) in which
+// no source_id repeats (one run for an ordinary batch).
+func distinctRuns(batch []notice.Notice) [][2]int {
+	var runs [][2]int
+	seen := make(map[string]struct{}, len(batch))
+	from := 0
+	for i := range batch {
+		if _, dup := seen[batch[i].SourceID]; dup {
+			runs = append(runs, [2]int{from, i})
+			clear(seen)
+			from = i
+		}
+		seen[batch[i].SourceID] = struct{}{}
+	}
+	return append(runs, [2]int{from, len(batch)})
+}
+
+// indexNewNotices adds the notices stored after seq to the full-text index
+// in one statement (one FTS5 segment; migration 0007) and returns the new
+// latest seq.
+func indexNewNotices(ctx context.Context, tx *sql.Tx, seq int64) (int64, error) {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO notices_fts (rowid, company_name, notice_type, text, practitioner_text, kind)
+		SELECT seq, company_name, notice_type, text, practitioner_text, kind FROM notices WHERE seq > ? ORDER BY seq`, seq); err != nil {
+		return 0, fmt.Errorf("sqlite: add new notices to the full-text index: %w", err)
+	}
+	var latest int64
+	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) FROM notices").Scan(&latest); err != nil {
+		return 0, fmt.Errorf("sqlite: read the latest notice_seq: %w", err)
+	}
+	return latest, nil
 }
 
 // failedNotice stores the chunk's notices one by one (the transaction is

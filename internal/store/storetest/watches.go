@@ -483,7 +483,12 @@ func testMatchesAgreeWithMatcher(t *testing.T, b WatchBackend) {
 			abnToACN[r.ABN] = r.ACN
 		}
 	}
-	resolve := func(abn string) (string, bool) { acn, ok := abnToACN[abn]; return acn, ok }
+	resolve := func(abn string) []string {
+		if acn, ok := abnToACN[abn]; ok {
+			return []string{acn}
+		}
+		return nil
+	}
 	no := false
 	sets := [][]string{{ACNAlpha}, {ABNAlpha}, {ABNDelta, ACNCafe}, {ABNBeta}, {ACNGamma, ABNGamma}, {ACNBadCheck, ACNBeta}, nil}
 	filters := []watch.Filters{
@@ -506,9 +511,7 @@ func testMatchesAgreeWithMatcher(t *testing.T, b WatchBackend) {
 			}
 			entry := matcher.Entry{WatchID: w.ID, Identifiers: slices.Clone(set), Filter: nf}
 			for _, v := range set {
-				if acn, ok := resolve(v); ok {
-					entry.Identifiers = append(entry.Identifiers, acn)
-				}
+				entry.Identifiers = append(entry.Identifiers, resolve(v)...)
 			}
 			var ix matcher.Index
 			if err := ix.Add(entry); err != nil {
