@@ -125,13 +125,7 @@ func screenCorpus(t *testing.T, notices int) (*Store, []ident.ID) {
 func TestScreenMemoryAgreesWithSQL(t *testing.T) {
 	s, ids := screenCorpus(t, 4000)
 	ctx := context.Background()
-	q := func(s string) query.Node {
-		n, err := query.Parse(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	q := func(s string) query.Node { return mustParseQ(t, s) }
 	for _, c := range []struct {
 		name string
 		f    notice.Filter
@@ -572,13 +566,7 @@ func TestFiltersMemoryAgreesWithSQL(t *testing.T) {
 	if err := s.WarmCompanyIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
-	q := func(s string) query.Node {
-		n, err := query.Parse(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	q := func(s string) query.Node { return mustParseQ(t, s) }
 	for _, c := range []struct {
 		name string
 		f    notice.Filter
@@ -643,11 +631,7 @@ func TestSearchTotalMemoryAgreesWithSQL(t *testing.T) {
 		{"creditors", notice.Filter{AppointmentType: []string{"court liquidation"}, NoticeCode: []string{"lq"}}},
 	} {
 		t.Run(c.q, func(t *testing.T) {
-			n, err := query.Parse(c.q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.f.Q = n
+			c.f.Q = mustParseQ(t, c.q)
 			sq := notice.SearchQuery{Filter: c.f, Limit: 20, Page: 1}
 			mem, err := s.Search(ctx, sq)
 			if err != nil {
