@@ -52,6 +52,7 @@ var statuses = map[errs.Code]int{
 	errs.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	errs.RateLimited:          http.StatusTooManyRequests,
 	errs.Unavailable:          http.StatusServiceUnavailable,
+	errs.BackendUnavailable:   http.StatusServiceUnavailable,
 }
 
 // StatusFor returns the HTTP status of an error code; unknown codes are 500.

@@ -41,6 +41,9 @@ const (
 	PayloadTooLarge      Code = "payload_too_large"
 	RateLimited          Code = "rate_limited"
 	Unavailable          Code = "unavailable"
+	// BackendUnavailable: a backend of the scale mode (Elasticsearch,
+	// Redis) cannot be reached or did not answer in time.
+	BackendUnavailable Code = "backend_unavailable"
 )
 
 // Error is an error with a stable code and a human-readable message.

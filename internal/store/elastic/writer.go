@@ -1,0 +1,163 @@
+package elastic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"noticesd/internal/errs"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+)
+
+// stored is what a writer needs of a notice already indexed.
+type stored struct {
+	Seq         int64
+	CollectedAt string
+	Version     int64
+}
+
+// UpsertNotices stores a batch. Document id = notice id, so a known
+// source_id is updated in place keeping its notice_seq and collected_at
+// (read from Elasticsearch in real time); new notices get theirs from
+// Redis (arrival.Allocate, in batch order) and are registered in flight
+// until the batch is written and refreshed, so the arrival watermark
+// announces them only once they are searchable. Every write carries an
+// external_gte version (milliseconds, above the stored one), so a copy made
+// by `noticesd reindex` never overwrites a newer write. While a reindex
+// runs, documents are also written to the index it is filling.
+func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
+	var res store.UpsertResult
+	if len(batch) == 0 {
+		return res, nil
+	}
+	ns := make([]notice.Notice, len(batch))
+	copy(ns, batch)
+	for i := range ns {
+		n := &ns[i]
+		if n.SourceID == "" {
+			return res, errs.New(errs.InvalidParameter, "notice %d of the batch has no source_id; every notice needs the regulator's identifier", i)
+		}
+		if n.ID == "" {
+			n.ID = notice.IDFor(n.SourceID)
+		}
+		if n.PublishedDate == "" {
+			t, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
+			if err != nil {
+				return res, errs.New(errs.InvalidParameter, "notice %s has no published_date and its published_at %q is not an RFC 3339 timestamp", n.SourceID, n.PublishedAt)
+			}
+			n.PublishedDate = notice.PublishedDate(t)
+		}
+	}
+	ids := make([]string, 0, len(ns))
+	seen := make(map[string]bool, len(ns))
+	for _, n := range ns {
+		if !seen[n.ID] {
+			seen[n.ID] = true
+			ids = append(ids, n.ID)
+		}
+	}
+	known, err := s.storedNotices(ctx, ids)
+	if err != nil {
+		return res, err
+	}
+	var fresh []string
+	for _, id := range ids {
+		if _, ok := known[id]; !ok {
+			fresh = append(fresh, id)
+		}
+	}
+	collected := notice.Timestamp(s.now())
+	alloc, err := s.arrive.Allocate(ctx, fresh, collected)
+	if err != nil {
+		return res, err
+	}
+	// The seqs stop holding the watermark back whatever happens: on
+	// success the notices are searchable; on failure a retry gets new ones.
+	defer func() { _ = s.arrive.Clear(context.WithoutCancel(ctx), alloc) }()
+	assigned := make(map[string]stored, len(fresh))
+	for i, id := range fresh {
+		assigned[id] = stored{Seq: alloc.Seqs[i], CollectedAt: alloc.Collected[i]}
+	}
+
+	next, err := s.aliasExists(ctx, s.nextAlias())
+	if err != nil {
+		return res, err
+	}
+	version := time.Now().UnixMilli()
+	ops := make([]bulkOp, 0, len(ns))
+	for i := range ns {
+		n := &ns[i]
+		if k, ok := known[n.ID]; ok {
+			n.Seq, n.CollectedAt = k.Seq, k.CollectedAt
+			version = max(version, k.Version+1)
+			res.Updated++
+		} else {
+			a := assigned[n.ID]
+			n.Seq, n.CollectedAt = a.Seq, a.CollectedAt
+			known[n.ID] = a // a second copy in the batch is an update
+			delete(assigned, n.ID)
+			res.Inserted++
+		}
+	}
+	for i := range ns {
+		body, err := json.Marshal(newNoticeDoc(ns[i], version))
+		if err != nil {
+			return store.UpsertResult{}, fmt.Errorf("elastic: encode notice %s: %w", ns[i].SourceID, err)
+		}
+		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: version, Body: body, What: "notice " + ns[i].SourceID}
+		ops = append(ops, op)
+		if next {
+			op.Index = s.nextAlias()
+			ops = append(ops, op)
+		}
+	}
+	if err := s.bulk(ctx, ops); err != nil {
+		return store.UpsertResult{}, err
+	}
+	target := s.Alias("notices")
+	if next {
+		target += "," + s.nextAlias()
+	}
+	if err := s.refresh(ctx, target); err != nil {
+		return store.UpsertResult{}, err
+	}
+	return res, nil
+}
+
+// storedNotices reads, in real time, the seq, collected_at and version of
+// the notices with the given ids that are stored.
+func (s *Store) storedNotices(ctx context.Context, ids []string) (map[string]stored, error) {
+	out := make(map[string]stored, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var ans struct {
+		Docs []struct {
+			ID      string `json:"_id"`
+			Found   bool   `json:"found"`
+			Version int64  `json:"_version"`
+			Source  struct {
+				Seq         int64  `json:"notice_seq"`
+				CollectedAt string `json:"collected_at"`
+			} `json:"_source"`
+		} `json:"docs"`
+	}
+	err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+s.Alias("notices")+"/_mget?_source=notice_seq,collected_at&realtime=true",
+		map[string]any{"ids": ids}, &ans)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ans.Docs {
+		if d.Found {
+			out[d.ID] = stored{Seq: d.Source.Seq, CollectedAt: d.Source.CollectedAt, Version: d.Version}
+		}
+	}
+	return out, nil
+}
+
+// Watermark returns the arrival watermark: every notice with notice_seq at
+// most it is searchable (see package arrival).
+func (s *Store) Watermark(ctx context.Context) (int64, error) { return s.arrive.Watermark(ctx) }
