@@ -51,8 +51,9 @@ func newNoticeDoc(n notice.Notice, indexedAt int64) noticeDoc {
 
 // hit is one search hit of a notice search.
 type hit struct {
-	ID     string          `json:"_id"`
-	Source json.RawMessage `json:"_source"`
+	ID      string          `json:"_id"`
+	Version int64           `json:"_version"`
+	Source  json.RawMessage `json:"_source"`
 	Sort   []any           `json:"sort"`
 }
 

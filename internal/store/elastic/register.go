@@ -130,7 +130,9 @@ func (s *Store) moveAlias(ctx context.Context, alias, index string, extra []map[
 	for _, o := range cur {
 		if o != index {
 			old = append(old, o)
-			actions = append(actions, map[string]any{"remove": map[string]any{"index": o, "alias": alias}})
+			// must_exist: a concurrent move makes this call fail instead
+			// of undoing the other.
+			actions = append(actions, map[string]any{"remove": map[string]any{"index": o, "alias": alias, "must_exist": true}})
 		}
 	}
 	actions = append(actions, extra...)
