@@ -1,5 +1,5 @@
 // Command noticesd serves the published-notices API and runs its operator
-// commands: serve, ingest, accounts, sample and demo. Run `noticesd --help`.
+// commands: serve, ingest, accounts, sample, demo, collect and reindex. Run `noticesd --help`.
 package main
 
 import (
@@ -38,6 +38,7 @@ func commands() []command {
 		{"sample", "write a deterministic realistic sample of both input files", runSample},
 		{"demo", "build a sample database if empty, print demo keys, then serve", runDemo},
 		{"collect", "run the collector once against NOTICES_SOURCE", runCollect},
+		{"reindex", "rebuild the Elasticsearch indices from the built-in mappings (scale)", runReindex},
 	}
 }
 
@@ -63,6 +64,7 @@ Settings come from the environment (defaults in brackets):
   NOTICES_DELIVERY_RETRY_UNIT [10m]  NOTICES_DELIVERY_TIMEOUT [10s]
   NOTICES_WEBHOOK_ALLOW_PRIVATE [false]  NOTICES_WEBHOOK_CA_FILE [none]
   NOTICES_LOG_LEVEL [info]  NOTICES_MAX_BODY_BYTES [8388608]
+  scale: NOTICES_ELASTICSEARCH_URL  NOTICES_REDIS_URL  NOTICES_NAMESPACE [notices]
 `)
 }
 
