@@ -65,51 +65,68 @@ type Batch struct {
 	// notice_seq and collected_at of each.
 	Seqs      []int64
 	Collected []string
+	// Settled marks ids whose seq was handed out earlier and has since
+	// been passed by the watermark: the notice was written by another
+	// ingester (look again, it is in the store) or its writer crashed
+	// (call Allocate again with fresh set). A settled seq is not in flight.
+	Settled []bool
 }
 
 // allocate: KEYS counter, inflight, watermark; ARGV prefix, token, lease
-// ms, source ttl s, collected, ids...
+// ms, source ttl s, collected, fresh, ids...
 var allocate = redis.NewScript(`
 local prefix, token = ARGV[1], ARGV[2]
 redis.call('SET', prefix .. 'lease:' .. token, '1', 'PX', ARGV[3])
 local wm = tonumber(redis.call('GET', KEYS[3]) or '0')
 local out = {}
-for i = 6, #ARGV do
+for i = 7, #ARGV do
   local key = prefix .. 'src:' .. ARGV[i]
   local v = redis.call('GET', key)
   local seq, col
+  local settled = 0
   if v then
     local sep = string.find(v, '|', 1, true)
     seq = tonumber(string.sub(v, 1, sep - 1))
     col = string.sub(v, sep + 1)
-    if seq <= wm then v = nil end
+    if seq <= wm then
+      if ARGV[6] == '1' then v = nil else settled = 1 end
+    end
   end
   if not v then
     seq = redis.call('INCR', KEYS[1])
     col = ARGV[5]
     redis.call('SET', key, seq .. '|' .. col, 'EX', ARGV[4])
   end
-  redis.call('ZADD', KEYS[2], seq, seq .. '|' .. token)
+  if settled == 0 then
+    redis.call('ZADD', KEYS[2], seq, seq .. '|' .. token)
+  end
   out[#out + 1] = seq
   out[#out + 1] = col
+  out[#out + 1] = settled
 end
 return out`)
 
 // Allocate hands out notice_seqs for notices not yet stored (ids are notice
 // ids, each once), stamping new ones collected_at = collected, and
 // registers them in flight. A notice another ingester is still writing
-// gets the same seq and collected_at it got. A seq handed out earlier
-// whose lease expired unwritten (the watermark passed it) is replaced by a
-// new one, so a late retry is still announced.
-func (a *Arrivals) Allocate(ctx context.Context, ids []string, collected string) (Batch, error) {
+// gets the same seq and collected_at it got. A notice whose seq the
+// watermark has passed comes back Settled (not in flight): the caller
+// looks in the store again, and allocates the ones still missing (their
+// writer crashed) with fresh set, which gives them new seqs above the
+// watermark so they are still announced.
+func (a *Arrivals) Allocate(ctx context.Context, ids []string, collected string, fresh bool) (Batch, error) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	batch := Batch{Token: hex.EncodeToString(b[:])}
 	if len(ids) == 0 {
 		return batch, nil
 	}
-	args := make([]any, 0, len(ids)+5)
-	args = append(args, a.prefix, batch.Token, a.lease.Milliseconds(), int64(sourceTTL/time.Second), collected)
+	args := make([]any, 0, len(ids)+6)
+	f := "0"
+	if fresh {
+		f = "1"
+	}
+	args = append(args, a.prefix, batch.Token, a.lease.Milliseconds(), int64(sourceTTL/time.Second), collected, f)
 	for _, id := range ids {
 		args = append(args, id)
 	}
@@ -117,18 +134,20 @@ func (a *Arrivals) Allocate(ctx context.Context, ids []string, collected string)
 	if err != nil {
 		return Batch{}, Unavailable(err)
 	}
-	if len(res) != 2*len(ids) {
+	if len(res) != 3*len(ids) {
 		return Batch{}, fmt.Errorf("arrival: allocate returned %d values for %d ids", len(res), len(ids))
 	}
 	batch.Seqs = make([]int64, len(ids))
 	batch.Collected = make([]string, len(ids))
+	batch.Settled = make([]bool, len(ids))
 	for i := range ids {
-		seq, ok := res[2*i].(int64)
-		col, ok2 := res[2*i+1].(string)
-		if !ok || !ok2 {
-			return Batch{}, fmt.Errorf("arrival: allocate returned %T, %T", res[2*i], res[2*i+1])
+		seq, ok := res[3*i].(int64)
+		col, ok2 := res[3*i+1].(string)
+		settled, ok3 := res[3*i+2].(int64)
+		if !ok || !ok2 || !ok3 {
+			return Batch{}, fmt.Errorf("arrival: allocate returned %T, %T, %T", res[3*i], res[3*i+1], res[3*i+2])
 		}
-		batch.Seqs[i], batch.Collected[i] = seq, col
+		batch.Seqs[i], batch.Collected[i], batch.Settled[i] = seq, col, settled == 1
 	}
 	return batch, nil
 }
@@ -147,7 +166,10 @@ func (a *Arrivals) Clear(ctx context.Context, b Batch) error {
 	}
 	args := make([]any, 0, len(b.Seqs)+1)
 	args = append(args, a.prefix+"lease:"+b.Token)
-	for _, s := range b.Seqs {
+	for i, s := range b.Seqs {
+		if i < len(b.Settled) && b.Settled[i] {
+			continue
+		}
 		args = append(args, strconv.FormatInt(s, 10)+"|"+b.Token)
 	}
 	if err := clearScript.Run(ctx, a.rdb, []string{a.inflightKey()}, args...).Err(); err != nil {

@@ -73,9 +73,10 @@ var (
 )
 
 // Open connects to Elasticsearch and makes sure both aliases exist (an
-// empty first index of the current mapping version behind each). It does
-// not fail when Elasticsearch is down: calls then fail with
-// errs.BackendUnavailable until it answers.
+// empty first index of the current mapping version behind each). When
+// Elasticsearch cannot be reached it fails with errs.BackendUnavailable;
+// later calls fail the same way while it is down and recover when it
+// answers again.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Namespace == "" || strings.ToLower(cfg.Namespace) != cfg.Namespace {
 		return nil, fmt.Errorf("elastic: namespace %q must be non-empty lower case", cfg.Namespace)

@@ -10,6 +10,7 @@ import (
 	"noticesd/internal/errs"
 	"noticesd/internal/notice"
 	"noticesd/internal/store"
+	"noticesd/internal/store/arrival"
 )
 
 // stored is what a writer needs of a notice already indexed.
@@ -70,17 +71,13 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		}
 	}
 	collected := notice.Timestamp(s.now())
-	alloc, err := s.arrive.Allocate(ctx, fresh, collected)
+	assigned, clear, err := s.allocate(ctx, fresh, collected, known)
 	if err != nil {
 		return res, err
 	}
 	// The seqs stop holding the watermark back whatever happens: on
 	// success the notices are searchable; on failure a retry gets new ones.
-	defer func() { _ = s.arrive.Clear(context.WithoutCancel(ctx), alloc) }()
-	assigned := make(map[string]stored, len(fresh))
-	for i, id := range fresh {
-		assigned[id] = stored{Seq: alloc.Seqs[i], CollectedAt: alloc.Collected[i]}
-	}
+	defer clear()
 
 	next, err := s.aliasExists(ctx, s.nextAlias())
 	if err != nil {
@@ -125,6 +122,50 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		return store.UpsertResult{}, err
 	}
 	return res, nil
+}
+
+// allocate gets seqs for the ids not found stored. Ids whose earlier seq
+// the watermark has passed are looked up again (another ingester wrote
+// them meanwhile: they join known) and those still missing get fresh
+// seqs. clear ends every batch allocated.
+func (s *Store) allocate(ctx context.Context, ids []string, collected string, known map[string]stored) (map[string]stored, func(), error) {
+	assigned := make(map[string]stored, len(ids))
+	var batches []arrival.Batch
+	clear := func() {
+		for _, b := range batches {
+			_ = s.arrive.Clear(context.WithoutCancel(ctx), b)
+		}
+	}
+	for fresh := false; len(ids) > 0; fresh = true {
+		b, err := s.arrive.Allocate(ctx, ids, collected, fresh)
+		if err != nil {
+			clear()
+			return nil, nil, err
+		}
+		batches = append(batches, b)
+		var settled []string
+		for i, id := range ids {
+			if b.Settled[i] {
+				settled = append(settled, id)
+			} else {
+				assigned[id] = stored{Seq: b.Seqs[i], CollectedAt: b.Collected[i]}
+			}
+		}
+		again, err := s.storedNotices(ctx, settled)
+		if err != nil {
+			clear()
+			return nil, nil, err
+		}
+		ids = ids[:0:0]
+		for _, id := range settled {
+			if k, ok := again[id]; ok {
+				known[id] = k
+			} else {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return assigned, clear, nil
 }
 
 // storedNotices reads, in real time, the seq, collected_at and version of
