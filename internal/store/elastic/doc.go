@@ -54,7 +54,7 @@ type hit struct {
 	ID      string          `json:"_id"`
 	Version int64           `json:"_version"`
 	Source  json.RawMessage `json:"_source"`
-	Sort   []any           `json:"sort"`
+	Sort    []any           `json:"sort"`
 }
 
 // searchAnswer is the part of a _search answer the store reads.
