@@ -29,6 +29,13 @@ bench -bench . -skip 'CreateWatch50k' -benchtime 1x ./internal/store/sqlite
 bench -bench 'CreateWatch50k' -benchtime 20x ./internal/store/sqlite
 bench -bench . -benchtime 5000x ./matcher
 bench -bench . -benchtime 1x ./worker
+# Scale mode (Elasticsearch + Redis), when the live servers are given.
+if [ -n "${NOTICES_TEST_ELASTICSEARCH_URL:-}" ] && [ -n "${NOTICES_TEST_REDIS_URL:-}" ]; then
+  bench -bench 'ESIngest' -benchtime 1x ./internal/store/elastic
+  bench -bench 'ESSearch|ESCompany|ESFilters|ESStats' -benchtime 200x ./internal/store/elastic
+else
+  echo "== NOT RUN: Elasticsearch benchmarks (set NOTICES_TEST_ELASTICSEARCH_URL and NOTICES_TEST_REDIS_URL)"
+fi
 go run ./scripts/benchreport -targets scripts/bench-targets.tsv -notes scripts/bench-notes.md \
   -dataset "$NOTICES_BENCH_NOTICES notices and $NOTICES_BENCH_REGISTER register rows from \`noticesd sample\` (seed 1), ingested through the real ingest path into one SQLite file (WAL, FTS5)." \
   < "$raw" > "$out"
