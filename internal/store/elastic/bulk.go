@@ -20,6 +20,8 @@ type bulkOp struct {
 	Body    []byte
 	// What names the document in error messages (a source_id, a line).
 	What string
+	// Pos is the document's position in its batch (for store.BatchError).
+	Pos int
 }
 
 // bulkRetries is how often items refused with 429 are sent again.
@@ -70,7 +72,7 @@ func (s *Store) bulk(ctx context.Context, ops []bulkOp) error {
 			if len(retry) > 0 && len(hard) == len(retry) {
 				return unavailable(fmt.Errorf("elasticsearch kept refusing %d writes as overloaded (429): %s", len(retry), b.String()))
 			}
-			return fmt.Errorf("elastic: %d of %d writes refused: %s", len(hard), len(ops), b.String())
+			return &refused{items: hard, msg: fmt.Sprintf("elastic: %d of %d writes refused: %s", len(hard), len(ops), b.String())}
 		}
 		if len(retry) == 0 {
 			return nil
@@ -84,6 +86,15 @@ func (s *Store) bulk(ctx context.Context, ops []bulkOp) error {
 		ops = retry
 	}
 }
+
+// refused is a bulk load some of whose items Elasticsearch refused (the
+// others are written).
+type refused struct {
+	items []bulkFailure
+	msg   string
+}
+
+func (r *refused) Error() string { return r.msg }
 
 func failuresOf(ops []bulkOp) []bulkFailure {
 	out := make([]bulkFailure, len(ops))

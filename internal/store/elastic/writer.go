@@ -3,8 +3,10 @@ package elastic
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"time"
 
 	"noticesd/internal/errs"
@@ -85,6 +87,7 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 	}
 	version := time.Now().UnixMilli()
 	ops := make([]bulkOp, 0, len(ns))
+	inserted := map[string]bool{}
 	for i := range ns {
 		n := &ns[i]
 		if k, ok := known[n.ID]; ok {
@@ -96,6 +99,7 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 			n.Seq, n.CollectedAt = a.Seq, a.CollectedAt
 			known[n.ID] = a // a second copy in the batch is an update
 			delete(assigned, n.ID)
+			inserted[n.ID] = true
 			res.Inserted++
 		}
 	}
@@ -104,15 +108,43 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		if err != nil {
 			return store.UpsertResult{}, fmt.Errorf("elastic: encode notice %s: %w", ns[i].SourceID, err)
 		}
-		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: version, Body: body, What: "notice " + ns[i].SourceID}
+		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: version, Body: body, What: "notice " + ns[i].SourceID, Pos: i}
 		ops = append(ops, op)
 		if next {
 			op.Index = s.nextAlias()
 			ops = append(ops, op)
 		}
 	}
+	var batchErr *store.BatchError
 	if err := s.bulk(ctx, ops); err != nil {
-		return store.UpsertResult{}, err
+		var r *refused
+		if !errors.As(err, &r) {
+			return store.UpsertResult{}, err
+		}
+		// Some notices were refused, the rest written: name them.
+		batchErr = &store.BatchError{}
+		failed := map[int]bool{}
+		for _, f := range r.items {
+			if !failed[f.op.Pos] {
+				failed[f.op.Pos] = true
+				batchErr.Items = append(batchErr.Items, store.ItemError{Index: f.op.Pos,
+					Reason: fmt.Sprintf("Elasticsearch refused notice %s: %d %s", ns[f.op.Pos].SourceID, f.status, f.reason)})
+			}
+		}
+		sort.Slice(batchErr.Items, func(i, j int) bool { return batchErr.Items[i].Index < batchErr.Items[j].Index })
+		res = store.UpsertResult{}
+		seen := map[string]bool{}
+		for i := range ns {
+			if failed[i] {
+				continue
+			}
+			if inserted[ns[i].ID] && !seen[ns[i].ID] {
+				res.Inserted++
+			} else {
+				res.Updated++
+			}
+			seen[ns[i].ID] = true
+		}
 	}
 	target := s.Alias("notices")
 	if next {
@@ -120,6 +152,9 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 	}
 	if err := s.refresh(ctx, target); err != nil {
 		return store.UpsertResult{}, err
+	}
+	if batchErr != nil {
+		return res, batchErr
 	}
 	return res, nil
 }
