@@ -33,6 +33,10 @@ import (
 // being cleared.
 const DefaultLease = 5 * time.Minute
 
+// callTimeout bounds every Redis call, so a Redis that hangs gives
+// errs.BackendUnavailable instead of a stuck ingest.
+const callTimeout = 5 * time.Second
+
 // sourceTTL is how long the seq handed out for a notice id is remembered,
 // so that concurrent ingesters of the same notice agree on it; by then the
 // notice is in Elasticsearch, where writers look first.
@@ -130,6 +134,8 @@ func (a *Arrivals) Allocate(ctx context.Context, ids []string, collected string,
 	for _, id := range ids {
 		args = append(args, id)
 	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	res, err := allocate.Run(ctx, a.rdb, []string{a.counterKey(), a.inflightKey(), a.watermarkKey()}, args...).Slice()
 	if err != nil {
 		return Batch{}, Unavailable(err)
@@ -172,7 +178,9 @@ func (a *Arrivals) Clear(ctx context.Context, b Batch) error {
 		}
 		args = append(args, strconv.FormatInt(s, 10)+"|"+b.Token)
 	}
-	if err := clearScript.Run(ctx, a.rdb, []string{a.inflightKey()}, args...).Err(); err != nil {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if err := clearScript.Run(cctx, a.rdb, []string{a.inflightKey()}, args...).Err(); err != nil {
 		return Unavailable(err)
 	}
 	_, err := a.Watermark(ctx)
@@ -203,6 +211,8 @@ return wm`)
 // Watermark returns the highest notice_seq such that every notice with a
 // seq at most it is searchable (0 when none is).
 func (a *Arrivals) Watermark(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	wm, err := watermarkScript.Run(ctx, a.rdb, []string{a.counterKey(), a.inflightKey(), a.watermarkKey()}, a.prefix).Int64()
 	if err != nil {
 		return 0, Unavailable(err)
@@ -212,6 +222,8 @@ func (a *Arrivals) Watermark(ctx context.Context) (int64, error) {
 
 // Latest returns the last notice_seq handed out (0 when none).
 func (a *Arrivals) Latest(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	n, err := a.rdb.Get(ctx, a.counterKey()).Int64()
 	if err == redis.Nil {
 		return 0, nil

@@ -112,29 +112,40 @@ func benchOpen(b *testing.B) *Store {
 	return s
 }
 
-// readNotices parses the sample's notices the way ingest does.
-func readNotices(b *testing.B, path string) []notice.Notice {
+// recordReader is ingest's NoticeReader or RegisterReader.
+type recordReader[T any] interface{ Next() (T, error) }
+
+// readAll parses a sample file the way ingest does.
+func readAll[T any](b *testing.B, path string, open func(io.Reader) (recordReader[T], error)) []T {
 	b.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	r, err := ingest.NewNoticeReader(f)
+	r, err := open(f)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var out []notice.Notice
+	var out []T
 	for {
-		n, err := r.Next()
+		v, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			return out
 		}
 		if err != nil {
 			b.Fatal(err)
 		}
-		out = append(out, n)
+		out = append(out, v)
 	}
+}
+
+func readNotices(b *testing.B, path string) []notice.Notice {
+	return readAll(b, path, func(r io.Reader) (recordReader[notice.Notice], error) { return ingest.NewNoticeReader(r) })
+}
+
+func readRegister(b *testing.B, path string) []notice.RegisterRow {
+	return readAll(b, path, func(r io.Reader) (recordReader[notice.RegisterRow], error) { return ingest.NewRegisterReader(r) })
 }
 
 func BenchmarkESIngestNotices(b *testing.B) {
@@ -189,30 +200,6 @@ func rawBulk(b *testing.B, s *Store, index string, id func(int) string, docs [][
 	}
 	if err := s.refresh(ctx, index); err != nil {
 		b.Fatal(err)
-	}
-}
-
-func readRegister(b *testing.B, path string) []notice.RegisterRow {
-	b.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	r, err := ingest.NewRegisterReader(f)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var out []notice.RegisterRow
-	for {
-		row, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		out = append(out, row)
 	}
 }
 
@@ -292,7 +279,9 @@ type lat []time.Duration
 
 func (l lat) report(b *testing.B, prefix string) float64 {
 	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
-	pct := func(p float64) float64 { return float64(l[min(len(l)-1, int(p*float64(len(l))))].Microseconds()) / 1000 }
+	pct := func(p float64) float64 {
+		return float64(l[min(len(l)-1, int(p*float64(len(l))))].Microseconds()) / 1000
+	}
 	b.ReportMetric(pct(0.50), prefix+"p50-ms")
 	b.ReportMetric(pct(0.99), prefix+"p99-ms")
 	return pct(0.50)
@@ -350,7 +339,9 @@ func benchSearch(b *testing.B, q string) {
 
 func BenchmarkESSearchFilterOnly(b *testing.B) { benchSearch(b, "") }
 func BenchmarkESSearchCreditors(b *testing.B)  { benchSearch(b, "creditors") }
-func BenchmarkESSearchQ(b *testing.B)          { benchSearch(b, `"voluntary administration" OR liquidat* -deed`) }
+func BenchmarkESSearchQ(b *testing.B) {
+	benchSearch(b, `"voluntary administration" OR liquidat* -deed`)
+}
 
 func BenchmarkESCompany(b *testing.B) {
 	s := readBench(b)
@@ -399,6 +390,5 @@ func BenchmarkESStats(b *testing.B) {
 	benchPair(b, func() error { _, err := s.Stats(ctx, notice.StatsQuery{Filter: f, GroupBy: "month"}); return err },
 		rawSearch(s, s.Alias(mappings.Notices), obj{"query": body, "size": 0, "track_total_hits": true, "aggs": obj{"g": h}}))
 }
-
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -47,11 +47,7 @@ func TestEquivalence(t *testing.T) {
 	}
 	// One clock for both, so collected_at agrees too.
 	clock := func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }
-	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "notices.db"), sqlite.WithClock(clock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lite.Close() })
+	lite := openLite(t, sqlite.WithClock(clock))
 	es := openTest(t, clock)
 	for name, w := range map[string]interface {
 		store.NoticeWriter

@@ -3,6 +3,7 @@ package elastic
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"noticesd/mappings"
@@ -141,35 +142,17 @@ func (s *Store) copyDocs(ctx context.Context, from, index string, query obj, ord
 	}
 	total := count.Hits.Total.Value
 	var done int64
-	var after []any
-	for {
-		b := obj{"query": query, "sort": order, "size": scanPage, "version": true, "track_total_hits": false}
-		if after != nil {
-			b["search_after"] = after
-		}
-		ans, err := s.search(ctx, from, b)
-		if err != nil {
-			return done, err
-		}
-		hs := ans.Hits.Hits
-		if len(hs) == 0 {
-			return done, nil
-		}
+	err = s.pages(ctx, from, obj{"query": query, "sort": order, "version": true}, math.MaxInt, func(hs []hit) error {
 		ops := make([]bulkOp, len(hs))
 		for i, h := range hs {
-			ops[i] = bulkOp{Index: index, Action: "index", ID: h.ID, Body: h.Source, What: kind + " document " + h.ID}
-			if h.Version > 0 {
-				ops[i].Version = h.Version
-			}
+			ops[i] = bulkOp{Index: index, Action: "index", ID: h.ID, Body: h.Source, Version: h.Version, What: kind + " document " + h.ID}
 		}
 		if err := s.bulk(ctx, ops); err != nil {
-			return done, err
+			return err
 		}
 		done += int64(len(hs))
 		progress(kind, done, max(total, done))
-		if len(hs) < scanPage {
-			return done, nil
-		}
-		after = hs[len(hs)-1].Sort
-	}
+		return nil
+	})
+	return done, err
 }

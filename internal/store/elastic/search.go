@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 
 	"noticesd/internal/errs"
@@ -124,24 +123,42 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 // field), up to max, with search_after.
 func (s *Store) scan(ctx context.Context, index string, query obj, order []obj, max int) ([]hit, error) {
 	var out []hit
+	err := s.pages(ctx, index, obj{"query": query, "sort": order}, max, func(hs []hit) error {
+		out = append(out, hs...)
+		return nil
+	})
+	return out, err
+}
+
+// pages reads the hits of body (query and a sort ending on a unique field)
+// page by page with search_after, up to max, handing each page to fn.
+func (s *Store) pages(ctx context.Context, index string, body obj, max int, fn func([]hit) error) error {
 	var after []any
-	for len(out) < max {
-		b := obj{"query": query, "sort": order, "size": min(scanPage, max-len(out)), "track_total_hits": false}
+	for read := 0; read < max; {
+		b := obj{"size": min(scanPage, max-read), "track_total_hits": false}
+		for k, v := range body {
+			b[k] = v
+		}
 		if after != nil {
 			b["search_after"] = after
 		}
 		ans, err := s.search(ctx, index, b)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		hs := ans.Hits.Hits
-		out = append(out, hs...)
+		if len(hs) > 0 {
+			if err := fn(hs); err != nil {
+				return err
+			}
+		}
+		read += len(hs)
 		if len(hs) < scanPage {
-			break
+			return nil
 		}
 		after = hs[len(hs)-1].Sort
 	}
-	return out, nil
+	return nil
 }
 
 func (s *Store) search(ctx context.Context, index string, body obj) (*searchAnswer, error) {
@@ -378,7 +395,7 @@ func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCoun
 			k = foldKey(m, &order, k)
 			m[k] += b.Count
 		}
-		lists[i] = sortedCounts(m)
+		lists[i] = notice.SortedCounts(m)
 	}
 	return notice.FilterCounts{Total: total, AppointmentType: lists[0], NoticePurpose: lists[1],
 		NoticeCode: lists[2], State: lists[3], Status: lists[4]}, nil
@@ -397,20 +414,6 @@ func foldKey(m map[string]int64, order *[]string, k string) string {
 	}
 	*order = append(*order, k)
 	return k
-}
-
-func sortedCounts(m map[string]int64) []notice.ValueCount {
-	out := make([]notice.ValueCount, 0, len(m))
-	for v, n := range m {
-		out = append(out, notice.ValueCount{Value: v, Count: n})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Count != out[j].Count {
-			return out[i].Count > out[j].Count
-		}
-		return out[i].Value < out[j].Value
-	})
-	return out
 }
 
 // Stats counts the matching notices grouped by one field. Months come

@@ -4,13 +4,11 @@ package elastic
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 
 	"noticesd/internal/ident"
 	"noticesd/internal/store"
-	"noticesd/internal/store/sqlite"
 	"noticesd/internal/store/storetest"
 )
 
@@ -18,11 +16,7 @@ import (
 // both backends; a rolled-back one in neither.
 func TestTeeRegister(t *testing.T) {
 	ctx := context.Background()
-	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "notices.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lite.Close() })
+	lite := openLite(t)
 	es := openTest(t, nil)
 	both := store.TeeRegister(lite, es)
 	l, err := both.BeginRegister(ctx)

@@ -5,12 +5,10 @@ package elastic
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"noticesd/internal/notice"
 	"noticesd/internal/query"
-	"noticesd/internal/store/sqlite"
 )
 
 // TestTokenisation runs q against one notice text in both backends. Text is
@@ -46,11 +44,7 @@ func TestTokenisation(t *testing.T) {
 		{"private use", "code \ue000\ue001 here", "\ue000\ue001", false},
 	}
 	ctx := context.Background()
-	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "notices.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lite.Close() })
+	lite := openLite(t)
 	es := openTest(t, nil)
 	batch := make([]notice.Notice, len(cases))
 	for i, c := range cases {
