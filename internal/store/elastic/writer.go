@@ -116,7 +116,26 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		}
 	}
 	var batchErr *store.BatchError
-	if err := s.bulk(ctx, ops); err != nil {
+	err = s.bulk(ctx, ops)
+	if next {
+		// The reindex may have swapped and dropped its alias meanwhile:
+		// then send the batch again through the live alias, which now
+		// names the new index (same versions, so this is idempotent).
+		var gone bool
+		if gone, err = withoutNext(err, s.nextAlias()); gone {
+			next = false
+			main := ops[:0:0]
+			for _, op := range ops {
+				if op.Index == s.Alias("notices") {
+					main = append(main, op)
+				}
+			}
+			if err == nil {
+				err = s.bulk(ctx, main)
+			}
+		}
+	}
+	if err != nil {
 		var r *refused
 		if !errors.As(err, &r) {
 			return store.UpsertResult{}, err
@@ -146,12 +165,13 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 			seen[ns[i].ID] = true
 		}
 	}
-	target := s.Alias("notices")
-	if next {
-		target += "," + s.nextAlias()
-	}
-	if err := s.refresh(ctx, target); err != nil {
+	if err := s.refresh(ctx, s.Alias("notices")); err != nil {
 		return store.UpsertResult{}, err
+	}
+	if next {
+		if err := s.refresh(ctx, s.nextAlias()); err != nil && !isNotFound(err) {
+			return store.UpsertResult{}, err
+		}
 	}
 	if batchErr != nil {
 		return res, batchErr
@@ -237,3 +257,25 @@ func (s *Store) storedNotices(ctx context.Context, ids []string) (map[string]sto
 // Watermark returns the arrival watermark: every notice with notice_seq at
 // most it is searchable (see package arrival).
 func (s *Store) Watermark(ctx context.Context) (int64, error) { return s.arrive.Watermark(ctx) }
+
+// withoutNext drops from a bulk error the writes refused because the
+// reindex alias next no longer exists, reporting whether there were any.
+func withoutNext(err error, next string) (bool, error) {
+	var r *refused
+	if !errors.As(err, &r) {
+		return false, err
+	}
+	var rest []bulkFailure
+	gone := false
+	for _, f := range r.items {
+		if f.op.Index == next && f.status == http.StatusNotFound {
+			gone = true
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	if len(rest) == 0 {
+		return gone, nil
+	}
+	return gone, &refused{items: rest, msg: r.msg}
+}
