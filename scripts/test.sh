@@ -24,5 +24,6 @@ echo "== go test"
 go test -tags "$TAGS" -count=1 -timeout 12m ./...
 echo "== race detector on the concurrent parts"
 go test -race -tags "$TAGS" -count=1 -timeout 10m ./api ./worker ./internal/collector ./matcher ./internal/webhook ./internal/store/sqlite
+go test -race -tags "$TAGS" -count=1 -timeout 10m -run 'Reindex|TwoIngesters|Allocate' ./internal/store/elastic ./internal/store/arrival
 echo "== fuzz q parser (20s)"
 go test -tags "$TAGS" -run '^$' -fuzz FuzzParse -fuzztime 20s ./internal/query
