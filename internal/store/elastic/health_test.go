@@ -58,3 +58,20 @@ func TestUnavailable(t *testing.T) {
 		t.Errorf("open/search against a closed port: %v, want %s", err, errs.BackendUnavailable)
 	}
 }
+
+// TestSlowNodeTimesOut: a call that does not get its answer within the
+// store's timeout fails with backend_unavailable (here the timeout is made
+// shorter than any answer can be).
+func TestSlowNodeTimesOut(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	s.cfg.Timeout = time.Nanosecond
+	_, err := s.Search(ctx, notice.SearchQuery{Limit: 1})
+	if !errs.Is(err, errs.BackendUnavailable) {
+		t.Errorf("search past its timeout: %v, want %s", err, errs.BackendUnavailable)
+	}
+	s.cfg.Timeout = DefaultTimeout
+	if _, err := s.Search(ctx, notice.SearchQuery{Limit: 1}); err != nil {
+		t.Errorf("search with the normal timeout after a timeout: %v", err)
+	}
+}
