@@ -272,7 +272,7 @@ func Notices(ctx context.Context, w store.NoticeWriter, paths []string, opt Opti
 	rep := &reporter{w: opt.Report, progress: prog}
 	size := opt.batch(DefaultNoticeBatch)
 
-	produce := func(ctx context.Context, out chan<- []notice.Notice) error {
+	produce := func(ctx context.Context, out chan<- []linedNotice) error {
 		b := newNoticeBatcher(ctx, out, size)
 		for _, path := range paths {
 			in, err := openInput(path)
@@ -280,6 +280,7 @@ func Notices(ctx context.Context, w store.NoticeWriter, paths []string, opt Opti
 				return err
 			}
 			cur = in
+			b.file = in.name
 			err = readNotices(in, b.add, &sum, rep, prog)
 			done += in.count.n
 			cur = nil
@@ -290,30 +291,42 @@ func Notices(ctx context.Context, w store.NoticeWriter, paths []string, opt Opti
 		}
 		return b.flush()
 	}
-	consume := storeNotices(ctx, w, &sum)
+	var refused int
+	consume := storeNotices(ctx, w, &sum, rep, &refused)
 	err = pipe(ctx, produce, consume)
+	sum.Rejected += refused
 	rep.finish()
 	prog.finish()
 	return sum, err
+}
+
+// linedNotice is a parsed notice and where it came from, so that a notice
+// the store refuses is reported with its line number.
+type linedNotice struct {
+	notice.Notice
+	file string
+	line int
 }
 
 // noticeBatcher groups parsed notices into batches for the writing side of
 // a pipe.
 type noticeBatcher struct {
 	ctx     context.Context
-	out     chan<- []notice.Notice
+	out     chan<- []linedNotice
 	size    int
-	batch   []notice.Notice
+	file    string // the input being read
+	batch   []linedNotice
 	inBatch map[string]struct{}
 }
 
-func newNoticeBatcher(ctx context.Context, out chan<- []notice.Notice, size int) *noticeBatcher {
+func newNoticeBatcher(ctx context.Context, out chan<- []linedNotice, size int) *noticeBatcher {
 	return &noticeBatcher{ctx: ctx, out: out, size: size,
-		batch: make([]notice.Notice, 0, size), inBatch: make(map[string]struct{}, size)}
+		batch: make([]linedNotice, 0, size), inBatch: make(map[string]struct{}, size)}
 }
 
-// add appends n, sending the batch when it is full.
-func (b *noticeBatcher) add(n notice.Notice) error {
+// add appends n, read from line of the current input, sending the batch
+// when it is full.
+func (b *noticeBatcher) add(n notice.Notice, line int) error {
 	// A source_id twice in one batch would make the second an update of a
 	// row the store has not written yet: send the batch first.
 	if _, dup := b.inBatch[n.SourceID]; dup {
@@ -322,7 +335,7 @@ func (b *noticeBatcher) add(n notice.Notice) error {
 		}
 	}
 	b.inBatch[n.SourceID] = struct{}{}
-	b.batch = append(b.batch, n)
+	b.batch = append(b.batch, linedNotice{Notice: n, file: b.file, line: line})
 	if len(b.batch) >= b.size {
 		return b.flush()
 	}
@@ -339,16 +352,32 @@ func (b *noticeBatcher) flush() error {
 	case <-b.ctx.Done():
 		return b.ctx.Err()
 	}
-	b.batch = make([]notice.Notice, 0, b.size)
+	b.batch = make([]linedNotice, 0, b.size)
 	clear(b.inBatch)
 	return nil
 }
 
 // storeNotices is the writing side of a notice pipe: it upserts each batch
-// and counts what happened in sum.
-func storeNotices(ctx context.Context, w store.NoticeWriter, sum *Summary) func([]notice.Notice) error {
-	return func(batch []notice.Notice) error {
-		res, err := w.UpsertNotices(ctx, batch)
+// and counts what happened in sum. Notices a store refuses one by one
+// (store.BatchError) are reported with their line numbers and counted in
+// refused; the load goes on.
+func storeNotices(ctx context.Context, w store.NoticeWriter, sum *Summary, rep *reporter, refused *int) func([]linedNotice) error {
+	return func(batch []linedNotice) error {
+		ns := make([]notice.Notice, len(batch))
+		for i := range batch {
+			ns[i] = batch[i].Notice
+		}
+		res, err := w.UpsertNotices(ctx, ns)
+		var be *store.BatchError
+		if errors.As(err, &be) {
+			for _, it := range be.Items {
+				if it.Index >= 0 && it.Index < len(batch) {
+					*refused++
+					rep.reject(batch[it.Index].file, &LineError{Line: batch[it.Index].line, Reason: it.Reason})
+				}
+			}
+			err = nil
+		}
 		if err != nil {
 			return fmt.Errorf("storing notices failed after %d were stored: %w", sum.Inserted+sum.Updated, err)
 		}
@@ -360,7 +389,7 @@ func storeNotices(ctx context.Context, w store.NoticeWriter, sum *Summary) func(
 
 // readNotices reads one input to its end, handing each good notice to add
 // and reporting bad lines.
-func readNotices(in *input, add func(notice.Notice) error, sum *Summary, rep *reporter, prog *progress) error {
+func readNotices(in *input, add func(notice.Notice, int) error, sum *Summary, rep *reporter, prog *progress) error {
 	r, err := NewNoticeReader(in.count)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.name, err)
@@ -370,7 +399,7 @@ func readNotices(in *input, add func(notice.Notice) error, sum *Summary, rep *re
 		if err == nil {
 			sum.Read++
 			prog.row()
-			if err := add(n); err != nil {
+			if err := add(n, r.Line()); err != nil {
 				return err
 			}
 			continue

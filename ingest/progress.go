@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/term"
@@ -29,6 +30,7 @@ const (
 // compressed file when it is compressed), rows, rows/s and ETA. A nil
 // *progress draws nothing; every method is safe on it.
 type progress struct {
+	mu      sync.Mutex // rows come from the reader, rejections from both sides
 	w       io.Writer
 	now     func() time.Time
 	label   string
@@ -56,6 +58,8 @@ func (p *progress) row() {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.rows++
 	p.pending++
 	if p.pending < p.every {
@@ -71,7 +75,12 @@ func (p *progress) row() {
 // clear erases the bar so another line can be written; the next redraw
 // brings it back.
 func (p *progress) clear() {
-	if p == nil || !p.shown {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.shown {
 		return
 	}
 	fmt.Fprint(p.w, "\r\x1b[K")
@@ -83,6 +92,8 @@ func (p *progress) finish() {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.draw(p.now(), true)
 	fmt.Fprint(p.w, "\n")
 	p.shown = false

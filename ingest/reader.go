@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 
-	"noticesd/internal/notice"
 	"noticesd/internal/store"
 )
 
@@ -28,15 +27,18 @@ func NoticesFrom(ctx context.Context, w store.NoticeWriter, r io.Reader, name st
 	rep := &reporter{w: opt.Report, progress: prog}
 	size := opt.batch(DefaultNoticeBatch)
 
-	produce := func(ctx context.Context, out chan<- []notice.Notice) error {
+	produce := func(ctx context.Context, out chan<- []linedNotice) error {
 		b := newNoticeBatcher(ctx, out, size)
+		b.file = name
 		if err := readNotices(in, b.add, &sum, rep, prog); err != nil {
 			return err
 		}
 		return b.flush()
 	}
-	consume := storeNotices(ctx, w, &sum)
+	var refused int
+	consume := storeNotices(ctx, w, &sum, rep, &refused)
 	err = pipe(ctx, produce, consume)
+	sum.Rejected += refused
 	rep.finish()
 	prog.finish()
 	return sum, err

@@ -3,6 +3,7 @@ package ingest
 import (
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -110,12 +111,15 @@ func reject(format string, args ...any) *LineError {
 // reporter lists rejected lines, the first MaxListedRejections of them, and
 // keeps the progress bar out of the way while it writes.
 type reporter struct {
+	mu       sync.Mutex // the reader and the writer side both reject
 	w        io.Writer
 	progress *progress
 	count    int
 }
 
 func (r *reporter) reject(file string, e *LineError) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.count++
 	if r.w == nil || r.count > MaxListedRejections {
 		return
@@ -126,6 +130,8 @@ func (r *reporter) reject(file string, e *LineError) {
 
 // finish writes how many rejections were not listed, if any.
 func (r *reporter) finish() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.w == nil || r.count <= MaxListedRejections {
 		return
 	}

@@ -36,6 +36,13 @@ bench -bench . -benchtime 1x ./worker
 # The built binary under load over loopback: company-lookup p50 alone and
 # while 32 connections of one key screen 50,000 identifiers, and server RSS.
 bench -bench . -benchtime 1x ./test/load
+# Scale mode (Elasticsearch + Redis), when the live servers are given.
+if [ -n "${NOTICES_TEST_ELASTICSEARCH_URL:-}" ] && [ -n "${NOTICES_TEST_REDIS_URL:-}" ]; then
+  bench -bench 'ESIngest' -benchtime 1x ./internal/store/elastic
+  bench -bench 'ESSearch|ESCompany|ESFilters|ESStats' -benchtime 200x ./internal/store/elastic
+else
+  echo "== NOT RUN: Elasticsearch benchmarks (set NOTICES_TEST_ELASTICSEARCH_URL and NOTICES_TEST_REDIS_URL)"
+fi
 go run ./scripts/benchreport -targets scripts/bench-targets.tsv -notes scripts/bench-notes.md \
   -dataset "$NOTICES_BENCH_NOTICES notices and $NOTICES_BENCH_REGISTER register rows from \`noticesd sample\` (seed 1), ingested through the real ingest path into one SQLite file (WAL, FTS5)." \
   < "$raw" > "$out"

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/term"
 
 	"noticesd/ingest"
+	"noticesd/internal/config"
 )
 
 const ingestAbout = `Load data into the store. Safe to run while 'noticesd serve' runs against the
@@ -38,16 +39,16 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if cfg.Backend == "scale" {
+		return ingestScale(ctx, cfg, rest, *quiet, *batch, stdout, stderr)
+	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
-	opt := ingest.Options{Report: stderr, BatchSize: *batch}
-	if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
-		opt.Progress = stderr
-	}
+	opt := ingestOptions(stderr, *quiet, *batch)
 	var sum ingest.Summary
 	switch rest[0] {
 	case "notices":
@@ -64,6 +65,20 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
+	return ingestResult(sum, err, stdout)
+}
+
+// ingestOptions reports to stderr, with a progress bar on a terminal.
+func ingestOptions(stderr io.Writer, quiet bool, batch int) ingest.Options {
+	opt := ingest.Options{Report: stderr, BatchSize: batch}
+	if f, ok := stderr.(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
+		opt.Progress = stderr
+	}
+	return opt
+}
+
+// ingestResult prints the summary and turns rejected lines into exit 3.
+func ingestResult(sum ingest.Summary, err error, stdout io.Writer) error {
 	if err != nil {
 		if sum.Read > 0 {
 			// Batches written before the failure stay written: say how far it got.
@@ -76,4 +91,22 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &exitError{code: code, msg: fmt.Sprintf("%d lines were rejected (listed above)", sum.Rejected)}
 	}
 	return nil
+}
+
+// ingestScale loads into Elasticsearch (scale mode), through the same
+// ingest loop, validation, progress and summary as embedded mode.
+func ingestScale(ctx context.Context, cfg config.Config, rest []string, quiet bool, batch int, stdout, stderr io.Writer) error {
+	st, err := openScale(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	opt := ingestOptions(stderr, quiet, batch)
+	var sum ingest.Summary
+	if rest[0] == "notices" {
+		sum, err = ingest.Notices(ctx, st, rest[1:], opt)
+	} else {
+		sum, err = ingest.Register(ctx, st, rest[1], opt)
+	}
+	return ingestResult(sum, err, stdout)
 }

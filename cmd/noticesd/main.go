@@ -1,5 +1,5 @@
 // Command noticesd serves the published-notices API and runs its operator
-// commands: serve, ingest, accounts, sample and demo. Run `noticesd --help`.
+// commands: serve, ingest, accounts, sample, demo, collect and reindex. Run `noticesd --help`.
 package main
 
 import (
@@ -38,6 +38,7 @@ func commands() []command {
 		{"sample", "write a deterministic realistic sample of both input files", runSample},
 		{"demo", "build a sample database if empty, print demo keys, then serve", runDemo},
 		{"collect", "run the collector once against NOTICES_SOURCE", runCollect},
+		{"reindex", "rebuild the Elasticsearch indices from the built-in mappings (scale)", runReindex},
 	}
 }
 
@@ -70,6 +71,7 @@ Settings come from the environment (defaults in brackets):
   NOTICES_PLAN_<FREE|STANDARD|ENTERPRISE>_<RPS|BURST|HEAVY> [10/20/1, 50/100/2, 200/400/4]
   NOTICES_SECRET_KEY [none; serve needs it while webhooks are on; openssl rand -base64 32]
   NOTICES_SECRET_KEY_PREVIOUS [none; the key before a rotation]
+  scale: NOTICES_ELASTICSEARCH_URL  NOTICES_REDIS_URL  NOTICES_NAMESPACE [notices]
 `)
 }
 

@@ -22,6 +22,7 @@ type Config struct {
 	Backend             string        // NOTICES_BACKEND: embedded or scale
 	ElasticsearchURL    string        // NOTICES_ELASTICSEARCH_URL (scale)
 	RedisURL            string        // NOTICES_REDIS_URL (scale)
+	Namespace           string        // NOTICES_NAMESPACE: prefix of every index, alias and Redis key (scale)
 	Source              string        // NOTICES_SOURCE: "" (none), a directory, or an http(s) URL
 	CollectInterval     time.Duration // NOTICES_COLLECT_INTERVAL
 	Webhooks            bool          // NOTICES_WEBHOOKS: on/off
@@ -58,6 +59,7 @@ func Default() Config {
 		Addr:              ":8080",
 		DataDir:           "./data",
 		Backend:           "embedded",
+		Namespace:         "notices",
 		CollectInterval:   15 * time.Minute,
 		Webhooks:          true,
 		DeliveryRetryUnit: 10 * time.Minute,
@@ -126,6 +128,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("NOTICES_BACKEND", &c.Backend)
 	str("NOTICES_ELASTICSEARCH_URL", &c.ElasticsearchURL)
 	str("NOTICES_REDIS_URL", &c.RedisURL)
+	str("NOTICES_NAMESPACE", &c.Namespace)
 	str("NOTICES_SOURCE", &c.Source)
 	if strings.EqualFold(c.Source, "none") {
 		c.Source = ""
@@ -184,6 +187,9 @@ func (c Config) Validate() error {
 		}
 	default:
 		return fmt.Errorf("config: NOTICES_BACKEND=%q must be embedded or scale", c.Backend)
+	}
+	if !validNamespace(c.Namespace) {
+		return fmt.Errorf("config: NOTICES_NAMESPACE=%q must be 1 to 64 of a-z, 0-9, '-' and '_', starting with a letter or digit (it prefixes Elasticsearch indices and Redis keys)", c.Namespace)
 	}
 	if c.DataDir == "" {
 		return fmt.Errorf("config: NOTICES_DATA_DIR must not be empty")
@@ -260,4 +266,18 @@ func (c Config) SecretBox() (*secretbox.Box, error) {
 		}
 	}
 	return secretbox.New(cur, prev)
+}
+
+// validNamespace reports whether ns can prefix Elasticsearch index names
+// (lower case, no wildcards or separators) and Redis keys.
+func validNamespace(ns string) bool {
+	if ns == "" || len(ns) > 64 || ns[0] == '-' || ns[0] == '_' {
+		return false
+	}
+	for _, r := range ns {
+		if !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }

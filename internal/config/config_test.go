@@ -79,6 +79,19 @@ func TestFromLookup(t *testing.T) {
 				t.Error(err)
 			}
 		}},
+		{"default namespace", nil, "", func(t *testing.T, c Config) {
+			if c.Namespace != "notices" {
+				t.Errorf("namespace %q, want notices", c.Namespace)
+			}
+		}},
+		{"namespace", map[string]string{"NOTICES_NAMESPACE": "staging-2"}, "", func(t *testing.T, c Config) {
+			if c.Namespace != "staging-2" {
+				t.Errorf("namespace %q, want staging-2", c.Namespace)
+			}
+		}},
+		{"namespace upper case", map[string]string{"NOTICES_NAMESPACE": "Prod"}, "NOTICES_NAMESPACE", nil},
+		{"namespace wildcard", map[string]string{"NOTICES_NAMESPACE": "a*"}, "NOTICES_NAMESPACE", nil},
+		{"namespace leading dash", map[string]string{"NOTICES_NAMESPACE": "-a"}, "NOTICES_NAMESPACE", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

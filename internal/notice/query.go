@@ -1,6 +1,8 @@
 package notice
 
 import (
+	"sort"
+
 	"noticesd/internal/ident"
 	"noticesd/internal/query"
 )
@@ -92,4 +94,20 @@ type IndexStatus struct {
 	Notices             int64   `json:"notices"`
 	LatestNoticeSeq     int64   `json:"latest_notice_seq"`
 	LatestPublishedDate *string `json:"latest_published_date"`
+}
+
+// SortedCounts turns value counts into a FilterCounts list: count
+// descending, then value ascending.
+func SortedCounts(m map[string]int64) []ValueCount {
+	out := make([]ValueCount, 0, len(m))
+	for v, n := range m {
+		out = append(out, ValueCount{Value: v, Count: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Value < out[j].Value
+	})
+	return out
 }

@@ -49,3 +49,8 @@ func (Phrase) node() {}
 func (And) node()    {}
 func (Or) node()     {}
 func (Not) node()    {}
+
+// Deref returns n with a pointer node (*Term, *And, ...) replaced by its
+// value, so translators need only switch on value nodes; a nil pointer is
+// nil.
+func Deref(n Node) Node { return deref(n) }

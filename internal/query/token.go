@@ -139,3 +139,9 @@ func tokens(s string) []string {
 	}
 	return out
 }
+
+// Fold returns s as its folded tokens joined by single spaces: the form a
+// backend without the unicode61 tokeniser indexes (the Elasticsearch
+// backend), so that its standard analyzer sees the same tokens Parse and
+// FTS5 see.
+func Fold(s string) string { return strings.Join(tokens(s), " ") }

@@ -7,6 +7,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"noticesd/internal/account"
 	"noticesd/internal/ident"
@@ -72,4 +73,28 @@ type Accounts interface {
 	SetSubscription(ctx context.Context, accountID string, active bool) error
 	// RotateKeys replaces both keys of an account; the old ones stop working.
 	RotateKeys(ctx context.Context, accountID string) (account.Created, error)
+}
+
+// ItemError is one notice of a batch that a backend refused.
+type ItemError struct {
+	// Index is the notice's position in the batch.
+	Index int
+	// Reason says why, in the backend's words.
+	Reason string
+}
+
+// BatchError is returned by a NoticeWriter that stores a batch item by item
+// (the Elasticsearch backend) when some notices were refused: the others
+// are stored and counted in the UpsertResult returned with it. Ingest
+// reports each refused notice with its line number and goes on.
+type BatchError struct {
+	Items []ItemError
+}
+
+// Error summarises the refused notices.
+func (e *BatchError) Error() string {
+	if len(e.Items) == 0 {
+		return "no notices refused"
+	}
+	return fmt.Sprintf("%d notices of the batch were refused; the first: %s", len(e.Items), e.Items[0].Reason)
 }

@@ -56,68 +56,11 @@ func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error
 			"no company with %s %s in the register or the notices; check the number (a company's ABN is two digits followed by its ACN)", id.Kind, id.Value)
 	}
 
-	c := notice.Company{Notices: ns, NoticeCount: len(ns)}
-	var acn, abn string
-	if id.Kind == ident.ABN {
-		abn = id.Value
-	} else {
-		acn = id.Value
+	regRows := make([]notice.RegisterRow, len(regs))
+	for i, r := range regs {
+		regRows[i] = *r
 	}
-	if len(regs) > 0 {
-		cur := regs[0]
-		for _, r := range regs {
-			if r.CurrentNameIndicator == "Y" || r.CurrentNameIndicator == "y" {
-				cur = r
-				break
-			}
-		}
-		reg := &notice.Register{
-			Name:                    cur.CompanyName,
-			Type:                    cur.Type,
-			Class:                   cur.Class,
-			SubClass:                cur.SubClass,
-			Status:                  cur.Status,
-			RegisteredOn:            blankNil(cur.RegisteredOn),
-			DeregisteredOn:          blankNil(cur.DeregisteredOn),
-			PreviousState:           blankNil(cur.PreviousState),
-			StateRegistrationNumber: blankNil(cur.StateRegistrationNumber),
-			CurrentName:             blankNil(cur.CurrentName),
-			CurrentNameStart:        blankNil(cur.CurrentNameStart),
-			FormerNames:             []string{},
-		}
-		for _, r := range regs {
-			if r != cur {
-				reg.FormerNames = append(reg.FormerNames, r.CompanyName)
-			}
-		}
-		c.Register = reg
-		c.Name = &reg.Name
-		acn = cur.ACN
-		if abn == "" {
-			abn = cur.ABN
-		}
-	}
-	// Fill what the register did not say from the newest notice saying it.
-	for i := range ns {
-		n := &ns[i]
-		if acn == "" && n.ACN != nil && (id.Kind != ident.ABN || (n.ABN != nil && *n.ABN == id.Value)) {
-			acn = *n.ACN
-		}
-		if abn == "" && n.ABN != nil && (id.Kind != ident.ACN || (n.ACN != nil && *n.ACN == id.Value)) {
-			abn = *n.ABN
-		}
-		if c.Name == nil && n.CompanyName != "" {
-			name := n.CompanyName
-			c.Name = &name
-		}
-	}
-	if acn != "" {
-		c.ACN = &acn
-	}
-	if abn != "" {
-		c.ABN = &abn
-	}
-	return c, nil
+	return notice.BuildCompany(id, regRows, ns), nil
 }
 
 // registerRows returns the register rows of the company an identifier names,
@@ -151,11 +94,4 @@ func registerRows(ctx context.Context, tx *sql.Tx, id ident.ID) ([]*notice.Regis
 		out = append(out, r)
 	}
 	return out, rows.Err()
-}
-
-func blankNil(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-	"sort"
 	"strings"
 
 	"noticesd/internal/errs"
@@ -594,11 +593,11 @@ func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCoun
 
 // finishFilterCounts sorts the per-field counts into out.
 func finishFilterCounts(out notice.FilterCounts, counts []map[string]int64) notice.FilterCounts {
-	out.AppointmentType = sortedCounts(counts[0])
-	out.NoticePurpose = sortedCounts(counts[1])
-	out.NoticeCode = sortedCounts(counts[2])
-	out.State = sortedCounts(counts[3])
-	out.Status = sortedCounts(counts[4])
+	out.AppointmentType = notice.SortedCounts(counts[0])
+	out.NoticePurpose = notice.SortedCounts(counts[1])
+	out.NoticeCode = notice.SortedCounts(counts[2])
+	out.State = notice.SortedCounts(counts[3])
+	out.Status = notice.SortedCounts(counts[4])
 	return out
 }
 
@@ -705,20 +704,6 @@ func addFold(m map[string]int64, v string, n int64) {
 		}
 	}
 	m[v] += n
-}
-
-func sortedCounts(m map[string]int64) []notice.ValueCount {
-	out := make([]notice.ValueCount, 0, len(m))
-	for v, n := range m {
-		out = append(out, notice.ValueCount{Value: v, Count: n})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Count != out[j].Count {
-			return out[i].Count > out[j].Count
-		}
-		return out[i].Value < out[j].Value
-	})
-	return out
 }
 
 // Stats counts the matching notices grouped by one field. Buckets come

@@ -316,11 +316,11 @@ func refCounts(all []notice.Notice, f notice.Filter) notice.FilterCounts {
 		addFold(counts[3], n.State, 1)
 		addFold(counts[4], n.Status, 1)
 	}
-	out.AppointmentType = sortedCounts(counts[0])
-	out.NoticePurpose = sortedCounts(counts[1])
-	out.NoticeCode = sortedCounts(counts[2])
-	out.State = sortedCounts(counts[3])
-	out.Status = sortedCounts(counts[4])
+	out.AppointmentType = notice.SortedCounts(counts[0])
+	out.NoticePurpose = notice.SortedCounts(counts[1])
+	out.NoticeCode = notice.SortedCounts(counts[2])
+	out.State = notice.SortedCounts(counts[3])
+	out.Status = notice.SortedCounts(counts[4])
 	return out
 }
 

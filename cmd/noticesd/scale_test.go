@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"noticesd/internal/config"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/testservers"
+)
+
+// TestScaleCLI: ingest notices and the register into Elasticsearch, then
+// reindex, through the CLI in scale mode; the data reads back the same.
+func TestScaleCLI(t *testing.T) {
+	t.Setenv("NOTICES_BACKEND", "scale")
+	t.Setenv("NOTICES_ELASTICSEARCH_URL", testservers.Elasticsearch(t))
+	t.Setenv("NOTICES_REDIS_URL", testservers.Redis(t))
+	t.Setenv("NOTICES_NAMESPACE", testservers.Namespace(t))
+	cfg, err := config.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := openScale(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Drop(context.Background()); err != nil {
+			t.Errorf("drop: %v", err)
+		}
+		keys, _ := st.rdb.Keys(context.Background(), cfg.Namespace+":*").Result()
+		if len(keys) > 0 {
+			st.rdb.Del(context.Background(), keys...)
+		}
+		st.Close()
+	})
+	// Line 2 has a notice_code longer than Elasticsearch indexes as one
+	// keyword (32,766 bytes): the node refuses that notice alone.
+	huge := filepath.Join(t.TempDir(), "huge.jsonl")
+	lines := `{"source_id":"H1","published_at":"2026-11-20T01:00:00Z","acn":"004085616","company_name":"ACME PTY LTD","notice_purpose":"Appointment","state":"VIC"}` + "\n" +
+		`{"source_id":"H2","published_at":"2026-11-20T01:00:00Z","company_name":"HUGE PTY LTD","notice_code":"` + strings.Repeat("X", 40000) + `","state":"VIC"}` + "\n" +
+		`{"source_id":"H3","published_at":"2026-11-20T02:00:00Z","company_name":"THIRD PTY LTD","state":"NSW"}` + "\n"
+	if err := os.WriteFile(huge, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name     string
+		args     []string
+		code     int
+		inStdout string
+		inStderr string
+	}{
+		{"notices", []string{"ingest", "notices", "../../ingest/testdata/notices.jsonl"}, 0, "inserted 5", ""},
+		{"notices again update", []string{"ingest", "notices", "../../ingest/testdata/notices.jsonl"}, 0, "inserted 0 updated 5", ""},
+		{"broken lines reported", []string{"ingest", "notices", "../../ingest/testdata/broken.jsonl"}, 3, "rejected", "broken.jsonl:"},
+		{"refused notice reported by line", []string{"ingest", "notices", huge}, 3, "inserted 2 updated 0 rejected 1", "huge.jsonl:2: Elasticsearch refused notice H2"},
+		{"register", []string{"ingest", "register", "../../ingest/testdata/register.tsv"}, 0, "inserted", ""},
+		{"reindex", []string{"reindex"}, 0, "notices:", ""},
+		{"reindex takes no args", []string{"reindex", "x"}, 2, "", "no arguments"},
+	}
+	for _, s := range steps {
+		var stdout, stderr bytes.Buffer
+		code := run(s.args, &stdout, &stderr)
+		if code != s.code || !strings.Contains(stdout.String(), s.inStdout) || !strings.Contains(stderr.String(), s.inStderr) {
+			t.Fatalf("%s: exit %d (want %d)\nstdout: %s\nstderr: %s", s.name, code, s.code, stdout.String(), stderr.String())
+		}
+	}
+	page, err := st.Search(ctx, notice.SearchQuery{Filter: notice.Filter{IncludeDeregistration: true}, Sort: notice.SortPublishedAsc, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Total < 5 {
+		t.Errorf("after ingest and reindex %d notices, want at least 5", page.Total)
+	}
+	var withACN *string
+	for _, n := range page.Notices {
+		if n.ACN != nil {
+			withACN = n.ACN
+		}
+	}
+	if withACN == nil {
+		t.Fatal("no notice with an ACN in the test data")
+	}
+	if _, err := st.Company(ctx, ident.ID{Value: *withACN, Kind: ident.ACN}); err != nil {
+		t.Errorf("company %s after reindex: %v", *withACN, err)
+	}
+}

@@ -1,0 +1,244 @@
+// Package arrival allocates notice_seq and keeps the arrival watermark of
+// the scale backend, in Redis (keys under "<namespace>:arrival:").
+//
+// A new notice gets its notice_seq exactly once, atomically across
+// concurrent ingesters: Allocate runs one Lua script that either reuses the
+// seq already handed out for the notice id (another ingester is writing
+// it) or takes the next value of the counter. Every seq handed out is
+// registered as in flight under the batch's lease until Clear, which the
+// ingester calls once the batch is written and refreshed (searchable).
+//
+// The watermark is the highest seq below which every notice is
+// searchable: the lowest in-flight seq minus one, or the counter when
+// nothing is in flight. It never decreases and never passes an in-flight
+// seq whose lease is alive; a crashed ingester's seqs stop holding it back
+// when their lease expires. A watch poller reading notices with
+// notice_seq <= Watermark therefore never misses one that commits late.
+package arrival
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/errs"
+)
+
+// DefaultLease is how long a batch's seqs hold the watermark back without
+// being cleared.
+const DefaultLease = 5 * time.Minute
+
+// callTimeout bounds every Redis call, so a Redis that hangs gives
+// errs.BackendUnavailable instead of a stuck ingest.
+const callTimeout = 5 * time.Second
+
+// sourceTTL is how long the seq handed out for a notice id is remembered,
+// so that concurrent ingesters of the same notice agree on it; by then the
+// notice is in Elasticsearch, where writers look first.
+const sourceTTL = time.Hour
+
+// Arrivals is the allocator and watermark of one namespace.
+type Arrivals struct {
+	rdb    redis.UniversalClient
+	prefix string
+	lease  time.Duration
+}
+
+// New returns the arrivals of namespace ns on rdb.
+func New(rdb redis.UniversalClient, ns string, lease time.Duration) *Arrivals {
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	return &Arrivals{rdb: rdb, prefix: ns + ":arrival:", lease: lease}
+}
+
+func (a *Arrivals) counterKey() string   { return a.prefix + "seq" }
+func (a *Arrivals) inflightKey() string  { return a.prefix + "inflight" }
+func (a *Arrivals) watermarkKey() string { return a.prefix + "watermark" }
+
+// Batch is the seqs of one write batch, in flight until Clear.
+type Batch struct {
+	// Token names the batch's lease.
+	Token string
+	// Seqs and Collected are parallel to the ids given to Allocate: the
+	// notice_seq and collected_at of each.
+	Seqs      []int64
+	Collected []string
+	// Settled marks ids whose seq was handed out earlier and has since
+	// been passed by the watermark: the notice was written by another
+	// ingester (look again, it is in the store) or its writer crashed
+	// (call Allocate again with fresh set). A settled seq is not in flight.
+	Settled []bool
+}
+
+// allocate: KEYS counter, inflight, watermark; ARGV prefix, token, lease
+// ms, source ttl s, collected, fresh, ids...
+var allocate = redis.NewScript(`
+local prefix, token = ARGV[1], ARGV[2]
+redis.call('SET', prefix .. 'lease:' .. token, '1', 'PX', ARGV[3])
+local wm = tonumber(redis.call('GET', KEYS[3]) or '0')
+local out = {}
+for i = 7, #ARGV do
+  local key = prefix .. 'src:' .. ARGV[i]
+  local v = redis.call('GET', key)
+  local seq, col
+  local settled = 0
+  if v then
+    local sep = string.find(v, '|', 1, true)
+    seq = tonumber(string.sub(v, 1, sep - 1))
+    col = string.sub(v, sep + 1)
+    if seq <= wm then
+      if ARGV[6] == '1' then v = nil else settled = 1 end
+    end
+  end
+  if not v then
+    seq = redis.call('INCR', KEYS[1])
+    col = ARGV[5]
+    redis.call('SET', key, seq .. '|' .. col, 'EX', ARGV[4])
+  end
+  if settled == 0 then
+    redis.call('ZADD', KEYS[2], seq, seq .. '|' .. token)
+  end
+  out[#out + 1] = seq
+  out[#out + 1] = col
+  out[#out + 1] = settled
+end
+return out`)
+
+// Allocate hands out notice_seqs for notices not yet stored (ids are notice
+// ids, each once), stamping new ones collected_at = collected, and
+// registers them in flight. A notice another ingester is still writing
+// gets the same seq and collected_at it got. A notice whose seq the
+// watermark has passed comes back Settled (not in flight): the caller
+// looks in the store again, and allocates the ones still missing (their
+// writer crashed) with fresh set, which gives them new seqs above the
+// watermark so they are still announced.
+func (a *Arrivals) Allocate(ctx context.Context, ids []string, collected string, fresh bool) (Batch, error) {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	batch := Batch{Token: hex.EncodeToString(b[:])}
+	if len(ids) == 0 {
+		return batch, nil
+	}
+	args := make([]any, 0, len(ids)+6)
+	f := "0"
+	if fresh {
+		f = "1"
+	}
+	args = append(args, a.prefix, batch.Token, a.lease.Milliseconds(), int64(sourceTTL/time.Second), collected, f)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	res, err := allocate.Run(ctx, a.rdb, []string{a.counterKey(), a.inflightKey(), a.watermarkKey()}, args...).Slice()
+	if err != nil {
+		return Batch{}, Unavailable(err)
+	}
+	if len(res) != 3*len(ids) {
+		return Batch{}, fmt.Errorf("arrival: allocate returned %d values for %d ids", len(res), len(ids))
+	}
+	batch.Seqs = make([]int64, len(ids))
+	batch.Collected = make([]string, len(ids))
+	batch.Settled = make([]bool, len(ids))
+	for i := range ids {
+		seq, ok := res[3*i].(int64)
+		col, ok2 := res[3*i+1].(string)
+		settled, ok3 := res[3*i+2].(int64)
+		if !ok || !ok2 || !ok3 {
+			return Batch{}, fmt.Errorf("arrival: allocate returned %T, %T, %T", res[3*i], res[3*i+1], res[3*i+2])
+		}
+		batch.Seqs[i], batch.Collected[i], batch.Settled[i] = seq, col, settled == 1
+	}
+	return batch, nil
+}
+
+// clear: KEYS inflight; ARGV lease key, members...
+var clearScript = redis.NewScript(`
+for i = 2, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
+redis.call('DEL', ARGV[1])
+return 1`)
+
+// Clear ends a batch: its notices are searchable, so its seqs no longer
+// hold the watermark back. It also advances the stored watermark.
+func (a *Arrivals) Clear(ctx context.Context, b Batch) error {
+	if b.Token == "" {
+		return nil
+	}
+	args := make([]any, 0, len(b.Seqs)+1)
+	args = append(args, a.prefix+"lease:"+b.Token)
+	for i, s := range b.Seqs {
+		if i < len(b.Settled) && b.Settled[i] {
+			continue
+		}
+		args = append(args, strconv.FormatInt(s, 10)+"|"+b.Token)
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if err := clearScript.Run(cctx, a.rdb, []string{a.inflightKey()}, args...).Err(); err != nil {
+		return Unavailable(err)
+	}
+	_, err := a.Watermark(ctx)
+	return err
+}
+
+// watermark: KEYS counter, inflight, watermark; ARGV prefix.
+var watermarkScript = redis.NewScript(`
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+local wm = tonumber(redis.call('GET', KEYS[3]) or '0')
+while true do
+  local m = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  if #m == 0 then break end
+  local member, seq = m[1], tonumber(m[2])
+  local token = string.sub(member, string.find(member, '|', 1, true) + 1)
+  if redis.call('EXISTS', ARGV[1] .. 'lease:' .. token) == 1 then
+    cur = seq - 1
+    break
+  end
+  redis.call('ZREM', KEYS[2], member)
+end
+if cur > wm then
+  redis.call('SET', KEYS[3], cur)
+  wm = cur
+end
+return wm`)
+
+// Watermark returns the highest notice_seq such that every notice with a
+// seq at most it is searchable (0 when none is).
+func (a *Arrivals) Watermark(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	wm, err := watermarkScript.Run(ctx, a.rdb, []string{a.counterKey(), a.inflightKey(), a.watermarkKey()}, a.prefix).Int64()
+	if err != nil {
+		return 0, Unavailable(err)
+	}
+	return wm, nil
+}
+
+// Latest returns the last notice_seq handed out (0 when none).
+func (a *Arrivals) Latest(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	n, err := a.rdb.Get(ctx, a.counterKey()).Int64()
+	if err == redis.Nil {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, Unavailable(err)
+	}
+	return n, nil
+}
+
+// Unavailable wraps a Redis failure as errs.BackendUnavailable.
+func Unavailable(err error) error {
+	if _, ok := errs.As(err); ok {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", errs.New(errs.BackendUnavailable,
+		"the Redis server cannot be reached or did not answer in time; retry shortly"), err)
+}

@@ -1,0 +1,201 @@
+package arrival
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/testservers"
+)
+
+func open(t *testing.T) (*Arrivals, *redis.Client) {
+	t.Helper()
+	opt, err := redis.ParseURL(testservers.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	ns := testservers.Namespace(t)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		keys, _ := rdb.Keys(ctx, ns+":*").Result()
+		if len(keys) > 0 {
+			rdb.Del(ctx, keys...)
+		}
+		_ = rdb.Close()
+	})
+	return New(rdb, ns, 0), rdb
+}
+
+func TestAllocateAndWatermark(t *testing.T) {
+	ctx := context.Background()
+	a, rdb := open(t)
+	wm := func() int64 {
+		t.Helper()
+		w, err := a.Watermark(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	b1, err := a.Allocate(ctx, []string{"n1", "n2"}, "t1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b1.Seqs[0] != 1 || b1.Seqs[1] != 2 || b1.Collected[0] != "t1" {
+		t.Fatalf("first batch %+v", b1)
+	}
+	b2, err := a.Allocate(ctx, []string{"n3", "n2"}, "t2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2.Seqs[0] != 3 || b2.Seqs[1] != 2 || b2.Collected[1] != "t1" {
+		t.Errorf("a notice in flight elsewhere must keep its seq and collected_at: %+v", b2)
+	}
+	if got := wm(); got != 0 {
+		t.Errorf("watermark %d with 1..3 in flight, want 0", got)
+	}
+	if err := a.Clear(ctx, b2); err != nil {
+		t.Fatal(err)
+	}
+	if got := wm(); got != 0 {
+		t.Errorf("watermark %d with 1 and 2 still in flight in batch 1, want 0", got)
+	}
+	if err := a.Clear(ctx, b1); err != nil {
+		t.Fatal(err)
+	}
+	if got := wm(); got != 3 {
+		t.Errorf("watermark %d with nothing in flight, want 3", got)
+	}
+	// A crashed ingester: its lease expires (deleted here, as Redis would
+	// after DefaultLease) and its seq stops holding the watermark back.
+	b3, err := a.Allocate(ctx, []string{"n4"}, "t3", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b4, err := a.Allocate(ctx, []string{"n5"}, "t3", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Clear(ctx, b4); err != nil {
+		t.Fatal(err)
+	}
+	if got := wm(); got != 3 {
+		t.Errorf("watermark %d passed in-flight seq 4, want 3", got)
+	}
+	rdb.Del(ctx, a.prefix+"lease:"+b3.Token)
+	if got := wm(); got != 5 {
+		t.Errorf("watermark %d after the lease of seq 4 expired, want 5", got)
+	}
+	// The crashed notice retried later is settled (the watermark passed
+	// it); not finding it stored, the writer asks again with fresh and gets
+	// a new seq, above the watermark, so it is still announced.
+	b5, err := a.Allocate(ctx, []string{"n4"}, "t4", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b5.Settled[0] || b5.Seqs[0] != 4 {
+		t.Errorf("retry of a passed seq: %+v, want seq 4 settled", b5)
+	}
+	b5, err = a.Allocate(ctx, []string{"n4"}, "t4", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b5.Seqs[0] != 6 {
+		t.Errorf("retried notice got seq %d, want 6 (above the watermark)", b5.Seqs[0])
+	}
+	if got := wm(); got != 5 {
+		t.Errorf("watermark %d, want 5 while 6 is in flight", got)
+	}
+}
+
+func TestAllocateConcurrent(t *testing.T) {
+	ctx := context.Background()
+	a, _ := open(t)
+	const workers, per = 8, 200
+	var mu sync.Mutex
+	// stored stands for the notice store: a writer records its notices
+	// there before Clear, as the real one writes and refreshes first.
+	stored := map[string]int64{}
+	seqOf := map[string]int64{}
+	seen := map[int64]string{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i += 20 {
+				ids := make([]string, 20)
+				for j := range ids {
+					// Half the ids are shared by every worker.
+					if j%2 == 0 {
+						ids[j] = "shared-" + itoa(i+j)
+					} else {
+						ids[j] = "w" + itoa(w) + "-" + itoa(i+j)
+					}
+				}
+				mu.Lock()
+				var missing []string
+				for _, id := range ids {
+					if _, ok := stored[id]; !ok {
+						missing = append(missing, id)
+					}
+				}
+				mu.Unlock()
+				ids = missing
+				b, err := a.Allocate(ctx, ids, "t", false)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for j, id := range ids {
+					if b.Settled[j] {
+						if stored[id] != b.Seqs[j] {
+							t.Errorf("%s settled at %d but stored with %d", id, b.Seqs[j], stored[id])
+						}
+						continue
+					}
+					if s, ok := seqOf[id]; ok && s != b.Seqs[j] {
+						t.Errorf("%s got seqs %d and %d", id, s, b.Seqs[j])
+					}
+					if o, ok := seen[b.Seqs[j]]; ok && o != id {
+						t.Errorf("seq %d given to %s and %s", b.Seqs[j], o, id)
+					}
+					seqOf[id], seen[b.Seqs[j]] = b.Seqs[j], id
+				}
+				for j, id := range ids {
+					if !b.Settled[j] {
+						stored[id] = b.Seqs[j]
+					}
+				}
+				mu.Unlock()
+				if err := a.Clear(ctx, b); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	want := workers*per/2 + per/2
+	if len(seqOf) != want {
+		t.Errorf("%d ids got seqs, want %d", len(seqOf), want)
+	}
+	if w, _ := a.Watermark(ctx); w != int64(want) {
+		t.Errorf("watermark %d after all cleared, want %d", w, want)
+	}
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; i > 0; i /= 10 {
+		b = append([]byte{digits[i%10]}, b...)
+	}
+	return string(b)
+}

@@ -1,0 +1,394 @@
+package elastic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8/esutil"
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/ingest"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/query"
+	"noticesd/internal/sample"
+	"noticesd/internal/store/arrival"
+	"noticesd/internal/testservers"
+	"noticesd/mappings"
+)
+
+// Benchmarks of the Elasticsearch store, each beside the raw engine doing
+// the same work in the same run: ingest through UpsertNotices /
+// RegisterLoad against a bare esutil.BulkIndexer loop over the same
+// documents, and reads through the store against the same request bodies
+// sent straight to Elasticsearch. Dataset: NOTICES_BENCH_NOTICES notices
+// and NOTICES_BENCH_REGISTER register rows of `noticesd sample` (seed 1).
+
+func benchEnvInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+var (
+	benchOnce  sync.Once
+	benchData  sample.Files
+	benchErr   error
+	benchTmp   string
+	benchStore *Store
+	benchRdb   *redis.Client
+	benchNs    []string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	ctx := context.Background()
+	if benchStore != nil {
+		for _, ns := range benchNs {
+			s := *benchStore
+			s.ns = ns
+			_ = s.Drop(ctx)
+			keys, _ := benchRdb.Keys(ctx, ns+":*").Result()
+			if len(keys) > 0 {
+				benchRdb.Del(ctx, keys...)
+			}
+		}
+	}
+	if benchTmp != "" {
+		os.RemoveAll(benchTmp)
+	}
+	os.Exit(code)
+}
+
+// benchFiles writes the sample once.
+func benchFiles(b *testing.B) sample.Files {
+	b.Helper()
+	benchOnce.Do(func() {
+		benchTmp, benchErr = os.MkdirTemp("", "noticesd-es-bench-")
+		if benchErr != nil {
+			return
+		}
+		n, r := benchEnvInt("NOTICES_BENCH_NOTICES", 20000), benchEnvInt("NOTICES_BENCH_REGISTER", 40000)
+		benchData, benchErr = sample.WriteFiles(sample.Options{Notices: n, Companies: r, Seed: 1,
+			Now: time.Date(2026, 11, 20, 6, 0, 0, 0, time.UTC)}, filepath.Join(benchTmp, "sample"))
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchData
+}
+
+// benchOpen opens a store in a fresh bench namespace (dropped at exit).
+func benchOpen(b *testing.B) *Store {
+	b.Helper()
+	esURL := testservers.Elasticsearch(b)
+	if benchRdb == nil {
+		opt, err := redis.ParseURL(testservers.Redis(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchRdb = redis.NewClient(opt)
+	}
+	ns := testservers.Namespace(b)
+	s, err := Open(context.Background(), Config{URL: esURL, Namespace: ns, Arrivals: arrival.New(benchRdb, ns, 0)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchNs = append(benchNs, ns)
+	if benchStore == nil {
+		benchStore = s
+	}
+	return s
+}
+
+// recordReader is ingest's NoticeReader or RegisterReader.
+type recordReader[T any] interface{ Next() (T, error) }
+
+// readAll parses a sample file the way ingest does.
+func readAll[T any](b *testing.B, path string, open func(io.Reader) (recordReader[T], error)) []T {
+	b.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	r, err := open(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []T
+	for {
+		v, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, v)
+	}
+}
+
+func readNotices(b *testing.B, path string) []notice.Notice {
+	return readAll(b, path, func(r io.Reader) (recordReader[notice.Notice], error) { return ingest.NewNoticeReader(r) })
+}
+
+func readRegister(b *testing.B, path string) []notice.RegisterRow {
+	return readAll(b, path, func(r io.Reader) (recordReader[notice.RegisterRow], error) { return ingest.NewRegisterReader(r) })
+}
+
+func BenchmarkESIngestNotices(b *testing.B) {
+	files := benchFiles(b)
+	ns := readNotices(b, files.Notices)
+	for range b.N {
+		s := benchOpen(b)
+		start := time.Now()
+		for i := 0; i < len(ns); i += ingest.DefaultNoticeBatch {
+			if _, err := s.UpsertNotices(context.Background(), ns[i:min(i+ingest.DefaultNoticeBatch, len(ns))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(ns))/time.Since(start).Seconds(), "rows/s")
+	}
+}
+
+// BenchmarkESIngestNoticesRaw sends the same documents with a bare
+// BulkIndexer into an index of the same mapping, then refreshes.
+func BenchmarkESIngestNoticesRaw(b *testing.B) {
+	files := benchFiles(b)
+	ns := readNotices(b, files.Notices)
+	docs := make([][]byte, len(ns))
+	for i, n := range ns {
+		n.Seq = int64(i + 1)
+		docs[i], _ = json.Marshal(newNoticeDoc(n, 1))
+	}
+	for range b.N {
+		s := benchOpen(b)
+		start := time.Now()
+		rawBulk(b, s, s.Alias(mappings.Notices), func(i int) string { return ns[i].ID }, docs)
+		b.ReportMetric(float64(len(ns))/time.Since(start).Seconds(), "rows/s")
+	}
+}
+
+func rawBulk(b *testing.B, s *Store, index string, id func(int) string, docs [][]byte) {
+	ctx := context.Background()
+	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{Client: s.es, Index: index, NumWorkers: 2, FlushBytes: 4 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, d := range docs {
+		if err := bi.Add(ctx, esutil.BulkIndexerItem{Action: "index", DocumentID: id(i), Body: bytesReader(d)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := bi.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if st := bi.Stats(); st.NumFailed > 0 {
+		b.Fatalf("%d raw bulk items failed", st.NumFailed)
+	}
+	if err := s.refresh(ctx, index); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkESIngestRegister(b *testing.B) {
+	rows := readRegister(b, benchFiles(b).Register)
+	for range b.N {
+		s := benchOpen(b)
+		ctx := context.Background()
+		start := time.Now()
+		l, err := s.BeginRegister(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < len(rows); i += ingest.DefaultRegisterBatch {
+			if err := l.Add(ctx, rows[i:min(i+ingest.DefaultRegisterBatch, len(rows))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := l.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(rows))/time.Since(start).Seconds(), "rows/s")
+	}
+}
+
+func BenchmarkESIngestRegisterRaw(b *testing.B) {
+	rows := readRegister(b, benchFiles(b).Register)
+	docs := make([][]byte, len(rows))
+	for i := range rows {
+		docs[i], _ = json.Marshal(registerDoc{Row: int64(i), ACN: rows[i].ACN, ABN: rows[i].ABN, Data: rows[i]})
+	}
+	for range b.N {
+		s := benchOpen(b)
+		start := time.Now()
+		rawBulk(b, s, s.Alias(mappings.Register), strconv.Itoa, docs)
+		b.ReportMetric(float64(len(rows))/time.Since(start).Seconds(), "rows/s")
+	}
+}
+
+var (
+	readOnce  sync.Once
+	readStore *Store
+	readACNs  []string
+)
+
+// readBench is a store loaded with the sample, shared by the read
+// benchmarks.
+func readBench(b *testing.B) *Store {
+	b.Helper()
+	files := benchFiles(b)
+	readOnce.Do(func() {
+		readStore = benchOpen(b)
+		ctx := context.Background()
+		if _, err := ingest.Notices(ctx, readStore, []string{files.Notices}, ingest.Options{}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ingest.Register(ctx, readStore, files.Register, ingest.Options{}); err != nil {
+			b.Fatal(err)
+		}
+		p, err := readStore.Search(ctx, notice.SearchQuery{Filter: notice.Filter{IncludeDeregistration: true}, Limit: 100})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range p.Notices {
+			if n.ACN != nil {
+				readACNs = append(readACNs, *n.ACN)
+			}
+		}
+	})
+	if readStore == nil {
+		b.Fatal("read benchmark store failed to load")
+	}
+	return readStore
+}
+
+type lat []time.Duration
+
+func (l lat) report(b *testing.B, prefix string) float64 {
+	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	pct := func(p float64) float64 {
+		return float64(l[min(len(l)-1, int(p*float64(len(l))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), prefix+"p50-ms")
+	b.ReportMetric(pct(0.99), prefix+"p99-ms")
+	return pct(0.50)
+}
+
+// benchPair times op (through the store) and raw (the same requests sent
+// straight to Elasticsearch) alternately, at least 50 times each.
+func benchPair(b *testing.B, op, raw func() error) {
+	var a, r lat
+	for i := 0; i < max(b.N, 50); i++ {
+		t := time.Now()
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+		a = append(a, time.Since(t))
+		t = time.Now()
+		if err := raw(); err != nil {
+			b.Fatal(err)
+		}
+		r = append(r, time.Since(t))
+	}
+	p, rp := a.report(b, ""), r.report(b, "raw-")
+	if rp > 0 {
+		b.ReportMetric(p/rp, "x-raw")
+	}
+}
+
+// rawSearch posts body to the notices alias and decodes the answer.
+func rawSearch(s *Store, index string, body obj) func() error {
+	return func() error {
+		_, err := s.search(context.Background(), index, body)
+		return err
+	}
+}
+
+func benchSearch(b *testing.B, q string) {
+	s := readBench(b)
+	ctx := context.Background()
+	var f notice.Filter
+	if q != "" {
+		n, err := query.Parse(q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Q = n
+	}
+	sq := notice.SearchQuery{Filter: f, Sort: notice.SortPublishedDesc, Limit: 20, Page: 1}
+	body, err := s.filterQuery(ctx, f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := obj{"query": body, "sort": sortPublishedDesc, "track_total_hits": true, "size": 20, "from": 0}
+	benchPair(b, func() error { _, err := s.Search(ctx, sq); return err }, rawSearch(s, s.Alias(mappings.Notices), raw))
+}
+
+func BenchmarkESSearchFilterOnly(b *testing.B) { benchSearch(b, "") }
+func BenchmarkESSearchCreditors(b *testing.B)  { benchSearch(b, "creditors") }
+func BenchmarkESSearchQ(b *testing.B) {
+	benchSearch(b, `"voluntary administration" OR liquidat* -deed`)
+}
+
+func BenchmarkESCompany(b *testing.B) {
+	s := readBench(b)
+	ctx := context.Background()
+	i := 0
+	benchPair(b, func() error {
+		_, err := s.Company(ctx, ident.ID{Value: readACNs[i%len(readACNs)], Kind: ident.ACN})
+		return err
+	}, func() error {
+		acn := readACNs[i%len(readACNs)]
+		i++
+		// The same three requests: register rows, the company's other
+		// identifiers (the same search), its notices.
+		reg := obj{"query": obj{"term": obj{"acn": acn}}, "sort": []obj{{"row": "asc"}}, "size": scanPage}
+		if _, err := s.search(ctx, s.Alias(mappings.Register), reg); err != nil {
+			return err
+		}
+		if _, err := s.search(ctx, s.Alias(mappings.Register), reg); err != nil {
+			return err
+		}
+		_, err := s.search(ctx, s.Alias(mappings.Notices), obj{"query": obj{"bool": obj{"should": []obj{{"term": obj{"acn": acn}}}}},
+			"sort": sortPublishedDesc, "size": scanPage})
+		return err
+	})
+}
+
+func BenchmarkESFilters(b *testing.B) {
+	s := readBench(b)
+	ctx := context.Background()
+	body, _ := s.filterQuery(ctx, notice.Filter{})
+	aggs := obj{}
+	for _, fld := range facetFields {
+		aggs[fld] = obj{"terms": obj{"field": fld, "size": maxBuckets}}
+	}
+	benchPair(b, func() error { _, err := s.Filters(ctx, notice.Filter{}); return err },
+		rawSearch(s, s.Alias(mappings.Notices), obj{"query": body, "size": 0, "track_total_hits": true, "aggs": aggs}))
+}
+
+func BenchmarkESStats(b *testing.B) {
+	s := readBench(b)
+	ctx := context.Background()
+	f := notice.Filter{From: "2025-01-01", To: "2025-12-31"}
+	body, _ := s.filterQuery(ctx, f)
+	h := obj{"date_histogram": obj{"field": "published_date", "calendar_interval": "month", "format": "yyyy-MM",
+		"min_doc_count": 0, "extended_bounds": obj{"min": "2025-01", "max": "2025-12"}}}
+	benchPair(b, func() error { _, err := s.Stats(ctx, notice.StatsQuery{Filter: f, GroupBy: "month"}); return err },
+		rawSearch(s, s.Alias(mappings.Notices), obj{"query": body, "size": 0, "track_total_hits": true, "aggs": obj{"g": h}}))
+}
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -1,0 +1,199 @@
+package elastic
+
+import (
+	"context"
+	"strings"
+
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/query"
+)
+
+// ftsField is the folded full-text field (see noticeDoc).
+const ftsField = "fts"
+
+// maxPhraseExpansions bounds the words a phrase's trailing prefix expands
+// to (match_phrase_prefix's max_expansions). FTS5 expands without a bound;
+// a prefix matching more words than this at the end of a phrase may find
+// fewer notices here (docs/elasticsearch.md).
+const maxPhraseExpansions = 10000
+
+type obj = map[string]any
+
+var (
+	matchAll  = obj{"match_all": obj{}}
+	matchNone = obj{"match_none": obj{}}
+)
+
+// compileQ translates a parsed q into query DSL over the folded text, with
+// the semantics of query.Match: a word is a token of any field (as a
+// phrase of its standard-analyzer tokens, which for folded text is the word
+// itself), a phrase consecutive tokens within one field, a prefix any
+// token starting with it; And/Or/Not as bool must/should/must_not (a bool
+// with only must_not matches every notice but those).
+func compileQ(n query.Node) obj {
+	switch n := query.Deref(n).(type) {
+	case nil:
+		return matchAll
+	case query.Term:
+		return textQuery(n.Text, n.Prefix)
+	case query.Phrase:
+		return textQuery(strings.Join(n.Words, " "), n.Prefix)
+	case query.And:
+		if len(n.Children) == 0 {
+			return matchAll
+		}
+		var must, mustNot []obj
+		for _, c := range n.Children {
+			if not, ok := query.Deref(c).(query.Not); ok {
+				mustNot = append(mustNot, compileQ(not.Child))
+			} else {
+				must = append(must, compileQ(c))
+			}
+		}
+		b := obj{}
+		if len(must) > 0 {
+			b["must"] = must
+		}
+		if len(mustNot) > 0 {
+			b["must_not"] = mustNot
+		}
+		return obj{"bool": b}
+	case query.Or:
+		if len(n.Children) == 0 {
+			return matchNone
+		}
+		should := make([]obj, len(n.Children))
+		for i, c := range n.Children {
+			should[i] = compileQ(c)
+		}
+		return obj{"bool": obj{"should": should, "minimum_should_match": 1}}
+	case query.Not:
+		return obj{"bool": obj{"must_not": []obj{compileQ(n.Child)}}}
+	default:
+		return matchNone
+	}
+}
+
+// textQuery matches the folded tokens of text consecutively in one field,
+// the last as a prefix when prefix is set. The text is folded here too (as
+// FTS5 folds a query's tokens), so unfolded input matches as well.
+func textQuery(text string, prefix bool) obj {
+	folded := query.Fold(text)
+	if folded == "" {
+		return matchNone
+	}
+	if !prefix {
+		return obj{"match_phrase": obj{ftsField: obj{"query": folded, "analyzer": "standard"}}}
+	}
+	if !strings.Contains(folded, " ") {
+		return obj{"prefix": obj{ftsField: obj{"value": folded}}}
+	}
+	return obj{"match_phrase_prefix": obj{ftsField: obj{"query": folded, "max_expansions": maxPhraseExpansions}}}
+}
+
+// ranked reports whether relevance can rank q: as in the embedded store,
+// only a q with a positive full-text part (one FTS5 can express) is
+// ranked; any other sorts as published_desc.
+func ranked(q query.Node) bool {
+	if q == nil {
+		return false
+	}
+	_, ok := query.FTS5(q)
+	return ok
+}
+
+// anyOf matches a keyword field equal to one of values, ignoring case (the
+// embedded store's columns are COLLATE NOCASE).
+func anyOf(field string, values []string) obj {
+	should := make([]obj, len(values))
+	for i, v := range values {
+		should[i] = obj{"term": obj{field: obj{"value": v, "case_insensitive": true}}}
+	}
+	return obj{"bool": obj{"should": should, "minimum_should_match": 1}}
+}
+
+// filterQuery translates a filter into one bool query; q scores (must),
+// the rest filters.
+func (s *Store) filterQuery(ctx context.Context, f notice.Filter) (obj, error) {
+	var must, filter []obj
+	if f.Q != nil {
+		must = append(must, compileQ(f.Q))
+	}
+	if !f.IncludeDeregistration {
+		filter = append(filter, obj{"term": obj{"dereg": false}})
+	}
+	for _, fv := range []struct {
+		field  string
+		values []string
+	}{
+		{"appointment_type", f.AppointmentType},
+		{"notice_purpose", f.NoticePurpose},
+		{"notice_code", f.NoticeCode},
+		{"state", f.State},
+		{"status", f.Status},
+	} {
+		if len(fv.values) > 0 {
+			filter = append(filter, anyOf(fv.field, fv.values))
+		}
+	}
+	if f.From != "" || f.To != "" {
+		r := obj{}
+		if f.From != "" {
+			r["gte"] = f.From
+		}
+		if f.To != "" {
+			r["lte"] = f.To
+		}
+		filter = append(filter, obj{"range": obj{"published_date": r}})
+	}
+	if f.Company != nil {
+		c, err := s.companyQuery(ctx, *f.Company)
+		if err != nil {
+			return nil, err
+		}
+		filter = append(filter, c)
+	}
+	b := obj{}
+	if len(must) > 0 {
+		b["must"] = must
+	}
+	if len(filter) > 0 {
+		b["filter"] = filter
+	}
+	if len(b) == 0 {
+		return matchAll, nil
+	}
+	return obj{"bool": b}, nil
+}
+
+// companyQuery selects the notices of one company: those carrying the
+// identifier, and those carrying the other identifier the register holds
+// for it (ACN -> its ABNs, ABN -> its ACNs).
+func (s *Store) companyQuery(ctx context.Context, id ident.ID) (obj, error) {
+	field, other := "acn", "abn"
+	if id.Kind == ident.ABN {
+		field, other = "abn", "acn"
+	}
+	rows, err := s.registerRows(ctx, field, id.Value)
+	if err != nil {
+		return nil, err
+	}
+	var others []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		v := r.ABN
+		if other == "acn" {
+			v = r.ACN
+		}
+		if v != "" && r.ABN != "" && !seen[v] {
+			seen[v] = true
+			others = append(others, v)
+		}
+	}
+	should := []obj{{"term": obj{field: id.Value}}}
+	if len(others) > 0 {
+		should = append(should, obj{"terms": obj{other: others}})
+	}
+	return obj{"bool": obj{"should": should, "minimum_should_match": 1}}, nil
+}

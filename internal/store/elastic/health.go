@@ -1,0 +1,83 @@
+package elastic
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"noticesd/mappings"
+)
+
+// IndexHealth is one index behind an alias.
+type IndexHealth struct {
+	Alias   string `json:"alias"`
+	Index   string `json:"index"`
+	Version int    `json:"version"`
+	Docs    int64  `json:"docs"`
+}
+
+// Health is what /health can show of the search backend.
+type Health struct {
+	// Cluster is the cluster's status: green, yellow or red.
+	Cluster string        `json:"cluster"`
+	Indices []IndexHealth `json:"indices"`
+	// NewestCollectedAt is the collected_at of the notice with the highest
+	// notice_seq ("" when there is none).
+	NewestCollectedAt string `json:"newest_collected_at"`
+	// NewestAge is how long ago that was, in seconds (-1 when none).
+	NewestAge float64 `json:"newest_age_seconds"`
+}
+
+var versionInName = regexp.MustCompile(`-v(\d+)-[^-]*$`)
+
+// Health reports the cluster status, each alias's index with its mapping
+// version and document count, and the age of the newest notice. Every
+// call has the store's timeout; an unreachable node gives
+// errs.BackendUnavailable.
+func (s *Store) Health(ctx context.Context) (Health, error) {
+	h := Health{NewestAge: -1, Indices: []IndexHealth{}}
+	var cluster struct {
+		Status string `json:"status"`
+	}
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_cluster/health", nil, &cluster); err != nil {
+		return h, err
+	}
+	h.Cluster = cluster.Status
+	for _, kind := range []string{mappings.Notices, mappings.Register} {
+		alias := s.Alias(kind)
+		names, err := s.aliasIndices(ctx, alias)
+		if err != nil {
+			return h, err
+		}
+		for _, name := range names {
+			var count struct {
+				Count int64 `json:"count"`
+			}
+			if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+name+"/_count", nil, &count); err != nil {
+				return h, err
+			}
+			ih := IndexHealth{Alias: alias, Index: name, Docs: count.Count}
+			if m := versionInName.FindStringSubmatch(name); m != nil {
+				ih.Version, _ = strconv.Atoi(m[1])
+			}
+			h.Indices = append(h.Indices, ih)
+		}
+	}
+	ans, err := s.search(ctx, s.Alias(mappings.Notices), obj{"size": 1, "sort": []obj{{"notice_seq": "desc"}},
+		"_source": []string{"collected_at"}, "track_total_hits": false})
+	if err != nil {
+		return h, err
+	}
+	if len(ans.Hits.Hits) > 0 {
+		n, err := collectedAt(ans.Hits.Hits[0].Source)
+		if err == nil && n != "" {
+			h.NewestCollectedAt = n
+			if t, err := time.Parse(time.RFC3339Nano, n); err == nil {
+				h.NewestAge = s.now().Sub(t).Seconds()
+			}
+		}
+	}
+	return h, nil
+}

@@ -1,0 +1,153 @@
+package elastic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/mappings"
+)
+
+// registerDoc is one register row as indexed: row is its position in the
+// file (the order of names), acn and abn are searched, data is the row.
+type registerDoc struct {
+	Row  int64              `json:"row"`
+	ACN  string             `json:"acn"`
+	ABN  string             `json:"abn"`
+	Data notice.RegisterRow `json:"data"`
+}
+
+// RegisterLoad is a register replacement in progress: rows go into a new
+// versioned index; Commit refreshes it and moves the register alias to it
+// in one _aliases call, then deletes the old index. Readers see the old
+// register until then.
+type RegisterLoad struct {
+	s     *Store
+	index string
+	mu    sync.Mutex
+	rows  int64
+	done  bool
+}
+
+var _ store.RegisterLoad = (*RegisterLoad)(nil)
+
+// BeginRegister starts replacing the company register with a new index.
+func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
+	ix, err := mappings.Load(mappings.Register)
+	if err != nil {
+		return nil, err
+	}
+	name := s.indexName(ix, s.newSuffix())
+	if err := s.createIndex(ctx, ix, name, ""); err != nil {
+		return nil, fmt.Errorf("elastic: create register index %s: %w", name, err)
+	}
+	return &RegisterLoad{s: s, index: name}, nil
+}
+
+// Index names the index the load fills.
+func (l *RegisterLoad) Index() string { return l.index }
+
+// Add appends rows to the new register.
+func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return fmt.Errorf("elastic: register load %s is already committed or rolled back; begin a new one", l.index)
+	}
+	ops := make([]bulkOp, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		body, err := json.Marshal(registerDoc{Row: l.rows + int64(i), ACN: r.ACN, ABN: r.ABN, Data: *r})
+		if err != nil {
+			return fmt.Errorf("elastic: encode register row: %w", err)
+		}
+		ops[i] = bulkOp{Index: l.index, Action: "index", ID: strconv.FormatInt(l.rows+int64(i), 10), Body: body,
+			What: "register row " + strconv.FormatInt(l.rows+int64(i)+1, 10) + " (ACN " + r.ACN + ")"}
+	}
+	if err := l.s.bulk(ctx, ops); err != nil {
+		return err
+	}
+	l.rows += int64(len(rows))
+	return nil
+}
+
+// Commit swaps the new register in atomically and deletes the old one.
+func (l *RegisterLoad) Commit(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return fmt.Errorf("elastic: register load %s is already committed or rolled back; begin a new one", l.index)
+	}
+	if err := l.s.refresh(ctx, l.index); err != nil {
+		return err
+	}
+	if err := l.s.swapAlias(ctx, l.s.Alias(mappings.Register), l.index, nil); err != nil {
+		return err
+	}
+	l.done = true
+	return nil
+}
+
+// Rollback abandons the load and deletes its index; the old register stays.
+func (l *RegisterLoad) Rollback() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return nil
+	}
+	l.done = true
+	err := l.s.do(context.Background(), l.s.cfg.BulkTimeout, http.MethodDelete, "/"+l.index, nil, nil)
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("elastic: drop abandoned register index %s: %w", l.index, err)
+	}
+	return nil
+}
+
+// swapAlias points alias at index alone, in one _aliases call (with extra
+// actions appended), then deletes the indices it pointed to before.
+func (s *Store) swapAlias(ctx context.Context, alias, index string, extra []map[string]any) error {
+	old, err := s.moveAlias(ctx, alias, index, extra)
+	if err != nil {
+		return err
+	}
+	return s.dropIndices(ctx, alias, old)
+}
+
+// moveAlias points alias at index alone, in one _aliases call (with extra
+// actions appended), and returns the other indices it pointed to.
+func (s *Store) moveAlias(ctx context.Context, alias, index string, extra []map[string]any) ([]string, error) {
+	cur, err := s.aliasIndices(ctx, alias)
+	if err != nil {
+		return nil, err
+	}
+	actions := []map[string]any{{"add": map[string]any{"index": index, "alias": alias, "is_write_index": true}}}
+	var old []string
+	for _, o := range cur {
+		if o != index {
+			old = append(old, o)
+			// must_exist: a concurrent move makes this call fail instead
+			// of undoing the other.
+			actions = append(actions, map[string]any{"remove": map[string]any{"index": o, "alias": alias, "must_exist": true}})
+		}
+	}
+	actions = append(actions, extra...)
+	if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodPost, "/_aliases", map[string]any{"actions": actions}, nil); err != nil {
+		return nil, fmt.Errorf("elastic: move alias %s to %s: %w", alias, index, err)
+	}
+	return old, nil
+}
+
+// dropIndices deletes indices an alias no longer points to.
+func (s *Store) dropIndices(ctx context.Context, alias string, old []string) error {
+	for _, o := range old {
+		if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodDelete, "/"+o, nil, nil); err != nil && !isNotFound(err) {
+			return fmt.Errorf("elastic: alias %s moved, but deleting the old index %s failed (delete it by hand): %w", alias, o, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package elastic
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"noticesd/mappings"
+)
+
+// writeGrace bounds how long before a reindex starts a notice write may
+// have been stamped (indexed_at) and still be landing: writes that did not
+// yet see the reindex's index are copied again after the swap if they are
+// this recent.
+const writeGrace = 5 * time.Minute
+
+// ReindexProgress reports a reindex step: kind is the index kind, done and
+// total count documents copied.
+type ReindexProgress func(kind string, done, total int64)
+
+// ReindexResult says what a reindex did.
+type ReindexResult struct {
+	// Notices and Register name the new indices; NoticesCopied and
+	// RegisterCopied count the documents copied into them.
+	Notices, Register             string
+	NoticesCopied, RegisterCopied int64
+	// CaughtUp counts notices copied again after the swap (written during
+	// the reindex without seeing it).
+	CaughtUp int64
+}
+
+// reindexHook, when set by a test, runs between the copy and the alias
+// swap of the notices.
+var reindexHook func()
+
+// Reindex rebuilds both indices from the current mappings into new
+// versioned indices and moves the aliases, one atomic _aliases call each;
+// the old indices are deleted afterwards. Searches go on against the old
+// index until the swap and the new one after; neither is ever incomplete.
+//
+// Notices written meanwhile are not lost: while the new index is being
+// filled it carries the alias <ns>-notices-next, and UpsertNotices writes
+// to it as well as to the live alias; copies and writes carry external_gte
+// versions (the writer's milliseconds), so whichever lands last, the newest
+// version wins. After the swap, notices stamped since the reindex began
+// (less writeGrace) are copied again from the old index, for writers that
+// started their batch before the next alias existed.
+//
+// A register load committed during the reindex makes the register's alias
+// move fail (the new register is kept; run reindex again).
+func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexResult, error) {
+	var res ReindexResult
+	if progress == nil {
+		progress = func(string, int64, int64) {}
+	}
+	// Notices.
+	ix, err := mappings.Load(mappings.Notices)
+	if err != nil {
+		return res, err
+	}
+	if exists, err := s.aliasExists(ctx, s.nextAlias()); err != nil {
+		return res, err
+	} else if exists {
+		return res, fmt.Errorf("elastic: another reindex is filling %s (or one was interrupted: delete the index it points to, then run reindex again)", s.nextAlias())
+	}
+	old, err := s.aliasIndices(ctx, s.Alias(mappings.Notices))
+	if err != nil {
+		return res, err
+	}
+	res.Notices = s.indexName(ix, s.newSuffix())
+	start := time.Now().Add(-writeGrace).UnixMilli()
+	if err := s.createIndex(ctx, ix, res.Notices, s.nextAlias()); err != nil {
+		return res, fmt.Errorf("elastic: create %s: %w", res.Notices, err)
+	}
+	abandon := func(err error) (ReindexResult, error) {
+		_ = s.do(context.WithoutCancel(ctx), s.cfg.BulkTimeout, "DELETE", "/"+res.Notices, nil, nil)
+		return res, err
+	}
+	order := []obj{{"notice_seq": "asc"}, {"id": "asc"}}
+	res.NoticesCopied, err = s.copyDocs(ctx, s.Alias(mappings.Notices), res.Notices, matchAll, order, "notices", progress)
+	if err != nil {
+		return abandon(err)
+	}
+	if reindexHook != nil {
+		reindexHook()
+	}
+	if err := s.refresh(ctx, res.Notices); err != nil {
+		return abandon(err)
+	}
+	removeNext := []map[string]any{{"remove": map[string]any{"index": res.Notices, "alias": s.nextAlias()}}}
+	if _, err := s.moveAlias(ctx, s.Alias(mappings.Notices), res.Notices, removeNext); err != nil {
+		return abandon(err)
+	}
+	// Catch up on writes that went to the old index only.
+	for _, o := range old {
+		if err := s.refresh(ctx, o); err != nil {
+			return res, err
+		}
+		n, err := s.copyDocs(ctx, o, res.Notices, obj{"range": obj{"indexed_at": obj{"gte": start}}}, order, "notices (catch-up)", progress)
+		if err != nil {
+			return res, fmt.Errorf("elastic: catching up from %s (kept; run reindex again): %w", o, err)
+		}
+		res.CaughtUp += n
+	}
+	if err := s.refresh(ctx, res.Notices); err != nil {
+		return res, err
+	}
+	if err := s.dropIndices(ctx, s.Alias(mappings.Notices), old); err != nil {
+		return res, err
+	}
+
+	// Register: loads replace it whole, so a copy and a swap suffice.
+	rix, err := mappings.Load(mappings.Register)
+	if err != nil {
+		return res, err
+	}
+	res.Register = s.indexName(rix, s.newSuffix())
+	if err := s.createIndex(ctx, rix, res.Register, ""); err != nil {
+		return res, fmt.Errorf("elastic: create %s: %w", res.Register, err)
+	}
+	res.RegisterCopied, err = s.copyDocs(ctx, s.Alias(mappings.Register), res.Register, matchAll, []obj{{"row": "asc"}}, "register", progress)
+	if err == nil {
+		err = s.refresh(ctx, res.Register)
+	}
+	if err == nil {
+		err = s.swapAlias(ctx, s.Alias(mappings.Register), res.Register, nil)
+	}
+	if err != nil {
+		_ = s.do(context.WithoutCancel(ctx), s.cfg.BulkTimeout, "DELETE", "/"+res.Register, nil, nil)
+		return res, err
+	}
+	return res, nil
+}
+
+// copyDocs copies the documents of from matching query into index, in
+// order (search_after), keeping ids and external versions.
+func (s *Store) copyDocs(ctx context.Context, from, index string, query obj, order []obj, kind string, progress ReindexProgress) (int64, error) {
+	count, err := s.search(ctx, from, obj{"query": query, "size": 0, "track_total_hits": true})
+	if err != nil {
+		return 0, err
+	}
+	total := count.Hits.Total.Value
+	var done int64
+	err = s.pages(ctx, from, obj{"query": query, "sort": order, "version": true}, math.MaxInt, func(hs []hit) error {
+		ops := make([]bulkOp, len(hs))
+		for i, h := range hs {
+			ops[i] = bulkOp{Index: index, Action: "index", ID: h.ID, Body: h.Source, Version: h.Version, What: kind + " document " + h.ID}
+		}
+		if err := s.bulk(ctx, ops); err != nil {
+			return err
+		}
+		done += int64(len(hs))
+		progress(kind, done, max(total, done))
+		return nil
+	})
+	return done, err
+}

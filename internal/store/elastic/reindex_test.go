@@ -1,0 +1,167 @@
+package elastic
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/store/storetest"
+	"noticesd/mappings"
+)
+
+// synthNotice is notice i of a synthetic feed, ready for UpsertNotices.
+func synthNotice(prefix string, i int) notice.Notice {
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 37 * time.Minute)
+	acn := fmt.Sprintf("%09d", 100000000+i)
+	n := notice.Notice{
+		SourceID: fmt.Sprintf("%s-%06d", prefix, i), PublishedAt: notice.Timestamp(at),
+		ACN: &acn, CompanyName: fmt.Sprintf("COMPANY %d PTY LTD", i), NoticeType: "Notice of meeting of creditors",
+		NoticeCode: "MCR", NoticePurpose: "Meeting", State: []string{"NSW", "VIC", "QLD"}[i%3], Status: "In Liquidation",
+		Text: fmt.Sprintf("A meeting of the creditors of company %d will be held.", i), Practitioners: []notice.Practitioner{},
+	}
+	n.ID = notice.IDFor(n.SourceID)
+	n.PublishedDate = notice.PublishedDate(at)
+	return n
+}
+
+func synthBatch(prefix string, from, n int) []notice.Notice {
+	out := make([]notice.Notice, n)
+	for i := range out {
+		out[i] = synthNotice(prefix, from+i)
+	}
+	return out
+}
+
+// TestReindexUnderLoad: a reindex moves both aliases to new indices while a
+// read loop and an ingest run; no read fails, no notice is lost (those
+// written during the copy, between the copy and the swap, and updated
+// ones), the old indices are gone.
+func TestReindexUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	const initial = 3000
+	for start := 0; start < initial; start += 1000 {
+		if _, err := s.UpsertNotices(ctx, synthBatch("A", start, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	storetest.LoadRegister(t, storetest.Backend{Register: s}, storetest.RegisterRows())
+	oldNotices, err := s.aliasIndices(ctx, s.Alias(mappings.Notices))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldRegister, err := s.aliasIndices(ctx, s.Alias(mappings.Register))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var reads, readErrs, shortReads atomic.Int64
+	var firstReadErr atomic.Value
+	wg.Add(1)
+	go func() { // read loop
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p, err := s.Search(ctx, notice.SearchQuery{Filter: notice.Filter{State: []string{"NSW", "VIC", "QLD"}}, Sort: notice.SortPublishedDesc, Limit: 10})
+			reads.Add(1)
+			if err != nil {
+				readErrs.Add(1)
+				firstReadErr.CompareAndSwap(nil, err.Error())
+			} else if p.Total < initial {
+				shortReads.Add(1)
+			}
+			if _, err := s.Company(ctx, storetestACN()); err != nil {
+				readErrs.Add(1)
+				firstReadErr.CompareAndSwap(nil, err.Error())
+			}
+		}
+	}()
+	var ingested atomic.Int64
+	wg.Add(1)
+	go func() { // concurrent ingest of new notices, 50 at a time
+		defer wg.Done()
+		for b := 0; ; b++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.UpsertNotices(ctx, synthBatch("B", b*50, 50)); err != nil {
+				t.Errorf("ingest during reindex: %v", err)
+				return
+			}
+			ingested.Add(50)
+		}
+	}()
+	// Between the copy and the swap: new notices and an update of a copied
+	// one, written while the new index is not yet live.
+	updated := synthNotice("A", 7)
+	updated.Text = "A meeting of the creditors was adjourned sine die."
+	reindexHook = func() {
+		if _, err := s.UpsertNotices(ctx, append(synthBatch("C", 0, 20), updated)); err != nil {
+			t.Errorf("ingest between copy and swap: %v", err)
+		}
+	}
+	defer func() { reindexHook = nil }()
+
+	res, err := s.Reindex(ctx, nil)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("reindex: %v", err)
+	}
+	if readErrs.Load() > 0 || shortReads.Load() > 0 {
+		t.Errorf("%d of %d reads failed (first: %v), %d saw fewer than %d notices", readErrs.Load(), reads.Load(), firstReadErr.Load(), shortReads.Load(), initial)
+	}
+	if res.NoticesCopied < initial || res.RegisterCopied != int64(len(storetest.RegisterRows())) {
+		t.Errorf("copied %d notices and %d register rows, want at least %d and %d", res.NoticesCopied, res.RegisterCopied, initial, len(storetest.RegisterRows()))
+	}
+	// Every notice is there, in the new index.
+	want := int64(initial) + ingested.Load() + 20
+	st, err := s.IndexStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Notices != want {
+		t.Errorf("after reindex %d notices, want %d (%d ingested during it)", st.Notices, want, ingested.Load())
+	}
+	got, err := s.Notice(ctx, updated.ID)
+	if err != nil || got.Text != updated.Text {
+		t.Errorf("update made before the swap: text %q (%v), want %q", got.Text, err, updated.Text)
+	}
+	for _, c := range []struct {
+		kind, want string
+		old        []string
+	}{{mappings.Notices, res.Notices, oldNotices}, {mappings.Register, res.Register, oldRegister}} {
+		now, err := s.aliasIndices(ctx, s.Alias(c.kind))
+		if err != nil || len(now) != 1 || now[0] != c.want {
+			t.Errorf("alias %s points to %v (%v), want [%s]", s.Alias(c.kind), now, err, c.want)
+		}
+		for _, o := range c.old {
+			if err := s.do(ctx, time.Second*5, "HEAD", "/"+o, nil, nil); !isNotFound(err) {
+				t.Errorf("old index %s still there (%v)", o, err)
+			}
+		}
+	}
+	if next, _ := s.aliasExists(ctx, s.nextAlias()); next {
+		t.Errorf("alias %s left behind", s.nextAlias())
+	}
+	if !strings.Contains(res.Notices, "-notices-v") {
+		t.Errorf("new index %q is not versioned", res.Notices)
+	}
+	t.Logf("%d reads, %d notices ingested during the reindex, %d caught up", reads.Load(), ingested.Load(), res.CaughtUp)
+}
+
+func storetestACN() ident.ID { return ident.ID{Value: storetest.ACNAlpha, Kind: ident.ACN} }

@@ -1,0 +1,495 @@
+package elastic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"noticesd/internal/errs"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/query"
+	"noticesd/mappings"
+)
+
+// window is Elasticsearch's max_result_window: pages ending past it are
+// reached with search_after.
+const window = 10000
+
+// scanPage is how many hits one search_after step reads.
+const scanPage = 1000
+
+// Publication orders, as in the embedded store: published_date, then
+// published_at, ties on notice_seq descending.
+var (
+	sortPublishedDesc = []obj{{"published_date": "desc"}, {"published_at": "desc"}, {"notice_seq": "desc"}}
+	sortPublishedAsc  = []obj{{"published_date": "asc"}, {"published_at": "asc"}, {"notice_seq": "desc"}}
+	sortRelevance     = []obj{{"_score": "desc"}, {"notice_seq": "desc"}}
+	sortSeqAsc        = []obj{{"notice_seq": "asc"}}
+)
+
+// Search returns one page of matching notices and the exact total.
+func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.SearchPage, error) {
+	order, err := sortFor(q.Sort, q.Q)
+	if err != nil {
+		return notice.SearchPage{}, err
+	}
+	limit, page := q.Limit, q.Page
+	if limit <= 0 {
+		limit = 20
+	}
+	if page <= 0 {
+		page = 1
+	}
+	query, err := s.filterQuery(ctx, q.Filter)
+	if err != nil {
+		return notice.SearchPage{}, err
+	}
+	ns, total, err := s.page(ctx, query, order, (page-1)*limit, limit)
+	if err != nil {
+		return notice.SearchPage{}, err
+	}
+	return notice.SearchPage{Notices: ns, Total: total}, nil
+}
+
+// sortFor validates a sort key; relevance is published_desc for a q
+// without a positive full-text part.
+func sortFor(key string, q query.Node) ([]obj, error) {
+	switch key {
+	case notice.SortPublishedDesc, "":
+		return sortPublishedDesc, nil
+	case notice.SortPublishedAsc:
+		return sortPublishedAsc, nil
+	case notice.SortRelevance:
+		if !ranked(q) {
+			return sortPublishedDesc, nil
+		}
+		return sortRelevance, nil
+	}
+	return nil, errs.New(errs.InvalidParameter, "sort %q is not one of %s, %s, %s", key,
+		notice.SortPublishedDesc, notice.SortPublishedAsc, notice.SortRelevance)
+}
+
+// page returns hits offset..offset+limit of query in order, and the exact
+// total. A page ending inside the result window is one from/size search;
+// past it, search_after steps over the earlier hits reading only their
+// sort values.
+func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit int) ([]notice.Notice, int64, error) {
+	body := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "from": offset}
+	if offset+limit <= window {
+		ans, err := s.search(ctx, s.Alias(mappings.Notices), body)
+		if err != nil {
+			return nil, 0, err
+		}
+		ns, err := notices(ans.Hits.Hits)
+		return ns, ans.Hits.Total.Value, err
+	}
+	var after []any
+	var total int64
+	skipped := 0
+	for skipped < offset {
+		step := min(scanPage*10, offset-skipped)
+		b := obj{"query": query, "sort": order, "track_total_hits": true, "size": step, "_source": false}
+		if after != nil {
+			b["search_after"] = after
+		}
+		ans, err := s.search(ctx, s.Alias(mappings.Notices), b)
+		if err != nil {
+			return nil, 0, err
+		}
+		total = ans.Hits.Total.Value
+		hs := ans.Hits.Hits
+		if len(hs) == 0 {
+			return []notice.Notice{}, total, nil
+		}
+		skipped += len(hs)
+		after = hs[len(hs)-1].Sort
+		if len(hs) < step {
+			return []notice.Notice{}, total, nil
+		}
+	}
+	b := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "search_after": after}
+	ans, err := s.search(ctx, s.Alias(mappings.Notices), b)
+	if err != nil {
+		return nil, 0, err
+	}
+	ns, err := notices(ans.Hits.Hits)
+	return ns, ans.Hits.Total.Value, err
+}
+
+// scan returns every hit of query in order (a sort ending on a unique
+// field), up to max, with search_after.
+func (s *Store) scan(ctx context.Context, index string, query obj, order []obj, max int) ([]hit, error) {
+	var out []hit
+	err := s.pages(ctx, index, obj{"query": query, "sort": order}, max, func(hs []hit) error {
+		out = append(out, hs...)
+		return nil
+	})
+	return out, err
+}
+
+// pages reads the hits of body (query and a sort ending on a unique field)
+// page by page with search_after, up to max, handing each page to fn.
+func (s *Store) pages(ctx context.Context, index string, body obj, max int, fn func([]hit) error) error {
+	var after []any
+	for read := 0; read < max; {
+		b := obj{"size": min(scanPage, max-read), "track_total_hits": false}
+		for k, v := range body {
+			b[k] = v
+		}
+		if after != nil {
+			b["search_after"] = after
+		}
+		ans, err := s.search(ctx, index, b)
+		if err != nil {
+			return err
+		}
+		hs := ans.Hits.Hits
+		if len(hs) > 0 {
+			if err := fn(hs); err != nil {
+				return err
+			}
+		}
+		read += len(hs)
+		if len(hs) < scanPage {
+			return nil
+		}
+		after = hs[len(hs)-1].Sort
+	}
+	return nil
+}
+
+func (s *Store) search(ctx context.Context, index string, body obj) (*searchAnswer, error) {
+	var ans searchAnswer
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+index+"/_search", body, &ans); err != nil {
+		return nil, searchError(err)
+	}
+	return &ans, nil
+}
+
+// searchError explains a refused search: the query translation and the
+// parser disagree, which is ours to fix.
+func searchError(err error) error {
+	if _, ok := errs.As(err); ok {
+		return err
+	}
+	return fmt.Errorf("elastic: search refused by Elasticsearch (a query translation bug; please report the request): %w", err)
+}
+
+func notices(hs []hit) ([]notice.Notice, error) {
+	out := make([]notice.Notice, len(hs))
+	for i, h := range hs {
+		n, err := noticeOf(h.Source)
+		if err != nil {
+			return nil, fmt.Errorf("elastic: decode notice %s: %w", h.ID, err)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// Notice returns one notice by its public id, or errs.NotFound.
+func (s *Store) Notice(ctx context.Context, id string) (notice.Notice, error) {
+	ns, err := s.NoticesByID(ctx, []string{id})
+	if err != nil {
+		return notice.Notice{}, err
+	}
+	if len(ns) == 0 {
+		return notice.Notice{}, errs.New(errs.NotFound, "no notice has id %q; ids look like ntc_ followed by 16 characters, as returned by search", id)
+	}
+	return ns[0], nil
+}
+
+// NoticesByID returns the stored notices among ids, in the order given
+// (ids not stored are left out).
+func (s *Store) NoticesByID(ctx context.Context, ids []string) ([]notice.Notice, error) {
+	if len(ids) == 0 {
+		return []notice.Notice{}, nil
+	}
+	var ans struct {
+		Docs []struct {
+			ID     string          `json:"_id"`
+			Found  bool            `json:"found"`
+			Source json.RawMessage `json:"_source"`
+		} `json:"docs"`
+	}
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+s.Alias(mappings.Notices)+"/_mget?_source=notice",
+		obj{"ids": ids}, &ans); err != nil {
+		return nil, err
+	}
+	out := make([]notice.Notice, 0, len(ans.Docs))
+	for _, d := range ans.Docs {
+		if !d.Found {
+			continue
+		}
+		n, err := noticeOf(d.Source)
+		if err != nil {
+			return nil, fmt.Errorf("elastic: decode notice %s: %w", d.ID, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// NoticesThrough returns up to limit notices with after < notice_seq <=
+// through, ascending by notice_seq (deregistration notices included).
+func (s *Store) NoticesThrough(ctx context.Context, after, through int64, limit int) ([]notice.Notice, error) {
+	if limit <= 0 || through <= after {
+		return []notice.Notice{}, nil
+	}
+	q := obj{"range": obj{"notice_seq": obj{"gt": after, "lte": through}}}
+	hs, err := s.scan(ctx, s.Alias(mappings.Notices), q, sortSeqAsc, limit)
+	if err != nil {
+		return nil, err
+	}
+	return notices(hs)
+}
+
+// NoticesAfter returns up to limit notices with notice_seq > seq that have
+// arrived (seq at most the watermark), ascending by notice_seq: what a
+// matcher following the arrivals reads next.
+func (s *Store) NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error) {
+	wm, err := s.Watermark(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.NoticesThrough(ctx, seq, wm, limit)
+}
+
+// registerRows returns the register rows whose field (acn or abn) is
+// value, in file order.
+func (s *Store) registerRows(ctx context.Context, field, value string) ([]notice.RegisterRow, error) {
+	if value == "" {
+		return nil, nil
+	}
+	hs, err := s.scan(ctx, s.Alias(mappings.Register), obj{"term": obj{field: value}}, []obj{{"row": "asc"}}, window)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]notice.RegisterRow, len(hs))
+	for i, h := range hs {
+		var d registerDoc
+		if err := json.Unmarshal(h.Source, &d); err != nil {
+			return nil, fmt.Errorf("elastic: decode register row: %w", err)
+		}
+		out[i] = d.Data
+	}
+	return out, nil
+}
+
+// Company returns the company view; see store.Notices. An ABN is resolved
+// to the first ACN the register gives it.
+func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error) {
+	var regs []notice.RegisterRow
+	var err error
+	if id.Kind == ident.ABN {
+		byABN, err := s.registerRows(ctx, "abn", id.Value)
+		if err != nil {
+			return notice.Company{}, err
+		}
+		if len(byABN) > 0 {
+			regs, err = s.registerRows(ctx, "acn", byABN[0].ACN)
+		}
+		if err != nil {
+			return notice.Company{}, err
+		}
+	} else {
+		regs, err = s.registerRows(ctx, "acn", id.Value)
+		if err != nil {
+			return notice.Company{}, err
+		}
+	}
+	cq, err := s.companyQuery(ctx, id)
+	if err != nil {
+		return notice.Company{}, err
+	}
+	hs, err := s.scan(ctx, s.Alias(mappings.Notices), cq, sortPublishedDesc, 1<<30)
+	if err != nil {
+		return notice.Company{}, err
+	}
+	ns, err := notices(hs)
+	if err != nil {
+		return notice.Company{}, err
+	}
+	if len(regs) == 0 && len(ns) == 0 {
+		return notice.Company{}, errs.New(errs.NotFound,
+			"no company with %s %s in the register or the notices; check the number (a company's ABN is two digits followed by its ACN)", id.Kind, id.Value)
+	}
+	return notice.BuildCompany(id, regs, ns), nil
+}
+
+// facetFields are the fields /v1/filters counts, in FilterCounts order.
+var facetFields = []string{"appointment_type", "notice_purpose", "notice_code", "state", "status"}
+
+// maxBuckets sizes the terms aggregations so that every value comes back.
+const maxBuckets = 10000
+
+type termsAgg struct {
+	Other   int64 `json:"sum_other_doc_count"`
+	Buckets []struct {
+		Key         json.RawMessage `json:"key"`
+		KeyAsString string          `json:"key_as_string"`
+		Count       int64           `json:"doc_count"`
+	} `json:"buckets"`
+}
+
+// aggregate runs one size-0 search of f with aggs and decodes each
+// aggregation's buckets.
+func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64, map[string]termsAgg, error) {
+	query, err := s.filterQuery(ctx, f)
+	if err != nil {
+		return 0, nil, err
+	}
+	ans, err := s.search(ctx, s.Alias(mappings.Notices), obj{"query": query, "size": 0, "track_total_hits": true, "aggs": aggs})
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make(map[string]termsAgg, len(ans.Aggregations))
+	for name, raw := range ans.Aggregations {
+		var a termsAgg
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return 0, nil, fmt.Errorf("elastic: decode aggregation %s: %w", name, err)
+		}
+		if a.Other > 0 {
+			return 0, nil, fmt.Errorf("elastic: %s has more than %d distinct values; the counts would be incomplete", name, maxBuckets)
+		}
+		out[name] = a
+	}
+	return ans.Hits.Total.Value, out, nil
+}
+
+// bucketKey is a bucket's key as a string.
+func bucketKey(raw json.RawMessage, asString string) string {
+	if asString != "" {
+		return asString
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// Filters counts the values of each filter field among the matching
+// notices, merging spellings that differ only in case.
+func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCounts, error) {
+	aggs := obj{}
+	for _, fld := range facetFields {
+		aggs[fld] = obj{"terms": obj{"field": fld, "size": maxBuckets}}
+	}
+	total, res, err := s.aggregate(ctx, f, aggs)
+	if err != nil {
+		return notice.FilterCounts{}, err
+	}
+	lists := make([][]notice.ValueCount, len(facetFields))
+	for i, fld := range facetFields {
+		m := map[string]int64{}
+		var order []string
+		for _, b := range res[fld].Buckets {
+			k := bucketKey(b.Key, b.KeyAsString)
+			if fld == "appointment_type" && k == "" {
+				continue
+			}
+			k = foldKey(m, &order, k)
+			m[k] += b.Count
+		}
+		lists[i] = notice.SortedCounts(m)
+	}
+	return notice.FilterCounts{Total: total, AppointmentType: lists[0], NoticePurpose: lists[1],
+		NoticeCode: lists[2], State: lists[3], Status: lists[4]}, nil
+}
+
+// foldKey returns the spelling already counted that equals k ignoring
+// case, or k (recorded in order) when there is none.
+func foldKey(m map[string]int64, order *[]string, k string) string {
+	if _, ok := m[k]; ok {
+		return k
+	}
+	for _, o := range *order {
+		if strings.EqualFold(o, k) {
+			return o
+		}
+	}
+	*order = append(*order, k)
+	return k
+}
+
+// Stats counts the matching notices grouped by one field. Months come
+// from a date_histogram over published_date (already the Sydney calendar
+// date, so UTC month buckets are Sydney months), with extended_bounds over
+// from..to so empty months come back as 0.
+func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, error) {
+	out := notice.Stats{GroupBy: q.GroupBy, Data: []notice.Bucket{}}
+	if out.GroupBy == "" {
+		out.GroupBy = "month"
+	}
+	var agg obj
+	switch out.GroupBy {
+	case "month":
+		h := obj{"field": "published_date", "calendar_interval": "month", "format": "yyyy-MM", "min_doc_count": 1}
+		if from, ok := notice.ParseDate(q.From); ok {
+			if to, ok := notice.ParseDate(q.To); ok && !to.Before(from) && to.Sub(from).Hours() < 24*31*notice.MaxFilledMonths {
+				h["min_doc_count"] = 0
+				h["extended_bounds"] = obj{"min": q.From[:7], "max": q.To[:7]}
+			}
+		}
+		agg = obj{"date_histogram": h}
+	case "appointment_type", "notice_purpose", "state", "notice_code":
+		agg = obj{"terms": obj{"field": out.GroupBy, "size": maxBuckets}}
+	default:
+		return notice.Stats{}, errs.New(errs.InvalidGroupBy, "group_by %q is not one of %s", q.GroupBy, strings.Join(notice.GroupByKeys, ", "))
+	}
+	total, res, err := s.aggregate(ctx, q.Filter, obj{"g": agg})
+	if err != nil {
+		return notice.Stats{}, err
+	}
+	out.Total = total
+	m := map[string]int64{}
+	var order []string
+	for _, b := range res["g"].Buckets {
+		k := bucketKey(b.Key, b.KeyAsString)
+		if out.GroupBy == "appointment_type" && k == "" {
+			continue
+		}
+		k = foldKey(m, &order, k)
+		m[k] += b.Count
+	}
+	for _, k := range order {
+		out.Data = append(out.Data, notice.Bucket{Key: k, Count: m[k]})
+	}
+	return out, nil
+}
+
+// IndexStatus reports the number of notices, the latest notice_seq and the
+// latest published_date.
+func (s *Store) IndexStatus(ctx context.Context) (notice.IndexStatus, error) {
+	var st notice.IndexStatus
+	ans, err := s.search(ctx, s.Alias(mappings.Notices), obj{"size": 0, "track_total_hits": true, "aggs": obj{
+		"seq":  obj{"max": obj{"field": "notice_seq"}},
+		"date": obj{"max": obj{"field": "published_date", "format": "yyyy-MM-dd"}},
+	}})
+	if err != nil {
+		return st, err
+	}
+	st.Notices = ans.Hits.Total.Value
+	var seq, date struct {
+		Value         *float64 `json:"value"`
+		ValueAsString string   `json:"value_as_string"`
+	}
+	if err := json.Unmarshal(ans.Aggregations["seq"], &seq); err != nil {
+		return st, fmt.Errorf("elastic: decode index status: %w", err)
+	}
+	if err := json.Unmarshal(ans.Aggregations["date"], &date); err != nil {
+		return st, fmt.Errorf("elastic: decode index status: %w", err)
+	}
+	if seq.Value != nil {
+		st.LatestNoticeSeq = int64(*seq.Value)
+	}
+	if date.Value != nil && date.ValueAsString != "" {
+		d := date.ValueAsString
+		st.LatestPublishedDate = &d
+	}
+	return st, nil
+}

@@ -1,0 +1,318 @@
+// Package elastic is the scale backend's notice and register store: the
+// store.Notices, store.NoticeWriter and store.RegisterWriter seams over
+// Elasticsearch 8 (go-elasticsearch), with notice_seq allocation and the
+// arrival watermark in Redis (package arrival).
+//
+// Indices are defined by package mappings and named
+// <ns>-<kind>-v<version>-<suffix>; the store reads and writes only through
+// the aliases <ns>-notices and <ns>-register (and, while `noticesd reindex`
+// runs, also writes to <ns>-notices-next). Only core Elasticsearch features
+// are used (standard analyzer, keyword/date/long fields, bool, match_phrase,
+// prefix, terms, range, terms and date_histogram aggregations,
+// search_after, aliases, bulk), so the same mappings run on the bare
+// integration-test distribution and on the full one. See
+// docs/elasticsearch.md.
+package elastic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"noticesd/internal/errs"
+	"noticesd/internal/store"
+	"noticesd/internal/store/arrival"
+	"noticesd/mappings"
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout     = 10 * time.Second
+	DefaultBulkTimeout = 2 * time.Minute
+)
+
+// Config says how to reach Elasticsearch and Redis.
+type Config struct {
+	// URL is the Elasticsearch base URL.
+	URL string
+	// Namespace prefixes every index and alias.
+	Namespace string
+	// Arrivals allocates notice_seq and keeps the watermark (Redis).
+	Arrivals *arrival.Arrivals
+	// Timeout bounds every read and small call; BulkTimeout every bulk
+	// request, refresh and index creation.
+	Timeout, BulkTimeout time.Duration
+	// Now is the clock collected_at is stamped with (time.Now when nil).
+	Now func() time.Time
+	// BulkWorkers is the number of concurrent bulk requests per batch (2
+	// when 0).
+	BulkWorkers int
+}
+
+// Store is the Elasticsearch notice and register store of one namespace.
+type Store struct {
+	es     *elasticsearch.Client
+	cfg    Config
+	ns     string
+	now    func() time.Time
+	arrive *arrival.Arrivals
+}
+
+var (
+	_ store.Notices        = (*Store)(nil)
+	_ store.NoticeWriter   = (*Store)(nil)
+	_ store.RegisterWriter = (*Store)(nil)
+)
+
+// Open connects to Elasticsearch and makes sure both aliases exist (an
+// empty first index of the current mapping version behind each). When
+// Elasticsearch cannot be reached it fails with errs.BackendUnavailable;
+// later calls fail the same way while it is down and recover when it
+// answers again.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Namespace == "" || strings.ToLower(cfg.Namespace) != cfg.Namespace {
+		return nil, fmt.Errorf("elastic: namespace %q must be non-empty lower case", cfg.Namespace)
+	}
+	if cfg.Arrivals == nil {
+		return nil, errors.New("elastic: Config.Arrivals is required (notice_seq lives in Redis)")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.BulkTimeout <= 0 {
+		cfg.BulkTimeout = DefaultBulkTimeout
+	}
+	if cfg.BulkWorkers <= 0 {
+		cfg.BulkWorkers = 2
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	es, err := elasticsearch.NewClient(elasticsearch.Config{
+		Addresses:     []string{cfg.URL},
+		MaxRetries:    2,
+		RetryOnStatus: []int{502, 503, 504, 429},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("elastic: client for %s: %w", cfg.URL, err)
+	}
+	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, arrive: cfg.Arrivals}
+	if err := s.ensureAliases(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Arrivals returns the allocator and watermark the store writes through.
+func (s *Store) Arrivals() *arrival.Arrivals { return s.arrive }
+
+// Alias returns the alias of an index kind (mappings.Notices or
+// mappings.Register).
+func (s *Store) Alias(kind string) string { return s.ns + "-" + kind }
+
+// nextAlias names the notices index a reindex is filling.
+func (s *Store) nextAlias() string { return s.ns + "-" + mappings.Notices + "-next" }
+
+// indexName names a new index of a kind.
+func (s *Store) indexName(ix mappings.Index, suffix string) string {
+	return fmt.Sprintf("%s-%s-v%d-%s", s.ns, ix.Kind, ix.Version, suffix)
+}
+
+// newSuffix is a fresh, sortable index suffix.
+func (s *Store) newSuffix() string {
+	return strings.ToLower(time.Now().UTC().Format("20060102t150405.000000000"))
+}
+
+// ensureAliases creates the first index of each kind when its alias is
+// missing. The first index has a fixed name, so two processes starting at
+// once create it once.
+func (s *Store) ensureAliases(ctx context.Context) error {
+	all, err := mappings.All()
+	if err != nil {
+		return err
+	}
+	for _, ix := range all {
+		alias := s.Alias(ix.Kind)
+		exists, err := s.aliasExists(ctx, alias)
+		if err != nil {
+			return err
+		}
+		if exists {
+			continue
+		}
+		err = s.createIndex(ctx, ix, s.indexName(ix, "0"), alias)
+		if err != nil && !isAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// createIndex creates an index from its definition, with alias (as the
+// write index) when alias is not "".
+func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias string) error {
+	var body map[string]any
+	if err := json.Unmarshal(ix.Body, &body); err != nil {
+		return fmt.Errorf("elastic: %s mapping: %w", ix.Kind, err)
+	}
+	if alias != "" {
+		body["aliases"] = map[string]any{alias: map[string]any{"is_write_index": true}}
+	}
+	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPut, "/"+name, body, nil)
+}
+
+func (s *Store) aliasExists(ctx context.Context, alias string) (bool, error) {
+	err := s.do(ctx, s.cfg.Timeout, http.MethodHead, "/_alias/"+alias, nil, nil)
+	if err == nil {
+		return true, nil
+	}
+	if isNotFound(err) {
+		return false, nil
+	}
+	return false, err
+}
+
+// aliasIndices returns the indices an alias points to ([] when none).
+func (s *Store) aliasIndices(ctx context.Context, alias string) ([]string, error) {
+	var out map[string]any
+	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_alias/"+alias, nil, &out)
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(out))
+	for k := range out {
+		names = append(names, k)
+	}
+	return names, nil
+}
+
+// refresh makes writes to target searchable.
+func (s *Store) refresh(ctx context.Context, target string) error {
+	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPost, "/"+target+"/_refresh", nil, nil)
+}
+
+// Drop deletes every index of the namespace (tests and teardown).
+func (s *Store) Drop(ctx context.Context) error {
+	var rows []struct {
+		Index string `json:"index"`
+	}
+	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_cat/indices/"+s.ns+"-notices-v*,"+s.ns+"-register-v*?format=json&h=index&expand_wildcards=all", nil, &rows)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	for _, r := range rows {
+		if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodDelete, "/"+r.Index, nil, nil); err != nil && !isNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// esError is an error answer of Elasticsearch.
+type esError struct {
+	Status int
+	Type   string
+	Reason string
+}
+
+func (e *esError) Error() string {
+	return fmt.Sprintf("elasticsearch answered %d %s: %s", e.Status, e.Type, e.Reason)
+}
+
+func isNotFound(err error) bool {
+	var e *esError
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+func isAlreadyExists(err error) bool {
+	var e *esError
+	return errors.As(err, &e) && strings.Contains(e.Type, "already_exists")
+}
+
+// unavailable wraps a failure to reach Elasticsearch as
+// errs.BackendUnavailable.
+func unavailable(err error) error {
+	return fmt.Errorf("%w (%v)", errs.New(errs.BackendUnavailable,
+		"the search backend (Elasticsearch) cannot be reached or did not answer in time; retry shortly"), err)
+}
+
+// do sends one request with a timeout and decodes a JSON answer into out
+// (when not nil). body is JSON-encoded unless it is []byte or io.Reader.
+// An unreachable or overloaded node, or the timeout, gives
+// errs.BackendUnavailable; another error answer an *esError.
+func (s *Store) do(ctx context.Context, timeout time.Duration, method, path string, body, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		r = bytes.NewReader(b)
+	case io.Reader:
+		r = b
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			return fmt.Errorf("elastic: encode %s %s: %w", method, path, err)
+		}
+		r = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, path, r)
+	if err != nil {
+		return fmt.Errorf("elastic: %s %s: %w", method, path, err)
+	}
+	if r != nil {
+		if strings.HasSuffix(strings.SplitN(path, "?", 2)[0], "_bulk") {
+			req.Header.Set("Content-Type", "application/x-ndjson")
+		} else {
+			req.Header.Set("Content-Type", "application/json")
+		}
+	}
+	res, err := s.es.Perform(req)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode >= 300 {
+		raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
+		e := &esError{Status: res.StatusCode}
+		var doc struct {
+			Error struct {
+				Type   string `json:"type"`
+				Reason string `json:"reason"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(raw, &doc) == nil && doc.Error.Type != "" {
+			e.Type, e.Reason = doc.Error.Type, doc.Error.Reason
+		} else {
+			e.Reason = strings.TrimSpace(string(raw))
+		}
+		if res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500 {
+			return unavailable(e)
+		}
+		return e
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, res.Body)
+		return nil
+	}
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		if ctx.Err() != nil {
+			return unavailable(ctx.Err())
+		}
+		return fmt.Errorf("elastic: decode answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}

@@ -1,0 +1,281 @@
+package elastic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"noticesd/internal/errs"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/internal/store/arrival"
+)
+
+// stored is what a writer needs of a notice already indexed.
+type stored struct {
+	Seq         int64
+	CollectedAt string
+	Version     int64
+}
+
+// UpsertNotices stores a batch. Document id = notice id, so a known
+// source_id is updated in place keeping its notice_seq and collected_at
+// (read from Elasticsearch in real time); new notices get theirs from
+// Redis (arrival.Allocate, in batch order) and are registered in flight
+// until the batch is written and refreshed, so the arrival watermark
+// announces them only once they are searchable. Every write carries an
+// external_gte version (milliseconds, above the stored one), so a copy made
+// by `noticesd reindex` never overwrites a newer write. While a reindex
+// runs, documents are also written to the index it is filling.
+func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
+	var res store.UpsertResult
+	if len(batch) == 0 {
+		return res, nil
+	}
+	ns := make([]notice.Notice, len(batch))
+	copy(ns, batch)
+	for i := range ns {
+		n := &ns[i]
+		if n.SourceID == "" {
+			return res, errs.New(errs.InvalidParameter, "notice %d of the batch has no source_id; every notice needs the regulator's identifier", i)
+		}
+		if n.ID == "" {
+			n.ID = notice.IDFor(n.SourceID)
+		}
+		if n.PublishedDate == "" {
+			t, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
+			if err != nil {
+				return res, errs.New(errs.InvalidParameter, "notice %s has no published_date and its published_at %q is not an RFC 3339 timestamp", n.SourceID, n.PublishedAt)
+			}
+			n.PublishedDate = notice.PublishedDate(t)
+		}
+	}
+	ids := make([]string, 0, len(ns))
+	seen := make(map[string]bool, len(ns))
+	for _, n := range ns {
+		if !seen[n.ID] {
+			seen[n.ID] = true
+			ids = append(ids, n.ID)
+		}
+	}
+	known, err := s.storedNotices(ctx, ids)
+	if err != nil {
+		return res, err
+	}
+	var fresh []string
+	for _, id := range ids {
+		if _, ok := known[id]; !ok {
+			fresh = append(fresh, id)
+		}
+	}
+	collected := notice.Timestamp(s.now())
+	assigned, clear, err := s.allocate(ctx, fresh, collected, known)
+	if err != nil {
+		return res, err
+	}
+	// The seqs stop holding the watermark back whatever happens: on
+	// success the notices are searchable; on failure a retry gets new ones.
+	defer clear()
+
+	next, err := s.aliasExists(ctx, s.nextAlias())
+	if err != nil {
+		return res, err
+	}
+	version := time.Now().UnixMilli()
+	ops := make([]bulkOp, 0, len(ns))
+	inserted := map[string]bool{}
+	for i := range ns {
+		n := &ns[i]
+		if k, ok := known[n.ID]; ok {
+			n.Seq, n.CollectedAt = k.Seq, k.CollectedAt
+			version = max(version, k.Version+1)
+			res.Updated++
+		} else {
+			a := assigned[n.ID]
+			n.Seq, n.CollectedAt = a.Seq, a.CollectedAt
+			known[n.ID] = a // a second copy in the batch is an update
+			delete(assigned, n.ID)
+			inserted[n.ID] = true
+			res.Inserted++
+		}
+	}
+	for i := range ns {
+		body, err := json.Marshal(newNoticeDoc(ns[i], version))
+		if err != nil {
+			return store.UpsertResult{}, fmt.Errorf("elastic: encode notice %s: %w", ns[i].SourceID, err)
+		}
+		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: version, Body: body, What: "notice " + ns[i].SourceID, Pos: i}
+		ops = append(ops, op)
+		if next {
+			op.Index = s.nextAlias()
+			ops = append(ops, op)
+		}
+	}
+	var batchErr *store.BatchError
+	err = s.bulk(ctx, ops)
+	if next {
+		// The reindex may have swapped and dropped its alias meanwhile:
+		// then send the batch again through the live alias, which now
+		// names the new index (same versions, so this is idempotent).
+		var gone bool
+		if gone, err = withoutNext(err, s.nextAlias()); gone {
+			next = false
+			main := ops[:0:0]
+			for _, op := range ops {
+				if op.Index == s.Alias("notices") {
+					main = append(main, op)
+				}
+			}
+			if err == nil {
+				err = s.bulk(ctx, main)
+			}
+		}
+	}
+	if err != nil {
+		var r *refused
+		if !errors.As(err, &r) {
+			return store.UpsertResult{}, err
+		}
+		// Some notices were refused, the rest written: name them.
+		batchErr = &store.BatchError{}
+		failed := map[int]bool{}
+		for _, f := range r.items {
+			if !failed[f.op.Pos] {
+				failed[f.op.Pos] = true
+				batchErr.Items = append(batchErr.Items, store.ItemError{Index: f.op.Pos,
+					Reason: fmt.Sprintf("Elasticsearch refused notice %s: %d %s", ns[f.op.Pos].SourceID, f.status, f.reason)})
+			}
+		}
+		sort.Slice(batchErr.Items, func(i, j int) bool { return batchErr.Items[i].Index < batchErr.Items[j].Index })
+		res = store.UpsertResult{}
+		seen := map[string]bool{}
+		for i := range ns {
+			if failed[i] {
+				continue
+			}
+			if inserted[ns[i].ID] && !seen[ns[i].ID] {
+				res.Inserted++
+			} else {
+				res.Updated++
+			}
+			seen[ns[i].ID] = true
+		}
+	}
+	if err := s.refresh(ctx, s.Alias("notices")); err != nil {
+		return store.UpsertResult{}, err
+	}
+	if next {
+		if err := s.refresh(ctx, s.nextAlias()); err != nil && !isNotFound(err) {
+			return store.UpsertResult{}, err
+		}
+	}
+	if batchErr != nil {
+		return res, batchErr
+	}
+	return res, nil
+}
+
+// allocate gets seqs for the ids not found stored. Ids whose earlier seq
+// the watermark has passed are looked up again (another ingester wrote
+// them meanwhile: they join known) and those still missing get fresh
+// seqs. clear ends every batch allocated.
+func (s *Store) allocate(ctx context.Context, ids []string, collected string, known map[string]stored) (map[string]stored, func(), error) {
+	assigned := make(map[string]stored, len(ids))
+	var batches []arrival.Batch
+	clear := func() {
+		for _, b := range batches {
+			_ = s.arrive.Clear(context.WithoutCancel(ctx), b)
+		}
+	}
+	for fresh := false; len(ids) > 0; fresh = true {
+		b, err := s.arrive.Allocate(ctx, ids, collected, fresh)
+		if err != nil {
+			clear()
+			return nil, nil, err
+		}
+		batches = append(batches, b)
+		var settled []string
+		for i, id := range ids {
+			if b.Settled[i] {
+				settled = append(settled, id)
+			} else {
+				assigned[id] = stored{Seq: b.Seqs[i], CollectedAt: b.Collected[i]}
+			}
+		}
+		again, err := s.storedNotices(ctx, settled)
+		if err != nil {
+			clear()
+			return nil, nil, err
+		}
+		ids = ids[:0:0]
+		for _, id := range settled {
+			if k, ok := again[id]; ok {
+				known[id] = k
+			} else {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return assigned, clear, nil
+}
+
+// storedNotices reads, in real time, the seq, collected_at and version of
+// the notices with the given ids that are stored.
+func (s *Store) storedNotices(ctx context.Context, ids []string) (map[string]stored, error) {
+	out := make(map[string]stored, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var ans struct {
+		Docs []struct {
+			ID      string `json:"_id"`
+			Found   bool   `json:"found"`
+			Version int64  `json:"_version"`
+			Source  struct {
+				Seq         int64  `json:"notice_seq"`
+				CollectedAt string `json:"collected_at"`
+			} `json:"_source"`
+		} `json:"docs"`
+	}
+	err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+s.Alias("notices")+"/_mget?_source=notice_seq,collected_at&realtime=true",
+		map[string]any{"ids": ids}, &ans)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ans.Docs {
+		if d.Found {
+			out[d.ID] = stored{Seq: d.Source.Seq, CollectedAt: d.Source.CollectedAt, Version: d.Version}
+		}
+	}
+	return out, nil
+}
+
+// Watermark returns the arrival watermark: every notice with notice_seq at
+// most it is searchable (see package arrival).
+func (s *Store) Watermark(ctx context.Context) (int64, error) { return s.arrive.Watermark(ctx) }
+
+// withoutNext drops from a bulk error the writes refused because the
+// reindex alias next no longer exists, reporting whether there were any.
+func withoutNext(err error, next string) (bool, error) {
+	var r *refused
+	if !errors.As(err, &r) {
+		return false, err
+	}
+	var rest []bulkFailure
+	gone := false
+	for _, f := range r.items {
+		if f.op.Index == next && f.status == http.StatusNotFound {
+			gone = true
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	if len(rest) == 0 {
+		return gone, nil
+	}
+	return gone, &refused{items: rest, msg: r.msg}
+}
