@@ -1,0 +1,93 @@
+// Package scale is the scale-out backend (NOTICES_BACKEND=scale) put
+// together: notices and the register in Elasticsearch (store/elastic),
+// notice_seq and the arrival watermark in Redis (store/arrival), and
+// accounts, watches, identifier sets, match logs and delivery records in
+// Redis (store/redisstore), which reads notices through the Elasticsearch
+// store. The composition root opens it with Open and hands its parts to the
+// API, the ingesters and the workers through the seams of package store.
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/config"
+	"noticesd/internal/store"
+	"noticesd/internal/store/arrival"
+	"noticesd/internal/store/elastic"
+	"noticesd/internal/store/redisstore"
+)
+
+// Store is the scale backend: one Elasticsearch store and one Redis store
+// in the configured namespace.
+type Store struct {
+	// Elastic holds notices and the register.
+	Elastic *elastic.Store
+	// Redis holds accounts, watches, identifier sets, match logs and
+	// delivery records; it reads notices through Elastic.
+	Redis *redisstore.Store
+	rdb   *redis.Client
+}
+
+// Compile-time checks: the parts fill the seams the API and ingest use.
+var (
+	_ store.Notices           = (*elastic.Store)(nil)
+	_ store.Accounts          = (*redisstore.Store)(nil)
+	_ store.Watches           = (*redisstore.Store)(nil)
+	_ store.NoticeWriter      = redisstore.Ingest{}
+	_ store.RegisterWriter    = redisstore.Ingest{}
+	_ redisstore.NoticeSource = (*elastic.Store)(nil)
+)
+
+// Open connects to NOTICES_ELASTICSEARCH_URL and NOTICES_REDIS_URL and
+// opens both stores in NOTICES_NAMESPACE (creating the indices behind
+// their aliases on first use).
+func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Store, error) {
+	if cfg.Backend != "scale" {
+		return nil, fmt.Errorf("scale: NOTICES_BACKEND is %q, not scale", cfg.Backend)
+	}
+	rdb, err := redisstore.Dial(cfg.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	es, err := elastic.Open(ctx, elastic.Config{
+		URL:       cfg.ElasticsearchURL,
+		Namespace: cfg.Namespace,
+		Arrivals:  arrival.New(rdb, cfg.Namespace, 0),
+	})
+	if err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("open Elasticsearch at %s: %w", cfg.ElasticsearchURL, err)
+	}
+	if opts.Plans == nil {
+		opts.Plans = cfg.Plans
+	}
+	rs, err := redisstore.New(rdb, cfg.Namespace, es, opts)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	return &Store{Elastic: es, Redis: rs, rdb: rdb}, nil
+}
+
+// Writer is the write path of ingest and the collector: notices and
+// register loads go to Elasticsearch, and what Redis keeps of them (the
+// screen's identifier sets, match keys) follows.
+func (s *Store) Writer() redisstore.Ingest {
+	return redisstore.Ingest{Notices: s.Elastic, Redis: s.Redis}
+}
+
+// Client is the Redis connection, for parts that keep state of their own
+// in the same Redis and namespace (the shared request limiter, asynq).
+func (s *Store) Client() *redis.Client { return s.rdb }
+
+// Close closes the Redis connection.
+func (s *Store) Close() error {
+	if s.rdb == nil {
+		return errors.New("scale: store not open")
+	}
+	return s.rdb.Close()
+}
