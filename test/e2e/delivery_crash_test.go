@@ -134,15 +134,18 @@ func startServe(t *testing.T, bin string, env []string) *server {
 			_ = s.cmd.Wait()
 		}
 	})
-	waitFor(t, 30*time.Second, "serve to answer /health", func() bool {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get(s.base + "/health")
-		if err != nil {
-			return false
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return s
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not answer /health within 30s; its stderr:\n%s", s.stderr)
+		}
+	}
 }
 
 // lockedWriter serialises writes to a buffer shared with the test.
