@@ -57,6 +57,11 @@ if [ ${#wanted[@]} -gt 0 ]; then
 fi
 
 TAGS=sqlite_fts5
+echo "== go mod tidy leaves go.mod and go.sum unchanged"
+if ! go mod tidy -diff; then
+  echo "test.sh: go.mod/go.sum are not tidy; run 'go mod tidy' and commit the result" >&2
+  exit 1
+fi
 echo "== go vet"
 go vet -tags "$TAGS" ./...
 echo "== go test"

@@ -25,7 +25,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("demo", "demo [--notices 50000] [--companies 200000]", demoAbout, stderr)
 	n := fs.Int("notices", 50000, "sample notices to generate on first use")
 	m := fs.Int("companies", 200000, "sample register rows to generate on first use")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfg, err := loadConfig()

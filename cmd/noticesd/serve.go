@@ -28,7 +28,7 @@ type part interface {
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", "serve [--addr :8080]", serveAbout, stderr)
 	addr := fs.String("addr", "", "listen address (overrides NOTICES_ADDR)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfg, err := loadConfig()

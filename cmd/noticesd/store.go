@@ -12,7 +12,12 @@ import (
 
 // loadConfig reads the NOTICES_* settings and validates them.
 func loadConfig() (config.Config, error) {
-	return config.FromEnv()
+	cfg, err := config.FromEnv()
+	if err != nil {
+		// A wrong setting is a usage error: nothing was done.
+		return cfg, &exitError{code: exitUsage, msg: err.Error()}
+	}
+	return cfg, nil
 }
 
 // openStore opens the embedded store of the configured data dir.
