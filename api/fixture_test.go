@@ -169,14 +169,21 @@ func (f *fixture) send(t *testing.T, method, target, key string, body []byte) re
 	if key != "" {
 		req.Header.Set(HeaderAPIKey, key)
 	}
+	return f.roundTrip(t, req)
+}
+
+// roundTrip sends req through the app and reads the whole response. Every
+// api test request goes through here.
+func (f *fixture) roundTrip(t *testing.T, req *http.Request) response {
+	t.Helper()
 	res, err := f.srv.App().Test(req, 10000)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, target, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, target, err)
+		t.Fatalf("%s %s: read body: %v", req.Method, req.URL, err)
 	}
 	return response{status: res.StatusCode, header: res.Header, body: b}
 }
