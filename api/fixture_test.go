@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"noticesd/internal/config"
+	"noticesd/internal/metrics"
 	"noticesd/internal/notice"
 	"noticesd/internal/store/sqlite"
 )
@@ -42,6 +43,8 @@ type fixtureOpts struct {
 	writeProbe bool
 	// limiter replaces the default in-process limiter.
 	limiter Limiter
+	// ready replaces the readiness probe (nil: the store's Ready).
+	ready Check
 }
 
 // newFixture opens a fresh SQLite store in t.TempDir(), loads
@@ -101,7 +104,13 @@ func newFixture(t *testing.T, opts ...fixtureOpts) *fixture {
 	if o.writeProbe {
 		writable = st.CheckWrite
 	}
+	ready := o.ready
+	if ready == nil {
+		ready = st.Ready
+	}
 	f.srv = New(cfg, Deps{
+		Ready:         ready,
+		Metrics:       metrics.New(st, nil),
 		Notices:       st,
 		Accounts:      st,
 		Health:        o.health,

@@ -34,7 +34,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer st.Close()
-	c, err := newCollector(cfg, st, newLogger(cfg))
+	c, err := newCollector(cfg, st, newLogger(cfg), nil)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"noticesd/api"
 	"noticesd/internal/config"
 	"noticesd/internal/limit"
+	"noticesd/internal/metrics"
 )
 
 const serveAbout = `Serve the API on NOTICES_ADDR. In the embedded backend the same process runs
@@ -74,6 +75,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 		Accounts:      st,
 		Checks:        map[string]api.Check{"store": st.Ping},
 		StoreWritable: st.CheckWrite,
+		Ready:         st.Ready,
+		// Counters kept by the parts; stored counts read at scrape time.
+		Metrics: metrics.New(st, log),
 		// Request limits: the embedded backend is one process, so the
 		// in-process limiter (the default: limit.NewLocal with
 		// cfg.HeavyConcurrency) is exact. The scale backend must share them
