@@ -194,7 +194,9 @@ func (f *fixture) roundTrip(t *testing.T, req *http.Request) response {
 	if err != nil {
 		t.Fatalf("%s %s: read body: %v", req.Method, req.URL, err)
 	}
-	return response{status: res.StatusCode, header: res.Header, body: b}
+	out := response{status: res.StatusCode, header: res.Header, body: b}
+	validateResponse(t, req, out)
+	return out
 }
 
 // get sends a GET with the active read key and requires 200 and JSON.
