@@ -19,14 +19,20 @@ import (
 	"noticesd/internal/errs"
 )
 
-// TestCheckOrder is API.md's order of checks on a /v1/ route: route
+// addAccountTestRoute registers GET /v1/_test/account, an account-key
+// route that answers 200 {"ok":true}, for tests of the key checks.
+func (f *fixture) addAccountTestRoute() {
+	f.srv.handle(http.MethodGet, "/v1/_test/account", accountKey, func(c *fiber.Ctx) error {
+		return writeJSON(c, http.StatusOK, map[string]bool{"ok": true})
+	})
+}
+
+// TestCheckOrder is the order of checks on a /v1/ route: route
 // 404/405, then 401, 402 subscription_inactive, 403, 400 validation and
 // the resource's 404.
 func TestCheckOrder(t *testing.T) {
 	f := newFixture(t)
-	f.srv.handle(http.MethodGet, "/v1/_test/account", accountKey, func(c *fiber.Ctx) error {
-		return writeJSON(c, http.StatusOK, map[string]bool{"ok": true})
-	})
+	f.addAccountTestRoute()
 	tests := []struct {
 		name      string
 		method    string
@@ -141,9 +147,7 @@ func TestAPIKey(t *testing.T) {
 			}
 		})
 	}
-	f.srv.handle(http.MethodGet, "/v1/_test/account", accountKey, func(c *fiber.Ctx) error {
-		return writeJSON(c, http.StatusOK, map[string]bool{"ok": true})
-	})
+	f.addAccountTestRoute()
 	authTests := []struct {
 		name   string
 		auth   string
