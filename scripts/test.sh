@@ -18,6 +18,10 @@ apt_install() {
   fi
 }
 need gcc || apt_install gcc libc6-dev
+# The webhook guide's verification recipes are run by internal/webhook's tests (CI=true fails without them).
+need python3 || apt_install python3
+need node || apt_install nodejs
+need perl || apt_install perl
 need go || { echo "test.sh: Go toolchain not found" >&2; exit 1; }
 
 # ---- servers for the live suites
