@@ -9,9 +9,9 @@ import (
 )
 
 // Gauges implements store.GaugeSource for /metrics. The delivery counts
-// scan the deliveries table (one pass, no index covers status alone): with
-// millions of deliveries a scrape costs some tens of milliseconds of a
-// reader connection, which is why they are read at scrape time only.
+// scan the deliveries table (one pass, no index covers status alone), so a
+// scrape costs time in proportion to the deliveries stored, on a reader
+// connection; nothing is written.
 func (s *Store) Gauges(ctx context.Context) (store.Gauges, error) {
 	var g store.Gauges
 	now := notice.Timestamp(s.clock())
