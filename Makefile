@@ -4,12 +4,14 @@
 GO      ?= go
 TAGS    := sqlite_fts5
 BIN     := bin/noticesd
+# noticesd version / --version: the commit and a describe of it (GOFLAGS may disable Go's own VCS stamp).
+LDFLAGS := -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 export CGO_ENABLED := 1
 
-.PHONY: build run test bench fuzz vet clean
+.PHONY: build run test bench fuzz vet openapi-lint clean
 
 build:
-	$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/noticesd
+	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/noticesd
 
 ## run: build, create a sample database on first use, print demo keys and a curl line, serve on :8080
 run: build
@@ -28,6 +30,10 @@ fuzz:
 
 vet:
 	$(GO) vet -tags $(TAGS) ./...
+
+## openapi-lint: redocly's recommended rules over docs/openapi.json (needs npx and the npm registry)
+openapi-lint:
+	npx --yes @redocly/cli@latest lint docs/openapi.json --config docs/redocly.yaml
 
 clean:
 	rm -rf bin

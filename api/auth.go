@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"noticesd/internal/account"
 	"noticesd/internal/errs"
@@ -15,21 +16,46 @@ const HeaderAPIKey = "X-API-Key"
 // queryAPIKey is the query parameter that may carry the API key instead.
 const queryAPIKey = "api_key"
 
+// bearerScheme is the Authorization scheme that carries the API key
+// (Authorization: Bearer <key>).
+const bearerScheme = "Bearer"
+
+// requestKey returns the API key of a request: the X-API-Key header, else
+// an Authorization: Bearer header, else the api_key query parameter. No key
+// is 401 unauthorised, and so is an Authorization header of another scheme
+// (it is not silently ignored).
+func requestKey(h *fasthttp.RequestHeader, query []byte) (string, error) {
+	if key := strings.TrimSpace(string(h.Peek(HeaderAPIKey))); key != "" {
+		return key, nil
+	}
+	if auth := strings.TrimSpace(string(h.Peek(fiber.HeaderAuthorization))); auth != "" {
+		scheme, token, _ := strings.Cut(auth, " ")
+		token = strings.TrimSpace(token)
+		if !strings.EqualFold(scheme, bearerScheme) || token == "" {
+			return "", errs.New(errs.Unauthorised, "the Authorization header must be '%s <key>' with the API key; other schemes are not accepted", bearerScheme)
+		}
+		return token, nil
+	}
+	var args fasthttp.Args
+	args.ParseBytes(query)
+	if key := strings.TrimSpace(string(args.Peek(queryAPIKey))); key != "" {
+		return key, nil
+	}
+	return "", errs.New(errs.Unauthorised, "an API key is required: send it as 'Authorization: %s <key>', in the %s header or in the %s query parameter", bearerScheme, HeaderAPIKey, queryAPIKey)
+}
+
 // principalKey is the fiber Locals key of the authenticated principal.
 type principalKey struct{}
 
 // authenticate checks the API key of a /v1/ request: missing or unknown is
 // 401 unauthorised, a lapsed subscription 402 subscription_inactive. The key
-// comes from the X-API-Key header, else from the api_key query parameter
-// (the header wins when both are sent). The principal is stored for the
-// handlers (see principal).
+// comes from requestKey (X-API-Key, else Authorization: Bearer, else the
+// api_key query parameter). The principal is stored for the handlers (see
+// principal).
 func (s *Server) authenticate(c *fiber.Ctx) error {
-	key := strings.TrimSpace(c.Get(HeaderAPIKey))
-	if key == "" {
-		key = strings.TrimSpace(c.Query(queryAPIKey))
-	}
-	if key == "" {
-		return errs.New(errs.Unauthorised, "an API key is required: send it in the %s header or the %s query parameter", HeaderAPIKey, queryAPIKey)
+	key, err := requestKey(&c.Request().Header, c.Request().URI().QueryString())
+	if err != nil {
+		return err
 	}
 	p, err := s.deps.Accounts.Authenticate(c.UserContext(), key)
 	if err != nil {

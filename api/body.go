@@ -82,23 +82,18 @@ func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 // keyAuthTimeout bounds the key lookup of headerReceived.
 const keyAuthTimeout = 5 * time.Second
 
-// keyAccepted reports whether a request's API key (header, else query
-// string) authenticates to an active subscription, so its body is worth
+// keyAccepted reports whether a request's API key (requestKey)
+// authenticates to an active subscription, so its body is worth
 // reading. A store failure counts as accepted: the handler's own check
 // then answers it properly.
 func (s *Server) keyAccepted(h *fasthttp.RequestHeader, query []byte) bool {
-	key := bytes.TrimSpace(h.Peek(HeaderAPIKey))
-	if len(key) == 0 {
-		var args fasthttp.Args
-		args.ParseBytes(query)
-		key = bytes.TrimSpace(args.Peek(queryAPIKey))
-	}
-	if len(key) == 0 {
+	key, err := requestKey(h, query)
+	if err != nil {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), keyAuthTimeout)
 	defer cancel()
-	p, err := s.deps.Accounts.Authenticate(ctx, string(key))
+	p, err := s.deps.Accounts.Authenticate(ctx, key)
 	if err != nil {
 		return !errs.Is(err, errs.Unauthorised)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"noticesd/internal/config"
+	"noticesd/internal/metrics"
 	"noticesd/internal/notice"
 	"noticesd/internal/secretbox"
 	"noticesd/internal/store/sqlite"
@@ -43,6 +44,8 @@ type fixtureOpts struct {
 	writeProbe bool
 	// limiter replaces the default in-process limiter.
 	limiter Limiter
+	// ready replaces the readiness probe (nil: the store's Ready).
+	ready Check
 }
 
 // newFixture opens a fresh SQLite store in t.TempDir(), loads
@@ -107,7 +110,13 @@ func newFixture(t *testing.T, opts ...fixtureOpts) *fixture {
 	if o.writeProbe {
 		writable = st.CheckWrite
 	}
+	ready := o.ready
+	if ready == nil {
+		ready = st.Ready
+	}
 	f.srv = New(cfg, Deps{
+		Ready:         ready,
+		Metrics:       metrics.New(st, nil),
 		Notices:       st,
 		Accounts:      st,
 		Health:        o.health,
@@ -175,16 +184,25 @@ func (f *fixture) send(t *testing.T, method, target, key string, body []byte) re
 	if key != "" {
 		req.Header.Set(HeaderAPIKey, key)
 	}
+	return f.roundTrip(t, req)
+}
+
+// roundTrip sends req through the app and reads the whole response. Every
+// api test request goes through here.
+func (f *fixture) roundTrip(t *testing.T, req *http.Request) response {
+	t.Helper()
 	res, err := f.srv.App().Test(req, 10000)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, target, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, target, err)
+		t.Fatalf("%s %s: read body: %v", req.Method, req.URL, err)
 	}
-	return response{status: res.StatusCode, header: res.Header, body: b}
+	out := response{status: res.StatusCode, header: res.Header, body: b}
+	validateResponse(t, req, out)
+	return out
 }
 
 // get sends a GET with the active read key and requires 200 and JSON.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,14 +19,20 @@ import (
 	"noticesd/internal/errs"
 )
 
-// TestCheckOrder is API.md's order of checks on a /v1/ route: route
+// addAccountTestRoute registers GET /v1/_test/account, an account-key
+// route that answers 200 {"ok":true}, for tests of the key checks.
+func (f *fixture) addAccountTestRoute() {
+	f.srv.handle(http.MethodGet, "/v1/_test/account", accountKey, func(c *fiber.Ctx) error {
+		return writeJSON(c, http.StatusOK, map[string]bool{"ok": true})
+	})
+}
+
+// TestCheckOrder is the order of checks on a /v1/ route: route
 // 404/405, then 401, 402 subscription_inactive, 403, 400 validation and
 // the resource's 404.
 func TestCheckOrder(t *testing.T) {
 	f := newFixture(t)
-	f.srv.handle(http.MethodGet, "/v1/_test/account", accountKey, func(c *fiber.Ctx) error {
-		return writeJSON(c, http.StatusOK, map[string]bool{"ok": true})
-	})
+	f.addAccountTestRoute()
 	tests := []struct {
 		name      string
 		method    string
@@ -115,7 +122,7 @@ func TestRouting(t *testing.T) {
 	}
 }
 
-// TestAPIKey covers the two places a key may be sent.
+// TestAPIKey covers the three places a key may be sent.
 func TestAPIKey(t *testing.T) {
 	f := newFixture(t)
 	tests := []struct {
@@ -137,6 +144,41 @@ func TestAPIKey(t *testing.T) {
 			res := f.do(t, "GET", tt.target, tt.header)
 			if res.status != tt.status {
 				t.Errorf("status %d, want %d; body %s", res.status, tt.status, res.body)
+			}
+		})
+	}
+	f.addAccountTestRoute()
+	authTests := []struct {
+		name   string
+		auth   string
+		xKey   string
+		target string
+		status int
+	}{
+		{"bearer", "Bearer " + f.read, "", "/v1/notices", 200},
+		{"bearer scheme in any case", "bearer " + f.read, "", "/v1/notices", 200},
+		{"bearer account key on an account route", "Bearer " + f.acct, "", "/v1/_test/account", 200},
+		{"bearer read key on an account route", "Bearer " + f.read, "", "/v1/_test/account", 403},
+		{"unknown bearer key", "Bearer nk_read_wrong", "", "/v1/notices", 401},
+		{"lapsed bearer key", "Bearer " + f.lapsedRead, "", "/v1/stats", 402},
+		{"bearer without a key", "Bearer ", "", "/v1/notices", 401},
+		{"another scheme", "Basic dXNlcjpwYXNz", "", "/v1/notices", 401},
+		{"X-API-Key wins over Authorization", "Bearer nk_read_wrong", f.read, "/v1/notices", 200},
+		{"Authorization wins over the query", "Bearer " + f.read, "", "/v1/notices?api_key=nk_read_wrong", 200},
+	}
+	for _, tt := range authTests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", tt.target, http.NoBody)
+			req.Header.Set("Authorization", tt.auth)
+			if tt.xKey != "" {
+				req.Header.Set(HeaderAPIKey, tt.xKey)
+			}
+			res := f.roundTrip(t, req)
+			if res.status != tt.status {
+				t.Errorf("status %d, want %d; body %s", res.status, tt.status, res.body)
+			}
+			if tt.auth == "Basic dXNlcjpwYXNz" && !strings.Contains(errorMessage(t, res), "Bearer <key>") {
+				t.Errorf("message %q does not say to use Bearer", errorMessage(t, res))
 			}
 		})
 	}

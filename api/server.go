@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/valyala/fasthttp"
 
 	"noticesd/internal/account"
 	"noticesd/internal/config"
 	"noticesd/internal/errs"
 	"noticesd/internal/limit"
+	"noticesd/internal/metrics"
 	"noticesd/internal/store"
 )
 
@@ -59,6 +61,13 @@ type Deps struct {
 	// the embedded backend, one process). A scale deployment passes a
 	// limit.Redis on its Redis and namespace so all replicas share limits.
 	Limiter Limiter
+	// Ready is the readiness probe of GET /ready: nil when the store is
+	// reachable and its schema (migrations, indices) is in place. nil
+	// means every Checks probe and the index status must answer.
+	Ready Check
+	// Metrics counts requests and serves GET /metrics; nil means a
+	// registry of this server's own request metrics only.
+	Metrics *metrics.Metrics
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives server-side failures; nil discards them.
@@ -77,13 +86,15 @@ type Server struct {
 	largeBody []string
 	// writeProbe caches the store's write probe for /health.
 	writeProbe writeProbe
+	// metrics counts every request (observe.go).
+	metrics *metrics.Metrics
 }
 
 // access is what a route demands of the caller.
 type access uint8
 
 const (
-	public     access = iota // no key (/health)
+	public     access = iota // no key (/health, /ready, /metrics, /openapi.json, /docs)
 	readKey                  // any valid key with an active subscription
 	accountKey               // an account key with an active subscription
 )
@@ -119,6 +130,10 @@ func New(cfg config.Config, deps Deps) *Server {
 	cfg = withServerDefaults(cfg)
 	s := &Server{cfg: cfg, deps: deps, log: log, limiter: deps.Limiter, largeBody: largeBodyRoutes,
 		writeProbe: writeProbe{every: writeProbeEvery}}
+	s.metrics = deps.Metrics
+	if s.metrics == nil {
+		s.metrics = metrics.New(nil, log)
+	}
 	if s.limiter == nil {
 		s.limiter = limit.NewLocal(cfg.HeavyConcurrency, nil) // wall-clock: rates are per real second
 	}
@@ -143,6 +158,7 @@ func New(cfg config.Config, deps Deps) *Server {
 	// connection.
 	inner, known := s.app.Server().Handler, s.app.Config().RequestMethods
 	s.app.Server().Handler = func(ctx *fasthttp.RequestCtx) {
+		defer s.observe(ctx, time.Now())
 		defer closeIfBodyUnread(ctx)
 		if !slices.Contains(known, string(ctx.Method())) {
 			s.unknownMethod(ctx)
@@ -153,6 +169,10 @@ func New(cfg config.Config, deps Deps) *Server {
 	s.app.Use(s.recoverPanic, s.preflight)
 
 	s.handle(fiber.MethodGet, "/health", public, s.health)
+	s.handle(fiber.MethodGet, "/ready", public, s.ready)
+	s.handle(fiber.MethodGet, "/metrics", public, adaptor.HTTPHandler(s.metrics.Handler()))
+	s.handle(fiber.MethodGet, "/openapi.json", public, serveOpenAPI)
+	s.handle(fiber.MethodGet, "/docs", public, serveDocsPage)
 	s.handle(fiber.MethodGet, "/v1/notices", readKey, s.searchNotices)
 	s.handle(fiber.MethodGet, "/v1/notices/:id", readKey, s.getNotice)
 	s.handle(fiber.MethodGet, "/v1/companies/:id", readKey, s.getCompany)

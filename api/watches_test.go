@@ -306,13 +306,8 @@ func TestWatchCreate(t *testing.T) {
 			if ct != "" {
 				req.Header.Set("Content-Type", ct)
 			}
-			r, err := f.srv.App().Test(req, 10000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Body.Close()
-			if r.StatusCode != http.StatusCreated {
-				t.Errorf("Content-Type %q: status %d, want 201", ct, r.StatusCode)
+			if r := f.roundTrip(t, req); r.status != http.StatusCreated {
+				t.Errorf("Content-Type %q: status %d, want 201", ct, r.status)
 			}
 		}
 	})
@@ -370,13 +365,7 @@ func TestWatchCreateValidation(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/watches", strings.NewReader(`{"identifiers":["123456780"]}`))
 		req.Header.Set(HeaderAPIKey, f.acct)
 		req.Header.Set("Content-Encoding", "gzip")
-		r, err := f.srv.App().Test(req, 10000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Body.Close()
-		b, _ := io.ReadAll(r.Body)
-		wantError(t, response{status: r.StatusCode, header: r.Header, body: b}, 400, "invalid_json")
+		wantError(t, f.roundTrip(t, req), 400, "invalid_json")
 	})
 }
 

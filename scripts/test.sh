@@ -18,6 +18,10 @@ apt_install() {
   fi
 }
 need gcc || apt_install gcc libc6-dev
+# The webhook guide's verification recipes are run by internal/webhook's tests (CI=true fails without them).
+need python3 || apt_install python3
+need node || apt_install nodejs
+need perl || apt_install perl
 need go || { echo "test.sh: Go toolchain not found" >&2; exit 1; }
 # The Redis backend's AOF-restart and Redis-down tests start their own
 # redis-server (never the shared one).
@@ -60,6 +64,11 @@ if [ ${#wanted[@]} -gt 0 ]; then
 fi
 
 TAGS=sqlite_fts5
+echo "== go mod tidy leaves go.mod and go.sum unchanged"
+if ! go mod tidy -diff; then
+  echo "test.sh: go.mod/go.sum are not tidy; run 'go mod tidy' and commit the result" >&2
+  exit 1
+fi
 echo "== go vet"
 go vet -tags "$TAGS" ./...
 echo "== go test"

@@ -178,7 +178,7 @@ func (w *Worker) attempt(ctx context.Context, job store.Job) error {
 		return fmt.Errorf("worker: record the outcome of delivery %s attempt %d: %w", job.DeliveryID, job.Attempt, err)
 	}
 	if !res.OK {
-		w.log.Debug("delivery attempt failed", "delivery", job.DeliveryID, "watch", job.WatchID, "attempt", job.Attempt, "error", res.LastError)
+		w.log.Warn("delivery attempt failed", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "reason", res.LastError)
 	}
 	return nil
 }

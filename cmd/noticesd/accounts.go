@@ -22,7 +22,7 @@ func runAccounts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fs.Usage()
 		if len(args) == 0 {
-			return &exitError{code: 2}
+			return &exitError{code: exitUsage}
 		}
 		return nil
 	}
@@ -31,17 +31,16 @@ func runAccounts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	name := fs.String("name", "", "account name (create)")
 	plan := fs.String("plan", "standard", "plan: free, standard or enterprise (create)")
 	active := fs.String("active", "", "true or false (subscription)")
-	// Accept flags before or after the positional ID.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	// Flags may come before or after the positional ID.
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "create", "list", "subscription", "rotate-keys":
+	default:
+		fs.Usage()
+		return usageError("unknown accounts command %q", sub)
 	}
 	cfg, err := loadConfig()
 	if err != nil {
@@ -56,14 +55,14 @@ func runAccounts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	enc.SetIndent("", "  ")
 	needID := func() (string, error) {
 		if len(pos) != 1 {
-			return "", &exitError{code: 2, msg: "accounts " + sub + " needs exactly one account ID"}
+			return "", &exitError{code: exitUsage, msg: "accounts " + sub + " needs exactly one account ID"}
 		}
 		return pos[0], nil
 	}
 	switch sub {
 	case "create":
 		if *name == "" {
-			return &exitError{code: 2, msg: "accounts create needs --name"}
+			return &exitError{code: exitUsage, msg: "accounts create needs --name"}
 		}
 		created, err := st.CreateAccount(ctx, *name, *plan)
 		if err != nil {
@@ -83,7 +82,7 @@ func runAccounts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		on, perr := strconv.ParseBool(*active)
 		if perr != nil {
-			return &exitError{code: 2, msg: "accounts subscription needs --active=true or --active=false"}
+			return &exitError{code: exitUsage, msg: "accounts subscription needs --active=true or --active=false"}
 		}
 		if err := st.SetSubscription(ctx, id, on); err != nil {
 			return err
@@ -101,6 +100,5 @@ func runAccounts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		return enc.Encode(created)
 	}
-	fs.Usage()
-	return &exitError{code: 2, msg: fmt.Sprintf("unknown accounts command %q", sub)}
+	panic("unreachable: accounts command " + sub)
 }

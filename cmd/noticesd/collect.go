@@ -15,26 +15,26 @@ as JSON. Exit status: 0 ok, 3 some lines rejected, 1 the run failed.`
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("collect", "collect --once", collectAbout, stderr)
 	once := fs.Bool("once", false, "run once now and exit (required)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if !*once {
 		fs.Usage()
-		return &exitError{code: 2, msg: "collect needs --once (serve runs the collector continuously)"}
+		return &exitError{code: exitUsage, msg: "collect needs --once (serve runs the collector continuously)"}
 	}
 	cfg, err := loadConfig()
 	if err != nil {
 		return err
 	}
 	if cfg.Source == "" {
-		return &exitError{code: 2, msg: "NOTICES_SOURCE is not set: give a directory or an http(s) URL of a JSON Lines feed"}
+		return &exitError{code: exitUsage, msg: "NOTICES_SOURCE is not set: give a directory or an http(s) URL of a JSON Lines feed"}
 	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	c, err := newCollector(cfg, st, newLogger(cfg))
+	c, err := newCollector(cfg, st, newLogger(cfg), nil)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,6 @@ import (
 	"noticesd/ingest"
 	"noticesd/internal/account"
 	"noticesd/internal/config"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
 	"noticesd/internal/sample"
 )
 
@@ -26,7 +24,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("demo", "demo [--notices 50000] [--companies 200000]", demoAbout, stderr)
 	n := fs.Int("notices", 50000, "sample notices to generate on first use")
 	m := fs.Int("companies", 200000, "sample register rows to generate on first use")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfg, err := loadConfig()
@@ -78,16 +76,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		st.Close()
 		return err
 	}
-	// A company with a recent insolvency notice, for the company-view example.
-	example := "004085616"
-	if page, err := st.Search(ctx, notice.SearchQuery{Sort: notice.SortPublishedDesc, Limit: 20, Page: 1}); err == nil {
-		for _, n := range page.Notices {
-			if n.ACN != nil && ident.ValidACN(*n.ACN) {
-				example = *n.ACN
-				break
-			}
-		}
-	}
+	// Identifiers of this database for the README's tour.
+	tr := pickTour(ctx, st, filepath.Join(cfg.DataDir, "sample", "company_register.tsv"))
 	st.Close()
 	host := "localhost" + cfg.Addr
 	if cfg.Addr != "" && cfg.Addr[0] != ':' {
@@ -98,13 +88,17 @@ Demo account %s (plan standard). Keys are shown once; a new run issues new ones.
   account key: %s
   read key:    %s
 
+For the README's tour, paste:
+  export KEY=%s ACCT=%s BASE=http://%s
+  export ACN=%s ABN='%s' QUIET=%s NOTICE=%s
+
 Try:
-  curl -s -H 'X-API-Key: %s' 'http://%s/v1/notices?q=liquidator&limit=3'
-  curl -s -H 'X-API-Key: %s' 'http://%s/v1/companies/%s'
-  curl -s -H 'X-API-Key: %s' -d '{"identifiers": ["%s", "123456780"]}' 'http://%s/v1/match'
+  curl -s -H "X-API-Key: $KEY" "$BASE/v1/notices?q=liquidator&limit=3"
+  curl -s -H "X-API-Key: $KEY" "$BASE/v1/companies/$ACN"
+  curl -s -H "X-API-Key: $KEY" -d "{\"identifiers\": [\"$ACN\", \"$ABN\", \"$QUIET\", \"123456780\"]}" "$BASE/v1/match"
 
 Serving on %s (Ctrl-C to stop) ...
-`, keys.AccountID, keys.AccountKey, keys.ReadKey, keys.ReadKey, host, keys.ReadKey, host, example, keys.ReadKey, example, host, cfg.Addr)
+`, keys.AccountID, keys.AccountKey, keys.ReadKey, keys.ReadKey, keys.AccountKey, host, tr.ACN, tr.ABN, tr.Quiet, tr.Notice, cfg.Addr)
 	return serve(ctx, cfg, newLogger(cfg), nil)
 }
 

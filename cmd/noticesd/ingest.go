@@ -21,19 +21,20 @@ same NOTICES_DATA_DIR: newly arrived notices are picked up by the running server
                                     replaces the register as a whole.
 
 Bad lines are reported with their line numbers and skipped; the rest loads.
-Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure.`
+Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure,
+2 usage error (nothing was done). Flags may come after the arguments.`
 
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ingest", "ingest notices FILE... | ingest register FILE", ingestAbout, stderr)
 	quiet := fs.Bool("quiet", false, "no progress bar, even on a terminal")
 	batch := fs.Int("batch", 0, "rows per write transaction (0 = default)")
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	rest := fs.Args()
 	if len(rest) < 2 || (rest[0] != "notices" && rest[0] != "register") || (rest[0] == "register" && len(rest) != 2) {
 		fs.Usage()
-		return &exitError{code: 2, msg: "ingest needs 'notices FILE...' or 'register FILE'"}
+		return &exitError{code: exitUsage, msg: "ingest needs 'notices FILE...' or 'register FILE'"}
 	}
 	cfg, err := loadConfig()
 	if err != nil {

@@ -1,5 +1,6 @@
 // Command noticesd serves the published-notices API and runs its operator
-// commands: serve, ingest, accounts, sample, demo, collect and reindex. Run `noticesd --help`.
+// commands: serve, ingest, accounts, sample, demo, collect, reindex and
+// version. Run `noticesd --help`.
 package main
 
 import (
@@ -13,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"noticesd/internal/config"
 )
 
 // command is one subcommand of noticesd.
@@ -30,6 +33,7 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
+// commands is the command table: adding a command is one line here.
 func commands() []command {
 	return []command{
 		{"serve", "serve the API (and, embedded, the delivery worker and collector)", runServe},
@@ -39,14 +43,23 @@ func commands() []command {
 		{"demo", "build a sample database if empty, print demo keys, then serve", runDemo},
 		{"collect", "run the collector once against NOTICES_SOURCE", runCollect},
 		{"reindex", "rebuild the Elasticsearch indices from the built-in mappings (scale)", runReindex},
+		{"version", "print the version, commit, build tags and available backends", runVersion},
 	}
 }
+
+// Exit statuses of every command (docs/operating.md, "Exit status").
+const (
+	exitOK      = 0 // done
+	exitFailure = 1 // the command ran and failed (store, file, network)
+	exitUsage   = 2 // the command line or a NOTICES_* setting is wrong; nothing was done
+	exitPartial = 3 // ingest or collect: loaded, but some lines were rejected
+)
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `noticesd: a read and watch API over published company notices.
 
 Usage:
-  noticesd COMMAND [flags] [args]
+  noticesd COMMAND [flags] [args]     flags may come before or after the args
 
 Commands:
 `)
@@ -56,23 +69,16 @@ Commands:
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
-Run 'noticesd COMMAND --help' for a command's flags.
+Run 'noticesd COMMAND --help' (or 'noticesd help COMMAND') for a command's flags.
+
+Exit status: 0 done, 1 failure, 2 usage error (bad flags, arguments or
+settings; nothing was done), 3 ingest/collect loaded but rejected some lines.
 
 Settings come from the environment (defaults in brackets):
-  NOTICES_ADDR [:8080]  NOTICES_DATA_DIR [./data]  NOTICES_BACKEND [embedded]
-  NOTICES_SOURCE [none]  NOTICES_COLLECT_INTERVAL [15m]  NOTICES_WEBHOOKS [on]
-  NOTICES_DELIVERY_RETRY_UNIT [10m]  NOTICES_DELIVERY_TIMEOUT [10s]
-  NOTICES_WEBHOOK_ALLOW_PRIVATE [false]  NOTICES_WEBHOOK_CA_FILE [none]
-  NOTICES_LOG_LEVEL [info]  NOTICES_MAX_BODY_BYTES [8388608]
-  NOTICES_MAX_SMALL_BODY_BYTES [65536]  NOTICES_HEADER_TIMEOUT [10s]
-  NOTICES_BODY_TIMEOUT [60s]  NOTICES_WRITE_TIMEOUT [60s]  NOTICES_IDLE_TIMEOUT [60s]
-  NOTICES_MAX_CONNS [2048]  NOTICES_MAX_CONNS_PER_IP [256]
-  NOTICES_HEAVY_CONCURRENCY [half the CPUs, at least 1]  NOTICES_HEAVY_WAIT [10s]
-  NOTICES_PLAN_<FREE|STANDARD|ENTERPRISE>_<RPS|BURST|HEAVY> [10/20/1, 50/100/2, 200/400/4]
-  NOTICES_SECRET_KEY [none; serve needs it while webhooks are on; openssl rand -base64 32]
-  NOTICES_SECRET_KEY_PREVIOUS [none; the key before a rotation]
-  scale: NOTICES_ELASTICSEARCH_URL  NOTICES_REDIS_URL  NOTICES_NAMESPACE [notices]
 `)
+	for _, st := range config.Settings {
+		fmt.Fprintf(w, "  %-30s %s [%s]\n", st.Name, st.About, st.Default)
+	}
 }
 
 func main() {
@@ -80,12 +86,23 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
 		usage(stdout)
-		if len(args) == 0 {
-			return 2
+		return exitOK
+	case "help":
+		if len(args) == 1 {
+			usage(stdout)
+			return exitOK
 		}
-		return 0
+		// 'help COMMAND' is 'COMMAND --help'.
+		args = []string{args[1], "--help"}
+	case "-version", "--version":
+		args = []string{"version"}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -93,26 +110,72 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.name != args[0] {
 			continue
 		}
-		err := c.run(ctx, args[1:], stdout, stderr)
-		if err == nil {
-			return 0
-		}
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		var ee *exitError
-		if errors.As(err, &ee) {
-			if ee.msg != "" {
-				fmt.Fprintln(stderr, "noticesd:", ee.msg)
-			}
-			return ee.code
-		}
-		fmt.Fprintln(stderr, "noticesd:", err)
-		return 1
+		return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
 	}
 	fmt.Fprintf(stderr, "noticesd: unknown command %q\n\n", args[0])
 	usage(stderr)
-	return 2
+	return exitUsage
+}
+
+// exitCode reports err on stderr and returns the process exit status.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "noticesd:", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "noticesd:", err)
+	return exitFailure
+}
+
+// usageError is an exit-2 error: the command line is wrong.
+func usageError(format string, a ...any) error {
+	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, a...)}
+}
+
+// parseNoArgs parses the flags of a command that takes no positional
+// arguments; a stray argument is a usage error.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fs.Usage()
+		return usageError("%s takes no arguments, got %q", fs.Name(), pos[0])
+	}
+	return nil
+}
+
+// parseArgs parses fs over args with flags allowed anywhere among the
+// positional arguments ('ingest notices --quiet FILE'); everything after
+// "--" is positional. It returns the positional arguments. A bad flag is a
+// usage error (the flag package has already printed it with the usage);
+// --help returns flag.ErrHelp.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &exitError{code: exitUsage}
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
 }
 
 // newFlags returns a flag set whose --help prints the command's usage.

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,11 +37,19 @@ func TestCLI(t *testing.T) {
 		inStderr string
 	}{
 		{"help", []string{"--help"}, 0, "Commands:", ""},
-		{"no command", nil, 2, "Commands:", ""},
+		{"no command", nil, 2, "", "Commands:"},
 		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
-		{"command help", []string{"ingest", "--help"}, 0, "", "Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure."},
+		{"command help", []string{"ingest", "--help"}, 0, "", "Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure,"},
 		{"ingest without args", []string{"ingest"}, 2, "", "ingest needs"},
-		{"ingest all good", []string{"ingest", "notices", good}, 0, "inserted 1", ""},
+		{"subcommand help after args", []string{"ingest", "notices", "--help"}, 0, "", "Usage: noticesd ingest"},
+		{"help COMMAND", []string{"help", "ingest"}, 0, "", "Usage: noticesd ingest"},
+		{"unknown flag", []string{"ingest", "notices", "--bogus", good}, 2, "", "flag provided but not defined: -bogus"},
+		{"unknown flag after args", []string{"accounts", "list", "--bogus"}, 2, "", "-bogus"},
+		{"stray argument", []string{"serve", "now"}, 2, "", `serve takes no arguments, got "now"`},
+		{"unknown accounts command", []string{"accounts", "frob"}, 2, "", `unknown accounts command "frob"`},
+		{"version", []string{"version"}, 0, "backend:  embedded available", ""},
+		{"--version", []string{"--version"}, 0, "tags:     sqlite_fts5", ""},
+		{"ingest all good", []string{"ingest", "notices", "--quiet", good}, 0, "inserted 1", ""},
 		{"ingest again updates", []string{"ingest", "notices", good}, 0, "inserted 0 updated 1", ""},
 		{"ingest with a broken line", []string{"ingest", "notices", bad}, 3, "rejected 1", "bad.jsonl:2:"},
 		{"ingest a missing file", []string{"ingest", "notices", filepath.Join(dir, "missing.jsonl")}, 1, "", "missing.jsonl"},
@@ -95,4 +106,80 @@ func TestCLI(t *testing.T) {
 			t.Fatalf("subscription: exit %d: %s %s", code, out.String(), errb.String())
 		}
 	})
+}
+
+// TestBadSettingIsUsageError checks that a wrong NOTICES_* value exits 2 and
+// names the variable.
+func TestBadSettingIsUsageError(t *testing.T) {
+	t.Setenv("NOTICES_DATA_DIR", t.TempDir())
+	t.Setenv("NOTICES_LOG_FORMAT", "yaml")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"accounts", "list"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "NOTICES_LOG_FORMAT") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming NOTICES_LOG_FORMAT", code, stderr.String())
+	}
+}
+
+// TestParseArgs checks flags among positional arguments and "--".
+func TestParseArgs(t *testing.T) {
+	tests := []struct {
+		args      []string
+		wantPos   string
+		wantQuiet bool
+	}{
+		{[]string{"notices", "--quiet", "a"}, "notices a", true},
+		{[]string{"--quiet", "notices", "a", "b"}, "notices a b", true},
+		{[]string{"notices", "-", "--quiet"}, "notices -", true},
+		{[]string{"notices", "--", "--quiet"}, "notices --quiet", false},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			fs := newFlags("x", "x", "", io.Discard)
+			quiet := fs.Bool("quiet", false, "")
+			pos, err := parseArgs(fs, tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(pos, " "); got != tt.wantPos || *quiet != tt.wantQuiet {
+				t.Fatalf("positional %q quiet %v, want %q %v", got, *quiet, tt.wantPos, tt.wantQuiet)
+			}
+		})
+	}
+}
+
+// TestBuildWithoutFTS5 builds the binary without the sqlite_fts5 tag and
+// with a version set by -ldflags: 'version' reports both, and a command that
+// opens the store refuses, names the tag and creates nothing.
+func TestBuildWithoutFTS5(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: not building a second binary without the sqlite_fts5 tag")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "noticesd-notag")
+	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.9.9-test -X main.commit=feedface", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build without tags: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("version: %v\n%s", err, out)
+	}
+	for _, want := range []string{"noticesd v9.9.9-test", "commit:   feedface", "backend:  embedded unavailable (built without -tags sqlite_fts5)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("version output %q lacks %q", out, want)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	cmd := exec.Command(bin, "accounts", "list")
+	cmd.Env = append(os.Environ(), "NOTICES_DATA_DIR="+data)
+	out, err = cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("accounts list without the tag: %v, want exit 1\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "-tags sqlite_fts5") {
+		t.Errorf("message %q does not name the build tag", out)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("the data dir %s was created (stat: %v); nothing may be created", data, err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"noticesd/api"
 	"noticesd/internal/collector"
 	"noticesd/internal/config"
+	"noticesd/internal/metrics"
 	"noticesd/internal/store/sqlite"
 	"noticesd/internal/webhook"
 	"noticesd/worker"
@@ -34,7 +35,7 @@ func wireParts(ctx context.Context, cfg config.Config, st *sqlite.Store, log *sl
 		}
 	}
 	if cfg.Source != "" {
-		c, err := newCollector(cfg, st, log)
+		c, err := newCollector(cfg, st, log, deps.Metrics)
 		if err != nil {
 			return err
 		}
@@ -56,6 +57,7 @@ func wireDelivery(cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *a
 		Timeout:      cfg.DeliveryTimeout,
 		AllowPrivate: cfg.WebhookAllowPrivate,
 		CAFile:       cfg.WebhookCAFile,
+		Observe:      func(r webhook.Result) { deps.Metrics.ObserveDeliveryAttempt(r.OK) },
 	})
 	if err != nil {
 		return err
@@ -93,13 +95,25 @@ func wireDelivery(cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *a
 
 // newCollector builds the collector of NOTICES_SOURCE; its HTTP cursor and
 // validators persist in the data dir.
-func newCollector(cfg config.Config, st *sqlite.Store, log *slog.Logger) (*collector.Collector, error) {
+// m, if set, counts its runs and the rows they load.
+func newCollector(cfg config.Config, st *sqlite.Store, log *slog.Logger, m *metrics.Metrics) (*collector.Collector, error) {
 	return collector.New(collector.Config{
 		Source:    cfg.Source,
 		Interval:  cfg.CollectInterval,
 		StateFile: filepath.Join(cfg.DataDir, "collector-state.json"),
 		Logger:    log,
+		OnRun:     func(r collector.RunResult) { observeCollectorRun(m, r) },
 	}, st)
+}
+
+// observeCollectorRun counts a collector run by outcome: partial when lines
+// or files were rejected.
+func observeCollectorRun(m *metrics.Metrics, r collector.RunResult) {
+	outcome := r.Outcome
+	if r.ExitCode() == collector.ExitRejected {
+		outcome = metrics.CollectorPartial
+	}
+	m.ObserveCollectorRun(outcome, r.New, r.Updated, r.Rejected)
 }
 
 // collectorPart adapts the collector to serve's part lifecycle.

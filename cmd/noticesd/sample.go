@@ -20,14 +20,14 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out := fs.String("out", "./data/sample", "output directory")
 	seed := fs.Int64("seed", 1, "random seed")
 	now := fs.String("now", "", "the date the sample ends (YYYY-MM-DD; default today)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	end := time.Now().UTC()
 	if *now != "" {
 		t, err := time.Parse("2006-01-02", *now)
 		if err != nil {
-			return &exitError{code: 2, msg: fmt.Sprintf("--now %q is not YYYY-MM-DD", *now)}
+			return &exitError{code: exitUsage, msg: fmt.Sprintf("--now %q is not YYYY-MM-DD", *now)}
 		}
 		end = t.Add(18 * time.Hour)
 	}

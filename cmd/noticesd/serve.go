@@ -15,6 +15,7 @@ import (
 	"noticesd/internal/config"
 	"noticesd/internal/limit"
 	"noticesd/internal/lockfile"
+	"noticesd/internal/metrics"
 )
 
 const serveAbout = `Serve the API on NOTICES_ADDR. In the embedded backend the same process runs
@@ -31,7 +32,7 @@ type part interface {
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", "serve [--addr :8080]", serveAbout, stderr)
 	addr := fs.String("addr", "", "listen address (overrides NOTICES_ADDR)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfg, err := loadConfig()
@@ -85,6 +86,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 		Accounts:      st,
 		Checks:        map[string]api.Check{"store": st.Ping},
 		StoreWritable: st.CheckWrite,
+		Ready:         st.Ready,
+		// Counters kept by the parts; stored counts read at scrape time.
+		Metrics: metrics.New(st, log),
 		// Request limits: the embedded backend is one process, so the
 		// in-process limiter (the default: limit.NewLocal with
 		// cfg.HeavyConcurrency) is exact. The scale backend must share them

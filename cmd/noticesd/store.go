@@ -12,7 +12,12 @@ import (
 
 // loadConfig reads the NOTICES_* settings and validates them.
 func loadConfig() (config.Config, error) {
-	return config.FromEnv()
+	cfg, err := config.FromEnv()
+	if err != nil {
+		// A wrong setting is a usage error: nothing was done.
+		return cfg, &exitError{code: exitUsage, msg: err.Error()}
+	}
+	return cfg, nil
 }
 
 // openStore opens the embedded store of the configured data dir.
@@ -31,9 +36,14 @@ func openStore(ctx context.Context, cfg config.Config) (*sqlite.Store, error) {
 	return st, nil
 }
 
-// newLogger returns the JSON logger at the configured level.
+// newLogger returns the logger of NOTICES_LOG_FORMAT (json or text) at
+// NOTICES_LOG_LEVEL, writing to standard error.
 func newLogger(cfg config.Config) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 }

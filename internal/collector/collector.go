@@ -78,6 +78,9 @@ type Config struct {
 	Rand func() float64
 	// Logger receives one record per run; nil logs JSON to standard error.
 	Logger *slog.Logger
+	// OnRun, if set, is called with the result of every run (for
+	// metrics), after it is logged.
+	OnRun func(RunResult)
 }
 
 // source is where notices are collected from: a directory or a feed.
@@ -290,6 +293,9 @@ func (c *Collector) RunOnce(ctx context.Context) (RunResult, error) {
 	}
 	c.mu.Unlock()
 	c.logRun(res)
+	if c.cfg.OnRun != nil {
+		c.cfg.OnRun(res)
+	}
 	return res, err
 }
 

@@ -249,3 +249,22 @@ func TestDirFileTakenByAnotherCollector(t *testing.T) {
 		t.Errorf("move of a vanished file: %v, want errGone", err)
 	}
 }
+
+// TestOnRun: Config.OnRun receives every run's result (the metrics hook).
+func TestOnRun(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	drop(t, dir, "a.jsonl", readFile(t, "testdata/feed.jsonl"))
+	var got []RunResult
+	cfg := e.config(dir)
+	cfg.OnRun = func(r RunResult) { got = append(got, r) }
+	c := e.collector(t, cfg)
+	for range 2 {
+		if _, err := c.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 2 || got[0].New == 0 || got[0].Outcome != OutcomeOK || got[1].New != 0 {
+		t.Fatalf("OnRun saw %+v, want the first run's new notices, then a run with none", got)
+	}
+}

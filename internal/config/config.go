@@ -31,6 +31,7 @@ type Config struct {
 	WebhookAllowPrivate bool          // NOTICES_WEBHOOK_ALLOW_PRIVATE
 	WebhookCAFile       string        // NOTICES_WEBHOOK_CA_FILE
 	LogLevel            string        // NOTICES_LOG_LEVEL: debug, info, warn, error
+	LogFormat           string        // NOTICES_LOG_FORMAT: json or text
 	MaxBodyBytes        int           // NOTICES_MAX_BODY_BYTES: body cap of POST /v1/match and POST /v1/watches
 	MaxSmallBodyBytes   int           // NOTICES_MAX_SMALL_BODY_BYTES: body cap of every other route
 	HeaderTimeout       time.Duration // NOTICES_HEADER_TIMEOUT: to receive the request line and headers
@@ -65,6 +66,7 @@ func Default() Config {
 		DeliveryRetryUnit: 10 * time.Minute,
 		DeliveryTimeout:   10 * time.Second,
 		LogLevel:          "info",
+		LogFormat:         "json",
 		MaxBodyBytes:      8 << 20,
 		MaxSmallBodyBytes: 64 << 10,
 		HeaderTimeout:     10 * time.Second,
@@ -142,6 +144,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("NOTICES_LOG_LEVEL", &c.LogLevel)
 	str("NOTICES_SECRET_KEY", &c.SecretKey)
 	str("NOTICES_SECRET_KEY_PREVIOUS", &c.SecretKeyPrevious)
+	str("NOTICES_LOG_FORMAT", &c.LogFormat)
 	integer := func(name string, min int, dst *int) {
 		if v, ok := lookup(name); ok && v != "" {
 			n, err := strconv.Atoi(v)
@@ -198,6 +201,11 @@ func (c Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("config: NOTICES_LOG_LEVEL=%q must be debug, info, warn or error", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "json", "text":
+	default:
+		return fmt.Errorf("config: NOTICES_LOG_FORMAT=%q must be json or text", c.LogFormat)
 	}
 	if c.MaxSmallBodyBytes > c.MaxBodyBytes {
 		return fmt.Errorf("config: NOTICES_MAX_SMALL_BODY_BYTES=%d must not exceed NOTICES_MAX_BODY_BYTES=%d", c.MaxSmallBodyBytes, c.MaxBodyBytes)

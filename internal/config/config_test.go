@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +109,43 @@ func TestFromLookup(t *testing.T) {
 			}
 			tt.check(t, c)
 		})
+	}
+}
+
+// TestSettingsDocumented checks that Settings lists every NOTICES_* variable
+// config.go reads, and that the operating guide documents every one of them.
+func TestSettingsDocumented(t *testing.T) {
+	src, err := os.ReadFile("config.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide, err := os.ReadFile("../../docs/operating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, s := range Settings {
+		listed[s.Name] = true
+		if !strings.Contains(string(guide), "`"+s.Name+"`") {
+			t.Errorf("docs/operating.md does not document %s", s.Name)
+		}
+	}
+	for _, m := range regexp.MustCompile(`"(NOTICES_[A-Z_]+[A-Z])"`).FindAllStringSubmatch(string(src), -1) {
+		if !listed[m[1]] {
+			t.Errorf("config.go reads %s but Settings does not list it", m[1])
+		}
+	}
+	for _, suffix := range []string{"RPS", "BURST", "HEAVY"} {
+		if !listed["NOTICES_PLAN_<PLAN>_"+suffix] {
+			t.Errorf("Settings does not list NOTICES_PLAN_<PLAN>_%s", suffix)
+		}
+	}
+	if _, err := fromLookup(func(k string) (string, bool) {
+		if k == "NOTICES_LOG_FORMAT" {
+			return "yaml", true
+		}
+		return "", false
+	}); err == nil || !strings.Contains(err.Error(), "NOTICES_LOG_FORMAT") {
+		t.Errorf("NOTICES_LOG_FORMAT=yaml: %v, want an error naming it", err)
 	}
 }

@@ -51,6 +51,10 @@ type SenderConfig struct {
 	PerHost int
 	// Now is the clock for Result.At and Sender.Now. nil means time.Now.
 	Now func() time.Time
+	// Observe, if set, is called with the Result of every attempt that
+	// was not cancelled (for metrics). It runs on the attempt: keep it
+	// short.
+	Observe func(Result)
 }
 
 // Request is one delivery attempt.
@@ -89,6 +93,7 @@ type Sender struct {
 	allowPrivate bool
 	now          func() time.Time
 	limit        *hostLimiter
+	observe      func(Result)
 }
 
 // NewSender builds a Sender from cfg. It fails when CAFile cannot be read or
@@ -118,6 +123,7 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 		allowPrivate: cfg.AllowPrivate,
 		now:          cfg.Now,
 		limit:        newHostLimiter(cfg.PerHost),
+		observe:      cfg.Observe,
 	}
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second, ControlContext: s.checkAddress}
 	transport := &http.Transport{
@@ -199,6 +205,14 @@ func (s *Sender) checkAddress(_ context.Context, _, address string, _ syscall.Ra
 // a 2xx whose body then stalls or breaks is still a success, since the
 // endpoint has accepted the delivery.
 func (s *Sender) Send(ctx context.Context, req Request) Result {
+	res := s.send(ctx, req)
+	if s.observe != nil && ctx.Err() == nil {
+		s.observe(res)
+	}
+	return res
+}
+
+func (s *Sender) send(ctx context.Context, req Request) Result {
 	res := Result{At: s.now()}
 	u, err := url.Parse(req.URL)
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {

@@ -444,3 +444,21 @@ func TestHostLimiter(t *testing.T) {
 		t.Fatalf("limiter still tracks %d idle endpoints, want 0", n)
 	}
 }
+
+// TestSendObserve: Observe sees the result of every attempt (for the
+// delivery metrics), and no cancelled one.
+func TestSendObserve(t *testing.T) {
+	status := http.StatusOK
+	srv, _ := server(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) })
+	var seen []Result
+	s := newSender(t, SenderConfig{AllowPrivate: true, CAFile: trustFile(t, srv), Observe: func(r Result) { seen = append(seen, r) }})
+	s.Send(t.Context(), request(srv.URL+"/hook"))
+	status = http.StatusBadGateway
+	s.Send(t.Context(), request(srv.URL+"/hook"))
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	s.Send(cancelled, request(srv.URL+"/hook"))
+	if len(seen) != 2 || !seen[0].OK || seen[1].OK || seen[1].LastError != "HTTP 502" {
+		t.Fatalf("observed %+v, want one success and one HTTP 502", seen)
+	}
+}

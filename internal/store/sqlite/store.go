@@ -115,6 +115,9 @@ func WithPlans(plans map[string]account.Plan) Option {
 // Open opens (creating if missing, with its parent directory) the database
 // at path, checks that FTS5 is available and applies pending migrations.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	if !FTS5 {
+		return nil, ErrNoFTS5
+	}
 	s := &Store{path: path, clock: time.Now, plans: account.DefaultPlans()}
 	for _, o := range opts {
 		o(s)

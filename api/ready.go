@@ -1,0 +1,47 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"noticesd/internal/errs"
+)
+
+// readyProbeTimeout bounds /ready's probe.
+const readyProbeTimeout = 5 * time.Second
+
+// ready is GET /ready (no key), the readiness check: 200 {"status":"ready"}
+// once the store is reachable and its schema (migrations, or the indices
+// of the scale backend) is in place; 503 unavailable with the reason
+// otherwise. /health stays the liveness and detail report.
+func (s *Server) ready(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), readyProbeTimeout)
+	defer cancel()
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	if err := s.readyCheck(ctx); err != nil {
+		s.log.Warn("ready: not ready", "error", err)
+		c.Set(fiber.HeaderRetryAfter, "5")
+		return errs.New(errs.Unavailable, "the service is not ready: the store cannot be reached or its schema is not in place yet; retry, and see the server log if it lasts")
+	}
+	return writeJSON(c, fiber.StatusOK, map[string]string{"status": "ready"})
+}
+
+// readyCheck runs Deps.Ready, else every Deps.Checks probe and the index
+// status.
+func (s *Server) readyCheck(ctx context.Context) error {
+	if s.deps.Ready != nil {
+		return s.deps.Ready(ctx)
+	}
+	for _, name := range healthChecks {
+		if probe := s.deps.Checks[name]; probe != nil {
+			if err := probe(ctx); err != nil {
+				return fmt.Errorf("%s cannot be reached", name)
+			}
+		}
+	}
+	_, err := s.deps.Notices.IndexStatus(ctx)
+	return err
+}

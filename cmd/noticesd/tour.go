@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"strings"
+
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/store/sqlite"
+)
+
+// tour holds identifiers of the demo database for the README's tour, so
+// every tour command returns data. The sample's notices depend on the date
+// it was generated, so they are picked from the database, not fixed.
+type tour struct {
+	ACN    string // a company with several notices in VIC or NSW
+	ABN    string // another company with notices, by its ABN (spaced)
+	Quiet  string // a registered company without notices
+	Notice string // a notice of ACN
+}
+
+// pickTour finds the tour's identifiers; any it cannot find stay empty.
+// registerFile is the sample register, scanned for a company without
+// notices.
+func pickTour(ctx context.Context, st *sqlite.Store, registerFile string) tour {
+	var t tour
+	page, err := st.Search(ctx, notice.SearchQuery{
+		Filter: notice.Filter{State: []string{"VIC", "NSW"}}, Sort: notice.SortPublishedDesc, Limit: 100, Page: 1,
+	})
+	if err != nil {
+		return t
+	}
+	for _, n := range page.Notices {
+		if n.ACN == nil || (t.ACN != "" && *n.ACN == t.ACN) {
+			continue
+		}
+		id, err := ident.ParseParam(*n.ACN)
+		if err != nil || !ident.ValidACN(*n.ACN) {
+			continue
+		}
+		c, err := st.Company(ctx, id)
+		if err != nil || c.NoticeCount < 2 || c.ABN == nil || len(*c.ABN) != 11 {
+			continue
+		}
+		if t.ACN == "" {
+			t.ACN, t.Notice = *n.ACN, n.ID
+			continue
+		}
+		a := *c.ABN
+		t.ABN = a[:2] + " " + a[2:5] + " " + a[5:8] + " " + a[8:]
+		break
+	}
+	f, err := os.Open(registerFile)
+	if err != nil {
+		return t
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for i := 0; sc.Scan() && i < 5000; i++ {
+		fields := strings.Split(sc.Text(), "\t")
+		// Company Name, ACN, Type, Class, Sub Class, Status, ...
+		if i == 0 || len(fields) < 6 || fields[5] != "REGD" || !ident.ValidACN(fields[1]) {
+			continue
+		}
+		id, err := ident.ParseParam(fields[1])
+		if err != nil {
+			continue
+		}
+		if c, err := st.Company(ctx, id); err == nil && c.NoticeCount == 0 {
+			t.Quiet = fields[1]
+			break
+		}
+	}
+	return t
+}

@@ -1,0 +1,46 @@
+package config
+
+// Setting documents one NOTICES_* environment variable: its default and what
+// it does. Settings is the one list `noticesd --help` prints and
+// docs/operating.md must mirror (TestSettingsDocumented checks both ways):
+// adding a setting is one line here beside its line in fromLookup.
+type Setting struct {
+	Name    string
+	Default string
+	About   string
+}
+
+// Settings lists every NOTICES_* variable the service reads, in the order
+// of the operating guide.
+var Settings = []Setting{
+	{"NOTICES_ADDR", ":8080", "listen address of the API"},
+	{"NOTICES_DATA_DIR", "./data", "directory of the SQLite file (notices.db) and the collector state"},
+	{"NOTICES_BACKEND", "embedded", "embedded (one SQLite file) or scale (Elasticsearch + Redis)"},
+	{"NOTICES_ELASTICSEARCH_URL", "none", "Elasticsearch URL (scale backend; required there)"},
+	{"NOTICES_REDIS_URL", "none", "Redis URL (scale backend; required there)"},
+	{"NOTICES_NAMESPACE", "notices", "prefix of every Elasticsearch index and alias, Redis key and queue (scale backend)"},
+	{"NOTICES_SOURCE", "none", "collector source: a directory of *.jsonl(.gz) files or an http(s) JSON Lines feed"},
+	{"NOTICES_COLLECT_INTERVAL", "15m", "time between collector runs"},
+	{"NOTICES_WEBHOOKS", "on", "on/off: webhook registration and the delivery worker"},
+	{"NOTICES_DELIVERY_RETRY_UNIT", "10m", "unit of the delivery retry schedule (tests shorten it)"},
+	{"NOTICES_DELIVERY_TIMEOUT", "10s", "timeout of one webhook delivery attempt"},
+	{"NOTICES_WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on private, loopback and link-local addresses"},
+	{"NOTICES_WEBHOOK_CA_FILE", "none", "extra PEM CA bundle trusted for webhook HTTPS"},
+	{"NOTICES_SECRET_KEY", "none", "base64 of 32 random bytes (openssl rand -base64 32) encrypting webhook secrets at rest; serve needs it while webhooks are on"},
+	{"NOTICES_SECRET_KEY_PREVIOUS", "none", "the key before a rotation, still accepted for decryption until every secret is re-sealed"},
+	{"NOTICES_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"NOTICES_LOG_FORMAT", "json", "json or text: format of the log lines on stderr"},
+	{"NOTICES_MAX_BODY_BYTES", "8388608", "body cap of POST /v1/match and POST /v1/watches"},
+	{"NOTICES_MAX_SMALL_BODY_BYTES", "65536", "body cap of every other route"},
+	{"NOTICES_HEADER_TIMEOUT", "10s", "time to receive the request line and headers"},
+	{"NOTICES_BODY_TIMEOUT", "60s", "time to receive the body once the headers are in"},
+	{"NOTICES_WRITE_TIMEOUT", "60s", "time to send the response"},
+	{"NOTICES_IDLE_TIMEOUT", "60s", "how long a kept-alive connection may wait for its next request"},
+	{"NOTICES_MAX_CONNS", "2048", "open connections, all clients together"},
+	{"NOTICES_MAX_CONNS_PER_IP", "256", "open connections from one client address"},
+	{"NOTICES_HEAVY_CONCURRENCY", "half the CPUs, at least 1", "heavy requests (bulk screen, watch creation) running at once"},
+	{"NOTICES_HEAVY_WAIT", "10s", "how long a heavy request queues for a slot before 429"},
+	{"NOTICES_PLAN_<PLAN>_RPS", "free 10, standard 50, enterprise 200", "requests per second of one key of the plan"},
+	{"NOTICES_PLAN_<PLAN>_BURST", "free 20, standard 100, enterprise 400", "burst of one key of the plan"},
+	{"NOTICES_PLAN_<PLAN>_HEAVY", "free 1, standard 2, enterprise 4", "heavy requests at once of one key of the plan"},
+}
