@@ -71,7 +71,8 @@ Settings come from the environment (defaults in brackets):
   NOTICES_PLAN_<FREE|STANDARD|ENTERPRISE>_<RPS|BURST|HEAVY> [10/20/1, 50/100/2, 200/400/4]
   NOTICES_SECRET_KEY [none; serve needs it while webhooks are on; openssl rand -base64 32]
   NOTICES_SECRET_KEY_PREVIOUS [none; the key before a rotation]
-  scale: NOTICES_ELASTICSEARCH_URL  NOTICES_REDIS_URL  NOTICES_NAMESPACE [notices]
+  scale: NOTICES_ELASTICSEARCH_URL [http://localhost:9200]
+    NOTICES_REDIS_URL [redis://localhost:6379/0]  NOTICES_NAMESPACE [notices]
 `)
 }
 

@@ -8,6 +8,7 @@ import (
 	"noticesd/api"
 	"noticesd/internal/collector"
 	"noticesd/internal/config"
+	"noticesd/internal/store"
 	"noticesd/internal/store/sqlite"
 	"noticesd/internal/webhook"
 	"noticesd/worker"
@@ -93,13 +94,13 @@ func wireDelivery(cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *a
 
 // newCollector builds the collector of NOTICES_SOURCE; its HTTP cursor and
 // validators persist in the data dir.
-func newCollector(cfg config.Config, st *sqlite.Store, log *slog.Logger) (*collector.Collector, error) {
+func newCollector(cfg config.Config, w store.NoticeWriter, log *slog.Logger) (*collector.Collector, error) {
 	return collector.New(collector.Config{
 		Source:    cfg.Source,
 		Interval:  cfg.CollectInterval,
 		StateFile: filepath.Join(cfg.DataDir, "collector-state.json"),
 		Logger:    log,
-	}, st)
+	}, w)
 }
 
 // collectorPart adapts the collector to serve's part lifecycle.
