@@ -1,0 +1,109 @@
+package redisstore
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"noticesd/internal/account"
+	"noticesd/internal/notice"
+	"noticesd/internal/watch"
+)
+
+// TestSharedABNMatchesEmbedded: the register gives one ABN to the rows of
+// two ACNs (and one ACN two ABNs). The bulk screen and a watch's matches
+// use every register ACN of the ABN and every ABN of the ACNs, and give
+// the embedded store's answers: the same three lists, counts, latest
+// notices and company ACNs, and the same matched notices.
+func TestSharedABNMatchesEmbedded(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	shared := "51" + acn(1) // formed from acn(1), also held by acn(2)'s rows
+	other := "62" + acn(3)  // a second ABN of acn(3)
+	rows := []notice.RegisterRow{
+		{CompanyName: "TWO PTY LTD", ACN: acn(2), ABN: shared, CurrentNameIndicator: "Y"},
+		{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: shared, CurrentNameIndicator: "Y"},
+		{CompanyName: "THREE PTY LTD", ACN: acn(3), ABN: "51" + acn(3), CurrentNameIndicator: "Y"},
+		{CompanyName: "THREE OLD NAME", ACN: acn(3), ABN: other, CurrentName: "THREE PTY LTD"},
+		{CompanyName: "FIVE PTY LTD", ACN: acn(5), ABN: "99" + acn(6), CurrentNameIndicator: "Y"},
+		{CompanyName: "SIX PTY LTD", ACN: acn(6), ABN: "99" + acn(6), CurrentNameIndicator: "Y"},
+	}
+	load, err := c.BeginRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := load.Add(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := load.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := notice.Notice{PublishedAt: "2026-11-20T01:00:00Z", PublishedDate: "2026-11-20", NoticePurpose: "Appointment",
+		NoticeType: "Appointment of liquidator", State: "VIC", Status: "Published", CompanyName: "X PTY LTD"}
+	var batch []notice.Notice
+	for i, co := range []int{1, 2, 2, 3, 4, 5, 6} {
+		batch = append(batch, genNotice(t, tmpl, "S"+acn(i), co))
+	}
+	withABN := genNotice(t, tmpl, "SABN", 9)
+	withABN.ACN, withABN.ABN = nil, &other
+	batch = append(batch, withABN)
+	if _, err := c.UpsertNotices(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	ids := idsOf(t, shared, acn(1), acn(2), acn(3), other, "51"+acn(3), "99"+acn(6), acn(5), acn(6), acn(4))
+	want, err := f.notices.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.rs.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("screen differs from the embedded store:\nredis    %+v\nembedded %+v", got, want)
+	}
+	if want.Counts.Matched == 0 || want.Matched[0].NoticeCount != 3 {
+		t.Errorf("the shared ABN should match the notices of both its ACNs: %+v", want.Matched)
+	}
+
+	plan := account.Plan{Companies: 100, Watches: 10}
+	ea, err := f.notices.CreateAccount(ctx, "e", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, err := f.rs.CreateAccount(ctx, "r", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vs := range [][]string{{shared}, {acn(3)}, {"99" + acn(6)}, {acn(5)}} {
+		req := watch.CreateRequest{Identifiers: idsOf(t, vs...)}
+		ew, err := f.notices.CreateWatch(ctx, watch.New(req, ea.AccountID, f.clock.Now()), plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw, err := f.rs.CreateWatch(ctx, watch.New(req, ra.AccountID, f.clock.Now()), plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		em, err := f.notices.Matches(ctx, ea.AccountID, ew.ID, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rm, err := f.rs.Matches(ctx, ra.AccountID, rw.ID, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, r := seqsOf(em.Notices), seqsOf(rm.Notices); !reflect.DeepEqual(e, r) || len(e) == 0 {
+			t.Errorf("watch on %v: redis matches %v, embedded %v", vs, r, e)
+		}
+	}
+}
+
+func seqsOf(ns []notice.Notice) []int64 {
+	out := make([]int64, len(ns))
+	for i, n := range ns {
+		out[i] = n.Seq
+	}
+	return out
+}
