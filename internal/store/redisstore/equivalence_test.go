@@ -52,16 +52,24 @@ func TestSharedABNMatchesEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := idsOf(t, shared, acn(1), acn(2), acn(3), other, "51"+acn(3), "99"+acn(6), acn(5), acn(6), acn(4))
+	vic := noFilter()
+	vic.State = []string{"VIC"}
+	for _, flt := range []notice.Filter{noFilter(), vic} {
+		want, err := f.notices.Screen(ctx, ids, flt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.rs.Screen(ctx, ids, flt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("screen with %+v differs from the embedded store:\nredis    %+v\nembedded %+v", flt, got, want)
+		}
+	}
 	want, err := f.notices.Screen(ctx, ids, noFilter())
 	if err != nil {
 		t.Fatal(err)
-	}
-	got, err := f.rs.Screen(ctx, ids, noFilter())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("screen differs from the embedded store:\nredis    %+v\nembedded %+v", got, want)
 	}
 	if want.Counts.Matched == 0 || want.Matched[0].NoticeCount != 3 {
 		t.Errorf("the shared ABN should match the notices of both its ACNs: %+v", want.Matched)
@@ -106,4 +114,42 @@ func seqsOf(ns []notice.Notice) []int64 {
 		out[i] = n.Seq
 	}
 	return out
+}
+
+// TestScreenNoticeCarryingBoth: a company whose only notice carries both
+// its ACN and its ABN is matched (once) when screened by either, as in the
+// embedded store. (The two seq lists are then equal strings; the screen
+// once took the ACN's own list for the counterpart's and skipped it.)
+func TestScreenNoticeCarryingBoth(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	abn := "51" + acn(1)
+	load, err := c.BeginRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := load.Add(ctx, []notice.RegisterRow{{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: abn, CurrentNameIndicator: "Y"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := load.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := genNotice(t, notice.Notice{PublishedAt: "2026-11-20T01:00:00Z", PublishedDate: "2026-11-20", NoticePurpose: "Appointment", State: "QLD"}, "BOTH", 1)
+	n.ABN = &abn
+	if _, err := c.UpsertNotices(ctx, []notice.Notice{n}); err != nil {
+		t.Fatal(err)
+	}
+	ids := idsOf(t, acn(1), abn)
+	want, err := f.notices.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.rs.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Counts.Matched != 2 || !reflect.DeepEqual(got, want) {
+		t.Errorf("redis %+v\nembedded %+v", got, want)
+	}
 }

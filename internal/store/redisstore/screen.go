@@ -154,10 +154,10 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	for i, o := range found {
 		var count int
 		var latest *notice.Notice
-		for _, l := range []string{o.own, o.theirs} {
+		for li, l := range []string{o.own, o.theirs} {
 			for _, q := range splitList(l) {
 				n := sums[q]
-				if n == nil || (l == o.theirs && o.own != "" && strings.Contains(","+o.own+",", ","+q+",")) {
+				if n == nil || (li == 1 && o.own != "" && strings.Contains(","+o.own+",", ","+q+",")) {
 					continue // fails f, or carries both identifiers (counted once)
 				}
 				count++
