@@ -153,3 +153,99 @@ func TestScreenNoticeCarryingBoth(t *testing.T) {
 		t.Errorf("redis %+v\nembedded %+v", got, want)
 	}
 }
+
+// TestMatchesFollowChangesAsEmbedded: a watch's matches give the embedded
+// store's answer after the data changes under them: a register load that
+// removes the ABN a logged match came by, an amendment that makes a notice
+// match, and one that makes a logged notice fail the watch's filter.
+func TestMatchesFollowChangesAsEmbedded(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	abn := "51" + acn(1)
+	register := func(rows ...notice.RegisterRow) {
+		t.Helper()
+		load, err := c.BeginRegister(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := load.Add(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := load.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.notices.RefreshWatchKeys(ctx); err != nil { // as `noticesd ingest register` does
+			t.Fatal(err)
+		}
+	}
+	register(notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: abn, CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "TWO PTY LTD", ACN: acn(2), CurrentNameIndicator: "Y"})
+	tmpl := notice.Notice{PublishedAt: "2026-11-20T01:00:00Z", PublishedDate: "2026-11-20", NoticePurpose: "Appointment", State: "VIC"}
+	byABN := genNotice(t, tmpl, "BY-ABN", 1)
+	byABN.ACN, byABN.ABN = nil, &abn
+	direct := genNotice(t, tmpl, "DIRECT", 1)
+	elsewhere := genNotice(t, tmpl, "ELSEWHERE", 2)
+	if _, err := c.UpsertNotices(ctx, []notice.Notice{byABN, direct, elsewhere}); err != nil {
+		t.Fatal(err)
+	}
+	ea, err := f.notices.CreateAccount(ctx, "e", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, err := f.rs.CreateAccount(ctx, "r", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := account.Plan{Companies: 100, Watches: 10}
+	req := watch.CreateRequest{Identifiers: idsOf(t, acn(1)), Filters: watch.Filters{State: []string{"VIC"}}}
+	ew, err := f.notices.CreateWatch(ctx, watch.New(req, ea.AccountID, f.clock.Now()), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, err := f.rs.CreateWatch(ctx, watch.New(req, ra.AccountID, f.clock.Now()), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(step string, wantLen int) {
+		t.Helper()
+		for _, since := range []int64{0, 1} {
+			em, err := f.notices.Matches(ctx, ea.AccountID, ew.ID, since, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rm, err := f.rs.Matches(ctx, ra.AccountID, rw.ID, since, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, r := seqsOf(em.Notices), seqsOf(rm.Notices)
+			if !reflect.DeepEqual(e, r) || em.NextSince != rm.NextSince || em.HasMore != rm.HasMore {
+				t.Errorf("%s, since %d: redis %v (next %d), embedded %v (next %d)", step, since, r, rm.NextSince, e, em.NextSince)
+			}
+			if since == 0 && len(e) != wantLen {
+				t.Errorf("%s: embedded matches %v, want %d notices (the test proves little otherwise)", step, e, wantLen)
+			}
+		}
+	}
+	same("at creation", 2)
+	// The register no longer gives acn(1) an ABN: the notice that carried
+	// only the ABN is no longer the watch's.
+	register(notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "TWO PTY LTD", ACN: acn(2), CurrentNameIndicator: "Y"})
+	same("after a register load removed the ABN", 1)
+	// Amendments: elsewhere now names acn(1); direct moves to NSW.
+	a1 := acn(1)
+	elsewhere.ACN = &a1
+	direct.State = "NSW"
+	if _, err := c.UpsertNotices(ctx, []notice.Notice{elsewhere, direct}); err != nil {
+		t.Fatal(err)
+	}
+	same("after amendments", 1)
+	rm, err := f.rs.Matches(ctx, ra.AccountID, rw.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rm.Notices) != 1 || rm.Notices[0].SourceID != "ELSEWHERE" {
+		t.Errorf("after the amendments the watch shows %v, want only the notice amended to its company", seqsOf(rm.Notices))
+	}
+}

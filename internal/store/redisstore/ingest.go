@@ -66,6 +66,12 @@ func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 	if rerr := c.Redis.RecordNotices(ctx, stored); rerr != nil {
 		return r, rerr
 	}
+	if r.Updated > 0 {
+		// Amended notices may have come to match other watches.
+		if rerr := c.Redis.RematchStored(ctx, stored); rerr != nil {
+			return r, rerr
+		}
+	}
 	return r, err
 }
 
