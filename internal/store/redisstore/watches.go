@@ -208,8 +208,13 @@ if staged > 0 then
     return {'quota', current, adding}
   end
   if adding > 0 then
-    if staged < 5000 then
-      redis.call('SADD', KEYS[2], unpack(redis.call('SMEMBERS', KEYS[4])))
+    if staged < current then
+      -- SADD in chunks costs O(staged); SUNIONSTORE would rewrite the
+      -- account's whole set, O(current + staged).
+      local m = redis.call('SMEMBERS', KEYS[4])
+      for i = 1, #m, 5000 do
+        redis.call('SADD', KEYS[2], unpack(m, i, math.min(i + 4999, #m)))
+      end
     else
       redis.call('SUNIONSTORE', KEYS[2], KEYS[2], KEYS[4])
     end
