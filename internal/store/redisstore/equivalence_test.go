@@ -29,16 +29,7 @@ func TestSharedABNMatchesEmbedded(t *testing.T) {
 		{CompanyName: "FIVE PTY LTD", ACN: acn(5), ABN: "99" + acn(6), CurrentNameIndicator: "Y"},
 		{CompanyName: "SIX PTY LTD", ACN: acn(6), ABN: "99" + acn(6), CurrentNameIndicator: "Y"},
 	}
-	load, err := c.BeginRegister(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := load.Add(ctx, rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := load.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	commitRegister(t, c, rows...)
 	tmpl := notice.Notice{PublishedAt: "2026-11-20T01:00:00Z", PublishedDate: "2026-11-20", NoticePurpose: "Appointment",
 		NoticeType: "Appointment of liquidator", State: "VIC", Status: "Published", CompanyName: "X PTY LTD"}
 	var batch []notice.Notice
@@ -125,16 +116,7 @@ func TestScreenNoticeCarryingBoth(t *testing.T) {
 	f := newFixture(t, Options{})
 	c := composite{notices: f.notices, rs: f.rs}
 	abn := "51" + acn(1)
-	load, err := c.BeginRegister(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := load.Add(ctx, []notice.RegisterRow{{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: abn, CurrentNameIndicator: "Y"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := load.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	commitRegister(t, c, notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: abn, CurrentNameIndicator: "Y"})
 	n := genNotice(t, notice.Notice{PublishedAt: "2026-11-20T01:00:00Z", PublishedDate: "2026-11-20", NoticePurpose: "Appointment", State: "QLD"}, "BOTH", 1)
 	n.ABN = &abn
 	if _, err := c.UpsertNotices(ctx, []notice.Notice{n}); err != nil {
@@ -165,16 +147,7 @@ func TestMatchesFollowChangesAsEmbedded(t *testing.T) {
 	abn := "51" + acn(1)
 	register := func(rows ...notice.RegisterRow) {
 		t.Helper()
-		load, err := c.BeginRegister(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := load.Add(ctx, rows); err != nil {
-			t.Fatal(err)
-		}
-		if err := load.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
+		commitRegister(t, c, rows...)
 		if _, err := f.notices.RefreshWatchKeys(ctx); err != nil { // as `noticesd ingest register` does
 			t.Fatal(err)
 		}
@@ -247,5 +220,21 @@ func TestMatchesFollowChangesAsEmbedded(t *testing.T) {
 	}
 	if len(rm.Notices) != 1 || rm.Notices[0].SourceID != "ELSEWHERE" {
 		t.Errorf("after the amendments the watch shows %v, want only the notice amended to its company", seqsOf(rm.Notices))
+	}
+}
+
+// commitRegister loads rows as the whole register through c.
+func commitRegister(t *testing.T, c composite, rows ...notice.RegisterRow) {
+	t.Helper()
+	ctx := context.Background()
+	load, err := c.BeginRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := load.Add(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := load.Commit(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
