@@ -294,14 +294,14 @@ func TestScaleModeAPI(t *testing.T) {
 				ACN         *string         `json:"acn"`
 				ABN         *string         `json:"abn"`
 				Name        string          `json:"name"`
-				FormerNames json.RawMessage `json:"former_names"`
+				NoticeCount int             `json:"notice_count"`
 				Register    json.RawMessage `json:"register"`
 				Notices     []noticeJSON    `json:"notices"`
 			}
 			a.get(t, "GET", "/v1/companies/"+id, sk.ReadKey, nil, 200, &sc)
 			e.get(t, "GET", "/v1/companies/"+id, ek.ReadKey, nil, 200, &ec)
 			if !reflect.DeepEqual(ids(sc.Notices), ids(ec.Notices)) || deref(sc.ACN)+deref(sc.ABN)+sc.Name != deref(ec.ACN)+deref(ec.ABN)+ec.Name ||
-				string(sc.FormerNames) != string(ec.FormerNames) || string(sc.Register) != string(ec.Register) {
+				sc.NoticeCount != ec.NoticeCount || !jsonEqual(sc.Register, ec.Register) || len(ec.Register) < 10 {
 				t.Errorf("company %s differs:\nscale    %+v\nembedded %+v", id, sc, ec)
 			}
 		}
