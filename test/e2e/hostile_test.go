@@ -31,7 +31,7 @@ func TestHeadersOnlyFlood(t *testing.T) {
 		maxResidual = 20 << 20
 	)
 	bin := buildBinary(t)
-	env := []string{"NOTICES_DATA_DIR=" + t.TempDir(), "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=error"}
+	env := []string{"NOTICES_DATA_DIR=" + t.TempDir(), "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=error", "NOTICES_WEBHOOKS=off"}
 	var keys struct {
 		ReadKey string `json:"read_key"`
 	}
