@@ -67,14 +67,7 @@ func TestSharedABNMatchesEmbedded(t *testing.T) {
 	}
 
 	plan := account.Plan{Companies: 100, Watches: 10}
-	ea, err := f.notices.CreateAccount(ctx, "e", "standard")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ra, err := f.rs.CreateAccount(ctx, "r", "standard")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ea, ra := bothAccounts(t, f)
 	for _, vs := range [][]string{{shared}, {acn(3)}, {"99" + acn(6)}, {acn(5)}} {
 		req := watch.CreateRequest{Identifiers: idsOf(t, vs...)}
 		ew, err := f.notices.CreateWatch(ctx, watch.New(req, ea.AccountID, f.clock.Now()), plan)
@@ -162,14 +155,7 @@ func TestMatchesFollowChangesAsEmbedded(t *testing.T) {
 	if _, err := c.UpsertNotices(ctx, []notice.Notice{byABN, direct, elsewhere}); err != nil {
 		t.Fatal(err)
 	}
-	ea, err := f.notices.CreateAccount(ctx, "e", "standard")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ra, err := f.rs.CreateAccount(ctx, "r", "standard")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ea, ra := bothAccounts(t, f)
 	plan := account.Plan{Companies: 100, Watches: 10}
 	req := watch.CreateRequest{Identifiers: idsOf(t, acn(1)), Filters: watch.Filters{State: []string{"VIC"}}}
 	ew, err := f.notices.CreateWatch(ctx, watch.New(req, ea.AccountID, f.clock.Now()), plan)
@@ -237,4 +223,19 @@ func commitRegister(t *testing.T, c composite, rows ...notice.RegisterRow) {
 	if err := load.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// bothAccounts creates an account in the embedded store and one in Redis,
+// for watches compared between the two.
+func bothAccounts(t *testing.T, f fixture) (embedded, redis account.Created) {
+	t.Helper()
+	ctx := context.Background()
+	embedded, err := f.notices.CreateAccount(ctx, "e", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if redis, err = f.rs.CreateAccount(ctx, "r", "standard"); err != nil {
+		t.Fatal(err)
+	}
+	return embedded, redis
 }
