@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"noticesd/internal/account"
+	"noticesd/internal/config"
 )
 
 const accountsAbout = `Manage customer accounts. Keys are printed once and stored only as hashes.
@@ -46,11 +49,11 @@ func runAccounts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, closeStore, err := openAccounts(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer closeStore()
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	needID := func() (string, error) {
@@ -101,4 +104,29 @@ func runAccounts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return enc.Encode(created)
 	}
 	panic("unreachable: accounts command " + sub)
+}
+
+// accountAdmin is what the accounts command needs of a store; the embedded
+// store and scale mode's Redis store both provide it.
+type accountAdmin interface {
+	CreateAccount(ctx context.Context, name, plan string) (account.Created, error)
+	ListAccounts(ctx context.Context) ([]account.Account, error)
+	SetSubscription(ctx context.Context, accountID string, active bool) error
+	RotateKeys(ctx context.Context, accountID string) (account.Created, error)
+}
+
+// openAccounts opens the account store of the configured backend.
+func openAccounts(ctx context.Context, cfg config.Config) (accountAdmin, func() error, error) {
+	if cfg.Backend == "scale" {
+		st, err := openScale(ctx, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st.Redis, st.Close, nil
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, st.Close, nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"noticesd/internal/store"
 )
 
 const collectAbout = `Run the collector against NOTICES_SOURCE (a directory of *.jsonl/*.jsonl.gz
@@ -29,12 +31,23 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if cfg.Source == "" {
 		return &exitError{code: exitUsage, msg: "NOTICES_SOURCE is not set: give a directory or an http(s) URL of a JSON Lines feed"}
 	}
-	st, err := openStore(ctx, cfg)
-	if err != nil {
-		return err
+	var w store.NoticeWriter
+	if cfg.Backend == "scale" {
+		st, err := openScale(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		w = st.Writer()
+	} else {
+		st, err := openStore(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		w = st
 	}
-	defer st.Close()
-	c, err := newCollector(cfg, st, newLogger(cfg), nil)
+	c, err := newCollector(cfg, w, newLogger(cfg), nil)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"noticesd/internal/account"
 	"noticesd/internal/config"
 	"noticesd/internal/sample"
+	"noticesd/internal/store"
 )
 
 const demoAbout = `What 'make run' runs. On first use (no notices in NOTICES_DATA_DIR) it writes a
@@ -38,13 +39,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "demo: NOTICES_SECRET_KEY is not set; webhook secrets are encrypted with the public development key. "+
 			"For real data set NOTICES_SECRET_KEY=$(openssl rand -base64 32).")
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openDemo(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	status, err := st.IndexStatus(ctx)
+	status, err := st.notices.IndexStatus(ctx)
 	if err != nil {
-		st.Close()
+		st.close()
 		return err
 	}
 	if status.Notices == 0 {
@@ -52,33 +53,33 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "First run: generating %d sample notices and %d register rows in %s ...\n", *n, *m, dir)
 		files, err := sample.WriteFiles(sample.Options{Notices: *n, Companies: *m, Seed: 1, Now: time.Now()}, dir)
 		if err != nil {
-			st.Close()
+			st.close()
 			return err
 		}
 		opt := ingest.Options{Report: stderr}
 		if f, ok := stderr.(*os.File); ok {
 			opt.Progress = ingest.TerminalProgress(f)
 		}
-		sum, err := ingest.Register(ctx, st, files.Register, opt)
+		sum, err := ingest.Register(ctx, st.register, files.Register, opt)
 		if err != nil {
-			st.Close()
+			st.close()
 			return err
 		}
 		fmt.Fprintln(stdout, sum.String())
-		if sum, err = ingest.Notices(ctx, st, []string{files.Notices}, opt); err != nil {
-			st.Close()
+		if sum, err = ingest.Notices(ctx, st.writer, []string{files.Notices}, opt); err != nil {
+			st.close()
 			return err
 		}
 		fmt.Fprintln(stdout, sum.String())
 	}
-	keys, err := demoAccount(ctx, st)
+	keys, err := demoAccount(ctx, st.accounts)
 	if err != nil {
-		st.Close()
+		st.close()
 		return err
 	}
 	// Identifiers of this database for the README's tour.
-	tr := pickTour(ctx, st, filepath.Join(cfg.DataDir, "sample", "company_register.tsv"))
-	st.Close()
+	tr := pickTour(ctx, st.notices, filepath.Join(cfg.DataDir, "sample", "company_register.tsv"))
+	st.close()
 	host := "localhost" + cfg.Addr
 	if cfg.Addr != "" && cfg.Addr[0] != ':' {
 		host = cfg.Addr
@@ -102,12 +103,34 @@ Serving on %s (Ctrl-C to stop) ...
 	return serve(ctx, cfg, newLogger(cfg), nil)
 }
 
+// demoStores are the parts of the configured backend the demo uses.
+type demoStores struct {
+	notices  store.Notices
+	writer   store.NoticeWriter
+	register store.RegisterWriter
+	accounts accountAdmin
+	close    func() error
+}
+
+// openDemo opens the configured backend (embedded, or scale: notices in
+// Elasticsearch, the rest in Redis).
+func openDemo(ctx context.Context, cfg config.Config) (demoStores, error) {
+	if cfg.Backend == "scale" {
+		st, err := openScale(ctx, cfg)
+		if err != nil {
+			return demoStores{}, err
+		}
+		return demoStores{st.Elastic, st.Writer(), st.Writer(), st.Redis, st.Close}, nil
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return demoStores{}, err
+	}
+	return demoStores{st, st, st, st, st.Close}, nil
+}
+
 // demoAccount creates the "demo" account, or rotates its keys if it exists.
-func demoAccount(ctx context.Context, st interface {
-	ListAccounts(context.Context) ([]account.Account, error)
-	CreateAccount(context.Context, string, string) (account.Created, error)
-	RotateKeys(context.Context, string) (account.Created, error)
-}) (account.Created, error) {
+func demoAccount(ctx context.Context, st accountAdmin) (account.Created, error) {
 	list, err := st.ListAccounts(ctx)
 	if err != nil {
 		return account.Created{}, err

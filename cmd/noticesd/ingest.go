@@ -94,7 +94,7 @@ func ingestResult(sum ingest.Summary, err error, stdout io.Writer) error {
 	return nil
 }
 
-// ingestScale loads into Elasticsearch (scale mode), through the same
+// ingestScale loads into Elasticsearch and Redis (scale mode), through the same
 // ingest loop, validation, progress and summary as embedded mode.
 func ingestScale(ctx context.Context, cfg config.Config, rest []string, quiet bool, batch int, stdout, stderr io.Writer) error {
 	st, err := openScale(ctx, cfg)
@@ -102,12 +102,16 @@ func ingestScale(ctx context.Context, cfg config.Config, rest []string, quiet bo
 		return err
 	}
 	defer st.Close()
+	// Writer stores in Elasticsearch, then brings Redis along: the bulk
+	// screen's identifier sets, and (register loads) the new register
+	// generation and every watch's match keys.
+	w := st.Writer()
 	opt := ingestOptions(stderr, quiet, batch)
 	var sum ingest.Summary
 	if rest[0] == "notices" {
-		sum, err = ingest.Notices(ctx, st, rest[1:], opt)
+		sum, err = ingest.Notices(ctx, w, rest[1:], opt)
 	} else {
-		sum, err = ingest.Register(ctx, st, rest[1], opt)
+		sum, err = ingest.Register(ctx, w, rest[1], opt)
 	}
 	return ingestResult(sum, err, stdout)
 }

@@ -9,6 +9,7 @@ import (
 	"noticesd/internal/collector"
 	"noticesd/internal/config"
 	"noticesd/internal/metrics"
+	"noticesd/internal/store"
 	"noticesd/internal/store/sqlite"
 	"noticesd/internal/webhook"
 	"noticesd/worker"
@@ -96,14 +97,14 @@ func wireDelivery(cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *a
 // newCollector builds the collector of NOTICES_SOURCE; its HTTP cursor and
 // validators persist in the data dir.
 // m, if set, counts its runs and the rows they load.
-func newCollector(cfg config.Config, st *sqlite.Store, log *slog.Logger, m *metrics.Metrics) (*collector.Collector, error) {
+func newCollector(cfg config.Config, w store.NoticeWriter, log *slog.Logger, m *metrics.Metrics) (*collector.Collector, error) {
 	return collector.New(collector.Config{
 		Source:    cfg.Source,
 		Interval:  cfg.CollectInterval,
 		StateFile: filepath.Join(cfg.DataDir, "collector-state.json"),
 		Logger:    log,
 		OnRun:     func(r collector.RunResult) { observeCollectorRun(m, r) },
-	}, st)
+	}, w)
 }
 
 // observeCollectorRun counts a collector run by outcome: partial when lines

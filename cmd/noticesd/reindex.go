@@ -48,7 +48,7 @@ func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 	}
-	res, err := st.Reindex(ctx, progress)
+	res, err := st.Elastic.Reindex(ctx, progress)
 	if err != nil {
 		return err
 	}

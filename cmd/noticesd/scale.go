@@ -4,42 +4,53 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-
+	"noticesd/api"
 	"noticesd/internal/config"
-	"noticesd/internal/store/arrival"
-	"noticesd/internal/store/elastic"
+	"noticesd/internal/limit"
+	"noticesd/internal/store/redisstore"
+	"noticesd/internal/store/scale"
 )
 
-// scaleStore is the scale backend's notice and register store with the
-// Redis client it allocates notice_seq through.
-type scaleStore struct {
-	*elastic.Store
-	rdb *redis.Client
-}
-
-// Close closes the Redis client.
-func (s *scaleStore) Close() error { return s.rdb.Close() }
-
-// openScale opens the Elasticsearch notice store of NOTICES_NAMESPACE, with
-// notice_seq and the arrival watermark in NOTICES_REDIS_URL.
-func openScale(ctx context.Context, cfg config.Config) (*scaleStore, error) {
+// openScale opens the scale backend of NOTICES_NAMESPACE: notices and the
+// register in NOTICES_ELASTICSEARCH_URL, accounts, watches, identifier
+// sets, notice_seq and the arrival watermark in NOTICES_REDIS_URL.
+func openScale(ctx context.Context, cfg config.Config) (*scale.Store, error) {
 	if cfg.Backend != "scale" {
 		return nil, fmt.Errorf("this command needs NOTICES_BACKEND=scale (it is %s)", cfg.Backend)
 	}
-	opt, err := redis.ParseURL(cfg.RedisURL)
+	return scale.Open(ctx, cfg, redisstore.Options{})
+}
+
+// wireScale fills deps for serve in scale mode: reads from Elasticsearch,
+// accounts, watches, matches and the bulk screen from Redis, and the
+// request limits shared by every replica through Redis. No data directory
+// lock applies: any number of serve replicas may run on one namespace.
+//
+// Watch matches: the Redis store matches arrived notices when a watch's
+// matches are read (redisstore.Options.NoMatchOnRead unset), so serve
+// alone keeps every match log complete.
+//
+// Webhooks: delivery in scale mode belongs to `noticesd worker` (asynq),
+// which this build does not have yet; serve leaves deps.Webhooks unset and
+// the caller turns cfg.Webhooks off (see serve), so the webhook routes
+// answer webhook_unavailable.
+func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.Store, error) {
+	st, err := openScale(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("NOTICES_REDIS_URL=%q: %w", cfg.RedisURL, err)
+		return nil, err
 	}
-	rdb := redis.NewClient(opt)
-	st, err := elastic.Open(ctx, elastic.Config{
-		URL:       cfg.ElasticsearchURL,
-		Namespace: cfg.Namespace,
-		Arrivals:  arrival.New(rdb, cfg.Namespace, 0),
-	})
-	if err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("open Elasticsearch at %s: %w", cfg.ElasticsearchURL, err)
+	deps.Notices = st.Elastic
+	deps.Accounts = st.Redis
+	deps.Watches = st.Redis
+	deps.Checks = map[string]api.Check{
+		"search": st.Elastic.Ping,
+		"store":  st.Redis.Ping,
+		"queue":  st.Redis.Ping,
 	}
-	return &scaleStore{Store: st, rdb: rdb}, nil
+	deps.Limiter = limit.NewRedis(st.Client(), cfg.Namespace, cfg.HeavyConcurrency, limit.DefaultLease)
+	if cfg.Source != "" {
+		st.Close()
+		return nil, fmt.Errorf("NOTICES_SOURCE is set: in scale mode the collector does not run inside serve (several replicas would collect the same feed); load with `noticesd ingest` or `noticesd collect --once` instead, and unset NOTICES_SOURCE for serve")
+	}
+	return st, nil
 }

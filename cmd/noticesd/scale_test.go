@@ -31,12 +31,12 @@ func TestScaleCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := st.Drop(context.Background()); err != nil {
+		if err := st.Elastic.Drop(context.Background()); err != nil {
 			t.Errorf("drop: %v", err)
 		}
-		keys, _ := st.rdb.Keys(context.Background(), cfg.Namespace+":*").Result()
+		keys, _ := st.Client().Keys(context.Background(), cfg.Namespace+":*").Result()
 		if len(keys) > 0 {
-			st.rdb.Del(context.Background(), keys...)
+			st.Client().Del(context.Background(), keys...)
 		}
 		st.Close()
 	})
@@ -71,7 +71,7 @@ func TestScaleCLI(t *testing.T) {
 			t.Fatalf("%s: exit %d (want %d)\nstdout: %s\nstderr: %s", s.name, code, s.code, stdout.String(), stderr.String())
 		}
 	}
-	page, err := st.Search(ctx, notice.SearchQuery{Filter: notice.Filter{IncludeDeregistration: true}, Sort: notice.SortPublishedAsc, Limit: 100})
+	page, err := st.Elastic.Search(ctx, notice.SearchQuery{Filter: notice.Filter{IncludeDeregistration: true}, Sort: notice.SortPublishedAsc, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestScaleCLI(t *testing.T) {
 	if withACN == nil {
 		t.Fatal("no notice with an ACN in the test data")
 	}
-	if _, err := st.Company(ctx, ident.ID{Value: *withACN, Kind: ident.ACN}); err != nil {
+	if _, err := st.Elastic.Company(ctx, ident.ID{Value: *withACN, Kind: ident.ACN}); err != nil {
 		t.Errorf("company %s after reindex: %v", *withACN, err)
 	}
 }

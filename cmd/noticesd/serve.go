@@ -48,20 +48,53 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serve runs the service until ctx ends. ready, if set, is called with the
 // bound address once the listener is open.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(addr string)) error {
+	if cfg.Backend == "scale" && cfg.Webhooks {
+		// Webhook delivery in scale mode runs in `noticesd worker`, which
+		// this build does not have yet: serve starts with the webhook routes
+		// answering webhook_unavailable, as with NOTICES_WEBHOOKS=off.
+		log.Warn("NOTICES_WEBHOOKS is on, but webhook delivery is not available in scale mode in this build: the webhook routes answer webhook_unavailable (set NOTICES_WEBHOOKS=off to silence this)")
+		cfg.Webhooks = false
+	}
 	if err := cfg.RequireSecretKey(); err != nil {
 		return err
 	}
-	lock, err := lockDataDir(cfg)
-	if err != nil {
-		return err
-	}
-	defer lock.Release()
-	st, err := openStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 
+	deps := api.Deps{Logger: log}
+	// wire starts the long-running parts of the backend (embedded: the
+	// collector, dispatcher and delivery worker).
+	var wire func(start func(part) error) error
+	if cfg.Backend == "scale" {
+		st, err := wireScale(ctx, cfg, &deps)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+	} else {
+		lock, err := lockDataDir(cfg)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
+		st, err := openStore(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		deps.Notices = st
+		deps.Accounts = st
+		deps.Checks = map[string]api.Check{"store": st.Ping}
+		deps.StoreWritable = st.CheckWrite
+		deps.Ready = st.Ready
+		// Counters kept by the parts; stored counts read at scrape time.
+		deps.Metrics = metrics.New(st, log)
+		// Request limits: the embedded backend is one process, so the
+		// in-process limiter is exact (scale mode shares them among
+		// replicas through Redis: wireScale).
+		deps.Limiter = limit.NewLocal(cfg.HeavyConcurrency, nil)
+		wire = func(start func(part) error) error { return wireParts(ctx, cfg, st, log, &deps, start) }
+	}
+
+	// Parts stop (in reverse order of start) before the store closes.
 	var parts []part
 	startPart := func(p part) error {
 		if err := p.Start(ctx); err != nil {
@@ -81,26 +114,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 	}
 	defer shutdownParts()
 
-	deps := api.Deps{
-		Notices:       st,
-		Accounts:      st,
-		Checks:        map[string]api.Check{"store": st.Ping},
-		StoreWritable: st.CheckWrite,
-		Ready:         st.Ready,
-		// Counters kept by the parts; stored counts read at scrape time.
-		Metrics: metrics.New(st, log),
-		// Request limits: the embedded backend is one process, so the
-		// in-process limiter (the default: limit.NewLocal with
-		// cfg.HeavyConcurrency) is exact. The scale backend must share them
-		// among replicas: there, set
-		//   Limiter: limit.NewRedis(rdb, cfg.Namespace, cfg.HeavyConcurrency, 0)
-		// on the same Redis client and namespace as the rest of the scale
-		// store (docs/architecture.md, "Request limits").
-		Limiter: limit.NewLocal(cfg.HeavyConcurrency, nil),
-		Logger:  log,
-	}
-	if err := wireParts(ctx, cfg, st, log, &deps, startPart); err != nil {
-		return err
+	if wire != nil {
+		if err := wire(startPart); err != nil {
+			return err
+		}
 	}
 	srv := api.New(cfg, deps)
 	ln, err := net.Listen("tcp", cfg.Addr)

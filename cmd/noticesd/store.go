@@ -23,7 +23,7 @@ func loadConfig() (config.Config, error) {
 // openStore opens the embedded store of the configured data dir.
 func openStore(ctx context.Context, cfg config.Config) (*sqlite.Store, error) {
 	if cfg.Backend != "embedded" {
-		return nil, fmt.Errorf("NOTICES_BACKEND=%s is not available in this build yet; use embedded", cfg.Backend)
+		return nil, fmt.Errorf("this command opens the embedded store, but NOTICES_BACKEND=%s", cfg.Backend)
 	}
 	box, err := cfg.SecretBox()
 	if err != nil {

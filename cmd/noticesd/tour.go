@@ -8,7 +8,7 @@ import (
 
 	"noticesd/internal/ident"
 	"noticesd/internal/notice"
-	"noticesd/internal/store/sqlite"
+	"noticesd/internal/store"
 )
 
 // tour holds identifiers of the demo database for the README's tour, so
@@ -24,7 +24,7 @@ type tour struct {
 // pickTour finds the tour's identifiers; any it cannot find stay empty.
 // registerFile is the sample register, scanned for a company without
 // notices.
-func pickTour(ctx context.Context, st *sqlite.Store, registerFile string) tour {
+func pickTour(ctx context.Context, st store.Notices, registerFile string) tour {
 	var t tour
 	page, err := st.Search(ctx, notice.SearchQuery{
 		Filter: notice.Filter{State: []string{"VIC", "NSW"}}, Sort: notice.SortPublishedDesc, Limit: 100, Page: 1,

@@ -31,7 +31,7 @@ type backend struct {
 func backends() []backend {
 	return []backend{
 		{"embedded", sqlite.FTS5, "built without -tags " + sqlite.BuildTag},
-		{"scale", false, "not in this build yet"},
+		{"scale", true, ""},
 	}
 }
 

@@ -61,6 +61,8 @@ func Default() Config {
 		DataDir:           "./data",
 		Backend:           "embedded",
 		Namespace:         "notices",
+		ElasticsearchURL:  "http://localhost:9200",
+		RedisURL:          "redis://localhost:6379/0",
 		CollectInterval:   15 * time.Minute,
 		Webhooks:          true,
 		DeliveryRetryUnit: 10 * time.Minute,
@@ -185,8 +187,11 @@ func (c Config) Validate() error {
 	switch c.Backend {
 	case "embedded":
 	case "scale":
-		if c.ElasticsearchURL == "" || c.RedisURL == "" {
-			return fmt.Errorf("config: NOTICES_BACKEND=scale needs NOTICES_ELASTICSEARCH_URL and NOTICES_REDIS_URL")
+		if u, err := url.Parse(c.ElasticsearchURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("config: NOTICES_ELASTICSEARCH_URL=%q must be an http(s) URL such as http://localhost:9200", c.ElasticsearchURL)
+		}
+		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			return fmt.Errorf("config: NOTICES_REDIS_URL=%q must be a redis:// (or rediss://) URL such as redis://localhost:6379/0", c.RedisURL)
 		}
 	default:
 		return fmt.Errorf("config: NOTICES_BACKEND=%q must be embedded or scale", c.Backend)

@@ -57,7 +57,13 @@ func TestFromLookup(t *testing.T) {
 		{"bad duration", map[string]string{"NOTICES_DELIVERY_TIMEOUT": "soon"}, "NOTICES_DELIVERY_TIMEOUT", nil},
 		{"bad bool", map[string]string{"NOTICES_WEBHOOKS": "maybe"}, "NOTICES_WEBHOOKS", nil},
 		{"bad backend", map[string]string{"NOTICES_BACKEND": "mongo"}, "NOTICES_BACKEND", nil},
-		{"scale needs urls", map[string]string{"NOTICES_BACKEND": "scale"}, "NOTICES_ELASTICSEARCH_URL", nil},
+		{"scale defaults", map[string]string{"NOTICES_BACKEND": "scale"}, "", func(t *testing.T, c Config) {
+			if c.ElasticsearchURL != "http://localhost:9200" || c.RedisURL != "redis://localhost:6379/0" {
+				t.Errorf("scale URLs %q %q, want API.md's defaults", c.ElasticsearchURL, c.RedisURL)
+			}
+		}},
+		{"scale bad elasticsearch url", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "localhost:9200"}, "NOTICES_ELASTICSEARCH_URL", nil},
+		{"scale bad redis url", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "localhost:6379"}, "NOTICES_REDIS_URL", nil},
 		{"secret keys", map[string]string{"NOTICES_SECRET_KEY": DevelopmentSecretKey, "NOTICES_SECRET_KEY_PREVIOUS": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}, "", func(t *testing.T, c Config) {
 			if b, err := c.SecretBox(); err != nil || b == nil {
 				t.Errorf("SecretBox = %v, %v", b, err)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/config"
 	"noticesd/test/testbin"
 )
 
@@ -32,8 +31,7 @@ func TestHeadersOnlyFlood(t *testing.T) {
 		maxResidual = 20 << 20
 	)
 	bin := buildBinary(t)
-	env := []string{"NOTICES_DATA_DIR=" + t.TempDir(), "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=error",
-		"NOTICES_SECRET_KEY=" + config.DevelopmentSecretKey}
+	env := []string{"NOTICES_DATA_DIR=" + t.TempDir(), "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=error", "NOTICES_WEBHOOKS=off"}
 	var keys struct {
 		ReadKey string `json:"read_key"`
 	}

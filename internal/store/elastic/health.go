@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"noticesd/internal/errs"
 	"noticesd/mappings"
 )
 
@@ -80,4 +81,20 @@ func (s *Store) Health(ctx context.Context) (Health, error) {
 		}
 	}
 	return h, nil
+}
+
+// Ping checks that the cluster answers and is not red (a red cluster has
+// primary shards missing: some notices cannot be read). It is /health's
+// "search" check in scale mode.
+func (s *Store) Ping(ctx context.Context) error {
+	var cluster struct {
+		Status string `json:"status"`
+	}
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_cluster/health", nil, &cluster); err != nil {
+		return err
+	}
+	if cluster.Status == "red" {
+		return errs.New(errs.BackendUnavailable, "the Elasticsearch cluster is red (primary shards unassigned)")
+	}
+	return nil
 }

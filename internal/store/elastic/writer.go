@@ -32,16 +32,26 @@ type stored struct {
 // by `noticesd reindex` never overwrites a newer write. While a reindex
 // runs, documents are also written to the index it is filling.
 func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
+	_, res, err := s.UpsertStored(ctx, batch)
+	return res, err
+}
+
+// UpsertStored is UpsertNotices that also returns the notices as stored
+// (id, notice_seq and collected_at set; a notice Elasticsearch refused is
+// left out), so the scale write path records them in Redis without reading
+// each back. With a *store.BatchError the notices returned are those
+// written.
+func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]notice.Notice, store.UpsertResult, error) {
 	var res store.UpsertResult
 	if len(batch) == 0 {
-		return res, nil
+		return nil, res, nil
 	}
 	ns := make([]notice.Notice, len(batch))
 	copy(ns, batch)
 	for i := range ns {
 		n := &ns[i]
 		if n.SourceID == "" {
-			return res, errs.New(errs.InvalidParameter, "notice %d of the batch has no source_id; every notice needs the regulator's identifier", i)
+			return nil, res, errs.New(errs.InvalidParameter, "notice %d of the batch has no source_id; every notice needs the regulator's identifier", i)
 		}
 		if n.ID == "" {
 			n.ID = notice.IDFor(n.SourceID)
@@ -49,7 +59,7 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		if n.PublishedDate == "" {
 			t, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
 			if err != nil {
-				return res, errs.New(errs.InvalidParameter, "notice %s has no published_date and its published_at %q is not an RFC 3339 timestamp", n.SourceID, n.PublishedAt)
+				return nil, res, errs.New(errs.InvalidParameter, "notice %s has no published_date and its published_at %q is not an RFC 3339 timestamp", n.SourceID, n.PublishedAt)
 			}
 			n.PublishedDate = notice.PublishedDate(t)
 		}
@@ -64,7 +74,7 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 	}
 	known, err := s.storedNotices(ctx, ids)
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	var fresh []string
 	for _, id := range ids {
@@ -75,7 +85,7 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 	collected := notice.Timestamp(s.now())
 	assigned, clear, err := s.allocate(ctx, fresh, collected, known)
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	// The seqs stop holding the watermark back whatever happens: on
 	// success the notices are searchable; on failure a retry gets new ones.
@@ -83,7 +93,7 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 
 	next, err := s.aliasExists(ctx, s.nextAlias())
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	version := time.Now().UnixMilli()
 	ops := make([]bulkOp, 0, len(ns))
@@ -106,7 +116,7 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 	for i := range ns {
 		body, err := json.Marshal(newNoticeDoc(ns[i], version))
 		if err != nil {
-			return store.UpsertResult{}, fmt.Errorf("elastic: encode notice %s: %w", ns[i].SourceID, err)
+			return nil, store.UpsertResult{}, fmt.Errorf("elastic: encode notice %s: %w", ns[i].SourceID, err)
 		}
 		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: version, Body: body, What: "notice " + ns[i].SourceID, Pos: i}
 		ops = append(ops, op)
@@ -116,6 +126,7 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		}
 	}
 	var batchErr *store.BatchError
+	failed := map[int]bool{}
 	err = s.bulk(ctx, ops)
 	if next {
 		// The reindex may have swapped and dropped its alias meanwhile:
@@ -138,11 +149,10 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 	if err != nil {
 		var r *refused
 		if !errors.As(err, &r) {
-			return store.UpsertResult{}, err
+			return nil, store.UpsertResult{}, err
 		}
 		// Some notices were refused, the rest written: name them.
 		batchErr = &store.BatchError{}
-		failed := map[int]bool{}
 		for _, f := range r.items {
 			if !failed[f.op.Pos] {
 				failed[f.op.Pos] = true
@@ -166,17 +176,23 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		}
 	}
 	if err := s.refresh(ctx, s.Alias("notices")); err != nil {
-		return store.UpsertResult{}, err
+		return nil, store.UpsertResult{}, err
 	}
 	if next {
 		if err := s.refresh(ctx, s.nextAlias()); err != nil && !isNotFound(err) {
-			return store.UpsertResult{}, err
+			return nil, store.UpsertResult{}, err
+		}
+	}
+	written := make([]notice.Notice, 0, len(ns))
+	for i := range ns {
+		if !failed[i] {
+			written = append(written, ns[i])
 		}
 	}
 	if batchErr != nil {
-		return res, batchErr
+		return written, res, batchErr
 	}
-	return res, nil
+	return written, res, nil
 }
 
 // allocate gets seqs for the ids not found stored. Ids whose earlier seq

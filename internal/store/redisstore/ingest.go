@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 
 	"noticesd/internal/notice"
 	"noticesd/internal/store"
@@ -32,22 +33,63 @@ var (
 	_ store.RegisterWriter = Ingest{}
 )
 
+// StoredWriter is a notice store that reports the notices it stored (with
+// notice_seq and collected_at), as the Elasticsearch store does; with it
+// Ingest records a batch in Redis without reading any notice back.
+type StoredWriter interface {
+	UpsertStored(ctx context.Context, batch []notice.Notice) ([]notice.Notice, store.UpsertResult, error)
+}
+
 // UpsertNotices stores the batch, then records the stored notices (with
-// their seqs) in Redis.
+// their seqs) in Redis. When some notices were refused (a
+// *store.BatchError), the ones written are still recorded and the error
+// returned.
 func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
-	r, err := c.Notices.UpsertNotices(ctx, batch)
-	if err != nil {
+	var (
+		stored []notice.Notice
+		r      store.UpsertResult
+		err    error
+	)
+	if sw, ok := c.Notices.(StoredWriter); ok {
+		stored, r, err = sw.UpsertStored(ctx, batch)
+	} else {
+		// A notice store that cannot say what it stored: read each back.
+		r, err = c.Notices.UpsertNotices(ctx, batch)
+		if err == nil {
+			stored, err = c.readBack(ctx, batch)
+		}
+	}
+	var be *store.BatchError
+	if err != nil && !errors.As(err, &be) {
 		return r, err
 	}
+	if rerr := c.Redis.RecordNotices(ctx, stored); rerr != nil {
+		return r, rerr
+	}
+	if r.Updated > 0 {
+		// Amended notices may have come to match other watches.
+		if rerr := c.Redis.RematchStored(ctx, stored); rerr != nil {
+			return r, rerr
+		}
+	}
+	return r, err
+}
+
+// readBack reads the batch's notices as stored.
+func (c Ingest) readBack(ctx context.Context, batch []notice.Notice) ([]notice.Notice, error) {
 	stored := make([]notice.Notice, 0, len(batch))
 	for _, n := range batch {
-		got, err := c.Notices.Notice(ctx, n.ID)
+		id := n.ID
+		if id == "" {
+			id = notice.IDFor(n.SourceID)
+		}
+		got, err := c.Notices.Notice(ctx, id)
 		if err != nil {
-			return r, err
+			return nil, err
 		}
 		stored = append(stored, got)
 	}
-	return r, c.Redis.RecordNotices(ctx, stored)
+	return stored, nil
 }
 
 // BeginRegister starts a register load on both stores.

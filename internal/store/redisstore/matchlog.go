@@ -163,26 +163,106 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 	if since >= vis {
 		return page, nil
 	}
-	seqs, err := s.rdb.ZRangeByScore(ctx, s.key("wm", id), &redis.ZRangeBy{
-		Min: "(" + itoa(since), Max: itoa(vis), Count: int64(limit + 1)}).Result()
-	if err != nil {
-		return page, s.fail("read matches", err)
+	// The log holds every notice that matched when it was logged; a notice
+	// amended since, or a register load that dropped the key it matched
+	// by, can make it no longer match. The embedded store evaluates the
+	// watch at read time, so each logged notice is checked again here and
+	// shown only if it matches now (docs/redis.md, "Same answers as the
+	// embedded store").
+	after := since
+	var kept []notice.Notice
+	for len(kept) <= limit {
+		want := limit + 1 - len(kept)
+		seqs, err := s.rdb.ZRangeByScore(ctx, s.key("wm", id), &redis.ZRangeBy{
+			Min: "(" + itoa(after), Max: itoa(vis), Count: int64(want)}).Result()
+		if err != nil {
+			return page, s.fail("read matches", err)
+		}
+		if len(seqs) == 0 {
+			break
+		}
+		ns := make([]int64, len(seqs))
+		for i, q := range seqs {
+			ns[i], _ = strconv.ParseInt(q, 10, 64)
+		}
+		after = ns[len(ns)-1]
+		got, err := s.source.NoticesBySeq(ctx, ns)
+		if err != nil {
+			return page, err
+		}
+		ok, err := s.stillMatching(ctx, id, got)
+		if err != nil {
+			return page, err
+		}
+		for i := range got {
+			if ok[i] {
+				kept = append(kept, got[i])
+			}
+		}
+		if len(seqs) < want {
+			break
+		}
 	}
-	if len(seqs) > limit {
+	if len(kept) > limit {
 		page.HasMore = true
-		seqs = seqs[:limit]
+		kept = kept[:limit]
 	}
-	ns := make([]int64, len(seqs))
-	for i, q := range seqs {
-		ns[i], _ = strconv.ParseInt(q, 10, 64)
-	}
-	if page.Notices, err = s.source.NoticesBySeq(ctx, ns); err != nil {
-		return page, err
-	}
-	if n := len(ns); n > 0 {
-		page.NextSince = ns[n-1]
+	page.Notices = kept
+	if n := len(kept); n > 0 {
+		page.NextSince = kept[n-1].Seq
 	}
 	return page, nil
+}
+
+// stillMatching reports for each notice whether it matches watch id now:
+// the watch's filters, and (unless the watch is filter-only) the notice's
+// acn or abn among the watch's current match keys, read from the reverse
+// index in one pipeline.
+func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice) ([]bool, error) {
+	out := make([]bool, len(ns))
+	if len(ns) == 0 {
+		return out, nil
+	}
+	f, ok := s.filters.get(id)
+	if !ok {
+		if err := s.loadFilters(ctx, map[string]bool{id: true}); err != nil {
+			return nil, err
+		}
+		if f, ok = s.filters.get(id); !ok {
+			return out, nil // deleted meanwhile
+		}
+	}
+	type held struct {
+		first *redis.StringCmd
+		more  *redis.BoolCmd
+	}
+	looks := make([][2]held, len(ns))
+	var fo *redis.BoolCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		fo = p.SIsMember(ctx, s.key("fo"), id)
+		for i := range ns {
+			for j, v := range idents(&ns[i]) {
+				if v != "" {
+					looks[i][j] = held{p.HGet(ctx, s.key("rix", rixBucket(v)), v), p.SIsMember(ctx, s.key("rixs", v), id)}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, s.fail("read matches", err)
+	}
+	filterOnly := fo.Val()
+	for i := range ns {
+		keyed := filterOnly
+		for _, h := range looks[i] {
+			if h.first != nil && (h.first.Val() == id || h.more.Val()) {
+				keyed = true
+			}
+		}
+		out[i] = keyed && matcher.FilterMatches(f, &ns[i], nil)
+	}
+	return out, nil
 }
 
 // CatchUp matches every arrived notice not yet matched (MatchArrivals
@@ -476,3 +556,44 @@ redis.call('HSET', KEYS[1], 'regv', ARGV[2])
 redis.call('INCR', ARGV[1] .. 'wsv')
 return 1
 `)
+
+// RematchStored adds to the match logs every watch a re-ingested notice
+// (ns, as stored) matches now, as the embedded store, which evaluates a
+// watch at read time, shows an amended notice that has come to match.
+// Only notices at or below the arrival-matching cursor are rematched (the
+// others are matched when their turn comes, with what is stored then).
+// Nothing is handed to delivery: an amendment is never delivered again.
+// Logged notices that no longer match are hidden by Matches.
+func (s *Store) RematchStored(ctx context.Context, ns []notice.Notice) error {
+	if len(ns) == 0 {
+		return nil
+	}
+	t, err := s.rdb.Get(ctx, s.key("match", "through")).Int64()
+	if err == redis.Nil {
+		return nil
+	}
+	if err != nil {
+		return s.fail("rematch notices", err)
+	}
+	var old []notice.Notice
+	for _, n := range ns {
+		if n.Seq > 0 && n.Seq <= t {
+			old = append(old, n)
+		}
+	}
+	pairs, err := s.matchNotices(ctx, old)
+	if err != nil {
+		return err
+	}
+	byWatch := map[string][]any{}
+	for i := 0; i < len(pairs); i += 2 {
+		w := pairs[i].(string)
+		byWatch[w] = append(byWatch[w], pairs[i+1])
+	}
+	for w, seqs := range byWatch {
+		if err := addLogScript.Run(ctx, s.rdb, []string{s.key("w", w), s.key("wm", w)}, seqs...).Err(); err != nil {
+			return s.fail("rematch notices", err)
+		}
+	}
+	return nil
+}

@@ -15,8 +15,13 @@ import (
 //
 //	reg:v               the generation readers use
 //	reg:<v>:name        hash ACN -> current company name
-//	reg:<v>:acnabn      hash ACN -> its ABN
-//	reg:<v>:abn         hash ABN -> its ACN
+//	reg:<v>:acnabn      hash ACN -> its ABNs (comma-joined, file order)
+//	reg:<v>:abn         hash ABN -> its ACNs (comma-joined, file order)
+//
+// An ABN is normally held by one ACN's rows, but the register may give one
+// ABN to rows of several ACNs (and one ACN several ABNs): every one is
+// kept, so the screen and watch match keys use all of them, as the
+// embedded store does.
 //
 // A load writes a new generation and Commit switches reg:v in one step; the
 // old generation expires after oldRegisterTTL, so a screen that read the
@@ -43,12 +48,28 @@ func (s *Store) BeginRegister(ctx context.Context) (*RegisterLoad, error) {
 	return &RegisterLoad{s: s, v: itoa(v)}, nil
 }
 
+// addPairsScript adds values to the comma-joined lists of a hash, each
+// once. KEYS[1]: the hash. ARGV: field, value, field, value, ...
+var addPairsScript = redis.NewScript(`
+for i = 1, #ARGV, 2 do
+  local f, v = ARGV[i], ARGV[i+1]
+  if redis.call('HSETNX', KEYS[1], f, v) == 0 then
+    local cur = redis.call('HGET', KEYS[1], f)
+    if cur ~= v and not string.find(',' .. cur .. ',', ',' .. v .. ',', 1, true) then
+      redis.call('HSET', KEYS[1], f, cur .. ',' .. v)
+    end
+  end
+end
+return 1
+`)
+
 // Add writes rows into the new generation: the current name of each ACN
 // (the row marked current, else the current name a former-name row
-// carries), and the ACN <-> ABN pairs.
+// carries), and every ACN <-> ABN pair.
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	s := l.s
 	name, acnabn, abn := s.key("reg", l.v, "name"), s.key("reg", l.v, "acnabn"), s.key("reg", l.v, "abn")
+	var toABN, toACN []any
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, r := range rows {
 			if r.ACN == "" {
@@ -63,13 +84,49 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 				p.HSetNX(ctx, name, r.ACN, r.CompanyName)
 			}
 			if r.ABN != "" {
-				p.HSetNX(ctx, acnabn, r.ACN, r.ABN)
-				p.HSetNX(ctx, abn, r.ABN, r.ACN)
+				toABN = append(toABN, r.ACN, r.ABN)
+				toACN = append(toACN, r.ABN, r.ACN)
 			}
 		}
 		return nil
 	})
-	return s.fail("write register rows", err)
+	if err != nil {
+		return s.fail("write register rows", err)
+	}
+	for lo := 0; lo < len(toABN); lo += 2 * batch {
+		hi := min(lo+2*batch, len(toABN))
+		if err := addPairsScript.Run(ctx, s.rdb, []string{acnabn}, toABN[lo:hi]...).Err(); err != nil {
+			return s.fail("write register ABNs", err)
+		}
+		if err := addPairsScript.Run(ctx, s.rdb, []string{abn}, toACN[lo:hi]...).Err(); err != nil {
+			return s.fail("write register ACNs", err)
+		}
+	}
+	return nil
+}
+
+// primaryACN is the ACN an ABN resolves to among acns (its register ACNs,
+// comma-joined), as the embedded store picks it: the ACN the ABN is
+// formed from (two digits followed by the ACN) when it is one of them,
+// else the lowest. "" when acns is empty.
+func primaryACN(abn, acns string) string {
+	if acns == "" {
+		return ""
+	}
+	list := splitList(acns)
+	if len(list) == 1 {
+		return list[0]
+	}
+	best := ""
+	for _, a := range list {
+		if len(abn) == 11 && a == abn[2:] {
+			return a
+		}
+		if best == "" || a < best {
+			best = a
+		}
+	}
+	return best
 }
 
 var switchRegisterScript = redis.NewScript(`

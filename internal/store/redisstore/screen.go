@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"noticesd/internal/ident"
@@ -43,13 +44,14 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 		return res, err
 	}
 	names, acnABN, abnACN, own := r1[0], r1[1], r1[2], r1[3]
-	// Each identifier's own value and its register counterpart.
+	// Each identifier's own value and its register counterparts.
 	type one struct {
-		self, other string // other: the register ABN of an ACN, or ACN of an ABN
-		acn         string // the company's ACN: the ACN itself, or the register's for an ABN
-		name        string // the register's current name of acn
+		self        string
+		others      []string // the register ABNs of an ACN, or ACNs of an ABN
+		acn         string   // the company's ACN: the ACN itself, or the register's for an ABN
+		name        string   // the register's current name of acn
 		inRegister  bool
-		own, theirs string // comma-joined seqs of the notices carrying self / other
+		own, theirs string // comma-joined seqs of the notices carrying self / others
 	}
 	found := make([]one, len(ids))
 	var others, resolved []string
@@ -57,18 +59,17 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	for i, id := range ids {
 		o := one{self: id.Value, own: own[i]}
 		if id.Kind == ident.ACN {
-			o.acn, o.other, o.name, o.inRegister = id.Value, acnABN[ai], names[ai], names[ai] != ""
+			o.acn, o.others, o.name, o.inRegister = id.Value, splitList(acnABN[ai]), names[ai], names[ai] != ""
 			ai++
 		} else {
-			o.other, o.acn, o.inRegister = abnACN[bi], abnACN[bi], abnACN[bi] != ""
+			o.others, o.acn = splitList(abnACN[bi]), primaryACN(id.Value, abnACN[bi])
+			o.inRegister = o.acn != ""
 			if o.acn != "" {
 				resolved = append(resolved, o.acn)
 			}
 			bi++
 		}
-		if o.other != "" {
-			others = append(others, o.other)
-		}
+		others = append(others, o.others...)
 		found[i] = o
 	}
 	// Round trip 2: the counterparts' notices, the resolved ACNs' names.
@@ -79,10 +80,16 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	oi, ri := 0, 0
 	for i := range found {
 		o := &found[i]
-		if o.other != "" {
-			o.theirs = r2[0][oi]
+		var theirs []string
+		for range o.others {
+			theirs = append(theirs, splitList(r2[0][oi])...)
 			oi++
 		}
+		if len(o.others) > 1 {
+			slices.Sort(theirs)
+			theirs = slices.Compact(theirs)
+		}
+		o.theirs = joinList(theirs)
 		if ids[i].Kind == ident.ABN && o.acn != "" {
 			o.name = r2[1][ri]
 			ri++
@@ -147,10 +154,10 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	for i, o := range found {
 		var count int
 		var latest *notice.Notice
-		for _, l := range []string{o.own, o.theirs} {
+		for li, l := range []string{o.own, o.theirs} {
 			for _, q := range splitList(l) {
 				n := sums[q]
-				if n == nil || (l == o.theirs && o.own != "" && strings.Contains(","+o.own+",", ","+q+",")) {
+				if n == nil || (li == 1 && o.own != "" && strings.Contains(","+o.own+",", ","+q+",")) {
 					continue // fails f, or carries both identifiers (counted once)
 				}
 				count++

@@ -121,7 +121,7 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	if err != nil {
 		return exp, err
 	}
-	resolved, err := reg.lookup(ctx, "abn", abns)
+	abnACNs, err := reg.lookup(ctx, "abn", abns)
 	if err != nil {
 		return exp, err
 	}
@@ -129,12 +129,13 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	if err != nil {
 		return exp, err
 	}
-	// Every ACN involved, for its register ABN.
+	// Every ACN involved (every register ACN of each ABN), for its
+	// register ABNs.
 	all := slices.Clone(acns)
-	for _, a := range resolved {
-		if a != "" {
-			all = append(all, a)
-		}
+	resolved := make([]string, len(abns))
+	for i, l := range abnACNs {
+		resolved[i] = primaryACN(abns[i], l)
+		all = append(all, splitList(l)...)
 	}
 	regABNs, err := reg.lookup(ctx, "acnabn", all)
 	if err != nil {
@@ -147,8 +148,8 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	}
 	for i, a := range all {
 		keys[a] = struct{}{}
-		if regABNs[i] != "" {
-			keys[regABNs[i]] = struct{}{}
+		for _, b := range splitList(regABNs[i]) {
+			keys[b] = struct{}{}
 		}
 	}
 	known := make(map[string]bool, len(ids))
@@ -207,8 +208,13 @@ if staged > 0 then
     return {'quota', current, adding}
   end
   if adding > 0 then
-    if staged < 5000 then
-      redis.call('SADD', KEYS[2], unpack(redis.call('SMEMBERS', KEYS[4])))
+    if staged < current then
+      -- SADD in chunks costs O(staged); SUNIONSTORE would rewrite the
+      -- account's whole set, O(current + staged).
+      local m = redis.call('SMEMBERS', KEYS[4])
+      for i = 1, #m, 5000 do
+        redis.call('SADD', KEYS[2], unpack(m, i, math.min(i + 4999, #m)))
+      end
     else
       redis.call('SUNIONSTORE', KEYS[2], KEYS[2], KEYS[4])
     end

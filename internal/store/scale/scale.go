@@ -40,6 +40,7 @@ var (
 	_ store.NoticeWriter      = redisstore.Ingest{}
 	_ store.RegisterWriter    = redisstore.Ingest{}
 	_ redisstore.NoticeSource = (*elastic.Store)(nil)
+	_ redisstore.StoredWriter = (*elastic.Store)(nil)
 )
 
 // Open connects to NOTICES_ELASTICSEARCH_URL and NOTICES_REDIS_URL and
