@@ -1,5 +1,5 @@
 // Command noticesd serves the published-notices API and runs its operator
-// commands: serve, ingest, accounts, sample, demo, collect and reindex. Run `noticesd --help`.
+// commands: serve, ingest, accounts, sample, demo, collect, reindex, worker and queue. Run `noticesd --help`.
 package main
 
 import (
@@ -39,6 +39,8 @@ func commands() []command {
 		{"demo", "build a sample database if empty, print demo keys, then serve", runDemo},
 		{"collect", "run the collector once against NOTICES_SOURCE", runCollect},
 		{"reindex", "rebuild the Elasticsearch indices from the built-in mappings (scale)", runReindex},
+		{"worker", "match arrivals and deliver webhooks on asynq workers (scale)", runWorker},
+		{"queue", "print the webhook delivery queue's counts (scale)", runQueue},
 	}
 }
 
@@ -63,6 +65,7 @@ Settings come from the environment (defaults in brackets):
   NOTICES_SOURCE [none]  NOTICES_COLLECT_INTERVAL [15m]  NOTICES_WEBHOOKS [on]
   NOTICES_DELIVERY_RETRY_UNIT [10m]  NOTICES_DELIVERY_TIMEOUT [10s]
   NOTICES_WEBHOOK_ALLOW_PRIVATE [false]  NOTICES_WEBHOOK_CA_FILE [none]
+  NOTICES_WORKER_CONCURRENCY [32; scale: attempts in flight per worker process]
   NOTICES_LOG_LEVEL [info]  NOTICES_MAX_BODY_BYTES [8388608]
   NOTICES_MAX_SMALL_BODY_BYTES [65536]  NOTICES_HEADER_TIMEOUT [10s]
   NOTICES_BODY_TIMEOUT [60s]  NOTICES_WRITE_TIMEOUT [60s]  NOTICES_IDLE_TIMEOUT [60s]

@@ -456,7 +456,6 @@ func (s *Store) Release(ctx context.Context, watchID string, now time.Time) (int
 	return n, s.fail("release held deliveries", err)
 }
 
-
 // Options in steps.
 
 // deliveryStateChanged holds a deactivated watch's pending deliveries and
@@ -471,3 +470,19 @@ func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, n
 	}
 	return nil
 }
+
+// NoticeBySeq returns the notice with notice_seq seq from the store's
+// notice source (ok false when the source no longer has it): the body of
+// an attempt is built at attempt time, so an amended notice is sent as
+// amended.
+func (s *Store) NoticeBySeq(ctx context.Context, seq int64) (notice.Notice, bool, error) {
+	ns, err := s.source.NoticesBySeq(ctx, []int64{seq})
+	if err != nil || len(ns) == 0 {
+		return notice.Notice{}, false, err
+	}
+	return ns[0], true, nil
+}
+
+// MatchedStream is the key of the stream of matched (watch, notice_seq)
+// pairs that arrival matching hands to delivery.
+func (s *Store) MatchedStream() string { return s.key("matched") }
