@@ -38,7 +38,7 @@ const unit = 400 * time.Millisecond
 // kept by a SQLite notice source (as the redisstore tests do), and a real
 // TLS receiver.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	rdb    *redis.Client
 	ns     string
 	rs     *redisstore.Store
@@ -50,7 +50,7 @@ type harness struct {
 	caFile string
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	rdb, err := redisstore.Dial(testservers.Redis(t))
 	if err != nil {
@@ -121,17 +121,27 @@ func (h *harness) start(name string) *Scheduler {
 	if err := s.Start(context.Background()); err != nil {
 		h.t.Fatal(err)
 	}
+	h.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			h.t.Error(err)
+		}
+	})
+	h.startMatcher()
+	return s
+}
+
+// startMatcher runs an arrival matcher until the test ends (stopped before
+// the schedulers started earlier).
+func (h *harness) startMatcher() {
 	m := &redisstore.ArrivalMatcher{Store: h.rs, Idle: 20 * time.Millisecond}
 	m.Start(context.Background())
 	h.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		_ = m.Shutdown(ctx)
-		if err := s.Shutdown(ctx); err != nil {
-			h.t.Error(err)
-		}
 	})
-	return s
 }
 
 func acn(n int) string {
@@ -187,7 +197,7 @@ func (h *harness) records(w watch.Watch) map[string]delivery.Record {
 }
 
 // eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -216,7 +226,7 @@ type receiver struct {
 	delay  time.Duration
 }
 
-func newReceiver(t *testing.T) *receiver {
+func newReceiver(t testing.TB) *receiver {
 	r := &receiver{status: func(string, int) int { return http.StatusOK }}
 	r.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
