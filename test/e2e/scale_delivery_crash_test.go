@@ -250,4 +250,3 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
