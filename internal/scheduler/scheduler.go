@@ -50,6 +50,9 @@ const (
 	// is dead (delivery.MaxAttempts), asynq only carries it there, also
 	// across attempts a crash cut short, so this is never what ends one.
 	maxRetry = 1000
+	// taskCheckInterval is how long an idle asynq processor waits before
+	// looking for a pending task again: short, so a new task starts at once.
+	taskCheckInterval = 10 * time.Millisecond
 	// group is the consumer group of the matched stream.
 	group = "delivery"
 )
@@ -147,7 +150,7 @@ func New(cfg Config) (*Scheduler, error) {
 		Queues:                   map[string]int{s.queue: 1},
 		RetryDelayFunc:           retryDelay,
 		DelayedTaskCheckInterval: cfg.CheckInterval,
-		TaskCheckInterval:        cfg.CheckInterval,
+		TaskCheckInterval:        taskCheckInterval,
 		ShutdownTimeout:          cfg.ShutdownTimeout,
 		LogLevel:                 asynq.WarnLevel,
 		Logger:                   asynqLogger{log.With("part", "asynq")},
@@ -427,7 +430,7 @@ func (s *Scheduler) pump(ctx context.Context) {
 // PumpOnce makes the tasks of every due outbox entry.
 func (s *Scheduler) PumpOnce(ctx context.Context) error {
 	for {
-		refs, err := s.cfg.Ledger.DueRefs(ctx, s.cfg.Now(), 500)
+		refs, err := s.cfg.Ledger.ClaimDue(ctx, s.cfg.Now(), 10*time.Second, 500)
 		if err != nil || len(refs) == 0 {
 			return err
 		}

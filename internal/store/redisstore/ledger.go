@@ -77,21 +77,31 @@ if active then redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5]) end
 return 1
 `)
 
-// addPending records the pending delivery of n to the watch at now (once
-// per pair): due at once when the watch is active, held otherwise. It
-// reports whether it created one.
-func (s *Store) addPending(ctx context.Context, watchID string, n *notice.Notice, now time.Time) (bool, error) {
+// pendingArgs are the keys and arguments of createDeliveryScript for the
+// delivery of n to the watch at now.
+func (s *Store) pendingArgs(watchID string, n *notice.Notice, now time.Time) ([]string, []any, error) {
 	ts := notice.Timestamp(now)
 	r := delivery.Record{ID: webhook.DeliveryID(watchID, n.ID), NoticeID: n.ID, NoticeSeq: n.Seq,
 		Status: delivery.Pending, CreatedAt: ts, UpdatedAt: ts, NextAttemptAt: &ts}
 	b, err := json.Marshal(r)
 	if err != nil {
-		return false, err
+		return nil, nil, err
 	}
 	ref := Ref{WatchID: watchID, DeliveryID: r.ID, NoticeSeq: n.Seq}
 	member := fmt.Sprintf("%020d|%s", n.Seq, r.ID)
-	k, err := createDeliveryScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("dl", watchID), s.key("w", watchID), s.key("dq")},
-		r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli()).Int()
+	return []string{s.key("dr", watchID), s.key("dl", watchID), s.key("w", watchID), s.key("dq")},
+		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli()}, nil
+}
+
+// addPending records the pending delivery of n to the watch at now (once
+// per pair): due at once when the watch is active, held otherwise. It
+// reports whether it created one.
+func (s *Store) addPending(ctx context.Context, watchID string, n *notice.Notice, now time.Time) (bool, error) {
+	keys, args, err := s.pendingArgs(watchID, n, now)
+	if err != nil {
+		return false, err
+	}
+	k, err := createDeliveryScript.Run(ctx, s.rdb, keys, args...).Int()
 	if err != nil {
 		return false, s.fail("record delivery", err)
 	}
@@ -124,8 +134,9 @@ func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time
 	for i := range ns {
 		bySeq[ns[i].Seq] = &ns[i]
 	}
-	created := 0
 	eseqs := map[string]int64{}
+	pipe := s.rdb.Pipeline()
+	var cmds []*redis.Cmd
 	for _, p := range pairs {
 		n := bySeq[p.NoticeSeq]
 		if n == nil {
@@ -135,7 +146,7 @@ func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time
 		if !ok {
 			v, err := s.rdb.HMGet(ctx, s.key("w", p.WatchID), "eseq", "secret").Result()
 			if err != nil {
-				return created, s.fail("read watch", err)
+				return 0, s.fail("read watch", err)
 			}
 			eseq = -1 // no webhook or no watch: nothing to deliver
 			if str(v[1]) != "" {
@@ -150,20 +161,42 @@ func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time
 		if err != nil || !delivery.Eligible(n.Seq, eseq, pub, now) {
 			continue
 		}
-		ok, err = s.addPending(ctx, p.WatchID, n, now)
+		keys, args, err := s.pendingArgs(p.WatchID, n, now)
 		if err != nil {
-			return created, err
+			return 0, err
 		}
-		if ok {
+		// One round trip for the batch: the script's source is sent with
+		// each call (Redis caches it compiled), so no NOSCRIPT can arise.
+		cmds = append(cmds, createDeliveryScript.Eval(ctx, pipe, keys, args...))
+	}
+	if len(cmds) == 0 {
+		return 0, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, s.fail("record deliveries", err)
+	}
+	created := 0
+	for _, c := range cmds {
+		if k, _ := c.Int(); k == 1 {
 			created++
 		}
 	}
 	return created, nil
 }
 
-// DueRefs returns up to limit outbox entries due at or before now.
-func (s *Store) DueRefs(ctx context.Context, now time.Time, limit int) ([]Ref, error) {
-	ms, err := s.rdb.ZRangeByScore(ctx, s.key("dq"), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
+// claimDueScript takes up to ARGV[3] outbox entries due at ARGV[1] (ms)
+// and hides them from other pumps until ARGV[2] (ms). KEYS: dq.
+var claimDueScript = redis.NewScript(`
+local ms = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, m in ipairs(ms) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], m) end
+return ms
+`)
+
+// ClaimDue takes up to limit outbox entries due at now for one pump: they
+// are hidden from other pumps for lease, after which, if the pump has not
+// removed them (Scheduled) because it died, they are due again.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Ref, error) {
+	ms, err := claimDueScript.Run(ctx, s.rdb, []string{s.key("dq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit).StringSlice()
 	if err != nil {
 		return nil, s.fail("read the delivery outbox", err)
 	}
