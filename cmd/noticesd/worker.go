@@ -10,7 +10,6 @@ import (
 	"noticesd/internal/scheduler"
 	"noticesd/internal/store/redisstore"
 	"noticesd/internal/store/scale"
-	"noticesd/internal/webhook"
 )
 
 const workerAbout = `Run scale mode's webhook delivery (NOTICES_BACKEND=scale): match arriving
@@ -44,11 +43,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer st.Close()
-	sender, err := webhook.NewSender(webhook.SenderConfig{
-		Timeout:      cfg.DeliveryTimeout,
-		AllowPrivate: cfg.WebhookAllowPrivate,
-		CAFile:       cfg.WebhookCAFile,
-	})
+	sender, err := newSender(cfg)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"errors"
 	"fmt"
 
 	"noticesd/internal/secretbox"
@@ -13,31 +12,21 @@ import (
 // our signatures. The store seals on SetWebhook and RotateSecret and opens
 // at each attempt (Begin).
 
-var errNoSecretKey = errors.New("redisstore: webhook secrets are encrypted at rest and no key is configured: set NOTICES_SECRET_KEY (generate one with `openssl rand -base64 32`)")
-
 // sealSecret seals a webhook secret of watchID for storage.
 func (s *Store) sealSecret(watchID, secret string) (string, error) {
-	if s.secrets == nil {
-		return "", errNoSecretKey
+	v, err := secretbox.SealStored(s.secrets, secret, watchID)
+	if err != nil {
+		return "", fmt.Errorf("redisstore: %w", err)
 	}
-	return s.secrets.Seal(secret, watchID), nil
+	return v, nil
 }
 
 // openSecret returns the plaintext of a stored webhook secret (a value in
 // the clear, from before secrets were sealed, is returned as it is).
 func (s *Store) openSecret(watchID, stored string) (string, error) {
-	if !secretbox.IsSealed(stored) {
-		return stored, nil
-	}
-	if s.secrets == nil {
-		return "", errNoSecretKey
-	}
-	plain, err := s.secrets.Open(stored, watchID)
-	if errors.Is(err, secretbox.ErrNoKey) {
-		return "", fmt.Errorf("redisstore: the webhook secret of watch %s was sealed under a key that is neither NOTICES_SECRET_KEY nor NOTICES_SECRET_KEY_PREVIOUS; set NOTICES_SECRET_KEY_PREVIOUS to the key it was sealed with", watchID)
-	}
+	v, err := secretbox.OpenStored(s.secrets, stored, watchID)
 	if err != nil {
-		return "", fmt.Errorf("redisstore: the webhook secret of watch %s: %w", watchID, err)
+		return "", fmt.Errorf("redisstore: %w", err)
 	}
-	return plain, nil
+	return v, nil
 }
