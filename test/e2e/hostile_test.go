@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"noticesd/internal/config"
 	"noticesd/test/testbin"
 )
 
@@ -31,7 +32,9 @@ func TestHeadersOnlyFlood(t *testing.T) {
 		maxResidual = 20 << 20
 	)
 	bin := buildBinary(t)
-	env := []string{"NOTICES_DATA_DIR=" + t.TempDir(), "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=error"}
+	// serve refuses to start with webhooks on and no NOTICES_SECRET_KEY.
+	env := []string{"NOTICES_DATA_DIR=" + t.TempDir(), "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=error",
+		"NOTICES_SECRET_KEY=" + config.DevelopmentSecretKey}
 	var keys struct {
 		ReadKey string `json:"read_key"`
 	}

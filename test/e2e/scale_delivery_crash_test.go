@@ -224,6 +224,17 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	if c.Pending+c.Active+c.Scheduled+c.Retry+c.Archived != 0 {
 		t.Errorf("queue not empty after every delivery: %+v", c)
 	}
+	// Operators see the same counts with `noticesd queue`.
+	var q struct {
+		Queue string `json:"queue"`
+		scheduler.Counts
+	}
+	cmd := exec.Command(bin, "queue")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil || json.Unmarshal(out, &q) != nil || q.Queue != scheduler.QueueName(ns) || q.Counts != c {
+		t.Errorf("noticesd queue: %v, %s; want queue %s with %+v", err, out, scheduler.QueueName(ns), c)
+	}
 	// The other worker stops gracefully on SIGTERM.
 	if err := w2.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
