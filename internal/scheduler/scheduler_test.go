@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"noticesd/internal/delivery"
 	"noticesd/internal/watch"
 	"noticesd/internal/webhook"
@@ -288,4 +290,62 @@ func TestTwoWorkersDeliverEachOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("queue counts after: %+v", c)
+}
+
+// TestStaleStreamEntriesAreClaimed: matched entries read by a consumer
+// that died before acknowledging them are claimed by a live worker after
+// ClaimIdle, and each still becomes exactly one delivery.
+func TestStaleStreamEntriesAreClaimed(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	w := h.watch(8, "whsec_stale")
+	// Match arrivals without a scheduler, then read the entries as a
+	// consumer that dies without acknowledging them.
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, h.ingest("STALE-"+itoa(i), 8, time.Now().Add(-time.Hour)).ID)
+	}
+	for {
+		n, err := h.rs.MatchArrivals(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	key := h.rs.MatchedStream()
+	if err := h.rdb.XGroupCreateMkStream(ctx, key, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	read, err := h.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "dead", Streams: []string{key, ">"}, Count: 100}).Result()
+	if err != nil || len(read) != 1 || len(read[0].Messages) != 5 {
+		t.Fatalf("the dead consumer read %v, %v; want 5 entries", read, err)
+	}
+	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
+		Consumer: "live", ClaimIdle: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	eventually(t, 15*time.Second, "the dead consumer's entries delivered", func() bool {
+		rs := h.records(w)
+		for _, id := range ids {
+			if rs[id].Status != delivery.Delivered {
+				return false
+			}
+		}
+		return true
+	})
+	for _, id := range ids {
+		if k := len(h.recv.of(webhook.DeliveryID(w.ID, id))); k != 1 {
+			t.Errorf("notice %s delivered %d times, want once", id, k)
+		}
+	}
+	if n, _ := h.rdb.XLen(ctx, key).Result(); n != 0 {
+		t.Errorf("%d entries left in the stream after acknowledgement", n)
+	}
 }
