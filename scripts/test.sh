@@ -74,7 +74,7 @@ go vet -tags "$TAGS" ./...
 echo "== go test"
 go test -tags "$TAGS" -count=1 -timeout 12m ./...
 echo "== race detector on the concurrent parts"
-go test -race -tags "$TAGS" -count=1 -timeout 10m ./api ./internal/limit ./worker ./internal/collector ./matcher ./internal/webhook ./internal/store/sqlite
+go test -race -tags "$TAGS" -count=1 -timeout 10m ./api ./internal/limit ./worker ./internal/collector ./matcher ./internal/webhook ./internal/store/sqlite ./internal/scheduler
 go test -race -short -tags "$TAGS" -count=1 -timeout 10m ./internal/store/redisstore
 go test -race -tags "$TAGS" -count=1 -timeout 10m -run 'Reindex|TwoIngesters|Allocate' ./internal/store/elastic ./internal/store/arrival
 echo "== fuzz q parser (20s)"

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"noticesd/internal/delivery"
 	"noticesd/internal/store"
 	"noticesd/internal/webhook"
 )
@@ -161,24 +162,16 @@ func collect(c <-chan error) []error {
 // first (shutdown) nothing is recorded: the lease stays and Recover at the
 // next start makes the delivery due again.
 func (w *Worker) attempt(ctx context.Context, job store.Job) error {
-	at := w.cfg.Now()
-	body, err := webhook.Payload(job.WatchID, at, job.Notice)
-	if err != nil {
-		return fmt.Errorf("worker: build the body of delivery %s: %w", job.DeliveryID, err)
-	}
-	res := w.cfg.Sender.Send(ctx, webhook.Request{
-		URL: job.URL, DeliveryID: job.DeliveryID, Secret: job.Secret, Body: body,
-	})
-	if ctx.Err() != nil {
+	a := Attempter{Sender: w.cfg.Sender, Ledger: w.cfg.Queue, RetryUnit: w.cfg.RetryUnit, Now: w.cfg.Now}
+	d, err := a.Attempt(ctx, job)
+	if errors.Is(err, ErrInterrupted) {
 		return nil
 	}
-	out := store.Outcome{OK: res.OK, LastError: res.LastError, RetryUnit: w.cfg.RetryUnit}
-	// Record the outcome even if shutdown begins now: it is known.
-	if err := w.cfg.Queue.Complete(context.WithoutCancel(ctx), job, out, w.cfg.Now()); err != nil {
-		return fmt.Errorf("worker: record the outcome of delivery %s attempt %d: %w", job.DeliveryID, job.Attempt, err)
+	if err != nil {
+		return err
 	}
-	if !res.OK {
-		w.log.Warn("delivery attempt failed", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "reason", res.LastError)
+	if d.Status != delivery.Delivered {
+		w.log.Warn("delivery attempt failed", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "reason", d.LastError)
 	}
 	return nil
 }

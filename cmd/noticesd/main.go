@@ -1,6 +1,6 @@
 // Command noticesd serves the published-notices API and runs its operator
-// commands: serve, ingest, accounts, sample, demo, collect, reindex and
-// version. Run `noticesd --help`.
+// commands: serve, ingest, accounts, sample, demo, collect, reindex, worker,
+// queue and version. Run `noticesd --help`.
 package main
 
 import (
@@ -43,6 +43,8 @@ func commands() []command {
 		{"demo", "build a sample database if empty, print demo keys, then serve", runDemo},
 		{"collect", "run the collector once against NOTICES_SOURCE", runCollect},
 		{"reindex", "rebuild the Elasticsearch indices from the built-in mappings (scale)", runReindex},
+		{"worker", "match arrivals and deliver webhooks on asynq workers (scale)", runWorker},
+		{"queue", "print the webhook delivery queue's counts (scale)", runQueue},
 		{"version", "print the version, commit, build tags and available backends", runVersion},
 	}
 }

@@ -54,12 +54,7 @@ func wireParts(ctx context.Context, cfg config.Config, st *sqlite.Store, log *sl
 // NOTICES_WEBHOOKS=off none of this runs and the webhook routes answer
 // webhook_unavailable.
 func wireDelivery(cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *api.Deps, start func(part) error) error {
-	sender, err := webhook.NewSender(webhook.SenderConfig{
-		Timeout:      cfg.DeliveryTimeout,
-		AllowPrivate: cfg.WebhookAllowPrivate,
-		CAFile:       cfg.WebhookCAFile,
-		Observe:      func(r webhook.Result) { deps.Metrics.ObserveDeliveryAttempt(r.OK) },
-	})
+	sender, err := newSender(cfg, deps.Metrics)
 	if err != nil {
 		return err
 	}
@@ -92,6 +87,19 @@ func wireDelivery(cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *a
 	// released deliveries are found within that poll.
 	deps.OnWatchChange = func(context.Context, string) { w.Wake() }
 	return nil
+}
+
+// newSender is the one webhook sender of a process, embedded or scale:
+// NOTICES_DELIVERY_TIMEOUT, NOTICES_WEBHOOK_ALLOW_PRIVATE and
+// NOTICES_WEBHOOK_CA_FILE.
+// m, if set, counts the attempts by outcome.
+func newSender(cfg config.Config, m *metrics.Metrics) (*webhook.Sender, error) {
+	return webhook.NewSender(webhook.SenderConfig{
+		Timeout:      cfg.DeliveryTimeout,
+		AllowPrivate: cfg.WebhookAllowPrivate,
+		CAFile:       cfg.WebhookCAFile,
+		Observe:      func(r webhook.Result) { m.ObserveDeliveryAttempt(r.OK) },
+	})
 }
 
 // newCollector builds the collector of NOTICES_SOURCE; its HTTP cursor and

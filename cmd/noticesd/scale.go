@@ -48,6 +48,11 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 		"queue":  st.Redis.Ping,
 	}
 	deps.Limiter = limit.NewRedis(st.Client(), cfg.Namespace, cfg.HeavyConcurrency, limit.DefaultLease)
+	if cfg.Webhooks {
+		// Registrations and delivery records live in Redis; the deliveries
+		// themselves are made by `noticesd worker` processes.
+		deps.Webhooks = st.Redis
+	}
 	if cfg.Source != "" {
 		st.Close()
 		return nil, fmt.Errorf("NOTICES_SOURCE is set: in scale mode the collector does not run inside serve (several replicas would collect the same feed); load with `noticesd ingest` or `noticesd collect --once` instead, and unset NOTICES_SOURCE for serve")

@@ -48,13 +48,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serve runs the service until ctx ends. ready, if set, is called with the
 // bound address once the listener is open.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(addr string)) error {
-	if cfg.Backend == "scale" && cfg.Webhooks {
-		// Webhook delivery in scale mode runs in `noticesd worker`, which
-		// this build does not have yet: serve starts with the webhook routes
-		// answering webhook_unavailable, as with NOTICES_WEBHOOKS=off.
-		log.Warn("NOTICES_WEBHOOKS is on, but webhook delivery is not available in scale mode in this build: the webhook routes answer webhook_unavailable (set NOTICES_WEBHOOKS=off to silence this)")
-		cfg.Webhooks = false
-	}
 	if err := cfg.RequireSecretKey(); err != nil {
 		return err
 	}

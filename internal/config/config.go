@@ -30,6 +30,7 @@ type Config struct {
 	DeliveryTimeout     time.Duration // NOTICES_DELIVERY_TIMEOUT
 	WebhookAllowPrivate bool          // NOTICES_WEBHOOK_ALLOW_PRIVATE
 	WebhookCAFile       string        // NOTICES_WEBHOOK_CA_FILE
+	WorkerConcurrency   int           // NOTICES_WORKER_CONCURRENCY: delivery attempts in flight per `noticesd worker` process (scale)
 	LogLevel            string        // NOTICES_LOG_LEVEL: debug, info, warn, error
 	LogFormat           string        // NOTICES_LOG_FORMAT: json or text
 	MaxBodyBytes        int           // NOTICES_MAX_BODY_BYTES: body cap of POST /v1/match and POST /v1/watches
@@ -67,6 +68,7 @@ func Default() Config {
 		Webhooks:          true,
 		DeliveryRetryUnit: 10 * time.Minute,
 		DeliveryTimeout:   10 * time.Second,
+		WorkerConcurrency: 32,
 		LogLevel:          "info",
 		LogFormat:         "json",
 		MaxBodyBytes:      8 << 20,
@@ -166,6 +168,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	integer("NOTICES_MAX_CONNS", 1, &c.MaxConns)
 	integer("NOTICES_MAX_CONNS_PER_IP", 1, &c.MaxConnsPerIP)
 	integer("NOTICES_HEAVY_CONCURRENCY", 1, &c.HeavyConcurrency)
+	integer("NOTICES_WORKER_CONCURRENCY", 1, &c.WorkerConcurrency)
 	dur("NOTICES_HEAVY_WAIT", &c.HeavyWait)
 	plans := make(map[string]account.Plan, len(c.Plans))
 	for name, p := range c.Plans {

@@ -26,6 +26,7 @@ var Settings = []Setting{
 	{"NOTICES_DELIVERY_TIMEOUT", "10s", "timeout of one webhook delivery attempt"},
 	{"NOTICES_WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on private, loopback and link-local addresses"},
 	{"NOTICES_WEBHOOK_CA_FILE", "none", "extra PEM CA bundle trusted for webhook HTTPS"},
+	{"NOTICES_WORKER_CONCURRENCY", "32", "delivery attempts in flight per noticesd worker process (scale backend)"},
 	{"NOTICES_SECRET_KEY", "none", "base64 of 32 random bytes (openssl rand -base64 32) encrypting webhook secrets at rest; serve needs it while webhooks are on"},
 	{"NOTICES_SECRET_KEY_PREVIOUS", "none", "the key before a rotation, still accepted for decryption until every secret is re-sealed"},
 	{"NOTICES_LOG_LEVEL", "info", "debug, info, warn or error"},

@@ -89,12 +89,17 @@ type Outcome struct {
 	RetryUnit time.Duration
 }
 
-// Queue is the durable delivery queue the worker drives. The embedded
-// backend keeps it in SQLite; the scale-out backend in Redis/asynq.
-//
-// One process drives a queue at a time (the worker of `noticesd serve`);
-// Recover assumes no other worker holds leases.
-type Queue interface {
+// The delivery seam, split by responsibility. The embedded backend
+// (store/sqlite) implements every part and drives them with its SQL claim
+// loop (Queue); the scale backend (store/redisstore) keeps its own arrival
+// matching (the match log's stream) and implements the Ledger, driven by
+// asynq tasks. Both schedulers call the same attempt handler
+// (worker.Attempter), and the retry, dead and deactivation rules are
+// delivery.Decide and delivery.Deactivates, applied by each Ledger.
+
+// ArrivalLog is where arrivals are read: the durable cursor of what was
+// already matched and the notices after it.
+type ArrivalLog interface {
 	// ArrivalCursor is the highest notice_seq already matched (durable).
 	ArrivalCursor(ctx context.Context) (int64, error)
 	// NoticesAfter returns up to limit notices with notice_seq > seq,
@@ -102,6 +107,11 @@ type Queue interface {
 	NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error)
 	// LatestSeq returns the highest notice_seq stored (0 when none).
 	LatestSeq(ctx context.Context) (int64, error)
+}
+
+// WatchSource is the set of watches with a webhook that arrivals are
+// matched against.
+type WatchSource interface {
 	// WatchSet returns the watches with a webhook, for the matcher.
 	WatchSet(ctx context.Context) (WatchSet, error)
 	// WatchSetVersion returns the current WatchSet version cheaply, so the
@@ -113,6 +123,31 @@ type Queue interface {
 	// ACNs resolves to every one of them: the one rule that webhook
 	// matching and Watches.Matches share (docs/webhooks.md).
 	ResolveABNs(ctx context.Context, abns []string) (map[string][]string, error)
+}
+
+// Ledger is the durable record of deliveries that an attempt's outcome is
+// written to, whichever scheduler ran the attempt.
+type Ledger interface {
+	// Complete records an attempt's outcome at now by delivery.Decide:
+	// delivered, rescheduled after delivery.RetryWait, or dead after the
+	// last attempt; dead and delivered notices update the watch's
+	// consecutive-failure count, which deactivates the watch when
+	// delivery.Deactivates. An outcome for a delivery that is no longer
+	// pending (delivered, dead, webhook removed, watch deleted) is
+	// ignored; see each backend for attempts that lost their claim.
+	Complete(ctx context.Context, job Job, out Outcome, now time.Time) error
+}
+
+// Queue is the embedded backend's delivery queue: the arrival log, the
+// watch source and the ledger, scheduled by an SQL claim/lease loop that
+// the worker drives.
+//
+// One process drives a queue at a time (the worker of `noticesd serve`);
+// Recover assumes no other worker holds leases.
+type Queue interface {
+	ArrivalLog
+	WatchSource
+	Ledger
 	// Enqueue creates one pending delivery for each eligible (watch,
 	// notice) pair, at most once per pair ever, and advances the arrival
 	// cursor to through, in one transaction. Eligibility is
@@ -134,18 +169,9 @@ type Queue interface {
 	// delivery, one delivery of each per round, each watch's oldest first,
 	// so every due delivery of every watch progresses however large
 	// another watch's backlog. A lease that expires without Complete makes
-	// the delivery due again.
+	// the delivery due again. Each claimed Job carries the URL and secret
+	// current at claim time.
 	Claim(ctx context.Context, now time.Time, req ClaimRequest) ([]Job, error)
-	// Complete records an attempt's outcome at now: delivered, rescheduled
-	// after delivery.RetryWait, or dead after the last attempt; dead and
-	// delivered notices update the watch's consecutive-failure count, which
-	// deactivates the watch at delivery.DeactivateAfter. The outcome of a
-	// stale attempt (job.Token is no longer the delivery's claim: its lease
-	// expired and a newer attempt was claimed) is still recorded: a success
-	// delivers, a failure is noted in last_error and leaves the schedule to
-	// the newer attempt. An outcome for a delivery that is no longer
-	// pending (delivered, dead, webhook removed, watch deleted) is ignored.
-	Complete(ctx context.Context, job Job, out Outcome, now time.Time) error
 	// NextDue returns when the next delivery becomes due, if any.
 	NextDue(ctx context.Context) (time.Time, bool, error)
 }

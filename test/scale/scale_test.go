@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"noticesd/internal/config"
 	"noticesd/internal/notice"
 	"noticesd/internal/testservers"
 	"noticesd/test/testbin"
@@ -431,12 +432,19 @@ func TestScaleModeAPI(t *testing.T) {
 	})
 
 	t.Run("webhooks on", func(t *testing.T) {
-		// Delivery in scale mode is not in this build: serve starts and
-		// the webhook routes answer webhook_unavailable.
-		on := serve(t, bin, append(append([]string{}, senv...), "NOTICES_WEBHOOKS=on"))
+		// Registrations and delivery records live in Redis (deliveries are
+		// made by `noticesd worker`, tested in test/e2e): serve registers,
+		// lists and removes a webhook.
+		on := serve(t, bin, append(append([]string{}, senv...), "NOTICES_WEBHOOKS=on", "NOTICES_SECRET_KEY="+config.DevelopmentSecretKey))
 		code, body := on.do(t, "POST", "/v1/watches/"+watchID+"/webhook", sk.AccountKey, map[string]any{"url": "https://hooks.example.com/n"})
-		if code != 500 || !strings.Contains(string(body), "webhook_unavailable") {
-			t.Errorf("webhook registration in scale mode: %d %s", code, body)
+		if code != 201 || !strings.Contains(string(body), `"secret":"whsec_`) {
+			t.Fatalf("webhook registration in scale mode: %d %s", code, body)
+		}
+		if code, body = on.do(t, "GET", "/v1/watches/"+watchID+"/deliveries", sk.AccountKey, nil); code != 200 || !strings.Contains(string(body), `"data":`) {
+			t.Errorf("deliveries in scale mode: %d %s", code, body)
+		}
+		if code, body = on.do(t, "DELETE", "/v1/watches/"+watchID+"/webhook", sk.AccountKey, nil); code != 204 {
+			t.Errorf("webhook removal in scale mode: %d %s", code, body)
 		}
 	})
 

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"noticesd/internal/notice"
+	"noticesd/internal/secretbox"
 	"noticesd/internal/store"
 	"noticesd/internal/store/sqlite"
 	"noticesd/internal/store/storetest"
@@ -83,6 +85,9 @@ func newFixture(t testing.TB, o Options) fixture {
 	if o.Clock == nil {
 		o.Clock = clock.Now
 	}
+	if o.Secrets == nil {
+		o.Secrets = testBox(t)
+	}
 	rs, err := New(rdb, ns, sq, o)
 	if err != nil {
 		t.Fatal(err)
@@ -98,4 +103,14 @@ func (f fixture) backend() storetest.WatchBackend {
 		Watches:  f.rs,
 		Accounts: f.rs,
 	}
+}
+
+// testBox is a secret box under a fixed test key.
+func testBox(t testing.TB) *secretbox.Box {
+	t.Helper()
+	b, err := secretbox.New(bytes.Repeat([]byte{7}, 32), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

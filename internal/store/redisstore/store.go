@@ -21,6 +21,7 @@ import (
 	"noticesd/internal/account"
 	"noticesd/internal/errs"
 	"noticesd/internal/notice"
+	"noticesd/internal/secretbox"
 )
 
 // NoticeSource is what the store needs of the notices: the Elasticsearch
@@ -59,6 +60,7 @@ type Store struct {
 	// (see Options.MatchOnRead).
 	matchOnRead bool
 	filters     filterCache
+	secrets     *secretbox.Box
 }
 
 // Options configure a Store. The zero value of each field is its default.
@@ -67,6 +69,10 @@ type Options struct {
 	Plans map[string]account.Plan
 	// Clock stamps accounts; default time.Now.
 	Clock func() time.Time
+	// Secrets seals webhook secrets at rest (NOTICES_SECRET_KEY), as the
+	// SQLite store does. Without one the store refuses to store a webhook
+	// secret.
+	Secrets *secretbox.Box
 	// NoMatchOnRead stops Matches from matching pending arrivals itself
 	// before reading; then only workers (MatchArrivals) fill the logs.
 	NoMatchOnRead bool
@@ -81,7 +87,7 @@ func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Opt
 		return nil, errors.New("redisstore: a NoticeSource is required")
 	}
 	s := &Store{rdb: rdb, ns: namespace + ":", source: source, plans: o.Plans, clock: o.Clock,
-		matchOnRead: !o.NoMatchOnRead}
+		matchOnRead: !o.NoMatchOnRead, secrets: o.Secrets}
 	if s.plans == nil {
 		s.plans = account.DefaultPlans()
 	}

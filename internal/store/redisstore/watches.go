@@ -490,14 +490,19 @@ func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watc
 // Turning a watch back on also resets its count of consecutive failed
 // deliveries.
 func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.Patch, now time.Time) (watch.Watch, error) {
-	return s.modifyWatch(ctx, accountID, id, watchNotFound, func(w *watch.Watch) ([]string, error) {
-		wasActive := w.Active
+	var wasActive bool
+	w, err := s.modifyWatch(ctx, accountID, id, watchNotFound, func(w *watch.Watch) ([]string, error) {
+		wasActive = w.Active
 		w.Apply(p, now)
 		if w.Active && !wasActive {
 			return []string{"failures", "0"}, nil
 		}
 		return nil, nil
 	})
+	if err != nil {
+		return w, err
+	}
+	return w, s.deliveryStateChanged(ctx, id, wasActive, w.Active, now)
 }
 
 // deleteScript removes a watch and its log, recounts the account's

@@ -14,22 +14,22 @@ import (
 	"noticesd/internal/notice"
 	"noticesd/internal/store"
 	"noticesd/internal/watch"
-	"noticesd/internal/webhook"
 )
 
 var _ store.Webhooks = (*Store)(nil)
 
 // Webhook and delivery-record keys:
 //
-//	w:<id>        fields secret (the current signing secret) and failures
+//	w:<id>        fields secret (the current signing secret, sealed with
+//	              secretbox: see secrets.go) and failures
 //	              (consecutive failed notices) beside the watch
 //	dr:<id>       hash delivery id -> delivery.Record (JSON)
 //	dl:<id>       zset of "<notice_seq, 20 digits>|<delivery id>" by
 //	              created_at in ms: the watch's deliveries, newest first
 //	              with ZREVRANGE (ties by higher notice_seq, as embedded)
 //
-// Only the record keeping lives here; attempts, retries and their state
-// changes belong to the delivery worker (asynq).
+// Attempts, retries and their state changes are the ledger's (ledger.go),
+// driven by the asynq tasks of `noticesd worker` (internal/scheduler).
 
 func noWatch(id string) error {
 	return errs.New(errs.NotFound, "no watch %q in this account; list your watches with GET /v1/watches", id)
@@ -100,9 +100,13 @@ func stamp(now time.Time) time.Time { return now.UTC().Truncate(time.Millisecond
 // created and were published within delivery.Window (never twice for one
 // notice).
 func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret string, now time.Time) (watch.Watch, error) {
+	sealed, err := s.sealSecret(watchID, secret)
+	if err != nil {
+		return watch.Watch{}, err
+	}
 	w, err := s.modifyWatch(ctx, accountID, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
 		w.WebhookURL, w.UpdatedAt = &url, stamp(now)
-		return []string{"secret", secret, "failures", "0"}, nil
+		return []string{"secret", sealed, "failures", "0"}, nil
 	})
 	if err != nil {
 		return w, err
@@ -134,48 +138,25 @@ func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret 
 		if err != nil || !delivery.Eligible(n.Seq, cseq, pub, now) {
 			continue
 		}
-		if err := s.addPending(ctx, watchID, n, w.Active, now); err != nil {
+		if _, err := s.addPending(ctx, watchID, n, now); err != nil {
 			return w, err
 		}
 	}
 	return w, nil
 }
 
-// addPendingScript creates a delivery record unless one exists.
-// KEYS: dr:<watch>, dl:<watch>. ARGV: delivery id, record, score, member.
-var addPendingScript = redis.NewScript(`
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-return 1
-`)
-
-// addPending records the pending delivery of n to the watch: due at once
-// when the watch is active, held otherwise.
-func (s *Store) addPending(ctx context.Context, watchID string, n *notice.Notice, active bool, now time.Time) error {
-	ts := notice.Timestamp(now)
-	r := delivery.Record{ID: webhook.DeliveryID(watchID, n.ID), NoticeID: n.ID, NoticeSeq: n.Seq,
-		Status: delivery.Pending, CreatedAt: ts, UpdatedAt: ts}
-	if active {
-		r.NextAttemptAt = &ts
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	member := fmt.Sprintf("%020d|%s", n.Seq, r.ID)
-	err = addPendingScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("dl", watchID)},
-		r.ID, b, stamp(now).UnixMilli(), member).Err()
-	return s.fail("record delivery", err)
-}
-
 // RotateSecret replaces the secret at now; the old one is no longer read.
 func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret string, now time.Time) (watch.Watch, error) {
+	sealed, err := s.sealSecret(watchID, secret)
+	if err != nil {
+		return watch.Watch{}, err
+	}
 	return s.modifyWatch(ctx, accountID, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
 		if w.WebhookURL == nil {
 			return nil, noWebhook(watchID)
 		}
 		w.UpdatedAt = stamp(now)
-		return []string{"secret", secret}, nil
+		return []string{"secret", sealed}, nil
 	})
 }
 

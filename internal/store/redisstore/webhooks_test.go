@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"noticesd/internal/delivery"
 	"noticesd/internal/errs"
 	"noticesd/internal/notice"
+	"noticesd/internal/secretbox"
 	"noticesd/internal/store/storetest"
 	"noticesd/internal/watch"
 )
@@ -88,8 +90,12 @@ func TestWebhookRecords(t *testing.T) {
 		if _, err := f.rs.RotateSecret(ctx, acc.AccountID, w.ID, "secret-3", now); err != nil {
 			t.Fatal(err)
 		}
-		if s, _ := f.rdb.HGet(ctx, f.rs.key("w", w.ID), "secret").Result(); s != "secret-3" {
-			t.Errorf("secret %q after rotation", s)
+		stored, _ := f.rdb.HGet(ctx, f.rs.key("w", w.ID), "secret").Result()
+		if strings.Contains(stored, "secret-3") || !secretbox.IsSealed(stored) {
+			t.Errorf("stored secret %q after rotation: want it sealed, never in the clear", stored)
+		}
+		if plain, err := f.rs.openSecret(w.ID, stored); err != nil || plain != "secret-3" {
+			t.Errorf("stored secret opens to %q, %v; want secret-3", plain, err)
 		}
 	})
 	t.Run("delete: pending become dead", func(t *testing.T) {

@@ -37,6 +37,8 @@ var (
 	_ store.Notices           = (*elastic.Store)(nil)
 	_ store.Accounts          = (*redisstore.Store)(nil)
 	_ store.Watches           = (*redisstore.Store)(nil)
+	_ store.Webhooks          = (*redisstore.Store)(nil)
+	_ store.Ledger            = (*redisstore.Store)(nil)
 	_ store.NoticeWriter      = redisstore.Ingest{}
 	_ store.RegisterWriter    = redisstore.Ingest{}
 	_ redisstore.NoticeSource = (*elastic.Store)(nil)
@@ -65,6 +67,13 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	}
 	if opts.Plans == nil {
 		opts.Plans = cfg.Plans
+	}
+	if opts.Secrets == nil {
+		// Webhook secrets are sealed with NOTICES_SECRET_KEY, as embedded.
+		if opts.Secrets, err = cfg.SecretBox(); err != nil {
+			_ = rdb.Close()
+			return nil, err
+		}
 	}
 	rs, err := redisstore.New(rdb, cfg.Namespace, es, opts)
 	if err != nil {

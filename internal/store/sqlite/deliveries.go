@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"noticesd/internal/delivery"
@@ -479,7 +478,11 @@ func (p prefixScanner) Scan(dest ...any) error {
 	return p.r.Scan(append(append([]any(nil), p.prefix...), dest...)...)
 }
 
-// Complete records the outcome of one attempt.
+// Complete records the outcome of one attempt. The outcome of a stale
+// attempt (job.Token is no longer the delivery's claim: its lease expired
+// and a newer attempt was claimed) is still recorded: a success delivers,
+// a failure is noted in last_error and leaves the schedule to the newer
+// attempt.
 func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, now time.Time) error {
 	ts := notice.Timestamp(now)
 	tx, err := s.write.BeginTx(ctx, nil)
@@ -514,32 +517,26 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 		return tx.Commit()
 	}
 	n := attempts // counted when claimed
-	switch {
-	case out.OK:
+	switch d := delivery.Decide(n, out.OK, out.LastError, out.RetryUnit); d.Status {
+	case delivery.Delivered:
 		if err := recordDelivered(ctx, tx, job, ts); err != nil {
 			return err
 		}
+	case delivery.Pending:
+		var next any
+		if active {
+			next = notice.Timestamp(now.Add(d.Wait))
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET attempts = ?, last_error = ?, updated_at = ?,
+			next_attempt_at = ?, lease_until = NULL, claim_token = NULL WHERE id = ?`, n, d.LastError, ts, next, job.DeliveryID); err != nil {
+			return fmt.Errorf("sqlite: reschedule delivery %s: %w", job.DeliveryID, err)
+		}
 	default:
-		lastErr := out.LastError
-		if lastErr == "" {
-			lastErr = "delivery failed"
-		}
-		if wait, retry := delivery.RetryWait(n, out.RetryUnit); retry {
-			var next any
-			if active {
-				next = notice.Timestamp(now.Add(wait))
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET attempts = ?, last_error = ?, updated_at = ?,
-				next_attempt_at = ?, lease_until = NULL, claim_token = NULL WHERE id = ?`, n, lastErr, ts, next, job.DeliveryID); err != nil {
-				return fmt.Errorf("sqlite: reschedule delivery %s: %w", job.DeliveryID, err)
-			}
-			break
-		}
 		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'dead', attempts = ?, last_error = ?, updated_at = ?,
-			next_attempt_at = NULL, lease_until = NULL, claim_token = NULL WHERE id = ?`, n, lastErr, ts, job.DeliveryID); err != nil {
+			next_attempt_at = NULL, lease_until = NULL, claim_token = NULL WHERE id = ?`, n, d.LastError, ts, job.DeliveryID); err != nil {
 			return fmt.Errorf("sqlite: record delivery %s dead: %w", job.DeliveryID, err)
 		}
-		if err := countFailedNotice(ctx, tx, job.WatchID, lastErr, ts); err != nil {
+		if err := countFailedNotice(ctx, tx, job.WatchID, d.LastError, ts); err != nil {
 			return err
 		}
 	}
@@ -570,10 +567,7 @@ func recordStale(ctx context.Context, tx *sql.Tx, job store.Job, out store.Outco
 	if out.OK {
 		return recordDelivered(ctx, tx, job, ts)
 	}
-	lastErr := out.LastError
-	if lastErr == "" {
-		lastErr = "delivery failed"
-	}
+	lastErr := delivery.Decide(job.Attempt, false, out.LastError, out.RetryUnit).LastError
 	if _, err := tx.ExecContext(ctx, "UPDATE deliveries SET last_error = ?, updated_at = ? WHERE id = ?",
 		fmt.Sprintf("attempt %d: %s", job.Attempt, lastErr), ts, job.DeliveryID); err != nil {
 		return fmt.Errorf("sqlite: record the failure of stale attempt %d of delivery %s: %w", job.Attempt, job.DeliveryID, err)
@@ -590,23 +584,15 @@ func countFailedNotice(ctx context.Context, tx *sql.Tx, watchID, lastErr, ts str
 		watchID).Scan(&n); err != nil {
 		return fmt.Errorf("sqlite: count a failed notice of watch %s: %w", watchID, err)
 	}
-	if n < delivery.DeactivateAfter {
+	if !delivery.Deactivates(n) {
 		return nil
 	}
-	reason := DeactivationReason(n, lastErr)
+	reason := delivery.DeactivationReason(n, lastErr)
 	if _, err := tx.ExecContext(ctx, "UPDATE watches SET active = 0, deactivated_reason = ?, updated_at = ? WHERE id = ? AND active",
 		reason, ts, watchID); err != nil {
 		return fmt.Errorf("sqlite: deactivate watch %s: %w", watchID, err)
 	}
 	return nil
-}
-
-// DeactivationReason is the deactivated_reason of a watch switched off
-// after n consecutive failed notices, the last failing with lastErr.
-func DeactivationReason(n int, lastErr string) string {
-	return fmt.Sprintf("webhook deliveries failed for %d consecutive notices (each after %d attempts); last error: %s. "+
-		"Fix the endpoint, then PATCH {\"active\": true} to deliver the held notices",
-		n, delivery.MaxAttempts, strings.TrimSpace(lastErr))
 }
 
 // NextDue returns when the earliest scheduled delivery is due.

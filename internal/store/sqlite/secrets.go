@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"noticesd/internal/secretbox"
@@ -22,35 +21,24 @@ func WithSecretBox(b *secretbox.Box) Option {
 	return func(s *Store) { s.secrets = b }
 }
 
-// errNoSecretKey explains a missing key.
-var errNoSecretKey = errors.New("sqlite: webhook secrets are encrypted at rest and no key is configured: set NOTICES_SECRET_KEY (generate one with `openssl rand -base64 32`)")
-
 // sealSecret seals a webhook secret of watchID for storage.
 func (s *Store) sealSecret(watchID, secret string) (string, error) {
-	if s.secrets == nil {
-		return "", errNoSecretKey
+	v, err := secretbox.SealStored(s.secrets, secret, watchID)
+	if err != nil {
+		return "", fmt.Errorf("sqlite: %w", err)
 	}
-	return s.secrets.Seal(secret, watchID), nil
+	return v, nil
 }
 
 // openSecret returns the plaintext of a stored webhook secret. A value in
 // the clear (written by an older release since this store was opened) is
 // returned as it is; the next Open seals it.
 func (s *Store) openSecret(watchID, stored string) (string, error) {
-	if !secretbox.IsSealed(stored) {
-		return stored, nil
-	}
-	if s.secrets == nil {
-		return "", errNoSecretKey
-	}
-	plain, err := s.secrets.Open(stored, watchID)
-	if errors.Is(err, secretbox.ErrNoKey) {
-		return "", fmt.Errorf("sqlite: the webhook secret of watch %s was sealed under a key that is neither NOTICES_SECRET_KEY nor NOTICES_SECRET_KEY_PREVIOUS; set NOTICES_SECRET_KEY_PREVIOUS to the key it was sealed with", watchID)
-	}
+	v, err := secretbox.OpenStored(s.secrets, stored, watchID)
 	if err != nil {
-		return "", fmt.Errorf("sqlite: the webhook secret of watch %s: %w", watchID, err)
+		return "", fmt.Errorf("sqlite: %w", err)
 	}
-	return plain, nil
+	return v, nil
 }
 
 // sealStoredSecrets seals every webhook secret not yet sealed under the

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"noticesd/internal/scheduler"
+	"noticesd/internal/store/redisstore"
+	"noticesd/internal/store/scale"
+)
+
+const workerAbout = `Run scale mode's webhook delivery (NOTICES_BACKEND=scale): match arriving
+notices to watches, turn matches into deliveries and attempt them on asynq
+workers, retried after n x NOTICES_DELIVERY_RETRY_UNIT. Run as many worker
+processes as the load needs; SIGTERM stops taking work and waits for the
+attempts in flight (the rest run again elsewhere, under the same delivery id).`
+
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("worker", "worker [--concurrency N]", workerAbout, stderr)
+	conc := fs.Int("concurrency", 0, "delivery attempts in flight in this process (overrides NOTICES_WORKER_CONCURRENCY)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if cfg.Backend != "scale" {
+		return fmt.Errorf("noticesd worker runs scale mode's delivery: set NOTICES_BACKEND=scale (the embedded backend delivers inside serve)")
+	}
+	if err := cfg.RequireSecretKey(); err != nil {
+		return err
+	}
+	if *conc > 0 {
+		cfg.WorkerConcurrency = *conc
+	}
+	log := newLogger(cfg).With("command", "worker")
+	st, err := scale.Open(ctx, cfg, redisstore.Options{NoMatchOnRead: true})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	sender, err := newSender(cfg, nil)
+	if err != nil {
+		return err
+	}
+	sched, err := scheduler.New(scheduler.Config{
+		Redis: st.Client(), Namespace: cfg.Namespace, Ledger: st.Redis, Sender: sender,
+		RetryUnit: cfg.DeliveryRetryUnit, Concurrency: cfg.WorkerConcurrency,
+		Logger: log.With("part", "delivery"),
+	})
+	if err != nil {
+		return err
+	}
+	matcher := &redisstore.ArrivalMatcher{Store: st.Redis, OnError: func(err error) {
+		log.Error("matching arrived notices failed; retrying", "err", err)
+	}}
+	if err := sched.Start(ctx); err != nil {
+		return err
+	}
+	matcher.Start(ctx)
+	log.Info("delivering", "namespace", cfg.Namespace, "queue", scheduler.QueueName(cfg.Namespace), "concurrency", cfg.WorkerConcurrency)
+	<-ctx.Done()
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.DeliveryTimeout+15*time.Second)
+	defer cancel()
+	if err := matcher.Shutdown(sctx); err != nil {
+		log.Error("matcher shutdown", "err", err)
+	}
+	return sched.Shutdown(sctx)
+}
+
+const queueAbout = `Print the webhook delivery queue of scale mode (NOTICES_BACKEND=scale) as JSON:
+pending, active, scheduled, retry and archived task counts, from asynq's Inspector.`
+
+func runQueue(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("queue", "queue", queueAbout, stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if cfg.Backend != "scale" {
+		return fmt.Errorf("noticesd queue reads scale mode's delivery queue: set NOTICES_BACKEND=scale")
+	}
+	rdb, err := redisstore.Dial(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	c, err := scheduler.QueueCounts(rdb, cfg.Namespace)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Queue string `json:"queue"`
+		scheduler.Counts
+	}{scheduler.QueueName(cfg.Namespace), c}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

@@ -1,0 +1,536 @@
+// Package scheduler runs scale mode's webhook delivery on asynq: one task
+// per delivery (TaskID = the delivery id, payload the ids only), retried by
+// asynq after exactly n x NOTICES_DELIVERY_RETRY_UNIT, each attempt made by
+// the same handler as the embedded mode (worker.Attempter) against the
+// Redis delivery ledger (redisstore). Around the asynq server it runs the
+// consumer of the <namespace>:matched stream (matched pairs become
+// deliveries, exactly once), the pump of the ledger's outbox (new and
+// released deliveries become tasks) and a sweep that gives a task to any
+// pending delivery that lost its own. Any number of processes may run one.
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/delivery"
+	"noticesd/internal/store/redisstore"
+	"noticesd/internal/webhook"
+	"noticesd/worker"
+)
+
+// TaskType is the asynq type of a delivery attempt task.
+const TaskType = "webhook:deliver"
+
+// Defaults.
+const (
+	// DefaultConcurrency is the most attempts one process runs at once.
+	DefaultConcurrency = 32
+	// DefaultCheckInterval is how often asynq moves due scheduled and
+	// retry tasks to pending, and how often the outbox is pumped: a retry
+	// is never more than this (plus a round trip) late.
+	DefaultCheckInterval = 100 * time.Millisecond
+	// DefaultSweepEvery is how often pending deliveries are checked for a
+	// task of their own.
+	DefaultSweepEvery = 30 * time.Second
+	// DefaultClaimIdle is how long a matched-stream entry read by a
+	// consumer that stopped stays unacknowledged before another takes it.
+	DefaultClaimIdle = 10 * time.Second
+	// maxRetry is asynq's retry bound: the ledger decides when a delivery
+	// is dead (delivery.MaxAttempts), asynq only carries it there, also
+	// across attempts a crash cut short, so this is never what ends one.
+	maxRetry = 1000
+	// taskCheckInterval is how long an idle asynq processor waits before
+	// looking for a pending task again: short, so a new task starts at once.
+	taskCheckInterval = 10 * time.Millisecond
+	// group is the consumer group of the matched stream.
+	group = "delivery"
+)
+
+// QueueName is the asynq queue of the namespace's deliveries.
+func QueueName(namespace string) string { return namespace + ":deliveries" }
+
+// Config configures a Scheduler. Redis, Namespace, Ledger and Sender are
+// required.
+type Config struct {
+	Redis     redis.UniversalClient
+	Namespace string
+	Ledger    *redisstore.Store
+	Sender    *webhook.Sender
+	// RetryUnit is NOTICES_DELIVERY_RETRY_UNIT; 0 means 10 minutes.
+	RetryUnit time.Duration
+	// Concurrency bounds the attempts in flight in this process; 0 means
+	// DefaultConcurrency. The Sender bounds those to one receiver host.
+	Concurrency int
+	// CheckInterval: see DefaultCheckInterval.
+	CheckInterval time.Duration
+	// SweepEvery: see DefaultSweepEvery.
+	SweepEvery time.Duration
+	// ClaimIdle: see DefaultClaimIdle.
+	ClaimIdle time.Duration
+	// ShutdownTimeout bounds how long Shutdown waits for attempts in
+	// flight; 0 means the Sender's timeout plus 5 s. Attempts still running
+	// then are handed back to asynq and run again (same delivery id).
+	ShutdownTimeout time.Duration
+	// Consumer names this process in the stream's consumer group; default
+	// host name and pid.
+	Consumer string
+	// Now is the clock of outcomes; nil means time.Now.
+	Now func() time.Time
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Scheduler runs delivery on asynq; Start and Shutdown it.
+type Scheduler struct {
+	cfg       Config
+	log       *slog.Logger
+	queue     string
+	client    *asynq.Client
+	inspector *asynq.Inspector
+	server    *asynq.Server
+	attempter worker.Attempter
+
+	wake   chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a Scheduler with cfg's zero fields defaulted.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.Redis == nil || cfg.Ledger == nil || cfg.Sender == nil || cfg.Namespace == "" {
+		return nil, errors.New("scheduler: Config needs Redis, Namespace, Ledger and Sender")
+	}
+	if cfg.RetryUnit <= 0 {
+		cfg.RetryUnit = 10 * time.Minute
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.CheckInterval <= 0 {
+		cfg.CheckInterval = DefaultCheckInterval
+	}
+	if cfg.SweepEvery <= 0 {
+		cfg.SweepEvery = DefaultSweepEvery
+	}
+	if cfg.ClaimIdle <= 0 {
+		cfg.ClaimIdle = DefaultClaimIdle
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = cfg.Sender.Timeout() + 5*time.Second
+	}
+	if cfg.Consumer == "" {
+		host, _ := os.Hostname()
+		cfg.Consumer = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Scheduler{cfg: cfg, log: log, queue: QueueName(cfg.Namespace),
+		client:    asynq.NewClientFromRedisClient(cfg.Redis),
+		inspector: asynq.NewInspectorFromRedisClient(cfg.Redis),
+		wake:      make(chan struct{}, 1)}
+	s.attempter = worker.Attempter{Sender: cfg.Sender, Ledger: cfg.Ledger, RetryUnit: cfg.RetryUnit, Now: cfg.Now}
+	s.server = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
+		Concurrency:              cfg.Concurrency,
+		Queues:                   map[string]int{s.queue: 1},
+		RetryDelayFunc:           retryDelay,
+		DelayedTaskCheckInterval: cfg.CheckInterval,
+		TaskCheckInterval:        taskCheckInterval,
+		ShutdownTimeout:          cfg.ShutdownTimeout,
+		LogLevel:                 asynq.WarnLevel,
+		Logger:                   asynqLogger{log.With("part", "asynq")},
+	})
+	return s, nil
+}
+
+// retryError asks asynq for the next attempt after exactly wait.
+type retryError struct {
+	wait      time.Duration
+	lastError string
+}
+
+func (e *retryError) Error() string {
+	return fmt.Sprintf("attempt failed (%s); next attempt in %s", e.lastError, e.wait)
+}
+
+// retryDelay is asynq's RetryDelayFunc: the ledger's wait (n x the retry
+// unit after failed attempt n, delivery.RetryWait) when the handler
+// decided a retry, else one second (a Redis error, an attempt a crash cut
+// short: asynq's lease recovery).
+func retryDelay(_ int, err error, _ *asynq.Task) time.Duration {
+	var re *retryError
+	if errors.As(err, &re) {
+		return re.wait
+	}
+	return time.Second
+}
+
+// payload is a task's payload: ids only.
+type payload = redisstore.Ref
+
+// Enqueue makes the task of one delivery, due at once. A delivery that
+// already has a task is not given a second (TaskID = delivery id): a
+// scheduled or retrying one is run now (the ledger's next_attempt_at still
+// decides when the attempt is made), a finished or archived one is
+// replaced. It reports false when the task is running and could not be
+// made now.
+func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, error) {
+	b, err := json.Marshal(payload(ref))
+	if err != nil {
+		return false, err
+	}
+	task := asynq.NewTask(TaskType, b)
+	opts := []asynq.Option{asynq.TaskID(ref.DeliveryID), asynq.Queue(s.queue), asynq.MaxRetry(maxRetry)}
+	_, err = s.client.EnqueueContext(ctx, task, opts...)
+	if !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return err == nil, err
+	}
+	info, err := s.inspector.GetTaskInfo(s.queue, ref.DeliveryID)
+	if errors.Is(err, asynq.ErrTaskNotFound) {
+		_, err = s.client.EnqueueContext(ctx, task, opts...)
+		return err == nil, ignoreConflict(err)
+	}
+	if err != nil {
+		return false, err
+	}
+	switch info.State {
+	case asynq.TaskStateActive:
+		return false, nil
+	case asynq.TaskStateScheduled, asynq.TaskStateRetry:
+		return true, ignoreNotFound(s.inspector.RunTask(s.queue, ref.DeliveryID))
+	case asynq.TaskStateArchived, asynq.TaskStateCompleted:
+		if err := s.inspector.DeleteTask(s.queue, ref.DeliveryID); ignoreNotFound(err) != nil {
+			return false, err
+		}
+		_, err = s.client.EnqueueContext(ctx, task, opts...)
+		return err == nil, ignoreConflict(err)
+	}
+	return true, nil // pending: it runs soon
+}
+
+func ignoreConflict(err error) error {
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil
+	}
+	return err
+}
+
+func ignoreNotFound(err error) error {
+	if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+		return nil
+	}
+	return err
+}
+
+// maxEarly is the longest an attempt that asynq started early waits in
+// the handler (asynq keeps due times in whole seconds).
+const maxEarly = 2 * time.Second
+
+// handle is the asynq handler of one delivery task.
+func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
+	var ref payload
+	if err := json.Unmarshal(t.Payload(), &ref); err != nil || ref.DeliveryID == "" {
+		return fmt.Errorf("scheduler: task payload %q is not a delivery reference: %v: %w", t.Payload(), err, asynq.SkipRetry)
+	}
+	var b redisstore.Begun
+	for {
+		var err error
+		if b, err = s.cfg.Ledger.Begin(ctx, ref, s.cfg.Now()); err != nil {
+			return err
+		}
+		if b.State != redisstore.BeginEarly {
+			break
+		}
+		wait := b.Until.Sub(s.cfg.Now())
+		if wait > maxEarly {
+			return &retryError{wait: wait, lastError: "not due yet"}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	if b.State != redisstore.BeginAttempt {
+		return nil // done, or held until the watch is reactivated
+	}
+	job := b.Job
+	n, ok, err := s.cfg.Ledger.NoticeBySeq(ctx, ref.NoticeSeq)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("scheduler: notice_seq %d of delivery %s is not readable from the notice store yet", ref.NoticeSeq, ref.DeliveryID)
+	}
+	job.Notice = n
+	d, err := s.attempter.Attempt(ctx, job)
+	if err != nil {
+		return err // interrupted (asynq runs it again; the ledger counts it once) or not recorded
+	}
+	if d.Status == delivery.Pending {
+		return &retryError{wait: d.Wait, lastError: d.LastError}
+	}
+	return nil
+}
+
+// Start starts the asynq server, the matched-stream consumer, the outbox
+// pump and the sweep.
+func (s *Scheduler) Start(ctx context.Context) error {
+	if err := s.cfg.Redis.XGroupCreateMkStream(ctx, s.cfg.Ledger.MatchedStream(), group, "0").Err(); err != nil && !isBusyGroup(err) {
+		return fmt.Errorf("scheduler: create the consumer group of %s: %w", s.cfg.Ledger.MatchedStream(), err)
+	}
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(TaskType, s.handle)
+	if err := s.server.Start(mux); err != nil {
+		return fmt.Errorf("scheduler: start the asynq server: %w", err)
+	}
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	for _, loop := range []func(context.Context){s.consume, s.pump, s.sweep} {
+		s.wg.Go(func() { loop(ctx) })
+	}
+	return nil
+}
+
+// Shutdown stops taking work and waits for attempts in flight (up to
+// ShutdownTimeout; asynq hands the rest back to the queue).
+func (s *Scheduler) Shutdown(ctx context.Context) error {
+	if s.cancel == nil {
+		return nil
+	}
+	s.cancel()
+	done := make(chan struct{})
+	go func() {
+		s.server.Shutdown()
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("scheduler: shutdown did not finish in time: %w", ctx.Err())
+	}
+	return nil // the Redis client is the caller's to close
+}
+
+func isBusyGroup(err error) bool {
+	return err != nil && len(err.Error()) >= 9 && err.Error()[:9] == "BUSYGROUP"
+}
+
+// consume turns matched-stream entries into deliveries: read through the
+// consumer group, entries another consumer read and never acknowledged
+// (it died) claimed after ClaimIdle. Creation is idempotent, so an entry
+// handled twice still makes one delivery.
+func (s *Scheduler) consume(ctx context.Context) {
+	key := s.cfg.Ledger.MatchedStream()
+	lastClaim := time.Time{}
+	for ctx.Err() == nil {
+		var msgs []redis.XMessage
+		if time.Since(lastClaim) > s.cfg.ClaimIdle/2 {
+			lastClaim = time.Now()
+			claimed, _, err := s.cfg.Redis.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+				Stream: key, Group: group, Consumer: s.cfg.Consumer, MinIdle: s.cfg.ClaimIdle, Start: "0-0", Count: 500,
+			}).Result()
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("claiming stale matched entries", "err", err)
+			}
+			msgs = claimed
+		}
+		if len(msgs) == 0 {
+			res, err := s.cfg.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{
+				Group: group, Consumer: s.cfg.Consumer, Streams: []string{key, ">"}, Count: 500, Block: 500 * time.Millisecond,
+			}).Result()
+			if err != nil {
+				if !errors.Is(err, redis.Nil) && ctx.Err() == nil {
+					s.log.Warn("reading matched entries", "err", err)
+					sleep(ctx, time.Second)
+				}
+				continue
+			}
+			for _, st := range res {
+				msgs = append(msgs, st.Messages...)
+			}
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		if err := s.createDeliveries(ctx, key, msgs); err != nil && ctx.Err() == nil {
+			s.log.Warn("creating deliveries; the entries stay pending and are claimed again", "err", err)
+			sleep(ctx, time.Second)
+		}
+	}
+}
+
+// createDeliveries creates the deliveries of msgs, then acknowledges and
+// deletes them.
+func (s *Scheduler) createDeliveries(ctx context.Context, key string, msgs []redis.XMessage) error {
+	pairs := make([]redisstore.Ref, 0, len(msgs))
+	ids := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		ids = append(ids, m.ID)
+		w, _ := m.Values["watch"].(string)
+		seq, err := strconv.ParseInt(fmt.Sprint(m.Values["seq"]), 10, 64)
+		if w == "" || err != nil {
+			continue
+		}
+		pairs = append(pairs, redisstore.Ref{WatchID: w, NoticeSeq: seq})
+	}
+	n, err := s.cfg.Ledger.CreateDeliveries(ctx, pairs, s.cfg.Now())
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.Wake()
+	}
+	p := s.cfg.Redis.TxPipeline()
+	p.XAck(ctx, key, group, ids...)
+	p.XDel(ctx, key, ids...)
+	_, err = p.Exec(ctx)
+	return err
+}
+
+// Wake makes the pump look at the outbox now.
+func (s *Scheduler) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pump moves due outbox entries to asynq tasks.
+func (s *Scheduler) pump(ctx context.Context) {
+	t := time.NewTicker(s.cfg.CheckInterval)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		if err := s.PumpOnce(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("scheduling deliveries", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-s.wake:
+		}
+	}
+}
+
+// PumpOnce makes the tasks of every due outbox entry.
+func (s *Scheduler) PumpOnce(ctx context.Context) error {
+	for {
+		refs, err := s.cfg.Ledger.ClaimDue(ctx, s.cfg.Now(), 10*time.Second, 500)
+		if err != nil || len(refs) == 0 {
+			return err
+		}
+		var done, later []redisstore.Ref
+		for _, r := range refs {
+			ok, err := s.Enqueue(ctx, r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				done = append(done, r)
+			} else {
+				later = append(later, r)
+			}
+		}
+		if err := s.cfg.Ledger.Scheduled(ctx, done); err != nil {
+			return err
+		}
+		if err := s.cfg.Ledger.Postpone(ctx, later, s.cfg.Now().Add(250*time.Millisecond)); err != nil {
+			return err
+		}
+		if len(refs) < 500 {
+			return nil
+		}
+	}
+}
+
+// sweep gives a task to every due pending delivery that has none.
+func (s *Scheduler) sweep(ctx context.Context) {
+	for ctx.Err() == nil {
+		if n, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping pending deliveries", "err", err)
+		} else if n > 0 {
+			s.log.Info("pending deliveries without a task were scheduled again", "deliveries", n)
+		}
+		sleep(ctx, s.cfg.SweepEvery)
+	}
+}
+
+// SweepOnce puts in the outbox every due pending delivery without an
+// asynq task and returns how many it found.
+func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
+	refs, err := s.cfg.Ledger.Pending(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var lost []redisstore.Ref
+	for _, r := range refs {
+		_, err := s.inspector.GetTaskInfo(s.queue, r.DeliveryID)
+		if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+			lost = append(lost, r)
+		} else if err != nil {
+			return 0, err
+		}
+	}
+	if err := s.cfg.Ledger.Reschedule(ctx, lost, s.cfg.Now()); err != nil {
+		return 0, err
+	}
+	if len(lost) > 0 {
+		s.Wake()
+	}
+	return len(lost), nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// Counts are the delivery queue's task counts, from asynq's Inspector.
+type Counts struct {
+	Pending   int `json:"pending"`
+	Active    int `json:"active"`
+	Scheduled int `json:"scheduled"`
+	Retry     int `json:"retry"`
+	Archived  int `json:"archived"`
+}
+
+// QueueCounts reads the namespace's delivery queue counts (all zero before
+// the first task).
+func QueueCounts(rdb redis.UniversalClient, namespace string) (Counts, error) {
+	info, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(QueueName(namespace))
+	if errors.Is(err, asynq.ErrQueueNotFound) {
+		return Counts{}, nil
+	}
+	if err != nil {
+		return Counts{}, fmt.Errorf("scheduler: read the delivery queue: %w", err)
+	}
+	return Counts{Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled, Retry: info.Retry, Archived: info.Archived}, nil
+}
+
+// asynqLogger sends asynq's log lines to slog.
+type asynqLogger struct{ l *slog.Logger }
+
+func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
+func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
+func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
+func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
+func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }

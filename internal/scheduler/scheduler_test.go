@@ -1,0 +1,351 @@
+package scheduler
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/delivery"
+	"noticesd/internal/watch"
+	"noticesd/internal/webhook"
+)
+
+// Tests of SPEC.md's delivery and watch state tables and its retry table in
+// scale mode: real Redis, real asynq, a real TLS receiver, retry unit 400ms.
+
+func TestFirstAttemptSignedOnceSecretsSealed(t *testing.T) {
+	h := newHarness(t)
+	h.start("w1")
+	const secret = "whsec_first_attempt_secret_value"
+	w := h.watch(1, secret)
+	arrived := time.Now()
+	n := h.ingest("FIRST-1", 1, time.Now().Add(-time.Hour))
+	id := webhook.DeliveryID(w.ID, n.ID)
+	eventually(t, 10*time.Second, "the first attempt", func() bool { return len(h.recv.of(id)) == 1 })
+	got := h.recv.of(id)[0]
+	t.Logf("arrival to first attempt: %s", got.at.Sub(arrived))
+	if !webhook.Verify(secret, got.body, got.signature) {
+		t.Errorf("signature %q does not verify with the webhook's secret", got.signature)
+	}
+	eventually(t, 5*time.Second, "the record delivered", func() bool { return h.records(w)[n.ID].Status == delivery.Delivered })
+	r := h.records(w)[n.ID]
+	if r.ID != id || r.Attempts != 1 || r.DeliveredAt == nil || r.NextAttemptAt != nil || r.LastError != nil {
+		t.Errorf("record %+v, want delivered after 1 attempt", r)
+	}
+	time.Sleep(3 * unit)
+	if k := len(h.recv.of(id)); k != 1 {
+		t.Errorf("delivered %d times, want once", k)
+	}
+	// No Redis value of the namespace holds the secret in the clear.
+	ctx := context.Background()
+	iter := h.rdb.Scan(ctx, 0, h.ns+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		if typ, _ := h.rdb.Type(ctx, key).Result(); typ == "hash" {
+			vals, _ := h.rdb.HGetAll(ctx, key).Result()
+			for f, v := range vals {
+				if strings.Contains(v, secret) || strings.Contains(v, "first_attempt_secret") {
+					t.Errorf("%s field %s holds the webhook secret in the clear", key, f)
+				}
+			}
+		}
+	}
+}
+
+func TestRetryScheduleThenDead(t *testing.T) {
+	h := newHarness(t)
+	h.recv.setStatus(func(string, int) int { return http.StatusInternalServerError })
+	h.start("w1")
+	w := h.watch(2, "whsec_retry")
+	n := h.ingest("RETRY-1", 2, time.Now().Add(-time.Hour))
+	id := webhook.DeliveryID(w.ID, n.ID)
+	eventually(t, 30*time.Second, "five attempts", func() bool { return len(h.recv.of(id)) == delivery.MaxAttempts })
+	eventually(t, 5*time.Second, "the record dead", func() bool { return h.records(w)[n.ID].Status == delivery.Dead })
+	hits := h.recv.of(id)
+	for i := 1; i < len(hits); i++ {
+		want, _ := delivery.RetryWait(i, unit)
+		got := hits[i].at.Sub(hits[i-1].at)
+		// Not early (a few ms of clock and scheduling slack), at most 1 s late
+		// (the bound; asynq is checked every 100 ms).
+		if got < want-20*time.Millisecond || got > want+time.Second {
+			t.Errorf("wait before attempt %d: %s, want %s (n x unit) within [-20ms, +1s]", i+1, got, want)
+		} else {
+			t.Logf("wait before attempt %d: %s (want %s)", i+1, got, want)
+		}
+	}
+	r := h.records(w)[n.ID]
+	if r.Attempts != delivery.MaxAttempts || r.LastError == nil || *r.LastError != "HTTP 500" || r.NextAttemptAt != nil {
+		t.Errorf("record %+v, want dead after 5 attempts with last_error HTTP 500", r)
+	}
+	time.Sleep(6 * unit)
+	if k := len(h.recv.of(id)); k != delivery.MaxAttempts {
+		t.Errorf("%d attempts, want exactly %d", k, delivery.MaxAttempts)
+	}
+	if f, _ := h.rdb.HGet(context.Background(), h.ns+":w:"+w.ID, "failures").Int(); f != 1 {
+		t.Errorf("consecutive failed notices %d, want 1", f)
+	}
+}
+
+// deadAll ingests k failing notices for w and waits until all are dead.
+func (h *harness) deadAll(w watch.Watch, company int, prefix string, k int) {
+	h.t.Helper()
+	var ids []string
+	for i := range k {
+		n := h.ingest(prefix+"-"+itoa(i), company, time.Now().Add(-time.Hour))
+		ids = append(ids, n.ID)
+	}
+	eventually(h.t, 60*time.Second, prefix+": every delivery dead", func() bool {
+		rs := h.records(w)
+		for _, id := range ids {
+			if rs[id].Status != delivery.Dead {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func itoa(i int) string { return string(rune('a'+i/26)) + string(rune('a'+i%26)) }
+
+func TestDeactivationAfterTenResetHeldAndReactivation(t *testing.T) {
+	h := newHarness(t)
+	failing := func(string, int) int { return http.StatusBadGateway }
+	h.recv.setStatus(failing)
+	h.start("w1")
+	w := h.watch(3, "whsec_deact")
+	ctx := context.Background()
+	active := func() watch.Watch {
+		got, err := h.rs.Watch(ctx, h.acc.AccountID, w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	h.deadAll(w, 3, "NINE", 9)
+	if got := active(); !got.Active {
+		t.Fatalf("watch deactivated after 9 dead notices: %+v", got)
+	}
+	// A delivered notice resets the count.
+	h.recv.setStatus(func(string, int) int { return http.StatusOK })
+	ok := h.ingest("OK-1", 3, time.Now().Add(-time.Hour))
+	eventually(t, 10*time.Second, "the success delivered", func() bool { return h.records(w)[ok.ID].Status == delivery.Delivered })
+	h.recv.setStatus(failing)
+	h.deadAll(w, 3, "AGAIN", 9)
+	if got := active(); !got.Active {
+		t.Fatalf("watch deactivated after 9 dead notices following a success (the count was not reset): %+v", got)
+	}
+	h.deadAll(w, 3, "TENTH", 1)
+	eventually(t, 5*time.Second, "the watch deactivated", func() bool { return !active().Active })
+	if got := active(); !strings.Contains(got.DeactivatedReason, "10 consecutive notices") || !strings.Contains(got.DeactivatedReason, "HTTP 502") {
+		t.Errorf("deactivated_reason %q", got.DeactivatedReason)
+	}
+
+	// Held while inactive: created, pending, no next attempt, not sent.
+	h.recv.setStatus(func(string, int) int { return http.StatusOK })
+	var held []string
+	for i := range 5 {
+		// Published just inside the window: by the release it is outside,
+		// and is still delivered (no window check on release).
+		n := h.ingest("HELD-"+itoa(i), 3, time.Now().Add(-delivery.Window+4*time.Second))
+		held = append(held, n.ID)
+	}
+	eventually(t, 10*time.Second, "held deliveries recorded", func() bool {
+		rs := h.records(w)
+		for _, id := range held {
+			if r, ok := rs[id]; !ok || r.Status != delivery.Pending || r.NextAttemptAt != nil {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(5 * time.Second) // past the window for every held notice
+	for _, id := range held {
+		if k := len(h.recv.of(webhook.DeliveryID(w.ID, id))); k != 0 {
+			t.Errorf("held delivery of %s sent %d times while the watch was inactive", id, k)
+		}
+	}
+	// The reactivation burst: every held delivery at once.
+	on := true
+	released := time.Now()
+	if _, err := h.rs.UpdateWatch(ctx, h.acc.AccountID, w.ID, watch.Patch{Active: &on}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "every held delivery sent after reactivation", func() bool {
+		for _, id := range held {
+			if len(h.recv.of(webhook.DeliveryID(w.ID, id))) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("reactivation to the last held delivery: %s", time.Since(released))
+	eventually(t, 5*time.Second, "held deliveries delivered", func() bool {
+		rs := h.records(w)
+		for _, id := range held {
+			if rs[id].Status != delivery.Delivered {
+				return false
+			}
+		}
+		return true
+	})
+	if f, _ := h.rdb.HGet(ctx, h.ns+":w:"+w.ID, "failures").Int(); f != 0 {
+		t.Errorf("consecutive failed notices %d after reactivation and success, want 0", f)
+	}
+}
+
+func TestRotationMidRetrySignsWithNewSecretOnly(t *testing.T) {
+	h := newHarness(t)
+	h.recv.setStatus(func(_ string, n int) int {
+		if n == 1 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	h.start("w1")
+	w := h.watch(4, "whsec_old")
+	n := h.ingest("ROT-1", 4, time.Now().Add(-time.Hour))
+	id := webhook.DeliveryID(w.ID, n.ID)
+	eventually(t, 10*time.Second, "the first attempt", func() bool { return len(h.recv.of(id)) == 1 })
+	if _, err := h.rs.RotateSecret(context.Background(), h.acc.AccountID, w.ID, "whsec_new", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the retry", func() bool { return len(h.recv.of(id)) == 2 })
+	hits := h.recv.of(id)
+	if !webhook.Verify("whsec_old", hits[0].body, hits[0].signature) {
+		t.Errorf("first attempt not signed with the old secret")
+	}
+	if !webhook.Verify("whsec_new", hits[1].body, hits[1].signature) || webhook.Verify("whsec_old", hits[1].body, hits[1].signature) {
+		t.Errorf("retry after rotation must verify with the new secret only")
+	}
+	eventually(t, 5*time.Second, "delivered", func() bool { return h.records(w)[n.ID].Status == delivery.Delivered })
+}
+
+func TestDeletedWebhookEndsPendingDeliveries(t *testing.T) {
+	h := newHarness(t)
+	h.recv.setStatus(func(string, int) int { return http.StatusInternalServerError })
+	h.start("w1")
+	w := h.watch(5, "whsec_del")
+	n := h.ingest("DEL-1", 5, time.Now().Add(-time.Hour))
+	id := webhook.DeliveryID(w.ID, n.ID)
+	eventually(t, 10*time.Second, "the first attempt", func() bool { return len(h.recv.of(id)) == 1 })
+	if err := h.rs.DeleteWebhook(context.Background(), h.acc.AccountID, w.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r := h.records(w)[n.ID]
+	if r.Status != delivery.Dead || r.LastError == nil || *r.LastError != delivery.WebhookRemoved || r.NextAttemptAt != nil {
+		t.Errorf("record %+v, want dead with %q", r, delivery.WebhookRemoved)
+	}
+	time.Sleep(4 * unit)
+	if k := len(h.recv.of(id)); k != 1 {
+		t.Errorf("%d attempts, want none after the webhook was removed", k)
+	}
+}
+
+func TestEligibility(t *testing.T) {
+	h := newHarness(t)
+	h.start("w1")
+	before := h.ingest("ELIG-BEFORE", 6, time.Now().Add(-time.Hour)) // arrived before the watch
+	w := h.watch(6, "whsec_elig")
+	old := h.ingest("ELIG-OLD", 6, time.Now().Add(-delivery.Window-time.Hour)) // outside the two days
+	fresh := h.ingest("ELIG-NEW", 6, time.Now().Add(-time.Hour))
+	eventually(t, 10*time.Second, "the fresh notice delivered", func() bool { return h.records(w)[fresh.ID].Status == delivery.Delivered })
+	time.Sleep(time.Second)
+	rs := h.records(w)
+	for _, n := range []string{before.ID, old.ID} {
+		if r, ok := rs[n]; ok {
+			t.Errorf("notice %s got a delivery %+v; it is not eligible", n, r)
+		}
+		if k := len(h.recv.of(webhook.DeliveryID(w.ID, n))); k != 0 {
+			t.Errorf("ineligible notice %s sent %d times", n, k)
+		}
+	}
+}
+
+func TestTwoWorkersDeliverEachOnce(t *testing.T) {
+	h := newHarness(t)
+	h.start("w1")
+	h.start("w2")
+	w := h.watch(7, "whsec_two")
+	const k = 60
+	for i := range k {
+		h.ingest("TWO-"+itoa(i), 7, time.Now().Add(-time.Hour))
+	}
+	eventually(t, 30*time.Second, "every notice delivered", func() bool { return len(h.recv.ids()) == k })
+	time.Sleep(time.Second)
+	for id, c := range h.recv.ids() {
+		if c != 1 {
+			t.Errorf("delivery %s sent %d times by two workers, want once", id, c)
+		}
+	}
+	if got := len(h.records(w)); got != k {
+		t.Errorf("%d delivery records, want %d", got, k)
+	}
+	c, err := QueueCounts(h.rdb, h.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("queue counts after: %+v", c)
+}
+
+// TestStaleStreamEntriesAreClaimed: matched entries read by a consumer
+// that died before acknowledging them are claimed by a live worker after
+// ClaimIdle, and each still becomes exactly one delivery.
+func TestStaleStreamEntriesAreClaimed(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	w := h.watch(8, "whsec_stale")
+	// Match arrivals without a scheduler, then read the entries as a
+	// consumer that dies without acknowledging them.
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, h.ingest("STALE-"+itoa(i), 8, time.Now().Add(-time.Hour)).ID)
+	}
+	for {
+		n, err := h.rs.MatchArrivals(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	key := h.rs.MatchedStream()
+	if err := h.rdb.XGroupCreateMkStream(ctx, key, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	read, err := h.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "dead", Streams: []string{key, ">"}, Count: 100}).Result()
+	if err != nil || len(read) != 1 || len(read[0].Messages) != 5 {
+		t.Fatalf("the dead consumer read %v, %v; want 5 entries", read, err)
+	}
+	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
+		Consumer: "live", ClaimIdle: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	eventually(t, 15*time.Second, "the dead consumer's entries delivered", func() bool {
+		rs := h.records(w)
+		for _, id := range ids {
+			if rs[id].Status != delivery.Delivered {
+				return false
+			}
+		}
+		return true
+	})
+	for _, id := range ids {
+		if k := len(h.recv.of(webhook.DeliveryID(w.ID, id))); k != 1 {
+			t.Errorf("notice %s delivered %d times, want once", id, k)
+		}
+	}
+	if n, _ := h.rdb.XLen(ctx, key).Result(); n != 0 {
+		t.Errorf("%d entries left in the stream after acknowledgement", n)
+	}
+}

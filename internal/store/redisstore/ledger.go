@@ -1,0 +1,521 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"noticesd/internal/delivery"
+	"noticesd/internal/notice"
+	"noticesd/internal/store"
+	"noticesd/internal/watch"
+	"noticesd/internal/webhook"
+)
+
+// The delivery ledger of scale mode. Records live in dr:<watch> (see
+// webhooks.go); besides the fields of delivery.Record each record keeps
+// "inflight", the number of an attempt begun and not yet finished, so an
+// attempt interrupted by a crash is not counted twice when asynq runs the
+// task again.
+//
+//	dq    zset: the outbox of deliveries that need an asynq task, members
+//	      "<watch>|<delivery id>|<notice seq>", score the due time in ms.
+//	      A delivery is added in the same script that creates or releases
+//	      it; the scheduler's pump enqueues the task (TaskID = delivery id)
+//	      and only then removes the member, so a crash in between enqueues
+//	      it again, which asynq refuses as a duplicate id.
+//
+// Attempts: Begin (the attempt's URL, current secret and the watch's state,
+// read at attempt time), then Complete with the outcome, by the rules of
+// package delivery.
+
+var _ store.Ledger = (*Store)(nil)
+
+// Ref names one delivery: what an asynq task carries.
+type Ref struct {
+	WatchID    string `json:"w"`
+	DeliveryID string `json:"d"`
+	NoticeSeq  int64  `json:"s"`
+}
+
+func (r Ref) member() string { return r.WatchID + "|" + r.DeliveryID + "|" + itoa(r.NoticeSeq) }
+
+// parseRef reads an outbox member.
+func parseRef(m string) (Ref, bool) {
+	p := strings.Split(m, "|")
+	if len(p) != 3 {
+		return Ref{}, false
+	}
+	seq, err := strconv.ParseInt(p[2], 10, 64)
+	if err != nil {
+		return Ref{}, false
+	}
+	return Ref{WatchID: p[0], DeliveryID: p[1], NoticeSeq: seq}, true
+}
+
+// createDeliveryScript records a pending delivery unless the pair has one: due at
+// once (and put in the outbox) when the watch is active, held otherwise.
+// KEYS: dr:<watch>, dl:<watch>, w:<watch>, dq. ARGV: delivery id, record
+// JSON (next_attempt_at set), list score, list member, outbox member, due
+// ms.
+var createDeliveryScript = redis.NewScript(`
+local doc = redis.call('HGET', KEYS[3], 'doc')
+if not doc then return 0 end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
+local r = cjson.decode(ARGV[2])
+local active = cjson.decode(doc).active
+if not active then r.next_attempt_at = nil end
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+if active then redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5]) end
+return 1
+`)
+
+// pendingArgs are the keys and arguments of createDeliveryScript for the
+// delivery of n to the watch at now.
+func (s *Store) pendingArgs(watchID string, n *notice.Notice, now time.Time) ([]string, []any, error) {
+	ts := notice.Timestamp(now)
+	r := delivery.Record{ID: webhook.DeliveryID(watchID, n.ID), NoticeID: n.ID, NoticeSeq: n.Seq,
+		Status: delivery.Pending, CreatedAt: ts, UpdatedAt: ts, NextAttemptAt: &ts}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	ref := Ref{WatchID: watchID, DeliveryID: r.ID, NoticeSeq: n.Seq}
+	member := fmt.Sprintf("%020d|%s", n.Seq, r.ID)
+	return []string{s.key("dr", watchID), s.key("dl", watchID), s.key("w", watchID), s.key("dq")},
+		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli()}, nil
+}
+
+// addPending records the pending delivery of n to the watch at now (once
+// per pair): due at once when the watch is active, held otherwise. It
+// reports whether it created one.
+func (s *Store) addPending(ctx context.Context, watchID string, n *notice.Notice, now time.Time) (bool, error) {
+	keys, args, err := s.pendingArgs(watchID, n, now)
+	if err != nil {
+		return false, err
+	}
+	k, err := createDeliveryScript.Run(ctx, s.rdb, keys, args...).Int()
+	if err != nil {
+		return false, s.fail("record delivery", err)
+	}
+	return k == 1, nil
+}
+
+// CreateDeliveries creates the deliveries of matched (watch, notice_seq)
+// pairs (from the <namespace>:matched stream) that are eligible at now:
+// the watch has a webhook, the notice arrived after the watch was created
+// and was published within delivery.Window (delivery.Eligible). Each pair
+// gets at most one delivery ever, however often it is handed in. It
+// returns how many it created.
+func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time) (int, error) {
+	if len(pairs) == 0 {
+		return 0, nil
+	}
+	seqs := make([]int64, 0, len(pairs))
+	seen := map[int64]bool{}
+	for _, p := range pairs {
+		if !seen[p.NoticeSeq] {
+			seen[p.NoticeSeq] = true
+			seqs = append(seqs, p.NoticeSeq)
+		}
+	}
+	ns, err := s.source.NoticesBySeq(ctx, seqs)
+	if err != nil {
+		return 0, err
+	}
+	bySeq := make(map[int64]*notice.Notice, len(ns))
+	for i := range ns {
+		bySeq[ns[i].Seq] = &ns[i]
+	}
+	eseqs := map[string]int64{}
+	pipe := s.rdb.Pipeline()
+	var cmds []*redis.Cmd
+	for _, p := range pairs {
+		n := bySeq[p.NoticeSeq]
+		if n == nil {
+			continue // not readable: never delivered (the source lost it)
+		}
+		eseq, ok := eseqs[p.WatchID]
+		if !ok {
+			v, err := s.rdb.HMGet(ctx, s.key("w", p.WatchID), "eseq", "secret").Result()
+			if err != nil {
+				return 0, s.fail("read watch", err)
+			}
+			eseq = -1 // no webhook or no watch: nothing to deliver
+			if str(v[1]) != "" {
+				eseq, _ = strconv.ParseInt(str(v[0]), 10, 64)
+			}
+			eseqs[p.WatchID] = eseq
+		}
+		if eseq < 0 {
+			continue
+		}
+		pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
+		if err != nil || !delivery.Eligible(n.Seq, eseq, pub, now) {
+			continue
+		}
+		keys, args, err := s.pendingArgs(p.WatchID, n, now)
+		if err != nil {
+			return 0, err
+		}
+		// One round trip for the batch: the script's source is sent with
+		// each call (Redis caches it compiled), so no NOSCRIPT can arise.
+		cmds = append(cmds, createDeliveryScript.Eval(ctx, pipe, keys, args...))
+	}
+	if len(cmds) == 0 {
+		return 0, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, s.fail("record deliveries", err)
+	}
+	created := 0
+	for _, c := range cmds {
+		if k, _ := c.Int(); k == 1 {
+			created++
+		}
+	}
+	return created, nil
+}
+
+// claimDueScript takes up to ARGV[3] outbox entries due at ARGV[1] (ms)
+// and hides them from other pumps until ARGV[2] (ms). KEYS: dq.
+var claimDueScript = redis.NewScript(`
+local ms = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, m in ipairs(ms) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], m) end
+return ms
+`)
+
+// ClaimDue takes up to limit outbox entries due at now for one pump: they
+// are hidden from other pumps for lease, after which, if the pump has not
+// removed them (Scheduled) because it died, they are due again.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Ref, error) {
+	ms, err := claimDueScript.Run(ctx, s.rdb, []string{s.key("dq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit).StringSlice()
+	if err != nil {
+		return nil, s.fail("read the delivery outbox", err)
+	}
+	out := make([]Ref, 0, len(ms))
+	for _, m := range ms {
+		if r, ok := parseRef(m); ok {
+			out = append(out, r)
+		} else {
+			_ = s.rdb.ZRem(ctx, s.key("dq"), m).Err()
+		}
+	}
+	return out, nil
+}
+
+// Scheduled removes refs from the outbox once their tasks exist.
+func (s *Store) Scheduled(ctx context.Context, refs []Ref) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	ms := make([]any, len(refs))
+	for i, r := range refs {
+		ms[i] = r.member()
+	}
+	return s.fail("update the delivery outbox", s.rdb.ZRem(ctx, s.key("dq"), ms...).Err())
+}
+
+// Postpone moves refs' outbox entries to at (their task could not be made
+// yet).
+func (s *Store) Postpone(ctx context.Context, refs []Ref, at time.Time) error {
+	for _, r := range refs {
+		if err := s.rdb.ZAddXX(ctx, s.key("dq"), redis.Z{Score: float64(at.UnixMilli()), Member: r.member()}).Err(); err != nil {
+			return s.fail("update the delivery outbox", err)
+		}
+	}
+	return nil
+}
+
+// Pending lists every pending delivery of an active watch with a webhook
+// that is due (not held): what must have an asynq task. The scheduler's
+// sweep compares it with the tasks that exist, after a crash or a lost
+// task, so none stays pending without a scheduled attempt.
+func (s *Store) Pending(ctx context.Context) ([]Ref, error) {
+	ids, err := s.rdb.SMembers(ctx, s.key("watches")).Result()
+	if err != nil {
+		return nil, s.fail("list watches", err)
+	}
+	var out []Ref
+	for _, wid := range ids {
+		recs, err := s.rdb.HVals(ctx, s.key("dr", wid)).Result()
+		if err != nil {
+			return nil, s.fail("list deliveries", err)
+		}
+		for _, raw := range recs {
+			var r delivery.Record
+			if json.Unmarshal([]byte(raw), &r) != nil || r.Status != delivery.Pending || r.NextAttemptAt == nil {
+				continue
+			}
+			out = append(out, Ref{WatchID: wid, DeliveryID: r.ID, NoticeSeq: r.NoticeSeq})
+		}
+	}
+	return out, nil
+}
+
+// Reschedule puts refs in the outbox, due at now (the sweep's repair).
+func (s *Store) Reschedule(ctx context.Context, refs []Ref, now time.Time) error {
+	for _, r := range refs {
+		if err := s.rdb.ZAddNX(ctx, s.key("dq"), redis.Z{Score: float64(now.UnixMilli()), Member: r.member()}).Err(); err != nil {
+			return s.fail("update the delivery outbox", err)
+		}
+	}
+	return nil
+}
+
+// Begin outcomes.
+const (
+	// BeginAttempt: the attempt may go ahead with the returned Job.
+	BeginAttempt = "attempt"
+	// BeginDone: the delivery is no longer pending (delivered, dead,
+	// webhook removed, watch deleted): nothing to do.
+	BeginDone = "done"
+	// BeginHeld: the watch is inactive; the delivery is held until it is
+	// reactivated, which puts it back in the outbox.
+	BeginHeld = "held"
+	// BeginEarly: the attempt is not due yet (asynq schedules by whole
+	// seconds); wait Until and begin again.
+	BeginEarly = "early"
+)
+
+// Begun is the answer of Begin.
+type Begun struct {
+	// State is BeginAttempt, BeginDone, BeginHeld or BeginEarly.
+	State string
+	// Job is the attempt (without its Notice) when State is BeginAttempt.
+	Job store.Job
+	// Until is when the attempt is due, when State is BeginEarly.
+	Until time.Time
+}
+
+// beginScript starts an attempt of a pending delivery of an active watch
+// with a webhook, counting it (an attempt begun and never finished, cut
+// off by a crash, is not counted again). KEYS: dr:<watch>, w:<watch>.
+// ARGV: delivery id, now (timestamp), now ms.
+// Returns {state, attempt, sealed secret, url, next_attempt_at}.
+var beginScript = redis.NewScript(`
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return {'done'} end
+local r = cjson.decode(raw)
+if r.status ~= 'pending' then return {'done'} end
+local v = redis.call('HMGET', KEYS[2], 'doc', 'secret')
+if not v[1] or not v[2] then return {'done'} end
+local w = cjson.decode(v[1])
+if not w.active then
+  if r.next_attempt_at ~= nil and r.next_attempt_at ~= cjson.null then
+    r.next_attempt_at = nil
+    redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+  end
+  return {'held'}
+end
+local next = ''
+if r.next_attempt_at ~= nil and r.next_attempt_at ~= cjson.null then next = r.next_attempt_at end
+if next ~= '' and next > ARGV[2] then return {'early', 0, '', '', next} end
+local n = r.inflight
+if n == nil or n == cjson.null then
+  n = (r.attempts or 0) + 1
+  r.attempts = n
+  r.inflight = n
+  r.updated_at = ARGV[2]
+  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+end
+return {'attempt', n, v[2], w.webhook_url, next}
+`)
+
+// Begin starts an attempt of the delivery ref at now: it reads the
+// webhook URL, the current secret (opened with the store's secret box) and
+// the watch's state at this moment, so a rotation applies to every later
+// attempt, a removed webhook ends the delivery and an inactive watch holds
+// it. The attempt is counted here; Complete records its outcome.
+func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time) (Begun, error) {
+	v, err := beginScript.Run(ctx, s.rdb, []string{s.key("dr", ref.WatchID), s.key("w", ref.WatchID)},
+		ref.DeliveryID, notice.Timestamp(now), now.UnixMilli()).Slice()
+	if err != nil {
+		return Begun{}, s.fail("begin a delivery attempt", err)
+	}
+	b := Begun{State: fmt.Sprint(v[0])}
+	switch b.State {
+	case BeginEarly:
+		b.Until, err = time.Parse(time.RFC3339Nano, fmt.Sprint(v[4]))
+		if err != nil {
+			return b, fmt.Errorf("redisstore: delivery %s has next_attempt_at %v, not a timestamp", ref.DeliveryID, v[4])
+		}
+	case BeginAttempt:
+		n, _ := v[1].(int64)
+		secret, err := s.openSecret(ref.WatchID, fmt.Sprint(v[2]))
+		if err != nil {
+			return b, err
+		}
+		b.Job = store.Job{DeliveryID: ref.DeliveryID, WatchID: ref.WatchID, URL: fmt.Sprint(v[3]), Secret: secret,
+			Attempt: int(n), Token: itoa(n)}
+	}
+	return b, nil
+}
+
+// completeScript records an attempt's outcome as decided by
+// delivery.Decide. KEYS: dr:<watch>, w:<watch>. ARGV: delivery id, attempt
+// n, status, last_error, updated_at, next_attempt_at.
+// Returns the watch's consecutive failed notices after a dead outcome, -1
+// otherwise.
+var completeScript = redis.NewScript(`
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return -1 end
+local r = cjson.decode(raw)
+if r.status ~= 'pending' then return -1 end
+local n = tonumber(ARGV[2])
+r.updated_at = ARGV[5]
+if ARGV[3] == 'delivered' then
+  r.status = 'delivered'
+  r.delivered_at = ARGV[5]
+  r.next_attempt_at = nil
+  r.inflight = nil
+  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'failures', 0) end
+  return -1
+end
+if r.inflight ~= n then
+  -- a stale attempt: the newer one owns the schedule
+  r.last_error = 'attempt ' .. n .. ': ' .. ARGV[4]
+  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+  return -1
+end
+r.inflight = nil
+r.last_error = ARGV[4]
+if ARGV[3] == 'pending' then
+  local doc = redis.call('HGET', KEYS[2], 'doc')
+  if doc and cjson.decode(doc).active then r.next_attempt_at = ARGV[6] else r.next_attempt_at = nil end
+  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+  return -1
+end
+r.status = 'dead'
+r.next_attempt_at = nil
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
+return redis.call('HINCRBY', KEYS[2], 'failures', 1)
+`)
+
+// Complete records the outcome of job (begun by Begin) at now by
+// delivery.Decide: delivered (the watch's consecutive failures start
+// again), rescheduled after the retry wait, or dead, which counts a failed
+// notice and deactivates the watch when delivery.Deactivates (its pending
+// deliveries are then held).
+func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, now time.Time) error {
+	d := delivery.Decide(job.Attempt, out.OK, out.LastError, out.RetryUnit)
+	ts := notice.Timestamp(now)
+	next := notice.Timestamp(now.Add(d.Wait))
+	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key("dr", job.WatchID), s.key("w", job.WatchID)},
+		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, next).Int()
+	if err != nil {
+		return s.fail("record a delivery outcome", err)
+	}
+	if failures < 0 || !delivery.Deactivates(failures) {
+		return nil
+	}
+	return s.deactivate(ctx, job.WatchID, failures, d.LastError, now)
+}
+
+// deactivate switches a watch off after n consecutive failed notices and
+// holds its pending deliveries.
+func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr string, now time.Time) error {
+	acc, err := s.rdb.HGet(ctx, s.key("w", watchID), "account").Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return s.fail("deactivate watch", err)
+	}
+	_, err = s.modifyWatch(ctx, acc, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
+		if !w.Active {
+			return nil, nil
+		}
+		w.Active, w.DeactivatedReason, w.UpdatedAt = false, delivery.DeactivationReason(n, lastErr), stamp(now)
+		return nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.hold(ctx, watchID, now)
+}
+
+// holdScript holds every pending delivery of a watch (next_attempt_at
+// null). KEYS: dr:<watch>. ARGV: updated_at.
+var holdScript = redis.NewScript(`
+for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
+  local r = cjson.decode(raw)
+  if r.status == 'pending' and r.next_attempt_at ~= nil and r.next_attempt_at ~= cjson.null then
+    r.next_attempt_at = nil
+    redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
+  end
+end
+return 1
+`)
+
+// hold holds the watch's pending deliveries: their tasks find the watch
+// inactive and do nothing.
+func (s *Store) hold(ctx context.Context, watchID string, now time.Time) error {
+	return s.fail("hold deliveries", holdScript.Run(ctx, s.rdb, []string{s.key("dr", watchID)}, notice.Timestamp(now)).Err())
+}
+
+// releaseScript makes every held delivery of an active watch due at once
+// and puts it in the outbox, without the window check. KEYS: dr:<watch>,
+// dq. ARGV: now timestamp, now ms, watch id.
+var releaseScript = redis.NewScript(`
+local n = 0
+for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
+  local r = cjson.decode(raw)
+  if r.status == 'pending' and (r.next_attempt_at == nil or r.next_attempt_at == cjson.null) then
+    r.next_attempt_at = ARGV[1]
+    r.inflight = nil
+    redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
+    redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3] .. '|' .. r.id .. '|' .. string.format('%d', r.notice_seq))
+    n = n + 1
+  end
+end
+return n
+`)
+
+// Release makes every held delivery of the watch due at now (it was just
+// reactivated): all of them at once, without the two-day window check.
+func (s *Store) Release(ctx context.Context, watchID string, now time.Time) (int, error) {
+	n, err := releaseScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("dq")},
+		notice.Timestamp(now), now.UnixMilli(), watchID).Int()
+	return n, s.fail("release held deliveries", err)
+}
+
+// Options in steps.
+
+// deliveryStateChanged holds a deactivated watch's pending deliveries and
+// releases a reactivated one's (UpdateWatch).
+func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, now bool, at time.Time) error {
+	switch {
+	case was && !now:
+		return s.hold(ctx, watchID, at)
+	case !was && now:
+		_, err := s.Release(ctx, watchID, at)
+		return err
+	}
+	return nil
+}
+
+// NoticeBySeq returns the notice with notice_seq seq from the store's
+// notice source (ok false when the source no longer has it): the body of
+// an attempt is built at attempt time, so an amended notice is sent as
+// amended.
+func (s *Store) NoticeBySeq(ctx context.Context, seq int64) (notice.Notice, bool, error) {
+	ns, err := s.source.NoticesBySeq(ctx, []int64{seq})
+	if err != nil || len(ns) == 0 {
+		return notice.Notice{}, false, err
+	}
+	return ns[0], true, nil
+}
+
+// MatchedStream is the key of the stream of matched (watch, notice_seq)
+// pairs that arrival matching hands to delivery.
+func (s *Store) MatchedStream() string { return s.key("matched") }

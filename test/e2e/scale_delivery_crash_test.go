@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"noticesd/internal/account"
+	"noticesd/internal/config"
+	"noticesd/internal/delivery"
+	"noticesd/internal/ident"
+	"noticesd/internal/notice"
+	"noticesd/internal/scheduler"
+	"noticesd/internal/store/redisstore"
+	"noticesd/internal/store/scale"
+	"noticesd/internal/store/storetest"
+	"noticesd/internal/testservers"
+	"noticesd/internal/watch"
+	"noticesd/internal/webhook"
+	"noticesd/test/testbin"
+)
+
+// slowReceiver is a TLS endpoint that answers 200 after a delay and
+// records every request by delivery id, checking each signature.
+type slowReceiver struct {
+	srv    *httptest.Server
+	secret string
+	delay  time.Duration
+	mu     sync.Mutex
+	byID   map[string]int
+	notice map[string]string // delivery id -> notice id
+	badSig int
+}
+
+func (r *slowReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	id := req.Header.Get("X-Notices-Delivery")
+	ok := webhook.Verify(r.secret, body, req.Header.Get("X-Notices-Signature"))
+	var p struct {
+		Notice struct {
+			ID string `json:"id"`
+		} `json:"notice"`
+	}
+	_ = json.Unmarshal(body, &p)
+	nid := p.Notice.ID
+	r.mu.Lock()
+	r.byID[id]++
+	if prev, seen := r.notice[id]; seen && prev != nid {
+		r.badSig += 1000 // one delivery id for two notices: never
+	}
+	r.notice[id] = nid
+	if !ok {
+		r.badSig++
+	}
+	r.mu.Unlock()
+	time.Sleep(r.delay)
+	w.WriteHeader(http.StatusOK)
+}
+
+func (r *slowReceiver) counts() (distinct, total int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.byID {
+		distinct++
+		total += c
+	}
+	return distinct, total
+}
+
+// TestScaleDeliveryCrashTwoWorkers runs two `noticesd worker` processes in
+// scale mode with 200 deliveries in flight to a slow receiver, SIGKILLs
+// one, and checks that every eligible notice arrives under one delivery id
+// each and that no delivery stays pending. asynq hands a killed worker's
+// tasks to the other once their lease has expired (asynq's recoverer: 60
+// to 120 s after the kill), so this test takes about two minutes.
+func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; waits for asynq's lease recovery")
+	}
+	esURL, redisURL, ns := testservers.Elasticsearch(t), testservers.Redis(t), testservers.Namespace(t)
+	bin := testbin.Build(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+
+	const secret = "whsec_scale_crash_test"
+	rcv := &slowReceiver{secret: secret, delay: 300 * time.Millisecond, byID: map[string]int{}, notice: map[string]string{}}
+	rcv.srv = httptest.NewTLSServer(rcv)
+	defer rcv.srv.Close()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rcv.srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := config.Default()
+	cfg.Backend, cfg.ElasticsearchURL, cfg.RedisURL, cfg.Namespace = "scale", esURL, redisURL, ns
+	cfg.SecretKey = config.DevelopmentSecretKey
+	st, err := scale.Open(ctx, cfg, redisstore.Options{NoMatchOnRead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	defer func() {
+		_ = st.Elastic.Drop(ctx)
+		rdb := st.Client()
+		for _, pat := range []string{ns + ":*", "asynq:{" + scheduler.QueueName(ns) + "}*"} {
+			iter := rdb.Scan(ctx, 0, pat, 1000).Iterator()
+			for iter.Next(ctx) {
+				rdb.Unlink(ctx, iter.Val())
+			}
+		}
+		rdb.SRem(ctx, "asynq:queues", scheduler.QueueName(ns))
+	}()
+
+	acc, err := st.Redis.CreateAccount(ctx, "Crash", "enterprise")
+	if err != nil {
+		t.Fatal(err)
+	}
+	company, _ := ident.Normalise("004085616")
+	w, err := st.Redis.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: []ident.ID{company}}, acc.AccountID, time.Now()),
+		account.DefaultPlans()["enterprise"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Redis.SetWebhook(ctx, acc.AccountID, w.ID, rcv.srv.URL+"/hook", secret, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	env := append(os.Environ(),
+		"NOTICES_BACKEND=scale", "NOTICES_ELASTICSEARCH_URL="+esURL, "NOTICES_REDIS_URL="+redisURL,
+		"NOTICES_NAMESPACE="+ns, "NOTICES_SECRET_KEY="+config.DevelopmentSecretKey,
+		"NOTICES_WEBHOOK_ALLOW_PRIVATE=true", "NOTICES_WEBHOOK_CA_FILE="+caFile,
+		"NOTICES_DELIVERY_RETRY_UNIT=1s", "NOTICES_DATA_DIR="+filepath.Join(dir, "data"), "NOTICES_LOG_LEVEL=warn")
+	startWorker := func(name string) (*exec.Cmd, *bytes.Buffer) {
+		cmd := exec.Command(bin, "worker", "--concurrency", "32")
+		cmd.Env = env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		})
+		return cmd, &stderr
+	}
+	w1, _ := startWorker("w1")
+	w2, w2err := startWorker("w2")
+
+	const total = 200
+	tmpl := storetest.Notices(t)[0]
+	batch := make([]notice.Notice, total)
+	for i := range batch {
+		n := tmpl
+		n.SourceID = "SCALE-CRASH-" + strconv.Itoa(i)
+		n.ID = notice.IDFor(n.SourceID)
+		acn := company.Value
+		n.ACN, n.ABN = &acn, nil
+		n.Seq, n.CollectedAt = 0, ""
+		pub := time.Now().Add(-time.Hour)
+		n.PublishedAt, n.PublishedDate = notice.Timestamp(pub), notice.PublishedDate(pub)
+		batch[i] = n
+	}
+	if _, err := st.Writer().UpsertNotices(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+
+	// Kill one worker while deliveries are in flight.
+	waitUntil(t, 60*time.Second, "the first deliveries", func() bool { d, _ := rcv.counts(); return d >= 20 })
+	if err := w1.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = w1.Wait()
+	killed := time.Now()
+	d, _ := rcv.counts()
+	t.Logf("worker 1 killed with %d of %d notices received", d, total)
+
+	waitUntil(t, 200*time.Second, "every notice received", func() bool { d, _ := rcv.counts(); return d == total })
+	d, sent := rcv.counts()
+	t.Logf("all %d notices received %s after the kill; %d requests (%d sent again under the same id)", d, time.Since(killed).Round(time.Second), sent, sent-d)
+	rcv.mu.Lock()
+	if rcv.badSig != 0 {
+		t.Errorf("bad signatures or a delivery id reused for another notice: %d", rcv.badSig)
+	}
+	notices := map[string]bool{}
+	for _, nid := range rcv.notice {
+		notices[nid] = true
+	}
+	rcv.mu.Unlock()
+	if len(notices) != total {
+		t.Errorf("%d distinct notices received, want %d (one delivery id each)", len(notices), total)
+	}
+	// No delivery stays pending.
+	waitUntil(t, 30*time.Second, "every record delivered", func() bool {
+		list, err := st.Redis.Deliveries(ctx, acc.AccountID, w.ID, 1000)
+		if err != nil || len(list) != total {
+			return false
+		}
+		for _, r := range list {
+			if r.Status != delivery.Delivered {
+				return false
+			}
+		}
+		return true
+	})
+	c, err := scheduler.QueueCounts(st.Client(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Pending+c.Active+c.Scheduled+c.Retry+c.Archived != 0 {
+		t.Errorf("queue not empty after every delivery: %+v", c)
+	}
+	// Operators see the same counts with `noticesd queue`.
+	var q struct {
+		Queue string `json:"queue"`
+		scheduler.Counts
+	}
+	cmd := exec.Command(bin, "queue")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil || json.Unmarshal(out, &q) != nil || q.Queue != scheduler.QueueName(ns) || q.Counts != c {
+		t.Errorf("noticesd queue: %v, %s; want queue %s with %+v", err, out, scheduler.QueueName(ns), c)
+	}
+	// The other worker stops gracefully on SIGTERM.
+	if err := w2.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w2.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("worker 2 exit after SIGTERM: %v\n%s", err, w2err.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("worker 2 did not stop within 30 s of SIGTERM")
+	}
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,60 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"noticesd/internal/delivery"
+	"noticesd/internal/store"
+	"noticesd/internal/webhook"
+)
+
+// ErrInterrupted is returned by Attempter.Attempt when its context ended
+// before the attempt had an outcome: nothing was recorded, and the
+// scheduler retries the delivery (the embedded one at its next start, asynq
+// after its lease).
+var ErrInterrupted = errors.New("worker: the delivery attempt was interrupted before it had an outcome")
+
+// Attempter makes one delivery attempt and records its outcome: the one
+// attempt handler that both schedulers call, the embedded SQL claim loop
+// (Worker) and the asynq task handler of `noticesd worker`.
+type Attempter struct {
+	// Sender sends the signed request.
+	Sender *webhook.Sender
+	// Ledger records the outcome.
+	Ledger store.Ledger
+	// RetryUnit scales the retry schedule (delivery.RetryWait).
+	RetryUnit time.Duration
+	// Now is the clock of the payload's sent_at and of the outcome.
+	Now func() time.Time
+}
+
+// Attempt builds and signs job's body at attempt time (with the secret job
+// carries, read when the attempt began), sends it, records the outcome in
+// the Ledger and returns what delivery.Decide made of it. When ctx ends
+// before the outcome is known it records nothing and returns
+// ErrInterrupted.
+func (a Attempter) Attempt(ctx context.Context, job store.Job) (delivery.Decision, error) {
+	now := a.Now
+	if now == nil {
+		now = time.Now
+	}
+	body, err := webhook.Payload(job.WatchID, now(), job.Notice)
+	if err != nil {
+		return delivery.Decision{}, fmt.Errorf("worker: build the body of delivery %s: %w", job.DeliveryID, err)
+	}
+	res := a.Sender.Send(ctx, webhook.Request{
+		URL: job.URL, DeliveryID: job.DeliveryID, Secret: job.Secret, Body: body,
+	})
+	if ctx.Err() != nil {
+		return delivery.Decision{}, ErrInterrupted
+	}
+	out := store.Outcome{OK: res.OK, LastError: res.LastError, RetryUnit: a.RetryUnit}
+	// Record the outcome even if shutdown begins now: it is known.
+	if err := a.Ledger.Complete(context.WithoutCancel(ctx), job, out, now()); err != nil {
+		return delivery.Decision{}, fmt.Errorf("worker: record the outcome of delivery %s attempt %d: %w", job.DeliveryID, job.Attempt, err)
+	}
+	return delivery.Decide(job.Attempt, res.OK, res.LastError, a.RetryUnit), nil
+}
