@@ -1,6 +1,6 @@
 // Command noticesd serves the published-notices API and runs its operator
-// commands: serve, ingest, accounts, sample, demo, collect, reindex and
-// version. Run `noticesd --help`.
+// commands: serve, ingest, accounts, sample, demo, collect, reindex, health
+// and version. Run `noticesd --help`.
 package main
 
 import (
@@ -43,6 +43,7 @@ func commands() []command {
 		{"demo", "build a sample database if empty, print demo keys, then serve", runDemo},
 		{"collect", "run the collector once against NOTICES_SOURCE", runCollect},
 		{"reindex", "rebuild the Elasticsearch indices from the built-in mappings (scale)", runReindex},
+		{"health", "probe a running API (GET /ready); exit 0 on 200, for container health checks", runHealth},
 		{"version", "print the version, commit, build tags and available backends", runVersion},
 	}
 }
