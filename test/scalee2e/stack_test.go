@@ -43,7 +43,9 @@ type proc struct {
 	name   string
 	cmd    *exec.Cmd
 	stderr *lockedBuffer
-	base   string // serve only: http://127.0.0.1:PORT
+	base   string        // serve only: http://127.0.0.1:PORT
+	done   chan struct{} // closed when the process has exited (err is then set)
+	err    error
 }
 
 type lockedBuffer struct {
@@ -88,10 +90,14 @@ func start(t *testing.T, bin, name string, env []string, args ...string) *proc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	p.done = make(chan struct{})
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
+		select {
+		case <-p.done:
+		default:
 			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
+			<-p.done
 		}
 		if t.Failed() {
 			t.Logf("%s stderr (last 4 KB):\n%s", p.name, tail(p.stderr.String(), 4096))
@@ -107,7 +113,12 @@ func start(t *testing.T, bin, name string, env []string, args ...string) *proc {
 				return p
 			}
 		}
-		if p.cmd.ProcessState != nil || time.Now().After(deadline) {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited (%v) before it was ready; stderr:\n%s", name, p.err, p.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
 			t.Fatalf("%s did not answer /ready 200 within 60 s; stderr:\n%s", name, p.stderr)
 		}
 	}
@@ -126,12 +137,10 @@ func (p *proc) stop(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("%s exited with %v after SIGTERM\n%s", p.name, err, tail(p.stderr.String(), 4096))
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("%s exited with %v after SIGTERM\n%s", p.name, p.err, tail(p.stderr.String(), 4096))
 		}
 	case <-time.After(30 * time.Second):
 		t.Errorf("%s did not stop within 30 s of SIGTERM", p.name)
@@ -144,7 +153,7 @@ func (p *proc) kill(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = p.cmd.Wait()
+	<-p.done
 }
 
 // client sends requests to the serve processes in turn and fails the test on
@@ -441,8 +450,8 @@ func TestScaleStack(t *testing.T) {
 	}
 	serveA := start(t, bin, "serve A", envFor("serveA", "NOTICES_SOURCE="+source, "NOTICES_COLLECT_INTERVAL=1s"), "serve")
 	serveB := start(t, bin, "serve B", envFor("serveB"), "serve")
-	worker1 := start(t, bin, "worker 1", envFor("worker1"), "worker")
-	worker2 := start(t, bin, "worker 2", envFor("worker2"), "worker")
+	worker1 := start(t, bin, "worker 1", envFor("worker1"), "worker", "--concurrency", "2")
+	worker2 := start(t, bin, "worker 2", envFor("worker2"), "worker", "--concurrency", "2")
 	c := &client{t: t, key: acct.AccountKey, bases: []string{serveA.base, serveB.base}}
 
 	// ---- read routes: both serve processes give the same answers
@@ -567,8 +576,7 @@ func TestScaleStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	testbin.Run(t, bin, envFor("cli"), "ingest", "notices", file)
-	ingestIDs := searchIDs(c, "SCALEINGEST", len(ingested))
-	_ = ingestIDs
+	searchIDs(c, "SCALEINGEST", len(ingested))
 
 	// ---- and by the collector: a file dropped into serve A's source directory
 	drop := noticeLines("SCALEDROP", slices.Repeat(watched[:2], 5)) // 10 watched
@@ -623,9 +631,12 @@ func TestScaleStack(t *testing.T) {
 	}
 
 	// ---- the crash: SIGKILL one worker and one serve while deliveries are in
-	// flight and requests keep coming; the survivors finish everything.
+	// flight and requests keep coming; the survivors finish everything. Each
+	// worker runs two attempts at a time (--concurrency 2) and the receiver
+	// takes 500 ms per request, so the 42 deliveries of the batch take
+	// several seconds and some are in flight at the kill.
 	rcv.mu.Lock()
-	rcv.delay = 300 * time.Millisecond
+	rcv.delay = 500 * time.Millisecond
 	rcv.mu.Unlock()
 	var survivorCalls, survivor5xx atomic.Int64
 	stopLoad := make(chan struct{})
