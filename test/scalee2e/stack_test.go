@@ -10,14 +10,10 @@ package scalee2e
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -29,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-github/v75/github"
 
 	"noticesd/internal/config"
 	"noticesd/internal/ident"
@@ -42,47 +40,20 @@ func TestMain(m *testing.M) { testservers.Main(m) }
 type proc struct {
 	name   string
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testbin.LockedBuffer
 	base   string        // serve only: http://127.0.0.1:PORT
 	done   chan struct{} // closed when the process has exited (err is then set)
 	err    error
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // start runs `noticesd args...` with env; serve waits for /ready.
 func start(t *testing.T, bin, name string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, stderr: &lockedBuffer{}}
+	p := &proc{name: name, stderr: &testbin.LockedBuffer{}}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	if args[0] == "serve" {
-		addr := freeAddr(t)
+		addr := testbin.FreeAddr(t)
 		p.base = "http://" + addr
 		p.cmd.Env = append(p.cmd.Env, "NOTICES_ADDR="+addr)
 	}
@@ -276,11 +247,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	secret, delay := r.secret, r.delay
 	r.mu.Unlock()
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
-	got := req.Header.Get("X-Notices-Signature")
-	if len(got) != len(want) || !hmac.Equal([]byte(got), []byte(want)) {
+	if err := github.ValidateSignature(req.Header.Get("X-Notices-Signature"), body, []byte(secret)); err != nil {
 		r.mu.Lock()
 		r.badSig++
 		r.mu.Unlock()
@@ -329,17 +296,6 @@ func (r *receiver) delivered(ids []string) (n int, dup []string) {
 		}
 	}
 	return n, dup
-}
-
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // acn returns a valid ACN made from n (8 digits and the check digit).
@@ -586,7 +542,7 @@ func TestScaleStack(t *testing.T) {
 	if err := os.Rename(filepath.Join(source, "batch-1.jsonl.part"), filepath.Join(source, "batch-1.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the collector to take the dropped file (moved to done/)", func() bool {
+	testbin.WaitFor(t, 60*time.Second, "the collector to take the dropped file (moved to done/)", func() bool {
 		_, err := os.Stat(filepath.Join(source, "done", "batch-1.jsonl"))
 		return err == nil
 	})
@@ -615,14 +571,14 @@ func TestScaleStack(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, 30*time.Second, "every watched notice among the watch's matches", func() bool { return len(matchIDs()) >= wantMatched })
+	testbin.WaitFor(t, 30*time.Second, "every watched notice among the watch's matches", func() bool { return len(matchIDs()) >= wantMatched })
 	matched := matchIDs()
 	if len(matched) != wantMatched || len(slices.Compact(slices.Sorted(slices.Values(matched)))) != wantMatched {
 		t.Fatalf("matches: %d ids (%d distinct), want %d", len(matched), len(slices.Compact(slices.Sorted(slices.Values(matched)))), wantMatched)
 	}
 
 	// ---- webhooks: every match delivered once, signed
-	waitFor(t, 60*time.Second, "every match delivered to the TLS receiver", func() bool {
+	testbin.WaitFor(t, 60*time.Second, "every match delivered to the TLS receiver", func() bool {
 		n, _ := rcv.delivered(matched)
 		return n == wantMatched
 	})
@@ -673,7 +629,7 @@ func TestScaleStack(t *testing.T) {
 	}
 	testbin.Run(t, bin, envFor("cli"), "ingest", "notices", crashFile)
 	crashIDs := searchIDs(&client{t: t, key: acct.AccountKey, bases: []string{serveB.base}}, "SCALECRASH", len(crash))
-	waitFor(t, 60*time.Second, "deliveries of the crash batch under way", func() bool {
+	testbin.WaitFor(t, 60*time.Second, "deliveries of the crash batch under way", func() bool {
 		n, _ := rcv.delivered(crashIDs)
 		return n >= 3
 	})
@@ -688,7 +644,7 @@ func TestScaleStack(t *testing.T) {
 
 	// Nothing lost: every notice of the batch is delivered (once per notice),
 	// and the delivery records agree.
-	waitFor(t, 90*time.Second, "every crash-batch notice delivered by the surviving worker", func() bool {
+	testbin.WaitFor(t, 90*time.Second, "every crash-batch notice delivered by the surviving worker", func() bool {
 		n, _ := rcv.delivered(crashIDs)
 		return n == len(crashIDs)
 	})
@@ -696,7 +652,7 @@ func TestScaleStack(t *testing.T) {
 		t.Fatalf("notices delivered under more than one delivery id: %v", dup)
 	}
 	total := wantMatched + len(crashIDs)
-	waitFor(t, 30*time.Second, "every delivery record delivered", func() bool {
+	testbin.WaitFor(t, 30*time.Second, "every delivery record delivered", func() bool {
 		var list struct {
 			Data []struct {
 				ID     string `json:"id"`
