@@ -379,7 +379,7 @@ func TestScaleStack(t *testing.T) {
 		"NOTICES_DELIVERY_RETRY_UNIT=1s",
 		"NOTICES_DELIVERY_TIMEOUT=5s",
 		"NOTICES_LOG_LEVEL=warn",
-		"NOTICES_SOURCE=",
+		"NOTICES_SOURCE=none", // serve A alone gets a directory (envFor appends it; the last value wins)
 	}
 	envFor := func(name string, extra ...string) []string {
 		return append(append(slices.Clone(common), "NOTICES_DATA_DIR="+filepath.Join(dir, name)), extra...)
