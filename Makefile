@@ -8,7 +8,7 @@ BIN     := bin/noticesd
 LDFLAGS := -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 export CGO_ENABLED := 1
 
-.PHONY: build run test bench fuzz vet openapi-lint clean
+.PHONY: build run run-scale test bench fuzz vet openapi-lint clean
 
 build:
 	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/noticesd
@@ -16,6 +16,11 @@ build:
 ## run: build, create a sample database on first use, print demo keys and a curl line, serve on :8080
 run: build
 	./$(BIN) demo
+
+## run-scale: the scale-out stack from local processes (no Docker): Elasticsearch + Redis (scripts/services.sh),
+## the sample in scale mode on first use, demo keys and a curl line, serve on :8080 and two workers; Ctrl-C stops all
+run-scale:
+	./scripts/run-scale.sh
 
 ## test: start Elasticsearch + redis-server (scripts/services.sh), vet, the whole suite against them and real SQLite files, a short fuzz; stop the servers
 test:

@@ -26,6 +26,8 @@ need go || { echo "test.sh: Go toolchain not found" >&2; exit 1; }
 # The Redis backend's AOF-restart and Redis-down tests start their own
 # redis-server (never the shared one).
 need redis-server || apt_install redis-server
+# test/deploy validates compose.yaml with `docker-compose config` (no engine needed).
+need docker-compose || docker compose version >/dev/null 2>&1 || apt_install docker-compose
 
 # ---- servers for the live suites
 NOTICES_SERVICES_RUN=$(mktemp -d "${TMPDIR:-/tmp}/noticesd-test-services.XXXXXX")

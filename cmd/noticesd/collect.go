@@ -47,7 +47,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		defer st.Close()
 		w = st
 	}
-	c, err := newCollector(cfg, w, newLogger(cfg), nil)
+	c, err := newCollector(cfg, w, newLogger(cfg), nil, nil)
 	if err != nil {
 		return err
 	}

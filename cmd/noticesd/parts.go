@@ -36,7 +36,7 @@ func wireParts(ctx context.Context, cfg config.Config, st *sqlite.Store, log *sl
 		}
 	}
 	if cfg.Source != "" {
-		c, err := newCollector(cfg, st, log, deps.Metrics)
+		c, err := newCollector(cfg, st, log, deps.Metrics, nil)
 		if err != nil {
 			return err
 		}
@@ -104,14 +104,16 @@ func newSender(cfg config.Config, m *metrics.Metrics) (*webhook.Sender, error) {
 
 // newCollector builds the collector of NOTICES_SOURCE; its HTTP cursor and
 // validators persist in the data dir.
-// m, if set, counts its runs and the rows they load.
-func newCollector(cfg config.Config, w store.NoticeWriter, log *slog.Logger, m *metrics.Metrics) (*collector.Collector, error) {
+// m, if set, counts its runs and the rows they load; leader, if set, gates
+// each run (collector.Config.Leader).
+func newCollector(cfg config.Config, w store.NoticeWriter, log *slog.Logger, m *metrics.Metrics, leader func() bool) (*collector.Collector, error) {
 	return collector.New(collector.Config{
 		Source:    cfg.Source,
 		Interval:  cfg.CollectInterval,
 		StateFile: filepath.Join(cfg.DataDir, "collector-state.json"),
 		Logger:    log,
 		OnRun:     func(r collector.RunResult) { observeCollectorRun(m, r) },
+		Leader:    leader,
 	}, w)
 }
 

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"noticesd/api"
 	"noticesd/internal/config"
+	"noticesd/internal/lease"
 	"noticesd/internal/limit"
+	"noticesd/internal/metrics"
 	"noticesd/internal/store/redisstore"
 	"noticesd/internal/store/scale"
 )
@@ -30,10 +33,9 @@ func openScale(ctx context.Context, cfg config.Config) (*scale.Store, error) {
 // matches are read (redisstore.Options.NoMatchOnRead unset), so serve
 // alone keeps every match log complete.
 //
-// Webhooks: delivery in scale mode belongs to `noticesd worker` (asynq),
-// which this build does not have yet; serve leaves deps.Webhooks unset and
-// the caller turns cfg.Webhooks off (see serve), so the webhook routes
-// answer webhook_unavailable.
+// Webhooks: registrations and delivery records are the Redis store's; the
+// deliveries are made by `noticesd worker` (asynq). The collector, when
+// NOTICES_SOURCE is set, is started by wireScaleParts.
 func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.Store, error) {
 	st, err := openScale(ctx, cfg)
 	if err != nil {
@@ -53,9 +55,35 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 		// themselves are made by `noticesd worker` processes.
 		deps.Webhooks = st.Redis
 	}
-	if cfg.Source != "" {
-		st.Close()
-		return nil, fmt.Errorf("NOTICES_SOURCE is set: in scale mode the collector does not run inside serve (several replicas would collect the same feed); load with `noticesd ingest` or `noticesd collect --once` instead, and unset NOTICES_SOURCE for serve")
-	}
+	// Request counters; the stored counts are the embedded store's only.
+	deps.Metrics = metrics.New(nil, deps.Logger)
 	return st, nil
+}
+
+// collectorLeaseKey is the Redis key of the lease that lets one serve
+// replica of a namespace run the collector.
+func collectorLeaseKey(ns string) string { return ns + ":collector:lease" }
+
+// wireScaleParts starts what a scale-mode serve runs beside the API: with
+// NOTICES_SOURCE set, the collector, gated by a lease in Redis so that only
+// one replica collects at a time (another takes over within
+// lease.DefaultTTL when the holder dies). Parts stop in reverse order: the
+// collector, then the lease (given up at once).
+func wireScaleParts(ctx context.Context, cfg config.Config, st *scale.Store, log *slog.Logger, deps *api.Deps, start func(part) error) error {
+	if cfg.Source == "" {
+		return nil
+	}
+	l := lease.New(st.Client(), collectorLeaseKey(cfg.Namespace), 0)
+	if err := start(l); err != nil {
+		return err
+	}
+	c, err := newCollector(cfg, st.Writer(), log, deps.Metrics, l.Held)
+	if err != nil {
+		return err
+	}
+	if err := start(collectorPart{c}); err != nil {
+		return err
+	}
+	deps.Health = collectorHealth{c}
+	return nil
 }

@@ -62,6 +62,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 			return err
 		}
 		defer st.Close()
+		wire = func(start func(part) error) error { return wireScaleParts(ctx, cfg, st, log, &deps, start) }
 	} else {
 		lock, err := lockDataDir(cfg)
 		if err != nil {

@@ -81,7 +81,18 @@ type Config struct {
 	// OnRun, if set, is called with the result of every run (for
 	// metrics), after it is logged.
 	OnRun func(RunResult)
+	// Leader, if set, is asked before each scheduled run whether this
+	// process may collect now; while it says no the loop only waits and
+	// asks again every LeaderPoll. The scale backend's serve replicas pass
+	// a Redis lease here, so only one of them collects at a time.
+	Leader func() bool
+	// LeaderPoll is how often a process that is not the leader asks again;
+	// 0 is DefaultLeaderPoll.
+	LeaderPoll time.Duration
 }
+
+// DefaultLeaderPoll is how often a non-leader asks Config.Leader again.
+const DefaultLeaderPoll = 5 * time.Second
 
 // source is where notices are collected from: a directory or a feed.
 type source interface {
@@ -127,6 +138,9 @@ func New(cfg Config, w store.NoticeWriter) (*Collector, error) {
 	}
 	if cfg.RunTimeout <= 0 {
 		cfg.RunTimeout = DefaultRunTimeout
+	}
+	if cfg.LeaderPoll <= 0 {
+		cfg.LeaderPoll = DefaultLeaderPoll
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -211,6 +225,16 @@ func (c *Collector) loop(ctx context.Context, stop, done chan struct{}) {
 		case <-ctx.Done():
 			return
 		default:
+		}
+		if c.cfg.Leader != nil && !c.cfg.Leader() {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-c.after(c.cfg.LeaderPoll):
+			}
+			continue
 		}
 		c.RunOnce(ctx)
 		wait := Delay(c.cfg.Interval, c.Status().ConsecutiveFailures, c.cfg.Rand())

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -213,5 +214,40 @@ func TestRunTimeout(t *testing.T) {
 	}
 	if s := c.Status(); s.State != StateFailing {
 		t.Errorf("state %q, want failing", s.State)
+	}
+}
+
+// TestLeaderGatesRuns: while Config.Leader says no, the loop makes no run
+// and only asks again every LeaderPoll; once it says yes, runs go on at the
+// interval.
+func TestLeaderGatesRuns(t *testing.T) {
+	e := newEnv(t)
+	fs := newFeedServer(t, readFile(t, "testdata/feed.jsonl"))
+	cfg := e.config(fs.URL)
+	var leader atomic.Bool
+	cfg.Leader = leader.Load
+	cfg.LeaderPoll = 7 * time.Second
+	c := e.collector(t, cfg)
+	ft := installFakeTimer(c)
+	c.Start(context.Background())
+
+	for i := range 3 {
+		if d := <-ft.waits; d != 7*time.Second {
+			t.Fatalf("wait %d as a non-leader %v, want the leader poll 7s", i, d)
+		}
+		ft.fire <- time.Time{}
+	}
+	if n := fs.count(); n != 0 {
+		t.Fatalf("a non-leader fetched the feed %d times", n)
+	}
+	leader.Store(true)
+	if d := <-ft.waits; d != time.Hour {
+		t.Errorf("wait after the leader's run %v, want the interval", d)
+	}
+	if err := c.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if n := fs.count(); n != 1 {
+		t.Errorf("the feed saw %d requests once leader, want 1", n)
 	}
 }

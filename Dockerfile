@@ -1,0 +1,39 @@
+# syntax=docker/dockerfile:1
+# noticesd image: a cgo build with SQLite's full-text search (-tags sqlite_fts5) on Debian
+# bookworm, run on bookworm-slim as a non-root user. One image for every command:
+#   docker run --rm noticesd:local --help
+#   docker run -e NOTICES_BACKEND=scale ... noticesd:local serve
+# compose.yaml builds and runs it; docs/operating.md ("The scale-out stack").
+
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+ARG VERSION=dev
+ARG COMMIT=unknown
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=1 go build -tags sqlite_fts5 -trimpath \
+      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -o /out/noticesd ./cmd/noticesd
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates tzdata \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 noticesd \
+ && useradd --system --uid 10001 --gid noticesd --home-dir /var/lib/noticesd --shell /usr/sbin/nologin noticesd \
+ && mkdir -p /var/lib/noticesd \
+ && chown noticesd:noticesd /var/lib/noticesd
+COPY --from=build /out/noticesd /usr/local/bin/noticesd
+USER noticesd:noticesd
+WORKDIR /var/lib/noticesd
+ENV NOTICES_DATA_DIR=/var/lib/noticesd \
+    NOTICES_ADDR=:8080
+VOLUME ["/var/lib/noticesd"]
+EXPOSE 8080
+# The runtime has no curl: noticesd probes itself (exit 0 when /ready answers 200).
+HEALTHCHECK --interval=15s --timeout=6s --start-period=20s --retries=3 \
+  CMD ["noticesd", "health", "--url", "http://127.0.0.1:8080/ready"]
+ENTRYPOINT ["noticesd"]
+CMD ["serve"]

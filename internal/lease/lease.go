@@ -1,0 +1,122 @@
+// Package lease is a named lease in Redis that one process at a time
+// holds: the scale backend's `serve` replicas use it so that only one of
+// them runs the collector, and another takes over within the lease's time
+// to live when the holder dies.
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultTTL is how long a lease outlives its holder's last renewal: a
+// dead holder's lease is taken over within this time.
+const DefaultTTL = 30 * time.Second
+
+// renew extends the lease only while this owner holds it.
+var renew = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0`)
+
+// release deletes the lease only while this owner holds it.
+var release = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  return redis.call("DEL", KEYS[1])
+end
+return 0`)
+
+// Lease tries to take, and then keeps renewing, one key. Held reports
+// whether this process holds it now.
+type Lease struct {
+	rdb   redis.UniversalClient
+	key   string
+	owner string
+	ttl   time.Duration
+	held  atomic.Bool
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a lease on key with the given time to live (DefaultTTL when
+// 0). Start it to begin trying.
+func New(rdb redis.UniversalClient, key string, ttl time.Duration) *Lease {
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return &Lease{rdb: rdb, key: key, owner: hex.EncodeToString(b[:]), ttl: ttl}
+}
+
+// Held reports whether this process holds the lease. It turns false as
+// soon as a renewal fails, before the lease could pass to another holder.
+func (l *Lease) Held() bool { return l.held.Load() }
+
+// Start tries to take the lease now and then every third of its time to
+// live, renewing it while held.
+func (l *Lease) Start(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done != nil {
+		return nil
+	}
+	ctx, l.cancel = context.WithCancel(ctx)
+	l.done = make(chan struct{})
+	l.try(ctx)
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(l.ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				l.try(ctx)
+			}
+		}
+	}()
+	return nil
+}
+
+// try takes the lease if it is free, or renews it if held.
+func (l *Lease) try(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, l.ttl/3)
+	defer cancel()
+	if l.held.Load() {
+		n, err := renew.Run(ctx, l.rdb, []string{l.key}, l.owner, l.ttl.Milliseconds()).Int()
+		l.held.Store(err == nil && n == 1)
+		return
+	}
+	ok, err := l.rdb.SetNX(ctx, l.key, l.owner, l.ttl).Result()
+	l.held.Store(err == nil && ok)
+}
+
+// Shutdown stops trying and gives the lease up if held, so another process
+// takes it at once rather than after the time to live.
+func (l *Lease) Shutdown(ctx context.Context) error {
+	l.mu.Lock()
+	cancel, done := l.cancel, l.done
+	l.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	l.held.Store(false)
+	return release.Run(ctx, l.rdb, []string{l.key}, l.owner).Err()
+}
