@@ -643,8 +643,10 @@ func TestScaleStack(t *testing.T) {
 	c.bases = []string{serveB.base}
 
 	// Nothing lost: every notice of the batch is delivered (once per notice),
-	// and the delivery records agree.
-	testbin.WaitFor(t, 90*time.Second, "every crash-batch notice delivered by the surviving worker", func() bool {
+	// and the delivery records agree. The attempts the killed worker had in
+	// flight come back through asynq's recoverer, which runs once a minute
+	// on tasks whose 30 s lease has run out: up to about two minutes.
+	testbin.WaitFor(t, 240*time.Second, "every crash-batch notice delivered by the surviving worker", func() bool {
 		n, _ := rcv.delivered(crashIDs)
 		return n == len(crashIDs)
 	})
