@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,7 +27,6 @@ import (
 )
 
 // buildBinary builds cmd/noticesd into a temporary directory.
-func buildBinary(t *testing.T) string { return testbin.Build(t) }
 
 // crashReceiver is the webhook endpoint of the crash test. It verifies each
 // signature over the raw body with go-github's ValidateSignature, answers
@@ -104,27 +102,17 @@ func (r *crashReceiver) state() (unique, hung, badSig int) {
 // server is one running `noticesd serve`.
 type server struct {
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *testbin.LockedBuffer
 	base   string
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func startServe(t *testing.T, bin string, env []string) *server {
 	t.Helper()
-	addr := freeAddr(t)
-	s := &server{stderr: &bytes.Buffer{}, base: "http://" + addr}
+	addr := testbin.FreeAddr(t)
+	s := &server{stderr: &testbin.LockedBuffer{}, base: "http://" + addr}
 	s.cmd = exec.Command(bin, "serve")
 	s.cmd.Env = append(append(os.Environ(), env...), "NOTICES_ADDR="+addr)
-	s.cmd.Stderr = &lockedWriter{w: s.stderr}
+	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -145,30 +133,6 @@ func startServe(t *testing.T, bin string, env []string) *server {
 		if time.Now().After(deadline) {
 			t.Fatalf("serve did not answer /health within 30s; its stderr:\n%s", s.stderr)
 		}
-	}
-}
-
-// lockedWriter serialises writes to a buffer shared with the test.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// waitFor polls cond every 50 ms until it holds, failing after limit.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -202,11 +166,6 @@ func call(t *testing.T, method, url, key string, body any, want int, out any) {
 	}
 }
 
-func run(t *testing.T, bin string, env []string, args ...string) []byte {
-	t.Helper()
-	return testbin.Run(t, bin, env, args...)
-}
-
 // TestDeliveryCrashRecovery kills `noticesd serve` with SIGKILL while
 // deliveries are in flight and pending, restarts it, and checks that every
 // eligible notice is delivered and no delivery stays pending.
@@ -214,7 +173,7 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := buildBinary(t)
+	bin := testbin.Build(t)
 	dir := t.TempDir()
 
 	rcv := &crashReceiver{seen: map[string]string{}, okFirst: 3, hang: true, release: make(chan struct{})}
@@ -245,7 +204,7 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 	var acct struct {
 		AccountKey string `json:"account_key"`
 	}
-	if err := json.Unmarshal(run(t, bin, env, "accounts", "create", "--name", "Crash", "--plan", "enterprise"), &acct); err != nil || acct.AccountKey == "" {
+	if err := json.Unmarshal(testbin.Run(t, bin, env, "accounts", "create", "--name", "Crash", "--plan", "enterprise"), &acct); err != nil || acct.AccountKey == "" {
 		t.Fatalf("accounts create: %v", err)
 	}
 
@@ -290,11 +249,11 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 	if err := os.WriteFile(file, lines.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run(t, bin, env, "ingest", "notices", file)
+	testbin.Run(t, bin, env, "ingest", "notices", file)
 
 	// Some are delivered, then four requests hang (in flight), the rest
 	// wait behind them; kill the server then.
-	waitFor(t, 30*time.Second, "deliveries in flight", func() bool {
+	testbin.WaitFor(t, 30*time.Second, "deliveries in flight", func() bool {
 		u, hung, _ := rcv.state()
 		return u >= 3 && hung >= 4
 	})
@@ -315,7 +274,7 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 	t.Logf("killed with %d of %d delivered and %d requests hanging", before, matching, rcv.hung)
 	// Leases outlast several 30 s timeouts: only recovery at start, not
 	// lease expiry, can deliver the interrupted ones within 45 s.
-	waitFor(t, 45*time.Second, "every eligible notice delivered after restart", func() bool {
+	testbin.WaitFor(t, 45*time.Second, "every eligible notice delivered after restart", func() bool {
 		u, _, _ := rcv.state()
 		return u >= matching
 	})
@@ -334,7 +293,7 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 	}
 
 	// The delivery records agree: every one delivered, none stuck.
-	waitFor(t, 10*time.Second, "every record delivered", func() bool {
+	testbin.WaitFor(t, 10*time.Second, "every record delivered", func() bool {
 		var list struct {
 			Data []struct {
 				Status    string `json:"status"`

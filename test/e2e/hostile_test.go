@@ -30,12 +30,12 @@ func TestHeadersOnlyFlood(t *testing.T) {
 		maxGrowth   = 50 << 20
 		maxResidual = 20 << 20
 	)
-	bin := buildBinary(t)
+	bin := testbin.Build(t)
 	env := []string{"NOTICES_DATA_DIR=" + t.TempDir(), "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=error", "NOTICES_WEBHOOKS=off"}
 	var keys struct {
 		ReadKey string `json:"read_key"`
 	}
-	if err := json.Unmarshal(run(t, bin, env, "accounts", "create", "--name", "Flood", "--plan", "standard"), &keys); err != nil {
+	if err := json.Unmarshal(testbin.Run(t, bin, env, "accounts", "create", "--name", "Flood", "--plan", "standard"), &keys); err != nil {
 		t.Fatal(err)
 	}
 	srv := startServe(t, bin, env)
@@ -68,7 +68,7 @@ func TestHeadersOnlyFlood(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 20*time.Second, "the server to hold all connections", func() bool { return testbin.FDs(t, pid) >= baseFDs+conns })
+	testbin.WaitFor(t, 20*time.Second, "the server to hold all connections", func() bool { return testbin.FDs(t, pid) >= baseFDs+conns })
 	time.Sleep(500 * time.Millisecond) // let every connection's headers be read
 	peak := testbin.RSS(t, pid)
 	// Descriptors other than the held connections (the keys' lookups may
@@ -84,7 +84,7 @@ func TestHeadersOnlyFlood(t *testing.T) {
 		c.Close()
 	}
 	held = held[:0]
-	waitFor(t, 20*time.Second, "the server to close the connections", func() bool { return testbin.FDs(t, pid) <= heldFDs-conns+2 })
+	testbin.WaitFor(t, 20*time.Second, "the server to close the connections", func() bool { return testbin.FDs(t, pid) <= heldFDs-conns+2 })
 	var after int64
 	deadline := time.Now().Add(30 * time.Second)
 	for {

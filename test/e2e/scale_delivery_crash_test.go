@@ -180,7 +180,7 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	}
 
 	// Kill one worker while deliveries are in flight.
-	waitUntil(t, 60*time.Second, "the first deliveries", func() bool { d, _ := rcv.counts(); return d >= 20 })
+	testbin.WaitFor(t, 60*time.Second, "the first deliveries", func() bool { d, _ := rcv.counts(); return d >= 20 })
 	if err := w1.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	d, _ := rcv.counts()
 	t.Logf("worker 1 killed with %d of %d notices received", d, total)
 
-	waitUntil(t, 200*time.Second, "every notice received", func() bool { d, _ := rcv.counts(); return d == total })
+	testbin.WaitFor(t, 200*time.Second, "every notice received", func() bool { d, _ := rcv.counts(); return d == total })
 	d, sent := rcv.counts()
 	t.Logf("all %d notices received %s after the kill; %d requests (%d sent again under the same id)", d, time.Since(killed).Round(time.Second), sent, sent-d)
 	rcv.mu.Lock()
@@ -205,7 +205,7 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 		t.Errorf("%d distinct notices received, want %d (one delivery id each)", len(notices), total)
 	}
 	// No delivery stays pending.
-	waitUntil(t, 30*time.Second, "every record delivered", func() bool {
+	testbin.WaitFor(t, 30*time.Second, "every record delivered", func() bool {
 		list, err := st.Redis.Deliveries(ctx, acc.AccountID, w.ID, 1000)
 		if err != nil || len(list) != total {
 			return false
@@ -248,16 +248,5 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Errorf("worker 2 did not stop within 30 s of SIGTERM")
-	}
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
