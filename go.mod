@@ -1,4 +1,4 @@
-module noticesd
+module github.com/noticesd/noticesd
 
 go 1.26.8
 

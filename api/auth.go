@@ -6,8 +6,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
-	"noticesd/internal/account"
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // HeaderAPIKey is the request header that carries the API key.

@@ -16,11 +16,11 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
-	"noticesd/internal/config"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/store/sqlite"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 // The HTTP benchmarks measure what a client sees, through a real listener

@@ -16,12 +16,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/config"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/store/redisstore"
-	"noticesd/internal/store/sqlite"
-	"noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // scaleBench serves the API in scale mode's watch backend (the Redis

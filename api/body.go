@@ -13,7 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // How request bodies are read. The server streams bodies

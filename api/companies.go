@@ -3,8 +3,8 @@ package api
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/ident"
 )
 
 // getCompany is GET /v1/companies/{acn_or_abn}: every notice of the company

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // TestCompany covers GET /v1/companies/{acn_or_abn}.

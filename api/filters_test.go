@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // TestFilters covers GET /v1/filters.

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/config"
-	"noticesd/internal/metrics"
-	"noticesd/internal/notice"
-	"noticesd/internal/secretbox"
-	"noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/metrics"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 // fixedNow is the clock of every test: collected_at of seeded notices.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/internal/account"
-	"noticesd/internal/errs"
-	"noticesd/internal/limit"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/limit"
 )
 
 // Limiter enforces the request limits of API keys: a request rate per key

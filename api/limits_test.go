@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/account"
-	"noticesd/internal/config"
-	"noticesd/internal/limit"
-	"noticesd/internal/limit/limittest"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/limit"
+	"github.com/noticesd/noticesd/internal/limit/limittest"
 )
 
 // limitPlans are the plans of the limit tests: standard allows burst

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // connLimiter wraps the server's listener: at most max connections are

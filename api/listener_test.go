@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/config"
 )
 
 // TestConnectionLimits serves on a real listener admitting 3 connections,

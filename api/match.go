@@ -3,7 +3,7 @@ package api
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 // screen is POST /v1/match, the one-off bulk screen. Any valid key may call

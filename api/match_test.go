@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 // screenJSON mirrors the POST /v1/match answer.

@@ -3,7 +3,7 @@ package api
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // searchResponse is the envelope of GET /v1/notices.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // searchResult mirrors the search envelope.

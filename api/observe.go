@@ -7,7 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/account"
 )
 
 // unmatchedRoute is the route label of a request for a path no route has,

@@ -16,7 +16,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"noticesd/docs"
+	"github.com/noticesd/noticesd/docs"
 )
 
 // TestAccessLog: one line per request with method, route pattern, status,

@@ -3,7 +3,7 @@ package api
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/docs"
+	"github.com/noticesd/noticesd/docs"
 )
 
 // serveOpenAPI is GET /openapi.json (no key): the OpenAPI document the

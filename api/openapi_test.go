@@ -18,12 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/config"
-	"noticesd/internal/delivery"
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/watch"
-	"noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/webhook"
 )
 
 // openAPIPath is the OpenAPI document of the whole API, relative to this

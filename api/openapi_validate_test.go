@@ -16,7 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
-	"noticesd/docs"
+	"github.com/noticesd/noticesd/docs"
 )
 
 // The OpenAPI document, loaded once for every test, with a router that

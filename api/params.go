@@ -10,10 +10,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 )
 
 // Paging limits of GET /v1/notices.

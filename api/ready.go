@@ -7,7 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // readyProbeTimeout bounds /ready's probe.

@@ -7,7 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // preflight runs first on every request: an unknown path is 404 not_found

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // addAccountTestRoute registers GET /v1/_test/account, an account-key

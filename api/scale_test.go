@@ -8,11 +8,11 @@ import (
 
 	"time"
 
-	"noticesd/internal/config"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/store/redisstore"
-	"noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
+	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // scaleWatches makes newWatchFixture wire scale mode's watch backend: the

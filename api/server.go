@@ -15,12 +15,12 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/valyala/fasthttp"
 
-	"noticesd/internal/account"
-	"noticesd/internal/config"
-	"noticesd/internal/errs"
-	"noticesd/internal/limit"
-	"noticesd/internal/metrics"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/limit"
+	"github.com/noticesd/noticesd/internal/metrics"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // Deps are the backends and collaborators of the API.

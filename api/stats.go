@@ -3,7 +3,7 @@ package api
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // stats is GET /v1/stats: counts grouped by group_by (default month).

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // TestStats covers GET /v1/stats: default group_by, month buckets with

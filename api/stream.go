@@ -5,8 +5,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/internal/limit"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/limit"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 // writeScreen streams the bulk screen's answer: it is encoded without

@@ -6,11 +6,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"noticesd/internal/account"
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 // Paging limits of GET /v1/watches/{id}/matches.

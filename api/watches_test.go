@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/account"
-	"noticesd/internal/config"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 // testPlans are the plan limits of the watch tests: "free" is tiny so the

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/config"
-	"noticesd/internal/delivery"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/store/sqlite"
-	"noticesd/internal/watch"
-	"noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/webhook"
 )
 
 // secretPattern is a webhook secret as webhook.NewSecret makes it.

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 // Run: go test -tags sqlite_fts5 -run X -bench SQLite -benchtime 1x ./ingest/

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/ident"
 )
 
 // writeNotices writes n synthetic notices (about 900 bytes each) to path,

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // DefaultNoticeBatch is the number of notices per UpsertNotices call: the

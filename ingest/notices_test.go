@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 func strp(s string) *string { return &s }

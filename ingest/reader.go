@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // NoticesFrom loads JSON Lines notices (plain or gzipped) from r into w, the

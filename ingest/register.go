@@ -9,9 +9,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // DefaultRegisterBatch is the number of register rows per RegisterLoad.Add call.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 func TestRegisterDate(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 func openStore(t *testing.T) *sqlite.Store {

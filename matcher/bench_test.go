@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 )
 
 // benchSize is the shape of the benchmark's watch population.

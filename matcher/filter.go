@@ -6,8 +6,8 @@
 package matcher
 
 import (
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 )
 
 // DocFor returns the searchable text of a notice for query.Match, split

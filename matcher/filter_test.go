@@ -5,9 +5,9 @@ import (
 	"os"
 	"testing"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 )
 
 // fixture returns the liquidation notice of testdata/notice.json.

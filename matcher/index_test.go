@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 func strp(s string) *string { return &s }

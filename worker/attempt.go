@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"noticesd/internal/delivery"
-	"noticesd/internal/store"
-	"noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/webhook"
 )
 
 // ErrInterrupted is returned by Attempter.Attempt when its context ended

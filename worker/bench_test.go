@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // benchDeliveries is how many deliveries one throughput run sends.

@@ -34,10 +34,10 @@ import (
 	"sync"
 	"time"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/matcher"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/matcher"
 )
 
 // Dispatcher defaults.

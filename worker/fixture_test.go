@@ -17,14 +17,14 @@ import (
 
 	"github.com/google/go-github/v75/github"
 
-	"noticesd/internal/account"
-	"noticesd/internal/delivery"
-	"noticesd/internal/notice"
-	"noticesd/internal/secretbox"
-	"noticesd/internal/store/sqlite"
-	"noticesd/internal/store/storetest"
-	"noticesd/internal/watch"
-	"noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/webhook"
 )
 
 // unit is the retry unit of these tests (the schedule of SPEC.md).

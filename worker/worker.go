@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"noticesd/internal/delivery"
-	"noticesd/internal/store"
-	"noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/webhook"
 )
 
 // Worker defaults.

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/delivery"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/store/sqlite"
-	"noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/webhook"
 )
 
 func TestDeliveredSignedAndShapedLikeTheAPI(t *testing.T) {

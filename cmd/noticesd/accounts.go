@@ -7,8 +7,8 @@ import (
 	"io"
 	"strconv"
 
-	"noticesd/internal/account"
-	"noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/config"
 )
 
 const accountsAbout = `Manage customer accounts. Keys are printed once and stored only as hashes.

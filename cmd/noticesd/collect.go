@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 const collectAbout = `Run the collector against NOTICES_SOURCE (a directory of *.jsonl/*.jsonl.gz

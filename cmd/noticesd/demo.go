@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"noticesd/ingest"
-	"noticesd/internal/account"
-	"noticesd/internal/config"
-	"noticesd/internal/sample"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/ingest"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/sample"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 const demoAbout = `What 'make run' runs. On first use (no notices in NOTICES_DATA_DIR) it writes a

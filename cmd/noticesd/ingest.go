@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/term"
 
-	"noticesd/ingest"
-	"noticesd/internal/config"
+	"github.com/noticesd/noticesd/ingest"
+	"github.com/noticesd/noticesd/internal/config"
 )
 
 const ingestAbout = `Load data into the store. Safe to run while 'noticesd serve' runs against the

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/config"
 )
 
 // command is one subcommand of noticesd.

@@ -5,14 +5,14 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"noticesd/api"
-	"noticesd/internal/collector"
-	"noticesd/internal/config"
-	"noticesd/internal/metrics"
-	"noticesd/internal/store"
-	"noticesd/internal/store/sqlite"
-	"noticesd/internal/webhook"
-	"noticesd/worker"
+	"github.com/noticesd/noticesd/api"
+	"github.com/noticesd/noticesd/internal/collector"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/metrics"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/worker"
 )
 
 // wireParts starts the long-running parts that serve runs beside the API

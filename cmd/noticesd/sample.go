@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"noticesd/internal/sample"
+	"github.com/noticesd/noticesd/internal/sample"
 )
 
 const sampleAbout = `Write a deterministic, realistic sample of both input files into DIR:

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 
-	"noticesd/api"
-	"noticesd/internal/config"
-	"noticesd/internal/lease"
-	"noticesd/internal/limit"
-	"noticesd/internal/metrics"
-	"noticesd/internal/store/redisstore"
-	"noticesd/internal/store/scale"
+	"github.com/noticesd/noticesd/api"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/lease"
+	"github.com/noticesd/noticesd/internal/limit"
+	"github.com/noticesd/noticesd/internal/metrics"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
+	"github.com/noticesd/noticesd/internal/store/scale"
 )
 
 // openScale opens the scale backend of NOTICES_NAMESPACE: notices and the

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/config"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // TestScaleCLI: ingest notices and the register into Elasticsearch, then

@@ -11,11 +11,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"noticesd/api"
-	"noticesd/internal/config"
-	"noticesd/internal/limit"
-	"noticesd/internal/lockfile"
-	"noticesd/internal/metrics"
+	"github.com/noticesd/noticesd/api"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/limit"
+	"github.com/noticesd/noticesd/internal/lockfile"
+	"github.com/noticesd/noticesd/internal/metrics"
 )
 
 const serveAbout = `Serve the API on NOTICES_ADDR. In the embedded backend the same process runs

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"os"
 
-	"noticesd/internal/config"
-	"noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 // loadConfig reads the NOTICES_* settings and validates them.

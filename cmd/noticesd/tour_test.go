@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/ingest"
-	"noticesd/internal/ident"
-	"noticesd/internal/sample"
-	"noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/ingest"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/sample"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 // TestPickTour: on a sample database the identifiers the demo prints for

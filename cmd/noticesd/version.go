@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 // version and commit are set at link time, for example

@@ -7,9 +7,9 @@ import (
 	"io"
 	"time"
 
-	"noticesd/internal/scheduler"
-	"noticesd/internal/store/redisstore"
-	"noticesd/internal/store/scale"
+	"github.com/noticesd/noticesd/internal/scheduler"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
+	"github.com/noticesd/noticesd/internal/store/scale"
 )
 
 const workerAbout = `Run scale mode's webhook delivery (NOTICES_BACKEND=scale): match arriving

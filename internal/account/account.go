@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // KeyKind tells a read-only key from an account key.

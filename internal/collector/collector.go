@@ -41,8 +41,8 @@ import (
 	"sync"
 	"time"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // Defaults of Config.

@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"noticesd/ingest"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/ingest"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // Subdirectories of a directory source that processed files are moved to.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 // drop writes a file into dir.

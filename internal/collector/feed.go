@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"noticesd/ingest"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/ingest"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // NextSinceHeader and SinceParam carry a feed's cursor. The feed

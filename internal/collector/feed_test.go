@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // feedServer is a local JSON Lines feed whose answers a test sets.

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 // start is the fake clock's first reading.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"noticesd/internal/account"
-	"noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/secretbox"
 )
 
 // Config holds every setting of API.md's operating contract.

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // MaxIdentifiers is the most identifiers one request may carry.

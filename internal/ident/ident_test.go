@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 func TestCheckDigits(t *testing.T) {

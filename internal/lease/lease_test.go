@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 func TestMain(m *testing.M) { testservers.Main(m) }

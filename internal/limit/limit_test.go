@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/limit"
-	"noticesd/internal/limit/limittest"
+	"github.com/noticesd/noticesd/internal/limit"
+	"github.com/noticesd/noticesd/internal/limit/limittest"
 )
 
 // limiter is what both implementations offer; the api holds them behind

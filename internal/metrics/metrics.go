@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // namespace prefixes every metric name.

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 type failingGauges struct{}

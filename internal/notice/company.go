@@ -1,6 +1,6 @@
 package notice
 
-import "noticesd/internal/ident"
+import "github.com/noticesd/noticesd/internal/ident"
 
 // RegisterRow is one row of the ASIC company dataset: one company name of one
 // company. A company has one row per name; CurrentNameIndicator "Y" marks

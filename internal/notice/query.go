@@ -3,8 +3,8 @@ package notice
 import (
 	"sort"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/query"
 )
 
 // Filter is the set of filters shared by search, filters, stats, watches and

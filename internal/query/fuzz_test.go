@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // fuzzDocs are documents the fuzzer matches every parsed tree against.

@@ -3,7 +3,7 @@ package query
 import (
 	"unicode"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // kind is the kind of a lexical token of q.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // Parse parses q, the search grammar of API.md, into a syntax tree.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // Tree-building shorthands for the tests.

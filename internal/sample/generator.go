@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // Register events: what the notices did to a register company, packed as

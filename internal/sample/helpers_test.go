@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/ident"
 )
 
 func TestABNOfMatchesIdent(t *testing.T) {

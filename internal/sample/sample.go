@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // DefaultYears is the span of publication dates when Options.Years is 0.

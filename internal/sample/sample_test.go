@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // testNow is a Wednesday, 14:00 in Sydney.

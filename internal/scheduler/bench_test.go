@@ -19,11 +19,11 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/account"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/watch"
-	"noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/webhook"
 )
 
 // Benchmarks of scale-mode delivery (docs/benchmarks.md): deliveries per

@@ -23,10 +23,10 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/delivery"
-	"noticesd/internal/store/redisstore"
-	"noticesd/internal/webhook"
-	"noticesd/worker"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
+	"github.com/noticesd/noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/worker"
 )
 
 // TaskType is the asynq type of a delivery attempt task.

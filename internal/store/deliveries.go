@@ -5,10 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"noticesd/internal/delivery"
-	"noticesd/internal/notice"
-	"noticesd/internal/watch"
-	"noticesd/matcher"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/matcher"
 )
 
 // Webhooks manages a watch's webhook and lists its deliveries. Every method

@@ -9,9 +9,9 @@ import (
 	"context"
 	"fmt"
 
-	"noticesd/internal/account"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // Notices is the read side of notices and the company register.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // TeeRegister returns a RegisterWriter that loads the same rows into every

@@ -5,7 +5,7 @@ import (
 	"net/mail"
 	"strings"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // maxEmailLength is the longest accepted alert_email (RFC 5321's path limit).

@@ -8,9 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 )
 
 // Filters are a watch's optional filters, as sent in the "filters" member of

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 func boolPtr(b bool) *bool { return &b }

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/ident"
 )
 
 // MaxNameLength is the longest accepted watch name, in characters.

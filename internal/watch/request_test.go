@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // checkErr fails unless err carries code and its message holds every part.

@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // IDPrefix starts every watch id.

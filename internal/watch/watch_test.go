@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/ident"
 )
 
 func fixedWatch() Watch {

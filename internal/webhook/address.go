@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // blockedRange is an address range deliveries never go to unless private

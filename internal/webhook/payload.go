@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // payload is the delivery request body of SPEC.md, members in this order.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 func TestPayload(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // recipes are the signature-verification programs of docs/webhooks.md, in

@@ -68,7 +68,7 @@ func main() {
 	fmt.Fprintf(w, "\n## Raw output\n\n```\n%s```\n", raw)
 }
 
-func shortPkg(p string) string { return strings.TrimPrefix(p, "noticesd/") }
+func shortPkg(p string) string { return strings.TrimPrefix(p, "github.com/noticesd/noticesd/") }
 
 func parse(r io.Reader) ([]result, string) {
 	var out []result

@@ -22,8 +22,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"noticesd/internal/config"
-	"noticesd/test/testbin"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/test/testbin"
 )
 
 // root is the repository's top directory.

@@ -22,8 +22,8 @@ import (
 
 	"github.com/google/go-github/v75/github"
 
-	"noticesd/internal/config"
-	"noticesd/test/testbin"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/test/testbin"
 )
 
 // buildBinary builds cmd/noticesd into a temporary directory.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/test/testbin"
+	"github.com/noticesd/noticesd/test/testbin"
 )
 
 // TestHeadersOnlyFlood runs the built binary and opens 200 connections that

@@ -32,7 +32,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/test/testbin"
+	"github.com/noticesd/noticesd/test/testbin"
 )
 
 // The load of BenchmarkCompanyUnderScreenLoad.

@@ -24,10 +24,10 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/config"
-	"noticesd/internal/notice"
-	"noticesd/internal/testservers"
-	"noticesd/test/testbin"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/test/testbin"
 )
 
 func TestMain(m *testing.M) { testservers.Main(m) }

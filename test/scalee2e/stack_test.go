@@ -28,10 +28,10 @@ import (
 
 	"github.com/google/go-github/v75/github"
 
-	"noticesd/internal/config"
-	"noticesd/internal/ident"
-	"noticesd/internal/testservers"
-	"noticesd/test/testbin"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/test/testbin"
 )
 
 func TestMain(m *testing.M) { testservers.Main(m) }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/limit"
-	"noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/limit"
+	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // Redis returns a Redis limiter with global heavy slots on the test Redis,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // TestTwoIngestersAndAPoller: two ingesters (two stores on one namespace)

@@ -17,14 +17,14 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esutil"
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/ingest"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
-	"noticesd/internal/sample"
-	"noticesd/internal/store/arrival"
-	"noticesd/internal/testservers"
-	"noticesd/mappings"
+	"github.com/noticesd/noticesd/ingest"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/sample"
+	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/mappings"
 )
 
 // Benchmarks of the Elasticsearch store, each beside the raw engine doing

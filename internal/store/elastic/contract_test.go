@@ -3,7 +3,7 @@ package elastic
 import (
 	"testing"
 
-	"noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/store/storetest"
 )
 
 func TestNoticesContract(t *testing.T) {

@@ -3,8 +3,8 @@ package elastic
 import (
 	"encoding/json"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 )
 
 // noticeDoc is a notice as indexed: the notice itself (not indexed, the

@@ -4,9 +4,9 @@ import (
 	"context"
 	"strings"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 )
 
 // ftsField is the folded full-text field (see noticeDoc).

@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/ingest"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
-	"noticesd/internal/sample"
-	"noticesd/internal/store"
-	"noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/ingest"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/sample"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 // Size of the equivalence dataset and request set.

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"noticesd/internal/errs"
-	"noticesd/mappings"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/mappings"
 )
 
 // IndexHealth is one index behind an alias.

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/store/arrival"
-	"noticesd/mappings"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/mappings"
 )
 
 func TestHealth(t *testing.T) {

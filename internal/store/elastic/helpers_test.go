@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/store/arrival"
-	"noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // openTest opens a store on the live Elasticsearch and Redis in a namespace

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 // openLite opens an embedded store in a temporary file, to compare with.

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"sync"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/mappings"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/mappings"
 )
 
 // registerDoc is one register row as indexed: row is its position in the

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"noticesd/mappings"
+	"github.com/noticesd/noticesd/mappings"
 )
 
 // writeGrace bounds how long before a reindex starts a notice write may

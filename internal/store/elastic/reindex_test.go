@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/store/storetest"
-	"noticesd/mappings"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/mappings"
 )
 
 // synthNotice is notice i of a synthetic feed, ready for UpsertNotices.

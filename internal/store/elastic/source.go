@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"noticesd/internal/notice"
-	"noticesd/mappings"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/mappings"
 )
 
 // seqChunk is the most seqs or identifiers one terms query carries (the

@@ -27,10 +27,10 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/store"
-	"noticesd/internal/store/arrival"
-	"noticesd/mappings"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/mappings"
 )
 
 // Defaults of Config.

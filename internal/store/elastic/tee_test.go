@@ -7,9 +7,9 @@ import (
 	"reflect"
 	"testing"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/store"
-	"noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/storetest"
 )
 
 // TestTeeRegister: one register load through store.TeeRegister lands in

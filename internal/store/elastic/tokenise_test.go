@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"testing"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 )
 
 // TestTokenisation runs q against one notice text in both backends. Text is

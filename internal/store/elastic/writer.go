@@ -9,10 +9,10 @@ import (
 	"sort"
 	"time"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/arrival"
 )
 
 // stored is what a writer needs of a notice already indexed.

@@ -7,9 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/account"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 var _ store.Accounts = (*Store)(nil)

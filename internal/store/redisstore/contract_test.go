@@ -3,8 +3,8 @@ package redisstore
 import (
 	"testing"
 
-	"noticesd/internal/store"
-	"noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/storetest"
 )
 
 func TestAccountsContract(t *testing.T) {

@@ -5,9 +5,9 @@ import (
 	"reflect"
 	"testing"
 
-	"noticesd/internal/account"
-	"noticesd/internal/notice"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 // TestSharedABNMatchesEmbedded: the register gives one ABN to the rows of

@@ -8,12 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/secretbox"
-	"noticesd/internal/store"
-	"noticesd/internal/store/sqlite"
-	"noticesd/internal/store/storetest"
-	"noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // composite is the Ingest write path over the fixture's SQLite notice store.

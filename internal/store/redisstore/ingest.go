@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // NoticeStore is the notice side scale mode writes through: it stores

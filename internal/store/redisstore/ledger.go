@@ -11,11 +11,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/delivery"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/watch"
-	"noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/webhook"
 )
 
 // The delivery ledger of scale mode. Records live in dr:<watch> (see

@@ -7,9 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/matcher"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/matcher"
 )
 
 // The match log. Each watch's matches are a zset wm:<id> of notice seqs,

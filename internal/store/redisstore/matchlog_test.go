@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/account"
-	"noticesd/internal/errs"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/store/storetest"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 // acn returns the n-th valid ACN of a block the fixture does not use.

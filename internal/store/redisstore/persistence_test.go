@@ -11,13 +11,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/account"
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/store/sqlite"
-	"noticesd/internal/store/storetest"
-	"noticesd/internal/testservers"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 // ownRedis is a redis-server process this test starts (and restarts) in a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // TestRegisterSwapIsAtomic: while a new register is being loaded the

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/watch"
-	"noticesd/matcher"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/matcher"
 )
 
 // Screen is the bulk screen of POST /v1/match, with the embedded store's

@@ -3,7 +3,7 @@ package redisstore
 import (
 	"fmt"
 
-	"noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/secretbox"
 )
 
 // Webhook secrets are kept sealed (secretbox, AES-256-GCM, the watch id as

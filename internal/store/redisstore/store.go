@@ -18,10 +18,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/account"
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/secretbox"
 )
 
 // NoticeSource is what the store needs of the notices: the Elasticsearch

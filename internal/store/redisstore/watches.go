@@ -12,11 +12,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/account"
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 var _ store.Watches = (*Store)(nil)

@@ -9,11 +9,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/delivery"
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 var _ store.Webhooks = (*Store)(nil)

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/account"
-	"noticesd/internal/delivery"
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/secretbox"
-	"noticesd/internal/store/storetest"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 func TestWebhookRecords(t *testing.T) {

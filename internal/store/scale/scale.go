@@ -14,11 +14,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"noticesd/internal/config"
-	"noticesd/internal/store"
-	"noticesd/internal/store/arrival"
-	"noticesd/internal/store/elastic"
-	"noticesd/internal/store/redisstore"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/elastic"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
 )
 
 // Store is the scale backend: one Elasticsearch store and one Redis store

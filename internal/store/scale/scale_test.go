@@ -9,14 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/config"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/store/redisstore"
-	"noticesd/internal/store/sqlite"
-	"noticesd/internal/testservers"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 func TestMain(m *testing.M) { testservers.Main(m) }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"noticesd/internal/account"
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 func kindName(k account.KeyKind) string { return k.String() }

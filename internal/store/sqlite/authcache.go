@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/account"
 )
 
 // metaAccountsVersion is the meta key migration 0008's triggers move on

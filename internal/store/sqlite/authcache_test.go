@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"noticesd/internal/account"
-	"noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // TestAuthCacheFollowsOtherOpeners: two stores on one file (as serve and

@@ -31,11 +31,11 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/ingest"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
-	"noticesd/internal/sample"
+	"github.com/noticesd/noticesd/ingest"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/sample"
 )
 
 func envInt(name string, def int) int {

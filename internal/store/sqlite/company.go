@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // Notice returns one notice by its public id, or errs.NotFound.

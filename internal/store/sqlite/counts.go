@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // Counting from notice_counts (migrations/0001_init.sql): notices per month

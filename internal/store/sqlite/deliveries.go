@@ -10,12 +10,12 @@ import (
 	"strconv"
 	"time"
 
-	"noticesd/internal/delivery"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/webhook"
-	"noticesd/matcher"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/matcher"
 )
 
 // The delivery queue (migration 0003): one deliveries row per (watch,

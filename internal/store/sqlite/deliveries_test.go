@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/account"
-	"noticesd/internal/delivery"
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
-	"noticesd/internal/store/storetest"
-	"noticesd/internal/watch"
-	"noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/webhook"
 )
 
 // unit is the retry unit of these tests: the schedule of SPEC.md.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // Gauges implements store.GaugeSource for /metrics. The delivery counts

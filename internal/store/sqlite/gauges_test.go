@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // TestGauges: the stored counts /metrics reports follow the queue through

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 //go:embed migrations/*.sql

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // registerColumns are the register table's columns in RegisterRow order.

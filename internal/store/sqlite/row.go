@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // noticeColumns are the columns scanNotice reads, qualified by alias n.

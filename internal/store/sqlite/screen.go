@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"slices"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 // Screen is the bulk screen of POST /v1/match. ids are normalised and

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 )
 
 // BenchmarkScreen50kFiltered screens the realistic 50,000-identifier mix

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 // loadRegisterRows replaces the register of s with rows.

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/ingest"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
-	"noticesd/internal/sample"
+	"github.com/noticesd/noticesd/ingest"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/sample"
 )
 
 // The search paths of this backend (counts from notice_counts with partial

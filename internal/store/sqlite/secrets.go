@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/secretbox"
 )
 
 // Webhook secrets are kept sealed (secretbox, AES-256-GCM, the watch id as

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/secretbox"
-	"noticesd/internal/store"
-	"noticesd/internal/store/storetest"
-	"noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/webhook"
 )
 
 // testKey and testKey2 are keys of these tests only.

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // The methods here let the SQLite store serve as the notice side of the

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/store"
-	"noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/storetest"
 )
 
 func openTest(t *testing.T, opts ...Option) *Store {

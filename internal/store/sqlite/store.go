@@ -24,9 +24,9 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
-	"noticesd/internal/account"
-	"noticesd/internal/secretbox"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // Interface checks: the seams this backend implements.

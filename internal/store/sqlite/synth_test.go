@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
 // synth generates a deterministic synthetic corpus shaped like the real one:

@@ -5,11 +5,11 @@ import (
 	"math"
 	"testing"
 
-	"noticesd/internal/account"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/store/storetest"
-	"noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 func openWatches(t *testing.T) (*Store, storetest.WatchBackend) {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"noticesd/internal/errs"
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // upsertNotices inserts notices or, for a known source_id, updates them in

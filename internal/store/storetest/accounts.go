@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"noticesd/internal/account"
-	"noticesd/internal/errs"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // RunAccounts runs the accounts contract against backends made by open,

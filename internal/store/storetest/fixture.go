@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/notice"
-	"noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // Backend bundles what RunNotices exercises. Clock must be the clock the

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"noticesd/internal/account"
-	"noticesd/internal/errs"
-	"noticesd/internal/ident"
-	"noticesd/internal/notice"
-	"noticesd/internal/query"
-	"noticesd/internal/store"
-	"noticesd/internal/watch"
-	"noticesd/matcher"
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/matcher"
 )
 
 // WatchBackend bundles what RunWatches exercises: a backend holding
