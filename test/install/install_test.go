@@ -144,6 +144,7 @@ func TestGoInstallLatest(t *testing.T) {
 
 	t.Run("version", func(t *testing.T) {
 		out := run(t, e, work, bin, "version")
+		t.Logf("installed binary: %s", out)
 		for _, want := range []string{version, "sqlite_fts5", "embedded"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("noticesd version does not mention %q:\n%s", want, out)
