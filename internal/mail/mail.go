@@ -150,4 +150,3 @@ type QueueStatus struct {
 	// dead ("" when none).
 	LastError string `json:"last_error,omitempty"`
 }
-

@@ -6,9 +6,9 @@ package mailtest
 import (
 	"bytes"
 	"encoding/base64"
+	"io"
 	"mime"
 	"mime/multipart"
-	"io"
 	"net"
 	"net/mail"
 	"strings"

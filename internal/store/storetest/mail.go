@@ -10,10 +10,10 @@ import (
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/mail"
 	"github.com/noticesd/noticesd/internal/mail/mailtest"
+	"github.com/noticesd/noticesd/internal/mailer"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/watch"
-	"github.com/noticesd/noticesd/worker"
 )
 
 // MailBackend bundles what RunMail exercises: a watch backend, its mail
@@ -68,13 +68,13 @@ func newMailFix(t *testing.T, b MailBackend) *mailFix {
 
 // mailer is a fresh Mailer (a new process) over the backend and the SMTP
 // server, on the suite's clock.
-func (f *mailFix) mailer() *worker.Mailer {
+func (f *mailFix) mailer() *mailer.Mailer {
 	f.t.Helper()
 	s, err := mail.NewSender(f.smtp.URL(), "noticesd <alerts@noticesd.test>", 5*time.Second)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	m, err := worker.NewMailer(worker.MailerConfig{Queue: f.b.Mail, Watches: f.b.Watches, Sender: s, Schedule: f.sched,
+	m, err := mailer.New(mailer.Config{Queue: f.b.Mail, Watches: f.b.Watches, Sender: s, Schedule: f.sched,
 		RetryUnit: mailUnit, Now: f.b.Clock.Now})
 	if err != nil {
 		f.t.Fatal(err)
@@ -129,7 +129,7 @@ func (f *mailFix) setClock(hh, mm int) time.Time {
 	return at
 }
 
-func (f *mailFix) digestOnce(m *worker.Mailer) int {
+func (f *mailFix) digestOnce(m *mailer.Mailer) int {
 	f.t.Helper()
 	n, err := m.DigestOnce(f.ctx)
 	if err != nil {
@@ -138,7 +138,7 @@ func (f *mailFix) digestOnce(m *worker.Mailer) int {
 	return n
 }
 
-func (f *mailFix) sendOnce(m *worker.Mailer) int {
+func (f *mailFix) sendOnce(m *mailer.Mailer) int {
 	f.t.Helper()
 	n, err := m.SendOnce(f.ctx)
 	if err != nil {

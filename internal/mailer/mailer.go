@@ -1,4 +1,7 @@
-package worker
+// Package mailer runs alert_email mail (issue 17): it queues each watch's
+// daily digest at the digest time and sends the due jobs of a backend's
+// mail queue (store.Mail) by SMTP, recording each outcome.
+package mailer
 
 import (
 	"context"
@@ -13,8 +16,8 @@ import (
 	"github.com/noticesd/noticesd/internal/store"
 )
 
-// MailerConfig configures a Mailer. Queue, Watches and Sender are required.
-type MailerConfig struct {
+// Config configures a Mailer. Queue, Watches and Sender are required.
+type Config struct {
 	// Queue is the backend's mail queue.
 	Queue store.Mail
 	// Watches answers the digest's match lists (Watches.Matches).
@@ -38,7 +41,7 @@ type MailerConfig struct {
 // `noticesd worker` run one; any number may share a queue: claims are
 // leased, and a digest window's job id (watch + window) is queued once.
 type Mailer struct {
-	cfg      MailerConfig
+	cfg      Config
 	log      *slog.Logger
 	mu       sync.Mutex
 	lastRun  time.Time // the digest window last queued by this process
@@ -48,9 +51,9 @@ type Mailer struct {
 }
 
 // NewMailer returns a Mailer with cfg's zero fields defaulted.
-func NewMailer(cfg MailerConfig) (*Mailer, error) {
+func New(cfg Config) (*Mailer, error) {
 	if cfg.Queue == nil || cfg.Watches == nil || cfg.Sender == nil {
-		return nil, errors.New("worker: MailerConfig needs Queue, Watches and Sender")
+		return nil, errors.New("mailer: Config needs Queue, Watches and Sender")
 	}
 	if cfg.Schedule.Loc == nil {
 		s, err := mail.ParseSchedule(mail.DefaultDigestTime)
@@ -72,7 +75,7 @@ func NewMailer(cfg MailerConfig) (*Mailer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Mailer{cfg: cfg, log: log.With("part", "mailer")}, nil
+	return &Mailer{cfg: cfg, log: log}, nil
 }
 
 // Start runs the loop until Shutdown.
@@ -111,7 +114,7 @@ func (m *Mailer) Shutdown(ctx context.Context) error {
 	case <-m.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("worker: mailer did not stop in time: %w", ctx.Err())
+		return fmt.Errorf("mailer: mailer did not stop in time: %w", ctx.Err())
 	}
 }
 
@@ -173,7 +176,7 @@ func (m *Mailer) digest(ctx context.Context, t mail.Target, window time.Time) (m
 	for {
 		page, err := m.cfg.Watches.Matches(ctx, t.AccountID, t.WatchID, since, 1000)
 		if err != nil {
-			return d, fmt.Errorf("worker: digest of watch %s: %w", t.WatchID, err)
+			return d, fmt.Errorf("mailer: digest of watch %s: %w", t.WatchID, err)
 		}
 		for _, n := range page.Notices {
 			d.Total++
