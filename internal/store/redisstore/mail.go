@@ -20,7 +20,8 @@ import (
 // The mail queue of scale mode (issue 17):
 //
 //	mail:<job id>   hash: job (the mail.Job JSON), kind, watch, status
-//	                (pending, sent, dead), attempts, token (the current
+//	                (pending, sent, dead, deleted: its watch was deleted
+//	                before it was sent), attempts, token (the current
 //	                claim), last_error, updated_at, held (deactivation
 //	                alerts: the pending deliveries counted by the script
 //	                that deactivated the watch)
@@ -100,13 +101,18 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 }
 
 // claimMailScript leases up to ARGV[3] jobs due at ARGV[1] (ms) until
-// ARGV[2] (ms), counting each attempt. KEYS: mq. ARGV[4]: the mail key
-// prefix. Returns {id, job, attempts, held, ...}.
+// ARGV[2] (ms), counting each attempt; the mail of a deleted watch is
+// dropped (status deleted). KEYS: mq. ARGV[4]: the mail key prefix,
+// ARGV[5]: the watch key prefix. Returns {id, job, attempts, held, ...}.
 var claimMailScript = redis.NewScript(`
 local out = {}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))) do
   local k = ARGV[4] .. id
   if redis.call('HGET', k, 'status') ~= 'pending' then
+    redis.call('ZREM', KEYS[1], id)
+  elseif redis.call('EXISTS', ARGV[5] .. redis.call('HGET', k, 'watch')) == 0 then
+    -- the watch was deleted: its mail goes with it, as embedded
+    redis.call('HSET', k, 'status', 'deleted')
     redis.call('ZREM', KEYS[1], id)
   else
     local n = redis.call('HINCRBY', k, 'attempts', 1)
@@ -124,7 +130,7 @@ return out
 
 // ClaimMail leases due pending jobs.
 func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
-	v, err := claimMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit, s.key("mail")+":").StringSlice()
+	v, err := claimMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit, s.key("mail")+":", s.key("w")+":").StringSlice()
 	if err != nil {
 		return nil, s.fail("claim mail", err)
 	}

@@ -39,6 +39,7 @@ func RunMail(t *testing.T, open func(t *testing.T) MailBackend) {
 	t.Run("DigestAtItsTime", func(t *testing.T) { testDigestAtItsTime(t, newMailFix(t, open(t))) })
 	t.Run("DigestRetryWhenRefused", func(t *testing.T) { testDigestRetry(t, newMailFix(t, open(t))) })
 	t.Run("NoDuplicateAfterRestart", func(t *testing.T) { testNoDuplicateAfterRestart(t, newMailFix(t, open(t))) })
+	t.Run("DeletedWatchDropsMail", func(t *testing.T) { testDeletedWatchDropsMail(t, newMailFix(t, open(t))) })
 }
 
 type mailFix struct {
@@ -336,5 +337,26 @@ func testNoDuplicateAfterRestart(t *testing.T, f *mailFix) {
 	msgs := f.smtp.Messages()
 	if len(msgs) != 1 || msgs[0].MessageID() != mail.MessageID(mail.DigestID(w.ID, window), "noticesd.test") {
 		t.Fatalf("the server has %d messages, want the one digest", len(msgs))
+	}
+}
+
+func testDeletedWatchDropsMail(t *testing.T, f *mailFix) {
+	f.setClock(6, 0)
+	w := f.watch("Loan book")
+	m := f.mailer()
+	f.digestOnce(m)
+	f.notices(1)
+	f.setClock(7, 0)
+	if n := f.digestOnce(m); n != 1 {
+		t.Fatalf("queued %d", n)
+	}
+	if err := f.b.Watches.DeleteWatch(f.ctx, f.account, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.sendOnce(m); n != 0 || len(f.smtp.Messages()) != 0 {
+		t.Fatalf("sent %d emails of a deleted watch", n)
+	}
+	if st, err := f.b.Mail.MailStatus(f.ctx); err != nil || st.Pending != 0 {
+		t.Fatalf("queue after the watch was deleted: %+v %v", st, err)
 	}
 }
