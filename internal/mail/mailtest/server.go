@@ -5,6 +5,7 @@ package mailtest
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/base64"
 	"io"
 	"mime"
@@ -15,11 +16,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 )
 
 // Message is one accepted message.
 type Message struct {
+	// TLS reports whether the message came over TLS (STARTTLS or
+	// implicit); Auth names the authenticated user ("" for none).
+	TLS  bool
+	Auth string
 	From string
 	To   []string
 	// Raw is the whole message as received.
@@ -81,6 +87,7 @@ func (m Message) MessageID() string { return strings.Trim(m.Header.Get("Message-
 // Server is an SMTP server on a loopback port.
 type Server struct {
 	addr string
+	opts Options
 
 	mu       sync.Mutex
 	refuse   bool
@@ -88,24 +95,60 @@ type Server struct {
 	received []Message
 }
 
-// Start starts a server that accepts mail; t's cleanup stops it.
-func Start(t testing.TB) *Server {
+// Options configure a Server.
+type Options struct {
+	// TLS, when set, is offered by STARTTLS, or used from the first byte
+	// when Implicit.
+	TLS      *tls.Config
+	Implicit bool
+	// User and Password, when set, are required (SMTP AUTH PLAIN) before
+	// MAIL FROM.
+	User, Password string
+}
+
+// Start starts a plain server that accepts mail without authentication;
+// t's cleanup stops it.
+func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
+
+// StartWith starts a server with o; t's cleanup stops it.
+func StartWith(t testing.TB, o Options) *Server {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var (
+		l   net.Listener
+		err error
+	)
+	if o.Implicit {
+		l, err = tls.Listen("tcp", "127.0.0.1:0", o.TLS)
+	} else {
+		l, err = net.Listen("tcp", "127.0.0.1:0")
+	}
 	if err != nil {
 		t.Fatalf("mailtest: listen on loopback: %v", err)
 	}
-	s := &Server{addr: l.Addr().String()}
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{s: s}, nil }))
+	s := &Server{addr: l.Addr().String(), opts: o}
+	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &session{s: s, conn: c}, nil }))
 	srv.Domain = "localhost"
-	srv.AllowInsecureAuth = true
+	if !o.Implicit {
+		srv.TLSConfig = o.TLS
+	}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return s
 }
 
-// URL is the server's smtp:// URL (no TLS is offered, so none is used).
-func (s *Server) URL() string { return "smtp://" + s.addr }
+// URL is the server's URL: smtps:// when Implicit, else smtp://, with the
+// user and password when the server requires them.
+func (s *Server) URL() string {
+	scheme := "smtp://"
+	if s.opts.Implicit {
+		scheme = "smtps://"
+	}
+	cred := ""
+	if s.opts.User != "" {
+		cred = s.opts.User + ":" + s.opts.Password + "@"
+	}
+	return scheme + cred + s.addr
+}
 
 // Refuse makes the server refuse (451, a temporary error) every message
 // while on.
@@ -131,14 +174,38 @@ func (s *Server) Messages() []Message {
 
 type session struct {
 	s    *Server
+	conn *smtp.Conn
+	user string
 	from string
 	to   []string
+}
+
+// AuthMechanisms offers PLAIN when the server requires a user.
+func (x *session) AuthMechanisms() []string {
+	if x.s.opts.User == "" {
+		return nil
+	}
+	return []string{sasl.Plain}
+}
+
+// Auth checks the user and password.
+func (x *session) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, user, pass string) error {
+		if user != x.s.opts.User || pass != x.s.opts.Password {
+			return &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "mailtest: bad user or password"}
+		}
+		x.user = user
+		return nil
+	}), nil
 }
 
 func (x *session) Reset()        { x.from, x.to = "", nil }
 func (x *session) Logout() error { return nil }
 
 func (x *session) Mail(from string, _ *smtp.MailOptions) error {
+	if x.s.opts.User != "" && x.user == "" {
+		return smtp.ErrAuthRequired
+	}
 	x.from = from
 	return nil
 }
@@ -163,6 +230,7 @@ func (x *session) Data(r io.Reader) error {
 	if err != nil {
 		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "unparseable message: " + err.Error()}
 	}
-	x.s.received = append(x.s.received, Message{From: x.from, To: x.to, Raw: raw, Header: m.Header})
+	_, isTLS := x.conn.TLSConnectionState()
+	x.s.received = append(x.s.received, Message{TLS: isTLS, Auth: x.user, From: x.from, To: x.to, Raw: raw, Header: m.Header})
 	return nil
 }
