@@ -49,10 +49,14 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	mailer, err := newMailer(cfg, st.Redis, st.Redis, true, log.With("part", "mail"))
+	if err != nil {
+		return err
+	}
 	sched, err := scheduler.New(scheduler.Config{
 		Redis: st.Client(), Namespace: cfg.Namespace, Ledger: st.Redis, Sender: sender,
 		RetryUnit: cfg.DeliveryRetryUnit, Concurrency: cfg.WorkerConcurrency,
-		Logger: log.With("part", "delivery"),
+		Logger: log.With("part", "delivery"), Mail: mailer,
 	})
 	if err != nil {
 		return err
@@ -60,10 +64,6 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	matcher := &redisstore.ArrivalMatcher{Store: st.Redis, OnError: func(err error) {
 		log.Error("matching arrived notices failed; retrying", "err", err)
 	}}
-	mailer, err := newMailer(cfg, st.Redis, st.Redis, log.With("part", "mail"))
-	if err != nil {
-		return err
-	}
 	if err := sched.Start(ctx); err != nil {
 		return err
 	}

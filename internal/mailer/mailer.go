@@ -31,6 +31,10 @@ type Config struct {
 	// Poll is how often the queue and the digest time are looked at; 0
 	// means one second.
 	Poll time.Duration
+	// DigestsOnly leaves sending to another scheduler (scale mode: the
+	// asynq tasks of internal/scheduler, which call Attempt); the loop then
+	// only queues digests.
+	DigestsOnly bool
 	// Now is the clock of digests, claims and outcomes; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -41,13 +45,12 @@ type Config struct {
 // `noticesd worker` run one; any number may share a queue: claims are
 // leased, and a digest window's job id (watch + window) is queued once.
 type Mailer struct {
-	cfg      Config
-	log      *slog.Logger
-	mu       sync.Mutex
-	lastRun  time.Time // the digest window last queued by this process
-	cancel   context.CancelFunc
-	done     chan struct{}
-	lastSent time.Time
+	cfg     Config
+	log     *slog.Logger
+	mu      sync.Mutex
+	lastRun time.Time // the digest window last queued by this process
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // NewMailer returns a Mailer with cfg's zero fields defaulted.
@@ -90,8 +93,10 @@ func (m *Mailer) Start(ctx context.Context) error {
 			if _, err := m.DigestOnce(ctx); err != nil && ctx.Err() == nil {
 				m.log.Warn("queueing digests", "err", err)
 			}
-			if _, err := m.SendOnce(ctx); err != nil && ctx.Err() == nil {
-				m.log.Warn("sending mail", "err", err)
+			if !m.cfg.DigestsOnly {
+				if _, err := m.SendOnce(ctx); err != nil && ctx.Err() == nil {
+					m.log.Warn("sending mail", "err", err)
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -213,7 +218,7 @@ func (m *Mailer) SendOnce(ctx context.Context) (int, error) {
 			return sent, err
 		}
 		for _, j := range jobs {
-			ok, err := m.send(ctx, j)
+			ok, err := m.Attempt(ctx, j)
 			if err != nil {
 				return sent, err
 			}
@@ -225,8 +230,13 @@ func (m *Mailer) SendOnce(ctx context.Context) (int, error) {
 	return sent, nil
 }
 
-// send makes one attempt of j and records its outcome.
-func (m *Mailer) send(ctx context.Context, j mail.Job) (bool, error) {
+// Attempt makes one attempt of a claimed job: it renders it, sends it and
+// records the outcome in the queue (sent, or retried after
+// mail.RetryWait, or dead). It reports whether the server accepted it; an
+// error means the outcome was not recorded (the claim's lease makes the
+// job due again) or ctx ended mid-send. Both the embedded loop (SendOnce)
+// and scale mode's asynq handler call it.
+func (m *Mailer) Attempt(ctx context.Context, j mail.Job) (bool, error) {
 	out := mail.Outcome{RetryUnit: m.cfg.RetryUnit}
 	msg, err := mail.Render(j, m.cfg.Sender.Domain())
 	if err == nil {
@@ -242,10 +252,5 @@ func (m *Mailer) send(ctx context.Context, j mail.Job) (bool, error) {
 	if err := m.cfg.Queue.CompleteMail(context.WithoutCancel(ctx), j, out, m.cfg.Now()); err != nil {
 		return false, err
 	}
-	m.mu.Lock()
-	if out.Err == "" {
-		m.lastSent = m.cfg.Now()
-	}
-	m.mu.Unlock()
 	return out.Err == "", nil
 }

@@ -136,14 +136,9 @@ func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease t
 	}
 	var jobs []mail.Job
 	for i := 0; i+3 < len(v); i += 4 {
-		var j mail.Job
-		if err := json.Unmarshal([]byte(v[i+1]), &j); err != nil {
-			return nil, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", v[i], err)
-		}
-		j.Attempt, _ = strconv.Atoi(v[i+2])
-		j.Token = v[i+2]
-		if j.Deactivated != nil && v[i+3] != "" {
-			j.Deactivated.Held, _ = strconv.Atoi(v[i+3])
+		j, _, err := decodeMailJob(v[i], v[i+1], v[i+2], v[i+3])
+		if err != nil {
+			return nil, err
 		}
 		jobs = append(jobs, j)
 	}
@@ -292,4 +287,94 @@ func alertJob(w watch.Watch, reason, lastErr string, now time.Time) (string, str
 	b, err := json.Marshal(mail.Job{ID: id, Kind: mail.KindDeactivated, WatchID: w.ID, To: *w.AlertEmail,
 		Deactivated: &mail.Deactivated{WatchName: w.Name, Reason: reason, LastError: lastErr, At: notice.Timestamp(now)}})
 	return id, string(b), err
+}
+
+// MailRef names a due mail job for the asynq scheduler: its id and the
+// attempts made so far (its task id is id#attempts+1, one task per
+// attempt).
+type MailRef struct {
+	ID       string
+	Attempts int
+}
+
+// takeDueMailScript hides up to ARGV[3] jobs due at ARGV[1] (ms) until
+// ARGV[2] (ms) from other pumps. KEYS: mq. ARGV[4]: the mail key prefix.
+// Returns {id, attempts, ...}.
+var takeDueMailScript = redis.NewScript(`
+local out = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))) do
+  local st = redis.call('HMGET', ARGV[4] .. id, 'status', 'attempts')
+  if st[1] ~= 'pending' then
+    redis.call('ZREM', KEYS[1], id)
+  else
+    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
+    out[#out + 1] = id
+    out[#out + 1] = st[2] or '0'
+  end
+end
+return out
+`)
+
+// TakeDueMail takes up to limit jobs due at now for one pump of the asynq
+// scheduler: they are hidden until now+lease; a job whose attempt has not
+// completed by then (its worker died) is due again and gets a task again.
+func (s *Store) TakeDueMail(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]MailRef, error) {
+	v, err := takeDueMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit, s.key("mail")+":").StringSlice()
+	if err != nil {
+		return nil, s.fail("read the mail queue", err)
+	}
+	out := make([]MailRef, 0, len(v)/2)
+	for i := 0; i+1 < len(v); i += 2 {
+		n, _ := strconv.Atoi(v[i+1])
+		out = append(out, MailRef{ID: v[i], Attempts: n})
+	}
+	return out, nil
+}
+
+// BeginMail starts an attempt of one job (an asynq task's): it is counted
+// and given a claim token, and the job stays hidden from the pump until
+// now+lease. ok is false when the job is no longer pending or its watch
+// was deleted (the mail is dropped).
+func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease time.Duration) (mail.Job, bool, error) {
+	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, id, now.Add(lease).UnixMilli(), s.key("mail")+":", s.key("w")+":").StringSlice()
+	if err != nil {
+		return mail.Job{}, false, s.fail("begin a mail attempt", err)
+	}
+	if len(v) < 3 {
+		return mail.Job{}, false, nil
+	}
+	return decodeMailJob(id, v[0], v[1], v[2])
+}
+
+// beginMailScript counts an attempt of job ARGV[1]. KEYS: mq. ARGV: id,
+// lease end ms, mail key prefix, watch key prefix. Returns {job, attempts,
+// held} or {} when there is nothing to send.
+var beginMailScript = redis.NewScript(`
+local k = ARGV[3] .. ARGV[1]
+if redis.call('HGET', k, 'status') ~= 'pending' then return {} end
+if redis.call('EXISTS', ARGV[4] .. redis.call('HGET', k, 'watch')) == 0 then
+  redis.call('HSET', k, 'status', 'deleted')
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return {}
+end
+local n = redis.call('HINCRBY', k, 'attempts', 1)
+redis.call('HSET', k, 'token', tostring(n))
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+local v = redis.call('HMGET', k, 'job', 'held')
+return {v[1], tostring(n), v[2] or ''}
+`)
+
+// decodeMailJob reads a claimed job: its JSON, the attempt number (also
+// its claim token) and the held count of an alert.
+func decodeMailJob(id, raw, attempt, held string) (mail.Job, bool, error) {
+	var j mail.Job
+	if err := json.Unmarshal([]byte(raw), &j); err != nil {
+		return j, false, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", id, err)
+	}
+	j.Attempt, _ = strconv.Atoi(attempt)
+	j.Token = attempt
+	if j.Deactivated != nil && held != "" {
+		j.Deactivated.Held, _ = strconv.Atoi(held)
+	}
+	return j, true, nil
 }
