@@ -44,11 +44,7 @@ func TestStartSendsTheDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acn := storetest.ACNAlpha
-	n := notice.Notice{SourceID: "LOOP-1", PublishedAt: notice.Timestamp(clock.Now()), PublishedDate: notice.PublishedDate(clock.Now()),
-		ACN: &acn, CompanyName: "ALPHA MINING PTY LTD", NoticeType: "Appointment of liquidator", NoticeCode: "APP",
-		NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation"}
-	n.ID = notice.IDFor(n.SourceID)
+	n := storetest.AlphaNotice("LOOP-1", clock.Now())
 	if _, err := st.UpsertNotices(ctx, []notice.Notice{n}); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +65,7 @@ func TestStartSendsTheDigest(t *testing.T) {
 	// match arrived after the watch, so it is listed then; then 07:00.
 	waitFor(t, func() bool { return len(srv.Messages()) == 1 })
 	clock.Advance(time.Hour)
-	if _, err := st.UpsertNotices(ctx, []notice.Notice{withSource(n, "LOOP-2")}); err != nil {
+	if _, err := st.UpsertNotices(ctx, []notice.Notice{storetest.AlphaNotice("LOOP-2", clock.Now())}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return len(srv.Messages()) == 2 })
@@ -80,11 +76,6 @@ func TestStartSendsTheDigest(t *testing.T) {
 	if err := m.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func withSource(n notice.Notice, src string) notice.Notice {
-	n.SourceID, n.ID = src, notice.IDFor(src)
-	return n
 }
 
 // waitFor polls cond for up to 10 s (the loop polls every 10 ms).

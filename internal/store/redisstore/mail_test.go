@@ -32,11 +32,7 @@ func (f fixture) failDeliveries(t *testing.T, accountID, watchID string) string 
 	w := composite{notices: f.notices, rs: f.rs}
 	const lastErr = "HTTP 503 from hooks.example.com"
 	for i := 0; i < delivery.DeactivateAfter; i++ {
-		acn := storetest.ACNAlpha
-		n := notice.Notice{SourceID: fmt.Sprintf("FAIL-%s-%02d", watchID, i), PublishedAt: notice.Timestamp(f.clock.Now()),
-			PublishedDate: notice.PublishedDate(f.clock.Now()), ACN: &acn, CompanyName: "ALPHA MINING PTY LTD",
-			NoticeType: "Appointment of liquidator", NoticeCode: "APP", NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation"}
-		n.ID = notice.IDFor(n.SourceID)
+		n := storetest.AlphaNotice(fmt.Sprintf("FAIL-%s-%02d", watchID, i), f.clock.Now())
 		if _, err := w.UpsertNotices(ctx, []notice.Notice{n}); err != nil {
 			t.Fatal(err)
 		}

@@ -33,11 +33,7 @@ func failDeliveries(t *testing.T, s *Store, clock *storetest.Clock, accountID, w
 	}
 	const lastErr = "HTTP 503 from hooks.example.com"
 	for i := 0; i < delivery.DeactivateAfter; i++ {
-		acn := storetest.ACNAlpha
-		n := notice.Notice{SourceID: fmt.Sprintf("FAIL-%s-%02d", watchID, i), PublishedAt: notice.Timestamp(clock.Now()),
-			PublishedDate: notice.PublishedDate(clock.Now()), ACN: &acn, CompanyName: "ALPHA MINING PTY LTD",
-			NoticeType: "Appointment of liquidator", NoticeCode: "APP", NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation"}
-		n.ID = notice.IDFor(n.SourceID)
+		n := storetest.AlphaNotice(fmt.Sprintf("FAIL-%s-%02d", watchID, i), clock.Now())
 		if _, err := s.UpsertNotices(ctx, []notice.Notice{n}); err != nil {
 			t.Fatal(err)
 		}

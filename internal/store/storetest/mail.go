@@ -29,6 +29,16 @@ type MailBackend struct {
 	FailDeliveries func(t *testing.T, accountID, watchID string) string
 }
 
+// AlphaNotice is a new notice of ACNAlpha (an appointment of a
+// liquidator) with source_id source, published at: what the mail and
+// delivery tests ingest.
+func AlphaNotice(source string, at time.Time) notice.Notice {
+	acn := ACNAlpha
+	return notice.Notice{SourceID: source, ID: notice.IDFor(source), PublishedAt: notice.Timestamp(at), PublishedDate: notice.PublishedDate(at),
+		ACN: &acn, CompanyName: "ALPHA MINING PTY LTD", NoticeType: "Appointment of liquidator",
+		NoticeCode: "APP", NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation"}
+}
+
 // mailUnit is the retry unit of the mail tests.
 const mailUnit = time.Minute
 
@@ -104,12 +114,9 @@ func (f *mailFix) notices(n int) {
 	batch := make([]notice.Notice, n)
 	for i := range batch {
 		f.seq++
-		acn, src := ACNAlpha, fmt.Sprintf("https://notices.example.gov.au/M-%04d", f.seq)
-		batch[i] = notice.Notice{SourceID: fmt.Sprintf("M-%04d", f.seq), SourceURL: &src, PublishedAt: notice.Timestamp(f.b.Clock.Now()),
-			ACN: &acn, CompanyName: "ALPHA MINING PTY LTD", NoticeType: "Appointment of liquidator",
-			NoticeCode: "APP", NoticePurpose: "Appointment", State: "NSW", Status: "In Liquidation"}
-		batch[i].ID = notice.IDFor(batch[i].SourceID)
-		batch[i].PublishedDate = notice.PublishedDate(f.b.Clock.Now())
+		src := fmt.Sprintf("https://notices.example.gov.au/M-%04d", f.seq)
+		batch[i] = AlphaNotice(fmt.Sprintf("M-%04d", f.seq), f.b.Clock.Now())
+		batch[i].SourceURL = &src
 	}
 	if _, err := f.b.Writer.UpsertNotices(f.ctx, batch); err != nil {
 		f.t.Fatal(err)
