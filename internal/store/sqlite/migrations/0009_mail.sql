@@ -10,7 +10,9 @@
 --
 -- watches.digest_seq is the end (a notice_seq) of the watch's last digest
 -- the SMTP server accepted; NULL means none yet, and the next digest starts
--- after created_seq.
+-- after created_seq. Watches that exist when this migration runs start at
+-- the latest notice: their first digest lists what arrives after the
+-- upgrade, not their whole history.
 CREATE TABLE mail_jobs (
     id              TEXT PRIMARY KEY,
     kind            TEXT NOT NULL,
@@ -30,3 +32,4 @@ CREATE INDEX mail_jobs_due ON mail_jobs (status, next_attempt_at);
 CREATE INDEX mail_jobs_watch ON mail_jobs (watch_id, kind, status);
 
 ALTER TABLE watches ADD COLUMN digest_seq INTEGER;
+UPDATE watches SET digest_seq = (SELECT coalesce(max(seq), 0) FROM notices);
