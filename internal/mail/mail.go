@@ -38,6 +38,10 @@ const (
 	DigestCap = 50
 )
 
+// Retention is how long sent, dead and dropped jobs are kept (for
+// inspection and the dead count of /health) before they are pruned.
+const Retention = 30 * 24 * time.Hour
+
 // Job is one queued email: everything needed to render it, captured when
 // it was queued, so every attempt sends the same message with the same
 // Message-ID.

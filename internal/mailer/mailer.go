@@ -139,6 +139,9 @@ func (m *Mailer) DigestOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return n, err
 	}
+	if err := m.cfg.Queue.PruneMail(ctx, now.Add(-mail.Retention)); err != nil {
+		return n, err
+	}
 	m.mu.Lock()
 	m.lastRun = window
 	m.mu.Unlock()

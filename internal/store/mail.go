@@ -35,4 +35,8 @@ type Mail interface {
 	CompleteMail(ctx context.Context, job mail.Job, out mail.Outcome, now time.Time) error
 	// MailStatus counts the queue.
 	MailStatus(ctx context.Context) (mail.QueueStatus, error)
+	// PruneMail forgets sent, dead and dropped jobs last changed before
+	// before (mail.Retention ago): a digest window can only be queued
+	// again on its own day, so the job ids need not be kept longer.
+	PruneMail(ctx context.Context, before time.Time) error
 }

@@ -29,13 +29,13 @@ import (
 //	                moves the score to the lease's end, so a job whose
 //	                claimer died is due again then
 //	mpd:<watch>     the id of the watch's pending digest, if any
-//	mdead           set of dead job ids
+//	mdead           zset of dead job ids by the time they died (ms)
 //	mlasterr        the latest SMTP error
 //	w:<watch>       field dseq: the end of the last accepted digest
 //
 // The alert is queued by the script that deactivates the watch (so once
-// per deactivation); jobs are never deleted, so a digest window's id is
-// queued once.
+// per deactivation). A finished job's hash expires after mail.Retention,
+// long after its digest window could be queued again (only on its own day).
 
 var _ store.Mail = (*Store)(nil)
 
@@ -103,7 +103,7 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 // claimMailScript leases up to ARGV[3] jobs due at ARGV[1] (ms) until
 // ARGV[2] (ms), counting each attempt; the mail of a deleted watch is
 // dropped (status deleted). KEYS: mq. ARGV[4]: the mail key prefix,
-// ARGV[5]: the watch key prefix. Returns {id, job, attempts, held, ...}.
+// ARGV[5]: the watch key prefix, ARGV[6]: retention ms. Returns {id, job, attempts, held, ...}.
 var claimMailScript = redis.NewScript(`
 local out = {}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))) do
@@ -113,6 +113,7 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT
   elseif redis.call('EXISTS', ARGV[5] .. redis.call('HGET', k, 'watch')) == 0 then
     -- the watch was deleted: its mail goes with it, as embedded
     redis.call('HSET', k, 'status', 'deleted')
+    redis.call('PEXPIRE', k, ARGV[6])
     redis.call('ZREM', KEYS[1], id)
   else
     local n = redis.call('HINCRBY', k, 'attempts', 1)
@@ -130,7 +131,7 @@ return out
 
 // ClaimMail leases due pending jobs.
 func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
-	v, err := claimMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit, s.key("mail")+":", s.key("w")+":").StringSlice()
+	v, err := claimMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit, s.key("mail")+":", s.key("w")+":", mail.Retention.Milliseconds()).StringSlice()
 	if err != nil {
 		return nil, s.fail("claim mail", err)
 	}
@@ -148,11 +149,12 @@ func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease t
 // completeMailScript records an outcome. KEYS: mail:<id>, mq, mpd:<watch>,
 // w:<watch>, mdead, mlasterr. ARGV: id, token, outcome (sent, retry,
 // dead), error, next ms, through seq (digests; 0 otherwise), now
-// timestamp.
+// timestamp, retention ms, now ms.
 var completeMailScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
 if ARGV[3] == 'sent' then
   redis.call('HSET', KEYS[1], 'status', 'sent', 'updated_at', ARGV[7])
+  redis.call('PEXPIRE', KEYS[1], ARGV[8])
   redis.call('HDEL', KEYS[1], 'token')
   redis.call('ZREM', KEYS[2], ARGV[1])
   if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
@@ -172,8 +174,9 @@ if ARGV[3] == 'retry' then
   return 1
 end
 redis.call('HSET', KEYS[1], 'status', 'dead')
+redis.call('PEXPIRE', KEYS[1], ARGV[8])
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('SADD', KEYS[5], ARGV[1])
+redis.call('ZADD', KEYS[5], ARGV[9], ARGV[1])
 if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
 return 1
 `)
@@ -193,8 +196,14 @@ func (s *Store) CompleteMail(ctx context.Context, job mail.Job, out mail.Outcome
 	}
 	err := completeMailScript.Run(ctx, s.rdb,
 		[]string{s.key("mail", job.ID), s.key("mq"), s.key("mpd", job.WatchID), s.key("w", job.WatchID), s.key("mdead"), s.key("mlasterr")},
-		job.ID, job.Token, outcome, out.Err, next.UnixMilli(), through, notice.Timestamp(now)).Err()
+		job.ID, job.Token, outcome, out.Err, next.UnixMilli(), through, notice.Timestamp(now), mail.Retention.Milliseconds(), now.UnixMilli()).Err()
 	return s.fail("record a mail outcome", err)
+}
+
+// PruneMail forgets dead jobs that died before before (their hashes
+// expire by themselves after mail.Retention).
+func (s *Store) PruneMail(ctx context.Context, before time.Time) error {
+	return s.fail("prune the mail queue", s.rdb.ZRemRangeByScore(ctx, s.key("mdead"), "-inf", "("+strconv.FormatInt(before.UnixMilli(), 10)).Err())
 }
 
 // MailStatus counts the queue.
@@ -202,7 +211,7 @@ func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 	var st mail.QueueStatus
 	p := s.rdb.Pipeline()
 	pending := p.ZCard(ctx, s.key("mq"))
-	dead := p.SCard(ctx, s.key("mdead"))
+	dead := p.ZCard(ctx, s.key("mdead"))
 	last := p.Get(ctx, s.key("mlasterr"))
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return st, s.fail("read the mail queue", err)
@@ -336,7 +345,8 @@ func (s *Store) TakeDueMail(ctx context.Context, now time.Time, lease time.Durat
 // now+lease. ok is false when the job is no longer pending or its watch
 // was deleted (the mail is dropped).
 func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease time.Duration) (mail.Job, bool, error) {
-	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, id, now.Add(lease).UnixMilli(), s.key("mail")+":", s.key("w")+":").StringSlice()
+	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, id, now.Add(lease).UnixMilli(), s.key("mail")+":", s.key("w")+":",
+		mail.Retention.Milliseconds()).StringSlice()
 	if err != nil {
 		return mail.Job{}, false, s.fail("begin a mail attempt", err)
 	}
@@ -347,13 +357,14 @@ func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease t
 }
 
 // beginMailScript counts an attempt of job ARGV[1]. KEYS: mq. ARGV: id,
-// lease end ms, mail key prefix, watch key prefix. Returns {job, attempts,
+// lease end ms, mail key prefix, watch key prefix, retention ms. Returns {job, attempts,
 // held} or {} when there is nothing to send.
 var beginMailScript = redis.NewScript(`
 local k = ARGV[3] .. ARGV[1]
 if redis.call('HGET', k, 'status') ~= 'pending' then return {} end
 if redis.call('EXISTS', ARGV[4] .. redis.call('HGET', k, 'watch')) == 0 then
   redis.call('HSET', k, 'status', 'deleted')
+  redis.call('PEXPIRE', k, ARGV[5])
   redis.call('ZREM', KEYS[1], ARGV[1])
   return {}
 end

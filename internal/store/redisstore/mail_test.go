@@ -6,10 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/mail"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/internal/webhook"
 )
 
@@ -56,4 +59,52 @@ func (f fixture) failDeliveries(t *testing.T, accountID, watchID string) string 
 		}
 	}
 	return lastErr
+}
+
+// TestFinishedMailExpires: a sent job's hash expires after mail.Retention
+// (Redis keeps time here; the fake clock cannot move it).
+func TestFinishedMailExpires(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	b := f.backend()
+	acc, err := b.Accounts.CreateAccount(ctx, "Acme", "enterprise")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := createAlphaWatch(t, f, acc.AccountID)
+	job := mail.Job{ID: mail.DigestID(w, f.clock.Now()), Kind: mail.KindDigest, WatchID: w, To: "a@b.example",
+		Digest: &mail.Digest{Total: 1, ThroughSeq: 7}}
+	if ok, err := f.rs.QueueDigest(ctx, job, f.clock.Now()); err != nil || !ok {
+		t.Fatalf("queue: %v %v", ok, err)
+	}
+	if ttl := f.rdb.PTTL(ctx, f.rs.key("mail", job.ID)).Val(); ttl != -1 {
+		t.Fatalf("a pending job has a TTL of %v; it must not expire", ttl)
+	}
+	jobs, err := f.rs.ClaimMail(ctx, f.clock.Now(), 10, time.Minute)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %v %v", jobs, err)
+	}
+	if err := f.rs.CompleteMail(ctx, jobs[0], mail.Outcome{}, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := f.rdb.PTTL(ctx, f.rs.key("mail", job.ID)).Val(); ttl <= mail.Retention-time.Minute || ttl > mail.Retention {
+		t.Fatalf("a sent job's TTL is %v, want about %v", ttl, mail.Retention)
+	}
+	if seq := f.rdb.HGet(ctx, f.rs.key("w", w), "dseq").Val(); seq != "7" {
+		t.Fatalf("dseq after the digest was sent = %q, want 7", seq)
+	}
+}
+
+// createAlphaWatch creates a watch of ACNAlpha with an alert_email.
+func createAlphaWatch(t *testing.T, f fixture, accountID string) string {
+	t.Helper()
+	req, err := watch.ParseCreate([]byte(`{"identifiers": ["` + storetest.ACNAlpha + `"], "alert_email": "a@b.example"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.rs.CreateWatch(context.Background(), watch.New(req, accountID, f.clock.Now()), account.DefaultPlans()["enterprise"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.ID
 }

@@ -191,6 +191,14 @@ func (s *Store) CompleteMail(ctx context.Context, job mail.Job, out mail.Outcome
 	return nil
 }
 
+// PruneMail deletes finished jobs last changed before before.
+func (s *Store) PruneMail(ctx context.Context, before time.Time) error {
+	if _, err := s.write.ExecContext(ctx, "DELETE FROM mail_jobs WHERE status <> 'pending' AND updated_at < ?", notice.Timestamp(before)); err != nil {
+		return fmt.Errorf("sqlite: prune the mail queue: %w", err)
+	}
+	return nil
+}
+
 // MailStatus counts pending and dead jobs and reads the latest error.
 func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 	var (

@@ -50,6 +50,7 @@ func RunMail(t *testing.T, open func(t *testing.T) MailBackend) {
 	t.Run("DigestRetryWhenRefused", func(t *testing.T) { testDigestRetry(t, newMailFix(t, open(t))) })
 	t.Run("NoDuplicateAfterRestart", func(t *testing.T) { testNoDuplicateAfterRestart(t, newMailFix(t, open(t))) })
 	t.Run("DeletedWatchDropsMail", func(t *testing.T) { testDeletedWatchDropsMail(t, newMailFix(t, open(t))) })
+	t.Run("DeadDigestListedAgainAndPruned", func(t *testing.T) { testDeadDigest(t, newMailFix(t, open(t))) })
 }
 
 type mailFix struct {
@@ -365,5 +366,48 @@ func testDeletedWatchDropsMail(t *testing.T, f *mailFix) {
 	}
 	if st, err := f.b.Mail.MailStatus(f.ctx); err != nil || st.Pending != 0 {
 		t.Fatalf("queue after the watch was deleted: %+v %v", st, err)
+	}
+}
+
+func testDeadDigest(t *testing.T, f *mailFix) {
+	f.setClock(6, 0)
+	f.watch("Loan book")
+	m := f.mailer()
+	f.digestOnce(m)
+	f.notices(2)
+	f.setClock(7, 0)
+	f.smtp.Refuse(true)
+	if n := f.digestOnce(m); n != 1 {
+		t.Fatalf("queued %d", n)
+	}
+	for attempt := 1; attempt <= mail.MaxAttempts; attempt++ {
+		f.sendOnce(m)
+		if f.smtp.Refused() != attempt {
+			t.Fatalf("attempt %d: the server saw %d attempts", attempt, f.smtp.Refused())
+		}
+		f.b.Clock.Advance(time.Duration(attempt) * mailUnit)
+	}
+	st, err := f.b.Mail.MailStatus(f.ctx)
+	if err != nil || st.Pending != 0 || st.Dead != 1 || st.LastError == "" {
+		t.Fatalf("after %d refusals: %+v %v; want one dead with its error", mail.MaxAttempts, st, err)
+	}
+	if f.sendOnce(m); f.smtp.Refused() != mail.MaxAttempts {
+		t.Fatalf("a dead digest was tried again")
+	}
+	// The dead digest was never accepted: the next window lists its matches.
+	f.smtp.Refuse(false)
+	f.setClock(7, 0)
+	if n := f.digestOnce(m); n != 1 {
+		t.Fatalf("queued %d the day after a dead digest", n)
+	}
+	f.sendOnce(m)
+	if msgs := f.smtp.Messages(); len(msgs) != 1 || !strings.Contains(msgs[0].Text(), "2 new notices match") {
+		t.Fatalf("the next digest: %d messages", len(msgs))
+	}
+	// Finished jobs are pruned after mail.Retention.
+	f.b.Clock.Advance(mail.Retention + 24*time.Hour)
+	f.digestOnce(m)
+	if st, err := f.b.Mail.MailStatus(f.ctx); err != nil || st.Dead != 0 || st.Pending != 0 {
+		t.Fatalf("after the retention: %+v %v", st, err)
 	}
 }
