@@ -124,8 +124,11 @@ func (m *Mailer) Shutdown(ctx context.Context) error {
 }
 
 // DigestOnce queues the digests of the latest digest window at or before
-// now, once per window in this process (a window another process already
-// queued is refused by its job id). It returns how many it queued.
+// now, unless that window was already run, by this process or any other
+// sharing the store (Queue.LastDigestWindow): a process started after the
+// digest time runs the window it missed, one started again later the same
+// day does not. Two processes running one window at once queue each digest
+// once (its job id). It returns how many it queued.
 func (m *Mailer) DigestOnce(ctx context.Context) (int, error) {
 	now := m.cfg.Now()
 	window := m.cfg.Schedule.Latest(now)
@@ -135,8 +138,21 @@ func (m *Mailer) DigestOnce(ctx context.Context) (int, error) {
 	if done {
 		return 0, nil
 	}
+	last, err := m.cfg.Queue.LastDigestWindow(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if !window.After(last) {
+		m.mu.Lock()
+		m.lastRun = window
+		m.mu.Unlock()
+		return 0, nil
+	}
 	n, err := m.QueueDigests(ctx, window, now)
 	if err != nil {
+		return n, err
+	}
+	if err := m.cfg.Queue.SetDigestWindow(ctx, window); err != nil {
 		return n, err
 	}
 	if err := m.cfg.Queue.PruneMail(ctx, now.Add(-mail.Retention)); err != nil {

@@ -16,6 +16,13 @@ import (
 // crash makes them due again), retried after mail.RetryWait and kept after
 // they are sent, so a job id is never queued twice.
 type Mail interface {
+	// LastDigestWindow returns the latest digest window whose digests were
+	// all queued (zero when none): a process that starts again later the
+	// same day does not run that window again.
+	LastDigestWindow(ctx context.Context) (time.Time, error)
+	// SetDigestWindow records that window's digests were all queued (it
+	// never moves the recorded window back).
+	SetDigestWindow(ctx context.Context, window time.Time) error
 	// DigestTargets lists every watch with an alert_email and the end of
 	// its last digest the SMTP server accepted (mail.Target.SentSeq).
 	DigestTargets(ctx context.Context) ([]mail.Target, error)

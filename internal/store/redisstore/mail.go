@@ -31,6 +31,8 @@ import (
 //	mpd:<watch>     the id of the watch's pending digest, if any
 //	mdead           zset of dead job ids by the time they died (ms)
 //	mlasterr        the latest SMTP error
+//	mdw             the last digest window whose digests were all queued
+//	                (unix ms)
 //	w:<watch>       field dseq: the end of the last accepted digest
 //
 // The alert is queued by the script that deactivates the watch (so once
@@ -38,6 +40,30 @@ import (
 // long after its digest window could be queued again (only on its own day).
 
 var _ store.Mail = (*Store)(nil)
+
+// LastDigestWindow reads the last digest window run (key mdw, unix ms).
+func (s *Store) LastDigestWindow(ctx context.Context) (time.Time, error) {
+	ms, err := s.rdb.Get(ctx, s.key("mdw")).Int64()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, s.fail("read the digest window", err)
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}
+
+// setWindowScript moves mdw forward only. KEYS: mdw. ARGV: window ms.
+var setWindowScript = redis.NewScript(`
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[1]) > cur then redis.call('SET', KEYS[1], ARGV[1]) end
+return 1
+`)
+
+// SetDigestWindow records window as run, never moving it back.
+func (s *Store) SetDigestWindow(ctx context.Context, window time.Time) error {
+	return s.fail("record the digest window", setWindowScript.Run(ctx, s.rdb, []string{s.key("mdw")}, window.UnixMilli()).Err())
+}
 
 // DigestTargets lists the watches with an alert_email.
 func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/noticesd/noticesd/internal/mail"
@@ -16,6 +17,28 @@ import (
 // ever, claimed with a lease like the deliveries, and watches.digest_seq.
 
 var _ store.Mail = (*Store)(nil)
+
+// metaDigestWindow is the meta key of the last digest window run (unix ms).
+const metaDigestWindow = "mail_digest_window"
+
+// LastDigestWindow reads the last digest window run.
+func (s *Store) LastDigestWindow(ctx context.Context) (time.Time, error) {
+	ms, err := metaInt(ctx, s.read, metaDigestWindow)
+	if err != nil || ms == 0 {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}
+
+// SetDigestWindow records window as run, never moving it back.
+func (s *Store) SetDigestWindow(ctx context.Context, window time.Time) error {
+	if _, err := s.write.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = CAST(max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER)) AS TEXT)`,
+		metaDigestWindow, strconv.FormatInt(window.UnixMilli(), 10)); err != nil {
+		return fmt.Errorf("sqlite: record the digest window: %w", err)
+	}
+	return nil
+}
 
 // DigestTargets lists the watches with an alert_email.
 func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {
