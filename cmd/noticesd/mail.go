@@ -43,6 +43,7 @@ func newMailHealth(cfg config.Config, q store.Mail, log *slog.Logger) api.MailSo
 	return mailHealth{cfg: cfg, queue: q, log: log}
 }
 
+// MailStatus implements api.MailSource.
 func (h mailHealth) MailStatus(ctx context.Context) api.MailStatus {
 	st := api.MailStatus{State: api.MailOn}
 	if u, err := mail.ParseURL(h.cfg.SMTPURL); err == nil {
