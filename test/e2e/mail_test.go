@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -74,22 +72,7 @@ func TestMailDeactivationAlert(t *testing.T) {
 	call(t, "POST", srv.base+"/v1/watches", acct.AccountKey,
 		map[string]any{"name": "Loan book", "identifiers": []string{acn}, "alert_email": "credit@acme.test"}, http.StatusCreated, &w)
 	call(t, "POST", srv.base+"/v1/watches/"+w.ID+"/webhook", acct.AccountKey, map[string]string{"url": hook.URL + "/hook"}, http.StatusCreated, nil)
-	var lines bytes.Buffer
-	now := time.Now().UTC()
-	for i := 0; i < 10; i++ {
-		line, _ := json.Marshal(map[string]any{
-			"source_id": fmt.Sprintf("MAIL%06d", i), "published_at": now.Add(-time.Duration(i) * time.Minute).Format(time.RFC3339),
-			"acn": acn, "company_name": "MAIL TEST PTY LTD", "notice_type": "Appointment of liquidator",
-			"notice_code": "APP", "notice_purpose": "Appointment", "state": "NSW", "status": "In Liquidation", "text": "notice",
-		})
-		lines.Write(line)
-		lines.WriteByte('\n')
-	}
-	file := filepath.Join(dir, "notices.jsonl")
-	if err := os.WriteFile(file, lines.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	testbin.Run(t, bin, env, "ingest", "notices", file)
+	ingestNotices(t, bin, env, dir, "MAIL", "MAIL TEST PTY LTD", []string{acn, acn, acn, acn, acn, acn, acn, acn, acn, acn})
 
 	testbin.WaitFor(t, 60*time.Second, "the deactivation alert", func() bool { return len(smtp.Messages()) >= 1 })
 	call(t, "GET", srv.base+"/v1/watches/"+w.ID, acct.AccountKey, nil, http.StatusOK, &w)
