@@ -46,6 +46,29 @@ func (DisabledCollector) CollectorStatus(context.Context) CollectorStatus {
 	return CollectorStatus{State: CollectorDisabled}
 }
 
+// MailStatus is the mail block of /health: alert_email mail is "off"
+// (NOTICES_SMTP_URL unset) or "on", with the server (host:port, never its
+// credentials), the digest time and the queue.
+type MailStatus struct {
+	State      string  `json:"state"`
+	Server     *string `json:"server,omitempty"`
+	DigestTime *string `json:"digest_time,omitempty"`
+	Pending    *int    `json:"pending,omitempty"`
+	Dead       *int    `json:"dead,omitempty"`
+	LastError  *string `json:"last_error,omitempty"`
+}
+
+// Mail states reported by /health.
+const (
+	MailOff = "off"
+	MailOn  = "on"
+)
+
+// MailSource reports alert_email mail for /health; nil means mail is off.
+type MailSource interface {
+	MailStatus(ctx context.Context) MailStatus
+}
+
 // Check probes one backend for /health; nil means reachable.
 type Check func(ctx context.Context) error
 
@@ -66,6 +89,7 @@ var healthChecks = []string{"search", "store", "queue"}
 type healthResponse struct {
 	Status    string              `json:"status"`
 	Collector CollectorStatus     `json:"collector"`
+	Mail      MailStatus          `json:"mail"`
 	Index     *notice.IndexStatus `json:"index"`
 	Checks    checkResults        `json:"checks"`
 	// Reasons says, one sentence each, why status is not ok; empty when
@@ -134,6 +158,10 @@ func (s *Server) health(c *fiber.Ctx) error {
 			resp.Reasons = append(resp.Reasons, "store cannot write: "+err.Error())
 			status = fiber.StatusServiceUnavailable
 		}
+	}
+	resp.Mail = MailStatus{State: MailOff}
+	if s.deps.Mail != nil {
+		resp.Mail = s.deps.Mail.MailStatus(ctx)
 	}
 	resp.Collector = s.deps.Health.CollectorStatus(ctx)
 	resp.Collector.Source = redactSource(resp.Collector.Source)

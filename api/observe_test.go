@@ -114,6 +114,8 @@ func TestMetrics(t *testing.T) {
 		{"noticesd_deliveries", map[string]string{"status": "pending"}, 0},
 		{"noticesd_delivery_queue_due", nil, 0},
 		{"noticesd_delivery_retry_backlog", nil, 0},
+		{"noticesd_mail", map[string]string{"status": "pending"}, 0},
+		{"noticesd_mail", map[string]string{"status": "dead"}, 0},
 		{"noticesd_collector_runs_total", map[string]string{"outcome": "failed"}, 0},
 		{"noticesd_ingest_rows_total", map[string]string{"outcome": "rejected"}, 0},
 		{"noticesd_delivery_attempts_total", map[string]string{"outcome": "failed"}, 0},

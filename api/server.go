@@ -45,6 +45,8 @@ type Deps struct {
 	Plans map[string]account.Plan
 	// Health reports the collector; nil means DisabledCollector.
 	Health HealthSource
+	// Mail reports alert_email mail on /health; nil means mail is off.
+	Mail MailSource
 	// Checks probes backends for /health by name ("search", "store",
 	// "queue"). A name without a probe reports the result of reading the
 	// index status, which is right for the embedded backend where one

@@ -16,7 +16,7 @@ import (
 )
 
 // wireParts starts the long-running parts that serve runs beside the API
-// (collector, arrival dispatcher, delivery worker) and fills deps with what
+// (collector, arrival dispatcher, delivery worker, alert_email mailer) and fills deps with what
 // the API needs of them. Parts are shut down in reverse order of start.
 func wireParts(ctx context.Context, cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *api.Deps, start func(part) error) error {
 	deps.Watches = st
@@ -35,6 +35,16 @@ func wireParts(ctx context.Context, cfg config.Config, st *sqlite.Store, log *sl
 			return err
 		}
 	}
+	m, err := newMailer(cfg, st, st, false, log.With("part", "mail"))
+	if err != nil {
+		return err
+	}
+	if m != nil {
+		if err := start(m); err != nil {
+			return err
+		}
+	}
+	deps.Mail = newMailHealth(cfg, st, log)
 	if cfg.Source != "" {
 		c, err := newCollector(cfg, st, log, deps.Metrics, nil)
 		if err != nil {

@@ -57,6 +57,7 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 	}
 	// Request counters; the stored counts are the embedded store's only.
 	deps.Metrics = metrics.New(nil, deps.Logger)
+	deps.Mail = newMailHealth(cfg, st.Redis, deps.Logger)
 	return st, nil
 }
 

@@ -16,7 +16,9 @@ const workerAbout = `Run scale mode's webhook delivery (NOTICES_BACKEND=scale): 
 notices to watches, turn matches into deliveries and attempt them on asynq
 workers, retried after n x NOTICES_DELIVERY_RETRY_UNIT. Run as many worker
 processes as the load needs; SIGTERM stops taking work and waits for the
-attempts in flight (the rest run again elsewhere, under the same delivery id).`
+attempts in flight (the rest run again elsewhere, under the same delivery id).
+With NOTICES_SMTP_URL set it also sends alert_email mail (deactivation alerts
+and the daily digest at NOTICES_DIGEST_TIME) from the namespace's mail queue.`
 
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("worker", "worker [--concurrency N]", workerAbout, stderr)
@@ -47,10 +49,14 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	mailer, err := newMailer(cfg, st.Redis, st.Redis, true, log.With("part", "mail"))
+	if err != nil {
+		return err
+	}
 	sched, err := scheduler.New(scheduler.Config{
 		Redis: st.Client(), Namespace: cfg.Namespace, Ledger: st.Redis, Sender: sender,
 		RetryUnit: cfg.DeliveryRetryUnit, Concurrency: cfg.WorkerConcurrency,
-		Logger: log.With("part", "delivery"),
+		Logger: log.With("part", "delivery"), Mail: mailer,
 	})
 	if err != nil {
 		return err
@@ -62,11 +68,21 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	matcher.Start(ctx)
+	if mailer != nil {
+		if err := mailer.Start(ctx); err != nil {
+			return err
+		}
+	}
 	log.Info("delivering", "namespace", cfg.Namespace, "queue", scheduler.QueueName(cfg.Namespace), "concurrency", cfg.WorkerConcurrency)
 	<-ctx.Done()
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.DeliveryTimeout+15*time.Second)
 	defer cancel()
+	if mailer != nil {
+		if err := mailer.Shutdown(sctx); err != nil {
+			log.Error("mailer shutdown", "err", err)
+		}
+	}
 	if err := matcher.Shutdown(sctx); err != nil {
 		log.Error("matcher shutdown", "err", err)
 	}

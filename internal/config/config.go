@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	netmail "net/mail"
 	"net/url"
 	"os"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/mail"
 	"github.com/noticesd/noticesd/internal/secretbox"
 )
 
@@ -31,6 +33,9 @@ type Config struct {
 	WebhookAllowPrivate bool          // NOTICES_WEBHOOK_ALLOW_PRIVATE
 	WebhookCAFile       string        // NOTICES_WEBHOOK_CA_FILE
 	WorkerConcurrency   int           // NOTICES_WORKER_CONCURRENCY: delivery attempts in flight per `noticesd worker` process (scale)
+	SMTPURL             string        // NOTICES_SMTP_URL: smtp:// or smtps://; "" turns mail off
+	MailFrom            string        // NOTICES_MAIL_FROM: From address of alert_email mail
+	DigestTime          string        // NOTICES_DIGEST_TIME: daily digest time, "HH:MM Zone"
 	LogLevel            string        // NOTICES_LOG_LEVEL: debug, info, warn, error
 	LogFormat           string        // NOTICES_LOG_FORMAT: json or text
 	MaxBodyBytes        int           // NOTICES_MAX_BODY_BYTES: body cap of POST /v1/match and POST /v1/watches
@@ -69,6 +74,7 @@ func Default() Config {
 		DeliveryRetryUnit: 10 * time.Minute,
 		DeliveryTimeout:   10 * time.Second,
 		WorkerConcurrency: 32,
+		DigestTime:        mail.DefaultDigestTime,
 		LogLevel:          "info",
 		LogFormat:         "json",
 		MaxBodyBytes:      8 << 20,
@@ -145,6 +151,12 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	dur("NOTICES_DELIVERY_TIMEOUT", &c.DeliveryTimeout)
 	boolean("NOTICES_WEBHOOK_ALLOW_PRIVATE", &c.WebhookAllowPrivate)
 	str("NOTICES_WEBHOOK_CA_FILE", &c.WebhookCAFile)
+	str("NOTICES_SMTP_URL", &c.SMTPURL)
+	if strings.EqualFold(c.SMTPURL, "none") {
+		c.SMTPURL = ""
+	}
+	str("NOTICES_MAIL_FROM", &c.MailFrom)
+	str("NOTICES_DIGEST_TIME", &c.DigestTime)
 	str("NOTICES_LOG_LEVEL", &c.LogLevel)
 	str("NOTICES_SECRET_KEY", &c.SecretKey)
 	str("NOTICES_SECRET_KEY_PREVIOUS", &c.SecretKeyPrevious)
@@ -240,12 +252,44 @@ func (c Config) Validate() error {
 			return fmt.Errorf("config: %s: %w", name, err)
 		}
 	}
+	if _, err := mail.ParseSchedule(c.DigestTime); err != nil {
+		return fmt.Errorf("config: NOTICES_DIGEST_TIME: %w", err)
+	}
+	if c.SMTPURL != "" {
+		if _, err := mail.ParseURL(c.SMTPURL); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		if c.MailFrom == "" {
+			return fmt.Errorf("config: NOTICES_SMTP_URL is set and NOTICES_MAIL_FROM is not; set the From address of alert emails, e.g. NOTICES_MAIL_FROM='noticesd <alerts@example.com>'")
+		}
+		if _, err := netmail.ParseAddress(c.MailFrom); err != nil {
+			return fmt.Errorf("config: NOTICES_MAIL_FROM=%q is not an email address such as alerts@example.com or 'noticesd <alerts@example.com>'", c.MailFrom)
+		}
+	}
 	if strings.HasPrefix(c.Source, "http://") || strings.HasPrefix(c.Source, "https://") {
 		if u, err := url.Parse(c.Source); err != nil || u.Host == "" {
 			return fmt.Errorf("config: NOTICES_SOURCE=%q is not a valid URL", c.Source)
 		}
 	}
 	return nil
+}
+
+// MailOn reports whether alert_email mail is sent (NOTICES_SMTP_URL set).
+func (c Config) MailOn() bool { return c.SMTPURL != "" }
+
+// MailSender returns the SMTP sender of alert_email mail, or nil when mail
+// is off.
+func (c Config) MailSender() (*mail.Sender, error) {
+	if !c.MailOn() {
+		return nil, nil
+	}
+	return mail.NewSender(c.SMTPURL, c.MailFrom, 30*time.Second)
+}
+
+// DigestSchedule is NOTICES_DIGEST_TIME parsed (Validate checked it).
+func (c Config) DigestSchedule() mail.Schedule {
+	s, _ := mail.ParseSchedule(c.DigestTime)
+	return s
 }
 
 // DevelopmentSecretKey is the fixed, public NOTICES_SECRET_KEY that

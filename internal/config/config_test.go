@@ -57,6 +57,27 @@ func TestFromLookup(t *testing.T) {
 		{"bad duration", map[string]string{"NOTICES_DELIVERY_TIMEOUT": "soon"}, "NOTICES_DELIVERY_TIMEOUT", nil},
 		{"bad bool", map[string]string{"NOTICES_WEBHOOKS": "maybe"}, "NOTICES_WEBHOOKS", nil},
 		{"bad backend", map[string]string{"NOTICES_BACKEND": "mongo"}, "NOTICES_BACKEND", nil},
+		{"mail off by default", nil, "", func(t *testing.T, c Config) {
+			if c.MailOn() || c.DigestTime != "07:00 Australia/Sydney" || c.DigestSchedule().String() != "07:00 Australia/Sydney" {
+				t.Errorf("mail defaults: on=%v digest %q", c.MailOn(), c.DigestTime)
+			}
+			if s, err := c.MailSender(); s != nil || err != nil {
+				t.Errorf("a sender with mail off: %v %v", s, err)
+			}
+		}},
+		{"mail on", map[string]string{"NOTICES_SMTP_URL": "smtps://u:p@mail.example.com:465", "NOTICES_MAIL_FROM": "noticesd <alerts@example.com>",
+			"NOTICES_DIGEST_TIME": "18:30 UTC"}, "", func(t *testing.T, c Config) {
+			if s, err := c.MailSender(); !c.MailOn() || err != nil || s.Address() != "mail.example.com:465" || s.Domain() != "example.com" {
+				t.Errorf("mail on: %v %v", s, err)
+			}
+			if c.DigestSchedule().String() != "18:30 UTC" {
+				t.Errorf("digest %v", c.DigestSchedule())
+			}
+		}},
+		{"smtp url without from", map[string]string{"NOTICES_SMTP_URL": "smtp://mail.example.com"}, "NOTICES_MAIL_FROM", nil},
+		{"bad from", map[string]string{"NOTICES_SMTP_URL": "smtp://mail.example.com", "NOTICES_MAIL_FROM": "not an address"}, "NOTICES_MAIL_FROM", nil},
+		{"bad smtp scheme", map[string]string{"NOTICES_SMTP_URL": "http://u:hunter2@mail.example.com", "NOTICES_MAIL_FROM": "a@b.example"}, "NOTICES_SMTP_URL=http://u:xxxxx@", nil},
+		{"bad digest time", map[string]string{"NOTICES_DIGEST_TIME": "7am"}, "NOTICES_DIGEST_TIME", nil},
 		{"scale defaults", map[string]string{"NOTICES_BACKEND": "scale"}, "", func(t *testing.T, c Config) {
 			if c.ElasticsearchURL != "http://localhost:9200" || c.RedisURL != "redis://localhost:6379/0" {
 				t.Errorf("scale URLs %q %q, want API.md's defaults", c.ElasticsearchURL, c.RedisURL)

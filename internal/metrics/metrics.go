@@ -156,11 +156,13 @@ var (
 		"Pending deliveries due now: the delivery queue depth.", nil, nil)
 	descBacklog = prometheus.NewDesc(namespace+"_delivery_retry_backlog",
 		"Pending deliveries that failed at least once and wait for a retry.", nil, nil)
+	descMail = prometheus.NewDesc(namespace+"_mail",
+		"alert_email mail jobs, by status (pending: not yet accepted by the SMTP server; dead: given up).", []string{"status"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descAccounts, descWatches, descDeliveries, descQueue, descBacklog} {
+	for _, d := range []*prometheus.Desc{descUp, descAccounts, descWatches, descDeliveries, descQueue, descBacklog, descMail} {
 		ch <- d
 	}
 }
@@ -188,4 +190,6 @@ func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descDeliveries, v.DeliveriesDead, "dead")
 	gauge(descQueue, v.QueueDue)
 	gauge(descBacklog, v.RetryBacklog)
+	gauge(descMail, v.MailPending, "pending")
+	gauge(descMail, v.MailDead, "dead")
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/mailer"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/webhook"
 	"github.com/noticesd/noticesd/worker"
@@ -89,6 +90,12 @@ type Config struct {
 	Now func() time.Time
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Mail, when set (NOTICES_SMTP_URL), sends alert_email mail as asynq
+	// tasks of type MailTaskType on the queue MailQueueName: a pump turns
+	// the Redis mail queue's due jobs into tasks, and each task makes one
+	// attempt with Mail.Attempt. Its digests are queued by its own loop
+	// (mailer.Config.DigestsOnly), which the caller runs.
+	Mail *mailer.Mailer
 }
 
 // Scheduler runs delivery on asynq; Start and Shutdown it.
@@ -145,9 +152,13 @@ func New(cfg Config) (*Scheduler, error) {
 		inspector: asynq.NewInspectorFromRedisClient(cfg.Redis),
 		wake:      make(chan struct{}, 1)}
 	s.attempter = worker.Attempter{Sender: cfg.Sender, Ledger: cfg.Ledger, RetryUnit: cfg.RetryUnit, Now: cfg.Now}
+	queues := map[string]int{s.queue: 1}
+	if cfg.Mail != nil {
+		queues[MailQueueName(cfg.Namespace)] = 1
+	}
 	s.server = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
 		Concurrency:              cfg.Concurrency,
-		Queues:                   map[string]int{s.queue: 1},
+		Queues:                   queues,
 		RetryDelayFunc:           retryDelay,
 		DelayedTaskCheckInterval: cfg.CheckInterval,
 		TaskCheckInterval:        taskCheckInterval,
@@ -296,11 +307,16 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TaskType, s.handle)
+	loops := []func(context.Context){s.consume, s.pump, s.sweep}
+	if s.cfg.Mail != nil {
+		mux.HandleFunc(MailTaskType, s.handleMail)
+		loops = append(loops, s.pumpMail)
+	}
 	if err := s.server.Start(mux); err != nil {
 		return fmt.Errorf("scheduler: start the asynq server: %w", err)
 	}
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	for _, loop := range []func(context.Context){s.consume, s.pump, s.sweep} {
+	for _, loop := range loops {
 		s.wg.Go(func() { loop(ctx) })
 	}
 	return nil

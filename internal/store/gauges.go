@@ -18,6 +18,9 @@ type Gauges struct {
 	// RetryBacklog counts pending deliveries that have failed at least
 	// once and wait for a retry.
 	RetryBacklog int64
+	// MailPending and MailDead count alert_email mail jobs waiting to be
+	// accepted by the SMTP server and given up (docs/email.md).
+	MailPending, MailDead int64
 }
 
 // GaugeSource reads Gauges; every backend implements it.

@@ -166,6 +166,30 @@ func call(t *testing.T, method, url, key string, body any, want int, out any) {
 	}
 }
 
+// ingestNotices writes one appointment notice per ACN in acns (source_id
+// prefix + a number, the i-th published i minutes ago) and loads them with
+// a separate `noticesd ingest` process.
+func ingestNotices(t *testing.T, bin string, env []string, dir, prefix, company string, acns []string) {
+	t.Helper()
+	var lines bytes.Buffer
+	now := time.Now().UTC()
+	for i, acn := range acns {
+		line, _ := json.Marshal(map[string]any{
+			"source_id": fmt.Sprintf("%s%07d", prefix, i), "published_at": now.Add(-time.Duration(i) * time.Minute).Format(time.RFC3339),
+			"acn": acn, "company_name": company, "notice_type": "Appointment of liquidator",
+			"notice_code": "APP", "notice_purpose": "Appointment", "state": "NSW", "status": "In Liquidation",
+			"text": "notice " + fmt.Sprint(i),
+		})
+		lines.Write(line)
+		lines.WriteByte('\n')
+	}
+	file := filepath.Join(dir, prefix+"notices.jsonl")
+	if err := os.WriteFile(file, lines.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testbin.Run(t, bin, env, "ingest", "notices", file)
+}
+
 // TestDeliveryCrashRecovery kills `noticesd serve` with SIGKILL while
 // deliveries are in flight and pending, restarts it, and checks that every
 // eligible notice is delivered and no delivery stays pending.
@@ -229,27 +253,15 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 	// 40 matching notices and 10 of another company, loaded by a separate
 	// `noticesd ingest` process while serve runs.
 	const matching = 40
-	var lines bytes.Buffer
-	now := time.Now().UTC()
+	var noticeACNs []string
 	for i := 0; i < matching+10; i++ {
 		acn := acns[i%companies]
 		if i >= matching {
 			acn = "999999990"
 		}
-		line, _ := json.Marshal(map[string]any{
-			"source_id": fmt.Sprintf("7E%07d", i), "published_at": now.Add(-time.Duration(i) * time.Minute).Format(time.RFC3339),
-			"acn": acn, "company_name": "CRASH TEST PTY LTD", "notice_type": "Appointment of liquidator",
-			"notice_code": "APP", "notice_purpose": "Appointment", "state": "NSW", "status": "In Liquidation",
-			"text": "notice " + fmt.Sprint(i),
-		})
-		lines.Write(line)
-		lines.WriteByte('\n')
+		noticeACNs = append(noticeACNs, acn)
 	}
-	file := filepath.Join(dir, "notices.jsonl")
-	if err := os.WriteFile(file, lines.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	testbin.Run(t, bin, env, "ingest", "notices", file)
+	ingestNotices(t, bin, env, dir, "7E", "CRASH TEST PTY LTD", noticeACNs)
 
 	// Some are delivered, then four requests hang (in flight), the rest
 	// wait behind them; kill the server then.

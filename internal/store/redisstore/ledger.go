@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
-	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/internal/webhook"
 )
 
@@ -419,29 +417,6 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 		return nil
 	}
 	return s.deactivate(ctx, job.WatchID, failures, d.LastError, now)
-}
-
-// deactivate switches a watch off after n consecutive failed notices and
-// holds its pending deliveries.
-func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr string, now time.Time) error {
-	acc, err := s.rdb.HGet(ctx, s.key("w", watchID), "account").Result()
-	if errors.Is(err, redis.Nil) {
-		return nil
-	}
-	if err != nil {
-		return s.fail("deactivate watch", err)
-	}
-	_, err = s.modifyWatch(ctx, acc, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
-		if !w.Active {
-			return nil, nil
-		}
-		w.Active, w.DeactivatedReason, w.UpdatedAt = false, delivery.DeactivationReason(n, lastErr), stamp(now)
-		return nil, nil
-	})
-	if err != nil {
-		return err
-	}
-	return s.hold(ctx, watchID, now)
 }
 
 // holdScript holds every pending delivery of a watch (next_attempt_at

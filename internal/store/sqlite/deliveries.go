@@ -536,7 +536,7 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 			next_attempt_at = NULL, lease_until = NULL, claim_token = NULL WHERE id = ?`, n, d.LastError, ts, job.DeliveryID); err != nil {
 			return fmt.Errorf("sqlite: record delivery %s dead: %w", job.DeliveryID, err)
 		}
-		if err := countFailedNotice(ctx, tx, job.WatchID, d.LastError, ts); err != nil {
+		if err := countFailedNotice(ctx, tx, job.WatchID, d.LastError, now); err != nil {
 			return err
 		}
 	}
@@ -577,8 +577,9 @@ func recordStale(ctx context.Context, tx *sql.Tx, job store.Job, out store.Outco
 
 // countFailedNotice adds one to the watch's consecutive failed notices and
 // deactivates it at delivery.DeactivateAfter (the hold trigger then holds
-// its scheduled deliveries).
-func countFailedNotice(ctx context.Context, tx *sql.Tx, watchID, lastErr, ts string) error {
+// its scheduled deliveries), queueing the watch's deactivation alert in the
+// same transaction when it has an alert_email.
+func countFailedNotice(ctx context.Context, tx *sql.Tx, watchID, lastErr string, now time.Time) error {
 	var n int
 	if err := tx.QueryRowContext(ctx, "UPDATE watches SET consecutive_failures = consecutive_failures + 1 WHERE id = ? RETURNING consecutive_failures",
 		watchID).Scan(&n); err != nil {
@@ -588,11 +589,14 @@ func countFailedNotice(ctx context.Context, tx *sql.Tx, watchID, lastErr, ts str
 		return nil
 	}
 	reason := delivery.DeactivationReason(n, lastErr)
-	if _, err := tx.ExecContext(ctx, "UPDATE watches SET active = 0, deactivated_reason = ?, updated_at = ? WHERE id = ? AND active",
-		reason, ts, watchID); err != nil {
+	res, err := tx.ExecContext(ctx, "UPDATE watches SET active = 0, deactivated_reason = ?, updated_at = ? WHERE id = ? AND active",
+		reason, notice.Timestamp(now), watchID)
+	if err != nil {
 		return fmt.Errorf("sqlite: deactivate watch %s: %w", watchID, err)
+	} else if k, _ := res.RowsAffected(); k == 0 {
+		return nil // already inactive: no second alert
 	}
-	return nil
+	return queueDeactivated(ctx, tx, watchID, reason, lastErr, now)
 }
 
 // NextDue returns when the earliest scheduled delivery is due.

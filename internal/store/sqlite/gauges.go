@@ -32,6 +32,11 @@ func (s *Store) Gauges(ctx context.Context) (store.Gauges, error) {
 	if err != nil {
 		return g, fmt.Errorf("sqlite: read delivery gauges: %w", err)
 	}
+	err = s.read.QueryRowContext(ctx, `SELECT coalesce(sum(status = 'pending'), 0), coalesce(sum(status = 'dead'), 0) FROM mail_jobs`).
+		Scan(&g.MailPending, &g.MailDead)
+	if err != nil {
+		return g, fmt.Errorf("sqlite: read mail gauges: %w", err)
+	}
 	return g, nil
 }
 

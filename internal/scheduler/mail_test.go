@@ -1,0 +1,141 @@
+package scheduler
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/mail"
+	"github.com/noticesd/noticesd/internal/mail/mailtest"
+	"github.com/noticesd/noticesd/internal/mailer"
+	"github.com/noticesd/noticesd/internal/watch"
+)
+
+// mailer is a scale-mode Mailer (digests only; the scheduler sends) on the
+// SMTP server srv.
+func (h *harness) mailer(srv *mailtest.Server) *mailer.Mailer {
+	h.t.Helper()
+	s, err := mail.NewSender(srv.URL(), "alerts@noticesd.test", 5*time.Second)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	m, err := mailer.New(mailer.Config{Queue: h.rs, Watches: h.rs, Sender: s, RetryUnit: unit, DigestsOnly: true})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return m
+}
+
+// alertWatch creates a watch of company with an alert_email.
+func (h *harness) alertWatch(company int) watch.Watch {
+	h.t.Helper()
+	id, _ := ident.Normalise(acn(company))
+	email := "credit@acme.test"
+	w, err := h.rs.CreateWatch(context.Background(), watch.New(watch.CreateRequest{Identifiers: []ident.ID{id}, Name: "Loan book",
+		AlertEmail: &email}, h.acc.AccountID, time.Now()), account.DefaultPlans()["enterprise"])
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return w
+}
+
+// TestMailDeactivationAlertOverAsynq: a watch whose webhook fails ten
+// notices in a row is deactivated by the asynq delivery tasks, and its
+// alert_email gets one alert, sent by an asynq mail task.
+func TestMailDeactivationAlertOverAsynq(t *testing.T) {
+	h := newHarness(t)
+	srv := mailtest.Start(t)
+	h.startWith("w1", h.mailer(srv))
+	h.recv.setStatus(func(string, int) int { return http.StatusServiceUnavailable })
+	w := h.alertWatch(21)
+	if _, err := h.rs.SetWebhook(context.Background(), h.acc.AccountID, w.ID, h.recv.srv.URL+"/hook", "whsec_test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < delivery.DeactivateAfter; i++ {
+		h.ingest("ALERT-"+string(rune('A'+i)), 21, time.Now())
+	}
+	eventually(t, 60*time.Second, "the deactivation alert arrives", func() bool { return len(srv.Messages()) >= 1 })
+	msg := srv.Messages()[0]
+	text := msg.Text()
+	for _, want := range []string{"Loan book", w.ID, "10 consecutive notices", "HTTP 503", "PATCH /v1/watches/" + w.ID} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the alert lacks %q:\n%s", want, text)
+		}
+	}
+	if !strings.HasPrefix(msg.MessageID(), "deactivated."+w.ID+".") {
+		t.Errorf("Message-ID %q", msg.MessageID())
+	}
+	eventually(t, 10*time.Second, "the mail queue drains", func() bool {
+		st, err := h.rs.MailStatus(context.Background())
+		return err == nil && st.Pending == 0
+	})
+	if n := len(srv.Messages()); n != 1 {
+		t.Fatalf("%d emails for one deactivation", n)
+	}
+}
+
+// TestMailDigestRetryAndRestartOverAsynq: a digest the server refuses is
+// retried by a new asynq task after the retry unit with the same
+// Message-ID, and a second worker process over the same namespace neither
+// queues nor sends the window again.
+func TestMailDigestRetryAndRestartOverAsynq(t *testing.T) {
+	h := newHarness(t)
+	srv := mailtest.Start(t)
+	m1 := h.mailer(srv)
+	h.startWith("w1", m1)
+	w := h.alertWatch(22)
+	h.ingest("DIGEST-1", 22, time.Now())
+	h.ingest("DIGEST-2", 22, time.Now())
+	srv.Refuse(true)
+	window := time.Date(2026, 11, 23, 20, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	eventually(t, 10*time.Second, "the digest is queued once both matches are in the match log", func() bool {
+		n, err := m1.QueueDigests(ctx, window, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	})
+	eventually(t, 10*time.Second, "the server refuses the digest", func() bool { return srv.Refused() >= 1 })
+	st, err := h.rs.MailStatus(ctx)
+	if err != nil || st.Pending != 1 || !strings.Contains(st.LastError, "451") {
+		t.Fatalf("queue after a refusal: %+v %v", st, err)
+	}
+	srv.Refuse(false)
+	eventually(t, 20*time.Second, "the retry is accepted", func() bool { return len(srv.Messages()) == 1 })
+	if id := srv.Messages()[0].MessageID(); id != mail.MessageID(mail.DigestID(w.ID, window), "noticesd.test") {
+		t.Errorf("Message-ID %q", id)
+	}
+	if !strings.Contains(srv.Messages()[0].Text(), "2 new notices match") {
+		t.Errorf("digest:\n%s", srv.Messages()[0].Text())
+	}
+	// A second worker process, and the first again: the window is not queued twice.
+	m2 := h.mailer(srv)
+	h.startWith("w2", m2)
+	for _, m := range []*mailer.Mailer{m2, m1} {
+		if n, err := m.QueueDigests(ctx, window, time.Now()); err != nil || n != 0 {
+			t.Fatalf("the same window queued again: %d %v", n, err)
+		}
+	}
+	if err := h.startedPumpOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := h.rs.MailStatus(ctx); err != nil || st.Pending != 0 || len(srv.Messages()) != 1 {
+		t.Fatalf("after a restart: queue %+v (%v), %d messages; want nothing pending and one message", st, err, len(srv.Messages()))
+	}
+}
+
+// startedPumpOnce runs one mail pump pass with a throwaway scheduler (what
+// a restarted worker does first).
+func (h *harness) startedPumpOnce(ctx context.Context) error {
+	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), Mail: h.mailer(mailtest.Start(h.t))})
+	if err != nil {
+		return err
+	}
+	return s.PumpMailOnce(ctx)
+}

@@ -1,0 +1,417 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/mail"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/watch"
+)
+
+// The mail queue of scale mode (issue 17):
+//
+//	mail:<job id>   hash: job (the mail.Job JSON), kind, watch, status
+//	                (pending, sent, dead, deleted: its watch was deleted
+//	                before it was sent), attempts, token (the current
+//	                claim), last_error, updated_at, held (deactivation
+//	                alerts: the pending deliveries counted by the script
+//	                that deactivated the watch)
+//	mq              zset of pending job ids by due time in ms; a claim
+//	                moves the score to the lease's end, so a job whose
+//	                claimer died is due again then
+//	mpd:<watch>     the id of the watch's pending digest, if any
+//	mdead           zset of dead job ids by the time they died (ms)
+//	mlasterr        the latest SMTP error
+//	mdw             the last digest window whose digests were all queued
+//	                (unix ms)
+//	w:<watch>       field dseq: the end of the last accepted digest
+//
+// The alert is queued by the script that deactivates the watch (so once
+// per deactivation). A finished job's hash expires after mail.Retention,
+// long after its digest window could be queued again (only on its own day).
+
+var _ store.Mail = (*Store)(nil)
+
+// LastDigestWindow reads the last digest window run (key mdw, unix ms).
+func (s *Store) LastDigestWindow(ctx context.Context) (time.Time, error) {
+	ms, err := s.rdb.Get(ctx, s.key("mdw")).Int64()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, s.fail("read the digest window", err)
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}
+
+// setWindowScript moves mdw forward only. KEYS: mdw. ARGV: window ms.
+var setWindowScript = redis.NewScript(`
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[1]) > cur then redis.call('SET', KEYS[1], ARGV[1]) end
+return 1
+`)
+
+// SetDigestWindow records window as run, never moving it back.
+func (s *Store) SetDigestWindow(ctx context.Context, window time.Time) error {
+	return s.fail("record the digest window", setWindowScript.Run(ctx, s.rdb, []string{s.key("mdw")}, window.UnixMilli()).Err())
+}
+
+// DigestTargets lists the watches with an alert_email.
+func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {
+	ids, err := s.rdb.SMembers(ctx, s.key("watches")).Result()
+	if err != nil {
+		return nil, s.fail("list watches", err)
+	}
+	var out []mail.Target
+	for _, id := range ids {
+		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc", "eseq", "dseq").Result()
+		if err != nil {
+			return nil, s.fail("read watch", err)
+		}
+		if str(v[1]) == "" {
+			continue // deleted meanwhile
+		}
+		w, err := decodeWatch(str(v[1]))
+		if err != nil {
+			return nil, err
+		}
+		if w.AlertEmail == nil || *w.AlertEmail == "" {
+			continue
+		}
+		seq := str(v[3])
+		if seq == "" {
+			seq = str(v[2])
+		}
+		sent, _ := strconv.ParseInt(seq, 10, 64)
+		out = append(out, mail.Target{WatchID: id, AccountID: str(v[0]), Name: w.Name, Email: *w.AlertEmail, SentSeq: sent})
+	}
+	return out, nil
+}
+
+// queueDigestScript stores a digest job unless its id exists, the watch is
+// gone or it has a digest pending. KEYS: mail:<id>, mq, mpd:<watch>,
+// w:<watch>. ARGV: id, job JSON, kind, watch, now ms, now timestamp.
+var queueDigestScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[4]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'job', ARGV[2], 'kind', ARGV[3], 'watch', ARGV[4], 'status', 'pending', 'attempts', 0, 'updated_at', ARGV[6])
+redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
+redis.call('SET', KEYS[3], ARGV[1])
+return 1
+`)
+
+// QueueDigest stores a digest job unless its id exists or the watch has a
+// digest pending.
+func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (bool, error) {
+	b, err := json.Marshal(job)
+	if err != nil {
+		return false, err
+	}
+	n, err := queueDigestScript.Run(ctx, s.rdb,
+		[]string{s.key("mail", job.ID), s.key("mq"), s.key("mpd", job.WatchID), s.key("w", job.WatchID)},
+		job.ID, b, job.Kind, job.WatchID, now.UnixMilli(), notice.Timestamp(now)).Int()
+	if err != nil {
+		return false, s.fail("queue a digest", err)
+	}
+	return n == 1, nil
+}
+
+// claimMailScript leases up to ARGV[3] jobs due at ARGV[1] (ms) until
+// ARGV[2] (ms), counting each attempt; the mail of a deleted watch is
+// dropped (status deleted). KEYS: mq. ARGV[4]: the mail key prefix,
+// ARGV[5]: the watch key prefix, ARGV[6]: retention ms. Returns {id, job, attempts, held, ...}.
+var claimMailScript = redis.NewScript(`
+local out = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))) do
+  local k = ARGV[4] .. id
+  if redis.call('HGET', k, 'status') ~= 'pending' then
+    redis.call('ZREM', KEYS[1], id)
+  elseif redis.call('EXISTS', ARGV[5] .. redis.call('HGET', k, 'watch')) == 0 then
+    -- the watch was deleted: its mail goes with it, as embedded
+    redis.call('HSET', k, 'status', 'deleted')
+    redis.call('PEXPIRE', k, ARGV[6])
+    redis.call('ZREM', KEYS[1], id)
+  else
+    local n = redis.call('HINCRBY', k, 'attempts', 1)
+    redis.call('HSET', k, 'token', tostring(n))
+    redis.call('ZADD', KEYS[1], ARGV[2], id)
+    local v = redis.call('HMGET', k, 'job', 'held')
+    out[#out + 1] = id
+    out[#out + 1] = v[1]
+    out[#out + 1] = tostring(n)
+    out[#out + 1] = v[2] or ''
+  end
+end
+return out
+`)
+
+// ClaimMail leases due pending jobs.
+func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
+	v, err := claimMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit, s.key("mail")+":", s.key("w")+":", mail.Retention.Milliseconds()).StringSlice()
+	if err != nil {
+		return nil, s.fail("claim mail", err)
+	}
+	var jobs []mail.Job
+	for i := 0; i+3 < len(v); i += 4 {
+		j, _, err := decodeMailJob(v[i], v[i+1], v[i+2], v[i+3])
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// completeMailScript records an outcome. KEYS: mail:<id>, mq, mpd:<watch>,
+// w:<watch>, mdead, mlasterr. ARGV: id, token, outcome (sent, retry,
+// dead), error, next ms, through seq (digests; 0 otherwise), now
+// timestamp, retention ms, now ms.
+var completeMailScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
+if ARGV[3] == 'sent' then
+  redis.call('HSET', KEYS[1], 'status', 'sent', 'updated_at', ARGV[7])
+  redis.call('PEXPIRE', KEYS[1], ARGV[8])
+  redis.call('HDEL', KEYS[1], 'token')
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
+  local through = tonumber(ARGV[6])
+  if through > 0 and redis.call('EXISTS', KEYS[4]) == 1 then
+    local cur = tonumber(redis.call('HGET', KEYS[4], 'dseq') or '0')
+    if through > cur then redis.call('HSET', KEYS[4], 'dseq', through) end
+  end
+  return 1
+end
+if redis.call('HGET', KEYS[1], 'token') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'last_error', ARGV[4], 'updated_at', ARGV[7])
+redis.call('SET', KEYS[6], ARGV[4])
+redis.call('HDEL', KEYS[1], 'token')
+if ARGV[3] == 'retry' then
+  redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
+  return 1
+end
+redis.call('HSET', KEYS[1], 'status', 'dead')
+redis.call('PEXPIRE', KEYS[1], ARGV[8])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[5], ARGV[9], ARGV[1])
+if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
+return 1
+`)
+
+// CompleteMail records the outcome of a claimed attempt.
+func (s *Store) CompleteMail(ctx context.Context, job mail.Job, out mail.Outcome, now time.Time) error {
+	outcome, next := "sent", now
+	if out.Err != "" {
+		outcome = "dead"
+		if wait, ok := mail.RetryWait(job.Attempt, out.RetryUnit); ok {
+			outcome, next = "retry", now.Add(wait)
+		}
+	}
+	var through int64
+	if job.Kind == mail.KindDigest && job.Digest != nil {
+		through = job.Digest.ThroughSeq
+	}
+	err := completeMailScript.Run(ctx, s.rdb,
+		[]string{s.key("mail", job.ID), s.key("mq"), s.key("mpd", job.WatchID), s.key("w", job.WatchID), s.key("mdead"), s.key("mlasterr")},
+		job.ID, job.Token, outcome, out.Err, next.UnixMilli(), through, notice.Timestamp(now), mail.Retention.Milliseconds(), now.UnixMilli()).Err()
+	return s.fail("record a mail outcome", err)
+}
+
+// PruneMail forgets dead jobs that died before before (their hashes
+// expire by themselves after mail.Retention).
+func (s *Store) PruneMail(ctx context.Context, before time.Time) error {
+	return s.fail("prune the mail queue", s.rdb.ZRemRangeByScore(ctx, s.key("mdead"), "-inf", "("+strconv.FormatInt(before.UnixMilli(), 10)).Err())
+}
+
+// MailStatus counts the queue.
+func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
+	var st mail.QueueStatus
+	p := s.rdb.Pipeline()
+	pending := p.ZCard(ctx, s.key("mq"))
+	dead := p.ZCard(ctx, s.key("mdead"))
+	last := p.Get(ctx, s.key("mlasterr"))
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return st, s.fail("read the mail queue", err)
+	}
+	st.Pending, st.Dead, st.LastError = int(pending.Val()), int(dead.Val()), last.Val()
+	if st.Pending == 0 && st.Dead == 0 {
+		st.LastError = ""
+	}
+	return st, nil
+}
+
+// deactivateScript switches a watch off (compare-and-set of its doc) and,
+// when it has an alert_email, queues its deactivation alert in the same
+// step, counting its pending deliveries. KEYS: w:<watch>, dr:<watch>,
+// mail:<alert id>, mq. ARGV: old doc, new doc, alert id, alert job JSON
+// ("" when the watch has no alert_email), now ms, now timestamp, watch id.
+var deactivateScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'doc', ARGV[2])
+if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 0 then
+  local held = 0
+  for _, raw in ipairs(redis.call('HVALS', KEYS[2])) do
+    if cjson.decode(raw).status == 'pending' then held = held + 1 end
+  end
+  redis.call('HSET', KEYS[3], 'job', ARGV[4], 'kind', 'deactivated', 'watch', ARGV[7], 'status', 'pending', 'attempts', 0, 'held', held, 'updated_at', ARGV[6])
+  redis.call('ZADD', KEYS[4], ARGV[5], ARGV[3])
+end
+return 1
+`)
+
+// deactivate switches a watch off after n consecutive failed notices,
+// queueing its deactivation alert in the same script, and holds its
+// pending deliveries.
+func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr string, now time.Time) error {
+	for {
+		raw, err := s.rdb.HGet(ctx, s.key("w", watchID), "doc").Result()
+		if errors.Is(err, redis.Nil) {
+			return nil
+		}
+		if err != nil {
+			return s.fail("deactivate watch", err)
+		}
+		w, err := decodeWatch(raw)
+		if err != nil {
+			return err
+		}
+		if !w.Active {
+			return nil
+		}
+		reason := delivery.DeactivationReason(n, lastErr)
+		w.Active, w.DeactivatedReason, w.UpdatedAt = false, reason, stamp(now)
+		doc, err := encodeWatch(w)
+		if err != nil {
+			return err
+		}
+		id, alert, err := alertJob(w, reason, lastErr, now)
+		if err != nil {
+			return err
+		}
+		ok, err := deactivateScript.Run(ctx, s.rdb,
+			[]string{s.key("w", watchID), s.key("dr", watchID), s.key("mail", id), s.key("mq")},
+			raw, doc, id, alert, now.UnixMilli(), notice.Timestamp(now), watchID).Int()
+		if err != nil {
+			return s.fail("deactivate watch", err)
+		}
+		if ok == 1 {
+			return s.hold(ctx, watchID, now)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// alertJob is the deactivation alert of w as JSON ("" when w has no
+// alert_email); the script adds the held count.
+func alertJob(w watch.Watch, reason, lastErr string, now time.Time) (string, string, error) {
+	id := mail.DeactivatedID(w.ID, now)
+	if w.AlertEmail == nil || *w.AlertEmail == "" {
+		return id, "", nil
+	}
+	b, err := json.Marshal(mail.Job{ID: id, Kind: mail.KindDeactivated, WatchID: w.ID, To: *w.AlertEmail,
+		Deactivated: &mail.Deactivated{WatchName: w.Name, Reason: reason, LastError: lastErr, At: notice.Timestamp(now)}})
+	return id, string(b), err
+}
+
+// MailRef names a due mail job for the asynq scheduler: its id and the
+// attempts made so far (its task id is id#attempts+1, one task per
+// attempt).
+type MailRef struct {
+	ID       string
+	Attempts int
+}
+
+// takeDueMailScript hides up to ARGV[3] jobs due at ARGV[1] (ms) until
+// ARGV[2] (ms) from other pumps. KEYS: mq. ARGV[4]: the mail key prefix.
+// Returns {id, attempts, ...}.
+var takeDueMailScript = redis.NewScript(`
+local out = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))) do
+  local st = redis.call('HMGET', ARGV[4] .. id, 'status', 'attempts')
+  if st[1] ~= 'pending' then
+    redis.call('ZREM', KEYS[1], id)
+  else
+    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
+    out[#out + 1] = id
+    out[#out + 1] = st[2] or '0'
+  end
+end
+return out
+`)
+
+// TakeDueMail takes up to limit jobs due at now for one pump of the asynq
+// scheduler: they are hidden until now+lease; a job whose attempt has not
+// completed by then (its worker died) is due again and gets a task again.
+func (s *Store) TakeDueMail(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]MailRef, error) {
+	v, err := takeDueMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit, s.key("mail")+":").StringSlice()
+	if err != nil {
+		return nil, s.fail("read the mail queue", err)
+	}
+	out := make([]MailRef, 0, len(v)/2)
+	for i := 0; i+1 < len(v); i += 2 {
+		n, _ := strconv.Atoi(v[i+1])
+		out = append(out, MailRef{ID: v[i], Attempts: n})
+	}
+	return out, nil
+}
+
+// BeginMail starts an attempt of one job (an asynq task's): it is counted
+// and given a claim token, and the job stays hidden from the pump until
+// now+lease. ok is false when the job is no longer pending or its watch
+// was deleted (the mail is dropped).
+func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease time.Duration) (mail.Job, bool, error) {
+	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, id, now.Add(lease).UnixMilli(), s.key("mail")+":", s.key("w")+":",
+		mail.Retention.Milliseconds()).StringSlice()
+	if err != nil {
+		return mail.Job{}, false, s.fail("begin a mail attempt", err)
+	}
+	if len(v) < 3 {
+		return mail.Job{}, false, nil
+	}
+	return decodeMailJob(id, v[0], v[1], v[2])
+}
+
+// beginMailScript counts an attempt of job ARGV[1]. KEYS: mq. ARGV: id,
+// lease end ms, mail key prefix, watch key prefix, retention ms. Returns {job, attempts,
+// held} or {} when there is nothing to send.
+var beginMailScript = redis.NewScript(`
+local k = ARGV[3] .. ARGV[1]
+if redis.call('HGET', k, 'status') ~= 'pending' then return {} end
+if redis.call('EXISTS', ARGV[4] .. redis.call('HGET', k, 'watch')) == 0 then
+  redis.call('HSET', k, 'status', 'deleted')
+  redis.call('PEXPIRE', k, ARGV[5])
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return {}
+end
+local n = redis.call('HINCRBY', k, 'attempts', 1)
+redis.call('HSET', k, 'token', tostring(n))
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+local v = redis.call('HMGET', k, 'job', 'held')
+return {v[1], tostring(n), v[2] or ''}
+`)
+
+// decodeMailJob reads a claimed job: its JSON, the attempt number (also
+// its claim token) and the held count of an alert.
+func decodeMailJob(id, raw, attempt, held string) (mail.Job, bool, error) {
+	var j mail.Job
+	if err := json.Unmarshal([]byte(raw), &j); err != nil {
+		return j, false, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", id, err)
+	}
+	j.Attempt, _ = strconv.Atoi(attempt)
+	j.Token = attempt
+	if j.Deactivated != nil && held != "" {
+		j.Deactivated.Held, _ = strconv.Atoi(held)
+	}
+	return j, true, nil
+}

@@ -1,0 +1,110 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/mail"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/internal/webhook"
+)
+
+func TestMailContract(t *testing.T) {
+	storetest.RunMail(t, func(t *testing.T) storetest.MailBackend {
+		f := newFixture(t, Options{})
+		return storetest.MailBackend{WatchBackend: f.backend(), Mail: f.rs, FailDeliveries: f.failDeliveries}
+	})
+}
+
+// failDeliveries registers a webhook on the watch and makes
+// delivery.DeactivateAfter new notices of it dead through the ledger, as
+// the asynq handler would record them.
+func (f fixture) failDeliveries(t *testing.T, accountID, watchID string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.rs.SetWebhook(ctx, accountID, watchID, "https://hooks.example.com/"+watchID, webhook.NewSecret(), f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	w := composite{notices: f.notices, rs: f.rs}
+	const lastErr = "HTTP 503 from hooks.example.com"
+	for i := 0; i < delivery.DeactivateAfter; i++ {
+		n := storetest.AlphaNotice(fmt.Sprintf("FAIL-%s-%02d", watchID, i), f.clock.Now())
+		if _, err := w.UpsertNotices(ctx, []notice.Notice{n}); err != nil {
+			t.Fatal(err)
+		}
+		seq, err := f.notices.LatestSeq(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := Ref{WatchID: watchID, DeliveryID: webhook.DeliveryID(watchID, n.ID), NoticeSeq: seq}
+		if k, err := f.rs.CreateDeliveries(ctx, []Ref{ref}, f.clock.Now()); err != nil || k != 1 {
+			t.Fatalf("notice %d: created %d deliveries (%v)", i, k, err)
+		}
+		for a := 1; a <= delivery.MaxAttempts; a++ {
+			b, err := f.rs.Begin(ctx, ref, f.clock.Now())
+			if err != nil || b.State != BeginAttempt {
+				t.Fatalf("notice %d attempt %d: begin %+v (%v)", i, a, b, err)
+			}
+			if err := f.rs.Complete(ctx, b.Job, store.Outcome{LastError: lastErr, RetryUnit: time.Millisecond}, f.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			f.clock.Advance(time.Second)
+		}
+	}
+	return lastErr
+}
+
+// TestFinishedMailExpires: a sent job's hash expires after mail.Retention
+// (Redis keeps time here; the fake clock cannot move it).
+func TestFinishedMailExpires(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	b := f.backend()
+	acc, err := b.Accounts.CreateAccount(ctx, "Acme", "enterprise")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := createAlphaWatch(t, f, acc.AccountID)
+	job := mail.Job{ID: mail.DigestID(w, f.clock.Now()), Kind: mail.KindDigest, WatchID: w, To: "a@b.example",
+		Digest: &mail.Digest{Total: 1, ThroughSeq: 7}}
+	if ok, err := f.rs.QueueDigest(ctx, job, f.clock.Now()); err != nil || !ok {
+		t.Fatalf("queue: %v %v", ok, err)
+	}
+	if ttl := f.rdb.PTTL(ctx, f.rs.key("mail", job.ID)).Val(); ttl != -1 {
+		t.Fatalf("a pending job has a TTL of %v; it must not expire", ttl)
+	}
+	jobs, err := f.rs.ClaimMail(ctx, f.clock.Now(), 10, time.Minute)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %v %v", jobs, err)
+	}
+	if err := f.rs.CompleteMail(ctx, jobs[0], mail.Outcome{}, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := f.rdb.PTTL(ctx, f.rs.key("mail", job.ID)).Val(); ttl <= mail.Retention-time.Minute || ttl > mail.Retention {
+		t.Fatalf("a sent job's TTL is %v, want about %v", ttl, mail.Retention)
+	}
+	if seq := f.rdb.HGet(ctx, f.rs.key("w", w), "dseq").Val(); seq != "7" {
+		t.Fatalf("dseq after the digest was sent = %q, want 7", seq)
+	}
+}
+
+// createAlphaWatch creates a watch of ACNAlpha with an alert_email.
+func createAlphaWatch(t *testing.T, f fixture, accountID string) string {
+	t.Helper()
+	req, err := watch.ParseCreate([]byte(`{"identifiers": ["` + storetest.ACNAlpha + `"], "alert_email": "a@b.example"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.rs.CreateWatch(context.Background(), watch.New(req, accountID, f.clock.Now()), account.DefaultPlans()["enterprise"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.ID
+}
