@@ -14,20 +14,51 @@ import (
 // Screen is the bulk screen of POST /v1/match, with the embedded store's
 // semantics (see sqlite.Store.Screen): each normalised, distinct
 // identifier lands in Matched, Unmatched or Unresolved, in the order
-// given. It costs three pipelined round trips whatever the number of
-// identifiers (HMGETs of the register, of nidx and of nsum). Filters
-// are applied to the summaries with package matcher's semantics; a q needs
-// the notices' text, so the candidates passing the other filters are read
-// from the NoticeSource and matched there.
+// given. With the replica's in-memory copy (Options.ScreenCopy) loaded and
+// current it costs one round trip (screencopy.go); otherwise it costs three
+// pipelined round trips whatever the number of identifiers (HMGETs of the
+// register, of nidx and of nsum). Filters are applied to the summaries
+// with package matcher's semantics; a q needs the notices' text, so the
+// candidates passing the other filters are read from the NoticeSource and
+// matched there.
 func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
 	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}}
 	res.Counts.Submitted = len(ids)
 	if len(ids) == 0 {
 		return res, nil
 	}
-	reg, err := s.currentRegister(ctx)
+	if s.copy != nil {
+		done, err := s.copy.screen(ctx, ids, f, &res)
+		if done || err != nil {
+			return res, err
+		}
+	}
+	found, err := s.screenLookups(ctx, ids)
 	if err != nil {
 		return res, err
+	}
+	err = s.screenResult(ctx, ids, found, f, func(seqs []string) ([]string, error) {
+		return s.hmget(ctx, s.key("nsum"), seqs) // round trip 3: the summaries
+	}, &res)
+	return res, err
+}
+
+// screenItem is what a screen found of one identifier.
+type screenItem struct {
+	self        string
+	others      []string // the register ABNs of an ACN, or ACNs of an ABN
+	acn         string   // the company's ACN: the ACN itself, or the register's for an ABN
+	name        string   // the register's current name of acn
+	inRegister  bool
+	own, theirs string // comma-joined seqs of the notices carrying self / others
+}
+
+// screenLookups finds each identifier's register counterparts and notices
+// in Redis: two pipelined round trips.
+func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem, error) {
+	reg, err := s.currentRegister(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var acns, abns []string
 	for _, id := range ids {
@@ -41,28 +72,20 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	r1, err := s.hmgetMany(ctx, lookupReq{reg.regKey("name"), acns}, lookupReq{reg.regKey("acnabn"), acns},
 		lookupReq{reg.regKey("abn"), abns}, lookupReq{s.key("nidx"), values(ids)})
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	names, acnABN, abnACN, own := r1[0], r1[1], r1[2], r1[3]
-	// Each identifier's own value and its register counterparts.
-	type one struct {
-		self        string
-		others      []string // the register ABNs of an ACN, or ACNs of an ABN
-		acn         string   // the company's ACN: the ACN itself, or the register's for an ABN
-		name        string   // the register's current name of acn
-		inRegister  bool
-		own, theirs string // comma-joined seqs of the notices carrying self / others
-	}
-	found := make([]one, len(ids))
+	found := make([]screenItem, len(ids))
 	var others, resolved []string
 	ai, bi := 0, 0
 	for i, id := range ids {
-		o := one{self: id.Value, own: own[i]}
+		o := screenItem{self: id.Value, own: own[i]}
 		if id.Kind == ident.ACN {
 			o.acn, o.others, o.name, o.inRegister = id.Value, splitList(acnABN[ai]), names[ai], names[ai] != ""
 			ai++
 		} else {
-			o.others, o.acn = splitList(abnACN[bi]), primaryACN(id.Value, abnACN[bi])
+			o.others = splitList(abnACN[bi])
+			o.acn = primaryACN(id.Value, o.others)
 			o.inRegister = o.acn != ""
 			if o.acn != "" {
 				resolved = append(resolved, o.acn)
@@ -75,7 +98,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	// Round trip 2: the counterparts' notices, the resolved ACNs' names.
 	r2, err := s.hmgetMany(ctx, lookupReq{s.key("nidx"), others}, lookupReq{reg.regKey("name"), resolved})
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	oi, ri := 0, 0
 	for i := range found {
@@ -95,6 +118,14 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 			ri++
 		}
 	}
+	return found, nil
+}
+
+// screenResult fills res from what was found of each identifier; summaries
+// returns the encoded summaries of seqs ("" for none), from Redis or the
+// copy.
+func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screenItem, f notice.Filter,
+	summaries func(seqs []string) ([]string, error), res *watch.ScreenResult) error {
 	seqSet := map[string]struct{}{}
 	for _, o := range found {
 		for _, l := range []string{o.own, o.theirs} {
@@ -107,10 +138,9 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	for q := range seqSet {
 		seqs = append(seqs, q)
 	}
-	// Round trip 3: the summaries.
-	raw, err := s.hmget(ctx, s.key("nsum"), seqs)
+	raw, err := summaries(seqs)
 	if err != nil {
-		return res, err
+		return err
 	}
 	// Which notices pass f.
 	sums := make(map[string]*notice.Notice, len(seqs))
@@ -123,7 +153,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 		}
 		n, err := decodeSummary(raw[i])
 		if err != nil {
-			return res, err
+			return err
 		}
 		if !matcher.FilterMatches(noQ, &n, nil) {
 			continue
@@ -136,7 +166,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	if f.Q != nil && len(needText) > 0 {
 		full, err := s.source.NoticesBySeq(ctx, needText)
 		if err != nil {
-			return res, err
+			return err
 		}
 		pass := make(map[int64]bool, len(full))
 		for i := range full {
@@ -196,7 +226,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 		res.Matched = append(res.Matched, m)
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
-	return res, nil
+	return nil
 }
 
 func values(ids []ident.ID) []string {
