@@ -28,7 +28,8 @@ import (
 // answers from the replica's in-memory copy (screencopy.go), which follows
 // nsum through nlog.
 
-// sep separates the fields of a summary; notice fields never hold it.
+// sep separates the fields of a summary (one byte); notice fields never
+// hold it.
 const sep = "\x1f"
 
 // encodeSummary keeps what Screen needs of a notice: id, seq, published
@@ -44,27 +45,42 @@ func encodeSummary(n *notice.Notice) string {
 		n.NoticeCode, n.NoticePurpose, app, n.State, n.Status, id[0], id[1], n.CompanyName}, sep)
 }
 
-func decodeSummary(s string) (notice.Notice, error) {
-	f := strings.Split(s, sep)
-	if len(f) != 13 {
-		return notice.Notice{}, fmt.Errorf("redisstore: unreadable notice summary %q", s)
+// decodeSummaryInto decodes s into n; n's pointer fields (appointment
+// type, acn, abn) point into ptrs, so a caller decoding many summaries
+// allocates their targets once.
+func decodeSummaryInto(s string, n *notice.Notice, ptrs *[3]string) error {
+	var f [13]string
+	rest := s
+	for i := 0; i < 12; i++ {
+		j := strings.IndexByte(rest, sep[0])
+		if j < 0 {
+			return fmt.Errorf("redisstore: unreadable notice summary %q", s)
+		}
+		f[i], rest = rest[:j], rest[j+1:]
 	}
+	if strings.IndexByte(rest, sep[0]) >= 0 {
+		return fmt.Errorf("redisstore: unreadable notice summary %q", s)
+	}
+	f[12] = rest
 	seq, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil {
-		return notice.Notice{}, fmt.Errorf("redisstore: unreadable notice summary %q", s)
+		return fmt.Errorf("redisstore: unreadable notice summary %q", s)
 	}
-	n := notice.Notice{ID: f[0], Seq: seq, PublishedDate: f[2], PublishedAt: f[3], NoticeType: f[4], NoticeCode: f[5],
+	*n = notice.Notice{ID: f[0], Seq: seq, PublishedDate: f[2], PublishedAt: f[3], NoticeType: f[4], NoticeCode: f[5],
 		NoticePurpose: f[6], State: f[8], Status: f[9], CompanyName: f[12]}
 	if f[7] != "\x00" {
-		n.AppointmentType = &f[7]
+		ptrs[0] = f[7]
+		n.AppointmentType = &ptrs[0]
 	}
 	if f[10] != "" {
-		n.ACN = &f[10]
+		ptrs[1] = f[10]
+		n.ACN = &ptrs[1]
 	}
 	if f[11] != "" {
-		n.ABN = &f[11]
+		ptrs[2] = f[11]
+		n.ABN = &ptrs[2]
 	}
-	return n, nil
+	return nil
 }
 
 // changeLogCap is about the most entries nlog keeps (XADD MAXLEN ~): an

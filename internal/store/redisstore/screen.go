@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/noticesd/noticesd/internal/ident"
@@ -37,8 +38,12 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	if err != nil {
 		return res, err
 	}
-	err = s.screenResult(ctx, ids, found, f, func(seqs []string) ([]string, error) {
-		return s.hmget(ctx, s.key("nsum"), seqs) // round trip 3: the summaries
+	err = s.screenResult(ctx, ids, found, f, func(seqs []int64) ([]string, error) {
+		fields := make([]string, len(seqs))
+		for i, q := range seqs {
+			fields[i] = strconv.FormatInt(q, 10)
+		}
+		return s.hmget(ctx, s.key("nsum"), fields) // round trip 3: the summaries
 	}, &res)
 	return res, err
 }
@@ -50,7 +55,7 @@ type screenItem struct {
 	acn         string   // the company's ACN: the ACN itself, or the register's for an ABN
 	name        string   // the register's current name of acn
 	inRegister  bool
-	own, theirs string // comma-joined seqs of the notices carrying self / others
+	own, theirs []int64 // seqs of the notices carrying self / others
 }
 
 // screenLookups finds each identifier's register counterparts and notices
@@ -79,7 +84,7 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 	var others, resolved []string
 	ai, bi := 0, 0
 	for i, id := range ids {
-		o := screenItem{self: id.Value, own: own[i]}
+		o := screenItem{self: id.Value, own: parseSeqs(own[i], nil)}
 		if id.Kind == ident.ACN {
 			o.acn, o.others, o.name, o.inRegister = id.Value, splitList(acnABN[ai]), names[ai], names[ai] != ""
 			ai++
@@ -103,16 +108,13 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 	oi, ri := 0, 0
 	for i := range found {
 		o := &found[i]
-		var theirs []string
 		for range o.others {
-			theirs = append(theirs, splitList(r2[0][oi])...)
+			o.theirs = parseSeqs(r2[0][oi], o.theirs)
 			oi++
 		}
 		if len(o.others) > 1 {
-			slices.Sort(theirs)
-			theirs = slices.Compact(theirs)
+			o.theirs = sortedSet(o.theirs)
 		}
-		o.theirs = joinList(theirs)
 		if ids[i].Kind == ident.ABN && o.acn != "" {
 			o.name = r2[1][ri]
 			ri++
@@ -125,16 +127,16 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 // returns the encoded summaries of seqs ("" for none), from Redis or the
 // copy.
 func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screenItem, f notice.Filter,
-	summaries func(seqs []string) ([]string, error), res *watch.ScreenResult) error {
-	seqSet := map[string]struct{}{}
+	summaries func(seqs []int64) ([]string, error), res *watch.ScreenResult) error {
+	seqSet := map[int64]struct{}{}
 	for _, o := range found {
-		for _, l := range []string{o.own, o.theirs} {
-			for _, q := range splitList(l) {
+		for _, l := range [][]int64{o.own, o.theirs} {
+			for _, q := range l {
 				seqSet[q] = struct{}{}
 			}
 		}
 	}
-	seqs := make([]string, 0, len(seqSet))
+	seqs := make([]int64, 0, len(seqSet))
 	for q := range seqSet {
 		seqs = append(seqs, q)
 	}
@@ -143,7 +145,9 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 		return err
 	}
 	// Which notices pass f.
-	sums := make(map[string]*notice.Notice, len(seqs))
+	sums := make(map[int64]*notice.Notice, len(seqs))
+	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
+	ptrs := make([][3]string, len(seqs))
 	noQ := f
 	noQ.Q = nil
 	var needText []int64
@@ -151,14 +155,14 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 		if raw[i] == "" {
 			continue
 		}
-		n, err := decodeSummary(raw[i])
-		if err != nil {
+		n := &decoded[i]
+		if err := decodeSummaryInto(raw[i], n, &ptrs[i]); err != nil {
 			return err
 		}
-		if !matcher.FilterMatches(noQ, &n, nil) {
+		if !matcher.FilterMatches(noQ, n, nil) {
 			continue
 		}
-		sums[q] = &n
+		sums[q] = n
 		if f.Q != nil {
 			needText = append(needText, n.Seq)
 		}
@@ -181,13 +185,21 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 		clear(sums)
 	}
 
+	withNotices := 0
+	for _, o := range found {
+		if len(o.own)+len(o.theirs) > 0 {
+			withNotices++
+		}
+	}
+	res.Matched = slices.Grow(res.Matched, withNotices)
+	strs := make([]string, 0, 2*withNotices) // the matches' acn and name
 	for i, o := range found {
 		var count int
 		var latest *notice.Notice
-		for li, l := range []string{o.own, o.theirs} {
-			for _, q := range splitList(l) {
+		for li, l := range [][]int64{o.own, o.theirs} {
+			for _, q := range l {
 				n := sums[q]
-				if n == nil || (li == 1 && o.own != "" && strings.Contains(","+o.own+",", ","+q+",")) {
+				if n == nil || (li == 1 && slices.Contains(o.own, q)) {
 					continue // fails f, or carries both identifiers (counted once)
 				}
 				count++
@@ -197,7 +209,7 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 			}
 		}
 		if count == 0 {
-			if o.inRegister || o.own != "" {
+			if o.inRegister || len(o.own) > 0 {
 				res.Unmatched = append(res.Unmatched, o.self)
 			} else {
 				res.Unresolved = append(res.Unresolved, o.self)
@@ -212,21 +224,38 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 		// register's current name, else the latest notice's).
 		switch {
 		case o.acn != "":
-			acn := o.acn
-			m.ACN = &acn
+			strs = append(strs, o.acn)
+			m.ACN = &strs[len(strs)-1]
 		case ids[i].Kind == ident.ABN && latest.ABN != nil && *latest.ABN == o.self && latest.ACN != nil:
-			acn := *latest.ACN
-			m.ACN = &acn
+			strs = append(strs, *latest.ACN)
+			m.ACN = &strs[len(strs)-1]
 		}
 		name := o.name
 		if name == "" {
 			name = latest.CompanyName
 		}
-		m.CompanyName = &name
+		strs = append(strs, name)
+		m.CompanyName = &strs[len(strs)-1]
 		res.Matched = append(res.Matched, m)
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
 	return nil
+}
+
+// parseSeqs appends the seqs of a comma-joined list to buf.
+func parseSeqs(list string, buf []int64) []int64 {
+	for list != "" {
+		q := list
+		if i := strings.IndexByte(list, ','); i >= 0 {
+			q, list = list[:i], list[i+1:]
+		} else {
+			list = ""
+		}
+		if n, err := strconv.ParseInt(q, 10, 64); err == nil {
+			buf = append(buf, n)
+		}
+	}
+	return buf
 }
 
 func values(ids []ident.ID) []string {

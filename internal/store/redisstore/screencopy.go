@@ -183,11 +183,12 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 		return false, nil
 	}
 	found := make([]screenItem, len(ids))
-	var buf []int64
+	var arena []int64 // backs every item's seq lists
 	for i, id := range ids {
 		o := screenItem{self: id.Value}
-		buf = n.post.get(id.Value, buf[:0])
-		o.own = joinSeqs(buf)
+		start := len(arena)
+		arena = n.post.get(id.Value, arena)
+		o.own = arena[start:len(arena):len(arena)]
 		if id.Kind == ident.ACN {
 			o.acn = id.Value
 			if co, ok := reg.company(id.Value); ok {
@@ -202,23 +203,21 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 				o.name = reg.name(co)
 			}
 		}
-		buf = buf[:0]
+		start = len(arena)
 		for _, v := range o.others {
-			buf = n.post.get(v, buf)
+			arena = n.post.get(v, arena)
 		}
+		o.theirs = arena[start:len(arena):len(arena)]
 		if len(o.others) > 1 {
-			buf = sortedSet(buf)
+			o.theirs = sortedSet(o.theirs)
 		}
-		o.theirs = joinSeqs(buf)
 		found[i] = o
 	}
 	c.fromCopy.Add(1)
-	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []string) ([]string, error) {
+	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []int64) ([]string, error) {
 		out := make([]string, len(seqs))
 		for i, q := range seqs {
-			if seq, err := strconv.ParseInt(q, 10, 64); err == nil {
-				out[i] = n.sums[seq]
-			}
+			out[i] = n.sums[q]
 		}
 		unlock() // a q filter reads the notice source next: not under the lock
 		return out, nil
@@ -397,22 +396,4 @@ func hscan(ctx context.Context, s *Store, key string, each func(field, value str
 		}
 		cursor = next
 	}
-}
-
-// joinSeqs joins seqs with commas.
-func joinSeqs(seqs []int64) string {
-	switch len(seqs) {
-	case 0:
-		return ""
-	case 1:
-		return strconv.FormatInt(seqs[0], 10)
-	}
-	b := make([]byte, 0, 8*len(seqs))
-	for i, q := range seqs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, q, 10)
-	}
-	return string(b)
 }
