@@ -17,8 +17,7 @@ type noticeCopy struct {
 }
 
 func newNoticeCopy() *noticeCopy {
-	return &noticeCopy{sums: map[int64]string{}, post: postings{
-		one: map[uint64]int64{}, many: map[uint64][]int64{}, odd: map[string][]int64{}}}
+	return &noticeCopy{sums: map[int64]string{}, post: newPostings()}
 }
 
 // apply sets seq's summary ("" removes it).
@@ -60,13 +59,19 @@ func summaryIdents(sum string) [2]string {
 }
 
 // postings maps an identifier value to the seqs carrying it. A 9- or
-// 11-digit value (every ACN and ABN the screen is asked) is a number key;
-// a value holding one seq (nearly all) costs one map slot without
-// pointers.
+// 11-digit value (every ACN and ABN the screen is asked) is a number key
+// in ids, whose value is the one seq carrying it (nearly all values), or
+// -(i+1) for lists[i] when two or more do: one pointer-free map slot per
+// value and one map lookup per get.
 type postings struct {
-	one  map[uint64]int64
-	many map[uint64][]int64 // values with two or more seqs, sorted
-	odd  map[string][]int64 // values of any other form, sorted
+	ids   map[uint64]int64
+	lists [][]int64          // sorted seqs of values with two or more
+	free  []int64            // unused indexes of lists
+	odd   map[string][]int64 // values of any other form, sorted
+}
+
+func newPostings() postings {
+	return postings{ids: map[uint64]int64{}, odd: map[string][]int64{}}
 }
 
 // idKey packs a 9- or 11-digit value into a number, keeping its length.
@@ -94,13 +99,23 @@ func (p *postings) add(v string, seq int64) {
 		p.odd[v] = insertSeq(p.odd[v], seq)
 		return
 	}
-	if l, ok := p.many[k]; ok {
-		p.many[k] = insertSeq(l, seq)
-	} else if q, ok := p.one[k]; ok && q != seq {
-		delete(p.one, k)
-		p.many[k] = insertSeq([]int64{q}, seq)
-	} else {
-		p.one[k] = seq
+	x, ok := p.ids[k]
+	switch {
+	case !ok:
+		p.ids[k] = seq
+	case x < 0:
+		p.lists[-x-1] = insertSeq(p.lists[-x-1], seq)
+	case x != seq:
+		l := insertSeq([]int64{x}, seq)
+		if n := len(p.free); n > 0 {
+			i := p.free[n-1]
+			p.free = p.free[:n-1]
+			p.lists[i] = l
+			p.ids[k] = -i - 1
+		} else {
+			p.lists = append(p.lists, l)
+			p.ids[k] = -int64(len(p.lists))
+		}
 	}
 }
 
@@ -114,16 +129,25 @@ func (p *postings) remove(v string, seq int64) {
 		}
 		return
 	}
-	if l, ok := p.many[k]; ok {
-		l = deleteSeq(l, seq)
-		if len(l) == 1 {
-			delete(p.many, k)
-			p.one[k] = l[0]
-		} else {
-			p.many[k] = l
+	x, ok := p.ids[k]
+	switch {
+	case !ok:
+	case x < 0:
+		i := -x - 1
+		l := deleteSeq(p.lists[i], seq)
+		if len(l) > 1 {
+			p.lists[i] = l
+			return
 		}
-	} else if p.one[k] == seq {
-		delete(p.one, k)
+		p.lists[i] = nil
+		p.free = append(p.free, i)
+		if len(l) == 1 {
+			p.ids[k] = l[0]
+		} else {
+			delete(p.ids, k)
+		}
+	case x == seq:
+		delete(p.ids, k)
 	}
 }
 
@@ -133,10 +157,14 @@ func (p *postings) get(v string, buf []int64) []int64 {
 	if !ok {
 		return append(buf, p.odd[v]...)
 	}
-	if q, ok := p.one[k]; ok {
-		return append(buf, q)
+	x, ok := p.ids[k]
+	switch {
+	case !ok:
+		return buf
+	case x < 0:
+		return append(buf, p.lists[-x-1]...)
 	}
-	return append(buf, p.many[k]...)
+	return append(buf, x)
 }
 
 func insertSeq(l []int64, seq int64) []int64 {
