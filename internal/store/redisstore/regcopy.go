@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"strconv"
@@ -109,11 +110,11 @@ func (b *regBuilder) build(v string) *regCopy {
 	// an ACN only an ABN names is kept too, nameless, as Redis would
 	// answer it.
 	has := func(acn uint32) bool {
-		_, ok := slices.BinarySearchFunc(b.entries, acn, func(e regEntry, t uint32) int { return cmpU32(e.acn, t) })
+		_, ok := slices.BinarySearchFunc(b.entries, acn, func(e regEntry, t uint32) int { return cmp.Compare(e.acn, t) })
 		return ok
 	}
 	sortEntries := func() {
-		slices.SortFunc(b.entries, func(x, y regEntry) int { return cmpU32(x.acn, y.acn) })
+		slices.SortFunc(b.entries, func(x, y regEntry) int { return cmp.Compare(x.acn, y.acn) })
 		b.entries = slices.CompactFunc(b.entries, func(x, y regEntry) bool { return x.acn == y.acn })
 	}
 	sortEntries()
@@ -188,16 +189,6 @@ func (b *regBuilder) build(v string) *regCopy {
 	}
 	*b = regBuilder{}
 	return r
-}
-
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // company returns the index of a register ACN.
