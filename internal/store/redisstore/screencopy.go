@@ -120,11 +120,11 @@ func (c *ScreenCopy) refresh(ctx context.Context) error {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
 	for try := 0; try < 3; try++ {
-		regV, ok, err := c.sync(ctx)
+		regV, n, err := c.sync(ctx)
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if n == nil {
 			if err := c.loadNotices(ctx); err != nil {
 				return err
 			}
@@ -143,12 +143,12 @@ func (c *ScreenCopy) refresh(ctx context.Context) error {
 // screen answers a screen from the copy into res when the copy is
 // current; done is false when the caller must read Redis instead.
 func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter, res *watch.ScreenResult) (done bool, err error) {
-	regV, ok, err := c.sync(ctx)
+	regV, synced, err := c.sync(ctx)
 	if err != nil {
 		return true, err
 	}
 	reg := c.reg.Load()
-	if !ok || reg == nil || reg.v != regV {
+	if synced == nil || reg == nil || reg.v != regV {
 		if !c.wait {
 			select { // wake the loader
 			case c.kick <- struct{}{}:
@@ -160,10 +160,10 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 		if err := c.refresh(ctx); err != nil {
 			return true, err
 		}
-		if regV, ok, err = c.sync(ctx); err != nil {
+		if regV, synced, err = c.sync(ctx); err != nil {
 			return true, err
 		}
-		if reg = c.reg.Load(); !ok || reg == nil || reg.v != regV {
+		if reg = c.reg.Load(); synced == nil || reg == nil || reg.v != regV {
 			c.fromRedis.Add(1)
 			return false, nil
 		}
@@ -178,7 +178,7 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	}
 	defer unlock()
 	n := c.n
-	if n == nil { // trimmed past since sync: read Redis
+	if n != synced { // dropped or reloaded since it was brought up to date: read Redis
 		c.fromRedis.Add(1)
 		return false, nil
 	}
@@ -228,10 +228,11 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 const changeBatch = 1000
 
 // sync reads the register generation and applies the change log past the
-// notice copy's position, in one round trip when the log has nothing new.
-// ok is false when there is no notice copy, or the log was trimmed past
-// it (then the copy is dropped, to be reloaded).
-func (c *ScreenCopy) sync(ctx context.Context) (regV string, ok bool, err error) {
+// notice copy's position, in one round trip when the log has nothing new,
+// and returns the copy it brought up to date: nil when there is no notice
+// copy, or the log was trimmed past it (then the copy is dropped, to be
+// reloaded).
+func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy, err error) {
 	s := c.s
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
@@ -255,25 +256,25 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, ok bool, err error)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return "", false, s.fail("read the screen change log", err)
+		return "", nil, s.fail("read the screen change log", err)
 	}
 	regV, head := vCmd.Val(), int64(0)
 	if h := headCmd.Val(); h != "" {
 		if head, err = strconv.ParseInt(h, 10, 64); err != nil {
-			return "", false, s.fail("read the screen change log", err)
+			return "", nil, s.fail("read the screen change log", err)
 		}
 	}
 	if n == nil {
-		return regV, false, nil
+		return regV, nil, nil
 	}
 	if head == last {
-		return regV, true, nil
+		return regV, n, nil
 	}
 	if head < last { // the log was reset (its keys removed): reload
 		c.mu.Lock()
 		c.n = nil
 		c.mu.Unlock()
-		return regV, false, nil
+		return regV, nil, nil
 	}
 	msgs := xCmd.Val()
 	var seqs []string
@@ -293,18 +294,18 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, ok bool, err error)
 			break
 		}
 		if msgs, err = s.rdb.XRangeN(ctx, s.key("nlog"), entryID(last+1), "+", changeBatch).Result(); err != nil {
-			return "", false, s.fail("read the screen change log", err)
+			return "", nil, s.fail("read the screen change log", err)
 		}
 	}
 	if last < head {
 		c.mu.Lock()
 		c.n = nil
 		c.mu.Unlock()
-		return regV, false, nil
+		return regV, nil, nil
 	}
 	sums, err := s.hmget(ctx, s.key("nsum"), seqs)
 	if err != nil {
-		return "", false, err
+		return "", nil, err
 	}
 	c.mu.Lock()
 	for i, q := range seqs {
@@ -314,7 +315,7 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, ok bool, err error)
 	}
 	n.last = last
 	c.mu.Unlock()
-	return regV, true, nil
+	return regV, n, nil
 }
 
 func entryID(n int64) string { return strconv.FormatInt(n, 10) + "-0" }
@@ -322,10 +323,12 @@ func entryID(n int64) string { return strconv.FormatInt(n, 10) + "-0" }
 // scanCount is HSCAN's COUNT when a copy loads.
 const scanCount = 10000
 
-// loadNotices builds a new notice copy from nsum and swaps it in, then
-// brings it to the head of the change log. Changes made while nsum is
-// scanned are in the log past the position read first, and applying a
-// seq's current summary again is harmless.
+// loadNotices builds a new notice copy from nsum and swaps it in at the
+// change log position read before the scan; the next sync brings it to
+// the head of the log before a screen uses it (a screen only uses the copy
+// its own sync brought up to date). Changes made while nsum is scanned are
+// in the log past that position, and applying a seq's current summary
+// again is harmless.
 func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 	s := c.s
 	h, err := s.rdb.Get(ctx, s.key("nlog", "n")).Result()
