@@ -258,3 +258,58 @@ func TestScreenCopyRegisterReplacement(t *testing.T) {
 	}
 	t.Logf("screens during the replacement by register: %v; from copy/Redis: %v", seen, fmt.Sprint(cp.Counts()))
 }
+
+// TestScreenCopyNotLoadedReadsRedis: a replica whose copy is not loaded
+// yet (serve just started) answers screens from Redis, correctly, without
+// waiting for the load; once Start has loaded the copy in the background,
+// screens answer from it.
+func TestScreenCopyNotLoadedReadsRedis(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	commitRegister(t, c, notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"})
+	if _, err := c.UpsertNotices(ctx, []notice.Notice{genNotice(t, copyTmpl, "LOADED", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	r := f.sameNamespace(t, Options{ScreenCopy: true})
+	ids := idsOf(t, "51"+acn(1), acn(2))
+	want, err := f.rs.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromCopy, fromRedis := r.ScreenCopy().Counts(); fromCopy != 0 || fromRedis != 1 {
+		t.Fatalf("before any load: %d screens from the copy, %d from Redis", fromCopy, fromRedis)
+	}
+	if !reflect.DeepEqual(got, want) || got.Counts.Matched != 1 {
+		t.Fatalf("before any load:\ngot  %+v\nwant %+v", got, want)
+	}
+	cp := r.ScreenCopy()
+	if err := cp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Shutdown(context.Background()) })
+	// Wait (for a condition, not a time) until the background load has
+	// made the copy current; a screen before that reads Redis.
+	for i := 0; ; i++ {
+		cp.loadMu.Lock() // held by a load under way
+		cp.loadMu.Unlock()
+		_, fromRedis := cp.Counts()
+		got, err := r.Screen(ctx, ids, noFilter())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("screen %d:\ngot  %+v\nwant %+v", i, got, want)
+		}
+		if _, after := cp.Counts(); after == fromRedis {
+			break // answered from the copy
+		}
+		if i == 1000 {
+			t.Fatal("the started copy never answered a screen")
+		}
+	}
+}
