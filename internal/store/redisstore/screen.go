@@ -28,8 +28,8 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	if len(ids) == 0 {
 		return res, nil
 	}
-	if s.copy != nil {
-		done, err := s.copy.screen(ctx, ids, f, &res)
+	if s.screenCopy != nil {
+		done, err := s.screenCopy.screen(ctx, ids, f, &res)
 		if done || err != nil {
 			return res, err
 		}

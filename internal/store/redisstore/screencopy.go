@@ -64,7 +64,7 @@ func newScreenCopy(s *Store, wait bool) *ScreenCopy {
 
 // ScreenCopy returns the store's in-memory screen copy, nil unless
 // Options.ScreenCopy was set.
-func (s *Store) ScreenCopy() *ScreenCopy { return s.copy }
+func (s *Store) ScreenCopy() *ScreenCopy { return s.screenCopy }
 
 // refreshEvery is how often a started copy follows the change log and the
 // register generation without being asked.

@@ -61,9 +61,9 @@ type Store struct {
 	matchOnRead bool
 	filters     filterCache
 	secrets     *secretbox.Box
-	// copy is the replica's in-memory copy of what the bulk screen reads
+	// screenCopy is the replica's in-memory copy of what the bulk screen reads
 	// (nil: every screen reads Redis); changeLogCap caps nlog.
-	copy         *ScreenCopy
+	screenCopy   *ScreenCopy
 	changeLogCap int
 }
 
@@ -103,7 +103,7 @@ func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Opt
 	s := &Store{rdb: rdb, ns: namespace + ":", source: source, plans: o.Plans, clock: o.Clock,
 		matchOnRead: !o.NoMatchOnRead, secrets: o.Secrets, changeLogCap: changeLogCap}
 	if o.ScreenCopy {
-		s.copy = newScreenCopy(s, o.ScreenCopyWait)
+		s.screenCopy = newScreenCopy(s, o.ScreenCopyWait)
 	}
 	if s.plans == nil {
 		s.plans = account.DefaultPlans()
