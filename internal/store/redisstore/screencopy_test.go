@@ -51,6 +51,29 @@ func screenBoth(t *testing.T, f fixture, r *Store, ids []ident.ID) watch.ScreenR
 	return got
 }
 
+// screenFromRedis screens ids on the replica, which must answer from
+// Redis (its copy being out of date) with f's store's answer, matched
+// identifiers of them; it returns the answer.
+func screenFromRedis(t *testing.T, f fixture, r *Store, ids []ident.ID, matched int, when string) watch.ScreenResult {
+	t.Helper()
+	ctx := context.Background()
+	want, err := f.rs.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromCopy, fromRedis := r.ScreenCopy().Counts(); fromCopy != 0 || fromRedis != 1 {
+		t.Fatalf("%s: %d screens from the copy, %d from Redis; want the one from Redis", when, fromCopy, fromRedis)
+	}
+	if !reflect.DeepEqual(got, want) || got.Counts.Matched != matched {
+		t.Fatalf("%s:\ngot  %+v\nwant %+v", when, got, want)
+	}
+	return want
+}
+
 // TestScreenCopySeesIngestAtOnce: two stores on one Redis are two
 // replicas. A notice ingested through one is seen by the other's very
 // next screen, answered from its copy (not from Redis); so is an
@@ -113,20 +136,7 @@ func TestScreenCopyTrimmedLog(t *testing.T) {
 		t.Fatalf("the change log was not trimmed: %v %v", first, err)
 	}
 	ids := idsOf(t, acn(1), acn(2), acn(7), acn(8))
-	want, err := f.rs.Screen(ctx, ids, noFilter())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := r.Screen(ctx, ids, noFilter())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fromCopy, fromRedis := r.ScreenCopy().Counts(); fromCopy != 0 || fromRedis != 1 {
-		t.Fatalf("behind a trimmed log the screen answered from the copy (%d from copy, %d from Redis)", fromCopy, fromRedis)
-	}
-	if !reflect.DeepEqual(got, want) || got.Counts.Matched != 3 {
-		t.Fatalf("behind a trimmed log:\ngot  %+v\nwant %+v", got, want)
-	}
+	screenFromRedis(t, f, r, ids, 3, "behind a trimmed log")
 	if err := r.ScreenCopy().refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -273,20 +283,7 @@ func TestScreenCopyNotLoadedReadsRedis(t *testing.T) {
 	}
 	r := f.sameNamespace(t, Options{ScreenCopy: true})
 	ids := idsOf(t, "51"+acn(1), acn(2))
-	want, err := f.rs.Screen(ctx, ids, noFilter())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := r.Screen(ctx, ids, noFilter())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fromCopy, fromRedis := r.ScreenCopy().Counts(); fromCopy != 0 || fromRedis != 1 {
-		t.Fatalf("before any load: %d screens from the copy, %d from Redis", fromCopy, fromRedis)
-	}
-	if !reflect.DeepEqual(got, want) || got.Counts.Matched != 1 {
-		t.Fatalf("before any load:\ngot  %+v\nwant %+v", got, want)
-	}
+	want := screenFromRedis(t, f, r, ids, 1, "before any load")
 	cp := r.ScreenCopy()
 	if err := cp.Start(ctx); err != nil {
 		t.Fatal(err)
