@@ -40,6 +40,10 @@ bench -bench . -benchtime 1x ./test/load
 if [ -n "${NOTICES_TEST_ELASTICSEARCH_URL:-}" ] && [ -n "${NOTICES_TEST_REDIS_URL:-}" ]; then
   bench -bench 'ESIngest' -benchtime 1x ./internal/store/elastic
   bench -bench 'ESSearch|ESCompany|ESFilters|ESStats' -benchtime 200x ./internal/store/elastic
+  # The Redis store: the bulk screen (from the replica's copy and from Redis), watch
+  # creation, arrival matching; and the screen copy's memory at 4M companies / 1M notices.
+  bench -bench 'Screen50k|CreateWatch50k|MatchOneNotice' -benchtime 20x ./internal/store/redisstore
+  bench -bench 'ScreenCopySize' -benchtime 1x ./internal/store/redisstore
 else
   echo "== NOT RUN: Elasticsearch benchmarks (set NOTICES_TEST_ELASTICSEARCH_URL and NOTICES_TEST_REDIS_URL)"
 fi

@@ -37,7 +37,12 @@ func openScale(ctx context.Context, cfg config.Config) (*scale.Store, error) {
 // deliveries are made by `noticesd worker` (asynq). The collector, when
 // NOTICES_SOURCE is set, is started by wireScaleParts.
 func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.Store, error) {
-	st, err := openScale(ctx, cfg)
+	if cfg.Backend != "scale" {
+		return nil, fmt.Errorf("this command needs NOTICES_BACKEND=scale (it is %s)", cfg.Backend)
+	}
+	// NOTICES_SCREEN_COPY: the bulk screen answers from this replica's
+	// in-memory copy, started by wireScaleParts.
+	st, err := scale.Open(ctx, cfg, redisstore.Options{ScreenCopy: cfg.ScreenCopy})
 	if err != nil {
 		return nil, err
 	}
@@ -65,12 +70,19 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 // replica of a namespace run the collector.
 func collectorLeaseKey(ns string) string { return ns + ":collector:lease" }
 
-// wireScaleParts starts what a scale-mode serve runs beside the API: with
+// wireScaleParts starts what a scale-mode serve runs beside the API: the
+// bulk screen's in-memory copy (NOTICES_SCREEN_COPY, loaded in the
+// background: screens read Redis until it is ready) and, with
 // NOTICES_SOURCE set, the collector, gated by a lease in Redis so that only
 // one replica collects at a time (another takes over within
 // lease.DefaultTTL when the holder dies). Parts stop in reverse order: the
 // collector, then the lease (given up at once).
 func wireScaleParts(ctx context.Context, cfg config.Config, st *scale.Store, log *slog.Logger, deps *api.Deps, start func(part) error) error {
+	if c := st.Redis.ScreenCopy(); c != nil {
+		if err := start(c); err != nil {
+			return err
+		}
+	}
 	if cfg.Source == "" {
 		return nil
 	}

@@ -25,6 +25,7 @@ type Config struct {
 	ElasticsearchURL    string        // NOTICES_ELASTICSEARCH_URL (scale)
 	RedisURL            string        // NOTICES_REDIS_URL (scale)
 	Namespace           string        // NOTICES_NAMESPACE: prefix of every index, alias and Redis key (scale)
+	ScreenCopy          bool          // NOTICES_SCREEN_COPY: serve keeps an in-memory copy of the bulk screen's data (scale)
 	Source              string        // NOTICES_SOURCE: "" (none), a directory, or an http(s) URL
 	CollectInterval     time.Duration // NOTICES_COLLECT_INTERVAL
 	Webhooks            bool          // NOTICES_WEBHOOKS: on/off
@@ -71,6 +72,7 @@ func Default() Config {
 		RedisURL:          "redis://localhost:6379/0",
 		CollectInterval:   15 * time.Minute,
 		Webhooks:          true,
+		ScreenCopy:        true,
 		DeliveryRetryUnit: 10 * time.Minute,
 		DeliveryTimeout:   10 * time.Second,
 		WorkerConcurrency: 32,
@@ -147,6 +149,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	dur("NOTICES_COLLECT_INTERVAL", &c.CollectInterval)
 	boolean("NOTICES_WEBHOOKS", &c.Webhooks)
+	boolean("NOTICES_SCREEN_COPY", &c.ScreenCopy)
 	dur("NOTICES_DELIVERY_RETRY_UNIT", &c.DeliveryRetryUnit)
 	dur("NOTICES_DELIVERY_TIMEOUT", &c.DeliveryTimeout)
 	boolean("NOTICES_WEBHOOK_ALLOW_PRIVATE", &c.WebhookAllowPrivate)

@@ -19,6 +19,7 @@ var Settings = []Setting{
 	{"NOTICES_ELASTICSEARCH_URL", "http://localhost:9200", "Elasticsearch URL (scale backend)"},
 	{"NOTICES_REDIS_URL", "redis://localhost:6379/0", "Redis URL (scale backend; it must run with appendonly yes)"},
 	{"NOTICES_NAMESPACE", "notices", "prefix of every Elasticsearch index and alias, Redis key and queue (scale backend)"},
+	{"NOTICES_SCREEN_COPY", "on", "on/off: each serve process keeps an in-memory copy of the register and notice summaries the bulk screen reads (scale backend; memory: see the operating guide's sizing)"},
 	{"NOTICES_SOURCE", "none", "collector source: a directory of *.jsonl(.gz) files or an http(s) JSON Lines feed"},
 	{"NOTICES_COLLECT_INTERVAL", "15m", "time between collector runs"},
 	{"NOTICES_WEBHOOKS", "on", "on/off: webhook registration and the delivery worker"},

@@ -14,3 +14,10 @@ func TestAccountsContract(t *testing.T) {
 func TestWatchesContract(t *testing.T) {
 	storetest.RunWatches(t, func(t *testing.T) storetest.WatchBackend { return newFixture(t, Options{}).backend() })
 }
+
+// TestWatchesContractScreenCopy: the contract with every bulk screen
+// answered from the in-memory copy (newFixture fails a test whose screen
+// read Redis instead).
+func TestWatchesContractScreenCopy(t *testing.T) {
+	storetest.RunWatches(t, func(t *testing.T) storetest.WatchBackend { return newFixture(t, copyOptions).backend() })
+}

@@ -15,9 +15,11 @@ import (
 // use every register ACN of the ABN and every ABN of the ACNs, and give
 // the embedded store's answers: the same three lists, counts, latest
 // notices and company ACNs, and the same matched notices.
-func TestSharedABNMatchesEmbedded(t *testing.T) {
+func TestSharedABNMatchesEmbedded(t *testing.T) { forScreenModes(t, testSharedABN) }
+
+func testSharedABN(t *testing.T, o Options) {
 	ctx := context.Background()
-	f := newFixture(t, Options{})
+	f := newFixture(t, o)
 	c := composite{notices: f.notices, rs: f.rs}
 	shared := "51" + acn(1) // formed from acn(1), also held by acn(2)'s rows
 	other := "62" + acn(3)  // a second ABN of acn(3)
@@ -104,9 +106,11 @@ func seqsOf(ns []notice.Notice) []int64 {
 // its ACN and its ABN is matched (once) when screened by either, as in the
 // embedded store. (The two seq lists are then equal strings; the screen
 // once took the ACN's own list for the counterpart's and skipped it.)
-func TestScreenNoticeCarryingBoth(t *testing.T) {
+func TestScreenNoticeCarryingBoth(t *testing.T) { forScreenModes(t, testScreenCarryingBoth) }
+
+func testScreenCarryingBoth(t *testing.T, o Options) {
 	ctx := context.Background()
-	f := newFixture(t, Options{})
+	f := newFixture(t, o)
 	c := composite{notices: f.notices, rs: f.rs}
 	abn := "51" + acn(1)
 	commitRegister(t, c, notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: abn, CurrentNameIndicator: "Y"})

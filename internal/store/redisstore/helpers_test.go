@@ -93,6 +93,14 @@ func newFixture(t testing.TB, o Options) fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropNamespace(t, rdb, ns) })
+	if o.ScreenCopyWait {
+		// Every screen of a waiting copy is answered from it.
+		t.Cleanup(func() {
+			if _, fromRedis := rs.ScreenCopy().Counts(); fromRedis > 0 {
+				t.Errorf("%d screens read Redis instead of the waiting in-memory copy", fromRedis)
+			}
+		})
+	}
 	return fixture{rs: rs, notices: sq, rdb: rdb, ns: ns, clock: clock}
 }
 
@@ -113,4 +121,15 @@ func testBox(t testing.TB) *secretbox.Box {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// copyOptions are the options of a store whose screens answer from the
+// in-memory copy, reloading it when it is out of date.
+var copyOptions = Options{ScreenCopy: true, ScreenCopyWait: true}
+
+// forScreenModes runs test with the screen reading Redis and with it
+// answering from the in-memory copy.
+func forScreenModes(t *testing.T, test func(t *testing.T, o Options)) {
+	t.Run("redis", func(t *testing.T) { test(t, Options{}) })
+	t.Run("copy", func(t *testing.T) { test(t, copyOptions) })
 }

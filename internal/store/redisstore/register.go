@@ -105,20 +105,16 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	return nil
 }
 
-// primaryACN is the ACN an ABN resolves to among acns (its register ACNs,
-// comma-joined), as the embedded store picks it: the ACN the ABN is
-// formed from (two digits followed by the ACN) when it is one of them,
-// else the lowest. "" when acns is empty.
-func primaryACN(abn, acns string) string {
-	if acns == "" {
-		return ""
-	}
-	list := splitList(acns)
-	if len(list) == 1 {
-		return list[0]
+// primaryACN is the ACN an ABN resolves to among acns (its register ACNs),
+// as the embedded store picks it: the ACN the ABN is formed from (two
+// digits followed by the ACN) when it is one of them, else the lowest. ""
+// when acns is empty.
+func primaryACN(abn string, acns []string) string {
+	if len(acns) == 1 {
+		return acns[0]
 	}
 	best := ""
-	for _, a := range list {
+	for _, a := range acns {
 		if len(abn) == 11 && a == abn[2:] {
 			return a
 		}

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/noticesd/noticesd/internal/ident"
@@ -14,20 +15,55 @@ import (
 // Screen is the bulk screen of POST /v1/match, with the embedded store's
 // semantics (see sqlite.Store.Screen): each normalised, distinct
 // identifier lands in Matched, Unmatched or Unresolved, in the order
-// given. It costs three pipelined round trips whatever the number of
-// identifiers (HMGETs of the register, of nidx and of nsum). Filters
-// are applied to the summaries with package matcher's semantics; a q needs
-// the notices' text, so the candidates passing the other filters are read
-// from the NoticeSource and matched there.
+// given. With the replica's in-memory copy (Options.ScreenCopy) loaded and
+// current it costs one round trip (screencopy.go); otherwise it costs three
+// pipelined round trips whatever the number of identifiers (HMGETs of the
+// register, of nidx and of nsum). Filters are applied to the summaries
+// with package matcher's semantics; a q needs the notices' text, so the
+// candidates passing the other filters are read from the NoticeSource and
+// matched there.
 func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
 	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}}
 	res.Counts.Submitted = len(ids)
 	if len(ids) == 0 {
 		return res, nil
 	}
-	reg, err := s.currentRegister(ctx)
+	if s.screenCopy != nil {
+		done, err := s.screenCopy.screen(ctx, ids, f, &res)
+		if done || err != nil {
+			return res, err
+		}
+	}
+	found, err := s.screenLookups(ctx, ids)
 	if err != nil {
 		return res, err
+	}
+	err = s.screenResult(ctx, ids, found, f, func(seqs []int64) ([]string, error) {
+		fields := make([]string, len(seqs))
+		for i, q := range seqs {
+			fields[i] = strconv.FormatInt(q, 10)
+		}
+		return s.hmget(ctx, s.key("nsum"), fields) // round trip 3: the summaries
+	}, &res)
+	return res, err
+}
+
+// screenItem is what a screen found of one identifier.
+type screenItem struct {
+	self        string
+	others      []string // the register ABNs of an ACN, or ACNs of an ABN
+	acn         string   // the company's ACN: the ACN itself, or the register's for an ABN
+	name        string   // the register's current name of acn
+	inRegister  bool
+	own, theirs []int64 // seqs of the notices carrying self / others
+}
+
+// screenLookups finds each identifier's register counterparts and notices
+// in Redis: two pipelined round trips.
+func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem, error) {
+	reg, err := s.currentRegister(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var acns, abns []string
 	for _, id := range ids {
@@ -41,28 +77,20 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	r1, err := s.hmgetMany(ctx, lookupReq{reg.regKey("name"), acns}, lookupReq{reg.regKey("acnabn"), acns},
 		lookupReq{reg.regKey("abn"), abns}, lookupReq{s.key("nidx"), values(ids)})
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	names, acnABN, abnACN, own := r1[0], r1[1], r1[2], r1[3]
-	// Each identifier's own value and its register counterparts.
-	type one struct {
-		self        string
-		others      []string // the register ABNs of an ACN, or ACNs of an ABN
-		acn         string   // the company's ACN: the ACN itself, or the register's for an ABN
-		name        string   // the register's current name of acn
-		inRegister  bool
-		own, theirs string // comma-joined seqs of the notices carrying self / others
-	}
-	found := make([]one, len(ids))
+	found := make([]screenItem, len(ids))
 	var others, resolved []string
 	ai, bi := 0, 0
 	for i, id := range ids {
-		o := one{self: id.Value, own: own[i]}
+		o := screenItem{self: id.Value, own: parseSeqs(own[i], nil)}
 		if id.Kind == ident.ACN {
 			o.acn, o.others, o.name, o.inRegister = id.Value, splitList(acnABN[ai]), names[ai], names[ai] != ""
 			ai++
 		} else {
-			o.others, o.acn = splitList(abnACN[bi]), primaryACN(id.Value, abnACN[bi])
+			o.others = splitList(abnACN[bi])
+			o.acn = primaryACN(id.Value, o.others)
 			o.inRegister = o.acn != ""
 			if o.acn != "" {
 				resolved = append(resolved, o.acn)
@@ -75,45 +103,51 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	// Round trip 2: the counterparts' notices, the resolved ACNs' names.
 	r2, err := s.hmgetMany(ctx, lookupReq{s.key("nidx"), others}, lookupReq{reg.regKey("name"), resolved})
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	oi, ri := 0, 0
 	for i := range found {
 		o := &found[i]
-		var theirs []string
 		for range o.others {
-			theirs = append(theirs, splitList(r2[0][oi])...)
+			o.theirs = parseSeqs(r2[0][oi], o.theirs)
 			oi++
 		}
 		if len(o.others) > 1 {
-			slices.Sort(theirs)
-			theirs = slices.Compact(theirs)
+			o.theirs = sortedSet(o.theirs)
 		}
-		o.theirs = joinList(theirs)
 		if ids[i].Kind == ident.ABN && o.acn != "" {
 			o.name = r2[1][ri]
 			ri++
 		}
 	}
-	seqSet := map[string]struct{}{}
+	return found, nil
+}
+
+// screenResult fills res from what was found of each identifier; summaries
+// returns the encoded summaries of seqs ("" for none), from Redis or the
+// copy.
+func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screenItem, f notice.Filter,
+	summaries func(seqs []int64) ([]string, error), res *watch.ScreenResult) error {
+	seqSet := map[int64]struct{}{}
 	for _, o := range found {
-		for _, l := range []string{o.own, o.theirs} {
-			for _, q := range splitList(l) {
+		for _, l := range [][]int64{o.own, o.theirs} {
+			for _, q := range l {
 				seqSet[q] = struct{}{}
 			}
 		}
 	}
-	seqs := make([]string, 0, len(seqSet))
+	seqs := make([]int64, 0, len(seqSet))
 	for q := range seqSet {
 		seqs = append(seqs, q)
 	}
-	// Round trip 3: the summaries.
-	raw, err := s.hmget(ctx, s.key("nsum"), seqs)
+	raw, err := summaries(seqs)
 	if err != nil {
-		return res, err
+		return err
 	}
 	// Which notices pass f.
-	sums := make(map[string]*notice.Notice, len(seqs))
+	sums := make(map[int64]*notice.Notice, len(seqs))
+	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
+	ptrs := make([][3]string, len(seqs))
 	noQ := f
 	noQ.Q = nil
 	var needText []int64
@@ -121,14 +155,14 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 		if raw[i] == "" {
 			continue
 		}
-		n, err := decodeSummary(raw[i])
-		if err != nil {
-			return res, err
+		n := &decoded[i]
+		if err := decodeSummaryInto(raw[i], n, &ptrs[i]); err != nil {
+			return err
 		}
-		if !matcher.FilterMatches(noQ, &n, nil) {
+		if !matcher.FilterMatches(noQ, n, nil) {
 			continue
 		}
-		sums[q] = &n
+		sums[q] = n
 		if f.Q != nil {
 			needText = append(needText, n.Seq)
 		}
@@ -136,7 +170,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	if f.Q != nil && len(needText) > 0 {
 		full, err := s.source.NoticesBySeq(ctx, needText)
 		if err != nil {
-			return res, err
+			return err
 		}
 		pass := make(map[int64]bool, len(full))
 		for i := range full {
@@ -151,13 +185,21 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 		clear(sums)
 	}
 
+	withNotices := 0
+	for _, o := range found {
+		if len(o.own)+len(o.theirs) > 0 {
+			withNotices++
+		}
+	}
+	res.Matched = slices.Grow(res.Matched, withNotices)
+	strs := make([]string, 0, 2*withNotices) // the matches' acn and name
 	for i, o := range found {
 		var count int
 		var latest *notice.Notice
-		for li, l := range []string{o.own, o.theirs} {
-			for _, q := range splitList(l) {
+		for li, l := range [][]int64{o.own, o.theirs} {
+			for _, q := range l {
 				n := sums[q]
-				if n == nil || (li == 1 && o.own != "" && strings.Contains(","+o.own+",", ","+q+",")) {
+				if n == nil || (li == 1 && slices.Contains(o.own, q)) {
 					continue // fails f, or carries both identifiers (counted once)
 				}
 				count++
@@ -167,7 +209,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 			}
 		}
 		if count == 0 {
-			if o.inRegister || o.own != "" {
+			if o.inRegister || len(o.own) > 0 {
 				res.Unmatched = append(res.Unmatched, o.self)
 			} else {
 				res.Unresolved = append(res.Unresolved, o.self)
@@ -182,21 +224,38 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 		// register's current name, else the latest notice's).
 		switch {
 		case o.acn != "":
-			acn := o.acn
-			m.ACN = &acn
+			strs = append(strs, o.acn)
+			m.ACN = &strs[len(strs)-1]
 		case ids[i].Kind == ident.ABN && latest.ABN != nil && *latest.ABN == o.self && latest.ACN != nil:
-			acn := *latest.ACN
-			m.ACN = &acn
+			strs = append(strs, *latest.ACN)
+			m.ACN = &strs[len(strs)-1]
 		}
 		name := o.name
 		if name == "" {
 			name = latest.CompanyName
 		}
-		m.CompanyName = &name
+		strs = append(strs, name)
+		m.CompanyName = &strs[len(strs)-1]
 		res.Matched = append(res.Matched, m)
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
-	return res, nil
+	return nil
+}
+
+// parseSeqs appends the seqs of a comma-joined list to buf.
+func parseSeqs(list string, buf []int64) []int64 {
+	for list != "" {
+		q := list
+		if i := strings.IndexByte(list, ','); i >= 0 {
+			q, list = list[:i], list[i+1:]
+		} else {
+			list = ""
+		}
+		if n, err := strconv.ParseInt(q, 10, 64); err == nil {
+			buf = append(buf, n)
+		}
+	}
+	return buf
 }
 
 func values(ids []ident.ID) []string {

@@ -61,6 +61,10 @@ type Store struct {
 	matchOnRead bool
 	filters     filterCache
 	secrets     *secretbox.Box
+	// screenCopy is the replica's in-memory copy of what the bulk screen reads
+	// (nil: every screen reads Redis); changeLogCap caps nlog.
+	screenCopy   *ScreenCopy
+	changeLogCap int
 }
 
 // Options configure a Store. The zero value of each field is its default.
@@ -76,6 +80,16 @@ type Options struct {
 	// NoMatchOnRead stops Matches from matching pending arrivals itself
 	// before reading; then only workers (MatchArrivals) fill the logs.
 	NoMatchOnRead bool
+	// ScreenCopy keeps an in-memory copy of the register and the notice
+	// summaries the bulk screen reads (NOTICES_SCREEN_COPY), loaded by
+	// ScreenCopy().Start; until it is loaded, and whenever it is behind in
+	// a way one round trip cannot fix, screens read Redis.
+	ScreenCopy bool
+	// ScreenCopyWait makes a screen that finds the copy out of date (not
+	// loaded, a new register, a change log trimmed past it) reload it and
+	// wait, instead of answering from Redis. For tests and benchmarks,
+	// which must exercise the copy deterministically.
+	ScreenCopyWait bool
 }
 
 // New returns a store on rdb with every key under namespace + ":".
@@ -87,7 +101,10 @@ func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Opt
 		return nil, errors.New("redisstore: a NoticeSource is required")
 	}
 	s := &Store{rdb: rdb, ns: namespace + ":", source: source, plans: o.Plans, clock: o.Clock,
-		matchOnRead: !o.NoMatchOnRead, secrets: o.Secrets}
+		matchOnRead: !o.NoMatchOnRead, secrets: o.Secrets, changeLogCap: changeLogCap}
+	if o.ScreenCopy {
+		s.screenCopy = newScreenCopy(s, o.ScreenCopyWait)
+	}
 	if s.plans == nil {
 		s.plans = account.DefaultPlans()
 	}

@@ -134,7 +134,7 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	all := slices.Clone(acns)
 	resolved := make([]string, len(abns))
 	for i, l := range abnACNs {
-		resolved[i] = primaryACN(abns[i], l)
+		resolved[i] = primaryACN(abns[i], splitList(l))
 		all = append(all, splitList(l)...)
 	}
 	regABNs, err := reg.lookup(ctx, "acnabn", all)

@@ -1,0 +1,68 @@
+package redisstore
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/noticesd/noticesd/internal/store/storetest"
+)
+
+// BenchmarkScreenCopySize measures what a replica's in-memory screen copy
+// holds at national scale, without Redis: a register of 4,000,000
+// companies (9-digit ACNs, each with the ABN "51"+ACN, names of about 30
+// bytes), then 1,000,000 notice summaries (encodeSummary of the fixture
+// notices, each on a register company's ACN, one in five with its ABN
+// too). It reports the heap each part holds after a GC and how long
+// building it from the entries took (the HSCAN round trips of a real load
+// come on top).
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench ScreenCopySize -benchtime 1x ./internal/store/redisstore
+func BenchmarkScreenCopySize(b *testing.B) {
+	const companies, notices = 4_000_000, 1_000_000
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	tmpl := storetest.Notices(b)
+	for b.Loop() {
+		base := heap()
+		start := time.Now()
+		rb := newRegBuilder()
+		for i := 0; i < companies; i++ {
+			a := fmt.Sprintf("%09d", 100_000_000+i*7)
+			rb.name(a, fmt.Sprintf("COMPANY %07d HOLDINGS PTY LTD", i))
+			rb.abn("51"+a, a)
+		}
+		reg := rb.build("1")
+		regBuild := time.Since(start)
+		regHeap := heap() - base
+		start = time.Now()
+		nc := newNoticeCopy()
+		for i := 0; i < notices; i++ {
+			n := tmpl[i%len(tmpl)]
+			n.Seq = int64(i + 1)
+			a := fmt.Sprintf("%09d", 100_000_000+(i*4%companies)*7)
+			n.ACN, n.ABN = &a, nil
+			if i%5 == 0 {
+				abn := "51" + a
+				n.ABN = &abn
+			}
+			nc.apply(n.Seq, encodeSummary(&n))
+		}
+		noticeBuild := time.Since(start)
+		noticeHeap := heap() - base - regHeap
+		if _, ok := reg.company(fmt.Sprintf("%09d", 100_000_000)); !ok || len(nc.sums) != notices {
+			b.Fatal("copy incomplete")
+		}
+		b.ReportMetric(float64(regHeap)/(1<<20), "register-MiB")
+		b.ReportMetric(float64(noticeHeap)/(1<<20), "notices-MiB")
+		b.ReportMetric(regBuild.Seconds(), "register-build-s")
+		b.ReportMetric(noticeBuild.Seconds(), "notices-build-s")
+		runtime.KeepAlive(reg)
+		runtime.KeepAlive(nc)
+	}
+}

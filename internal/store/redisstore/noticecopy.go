@@ -1,0 +1,190 @@
+package redisstore
+
+import (
+	"slices"
+	"strings"
+)
+
+// noticeCopy is a replica's copy of nsum (seq -> encoded summary) with the
+// index nidx derives from it: which seqs carry each ACN or ABN value. The
+// index is kept as a function of the summaries (apply removes a seq from
+// the values of its old summary and adds it to those of the new), so
+// applying a seq's current summary again, in any order, leaves it exact.
+type noticeCopy struct {
+	sums map[int64]string
+	post postings
+	last int64 // the last change log entry applied (nlog:n)
+}
+
+func newNoticeCopy() *noticeCopy {
+	return &noticeCopy{sums: map[int64]string{}, post: newPostings()}
+}
+
+// apply sets seq's summary ("" removes it).
+func (n *noticeCopy) apply(seq int64, sum string) {
+	if old, ok := n.sums[seq]; ok {
+		for _, v := range summaryIdents(old) {
+			if v != "" {
+				n.post.remove(v, seq)
+			}
+		}
+		delete(n.sums, seq)
+	}
+	if sum == "" {
+		return
+	}
+	for _, v := range summaryIdents(sum) {
+		if v != "" {
+			n.post.add(v, seq)
+		}
+	}
+	n.sums[seq] = sum
+}
+
+// summaryIdents returns the acn and abn fields of an encoded summary
+// (encodeSummary: the 11th and 12th).
+func summaryIdents(sum string) [2]string {
+	var out [2]string
+	for f := 0; f < 12; f++ {
+		i := strings.Index(sum, sep)
+		if i < 0 {
+			return [2]string{}
+		}
+		if f >= 10 {
+			out[f-10] = sum[:i]
+		}
+		sum = sum[i+len(sep):]
+	}
+	return out
+}
+
+// postings maps an identifier value to the seqs carrying it. A 9- or
+// 11-digit value (every ACN and ABN the screen is asked) is a number key
+// in ids, whose value is the one seq carrying it (nearly all values), or
+// -(i+1) for lists[i] when two or more do: one pointer-free map slot per
+// value and one map lookup per get.
+type postings struct {
+	ids   map[uint64]int64
+	lists [][]int64          // sorted seqs of values with two or more
+	free  []int64            // unused indexes of lists
+	odd   map[string][]int64 // values of any other form, sorted
+}
+
+func newPostings() postings {
+	return postings{ids: map[uint64]int64{}, odd: map[string][]int64{}}
+}
+
+// idKey packs a 9- or 11-digit value into a number, keeping its length.
+func idKey(v string) (uint64, bool) {
+	if len(v) != 9 && len(v) != 11 {
+		return 0, false
+	}
+	var k uint64
+	for i := 0; i < len(v); i++ {
+		if !isDigit(v[i]) {
+			return 0, false
+		}
+		k = k*10 + uint64(v[i]-'0')
+	}
+	k <<= 1
+	if len(v) == 11 {
+		k |= 1
+	}
+	return k, true
+}
+
+func (p *postings) add(v string, seq int64) {
+	k, ok := idKey(v)
+	if !ok {
+		p.odd[v] = insertSeq(p.odd[v], seq)
+		return
+	}
+	x, ok := p.ids[k]
+	switch {
+	case !ok:
+		p.ids[k] = seq
+	case x < 0:
+		p.lists[-x-1] = insertSeq(p.lists[-x-1], seq)
+	case x != seq:
+		l := insertSeq([]int64{x}, seq)
+		if n := len(p.free); n > 0 {
+			i := p.free[n-1]
+			p.free = p.free[:n-1]
+			p.lists[i] = l
+			p.ids[k] = -i - 1
+		} else {
+			p.lists = append(p.lists, l)
+			p.ids[k] = -int64(len(p.lists))
+		}
+	}
+}
+
+func (p *postings) remove(v string, seq int64) {
+	k, ok := idKey(v)
+	if !ok {
+		if l := deleteSeq(p.odd[v], seq); len(l) > 0 {
+			p.odd[v] = l
+		} else {
+			delete(p.odd, v)
+		}
+		return
+	}
+	x, ok := p.ids[k]
+	switch {
+	case !ok:
+	case x < 0:
+		i := -x - 1
+		l := deleteSeq(p.lists[i], seq)
+		if len(l) > 1 {
+			p.lists[i] = l
+			return
+		}
+		p.lists[i] = nil
+		p.free = append(p.free, i)
+		if len(l) == 1 {
+			p.ids[k] = l[0]
+		} else {
+			delete(p.ids, k)
+		}
+	case x == seq:
+		delete(p.ids, k)
+	}
+}
+
+// get appends the seqs carrying v to buf.
+func (p *postings) get(v string, buf []int64) []int64 {
+	k, ok := idKey(v)
+	if !ok {
+		return append(buf, p.odd[v]...)
+	}
+	x, ok := p.ids[k]
+	switch {
+	case !ok:
+		return buf
+	case x < 0:
+		return append(buf, p.lists[-x-1]...)
+	}
+	return append(buf, x)
+}
+
+func insertSeq(l []int64, seq int64) []int64 {
+	i, found := slices.BinarySearch(l, seq)
+	if found {
+		return l
+	}
+	return slices.Insert(l, i, seq)
+}
+
+func deleteSeq(l []int64, seq int64) []int64 {
+	i, found := slices.BinarySearch(l, seq)
+	if !found {
+		return l
+	}
+	return slices.Delete(l, i, i+1)
+}
+
+// sortedSet sorts seqs and drops repeats.
+func sortedSet(seqs []int64) []int64 {
+	slices.Sort(seqs)
+	return slices.Compact(seqs)
+}

@@ -1,0 +1,116 @@
+package redisstore
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestPostings: values gain and lose seqs through one seq, several (a
+// list, whose slot is reused once freed) and none, for number keys and
+// values of any other form.
+func TestPostings(t *testing.T) {
+	p := newPostings()
+	steps := []struct {
+		name  string
+		do    func()
+		v     string
+		want  []int64
+		lists int // lists in use
+	}{
+		{"one seq", func() { p.add("123456789", 5) }, "123456789", []int64{5}, 0},
+		{"same again", func() { p.add("123456789", 5) }, "123456789", []int64{5}, 0},
+		{"a second: a list", func() { p.add("123456789", 3) }, "123456789", []int64{3, 5}, 1},
+		{"a third, sorted", func() { p.add("123456789", 4) }, "123456789", []int64{3, 4, 5}, 1},
+		{"an 11-digit value is another key", func() { p.add("00123456789", 9) }, "00123456789", []int64{9}, 1},
+		{"remove from the list", func() { p.remove("123456789", 4) }, "123456789", []int64{3, 5}, 1},
+		{"down to one: the list is freed", func() { p.remove("123456789", 3) }, "123456789", []int64{5}, 0},
+		{"a list again reuses the slot", func() { p.add("123456789", 8) }, "123456789", []int64{5, 8}, 1},
+		{"remove a seq it lacks", func() { p.remove("123456789", 7) }, "123456789", []int64{5, 8}, 1},
+		{"remove all", func() { p.remove("123456789", 5); p.remove("123456789", 8) }, "123456789", nil, 0},
+		{"odd value", func() { p.add("ABC", 2); p.add("ABC", 1) }, "ABC", []int64{1, 2}, 0},
+		{"odd value removed", func() { p.remove("ABC", 1); p.remove("ABC", 2) }, "ABC", nil, 0},
+		{"the other key kept", func() {}, "00123456789", []int64{9}, 0},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			s.do()
+			if got := p.get(s.v, nil); !reflect.DeepEqual(got, s.want) {
+				t.Errorf("get(%s) = %v, want %v", s.v, got, s.want)
+			}
+			if inUse := len(p.lists) - len(p.free); inUse != s.lists {
+				t.Errorf("%d lists in use, want %d", inUse, s.lists)
+			}
+		})
+	}
+	if _, ok := p.odd["ABC"]; ok || len(p.ids) != 1 {
+		t.Errorf("emptied values kept: odd %v, ids %v", p.odd, p.ids)
+	}
+}
+
+// TestRegCopy: a register built from hash entries (repeated, in any
+// order) answers as the hashes would: ACNs with leading zeros, an ABN
+// shared by two ACNs, a company with two ABNs, an ACN only an ABN names.
+func TestRegCopy(t *testing.T) {
+	b := newRegBuilder()
+	for range 2 { // HSCAN may return an entry twice
+		b.name("000000019", "ZERO PTY LTD")
+		b.name("123456780", "ONE PTY LTD")
+		b.name("223456789", "TWO PTY LTD")
+		b.abn("51000000019", "000000019")
+		b.abn("51123456780", "223456789,123456780")
+		b.abn("62123456780", "123456780")
+		b.abn("77999999999", "999999999")
+	}
+	r := b.build("7")
+	cases := []struct {
+		acn, name string
+		abns      []string
+	}{
+		{"000000019", "ZERO PTY LTD", []string{"51000000019"}},
+		{"123456780", "ONE PTY LTD", []string{"51123456780", "62123456780"}},
+		{"223456789", "TWO PTY LTD", []string{"51123456780"}},
+		{"999999999", "", []string{"77999999999"}},
+	}
+	for _, c := range cases {
+		i, ok := r.company(c.acn)
+		if !ok {
+			t.Fatalf("%s not in the copy", c.acn)
+		}
+		if r.name(i) != c.name || r.acn(i) != c.acn {
+			t.Errorf("%s: name %q acn %q", c.acn, r.name(i), r.acn(i))
+		}
+		if got := r.abnsOf(i); !sameSet(got, c.abns) {
+			t.Errorf("%s: ABNs %v, want %v", c.acn, got, c.abns)
+		}
+	}
+	for abn, want := range map[string][]string{
+		"51000000019": {"000000019"},
+		"51123456780": {"123456780", "223456789"},
+		"62123456780": {"123456780"},
+		"77999999999": {"999999999"},
+		"51223456789": nil, // not in the register, though formed from an ACN
+	} {
+		if got := r.acnsOf(abn); !sameSet(got, want) {
+			t.Errorf("ACNs of %s: %v, want %v", abn, got, want)
+		}
+	}
+	if _, ok := r.company("323456789"); ok {
+		t.Error("an ACN outside the register was found")
+	}
+}
+
+func sameSet(a, b []string) bool {
+	m := map[string]int{}
+	for _, x := range a {
+		m[x]++
+	}
+	for _, x := range b {
+		m[x]--
+	}
+	for _, n := range m {
+		if n != 0 {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}

@@ -1,0 +1,402 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/watch"
+)
+
+// ScreenCopy is a replica's in-memory copy of what the bulk screen reads
+// (Options.ScreenCopy): the current register generation (regCopy) and the
+// notice summaries of nsum with an index of them by identifier
+// (noticeCopy). With it a screen of 50,000 identifiers costs one round
+// trip to Redis instead of HMGETs of about 150,000 fields.
+//
+// Freshness is exact. Each screen first reads, in one pipeline, the
+// register generation (reg:v) and the change log past the copy's position
+// (nlog: RecordNotices appends the seqs of every batch it records in the
+// same script that writes nsum, numbered by nlog:n). New entries' summaries
+// are read (one more round trip, only when there are some) and applied
+// before the screen runs, so a screen that starts after an ingest commits
+// sees its notices. A register generation other than the copy's, a change
+// log trimmed past the copy's position, or a copy not yet loaded make the
+// screen read Redis as before (Store.screenLookups) while the copy reloads
+// in the background; a new register is built aside and swapped in whole,
+// so no screen mixes two generations.
+//
+// Start loads the copy in the background and keeps it near the head of
+// the change log (every second), so screens rarely apply more than a few
+// entries; Shutdown stops it.
+type ScreenCopy struct {
+	s    *Store
+	wait bool // Options.ScreenCopyWait
+
+	reg atomic.Pointer[regCopy]
+
+	// syncMu serialises reading and applying the change log, and
+	// swapping the notice copy; mu guards n against screens reading it.
+	syncMu sync.Mutex
+	mu     sync.RWMutex
+	n      *noticeCopy // nil: not loaded, or behind a trimmed change log
+
+	loadMu sync.Mutex // one load at a time
+	kick   chan struct{}
+	stop   context.CancelFunc
+	done   chan struct{}
+
+	// fromCopy and fromRedis count the screens answered each way.
+	fromCopy, fromRedis atomic.Int64
+}
+
+func newScreenCopy(s *Store, wait bool) *ScreenCopy {
+	return &ScreenCopy{s: s, wait: wait, kick: make(chan struct{}, 1)}
+}
+
+// ScreenCopy returns the store's in-memory screen copy, nil unless
+// Options.ScreenCopy was set.
+func (s *Store) ScreenCopy() *ScreenCopy { return s.screenCopy }
+
+// refreshEvery is how often a started copy follows the change log and the
+// register generation without being asked.
+const refreshEvery = time.Second
+
+// Start loads the copy in the background and keeps it fresh until
+// Shutdown. Screens read Redis until the copy is loaded.
+func (c *ScreenCopy) Start(ctx context.Context) error {
+	ctx, c.stop = context.WithCancel(context.WithoutCancel(ctx))
+	c.done = make(chan struct{})
+	go func() {
+		defer close(c.done)
+		t := time.NewTicker(refreshEvery)
+		defer t.Stop()
+		for {
+			_ = c.refresh(ctx) // on an error (Redis down) retry at the next tick
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-c.kick:
+			}
+		}
+	}()
+	return nil
+}
+
+// Shutdown stops the background loading, waiting for a load under way to
+// see the cancellation.
+func (c *ScreenCopy) Shutdown(ctx context.Context) error {
+	if c.stop == nil {
+		return nil
+	}
+	c.stop()
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Counts returns how many screens the copy answered and how many read
+// Redis instead (not loaded, or behind).
+func (c *ScreenCopy) Counts() (fromCopy, fromRedis int64) {
+	return c.fromCopy.Load(), c.fromRedis.Load()
+}
+
+// refresh brings the copy up to date: it follows the change log (or
+// reloads the notices when the copy is behind a trimmed log) and loads
+// the current register generation when the copy has another.
+func (c *ScreenCopy) refresh(ctx context.Context) error {
+	c.loadMu.Lock()
+	defer c.loadMu.Unlock()
+	for try := 0; try < 3; try++ {
+		regV, n, err := c.sync(ctx)
+		if err != nil {
+			return err
+		}
+		if n == nil {
+			if err := c.loadNotices(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if r := c.reg.Load(); r != nil && r.v == regV {
+			return nil
+		}
+		if err := c.loadRegister(ctx, regV); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// screen answers a screen from the copy into res when the copy is
+// current; done is false when the caller must read Redis instead.
+func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter, res *watch.ScreenResult) (done bool, err error) {
+	regV, synced, err := c.sync(ctx)
+	if err != nil {
+		return true, err
+	}
+	reg := c.reg.Load()
+	if synced == nil || reg == nil || reg.v != regV {
+		if !c.wait {
+			select { // wake the loader
+			case c.kick <- struct{}{}:
+			default:
+			}
+			c.fromRedis.Add(1)
+			return false, nil
+		}
+		if err := c.refresh(ctx); err != nil {
+			return true, err
+		}
+		if regV, synced, err = c.sync(ctx); err != nil {
+			return true, err
+		}
+		if reg = c.reg.Load(); synced == nil || reg == nil || reg.v != regV {
+			c.fromRedis.Add(1)
+			return false, nil
+		}
+	}
+	c.mu.RLock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			c.mu.RUnlock()
+		}
+	}
+	defer unlock()
+	n := c.n
+	if n != synced { // dropped or reloaded since it was brought up to date: read Redis
+		c.fromRedis.Add(1)
+		return false, nil
+	}
+	found := make([]screenItem, len(ids))
+	var arena []int64 // backs every item's seq lists
+	for i, id := range ids {
+		o := screenItem{self: id.Value}
+		start := len(arena)
+		arena = n.post.get(id.Value, arena)
+		o.own = arena[start:len(arena):len(arena)]
+		if id.Kind == ident.ACN {
+			o.acn = id.Value
+			if co, ok := reg.company(id.Value); ok {
+				o.others, o.name = reg.abnsOf(co), reg.name(co)
+			}
+			o.inRegister = o.name != ""
+		} else {
+			o.others = reg.acnsOf(id.Value)
+			o.acn = primaryACN(id.Value, o.others)
+			o.inRegister = o.acn != ""
+			if co, ok := reg.company(o.acn); ok && o.acn != "" {
+				o.name = reg.name(co)
+			}
+		}
+		start = len(arena)
+		for _, v := range o.others {
+			arena = n.post.get(v, arena)
+		}
+		o.theirs = arena[start:len(arena):len(arena)]
+		if len(o.others) > 1 {
+			o.theirs = sortedSet(o.theirs)
+		}
+		found[i] = o
+	}
+	c.fromCopy.Add(1)
+	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []int64) ([]string, error) {
+		out := make([]string, len(seqs))
+		for i, q := range seqs {
+			out[i] = n.sums[q]
+		}
+		unlock() // a q filter reads the notice source next: not under the lock
+		return out, nil
+	}, res)
+}
+
+// changeBatch is the most change log entries one XRANGE reads.
+const changeBatch = 1000
+
+// sync reads the register generation and applies the change log past the
+// notice copy's position, in one round trip when the log has nothing new,
+// and returns the copy it brought up to date: nil when there is no notice
+// copy, or the log was trimmed past it (then the copy is dropped, to be
+// reloaded).
+func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy, err error) {
+	s := c.s
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	c.mu.RLock()
+	n := c.n
+	c.mu.RUnlock()
+	var last int64
+	if n != nil {
+		last = n.last
+	}
+	var (
+		vCmd, headCmd *redis.StringCmd
+		xCmd          *redis.XMessageSliceCmd
+	)
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		vCmd = p.Get(ctx, s.key("reg", "v"))
+		headCmd = p.Get(ctx, s.key("nlog", "n"))
+		if n != nil {
+			xCmd = p.XRangeN(ctx, s.key("nlog"), entryID(last+1), "+", changeBatch)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", nil, s.fail("read the screen change log", err)
+	}
+	regV, head := vCmd.Val(), int64(0)
+	if h := headCmd.Val(); h != "" {
+		if head, err = strconv.ParseInt(h, 10, 64); err != nil {
+			return "", nil, s.fail("read the screen change log", err)
+		}
+	}
+	if n == nil {
+		return regV, nil, nil
+	}
+	if head == last {
+		return regV, n, nil
+	}
+	if head < last { // the log was reset (its keys removed): reload
+		c.mu.Lock()
+		c.n = nil
+		c.mu.Unlock()
+		return regV, nil, nil
+	}
+	msgs := xCmd.Val()
+	var seqs []string
+	for gap := false; !gap; {
+		for _, m := range msgs {
+			num, _ := strconv.ParseInt(strings.TrimSuffix(m.ID, "-0"), 10, 64)
+			if num != last+1 {
+				gap = true // trimmed past us
+				break
+			}
+			last = num
+			if l, _ := m.Values["seqs"].(string); l != "" {
+				seqs = append(seqs, splitList(l)...)
+			}
+		}
+		if gap || last >= head || len(msgs) < changeBatch {
+			break
+		}
+		if msgs, err = s.rdb.XRangeN(ctx, s.key("nlog"), entryID(last+1), "+", changeBatch).Result(); err != nil {
+			return "", nil, s.fail("read the screen change log", err)
+		}
+	}
+	if last < head {
+		c.mu.Lock()
+		c.n = nil
+		c.mu.Unlock()
+		return regV, nil, nil
+	}
+	sums, err := s.hmget(ctx, s.key("nsum"), seqs)
+	if err != nil {
+		return "", nil, err
+	}
+	c.mu.Lock()
+	for i, q := range seqs {
+		if seq, err := strconv.ParseInt(q, 10, 64); err == nil {
+			n.apply(seq, sums[i])
+		}
+	}
+	n.last = last
+	c.mu.Unlock()
+	return regV, n, nil
+}
+
+func entryID(n int64) string { return strconv.FormatInt(n, 10) + "-0" }
+
+// scanCount is HSCAN's COUNT when a copy loads.
+const scanCount = 10000
+
+// loadNotices builds a new notice copy from nsum and swaps it in at the
+// change log position read before the scan; the next sync brings it to
+// the head of the log before a screen uses it (a screen only uses the copy
+// its own sync brought up to date). Changes made while nsum is scanned are
+// in the log past that position, and applying a seq's current summary
+// again is harmless.
+func (c *ScreenCopy) loadNotices(ctx context.Context) error {
+	s := c.s
+	h, err := s.rdb.Get(ctx, s.key("nlog", "n")).Result()
+	if err != nil && err != redis.Nil {
+		return s.fail("load the screen copy", err)
+	}
+	fresh := newNoticeCopy()
+	if h != "" {
+		if fresh.last, err = strconv.ParseInt(h, 10, 64); err != nil {
+			return s.fail("load the screen copy", err)
+		}
+	}
+	err = hscan(ctx, s, s.key("nsum"), func(field, value string) {
+		if seq, err := strconv.ParseInt(field, 10, 64); err == nil {
+			fresh.apply(seq, value)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	c.syncMu.Lock()
+	c.mu.Lock()
+	c.n = fresh
+	c.mu.Unlock()
+	c.syncMu.Unlock()
+	return nil
+}
+
+// loadRegister builds the copy of register generation v aside and swaps
+// it in whole, when v is still the current generation.
+func (c *ScreenCopy) loadRegister(ctx context.Context, v string) error {
+	s := c.s
+	b := newRegBuilder()
+	if v != "" {
+		if err := hscan(ctx, s, s.key("reg", v, "name"), b.name); err != nil {
+			return err
+		}
+		if err := hscan(ctx, s, s.key("reg", v, "abn"), b.abn); err != nil {
+			return err
+		}
+	}
+	r := b.build(v)
+	cur, err := s.rdb.Get(ctx, s.key("reg", "v")).Result()
+	if err != nil && err != redis.Nil {
+		return s.fail("load the screen copy", err)
+	}
+	if cur != v {
+		return nil // replaced meanwhile: the next refresh loads the new one
+	}
+	c.reg.Store(r)
+	return nil
+}
+
+// hscan calls each for every field and value of a hash (a field may come
+// twice).
+func hscan(ctx context.Context, s *Store, key string, each func(field, value string)) error {
+	var cursor uint64
+	for {
+		kv, next, err := s.rdb.HScan(ctx, key, cursor, "", scanCount).Result()
+		if err != nil {
+			return s.fail("load the screen copy", err)
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			each(kv[i], kv[i+1])
+		}
+		if next == 0 {
+			return nil
+		}
+		cursor = next
+	}
+}

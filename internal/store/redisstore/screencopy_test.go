@@ -1,0 +1,312 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/watch"
+)
+
+var copyTmpl = notice.Notice{PublishedAt: "2026-11-20T01:00:00Z", PublishedDate: "2026-11-20", NoticePurpose: "Appointment",
+	NoticeType: "Appointment of liquidator", State: "VIC", Status: "Published", CompanyName: "X PTY LTD"}
+
+// replica opens a second store on f's namespace with an in-memory copy
+// that does not wait (screens read Redis while it is out of date, as in
+// serve), and loads the copy.
+func replica(t *testing.T, f fixture) *Store {
+	t.Helper()
+	r := f.sameNamespace(t, Options{ScreenCopy: true})
+	if err := r.ScreenCopy().refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// screenBoth screens ids on the replica (which must answer from its copy)
+// and on f's store (Redis), and fails unless they agree.
+func screenBoth(t *testing.T, f fixture, r *Store, ids []ident.ID) watch.ScreenResult {
+	t.Helper()
+	ctx := context.Background()
+	before, _ := r.ScreenCopy().Counts()
+	got, err := r.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := r.ScreenCopy().Counts(); after != before+1 {
+		t.Fatalf("the replica's screen did not answer from its copy")
+	}
+	want, err := f.rs.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("copy and Redis differ:\ncopy  %+v\nredis %+v", got, want)
+	}
+	return got
+}
+
+// screenFromRedis screens ids on the replica, which must answer from
+// Redis (its copy being out of date) with f's store's answer, matched
+// identifiers of them; it returns the answer.
+func screenFromRedis(t *testing.T, f fixture, r *Store, ids []ident.ID, matched int, when string) watch.ScreenResult {
+	t.Helper()
+	ctx := context.Background()
+	want, err := f.rs.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromCopy, fromRedis := r.ScreenCopy().Counts(); fromCopy != 0 || fromRedis != 1 {
+		t.Fatalf("%s: %d screens from the copy, %d from Redis; want the one from Redis", when, fromCopy, fromRedis)
+	}
+	if !reflect.DeepEqual(got, want) || got.Counts.Matched != matched {
+		t.Fatalf("%s:\ngot  %+v\nwant %+v", when, got, want)
+	}
+	return want
+}
+
+// TestScreenCopySeesIngestAtOnce: two stores on one Redis are two
+// replicas. A notice ingested through one is seen by the other's very
+// next screen, answered from its copy (not from Redis); so is an
+// amendment that moves a notice to another company.
+func TestScreenCopySeesIngestAtOnce(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	commitRegister(t, c,
+		notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "TWO PTY LTD", ACN: acn(2), ABN: "51" + acn(2), CurrentNameIndicator: "Y"})
+	r := replica(t, f)
+	ids := idsOf(t, acn(1), "51"+acn(2), acn(3))
+	res := screenBoth(t, f, r, ids)
+	if res.Counts.Matched != 0 || res.Counts.Unmatched != 2 || res.Counts.Unresolved != 1 {
+		t.Fatalf("before any notice: %+v", res.Counts)
+	}
+	n := genNotice(t, copyTmpl, "FIRST", 1)
+	if _, err := c.UpsertNotices(ctx, []notice.Notice{n}); err != nil {
+		t.Fatal(err)
+	}
+	res = screenBoth(t, f, r, ids)
+	if res.Counts.Matched != 1 || res.Matched[0].Identifier != acn(1) || *res.Matched[0].CompanyName != "ONE PTY LTD" {
+		t.Fatalf("the screen right after the ingest: %+v", res)
+	}
+	// Amended: the notice now names company 2 (found by its ABN).
+	a := acn(2)
+	n.ACN = &a
+	if _, err := c.UpsertNotices(ctx, []notice.Notice{n}); err != nil {
+		t.Fatal(err)
+	}
+	res = screenBoth(t, f, r, ids)
+	if res.Counts.Matched != 1 || res.Matched[0].Identifier != "51"+acn(2) || *res.Matched[0].ACN != acn(2) {
+		t.Fatalf("the screen right after the amendment: %+v", res)
+	}
+	if !reflect.DeepEqual(res.Unmatched, []string{acn(1)}) {
+		t.Fatalf("the amended notice still counts for company 1: %+v", res)
+	}
+}
+
+// TestScreenCopyTrimmedLog: a replica whose position the change log was
+// trimmed past (it fell behind by more than the cap) answers that screen
+// from Redis, correctly, and reloads; the screen after the reload answers
+// from the copy again and agrees with Redis.
+func TestScreenCopyTrimmedLog(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	f.rs.changeLogCap = 1
+	c := composite{notices: f.notices, rs: f.rs}
+	commitRegister(t, c, notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"})
+	r := replica(t, f)
+	// 300 batches, one notice each: MAXLEN ~ 1 trims whole stream nodes
+	// (100 entries each by default), so the replica's next entry is gone.
+	for i := 0; i < 300; i++ {
+		if _, err := c.UpsertNotices(ctx, []notice.Notice{genNotice(t, copyTmpl, fmt.Sprint("T", i), 1+i%7)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first, err := f.rdb.XRangeN(ctx, f.rs.key("nlog"), "-", "+", 1).Result(); err != nil || len(first) == 0 || first[0].ID == "1-0" {
+		t.Fatalf("the change log was not trimmed: %v %v", first, err)
+	}
+	ids := idsOf(t, acn(1), acn(2), acn(7), acn(8))
+	screenFromRedis(t, f, r, ids, 3, "behind a trimmed log")
+	if err := r.ScreenCopy().refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := screenBoth(t, f, r, ids)
+	if res.Matched[0].NoticeCount != 43 { // notices 0, 7, ..., 294 name company 1
+		t.Fatalf("after the reload company 1 has %d notices, want 43", res.Matched[0].NoticeCount)
+	}
+}
+
+// TestScreenCopyRegisterReplacement: screens run on a started replica
+// while another process replaces the register. Every answer is wholly the
+// old register's or wholly the new one's, never a mix; every screen begun
+// after the replacement committed gives the new register's answer; and
+// once reloaded, the copy answers again.
+func TestScreenCopyRegisterReplacement(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	const companies = 2000
+	rows := func(gen string) []notice.RegisterRow {
+		var out []notice.RegisterRow
+		for i := 0; i < companies; i++ {
+			// The old register gives company i the ABN "51"+ACN, the new
+			// one "62"+ACN; names say the generation.
+			abn := "51" + acn(i)
+			if gen == "NEW" {
+				abn = "62" + acn(i)
+			}
+			out = append(out, notice.RegisterRow{CompanyName: fmt.Sprint(gen, " ", i), ACN: acn(i), ABN: abn, CurrentNameIndicator: "Y"})
+		}
+		return out
+	}
+	commitRegister(t, c, rows("OLD")...)
+	var ns []notice.Notice
+	for i := 0; i < companies; i++ {
+		ns = append(ns, genNotice(t, copyTmpl, fmt.Sprint("R", i), i))
+	}
+	if _, err := c.UpsertNotices(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	r := f.sameNamespace(t, Options{ScreenCopy: true})
+	cp := r.ScreenCopy()
+	if err := cp.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Shutdown(context.Background()) })
+	// Half ACNs, half ABNs of both forms: the old register resolves the
+	// 51-ABNs, the new one the 62-ABNs.
+	var vs []string
+	for i := 0; i < companies; i++ {
+		switch i % 3 {
+		case 0:
+			vs = append(vs, acn(i))
+		case 1:
+			vs = append(vs, "51"+acn(i))
+		default:
+			vs = append(vs, "62"+acn(i))
+		}
+	}
+	ids := idsOf(t, vs...)
+	// gen says which register a whole answer is from, "" for a mix.
+	gen := func(res watch.ScreenResult) string {
+		old := len(res.Matched) > 0 && strings.HasPrefix(*res.Matched[0].CompanyName, "OLD")
+		for _, m := range res.Matched {
+			if strings.HasPrefix(*m.CompanyName, "OLD") != old || (old && strings.HasPrefix(m.Identifier, "62")) ||
+				(!old && strings.HasPrefix(m.Identifier, "51")) {
+				return ""
+			}
+		}
+		// Old: the 667 ACNs and 667 51-ABNs; new: the ACNs and 666 62-ABNs.
+		switch {
+		case old && len(res.Matched) == 1334:
+			return "OLD"
+		case !old && len(res.Matched) == 1333:
+			return "NEW"
+		}
+		return ""
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		seen = map[string]int{}
+		stop = make(chan struct{})
+	)
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := r.Screen(ctx, ids, noFilter())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				seen[gen(res)]++
+				mu.Unlock()
+			}
+		}()
+	}
+	commitRegister(t, c, rows("NEW")...)
+	// Begun after the commit: the new register, whichever path answers.
+	res, err := r.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := gen(res); g != "NEW" {
+		t.Errorf("a screen begun after the replacement answered from the %q register", g)
+	}
+	close(stop)
+	wg.Wait()
+	if seen[""] > 0 {
+		t.Errorf("%d screens mixed two registers (%v)", seen[""], seen)
+	}
+	if err := cp.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res = screenBoth(t, f, r, ids)
+	if gen(res) != "NEW" || res.Counts.Matched != 1333 {
+		t.Errorf("after the reload: %s register, %d matched", gen(res), res.Counts.Matched)
+	}
+	t.Logf("screens during the replacement by register: %v; from copy/Redis: %v", seen, fmt.Sprint(cp.Counts()))
+}
+
+// TestScreenCopyNotLoadedReadsRedis: a replica whose copy is not loaded
+// yet (serve just started) answers screens from Redis, correctly, without
+// waiting for the load; once Start has loaded the copy in the background,
+// screens answer from it.
+func TestScreenCopyNotLoadedReadsRedis(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	commitRegister(t, c, notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"})
+	if _, err := c.UpsertNotices(ctx, []notice.Notice{genNotice(t, copyTmpl, "LOADED", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	r := f.sameNamespace(t, Options{ScreenCopy: true})
+	ids := idsOf(t, "51"+acn(1), acn(2))
+	want := screenFromRedis(t, f, r, ids, 1, "before any load")
+	cp := r.ScreenCopy()
+	if err := cp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Shutdown(context.Background()) })
+	// Wait (for a condition, not a time) until the background load has
+	// made the copy current; a screen before that reads Redis.
+	for i := 0; ; i++ {
+		cp.loadMu.Lock() // held by a load under way
+		cp.loadMu.Unlock()
+		_, fromRedis := cp.Counts()
+		got, err := r.Screen(ctx, ids, noFilter())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("screen %d:\ngot  %+v\nwant %+v", i, got, want)
+		}
+		if _, after := cp.Counts(); after == fromRedis {
+			break // answered from the copy
+		}
+		if i == 1000 {
+			t.Fatal("the started copy never answered a screen")
+		}
+	}
+}
