@@ -24,6 +24,20 @@ type bulkOp struct {
 	Pos int
 }
 
+// Bounds of a bulk request's size (flushBytes).
+const (
+	minFlushBytes = 256 << 10
+	maxFlushBytes = 8 << 20
+)
+
+// flushBytes sizes the bulk requests of one call of total bytes so that
+// every worker gets a share (one request per worker when it fits under
+// maxFlushBytes): a batch sent as one request keeps one Elasticsearch
+// write thread busy while the others idle.
+func flushBytes(total, workers int) int {
+	return min(maxFlushBytes, max(minFlushBytes, total/max(1, workers)+1))
+}
+
 // bulkRetries is how often items refused with 429 are sent again.
 const bulkRetries = 4
 
@@ -110,10 +124,14 @@ func (s *Store) bulkOnce(ctx context.Context, ops []bulkOp) ([]bulkFailure, erro
 		failed   []bulkFailure
 		flushErr error
 	)
+	total := 0
+	for i := range ops {
+		total += len(ops[i].Body)
+	}
 	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{
 		Client:     s.es,
 		NumWorkers: s.cfg.BulkWorkers,
-		FlushBytes: 4 << 20,
+		FlushBytes: flushBytes(total, s.cfg.BulkWorkers),
 		Timeout:    s.cfg.BulkTimeout,
 		OnError: func(_ context.Context, err error) {
 			mu.Lock()

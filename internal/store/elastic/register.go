@@ -23,11 +23,14 @@ type registerDoc struct {
 }
 
 // RegisterLoad is a register replacement in progress: rows go into a new
-// versioned index; Commit refreshes it and moves the register alias to it
+// versioned index, created with load settings (no periodic refresh,
+// background translog syncs: nobody reads it yet); Commit puts the
+// mapping file's settings back, refreshes and flushes it, and moves the register alias to it
 // in one _aliases call, then deletes the old index. Readers see the old
 // register until then.
 type RegisterLoad struct {
 	s     *Store
+	ix    mappings.Index
 	index string
 	mu    sync.Mutex
 	rows  int64
@@ -43,10 +46,10 @@ func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
 		return nil, err
 	}
 	name := s.indexName(ix, s.newSuffix())
-	if err := s.createIndex(ctx, ix, name, ""); err != nil {
+	if err := s.createIndex(ctx, ix, name, "", loadSettings); err != nil {
 		return nil, fmt.Errorf("elastic: create register index %s: %w", name, err)
 	}
-	return &RegisterLoad{s: s, index: name}, nil
+	return &RegisterLoad{s: s, ix: ix, index: name}, nil
 }
 
 // Index names the index the load fills.
@@ -83,7 +86,7 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if l.done {
 		return fmt.Errorf("elastic: register load %s is already committed or rolled back; begin a new one", l.index)
 	}
-	if err := l.s.refresh(ctx, l.index); err != nil {
+	if err := l.s.endLoad(ctx, l.ix, l.index); err != nil {
 		return err
 	}
 	if err := l.s.swapAlias(ctx, l.s.Alias(mappings.Register), l.index, nil); err != nil {
