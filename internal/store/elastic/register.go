@@ -29,13 +29,18 @@ type registerDoc struct {
 // in one _aliases call, then deletes the old index. Readers see the old
 // register until then.
 type RegisterLoad struct {
-	s     *Store
-	ix    mappings.Index
-	index string
-	mu    sync.Mutex
-	rows  int64
-	done  bool
+	s      *Store
+	ix     mappings.Index
+	index  string
+	mu     sync.Mutex
+	rows   int64
+	done   bool
+	stream *bulkStream // sends the rows of every Add in the background
+	err    error       // the load's failure, once the stream has ended with one
 }
+
+// registerFlushBytes is the size of a register load's bulk requests.
+const registerFlushBytes = 4 << 20
 
 var _ store.RegisterLoad = (*RegisterLoad)(nil)
 
@@ -49,34 +54,64 @@ func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
 	if err := s.createIndex(ctx, ix, name, "", loadSettings); err != nil {
 		return nil, fmt.Errorf("elastic: create register index %s: %w", name, err)
 	}
-	return &RegisterLoad{s: s, ix: ix, index: name}, nil
+	st, err := s.newBulkStream(registerFlushBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &RegisterLoad{s: s, ix: ix, index: name, stream: st}, nil
 }
 
 // Index names the index the load fills.
 func (l *RegisterLoad) Index() string { return l.index }
 
-// Add appends rows to the new register.
+// Add appends rows to the new register. The rows are queued to the load's
+// bulk indexer, whose workers send them while the caller reads the next
+// ones; a row Elasticsearch refuses fails a later Add or Commit, named by
+// its row number.
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
 		return fmt.Errorf("elastic: register load %s is already committed or rolled back; begin a new one", l.index)
 	}
-	ops := make([]bulkOp, len(rows))
+	if l.stream == nil || l.stream.refusedSoFar() {
+		return l.finish(ctx)
+	}
+	actx, cancel := context.WithTimeout(ctx, l.s.cfg.BulkTimeout)
+	defer cancel()
 	for i := range rows {
 		r := &rows[i]
-		body, err := json.Marshal(registerDoc{Row: l.rows + int64(i), ACN: r.ACN, ABN: r.ABN, Data: *r})
+		row := l.rows + int64(i)
+		body, err := json.Marshal(registerDoc{Row: row, ACN: r.ACN, ABN: r.ABN, Data: *r})
 		if err != nil {
 			return fmt.Errorf("elastic: encode register row: %w", err)
 		}
-		ops[i] = bulkOp{Index: l.index, Action: "index", ID: strconv.FormatInt(l.rows+int64(i), 10), Body: body,
-			What: "register row " + strconv.FormatInt(l.rows+int64(i)+1, 10) + " (ACN " + r.ACN + ")"}
-	}
-	if err := l.s.bulk(ctx, ops); err != nil {
-		return err
+		op := bulkOp{Index: l.index, Action: "index", ID: strconv.FormatInt(row, 10), Body: body,
+			What: "register row " + strconv.FormatInt(row+1, 10) + " (ACN " + r.ACN + ")"}
+		if err := l.stream.add(actx, op); err != nil {
+			return err
+		}
 	}
 	l.rows += int64(len(rows))
 	return nil
+}
+
+// finish waits for every row sent and settles the refused ones (429s sent
+// again); its error names the rows still refused.
+// Once it has run, it returns the same answer again.
+func (l *RegisterLoad) finish(ctx context.Context) error {
+	if l.stream == nil {
+		return l.err
+	}
+	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.BulkTimeout)
+	defer cancel()
+	failed, err := l.stream.close(cctx)
+	l.stream = nil
+	if err == nil {
+		err = l.s.settle(ctx, int(l.rows), failed)
+	}
+	l.err = err
+	return err
 }
 
 // Commit swaps the new register in atomically and deletes the old one.
@@ -85,6 +120,9 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	defer l.mu.Unlock()
 	if l.done {
 		return fmt.Errorf("elastic: register load %s is already committed or rolled back; begin a new one", l.index)
+	}
+	if err := l.finish(ctx); err != nil {
+		return err
 	}
 	if err := l.s.endLoad(ctx, l.ix, l.index); err != nil {
 		return err
@@ -104,6 +142,10 @@ func (l *RegisterLoad) Rollback() error {
 		return nil
 	}
 	l.done = true
+	if l.stream != nil {
+		_, _ = l.stream.close(context.Background())
+		l.stream = nil
+	}
 	err := l.s.do(context.Background(), l.s.cfg.BulkTimeout, http.MethodDelete, "/"+l.index, nil, nil)
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("elastic: drop abandoned register index %s: %w", l.index, err)

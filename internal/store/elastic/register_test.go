@@ -3,8 +3,11 @@ package elastic
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/mappings"
 )
@@ -62,5 +65,42 @@ func TestRegisterLoadSettings(t *testing.T) {
 	}
 	if count.Count != len(storetest.RegisterRows()) {
 		t.Errorf("the committed register holds %d searchable rows, want %d", count.Count, len(storetest.RegisterRows()))
+	}
+}
+
+// TestRegisterLoadRefusedRow: rows are sent in the background, so a row
+// Elasticsearch refuses fails the load at Commit (or a later Add), named
+// by its row number, and the old register stays.
+func TestRegisterLoadRefusedRow(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	rows := storetest.RegisterRows()
+	l, err := s.BeginRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	bad := rows[0]
+	bad.ACN = strings.Repeat("9", 40000) // over Lucene's term limit: refused
+	second := []notice.RegisterRow{rows[1], bad}
+	err = l.Add(ctx, second)
+	if err == nil {
+		err = l.Commit(ctx)
+	}
+	want := "register row " + strconv.Itoa(len(rows)+2) + " "
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("load with an oversized ACN: %v, want an error naming %q", err, want)
+	}
+	if err := l.Commit(ctx); err == nil {
+		t.Error("a failed load committed on a second try")
+	}
+	if err := l.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	live, err := s.aliasIndices(ctx, s.Alias(mappings.Register))
+	if err != nil || len(live) != 1 || live[0] == l.(*RegisterLoad).Index() {
+		t.Errorf("register alias points to %v (%v) after a failed load", live, err)
 	}
 }
