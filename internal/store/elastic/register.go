@@ -86,14 +86,32 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 		if err != nil {
 			return fmt.Errorf("elastic: encode register row: %w", err)
 		}
-		op := bulkOp{Index: l.index, Action: "index", ID: strconv.FormatInt(row, 10), Body: body,
+		// No document id: nothing reads register rows by id (reads search
+		// acn or abn, in row order), and Elasticsearch indexes a document
+		// whose id it chooses without first looking the id up. Commit
+		// checks that the index holds exactly the rows sent.
+		op := bulkOp{Index: l.index, Action: "index", Body: body,
 			What: "register row " + strconv.FormatInt(row+1, 10) + " (ACN " + r.ACN + ")"}
 		if err := l.stream.add(actx, op); err != nil {
+			l.abandon()
+			l.err = err
 			return err
 		}
 	}
 	l.rows += int64(len(rows))
 	return nil
+}
+
+// abandon stops the load's bulk indexer, waiting at most BulkTimeout for
+// the requests under way.
+func (l *RegisterLoad) abandon() {
+	if l.stream == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.cfg.BulkTimeout)
+	defer cancel()
+	_, _ = l.stream.close(ctx)
+	l.stream = nil
 }
 
 // finish waits for every row sent and settles the refused ones (429s sent
@@ -127,6 +145,15 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if err := l.s.endLoad(ctx, l.ix, l.index); err != nil {
 		return err
 	}
+	var count struct {
+		Count int64 `json:"count"`
+	}
+	if err := l.s.do(ctx, l.s.cfg.Timeout, http.MethodGet, "/"+l.index+"/_count", nil, &count); err != nil {
+		return err
+	}
+	if count.Count != l.rows {
+		return fmt.Errorf("elastic: the new register %s holds %d rows where %d were sent; it is not swapped in (run the load again)", l.index, count.Count, l.rows)
+	}
 	if err := l.s.swapAlias(ctx, l.s.Alias(mappings.Register), l.index, nil); err != nil {
 		return err
 	}
@@ -142,10 +169,7 @@ func (l *RegisterLoad) Rollback() error {
 		return nil
 	}
 	l.done = true
-	if l.stream != nil {
-		_, _ = l.stream.close(context.Background())
-		l.stream = nil
-	}
+	l.abandon()
 	err := l.s.do(context.Background(), l.s.cfg.BulkTimeout, http.MethodDelete, "/"+l.index, nil, nil)
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("elastic: drop abandoned register index %s: %w", l.index, err)
