@@ -5,8 +5,10 @@
 // concurrent ingesters: Allocate runs one Lua script that either reuses the
 // seq already handed out for the notice id (another ingester is writing
 // it) or takes the next value of the counter. Every seq handed out is
-// registered as in flight under the batch's lease until Clear, which the
-// ingester calls once the batch is written and refreshed (searchable).
+// in flight under the batch's lease until Clear, which the ingester calls
+// once the batch is written and refreshed (searchable); the in-flight set
+// holds one entry per batch, its lowest seq, since the watermark only
+// needs the lowest in-flight seq.
 //
 // The watermark is the highest seq below which every notice is
 // searchable: the lowest in-flight seq minus one, or the counter when
