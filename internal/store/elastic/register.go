@@ -2,7 +2,6 @@ package elastic
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -82,10 +81,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	for i := range rows {
 		r := &rows[i]
 		row := l.rows + int64(i)
-		body, err := json.Marshal(registerDoc{Row: row, ACN: r.ACN, ABN: r.ABN, Data: *r})
-		if err != nil {
-			return fmt.Errorf("elastic: encode register row: %w", err)
-		}
+		body := appendRegisterDoc(make([]byte, 0, 512), row, r)
 		// No document id: nothing reads register rows by id (reads search
 		// acn or abn, in row order), and Elasticsearch indexes a document
 		// whose id it chooses without first looking the id up. Commit
