@@ -54,9 +54,27 @@ var foldExceptions = map[rune]rune{
 	'\u01E1': '\u01E1', // ǡ
 }
 
+// latinFolds holds foldRune of every rune below U+0250 (ASCII, Latin-1
+// Supplement, Latin Extended-A and -B), the non-ASCII letters of nearly
+// every notice, so that folding them costs a lookup instead of a
+// normalisation.
+var latinFolds = func() (t [0x250]rune) {
+	for r := range t {
+		t[r] = foldRuneSlow(rune(r))
+	}
+	return t
+}()
+
 // foldRune lower-cases r and strips its diacritics. It returns -1 when r
 // folds to nothing (a combining diacritic).
 func foldRune(r rune) rune {
+	if r >= 0 && r < rune(len(latinFolds)) {
+		return latinFolds[r]
+	}
+	return foldRuneSlow(r)
+}
+
+func foldRuneSlow(r rune) rune {
 	if r < utf8.RuneSelf {
 		if 'A' <= r && r <= 'Z' {
 			return r + 'a' - 'A'
