@@ -35,3 +35,27 @@ func TestAppendRegisterDoc(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendNoticeDoc: the hand-written encoder writes what encoding/json
+// writes for a noticeDoc, for the contract suite's notices, a notice with
+// every optional field nil and one with strings that need escaping; and
+// notice.Notice and notice.Practitioner still have the fields it writes.
+func TestAppendNoticeDoc(t *testing.T) {
+	if n, p := reflect.TypeOf(notice.Notice{}).NumField(), reflect.TypeOf(notice.Practitioner{}).NumField(); n != 19 || p != 3 {
+		t.Fatalf("notice.Notice has %d fields and notice.Practitioner %d (appendNoticeDoc writes 19 and 3): teach appendNoticeDoc the new ones", n, p)
+	}
+	odd := notice.Notice{ID: "ntc_x", SourceID: "<&>", Text: "Café \"quoted\" \\ \n\t\x00 日本 \xff",
+		Practitioners: []notice.Practitioner{{Name: "Zoë O'Brien", Firm: "A & B", Role: "liquidator"}}}
+	ns := append(storetest.Notices(t), notice.Notice{SourceID: "bare"}, odd)
+	for i, n := range ns {
+		n.Seq = int64(i + 1)
+		fts := noticeFTS(n)
+		want, err := json.Marshal(noticeDocWith(n, 1700000000000+int64(i), fts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendNoticeDoc(nil, &n, 1700000000000+int64(i), fts); !bytes.Equal(got, want) {
+			t.Errorf("notice %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}

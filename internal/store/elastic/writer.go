@@ -2,7 +2,6 @@ package elastic
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -136,10 +135,7 @@ func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]noti
 	}
 	<-folded
 	for i := range ns {
-		body, err := json.Marshal(noticeDocWith(ns[i], version, fts[i]))
-		if err != nil {
-			return nil, store.UpsertResult{}, fmt.Errorf("elastic: encode notice %s: %w", ns[i].SourceID, err)
-		}
+		body := appendNoticeDoc(make([]byte, 0, 2*len(ns[i].Text)+1024), &ns[i], version, fts[i])
 		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: version, Body: body, What: "notice " + ns[i].SourceID, Pos: i}
 		ops = append(ops, op)
 		if next {
