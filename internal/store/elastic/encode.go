@@ -3,6 +3,8 @@ package elastic
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/noticesd/noticesd/internal/notice"
 )
@@ -39,19 +41,32 @@ func appendField(buf []byte, key, v string) []byte {
 }
 
 // appendJSONString appends s as a JSON string as encoding/json writes it:
-// printable ASCII other than " \ < > & is copied as is; any other string
-// is left to encoding/json (escapes, invalid UTF-8).
+// a valid UTF-8 string of printable characters other than " \ < > & and
+// U+2028/U+2029 is copied as is; any other string is left to
+// encoding/json (escapes, invalid UTF-8).
 func appendJSONString(buf []byte, s string) []byte {
+	multibyte := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s) // a string always encodes
-			return append(buf, b...)
+		if c >= utf8.RuneSelf {
+			multibyte = true
+			continue
 		}
+		if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return appendMarshalled(buf, s)
+		}
+	}
+	if multibyte && (!utf8.ValidString(s) || strings.Contains(s, "\u2028") || strings.Contains(s, "\u2029")) {
+		return appendMarshalled(buf, s)
 	}
 	buf = append(buf, '"')
 	buf = append(buf, s...)
 	return append(buf, '"')
+}
+
+func appendMarshalled(buf []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always encodes
+	return append(buf, b...)
 }
 
 // appendNoticeDoc appends the JSON of noticeDocWith(n, indexedAt, fts) to

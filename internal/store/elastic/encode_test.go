@@ -45,6 +45,7 @@ func TestAppendNoticeDoc(t *testing.T) {
 		t.Fatalf("notice.Notice has %d fields and notice.Practitioner %d (appendNoticeDoc writes 19 and 3): teach appendNoticeDoc the new ones", n, p)
 	}
 	odd := notice.Notice{ID: "ntc_x", SourceID: "<&>", Text: "Café \"quoted\" \\ \n\t\x00 日本 \xff",
+		CompanyName: "Zoë Ltd \x7f", NoticeType: "Café\u2028line", NoticeCode: "日本\u2029", Status: "ÆSØP — ünïcödé",
 		Practitioners: []notice.Practitioner{{Name: "Zoë O'Brien", Firm: "A & B", Role: "liquidator"}}}
 	ns := append(storetest.Notices(t), notice.Notice{SourceID: "bare"}, odd)
 	for i, n := range ns {
