@@ -118,3 +118,20 @@ func checkSimplified(t *testing.T, q string, n Node) {
 		t.Fatalf("Parse(%q): unexpected node %#v", q, n)
 	}
 }
+
+// FuzzFold checks the one-pass Fold against its definition: the tokens of
+// the tokeniser joined by single spaces.
+func FuzzFold(f *testing.F) {
+	for _, s := range []string{
+		"", " ", "Acme Holdings PTY. Ltd", "Smith-Jones Café", "o'brien", "a\u0301b", "\u0301a",
+		"ǡ ı İ ſ Ǡ", "\xff\xfe", "日本 企業", "Ünïcödé ÆSØP", "x\ue000y", "12,345.67 ACN 123-456-789",
+		"  lead and trail  ", "ΑΘΗΝΑ Москва",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Fold(s), strings.Join(tokens(s), " "); got != want {
+			t.Fatalf("Fold(%q) = %q, want %q", s, got, want)
+		}
+	})
+}

@@ -54,9 +54,27 @@ var foldExceptions = map[rune]rune{
 	'\u01E1': '\u01E1', // ǡ
 }
 
+// latinFolds holds foldRune of every rune below U+0250 (ASCII, Latin-1
+// Supplement, Latin Extended-A and -B), the non-ASCII letters of nearly
+// every notice, so that folding them costs a lookup instead of a
+// normalisation.
+var latinFolds = func() (t [0x250]rune) {
+	for r := range t {
+		t[r] = foldRuneSlow(rune(r))
+	}
+	return t
+}()
+
 // foldRune lower-cases r and strips its diacritics. It returns -1 when r
 // folds to nothing (a combining diacritic).
 func foldRune(r rune) rune {
+	if r >= 0 && r < rune(len(latinFolds)) {
+		return latinFolds[r]
+	}
+	return foldRuneSlow(r)
+}
+
+func foldRuneSlow(r rune) rune {
 	if r < utf8.RuneSelf {
 		if 'A' <= r && r <= 'Z' {
 			return r + 'a' - 'A'
@@ -144,4 +162,43 @@ func tokens(s string) []string {
 // backend without the unicode61 tokeniser indexes (the Elasticsearch
 // backend), so that its standard analyzer sees the same tokens Parse and
 // FTS5 see.
-func Fold(s string) string { return strings.Join(tokens(s), " ") }
+//
+// It is tokens(s) joined by spaces, written in one pass into one buffer
+// (the scale ingester folds every notice's texts: this is its hot loop).
+func Fold(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	in := false
+	start := func() {
+		if !in {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			in = true
+		}
+	}
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			switch {
+			case 'a' <= r && r <= 'z', '0' <= r && r <= '9':
+				start()
+				b.WriteByte(byte(r))
+			case 'A' <= r && r <= 'Z':
+				start()
+				b.WriteByte(byte(r + 'a' - 'A'))
+			default:
+				in = false
+			}
+			continue
+		}
+		if isTokenRune(r) || (in && isDiacritic(r)) {
+			start()
+			if f := foldRune(r); f >= 0 {
+				b.WriteRune(f)
+			}
+			continue
+		}
+		in = false
+	}
+	return b.String()
+}

@@ -5,8 +5,10 @@
 // concurrent ingesters: Allocate runs one Lua script that either reuses the
 // seq already handed out for the notice id (another ingester is writing
 // it) or takes the next value of the counter. Every seq handed out is
-// registered as in flight under the batch's lease until Clear, which the
-// ingester calls once the batch is written and refreshed (searchable).
+// in flight under the batch's lease until Clear, which the ingester calls
+// once the batch is written and refreshed (searchable); the in-flight set
+// holds one entry per batch, its lowest seq, since the watermark only
+// needs the lowest in-flight seq.
 //
 // The watermark is the highest seq below which every notice is
 // searchable: the lowest in-flight seq minus one, or the counter when
@@ -77,37 +79,57 @@ type Batch struct {
 }
 
 // allocate: KEYS counter, inflight, watermark; ARGV prefix, token, lease
-// ms, source ttl s, collected, fresh, ids...
+// ms, source ttl s, collected, fresh, ids... It reads every id's earlier
+// seq (MGET, in chunks), takes the seqs of the new ones with one INCRBY
+// (consecutive, in id order) and registers the batch in flight once, under
+// its lowest seq: the watermark only ever needs the lowest in-flight seq of
+// a live lease.
 var allocate = redis.NewScript(`
 local prefix, token = ARGV[1], ARGV[2]
 redis.call('SET', prefix .. 'lease:' .. token, '1', 'PX', ARGV[3])
 local wm = tonumber(redis.call('GET', KEYS[3]) or '0')
-local out = {}
-for i = 7, #ARGV do
-  local key = prefix .. 'src:' .. ARGV[i]
-  local v = redis.call('GET', key)
-  local seq, col
-  local settled = 0
+local n = #ARGV - 6
+local vals = {}
+for c = 1, n, 500 do
+  local keys = {}
+  for i = c, math.min(c + 499, n) do keys[#keys + 1] = prefix .. 'src:' .. ARGV[6 + i] end
+  local got = redis.call('MGET', unpack(keys))
+  for j = 1, #got do vals[c + j - 1] = got[j] end
+end
+local seqs, cols, settled = {}, {}, {}
+local fresh = 0
+for i = 1, n do
+  local v = vals[i]
+  settled[i] = 0
   if v then
     local sep = string.find(v, '|', 1, true)
-    seq = tonumber(string.sub(v, 1, sep - 1))
-    col = string.sub(v, sep + 1)
-    if seq <= wm then
-      if ARGV[6] == '1' then v = nil else settled = 1 end
+    seqs[i] = tonumber(string.sub(v, 1, sep - 1))
+    cols[i] = string.sub(v, sep + 1)
+    if seqs[i] <= wm then
+      if ARGV[6] == '1' then v = nil else settled[i] = 1 end
     end
   end
   if not v then
-    seq = redis.call('INCR', KEYS[1])
-    col = ARGV[5]
-    redis.call('SET', key, seq .. '|' .. col, 'EX', ARGV[4])
+    seqs[i] = false
+    fresh = fresh + 1
   end
-  if settled == 0 then
-    redis.call('ZADD', KEYS[2], seq, seq .. '|' .. token)
-  end
-  out[#out + 1] = seq
-  out[#out + 1] = col
-  out[#out + 1] = settled
 end
+local nxt = 0
+if fresh > 0 then nxt = redis.call('INCRBY', KEYS[1], fresh) - fresh end
+local low = false
+local out = {}
+for i = 1, n do
+  if not seqs[i] then
+    nxt = nxt + 1
+    seqs[i], cols[i] = nxt, ARGV[5]
+    redis.call('SET', prefix .. 'src:' .. ARGV[6 + i], nxt .. '|' .. ARGV[5], 'EX', ARGV[4])
+  end
+  if settled[i] == 0 and (not low or seqs[i] < low) then low = seqs[i] end
+  out[#out + 1] = seqs[i]
+  out[#out + 1] = cols[i]
+  out[#out + 1] = settled[i]
+end
+if low then redis.call('ZADD', KEYS[2], low, low .. '|' .. token) end
 return out`)
 
 // Allocate hands out notice_seqs for notices not yet stored (ids are notice
@@ -158,9 +180,10 @@ func (a *Arrivals) Allocate(ctx context.Context, ids []string, collected string,
 	return batch, nil
 }
 
-// clear: KEYS inflight; ARGV lease key, members...
+// clear: KEYS inflight; ARGV lease key, member (the batch's lowest seq
+// in flight, "" when none is).
 var clearScript = redis.NewScript(`
-for i = 2, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
+if ARGV[2] ~= '' then redis.call('ZREM', KEYS[1], ARGV[2]) end
 redis.call('DEL', ARGV[1])
 return 1`)
 
@@ -170,17 +193,19 @@ func (a *Arrivals) Clear(ctx context.Context, b Batch) error {
 	if b.Token == "" {
 		return nil
 	}
-	args := make([]any, 0, len(b.Seqs)+1)
-	args = append(args, a.prefix+"lease:"+b.Token)
+	low := int64(-1)
 	for i, s := range b.Seqs {
-		if i < len(b.Settled) && b.Settled[i] {
-			continue
+		if (i >= len(b.Settled) || !b.Settled[i]) && (low < 0 || s < low) {
+			low = s
 		}
-		args = append(args, strconv.FormatInt(s, 10)+"|"+b.Token)
+	}
+	member := ""
+	if low >= 0 {
+		member = strconv.FormatInt(low, 10) + "|" + b.Token
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if err := clearScript.Run(cctx, a.rdb, []string{a.inflightKey()}, args...).Err(); err != nil {
+	if err := clearScript.Run(cctx, a.rdb, []string{a.inflightKey()}, a.prefix+"lease:"+b.Token, member).Err(); err != nil {
 		return Unavailable(err)
 	}
 	_, err := a.Watermark(ctx)

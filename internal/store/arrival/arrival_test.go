@@ -2,6 +2,7 @@ package arrival
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -198,4 +199,50 @@ func itoa(i int) string {
 		b = append([]byte{digits[i%10]}, b...)
 	}
 	return string(b)
+}
+
+// TestAllocateLargeBatch: a batch larger than one MGET chunk keeps the
+// seqs of ids handed out before, gives the new ones consecutive seqs in
+// order, and holds the watermark below its lowest seq until cleared.
+func TestAllocateLargeBatch(t *testing.T) {
+	ctx := context.Background()
+	a, _ := open(t)
+	first, err := a.Allocate(ctx, []string{"x0", "x1"}, "t1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, 1200)
+	for i := range ids {
+		ids[i] = "n" + strconv.Itoa(i)
+	}
+	ids[700] = "x1" // in flight in the first batch: keeps seq 2
+	b, err := a.Allocate(ctx, ids, "t2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(3)
+	for i, s := range b.Seqs {
+		switch {
+		case i == 700:
+			if s != 2 || b.Collected[i] != "t1" {
+				t.Errorf("x1 got seq %d collected %q, want 2 t1", s, b.Collected[i])
+			}
+		case s != want || b.Collected[i] != "t2" || b.Settled[i]:
+			t.Fatalf("id %d got seq %d collected %q settled %v, want %d t2 false", i, s, b.Collected[i], b.Settled[i], want)
+		default:
+			want++
+		}
+	}
+	if err := a.Clear(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if wm, err := a.Watermark(ctx); err != nil || wm != 1 {
+		t.Errorf("watermark %d (%v) with seq 2 still in flight in the large batch, want 1", wm, err)
+	}
+	if err := a.Clear(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if wm, err := a.Watermark(ctx); err != nil || wm != want-1 {
+		t.Errorf("watermark %d (%v) after every batch cleared, want %d", wm, err, want-1)
+	}
 }

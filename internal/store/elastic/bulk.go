@@ -24,6 +24,20 @@ type bulkOp struct {
 	Pos int
 }
 
+// Bounds of a bulk request's size (flushBytes).
+const (
+	minFlushBytes = 256 << 10
+	maxFlushBytes = 8 << 20
+)
+
+// flushBytes sizes the bulk requests of one call of total bytes so that
+// every worker gets a share (one request per worker when it fits under
+// maxFlushBytes): a batch sent as one request keeps one Elasticsearch
+// write thread busy while the others idle.
+func flushBytes(total, workers int) int {
+	return min(maxFlushBytes, max(minFlushBytes, total/max(1, workers)+1))
+}
+
 // bulkRetries is how often items refused with 429 are sent again.
 const bulkRetries = 4
 
@@ -41,12 +55,19 @@ type bulkFailure struct {
 // existing document are not failures. Any other refused item fails the
 // call, naming up to ten of them with Elasticsearch's reason.
 func (s *Store) bulk(ctx context.Context, ops []bulkOp) error {
+	failed, err := s.bulkOnce(ctx, ops)
+	if err != nil {
+		return err
+	}
+	return s.settle(ctx, len(ops), failed)
+}
+
+// settle ends a bulk load of n writes whose first attempt refused failed:
+// the items refused with 429 are sent again (up to bulkRetries times,
+// with a growing pause), and what is still refused becomes the error.
+func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure) error {
 	pause := 100 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		failed, err := s.bulkOnce(ctx, ops)
-		if err != nil {
-			return err
-		}
 		var retry []bulkOp
 		var hard []bulkFailure
 		for _, f := range failed {
@@ -72,7 +93,7 @@ func (s *Store) bulk(ctx context.Context, ops []bulkOp) error {
 			if len(retry) > 0 && len(hard) == len(retry) {
 				return unavailable(fmt.Errorf("elasticsearch kept refusing %d writes as overloaded (429): %s", len(retry), b.String()))
 			}
-			return &refused{items: hard, msg: fmt.Sprintf("elastic: %d of %d writes refused: %s", len(hard), len(ops), b.String())}
+			return &refused{items: hard, msg: fmt.Sprintf("elastic: %d of %d writes refused: %s", len(hard), n, b.String())}
 		}
 		if len(retry) == 0 {
 			return nil
@@ -83,7 +104,10 @@ func (s *Store) bulk(ctx context.Context, ops []bulkOp) error {
 		case <-time.After(pause):
 		}
 		pause *= 2
-		ops = retry
+		var err error
+		if failed, err = s.bulkOnce(ctx, retry); err != nil {
+			return err
+		}
 	}
 }
 
@@ -105,66 +129,120 @@ func failuresOf(ops []bulkOp) []bulkFailure {
 }
 
 func (s *Store) bulkOnce(ctx context.Context, ops []bulkOp) ([]bulkFailure, error) {
-	var (
-		mu       sync.Mutex
-		failed   []bulkFailure
-		flushErr error
-	)
-	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{
-		Client:     s.es,
-		NumWorkers: s.cfg.BulkWorkers,
-		FlushBytes: 4 << 20,
-		Timeout:    s.cfg.BulkTimeout,
-		OnError: func(_ context.Context, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if flushErr == nil {
-				flushErr = err
-			}
-		},
-	})
+	total := 0
+	for i := range ops {
+		total += len(ops[i].Body)
+	}
+	st, err := s.newBulkStream(flushBytes(total, s.cfg.BulkWorkers))
 	if err != nil {
-		return nil, fmt.Errorf("elastic: bulk indexer: %w", err)
+		return nil, err
 	}
 	bctx, cancel := context.WithTimeout(ctx, s.cfg.BulkTimeout)
 	defer cancel()
 	for i := range ops {
-		op := ops[i]
-		item := esutil.BulkIndexerItem{
-			Index:      op.Index,
-			Action:     op.Action,
-			DocumentID: op.ID,
-			Body:       bytes.NewReader(op.Body),
-			OnFailure: func(_ context.Context, _ esutil.BulkIndexerItem, res esutil.BulkIndexerResponseItem, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					if flushErr == nil {
-						flushErr = err
-					}
-					return
-				}
-				if res.Status == 409 && (op.Version > 0 || op.Action == "create") {
-					return // a newer version, or the document, is already there
-				}
-				failed = append(failed, bulkFailure{op: op, status: res.Status, reason: res.Error.Type + ": " + res.Error.Reason})
-			},
-		}
-		if op.Version > 0 {
-			v := op.Version
-			item.Version = &v
-			item.VersionType = "external_gte"
-		}
-		if err := bi.Add(bctx, item); err != nil {
-			_ = bi.Close(context.Background())
-			return nil, unavailable(err)
+		if err := st.add(bctx, ops[i]); err != nil {
+			_, _ = st.close(context.Background())
+			return nil, err
 		}
 	}
-	if err := bi.Close(bctx); err != nil {
+	return st.close(bctx)
+}
+
+// bulkStream is an esutil.BulkIndexer whose refused items are collected:
+// documents are added one by one and sent in the background by its
+// workers; close waits for every request and returns what was refused.
+type bulkStream struct {
+	bi       esutil.BulkIndexer
+	mu       sync.Mutex
+	failed   []bulkFailure
+	flushErr error
+}
+
+// newBulkStream starts an indexer of s.cfg.BulkWorkers workers, each
+// sending a request when it holds flush bytes.
+func (s *Store) newBulkStream(flush int) (*bulkStream, error) {
+	st := &bulkStream{}
+	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{
+		Client:     s.es,
+		NumWorkers: s.cfg.BulkWorkers,
+		FlushBytes: flush,
+		Timeout:    s.cfg.BulkTimeout,
+		OnError:    func(_ context.Context, err error) { st.fail(err) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("elastic: bulk indexer: %w", err)
+	}
+	st.bi = bi
+	return st, nil
+}
+
+func (st *bulkStream) fail(err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.flushErr == nil {
+		st.flushErr = err
+	}
+}
+
+// add queues one write (blocking while every worker is busy, at most
+// until ctx ends).
+func (st *bulkStream) add(ctx context.Context, op bulkOp) error {
+	item := esutil.BulkIndexerItem{
+		Index:      op.Index,
+		Action:     op.Action,
+		DocumentID: op.ID,
+		Body:       bytes.NewReader(op.Body),
+		OnFailure: func(_ context.Context, _ esutil.BulkIndexerItem, res esutil.BulkIndexerResponseItem, err error) {
+			if err != nil {
+				st.fail(err)
+				return
+			}
+			if res.Status == 409 && (op.Version > 0 || op.Action == "create") {
+				return // a newer version, or the document, is already there
+			}
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			st.failed = append(st.failed, bulkFailure{op: op, status: res.Status, reason: res.Error.Type + ": " + res.Error.Reason})
+		},
+	}
+	if op.Version > 0 {
+		v := op.Version
+		item.Version = &v
+		item.VersionType = "external_gte"
+	}
+	if err := st.bi.Add(ctx, item); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// refusedSoFar reports whether a write has been refused (other than with
+// 429) or a request has failed, so a long load can stop early.
+func (st *bulkStream) refusedSoFar() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.flushErr != nil {
+		return true
+	}
+	for _, f := range st.failed {
+		if f.status != 429 {
+			return true
+		}
+	}
+	return false
+}
+
+// close sends what is queued, waits for every request (at most until ctx
+// ends) and returns the items refused; a request that failed as a whole
+// (Elasticsearch unreachable, a timeout) is the error.
+func (st *bulkStream) close(ctx context.Context) ([]bulkFailure, error) {
+	if err := st.bi.Close(ctx); err != nil {
 		return nil, unavailable(err)
 	}
-	if flushErr != nil {
-		return nil, unavailable(flushErr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.flushErr != nil {
+		return nil, unavailable(st.flushErr)
 	}
-	return failed, nil
+	return st.failed, nil
 }

@@ -33,7 +33,22 @@ type noticeDoc struct {
 	Notice          notice.Notice `json:"notice"`
 }
 
+// newNoticeDoc is the document of a notice (its texts folded here).
 func newNoticeDoc(n notice.Notice, indexedAt int64) noticeDoc {
+	return noticeDocWith(n, indexedAt, noticeFTS(n))
+}
+
+// noticeFTS is the fts field of a notice: its four searchable texts, each
+// folded by query.Fold. It needs neither notice_seq nor collected_at, so
+// the writer folds a batch while it looks those up.
+func noticeFTS(n notice.Notice) []string {
+	return []string{query.Fold(n.CompanyName), query.Fold(n.NoticeType), query.Fold(n.Text),
+		query.Fold(notice.PractitionerText(n.Practitioners))}
+}
+
+// noticeDocWith is the document of a notice whose texts are already
+// folded (noticeFTS).
+func noticeDocWith(n notice.Notice, indexedAt int64, fts []string) noticeDoc {
 	if n.Practitioners == nil {
 		n.Practitioners = []notice.Practitioner{}
 	}
@@ -42,9 +57,8 @@ func newNoticeDoc(n notice.Notice, indexedAt int64) noticeDoc {
 		PublishedAt: n.PublishedAt, CollectedAt: n.CollectedAt, IndexedAt: indexedAt,
 		ACN: n.ACN, ABN: n.ABN, AppointmentType: n.AppointmentType,
 		NoticePurpose: n.NoticePurpose, NoticeCode: n.NoticeCode, State: n.State, Status: n.Status,
-		Dereg: n.IsDeregistration(),
-		FTS: []string{query.Fold(n.CompanyName), query.Fold(n.NoticeType), query.Fold(n.Text),
-			query.Fold(notice.PractitionerText(n.Practitioners))},
+		Dereg:  n.IsDeregistration(),
+		FTS:    fts,
 		Notice: n,
 	}
 }

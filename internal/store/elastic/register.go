@@ -2,7 +2,6 @@ package elastic
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -23,16 +22,24 @@ type registerDoc struct {
 }
 
 // RegisterLoad is a register replacement in progress: rows go into a new
-// versioned index; Commit refreshes it and moves the register alias to it
+// versioned index, created with load settings (no periodic refresh,
+// background translog syncs: nobody reads it yet); Commit puts the
+// mapping file's settings back, refreshes and flushes it, and moves the register alias to it
 // in one _aliases call, then deletes the old index. Readers see the old
 // register until then.
 type RegisterLoad struct {
-	s     *Store
-	index string
-	mu    sync.Mutex
-	rows  int64
-	done  bool
+	s      *Store
+	ix     mappings.Index
+	index  string
+	mu     sync.Mutex
+	rows   int64
+	done   bool
+	stream *bulkStream // sends the rows of every Add in the background
+	err    error       // the load's failure, once the stream has ended with one
 }
+
+// registerFlushBytes is the size of a register load's bulk requests.
+const registerFlushBytes = 4 << 20
 
 var _ store.RegisterLoad = (*RegisterLoad)(nil)
 
@@ -43,37 +50,82 @@ func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
 		return nil, err
 	}
 	name := s.indexName(ix, s.newSuffix())
-	if err := s.createIndex(ctx, ix, name, ""); err != nil {
+	if err := s.createIndex(ctx, ix, name, "", loadSettings); err != nil {
 		return nil, fmt.Errorf("elastic: create register index %s: %w", name, err)
 	}
-	return &RegisterLoad{s: s, index: name}, nil
+	st, err := s.newBulkStream(registerFlushBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &RegisterLoad{s: s, ix: ix, index: name, stream: st}, nil
 }
 
 // Index names the index the load fills.
 func (l *RegisterLoad) Index() string { return l.index }
 
-// Add appends rows to the new register.
+// Add appends rows to the new register. The rows are queued to the load's
+// bulk indexer, whose workers send them while the caller reads the next
+// ones; a row Elasticsearch refuses fails a later Add or Commit, named by
+// its row number.
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
 		return fmt.Errorf("elastic: register load %s is already committed or rolled back; begin a new one", l.index)
 	}
-	ops := make([]bulkOp, len(rows))
+	if l.stream == nil || l.stream.refusedSoFar() {
+		return l.finish(ctx)
+	}
+	actx, cancel := context.WithTimeout(ctx, l.s.cfg.BulkTimeout)
+	defer cancel()
 	for i := range rows {
 		r := &rows[i]
-		body, err := json.Marshal(registerDoc{Row: l.rows + int64(i), ACN: r.ACN, ABN: r.ABN, Data: *r})
-		if err != nil {
-			return fmt.Errorf("elastic: encode register row: %w", err)
+		row := l.rows + int64(i)
+		body := appendRegisterDoc(make([]byte, 0, 512), row, r)
+		// No document id: nothing reads register rows by id (reads search
+		// acn or abn, in row order), and Elasticsearch indexes a document
+		// whose id it chooses without first looking the id up. Commit
+		// checks that the index holds exactly the rows sent.
+		op := bulkOp{Index: l.index, Action: "index", Body: body,
+			What: "register row " + strconv.FormatInt(row+1, 10) + " (ACN " + r.ACN + ")"}
+		if err := l.stream.add(actx, op); err != nil {
+			l.abandon()
+			l.err = err
+			return err
 		}
-		ops[i] = bulkOp{Index: l.index, Action: "index", ID: strconv.FormatInt(l.rows+int64(i), 10), Body: body,
-			What: "register row " + strconv.FormatInt(l.rows+int64(i)+1, 10) + " (ACN " + r.ACN + ")"}
-	}
-	if err := l.s.bulk(ctx, ops); err != nil {
-		return err
 	}
 	l.rows += int64(len(rows))
 	return nil
+}
+
+// abandon stops the load's bulk indexer, waiting at most BulkTimeout for
+// the requests under way.
+func (l *RegisterLoad) abandon() {
+	if l.stream == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.cfg.BulkTimeout)
+	defer cancel()
+	_, _ = l.stream.close(ctx)
+	l.stream = nil
+}
+
+// finish waits for every row sent and settles the refused ones (429s sent
+// again); its error names the rows still refused.
+// Once it has run, it returns the same answer again.
+func (l *RegisterLoad) finish(ctx context.Context) error {
+	if l.stream == nil {
+		return l.err
+	}
+	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.BulkTimeout)
+	defer cancel()
+	failed, err := l.stream.close(cctx)
+	l.stream = nil
+	if err == nil {
+		err = l.s.settle(ctx, int(l.rows), failed)
+	}
+	l.err = err
+	return err
 }
 
 // Commit swaps the new register in atomically and deletes the old one.
@@ -83,8 +135,20 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if l.done {
 		return fmt.Errorf("elastic: register load %s is already committed or rolled back; begin a new one", l.index)
 	}
-	if err := l.s.refresh(ctx, l.index); err != nil {
+	if err := l.finish(ctx); err != nil {
 		return err
+	}
+	if err := l.s.endLoad(ctx, l.ix, l.index); err != nil {
+		return err
+	}
+	var count struct {
+		Count int64 `json:"count"`
+	}
+	if err := l.s.do(ctx, l.s.cfg.Timeout, http.MethodGet, "/"+l.index+"/_count", nil, &count); err != nil {
+		return err
+	}
+	if count.Count != l.rows {
+		return fmt.Errorf("elastic: the new register %s holds %d rows where %d were sent; it is not swapped in (run the load again)", l.index, count.Count, l.rows)
 	}
 	if err := l.s.swapAlias(ctx, l.s.Alias(mappings.Register), l.index, nil); err != nil {
 		return err
@@ -101,6 +165,7 @@ func (l *RegisterLoad) Rollback() error {
 		return nil
 	}
 	l.done = true
+	l.abandon()
 	err := l.s.do(context.Background(), l.s.cfg.BulkTimeout, http.MethodDelete, "/"+l.index, nil, nil)
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("elastic: drop abandoned register index %s: %w", l.index, err)

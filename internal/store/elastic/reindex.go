@@ -70,7 +70,7 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	}
 	res.Notices = s.indexName(ix, s.newSuffix())
 	start := time.Now().Add(-writeGrace).UnixMilli()
-	if err := s.createIndex(ctx, ix, res.Notices, s.nextAlias()); err != nil {
+	if err := s.createIndex(ctx, ix, res.Notices, s.nextAlias(), nil); err != nil {
 		return res, fmt.Errorf("elastic: create %s: %w", res.Notices, err)
 	}
 	abandon := func(err error) (ReindexResult, error) {
@@ -116,12 +116,12 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		return res, err
 	}
 	res.Register = s.indexName(rix, s.newSuffix())
-	if err := s.createIndex(ctx, rix, res.Register, ""); err != nil {
+	if err := s.createIndex(ctx, rix, res.Register, "", loadSettings); err != nil {
 		return res, fmt.Errorf("elastic: create %s: %w", res.Register, err)
 	}
 	res.RegisterCopied, err = s.copyDocs(ctx, s.Alias(mappings.Register), res.Register, matchAll, []obj{{"row": "asc"}}, "register", progress)
 	if err == nil {
-		err = s.refresh(ctx, res.Register)
+		err = s.endLoad(ctx, rix, res.Register)
 	}
 	if err == nil {
 		err = s.swapAlias(ctx, s.Alias(mappings.Register), res.Register, nil)

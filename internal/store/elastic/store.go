@@ -149,7 +149,7 @@ func (s *Store) ensureAliases(ctx context.Context) error {
 		if exists {
 			continue
 		}
-		err = s.createIndex(ctx, ix, s.indexName(ix, "0"), alias)
+		err = s.createIndex(ctx, ix, s.indexName(ix, "0"), alias, nil)
 		if err != nil && !isAlreadyExists(err) {
 			return err
 		}
@@ -158,8 +158,8 @@ func (s *Store) ensureAliases(ctx context.Context) error {
 }
 
 // createIndex creates an index from its definition, with alias (as the
-// write index) when alias is not "".
-func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias string) error {
+// write index) when alias is not "" and the given settings over the file's.
+func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias string, settings map[string]any) error {
 	var body map[string]any
 	if err := json.Unmarshal(ix.Body, &body); err != nil {
 		return fmt.Errorf("elastic: %s mapping: %w", ix.Kind, err)
@@ -167,7 +167,48 @@ func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias 
 	if alias != "" {
 		body["aliases"] = map[string]any{alias: map[string]any{"is_write_index": true}}
 	}
+	if len(settings) > 0 {
+		all, _ := body["settings"].(map[string]any)
+		if all == nil {
+			all = map[string]any{}
+			body["settings"] = all
+		}
+		for k, v := range settings {
+			all[k] = v
+		}
+	}
 	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPut, "/"+name, body, nil)
+}
+
+// loadSettings are the settings of an index being bulk-loaded before any
+// reader or writer sees it (a register load, a reindex's register copy):
+// no periodic refresh (no segment is made until the load ends) and the
+// translog synced in the background rather than on every bulk request (a
+// crash loses at most the load, which is not yet live and is simply run
+// again). Such an index is created with createIndex(..., loadSettings), and
+// endLoad puts the settings of the mapping file back before it goes live.
+var loadSettings = map[string]any{"refresh_interval": "-1", "translog.durability": "async"}
+
+// endLoad ends a bulk load into an index created with loadSettings: it puts
+// back the refresh interval of the mapping file (the default when the file
+// sets none) and per-request translog syncs, then refreshes (every document
+// searchable) and flushes (every document in a Lucene commit on disk), so
+// the index can go live with nothing that a crash could lose.
+func (s *Store) endLoad(ctx context.Context, ix mappings.Index, name string) error {
+	var body struct {
+		Settings map[string]any `json:"settings"`
+	}
+	if err := json.Unmarshal(ix.Body, &body); err != nil {
+		return fmt.Errorf("elastic: %s mapping: %w", ix.Kind, err)
+	}
+	restore := map[string]any{"refresh_interval": body.Settings["refresh_interval"], "translog.durability": "request"}
+	if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodPut, "/"+name+"/_settings", map[string]any{"index": restore}, nil); err != nil {
+		return fmt.Errorf("elastic: restore the settings of %s after its load: %w", name, err)
+	}
+	if err := s.refresh(ctx, name); err != nil {
+		return err
+	}
+	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPost, "/"+name+"/_flush", nil, nil)
 }
 
 func (s *Store) aliasExists(ctx context.Context, alias string) (bool, error) {

@@ -2,7 +2,6 @@ package elastic
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -72,6 +71,26 @@ func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]noti
 			ids = append(ids, n.ID)
 		}
 	}
+	// Fold the texts, and see whether a reindex is filling its index,
+	// while the stored notices are read and seqs allocated.
+	fts := make([][]string, len(ns))
+	folded := make(chan struct{})
+	go func() {
+		defer close(folded)
+		for i := range ns {
+			fts[i] = noticeFTS(ns[i])
+		}
+	}()
+	type nextAnswer struct {
+		ok  bool
+		err error
+	}
+	nextCh := make(chan nextAnswer, 1)
+	go func() {
+		ok, err := s.aliasExists(ctx, s.nextAlias())
+		nextCh <- nextAnswer{ok, err}
+	}()
+	defer func() { <-folded }() // never leave the folding running
 	known, err := s.storedNotices(ctx, ids)
 	if err != nil {
 		return nil, res, err
@@ -91,10 +110,11 @@ func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]noti
 	// success the notices are searchable; on failure a retry gets new ones.
 	defer clear()
 
-	next, err := s.aliasExists(ctx, s.nextAlias())
-	if err != nil {
-		return nil, res, err
+	na := <-nextCh
+	if na.err != nil {
+		return nil, res, na.err
 	}
+	next := na.ok
 	version := time.Now().UnixMilli()
 	ops := make([]bulkOp, 0, len(ns))
 	inserted := map[string]bool{}
@@ -113,11 +133,9 @@ func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]noti
 			res.Inserted++
 		}
 	}
+	<-folded
 	for i := range ns {
-		body, err := json.Marshal(newNoticeDoc(ns[i], version))
-		if err != nil {
-			return nil, store.UpsertResult{}, fmt.Errorf("elastic: encode notice %s: %w", ns[i].SourceID, err)
-		}
+		body := appendNoticeDoc(make([]byte, 0, 2*len(ns[i].Text)+1024), &ns[i], version, fts[i])
 		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: version, Body: body, What: "notice " + ns[i].SourceID, Pos: i}
 		ops = append(ops, op)
 		if next {

@@ -1,0 +1,149 @@
+package elastic
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/noticesd/noticesd/internal/notice"
+)
+
+// appendRegisterDoc appends the JSON of registerDoc{row, r.ACN, r.ABN, *r}
+// to buf, byte for byte what encoding/json writes, without reflection: a
+// register load encodes millions of rows on the cores Elasticsearch
+// indexes them on.
+func appendRegisterDoc(buf []byte, row int64, r *notice.RegisterRow) []byte {
+	buf = append(buf, `{"row":`...)
+	buf = strconv.AppendInt(buf, row, 10)
+	buf = appendField(buf, `,"acn":`, r.ACN)
+	buf = appendField(buf, `,"abn":`, r.ABN)
+	buf = appendField(buf, `,"data":{"CompanyName":`, r.CompanyName)
+	buf = appendField(buf, `,"ACN":`, r.ACN)
+	buf = appendField(buf, `,"Type":`, r.Type)
+	buf = appendField(buf, `,"Class":`, r.Class)
+	buf = appendField(buf, `,"SubClass":`, r.SubClass)
+	buf = appendField(buf, `,"Status":`, r.Status)
+	buf = appendField(buf, `,"RegisteredOn":`, r.RegisteredOn)
+	buf = appendField(buf, `,"DeregisteredOn":`, r.DeregisteredOn)
+	buf = appendField(buf, `,"PreviousState":`, r.PreviousState)
+	buf = appendField(buf, `,"StateRegistrationNumber":`, r.StateRegistrationNumber)
+	buf = appendField(buf, `,"ModifiedSinceLastReport":`, r.ModifiedSinceLastReport)
+	buf = appendField(buf, `,"CurrentNameIndicator":`, r.CurrentNameIndicator)
+	buf = appendField(buf, `,"ABN":`, r.ABN)
+	buf = appendField(buf, `,"CurrentName":`, r.CurrentName)
+	buf = appendField(buf, `,"CurrentNameStart":`, r.CurrentNameStart)
+	return append(buf, "}}"...)
+}
+
+func appendField(buf []byte, key, v string) []byte {
+	return appendJSONString(append(buf, key...), v)
+}
+
+// appendJSONString appends s as a JSON string as encoding/json writes it:
+// a valid UTF-8 string of printable characters other than " \ < > & and
+// U+2028/U+2029 is copied as is; any other string is left to
+// encoding/json (escapes, invalid UTF-8).
+func appendJSONString(buf []byte, s string) []byte {
+	multibyte := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			multibyte = true
+			continue
+		}
+		if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return appendMarshalled(buf, s)
+		}
+	}
+	if multibyte && (!utf8.ValidString(s) || strings.Contains(s, "\u2028") || strings.Contains(s, "\u2029")) {
+		return appendMarshalled(buf, s)
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
+func appendMarshalled(buf []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always encodes
+	return append(buf, b...)
+}
+
+// appendNoticeDoc appends the JSON of noticeDocWith(n, indexedAt, fts) to
+// buf, byte for byte what encoding/json writes (TestAppendNoticeDoc, which
+// also fails when notice.Notice or notice.Practitioner gains a field this
+// does not write), without reflection.
+func appendNoticeDoc(buf []byte, n *notice.Notice, indexedAt int64, fts []string) []byte {
+	buf = appendField(buf, `{"id":`, n.ID)
+	buf = appendField(buf, `,"source_id":`, n.SourceID)
+	buf = strconv.AppendInt(append(buf, `,"notice_seq":`...), n.Seq, 10)
+	buf = appendField(buf, `,"published_date":`, n.PublishedDate)
+	buf = appendField(buf, `,"published_at":`, n.PublishedAt)
+	buf = appendField(buf, `,"collected_at":`, n.CollectedAt)
+	buf = strconv.AppendInt(append(buf, `,"indexed_at":`...), indexedAt, 10)
+	if n.ACN != nil {
+		buf = appendField(buf, `,"acn":`, *n.ACN)
+	}
+	if n.ABN != nil {
+		buf = appendField(buf, `,"abn":`, *n.ABN)
+	}
+	if n.AppointmentType != nil {
+		buf = appendField(buf, `,"appointment_type":`, *n.AppointmentType)
+	}
+	buf = appendField(buf, `,"notice_purpose":`, n.NoticePurpose)
+	buf = appendField(buf, `,"notice_code":`, n.NoticeCode)
+	buf = appendField(buf, `,"state":`, n.State)
+	buf = appendField(buf, `,"status":`, n.Status)
+	buf = strconv.AppendBool(append(buf, `,"dereg":`...), n.IsDeregistration())
+	buf = append(buf, `,"fts":`...)
+	if fts == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = append(buf, '[')
+		for i, s := range fts {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, s)
+		}
+		buf = append(buf, ']')
+	}
+	buf = appendField(buf, `,"notice":{"id":`, n.ID)
+	buf = strconv.AppendInt(append(buf, `,"notice_seq":`...), n.Seq, 10)
+	buf = appendField(buf, `,"source_id":`, n.SourceID)
+	buf = appendOptional(buf, `,"source_url":`, n.SourceURL)
+	buf = appendField(buf, `,"published_date":`, n.PublishedDate)
+	buf = appendField(buf, `,"published_at":`, n.PublishedAt)
+	buf = appendField(buf, `,"collected_at":`, n.CollectedAt)
+	buf = appendOptional(buf, `,"acn":`, n.ACN)
+	buf = appendOptional(buf, `,"abn":`, n.ABN)
+	buf = appendField(buf, `,"company_name":`, n.CompanyName)
+	buf = appendField(buf, `,"notice_type":`, n.NoticeType)
+	buf = appendField(buf, `,"notice_code":`, n.NoticeCode)
+	buf = appendField(buf, `,"notice_purpose":`, n.NoticePurpose)
+	buf = appendOptional(buf, `,"appointment_type":`, n.AppointmentType)
+	buf = appendField(buf, `,"state":`, n.State)
+	buf = appendField(buf, `,"status":`, n.Status)
+	buf = appendField(buf, `,"text":`, n.Text)
+	buf = append(buf, `,"practitioners":[`...) // never null: noticeDocWith makes nil empty
+	for i := range n.Practitioners {
+		p := &n.Practitioners[i]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendField(buf, `{"name":`, p.Name)
+		buf = appendField(buf, `,"firm":`, p.Firm)
+		buf = appendField(buf, `,"role":`, p.Role)
+		buf = append(buf, '}')
+	}
+	buf = appendOptional(buf, `],"replaces":`, n.Replaces)
+	return append(buf, "}}"...)
+}
+
+// appendOptional appends key and *v, or null when v is nil.
+func appendOptional(buf []byte, key string, v *string) []byte {
+	if v == nil {
+		return append(append(buf, key...), "null"...)
+	}
+	return appendField(buf, key, *v)
+}
