@@ -2,7 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"reflect"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/storetest"
@@ -24,23 +27,37 @@ func TestGaugesContract(t *testing.T) {
 		return
 	}
 	// The counts the scripts kept as the state changed are what computing
-	// them from the records gives.
+	// them from the records gives: drop the gauge keys, as in a namespace
+	// written before they existed, and read again.
 	ctx := context.Background()
-	kept, err := last.rs.Gauges(ctx)
+	rs := last.rs
+	kept, err := rs.Gauges(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := last.rs.RebuildGauges(ctx); err != nil {
+	due := func() []redis.Z {
+		t.Helper()
+		z, err := last.rdb.ZRangeWithScores(ctx, rs.key(ddueKey), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return z
+	}
+	keptDue := due()
+	if err := last.rdb.Del(ctx, rs.key(lapsedKey), rs.key(winactiveKey), rs.key(dstatKey), rs.key(ddueKey)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rebuilt, err := last.rs.Gauges(ctx)
+	rebuilt, err := rs.Gauges(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if kept != rebuilt {
 		t.Fatalf("kept by the scripts %+v, computed from the records %+v", kept, rebuilt)
 	}
-	if kept == (store.Gauges{}) {
+	if kept == (store.Gauges{}) || len(keptDue) == 0 {
 		t.Fatal("the suite left no state to compare")
+	}
+	if got := due(); !reflect.DeepEqual(got, keptDue) {
+		t.Fatalf("due deliveries kept %v, computed %v", keptDue, got)
 	}
 }
