@@ -13,9 +13,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/noticesd/noticesd/internal/config"
-	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // TestScaleMetrics: in scale mode, serve's /metrics and a worker's
@@ -23,34 +20,13 @@ import (
 // parser and carry the stored gauges read from Redis; the worker's carries
 // the delivery attempt counters.
 func TestScaleMetrics(t *testing.T) {
-	t.Setenv("NOTICES_BACKEND", "scale")
-	t.Setenv("NOTICES_ELASTICSEARCH_URL", testservers.Elasticsearch(t))
-	t.Setenv("NOTICES_REDIS_URL", testservers.Redis(t))
-	t.Setenv("NOTICES_NAMESPACE", testservers.Namespace(t))
 	t.Setenv("NOTICES_SECRET_KEY", testSecretKey)
 	t.Setenv("NOTICES_ADDR", "127.0.0.1:0")
 	t.Setenv("NOTICES_DATA_DIR", t.TempDir())
 	t.Setenv("NOTICES_LOG_LEVEL", "error")
-	cfg, err := config.FromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, st := scaleEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := openScale(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Elastic.Drop(context.Background()); err != nil {
-			t.Errorf("drop: %v", err)
-		}
-		keys, _ := st.Client().Keys(context.Background(), cfg.Namespace+":*").Result()
-		if len(keys) > 0 {
-			st.Client().Del(context.Background(), keys...)
-		}
-		st.Close()
-	})
 	for _, name := range []string{"Active One", "Active Two", "Lapsed"} {
 		c, err := st.Redis.CreateAccount(ctx, name, "standard")
 		if err != nil {
