@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -13,6 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/noticesd/noticesd/test/testbin"
 )
 
 // TestScaleMetrics: in scale mode, serve's /metrics and a worker's
@@ -49,7 +50,7 @@ func TestScaleMetrics(t *testing.T) {
 	case err := <-served:
 		t.Fatalf("serve stopped: %v", err)
 	}
-	workerAddr := freeAddr(t)
+	workerAddr := testbin.FreeAddr(t)
 	var stderr bytes.Buffer
 	worked := make(chan error, 1)
 	go func() {
@@ -96,42 +97,27 @@ func TestScaleMetrics(t *testing.T) {
 	}
 }
 
-// freeAddr is a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// scrape GETs url until it answers (the worker's listener opens once its
+// scrape GETs url once the worker's listener is open (it opens once its
 // store is up), failing when the worker stopped or after 30 s.
 func scrape(t *testing.T, url string, worker <-chan error) []byte {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := http.Get(url)
-		if err == nil {
-			defer res.Body.Close()
-			body, err := io.ReadAll(res.Body)
-			if err != nil || res.StatusCode != 200 {
-				t.Fatalf("GET %s: %d %v\n%s", url, res.StatusCode, err, body)
-			}
-			return body
-		}
+	var res *http.Response
+	testbin.WaitFor(t, 30*time.Second, "GET "+url, func() bool {
 		select {
-		case werr := <-worker:
-			t.Fatalf("the worker stopped: %v", werr)
+		case err := <-worker:
+			t.Fatalf("the worker stopped: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %v", url, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		var err error
+		res, err = http.Get(url)
+		return err == nil
+	})
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %v\n%s", url, res.StatusCode, err, body)
 	}
+	return body
 }
 
 // flatten maps each sample of fams to its value, keyed as the text format
