@@ -60,8 +60,11 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 		// themselves are made by `noticesd worker` processes.
 		deps.Webhooks = st.Redis
 	}
-	// Request counters; the stored counts are the embedded store's only.
-	deps.Metrics = metrics.New(nil, deps.Logger)
+	// Request and collector counters; the stored counts (accounts,
+	// watches, deliveries, queue depth, retry backlog, mail) are read from
+	// Redis at each scrape, the same from every replica. Delivery attempts
+	// are counted by the workers that make them (their own /metrics).
+	deps.Metrics = metrics.New(st.Redis, deps.Logger)
 	deps.Mail = newMailHealth(cfg, st.Redis, deps.Logger)
 	return st, nil
 }

@@ -11,35 +11,15 @@ import (
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/scale"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // TestScaleCLI: ingest notices and the register into Elasticsearch, then
 // reindex, through the CLI in scale mode; the data reads back the same.
 func TestScaleCLI(t *testing.T) {
-	t.Setenv("NOTICES_BACKEND", "scale")
-	t.Setenv("NOTICES_ELASTICSEARCH_URL", testservers.Elasticsearch(t))
-	t.Setenv("NOTICES_REDIS_URL", testservers.Redis(t))
-	t.Setenv("NOTICES_NAMESPACE", testservers.Namespace(t))
-	cfg, err := config.FromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, st := scaleEnv(t)
 	ctx := context.Background()
-	st, err := openScale(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Elastic.Drop(context.Background()); err != nil {
-			t.Errorf("drop: %v", err)
-		}
-		keys, _ := st.Client().Keys(context.Background(), cfg.Namespace+":*").Result()
-		if len(keys) > 0 {
-			st.Client().Del(context.Background(), keys...)
-		}
-		st.Close()
-	})
 	// Line 2 has a notice_code longer than Elasticsearch indexes as one
 	// keyword (32,766 bytes): the node refuses that notice alone.
 	huge := filepath.Join(t.TempDir(), "huge.jsonl")
@@ -90,4 +70,34 @@ func TestScaleCLI(t *testing.T) {
 	if _, err := st.Elastic.Company(ctx, ident.ID{Value: *withACN, Kind: ident.ACN}); err != nil {
 		t.Errorf("company %s after reindex: %v", *withACN, err)
 	}
+}
+
+// scaleEnv points the environment at the test servers in scale mode under
+// a namespace of the test's own, and opens that namespace; its indices and
+// keys are dropped when the test ends.
+func scaleEnv(t *testing.T) (config.Config, *scale.Store) {
+	t.Helper()
+	t.Setenv("NOTICES_BACKEND", "scale")
+	t.Setenv("NOTICES_ELASTICSEARCH_URL", testservers.Elasticsearch(t))
+	t.Setenv("NOTICES_REDIS_URL", testservers.Redis(t))
+	t.Setenv("NOTICES_NAMESPACE", testservers.Namespace(t))
+	cfg, err := config.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := openScale(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Elastic.Drop(context.Background()); err != nil {
+			t.Errorf("drop: %v", err)
+		}
+		keys, _ := st.Client().Keys(context.Background(), cfg.Namespace+":*").Result()
+		if len(keys) > 0 {
+			st.Client().Del(context.Background(), keys...)
+		}
+		st.Close()
+	})
+	return cfg, st
 }

@@ -3,10 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
 	"time"
 
+	"github.com/noticesd/noticesd/internal/metrics"
 	"github.com/noticesd/noticesd/internal/scheduler"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/scale"
@@ -18,11 +24,14 @@ workers, retried after n x NOTICES_DELIVERY_RETRY_UNIT. Run as many worker
 processes as the load needs; SIGTERM stops taking work and waits for the
 attempts in flight (the rest run again elsewhere, under the same delivery id).
 With NOTICES_SMTP_URL set it also sends alert_email mail (deactivation alerts
-and the daily digest at NOTICES_DIGEST_TIME) from the namespace's mail queue.`
+and the daily digest at NOTICES_DIGEST_TIME) from the namespace's mail queue.
+With NOTICES_WORKER_METRICS_ADDR or --metrics-addr set it serves GET /metrics
+there: delivery attempts by outcome and the stored gauges (docs/operating.md).`
 
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("worker", "worker [--concurrency N]", workerAbout, stderr)
 	conc := fs.Int("concurrency", 0, "delivery attempts in flight in this process (overrides NOTICES_WORKER_CONCURRENCY)")
+	metricsAddr := fs.String("metrics-addr", "", "listen address of this worker's GET /metrics, e.g. :9464 (overrides NOTICES_WORKER_METRICS_ADDR; off serves none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -39,16 +48,30 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *conc > 0 {
 		cfg.WorkerConcurrency = *conc
 	}
+	switch {
+	case strings.EqualFold(*metricsAddr, "off"):
+		cfg.WorkerMetricsAddr = ""
+	case *metricsAddr != "":
+		cfg.WorkerMetricsAddr = *metricsAddr
+	}
 	log := newLogger(cfg).With("command", "worker")
 	st, err := scale.Open(ctx, cfg, redisstore.Options{NoMatchOnRead: true})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	sender, err := newSender(cfg, nil)
+	// Delivery attempts are counted here, where they are made; the stored
+	// gauges are the same Redis reads serve's /metrics makes.
+	m := metrics.New(st.Redis, log)
+	sender, err := newSender(cfg, m)
 	if err != nil {
 		return err
 	}
+	ms, err := startMetricsServer(cfg.WorkerMetricsAddr, m, log)
+	if err != nil {
+		return err
+	}
+	defer ms.Close()
 	mailer, err := newMailer(cfg, st.Redis, st.Redis, true, log.With("part", "mail"))
 	if err != nil {
 		return err
@@ -86,7 +109,59 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := matcher.Shutdown(sctx); err != nil {
 		log.Error("matcher shutdown", "err", err)
 	}
-	return sched.Shutdown(sctx)
+	err = sched.Shutdown(sctx)
+	if err := ms.Shutdown(sctx); err != nil {
+		log.Error("metrics shutdown", "err", err)
+	}
+	return err
+}
+
+// metricsServer serves one process's /metrics on its own listener (the
+// worker has no API). A nil *metricsServer serves nothing.
+type metricsServer struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// startMetricsServer listens on addr ("" serves nothing) and serves
+// m's /metrics there until Shutdown. The listener is opened before it
+// returns, so a taken port fails the start.
+func startMetricsServer(addr string, m *metrics.Metrics, log *slog.Logger) (*metricsServer, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listen on %s: %w (set NOTICES_WORKER_METRICS_ADDR or --metrics-addr; off serves none)", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	s := &metricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String()+"/metrics")
+	return s, nil
+}
+
+// Addr is the bound address.
+func (s *metricsServer) Addr() string { return s.ln.Addr().String() }
+
+// Close stops serving at once (after Shutdown, or when the start failed).
+func (s *metricsServer) Close() {
+	if s != nil {
+		_ = s.srv.Close()
+	}
+}
+
+// Shutdown stops serving, waiting for scrapes in flight until ctx ends.
+func (s *metricsServer) Shutdown(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	return s.srv.Shutdown(ctx)
 }
 
 const queueAbout = `Print the webhook delivery queue of scale mode (NOTICES_BACKEND=scale) as JSON:

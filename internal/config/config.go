@@ -34,6 +34,7 @@ type Config struct {
 	WebhookAllowPrivate bool          // NOTICES_WEBHOOK_ALLOW_PRIVATE
 	WebhookCAFile       string        // NOTICES_WEBHOOK_CA_FILE
 	WorkerConcurrency   int           // NOTICES_WORKER_CONCURRENCY: delivery attempts in flight per `noticesd worker` process (scale)
+	WorkerMetricsAddr   string        // NOTICES_WORKER_METRICS_ADDR: listen address of `noticesd worker`'s /metrics; "" (off) serves none
 	SMTPURL             string        // NOTICES_SMTP_URL: smtp:// or smtps://; "" turns mail off
 	MailFrom            string        // NOTICES_MAIL_FROM: From address of alert_email mail
 	DigestTime          string        // NOTICES_DIGEST_TIME: daily digest time, "HH:MM Zone"
@@ -144,6 +145,10 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("NOTICES_REDIS_URL", &c.RedisURL)
 	str("NOTICES_NAMESPACE", &c.Namespace)
 	str("NOTICES_SOURCE", &c.Source)
+	str("NOTICES_WORKER_METRICS_ADDR", &c.WorkerMetricsAddr)
+	if strings.EqualFold(c.WorkerMetricsAddr, "off") {
+		c.WorkerMetricsAddr = ""
+	}
 	if strings.EqualFold(c.Source, "none") {
 		c.Source = ""
 	}

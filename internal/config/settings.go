@@ -28,6 +28,7 @@ var Settings = []Setting{
 	{"NOTICES_WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on private, loopback and link-local addresses"},
 	{"NOTICES_WEBHOOK_CA_FILE", "none", "extra PEM CA bundle trusted for webhook HTTPS"},
 	{"NOTICES_WORKER_CONCURRENCY", "32", "delivery attempts in flight per noticesd worker process (scale backend)"},
+	{"NOTICES_WORKER_METRICS_ADDR", "off", "listen address of each noticesd worker's GET /metrics (scale backend), e.g. :9464; off (or unset) serves none"},
 	{"NOTICES_SMTP_URL", "none", "SMTP server of alert_email mail: smtp://user:pass@host:587 (STARTTLS when offered) or smtps://user:pass@host:465; unset turns mail off"},
 	{"NOTICES_MAIL_FROM", "none", "From address of alert_email mail (required with NOTICES_SMTP_URL), e.g. 'noticesd <alerts@example.com>'"},
 	{"NOTICES_DIGEST_TIME", "07:00 Australia/Sydney", "daily digest time of alert_email: HH:MM and an IANA time zone"},

@@ -123,9 +123,13 @@ func str(v any) string {
 	return s
 }
 
+// setSubscriptionScript sets an account's active flag and keeps the set
+// of lapsed accounts (a gauge) in step. KEYS: acct:<id>, lapsed. ARGV:
+// 1 or 0, account id.
 var setSubscriptionScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'active', ARGV[1])
+if ARGV[1] == '1' then redis.call('SREM', KEYS[2], ARGV[2]) else redis.call('SADD', KEYS[2], ARGV[2]) end
 return 1
 `)
 
@@ -135,7 +139,7 @@ func (s *Store) SetSubscription(ctx context.Context, accountID string, active bo
 	if active {
 		v = "1"
 	}
-	n, err := setSubscriptionScript.Run(ctx, s.rdb, []string{s.key("acct", accountID)}, v).Int()
+	n, err := setSubscriptionScript.Run(ctx, s.rdb, []string{s.key("acct", accountID), s.key(lapsedKey)}, v, accountID).Int()
 	if err != nil {
 		return s.fail("set subscription", err)
 	}

@@ -59,9 +59,9 @@ func parseRef(m string) (Ref, bool) {
 
 // createDeliveryScript records a pending delivery unless the pair has one: due at
 // once (and put in the outbox) when the watch is active, held otherwise.
-// KEYS: dr:<watch>, dl:<watch>, w:<watch>, dq. ARGV: delivery id, record
-// JSON (next_attempt_at set), list score, list member, outbox member, due
-// ms.
+// KEYS: dr:<watch>, dl:<watch>, w:<watch>, dq, dstat, ddue. ARGV: delivery
+// id, record JSON (next_attempt_at set), list score, list member, outbox
+// member, due ms.
 var createDeliveryScript = redis.NewScript(`
 local doc = redis.call('HGET', KEYS[3], 'doc')
 if not doc then return 0 end
@@ -71,7 +71,11 @@ local active = cjson.decode(doc).active
 if not active then r.next_attempt_at = nil end
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-if active then redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5]) end
+redis.call('HINCRBY', KEYS[5], 'pending', 1)
+if active then
+  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5])
+  redis.call('ZADD', KEYS[6], ARGV[6], ARGV[5])
+end
 return 1
 `)
 
@@ -87,7 +91,7 @@ func (s *Store) pendingArgs(watchID string, n *notice.Notice, now time.Time) ([]
 	}
 	ref := Ref{WatchID: watchID, DeliveryID: r.ID, NoticeSeq: n.Seq}
 	member := fmt.Sprintf("%020d|%s", n.Seq, r.ID)
-	return []string{s.key("dr", watchID), s.key("dl", watchID), s.key("w", watchID), s.key("dq")},
+	return []string{s.key("dr", watchID), s.key("dl", watchID), s.key("w", watchID), s.key("dq"), s.key(dstatKey), s.key(ddueKey)},
 		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli()}, nil
 }
 
@@ -295,8 +299,9 @@ type Begun struct {
 
 // beginScript starts an attempt of a pending delivery of an active watch
 // with a webhook, counting it (an attempt begun and never finished, cut
-// off by a crash, is not counted again). KEYS: dr:<watch>, w:<watch>.
-// ARGV: delivery id, now (timestamp), now ms.
+// off by a crash, is not counted again). KEYS: dr:<watch>, w:<watch>,
+// dstat, ddue. ARGV: delivery id, now (timestamp), now ms, gauge member
+// (<watch>|<delivery id>|<notice seq>).
 // Returns {state, attempt, sealed secret, url, next_attempt_at}.
 var beginScript = redis.NewScript(`
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
@@ -310,6 +315,7 @@ if not w.active then
   if r.next_attempt_at ~= nil and r.next_attempt_at ~= cjson.null then
     r.next_attempt_at = nil
     redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+    redis.call('ZREM', KEYS[4], ARGV[4])
   end
   return {'held'}
 end
@@ -319,6 +325,7 @@ if next ~= '' and next > ARGV[2] then return {'early', 0, '', '', next} end
 local n = r.inflight
 if n == nil or n == cjson.null then
   n = (r.attempts or 0) + 1
+  if n == 1 then redis.call('HINCRBY', KEYS[3], 'retry', 1) end
   r.attempts = n
   r.inflight = n
   r.updated_at = ARGV[2]
@@ -333,8 +340,8 @@ return {'attempt', n, v[2], w.webhook_url, next}
 // attempt, a removed webhook ends the delivery and an inactive watch holds
 // it. The attempt is counted here; Complete records its outcome.
 func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time) (Begun, error) {
-	v, err := beginScript.Run(ctx, s.rdb, []string{s.key("dr", ref.WatchID), s.key("w", ref.WatchID)},
-		ref.DeliveryID, notice.Timestamp(now), now.UnixMilli()).Slice()
+	v, err := beginScript.Run(ctx, s.rdb, []string{s.key("dr", ref.WatchID), s.key("w", ref.WatchID), s.key(dstatKey), s.key(ddueKey)},
+		ref.DeliveryID, notice.Timestamp(now), now.UnixMilli(), ref.member()).Slice()
 	if err != nil {
 		return Begun{}, s.fail("begin a delivery attempt", err)
 	}
@@ -358,8 +365,9 @@ func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time) (Begun, error
 }
 
 // completeScript records an attempt's outcome as decided by
-// delivery.Decide. KEYS: dr:<watch>, w:<watch>. ARGV: delivery id, attempt
-// n, status, last_error, updated_at, next_attempt_at.
+// delivery.Decide. KEYS: dr:<watch>, w:<watch>, dstat, ddue. ARGV:
+// delivery id, attempt n, status, last_error, updated_at, next_attempt_at,
+// next_attempt_at ms, watch id.
 // Returns the watch's consecutive failed notices after a dead outcome, -1
 // otherwise.
 var completeScript = redis.NewScript(`
@@ -368,8 +376,16 @@ if not raw then return -1 end
 local r = cjson.decode(raw)
 if r.status ~= 'pending' then return -1 end
 local n = tonumber(ARGV[2])
+local member = ARGV[8] .. '|' .. ARGV[1] .. '|' .. string.format('%d', r.notice_seq)
+local function leave(status)
+  redis.call('HINCRBY', KEYS[3], 'pending', -1)
+  redis.call('HINCRBY', KEYS[3], status, 1)
+  if (r.attempts or 0) > 0 then redis.call('HINCRBY', KEYS[3], 'retry', -1) end
+  redis.call('ZREM', KEYS[4], member)
+end
 r.updated_at = ARGV[5]
 if ARGV[3] == 'delivered' then
+  leave('delivered')
   r.status = 'delivered'
   r.delivered_at = ARGV[5]
   r.next_attempt_at = nil
@@ -388,10 +404,17 @@ r.inflight = nil
 r.last_error = ARGV[4]
 if ARGV[3] == 'pending' then
   local doc = redis.call('HGET', KEYS[2], 'doc')
-  if doc and cjson.decode(doc).active then r.next_attempt_at = ARGV[6] else r.next_attempt_at = nil end
+  if doc and cjson.decode(doc).active then
+    r.next_attempt_at = ARGV[6]
+    redis.call('ZADD', KEYS[4], ARGV[7], member)
+  else
+    r.next_attempt_at = nil
+    redis.call('ZREM', KEYS[4], member)
+  end
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
   return -1
 end
+leave('dead')
 r.status = 'dead'
 r.next_attempt_at = nil
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
@@ -407,9 +430,9 @@ return redis.call('HINCRBY', KEYS[2], 'failures', 1)
 func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, now time.Time) error {
 	d := delivery.Decide(job.Attempt, out.OK, out.LastError, out.RetryUnit)
 	ts := notice.Timestamp(now)
-	next := notice.Timestamp(now.Add(d.Wait))
-	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key("dr", job.WatchID), s.key("w", job.WatchID)},
-		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, next).Int()
+	next := now.Add(d.Wait)
+	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key("dr", job.WatchID), s.key("w", job.WatchID), s.key(dstatKey), s.key(ddueKey)},
+		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, notice.Timestamp(next), next.UnixMilli(), job.WatchID).Int()
 	if err != nil {
 		return s.fail("record a delivery outcome", err)
 	}
@@ -420,13 +443,14 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 }
 
 // holdScript holds every pending delivery of a watch (next_attempt_at
-// null). KEYS: dr:<watch>. ARGV: updated_at.
+// null). KEYS: dr:<watch>, ddue. ARGV: updated_at, watch id.
 var holdScript = redis.NewScript(`
 for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
   local r = cjson.decode(raw)
   if r.status == 'pending' and r.next_attempt_at ~= nil and r.next_attempt_at ~= cjson.null then
     r.next_attempt_at = nil
     redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
+    redis.call('ZREM', KEYS[2], ARGV[2] .. '|' .. r.id .. '|' .. string.format('%d', r.notice_seq))
   end
 end
 return 1
@@ -435,12 +459,12 @@ return 1
 // hold holds the watch's pending deliveries: their tasks find the watch
 // inactive and do nothing.
 func (s *Store) hold(ctx context.Context, watchID string, now time.Time) error {
-	return s.fail("hold deliveries", holdScript.Run(ctx, s.rdb, []string{s.key("dr", watchID)}, notice.Timestamp(now)).Err())
+	return s.fail("hold deliveries", holdScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key(ddueKey)}, notice.Timestamp(now), watchID).Err())
 }
 
 // releaseScript makes every held delivery of an active watch due at once
 // and puts it in the outbox, without the window check. KEYS: dr:<watch>,
-// dq. ARGV: now timestamp, now ms, watch id.
+// dq, ddue. ARGV: now timestamp, now ms, watch id.
 var releaseScript = redis.NewScript(`
 local n = 0
 for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
@@ -449,7 +473,9 @@ for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
     r.next_attempt_at = ARGV[1]
     r.inflight = nil
     redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
-    redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3] .. '|' .. r.id .. '|' .. string.format('%d', r.notice_seq))
+    local m = ARGV[3] .. '|' .. r.id .. '|' .. string.format('%d', r.notice_seq)
+    redis.call('ZADD', KEYS[2], ARGV[2], m)
+    redis.call('ZADD', KEYS[3], ARGV[2], m)
     n = n + 1
   end
 end
@@ -459,7 +485,7 @@ return n
 // Release makes every held delivery of the watch due at now (it was just
 // reactivated): all of them at once, without the two-day window check.
 func (s *Store) Release(ctx context.Context, watchID string, now time.Time) (int, error) {
-	n, err := releaseScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("dq")},
+	n, err := releaseScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("dq"), s.key(ddueKey)},
 		notice.Timestamp(now), now.UnixMilli(), watchID).Int()
 	return n, s.fail("release held deliveries", err)
 }

@@ -252,11 +252,13 @@ func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 // deactivateScript switches a watch off (compare-and-set of its doc) and,
 // when it has an alert_email, queues its deactivation alert in the same
 // step, counting its pending deliveries. KEYS: w:<watch>, dr:<watch>,
-// mail:<alert id>, mq. ARGV: old doc, new doc, alert id, alert job JSON
-// ("" when the watch has no alert_email), now ms, now timestamp, watch id.
+// mail:<alert id>, mq, winactive. ARGV: old doc, new doc, alert id, alert
+// job JSON ("" when the watch has no alert_email), now ms, now timestamp,
+// watch id.
 var deactivateScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'doc', ARGV[2])
+redis.call('SADD', KEYS[5], ARGV[7])
 if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 0 then
   local held = 0
   for _, raw in ipairs(redis.call('HVALS', KEYS[2])) do
@@ -264,6 +266,7 @@ if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 0 then
   end
   redis.call('HSET', KEYS[3], 'job', ARGV[4], 'kind', 'deactivated', 'watch', ARGV[7], 'status', 'pending', 'attempts', 0, 'held', held, 'updated_at', ARGV[6])
   redis.call('ZADD', KEYS[4], ARGV[5], ARGV[3])
+  redis.call('HSET', KEYS[1], 'malert', ARGV[3])
 end
 return 1
 `)
@@ -298,7 +301,7 @@ func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr s
 			return err
 		}
 		ok, err := deactivateScript.Run(ctx, s.rdb,
-			[]string{s.key("w", watchID), s.key("dr", watchID), s.key("mail", id), s.key("mq")},
+			[]string{s.key("w", watchID), s.key("dr", watchID), s.key("mail", id), s.key("mq"), s.key(winactiveKey)},
 			raw, doc, id, alert, now.UnixMilli(), notice.Timestamp(now), watchID).Int()
 		if err != nil {
 			return s.fail("deactivate watch", err)

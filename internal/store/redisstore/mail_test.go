@@ -28,37 +28,54 @@ func TestMailContract(t *testing.T) {
 // the asynq handler would record them.
 func (f fixture) failDeliveries(t *testing.T, accountID, watchID string) string {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := f.rs.SetWebhook(ctx, accountID, watchID, "https://hooks.example.com/"+watchID, webhook.NewSecret(), f.clock.Now()); err != nil {
+	if _, err := f.rs.SetWebhook(context.Background(), accountID, watchID, "https://hooks.example.com/"+watchID, webhook.NewSecret(), f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	w := composite{notices: f.notices, rs: f.rs}
-	const lastErr = "HTTP 503 from hooks.example.com"
+	fail := make([]bool, delivery.MaxAttempts)
 	for i := 0; i < delivery.DeactivateAfter; i++ {
-		n := storetest.AlphaNotice(fmt.Sprintf("FAIL-%s-%02d", watchID, i), f.clock.Now())
-		if _, err := w.UpsertNotices(ctx, []notice.Notice{n}); err != nil {
-			t.Fatal(err)
-		}
-		seq, err := f.notices.LatestSeq(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref := Ref{WatchID: watchID, DeliveryID: webhook.DeliveryID(watchID, n.ID), NoticeSeq: seq}
-		if k, err := f.rs.CreateDeliveries(ctx, []Ref{ref}, f.clock.Now()); err != nil || k != 1 {
-			t.Fatalf("notice %d: created %d deliveries (%v)", i, k, err)
-		}
-		for a := 1; a <= delivery.MaxAttempts; a++ {
-			b, err := f.rs.Begin(ctx, ref, f.clock.Now())
-			if err != nil || b.State != BeginAttempt {
-				t.Fatalf("notice %d attempt %d: begin %+v (%v)", i, a, b, err)
-			}
-			if err := f.rs.Complete(ctx, b.Job, store.Outcome{LastError: lastErr, RetryUnit: time.Millisecond}, f.clock.Now()); err != nil {
-				t.Fatal(err)
-			}
+		f.deliver(t, watchID, fmt.Sprintf("FAIL-%s-%02d", watchID, i), fail...)
+		f.clock.Advance(time.Second)
+	}
+	return failedDelivery
+}
+
+// failedDelivery is the last_error of the failed attempts deliver records.
+const failedDelivery = "HTTP 503 from hooks.example.com"
+
+// deliver stores a new notice of storetest.ACNAlpha, creates its delivery
+// to the watch and records one attempt per outcome through the ledger, as
+// the asynq handler would (storetest.GaugeBackend.Deliver).
+func (f fixture) deliver(t *testing.T, watchID, source string, outcomes ...bool) {
+	t.Helper()
+	ctx := context.Background()
+	n := storetest.AlphaNotice(source, f.clock.Now())
+	if _, err := (composite{notices: f.notices, rs: f.rs}).UpsertNotices(ctx, []notice.Notice{n}); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := f.notices.LatestSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := Ref{WatchID: watchID, DeliveryID: webhook.DeliveryID(watchID, n.ID), NoticeSeq: seq}
+	if k, err := f.rs.CreateDeliveries(ctx, []Ref{ref}, f.clock.Now()); err != nil || k != 1 {
+		t.Fatalf("%s: created %d deliveries (%v)", source, k, err)
+	}
+	for a, ok := range outcomes {
+		if a > 0 {
 			f.clock.Advance(time.Second)
 		}
+		b, err := f.rs.Begin(ctx, ref, f.clock.Now())
+		if err != nil || b.State != BeginAttempt {
+			t.Fatalf("%s attempt %d: begin %+v (%v)", source, a+1, b, err)
+		}
+		out := store.Outcome{OK: ok, RetryUnit: storetest.DeliverRetryUnit}
+		if !ok {
+			out.LastError = failedDelivery
+		}
+		if err := f.rs.Complete(ctx, b.Job, out, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return lastErr
 }
 
 // TestFinishedMailExpires: a sent job's hash expires after mail.Retention

@@ -14,6 +14,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/mail"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/watch"
@@ -225,6 +226,7 @@ end
 redis.call('HSET', KEYS[3], 'account', ARGV[7], 'doc', ARGV[6], 'regv', ARGV[9], 'eseq', ARGV[10])
 redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
 redis.call('SADD', ns .. 'watches', ARGV[4])
+if not cjson.decode(ARGV[6]).active then redis.call('SADD', ns .. 'winactive', ARGV[4]) end
 if ARGV[8] ~= '' then
   redis.call('SET', KEYS[3] .. ':keys', ARGV[8])
 else
@@ -508,15 +510,40 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 // deleteScript removes a watch and its log, recounts the account's
 // companies as the union of its remaining watches' companies (SUNIONSTORE,
 // whole sets), and moves the watch's match keys aside for the reverse
-// index cleanup. KEYS: w:<id>. ARGV: ns, account, id.
+// index cleanup. Its deliveries leave the delivery gauges (gauges.go) and
+// its pending mail (the digest of mpd:<id>, the alert named by the watch's
+// malert field) is dropped, as the embedded store's cascade does.
+// KEYS: w:<id>. ARGV: ns, account, id, mail retention ms.
 var deleteScript = redis.NewScript(`
 local ns, id = ARGV[1], ARGV[3]
 local acc = redis.call('HGET', KEYS[1], 'account')
 if acc ~= ARGV[2] then return 0 end
+for _, job in ipairs({redis.call('GET', ns .. 'mpd:' .. id), redis.call('HGET', KEYS[1], 'malert')}) do
+  if job then
+    local k = ns .. 'mail:' .. job
+    if redis.call('HGET', k, 'status') == 'pending' then
+      redis.call('HSET', k, 'status', 'deleted')
+      redis.call('HDEL', k, 'token')
+      redis.call('PEXPIRE', k, ARGV[4])
+      redis.call('ZREM', ns .. 'mq', job)
+    end
+  end
+end
+redis.call('DEL', ns .. 'mpd:' .. id)
 local aw = ns .. 'acct:' .. acc .. ':watches'
 redis.call('ZREM', aw, id)
 redis.call('SREM', ns .. 'fo', id)
 redis.call('SREM', ns .. 'watches', id)
+redis.call('SREM', ns .. 'winactive', id)
+local all = redis.call('HGETALL', ns .. 'dr:' .. id)
+for i = 1, #all, 2 do
+  local r = cjson.decode(all[i + 1])
+  redis.call('HINCRBY', ns .. 'dstat', r.status, -1)
+  if r.status == 'pending' then
+    if (r.attempts or 0) > 0 then redis.call('HINCRBY', ns .. 'dstat', 'retry', -1) end
+    redis.call('ZREM', ns .. 'ddue', id .. '|' .. all[i] .. '|' .. string.format('%d', r.notice_seq))
+  end
+end
 if redis.call('EXISTS', KEYS[1] .. ':co') == 1 then
   local sets = {}
   for _, w in ipairs(redis.call('ZRANGE', aw, 0, -1)) do sets[#sets + 1] = ns .. 'w:' .. w .. ':co' end
@@ -543,7 +570,7 @@ func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
 	if accountID == "" {
 		return watchNotFound(id)
 	}
-	n, err := deleteScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, accountID, id).Int()
+	n, err := deleteScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, accountID, id, mail.Retention.Milliseconds()).Int()
 	if err != nil {
 		return s.fail("delete watch", err)
 	}

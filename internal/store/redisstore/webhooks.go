@@ -40,10 +40,14 @@ func noWebhook(id string) error {
 }
 
 // casWatchScript replaces a watch's doc if it is still what was read, and
-// sets extra fields. KEYS: w:<id>. ARGV: old doc, new doc, field, value, ...
+// sets extra fields, keeping the set of inactive watches (a gauge) in
+// step. KEYS: w:<id>, winactive. ARGV: old doc, new doc, field, value, ...
+// The watch id is the key's last part.
 var casWatchScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'doc', ARGV[2])
+local id = string.match(KEYS[1], '[^:]+$')
+if cjson.decode(ARGV[2]).active then redis.call('SREM', KEYS[2], id) else redis.call('SADD', KEYS[2], id) end
 for i = 3, #ARGV, 2 do
   if ARGV[i + 1] == '' then redis.call('HDEL', KEYS[1], ARGV[i]) else redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 end
@@ -80,7 +84,7 @@ func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound 
 		for _, f := range fields {
 			args = append(args, f)
 		}
-		ok, err := casWatchScript.Run(ctx, s.rdb, []string{s.key("w", id)}, args...).Int()
+		ok, err := casWatchScript.Run(ctx, s.rdb, []string{s.key("w", id), s.key(winactiveKey)}, args...).Int()
 		if err != nil {
 			return w, s.fail("update watch", err)
 		}
@@ -161,12 +165,16 @@ func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret str
 }
 
 // deadScript marks every pending delivery of a watch dead.
-// KEYS: dr:<watch>. ARGV: last_error, updated_at.
+// KEYS: dr:<watch>, dstat, ddue. ARGV: last_error, updated_at, watch id.
 var deadScript = redis.NewScript(`
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local r = cjson.decode(all[i + 1])
   if r.status == 'pending' then
+    redis.call('HINCRBY', KEYS[2], 'pending', -1)
+    redis.call('HINCRBY', KEYS[2], 'dead', 1)
+    if (r.attempts or 0) > 0 then redis.call('HINCRBY', KEYS[2], 'retry', -1) end
+    redis.call('ZREM', KEYS[3], ARGV[3] .. '|' .. all[i] .. '|' .. string.format('%d', r.notice_seq))
     r.status = 'dead'
     r.last_error = ARGV[1]
     r.updated_at = ARGV[2]
@@ -190,7 +198,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 	if err != nil {
 		return err
 	}
-	err = deadScript.Run(ctx, s.rdb, []string{s.key("dr", watchID)}, delivery.WebhookRemoved, notice.Timestamp(now)).Err()
+	err = deadScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key(dstatKey), s.key(ddueKey)}, delivery.WebhookRemoved, notice.Timestamp(now), watchID).Err()
 	return s.fail("cancel deliveries", err)
 }
 

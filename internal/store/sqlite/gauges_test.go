@@ -6,7 +6,24 @@ import (
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/storetest"
 )
+
+func TestGaugesContract(t *testing.T) {
+	storetest.RunGauges(t, func(t *testing.T) storetest.GaugeBackend {
+		s, b := openWatches(t)
+		return storetest.GaugeBackend{
+			MailBackend: storetest.MailBackend{WatchBackend: b, Mail: s, FailDeliveries: func(t *testing.T, accountID, watchID string) string {
+				return failDeliveries(t, s, b.Clock, accountID, watchID)
+			}},
+			Webhooks: s,
+			Gauges:   s,
+			Deliver: func(t *testing.T, watchID, source string, outcomes ...bool) {
+				deliver(t, s, b.Clock, watchID, source, outcomes...)
+			},
+		}
+	})
+}
 
 // TestGauges: the stored counts /metrics reports follow the queue through
 // a delivery, a failed attempt waiting for its retry, and a lapsed account.
