@@ -94,7 +94,16 @@ func TestMailDigestRetryAndRestartOverAsynq(t *testing.T) {
 	srv.Refuse(true)
 	window := time.Date(2026, 11, 23, 20, 0, 0, 0, time.UTC)
 	ctx := context.Background()
-	eventually(t, 10*time.Second, "the digest is queued once both matches are in the match log", func() bool {
+	// Both matches must be in the match log before the window is queued
+	// (a digest queued after the first alone would list one notice).
+	eventually(t, 10*time.Second, "both notices in the watch's match log", func() bool {
+		page, err := h.rs.Matches(ctx, h.acc.AccountID, w.ID, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Notices) == 2
+	})
+	eventually(t, 10*time.Second, "the digest is queued", func() bool {
 		n, err := m1.QueueDigests(ctx, window, time.Now())
 		if err != nil {
 			t.Fatal(err)

@@ -3,8 +3,8 @@
 //
 // The module is not fetched from its public host (the test must not depend on
 // a network or on a release having been published). Instead the committed tree
-// (HEAD, exactly what a tag would publish) is packed as a module zip with
-// golang.org/x/mod/zip and served from a file:// module proxy in front of the
+// (HEAD, exactly what a tag would publish; `git archive`) is packed as a
+// module zip with golang.org/x/mod/zip and served from a file:// module proxy in front of the
 // normal one, at a pseudo-version made from HEAD's commit. `go install` then
 // resolves `@latest` through the same protocol it would use against the real
 // host, builds with the documented tag, and the binary must run: `version`
@@ -84,7 +84,14 @@ func moduleProxy(t *testing.T, root string) (dir, path, version string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := zip.CreateFromVCS(zf, module.Version{Path: path, Version: version}, root, rev, ""); err != nil {
+	// The committed tree, exactly: git archive of HEAD (also from a git
+	// worktree, where zip.CreateFromVCS does not find the repository).
+	tree := t.TempDir()
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", root, rev, tree)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", rev, err, out)
+	}
+	if err := zip.CreateFromDir(zf, module.Version{Path: path, Version: version}, tree); err != nil {
 		t.Fatalf("pack the committed tree as module %s@%s: %v", path, version, err)
 	}
 	if err := zf.Close(); err != nil {
