@@ -41,7 +41,9 @@ echo "- Load average at the start of the run: $(cut -d' ' -f1-3 /proc/loadavg)" 
 # Read benchmarks cycle their query mixes at least 5 rounds whatever -benchtime
 # says; ingest benchmarks must run once. Benchmarks that time one operation per
 # b.N iteration get enough iterations for their percentiles to mean something.
-bench() { go test -tags sqlite_fts5 -run '^$' -timeout 3h "$@" | tee -a "$raw"; }
+# A package that fails is reported at the end (its rows say "not run"); the others still run.
+failed=()
+bench() { go test -tags sqlite_fts5 -run '^$' -timeout 3h "$@" | tee -a "$raw" || failed+=("${*: -1}"); }
 minutes() { awk -v s="$1" 'BEGIN { printf "%.1f", s / 60 }'; }
 
 if [[ $parts == *" embedded "* ]]; then
@@ -103,3 +105,7 @@ go run ./scripts/benchreport -targets scripts/bench-targets.tsv -rows scripts/be
   -doc "$out" <"$raw"
 cp "$raw" "${out%.md}.txt"
 echo "wrote the generated part of $out, and ${out%.md}.txt"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "bench.sh: FAILED: ${failed[*]} (see the output above)" >&2
+  exit 1
+fi
