@@ -99,11 +99,11 @@ if [[ $parts == *" scale "* ]]; then
   echo "- Scale part: $(minutes $((SECONDS - t0))) min; load average at its end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$runinfo"
 fi
 
+cp "$raw" "${out%.md}.txt"   # kept even if the report cannot be written
 go run ./scripts/benchreport -targets scripts/bench-targets.tsv -rows scripts/bench-rows.tsv -notes scripts/bench-notes.md \
   -run "$(cat "$runinfo")" \
   -dataset "$NOTICES_BENCH_NOTICES notices and $NOTICES_BENCH_REGISTER register rows from \`noticesd sample\` (seed 1). Embedded: ingested through the real ingest path into one SQLite file (WAL, FTS5). Scale: the same files through \`noticesd ingest\`'s scale-mode path into one local Elasticsearch node and Redis (the indices' mappings from \`mappings/\`)." \
   -doc "$out" <"$raw"
-cp "$raw" "${out%.md}.txt"
 echo "wrote the generated part of $out, and ${out%.md}.txt"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "bench.sh: FAILED: ${failed[*]} (see the output above)" >&2

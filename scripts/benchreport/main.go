@@ -342,10 +342,13 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 			}
 			key = scaleName + "\tx-raw"
 		} else {
-			cells[0], cells[2], cells[4] = get(f[2], kind)+" "+kind, get(f[3], kind)+" "+kind, get(f[4], kind)
-			if cells[4] != "" && cells[4] != "not run" {
-				cells[4] += " " + kind
+			withUnit := func(v string) string {
+				if v == "" || v == "not run" {
+					return v
+				}
+				return v + " " + kind
 			}
+			cells[0], cells[2], cells[4] = withUnit(get(f[2], kind)), withUnit(get(f[3], kind)), withUnit(get(f[4], kind))
 		}
 		cells[6] = ratio(cells[2], cells[4])
 		target, verdict := "", ""
@@ -354,7 +357,7 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 			if kind == "latency" {
 				verdict = t.verdict(cells[6])
 			} else {
-				verdict = t.verdict(strings.Fields(cells[2] + " ")[0])
+				verdict = t.verdict(firstField(cells[2]))
 			}
 		} else if kind == "latency" {
 			for _, unit := range []string{"p50-ms", "p50_ms"} {
@@ -370,10 +373,19 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 
 // ratio is a/b to two decimals when both are numbers.
 func ratio(a, b string) string {
-	x, err1 := strconv.ParseFloat(strings.Fields(a + " ")[0], 64)
-	y, err2 := strconv.ParseFloat(strings.Fields(b + " ")[0], 64)
+	x, err1 := strconv.ParseFloat(firstField(a), 64)
+	y, err2 := strconv.ParseFloat(firstField(b), 64)
 	if err1 != nil || err2 != nil || y == 0 {
 		return ""
 	}
 	return strconv.FormatFloat(x/y, 'f', 2, 64)
+}
+
+// firstField is the first space-separated word of s ("" when none).
+func firstField(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
