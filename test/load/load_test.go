@@ -59,6 +59,8 @@ func BenchmarkCompanyUnderScreenLoad(b *testing.B) {
 	data := dataset(b, bin)
 	env := []string{
 		"NOTICES_DATA_DIR=" + data.dir, "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=error",
+		// No webhooks here: serve refuses webhooks without NOTICES_SECRET_KEY.
+		"NOTICES_WEBHOOKS=off",
 		"NOTICES_PLAN_" + strings.ToUpper(lookupKeyPlan) + "_RPS=" + lookupRateLimit,
 		"NOTICES_PLAN_" + strings.ToUpper(lookupKeyPlan) + "_BURST=" + lookupRateLimit,
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -82,6 +83,18 @@ func benchFiles(b testing.TB) sample.Files {
 			return
 		}
 		n, r := benchEnvInt("NOTICES_BENCH_NOTICES", 20000), benchEnvInt("NOTICES_BENCH_REGISTER", 40000)
+		// The files internal/store/sqlite's benchmarks keep in
+		// NOTICES_BENCH_DIR, when there (make bench), else written here.
+		if dir := os.Getenv("NOTICES_BENCH_DIR"); dir != "" {
+			sub := filepath.Join(dir, fmt.Sprintf("sample-s1-n%d-r%d", n, r))
+			f := sample.Files{Notices: filepath.Join(sub, sample.NoticesFile), Register: filepath.Join(sub, sample.RegisterFile)}
+			if _, err := os.Stat(f.Notices); err == nil {
+				if _, err := os.Stat(f.Register); err == nil {
+					benchData = f
+					return
+				}
+			}
+		}
 		benchData, benchErr = sample.WriteFiles(sample.Options{Notices: n, Companies: r, Seed: 1,
 			Now: time.Date(2026, 11, 20, 6, 0, 0, 0, time.UTC)}, filepath.Join(benchTmp, "sample"))
 	})

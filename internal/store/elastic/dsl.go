@@ -171,13 +171,23 @@ func (s *Store) filterQuery(ctx context.Context, f notice.Filter) (obj, error) {
 // identifier, and those carrying the other identifier the register holds
 // for it (ACN -> its ABNs, ABN -> its ACNs).
 func (s *Store) companyQuery(ctx context.Context, id ident.ID) (obj, error) {
-	field, other := "acn", "abn"
+	field := "acn"
 	if id.Kind == ident.ABN {
-		field, other = "abn", "acn"
+		field = "abn"
 	}
 	rows, err := s.registerRows(ctx, field, id.Value)
 	if err != nil {
 		return nil, err
+	}
+	return companyQueryOf(id, rows), nil
+}
+
+// companyQueryOf is companyQuery given the register rows carrying id
+// (read once by the caller).
+func companyQueryOf(id ident.ID, rows []notice.RegisterRow) obj {
+	field, other := "acn", "abn"
+	if id.Kind == ident.ABN {
+		field, other = "abn", "acn"
 	}
 	var others []string
 	seen := map[string]bool{}
@@ -195,5 +205,5 @@ func (s *Store) companyQuery(ctx context.Context, id ident.ID) (obj, error) {
 	if len(others) > 0 {
 		should = append(should, obj{"terms": obj{other: others}})
 	}
-	return obj{"bool": obj{"should": should, "minimum_should_match": 1}}, nil
+	return obj{"bool": obj{"should": should, "minimum_should_match": 1}}
 }

@@ -30,6 +30,11 @@ var (
 	sortSeqAsc        = []obj{{"notice_seq": "asc"}}
 )
 
+// noticeSource limits a notice hit's _source to the notice itself: the
+// folded copies of its texts (fts) and the filter fields, which would about
+// double every answer to be sent and decoded, are not read back.
+var noticeSource = []string{"notice"}
+
 // Search returns one page of matching notices and the exact total.
 func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.SearchPage, error) {
 	order, err := sortFor(q.Sort, q.Q)
@@ -77,7 +82,7 @@ func sortFor(key string, q query.Node) ([]obj, error) {
 // past it, search_after steps over the earlier hits reading only their
 // sort values.
 func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit int) ([]notice.Notice, int64, error) {
-	body := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "from": offset}
+	body := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "from": offset, "_source": noticeSource}
 	if offset+limit <= window {
 		ans, err := s.search(ctx, s.Alias(mappings.Notices), body)
 		if err != nil {
@@ -110,7 +115,7 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 			return []notice.Notice{}, total, nil
 		}
 	}
-	b := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "search_after": after}
+	b := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "search_after": after, "_source": noticeSource}
 	ans, err := s.search(ctx, s.Alias(mappings.Notices), b)
 	if err != nil {
 		return nil, 0, err
@@ -126,6 +131,18 @@ func (s *Store) scan(ctx context.Context, index string, query obj, order []obj, 
 	err := s.pages(ctx, index, obj{"query": query, "sort": order}, max, func(hs []hit) error {
 		out = append(out, hs...)
 		return nil
+	})
+	return out, err
+}
+
+// scanNotices returns the notices matching query in order (a sort ending
+// on a unique field), up to max, with search_after.
+func (s *Store) scanNotices(ctx context.Context, query obj, order []obj, max int) ([]notice.Notice, error) {
+	out := []notice.Notice{}
+	err := s.pages(ctx, s.Alias(mappings.Notices), obj{"query": query, "sort": order, "_source": noticeSource}, max, func(hs []hit) error {
+		ns, err := notices(hs)
+		out = append(out, ns...)
+		return err
 	})
 	return out, err
 }
@@ -240,11 +257,7 @@ func (s *Store) NoticesThrough(ctx context.Context, after, through int64, limit 
 		return []notice.Notice{}, nil
 	}
 	q := obj{"range": obj{"notice_seq": obj{"gt": after, "lte": through}}}
-	hs, err := s.scan(ctx, s.Alias(mappings.Notices), q, sortSeqAsc, limit)
-	if err != nil {
-		return nil, err
-	}
-	return notices(hs)
+	return s.scanNotices(ctx, q, sortSeqAsc, limit)
 }
 
 // NoticesAfter returns up to limit notices with notice_seq > seq that have
@@ -282,34 +295,24 @@ func (s *Store) registerRows(ctx context.Context, field, value string) ([]notice
 // Company returns the company view; see store.Notices. An ABN is resolved
 // to the first ACN the register gives it.
 func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error) {
-	var regs []notice.RegisterRow
-	var err error
+	// The rows carrying id select the notices (companyQueryOf); for an
+	// ABN, the company's own rows are those of its first ACN.
+	field := "acn"
 	if id.Kind == ident.ABN {
-		byABN, err := s.registerRows(ctx, "abn", id.Value)
-		if err != nil {
-			return notice.Company{}, err
-		}
-		if len(byABN) > 0 {
-			regs, err = s.registerRows(ctx, "acn", byABN[0].ACN)
-		}
-		if err != nil {
-			return notice.Company{}, err
-		}
-	} else {
-		regs, err = s.registerRows(ctx, "acn", id.Value)
-		if err != nil {
-			return notice.Company{}, err
-		}
+		field = "abn"
 	}
-	cq, err := s.companyQuery(ctx, id)
+	own, err := s.registerRows(ctx, field, id.Value)
 	if err != nil {
 		return notice.Company{}, err
 	}
-	hs, err := s.scan(ctx, s.Alias(mappings.Notices), cq, sortPublishedDesc, 1<<30)
-	if err != nil {
-		return notice.Company{}, err
+	regs := own
+	if id.Kind == ident.ABN && len(own) > 0 {
+		if regs, err = s.registerRows(ctx, "acn", own[0].ACN); err != nil {
+			return notice.Company{}, err
+		}
 	}
-	ns, err := notices(hs)
+	cq := companyQueryOf(id, own)
+	ns, err := s.scanNotices(ctx, cq, sortPublishedDesc, 1<<30)
 	if err != nil {
 		return notice.Company{}, err
 	}

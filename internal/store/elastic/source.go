@@ -24,11 +24,7 @@ func (s *Store) NoticesBySeq(ctx context.Context, seqs []int64) ([]notice.Notice
 	bySeq := make(map[int64]notice.Notice, len(seqs))
 	for start := 0; start < len(seqs); start += seqChunk {
 		part := seqs[start:min(start+seqChunk, len(seqs))]
-		hs, err := s.scan(ctx, s.Alias(mappings.Notices), obj{"terms": obj{"notice_seq": part}}, sortSeqAsc, len(part))
-		if err != nil {
-			return nil, err
-		}
-		ns, err := notices(hs)
+		ns, err := s.scanNotices(ctx, obj{"terms": obj{"notice_seq": part}}, sortSeqAsc, len(part))
 		if err != nil {
 			return nil, err
 		}

@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -503,6 +504,30 @@ func BenchmarkSearchQ(b *testing.B) {
 		b.Fatal(err)
 	}
 	runLatency(b, qMix(b), func(q notice.SearchQuery) error {
+		_, err := s.Search(context.Background(), q)
+		return err
+	})
+}
+
+// BenchmarkSearchCreditors is q=creditors alone (a word in most notices),
+// the common-word row of the scale-mode table (api BenchmarkScale).
+func BenchmarkSearchCreditors(b *testing.B) {
+	s := readStore(b)
+	if err := s.WarmCompanyIndex(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	var one []variant[notice.SearchQuery]
+	for _, v := range qMix(b) {
+		if strings.HasPrefix(v.name, "creditors ") && v.v.Filter.State == nil {
+			for range 20 { // 100 timings at -benchtime 1x
+				one = append(one, v)
+			}
+		}
+	}
+	if len(one) == 0 {
+		b.Fatal("qMix has no q=creditors without filters")
+	}
+	runLatency(b, one, func(q notice.SearchQuery) error {
 		_, err := s.Search(context.Background(), q)
 		return err
 	})
