@@ -115,6 +115,9 @@ func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]noti
 		return nil, res, na.err
 	}
 	next := na.ok
+	// The folding goroutine reads ns; it must be done before seqs are
+	// written into it.
+	<-folded
 	version := time.Now().UnixMilli()
 	ops := make([]bulkOp, 0, len(ns))
 	inserted := map[string]bool{}
@@ -133,7 +136,6 @@ func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]noti
 			res.Inserted++
 		}
 	}
-	<-folded
 	for i := range ns {
 		body := appendNoticeDoc(make([]byte, 0, 2*len(ns[i].Text)+1024), &ns[i], version, fts[i])
 		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: version, Body: body, What: "notice " + ns[i].SourceID, Pos: i}
