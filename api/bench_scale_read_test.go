@@ -462,7 +462,7 @@ func (sr *scaleRead) readPairs(b *testing.B, group string) {
 
 // minScaleRounds is how many times a scale read benchmark sends each
 // request of its mix at least, whatever b.N is.
-const minScaleRounds = 5
+const minScaleRounds = 30
 
 func median(d []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), d...)

@@ -88,7 +88,11 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 	key := limiterKey(p)
 	plan := s.deps.Plans[p.Account.Plan]
 	ctx := c.UserContext()
-	d, err := s.limiter.Allow(ctx, key, limit.Rate{PerSecond: plan.RequestsPerSecond, Burst: plan.Burst})
+	taken, ok := takenRate(c, p)
+	d, err := taken.d, taken.err
+	if !ok {
+		d, err = s.limiter.Allow(ctx, key, limit.Rate{PerSecond: plan.RequestsPerSecond, Burst: plan.Burst})
+	}
 	if err != nil {
 		return s.limiterDown(err)
 	}

@@ -207,3 +207,46 @@ func TestHugeIdentifierShortError(t *testing.T) {
 		}
 	})
 }
+
+// TestRateGuessKeepsTheCheckOrder: a key that authenticated before takes
+// its rate token while it is checked again (rateguess.go). With the
+// key's burst used up, a lapsed subscription must still answer 402 and a
+// rotated-away key 401, not 429; a reactivated account is limited again
+// where it stopped; the new key after a rotation starts with nothing
+// guessed and is limited as the same principal.
+func TestRateGuessKeepsTheCheckOrder(t *testing.T) {
+	ctx := context.Background()
+	for name, newLimiter := range limiters() {
+		t.Run(name, func(t *testing.T) {
+			f := newLimitFixture(t, newLimiter(t), 2)
+			created, err := f.store.CreateAccount(ctx, "Guess Co", "standard")
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := created.AccountKey
+			for i := range 2 {
+				if res := f.do(t, "GET", "/v1/notices", key); res.status != 200 {
+					t.Fatalf("request %d within the burst: HTTP %d %s", i+1, res.status, res.body)
+				}
+			}
+			wantError(t, f.do(t, "GET", "/v1/notices", key), 429, "rate_limited")
+			if err := f.store.SetSubscription(ctx, created.AccountID, false); err != nil {
+				t.Fatal(err)
+			}
+			wantError(t, f.do(t, "GET", "/v1/notices", key), 402, "subscription_inactive")
+			if err := f.store.SetSubscription(ctx, created.AccountID, true); err != nil {
+				t.Fatal(err)
+			}
+			wantError(t, f.do(t, "GET", "/v1/notices", key), 429, "rate_limited")
+			rotated, err := f.store.RotateKeys(ctx, created.AccountID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantError(t, f.do(t, "GET", "/v1/notices", key), 401, "unauthorised")
+			wantError(t, f.do(t, "GET", "/v1/notices", rotated.AccountKey), 429, "rate_limited")
+			if res := f.do(t, "GET", "/v1/notices", rotated.ReadKey); res.status != 200 {
+				t.Fatalf("the account's read key has its own rate: HTTP %d %s", res.status, res.body)
+			}
+		})
+	}
+}

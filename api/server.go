@@ -84,6 +84,9 @@ type Server struct {
 	app     *fiber.App
 	routes  []route
 	limiter Limiter
+	// guesses remember each key's principal so its rate token can be
+	// taken while the key is checked (rateguess.go).
+	guesses rateGuesses
 	// largeBody are the POST paths with the large body cap.
 	largeBody []string
 	// writeProbe caches the store's write probe for /health.
