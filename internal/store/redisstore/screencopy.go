@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -183,6 +184,22 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 		return false, nil
 	}
 	found := make([]screenItem, len(ids))
+	lookupAll(len(ids), func(lo, hi int) { lookupRange(ids[lo:hi], found[lo:hi], reg, n) })
+	c.fromCopy.Add(1)
+	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []int64) ([]string, error) {
+		out := make([]string, len(seqs))
+		for i, q := range seqs {
+			out[i] = n.sums[q]
+		}
+		unlock() // a q filter reads the notice source next: not under the lock
+		return out, nil
+	}, res)
+}
+
+// lookupRange finds, for each of ids, its register counterparts and the
+// seqs of the notices carrying it or them, into found (of the same
+// length), from the register copy reg and the notice copy n.
+func lookupRange(ids []ident.ID, found []screenItem, reg *regCopy, n *noticeCopy) {
 	var arena []int64 // backs every item's seq lists
 	for i, id := range ids {
 		o := screenItem{self: id.Value}
@@ -213,15 +230,32 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 		}
 		found[i] = o
 	}
-	c.fromCopy.Add(1)
-	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []int64) ([]string, error) {
-		out := make([]string, len(seqs))
-		for i, q := range seqs {
-			out[i] = n.sums[q]
-		}
-		unlock() // a q filter reads the notice source next: not under the lock
-		return out, nil
-	}, res)
+}
+
+// parallelFrom is the smallest screen whose lookups are split among the
+// processors: below it a goroutine costs more than it saves. (A variable
+// so that a test can split small screens.)
+var parallelFrom = 4096
+
+// lookupAll runs each over [0, n) split into one range per processor
+// (one range when n is small) and waits for them all. The copy's maps are
+// only read meanwhile (the caller holds the read lock).
+func lookupAll(n int, each func(lo, hi int)) {
+	parts := runtime.GOMAXPROCS(0)
+	if n < parallelFrom || parts < 2 {
+		each(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	step := (n + parts - 1) / parts
+	for lo := 0; lo < n; lo += step {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			each(lo, hi)
+		}(lo, min(lo+step, n))
+	}
+	wg.Wait()
 }
 
 // changeBatch is the most change log entries one XRANGE reads.

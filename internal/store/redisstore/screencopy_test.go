@@ -310,3 +310,41 @@ func TestScreenCopyNotLoadedReadsRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestScreenCopyParallelLookups: a large screen splits its lookups among
+// the processors (lookupAll); the answer must be the one Redis gives, in
+// the given order, whatever the split. parallelFrom is lowered so that a
+// small screen splits, into ranges of one to a few identifiers.
+func TestScreenCopyParallelLookups(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	var rows []notice.RegisterRow
+	var ns []notice.Notice
+	var vs []string
+	for i := 0; i < 40; i++ {
+		rows = append(rows, notice.RegisterRow{CompanyName: fmt.Sprint("CO ", i), ACN: acn(i), ABN: "51" + acn(i), CurrentNameIndicator: "Y"})
+		if i%3 != 2 {
+			ns = append(ns, genNotice(t, copyTmpl, fmt.Sprint("P", i), i))
+		}
+		if i%2 == 0 {
+			vs = append(vs, acn(i))
+		} else {
+			vs = append(vs, "51"+acn(i))
+		}
+	}
+	vs = append(vs, acn(500), "51"+acn(501)) // unresolved
+	commitRegister(t, c, rows...)
+	if _, err := c.UpsertNotices(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	r := replica(t, f)
+	defer func(n int) { parallelFrom = n }(parallelFrom)
+	for _, from := range []int{1, 7, len(vs) + 1} {
+		parallelFrom = from
+		res := screenBoth(t, f, r, idsOf(t, vs...))
+		if res.Counts.Matched != 27 || res.Counts.Unmatched != 13 || res.Counts.Unresolved != 2 {
+			t.Fatalf("parallelFrom %d: counts %+v", from, res.Counts)
+		}
+	}
+}

@@ -118,15 +118,23 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 			abns = append(abns, v)
 		}
 	}
+	// The three lookups are independent: on two connections at once, so
+	// one's replies are decoded while Redis answers the other.
+	var onNotices []bool
+	nidsErr := make(chan error, 1)
+	go func() {
+		var err error
+		onNotices, err = s.smismember(ctx, s.key("nids"), ids)
+		nidsErr <- err
+	}()
 	names, err := reg.lookup(ctx, "name", acns)
-	if err != nil {
-		return exp, err
+	var abnACNs []string
+	if err == nil {
+		abnACNs, err = reg.lookup(ctx, "abn", abns)
 	}
-	abnACNs, err := reg.lookup(ctx, "abn", abns)
-	if err != nil {
-		return exp, err
+	if err2 := <-nidsErr; err == nil {
+		err = err2
 	}
-	onNotices, err := s.smismember(ctx, s.key("nids"), ids)
 	if err != nil {
 		return exp, err
 	}
@@ -171,8 +179,10 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 			exp.unresolved = append(exp.unresolved, v)
 		}
 	}
+	sorted := make(chan []string, 1)
+	go func() { sorted <- sortedKeys(companies) }() // the two sorts on two processors
 	exp.keys = sortedKeys(keys)
-	exp.companies = sortedKeys(companies)
+	exp.companies = <-sorted
 	return exp, nil
 }
 
