@@ -48,7 +48,9 @@ import (
 // replayed byte for byte to Elasticsearch by a plain HTTP client. POST
 // /v1/match (50,000 identifiers) stands beside the same Redis lookups as
 // raw go-redis pipelines. The bare esutil.BulkIndexer ingest figures are
-// internal/store/elastic's BenchmarkESIngest*Raw on the same files.
+// internal/store/elastic's BenchmarkESIngest*Raw on the same files. The
+// reads start once Elasticsearch has finished merging what the load
+// wrote (settle).
 //
 // NOTICES_BENCH_SCALE_NS names a namespace to keep after the run: when it
 // already holds the dataset, the load is skipped (for repeated read runs
@@ -67,11 +69,13 @@ func BenchmarkScale(b *testing.B) {
 	} {
 		b.Run(g.name, func(b *testing.B) {
 			sb.load(b)
+			sb.settle(b)
 			sb.readPairs(b, g.group)
 		})
 	}
 	b.Run("Match50k", func(b *testing.B) {
 		sb.load(b)
+		sb.settle(b)
 		sb.match(b)
 	})
 }
@@ -87,6 +91,9 @@ type scaleRead struct {
 	notices  int
 	register int
 	loaded   map[string]bool // "notices", "register"
+	// unsettled: this run loaded data, and Elasticsearch may still be
+	// merging its segments (settle waits for it before the reads).
+	unsettled bool
 
 	rec     *recorder
 	recBase string // the recording API server
@@ -261,10 +268,63 @@ func (sr *scaleRead) ingest(b *testing.B, kind string, report bool) {
 	}
 	el := time.Since(start)
 	sr.loaded[kind] = true
+	sr.unsettled = true
 	fmt.Fprintf(os.Stderr, "bench scale load: %s\n", sum)
 	if report {
 		b.ReportMetric(float64(sum.Read)/el.Seconds(), "rows/s")
 	}
+}
+
+// settle waits, after a load in this run, until Elasticsearch has no
+// segment merge running for 5 s in a row (at most 10 minutes): the merges
+// that follow a bulk load take both processors for minutes, and the reads
+// are to be timed on a node at rest, as they would be in service.
+func (sr *scaleRead) settle(b *testing.B) {
+	if !sr.unsettled {
+		return
+	}
+	sr.unsettled = false
+	start := time.Now()
+	quiet := 0
+	for quiet < 5 && time.Since(start) < 10*time.Minute {
+		time.Sleep(time.Second)
+		n, err := sr.merging()
+		if err != nil {
+			b.Fatalf("settle: %v", err)
+		}
+		if n == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	fmt.Fprintf(os.Stderr, "bench scale load: waited %.0f s for Elasticsearch's merges to end before the reads\n", time.Since(start).Seconds())
+}
+
+// merging is the number of segment merges running on the node.
+func (sr *scaleRead) merging() (int, error) {
+	resp, err := http.Get(sr.esURL + "/_nodes/stats/indices/merges")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Nodes map[string]struct {
+			Indices struct {
+				Merges struct {
+					Current int `json:"current"`
+				} `json:"merges"`
+			} `json:"indices"`
+		} `json:"nodes"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, node := range st.Nodes {
+		n += node.Indices.Merges.Current
+	}
+	return n, nil
 }
 
 // readBenchRequests reads testdata/bench-scale-requests.tsv into API

@@ -38,7 +38,7 @@ trap 'rm -f "$raw" "$runinfo"' EXIT
 echo "== benchmarks on $NOTICES_BENCH_NOTICES notices / $NOTICES_BENCH_REGISTER register rows (data in $NOTICES_BENCH_DIR; parts:$parts)"
 echo "- Load average at the start of the run: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$runinfo"
 # One package at a time: they share two cores and the dataset.
-# Read benchmarks cycle their query mixes at least 5 rounds whatever -benchtime
+# Read benchmarks cycle their query mixes at least 5 rounds (scale: 30) whatever -benchtime
 # says; ingest benchmarks must run once. Benchmarks that time one operation per
 # b.N iteration get enough iterations for their percentiles to mean something.
 # A package that fails is reported at the end (its rows say "not run"); the others still run.
