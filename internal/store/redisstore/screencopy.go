@@ -258,6 +258,70 @@ func lookupAll(n int, each func(lo, hi int)) {
 	wg.Wait()
 }
 
+// expand is Store.expand answered from the copy, when the copy is current
+// (done false otherwise: the caller reads Redis). The register, the
+// ABNs of every ACN involved and which identifiers notices carry come
+// from the copy; the rules are Store.expand's.
+func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, done bool, err error) {
+	regV, synced, err := c.sync(ctx)
+	if err != nil {
+		return exp, true, err
+	}
+	reg := c.reg.Load()
+	if synced == nil || reg == nil || reg.v != regV {
+		select { // wake the loader
+		case c.kick <- struct{}{}:
+		default:
+		}
+		return exp, false, nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := c.n
+	if n != synced {
+		return exp, false, nil
+	}
+	exp.regv = regV
+	keys := make(map[string]struct{}, len(ids)*2)
+	companies := make(map[string]struct{}, len(ids))
+	addABNs := func(acn string) {
+		keys[acn] = struct{}{}
+		if co, ok := reg.company(acn); ok {
+			for _, b := range reg.abnsOf(co) {
+				keys[b] = struct{}{}
+			}
+		}
+	}
+	var buf []int64
+	for _, v := range ids {
+		keys[v] = struct{}{}
+		known := false
+		if len(v) == 9 {
+			companies[v] = struct{}{}
+			if co, ok := reg.company(v); ok {
+				known = reg.name(co) != ""
+			}
+			addABNs(v)
+		} else {
+			acns := reg.acnsOf(v)
+			if r := primaryACN(v, acns); r != "" {
+				companies[r] = struct{}{}
+				known = true
+			} else {
+				companies[v] = struct{}{}
+			}
+			for _, a := range acns {
+				addABNs(a)
+			}
+		}
+		if buf = n.post.get(v, buf[:0]); !known && len(buf) == 0 {
+			exp.unresolved = append(exp.unresolved, v)
+		}
+	}
+	exp.keys, exp.companies = sortBoth(keys, companies)
+	return exp, true, nil
+}
+
 // changeBatch is the most change log entries one XRANGE reads.
 const changeBatch = 1000
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -345,6 +346,60 @@ func TestScreenCopyParallelLookups(t *testing.T) {
 		res := screenBoth(t, f, r, idsOf(t, vs...))
 		if res.Counts.Matched != 27 || res.Counts.Unmatched != 13 || res.Counts.Unresolved != 2 {
 			t.Fatalf("parallelFrom %d: counts %+v", from, res.Counts)
+		}
+	}
+}
+
+// TestScreenCopyExpandAgreesWithRedis: watch creation resolves its
+// identifiers from the copy when the copy is current; the expansion (match
+// keys, companies for the quota, unresolved identifiers, register
+// generation) must be the one the Redis lookups give, for every kind of
+// identifier: register ACNs, an ACN with two ABNs, an ABN two ACNs share,
+// identifiers only notices carry, an ACN a notice was amended away from,
+// and unknown ones.
+func TestScreenCopyExpandAgreesWithRedis(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	shared := "62" + acn(10)
+	commitRegister(t, c,
+		notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "73" + acn(1), CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "TWO PTY LTD", ACN: acn(2), CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "TEN PTY LTD", ACN: acn(10), ABN: shared, CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "ELEVEN PTY LTD", ACN: acn(11), ABN: shared, CurrentNameIndicator: "Y"})
+	onNotice := genNotice(t, copyTmpl, "ONLY-ON-NOTICE", 20) // ACN 20: no register row
+	abnOnly := genNotice(t, copyTmpl, "ABN-ONLY", 21)
+	abn := "51" + acn(21)
+	abnOnly.ACN, abnOnly.ABN = nil, &abn
+	moved := genNotice(t, copyTmpl, "MOVED", 30)
+	if _, err := c.UpsertNotices(ctx, []notice.Notice{onNotice, abnOnly, moved}); err != nil {
+		t.Fatal(err)
+	}
+	moved = genNotice(t, copyTmpl, "MOVED", 31) // amended: now company 31
+	if _, err := c.UpsertNotices(ctx, []notice.Notice{moved}); err != nil {
+		t.Fatal(err)
+	}
+	r := replica(t, f)
+	ids := []string{acn(1), "51" + acn(1), acn(2), shared, acn(11), acn(20), abn, acn(30), acn(31),
+		acn(40), "51" + acn(41)}
+	want, err := f.rs.expand(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, done, err := r.ScreenCopy().expand(ctx, ids)
+	if err != nil || !done {
+		t.Fatalf("the copy did not answer: done %v, %v", done, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("copy and Redis differ:\ncopy  %+v\nredis %+v", got, want)
+	}
+	if u := []string{acn(30), acn(40), "51" + acn(41)}; !reflect.DeepEqual(got.unresolved, u) {
+		t.Errorf("unresolved %v, want %v (an ACN a notice was amended away from counts as unknown, as in the embedded store)", got.unresolved, u)
+	}
+	for _, k := range []string{"73" + acn(1), acn(10), shared} {
+		if !slices.Contains(got.keys, k) {
+			t.Errorf("match keys %v lack %s", got.keys, k)
 		}
 	}
 }

@@ -105,6 +105,11 @@ type expansion struct {
 // expand resolves normalised, distinct identifiers in a few pipelined
 // round trips.
 func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
+	if s.screenCopy != nil && len(ids) > 0 {
+		if exp, done, err := s.screenCopy.expand(ctx, ids); done || err != nil {
+			return exp, err
+		}
+	}
 	reg, err := s.currentRegister(ctx)
 	exp := expansion{regv: reg.v}
 	if err != nil || len(ids) == 0 {
@@ -119,12 +124,14 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 		}
 	}
 	// The three lookups are independent: on two connections at once, so
-	// one's replies are decoded while Redis answers the other.
-	var onNotices []bool
+	// one's replies are decoded while Redis answers the other. On notices
+	// means carried by a notice now (nidx, as the embedded store and the
+	// screen copy count it).
+	var onNotices []string
 	nidsErr := make(chan error, 1)
 	go func() {
 		var err error
-		onNotices, err = s.smismember(ctx, s.key("nids"), ids)
+		onNotices, err = s.hmget(ctx, s.key("nidx"), ids)
 		nidsErr <- err
 	}()
 	names, err := reg.lookup(ctx, "name", acns)
@@ -175,15 +182,20 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 		}
 	}
 	for i, v := range ids {
-		if !known[v] && !onNotices[i] {
+		if !known[v] && onNotices[i] == "" {
 			exp.unresolved = append(exp.unresolved, v)
 		}
 	}
-	sorted := make(chan []string, 1)
-	go func() { sorted <- sortedKeys(companies) }() // the two sorts on two processors
-	exp.keys = sortedKeys(keys)
-	exp.companies = <-sorted
+	exp.keys, exp.companies = sortBoth(keys, companies)
 	return exp, nil
+}
+
+// sortBoth returns the sorted keys of a and of b, the two sorts on two
+// processors.
+func sortBoth(a, b map[string]struct{}) ([]string, []string) {
+	sorted := make(chan []string, 1)
+	go func() { sorted <- sortedKeys(b) }()
+	return sortedKeys(a), <-sorted
 }
 
 func sortedKeys(m map[string]struct{}) []string {
