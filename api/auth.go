@@ -57,7 +57,8 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	guessed := s.guessRate(c.UserContext(), key) // the rate token, taken meanwhile (rateguess.go)
+	digest := keyDigest(key)
+	guessed := s.guessRate(c.UserContext(), digest) // the rate token, taken meanwhile (rateguess.go)
 	p, err := s.deps.Accounts.Authenticate(c.UserContext(), key)
 	if err != nil {
 		if errs.Is(err, errs.Unauthorised) {
@@ -69,7 +70,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 		return errs.New(errs.SubscriptionInactive, "the subscription of account %s has lapsed; reactivate it and the same key works again", p.Account.ID)
 	}
 	c.Locals(principalKey{}, p)
-	s.rememberRate(key, p, guessed, c)
+	s.rememberRate(digest, p, guessed, c)
 	return c.Next()
 }
 

@@ -55,9 +55,13 @@ func (g *rateGuesses) get(h [sha256.Size]byte) (rateGuess, bool) {
 	return r, ok
 }
 
-func (g *rateGuesses) put(h [sha256.Size]byte, r rateGuess) {
+// set records r for h unless it is recorded already.
+func (g *rateGuesses) set(h [sha256.Size]byte, r rateGuess) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if old, ok := g.m[h]; ok && old == r {
+		return
+	}
 	if g.m == nil || len(g.m) >= maxRateGuesses {
 		g.m = make(map[[sha256.Size]byte]rateGuess)
 	}
@@ -81,11 +85,11 @@ type rateAnswer struct {
 // taken on a guess.
 type rateTakenKey struct{}
 
-// guessRate starts taking the rate token of the principal key had last
-// time, if it had one; the answer arrives on the returned channel (nil
-// when there was no guess).
-func (s *Server) guessRate(ctx context.Context, key string) chan rateAnswer {
-	g, ok := s.guesses.get(keyDigest(key))
+// guessRate starts taking the rate token of the principal the key of
+// digest h had last time, if it had one; the answer arrives on the
+// returned channel (nil when there was no guess).
+func (s *Server) guessRate(ctx context.Context, h [sha256.Size]byte) chan rateAnswer {
+	g, ok := s.guesses.get(h)
 	if !ok {
 		return nil
 	}
@@ -98,16 +102,14 @@ func (s *Server) guessRate(ctx context.Context, key string) chan rateAnswer {
 	return ch
 }
 
-// rememberRate records the principal a key authenticated as, for the
-// next request's guess.
-func (s *Server) rememberRate(key string, p account.Principal, guessed chan rateAnswer, c *fiber.Ctx) {
-	want := rateGuess{key: limiterKey(p), plan: p.Account.Plan}
+// rememberRate records the principal the key of digest h authenticated
+// as, for the next request's guess, and hands the token taken on this
+// request's guess (if any) to limitRequest.
+func (s *Server) rememberRate(h [sha256.Size]byte, p account.Principal, guessed chan rateAnswer, c *fiber.Ctx) {
 	if guessed != nil {
 		c.Locals(rateTakenKey{}, guessed)
 	}
-	if g, ok := s.guesses.get(keyDigest(key)); !ok || g != want {
-		s.guesses.put(keyDigest(key), want)
-	}
+	s.guesses.set(h, rateGuess{key: limiterKey(p), plan: p.Account.Plan})
 }
 
 // takenRate returns the answer to a token taken on a guess for p, if one

@@ -217,32 +217,6 @@ func (s *Store) hmget(ctx context.Context, key string, fields []string) ([]strin
 	return out, nil
 }
 
-// smismember is SMISMEMBER over any number of members, batched like hmget.
-func (s *Store) smismember(ctx context.Context, key string, members []string) ([]bool, error) {
-	out := make([]bool, 0, len(members))
-	for lo := 0; lo < len(members); lo += roundTrip {
-		part := members[lo:min(lo+roundTrip, len(members))]
-		var cmds []*redis.BoolSliceCmd
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := 0; i < len(part); i += batch {
-				chunk := make([]any, 0, batch)
-				for _, m := range part[i:min(i+batch, len(part))] {
-					chunk = append(chunk, m)
-				}
-				cmds = append(cmds, p.SMIsMember(ctx, key, chunk...))
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, s.fail("read "+strings.TrimPrefix(key, s.ns), err)
-		}
-		for _, c := range cmds {
-			out = append(out, c.Val()...)
-		}
-	}
-	return out, nil
-}
-
 // lookupReq is one HMGET of hmgetMany: fields of key ("" key: all fields
 // missing, for a register never loaded).
 type lookupReq struct {

@@ -151,10 +151,7 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	reg := c.reg.Load()
 	if synced == nil || reg == nil || reg.v != regV {
 		if !c.wait {
-			select { // wake the loader
-			case c.kick <- struct{}{}:
-			default:
-			}
+			c.wake()
 			c.fromRedis.Add(1)
 			return false, nil
 		}
@@ -269,10 +266,7 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 	}
 	reg := c.reg.Load()
 	if synced == nil || reg == nil || reg.v != regV {
-		select { // wake the loader
-		case c.kick <- struct{}{}:
-		default:
-		}
+		c.wake()
 		return exp, false, nil
 	}
 	c.mu.RLock()
@@ -320,6 +314,15 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 	}
 	exp.keys, exp.companies = sortBoth(keys, companies)
 	return exp, true, nil
+}
+
+// wake asks the background loader to refresh the copy now (a no-op when
+// it is already asked).
+func (c *ScreenCopy) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // changeBatch is the most change log entries one XRANGE reads.

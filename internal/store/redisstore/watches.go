@@ -128,18 +128,18 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	// means carried by a notice now (nidx, as the embedded store and the
 	// screen copy count it).
 	var onNotices []string
-	nidsErr := make(chan error, 1)
+	nidxErr := make(chan error, 1)
 	go func() {
 		var err error
 		onNotices, err = s.hmget(ctx, s.key("nidx"), ids)
-		nidsErr <- err
+		nidxErr <- err
 	}()
 	names, err := reg.lookup(ctx, "name", acns)
 	var abnACNs []string
 	if err == nil {
 		abnACNs, err = reg.lookup(ctx, "abn", abns)
 	}
-	if err2 := <-nidsErr; err == nil {
+	if err2 := <-nidxErr; err == nil {
 		err = err2
 	}
 	if err != nil {
