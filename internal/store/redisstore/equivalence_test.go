@@ -243,3 +243,111 @@ func bothAccounts(t *testing.T, f fixture) (embedded, redis account.Created) {
 	}
 	return embedded, redis
 }
+
+// TestIndexByACNMatchesArrivalsAsEmbedded: watches index a register
+// company by its ACN alone (indexKeysOf) and arrival matching resolves a
+// notice's ABN through the register, so notices that arrive after the
+// watches, carrying only an ABN (shared by two ACNs, a second ABN of an
+// ACN, an ABN the register does not know), are matched as the embedded
+// store matches them. The reverse index holds no register ABN; deleting
+// a watch removes its entries, also for a watch written before ixabn
+// existed (indexed by every match key).
+func TestIndexByACNMatchesArrivalsAsEmbedded(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	shared := "51" + acn(1) // held by the rows of acn(1) and acn(2)
+	other := "62" + acn(3)  // a second ABN of acn(3)
+	stranger := "77" + acn(40)
+	commitRegister(t, c,
+		notice.RegisterRow{CompanyName: "TWO PTY LTD", ACN: acn(2), ABN: shared, CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: shared, CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "THREE PTY LTD", ACN: acn(3), ABN: "51" + acn(3), CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "THREE OLD NAME", ACN: acn(3), ABN: other, CurrentName: "THREE PTY LTD"})
+	plan := account.Plan{Companies: 100, Watches: 10}
+	ea, ra := bothAccounts(t, f)
+	books := [][]string{{shared}, {acn(2)}, {acn(3)}, {"51" + acn(3)}, {stranger}, {acn(40)}}
+	type pair struct{ e, r string }
+	var ws []pair
+	for _, vs := range books {
+		req := watch.CreateRequest{Identifiers: idsOf(t, vs...)}
+		ew, err := f.notices.CreateWatch(ctx, watch.New(req, ea.AccountID, f.clock.Now()), plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw, err := f.rs.CreateWatch(ctx, watch.New(req, ra.AccountID, f.clock.Now()), plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, pair{ew.ID, rw.ID})
+	}
+	for _, k := range []string{shared, other, "51" + acn(3)} {
+		if v, _ := f.rdb.HGet(ctx, f.rs.key("rix", rixBucket(k)), k).Result(); v != "" {
+			t.Errorf("register ABN %s is in the reverse index (watch %s); register companies are indexed by ACN", k, v)
+		}
+	}
+	if v, _ := f.rdb.HGet(ctx, f.rs.key("rix", rixBucket(stranger)), stranger).Result(); v != ws[4].r {
+		t.Errorf("the unresolved ABN %s is indexed for %q, want its watch %s", stranger, v, ws[4].r)
+	}
+	// Notices arrive after the watches: only ABNs, or only the ACN.
+	tmpl := notice.Notice{PublishedAt: "2026-11-20T01:00:00Z", PublishedDate: "2026-11-20", NoticePurpose: "Appointment",
+		NoticeType: "Appointment of liquidator", State: "VIC", Status: "Published", CompanyName: "X PTY LTD"}
+	var batch []notice.Notice
+	for i, abn := range []string{shared, other, "51" + acn(3), stranger} {
+		n := genNotice(t, tmpl, "ABN-"+acn(i), 0)
+		n.ACN, n.ABN = nil, &abn
+		batch = append(batch, n)
+	}
+	batch = append(batch, genNotice(t, tmpl, "ACN-2", 2), genNotice(t, tmpl, "ACN-40", 40))
+	if _, err := c.UpsertNotices(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rs.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range ws {
+		em, err := f.notices.Matches(ctx, ea.AccountID, w.e, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(em.Notices) == 0 {
+			t.Errorf("watch on %v: the embedded store matches nothing (the test proves little)", books[i])
+		}
+		logged, err := f.rdb.ZCard(ctx, f.rs.key("wm", w.r)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rm, err := f.rs.Matches(ctx, ra.AccountID, w.r, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, r := seqsOf(em.Notices), seqsOf(rm.Notices); !reflect.DeepEqual(e, r) || int(logged) != len(e) {
+			t.Errorf("watch on %v: redis matches %v (%d logged by arrival matching), embedded %v", books[i], r, logged, e)
+		}
+	}
+	// A watch written before ixabn existed: every match key indexed.
+	old := ws[0].r
+	keys, err := f.rdb.Get(ctx, f.rs.key("w", old, "keys")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rdb.HDel(ctx, f.rs.key("w", old), "ixabn").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rs.indexKeys(ctx, old, splitList(keys), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if err := f.rs.DeleteWatch(ctx, ra.AccountID, w.r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range append(splitList(keys), acn(1), acn(2), acn(3), acn(40), stranger) {
+		if v, _ := f.rdb.HGet(ctx, f.rs.key("rix", rixBucket(k)), k).Result(); v != "" {
+			t.Errorf("after every watch was deleted, key %s is still indexed for %s", k, v)
+		}
+		if n, _ := f.rdb.SCard(ctx, f.rs.key("rixs", k)).Result(); n != 0 {
+			t.Errorf("after every watch was deleted, key %s still has %d further watches", k, n)
+		}
+	}
+}

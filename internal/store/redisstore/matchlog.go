@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -236,15 +237,17 @@ func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice
 		first *redis.StringCmd
 		more  *redis.BoolCmd
 	}
-	looks := make([][2]held, len(ns))
+	nkeys, err := s.noticeKeys(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	looks := make([][]held, len(ns))
 	var fo *redis.BoolCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		fo = p.SIsMember(ctx, s.key("fo"), id)
-		for i := range ns {
-			for j, v := range idents(&ns[i]) {
-				if v != "" {
-					looks[i][j] = held{p.HGet(ctx, s.key("rix", rixBucket(v)), v), p.SIsMember(ctx, s.key("rixs", v), id)}
-				}
+		for i, ks := range nkeys {
+			for _, v := range ks {
+				looks[i] = append(looks[i], held{p.HGet(ctx, s.key("rix", rixBucket(v)), v), p.SIsMember(ctx, s.key("rixs", v), id)})
 			}
 		}
 		return nil
@@ -256,11 +259,67 @@ func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice
 	for i := range ns {
 		keyed := filterOnly
 		for _, h := range looks[i] {
-			if h.first != nil && (h.first.Val() == id || h.more.Val()) {
+			if h.first.Val() == id || h.more.Val() {
 				keyed = true
 			}
 		}
 		out[i] = keyed && matcher.FilterMatches(f, &ns[i], nil)
+	}
+	return out, nil
+}
+
+// resolveABNsScript returns the register ACNs (comma-joined, nil when
+// none) of each ABN in ARGV[2:] in the current register generation.
+// KEYS: reg:v. ARGV: ns, then the ABNs.
+var resolveABNsScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then return {} end
+return redis.call('HMGET', ARGV[1] .. 'reg:' .. v .. ':abn', unpack(ARGV, 2))
+`)
+
+// resolveChunk is the most ABNs one resolveABNsScript call takes (Lua's
+// unpack limit is about 8,000).
+const resolveChunk = 4000
+
+// noticeKeys returns for each notice the reverse-index keys it matches
+// by: its acn, its abn, and every register ACN of its abn (watches index
+// a register company by its ACN alone, indexKeysOf), read from the
+// current register generation in one round trip per 4,000 notices with
+// an ABN.
+func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string, error) {
+	out := make([][]string, len(ns))
+	var abns []string
+	var at []int
+	for i := range ns {
+		for _, v := range idents(&ns[i]) {
+			if v != "" {
+				out[i] = append(out[i], v)
+			}
+		}
+		if ns[i].ABN != nil && *ns[i].ABN != "" {
+			abns = append(abns, *ns[i].ABN)
+			at = append(at, i)
+		}
+	}
+	for lo := 0; lo < len(abns); lo += resolveChunk {
+		part := abns[lo:min(lo+resolveChunk, len(abns))]
+		args := make([]any, 0, 1+len(part))
+		args = append(args, s.ns)
+		for _, b := range part {
+			args = append(args, b)
+		}
+		res, err := resolveABNsScript.Run(ctx, s.rdb, []string{s.key("reg", "v")}, args...).Slice()
+		if err != nil {
+			return nil, s.fail("resolve notice ABNs", err)
+		}
+		for j, r := range res {
+			i := at[lo+j]
+			for _, a := range splitList(str(r)) {
+				if !slices.Contains(out[i], a) {
+					out[i] = append(out[i], a)
+				}
+			}
+		}
 	}
 	return out, nil
 }
@@ -367,19 +426,20 @@ func (s *Store) matchNotices(ctx context.Context, ns []notice.Notice) ([]any, er
 		return nil, nil
 	}
 	type lookup struct {
-		first [2]*redis.StringCmd
-		more  [2]*redis.StringSliceCmd
+		first *redis.StringCmd
+		more  *redis.StringSliceCmd
 	}
-	looks := make([]lookup, len(ns))
+	nkeys, err := s.noticeKeys(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	looks := make([][]lookup, len(ns))
 	var fo *redis.StringSliceCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		fo = p.SMembers(ctx, s.key("fo"))
-		for i := range ns {
-			for j, v := range idents(&ns[i]) {
-				if v != "" {
-					looks[i].first[j] = p.HGet(ctx, s.key("rix", rixBucket(v)), v)
-					looks[i].more[j] = p.SMembers(ctx, s.key("rixs", v))
-				}
+		for i, ks := range nkeys {
+			for _, v := range ks {
+				looks[i] = append(looks[i], lookup{p.HGet(ctx, s.key("rix", rixBucket(v)), v), p.SMembers(ctx, s.key("rixs", v))})
 			}
 		}
 		return nil
@@ -389,16 +449,14 @@ func (s *Store) matchNotices(ctx context.Context, ns []notice.Notice) ([]any, er
 	}
 	cands := make([][]string, len(ns))
 	need := map[string]bool{}
-	for i, l := range looks {
+	for i, ls := range looks {
 		seen := map[string]bool{}
 		var ws []string
-		for j := range 2 {
-			if l.first[j] != nil {
-				if v := l.first[j].Val(); v != "" {
-					ws = append(ws, v)
-				}
-				ws = append(ws, l.more[j].Val()...)
+		for _, l := range ls {
+			if v := l.first.Val(); v != "" {
+				ws = append(ws, v)
 			}
+			ws = append(ws, l.more.Val()...)
 		}
 		ws = append(ws, fo.Val()...)
 		{
@@ -483,7 +541,7 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, id := range ids {
-		v, err := s.rdb.HMGet(ctx, s.key("w", id), "regv", "doc").Result()
+		v, err := s.rdb.HMGet(ctx, s.key("w", id), "regv", "doc", "ixabn").Result()
 		if err != nil {
 			return n, s.fail("refresh watch keys", err)
 		}
@@ -505,27 +563,17 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 		if err != nil && err != redis.Nil {
 			return n, s.fail("refresh watch keys", err)
 		}
-		old := map[string]bool{}
-		for _, k := range splitList(oldKeys) {
-			old[k] = true
+		var ixabn *string
+		if v[2] != nil {
+			x := str(v[2])
+			ixabn = &x
 		}
-		var added, removed []string
-		now := map[string]bool{}
-		for _, k := range exp.keys {
-			now[k] = true
-			if !old[k] {
-				added = append(added, k)
-			}
-		}
-		for k := range old {
-			if !now[k] {
-				removed = append(removed, k)
-			}
-		}
-		if err := s.indexKeys(ctx, id, added, removed); err != nil {
+		added, _ := diffKeys(splitList(oldKeys), exp.keys)
+		ixAdded, ixRemoved := diffKeys(storedIndexKeys(oldKeys, ixabn), exp.index())
+		if err := s.indexKeys(ctx, id, ixAdded, ixRemoved); err != nil {
 			return n, err
 		}
-		if err := refreshScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, exp.regv, joinList(exp.keys)).Err(); err != nil {
+		if err := refreshScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, exp.regv, joinList(exp.keys), joinList(exp.ixABNs)).Err(); err != nil {
 			return n, s.fail("refresh watch keys", err)
 		}
 		n++
@@ -546,13 +594,31 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// diffKeys returns the keys of now not in was, and those of was not in now.
+func diffKeys(was, now []string) (added, removed []string) {
+	in := make(map[string]bool, len(was))
+	for _, k := range was {
+		in[k] = true
+	}
+	for _, k := range now {
+		if !in[k] {
+			added = append(added, k)
+		}
+		delete(in, k)
+	}
+	for k := range in {
+		removed = append(removed, k)
+	}
+	return added, removed
+}
+
 // refreshScript installs a watch's re-expanded keys once its
 // reverse-index entries are updated, and bumps the watch-set version.
-// KEYS: w:<id>. ARGV: ns, regv, keys comma-joined.
+// KEYS: w:<id>. ARGV: ns, regv, keys comma-joined, ixabn comma-joined.
 var refreshScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('SET', KEYS[1] .. ':keys', ARGV[3])
-redis.call('HSET', KEYS[1], 'regv', ARGV[2])
+redis.call('HSET', KEYS[1], 'regv', ARGV[2], 'ixabn', ARGV[4])
 redis.call('INCR', ARGV[1] .. 'wsv')
 return 1
 `)

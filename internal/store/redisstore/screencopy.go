@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -303,6 +304,7 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 				known = true
 			} else {
 				companies[v] = struct{}{}
+				exp.ixABNs = append(exp.ixABNs, v)
 			}
 			for _, a := range acns {
 				addABNs(a)
@@ -312,6 +314,7 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 			exp.unresolved = append(exp.unresolved, v)
 		}
 	}
+	slices.Sort(exp.ixABNs)
 	exp.keys, exp.companies = sortBoth(keys, companies)
 	return exp, true, nil
 }

@@ -31,6 +31,10 @@ var _ store.Watches = (*Store)(nil)
 //	                       the backfill is done), secret, failures
 //	w:<id>:co              set: the companies it counts
 //	w:<id>:keys            its match keys, comma-joined
+//	                       (w:<id> field ixabn: the ABN identifiers the
+//	                       register did not resolve, comma-joined; its
+//	                       reverse-index keys are the ACNs among its match
+//	                       keys and these, see indexKeysOf)
 //	wm:<id>                zset: its match log (member and score notice_seq)
 //	acct:<id>:watches      zset of the account's watch ids by created_at (ms)
 //	acct:<id>:companies    set: the union of its watches' companies (the quota count)
@@ -99,7 +103,39 @@ type expansion struct {
 	// unresolved: identifiers neither the register nor any notice holds,
 	// in the given order.
 	unresolved []string
-	regv       string
+	// ixABNs: the ABN identifiers the register does not resolve to an
+	// ACN, sorted; with the ACNs among keys, the watch's reverse-index keys.
+	ixABNs []string
+	regv   string
+}
+
+// index returns the expansion's reverse-index keys (indexKeysOf).
+func (e expansion) index() []string { return indexKeysOf(e.keys, e.ixABNs) }
+
+// indexKeysOf returns the reverse-index keys of a watch with match keys
+// keys and unresolved ABN identifiers ixABNs: every ACN among the keys
+// and those ABNs. A register company is indexed by its ACN alone; its
+// ABNs, also match keys, are found at match time through the register
+// (noticeKeys resolves a notice's ABN to its ACNs), which halves the index
+// writes of a book of register companies.
+func indexKeysOf(keys, ixABNs []string) []string {
+	out := make([]string, 0, len(keys)/2+len(ixABNs))
+	for _, k := range keys {
+		if len(k) == 9 {
+			out = append(out, k)
+		}
+	}
+	return append(out, ixABNs...)
+}
+
+// storedIndexKeys is indexKeysOf over a watch's stored keys and ixabn
+// field; a watch written before ixabn existed (ok false) was indexed by
+// every match key.
+func storedIndexKeys(keys string, ixabn *string) []string {
+	if ixabn == nil {
+		return splitList(keys)
+	}
+	return indexKeysOf(splitList(keys), splitList(*ixabn))
 }
 
 // expand resolves normalised, distinct identifiers in a few pipelined
@@ -179,8 +215,10 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 			known[v] = true
 		} else {
 			companies[v] = struct{}{}
+			exp.ixABNs = append(exp.ixABNs, v)
 		}
 	}
+	slices.Sort(exp.ixABNs)
 	for i, v := range ids {
 		if !known[v] && onNotices[i] == "" {
 			exp.unresolved = append(exp.unresolved, v)
@@ -214,7 +252,8 @@ func sortedKeys(m map[string]struct{}) []string {
 // watch blocks Redis for a fraction of a second.
 // KEYS: acct:<a>:watches, acct:<a>:companies, w:<id>, stage:<id>:co.
 // ARGV: ns, watch limit, company limit, watch id, score, doc, account,
-// match keys (comma-joined, "" for a filter-only watch), regv, eseq.
+// match keys (comma-joined, "" for a filter-only watch), regv, eseq,
+// ixabn.
 var createScript = redis.NewScript(`
 local ns = ARGV[1]
 local n = redis.call('ZCARD', KEYS[1])
@@ -245,7 +284,7 @@ if staged > 0 then
   redis.call('RENAME', KEYS[4], KEYS[3] .. ':co')
   redis.call('PERSIST', KEYS[3] .. ':co')
 end
-redis.call('HSET', KEYS[3], 'account', ARGV[7], 'doc', ARGV[6], 'regv', ARGV[9], 'eseq', ARGV[10])
+redis.call('HSET', KEYS[3], 'account', ARGV[7], 'doc', ARGV[6], 'regv', ARGV[9], 'eseq', ARGV[10], 'ixabn', ARGV[11])
 redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
 redis.call('SADD', ns .. 'watches', ARGV[4])
 if not cjson.decode(ARGV[6]).active then redis.call('SADD', ns .. 'winactive', ARGV[4]) end
@@ -316,7 +355,7 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	}
 	res, err := createScript.Run(ctx, s.rdb, []string{s.key("acct", w.AccountID, "watches"),
 		s.key("acct", w.AccountID, "companies"), s.key("w", w.ID), stageCo},
-		s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq).Slice()
+		s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs)).Slice()
 	if err != nil {
 		return w, s.fail("create watch", err)
 	}
@@ -331,7 +370,7 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 			plan.Name, plan.Companies, res[1].(int64), res[2].(int64))
 	}
 	s.filters.put(w.ID, f)
-	if err := s.finishCreate(ctx, w, exp.keys, f, eseq); err != nil {
+	if err := s.finishCreate(ctx, w, exp.keys, exp.index(), f, eseq); err != nil {
 		// Undo the write (best effort, also when ctx has ended), so the
 		// caller can retry without the quota counting this watch twice.
 		_ = s.DeleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID)
@@ -340,11 +379,11 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	return w, nil
 }
 
-// finishCreate indexes a written watch, activates it for arrival matching,
-// backfills its log and hands to delivery what arrived since eseq but was
-// matched before activation.
-func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys []string, f notice.Filter, eseq int64) error {
-	if err := s.indexKeys(ctx, w.ID, keys, nil); err != nil {
+// finishCreate indexes a written watch (by its index keys), activates it
+// for arrival matching, backfills its log (by its match keys) and hands
+// to delivery what arrived since eseq but was matched before activation.
+func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []string, f notice.Filter, eseq int64) error {
+	if err := s.indexKeys(ctx, w.ID, index, nil); err != nil {
 		return err
 	}
 	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID)}, s.ns).Int64()
@@ -394,8 +433,8 @@ func (s *Store) saddBatched(ctx context.Context, key string, members []string, t
 	return nil
 }
 
-// The reverse index: rix:<bucket> is a hash from match key to the first
-// watch that took the key, with 65,536 buckets chosen by FNV-1a of the
+// The reverse index: rix:<bucket> is a hash from index key (a watch's ACNs
+// and unresolved ABNs, indexKeysOf) to the first watch that took the key, with 65,536 buckets chosen by FNV-1a of the
 // key (small hashes are stored compactly by Redis, about 40 bytes per key
 // against several hundred for a set per key); the further watches holding
 // a key are in the set rixs:<key>. Matching reads both; adding is HSETNX,
@@ -578,6 +617,8 @@ if redis.call('EXISTS', KEYS[1] .. ':co') == 1 then
 end
 if redis.call('EXISTS', KEYS[1] .. ':keys') == 1 then
   redis.call('RENAME', KEYS[1] .. ':keys', ns .. 'trash:' .. id .. ':keys')
+  local ix = redis.call('HGET', KEYS[1], 'ixabn')
+  if ix then redis.call('SET', ns .. 'trash:' .. id .. ':ixabn', ix) end
 end
 redis.call('UNLINK', KEYS[1], KEYS[1] .. ':co', ns .. 'wm:' .. id, ns .. 'dr:' .. id, ns .. 'dl:' .. id)
 redis.call('INCR', ns .. 'wsv')
@@ -600,15 +641,20 @@ func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
 		return watchNotFound(id)
 	}
 	s.filters.drop(id)
-	trash := s.key("trash", id, "keys")
-	keys, err := s.rdb.Get(ctx, trash).Result()
-	if err != nil && err != redis.Nil {
+	trash, trashABN := s.key("trash", id, "keys"), s.key("trash", id, "ixabn")
+	v, err := s.rdb.MGet(ctx, trash, trashABN).Result()
+	if err != nil {
 		return s.fail("delete watch", err)
 	}
-	if err := s.indexKeys(ctx, id, nil, splitList(keys)); err != nil {
+	var ixabn *string
+	if v[1] != nil {
+		x := str(v[1])
+		ixabn = &x
+	}
+	if err := s.indexKeys(ctx, id, nil, storedIndexKeys(str(v[0]), ixabn)); err != nil {
 		return err
 	}
-	return s.fail("delete watch", s.rdb.Unlink(ctx, trash).Err())
+	return s.fail("delete watch", s.rdb.Unlink(ctx, trash, trashABN).Err())
 }
 
 // splitList splits a comma-joined list ("" is empty).
