@@ -397,6 +397,11 @@ func TestScreenCopyExpandAgreesWithRedis(t *testing.T) {
 	if u := []string{acn(30), acn(40), "51" + acn(41)}; !reflect.DeepEqual(got.unresolved, u) {
 		t.Errorf("unresolved %v, want %v (an ACN a notice was amended away from counts as unknown, as in the embedded store)", got.unresolved, u)
 	}
+	// Indexed besides the ACN keys: the ABNs the register does not
+	// resolve, a notice's among them.
+	if ix := []string{"51" + acn(21), "51" + acn(41)}; !reflect.DeepEqual(got.ixABNs, ix) {
+		t.Errorf("unresolved ABNs %v, want %v", got.ixABNs, ix)
+	}
 	for _, k := range []string{"73" + acn(1), acn(10), shared} {
 		if !slices.Contains(got.keys, k) {
 			t.Errorf("match keys %v lack %s", got.keys, k)
