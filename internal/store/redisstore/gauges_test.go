@@ -2,11 +2,14 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 )
@@ -44,6 +47,15 @@ func TestGaugesContract(t *testing.T) {
 		return z
 	}
 	keptDue := due()
+	// The sweep's list (Pending, read from ddue) is what scanning every
+	// delivery record gives.
+	pending, err := rs.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scanned := pendingByScan(t, last); !sameRefs(pending, scanned) || len(scanned) == 0 {
+		t.Fatalf("Pending %v, the records' pending deliveries not held %v", pending, scanned)
+	}
 	if err := last.rdb.Del(ctx, rs.key(lapsedKey), rs.key(winactiveKey), rs.key(dstatKey), rs.key(ddueKey)).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,4 +72,45 @@ func TestGaugesContract(t *testing.T) {
 	if got := due(); !reflect.DeepEqual(got, keptDue) {
 		t.Fatalf("due deliveries kept %v, computed %v", keptDue, got)
 	}
+}
+
+// pendingByScan lists the pending deliveries that are not held by
+// reading every delivery record of every watch.
+func pendingByScan(t *testing.T, f fixture) []Ref {
+	t.Helper()
+	ctx := context.Background()
+	ids, err := f.rdb.SMembers(ctx, f.rs.key("watches")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Ref
+	for _, wid := range ids {
+		recs, err := f.rdb.HVals(ctx, f.rs.key("dr", wid)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range recs {
+			var r delivery.Record
+			if err := json.Unmarshal([]byte(raw), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Status == delivery.Pending && r.NextAttemptAt != nil {
+				out = append(out, Ref{WatchID: wid, DeliveryID: r.ID, NoticeSeq: r.NoticeSeq})
+			}
+		}
+	}
+	return out
+}
+
+// sameRefs reports whether a and b hold the same refs, in any order.
+func sameRefs(a, b []Ref) bool {
+	key := func(rs []Ref) []string {
+		out := make([]string, len(rs))
+		for i, r := range rs {
+			out[i] = r.member()
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(key(a), key(b))
 }

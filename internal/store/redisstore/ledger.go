@@ -239,27 +239,35 @@ func (s *Store) Postpone(ctx context.Context, refs []Ref, at time.Time) error {
 // Pending lists every pending delivery of an active watch with a webhook
 // that is due (not held): what must have an asynq task. The scheduler's
 // sweep compares it with the tasks that exist, after a crash or a lost
-// task, so none stays pending without a scheduled attempt.
+// task, so none stays pending without a scheduled attempt. It reads the
+// gauge key ddue (gauges.go), which every delivery script keeps to exactly
+// that set, computing it first in a namespace written before it existed:
+// the cost is the number of such deliveries, not of every record kept.
 func (s *Store) Pending(ctx context.Context) ([]Ref, error) {
-	ids, err := s.rdb.SMembers(ctx, s.key("watches")).Result()
+	computed, err := s.rdb.HExists(ctx, s.key(dstatKey), "v").Result()
 	if err != nil {
-		return nil, s.fail("list watches", err)
+		return nil, s.fail("list pending deliveries", err)
+	}
+	if !computed {
+		if err := s.RebuildGauges(ctx); err != nil {
+			return nil, err
+		}
 	}
 	var out []Ref
-	for _, wid := range ids {
-		recs, err := s.rdb.HVals(ctx, s.key("dr", wid)).Result()
+	for lo := int64(0); ; lo += batch {
+		ms, err := s.rdb.ZRange(ctx, s.key(ddueKey), lo, lo+batch-1).Result()
 		if err != nil {
-			return nil, s.fail("list deliveries", err)
+			return nil, s.fail("list pending deliveries", err)
 		}
-		for _, raw := range recs {
-			var r delivery.Record
-			if json.Unmarshal([]byte(raw), &r) != nil || r.Status != delivery.Pending || r.NextAttemptAt == nil {
-				continue
+		for _, m := range ms {
+			if r, ok := parseRef(m); ok {
+				out = append(out, r)
 			}
-			out = append(out, Ref{WatchID: wid, DeliveryID: r.ID, NoticeSeq: r.NoticeSeq})
+		}
+		if len(ms) < batch {
+			return out, nil
 		}
 	}
-	return out, nil
 }
 
 // Reschedule puts refs in the outbox, due at now (the sweep's repair).

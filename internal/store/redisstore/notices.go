@@ -13,7 +13,6 @@ import (
 
 // The notice side of the bulk screen, kept by the ingester (RecordNotices):
 //
-//	nids     set of every acn and abn value carried by a notice
 //	nidx     hash acn or abn value -> the comma-joined seqs of the notices
 //	         carrying it
 //	nsum     hash seq -> the notice's summary (encodeSummary): what the
@@ -90,7 +89,7 @@ func decodeSummaryInto(s string, n *notice.Notice, ptrs *[3]string) error {
 const changeLogCap = 10000
 
 // recordScript records one batch and appends its seqs to the change log in
-// the same step. KEYS: nidx, nsum, nids, nlog, nlog:n. ARGV[1]: the change
+// the same step. KEYS: nidx, nsum, nlog, nlog:n. ARGV[1]: the change
 // log's cap; then groups of (seq, summary, acn, abn) with "" for a missing
 // identifier.
 var recordScript = redis.NewScript(`
@@ -106,7 +105,6 @@ local function add(v, seq)
   local cur = redis.call('HGET', KEYS[1], v)
   if not cur then redis.call('HSET', KEYS[1], v, seq)
   elseif not has(cur, seq) then redis.call('HSET', KEYS[1], v, cur .. ',' .. seq) end
-  redis.call('SADD', KEYS[3], v)
 end
 local seqs = {}
 for i = 2, #ARGV, 4 do
@@ -124,8 +122,8 @@ for i = 2, #ARGV, 4 do
   redis.call('HSET', KEYS[2], seq, sum)
   seqs[#seqs + 1] = seq
 end
-local n = redis.call('INCR', KEYS[5])
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[1], n .. '-0', 'seqs', table.concat(seqs, ','))
+local n = redis.call('INCR', KEYS[4])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[1], n .. '-0', 'seqs', table.concat(seqs, ','))
 return 1
 `)
 
@@ -147,7 +145,7 @@ func (s *Store) RecordNotices(ctx context.Context, ns []notice.Notice) error {
 			id := idents(n)
 			args = append(args, n.Seq, encodeSummary(n), id[0], id[1])
 		}
-		err := recordScript.Run(ctx, s.rdb, []string{s.key("nidx"), s.key("nsum"), s.key("nids"), s.key("nlog"), s.key("nlog", "n")}, args...).Err()
+		err := recordScript.Run(ctx, s.rdb, []string{s.key("nidx"), s.key("nsum"), s.key("nlog"), s.key("nlog", "n")}, args...).Err()
 		if err != nil {
 			return s.fail("record notices", err)
 		}
