@@ -295,16 +295,7 @@ func BenchmarkMatchOneNotice(b *testing.B) {
 	}
 	// The register (the notices' companies with their ABNs) before the
 	// watches: a register commit re-expands the watches already written.
-	load, err := f.rs.BeginRegister(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := load.Add(ctx, rows); err != nil {
-		b.Fatal(err)
-	}
-	if err := load.Commit(ctx); err != nil {
-		b.Fatal(err)
-	}
+	commitRegister(b, composite{notices: f.notices, rs: f.rs}, rows...)
 	reg, err := f.rs.currentRegister(ctx)
 	if err != nil {
 		b.Fatal(err)

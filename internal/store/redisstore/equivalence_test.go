@@ -71,20 +71,12 @@ func testSharedABN(t *testing.T, o Options) {
 	plan := account.Plan{Companies: 100, Watches: 10}
 	ea, ra := bothAccounts(t, f)
 	for _, vs := range [][]string{{shared}, {acn(3)}, {"99" + acn(6)}, {acn(5)}} {
-		req := watch.CreateRequest{Identifiers: idsOf(t, vs...)}
-		ew, err := f.notices.CreateWatch(ctx, watch.New(req, ea.AccountID, f.clock.Now()), plan)
+		ew, rw := createBoth(t, f, ea, ra, watch.CreateRequest{Identifiers: idsOf(t, vs...)}, plan)
+		em, err := f.notices.Matches(ctx, ea.AccountID, ew, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rw, err := f.rs.CreateWatch(ctx, watch.New(req, ra.AccountID, f.clock.Now()), plan)
-		if err != nil {
-			t.Fatal(err)
-		}
-		em, err := f.notices.Matches(ctx, ea.AccountID, ew.ID, 0, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rm, err := f.rs.Matches(ctx, ra.AccountID, rw.ID, 0, 100)
+		rm, err := f.rs.Matches(ctx, ra.AccountID, rw, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,23 +153,15 @@ func TestMatchesFollowChangesAsEmbedded(t *testing.T) {
 	}
 	ea, ra := bothAccounts(t, f)
 	plan := account.Plan{Companies: 100, Watches: 10}
-	req := watch.CreateRequest{Identifiers: idsOf(t, acn(1)), Filters: watch.Filters{State: []string{"VIC"}}}
-	ew, err := f.notices.CreateWatch(ctx, watch.New(req, ea.AccountID, f.clock.Now()), plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw, err := f.rs.CreateWatch(ctx, watch.New(req, ra.AccountID, f.clock.Now()), plan)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ew, rw := createBoth(t, f, ea, ra, watch.CreateRequest{Identifiers: idsOf(t, acn(1)), Filters: watch.Filters{State: []string{"VIC"}}}, plan)
 	same := func(step string, wantLen int) {
 		t.Helper()
 		for _, since := range []int64{0, 1} {
-			em, err := f.notices.Matches(ctx, ea.AccountID, ew.ID, since, 100)
+			em, err := f.notices.Matches(ctx, ea.AccountID, ew, since, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rm, err := f.rs.Matches(ctx, ra.AccountID, rw.ID, since, 100)
+			rm, err := f.rs.Matches(ctx, ra.AccountID, rw, since, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,7 +188,7 @@ func TestMatchesFollowChangesAsEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	same("after amendments", 1)
-	rm, err := f.rs.Matches(ctx, ra.AccountID, rw.ID, 0, 100)
+	rm, err := f.rs.Matches(ctx, ra.AccountID, rw, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +197,24 @@ func TestMatchesFollowChangesAsEmbedded(t *testing.T) {
 	}
 }
 
+// createBoth creates the watch req in the embedded store for account e
+// and in Redis for account r, and returns the two watch ids.
+func createBoth(t *testing.T, f fixture, e, r account.Created, req watch.CreateRequest, plan account.Plan) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	ew, err := f.notices.CreateWatch(ctx, watch.New(req, e.AccountID, f.clock.Now()), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, err := f.rs.CreateWatch(ctx, watch.New(req, r.AccountID, f.clock.Now()), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ew.ID, rw.ID
+}
+
 // commitRegister loads rows as the whole register through c.
-func commitRegister(t *testing.T, c composite, rows ...notice.RegisterRow) {
+func commitRegister(t testing.TB, c composite, rows ...notice.RegisterRow) {
 	t.Helper()
 	ctx := context.Background()
 	load, err := c.BeginRegister(ctx)
@@ -270,16 +270,8 @@ func TestIndexByACNMatchesArrivalsAsEmbedded(t *testing.T) {
 	type pair struct{ e, r string }
 	var ws []pair
 	for _, vs := range books {
-		req := watch.CreateRequest{Identifiers: idsOf(t, vs...)}
-		ew, err := f.notices.CreateWatch(ctx, watch.New(req, ea.AccountID, f.clock.Now()), plan)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rw, err := f.rs.CreateWatch(ctx, watch.New(req, ra.AccountID, f.clock.Now()), plan)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, pair{ew.ID, rw.ID})
+		ew, rw := createBoth(t, f, ea, ra, watch.CreateRequest{Identifiers: idsOf(t, vs...)}, plan)
+		ws = append(ws, pair{ew, rw})
 	}
 	for _, k := range []string{shared, other, "51" + acn(3)} {
 		if v, _ := f.rdb.HGet(ctx, f.rs.key("rix", rixBucket(k)), k).Result(); v != "" {
