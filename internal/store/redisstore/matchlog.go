@@ -291,13 +291,14 @@ func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string,
 	var abns []string
 	var at []int
 	for i := range ns {
-		for _, v := range idents(&ns[i]) {
+		id := idents(&ns[i])
+		for _, v := range id {
 			if v != "" {
 				out[i] = append(out[i], v)
 			}
 		}
-		if ns[i].ABN != nil && *ns[i].ABN != "" {
-			abns = append(abns, *ns[i].ABN)
+		if id[1] != "" {
+			abns = append(abns, id[1])
 			at = append(at, i)
 		}
 	}
@@ -563,13 +564,8 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 		if err != nil && err != redis.Nil {
 			return n, s.fail("refresh watch keys", err)
 		}
-		var ixabn *string
-		if v[2] != nil {
-			x := str(v[2])
-			ixabn = &x
-		}
 		added, _ := diffKeys(splitList(oldKeys), exp.keys)
-		ixAdded, ixRemoved := diffKeys(storedIndexKeys(oldKeys, ixabn), exp.index())
+		ixAdded, ixRemoved := diffKeys(storedIndexKeys(oldKeys, v[2]), exp.index())
 		if err := s.indexKeys(ctx, id, ixAdded, ixRemoved); err != nil {
 			return n, err
 		}

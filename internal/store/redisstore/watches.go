@@ -128,14 +128,14 @@ func indexKeysOf(keys, ixABNs []string) []string {
 	return append(out, ixABNs...)
 }
 
-// storedIndexKeys is indexKeysOf over a watch's stored keys and ixabn
-// field; a watch written before ixabn existed (ok false) was indexed by
-// every match key.
-func storedIndexKeys(keys string, ixabn *string) []string {
+// storedIndexKeys is indexKeysOf over a watch's stored keys and its ixabn
+// field as Redis returned it; a watch written before ixabn existed (nil)
+// was indexed by every match key.
+func storedIndexKeys(keys string, ixabn any) []string {
 	if ixabn == nil {
 		return splitList(keys)
 	}
-	return indexKeysOf(splitList(keys), splitList(*ixabn))
+	return indexKeysOf(splitList(keys), splitList(str(ixabn)))
 }
 
 // expand resolves normalised, distinct identifiers in a few pipelined
@@ -646,12 +646,7 @@ func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
 	if err != nil {
 		return s.fail("delete watch", err)
 	}
-	var ixabn *string
-	if v[1] != nil {
-		x := str(v[1])
-		ixabn = &x
-	}
-	if err := s.indexKeys(ctx, id, nil, storedIndexKeys(str(v[0]), ixabn)); err != nil {
+	if err := s.indexKeys(ctx, id, nil, storedIndexKeys(str(v[0]), v[1])); err != nil {
 		return err
 	}
 	return s.fail("delete watch", s.rdb.Unlink(ctx, trash, trashABN).Err())
