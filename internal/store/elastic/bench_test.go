@@ -224,7 +224,10 @@ func reportIngest(b *testing.B, n int, start time.Time, cpu time.Duration) {
 
 func rawBulk(b *testing.B, s *Store, index string, id func(int) string, docs [][]byte) {
 	ctx := context.Background()
-	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{Client: s.es, Index: index, NumWorkers: 2, FlushBytes: 4 << 20})
+	// The store's worker count; the flush size of a register load (the
+	// notices path sizes each batch's requests to share it among the
+	// workers, about the same).
+	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{Client: s.es, Index: index, NumWorkers: s.cfg.BulkWorkers, FlushBytes: registerFlushBytes})
 	if err != nil {
 		b.Fatal(err)
 	}

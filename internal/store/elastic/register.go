@@ -38,8 +38,9 @@ type RegisterLoad struct {
 	err    error       // the load's failure, once the stream has ended with one
 }
 
-// registerFlushBytes is the size of a register load's bulk requests.
-const registerFlushBytes = 4 << 20
+// registerFlushBytes is the size of a register load's bulk requests
+// (smaller requests, more of them in flight: see Config.BulkWorkers).
+const registerFlushBytes = 2 << 20
 
 var _ store.RegisterLoad = (*RegisterLoad)(nil)
 

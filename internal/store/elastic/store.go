@@ -52,8 +52,11 @@ type Config struct {
 	Timeout, BulkTimeout time.Duration
 	// Now is the clock collected_at is stamped with (time.Now when nil).
 	Now func() time.Time
-	// BulkWorkers is the number of concurrent bulk requests per batch (2
-	// when 0).
+	// BulkWorkers is the number of concurrent bulk requests of a load (3
+	// when 0: on a 2-core node, one more than its write threads, so that
+	// a worker is filling its next request while the node indexes the
+	// others; measured 10-13% faster register loads than 2, see
+	// docs/benchmarks.md).
 	BulkWorkers int
 }
 
@@ -91,7 +94,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg.BulkTimeout = DefaultBulkTimeout
 	}
 	if cfg.BulkWorkers <= 0 {
-		cfg.BulkWorkers = 2
+		cfg.BulkWorkers = 3
 	}
 	now := cfg.Now
 	if now == nil {

@@ -113,11 +113,17 @@ type bothLoads struct {
 	b *RegisterLoad
 }
 
+// Add sends rows to both at once: Redis writes its part while the notice
+// store encodes and queues its own (which waits whenever the bulk
+// requests under way fill its workers). Both must succeed.
 func (l bothLoads) Add(ctx context.Context, rows []notice.RegisterRow) error {
-	if err := l.a.Add(ctx, rows); err != nil {
-		return err
+	redisErr := make(chan error, 1)
+	go func() { redisErr <- l.b.Add(ctx, rows) }()
+	err := l.a.Add(ctx, rows)
+	if rerr := <-redisErr; err == nil {
+		err = rerr
 	}
-	return l.b.Add(ctx, rows)
+	return err
 }
 
 func (l bothLoads) Commit(ctx context.Context) error {

@@ -66,27 +66,54 @@ return 1
 // Add writes rows into the new generation: the current name of each ACN
 // (the row marked current, else the current name a former-name row
 // carries), and every ACN <-> ABN pair.
+//
+// The names go in as one multi-field HSET per chunk for the rows marked
+// current (a later one wins, as row by row) and an HSETNX for each other
+// row that can still matter (no current row of its ACN in the batch, the
+// first of its ACN): the same hash as writing row by row in file order,
+// in far fewer commands.
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	s := l.s
 	name, acnabn, abn := s.key("reg", l.v, "name"), s.key("reg", l.v, "acnabn"), s.key("reg", l.v, "abn")
-	var toABN, toACN []any
+	var current, others, toABN, toACN []any
+	hasCurrent := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		if r.ACN != "" && r.CurrentNameIndicator == "Y" {
+			hasCurrent[r.ACN] = true
+		}
+	}
+	seenOther := make(map[string]bool)
+	type pair struct{ acn, abn string }
+	seenPair := make(map[pair]bool, len(rows))
+	for _, r := range rows {
+		if r.ACN == "" {
+			continue
+		}
+		switch {
+		case r.CurrentNameIndicator == "Y":
+			current = append(current, r.ACN, r.CompanyName)
+		case hasCurrent[r.ACN] || seenOther[r.ACN]:
+			// A current row of the batch overwrites it, or an earlier
+			// row of the batch set it first.
+		case r.CurrentName != "":
+			seenOther[r.ACN] = true
+			others = append(others, r.ACN, r.CurrentName)
+		default:
+			seenOther[r.ACN] = true
+			others = append(others, r.ACN, r.CompanyName)
+		}
+		if p := (pair{r.ACN, r.ABN}); r.ABN != "" && !seenPair[p] {
+			seenPair[p] = true
+			toABN = append(toABN, r.ACN, r.ABN)
+			toACN = append(toACN, r.ABN, r.ACN)
+		}
+	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, r := range rows {
-			if r.ACN == "" {
-				continue
-			}
-			switch {
-			case r.CurrentNameIndicator == "Y":
-				p.HSet(ctx, name, r.ACN, r.CompanyName)
-			case r.CurrentName != "":
-				p.HSetNX(ctx, name, r.ACN, r.CurrentName)
-			default:
-				p.HSetNX(ctx, name, r.ACN, r.CompanyName)
-			}
-			if r.ABN != "" {
-				toABN = append(toABN, r.ACN, r.ABN)
-				toACN = append(toACN, r.ABN, r.ACN)
-			}
+		for lo := 0; lo < len(current); lo += 2 * batch {
+			p.HSet(ctx, name, current[lo:min(lo+2*batch, len(current))]...)
+		}
+		for i := 0; i < len(others); i += 2 {
+			p.HSetNX(ctx, name, others[i].(string), others[i+1])
 		}
 		return nil
 	})

@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/noticesd/noticesd/internal/notice"
@@ -59,4 +61,108 @@ func TestRegisterSwapIsAtomic(t *testing.T) {
 	if got := unmatched(); len(got) != 3 || got[0] != acn(2) {
 		t.Errorf("after a rollback the screen sees %v", got)
 	}
+}
+
+// TestRegisterNamesAsRowByRow: Add writes the names of a batch in a few
+// multi-field commands, skipping rows a later or earlier row of the batch
+// decides; the name hash and the ACN <-> ABN lists must be what writing
+// each row in file order gives (a current row sets the name, another row
+// sets it only when the ACN has none yet), within a batch and across
+// batches.
+func TestRegisterNamesAsRowByRow(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	cur := func(n int, name, abn string) notice.RegisterRow {
+		return notice.RegisterRow{CompanyName: name, ACN: acn(n), ABN: abn, CurrentNameIndicator: "Y"}
+	}
+	former := func(n int, name, current, abn string) notice.RegisterRow {
+		return notice.RegisterRow{CompanyName: name, ACN: acn(n), ABN: abn, CurrentNameIndicator: "N", CurrentName: current}
+	}
+	for _, tc := range []struct {
+		name    string
+		batches [][]notice.RegisterRow
+	}{
+		{"current after former", [][]notice.RegisterRow{{former(1, "OLD", "MID", ""), cur(1, "NEW", "")}}},
+		{"former after current", [][]notice.RegisterRow{{cur(1, "NEW", ""), former(1, "OLD", "MID", "")}}},
+		{"formers only, the first wins", [][]notice.RegisterRow{{former(1, "A", "", ""), former(1, "B", "C", ""), former(1, "D", "E", "")}}},
+		{"former with its current name first", [][]notice.RegisterRow{{former(1, "A", "CUR", ""), former(1, "B", "", "")}}},
+		{"two current rows, the last wins", [][]notice.RegisterRow{{cur(1, "FIRST", ""), former(1, "X", "", ""), cur(1, "LAST", "")}}},
+		{"current in a later batch", [][]notice.RegisterRow{{former(1, "OLD", "MID", "")}, {cur(1, "NEW", "")}}},
+		{"former in a later batch", [][]notice.RegisterRow{{cur(1, "NEW", "")}, {former(1, "OLD", "MID", "")}}},
+		{"formers across batches", [][]notice.RegisterRow{{former(1, "A", "", "")}, {former(1, "B", "", ""), cur(2, "TWO", "")}}},
+		{"pairs: repeats and several ABNs", [][]notice.RegisterRow{
+			{cur(1, "ONE", "51"+acn(1)), former(1, "ONE OLD", "", "51"+acn(1)), cur(2, "TWO", "51"+acn(1))},
+			{former(1, "ONE OLDER", "", "62"+acn(1)), cur(2, "TWO", "51"+acn(1))}}},
+		{"rows without an ACN are skipped", [][]notice.RegisterRow{{{CompanyName: "NONE", CurrentNameIndicator: "Y"}, cur(3, "THREE", "")}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The row-by-row model.
+			names := map[string]string{}
+			pairs := map[string][]string{} // "acnabn:"+acn and "abn:"+abn -> values in first-seen order
+			addPair := func(k, v string) {
+				for _, x := range pairs[k] {
+					if x == v {
+						return
+					}
+				}
+				pairs[k] = append(pairs[k], v)
+			}
+			l, err := f.rs.BeginRegister(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range tc.batches {
+				for _, r := range b {
+					if r.ACN == "" {
+						continue
+					}
+					_, has := names[r.ACN]
+					switch {
+					case r.CurrentNameIndicator == "Y":
+						names[r.ACN] = r.CompanyName
+					case has:
+					case r.CurrentName != "":
+						names[r.ACN] = r.CurrentName
+					default:
+						names[r.ACN] = r.CompanyName
+					}
+					if r.ABN != "" {
+						addPair("acnabn:"+r.ACN, r.ABN)
+						addPair("abn:"+r.ABN, r.ACN)
+					}
+				}
+				if err := l.Add(ctx, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			reg, err := f.rs.currentRegister(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for part, want := range map[string]map[string]string{"name": names, "acnabn": joined(pairs, "acnabn:"), "abn": joined(pairs, "abn:")} {
+				got, err := f.rdb.HGetAll(ctx, f.rs.key("reg", reg.v, part)).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !maps.Equal(got, want) {
+					t.Errorf("%s: stored %v, row by row %v", part, got, want)
+				}
+			}
+		})
+	}
+}
+
+// joined returns the lists of pairs under prefix, comma-joined, by the
+// rest of their key.
+func joined(pairs map[string][]string, prefix string) map[string]string {
+	out := map[string]string{}
+	for k, v := range pairs {
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			out[rest] = strings.Join(v, ",")
+		}
+	}
+	return out
 }
