@@ -291,10 +291,7 @@ func Notices(ctx context.Context, w store.NoticeWriter, paths []string, opt Opti
 		}
 		return b.flush()
 	}
-	var refused int
-	consume := storeNotices(ctx, w, &sum, rep, &refused)
-	err = pipe(ctx, produce, consume)
-	sum.Rejected += refused
+	err = storeNotices(ctx, w, produce, &sum, rep, opt)
 	rep.finish()
 	prog.finish()
 	return sum, err
@@ -357,17 +354,44 @@ func (b *noticeBatcher) flush() error {
 	return nil
 }
 
-// storeNotices is the writing side of a notice pipe: it upserts each batch
-// and counts what happened in sum. Notices a store refuses one by one
-// (store.BatchError) are reported with their line numbers and counted in
-// refused; the load goes on.
-func storeNotices(ctx context.Context, w store.NoticeWriter, sum *Summary, rep *reporter, refused *int) func([]linedNotice) error {
-	return func(batch []linedNotice) error {
-		ns := make([]notice.Notice, len(batch))
-		for i := range batch {
-			ns[i] = batch[i].Notice
+// storeNotices runs a notice pipe: produce reads the batches, and they are
+// written to w one after another, or several at once when w can take it
+// (inTurn). Notices w refuses one by one are counted in sum.Rejected.
+func storeNotices(ctx context.Context, w store.NoticeWriter, produce func(context.Context, chan<- []linedNotice) error,
+	sum *Summary, rep *reporter, opt Options) error {
+	var refused int
+	defer func() { sum.Rejected += refused }()
+	record := recordNotices(sum, rep, &refused)
+	if tw, ok := w.(store.TurnWriter); ok && opt.inFlight() > 1 {
+		t := &inTurn{ctx: ctx, w: tw, n: opt.inFlight(), record: record}
+		err := pipe(ctx, produce, t.consume)
+		if derr := t.drain(); err == nil {
+			err = derr
 		}
-		res, err := w.UpsertNotices(ctx, ns)
+		return err
+	}
+	return pipe(ctx, produce, func(batch []linedNotice) error {
+		res, err := w.UpsertNotices(ctx, notices(batch))
+		return record(batch, res, err)
+	})
+}
+
+// notices returns the notices of a batch.
+func notices(batch []linedNotice) []notice.Notice {
+	ns := make([]notice.Notice, len(batch))
+	for i := range batch {
+		ns[i] = batch[i].Notice
+	}
+	return ns
+}
+
+// recordNotices returns what the writing side of a notice pipe does with
+// the answer to each batch, in input order: count what happened in sum,
+// report the notices a store refused one by one (store.BatchError) with
+// their line numbers and count them in refused (the load goes on), and
+// turn any other error into the one that stops the load.
+func recordNotices(sum *Summary, rep *reporter, refused *int) func([]linedNotice, store.UpsertResult, error) error {
+	return func(batch []linedNotice, res store.UpsertResult, err error) error {
 		var be *store.BatchError
 		if errors.As(err, &be) {
 			for _, it := range be.Items {

@@ -35,10 +35,7 @@ func NoticesFrom(ctx context.Context, w store.NoticeWriter, r io.Reader, name st
 		}
 		return b.flush()
 	}
-	var refused int
-	consume := storeNotices(ctx, w, &sum, rep, &refused)
-	err = pipe(ctx, produce, consume)
-	sum.Rejected += refused
+	err = storeNotices(ctx, w, produce, &sum, rep, opt)
 	rep.finish()
 	prog.finish()
 	return sum, err

@@ -32,6 +32,17 @@ type Options struct {
 	// Now is the clock for Summary.Duration and the progress rate; nil is
 	// time.Now.
 	Now func() time.Time
+	// InFlight is the most notice batches written at once when the writer
+	// can take several (store.TurnWriter, scale mode); 0 uses
+	// DefaultInFlight, 1 writes one batch after another.
+	InFlight int
+}
+
+func (o Options) inFlight() int {
+	if o.InFlight > 0 {
+		return o.InFlight
+	}
+	return DefaultInFlight
 }
 
 func (o Options) now() time.Time {

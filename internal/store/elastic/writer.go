@@ -31,16 +31,30 @@ type stored struct {
 // by `noticesd reindex` never overwrites a newer write. While a reindex
 // runs, documents are also written to the index it is filling.
 func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
-	_, res, err := s.UpsertStored(ctx, batch)
+	_, res, err := s.UpsertStoredTurn(ctx, batch, nil)
 	return res, err
 }
 
-// UpsertStored is UpsertNotices that also returns the notices as stored
-// (id, notice_seq and collected_at set; a notice Elasticsearch refused is
-// left out), so the scale write path records them in Redis without reading
-// each back. With a *store.BatchError the notices returned are those
-// written.
-func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]notice.Notice, store.UpsertResult, error) {
+// UpsertNoticesTurn is UpsertNotices with the batch's seqs allocated in
+// turn (store.TurnWriter): an ingester may have several batches in flight.
+func (s *Store) UpsertNoticesTurn(ctx context.Context, batch []notice.Notice, turn *store.Turn) (store.UpsertResult, error) {
+	defer turn.Finish()
+	_, res, err := s.UpsertStoredTurn(ctx, batch, turn)
+	return res, err
+}
+
+var _ store.TurnWriter = (*Store)(nil)
+
+// UpsertStoredTurn is UpsertNotices that also returns the notices as
+// stored (id, notice_seq and collected_at set; a notice Elasticsearch
+// refused is left out), so the scale write path records them in Redis
+// without reading each back. With a *store.BatchError the notices
+// returned are those written. It takes turn's store.StepAllocate (a nil
+// turn: a batch written alone) to stamp collected_at and allocate seqs,
+// so batches in flight together get them in their input order; it ends
+// that step on every path and leaves the others to the caller.
+func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, turn *store.Turn) ([]notice.Notice, store.UpsertResult, error) {
+	defer turn.Done(store.StepAllocate)
 	var res store.UpsertResult
 	if len(batch) == 0 {
 		return nil, res, nil
@@ -101,8 +115,12 @@ func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]noti
 			fresh = append(fresh, id)
 		}
 	}
+	if err := turn.Wait(ctx, store.StepAllocate); err != nil {
+		return nil, res, err
+	}
 	collected := notice.Timestamp(s.now())
 	assigned, clear, err := s.allocate(ctx, fresh, collected, known)
+	turn.Done(store.StepAllocate)
 	if err != nil {
 		return nil, res, err
 	}

@@ -35,26 +35,44 @@ var (
 
 // StoredWriter is a notice store that reports the notices it stored (with
 // notice_seq and collected_at), as the Elasticsearch store does; with it
-// Ingest records a batch in Redis without reading any notice back.
+// Ingest records a batch in Redis without reading any notice back. It
+// takes turn's store.StepAllocate (see store.Turn; nil: no turn).
 type StoredWriter interface {
-	UpsertStored(ctx context.Context, batch []notice.Notice) ([]notice.Notice, store.UpsertResult, error)
+	UpsertStoredTurn(ctx context.Context, batch []notice.Notice, turn *store.Turn) ([]notice.Notice, store.UpsertResult, error)
 }
+
+var _ store.TurnWriter = Ingest{}
 
 // UpsertNotices stores the batch, then records the stored notices (with
 // their seqs) in Redis. When some notices were refused (a
 // *store.BatchError), the ones written are still recorded and the error
 // returned.
 func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
+	return c.UpsertNoticesTurn(ctx, batch, nil)
+}
+
+// UpsertNoticesTurn is UpsertNotices for a batch in flight with others of
+// the same ingest (store.TurnWriter): the notice store allocates its seqs
+// in turn, and the batch is recorded in Redis in turn
+// (store.StepRecord), so the identifier lists and the change log are
+// written in input order as by a serial load.
+func (c Ingest) UpsertNoticesTurn(ctx context.Context, batch []notice.Notice, turn *store.Turn) (store.UpsertResult, error) {
+	defer turn.Finish()
 	var (
 		stored []notice.Notice
 		r      store.UpsertResult
 		err    error
 	)
 	if sw, ok := c.Notices.(StoredWriter); ok {
-		stored, r, err = sw.UpsertStored(ctx, batch)
+		stored, r, err = sw.UpsertStoredTurn(ctx, batch, turn)
 	} else {
-		// A notice store that cannot say what it stored: read each back.
-		r, err = c.Notices.UpsertNotices(ctx, batch)
+		// A notice store that cannot say what it stored, nor allocate in
+		// turn: its whole write takes the turn, and each notice is read
+		// back.
+		if err = turn.Wait(ctx, store.StepAllocate); err == nil {
+			r, err = c.Notices.UpsertNotices(ctx, batch)
+		}
+		turn.Done(store.StepAllocate)
 		if err == nil {
 			stored, err = c.readBack(ctx, batch)
 		}
@@ -62,6 +80,9 @@ func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 	var be *store.BatchError
 	if err != nil && !errors.As(err, &be) {
 		return r, err
+	}
+	if werr := turn.Wait(ctx, store.StepRecord); werr != nil {
+		return r, werr
 	}
 	if rerr := c.Redis.RecordNotices(ctx, stored); rerr != nil {
 		return r, rerr
