@@ -60,6 +60,10 @@ type Config struct {
 	BulkWorkers int
 }
 
+// maxIdleConns is how many connections to Elasticsearch a store keeps
+// open between requests.
+const maxIdleConns = 64
+
 // Store is the Elasticsearch notice and register store of one namespace.
 type Store struct {
 	es     *elasticsearch.Client
@@ -100,10 +104,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
+	// net/http's default transport keeps 2 idle connections per host:
+	// an API replica under concurrent reads, or a load with its bulk
+	// workers and two batches in flight, would open and close a
+	// connection for most requests.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
 	es, err := elasticsearch.NewClient(elasticsearch.Config{
 		Addresses:     []string{cfg.URL},
 		MaxRetries:    2,
 		RetryOnStatus: []int{502, 503, 504, 429},
+		Transport:     tr,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("elastic: client for %s: %w", cfg.URL, err)
