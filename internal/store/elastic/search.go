@@ -1,6 +1,7 @@
 package elastic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -305,14 +306,25 @@ func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error
 	if err != nil {
 		return notice.Company{}, err
 	}
+	// For an ABN the company's rows and the notices both follow from
+	// own: read them at once.
 	regs := own
+	var regsErr chan error
 	if id.Kind == ident.ABN && len(own) > 0 {
-		if regs, err = s.registerRows(ctx, "acn", own[0].ACN); err != nil {
-			return notice.Company{}, err
-		}
+		regsErr = make(chan error, 1)
+		go func() {
+			var err error
+			regs, err = s.registerRows(ctx, "acn", own[0].ACN)
+			regsErr <- err
+		}()
 	}
 	cq := companyQueryOf(id, own)
 	ns, err := s.scanNotices(ctx, cq, sortPublishedDesc, 1<<30)
+	if regsErr != nil {
+		if rerr := <-regsErr; err == nil {
+			err = rerr
+		}
+	}
 	if err != nil {
 		return notice.Company{}, err
 	}
@@ -345,28 +357,35 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 	if err != nil {
 		return 0, nil, err
 	}
-	ans, err := s.search(ctx, s.Alias(mappings.Notices), obj{"query": query, "size": 0, "track_total_hits": true, "aggs": aggs})
-	if err != nil {
-		return 0, nil, err
+	// Decoded straight into the buckets (terms and date_histogram
+	// buckets have the same shape), in one pass over the answer.
+	var ans struct {
+		Hits struct {
+			Total struct {
+				Value int64 `json:"value"`
+			} `json:"total"`
+		} `json:"hits"`
+		Aggregations map[string]termsAgg `json:"aggregations"`
 	}
-	out := make(map[string]termsAgg, len(ans.Aggregations))
-	for name, raw := range ans.Aggregations {
-		var a termsAgg
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return 0, nil, fmt.Errorf("elastic: decode aggregation %s: %w", name, err)
-		}
+	body := obj{"query": query, "size": 0, "track_total_hits": true, "aggs": aggs}
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+s.Alias(mappings.Notices)+"/_search", body, &ans); err != nil {
+		return 0, nil, searchError(err)
+	}
+	for name, a := range ans.Aggregations {
 		if a.Other > 0 {
 			return 0, nil, fmt.Errorf("elastic: %s has more than %d distinct values; the counts would be incomplete", name, maxBuckets)
 		}
-		out[name] = a
 	}
-	return ans.Hits.Total.Value, out, nil
+	return ans.Hits.Total.Value, ans.Aggregations, nil
 }
 
 // bucketKey is a bucket's key as a string.
 func bucketKey(raw json.RawMessage, asString string) string {
 	if asString != "" {
 		return asString
+	}
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : n-1]) // a string without escapes, as keyword keys are
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {

@@ -107,9 +107,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// net/http's default transport keeps 2 idle connections per host:
 	// an API replica under concurrent reads, or a load with its bulk
 	// workers and two batches in flight, would open and close a
-	// connection for most requests.
+	// connection for most requests. And it asks for gzip, which on a
+	// local network costs both ends more CPU than the bytes it saves
+	// (measured: an aggregation answer about 6% sooner without).
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
+	tr.DisableCompression = true
 	es, err := elasticsearch.NewClient(elasticsearch.Config{
 		Addresses:     []string{cfg.URL},
 		MaxRetries:    2,
