@@ -2,7 +2,6 @@ package scale
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"os"
@@ -150,19 +149,19 @@ func TestIngestInFlightAsSerial(t *testing.T) {
 	}
 }
 
-// sampleLines reads a gzipped JSON Lines sample file.
+// sampleLines reads the lines of a (gzipped) JSON Lines sample file.
 func sampleLines(t *testing.T, path string) []string {
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	r, err := ingest.Decompress(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	sc := bufio.NewScanner(zr)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		out = append(out, sc.Text())
