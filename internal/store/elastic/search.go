@@ -31,6 +31,19 @@ var (
 	sortSeqAsc        = []obj{{"notice_seq": "asc"}}
 )
 
+// noticesSearch is the search path of notices read in order: a relevance
+// order is scored with the term statistics of the whole index
+// (dfs_query_then_fetch), so that the scores, and the order, do not depend
+// on which shard a notice is in. Elasticsearch skips that extra phase when
+// the index has one shard.
+func (s *Store) noticesSearch(order []obj) string {
+	path := "/" + s.Alias(mappings.Notices) + "/_search"
+	if len(order) > 0 && order[0]["_score"] != nil {
+		path += "?search_type=dfs_query_then_fetch"
+	}
+	return path
+}
+
 // noticeSource limits a notice hit's _source to the notice itself: the
 // folded copies of its texts (fts) and the filter fields, which would about
 // double every answer to be sent and decoded, are not read back.
@@ -84,8 +97,9 @@ func sortFor(key string, q query.Node) ([]obj, error) {
 // sort values.
 func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit int) ([]notice.Notice, int64, error) {
 	body := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "from": offset, "_source": noticeSource}
+	path := s.noticesSearch(order)
 	if offset+limit <= window {
-		return s.searchNotices(ctx, body)
+		return s.searchNotices(ctx, path, body)
 	}
 	var after []any
 	var total int64
@@ -96,7 +110,7 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 		if after != nil {
 			b["search_after"] = after
 		}
-		ans, err := s.search(ctx, s.Alias(mappings.Notices), b)
+		ans, err := s.searchAt(ctx, path, b)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -112,14 +126,14 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 		}
 	}
 	b := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "search_after": after, "_source": noticeSource}
-	return s.searchNotices(ctx, b)
+	return s.searchNotices(ctx, path, b)
 }
 
 // searchNotices runs a notice search whose hits carry the notice
 // (noticeSource) and returns them with the total, decoding the answer in
 // one pass (a page of notices is most of what the API spends on a search
 // besides Elasticsearch).
-func (s *Store) searchNotices(ctx context.Context, body obj) ([]notice.Notice, int64, error) {
+func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]notice.Notice, int64, error) {
 	var ans struct {
 		Hits struct {
 			Total struct {
@@ -132,7 +146,7 @@ func (s *Store) searchNotices(ctx context.Context, body obj) ([]notice.Notice, i
 			} `json:"hits"`
 		} `json:"hits"`
 	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+s.Alias(mappings.Notices)+"/_search", body, &ans); err != nil {
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, path, body, &ans); err != nil {
 		return nil, 0, searchError(err)
 	}
 	ns := make([]notice.Notice, len(ans.Hits.Hits))
@@ -200,8 +214,13 @@ func (s *Store) pages(ctx context.Context, index string, body obj, max int, fn f
 }
 
 func (s *Store) search(ctx context.Context, index string, body obj) (*searchAnswer, error) {
+	return s.searchAt(ctx, "/"+index+"/_search", body)
+}
+
+// searchAt is search with the whole path (an index and parameters).
+func (s *Store) searchAt(ctx context.Context, path string, body obj) (*searchAnswer, error) {
 	var ans searchAnswer
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+index+"/_search", body, &ans); err != nil {
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, path, body, &ans); err != nil {
 		return nil, searchError(err)
 	}
 	return &ans, nil

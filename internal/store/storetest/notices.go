@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ func RunNotices(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Upsert", func(t *testing.T) { testUpsert(t, open(t)) })
 	t.Run("Register", func(t *testing.T) { testRegister(t, open(t)) })
 	t.Run("Empty", func(t *testing.T) { testEmpty(t, open(t)) })
+	t.Run("Relevance", func(t *testing.T) { testRelevance(t, open(t)) })
 
 	b := open(t)
 	Load(t, b)
@@ -211,6 +213,38 @@ func testRegister(t *testing.T, b Backend) {
 			t.Errorf("Alpha after reload: %+v", c)
 		}
 	})
+}
+
+// testRelevance: notices of identical text score alike however the
+// backend spreads them (Elasticsearch's shards each hold their own term
+// statistics), so a relevance order puts them in notice_seq descending
+// order, as ties. The other notices make the share of matches differ from
+// one part of an index to another.
+func testRelevance(t *testing.T, b Backend) {
+	ctx := context.Background()
+	var ns []notice.Notice
+	var want []string
+	for i := range 60 {
+		n := AlphaNotice(fmt.Sprintf("R-%03d", i), Start.Add(time.Duration(i)*time.Minute))
+		if i%5 == 0 {
+			n.CompanyName = "QUOKKA HOLDINGS PTY LTD"
+			want = append([]string{n.SourceID}, want...)
+		} else {
+			n.CompanyName = fmt.Sprintf("FILLER %d TRADING PTY LTD", i)
+		}
+		ns = append(ns, n)
+	}
+	if _, err := b.Writer.UpsertNotices(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	page, err := b.Notices.Search(ctx, notice.SearchQuery{Filter: notice.Filter{Q: query.Term{Text: "quokka"}},
+		Sort: notice.SortRelevance, Limit: 20, Page: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sourceIDs(page.Notices); !reflect.DeepEqual(got, want) {
+		t.Errorf("q=quokka by relevance: got %v, want the identical notices newest first %v", got, want)
+	}
 }
 
 func testEmpty(t *testing.T, b Backend) {
