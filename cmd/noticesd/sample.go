@@ -9,9 +9,11 @@ import (
 	"github.com/noticesd/noticesd/internal/sample"
 )
 
-const sampleAbout = `Write a deterministic, realistic sample of both input files into DIR:
+const sampleAbout = `Write a realistic sample of both input files into DIR:
 notices.jsonl.gz (JSON Lines notices) and company_register.tsv (the ASIC company
-dataset format). The same flags always give the same bytes.`
+dataset format). The same flags, --now included, always give the same bytes;
+without --now the sample ends at the current time, so it changes from one run
+to the next.`
 
 func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sample", "sample --notices N --companies M --out DIR", sampleAbout, stderr)
@@ -19,7 +21,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	m := fs.Int("companies", 200000, "number of register rows")
 	out := fs.String("out", "./data/sample", "output directory")
 	seed := fs.Int64("seed", 1, "random seed")
-	now := fs.String("now", "", "the date the sample ends (YYYY-MM-DD; default today)")
+	now := fs.String("now", "", "the date the sample ends (YYYY-MM-DD; default: the current time)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
