@@ -372,5 +372,9 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 		}
 		return fmt.Errorf("elastic: decode answer of %s %s: %w", method, path, err)
 	}
+	// The decoder stops at the value's end; a chunked answer's last chunk
+	// is still unread, and a body closed before its end closes the
+	// connection instead of returning it to the pool.
+	_, _ = io.Copy(io.Discard, res.Body)
 	return nil
 }
