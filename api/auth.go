@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/sha256"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -57,21 +58,40 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	digest := keyDigest(key)
+	return s.checkKey(c, key, keyDigest(key))
+}
+
+// checkKey checks key (its digest computed by the caller) and, when it is
+// admitted, runs the rest of the chain.
+func (s *Server) checkKey(c *fiber.Ctx, key string, digest [sha256.Size]byte) error {
 	guessed := s.guessRate(c.UserContext(), digest) // the rate token, taken meanwhile (rateguess.go)
 	p, err := s.deps.Accounts.Authenticate(c.UserContext(), key)
+	if err := s.admit(digest, p, err); err != nil {
+		return err
+	}
+	c.Locals(principalKey{}, p)
+	s.rememberRate(digest, p, guessed, c)
+	return c.Next()
+}
+
+// admit turns the answer of a key check into the request's fate: nil for
+// an active principal, 401 unauthorised for an unknown key, 402
+// subscription_inactive for a lapsed subscription, the store's error when
+// the key could not be checked. A refused key is forgotten (rateguess.go):
+// its next request is checked before anything else runs.
+func (s *Server) admit(digest [sha256.Size]byte, p account.Principal, err error) error {
 	if err != nil {
 		if errs.Is(err, errs.Unauthorised) {
+			s.guesses.forget(digest)
 			return errs.New(errs.Unauthorised, "the API key is not recognised; check it for typos or ask for a new key")
 		}
 		return err
 	}
 	if !p.Account.Active {
+		s.guesses.forget(digest)
 		return errs.New(errs.SubscriptionInactive, "the subscription of account %s has lapsed; reactivate it and the same key works again", p.Account.ID)
 	}
-	c.Locals(principalKey{}, p)
-	s.rememberRate(digest, p, guessed, c)
-	return c.Next()
+	return nil
 }
 
 // requireAccountKey lets only account keys through (watch and webhook

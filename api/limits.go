@@ -83,28 +83,27 @@ func withQuery(_ *Server, c *fiber.Ctx) bool {
 // Retry-After; if the
 // limits cannot be checked (their store is unreachable) it is 503
 // unavailable.
+//
+// An early read (earlyread.go) passes straight through: its key and rate
+// are settled after its handler, before anything is sent.
 func (s *Server) limitRequest(c *fiber.Ctx) error {
+	if isEarly(c) {
+		return c.Next()
+	}
 	p, _ := principal(c)
-	key := limiterKey(p)
-	plan := s.deps.Plans[p.Account.Plan]
 	ctx := c.UserContext()
 	taken, ok := takenRate(c, p)
 	d, err := taken.d, taken.err
 	if !ok {
-		d, err = s.limiter.Allow(ctx, key, limit.Rate{PerSecond: plan.RequestsPerSecond, Burst: plan.Burst})
+		d, err = s.allow(ctx, p)
 	}
-	if err != nil {
-		return s.limiterDown(err)
+	if err := s.rateRefusal(c, p, d, err); err != nil {
+		return err
 	}
-	if !d.Allowed {
-		setRetryAfter(c, d.RetryAfter)
-		return errs.New(errs.RateLimited, "this key is sending requests faster than plan %s allows (%d a second, bursts of %d); retry after %s",
-			p.Account.Plan, plan.RequestsPerSecond, max(plan.Burst, plan.RequestsPerSecond), retryText(d.RetryAfter))
-	}
-	isHeavy, ok := heavyRoutes[c.Method()+" "+c.Route().Path]
-	if !ok || !isHeavy(s, c) {
+	if !s.heavy(c) {
 		return c.Next()
 	}
+	key, plan := limiterKey(p), s.deps.Plans[p.Account.Plan]
 	release, d, err := s.acquireHeavy(ctx, key, plan.Heavy)
 	if err != nil {
 		return s.limiterDown(err)
@@ -125,6 +124,34 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 		}
 	}()
 	return c.Next()
+}
+
+// allow takes one request token of p's key at the rate of p's plan.
+func (s *Server) allow(ctx context.Context, p account.Principal) (limit.Decision, error) {
+	plan := s.deps.Plans[p.Account.Plan]
+	return s.limiter.Allow(ctx, limiterKey(p), limit.Rate{PerSecond: plan.RequestsPerSecond, Burst: plan.Burst})
+}
+
+// rateRefusal is the answer to p's rate token when it refuses the
+// request (429 rate_limited with Retry-After, or 503 when the limits could
+// not be checked), nil when it allows it.
+func (s *Server) rateRefusal(c *fiber.Ctx, p account.Principal, d limit.Decision, err error) error {
+	if err != nil {
+		return s.limiterDown(err)
+	}
+	if d.Allowed {
+		return nil
+	}
+	plan := s.deps.Plans[p.Account.Plan]
+	setRetryAfter(c, d.RetryAfter)
+	return errs.New(errs.RateLimited, "this key is sending requests faster than plan %s allows (%d a second, bursts of %d); retry after %s",
+		p.Account.Plan, plan.RequestsPerSecond, max(plan.Burst, plan.RequestsPerSecond), retryText(d.RetryAfter))
+}
+
+// heavy reports whether the request is heavy (heavyRoutes).
+func (s *Server) heavy(c *fiber.Ctx) bool {
+	isHeavy, ok := heavyRoutes[c.Method()+" "+c.Route().Path]
+	return ok && isHeavy(s, c)
 }
 
 // Polling for a heavy slot: the first retry comes soon (a slot often frees

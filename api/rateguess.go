@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -35,7 +36,15 @@ import (
 // token of its key's rate.
 type rateGuesses struct {
 	mu sync.Mutex
-	m  map[[sha256.Size]byte]rateGuess
+	m  map[[sha256.Size]byte]guessEntry
+}
+
+// guessEntry is what the server remembers of one key.
+type guessEntry struct {
+	guess rateGuess
+	// holdUntil: the key was refused its rate at an early read; no early
+	// read before this time (earlyread.go).
+	holdUntil time.Time
 }
 
 // rateGuess is what a key's last successful check said of its principal.
@@ -51,21 +60,48 @@ const maxRateGuesses = 100_000
 func (g *rateGuesses) get(h [sha256.Size]byte) (rateGuess, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	r, ok := g.m[h]
-	return r, ok
+	e, ok := g.m[h]
+	return e.guess, ok
+}
+
+// early returns the guess for h when an early read may run on it: the key
+// authenticated before and is not held after a refused rate.
+func (g *rateGuesses) early(h [sha256.Size]byte, now time.Time) (rateGuess, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, ok := g.m[h]
+	return e.guess, ok && !now.Before(e.holdUntil)
 }
 
 // set records r for h unless it is recorded already.
 func (g *rateGuesses) set(h [sha256.Size]byte, r rateGuess) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if old, ok := g.m[h]; ok && old == r {
+	if old, ok := g.m[h]; ok && old.guess == r {
 		return
 	}
 	if g.m == nil || len(g.m) >= maxRateGuesses {
-		g.m = make(map[[sha256.Size]byte]rateGuess)
+		g.m = make(map[[sha256.Size]byte]guessEntry)
 	}
-	g.m[h] = r
+	g.m[h] = guessEntry{guess: r}
+}
+
+// hold stops early reads on h until until.
+func (g *rateGuesses) hold(h [sha256.Size]byte, until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e, ok := g.m[h]; ok {
+		e.holdUntil = until
+		g.m[h] = e
+	}
+}
+
+// forget drops h: the key was refused (unknown, or its subscription
+// lapsed), so its next request is checked before anything runs.
+func (g *rateGuesses) forget(h [sha256.Size]byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.m, h)
 }
 
 // keyDigest is the map key of an API key (its SHA-256, so the map holds
@@ -93,6 +129,12 @@ func (s *Server) guessRate(ctx context.Context, h [sha256.Size]byte) chan rateAn
 	if !ok {
 		return nil
 	}
+	return s.takeRate(ctx, g)
+}
+
+// takeRate starts taking the rate token of guess g; the answer arrives on
+// the returned channel.
+func (s *Server) takeRate(ctx context.Context, g rateGuess) chan rateAnswer {
 	plan := s.deps.Plans[g.plan]
 	ch := make(chan rateAnswer, 1)
 	go func() {
@@ -102,6 +144,11 @@ func (s *Server) guessRate(ctx context.Context, h [sha256.Size]byte) chan rateAn
 	return ch
 }
 
+// guessFor is the guess that principal p makes right.
+func guessFor(p account.Principal) rateGuess {
+	return rateGuess{key: limiterKey(p), plan: p.Account.Plan}
+}
+
 // rememberRate records the principal the key of digest h authenticated
 // as, for the next request's guess, and hands the token taken on this
 // request's guess (if any) to limitRequest.
@@ -109,7 +156,7 @@ func (s *Server) rememberRate(h [sha256.Size]byte, p account.Principal, guessed 
 	if guessed != nil {
 		c.Locals(rateTakenKey{}, guessed)
 	}
-	s.guesses.set(h, rateGuess{key: limiterKey(p), plan: p.Account.Plan})
+	s.guesses.set(h, guessFor(p))
 }
 
 // takenRate returns the answer to a token taken on a guess for p, if one
@@ -120,5 +167,5 @@ func takenRate(c *fiber.Ctx, p account.Principal) (rateAnswer, bool) {
 		return rateAnswer{}, false
 	}
 	a := <-ch
-	return a, a.guess == rateGuess{key: limiterKey(p), plan: p.Account.Plan}
+	return a, a.guess == guessFor(p)
 }

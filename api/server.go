@@ -251,7 +251,11 @@ func (s *Server) handle(method, path string, acc access, h fiber.Handler) {
 	chain := []fiber.Handler{h}
 	switch acc {
 	case readKey:
-		chain = []fiber.Handler{s.authenticate, s.limitRequest, h}
+		auth := s.authenticate
+		if method == fiber.MethodGet { // reads, and HEAD below: they may run early (earlyread.go)
+			auth = s.authenticateRead
+		}
+		chain = []fiber.Handler{auth, s.limitRequest, h}
 	case accountKey:
 		chain = []fiber.Handler{s.authenticate, requireAccountKey, s.limitRequest, h}
 	}

@@ -38,6 +38,7 @@ type Metrics struct {
 	ingestRows       *prometheus.CounterVec
 	collectorRuns    *prometheus.CounterVec
 	deliveryAttempts *prometheus.CounterVec
+	earlyReads       *prometheus.CounterVec
 }
 
 // New registers the collectors. gauges, if not nil, is read at each scrape
@@ -70,8 +71,12 @@ func New(gauges store.GaugeSource, log *slog.Logger) *Metrics {
 			Namespace: namespace, Name: "delivery_attempts_total",
 			Help: "Webhook delivery attempts, by outcome: delivered (2xx) or failed.",
 		}, []string{"outcome"}),
+		earlyReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "http_early_reads_total",
+			Help: "Reads run while their key was being checked, by outcome: kept (the key and its rate allowed them) or discarded (answered with the check's error instead).",
+		}, []string{"outcome"}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.ingestRows, m.collectorRuns, m.deliveryAttempts,
+	m.reg.MustRegister(m.requests, m.duration, m.ingestRows, m.collectorRuns, m.deliveryAttempts, m.earlyReads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range []string{"new", "updated", "rejected"} {
 		m.ingestRows.WithLabelValues(o)
@@ -81,6 +86,8 @@ func New(gauges store.GaugeSource, log *slog.Logger) *Metrics {
 	}
 	m.deliveryAttempts.WithLabelValues("delivered")
 	m.deliveryAttempts.WithLabelValues("failed")
+	m.earlyReads.WithLabelValues("kept")
+	m.earlyReads.WithLabelValues("discarded")
 	if gauges != nil {
 		m.reg.MustRegister(&gaugeCollector{src: gauges, log: log})
 	}
@@ -104,6 +111,19 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 	}
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+// ObserveEarlyRead counts one read run while its key was being checked
+// (api's early reads): kept, or discarded because the check refused it.
+func (m *Metrics) ObserveEarlyRead(kept bool) {
+	if m == nil {
+		return
+	}
+	outcome := "discarded"
+	if kept {
+		outcome = "kept"
+	}
+	m.earlyReads.WithLabelValues(outcome).Inc()
 }
 
 // Collector run outcomes.
