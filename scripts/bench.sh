@@ -89,6 +89,8 @@ if [[ $parts == *" scale "* ]]; then
   echo "- Load average at the start of the scale part: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$runinfo"
   # Ingest: the same files sent by a bare esutil.BulkIndexer loop (the raw figure).
   bench -bench 'ESIngest.*Raw' -benchtime 1x ./internal/store/elastic
+  # Decoding a page of 20 notices: the store's decoder beside encoding/json.
+  bench -bench 'DecodePage' -benchtime 2000x ./internal/store/elastic
   # The dataset through `noticesd ingest`'s scale path, then the read mixes
   # through the API beside the same requests sent raw, in one process.
   bench -bench 'BenchmarkScale$' -benchtime 1x ./api
