@@ -165,7 +165,7 @@ func TestGoInstallLatest(t *testing.T) {
 	t.Run("ingest", func(t *testing.T) {
 		data := t.TempDir()
 		e := append(e, "NOTICES_DATA_DIR="+filepath.Join(data, "db"))
-		run(t, e, work, bin, "sample", "--notices", "200", "--companies", "400", "--out", data)
+		run(t, e, work, bin, "sample", "--notices", "200", "--companies", "400", "--now", "2026-11-20", "--out", data)
 		run(t, e, work, bin, "ingest", "register", "--quiet", filepath.Join(data, "company_register.tsv"))
 		out := run(t, e, work, bin, "ingest", "notices", "--quiet", filepath.Join(data, "notices.jsonl.gz"))
 		if !strings.Contains(out, "inserted 200 ") {

@@ -388,7 +388,7 @@ func TestScaleStack(t *testing.T) {
 	// ---- data and an account, by separate processes
 	const sampleNotices, sampleCompanies = 2000, 4000
 	sampleDir := filepath.Join(dir, "sample")
-	testbin.Run(t, bin, envFor("cli"), "sample", "--notices", fmt.Sprint(sampleNotices), "--companies", fmt.Sprint(sampleCompanies), "--out", sampleDir)
+	testbin.Run(t, bin, envFor("cli"), "sample", "--notices", fmt.Sprint(sampleNotices), "--companies", fmt.Sprint(sampleCompanies), "--now", "2026-11-20", "--out", sampleDir)
 	testbin.Run(t, bin, envFor("cli"), "ingest", "register", filepath.Join(sampleDir, "company_register.tsv"))
 	testbin.Run(t, bin, envFor("cli"), "ingest", "notices", filepath.Join(sampleDir, "notices.jsonl.gz"))
 	var acct struct {
