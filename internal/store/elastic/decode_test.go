@@ -7,23 +7,7 @@ import (
 	"testing"
 
 	gojson "github.com/goccy/go-json"
-
-	"github.com/noticesd/noticesd/internal/notice"
 )
-
-// searchPage is the shape Store.searchNotices decodes a page into.
-type searchPage struct {
-	Hits struct {
-		Total struct {
-			Value int64 `json:"value"`
-		} `json:"total"`
-		Hits []struct {
-			Source struct {
-				Notice notice.Notice `json:"notice"`
-			} `json:"_source"`
-		} `json:"hits"`
-	} `json:"hits"`
-}
 
 // BenchmarkDecodePage decodes one search answer of 20 notices
 // (testdata/search-page.json, a relevance search of the 1M sample) with
@@ -36,16 +20,16 @@ func BenchmarkDecodePage(b *testing.B) {
 	}
 	decoders := []struct {
 		name   string
-		decode func(*searchPage) error
+		decode func(*noticePage) error
 	}{
-		{"go-json", func(p *searchPage) error { return gojson.NewDecoder(bytes.NewReader(raw)).Decode(p) }},
-		{"encoding-json", func(p *searchPage) error { return json.NewDecoder(bytes.NewReader(raw)).Decode(p) }},
+		{"go-json", func(p *noticePage) error { return gojson.NewDecoder(bytes.NewReader(raw)).Decode(p) }},
+		{"encoding-json", func(p *noticePage) error { return json.NewDecoder(bytes.NewReader(raw)).Decode(p) }},
 	}
 	for _, d := range decoders {
 		b.Run(d.name, func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			for b.Loop() {
-				var p searchPage
+				var p noticePage
 				if err := d.decode(&p); err != nil {
 					b.Fatal(err)
 				}
@@ -64,7 +48,7 @@ func TestDecodersAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a, b searchPage
+	var a, b noticePage
 	if err := gojson.Unmarshal(raw, &a); err != nil {
 		t.Fatal(err)
 	}

@@ -129,23 +129,27 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 	return s.searchNotices(ctx, path, b)
 }
 
+// noticePage is a search answer whose hits' sources hold only the notice
+// (noticeSource), decoded straight into notices.
+type noticePage struct {
+	Hits struct {
+		Total struct {
+			Value int64 `json:"value"`
+		} `json:"total"`
+		Hits []struct {
+			Source struct {
+				Notice notice.Notice `json:"notice"`
+			} `json:"_source"`
+		} `json:"hits"`
+	} `json:"hits"`
+}
+
 // searchNotices runs a notice search whose hits carry the notice
 // (noticeSource) and returns them with the total, decoding the answer in
 // one pass (a page of notices is most of what the API spends on a search
 // besides Elasticsearch).
 func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]notice.Notice, int64, error) {
-	var ans struct {
-		Hits struct {
-			Total struct {
-				Value int64 `json:"value"`
-			} `json:"total"`
-			Hits []struct {
-				Source struct {
-					Notice notice.Notice `json:"notice"`
-				} `json:"_source"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
+	var ans noticePage
 	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, path, body, &ans); err != nil {
 		return nil, 0, searchError(err)
 	}
