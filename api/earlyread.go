@@ -32,8 +32,9 @@ import (
 // own 400 or 404).
 //
 // Not early: a key this server has not seen authenticate (it is checked
-// first, as every key used to be), a key refused since (forgotten until it
-// authenticates again), a key refused its rate (held until its Retry-After
+// first, as every key used to be), a key refused since, or whose check
+// failed because Redis was unreachable (forgotten until it authenticates
+// again, so an outage does not make every read run for nothing), a key refused its rate (held until its Retry-After
 // has passed), heavy requests (filters and stats with q: their heavy slot
 // caps the work itself, so it is taken first) and every route that writes
 // or needs the account key.
@@ -107,6 +108,7 @@ func (s *Server) readEarly(c *fiber.Ctx, key string, digest [sha256.Size]byte, g
 	a := <-checked
 	if err := s.admit(digest, a.p, a.err); err != nil {
 		discard()
+		s.guesses.forget(digest) // also when Redis is away: fail fast, no read
 		return err
 	}
 	c.Locals(principalKey{}, a.p)
@@ -117,7 +119,9 @@ func (s *Server) readEarly(c *fiber.Ctx, key string, digest [sha256.Size]byte, g
 	}
 	if err != nil || !d.Allowed {
 		discard()
-		if err == nil {
+		if err != nil {
+			s.guesses.forget(digest)
+		} else {
 			s.guesses.hold(digest, s.deps.Now().Add(d.RetryAfter))
 		}
 		return s.rateRefusal(c, a.p, d, err)

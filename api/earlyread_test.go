@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/limit"
 )
 
 // earlyCount is noticesd_http_early_reads_total{outcome} of f's server.
@@ -148,5 +152,33 @@ func TestEarlyReads(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEarlyReadsLimiterAway: when the limits cannot be checked (their
+// Redis is unreachable), every read is 503 backend_unavailable with no data,
+// and a key whose early read failed that way is checked first again, so
+// an outage does not make most reads run for nothing.
+func TestEarlyReadsLimiterAway(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	f := newLimitFixture(t, limit.NewRedis(rdb, "t-away", 2, 0), 100)
+	created, err := f.store.CreateAccount(ctx, "Away Co", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	for i := range n {
+		res := f.do(t, "GET", "/v1/notices", created.ReadKey)
+		wantError(t, res, 503, "backend_unavailable")
+		if bytes.Contains(res.body, []byte(`"data"`)) {
+			t.Fatalf("request %d: the refused answer carries the read's data: %s", i+1, res.body)
+		}
+	}
+	// The first request is checked first (the key is new); after it, at
+	// most every other one may start early before the failure is seen.
+	if k, d := earlyCount(t, f, "kept"), earlyCount(t, f, "discarded"); k != 0 || d > n/2 {
+		t.Errorf("early reads kept %v, discarded %v of %d requests with the limiter away; want 0 kept, at most %d discarded", k, d, n, n/2)
 	}
 }

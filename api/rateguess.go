@@ -53,8 +53,8 @@ type rateGuess struct {
 	plan string
 }
 
-// maxRateGuesses bounds the map (keys that were rotated away stay in it
-// until it is cleared).
+// maxRateGuesses bounds the map (a key refused is dropped from it at its
+// next request; keys never used again stay until it is cleared).
 const maxRateGuesses = 100_000
 
 func (g *rateGuesses) get(h [sha256.Size]byte) (rateGuess, bool) {
