@@ -343,7 +343,14 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 	if err != nil {
 		return unavailable(err)
 	}
-	defer res.Body.Close()
+	// Every answer is read to its end before it is closed: a decoder stops
+	// at the JSON value's end, a chunked answer's last chunk is then still
+	// unread, and a body closed before its end closes the connection
+	// instead of returning it to the pool.
+	defer func() {
+		_, _ = io.Copy(io.Discard, res.Body)
+		_ = res.Body.Close()
+	}()
 	if res.StatusCode >= 300 {
 		raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
 		e := &esError{Status: res.StatusCode}
@@ -364,7 +371,6 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 		return e
 	}
 	if out == nil {
-		_, _ = io.Copy(io.Discard, res.Body)
 		return nil
 	}
 	// go-json: about three times encoding/json's speed on a page of
@@ -376,9 +382,5 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 		}
 		return fmt.Errorf("elastic: decode answer of %s %s: %w", method, path, err)
 	}
-	// The decoder stops at the value's end; a chunked answer's last chunk
-	// is still unread, and a body closed before its end closes the
-	// connection instead of returning it to the pool.
-	_, _ = io.Copy(io.Discard, res.Body)
 	return nil
 }
