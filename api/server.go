@@ -5,6 +5,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -241,8 +242,16 @@ func withServerDefaults(cfg config.Config) config.Config {
 }
 
 // Shutdown stops accepting connections and waits for requests in flight,
-// until ctx ends.
-func (s *Server) Shutdown(ctx context.Context) error { return s.app.ShutdownWithContext(ctx) }
+// and for the heavy slots they released to be freed, until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.app.ShutdownWithContext(ctx)
+	// The Redis limiter frees released heavy slots in the background:
+	// they are written before the caller closes its client.
+	if f, ok := s.limiter.(interface{ Flush(context.Context) error }); ok {
+		err = errors.Join(err, f.Flush(ctx))
+	}
+	return err
+}
 
 // handle registers a route: it is added to the route table that decides 404
 // and 405 before authentication, then to fiber with the access check in

@@ -2,6 +2,7 @@ package limit_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -115,6 +116,40 @@ func TestHeavySlots(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReleasedSlotIsFreeAtOnce: Release returns before the Redis limiter
+// has freed the slot (the request answers without that round trip), yet an
+// Acquire right after it on the same limiter must find the slot free, and
+// Flush leaves no lease behind.
+func TestReleasedSlotIsFreeAtOnce(t *testing.T) {
+	ctx := context.Background()
+	for name, newLimiter := range implementations(1) {
+		t.Run(name, func(t *testing.T) {
+			l := newLimiter(t)
+			for i := range 200 {
+				rel, d, err := l.Acquire(ctx, "acct_a", 1)
+				mustAllow(t, d, err, fmt.Sprintf("slot %d, right after the release of the one before", i+1))
+				rel()
+			}
+		})
+	}
+	t.Run("redis flush", func(t *testing.T) {
+		l, rdb, ns := limittest.Redis(t, 2)
+		for range 20 {
+			rel, d, err := l.Acquire(ctx, "acct_a", 0)
+			mustAllow(t, d, err, "slot")
+			rel()
+		}
+		if err := l.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{ns + ":limit:heavy:acct_a", ns + ":limit:heavy"} {
+			if n := rdb.ZCard(ctx, key).Val(); n != 0 {
+				t.Errorf("%s holds %d leases after Flush, want 0", key, n)
+			}
+		}
+	})
 }
 
 // TestRedisLeasesOfADeadReplicaExpire fills both sets with leases as a

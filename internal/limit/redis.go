@@ -32,6 +32,56 @@ type Redis struct {
 	ns     string
 	global int
 	lease  time.Duration
+
+	// releasing counts the releases still being written to Redis (a
+	// Release returns before its round trip, so that a request's answer
+	// does not wait for it); Acquire waits for them first, so that a slot
+	// released on this replica is free to its next Acquire.
+	releasing inflight
+}
+
+// inflight counts work under way and lets a caller wait until none is.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+// add records one more piece of work under way.
+func (f *inflight) add() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+}
+
+// done records the end of one piece of work.
+func (f *inflight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 {
+		close(f.idle)
+		f.idle = nil
+	}
+}
+
+// wait returns once no work recorded before it is under way, or when ctx
+// ends.
+func (f *inflight) wait(ctx context.Context) error {
+	f.mu.Lock()
+	idle := f.idle
+	f.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // NewRedis returns a Redis limiter on rdb under namespace ns, allowing at
@@ -95,9 +145,18 @@ return 0
 // Acquire takes a heavy slot of key (at most perKey at once across all
 // replicas; 0 means no per-key cap) and one of the global slots. The slot
 // is a lease renewed in the background until Release.
+//
+// Release returns at once and frees the slot in Redis in the background
+// (the request that held it need not wait a round trip to answer); an
+// Acquire on the same limiter first waits for the releases under way, so
+// it never finds a slot this replica has released still taken. Another
+// replica may, for that round trip, and queues for it as for any slot.
 func (l *Redis) Acquire(ctx context.Context, key string, perKey int) (Release, Decision, error) {
 	keys := []string{l.ns + ":limit:heavy:" + key, l.ns + ":limit:heavy"}
 	token := newToken()
+	if err := l.releasing.wait(ctx); err != nil {
+		return nil, Decision{}, fmt.Errorf("limit: heavy slot of %s: %w", key, err)
+	}
 	n, err := acquireScript.Run(ctx, l.rdb, keys, token, l.lease.Milliseconds(), perKey, l.global).Int()
 	if err != nil {
 		return nil, Decision{}, fmt.Errorf("limit: redis heavy slot of %s: %w", key, err)
@@ -128,18 +187,32 @@ func (l *Redis) Acquire(ctx context.Context, key string, perKey int) (Release, D
 	var once sync.Once
 	release := func() {
 		once.Do(func() {
+			l.releasing.add()
 			close(stop)
-			<-done
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			pipe := l.rdb.TxPipeline()
-			pipe.ZRem(rctx, keys[0], token)
-			pipe.ZRem(rctx, keys[1], token)
-			_, _ = pipe.Exec(rctx) // if Redis is away the lease expires by itself
+			go func() {
+				defer l.releasing.done()
+				<-done
+				rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+				defer cancel()
+				pipe := l.rdb.TxPipeline()
+				pipe.ZRem(rctx, keys[0], token)
+				pipe.ZRem(rctx, keys[1], token)
+				_, _ = pipe.Exec(rctx) // if Redis is away the lease expires by itself
+			}()
 		})
 	}
 	return release, Decision{Allowed: true}, nil
 }
+
+// Flush returns once every slot released so far is freed in Redis (or its
+// round trip has failed), or when ctx ends. A server calls it after its
+// last request, before it closes the Redis client.
+func (l *Redis) Flush(ctx context.Context) error { return l.releasing.wait(ctx) }
+
+// releaseTimeout bounds the round trip that frees a released slot (and so
+// how long an Acquire can wait for it); a slot whose release fails frees
+// itself when its lease ends.
+const releaseTimeout = 2 * time.Second
 
 // newToken names one lease.
 func newToken() string {
