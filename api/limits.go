@@ -104,7 +104,11 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 		return c.Next()
 	}
 	key, plan := limiterKey(p), s.deps.Plans[p.Account.Plan]
-	release, d, err := s.acquireHeavy(ctx, key, plan.Heavy)
+	guessed, ok := takenSlot(c, p) // taken beside the key check (slotguess.go)
+	release, d, err := guessed.release, guessed.d, guessed.err
+	if !ok || (err == nil && !d.Allowed) { // no guess, or at a cap: queue for one
+		release, d, err = s.acquireHeavy(ctx, key, plan.Heavy)
+	}
 	if err != nil {
 		return s.limiterDown(err)
 	}
