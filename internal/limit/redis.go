@@ -33,55 +33,63 @@ type Redis struct {
 	global int
 	lease  time.Duration
 
-	// releasing counts the releases still being written to Redis (a
+	// releasing holds the releases still being written to Redis (a
 	// Release returns before its round trip, so that a request's answer
-	// does not wait for it); Acquire waits for them first, so that a slot
-	// released on this replica is free to its next Acquire.
+	// does not wait for it); Acquire waits for those begun before it, so
+	// that a slot released on this replica is free to its next Acquire.
 	releasing inflight
 }
 
-// inflight counts work under way and lets a caller wait until none is.
+// inflight keeps the work under way and lets a caller wait for the work
+// begun before it (not for work begun later: under steady load some is
+// always under way).
 type inflight struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0; nil while n is 0
+	mu      sync.Mutex
+	pending map[chan struct{}]struct{}
 }
 
-// add records one more piece of work under way.
-func (f *inflight) add() {
+// add records one more piece of work under way; the caller calls the
+// returned func when it ends.
+func (f *inflight) add() (done func()) {
+	ch := make(chan struct{})
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.n == 0 {
-		f.idle = make(chan struct{})
+	if f.pending == nil {
+		f.pending = map[chan struct{}]struct{}{}
 	}
-	f.n++
+	f.pending[ch] = struct{}{}
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.pending, ch)
+		close(ch)
+	}
 }
 
-// done records the end of one piece of work.
-func (f *inflight) done() {
+// begun returns the work under way now, for the caller to wait for.
+func (f *inflight) begun() underway {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.n--; f.n == 0 {
-		close(f.idle)
-		f.idle = nil
+	u := make(underway, 0, len(f.pending))
+	for ch := range f.pending {
+		u = append(u, ch)
 	}
+	return u
 }
 
-// wait returns once no work recorded before it is under way, or when ctx
-// ends.
-func (f *inflight) wait(ctx context.Context) error {
-	f.mu.Lock()
-	idle := f.idle
-	f.mu.Unlock()
-	if idle == nil {
-		return nil
+// underway is work that was under way at one moment.
+type underway []chan struct{}
+
+// wait returns once all of u has ended, or when ctx ends.
+func (u underway) wait(ctx context.Context) error {
+	for _, ch := range u {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
 
 // NewRedis returns a Redis limiter on rdb under namespace ns, allowing at
@@ -154,7 +162,7 @@ return 0
 func (l *Redis) Acquire(ctx context.Context, key string, perKey int) (Release, Decision, error) {
 	keys := []string{l.ns + ":limit:heavy:" + key, l.ns + ":limit:heavy"}
 	token := newToken()
-	if err := l.releasing.wait(ctx); err != nil {
+	if err := l.releasing.begun().wait(ctx); err != nil {
 		return nil, Decision{}, fmt.Errorf("limit: heavy slot of %s: %w", key, err)
 	}
 	n, err := acquireScript.Run(ctx, l.rdb, keys, token, l.lease.Milliseconds(), perKey, l.global).Int()
@@ -187,10 +195,10 @@ func (l *Redis) Acquire(ctx context.Context, key string, perKey int) (Release, D
 	var once sync.Once
 	release := func() {
 		once.Do(func() {
-			l.releasing.add()
+			released := l.releasing.add()
 			close(stop)
 			go func() {
-				defer l.releasing.done()
+				defer released()
 				<-done
 				rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 				defer cancel()
@@ -207,7 +215,7 @@ func (l *Redis) Acquire(ctx context.Context, key string, perKey int) (Release, D
 // Flush returns once every slot released so far is freed in Redis (or its
 // round trip has failed), or when ctx ends. A server calls it after its
 // last request, before it closes the Redis client.
-func (l *Redis) Flush(ctx context.Context) error { return l.releasing.wait(ctx) }
+func (l *Redis) Flush(ctx context.Context) error { return l.releasing.begun().wait(ctx) }
 
 // releaseTimeout bounds the round trip that frees a released slot (and so
 // how long an Acquire can wait for it); a slot whose release fails frees
