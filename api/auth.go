@@ -65,7 +65,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 // admitted, runs the rest of the chain.
 func (s *Server) checkKey(c *fiber.Ctx, key string, digest [sha256.Size]byte) error {
 	guessed := s.guessRate(c.UserContext(), digest) // the rate token, taken meanwhile (rateguess.go)
-	slot := s.guessSlot(c.UserContext(), c, digest) // and a heavy request's slot (slotguess.go)
+	slot := s.guessSlot(c, digest)                  // and a heavy request's slot (slotguess.go)
 	defer slot.settle()                             // given back unless limitRequest took it
 	p, err := s.deps.Accounts.Authenticate(c.UserContext(), key)
 	if err := s.admit(digest, p, err); err != nil {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"crypto/sha256"
 
 	"github.com/gofiber/fiber/v2"
@@ -48,7 +47,7 @@ type slotGuessKey struct{}
 // guessSlot starts taking the heavy slot of the principal the key of
 // digest h had last time, when the request is heavy and the key has been
 // seen; nil otherwise.
-func (s *Server) guessSlot(ctx context.Context, c *fiber.Ctx, h [sha256.Size]byte) *slotGuess {
+func (s *Server) guessSlot(c *fiber.Ctx, h [sha256.Size]byte) *slotGuess {
 	if !s.heavy(c) {
 		return nil
 	}
@@ -57,7 +56,7 @@ func (s *Server) guessSlot(ctx context.Context, c *fiber.Ctx, h [sha256.Size]byt
 		return nil
 	}
 	sg := &slotGuess{guess: g, ch: make(chan slotAnswer, 1)}
-	perKey := s.deps.Plans[g.plan].Heavy
+	ctx, perKey := c.UserContext(), s.deps.Plans[g.plan].Heavy
 	go func() {
 		release, d, err := s.limiter.Acquire(ctx, g.key, perKey)
 		sg.ch <- slotAnswer{release: release, d: d, err: err}
