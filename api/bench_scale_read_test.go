@@ -98,9 +98,7 @@ type scaleRead struct {
 	rec     *recorder
 	recBase string // the recording API server
 
-	requests   map[string][]string // group: API paths with query
-	matchIDs   []string            // 50,000 identifiers for POST /v1/match
-	companyIDs []string
+	requests map[string][]string // group: API paths with query
 }
 
 // benchClock is the sample's "now", as in internal/store/sqlite's

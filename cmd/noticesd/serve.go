@@ -108,10 +108,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 	}
 	defer shutdownParts()
 
-	if wire != nil {
-		if err := wire(startPart); err != nil {
-			return err
-		}
+	if err := wire(startPart); err != nil {
+		return err
 	}
 	srv := api.New(cfg, deps)
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -293,7 +293,8 @@ func TestScreenCopyNotLoadedReadsRedis(t *testing.T) {
 	// Wait (for a condition, not a time) until the background load has
 	// made the copy current; a screen before that reads Redis.
 	for i := 0; ; i++ {
-		cp.loadMu.Lock() // held by a load under way
+		cp.loadMu.Lock()
+		//lint:ignore SA2001 taking the lock (held by a load under way) is the wait
 		cp.loadMu.Unlock()
 		_, fromRedis := cp.Counts()
 		got, err := r.Screen(ctx, ids, noFilter())
