@@ -33,8 +33,10 @@ bench: build
 fuzz:
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzParse -fuzztime 2m ./internal/query
 
+## vet: go vet and staticcheck (pinned, fetched from the Go module proxy on first use)
 vet:
 	$(GO) vet -tags $(TAGS) ./...
+	GOFLAGS=-tags=$(TAGS) $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 ## openapi-lint: redocly's recommended rules over docs/openapi.json (needs npx and the npm registry)
 openapi-lint:

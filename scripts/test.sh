@@ -73,6 +73,9 @@ if ! go mod tidy -diff; then
 fi
 echo "== go vet"
 go vet -tags "$TAGS" ./...
+echo "== staticcheck"
+# Pinned; fetched from the Go module proxy into the module cache on first use.
+GOFLAGS="-tags=$TAGS" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 echo "== go test"
 go test -tags "$TAGS" -count=1 -timeout 12m ./...
 echo "== race detector on the concurrent parts"
