@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/webhook"
 )
@@ -31,11 +32,15 @@ type Attempter struct {
 	Now func() time.Time
 }
 
-// Attempt builds and signs job's body at attempt time (with the secret job
-// carries, read when the attempt began), sends it, records the outcome in
-// the Ledger and returns what delivery.Decide made of it. When ctx ends
-// before the outcome is known it records nothing and returns
-// ErrInterrupted.
+// Attempt builds job's body, signs it with the webhook's secret as it is
+// once the endpoint's slot is held (Ledger.Signing, so a rotation while the
+// attempt waited is honoured), sends it, records the outcome in the Ledger
+// and returns what delivery.Decide made of it. When ctx ends before the
+// outcome is known it records nothing and returns ErrInterrupted. When the
+// webhook is gone by then nothing is sent or recorded (its removal ended
+// the delivery) and the decision is dead with delivery.WebhookRemoved;
+// when the secret cannot be read, nothing is sent or recorded and the error
+// says why (the delivery is tried again, this attempt uncounted).
 func (a Attempter) Attempt(ctx context.Context, job store.Job) (delivery.Decision, error) {
 	now := a.Now
 	if now == nil {
@@ -47,9 +52,16 @@ func (a Attempter) Attempt(ctx context.Context, job store.Job) (delivery.Decisio
 	}
 	res := a.Sender.Send(ctx, webhook.Request{
 		URL: job.URL, DeliveryID: job.DeliveryID, Secret: job.Secret, Body: body,
+		Current: func(ctx context.Context) (string, string, error) { return a.Ledger.Signing(ctx, job) },
 	})
 	if ctx.Err() != nil {
 		return delivery.Decision{}, ErrInterrupted
+	}
+	if res.NotSent != nil {
+		if e, ok := errs.As(res.NotSent); ok && e.Code == errs.NotFound {
+			return delivery.Decision{Status: delivery.Dead, LastError: delivery.WebhookRemoved}, nil
+		}
+		return delivery.Decision{}, fmt.Errorf("worker: delivery %s attempt %d not sent: %w", job.DeliveryID, job.Attempt, res.NotSent)
 	}
 	out := store.Outcome{OK: res.OK, LastError: res.LastError, RetryUnit: a.RetryUnit}
 	// Record the outcome even if shutdown begins now: it is known.

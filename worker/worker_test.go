@@ -162,6 +162,65 @@ func TestRotationMidRetry(t *testing.T) {
 	}
 }
 
+// TestChangeAfterClaim: the secret is read again once the attempt is about
+// to be signed, so an attempt claimed before a rotation goes out signed
+// with the new secret only, and one claimed before the webhook was removed
+// is not sent at all.
+func TestChangeAfterClaim(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(f *fix, w string) string // the receiver's secret after it, "" : removed
+	}{
+		{"rotated", func(f *fix, w string) string {
+			secret := webhook.NewSecret()
+			if _, err := f.st.RotateSecret(f.ctx, f.account, w, secret, f.clock.Now()); err != nil {
+				f.t.Fatal(err)
+			}
+			return secret
+		}},
+		{"removed", func(f *fix, w string) string {
+			if err := f.st.DeleteWebhook(f.ctx, f.account, w, f.clock.Now()); err != nil {
+				f.t.Fatal(err)
+			}
+			return ""
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFix(t)
+			w := f.watch(watchA)
+			f.hook(w)
+			f.ingest(0, acnA)
+			f.dispatch()
+			jobs, err := f.st.Claim(f.ctx, f.clock.Now(), store.ClaimRequest{Limit: 1, Lease: time.Minute})
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+			}
+			secret := tc.change(f, w)
+			if secret != "" {
+				f.rcv.setSecret(secret) // the receiver now accepts only the new secret
+			}
+			a := Attempter{Sender: f.sender, Ledger: f.st, RetryUnit: unit, Now: f.clock.Now}
+			d, err := a.Attempt(f.ctx, jobs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			requests, valid, _ := f.rcv.counts()
+			rec := f.records(w)[0]
+			if secret == "" {
+				if requests != 0 || d.Status != delivery.Dead || rec.Status != delivery.Dead || str(rec.LastError) != delivery.WebhookRemoved {
+					t.Fatalf("%d requests sent, decision %+v, record %+v; want none sent and dead with %q", requests, d, rec, delivery.WebhookRemoved)
+				}
+				return
+			}
+			if requests != 1 || valid != 1 || f.rcv.badSig != 0 || d.Status != delivery.Delivered || rec.Status != delivery.Delivered {
+				t.Fatalf("%d requests (%d valid, %d bad signatures), decision %+v, record %+v; want one signed with the new secret, delivered",
+					requests, valid, f.rcv.badSig, d, rec)
+			}
+		})
+	}
+}
+
 func TestOldSecretFailsAfterRotation(t *testing.T) {
 	f := newFix(t)
 	w := f.watch(watchA)

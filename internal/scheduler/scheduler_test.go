@@ -10,8 +10,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/worker"
 )
 
 // Tests of SPEC.md's delivery and watch state tables and its retry table in
@@ -223,6 +225,68 @@ func TestRotationMidRetrySignsWithNewSecretOnly(t *testing.T) {
 		t.Errorf("retry after rotation must verify with the new secret only")
 	}
 	eventually(t, 5*time.Second, "delivered", func() bool { return h.records(w)[n.ID].Status == delivery.Delivered })
+}
+
+// TestRotationAfterBeginSignsWithNewSecret: an attempt begun (its secret
+// read) before a rotation is signed with the secret current when it is
+// sent, and one begun before the webhook was removed is not sent.
+func TestRotationAfterBeginSignsWithNewSecret(t *testing.T) {
+	tests := []struct {
+		name    string
+		company int
+		remove  bool
+	}{
+		{"rotated", 41, false},
+		{"removed", 42, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t) // no scheduler runs: this test makes the one attempt
+			w := h.watch(tc.company, "whsec_before")
+			n := h.ingest("ROTB-"+tc.name, tc.company, time.Now().Add(-time.Hour))
+			ctx := context.Background()
+			stored, err := h.notes.Notice(ctx, n.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, err := h.rs.CreateDeliveries(ctx, []redisstore.Ref{{WatchID: w.ID, NoticeSeq: stored.Seq}}, time.Now()); err != nil || k != 1 {
+				t.Fatalf("CreateDeliveries = %d, %v; want 1", k, err)
+			}
+			rec := h.records(w)[n.ID]
+			b, err := h.rs.Begin(ctx, redisstore.Ref{WatchID: w.ID, DeliveryID: rec.ID, NoticeSeq: rec.NoticeSeq}, time.Now())
+			if err != nil || b.State != redisstore.BeginAttempt || b.Job.Secret != "whsec_before" {
+				t.Fatalf("Begin = %+v, %v; want an attempt with the first secret", b, err)
+			}
+			if tc.remove {
+				err = h.rs.DeleteWebhook(ctx, h.acc.AccountID, w.ID, time.Now())
+			} else {
+				_, err = h.rs.RotateSecret(ctx, h.acc.AccountID, w.ID, "whsec_after", time.Now())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			job := b.Job
+			job.Notice = n
+			a := worker.Attempter{Sender: h.sender(), Ledger: h.rs, RetryUnit: unit, Now: time.Now}
+			d, err := a.Attempt(ctx, job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hits := h.recv.of(rec.ID)
+			if tc.remove {
+				if len(hits) != 0 || d.Status != delivery.Dead || h.records(w)[n.ID].Status != delivery.Dead {
+					t.Fatalf("%d requests, decision %+v; want nothing sent after the webhook was removed", len(hits), d)
+				}
+				return
+			}
+			if len(hits) != 1 || !webhook.Verify("whsec_after", hits[0].body, hits[0].signature) || webhook.Verify("whsec_before", hits[0].body, hits[0].signature) {
+				t.Fatalf("%d requests; want one, verifying with the rotated secret only", len(hits))
+			}
+			if d.Status != delivery.Delivered || h.records(w)[n.ID].Status != delivery.Delivered {
+				t.Fatalf("decision %+v, record %+v; want delivered", d, h.records(w)[n.ID])
+			}
+		})
+	}
 }
 
 func TestDeletedWebhookEndsPendingDeliveries(t *testing.T) {

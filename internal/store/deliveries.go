@@ -58,7 +58,7 @@ type Job struct {
 	DeliveryID string
 	WatchID    string
 	URL        string
-	Secret     string // the secret current at claim time
+	Secret     string // the secret current at claim time (Ledger.Signing reads it again before signing)
 	Attempt    int    // 1-based number of this attempt
 	// Token identifies this claim: a lease that expires mid-attempt and is
 	// claimed again gives a new attempt with a new token, and Complete
@@ -136,6 +136,12 @@ type Ledger interface {
 	// pending (delivered, dead, webhook removed, watch deleted) is
 	// ignored; see each backend for attempts that lost their claim.
 	Complete(ctx context.Context, job Job, out Outcome, now time.Time) error
+	// Signing returns the webhook URL and secret of job's watch as they
+	// are now, read just before the attempt is signed: an attempt that
+	// waited while the secret was rotated (or the webhook replaced) goes
+	// out signed with the new secret. errs.NotFound when the watch or its
+	// webhook is gone (its pending deliveries ended with it).
+	Signing(ctx context.Context, job Job) (url, secret string, err error)
 }
 
 // Queue is the embedded backend's delivery queue: the arrival log, the

@@ -63,10 +63,18 @@ type Request struct {
 	URL string
 	// DeliveryID is sent as X-Notices-Delivery (see DeliveryID).
 	DeliveryID string
-	// Secret is the watch's current secret; the body is signed with it.
+	// Secret is the watch's secret; the body is signed with it unless
+	// Current gives a newer one.
 	Secret string
 	// Body is the exact JSON sent and signed (see Payload).
 	Body []byte
+	// Current, when set, is called once the endpoint's slot is held, just
+	// before the body is signed: it returns the webhook's URL and secret as
+	// they are now. An attempt that waited (for its claim, the notice or a
+	// slot) while the secret was rotated is then signed with the new one.
+	// When the URL changed, the attempt takes the new endpoint's slot and
+	// asks again. An error ends the attempt unsent (Result.NotSent).
+	Current func(ctx context.Context) (url, secret string, err error)
 }
 
 // Result is the outcome of one attempt.
@@ -83,6 +91,9 @@ type Result struct {
 	LastError string
 	// At is when the attempt started, by the configured clock.
 	At time.Time
+	// NotSent is Request.Current's error when it ended the attempt before
+	// anything was sent; OK and LastError then say nothing.
+	NotSent error
 }
 
 // Sender performs delivery attempts. It is safe for concurrent use; build one
@@ -206,23 +217,49 @@ func (s *Sender) checkAddress(_ context.Context, _, address string, _ syscall.Ra
 // endpoint has accepted the delivery.
 func (s *Sender) Send(ctx context.Context, req Request) Result {
 	res := s.send(ctx, req)
-	if s.observe != nil && ctx.Err() == nil {
+	if s.observe != nil && ctx.Err() == nil && res.NotSent == nil {
 		s.observe(res)
 	}
 	return res
 }
 
+// maxURLChanges bounds how often one attempt follows a webhook URL that
+// changed while it waited for an endpoint's slot.
+const maxURLChanges = 3
+
 func (s *Sender) send(ctx context.Context, req Request) Result {
 	res := Result{At: s.now()}
-	u, err := url.Parse(req.URL)
-	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
-		res.LastError = "invalid webhook url: only absolute https:// URLs without user info are delivered to"
-		return res
-	}
-	release, err := s.limit.acquire(ctx, endpointKey(u))
-	if err != nil {
-		res.LastError = "cancelled before sending"
-		return res
+	var (
+		u       *url.URL
+		release func()
+	)
+	for changes := 0; ; changes++ {
+		var err error
+		u, err = url.Parse(req.URL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+			res.LastError = "invalid webhook url: only absolute https:// URLs without user info are delivered to"
+			return res
+		}
+		release, err = s.limit.acquire(ctx, endpointKey(u))
+		if err != nil {
+			res.LastError = "cancelled before sending"
+			return res
+		}
+		if req.Current == nil {
+			break
+		}
+		now, secret, err := req.Current(ctx)
+		if err != nil {
+			release()
+			res.NotSent = err
+			return res
+		}
+		req.Secret = secret
+		if now == req.URL || changes == maxURLChanges {
+			break
+		}
+		release() // the webhook moved: take the new endpoint's slot
+		req.URL = now
 	}
 	defer release()
 

@@ -462,3 +462,87 @@ func TestSendObserve(t *testing.T) {
 		t.Fatalf("observed %+v, want one success and one HTTP 502", seen)
 	}
 }
+
+// TestSendSignsWithCurrentSecret: Request.Current is asked once the
+// endpoint's slot is held, so a secret rotated (or a webhook moved) while
+// the attempt waited for the slot signs (and addresses) what is sent; an
+// error from it ends the attempt with nothing sent.
+func TestSendSignsWithCurrentSecret(t *testing.T) {
+	tests := []struct {
+		name     string
+		path     string // what Current answers ("" : an error)
+		secret   string
+		wantPath string // "" : nothing sent
+	}{
+		{"rotated while waiting", "/hook", "whsec_new", "/hook"},
+		{"moved while waiting", "/moved", "whsec_moved", "/moved"},
+		{"removed while waiting", "", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			type seen struct {
+				path, sig string
+				body      []byte
+			}
+			got := make(chan seen, 2)
+			arrived, hold := make(chan struct{}), make(chan struct{})
+			srv, hits := server(t, func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if r.URL.Path == "/hold" {
+					arrived <- struct{}{}
+					<-hold
+				}
+				got <- seen{r.URL.Path, r.Header.Get("X-Notices-Signature"), body}
+			})
+			var once sync.Once
+			unhold := func() { once.Do(func() { close(hold) }) }
+			t.Cleanup(unhold)
+			s := newSender(t, SenderConfig{PerHost: 1, AllowPrivate: true, CAFile: trustFile(t, srv)})
+			waited := make(chan struct{}, 1)
+			s.limit.onWait = func(string) { waited <- struct{}{} }
+
+			first := make(chan Result, 1)
+			go func() { first <- s.Send(t.Context(), request(srv.URL+"/hold")) }()
+			<-arrived // the held request has the endpoint's one slot
+
+			var asked atomic.Int64
+			req := request(srv.URL + "/hook")
+			req.Secret = "whsec_old"
+			req.Current = func(context.Context) (string, string, error) {
+				asked.Add(1)
+				if tc.path == "" {
+					return "", "", errors.New("no webhook")
+				}
+				return srv.URL + tc.path, tc.secret, nil
+			}
+			second := make(chan Result, 1)
+			go func() { second <- s.Send(t.Context(), req) }()
+			<-waited
+			if n := asked.Load(); n != 0 {
+				t.Fatalf("Current asked %d times before the endpoint's slot was free", n)
+			}
+			unhold()
+			if r := <-first; !r.OK {
+				t.Fatalf("held send = %+v", r)
+			}
+			<-got
+			r := <-second
+			if tc.wantPath == "" {
+				if r.NotSent == nil || r.OK || hits.Load() != 1 {
+					t.Fatalf("Send = %+v with %d requests received, want NotSent and only the held one", r, hits.Load())
+				}
+				return
+			}
+			if !r.OK || r.NotSent != nil {
+				t.Fatalf("Send = %+v, want OK", r)
+			}
+			sent := <-got
+			if sent.path != tc.wantPath {
+				t.Fatalf("sent to %s, want %s", sent.path, tc.wantPath)
+			}
+			if !Verify(tc.secret, sent.body, sent.sig) || Verify("whsec_old", sent.body, sent.sig) {
+				t.Fatalf("signature %s does not verify with %s only", sent.sig, tc.secret)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -448,6 +449,42 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 		return nil
 	}
 	return s.deactivate(ctx, job.WatchID, failures, d.LastError, now)
+}
+
+// Signing returns the current webhook URL and secret of job's watch (see
+// store.Ledger), or errs.NotFound when the watch or its webhook is gone.
+// Only the secret is read while it is the one job carries: every change of
+// URL comes with a new secret (registration makes one), so the watch's
+// document, which holds its identifiers, is read only after a change.
+func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string, err error) {
+	sealed, err := s.rdb.HGet(ctx, s.key("w", job.WatchID), "secret").Result()
+	if errors.Is(err, redis.Nil) || err == nil && sealed == "" {
+		return "", "", noWebhook(job.WatchID)
+	}
+	if err != nil {
+		return "", "", s.fail("read a webhook secret", err)
+	}
+	if secret, err = s.openSecret(job.WatchID, sealed); err != nil {
+		return "", "", err
+	}
+	if secret == job.Secret {
+		return job.URL, secret, nil
+	}
+	raw, err := s.rdb.HGet(ctx, s.key("w", job.WatchID), "doc").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", "", noWebhook(job.WatchID)
+	}
+	if err != nil {
+		return "", "", s.fail("read a webhook URL", err)
+	}
+	w, err := decodeWatch(raw)
+	if err != nil {
+		return "", "", err
+	}
+	if w.WebhookURL == nil {
+		return "", "", noWebhook(job.WatchID)
+	}
+	return *w.WebhookURL, secret, nil
 }
 
 // holdScript holds every pending delivery of a watch (next_attempt_at

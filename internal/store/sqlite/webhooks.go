@@ -159,9 +159,10 @@ func backfill(ctx context.Context, tx *sql.Tx, watchID string, w webhookWatch, n
 	return nil
 }
 
-// RotateSecret replaces the secret of the watch's webhook. Claims read the
-// secret when they lease a delivery, so every later attempt, scheduled
-// retries included, is signed with the new one.
+// RotateSecret replaces the secret of the watch's webhook. Every attempt
+// reads the secret again just before it is signed (Signing), so every later
+// attempt, scheduled retries and claimed ones included, is signed with the
+// new one.
 func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret string, now time.Time) (watch.Watch, error) {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -187,6 +188,23 @@ func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret str
 		return watch.Watch{}, fmt.Errorf("sqlite: commit secret rotation: %w", err)
 	}
 	return s.Watch(ctx, accountID, watchID)
+}
+
+// Signing returns the current webhook URL and secret of job's watch (see
+// store.Ledger), or errs.NotFound when the watch or its webhook is gone.
+func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string, err error) {
+	var u, sealed sql.NullString
+	err = s.read.QueryRowContext(ctx, "SELECT webhook_url, webhook_secret FROM watches WHERE id = ?", job.WatchID).Scan(&u, &sealed)
+	if err == sql.ErrNoRows || err == nil && (!u.Valid || !sealed.Valid || sealed.String == "") {
+		return "", "", noWebhook(job.WatchID)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("sqlite: read the webhook of watch %s: %w", job.WatchID, err)
+	}
+	if secret, err = s.openSecret(job.WatchID, sealed.String); err != nil {
+		return "", "", err
+	}
+	return u.String, secret, nil
 }
 
 // DeleteWebhook removes the watch's webhook; its pending deliveries (held
