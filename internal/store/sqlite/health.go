@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // writeProbeBytes is how much CheckWrite writes: more than a page batch of
@@ -14,20 +16,22 @@ import (
 const writeProbeBytes = 64 << 10
 
 // CheckWrite reports whether the store can write now: the database file
-// opens for writing and its directory takes a new file of writeProbeBytes,
+// may be written (access(2), which also sees a read-only file system and an
+// immutable file) and its directory takes a new file of writeProbeBytes,
 // written and synced. It catches a full disk, a file system remounted
 // read-only, a file made read-only and I/O errors, which a read (Ping)
-// never shows. The error says which and how much space is free. It does not
-// touch the database.
+// never shows. The error says which and how much space is free. It never
+// opens the database file: closing any descriptor of it would drop every
+// POSIX lock this process holds on it, SQLite's included, and another
+// process (an ingest, sqlite3's .backup) could then delete the WAL from
+// under the server.
 func (s *Store) CheckWrite(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(s.path, os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("the database file cannot be opened for writing: %w", err)
+	if err := unix.Access(s.path, unix.W_OK); err != nil {
+		return fmt.Errorf("the database file %s cannot be written: %w", s.path, &os.PathError{Op: "access", Path: s.path, Err: err})
 	}
-	f.Close()
 	dir := filepath.Dir(s.path)
 	probe, err := os.CreateTemp(dir, ".write-probe-*")
 	if err != nil {
