@@ -118,9 +118,9 @@ func (r *checkResults) set(name, result string) {
 }
 
 // health is GET /health (no key): 200 with status ok, or degraded when the
-// collector is failing; 503 with status degraded when the store answers
-// reads but cannot write (readiness fails while it lasts), and 503 with
-// status unavailable when a backend cannot be reached. reasons says why.
+// collector is failing or the store answers reads but cannot write (/ready
+// fails while that lasts); 503 with status unavailable when a backend
+// cannot be reached. reasons says why.
 func (s *Server) health(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), healthProbeTimeout)
 	defer cancel()
@@ -156,7 +156,6 @@ func (s *Server) health(c *fiber.Ctx) error {
 				resp.Status = healthDegraded
 			}
 			resp.Reasons = append(resp.Reasons, "store cannot write: "+err.Error())
-			status = fiber.StatusServiceUnavailable
 		}
 	}
 	resp.Mail = MailStatus{State: MailOff}

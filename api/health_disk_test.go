@@ -15,8 +15,9 @@ import (
 )
 
 // TestHealthStoreCannotWrite puts the SQLite file on a small tmpfs and
-// fills it for real. /health must say degraded with the reason and answer
-// 503 (readiness fails) while it lasts, and ok again after.
+// fills it for real. /health must say degraded with the reason (HTTP 200:
+// the store is reachable) and /ready answer 503 while it lasts, and both
+// ok again after.
 func TestHealthStoreCannotWrite(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("HEALTH WRITE TEST NOT RUN: mounting a small tmpfs needs root; run the tests as root to cover a full disk")
@@ -55,11 +56,13 @@ func TestHealthStoreCannotWrite(t *testing.T) {
 			}
 		}
 		fill.Close()
-		check(t, 503, "degraded", "degraded", "no space left on device")
+		check(t, 200, "degraded", "degraded", "no space left on device")
+		f.checkReady(t, 503)
 		if err := os.Remove(filler); err != nil {
 			t.Fatal(err)
 		}
 		check(t, 200, "ok", "ok", "")
+		f.checkReady(t, 200)
 	})
 }
 
@@ -84,7 +87,8 @@ func TestHealthStoreReadOnly(t *testing.T) {
 		t.Skipf("HEALTH READ-ONLY TEST NOT RUN: the file system of %s has no immutable flag: %v", dir, err)
 	}
 	t.Cleanup(func() { _ = chattr("-i") })
-	f.checkHealth(t, 503, "degraded", "degraded", "operation not permitted")
+	f.checkHealth(t, 200, "degraded", "degraded", "operation not permitted")
+	f.checkReady(t, 503)
 	if res := f.do(t, "GET", "/v1/notices", f.read); res.status != 200 {
 		t.Errorf("reads must go on while writes fail: HTTP %d %s", res.status, res.body)
 	}
@@ -92,6 +96,15 @@ func TestHealthStoreReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.checkHealth(t, 200, "ok", "ok", "")
+	f.checkReady(t, 200)
+}
+
+// checkReady asks /ready and wants status.
+func (f *fixture) checkReady(t *testing.T, status int) {
+	t.Helper()
+	if res := f.do(t, "GET", "/ready", ""); res.status != status {
+		t.Fatalf("/ready: HTTP %d %s, want %d", res.status, res.body, status)
+	}
 }
 
 // checkHealth asks /health and wants the given HTTP status, status, store

@@ -14,9 +14,9 @@ import (
 const readyProbeTimeout = 5 * time.Second
 
 // ready is GET /ready (no key), the readiness check: 200 {"status":"ready"}
-// once the store is reachable and its schema (migrations, or the indices
-// of the scale backend) is in place; 503 unavailable with the reason
-// otherwise. /health stays the liveness and detail report.
+// once the store is reachable, its schema (migrations, or the indices of
+// the scale backend) is in place and it can write; 503 unavailable with the
+// reason otherwise. /health stays the liveness and detail report.
 func (s *Server) ready(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), readyProbeTimeout)
 	defer cancel()
@@ -25,6 +25,11 @@ func (s *Server) ready(c *fiber.Ctx) error {
 		s.log.Warn("ready: not ready", "error", err)
 		c.Set(fiber.HeaderRetryAfter, "5")
 		return errs.New(errs.Unavailable, "the service is not ready: the store cannot be reached or its schema is not in place yet; retry, and see the server log if it lasts")
+	}
+	if err := s.storeWritable(ctx); err != nil {
+		s.log.Warn("ready: store cannot write", "error", err)
+		c.Set(fiber.HeaderRetryAfter, "5")
+		return errs.New(errs.Unavailable, "the service is not ready: the store answers reads but cannot write (%v); free space or fix the data directory (GET /health says more)", err)
 	}
 	return writeJSON(c, fiber.StatusOK, map[string]string{"status": "ready"})
 }
