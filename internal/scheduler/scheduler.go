@@ -486,9 +486,16 @@ func (s *Scheduler) sweep(ctx context.Context) {
 	}
 }
 
-// SweepOnce puts in the outbox every due pending delivery without an
-// asynq task and returns how many it found.
+// SweepOnce finishes watch changes a stopped process left half done
+// (redisstore.Store.Reconcile: releases after a reactivation, owed
+// deactivations), then puts in the outbox every due pending delivery
+// without an asynq task and returns how many it found.
 func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
+	if n, err := s.cfg.Ledger.Reconcile(ctx, s.cfg.Now()); err != nil {
+		return 0, err
+	} else if n > 0 {
+		s.log.Info("watch changes left half done were finished", "changes", n)
+	}
 	refs, err := s.cfg.Ledger.Pending(ctx)
 	if err != nil {
 		return 0, err

@@ -30,6 +30,12 @@ import (
 const (
 	lapsedKey    = "acct:lapsed"
 	winactiveKey = "winactive"
+	// wrel is the set of reactivated watches whose held deliveries are not
+	// yet released, and wdeact the hash of watches owed a deactivation
+	// (id -> {"n", "e", "at"}): the second steps of two-step changes,
+	// finished by Reconcile if the process making them stopped first.
+	wrelKey   = "wrel"
+	wdeactKey = "wdeact"
 	dstatKey     = "dstat"
 	ddueKey      = "ddue"
 )

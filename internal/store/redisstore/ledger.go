@@ -374,11 +374,13 @@ func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time) (Begun, error
 }
 
 // completeScript records an attempt's outcome as decided by
-// delivery.Decide. KEYS: dr:<watch>, w:<watch>, dstat, ddue. ARGV:
+// delivery.Decide. KEYS: dr:<watch>, w:<watch>, dstat, ddue, wdeact. ARGV:
 // delivery id, attempt n, status, last_error, updated_at, next_attempt_at,
-// next_attempt_at ms, watch id.
+// next_attempt_at ms, watch id, delivery.DeactivateAfter.
 // Returns the watch's consecutive failed notices after a dead outcome, -1
-// otherwise.
+// otherwise. A dead outcome that brings an active watch to
+// DeactivateAfter records the deactivation it owes in wdeact, in the same
+// step (deactivate clears it); a delivered one clears it.
 var completeScript = redis.NewScript(`
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return -1 end
@@ -401,6 +403,7 @@ if ARGV[3] == 'delivered' then
   r.inflight = nil
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
   if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'failures', 0) end
+  redis.call('HDEL', KEYS[5], ARGV[8])
   return -1
 end
 if r.inflight ~= n then
@@ -428,7 +431,11 @@ r.status = 'dead'
 r.next_attempt_at = nil
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
 if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
-return redis.call('HINCRBY', KEYS[2], 'failures', 1)
+local f = redis.call('HINCRBY', KEYS[2], 'failures', 1)
+if f >= tonumber(ARGV[9]) and cjson.decode(redis.call('HGET', KEYS[2], 'doc')).active then
+  redis.call('HSET', KEYS[5], ARGV[8], cjson.encode({n = f, e = ARGV[4], at = ARGV[5]}))
+end
+return f
 `)
 
 // Complete records the outcome of job (begun by Begin) at now by
@@ -440,12 +447,15 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	d := delivery.Decide(job.Attempt, out.OK, out.LastError, out.RetryUnit)
 	ts := notice.Timestamp(now)
 	next := now.Add(d.Wait)
-	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key("dr", job.WatchID), s.key("w", job.WatchID), s.key(dstatKey), s.key(ddueKey)},
-		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, notice.Timestamp(next), next.UnixMilli(), job.WatchID).Int()
+	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key("dr", job.WatchID), s.key("w", job.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(wdeactKey)},
+		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, notice.Timestamp(next), next.UnixMilli(), job.WatchID, delivery.DeactivateAfter).Int()
 	if err != nil {
 		return s.fail("record a delivery outcome", err)
 	}
 	if failures < 0 || !delivery.Deactivates(failures) {
+		return nil
+	}
+	if s.stopBefore != nil && s.stopBefore("deactivate") {
 		return nil
 	}
 	return s.deactivate(ctx, job.WatchID, failures, d.LastError, now)
@@ -508,9 +518,14 @@ func (s *Store) hold(ctx context.Context, watchID string, now time.Time) error {
 }
 
 // releaseScript makes every held delivery of an active watch due at once
-// and puts it in the outbox, without the window check. KEYS: dr:<watch>,
-// dq, ddue. ARGV: now timestamp, now ms, watch id.
+// and puts it in the outbox, without the window check, and takes the watch
+// out of wrel. A watch deleted or switched off again meanwhile is only
+// taken out. KEYS: dr:<watch>, dq, ddue, wrel, w:<watch>. ARGV: now
+// timestamp, now ms, watch id.
 var releaseScript = redis.NewScript(`
+redis.call('SREM', KEYS[4], ARGV[3])
+local doc = redis.call('HGET', KEYS[5], 'doc')
+if not doc or not cjson.decode(doc).active then return 0 end
 local n = 0
 for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
   local r = cjson.decode(raw)
@@ -530,7 +545,7 @@ return n
 // Release makes every held delivery of the watch due at now (it was just
 // reactivated): all of them at once, without the two-day window check.
 func (s *Store) Release(ctx context.Context, watchID string, now time.Time) (int, error) {
-	n, err := releaseScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("dq"), s.key(ddueKey)},
+	n, err := releaseScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("dq"), s.key(ddueKey), s.key(wrelKey), s.key("w", watchID)},
 		notice.Timestamp(now), now.UnixMilli(), watchID).Int()
 	return n, s.fail("release held deliveries", err)
 }
@@ -544,10 +559,67 @@ func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, n
 	case was && !now:
 		return s.hold(ctx, watchID, at)
 	case !was && now:
+		if s.stopBefore != nil && s.stopBefore("release") {
+			return nil
+		}
 		_, err := s.Release(ctx, watchID, at)
 		return err
 	}
 	return nil
+}
+
+// Reconcile finishes the second steps of two-step watch changes that a
+// stopped process (or a lost connection) left undone: it releases the held
+// deliveries of every watch turned back on (wrel), and switches off every
+// watch owed a deactivation (wdeact) whose consecutive failed notices still
+// reach delivery.DeactivateAfter. The scheduler's sweep calls it; it
+// returns how many changes it finished.
+func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
+	rel, err := s.rdb.SMembers(ctx, s.key(wrelKey)).Result()
+	if err != nil {
+		return 0, s.fail("read the watches to release", err)
+	}
+	done := 0
+	for _, id := range rel {
+		if _, err := s.Release(ctx, id, now); err != nil {
+			return done, err
+		}
+		done++
+	}
+	owed, err := s.rdb.HGetAll(ctx, s.key(wdeactKey)).Result()
+	if err != nil {
+		return done, s.fail("read the watches to deactivate", err)
+	}
+	for id, raw := range owed {
+		var d struct {
+			N  int    `json:"n"`
+			E  string `json:"e"`
+			At string `json:"at"`
+		}
+		if err := json.Unmarshal([]byte(raw), &d); err != nil {
+			return done, fmt.Errorf("redisstore: deactivation owed to watch %s is unreadable (%q): %w", id, raw, err)
+		}
+		failures, err := s.rdb.HGet(ctx, s.key("w", id), "failures").Int()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return done, s.fail("read a watch's failures", err)
+		}
+		if !delivery.Deactivates(failures) {
+			// A delivered notice (or a reactivation) reset the count since.
+			if err := s.rdb.HDel(ctx, s.key(wdeactKey), id).Err(); err != nil {
+				return done, s.fail("drop a deactivation", err)
+			}
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, d.At)
+		if err != nil {
+			at = now
+		}
+		if err := s.deactivate(ctx, id, d.N, d.E, at); err != nil {
+			return done, err
+		}
+		done++
+	}
+	return done, nil
 }
 
 // NoticeBySeq returns the notice with notice_seq seq from the store's

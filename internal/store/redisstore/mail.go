@@ -251,14 +251,17 @@ func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 
 // deactivateScript switches a watch off (compare-and-set of its doc) and,
 // when it has an alert_email, queues its deactivation alert in the same
-// step, counting its pending deliveries. KEYS: w:<watch>, dr:<watch>,
-// mail:<alert id>, mq, winactive. ARGV: old doc, new doc, alert id, alert
-// job JSON ("" when the watch has no alert_email), now ms, now timestamp,
-// watch id.
+// step, counting its pending deliveries; the deactivation is no longer
+// owed (wdeact) and nothing is left to release (wrel). KEYS: w:<watch>,
+// dr:<watch>, mail:<alert id>, mq, winactive, wdeact, wrel. ARGV: old doc,
+// new doc, alert id, alert job JSON ("" when the watch has no
+// alert_email), now ms, now timestamp, watch id.
 var deactivateScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'doc', ARGV[2])
 redis.call('SADD', KEYS[5], ARGV[7])
+redis.call('HDEL', KEYS[6], ARGV[7])
+redis.call('SREM', KEYS[7], ARGV[7])
 if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 0 then
   local held = 0
   for _, raw in ipairs(redis.call('HVALS', KEYS[2])) do
@@ -278,7 +281,7 @@ func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr s
 	for {
 		raw, err := s.rdb.HGet(ctx, s.key("w", watchID), "doc").Result()
 		if errors.Is(err, redis.Nil) {
-			return nil
+			return s.fail("drop a deactivation", s.rdb.HDel(ctx, s.key(wdeactKey), watchID).Err())
 		}
 		if err != nil {
 			return s.fail("deactivate watch", err)
@@ -288,7 +291,7 @@ func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr s
 			return err
 		}
 		if !w.Active {
-			return nil
+			return s.fail("drop a deactivation", s.rdb.HDel(ctx, s.key(wdeactKey), watchID).Err())
 		}
 		reason := delivery.DeactivationReason(n, lastErr)
 		w.Active, w.DeactivatedReason, w.UpdatedAt = false, reason, stamp(now)
@@ -301,7 +304,7 @@ func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr s
 			return err
 		}
 		ok, err := deactivateScript.Run(ctx, s.rdb,
-			[]string{s.key("w", watchID), s.key("dr", watchID), s.key("mail", id), s.key("mq"), s.key(winactiveKey)},
+			[]string{s.key("w", watchID), s.key("dr", watchID), s.key("mail", id), s.key("mq"), s.key(winactiveKey), s.key(wdeactKey), s.key(wrelKey)},
 			raw, doc, id, alert, now.UnixMilli(), notice.Timestamp(now), watchID).Int()
 		if err != nil {
 			return s.fail("deactivate watch", err)

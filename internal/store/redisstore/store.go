@@ -65,6 +65,10 @@ type Store struct {
 	// (nil: every screen reads Redis); changeLogCap caps nlog.
 	screenCopy   *ScreenCopy
 	changeLogCap int
+	// stopBefore, when set (tests only), is asked before the second step of
+	// a two-step change ("release", "deactivate"); true stops there, as a
+	// crash or a lost connection would.
+	stopBefore func(step string) bool
 }
 
 // Options configure a Store. The zero value of each field is its default.

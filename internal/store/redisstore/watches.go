@@ -42,6 +42,10 @@ var _ store.Watches = (*Store)(nil)
 //	rix:<bucket>           hash match key -> the first watch holding it (reverse index)
 //	rixs:<key>             set: the further watches holding the key
 //	fo                     set of the filter-only watches
+//	wrel                   set: watches turned back on whose held deliveries
+//	                       are not yet released (Reconcile finishes them)
+//	wdeact                 hash: watch id -> the deactivation it is owed
+//	                       (Reconcile finishes it)
 //	wsv                    watch-set version, bumped by every create, delete
 //	                       and key refresh (arrival matching commits only
 //	                       against the version it matched with)
@@ -596,6 +600,8 @@ redis.call('ZREM', aw, id)
 redis.call('SREM', ns .. 'fo', id)
 redis.call('SREM', ns .. 'watches', id)
 redis.call('SREM', ns .. 'winactive', id)
+redis.call('SREM', ns .. 'wrel', id)
+redis.call('HDEL', ns .. 'wdeact', id)
 local all = redis.call('HGETALL', ns .. 'dr:' .. id)
 for i = 1, #all, 2 do
   local r = cjson.decode(all[i + 1])

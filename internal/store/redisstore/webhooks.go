@@ -41,13 +41,21 @@ func noWebhook(id string) error {
 
 // casWatchScript replaces a watch's doc if it is still what was read, and
 // sets extra fields, keeping the set of inactive watches (a gauge) in
-// step. KEYS: w:<id>, winactive. ARGV: old doc, new doc, field, value, ...
-// The watch id is the key's last part.
+// step. A watch turned back on enters wrel, the watches whose held
+// deliveries are still to be released (Release takes it out; the
+// scheduler's sweep finishes what a crash left, Reconcile). KEYS: w:<id>,
+// winactive, wrel. ARGV: old doc, new doc, field, value, ... The watch id
+// is the key's last part.
 var casWatchScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'doc', ARGV[2])
 local id = string.match(KEYS[1], '[^:]+$')
-if cjson.decode(ARGV[2]).active then redis.call('SREM', KEYS[2], id) else redis.call('SADD', KEYS[2], id) end
+if cjson.decode(ARGV[2]).active then
+  if redis.call('SREM', KEYS[2], id) == 1 then redis.call('SADD', KEYS[3], id) end
+else
+  redis.call('SADD', KEYS[2], id)
+  redis.call('SREM', KEYS[3], id)
+end
 for i = 3, #ARGV, 2 do
   if ARGV[i + 1] == '' then redis.call('HDEL', KEYS[1], ARGV[i]) else redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 end
@@ -84,7 +92,7 @@ func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound 
 		for _, f := range fields {
 			args = append(args, f)
 		}
-		ok, err := casWatchScript.Run(ctx, s.rdb, []string{s.key("w", id), s.key(winactiveKey)}, args...).Int()
+		ok, err := casWatchScript.Run(ctx, s.rdb, []string{s.key("w", id), s.key(winactiveKey), s.key(wrelKey)}, args...).Int()
 		if err != nil {
 			return w, s.fail("update watch", err)
 		}

@@ -1,0 +1,142 @@
+package redisstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/watch"
+)
+
+// TestReconcileFinishesHalfDoneChanges: a reactivation and a deactivation
+// are each two steps in Redis (the watch's document, then its deliveries).
+// When the process stops between them (stopBefore), the first step has
+// recorded what is owed, and Reconcile (the scheduler's sweep) finishes it:
+// held deliveries are released, an owed deactivation happens, and one a
+// delivered notice has made moot does not.
+func TestReconcileFinishesHalfDoneChanges(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T) (fixture, string, string) {
+		f := newFixture(t, Options{})
+		acc, err := f.rs.CreateAccount(ctx, "Owed", "enterprise")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, storetest.ACNAlpha)}, acc.AccountID, f.clock.Now()),
+			account.DefaultPlans()["enterprise"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f, acc.AccountID, w.ID
+	}
+	stopAt := func(f fixture, step string) {
+		f.rs.stopBefore = func(s string) bool { return s == step }
+	}
+	reconcile := func(t *testing.T, f fixture, want int) {
+		t.Helper()
+		f.rs.stopBefore = nil
+		n, err := f.rs.Reconcile(ctx, f.clock.Now())
+		if err != nil || n != want {
+			t.Fatalf("Reconcile = %d, %v; want %d", n, err, want)
+		}
+		if n, err := f.rs.Reconcile(ctx, f.clock.Now()); err != nil || n != 0 {
+			t.Fatalf("second Reconcile = %d, %v; want nothing left", n, err)
+		}
+	}
+	held := func(t *testing.T, f fixture, accountID, watchID string) (held, due int) {
+		t.Helper()
+		recs, err := f.rs.Deliveries(ctx, accountID, watchID, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Status == delivery.Pending && r.NextAttemptAt == nil {
+				held++
+			} else if r.Status == delivery.Pending {
+				due++
+			}
+		}
+		return held, due
+	}
+
+	t.Run("release after a reactivation", func(t *testing.T) {
+		f, accountID, watchID := setup(t)
+		// One delivery fails once (pending, retry due), then the watch is
+		// switched off by hand: the delivery is held.
+		f.failDeliveriesN(t, accountID, watchID, 0)
+		f.deliver(t, watchID, "HELD-1", false)
+		off, on := false, true
+		if _, err := f.rs.UpdateWatch(ctx, accountID, watchID, watch.Patch{Active: &off}, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if h, d := held(t, f, accountID, watchID); h != 1 || d != 0 {
+			t.Fatalf("after switching off: %d held, %d due; want 1 held", h, d)
+		}
+		stopAt(f, "release")
+		if _, err := f.rs.UpdateWatch(ctx, accountID, watchID, watch.Patch{Active: &on}, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if h, _ := held(t, f, accountID, watchID); h != 1 {
+			t.Fatalf("the stop before the release left %d held, want 1 (the test did not stop it)", h)
+		}
+		reconcile(t, f, 1)
+		if h, d := held(t, f, accountID, watchID); h != 0 || d != 1 {
+			t.Fatalf("after Reconcile: %d held, %d due; want the held delivery due", h, d)
+		}
+	})
+
+	for _, tc := range []struct {
+		name      string
+		delivered bool // a notice is delivered before the sweep
+	}{
+		{"owed deactivation", false},
+		{"deactivation made moot by a delivery", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, accountID, watchID := setup(t)
+			stopAt(f, "deactivate")
+			f.failDeliveriesN(t, accountID, watchID, delivery.DeactivateAfter)
+			w, err := f.rs.Watch(ctx, accountID, watchID)
+			if err != nil || !w.Active {
+				t.Fatalf("after the stop: %+v, %v; want still active", w, err)
+			}
+			want := 1
+			if tc.delivered {
+				f.deliver(t, watchID, "OK-1", true)
+				want = 0
+			}
+			reconcile(t, f, want)
+			w, err = f.rs.Watch(ctx, accountID, watchID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.delivered {
+				if !w.Active {
+					t.Fatalf("watch switched off although a delivery succeeded after the 10th failure: %+v", w)
+				}
+				return
+			}
+			if w.Active || !strings.Contains(w.DeactivatedReason, "10 consecutive notices") || !strings.Contains(w.DeactivatedReason, failedDelivery) {
+				t.Fatalf("watch %+v; want switched off with the reason naming the count and the last error", w)
+			}
+		})
+	}
+}
+
+// failDeliveriesN registers a webhook on the watch and makes n new notices
+// of it dead through the ledger.
+func (f fixture) failDeliveriesN(t *testing.T, accountID, watchID string, n int) {
+	t.Helper()
+	if _, err := f.rs.SetWebhook(context.Background(), accountID, watchID, "https://hooks.example.com/"+watchID, "whsec_owed", f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fail := make([]bool, delivery.MaxAttempts)
+	for i := 0; i < n; i++ {
+		f.deliver(t, watchID, "FAILN-"+watchID+"-"+string(rune('a'+i)), fail...)
+		f.clock.Advance(time.Second)
+	}
+}
