@@ -36,8 +36,8 @@ const (
 	// finished by Reconcile if the process making them stopped first.
 	wrelKey   = "wrel"
 	wdeactKey = "wdeact"
-	dstatKey     = "dstat"
-	ddueKey      = "ddue"
+	dstatKey  = "dstat"
+	ddueKey   = "ddue"
 )
 
 var _ store.GaugeSource = (*Store)(nil)
