@@ -337,7 +337,6 @@ if n == nil or n == cjson.null then
   if n == 1 then redis.call('HINCRBY', KEYS[3], 'retry', 1) end
   r.attempts = n
   r.inflight = n
-  r.updated_at = ARGV[2]
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
 end
 return {'attempt', n, v[2], w.webhook_url, next}
@@ -531,6 +530,7 @@ for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
   local r = cjson.decode(raw)
   if r.status == 'pending' and (r.next_attempt_at == nil or r.next_attempt_at == cjson.null) then
     r.next_attempt_at = ARGV[1]
+    r.updated_at = ARGV[1]
     r.inflight = nil
     redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
     local m = ARGV[3] .. '|' .. r.id .. '|' .. string.format('%d', r.notice_seq)

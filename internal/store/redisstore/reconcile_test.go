@@ -8,6 +8,8 @@ import (
 
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
 )
@@ -138,5 +140,65 @@ func (f fixture) failDeliveriesN(t *testing.T, accountID, watchID string, n int)
 	for i := 0; i < n; i++ {
 		f.deliver(t, watchID, "FAILN-"+watchID+"-"+string(rune('a'+i)), fail...)
 		f.clock.Advance(time.Second)
+	}
+}
+
+// TestDeliveryRecordAsEmbedded: the delivery record shows what the embedded
+// store shows: next_attempt_at null while an attempt is in flight (and
+// updated_at untouched by starting one), and updated_at moved to the
+// reactivation when a held delivery is released.
+func TestDeliveryRecordAsEmbedded(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	acc, err := f.rs.CreateAccount(ctx, "Records", "enterprise")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, storetest.ACNAlpha)}, acc.AccountID, f.clock.Now()),
+		account.DefaultPlans()["enterprise"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.failDeliveriesN(t, acc.AccountID, w.ID, 0)
+	f.deliver(t, w.ID, "REC-1") // created, no attempt yet
+	record := func() delivery.Record {
+		t.Helper()
+		recs, err := f.rs.Deliveries(ctx, acc.AccountID, w.ID, 10)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("Deliveries = %d records, %v", len(recs), err)
+		}
+		return recs[0]
+	}
+	created := record()
+	if created.NextAttemptAt == nil {
+		t.Fatalf("a new delivery has no next_attempt_at: %+v", created)
+	}
+	f.clock.Advance(time.Minute)
+	ref := Ref{WatchID: w.ID, DeliveryID: created.ID, NoticeSeq: created.NoticeSeq}
+	b, err := f.rs.Begin(ctx, ref, f.clock.Now())
+	if err != nil || b.State != BeginAttempt {
+		t.Fatalf("Begin = %+v, %v", b, err)
+	}
+	if r := record(); r.NextAttemptAt != nil || r.UpdatedAt != created.UpdatedAt || r.Attempts != 1 {
+		t.Fatalf("in flight: %+v; want next_attempt_at null, updated_at %s, 1 attempt", r, created.UpdatedAt)
+	}
+	off, on := false, true
+	if _, err := f.rs.UpdateWatch(ctx, acc.AccountID, w.ID, watch.Patch{Active: &off}, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rs.Complete(ctx, b.Job, store.Outcome{LastError: failedDelivery, RetryUnit: storetest.DeliverRetryUnit}, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r := record(); r.NextAttemptAt != nil {
+		t.Fatalf("held: %+v; want next_attempt_at null", r)
+	}
+	f.clock.Advance(time.Minute)
+	reactivated := f.clock.Now()
+	if _, err := f.rs.UpdateWatch(ctx, acc.AccountID, w.ID, watch.Patch{Active: &on}, reactivated); err != nil {
+		t.Fatal(err)
+	}
+	want := notice.Timestamp(reactivated)
+	if r := record(); r.NextAttemptAt == nil || *r.NextAttemptAt != want || r.UpdatedAt != want {
+		t.Fatalf("released: %+v; want next_attempt_at and updated_at %s", r, want)
 	}
 }

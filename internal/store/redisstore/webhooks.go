@@ -211,6 +211,8 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 }
 
 // Deliveries lists the watch's most recent deliveries, newest first.
+// next_attempt_at is null while an attempt is in flight, held or finished,
+// as the embedded store shows it.
 func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit int) ([]delivery.Record, error) {
 	acc, err := s.rdb.HGet(ctx, s.key("w", watchID), "account").Result()
 	if err != nil && err != redis.Nil {
@@ -236,11 +238,17 @@ func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit
 		if r == "" {
 			continue
 		}
-		var rec delivery.Record
+		var rec struct {
+			delivery.Record
+			Inflight *int `json:"inflight"`
+		}
 		if err := json.Unmarshal([]byte(r), &rec); err != nil {
 			return nil, fmt.Errorf("redisstore: unreadable delivery record of watch %s: %w", watchID, err)
 		}
-		out = append(out, rec)
+		if rec.Inflight != nil {
+			rec.NextAttemptAt = nil
+		}
+		out = append(out, rec.Record)
 	}
 	return out, nil
 }
