@@ -2,7 +2,9 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -181,16 +183,25 @@ func (p params) since() (int64, error) {
 		return 0, errs.New(errs.InvalidSince, "since was given %d times; give it once, as the next_since of the previous page (0 for the start)", len(vs))
 	}
 	v := vs[0]
-	bad := v == ""
-	for i := 0; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
+	digits := strings.TrimLeft(v[:min(len(v), 1)], "+-") + v[min(len(v), 1):]
+	bad := digits == ""
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
 			bad = true
 			break
 		}
 	}
+	if bad {
+		return 0, errs.New(errs.InvalidSince, "since %s is not an integer; send the next_since of the previous page (0 for the start)", errs.Quote(v))
+	}
+	// Any integer is accepted: one below 0 is read as 0 (the start), one
+	// past every notice_seq (even past int64) reads an empty page.
+	if strings.HasPrefix(v, "-") {
+		return 0, nil
+	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if bad || err != nil {
-		return 0, errs.New(errs.InvalidSince, "since %s is not a whole number of 0 or more; send the next_since of the previous page (0 for the start)", errs.Quote(v))
+	if err != nil { // out of range: the digits were checked above
+		return math.MaxInt64, nil
 	}
 	return n, nil
 }
