@@ -23,24 +23,29 @@ const bearerScheme = "Bearer"
 
 // requestKey returns the API key of a request: the X-API-Key header, else
 // an Authorization: Bearer header, else the api_key query parameter. No key
-// is 401 unauthorised, and so is an Authorization header of another scheme
-// (it is not silently ignored).
+// is 401 unauthorised. An Authorization header of another scheme (Basic,
+// from a proxy or a browser) is not a key: it is passed over when a key
+// comes in X-API-Key or api_key, and named in the 401 when none does.
 func requestKey(h *fasthttp.RequestHeader, query []byte) (string, error) {
 	if key := strings.TrimSpace(string(h.Peek(HeaderAPIKey))); key != "" {
 		return key, nil
 	}
+	otherScheme := false
 	if auth := strings.TrimSpace(string(h.Peek(fiber.HeaderAuthorization))); auth != "" {
 		scheme, token, _ := strings.Cut(auth, " ")
 		token = strings.TrimSpace(token)
-		if !strings.EqualFold(scheme, bearerScheme) || token == "" {
-			return "", errs.New(errs.Unauthorised, "the Authorization header must be '%s <key>' with the API key; other schemes are not accepted", bearerScheme)
+		if strings.EqualFold(scheme, bearerScheme) && token != "" {
+			return token, nil
 		}
-		return token, nil
+		otherScheme = true
 	}
 	var args fasthttp.Args
 	args.ParseBytes(query)
 	if key := strings.TrimSpace(string(args.Peek(queryAPIKey))); key != "" {
 		return key, nil
+	}
+	if otherScheme {
+		return "", errs.New(errs.Unauthorised, "the Authorization header must be '%s <key>' with the API key; other schemes are not accepted (or send the key in the %s header or the %s query parameter)", bearerScheme, HeaderAPIKey, queryAPIKey)
 	}
 	return "", errs.New(errs.Unauthorised, "an API key is required: send it as 'Authorization: %s <key>', in the %s header or in the %s query parameter", bearerScheme, HeaderAPIKey, queryAPIKey)
 }

@@ -163,6 +163,8 @@ func TestAPIKey(t *testing.T) {
 		{"lapsed bearer key", "Bearer " + f.lapsedRead, "", "/v1/stats", 402},
 		{"bearer without a key", "Bearer ", "", "/v1/notices", 401},
 		{"another scheme", "Basic dXNlcjpwYXNz", "", "/v1/notices", 401},
+		{"another scheme beside a key in the query", "Basic dXNlcjpwYXNz", "", "/v1/notices?api_key=" + f.read, 200},
+		{"another scheme beside X-API-Key", "Basic dXNlcjpwYXNz", f.read, "/v1/notices", 200},
 		{"X-API-Key wins over Authorization", "Bearer nk_read_wrong", f.read, "/v1/notices", 200},
 		{"Authorization wins over the query", "Bearer " + f.read, "", "/v1/notices?api_key=nk_read_wrong", 200},
 	}
@@ -177,7 +179,7 @@ func TestAPIKey(t *testing.T) {
 			if res.status != tt.status {
 				t.Errorf("status %d, want %d; body %s", res.status, tt.status, res.body)
 			}
-			if tt.auth == "Basic dXNlcjpwYXNz" && !strings.Contains(errorMessage(t, res), "Bearer <key>") {
+			if tt.status == 401 && tt.auth == "Basic dXNlcjpwYXNz" && !strings.Contains(errorMessage(t, res), "Bearer <key>") {
 				t.Errorf("message %q does not say to use Bearer", errorMessage(t, res))
 			}
 		})
