@@ -234,8 +234,10 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 		if name == "" {
 			name = latest.CompanyName
 		}
-		strs = append(strs, name)
-		m.CompanyName = &strs[len(strs)-1]
+		if name != "" { // no name anywhere is null, as the embedded store answers
+			strs = append(strs, name)
+			m.CompanyName = &strs[len(strs)-1]
+		}
 		res.Matched = append(res.Matched, m)
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)

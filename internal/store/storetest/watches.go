@@ -36,6 +36,7 @@ func RunWatches(t *testing.T, open func(t *testing.T) WatchBackend) {
 	t.Run("WatchLimit", func(t *testing.T) { testWatchLimit(t, open(t)) })
 	t.Run("ConcurrentCreates", func(t *testing.T) { testConcurrentCreates(t, open(t)) })
 	t.Run("RegisterChange", func(t *testing.T) { testRegisterChange(t, open(t)) })
+	t.Run("ScreenNameless", func(t *testing.T) { testScreenNameless(t, open(t)) })
 
 	b := open(t)
 	ns := Load(t, b.Backend)
@@ -691,6 +692,30 @@ func testScreen(t *testing.T, b WatchBackend) {
 			t.Errorf("%+v, %v", res, err)
 		}
 	})
+}
+
+// testScreenNameless: a company named neither by the register nor by its
+// notices is matched with company_name null (not "").
+func testScreenNameless(t *testing.T, b WatchBackend) {
+	ctx := context.Background()
+	ns := Load(t, b.Backend)
+	nameless := acnN(7)
+	n := ns[0]
+	n.SourceID, n.ID = "S-NAMELESS", notice.IDFor("S-NAMELESS")
+	n.ACN, n.ABN, n.CompanyName = &nameless, nil, ""
+	if _, err := b.Writer.UpsertNotices(ctx, []notice.Notice{n}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Watches.Screen(ctx, ids(t, nameless), notice.Filter{IncludeDeregistration: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Matched) != 1 || res.Matched[0].NoticeCount != 1 {
+		t.Fatalf("screen of a company known only by a nameless notice: %+v", res)
+	}
+	if cn := res.Matched[0].CompanyName; cn != nil {
+		t.Errorf("company_name %q, want null", *cn)
+	}
 }
 
 func mustParse(t *testing.T, q string) query.Node {
