@@ -10,6 +10,15 @@ import (
 // month that has notices.
 const MaxFilledMonths = 1200
 
+// FillsRange reports whether FinishStats fills every month of from..to
+// (both YYYY-MM-DD): a closed, ordered range of at most MaxFilledMonths
+// months. Backends that ask their engine for the empty months themselves
+// do so exactly then, so every backend gives the same series.
+func FillsRange(from, to string) bool {
+	first, last := month(from), month(to)
+	return first >= 0 && last >= first && last-first < MaxFilledMonths
+}
+
 // FinishStats puts a backend's buckets in API order. Month buckets are
 // sorted ascending, with every month between from and to (YYYY-MM-DD,
 // inclusive; "" is open, and an open end falls back to the first or last

@@ -41,3 +41,33 @@ func TestFinishStats(t *testing.T) {
 		})
 	}
 }
+
+// TestFillsRange: the range a backend asks its engine to zero-fill is
+// exactly the range FinishStats fills, so the backends' series agree.
+func TestFillsRange(t *testing.T) {
+	for _, c := range []struct {
+		name, from, to string
+		want           bool
+	}{
+		{"one month", "2026-01-01", "2026-01-31", true},
+		{"a century less a month", "1926-02-01", "2026-01-31", true}, // 1199 months apart
+		{"a century", "1926-01-01", "2026-01-31", false},             // 1200 months apart
+		{"just over a century by days, not months", "1925-01-01", "2026-01-31", false},
+		{"reversed", "2026-02-01", "2026-01-01", false},
+		{"open from", "", "2026-01-01", false},
+		{"open to", "2026-01-01", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := FillsRange(c.from, c.to); got != c.want {
+				t.Fatalf("FillsRange(%s, %s) = %v, want %v", c.from, c.to, got, c.want)
+			}
+			// FinishStats fills the whole range exactly when FillsRange says so.
+			s := Stats{GroupBy: "month", Data: []Bucket{{Key: "2020-06", Count: 1}}}
+			FinishStats(&s, c.from, c.to)
+			whole := c.from != "" && c.to != "" && len(s.Data) == month(c.to)-month(c.from)+1
+			if whole != c.want && c.from <= "2020-06-01" && (c.to == "" || c.to >= "2020-06-30") {
+				t.Fatalf("FinishStats filled %d months of %s..%s; FillsRange says %v", len(s.Data), c.from, c.to, c.want)
+			}
+		})
+	}
+}

@@ -494,11 +494,9 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 	switch out.GroupBy {
 	case "month":
 		h := obj{"field": "published_date", "calendar_interval": "month", "format": "yyyy-MM", "min_doc_count": 1}
-		if from, ok := notice.ParseDate(q.From); ok {
-			if to, ok := notice.ParseDate(q.To); ok && !to.Before(from) && to.Sub(from).Hours() < 24*31*notice.MaxFilledMonths {
-				h["min_doc_count"] = 0
-				h["extended_bounds"] = obj{"min": q.From[:7], "max": q.To[:7]}
-			}
+		if notice.FillsRange(q.From, q.To) {
+			h["min_doc_count"] = 0
+			h["extended_bounds"] = obj{"min": q.From[:7], "max": q.To[:7]}
 		}
 		agg = obj{"date_histogram": h}
 	case "appointment_type", "notice_purpose", "state", "notice_code":
