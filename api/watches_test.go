@@ -342,7 +342,7 @@ func TestWatchCreateValidation(t *testing.T) {
 		{"unknown filter before empty watch", `{"filters": {"colour": "red"}}`, "invalid_filter", nil},
 		{"empty object", `{}`, "empty_watch", nil},
 		{"empty lists", `{"identifiers": [], "filters": {}}`, "empty_watch", nil},
-		{"include_deregistration alone", `{"filters": {"include_deregistration": false}}`, "empty_watch", nil},
+		{"include_deregistration true alone (the default)", `{"filters": {"include_deregistration": true}}`, "empty_watch", nil},
 		{"empty watch before bad email", `{"identifiers": [], "alert_email": "nope"}`, "empty_watch", nil},
 		{"bad alert_email", `{"identifiers": ["123456780"], "alert_email": "nope"}`, "invalid_alert_email", []string{"nope"}},
 		{"alert_email wrong type", `{"identifiers": ["123456780"], "alert_email": 5}`, "invalid_alert_email", nil},

@@ -54,14 +54,14 @@ var filterFields = []string{
 	fieldStatus, fieldQ, fieldIncludeDeregistration,
 }
 
-// Empty reports whether the filters narrow nothing: no enumerated value and
-// no q. include_deregistration on its own does not make a watch non-empty:
-// true is the default, and false alone would still match every other notice
-// published (a firehose, which is what empty_watch guards against).
+// Empty reports whether the filters narrow nothing: no enumerated value,
+// no q and include_deregistration absent or true (its default on watches).
+// include_deregistration false is a filter: it leaves out deregistration
+// notices, so a watch of every insolvency notice is not an empty one.
 func (f Filters) Empty() bool {
 	return len(f.AppointmentType) == 0 && len(f.NoticePurpose) == 0 &&
 		len(f.NoticeCode) == 0 && len(f.State) == 0 && len(f.Status) == 0 &&
-		strings.TrimSpace(f.Q) == ""
+		strings.TrimSpace(f.Q) == "" && f.includeDeregistration()
 }
 
 // includeDeregistration returns the effective value: true unless set false.

@@ -18,7 +18,8 @@ func TestFiltersEmpty(t *testing.T) {
 	}{
 		{"zero", Filters{}, true},
 		{"blank q", Filters{Q: "  "}, true},
-		{"include_deregistration false only", Filters{IncludeDeregistration: boolPtr(false)}, true},
+		{"include_deregistration true only (the default)", Filters{IncludeDeregistration: boolPtr(true)}, true},
+		{"include_deregistration false only", Filters{IncludeDeregistration: boolPtr(false)}, false},
 		{"state", Filters{State: []string{"NSW"}}, false},
 		{"status", Filters{Status: []string{"Registered"}}, false},
 		{"notice_code", Filters{NoticeCode: []string{"X1"}}, false},
