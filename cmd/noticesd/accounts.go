@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/config"
@@ -48,6 +51,12 @@ func runAccounts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg, err := loadConfig()
 	if err != nil {
 		return err
+	}
+	if sub == "create" {
+		if _, ok := cfg.Plans[*plan]; !ok {
+			names := slices.Sorted(maps.Keys(cfg.Plans))
+			return usageError("plan %q does not exist; use one of %s", *plan, strings.Join(names, ", "))
+		}
 	}
 	st, closeStore, err := openAccounts(ctx, cfg)
 	if err != nil {

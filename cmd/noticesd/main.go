@@ -113,11 +113,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.name != args[0] {
 			continue
 		}
+		if askedForHelp(args[1:]) {
+			// The usage asked for is the answer: on stdout, so it pages.
+			return exitCode(c.run(ctx, args[1:], stdout, stdout), stderr)
+		}
 		return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
 	}
 	fmt.Fprintf(stderr, "noticesd: unknown command %q\n\n", args[0])
 	usage(stderr)
 	return exitUsage
+}
+
+// askedForHelp reports whether args hold -h or --help (before any "--").
+func askedForHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--h", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 // exitCode reports err on stderr and returns the process exit status.

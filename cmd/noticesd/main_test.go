@@ -39,10 +39,10 @@ func TestCLI(t *testing.T) {
 		{"help", []string{"--help"}, 0, "Commands:", ""},
 		{"no command", nil, 2, "", "Commands:"},
 		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
-		{"command help", []string{"ingest", "--help"}, 0, "", "Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure,"},
+		{"command help", []string{"ingest", "--help"}, 0, "Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure,", ""},
 		{"ingest without args", []string{"ingest"}, 2, "", "ingest needs"},
-		{"subcommand help after args", []string{"ingest", "notices", "--help"}, 0, "", "Usage: noticesd ingest"},
-		{"help COMMAND", []string{"help", "ingest"}, 0, "", "Usage: noticesd ingest"},
+		{"subcommand help after args", []string{"ingest", "notices", "--help"}, 0, "Usage: noticesd ingest", ""},
+		{"help COMMAND", []string{"help", "ingest"}, 0, "Usage: noticesd ingest", ""},
 		{"unknown flag", []string{"ingest", "notices", "--bogus", good}, 2, "", "flag provided but not defined: -bogus"},
 		{"unknown flag after args", []string{"accounts", "list", "--bogus"}, 2, "", "-bogus"},
 		{"stray argument", []string{"serve", "now"}, 2, "", `serve takes no arguments, got "now"`},
@@ -53,10 +53,10 @@ func TestCLI(t *testing.T) {
 		{"ingest again updates", []string{"ingest", "notices", good}, 0, "inserted 0 updated 1", ""},
 		{"ingest with a broken line", []string{"ingest", "notices", bad}, 3, "rejected 1", "bad.jsonl:2:"},
 		{"ingest a missing file", []string{"ingest", "notices", filepath.Join(dir, "missing.jsonl")}, 1, "", "missing.jsonl"},
-		{"unknown plan", []string{"accounts", "create", "--name", "x", "--plan", "gold"}, 1, "", "enterprise, free, standard"},
+		{"unknown plan", []string{"accounts", "create", "--name", "x", "--plan", "gold"}, 2, "", "enterprise, free, standard"},
 		{"subscription needs a value", []string{"accounts", "subscription", "acc_x"}, 2, "", "--active=true"},
 		{"collect needs a source", []string{"collect", "--once"}, 2, "", "NOTICES_SOURCE is not set"},
-		{"serve with webhooks and no key", []string{"serve"}, 1, "", "openssl rand -base64 32"},
+		{"serve with webhooks and no key", []string{"serve"}, 2, "", "openssl rand -base64 32"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,5 +181,44 @@ func TestBuildWithoutFTS5(t *testing.T) {
 	}
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Errorf("the data dir %s was created (stat: %v); nothing may be created", data, err)
+	}
+	serve := exec.Command(bin, "serve")
+	serve.Env = append(os.Environ(), "NOTICES_DATA_DIR="+data, "NOTICES_ADDR=127.0.0.1:0", "NOTICES_WEBHOOKS=off")
+	out, err = serve.CombinedOutput()
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "-tags sqlite_fts5") {
+		t.Fatalf("serve without the tag: %v, want exit 1 naming the tag\n%s", err, out)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("serve created the data dir %s (stat: %v); nothing may be created", data, err)
+	}
+}
+
+// TestBadSettingExitsUsage: a wrong NOTICES_* value stops the command with
+// exit 2, naming the variable, before anything is done.
+func TestBadSettingExitsUsage(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, env, value string }{
+		{"listen address without a port", "NOTICES_ADDR", "notanaddr"},
+		{"listen port out of range", "NOTICES_ADDR", ":70000"},
+		{"CA file missing", "NOTICES_WEBHOOK_CA_FILE", filepath.Join(dir, "missing.pem")},
+		{"CA file without a certificate", "NOTICES_WEBHOOK_CA_FILE", notPEM},
+		{"source directory missing", "NOTICES_SOURCE", filepath.Join(dir, "no-such-dir")},
+		{"source of another scheme", "NOTICES_SOURCE", "ftp://feed.example.com/notices"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("NOTICES_DATA_DIR", filepath.Join(dir, "data"))
+			t.Setenv(tt.env, tt.value)
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"accounts", "list"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.env) {
+				t.Fatalf("exit %d, stderr %q; want 2 naming %s", code, stderr.String(), tt.env)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
+				t.Fatalf("the data directory was created (%v) although the setting was refused", err)
+			}
+		})
 	}
 }

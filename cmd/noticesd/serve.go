@@ -16,6 +16,7 @@ import (
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/lockfile"
 	"github.com/noticesd/noticesd/internal/metrics"
+	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
 const serveAbout = `Serve the API on NOTICES_ADDR. In the embedded backend the same process runs
@@ -49,7 +50,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // bound address once the listener is open.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(addr string)) error {
 	if err := cfg.RequireSecretKey(); err != nil {
-		return err
+		return &exitError{code: exitUsage, msg: err.Error()} // a setting is missing: nothing was done
 	}
 
 	deps := api.Deps{Logger: log}
@@ -151,6 +152,9 @@ const serveLockName = "serve.lock"
 func lockDataDir(cfg config.Config) (*lockfile.Lock, error) {
 	if cfg.Backend != "embedded" {
 		return nil, nil
+	}
+	if !sqlite.FTS5 {
+		return nil, sqlite.ErrNoFTS5 // before the data directory is created
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w (set NOTICES_DATA_DIR to a writable directory)", cfg.DataDir, err)

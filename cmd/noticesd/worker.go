@@ -43,7 +43,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("noticesd worker runs scale mode's delivery: set NOTICES_BACKEND=scale (the embedded backend delivers inside serve)")
 	}
 	if err := cfg.RequireSecretKey(); err != nil {
-		return err
+		return &exitError{code: exitUsage, msg: err.Error()} // a setting is missing: nothing was done
 	}
 	if *conc > 0 {
 		cfg.WorkerConcurrency = *conc

@@ -3,7 +3,9 @@
 package config
 
 import (
+	"crypto/x509"
 	"fmt"
+	"net"
 	netmail "net/mail"
 	"net/url"
 	"os"
@@ -274,10 +276,48 @@ func (c Config) Validate() error {
 			return fmt.Errorf("config: NOTICES_MAIL_FROM=%q is not an email address such as alerts@example.com or 'noticesd <alerts@example.com>'", c.MailFrom)
 		}
 	}
-	if strings.HasPrefix(c.Source, "http://") || strings.HasPrefix(c.Source, "https://") {
+	switch {
+	case c.Source == "":
+	case strings.HasPrefix(c.Source, "http://") || strings.HasPrefix(c.Source, "https://"):
 		if u, err := url.Parse(c.Source); err != nil || u.Host == "" {
 			return fmt.Errorf("config: NOTICES_SOURCE=%q is not a valid URL", c.Source)
 		}
+	case strings.Contains(c.Source, "://"):
+		return fmt.Errorf("config: NOTICES_SOURCE=%q must be a directory path or an http(s) URL", c.Source)
+	default:
+		if fi, err := os.Stat(c.Source); err != nil || !fi.IsDir() {
+			return fmt.Errorf("config: NOTICES_SOURCE=%q is not a directory this process can read (a directory of *.jsonl or *.jsonl.gz files, or an http(s) URL)", c.Source)
+		}
+	}
+	if err := checkListenAddr(c.Addr); err != nil {
+		return fmt.Errorf("config: NOTICES_ADDR=%q %v", c.Addr, err)
+	}
+	if c.WorkerMetricsAddr != "" {
+		if err := checkListenAddr(c.WorkerMetricsAddr); err != nil {
+			return fmt.Errorf("config: NOTICES_WORKER_METRICS_ADDR=%q %v", c.WorkerMetricsAddr, err)
+		}
+	}
+	if c.WebhookCAFile != "" {
+		pem, err := os.ReadFile(c.WebhookCAFile)
+		if err != nil {
+			return fmt.Errorf("config: NOTICES_WEBHOOK_CA_FILE: %w; point it at a readable PEM file or unset it", err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return fmt.Errorf("config: NOTICES_WEBHOOK_CA_FILE=%s holds no PEM certificate; it must contain one or more -----BEGIN CERTIFICATE----- blocks", c.WebhookCAFile)
+		}
+	}
+	return nil
+}
+
+// checkListenAddr checks a listen address: host:port with a port of 0 to
+// 65535 (the host may be empty: every interface).
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("is not a listen address such as :8080 or 127.0.0.1:8080 (%v)", err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("has port %q; it must be a number from 0 to 65535", port)
 	}
 	return nil
 }
