@@ -59,8 +59,9 @@ type Config struct {
 	// under SecretKey when the store opens.
 	SecretKey         string
 	SecretKeyPrevious string
-	// Plans are the plan limits; NOTICES_PLAN_<NAME>_RPS, _BURST and _HEAVY
-	// override a plan's request limits (for example NOTICES_PLAN_FREE_RPS).
+	// Plans are the plan limits; NOTICES_PLAN_<NAME>_COMPANIES, _WATCHES,
+	// _RPS, _BURST and _HEAVY override them (for example
+	// NOTICES_PLAN_FREE_WATCHES); any other NOTICES_PLAN_ name is refused.
 	Plans map[string]account.Plan
 }
 
@@ -108,7 +109,39 @@ func (c Config) DatabasePath() string {
 
 // FromEnv returns the defaults overridden by the NOTICES_* environment
 // variables, or an error naming the first bad one.
-func FromEnv() (Config, error) { return fromLookup(os.LookupEnv) }
+func FromEnv() (Config, error) {
+	if err := unknownPlanSettings(os.Environ()); err != nil {
+		return Default(), err
+	}
+	return fromLookup(os.LookupEnv)
+}
+
+// planSettingSuffixes are the settings of each plan (NOTICES_PLAN_<PLAN>_X).
+var planSettingSuffixes = []string{"COMPANIES", "WATCHES", "RPS", "BURST", "HEAVY"}
+
+// planSetting names a plan's setting: NOTICES_PLAN_FREE_RPS.
+func planSetting(plan, suffix string) string {
+	return "NOTICES_PLAN_" + strings.ToUpper(plan) + "_" + suffix
+}
+
+// unknownPlanSettings refuses NOTICES_PLAN_ names in environ that are not
+// settings: a misspelt plan limit would otherwise be ignored without a word.
+func unknownPlanSettings(environ []string) error {
+	known := map[string]bool{}
+	for plan := range Default().Plans {
+		for _, suffix := range planSettingSuffixes {
+			known[planSetting(plan, suffix)] = true
+		}
+	}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "NOTICES_PLAN_") && !known[name] {
+			return fmt.Errorf("config: %s is not a setting: the plans are free, standard and enterprise, each with _%s (e.g. NOTICES_PLAN_FREE_WATCHES)",
+				name, strings.Join(planSettingSuffixes, ", _"))
+		}
+	}
+	return nil
+}
 
 func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c := Default()
@@ -194,10 +227,13 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	dur("NOTICES_HEAVY_WAIT", &c.HeavyWait)
 	plans := make(map[string]account.Plan, len(c.Plans))
 	for name, p := range c.Plans {
-		env := "NOTICES_PLAN_" + strings.ToUpper(name) + "_"
-		integer(env+"RPS", 1, &p.RequestsPerSecond)
-		integer(env+"BURST", 1, &p.Burst)
-		integer(env+"HEAVY", 1, &p.Heavy)
+		for _, v := range []struct {
+			suffix string
+			dst    *int
+		}{{planSettingSuffixes[0], &p.Companies}, {planSettingSuffixes[1], &p.Watches}, {planSettingSuffixes[2], &p.RequestsPerSecond},
+			{planSettingSuffixes[3], &p.Burst}, {planSettingSuffixes[4], &p.Heavy}} {
+			integer(planSetting(name, v.suffix), 1, v.dst)
+		}
 		plans[name] = p
 	}
 	c.Plans = plans

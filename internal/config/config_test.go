@@ -52,6 +52,12 @@ func TestFromLookup(t *testing.T) {
 		}},
 		{"heavy wait beyond body timeout", map[string]string{"NOTICES_HEAVY_WAIT": "2m"}, "NOTICES_HEAVY_WAIT", nil},
 		{"bad plan rate", map[string]string{"NOTICES_PLAN_STANDARD_RPS": "0"}, "NOTICES_PLAN_STANDARD_RPS", nil},
+		{"plan quotas", map[string]string{"NOTICES_PLAN_FREE_COMPANIES": "5", "NOTICES_PLAN_FREE_WATCHES": "2"}, "", func(t *testing.T, c Config) {
+			if f := c.Plans["free"]; f.Companies != 5 || f.Watches != 2 || f.RequestsPerSecond != 10 {
+				t.Errorf("free plan: %+v", f)
+			}
+		}},
+		{"bad plan quota", map[string]string{"NOTICES_PLAN_ENTERPRISE_WATCHES": "0"}, "NOTICES_PLAN_ENTERPRISE_WATCHES", nil},
 		{"per ip above total", map[string]string{"NOTICES_MAX_CONNS": "10", "NOTICES_MAX_CONNS_PER_IP": "20"}, "NOTICES_MAX_CONNS_PER_IP", nil},
 		{"small body above large", map[string]string{"NOTICES_MAX_BODY_BYTES": "2048", "NOTICES_MAX_SMALL_BODY_BYTES": "4096"}, "NOTICES_MAX_SMALL_BODY_BYTES", nil},
 		{"bad duration", map[string]string{"NOTICES_DELIVERY_TIMEOUT": "soon"}, "NOTICES_DELIVERY_TIMEOUT", nil},
@@ -162,7 +168,7 @@ func TestSettingsDocumented(t *testing.T) {
 			t.Errorf("config.go reads %s but Settings does not list it", m[1])
 		}
 	}
-	for _, suffix := range []string{"RPS", "BURST", "HEAVY"} {
+	for _, suffix := range []string{"COMPANIES", "WATCHES", "RPS", "BURST", "HEAVY"} {
 		if !listed["NOTICES_PLAN_<PLAN>_"+suffix] {
 			t.Errorf("Settings does not list NOTICES_PLAN_<PLAN>_%s", suffix)
 		}
@@ -174,5 +180,26 @@ func TestSettingsDocumented(t *testing.T) {
 		return "", false
 	}); err == nil || !strings.Contains(err.Error(), "NOTICES_LOG_FORMAT") {
 		t.Errorf("NOTICES_LOG_FORMAT=yaml: %v, want an error naming it", err)
+	}
+}
+
+// TestUnknownPlanSetting: a NOTICES_PLAN_ name that is not a setting (a
+// typo, a plan that does not exist) is refused, not ignored.
+func TestUnknownPlanSetting(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		environ []string
+		bad     string
+	}{
+		{"all known", []string{"NOTICES_PLAN_FREE_WATCHES=2", "NOTICES_PLAN_ENTERPRISE_HEAVY=8", "HOME=/root"}, ""},
+		{"misspelt suffix", []string{"NOTICES_PLAN_FREE_WATCH=2"}, "NOTICES_PLAN_FREE_WATCH"},
+		{"unknown plan", []string{"NOTICES_PLAN_GOLD_RPS=5"}, "NOTICES_PLAN_GOLD_RPS"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := unknownPlanSettings(tt.environ)
+			if tt.bad == "" && err != nil || tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad)) {
+				t.Fatalf("unknownPlanSettings(%v) = %v, want an error naming %q", tt.environ, err, tt.bad)
+			}
+		})
 	}
 }

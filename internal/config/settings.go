@@ -46,6 +46,8 @@ var Settings = []Setting{
 	{"NOTICES_MAX_CONNS_PER_IP", "256", "open connections from one client address"},
 	{"NOTICES_HEAVY_CONCURRENCY", "half the CPUs, at least 1", "heavy requests (bulk screen, watch creation) running at once"},
 	{"NOTICES_HEAVY_WAIT", "10s", "how long a heavy request queues for a slot before 429"},
+	{"NOTICES_PLAN_<PLAN>_COMPANIES", "free 100, standard 10000, enterprise 1000000", "distinct companies an account of the plan may watch"},
+	{"NOTICES_PLAN_<PLAN>_WATCHES", "free 1, standard 20, enterprise 500", "watches an account of the plan may have"},
 	{"NOTICES_PLAN_<PLAN>_RPS", "free 10, standard 50, enterprise 200", "requests per second of one key of the plan"},
 	{"NOTICES_PLAN_<PLAN>_BURST", "free 20, standard 100, enterprise 400", "burst of one key of the plan"},
 	{"NOTICES_PLAN_<PLAN>_HEAVY", "free 1, standard 2, enterprise 4", "heavy requests at once of one key of the plan"},
