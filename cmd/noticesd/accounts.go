@@ -21,7 +21,8 @@ const accountsAbout = `Manage customer accounts. Keys are printed once and store
   noticesd accounts subscription ID --active=false   lapse (or --active=true: reactivate)
   noticesd accounts rotate-keys ID                   new keys; the old ones stop working at once
 
-Plans: free (100 companies, 1 watch), standard (10,000 / 20), enterprise (1,000,000 / 500).`
+Plans: free (100 companies, 1 watch), standard (10,000 / 20), enterprise (1,000,000 / 500) by
+default; NOTICES_PLAN_<PLAN>_COMPANIES and _WATCHES change them (docs/operating.md).`
 
 func runAccounts(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("accounts", "accounts create|list|subscription|rotate-keys [flags]", accountsAbout, stderr)
