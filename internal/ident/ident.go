@@ -36,16 +36,12 @@ type ID struct {
 	Kind  Kind
 }
 
-// Normalise removes spaces and returns the identifier if what is left is
-// 9 or 11 ASCII digits. Check digits are not required (see Valid).
+// Normalise removes spaces (U+0020 only: a tab or a no-break space is
+// malformed, as any other character) and returns the identifier if what is
+// left is 9 or 11 ASCII digits. Check digits are not required (see Valid).
 func Normalise(s string) (ID, bool) {
-	if strings.ContainsAny(s, " \t\u00a0") {
-		s = strings.Map(func(r rune) rune {
-			if r == ' ' || r == '\t' || r == '\u00a0' {
-				return -1
-			}
-			return r
-		}, s)
+	if strings.IndexByte(s, ' ') >= 0 {
+		s = strings.ReplaceAll(s, " ", "")
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {

@@ -57,6 +57,10 @@ func TestNormalise(t *testing.T) {
 		{"", "", 0, false},
 		{"1234567890", "", 0, false},
 		{"12345678X", "", 0, false},
+		{" 123456780 ", "123456780", ACN, true},
+		{"123\t456780", "", 0, false},           // only spaces are removed
+		{"123\u00a0456780", "", 0, false},       // a no-break space is not a space here
+		{"123\u2009456\u2009780", "", 0, false}, // nor a thin space
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
