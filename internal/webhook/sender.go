@@ -248,18 +248,21 @@ func (s *Sender) send(ctx context.Context, req Request) Result {
 		if req.Current == nil {
 			break
 		}
-		now, secret, err := req.Current(ctx)
+		current, secret, err := req.Current(ctx)
+		if err == nil && current != req.URL && changes == maxURLChanges {
+			err = fmt.Errorf("webhook: the webhook URL changed %d times while this attempt waited for its endpoint", changes+1)
+		}
 		if err != nil {
 			release()
 			res.NotSent = err
 			return res
 		}
 		req.Secret = secret
-		if now == req.URL || changes == maxURLChanges {
+		if current == req.URL {
 			break
 		}
 		release() // the webhook moved: take the new endpoint's slot
-		req.URL = now
+		req.URL = current
 	}
 	defer release()
 

@@ -546,3 +546,24 @@ func TestSendSignsWithCurrentSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestSendGivesUpOnAMovingWebhook: a webhook whose URL changes every time
+// the attempt asks ends the attempt unsent, never sending the new secret
+// to an old URL.
+func TestSendGivesUpOnAMovingWebhook(t *testing.T) {
+	srv, hits := server(t, func(http.ResponseWriter, *http.Request) {})
+	s := newSender(t, SenderConfig{AllowPrivate: true, CAFile: trustFile(t, srv)})
+	n := 0
+	req := request(srv.URL + "/0")
+	req.Current = func(context.Context) (string, string, error) {
+		n++
+		return fmt.Sprintf("%s/%d", srv.URL, n), fmt.Sprintf("whsec_%d", n), nil
+	}
+	r := s.Send(t.Context(), req)
+	if r.NotSent == nil || r.OK || hits.Load() != 0 {
+		t.Fatalf("Send = %+v with %d requests received; want NotSent and nothing sent", r, hits.Load())
+	}
+	if n != maxURLChanges+1 {
+		t.Fatalf("Current asked %d times, want %d", n, maxURLChanges+1)
+	}
+}
