@@ -72,6 +72,32 @@ type MailSource interface {
 // Check probes one backend for /health; nil means reachable.
 type Check func(ctx context.Context) error
 
+// SearchSource details a separate search backend for /health.
+type SearchSource func(ctx context.Context) (SearchStatus, error)
+
+// SearchStatus is /health's "search" block: the search cluster, the index
+// behind each alias with its mapping version and document count, and when
+// the newest notice was collected.
+type SearchStatus struct {
+	// Cluster is the cluster's status: green, yellow or red.
+	Cluster string        `json:"cluster"`
+	Indices []SearchIndex `json:"indices"`
+	// NewestCollectedAt is the collected_at of the notice with the highest
+	// notice_seq; NewestAgeSeconds is how long ago that was. Both null
+	// when there is no notice.
+	NewestCollectedAt *string  `json:"newest_collected_at"`
+	NewestAgeSeconds  *float64 `json:"newest_age_seconds"`
+}
+
+// SearchIndex is one index behind an alias.
+type SearchIndex struct {
+	Alias string `json:"alias"`
+	Index string `json:"index"`
+	// MappingVersion is the mappings/ version the index was created from.
+	MappingVersion int   `json:"mapping_version"`
+	Docs           int64 `json:"docs"`
+}
+
 // Health statuses and check results.
 const (
 	healthOK          = "ok"
@@ -91,7 +117,10 @@ type healthResponse struct {
 	Collector CollectorStatus     `json:"collector"`
 	Mail      MailStatus          `json:"mail"`
 	Index     *notice.IndexStatus `json:"index"`
-	Checks    checkResults        `json:"checks"`
+	// Search details a separate search backend (scale mode); null in the
+	// embedded mode, or when it cannot be read (checks.search says so).
+	Search *SearchStatus `json:"search"`
+	Checks checkResults  `json:"checks"`
 	// Reasons says, one sentence each, why status is not ok; empty when
 	// it is.
 	Reasons []string `json:"reasons"`
@@ -156,6 +185,13 @@ func (s *Server) health(c *fiber.Ctx) error {
 				resp.Status = healthDegraded
 			}
 			resp.Reasons = append(resp.Reasons, "store cannot write: "+err.Error())
+		}
+	}
+	if s.deps.Search != nil && resp.Checks.Search == healthOK {
+		if st, err := s.deps.Search(ctx); err == nil {
+			resp.Search = &st
+		} else {
+			s.log.Warn("health: search detail unreadable", "error", err)
 		}
 	}
 	resp.Mail = MailStatus{State: MailOff}

@@ -82,8 +82,11 @@ func TestHealth(t *testing.T) {
 		if err := json.Unmarshal(res.body, &top); err != nil {
 			t.Fatal(err)
 		}
-		if len(top) != 6 || top["status"] == nil || top["collector"] == nil || top["index"] == nil || top["checks"] == nil || string(top["reasons"]) != "[]" {
-			t.Errorf("top-level keys of %s, want status, collector, mail, index, checks, reasons (empty)", res.body)
+		if len(top) != 7 || top["status"] == nil || top["collector"] == nil || top["index"] == nil || top["checks"] == nil || string(top["reasons"]) != "[]" {
+			t.Errorf("top-level keys of %s, want status, collector, mail, index, search, checks, reasons (empty)", res.body)
+		}
+		if string(top["search"]) != "null" {
+			t.Errorf("search block %s, want null in the embedded mode", top["search"])
 		}
 		if string(top["mail"]) != `{"state":"off"}` {
 			t.Errorf("mail block %s, want {\"state\":\"off\"} without NOTICES_SMTP_URL", top["mail"])

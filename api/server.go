@@ -55,9 +55,13 @@ type Deps struct {
 	Checks map[string]Check
 	// StoreWritable probes that the store can write (disk not full, file
 	// system not read-only, no I/O error); an error makes /health degraded
-	// with the error as its reason, and 503 so readiness fails. nil means
-	// no write probe.
+	// with the error as its reason (HTTP 200) and /ready 503. nil means no
+	// write probe.
 	StoreWritable Check
+	// Search, if set, details the search backend on /health (scale mode:
+	// the cluster status, each alias's index with its mapping version and
+	// document count, the age of the newest notice); nil shows null.
+	Search SearchSource
 	// Limiter enforces the per-key request limits; nil means an in-process
 	// limit.Local on the wall clock with cfg.HeavyConcurrency global heavy
 	// slots (right for

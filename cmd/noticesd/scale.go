@@ -10,6 +10,7 @@ import (
 	"github.com/noticesd/noticesd/internal/lease"
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/metrics"
+	"github.com/noticesd/noticesd/internal/store/elastic"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/scale"
 )
@@ -54,6 +55,7 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 		"store":  st.Redis.Ping,
 		"queue":  st.Redis.Ping,
 	}
+	deps.Search = searchStatus(st.Elastic)
 	deps.Limiter = limit.NewRedis(st.Client(), cfg.Namespace, cfg.HeavyConcurrency, limit.DefaultLease)
 	if cfg.Webhooks {
 		// Registrations and delivery records live in Redis; the deliveries
@@ -102,4 +104,23 @@ func wireScaleParts(ctx context.Context, cfg config.Config, st *scale.Store, log
 	}
 	deps.Health = collectorHealth{c}
 	return nil
+}
+
+// searchStatus is /health's search block from the Elasticsearch store.
+func searchStatus(es *elastic.Store) api.SearchSource {
+	return func(ctx context.Context) (api.SearchStatus, error) {
+		h, err := es.Health(ctx)
+		if err != nil {
+			return api.SearchStatus{}, err
+		}
+		out := api.SearchStatus{Cluster: h.Cluster, Indices: make([]api.SearchIndex, 0, len(h.Indices))}
+		for _, ix := range h.Indices {
+			out.Indices = append(out.Indices, api.SearchIndex{Alias: ix.Alias, Index: ix.Index, MappingVersion: ix.Version, Docs: ix.Docs})
+		}
+		if h.NewestCollectedAt != "" {
+			at, age := h.NewestCollectedAt, h.NewestAge
+			out.NewestCollectedAt, out.NewestAgeSeconds = &at, &age
+		}
+		return out, nil
+	}
 }

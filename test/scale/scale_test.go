@@ -27,6 +27,7 @@ import (
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/mappings"
 	"github.com/noticesd/noticesd/test/testbin"
 )
 
@@ -219,10 +220,41 @@ func TestScaleModeAPI(t *testing.T) {
 		Index  struct {
 			Notices int64 `json:"notices"`
 		} `json:"index"`
+		Search *struct {
+			Cluster string `json:"cluster"`
+			Indices []struct {
+				Alias          string `json:"alias"`
+				Index          string `json:"index"`
+				MappingVersion int    `json:"mapping_version"`
+				Docs           int64  `json:"docs"`
+			} `json:"indices"`
+			NewestAgeSeconds *float64 `json:"newest_age_seconds"`
+		} `json:"search"`
 	}
 	a.get(t, "GET", "/health", "", nil, 200, &health)
 	if health.Status != "ok" || health.Checks["search"] != "ok" || health.Checks["store"] != "ok" || health.Index.Notices != 3000 {
 		t.Errorf("scale /health: %+v", health)
+	}
+	// The search block: cluster status, each alias's index with the
+	// mappings/ version it was made from and its count, the newest
+	// notice's age (issue: /health shows index versions and counts).
+	if sh := health.Search; sh == nil || sh.Cluster == "" || len(sh.Indices) != 2 || sh.NewestAgeSeconds == nil || *sh.NewestAgeSeconds < 0 {
+		t.Errorf("scale /health search block: %+v", sh)
+	} else {
+		for _, ix := range sh.Indices {
+			kind := ix.Alias[strings.LastIndex(ix.Alias, "-")+1:]
+			def, err := mappings.Load(kind)
+			if err != nil {
+				t.Errorf("index %+v: %v", ix, err)
+				continue
+			}
+			if ix.MappingVersion != def.Version || !strings.HasPrefix(ix.Index, ix.Alias+"-v") || ix.Docs <= 0 {
+				t.Errorf("index %+v; want mapping version %d behind %s, with documents", ix, def.Version, ix.Alias)
+			}
+			if kind == mappings.Notices && ix.Docs != 3000 {
+				t.Errorf("notices index holds %d documents, want 3000", ix.Docs)
+			}
+		}
 	}
 
 	// Companies to screen and watch: the first notices' identifiers.
