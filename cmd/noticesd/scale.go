@@ -124,3 +124,18 @@ func searchStatus(es *elastic.Store) api.SearchSource {
 		return out, nil
 	}
 }
+
+// sealSecrets seals anew, under NOTICES_SECRET_KEY, every webhook secret
+// still sealed under NOTICES_SECRET_KEY_PREVIOUS: what the embedded store
+// does when it opens, so after one start of serve or worker the previous
+// key can be dropped in scale mode too.
+func sealSecrets(ctx context.Context, rs *redisstore.Store, log *slog.Logger) error {
+	n, err := rs.SealSecrets(ctx)
+	if err != nil {
+		return fmt.Errorf("seal webhook secrets under NOTICES_SECRET_KEY: %w", err)
+	}
+	if n > 0 {
+		log.Info("webhook secrets sealed under the current NOTICES_SECRET_KEY; NOTICES_SECRET_KEY_PREVIOUS may now be dropped", "secrets", n)
+	}
+	return nil
+}

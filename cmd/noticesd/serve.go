@@ -63,6 +63,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 			return err
 		}
 		defer st.Close()
+		if err := sealSecrets(ctx, st.Redis, log); err != nil {
+			return err
+		}
 		wire = func(start func(part) error) error { return wireScaleParts(ctx, cfg, st, log, &deps, start) }
 	} else {
 		lock, err := lockDataDir(cfg)

@@ -60,6 +60,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer st.Close()
+	if err := sealSecrets(ctx, st.Redis, log); err != nil {
+		return err
+	}
 	// Delivery attempts are counted here, where they are made; the stored
 	// gauges are the same Redis reads serve's /metrics makes.
 	m := metrics.New(st.Redis, log)

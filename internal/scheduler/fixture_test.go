@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -49,6 +50,7 @@ type harness struct {
 	tmpl   notice.Notice
 	recv   *receiver
 	caFile string
+	logger *slog.Logger // the schedulers' logger; nil discards
 }
 
 func newHarness(t testing.TB) *harness {
@@ -118,7 +120,7 @@ func (h *harness) start(name string) *Scheduler { return h.startWith(name, nil) 
 func (h *harness) startWith(name string, m *mailer.Mailer) *Scheduler {
 	h.t.Helper()
 	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
-		Concurrency: 16, Consumer: name, SweepEvery: time.Second, Mail: m})
+		Concurrency: 16, Consumer: name, SweepEvery: time.Second, Mail: m, Logger: h.logger})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -262,6 +262,11 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 	for {
 		var err error
 		if b, err = s.cfg.Ledger.Begin(ctx, ref, s.cfg.Now()); err != nil {
+			if ctx.Err() == nil {
+				// A secret no key opens, Redis unreachable: asynq retries the
+				// task, and the operator must see why in the worker's log.
+				s.log.Warn("delivery attempt not begun", "watch", ref.WatchID, "delivery", ref.DeliveryID, "err", err)
+			}
 			return err
 		}
 		if b.State != redisstore.BeginEarly {
@@ -291,7 +296,13 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 	job.Notice = n
 	d, err := s.attempter.Attempt(ctx, job)
 	if err != nil {
+		if !errors.Is(err, worker.ErrInterrupted) {
+			s.log.Warn("delivery attempt not made", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "err", err)
+		}
 		return err // interrupted (asynq runs it again; the ledger counts it once) or not recorded
+	}
+	if d.Status != delivery.Delivered {
+		s.log.Warn("delivery attempt failed", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "reason", d.LastError)
 	}
 	if d.Status == delivery.Pending {
 		return &retryError{wait: d.Wait, lastError: d.LastError}

@@ -1,9 +1,13 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -412,4 +416,56 @@ func TestStaleStreamEntriesAreClaimed(t *testing.T) {
 	if n, _ := h.rdb.XLen(ctx, key).Result(); n != 0 {
 		t.Errorf("%d entries left in the stream after acknowledgement", n)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the scheduler's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestFailedAttemptLogged: a failed attempt in scale mode is a warn record
+// with the watch, the delivery id, the attempt and the reason, as the
+// embedded worker writes it (docs/operating.md tells operators to watch
+// for it).
+func TestFailedAttemptLogged(t *testing.T) {
+	h := newHarness(t)
+	var logs lockedBuffer
+	h.logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	h.recv.setStatus(func(string, int) int { return http.StatusBadGateway })
+	h.start("w1")
+	w := h.watch(51, "whsec_logged")
+	n := h.ingest("LOG-1", 51, time.Now().Add(-time.Hour))
+	id := webhook.DeliveryID(w.ID, n.ID)
+	want := map[string]any{"level": "WARN", "msg": "delivery attempt failed", "watch": w.ID, "delivery": id, "attempt": 1.0, "reason": "HTTP 502"}
+	eventually(t, 10*time.Second, "the failed attempt's log record", func() bool {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				continue
+			}
+			match := true
+			for k, v := range want {
+				if rec[k] != v {
+					match = false
+				}
+			}
+			if match {
+				return true
+			}
+		}
+		return false
+	})
 }

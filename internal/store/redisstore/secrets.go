@@ -1,7 +1,11 @@
 package redisstore
 
 import (
+	"context"
+	"errors"
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/secretbox"
 )
@@ -29,4 +33,59 @@ func (s *Store) openSecret(watchID, stored string) (string, error) {
 		return "", fmt.Errorf("redisstore: %w", err)
 	}
 	return v, nil
+}
+
+// resealScript replaces a watch's stored secret if it is still the value
+// that was read (a rotation or a new registration meanwhile wins).
+// KEYS: w:<id>. ARGV: old stored value, new stored value.
+var resealScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'secret') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'secret', ARGV[2])
+return 1
+`)
+
+// SealSecrets seals every stored webhook secret not yet sealed under the
+// current key (NOTICES_SECRET_KEY), reading it with the previous one
+// (NOTICES_SECRET_KEY_PREVIOUS), as the SQLite store does when it opens:
+// after one run the previous key can be dropped. It returns how many it
+// sealed anew; a secret that neither key opens stops it with an error
+// naming the watch. Without a key it does nothing.
+func (s *Store) SealSecrets(ctx context.Context) (int, error) {
+	if s.secrets == nil {
+		return 0, nil
+	}
+	ids, err := s.rdb.SMembers(ctx, s.key("watches")).Result()
+	if err != nil {
+		return 0, s.fail("read the watches to seal their secrets", err)
+	}
+	const chunk = 1000
+	sealed := 0
+	for start := 0; start < len(ids); start += chunk {
+		part := ids[start:min(start+chunk, len(ids))]
+		vals := make([]*redis.StringCmd, len(part))
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range part {
+				vals[i] = p.HGet(ctx, s.key("w", id), "secret")
+			}
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return sealed, s.fail("read webhook secrets", err)
+		}
+		for i, id := range part {
+			old := vals[i].Val()
+			if old == "" || s.secrets.Current(old) {
+				continue // no webhook, or sealed under the current key
+			}
+			plain, err := s.openSecret(id, old)
+			if err != nil {
+				return sealed, err
+			}
+			ok, err := resealScript.Run(ctx, s.rdb, []string{s.key("w", id)}, old, s.secrets.Seal(plain, id)).Int()
+			if err != nil {
+				return sealed, s.fail("seal a webhook secret", err)
+			}
+			sealed += ok
+		}
+	}
+	return sealed, nil
 }
