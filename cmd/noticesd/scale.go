@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/noticesd/noticesd/api"
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/lease"
@@ -138,4 +140,20 @@ func sealSecrets(ctx context.Context, rs *redisstore.Store, log *slog.Logger) er
 		log.Info("webhook secrets sealed under the current NOTICES_SECRET_KEY; NOTICES_SECRET_KEY_PREVIOUS may now be dropped", "secrets", n)
 	}
 	return nil
+}
+
+// warnWithoutAOF logs a warning when Redis runs without its append-only
+// file: accounts, keys, watches and match logs live only there, and without
+// AOF a Redis restart loses what changed since its last snapshot
+// (docs/redis.md). A Redis that refuses CONFIG (managed services) is not
+// checked.
+func warnWithoutAOF(ctx context.Context, rdb *redis.Client, log *slog.Logger) {
+	v, err := rdb.ConfigGet(ctx, "appendonly").Result()
+	if err != nil {
+		log.Info("could not check Redis persistence (CONFIG GET appendonly refused); make sure it runs with appendonly yes", "err", err)
+		return
+	}
+	if v["appendonly"] == "no" {
+		log.Warn("Redis runs with appendonly no: a Redis restart loses every account, key, watch and delivery change since its last snapshot; set appendonly yes (docs/redis.md)")
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/scale"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
@@ -100,4 +102,25 @@ func scaleEnv(t *testing.T) (config.Config, *scale.Store) {
 		st.Close()
 	})
 	return cfg, st
+}
+
+// TestWarnWithoutAOF: serve and worker warn when Redis keeps no
+// append-only file, and say nothing when it does.
+func TestWarnWithoutAOF(t *testing.T) {
+	rdb, err := redisstore.Dial(testservers.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	v, err := rdb.ConfigGet(ctx, "appendonly").Result()
+	if err != nil {
+		t.Fatalf("the test Redis refuses CONFIG GET: %v", err)
+	}
+	var logs bytes.Buffer
+	warnWithoutAOF(ctx, rdb, slog.New(slog.NewTextHandler(&logs, nil)))
+	warned := strings.Contains(logs.String(), "appendonly no")
+	if want := v["appendonly"] == "no"; warned != want {
+		t.Fatalf("appendonly %q: warned %v, want %v (log %q)", v["appendonly"], warned, want, logs.String())
+	}
 }

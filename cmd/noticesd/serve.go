@@ -66,6 +66,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 		if err := sealSecrets(ctx, st.Redis, log); err != nil {
 			return err
 		}
+		warnWithoutAOF(ctx, st.Client(), log)
 		wire = func(start func(part) error) error { return wireScaleParts(ctx, cfg, st, log, &deps, start) }
 	} else {
 		lock, err := lockDataDir(cfg)

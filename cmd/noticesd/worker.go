@@ -63,6 +63,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := sealSecrets(ctx, st.Redis, log); err != nil {
 		return err
 	}
+	warnWithoutAOF(ctx, st.Client(), log)
 	// Delivery attempts are counted here, where they are made; the stored
 	// gauges are the same Redis reads serve's /metrics makes.
 	m := metrics.New(st.Redis, log)
