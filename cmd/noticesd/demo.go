@@ -91,15 +91,15 @@ Demo account %s (plan standard). Keys are shown once; a new run issues new ones.
 
 For the README's tour, paste:
   export KEY=%s ACCT=%s BASE=http://%s
-  export ACN=%s ABN='%s' QUIET=%s NOTICE=%s
-
+  export %s
+%s
 Try:
   curl -s -H "X-API-Key: $KEY" "$BASE/v1/notices?q=liquidator&limit=3"
   curl -s -H "X-API-Key: $KEY" "$BASE/v1/companies/$ACN"
-  curl -s -H "X-API-Key: $KEY" -d "{\"identifiers\": [\"$ACN\", \"$ABN\", \"$QUIET\", \"123456780\"]}" "$BASE/v1/match"
+  curl -s -H "X-API-Key: $KEY" -d "{\"identifiers\": [%s\"123456780\"]}" "$BASE/v1/match"
 
 Serving on %s (Ctrl-C to stop) ...
-`, keys.AccountID, keys.AccountKey, keys.ReadKey, keys.ReadKey, keys.AccountKey, host, tr.ACN, tr.ABN, tr.Quiet, tr.Notice, cfg.Addr)
+`, keys.AccountID, keys.AccountKey, keys.ReadKey, keys.ReadKey, keys.AccountKey, host, tr.exports(), tr.missing(), tr.matchIDs(), cfg.Addr)
 	return serve(ctx, cfg, newLogger(cfg), nil)
 }
 

@@ -75,3 +75,43 @@ func pickTour(ctx context.Context, st store.Notices, registerFile string) tour {
 	}
 	return t
 }
+
+// exports is the tour's export line: the identifiers found (one the data
+// does not hold is left out rather than exported empty).
+func (t tour) exports() string {
+	var parts []string
+	for _, v := range []struct{ name, value string }{{"ACN", t.ACN}, {"ABN", t.ABN}, {"QUIET", t.Quiet}, {"NOTICE", t.Notice}} {
+		if v.value != "" {
+			parts = append(parts, v.name+"='"+v.value+"'")
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// missing says which tour identifiers were not found, and why ("" when
+// all were), as a line of the demo's output.
+func (t tour) missing() string {
+	var names []string
+	for _, v := range []struct{ name, value string }{{"ACN", t.ACN}, {"ABN", t.ABN}, {"QUIET", t.Quiet}, {"NOTICE", t.Notice}} {
+		if v.value == "" {
+			names = append(names, v.name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "  (" + strings.Join(names, ", ") + " not found in this data: QUIET needs the sample's company_register.tsv\n" +
+		"   under NOTICES_DATA_DIR/sample, the others notices in VIC or NSW; the tour lines using them will not answer)\n"
+}
+
+// matchIDs is the start of the tour's /v1/match identifiers: the found
+// ones, as shell-quoted JSON strings each followed by a comma.
+func (t tour) matchIDs() string {
+	var b strings.Builder
+	for _, v := range []struct{ name, value string }{{"ACN", t.ACN}, {"ABN", t.ABN}, {"QUIET", t.Quiet}} {
+		if v.value != "" {
+			b.WriteString(`\"$` + v.name + `\", `)
+		}
+	}
+	return b.String()
+}

@@ -61,3 +61,33 @@ func TestPickTour(t *testing.T) {
 		t.Errorf("notice %s: %v, want a notice of %s", tr.Notice, err, tr.ACN)
 	}
 }
+
+// TestTourLines: the demo's export and /v1/match lines leave out what the
+// data did not give, instead of exporting an empty QUIET that makes the
+// tour's requests fail.
+func TestTourLines(t *testing.T) {
+	full := tour{ACN: "004085616", ABN: "53 004 085 616", Quiet: "000000019", Notice: "ntc_x"}
+	noQuiet := full
+	noQuiet.Quiet = ""
+	for _, tt := range []struct {
+		name           string
+		tr             tour
+		exports, match string
+		missing        bool
+	}{
+		{"everything found", full, `ACN='004085616' ABN='53 004 085 616' QUIET='000000019' NOTICE='ntc_x'`, `\"$ACN\", \"$ABN\", \"$QUIET\", `, false},
+		{"no quiet company", noQuiet, `ACN='004085616' ABN='53 004 085 616' NOTICE='ntc_x'`, `\"$ACN\", \"$ABN\", `, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.tr.exports(); got != tt.exports {
+				t.Errorf("exports %q, want %q", got, tt.exports)
+			}
+			if got := tt.tr.matchIDs(); got != tt.match {
+				t.Errorf("match ids %q, want %q", got, tt.match)
+			}
+			if m := tt.tr.missing(); (m != "") != tt.missing || tt.missing && !strings.Contains(m, "QUIET") {
+				t.Errorf("missing %q", m)
+			}
+		})
+	}
+}
