@@ -16,7 +16,8 @@ const readyProbeTimeout = 5 * time.Second
 // ready is GET /ready (no key), the readiness check: 200 {"status":"ready"}
 // once the store is reachable, its schema (migrations, or the indices of
 // the scale backend) is in place and it can write; 503 unavailable with the
-// reason otherwise. /health stays the liveness and detail report.
+// reason otherwise. /health stays the detailed report (not a liveness
+// probe: it is 503 while a backend cannot be reached).
 func (s *Server) ready(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), readyProbeTimeout)
 	defer cancel()

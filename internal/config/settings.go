@@ -18,7 +18,7 @@ var Settings = []Setting{
 	{"NOTICES_BACKEND", "embedded", "embedded (one SQLite file) or scale (Elasticsearch + Redis)"},
 	{"NOTICES_ELASTICSEARCH_URL", "http://localhost:9200", "Elasticsearch URL (scale backend)"},
 	{"NOTICES_REDIS_URL", "redis://localhost:6379/0", "Redis URL (scale backend; it must run with appendonly yes)"},
-	{"NOTICES_NAMESPACE", "notices", "prefix of every Elasticsearch index and alias, Redis key and queue (scale backend)"},
+	{"NOTICES_NAMESPACE", "notices", "prefix of the Elasticsearch indices and aliases, the Redis keys and the queues (scale backend; docs/redis.md lists the keys it does not prefix)"},
 	{"NOTICES_SCREEN_COPY", "on", "on/off: each serve process keeps an in-memory copy of the register and notice summaries the bulk screen reads (scale backend; memory: see the operating guide's sizing)"},
 	{"NOTICES_SOURCE", "none", "collector source: a directory of *.jsonl(.gz) files or an http(s) JSON Lines feed"},
 	{"NOTICES_COLLECT_INTERVAL", "15m", "time between collector runs"},
