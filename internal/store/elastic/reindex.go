@@ -31,8 +31,12 @@ type ReindexResult struct {
 }
 
 // reindexHook, when set by a test, runs between the copy and the alias
-// swap of the notices.
-var reindexHook func()
+// swap of the notices; afterSwapHook, when set, runs right after the swap
+// and an error from it stops the reindex there, as a crash would.
+var (
+	reindexHook   func()
+	afterSwapHook func(old []string) error
+)
 
 // Reindex rebuilds both indices from the current mappings into new
 // versioned indices and moves the aliases, one atomic _aliases call each;
@@ -47,6 +51,12 @@ var reindexHook func()
 // (less writeGrace) are copied again from the old index, for writers that
 // started their batch before the next alias existed.
 //
+// The swap also puts a filtered alias (catchUpAlias) on the old index, in
+// the same _aliases call; the catch-up reads through it and deletes the old
+// index at its end. A reindex stopped between the two (a crash, a lost
+// node) leaves that alias, and the next reindex finishes the catch-up
+// before anything else, so those notices are never lost.
+//
 // A register load committed during the reindex makes the register's alias
 // move fail (the new register is kept; run reindex again).
 func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexResult, error) {
@@ -54,6 +64,12 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	if progress == nil {
 		progress = func(string, int64, int64) {}
 	}
+	// A catch-up left by a reindex that stopped after its swap.
+	n, err := s.catchUp(ctx, s.Alias(mappings.Notices), progress)
+	if err != nil {
+		return res, err
+	}
+	res.CaughtUp += n
 	// Notices.
 	ix, err := mappings.Load(mappings.Notices)
 	if err != nil {
@@ -88,27 +104,24 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	if err := s.refresh(ctx, res.Notices); err != nil {
 		return abandon(err)
 	}
-	removeNext := []map[string]any{{"remove": map[string]any{"index": res.Notices, "alias": s.nextAlias()}}}
-	if _, err := s.moveAlias(ctx, s.Alias(mappings.Notices), res.Notices, removeNext); err != nil {
+	extra := []map[string]any{{"remove": map[string]any{"index": res.Notices, "alias": s.nextAlias()}}}
+	for _, o := range old {
+		extra = append(extra, map[string]any{"add": map[string]any{"index": o, "alias": s.catchUpAlias(),
+			"filter": obj{"range": obj{"indexed_at": obj{"gte": start}}}}})
+	}
+	if _, err := s.moveAlias(ctx, s.Alias(mappings.Notices), res.Notices, extra); err != nil {
 		return abandon(err)
 	}
-	// Catch up on writes that went to the old index only.
-	for _, o := range old {
-		if err := s.refresh(ctx, o); err != nil {
+	if afterSwapHook != nil {
+		if err := afterSwapHook(old); err != nil {
 			return res, err
 		}
-		n, err := s.copyDocs(ctx, o, res.Notices, obj{"range": obj{"indexed_at": obj{"gte": start}}}, order, "notices (catch-up)", progress)
-		if err != nil {
-			return res, fmt.Errorf("elastic: catching up from %s (kept; run reindex again): %w", o, err)
-		}
-		res.CaughtUp += n
 	}
-	if err := s.refresh(ctx, res.Notices); err != nil {
+	// Catch up on writes that went to the old index only.
+	if n, err = s.catchUp(ctx, res.Notices, progress); err != nil {
 		return res, err
 	}
-	if err := s.dropIndices(ctx, s.Alias(mappings.Notices), old); err != nil {
-		return res, err
-	}
+	res.CaughtUp += n
 
 	// Register: loads replace it whole, so a copy and a swap suffice.
 	rix, err := mappings.Load(mappings.Register)
@@ -131,6 +144,31 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		return res, err
 	}
 	return res, nil
+}
+
+// catchUp copies the notices visible through catchUpAlias (those written
+// to an old index since its reindex began) into index, then deletes the
+// old indices, which removes the alias. Without the alias it does nothing.
+// It returns the notices copied.
+func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgress) (int64, error) {
+	old, err := s.aliasIndices(ctx, s.catchUpAlias())
+	if err != nil || len(old) == 0 {
+		return 0, err
+	}
+	for _, o := range old {
+		if err := s.refresh(ctx, o); err != nil {
+			return 0, err
+		}
+	}
+	order := []obj{{"notice_seq": "asc"}, {"id": "asc"}}
+	n, err := s.copyDocs(ctx, s.catchUpAlias(), index, matchAll, order, "notices (catch-up)", progress)
+	if err != nil {
+		return n, fmt.Errorf("elastic: catching up from %v (they keep the alias %s: run reindex again to finish): %w", old, s.catchUpAlias(), err)
+	}
+	if err := s.refresh(ctx, s.Alias(mappings.Notices)); err != nil {
+		return n, err
+	}
+	return n, s.dropIndices(ctx, s.Alias(mappings.Notices), old)
 }
 
 // copyDocs copies the documents of from matching query into index, in

@@ -165,3 +165,73 @@ func TestReindexUnderLoad(t *testing.T) {
 }
 
 func storetestACN() ident.ID { return ident.ID{Value: storetest.ACNAlpha, Kind: ident.ACN} }
+
+// TestReindexStoppedAfterSwap: a reindex that stops between the alias swap
+// and the end of its catch-up (a crash) leaves the old index behind the
+// catch-up alias; the next reindex finishes the catch-up first, so a
+// notice written to the old index alone in that window is not lost, and
+// the old index goes.
+func TestReindexStoppedAfterSwap(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	if _, err := s.UpsertNotices(ctx, synthBatch("S", 0, 200)); err != nil {
+		t.Fatal(err)
+	}
+	late := synthNotice("S", 7)
+	var oldIndex string
+	afterSwapHook = func(old []string) error {
+		if len(old) != 1 {
+			t.Errorf("old notices indices %v, want one", old)
+			return fmt.Errorf("test: unexpected old indices")
+		}
+		oldIndex = old[0]
+		// A writer that started before the reindex lands an update on the
+		// old index only, then the reindex dies.
+		var doc struct {
+			Source  map[string]any `json:"_source"`
+			Version int64          `json:"_version"`
+		}
+		if err := s.do(ctx, s.cfg.Timeout, "GET", "/"+oldIndex+"/_doc/"+late.ID, nil, &doc); err != nil {
+			return err
+		}
+		doc.Source["indexed_at"] = time.Now().UnixMilli()
+		doc.Source["notice"].(map[string]any)["company_name"] = "LATE WRITE PTY LTD"
+		path := fmt.Sprintf("/%s/_doc/%s?version=%d&version_type=external_gte&refresh=true", oldIndex, late.ID, doc.Version+1)
+		if err := s.do(ctx, s.cfg.Timeout, "PUT", path, doc.Source, nil); err != nil {
+			return err
+		}
+		return fmt.Errorf("test: the reindex process died after the swap")
+	}
+	_, err := s.Reindex(ctx, nil)
+	afterSwapHook = nil
+	if err == nil || !strings.Contains(err.Error(), "died after the swap") {
+		t.Fatalf("first reindex: %v, want it stopped after the swap", err)
+	}
+	if n, err := s.Notice(ctx, late.ID); err != nil || n.CompanyName == "LATE WRITE PTY LTD" {
+		t.Fatalf("before the catch-up the late write must not be visible yet (%+v, %v); the test would prove nothing", n.CompanyName, err)
+	}
+	if held, err := s.aliasIndices(ctx, s.catchUpAlias()); err != nil || len(held) != 1 || held[0] != oldIndex {
+		t.Fatalf("catch-up alias on %v (%v), want the old index %s", held, err, oldIndex)
+	}
+
+	res, err := s.Reindex(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CaughtUp < 1 {
+		t.Errorf("second reindex caught up %d notices, want the late one at least", res.CaughtUp)
+	}
+	if n, err := s.Notice(ctx, late.ID); err != nil || n.CompanyName != "LATE WRITE PTY LTD" {
+		t.Fatalf("after the second reindex: %q, %v; want the late write", n.CompanyName, err)
+	}
+	if held, err := s.aliasIndices(ctx, s.catchUpAlias()); err != nil || len(held) != 0 {
+		t.Fatalf("catch-up alias still on %v (%v)", held, err)
+	}
+	if err := s.do(ctx, s.cfg.Timeout, "HEAD", "/"+oldIndex, nil, nil); !isNotFound(err) {
+		t.Fatalf("old index %s: HEAD gave %v, want not found (deleted)", oldIndex, err)
+	}
+	total, err := s.Search(ctx, notice.SearchQuery{Filter: notice.Filter{IncludeDeregistration: true}, Sort: notice.SortPublishedDesc, Limit: 1})
+	if err != nil || total.Total != 200 {
+		t.Fatalf("notices after both reindexes: %d (%v), want 200", total.Total, err)
+	}
+}

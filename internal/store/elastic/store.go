@@ -140,6 +140,13 @@ func (s *Store) Alias(kind string) string { return s.ns + "-" + kind }
 // nextAlias names the notices index a reindex is filling.
 func (s *Store) nextAlias() string { return s.ns + "-" + mappings.Notices + "-next" }
 
+// catchUpAlias marks, from the swap on, the old notices index of a reindex
+// whose catch-up is not done yet. Its filter (indexed_at since the reindex
+// began, less writeGrace) is the catch-up's query, kept in the cluster
+// state, so a reindex that dies before the catch-up ends is finished by
+// the next one.
+func (s *Store) catchUpAlias() string { return s.ns + "-" + mappings.Notices + "-catchup" }
+
 // indexName names a new index of a kind.
 func (s *Store) indexName(ix mappings.Index, suffix string) string {
 	return fmt.Sprintf("%s-%s-v%d-%s", s.ns, ix.Kind, ix.Version, suffix)
