@@ -1,13 +1,11 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
+	"github.com/noticesd/noticesd/internal/testlog"
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/internal/webhook"
 	"github.com/noticesd/noticesd/worker"
@@ -418,31 +417,13 @@ func TestStaleStreamEntriesAreClaimed(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for the scheduler's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestFailedAttemptLogged: a failed attempt in scale mode is a warn record
 // with the watch, the delivery id, the attempt and the reason, as the
 // embedded worker writes it (docs/operating.md tells operators to watch
 // for it).
 func TestFailedAttemptLogged(t *testing.T) {
 	h := newHarness(t)
-	var logs lockedBuffer
+	var logs testlog.Buffer
 	h.logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	h.recv.setStatus(func(string, int) int { return http.StatusBadGateway })
 	h.start("w1")

@@ -26,6 +26,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/testlog"
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/mappings"
 	"github.com/noticesd/noticesd/test/testbin"
@@ -36,25 +37,8 @@ func TestMain(m *testing.M) { testservers.Main(m) }
 // server is one `noticesd serve` process.
 type server struct {
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testlog.Buffer
 	base   string
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // serve starts `noticesd serve` with env on a free port and waits until
@@ -67,7 +51,7 @@ func serve(t *testing.T, bin string, env []string) *server {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	s := &server{stderr: &lockedBuffer{}, base: "http://" + addr}
+	s := &server{stderr: &testlog.Buffer{}, base: "http://" + addr}
 	s.cmd = exec.Command(bin, "serve")
 	s.cmd.Env = append(append(os.Environ(), env...), "NOTICES_ADDR="+addr)
 	s.cmd.Stderr = s.stderr

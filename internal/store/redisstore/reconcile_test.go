@@ -24,16 +24,8 @@ func TestReconcileFinishesHalfDoneChanges(t *testing.T) {
 	ctx := context.Background()
 	setup := func(t *testing.T) (fixture, string, string) {
 		f := newFixture(t, Options{})
-		acc, err := f.rs.CreateAccount(ctx, "Owed", "enterprise")
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, storetest.ACNAlpha)}, acc.AccountID, f.clock.Now()),
-			account.DefaultPlans()["enterprise"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f, acc.AccountID, w.ID
+		accountID, watchID := f.alphaWatch(t)
+		return f, accountID, watchID
 	}
 	stopAt := func(f fixture, step string) {
 		f.rs.stopBefore = func(s string) bool { return s == step }
@@ -150,20 +142,12 @@ func (f fixture) failDeliveriesN(t *testing.T, accountID, watchID string, n int)
 func TestDeliveryRecordAsEmbedded(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	acc, err := f.rs.CreateAccount(ctx, "Records", "enterprise")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, storetest.ACNAlpha)}, acc.AccountID, f.clock.Now()),
-		account.DefaultPlans()["enterprise"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.failDeliveriesN(t, acc.AccountID, w.ID, 0)
-	f.deliver(t, w.ID, "REC-1") // created, no attempt yet
+	accountID, watchID := f.alphaWatch(t)
+	f.failDeliveriesN(t, accountID, watchID, 0)
+	f.deliver(t, watchID, "REC-1") // created, no attempt yet
 	record := func() delivery.Record {
 		t.Helper()
-		recs, err := f.rs.Deliveries(ctx, acc.AccountID, w.ID, 10)
+		recs, err := f.rs.Deliveries(ctx, accountID, watchID, 10)
 		if err != nil || len(recs) != 1 {
 			t.Fatalf("Deliveries = %d records, %v", len(recs), err)
 		}
@@ -174,7 +158,7 @@ func TestDeliveryRecordAsEmbedded(t *testing.T) {
 		t.Fatalf("a new delivery has no next_attempt_at: %+v", created)
 	}
 	f.clock.Advance(time.Minute)
-	ref := Ref{WatchID: w.ID, DeliveryID: created.ID, NoticeSeq: created.NoticeSeq}
+	ref := Ref{WatchID: watchID, DeliveryID: created.ID, NoticeSeq: created.NoticeSeq}
 	b, err := f.rs.Begin(ctx, ref, f.clock.Now())
 	if err != nil || b.State != BeginAttempt {
 		t.Fatalf("Begin = %+v, %v", b, err)
@@ -183,7 +167,7 @@ func TestDeliveryRecordAsEmbedded(t *testing.T) {
 		t.Fatalf("in flight: %+v; want next_attempt_at null, updated_at %s, 1 attempt", r, created.UpdatedAt)
 	}
 	off, on := false, true
-	if _, err := f.rs.UpdateWatch(ctx, acc.AccountID, w.ID, watch.Patch{Active: &off}, f.clock.Now()); err != nil {
+	if _, err := f.rs.UpdateWatch(ctx, accountID, watchID, watch.Patch{Active: &off}, f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.rs.Complete(ctx, b.Job, store.Outcome{LastError: failedDelivery, RetryUnit: storetest.DeliverRetryUnit}, f.clock.Now()); err != nil {
@@ -194,11 +178,27 @@ func TestDeliveryRecordAsEmbedded(t *testing.T) {
 	}
 	f.clock.Advance(time.Minute)
 	reactivated := f.clock.Now()
-	if _, err := f.rs.UpdateWatch(ctx, acc.AccountID, w.ID, watch.Patch{Active: &on}, reactivated); err != nil {
+	if _, err := f.rs.UpdateWatch(ctx, accountID, watchID, watch.Patch{Active: &on}, reactivated); err != nil {
 		t.Fatal(err)
 	}
 	want := notice.Timestamp(reactivated)
 	if r := record(); r.NextAttemptAt == nil || *r.NextAttemptAt != want || r.UpdatedAt != want {
 		t.Fatalf("released: %+v; want next_attempt_at and updated_at %s", r, want)
 	}
+}
+
+// alphaWatch creates an account and a watch of storetest.ACNAlpha on it.
+func (f fixture) alphaWatch(t *testing.T) (accountID, watchID string) {
+	t.Helper()
+	ctx := context.Background()
+	acc, err := f.rs.CreateAccount(ctx, "Owed", "enterprise")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, storetest.ACNAlpha)}, acc.AccountID, f.clock.Now()),
+		account.DefaultPlans()["enterprise"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acc.AccountID, w.ID
 }
