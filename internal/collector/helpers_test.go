@@ -3,7 +3,6 @@
 package collector
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/noticesd/noticesd/test/testbin"
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
@@ -43,23 +44,14 @@ func (c *fakeClock) Add(d time.Duration) {
 
 // logBuffer collects JSON log records; safe for the loop's goroutine.
 type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
+	testbin.LockedBuffer
 }
 
 // runs returns the "collector run" records written so far.
 func (b *logBuffer) runs(t *testing.T) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
 		if line == "" {
 			continue
 		}

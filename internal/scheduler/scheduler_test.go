@@ -13,9 +13,9 @@ import (
 
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
-	"github.com/noticesd/noticesd/internal/testlog"
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/internal/webhook"
+	"github.com/noticesd/noticesd/test/testbin"
 	"github.com/noticesd/noticesd/worker"
 )
 
@@ -423,7 +423,7 @@ func TestStaleStreamEntriesAreClaimed(t *testing.T) {
 // for it).
 func TestFailedAttemptLogged(t *testing.T) {
 	h := newHarness(t)
-	var logs testlog.Buffer
+	var logs testbin.LockedBuffer
 	h.logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	h.recv.setStatus(func(string, int) int { return http.StatusBadGateway })
 	h.start("w1")

@@ -26,7 +26,6 @@ import (
 
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/notice"
-	"github.com/noticesd/noticesd/internal/testlog"
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/mappings"
 	"github.com/noticesd/noticesd/test/testbin"
@@ -37,7 +36,7 @@ func TestMain(m *testing.M) { testservers.Main(m) }
 // server is one `noticesd serve` process.
 type server struct {
 	cmd    *exec.Cmd
-	stderr *testlog.Buffer
+	stderr *testbin.LockedBuffer
 	base   string
 }
 
@@ -51,7 +50,7 @@ func serve(t *testing.T, bin string, env []string) *server {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	s := &server{stderr: &testlog.Buffer{}, base: "http://" + addr}
+	s := &server{stderr: &testbin.LockedBuffer{}, base: "http://" + addr}
 	s.cmd = exec.Command(bin, "serve")
 	s.cmd.Env = append(append(os.Environ(), env...), "NOTICES_ADDR="+addr)
 	s.cmd.Stderr = s.stderr
