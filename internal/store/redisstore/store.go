@@ -161,7 +161,9 @@ func (s *Store) fail(what string, err error) error {
 
 func unreachable(err error) bool {
 	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, redis.ErrClosed) || errors.Is(err, context.DeadlineExceeded) {
+	// A pool timeout: every connection is busy on a Redis that does not
+	// answer (a hang), the same outage seen from a loaded process.
+	if errors.As(err, &ne) || errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
 	msg := err.Error()
