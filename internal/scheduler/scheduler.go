@@ -179,16 +179,22 @@ func (e *retryError) Error() string {
 	return fmt.Sprintf("attempt failed (%s); next attempt in %s", e.lastError, e.wait)
 }
 
+// maxErrorDelay caps the wait before a task whose run failed for another
+// reason than the endpoint (Redis or Elasticsearch unreachable) runs again.
+const maxErrorDelay = time.Minute
+
 // retryDelay is asynq's RetryDelayFunc: the ledger's wait (n x the retry
 // unit after failed attempt n, delivery.RetryWait) when the handler
-// decided a retry, else one second (a Redis error, an attempt a crash cut
-// short: asynq's lease recovery).
-func retryDelay(_ int, err error, _ *asynq.Task) time.Duration {
+// decided a retry; else (a backend unreachable, an attempt a crash cut
+// short) one second, doubling with each such run up to maxErrorDelay, so
+// an outage does not spend the task's runs in minutes. A task that does
+// spend them is archived, and the sweep puts it back (SweepOnce).
+func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	var re *retryError
 	if errors.As(err, &re) {
 		return re.wait
 	}
-	return time.Second
+	return min(time.Second<<min(n, 6), maxErrorDelay)
 }
 
 // payload is a task's payload: ids only.
@@ -500,7 +506,8 @@ func (s *Scheduler) sweep(ctx context.Context) {
 // SweepOnce finishes watch changes a stopped process left half done
 // (redisstore.Store.Reconcile: releases after a reactivation, owed
 // deactivations), then puts in the outbox every due pending delivery
-// without an asynq task and returns how many it found.
+// without a live asynq task (none, or one archived or completed) and
+// returns how many it found.
 func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	if n, err := s.cfg.Ledger.Reconcile(ctx, s.cfg.Now()); err != nil {
 		return 0, err
@@ -513,11 +520,16 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	}
 	var lost []redisstore.Ref
 	for _, r := range refs {
-		_, err := s.inspector.GetTaskInfo(s.queue, r.DeliveryID)
-		if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+		info, err := s.inspector.GetTaskInfo(s.queue, r.DeliveryID)
+		switch {
+		case errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound):
 			lost = append(lost, r)
-		} else if err != nil {
+		case err != nil:
 			return 0, err
+		case info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted:
+			// The task gave up (its runs spent in an outage) or ended while
+			// the delivery is still due: Enqueue replaces it.
+			lost = append(lost, r)
 		}
 	}
 	if err := s.cfg.Ledger.Reschedule(ctx, lost, s.cfg.Now()); err != nil {

@@ -3,12 +3,14 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/delivery"
@@ -449,4 +451,65 @@ func TestFailedAttemptLogged(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestSweepRevivesArchivedTask: a delivery whose task asynq archived (its
+// runs spent while a backend was down) is still pending in the ledger;
+// the sweep hands it back to the outbox and Enqueue replaces the archived
+// task, so the delivery is attempted again instead of never.
+func TestSweepRevivesArchivedTask(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	w := h.watch(61, "whsec_archived")
+	n := h.ingest("ARCH-1", 61, time.Now().Add(-time.Hour))
+	stored, err := h.notes.Notice(ctx, n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := h.rs.CreateDeliveries(ctx, []redisstore.Ref{{WatchID: w.ID, NoticeSeq: stored.Seq}}, time.Now()); err != nil || k != 1 {
+		t.Fatalf("CreateDeliveries = %d, %v", k, err)
+	}
+	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit, Consumer: "sweeper"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := redisstore.Ref{WatchID: w.ID, DeliveryID: webhook.DeliveryID(w.ID, n.ID), NoticeSeq: stored.Seq}
+	if ok, err := s.Enqueue(ctx, ref); err != nil || !ok {
+		t.Fatalf("Enqueue = %v, %v", ok, err)
+	}
+	if err := s.inspector.ArchiveTask(s.queue, ref.DeliveryID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.SweepOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("SweepOnce = %d, %v; want the archived task's delivery back in the outbox", n, err)
+	}
+	if ok, err := s.Enqueue(ctx, ref); err != nil || !ok {
+		t.Fatalf("Enqueue after the sweep = %v, %v", ok, err)
+	}
+	info, err := s.inspector.GetTaskInfo(s.queue, ref.DeliveryID)
+	if err != nil || info.State != asynq.TaskStatePending {
+		t.Fatalf("task after the sweep: %+v, %v; want pending again", info, err)
+	}
+}
+
+// TestRetryDelayBacksOff: a run that failed for another reason than the
+// endpoint waits 1 s, doubling up to a minute; the endpoint's failures
+// wait what the ledger decided.
+func TestRetryDelayBacksOff(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		err  error
+		want time.Duration
+	}{
+		{0, errors.New("redis down"), time.Second},
+		{1, errors.New("redis down"), 2 * time.Second},
+		{5, errors.New("redis down"), 32 * time.Second},
+		{6, errors.New("redis down"), time.Minute},
+		{900, errors.New("redis down"), time.Minute},
+		{3, &retryError{wait: 30 * time.Minute}, 30 * time.Minute},
+	} {
+		if got := retryDelay(tt.n, tt.err, nil); got != tt.want {
+			t.Errorf("retryDelay(%d, %v) = %s, want %s", tt.n, tt.err, got, tt.want)
+		}
+	}
 }
