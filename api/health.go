@@ -151,20 +151,39 @@ func (r *checkResults) set(name, result string) {
 // fails while that lasts); 503 with status unavailable when a backend
 // cannot be reached. reasons says why.
 func (s *Server) health(c *fiber.Ctx) error {
-	ctx, cancel := context.WithTimeout(c.UserContext(), healthProbeTimeout)
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.probeTimeout)
 	defer cancel()
 	resp := healthResponse{Status: healthOK, Reasons: []string{}}
-	idx, idxErr := s.deps.Notices.IndexStatus(ctx)
+	// The index status and each backend probe run side by side, each with
+	// the whole probe timeout: a backend that hangs makes its own check
+	// unavailable, not the others' (they would find the time spent).
+	var (
+		wg     sync.WaitGroup
+		idx    notice.IndexStatus
+		idxErr error
+		probed = make([]error, len(healthChecks))
+	)
+	wg.Go(func() { idx, idxErr = s.deps.Notices.IndexStatus(ctx) })
+	for i, name := range healthChecks {
+		if probe, ok := s.deps.Checks[name]; ok && probe != nil {
+			wg.Go(func() { probed[i] = probe(ctx) })
+		}
+	}
+	wg.Wait()
 	if idxErr == nil {
 		resp.Index = &idx
 	} else {
 		s.log.Warn("health: index status unreadable", "error", idxErr)
 	}
+	// What follows reads backends found reachable: a fresh deadline, so a
+	// probe that hung does not leave them none.
+	ctx, cancelRest := context.WithTimeout(c.UserContext(), s.probeTimeout)
+	defer cancelRest()
 	status := fiber.StatusOK
-	for _, name := range healthChecks {
+	for i, name := range healthChecks {
 		err := idxErr
 		if probe, ok := s.deps.Checks[name]; ok && probe != nil {
-			err = probe(ctx)
+			err = probed[i]
 			if err != nil {
 				s.log.Warn("health: backend unreachable", "check", name, "error", err)
 			}

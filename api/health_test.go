@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fixedCollector is a HealthSource reporting a fixed collector status.
@@ -119,4 +120,29 @@ func TestHealth(t *testing.T) {
 			t.Errorf("source %v, want https://feed.example/notices.jsonl", h.Collector.Source)
 		}
 	})
+}
+
+// TestHealthHangingBackendIsolated: a backend that hangs makes its own
+// check unavailable within the probe timeout; the other backends, probed
+// beside it with their own time, stay ok.
+func TestHealthHangingBackendIsolated(t *testing.T) {
+	hangs := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	answers := func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err() // asked only once the hung probe had spent the time
+		case <-time.After(20 * time.Millisecond): // a real round trip
+			return nil
+		}
+	}
+	f := newFixture(t, fixtureOpts{checks: map[string]Check{"search": hangs, "store": answers, "queue": answers}})
+	f.srv.probeTimeout = 300 * time.Millisecond
+	res := f.do(t, "GET", "/health", "")
+	var h healthResponse
+	if err := json.Unmarshal(res.body, &h); err != nil {
+		t.Fatal(err)
+	}
+	if res.status != 503 || h.Checks.Search != "unavailable" || h.Checks.Store != "ok" || h.Checks.Queue != "ok" {
+		t.Fatalf("HTTP %d, checks %+v; want only search unavailable", res.status, h.Checks)
+	}
 }

@@ -96,6 +96,9 @@ type Server struct {
 	largeBody []string
 	// writeProbe caches the store's write probe for /health.
 	writeProbe writeProbe
+	// probeTimeout bounds each of /health's backend probes
+	// (healthProbeTimeout; tests shorten it).
+	probeTimeout time.Duration
 	// metrics counts every request (observe.go).
 	metrics *metrics.Metrics
 }
@@ -139,7 +142,7 @@ func New(cfg config.Config, deps Deps) *Server {
 	}
 	cfg = withServerDefaults(cfg)
 	s := &Server{cfg: cfg, deps: deps, log: log, limiter: deps.Limiter, largeBody: largeBodyRoutes,
-		writeProbe: writeProbe{every: writeProbeEvery}}
+		writeProbe: writeProbe{every: writeProbeEvery}, probeTimeout: healthProbeTimeout}
 	s.metrics = deps.Metrics
 	if s.metrics == nil {
 		s.metrics = metrics.New(nil, log)
