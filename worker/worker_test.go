@@ -72,6 +72,26 @@ func TestDeliveredSignedAndShapedLikeTheAPI(t *testing.T) {
 	}
 }
 
+// TestEligibilityJudgedAtArrival: a notice published 47 hours before it
+// arrived is eligible even when its delivery is created days later (the
+// dispatcher or serve was down meanwhile); one that was 49 hours old on
+// arrival is not.
+func TestEligibilityJudgedAtArrival(t *testing.T) {
+	f := newFix(t)
+	w := f.watch(watchA)
+	f.hook(w)
+	f.clock.Advance(time.Hour)
+	inWindow := f.ingest(47*time.Hour, acnA)
+	tooOld := f.ingest(49*time.Hour, acnA)
+	f.clock.Advance(72 * time.Hour) // nothing dispatched meanwhile
+	if n := f.dispatch(); n != 1 {
+		t.Fatalf("dispatch created %d deliveries, want 1 (%s, not %s)", n, inWindow[0], tooOld[0])
+	}
+	if recs := f.records(w); len(recs) != 1 || recs[0].NoticeID != inWindow[0] {
+		t.Fatalf("records %+v, want one for %s", recs, inWindow[0])
+	}
+}
+
 func TestEligibilityWebhookAttachedLater(t *testing.T) {
 	f := newFix(t)
 	f.ingest(0, acnA) // before the watch: never delivered

@@ -21,7 +21,8 @@ const (
 	// that deactivates a watch.
 	DeactivateAfter = 10
 	// Window is how recently a notice must have been published to be
-	// delivered (judged when the delivery is created).
+	// delivered (judged at its arrival, JudgedAt; at registration for the
+	// matches a new webhook picks up).
 	Window = 48 * time.Hour
 	// MaxResponseBytes is the most of a receiver's response that is read.
 	MaxResponseBytes = 64 << 10
@@ -53,6 +54,18 @@ func RetryWait(n int, unit time.Duration) (wait time.Duration, ok bool) {
 		return 0, false
 	}
 	return time.Duration(n) * unit, true
+}
+
+// JudgedAt is when a new arrival's eligibility is judged: its arrival
+// (collectedAt, the notice's collected_at), so a delivery created late (a
+// worker or a backend down for a while) is judged as it would have been at
+// once; now when collectedAt is not a time or lies after now.
+func JudgedAt(collectedAt string, now time.Time) time.Time {
+	at, err := time.Parse(time.RFC3339Nano, collectedAt)
+	if err != nil || at.After(now) {
+		return now
+	}
+	return at
 }
 
 // Eligible reports whether a notice that matched a watch is delivered:

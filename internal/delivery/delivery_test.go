@@ -50,3 +50,24 @@ func TestEligible(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgedAt: eligibility is judged at the notice's arrival, or now when
+// the arrival is unknown or in the future.
+func TestJudgedAt(t *testing.T) {
+	now := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name, collected string
+		want            time.Time
+	}{
+		{"arrived earlier", "2026-11-20T01:02:03.004Z", time.Date(2026, 11, 20, 1, 2, 3, 4e6, time.UTC)},
+		{"unknown", "", now},
+		{"not a time", "yesterday", now},
+		{"in the future", "2026-11-25T00:00:00.000Z", now},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := JudgedAt(tt.collected, now); !got.Equal(tt.want) {
+				t.Fatalf("JudgedAt(%q) = %s, want %s", tt.collected, got, tt.want)
+			}
+		})
+	}
+}

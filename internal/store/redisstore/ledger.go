@@ -161,7 +161,7 @@ func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time
 			continue
 		}
 		pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
-		if err != nil || !delivery.Eligible(n.Seq, eseq, pub, now) {
+		if err != nil || !delivery.Eligible(n.Seq, eseq, pub, delivery.JudgedAt(n.CollectedAt, now)) {
 			continue
 		}
 		keys, args, err := s.pendingArgs(p.WatchID, n, now)

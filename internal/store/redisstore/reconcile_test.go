@@ -202,3 +202,34 @@ func (f fixture) alphaWatch(t *testing.T) (accountID, watchID string) {
 	}
 	return acc.AccountID, w.ID
 }
+
+// TestCreateDeliveriesJudgesAtArrival: the worker creates a delivery late
+// (it was down, or Elasticsearch was): a notice published 47 hours before
+// it arrived is still delivered, one 49 hours old on arrival is not.
+func TestCreateDeliveriesJudgesAtArrival(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	accountID, watchID := f.alphaWatch(t)
+	f.failDeliveriesN(t, accountID, watchID, 0) // registers the webhook
+	f.clock.Advance(time.Hour)
+	batch := []notice.Notice{
+		storetest.AlphaNotice("ARRIVAL-IN", f.clock.Now().Add(-47*time.Hour)),
+		storetest.AlphaNotice("ARRIVAL-OUT", f.clock.Now().Add(-49*time.Hour)),
+	}
+	if _, err := (composite{notices: f.notices, rs: f.rs}).UpsertNotices(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := f.notices.LatestSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := f.clock.Now().Add(72 * time.Hour)
+	pairs := []Ref{{WatchID: watchID, NoticeSeq: seq - 1}, {WatchID: watchID, NoticeSeq: seq}}
+	if k, err := f.rs.CreateDeliveries(ctx, pairs, late); err != nil || k != 1 {
+		t.Fatalf("CreateDeliveries three days late = %d, %v; want 1", k, err)
+	}
+	recs, err := f.rs.Deliveries(ctx, accountID, watchID, 10)
+	if err != nil || len(recs) != 1 || recs[0].NoticeID != batch[0].ID {
+		t.Fatalf("records %+v, %v; want one for %s", recs, err, batch[0].ID)
+	}
+}

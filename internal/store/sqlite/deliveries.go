@@ -246,7 +246,7 @@ func (s *Store) Enqueue(ctx context.Context, arrivals []store.Arrival, through, 
 					}
 					targets[wid] = t
 				}
-				if !t.hasHook || !delivery.Eligible(a.Notice.Seq, t.createdSeq, published, now) {
+				if !t.hasHook || !delivery.Eligible(a.Notice.Seq, t.createdSeq, published, delivery.JudgedAt(a.Notice.CollectedAt, now)) {
 					continue
 				}
 				n, err := insertPending(ctx, stmt, wid, &a.Notice, t.active, ts)
