@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -65,6 +66,9 @@ type Store struct {
 	// (nil: every screen reads Redis); changeLogCap caps nlog.
 	screenCopy   *ScreenCopy
 	changeLogCap int
+	// gapAt is when this process last looked for late notices (matchGaps).
+	gapMu sync.Mutex
+	gapAt time.Time
 	// stopBefore, when set (tests only), is asked before the second step of
 	// a two-step change ("release", "deactivate"); true stops there, as a
 	// crash or a lost connection would.
