@@ -165,6 +165,14 @@ type bulkStream struct {
 // per document) is neither built by Elasticsearch nor decoded here.
 var bulkFilterPath = []string{"errors", "items.*.status", "items.*.error"}
 
+// bulkGrace is how long past Elasticsearch's own bulk timeout (at most,
+// and never more than that timeout) a request waits for its answer.
+const bulkGrace = 10 * time.Second
+
+// flushCancelKey carries a bulk request's cancel func from OnFlushStart to
+// OnFlushEnd.
+type flushCancelKey struct{}
+
 // newBulkStream starts an indexer of s.cfg.BulkWorkers workers, each
 // sending a request when it holds flush bytes.
 func (s *Store) newBulkStream(flush int) (*bulkStream, error) {
@@ -176,6 +184,19 @@ func (s *Store) newBulkStream(flush int) (*bulkStream, error) {
 		FilterPath: bulkFilterPath,
 		Timeout:    s.cfg.BulkTimeout,
 		OnError:    func(_ context.Context, err error) { st.fail(err) },
+		// The indexer's workers send with a background context, and its
+		// Timeout only bounds Elasticsearch's side: on a node that hangs a
+		// request (and its worker) would wait for ever after close gave up.
+		// Each request gets a deadline a little past the node's own.
+		OnFlushStart: func(ctx context.Context) context.Context {
+			ctx, cancel := context.WithTimeout(ctx, s.cfg.BulkTimeout+min(bulkGrace, s.cfg.BulkTimeout))
+			return context.WithValue(ctx, flushCancelKey{}, cancel)
+		},
+		OnFlushEnd: func(ctx context.Context) {
+			if cancel, ok := ctx.Value(flushCancelKey{}).(context.CancelFunc); ok {
+				cancel()
+			}
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("elastic: bulk indexer: %w", err)

@@ -4,14 +4,21 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/store/arrival"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
@@ -124,4 +131,59 @@ func newConnCounter(t *testing.T, target string) *connCounter {
 		}
 	}()
 	return c
+}
+
+// TestBulkOnAHungNodeGivesUp: a node that takes a bulk request and never
+// answers (hung, not down) ends the write with backend_unavailable once
+// the bulk deadline passes, and the bulk indexer's own request to it is
+// given up too (its workers send with a background context: without a
+// deadline of ours the request, and the worker, would wait for ever).
+func TestBulkOnAHungNodeGivesUp(t *testing.T) {
+	target, err := url.Parse(testservers.Elasticsearch(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	gaveUp := make(chan struct{}, 16)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "_bulk") {
+			_, _ = io.Copy(io.Discard, r.Body) // read: the server then notices a client that leaves
+			select {                           // the node took the request and says nothing
+			case <-release:
+			case <-r.Context().Done():
+				gaveUp <- struct{}{} // the client gave up
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hung.Close)
+	t.Cleanup(func() { close(release) }) // runs first: the held requests end, then the server closes
+	ctx := context.Background()
+	ns := testservers.Namespace(t)
+	rdb := testRedis(t)
+	s, err := Open(ctx, Config{URL: hung.URL, Namespace: ns, Arrivals: arrival.New(rdb, ns, 0), BulkTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { openIn(t, target.String(), rdb, ns, nil) }) // drops the namespace at the end
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.UpsertNotices(ctx, synthBatch("HUNG", 0, 10))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errs.Is(err, errs.BackendUnavailable) {
+			t.Fatalf("UpsertNotices on a hung node: %v, want backend_unavailable", err)
+		}
+	case <-time.After(60 * time.Second): // far past the 1 s deadline: hung
+		t.Fatal("UpsertNotices on a hung node did not return within 60 s")
+	}
+	select {
+	case <-gaveUp:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the bulk request to the hung node was still open 60 s after the write gave up")
+	}
 }
