@@ -346,7 +346,7 @@ const arrivalBatch = 500
 // KEYS: match:through, wsv, mgap. ARGV: ns, expected cursor, new cursor,
 // expected wsv, now ms, the number of missing seqs g, those g seqs, then
 // (watch, seq) pairs.
-var commitScript = redis.NewScript(`
+var commitScript = redis.NewScript(appendPairLua + `
 local ns = ARGV[1]
 if tonumber(redis.call('GET', KEYS[1]) or '0') ~= tonumber(ARGV[2]) then return -1 end
 if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[4]) then return -2 end
@@ -354,20 +354,27 @@ local g = tonumber(ARGV[6])
 for i = 7, 6 + g do redis.call('ZADD', KEYS[3], 'NX', ARGV[5], ARGV[i]) end
 local added = 0
 for i = 7 + g, #ARGV, 2 do
-  local w, seq = ARGV[i], ARGV[i + 1]
-  local wk = ns .. 'w:' .. w
-  local m = redis.call('HMGET', wk, 'cseq', 'eseq')
-  if m[1] then
-    redis.call('ZADD', ns .. 'wm:' .. w, seq, seq)
-    if tonumber(seq) > math.max(tonumber(m[1]), tonumber(m[2] or '0')) then
-      redis.call('XADD', ns .. 'matched', '*', 'watch', w, 'seq', seq)
-    end
-    added = added + 1
-  end
+  added = added + appendPair(ns, ARGV[i], ARGV[i + 1])
 end
 redis.call('SET', KEYS[1], ARGV[3])
 return added
 `)
+
+// appendPairLua defines appendPair(ns, watch, seq) for the scripts that
+// commit matches: the seq joins the watch's log, and is handed to
+// delivery when it arrived after the watch was created; it returns 1, or 0
+// for a watch deleted meanwhile.
+const appendPairLua = `
+local function appendPair(ns, w, seq)
+  local m = redis.call('HMGET', ns .. 'w:' .. w, 'cseq', 'eseq')
+  if not m[1] then return 0 end
+  redis.call('ZADD', ns .. 'wm:' .. w, seq, seq)
+  if tonumber(seq) > math.max(tonumber(m[1]), tonumber(m[2] or '0')) then
+    redis.call('XADD', ns .. 'matched', '*', 'watch', w, 'seq', seq)
+  end
+  return 1
+end
+`
 
 // MatchArrivals matches the next arrived notices (up to limit) not yet
 // matched and commits them; it returns how many notices it moved the
@@ -715,7 +722,7 @@ func missingSeqs(from, through int64, kept []notice.Notice) []any {
 // logs and the delivery handoff, as commitScript does, if the watch-set
 // version is what the matcher read. KEYS: mgap, wsv. ARGV: ns, expected
 // wsv, the number of found seqs f, those f seqs, then (watch, seq) pairs.
-var gapScript = redis.NewScript(`
+var gapScript = redis.NewScript(appendPairLua + `
 local ns = ARGV[1]
 if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[2]) then return -2 end
 local f = tonumber(ARGV[3])
@@ -725,18 +732,7 @@ for i = 4, 3 + f do
 end
 local added = 0
 for i = 4 + f, #ARGV, 2 do
-  local w, seq = ARGV[i], ARGV[i + 1]
-  if mine[seq] then
-    local wk = ns .. 'w:' .. w
-    local m = redis.call('HMGET', wk, 'cseq', 'eseq')
-    if m[1] then
-      redis.call('ZADD', ns .. 'wm:' .. w, seq, seq)
-      if tonumber(seq) > math.max(tonumber(m[1]), tonumber(m[2] or '0')) then
-        redis.call('XADD', ns .. 'matched', '*', 'watch', w, 'seq', seq)
-      end
-      added = added + 1
-    end
-  end
+  if mine[ARGV[i + 1]] then added = added + appendPair(ns, ARGV[i], ARGV[i + 1]) end
 end
 return added
 `)
