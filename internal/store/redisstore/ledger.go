@@ -568,18 +568,22 @@ func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, n
 	return nil
 }
 
-// Reconcile finishes the second steps of two-step watch changes that a
-// stopped process (or a lost connection) left undone: it releases the held
-// deliveries of every watch turned back on (wrel), and switches off every
-// watch owed a deactivation (wdeact) whose consecutive failed notices still
-// reach delivery.DeactivateAfter. The scheduler's sweep calls it; it
+// Reconcile finishes the watch changes that a stopped process (or a lost
+// connection) left half done: it undoes every create whose creator stopped
+// before finishing it (wpend, lease run out), releases the held deliveries
+// of every watch turned back on (wrel), and switches off every watch owed
+// a deactivation (wdeact) whose consecutive failed notices still reach
+// delivery.DeactivateAfter. The scheduler's sweep calls it; it
 // returns how many changes it finished.
 func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
+	done, err := s.undoStalledCreates(ctx, now)
+	if err != nil {
+		return done, err
+	}
 	rel, err := s.rdb.SMembers(ctx, s.key(wrelKey)).Result()
 	if err != nil {
-		return 0, s.fail("read the watches to release", err)
+		return done, s.fail("read the watches to release", err)
 	}
-	done := 0
 	for _, id := range rel {
 		if _, err := s.Release(ctx, id, now); err != nil {
 			return done, err

@@ -114,19 +114,14 @@ func (s *Store) backfillKeys(ctx context.Context, id string, keys []string, f no
 	return nil
 }
 
-// backfill fills a new watch's log up to the arrival watermark and marks
-// it ready (a0).
-func (s *Store) backfill(ctx context.Context, id string, keys []string, f notice.Filter) error {
+// backfill fills a new watch's log up to the arrival watermark and
+// returns that watermark (the watch's a0 once its create finishes).
+func (s *Store) backfill(ctx context.Context, id string, keys []string, f notice.Filter) (int64, error) {
 	through, err := s.source.LatestSeq(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := s.backfillKeys(ctx, id, keys, f, through); err != nil {
-		return err
-	}
-	err = redis.NewScript(`if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'a0', ARGV[1]) end return 1`).
-		Run(ctx, s.rdb, []string{s.key("w", id)}, through).Err()
-	return s.fail("backfill matches", err)
+	return through, s.backfillKeys(ctx, id, keys, f, through)
 }
 
 // Matches returns up to limit notices of the watch's match log with

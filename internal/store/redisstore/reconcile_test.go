@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
@@ -340,4 +342,100 @@ func TestLateNoticeIsMatched(t *testing.T) {
 	if n, err := f.rdb.ZCard(ctx, rs.key(mgapKey)).Result(); err != nil || n != 0 {
 		t.Fatalf("%d gaps left after gapTTL (%v), want none", n, err)
 	}
+}
+
+// TestReconcileUndoesStalledCreates: a create is several steps in Redis
+// (the watch written, its reverse index, activation, backfill, the last
+// step that marks it finished). When its creator stops before the last
+// step, the watch must not stay half made (an empty match log for ever,
+// counted against the quota): once the creator's lease has run out,
+// Reconcile deletes it, as if the create had never happened (the client
+// never got a 201), and the create can be made again.
+func TestReconcileUndoesStalledCreates(t *testing.T) {
+	ctx := context.Background()
+	plan := account.DefaultPlans()["enterprise"]
+	for _, step := range []string{"activate", "finish"} {
+		t.Run("stopped before "+step, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			if _, err := (composite{notices: f.notices, rs: f.rs}).UpsertNotices(ctx,
+				[]notice.Notice{storetest.AlphaNotice("STALLED-BEFORE", f.clock.Now().Add(-time.Hour))}); err != nil {
+				t.Fatal(err)
+			}
+			acc, err := f.rs.CreateAccount(ctx, "Stalled", "enterprise")
+			if err != nil {
+				t.Fatal(err)
+			}
+			newWatch := func() watch.Watch {
+				return watch.New(watch.CreateRequest{Identifiers: idsOf(t, storetest.ACNAlpha)}, acc.AccountID, f.clock.Now())
+			}
+			counted := func() (watches, companies int64) {
+				t.Helper()
+				watches = f.rdb.ZCard(ctx, f.rs.key("acct", acc.AccountID, "watches")).Val()
+				companies = f.rdb.SCard(ctx, f.rs.key("acct", acc.AccountID, "companies")).Val()
+				return watches, companies
+			}
+			f.rs.stopBefore = func(s string) bool { return s == step }
+			w, err := f.rs.CreateWatch(ctx, newWatch(), plan)
+			if !errors.Is(err, errStopped) {
+				t.Fatalf("CreateWatch stopped before %s: %v; want errStopped", step, err)
+			}
+			f.rs.stopBefore = nil
+			if n, c := counted(); n != 1 || c != 1 {
+				t.Fatalf("the stalled create counts %d watches and %d companies; want 1 and 1 (it was written)", n, c)
+			}
+			if n, err := f.rs.Reconcile(ctx, f.clock.Now()); err != nil || n != 0 {
+				t.Fatalf("Reconcile within the lease = %d, %v; want nothing undone (the creator may still be working)", n, err)
+			}
+			f.clock.Advance(createLease + time.Second)
+			if n, err := f.rs.Reconcile(ctx, f.clock.Now()); err != nil || n != 1 {
+				t.Fatalf("Reconcile after the lease = %d, %v; want the stalled create undone", n, err)
+			}
+			if _, err := f.rs.Watch(ctx, acc.AccountID, w.ID); !errs.Is(err, errs.NotFound) {
+				t.Fatalf("the undone watch: %v; want not_found", err)
+			}
+			if n, c := counted(); n != 0 || c != 0 {
+				t.Fatalf("after undoing, the account counts %d watches and %d companies; want none", n, c)
+			}
+			if n, err := f.rs.Reconcile(ctx, f.clock.Now()); err != nil || n != 0 {
+				t.Fatalf("second Reconcile = %d, %v; want nothing left", n, err)
+			}
+			again, err := f.rs.CreateWatch(ctx, newWatch(), plan)
+			if err != nil {
+				t.Fatalf("creating the watch again: %v", err)
+			}
+			page, err := f.rs.Matches(ctx, acc.AccountID, again.ID, 0, 10)
+			if err != nil || len(page.Notices) != 1 || page.Notices[0].SourceID != "STALLED-BEFORE" {
+				t.Fatalf("the recreated watch's matches: %+v, %v; want the notice published before it", page.Notices, err)
+			}
+			if k := f.rdb.ZCard(ctx, f.rs.key("wpend")).Val(); k != 0 {
+				t.Fatalf("a finished create left %d entries in wpend", k)
+			}
+		})
+	}
+
+	// A create whose lease ran out while it still worked (its Redis calls
+	// stalled) was undone under it: it must not answer 201 for a watch
+	// that no longer exists.
+	t.Run("undone under a live creator", func(t *testing.T) {
+		f := newFixture(t, Options{})
+		acc, err := f.rs.CreateAccount(ctx, "Slow", "enterprise")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.rs.stopBefore = func(s string) bool {
+			if s == "finish" {
+				if n, err := f.rs.Reconcile(ctx, f.clock.Now().Add(createLease+time.Second)); err != nil || n != 1 {
+					t.Errorf("Reconcile past the lease during the create = %d, %v; want 1", n, err)
+				}
+			}
+			return false
+		}
+		w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, storetest.ACNAlpha)}, acc.AccountID, f.clock.Now()), plan)
+		if !errs.Is(err, errs.BackendUnavailable) {
+			t.Fatalf("CreateWatch undone under it: %v; want backend_unavailable", err)
+		}
+		if _, err := f.rs.Watch(ctx, acc.AccountID, w.ID); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("the undone watch: %v; want not_found", err)
+		}
+	})
 }

@@ -70,8 +70,9 @@ type Store struct {
 	gapMu sync.Mutex
 	gapAt time.Time
 	// stopBefore, when set (tests only), is asked before the second step of
-	// a two-step change ("release", "deactivate"); true stops there, as a
-	// crash or a lost connection would.
+	// a two-step change ("release", "deactivate") and before a create's
+	// activation and its last step ("activate", "finish"); true stops
+	// there, as a crash or a lost connection would.
 	stopBefore func(step string) bool
 }
 

@@ -3,11 +3,13 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,6 +48,9 @@ var _ store.Watches = (*Store)(nil)
 //	                       are not yet released (Reconcile finishes them)
 //	wdeact                 hash: watch id -> the deactivation it is owed
 //	                       (Reconcile finishes it)
+//	wpend                  zset: watches whose create has not finished, score
+//	                       the creator's lease (ms); Reconcile undoes a create
+//	                       whose lease ran out (its creator stopped)
 //	wsv                    watch-set version, bumped by every create, delete
 //	                       and key refresh (arrival matching commits only
 //	                       against the version it matched with)
@@ -257,7 +262,7 @@ func sortedKeys(m map[string]struct{}) []string {
 // KEYS: acct:<a>:watches, acct:<a>:companies, w:<id>, stage:<id>:co.
 // ARGV: ns, watch limit, company limit, watch id, score, doc, account,
 // match keys (comma-joined, "" for a filter-only watch), regv, eseq,
-// ixabn.
+// ixabn, the creator's lease (ms).
 var createScript = redis.NewScript(`
 local ns = ARGV[1]
 local n = redis.call('ZCARD', KEYS[1])
@@ -290,6 +295,7 @@ if staged > 0 then
 end
 redis.call('HSET', KEYS[3], 'account', ARGV[7], 'doc', ARGV[6], 'regv', ARGV[9], 'eseq', ARGV[10], 'ixabn', ARGV[11])
 redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
+redis.call('ZADD', ns .. 'wpend', ARGV[12], ARGV[4])
 redis.call('SADD', ns .. 'watches', ARGV[4])
 if not cjson.decode(ARGV[6]).active then redis.call('SADD', ns .. 'winactive', ARGV[4]) end
 if ARGV[8] ~= '' then
@@ -359,7 +365,8 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	}
 	res, err := createScript.Run(ctx, s.rdb, []string{s.key("acct", w.AccountID, "watches"),
 		s.key("acct", w.AccountID, "companies"), s.key("w", w.ID), stageCo},
-		s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs)).Slice()
+		s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs),
+		s.clock().Add(createLease).UnixMilli()).Slice()
 	if err != nil {
 		return w, s.fail("create watch", err)
 	}
@@ -374,21 +381,124 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 			plan.Name, plan.Companies, res[1].(int64), res[2].(int64))
 	}
 	s.filters.put(w.ID, f)
-	if err := s.finishCreate(ctx, w, exp.keys, exp.index(), f, eseq); err != nil {
+	renewing := s.renewCreateLease(w.ID)
+	err = s.finishCreate(ctx, w, exp.keys, exp.index(), f, eseq)
+	renewing()
+	if errors.Is(err, errStopped) {
+		return w, err // a simulated crash: no cleanup (tests)
+	}
+	if err != nil {
 		// Undo the write (best effort, also when ctx has ended), so the
 		// caller can retry without the quota counting this watch twice.
+		// Should this fail too, Reconcile undoes it once the lease is out.
 		_ = s.DeleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID)
 		return w, err
 	}
 	return w, nil
 }
 
+// createLease is how long a create may go without renewing its entry in
+// wpend before Reconcile takes its creator for stopped and undoes it; a
+// live create renews it every createLease/4.
+const createLease = time.Minute
+
+// renewCreateLease keeps the watch's wpend entry ahead of the clock while
+// its create runs, and returns the function that stops doing so. It only
+// updates an entry that is still there (ZADD XX): an undone create stays
+// undone.
+func (s *Store) renewCreateLease(id string) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(createLease / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), createLease/4)
+				s.rdb.ZAddXX(ctx, s.key("wpend"), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
+				cancel()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// claimStalledScript takes the wpend entry of watch ARGV[3] if its lease
+// ran out by ARGV[1] (ms), giving it a new one to ARGV[2] so one sweep
+// undoes it, and returns the watch's account: "" when the watch is gone
+// (the entry is dropped), nil when the entry is not stalled.
+// KEYS: wpend, w:<id>.
+var claimStalledScript = redis.NewScript(`
+local sc = redis.call('ZSCORE', KEYS[1], ARGV[3])
+if not sc or tonumber(sc) > tonumber(ARGV[1]) then return false end
+local acc = redis.call('HGET', KEYS[2], 'account')
+if not acc then
+  redis.call('ZREM', KEYS[1], ARGV[3])
+  return ''
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+return acc
+`)
+
+// undoStalledCreates deletes the watches whose create stopped before it
+// finished (its creator crashed or lost Redis, so its lease ran out by
+// now): the client never had a 201, and a create either happens whole or
+// not at all, as in the embedded store. It returns how many it undid.
+func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, s.key("wpend"), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
+	if err != nil {
+		return 0, s.fail("read the unfinished watch creates", err)
+	}
+	done := 0
+	for _, id := range ids {
+		acc, err := claimStalledScript.Run(ctx, s.rdb, []string{s.key("wpend"), s.key("w", id)},
+			now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Text()
+		if errors.Is(err, redis.Nil) {
+			continue // renewed or finished since the read
+		}
+		if err != nil {
+			return done, s.fail("undo an unfinished watch create", err)
+		}
+		if acc != "" {
+			if err := s.DeleteWatch(ctx, acc, id); err != nil && !errs.Is(err, errs.NotFound) {
+				return done, err
+			}
+		}
+		done++
+	}
+	return done, nil
+}
+
+// errStopped is what a create returns where a test's stopBefore stopped it.
+var errStopped = errors.New("redisstore: stopped here by the test (stopBefore)")
+
+// finishCreateScript marks a watch's create finished: backfilled through
+// ARGV[2] (a0) and out of wpend, unless the create was undone meanwhile.
+// KEYS: w:<id>, wpend. ARGV: watch id, backfilled through.
+var finishCreateScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 or not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'a0', ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`)
+
 // finishCreate indexes a written watch (by its index keys), activates it
-// for arrival matching, backfills its log (by its match keys) and hands
-// to delivery what arrived since eseq but was matched before activation.
+// for arrival matching, backfills its log (by its match keys), hands to
+// delivery what arrived since eseq but was matched before activation, and
+// only then marks the create finished. Every step may run again (a
+// delivery is made once per pair however often it is handed over), and a
+// create stopped before its last step is undone by Reconcile.
 func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []string, f notice.Filter, eseq int64) error {
 	if err := s.indexKeys(ctx, w.ID, index, nil); err != nil {
 		return err
+	}
+	if s.stopBefore != nil && s.stopBefore("activate") {
+		return errStopped
 	}
 	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID)}, s.ns).Int64()
 	if err != nil {
@@ -397,15 +507,29 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 	if len(w.Identifiers) == 0 {
 		keys = nil
 	}
-	if err := s.backfill(ctx, w.ID, keys, f); err != nil {
+	through, err := s.backfill(ctx, w.ID, keys, f)
+	if err != nil {
 		return err
 	}
 	// Notices that arrived after eseq but were matched before activation
 	// (cursor at or below cseq) skipped this watch; the backfill found
-	// them, and they are handed to delivery here, once.
+	// them, and they are handed to delivery here.
 	if cseq > eseq {
 		err = handoffRangeScript.Run(ctx, s.rdb, []string{s.key("wm", w.ID), s.key("matched")}, w.ID, eseq, cseq).Err()
+		if err != nil {
+			return s.fail("create watch", err)
+		}
+	}
+	if s.stopBefore != nil && s.stopBefore("finish") {
+		return errStopped
+	}
+	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID), s.key("wpend")}, w.ID, through).Int()
+	if err != nil {
 		return s.fail("create watch", err)
+	}
+	if ok == 0 {
+		return errs.New(errs.BackendUnavailable,
+			"the watch's creation stalled for over %s and was undone; create it again", createLease)
 	}
 	return nil
 }
@@ -602,6 +726,7 @@ redis.call('SREM', ns .. 'watches', id)
 redis.call('SREM', ns .. 'winactive', id)
 redis.call('SREM', ns .. 'wrel', id)
 redis.call('HDEL', ns .. 'wdeact', id)
+redis.call('ZREM', ns .. 'wpend', id)
 local all = redis.call('HGETALL', ns .. 'dr:' .. id)
 for i = 1, #all, 2 do
   local r = cjson.decode(all[i + 1])
