@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
@@ -48,6 +49,9 @@ var _ store.RegisterLoad = (*RegisterLoad)(nil)
 func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
 	ix, err := mappings.Load(mappings.Register)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := s.dropStaleLoads(ctx); err != nil {
 		return nil, err
 	}
 	name := s.indexName(ix, s.newSuffix())
@@ -216,4 +220,48 @@ func (s *Store) dropIndices(ctx context.Context, alias string, old []string) err
 		}
 	}
 	return nil
+}
+
+// staleLoadAge is how old a register index with no alias must be before a
+// new load or reindex takes it for one left by a load that was killed
+// (a load of the national register takes minutes; one still running
+// after this long is not waited for) and deletes it.
+const staleLoadAge = 6 * time.Hour
+
+// dropStaleLoads deletes the namespace's register indices that no alias
+// points to and that were created over staleLoadAge ago: what a killed
+// register load or reindex left. A load in progress has no alias either,
+// which is why only old ones go. It returns the indices it deleted.
+func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
+	var rows []struct {
+		Index   string `json:"index"`
+		Created string `json:"creation.date"`
+	}
+	pattern := s.ns + "-" + mappings.Register + "-v*"
+	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_cat/indices/"+pattern+"?format=json&h=index,creation.date&expand_wildcards=all", nil, &rows)
+	if err != nil && !isNotFound(err) {
+		return nil, fmt.Errorf("elastic: list the register indices: %w", err)
+	}
+	var aliased map[string]struct {
+		Aliases map[string]any `json:"aliases"`
+	}
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+pattern+"/_alias?expand_wildcards=all", nil, &aliased); err != nil && !isNotFound(err) {
+		return nil, fmt.Errorf("elastic: read the register indices' aliases: %w", err)
+	}
+	cutoff := s.now().Add(-staleLoadAge).UnixMilli()
+	var dropped []string
+	for _, r := range rows {
+		ms, err := strconv.ParseInt(r.Created, 10, 64)
+		if err != nil || ms > cutoff {
+			continue
+		}
+		if a, ok := aliased[r.Index]; !ok || len(a.Aliases) > 0 {
+			continue
+		}
+		if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodDelete, "/"+r.Index, nil, nil); err != nil && !isNotFound(err) {
+			return dropped, fmt.Errorf("elastic: delete %s, a register index left by a load that did not finish: %w", r.Index, err)
+		}
+		dropped = append(dropped, r.Index)
+	}
+	return dropped, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/storetest"
@@ -102,5 +103,57 @@ func TestRegisterLoadRefusedRow(t *testing.T) {
 	live, err := s.aliasIndices(ctx, s.Alias(mappings.Register))
 	if err != nil || len(live) != 1 || live[0] == l.(*RegisterLoad).Index() {
 		t.Errorf("register alias points to %v (%v) after a failed load", live, err)
+	}
+}
+
+// TestStaleRegisterLoadDropped: a register load that was killed leaves its
+// new index with no alias. The next load deletes such an index once it is
+// older than staleLoadAge, and keeps a younger one (a load that may still
+// be running) and the live register.
+func TestStaleRegisterLoadDropped(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	ix, err := mappings.Load(mappings.Register)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := s.indexName(ix, "killedload")
+	if err := s.createIndex(ctx, ix, killed, "", loadSettings); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(index string) bool {
+		t.Helper()
+		err := s.do(ctx, s.cfg.Timeout, http.MethodHead, "/"+index, nil, nil)
+		if err != nil && !isNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	live, err := s.aliasIndices(ctx, s.Alias(mappings.Register))
+	if err != nil || len(live) != 1 {
+		t.Fatalf("register alias: %v, %v", live, err)
+	}
+	begin := func(s *Store) {
+		t.Helper()
+		l, err := s.BeginRegister(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	begin(s)
+	if !exists(killed) {
+		t.Fatalf("a load deleted %s, an unaliased index created just now (a load that may still be running)", killed)
+	}
+	later := *s
+	later.now = func() time.Time { return time.Now().Add(staleLoadAge + time.Minute) }
+	begin(&later)
+	if exists(killed) {
+		t.Errorf("%s, left by a killed load over %s ago, is still there after the next load began", killed, staleLoadAge)
+	}
+	if !exists(live[0]) {
+		t.Errorf("the live register index %s was deleted", live[0])
 	}
 }

@@ -128,6 +128,9 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	if err != nil {
 		return res, err
 	}
+	if _, err := s.dropStaleLoads(ctx); err != nil {
+		return res, err
+	}
 	res.Register = s.indexName(rix, s.newSuffix())
 	if err := s.createIndex(ctx, rix, res.Register, "", loadSettings); err != nil {
 		return res, fmt.Errorf("elastic: create %s: %w", res.Register, err)

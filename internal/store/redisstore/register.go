@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -25,9 +26,14 @@ import (
 //
 // A load writes a new generation and Commit switches reg:v in one step; the
 // old generation expires after oldRegisterTTL, so a screen that read the
-// old version finishes on consistent data.
+// old version finishes on consistent data. Until its Commit a generation's
+// keys expire loadingRegisterTTL after its last Add, so a load that was
+// killed leaves nothing behind for long; Commit makes them persistent.
 
-const oldRegisterTTL = 600 // seconds
+const (
+	oldRegisterTTL     = 600   // seconds
+	loadingRegisterTTL = 86400 // seconds
+)
 
 // RegisterLoad is a register replacement in progress. It implements
 // store.RegisterLoad.
@@ -129,7 +135,13 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 			return s.fail("write register ACNs", err)
 		}
 	}
-	return nil
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range []string{name, acnabn, abn} {
+			p.Expire(ctx, k, loadingRegisterTTL*time.Second)
+		}
+		return nil
+	})
+	return s.fail("write register rows", err)
 }
 
 // primaryACN is the ACN an ABN resolves to among acns (its register ACNs),
@@ -152,9 +164,13 @@ func primaryACN(abn string, acns []string) string {
 	return best
 }
 
+// switchRegisterScript makes generation ARGV[2] the one readers use (its
+// keys persistent) and lets the old one expire. KEYS: reg:v. ARGV: ns,
+// generation, the old one's TTL.
 var switchRegisterScript = redis.NewScript(`
 local old = redis.call('GET', KEYS[1])
 redis.call('SET', KEYS[1], ARGV[2])
+for _, k in ipairs({'name', 'acnabn', 'abn'}) do redis.call('PERSIST', ARGV[1] .. 'reg:' .. ARGV[2] .. ':' .. k) end
 if old and old ~= ARGV[2] then
   for _, k in ipairs({'name', 'acnabn', 'abn'}) do redis.call('EXPIRE', ARGV[1] .. 'reg:' .. old .. ':' .. k, ARGV[3]) end
 end

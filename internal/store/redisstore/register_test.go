@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/noticesd/noticesd/internal/notice"
 )
@@ -60,6 +61,60 @@ func TestRegisterSwapIsAtomic(t *testing.T) {
 	}
 	if got := unmatched(); len(got) != 3 || got[0] != acn(2) {
 		t.Errorf("after a rollback the screen sees %v", got)
+	}
+}
+
+// TestKilledRegisterLoadExpires: a load that is killed before Commit or
+// Rollback (ingest register stopped with SIGKILL) must not leave its
+// generation in Redis for ever: until Commit its keys carry a TTL; Commit
+// makes them persistent and gives the old generation its short TTL.
+func TestKilledRegisterLoadExpires(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	ttls := func(v string) []time.Duration {
+		var out []time.Duration
+		for _, k := range []string{"name", "acnabn", "abn"} {
+			out = append(out, f.rdb.TTL(ctx, f.rs.key("reg", v, k)).Val())
+		}
+		return out
+	}
+	load := func(n int) *RegisterLoad {
+		l, err := f.rs.BeginRegister(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Add(ctx, []notice.RegisterRow{{CompanyName: "KILLED", ACN: acn(n), ABN: "51" + acn(n), CurrentNameIndicator: "Y"}}); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	first := load(1)
+	for i, d := range ttls(first.v) {
+		if d <= 0 || d > loadingRegisterTTL*time.Second {
+			t.Fatalf("key %d of a load in progress has TTL %v; want at most %ds, so a killed load expires", i, d, loadingRegisterTTL)
+		}
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range ttls(first.v) {
+		if d != -1 {
+			t.Fatalf("key %d of the committed register has TTL %v; want none (persistent)", i, d)
+		}
+	}
+	second := load(2)
+	if err := second.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range ttls(first.v) {
+		if d <= 0 || d > oldRegisterTTL*time.Second {
+			t.Fatalf("key %d of the replaced register has TTL %v; want at most %ds", i, d, oldRegisterTTL)
+		}
+	}
+	for i, d := range ttls(second.v) {
+		if d != -1 {
+			t.Fatalf("key %d of the new register has TTL %v; want none", i, d)
+		}
 	}
 }
 
