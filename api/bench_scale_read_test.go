@@ -66,11 +66,17 @@ func BenchmarkScale(b *testing.B) {
 		{"Company", "company"},
 		{"Filters", "filters"},
 		{"Stats", "stats"},
+		{"FiltersNoCache", "filters"},
+		{"StatsNoCache", "stats"},
 	} {
 		b.Run(g.name, func(b *testing.B) {
 			sb.load(b)
 			sb.settle(b)
-			sb.readPairs(b, g.group)
+			base := sb.base
+			if strings.HasSuffix(g.name, "NoCache") {
+				base = sb.noCache
+			}
+			sb.readPairs(b, g.group, base)
 		})
 	}
 	b.Run("Match50k", func(b *testing.B) {
@@ -97,6 +103,9 @@ type scaleRead struct {
 
 	rec     *recorder
 	recBase string // the recording API server
+	// noCache is a third API server, as the measured one but with
+	// NOTICES_AGG_CACHE=0: filters and stats read Elasticsearch every time.
+	noCache string
 
 	requests map[string][]string // group: API paths with query
 }
@@ -148,12 +157,23 @@ func newScaleRead(b *testing.B) *scaleRead {
 	sr.rec = newRecorder(b, sr.esURL)
 	rcfg := cfg
 	rcfg.ElasticsearchURL = sr.rec.url
+	// Every request it serves must reach Elasticsearch, to be recorded.
+	rcfg.AggCache = 0
 	rst, err := scale.Open(ctx, rcfg, redisstore.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { rst.Close() })
 	sr.recBase = serveScale(b, rcfg, rst)
+
+	ncfg := cfg
+	ncfg.AggCache = 0
+	nst, err := scale.Open(ctx, ncfg, redisstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { nst.Close() })
+	sr.noCache = serveScale(b, ncfg, nst)
 
 	acc, err := st.Redis.CreateAccount(ctx, "bench-scale", "enterprise")
 	if err != nil {
@@ -468,10 +488,12 @@ func (sr *scaleRead) record(b *testing.B, path string) []recorded {
 	return reqs
 }
 
-// readPairs times each request of a group through the API and its
-// recorded Elasticsearch requests raw, alternately, every request at least
+// readPairs times each request of a group through the API server at base
+// and its recorded Elasticsearch requests raw, alternately, every request at least
 // minScaleRounds times, and reports p50/p99 of both and their p50 ratio.
-func (sr *scaleRead) readPairs(b *testing.B, group string) {
+func (sr *scaleRead) readPairs(b *testing.B, group, base string) {
+	hb := sr.httpBench
+	hb.base = base
 	paths := sr.requests[group]
 	if group == "company" {
 		paths = sr.companies(b)
@@ -488,7 +510,7 @@ func (sr *scaleRead) readPairs(b *testing.B, group string) {
 	raw := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
 	// One untimed round each way (connections, caches).
 	for i, p := range paths {
-		sr.do(b, http.MethodGet, p, nil)
+		hb.do(b, http.MethodGet, p, nil)
 		if err := sr.rec.replay(raw, recs[i]); err != nil {
 			b.Fatal(err)
 		}
@@ -500,7 +522,7 @@ func (sr *scaleRead) readPairs(b *testing.B, group string) {
 	for i := 0; i < n; i++ {
 		k := i % len(paths)
 		t0 := time.Now()
-		sr.do(b, http.MethodGet, paths[k], nil)
+		hb.do(b, http.MethodGet, paths[k], nil)
 		d := time.Since(t0)
 		api, perAPI[k] = append(api, d), append(perAPI[k], d)
 		t0 = time.Now()

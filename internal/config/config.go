@@ -28,6 +28,7 @@ type Config struct {
 	RedisURL            string        // NOTICES_REDIS_URL (scale)
 	Namespace           string        // NOTICES_NAMESPACE: prefix of every index, alias and Redis key (scale)
 	ScreenCopy          bool          // NOTICES_SCREEN_COPY: serve keeps an in-memory copy of the bulk screen's data (scale)
+	AggCache            int           // NOTICES_AGG_CACHE: filters/stats answers each process keeps until the notices change; 0 keeps none (scale)
 	Source              string        // NOTICES_SOURCE: "" (none), a directory, or an http(s) URL
 	CollectInterval     time.Duration // NOTICES_COLLECT_INTERVAL
 	Webhooks            bool          // NOTICES_WEBHOOKS: on/off
@@ -77,6 +78,7 @@ func Default() Config {
 		CollectInterval:   15 * time.Minute,
 		Webhooks:          true,
 		ScreenCopy:        true,
+		AggCache:          1000,
 		DeliveryRetryUnit: 10 * time.Minute,
 		DeliveryTimeout:   10 * time.Second,
 		WorkerConcurrency: 32,
@@ -224,6 +226,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	integer("NOTICES_MAX_CONNS_PER_IP", 1, &c.MaxConnsPerIP)
 	integer("NOTICES_HEAVY_CONCURRENCY", 1, &c.HeavyConcurrency)
 	integer("NOTICES_WORKER_CONCURRENCY", 1, &c.WorkerConcurrency)
+	integer("NOTICES_AGG_CACHE", 0, &c.AggCache)
 	dur("NOTICES_HEAVY_WAIT", &c.HeavyWait)
 	plans := make(map[string]account.Plan, len(c.Plans))
 	for name, p := range c.Plans {

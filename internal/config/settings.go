@@ -20,6 +20,7 @@ var Settings = []Setting{
 	{"NOTICES_REDIS_URL", "redis://localhost:6379/0", "Redis URL (scale backend; it must run with appendonly yes)"},
 	{"NOTICES_NAMESPACE", "notices", "prefix of the Elasticsearch indices and aliases, the Redis keys and the queues (scale backend; docs/redis.md lists the keys it does not prefix)"},
 	{"NOTICES_SCREEN_COPY", "on", "on/off: each serve process keeps an in-memory copy of the register and notice summaries the bulk screen reads (scale backend; memory: see the operating guide's sizing)"},
+	{"NOTICES_AGG_CACHE", "1000", "answers of GET /v1/filters and /v1/stats each process keeps until the notices change (scale backend; 0 keeps none; docs/elasticsearch.md)"},
 	{"NOTICES_SOURCE", "none", "collector source: a directory of *.jsonl(.gz) files or an http(s) JSON Lines feed"},
 	{"NOTICES_COLLECT_INTERVAL", "15m", "time between collector runs"},
 	{"NOTICES_WEBHOOKS", "on", "on/off: webhook registration and the delivery worker"},

@@ -267,3 +267,34 @@ func Unavailable(err error) error {
 	return fmt.Errorf("%w (%v)", errs.New(errs.BackendUnavailable,
 		"the Redis server cannot be reached or did not answer in time; retry shortly"), err)
 }
+
+// versionKey holds the notices' data version (see DataVersion).
+func (a *Arrivals) versionKey() string { return a.prefix + "dv" }
+
+// DataVersion returns the version of the notices' searchable data: every
+// writer calls Changed once its writes are searchable, so an answer read
+// while the version was v is still the answer for as long as DataVersion
+// returns v (0 before any change).
+func (a *Arrivals) DataVersion(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	n, err := a.rdb.Get(ctx, a.versionKey()).Int64()
+	if err == redis.Nil {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, Unavailable(err)
+	}
+	return n, nil
+}
+
+// Changed moves the data version on: call it after writes to the notices
+// (or to what their reads depend on) have become searchable.
+func (a *Arrivals) Changed(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if err := a.rdb.Incr(ctx, a.versionKey()).Err(); err != nil {
+		return Unavailable(err)
+	}
+	return nil
+}

@@ -159,7 +159,8 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 		return err
 	}
 	l.done = true
-	return nil
+	// Company filters resolve through the register: kept answers go.
+	return l.s.arrive.Changed(ctx)
 }
 
 // Rollback abandons the load and deletes its index; the old register stays.

@@ -112,6 +112,10 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	if _, err := s.moveAlias(ctx, s.Alias(mappings.Notices), res.Notices, extra); err != nil {
 		return abandon(err)
 	}
+	// Reads now go to the new index (without what the catch-up brings).
+	if err := s.arrive.Changed(ctx); err != nil {
+		return res, err
+	}
 	if afterSwapHook != nil {
 		if err := afterSwapHook(old); err != nil {
 			return res, err
@@ -142,6 +146,9 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	if err == nil {
 		err = s.swapAlias(ctx, s.Alias(mappings.Register), res.Register, nil)
 	}
+	if err == nil {
+		err = s.arrive.Changed(ctx) // company filters read the register
+	}
 	if err != nil {
 		_ = s.do(context.WithoutCancel(ctx), s.cfg.BulkTimeout, "DELETE", "/"+res.Register, nil, nil)
 		return res, err
@@ -169,6 +176,9 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 		return n, fmt.Errorf("elastic: catching up from %v (they keep the alias %s: run reindex again to finish): %w", old, s.catchUpAlias(), err)
 	}
 	if err := s.refresh(ctx, s.Alias(mappings.Notices)); err != nil {
+		return n, err
+	}
+	if err := s.arrive.Changed(ctx); err != nil {
 		return n, err
 	}
 	return n, s.dropIndices(ctx, s.Alias(mappings.Notices), old)

@@ -410,7 +410,22 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 		} `json:"hits"`
 		Aggregations map[string]termsAgg `json:"aggregations"`
 	}
-	body := obj{"query": query, "size": 0, "track_total_hits": true, "aggs": aggs}
+	body, err := json.Marshal(obj{"query": query, "size": 0, "track_total_hits": true, "aggs": aggs})
+	if err != nil {
+		return 0, nil, fmt.Errorf("elastic: encode an aggregation: %w", err)
+	}
+	// The kept answer for this exact request, if the data has not changed
+	// since it was read (aggCache). Without the version (Redis not
+	// answering) the request goes to Elasticsearch.
+	version := int64(-1)
+	if s.aggs != nil {
+		if v, err := s.arrive.DataVersion(ctx); err == nil {
+			version = v
+			if a, ok := s.aggs.get(v, string(body), s.now()); ok {
+				return a.total, a.aggs, nil
+			}
+		}
+	}
 	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+s.Alias(mappings.Notices)+"/_search", body, &ans); err != nil {
 		return 0, nil, searchError(err)
 	}
@@ -418,6 +433,9 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 		if a.Other > 0 {
 			return 0, nil, fmt.Errorf("elastic: %s has more than %d distinct values; the counts would be incomplete", name, maxBuckets)
 		}
+	}
+	if version >= 0 {
+		s.aggs.put(version, string(body), aggAnswer{total: ans.Hits.Total.Value, aggs: ans.Aggregations, at: s.now()})
 	}
 	return ans.Hits.Total.Value, ans.Aggregations, nil
 }

@@ -59,6 +59,10 @@ type Config struct {
 	// others; measured 10-13% faster register loads than 2, see
 	// docs/benchmarks.md).
 	BulkWorkers int
+	// AggCache is how many answers of the aggregation reads (filters and
+	// stats) the store keeps while the notices' data version does not
+	// change (aggCache): DefaultAggCache when 0, none when negative.
+	AggCache int
 }
 
 // maxIdleConns is how many connections to Elasticsearch a store keeps
@@ -72,6 +76,7 @@ type Store struct {
 	ns     string
 	now    func() time.Time
 	arrive *arrival.Arrivals
+	aggs   *aggCache // nil: none
 }
 
 var (
@@ -123,7 +128,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("elastic: client for %s: %w", cfg.URL, err)
 	}
-	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, arrive: cfg.Arrivals}
+	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, arrive: cfg.Arrivals, aggs: newAggCache(cfg.AggCache)}
 	if err := s.ensureAliases(ctx); err != nil {
 		return nil, err
 	}
@@ -283,7 +288,7 @@ func (s *Store) Drop(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.arrive.Changed(ctx)
 }
 
 // esError is an error answer of Elasticsearch.

@@ -56,10 +56,15 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	if err != nil {
 		return nil, err
 	}
+	aggCache := cfg.AggCache
+	if aggCache == 0 {
+		aggCache = -1 // NOTICES_AGG_CACHE=0: none
+	}
 	es, err := elastic.Open(ctx, elastic.Config{
 		URL:       cfg.ElasticsearchURL,
 		Namespace: cfg.Namespace,
 		Arrivals:  arrival.New(rdb, cfg.Namespace, 0),
+		AggCache:  aggCache,
 	})
 	if err != nil {
 		_ = rdb.Close()
