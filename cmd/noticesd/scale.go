@@ -69,6 +69,7 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 	// Redis at each scrape, the same from every replica. Delivery attempts
 	// are counted by the workers that make them (their own /metrics).
 	deps.Metrics = metrics.New(st.Redis, deps.Logger)
+	deps.Metrics.CountAggCache(st.Elastic.AggCacheReads)
 	deps.Mail = newMailHealth(cfg, st.Redis, deps.Logger)
 	return st, nil
 }

@@ -113,6 +113,33 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 	m.duration.WithLabelValues(route, method).Observe(d.Seconds())
 }
 
+// descAggCache is the answer cache's reads (scale backend).
+var descAggCache = prometheus.NewDesc(namespace+"_agg_cache_reads_total",
+	"GET /v1/filters and /v1/stats reads of this process, by whether a kept answer served them (hit) or Elasticsearch did (miss; NOTICES_AGG_CACHE).",
+	[]string{"outcome"}, nil)
+
+// aggCacheCollector reads the cache's counts at scrape time.
+type aggCacheCollector func() (hits, misses int64)
+
+// Describe implements prometheus.Collector.
+func (f aggCacheCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descAggCache }
+
+// Collect implements prometheus.Collector.
+func (f aggCacheCollector) Collect(ch chan<- prometheus.Metric) {
+	hits, misses := f()
+	ch <- prometheus.MustNewConstMetric(descAggCache, prometheus.CounterValue, float64(hits), "hit")
+	ch <- prometheus.MustNewConstMetric(descAggCache, prometheus.CounterValue, float64(misses), "miss")
+}
+
+// CountAggCache reports the filters and stats answer cache's reads, as
+// counted by reads (elastic.Store.AggCacheReads), at each scrape.
+func (m *Metrics) CountAggCache(reads func() (hits, misses int64)) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(aggCacheCollector(reads))
+}
+
 // ObserveEarlyRead counts one read run while its key was being checked
 // (api's early reads): kept, or discarded because the check refused it.
 func (m *Metrics) ObserveEarlyRead(kept bool) {

@@ -68,6 +68,8 @@ func TestCounters(t *testing.T) {
 	m.ObserveDeliveryAttempt(false)
 	m.ObserveDeliveryAttempt(false)
 	m.ObserveRequest("/v1/watches/:id", "GET", 404, 3*time.Millisecond)
+	none.CountAggCache(func() (int64, int64) { return 0, 0 })
+	m.CountAggCache(func() (int64, int64) { return 7, 4 })
 	got := scrape(t, m)
 	want := map[string]float64{
 		"noticesd_collector_runs_total{outcome=partial}":                            1,
@@ -81,6 +83,8 @@ func TestCounters(t *testing.T) {
 		"noticesd_http_requests_total{method=GET,route=/v1/watches/:id,status=404}": 1,
 		"noticesd_http_request_duration_seconds{method=GET,route=/v1/watches/:id}":  1,
 		"noticesd_store_gauges_up{}":                                                0,
+		"noticesd_agg_cache_reads_total{outcome=hit}":                               7,
+		"noticesd_agg_cache_reads_total{outcome=miss}":                              4,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {

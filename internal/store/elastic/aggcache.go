@@ -86,3 +86,13 @@ func (c *aggCache) put(v int64, key string, a aggAnswer) {
 	}
 	c.m[key] = a
 }
+
+// AggCacheReads returns how many filters and stats reads this store
+// answered from its answer cache (hits) and from Elasticsearch (misses).
+// Both are 0 without a cache.
+func (s *Store) AggCacheReads() (hits, misses int64) {
+	if s.aggs == nil {
+		return 0, 0
+	}
+	return s.aggs.hits.Load(), s.aggs.misses.Load()
+}
