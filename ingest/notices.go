@@ -403,7 +403,8 @@ func recordNotices(sum *Summary, rep *reporter, refused *int) func([]linedNotice
 			err = nil
 		}
 		if err != nil {
-			return fmt.Errorf("storing notices failed after %d were stored: %w", sum.Inserted+sum.Updated, err)
+			return fmt.Errorf("storing notices failed after %d were stored (the failed batch of %d may be partly stored: run the same ingest again, it stores the rest and duplicates nothing): %w",
+				sum.Inserted+sum.Updated, len(batch), err)
 		}
 		sum.Inserted += res.Inserted
 		sum.Updated += res.Updated

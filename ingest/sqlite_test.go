@@ -212,7 +212,7 @@ func TestNoticesWriterFailureIsReturned(t *testing.T) {
 		st   *sqlite.Store
 		want string
 	}{
-		{"closed store", context.Background(), closed, "storing notices failed after 0 were stored"},
+		{"closed store", context.Background(), closed, "storing notices failed after 0 were stored (the failed batch of 5 may be partly stored: run the same ingest again"},
 		{"cancelled", cancelled, openStore(t), "context canceled"},
 	}
 	for _, tt := range tests {
