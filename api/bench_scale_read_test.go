@@ -159,21 +159,10 @@ func newScaleRead(b *testing.B) *scaleRead {
 	rcfg.ElasticsearchURL = sr.rec.url
 	// Every request it serves must reach Elasticsearch, to be recorded.
 	rcfg.AggCache = 0
-	rst, err := scale.Open(ctx, rcfg, redisstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { rst.Close() })
-	sr.recBase = serveScale(b, rcfg, rst)
-
+	sr.recBase = openAndServeScale(b, rcfg)
 	ncfg := cfg
 	ncfg.AggCache = 0
-	nst, err := scale.Open(ctx, ncfg, redisstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { nst.Close() })
-	sr.noCache = serveScale(b, ncfg, nst)
+	sr.noCache = openAndServeScale(b, ncfg)
 
 	acc, err := st.Redis.CreateAccount(ctx, "bench-scale", "enterprise")
 	if err != nil {
@@ -189,6 +178,18 @@ func newScaleRead(b *testing.B) *scaleRead {
 	}
 	sr.requests = readBenchRequests(b)
 	return sr
+}
+
+// openAndServeScale opens a scale store of its own with cfg and serves
+// the API from it (serveScale), returning its base URL.
+func openAndServeScale(b *testing.B, cfg config.Config) string {
+	b.Helper()
+	st, err := scale.Open(context.Background(), cfg, redisstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return serveScale(b, cfg, st)
 }
 
 // serveScale serves the API on a loopback listener wired as `noticesd

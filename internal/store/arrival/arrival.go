@@ -246,10 +246,13 @@ func (a *Arrivals) Watermark(ctx context.Context) (int64, error) {
 }
 
 // Latest returns the last notice_seq handed out (0 when none).
-func (a *Arrivals) Latest(ctx context.Context) (int64, error) {
+func (a *Arrivals) Latest(ctx context.Context) (int64, error) { return a.getInt(ctx, a.counterKey()) }
+
+// getInt reads an integer key (0 when it is missing).
+func (a *Arrivals) getInt(ctx context.Context, key string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	n, err := a.rdb.Get(ctx, a.counterKey()).Int64()
+	n, err := a.rdb.Get(ctx, key).Int64()
 	if err == redis.Nil {
 		return 0, nil
 	}
@@ -276,16 +279,7 @@ func (a *Arrivals) versionKey() string { return a.prefix + "dv" }
 // while the version was v is still the answer for as long as DataVersion
 // returns v (0 before any change).
 func (a *Arrivals) DataVersion(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	n, err := a.rdb.Get(ctx, a.versionKey()).Int64()
-	if err == redis.Nil {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, Unavailable(err)
-	}
-	return n, nil
+	return a.getInt(ctx, a.versionKey())
 }
 
 // Changed moves the data version on: call it after writes to the notices
