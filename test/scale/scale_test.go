@@ -476,6 +476,43 @@ func TestScaleModeAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("filters and stats follow an ingest by another process", func(t *testing.T) {
+		// Each replica keeps filters and stats answers (NOTICES_AGG_CACHE)
+		// until the notices' data version moves on: the ingest process moves
+		// it once its notices are searchable, so the next read through either
+		// replica has them, with no wait.
+		totals := func(srv *server) (filters, stats int64) {
+			var f, st struct {
+				Total int64 `json:"total"`
+			}
+			srv.get(t, "GET", "/v1/filters?state=VIC", sk.ReadKey, nil, 200, &f)
+			srv.get(t, "GET", "/v1/stats?group_by=state", sk.ReadKey, nil, 200, &st)
+			return f.Total, st.Total
+		}
+		fa, sa := totals(a)
+		totals(b)
+		if f2, s2 := totals(a); f2 != fa || s2 != sa {
+			t.Fatalf("the same reads twice: %d/%d then %d/%d", fa, sa, f2, s2)
+		}
+		line := fmt.Sprintf(`{"source_id":"SCALE-CACHE-1","published_at":"%s","acn":"%s","company_name":"CACHED PTY LTD","notice_purpose":"Appointment","notice_type":"Appointment of liquidator","state":"VIC"}`+"\n",
+			time.Now().UTC().Format(time.RFC3339), acns[len(acns)-1])
+		path := filepath.Join(t.TempDir(), "cache.jsonl")
+		if err := os.WriteFile(path, []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		testbin.Run(t, bin, senv, "ingest", "--quiet", "notices", path)
+		for name, srv := range map[string]*server{"A": a, "B": b} {
+			if f, st := totals(srv); f != fa+1 || st != sa+1 {
+				t.Errorf("replica %s after the ingest: filters total %d, stats total %d; want %d and %d", name, f, st, fa+1, sa+1)
+			}
+		}
+		_, metrics := a.do(t, "GET", "/metrics", "", nil)
+		if !strings.Contains(string(metrics), `noticesd_agg_cache_reads_total{outcome="hit"}`) ||
+			strings.Contains(string(metrics), `noticesd_agg_cache_reads_total{outcome="hit"} 0`+"\n") {
+			t.Errorf("replica A's /metrics shows no answer served from its cache:\n%s", grepLines(string(metrics), "agg_cache"))
+		}
+	})
+
 	t.Run("a notice ingested while serving is matched", func(t *testing.T) {
 		if watchID == "" {
 			t.Skip("no watch (an earlier subtest failed)")
@@ -551,4 +588,15 @@ func jsonEqual(a, b []byte) bool {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
