@@ -1,6 +1,7 @@
 package elastic
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,4 +96,13 @@ func (s *Store) AggCacheReads() (hits, misses int64) {
 		return 0, 0
 	}
 	return s.aggs.hits.Load(), s.aggs.misses.Load()
+}
+
+// dataChanged moves the notices' data version on after a write became
+// searchable (see aggCache). It comes after a step that cannot be undone
+// (the write, an alias move), so a failure does not fail that step: kept
+// answers then live out their aggCacheMaxAge, as after a write nobody
+// announced.
+func (s *Store) dataChanged(ctx context.Context) {
+	_ = s.arrive.Changed(context.WithoutCancel(ctx))
 }

@@ -160,7 +160,8 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	}
 	l.done = true
 	// Company filters resolve through the register: kept answers go.
-	return l.s.arrive.Changed(ctx)
+	l.s.dataChanged(ctx)
+	return nil
 }
 
 // Rollback abandons the load and deletes its index; the old register stays.

@@ -113,9 +113,7 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		return abandon(err)
 	}
 	// Reads now go to the new index (without what the catch-up brings).
-	if err := s.arrive.Changed(ctx); err != nil {
-		return res, err
-	}
+	s.dataChanged(ctx)
 	if afterSwapHook != nil {
 		if err := afterSwapHook(old); err != nil {
 			return res, err
@@ -147,7 +145,7 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		err = s.swapAlias(ctx, s.Alias(mappings.Register), res.Register, nil)
 	}
 	if err == nil {
-		err = s.arrive.Changed(ctx) // company filters read the register
+		s.dataChanged(ctx) // company filters read the register
 	}
 	if err != nil {
 		_ = s.do(context.WithoutCancel(ctx), s.cfg.BulkTimeout, "DELETE", "/"+res.Register, nil, nil)
@@ -178,9 +176,7 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 	if err := s.refresh(ctx, s.Alias(mappings.Notices)); err != nil {
 		return n, err
 	}
-	if err := s.arrive.Changed(ctx); err != nil {
-		return n, err
-	}
+	s.dataChanged(ctx)
 	return n, s.dropIndices(ctx, s.Alias(mappings.Notices), old)
 }
 

@@ -288,7 +288,8 @@ func (s *Store) Drop(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.arrive.Changed(ctx)
+	s.dataChanged(ctx)
+	return nil
 }
 
 // esError is an error answer of Elasticsearch.

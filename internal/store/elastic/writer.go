@@ -222,9 +222,7 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 		}
 	}
 	// The batch is searchable: answers kept from before it go (aggCache).
-	if err := s.arrive.Changed(ctx); err != nil {
-		return nil, store.UpsertResult{}, err
-	}
+	s.dataChanged(ctx)
 	written := make([]notice.Notice, 0, len(ns))
 	for i := range ns {
 		if !failed[i] {
