@@ -576,10 +576,8 @@ func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, n
 // delivery.DeactivateAfter. The scheduler's sweep calls it; it
 // returns how many changes it finished.
 func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
-	done, err := s.undoStalledCreates(ctx, now)
-	if err != nil {
-		return done, err
-	}
+	// A create that cannot be undone now must not hold up the rest.
+	done, undoErr := s.undoStalledCreates(ctx, now)
 	rel, err := s.rdb.SMembers(ctx, s.key(wrelKey)).Result()
 	if err != nil {
 		return done, s.fail("read the watches to release", err)
@@ -623,7 +621,7 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 		}
 		done++
 	}
-	return done, nil
+	return done, undoErr
 }
 
 // NoticeBySeq returns the notice with notice_seq seq from the store's
