@@ -183,7 +183,10 @@ func (p params) since() (int64, error) {
 		return 0, errs.New(errs.InvalidSince, "since was given %d times; give it once, as the next_since of the previous page (0 for the start)", len(vs))
 	}
 	v := vs[0]
-	digits := strings.TrimLeft(v[:min(len(v), 1)], "+-") + v[min(len(v), 1):]
+	digits := v // without one leading sign
+	if v != "" && (v[0] == '+' || v[0] == '-') {
+		digits = v[1:]
+	}
 	bad := digits == ""
 	for i := 0; i < len(digits); i++ {
 		if digits[i] < '0' || digits[i] > '9' {

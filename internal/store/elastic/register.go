@@ -47,16 +47,9 @@ var _ store.RegisterLoad = (*RegisterLoad)(nil)
 
 // BeginRegister starts replacing the company register with a new index.
 func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
-	ix, err := mappings.Load(mappings.Register)
+	ix, name, err := s.newRegisterIndex(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := s.dropStaleLoads(ctx); err != nil {
-		return nil, err
-	}
-	name := s.indexName(ix, s.newSuffix())
-	if err := s.createIndex(ctx, ix, name, "", loadSettings); err != nil {
-		return nil, fmt.Errorf("elastic: create register index %s: %w", name, err)
 	}
 	st, err := s.newBulkStream(registerFlushBytes)
 	if err != nil {
@@ -155,12 +148,39 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if count.Count != l.rows {
 		return fmt.Errorf("elastic: the new register %s holds %d rows where %d were sent; it is not swapped in (run the load again)", l.index, count.Count, l.rows)
 	}
-	if err := l.s.swapAlias(ctx, l.s.Alias(mappings.Register), l.index, nil); err != nil {
+	if err := l.s.registerLive(ctx, l.index); err != nil {
 		return err
 	}
 	l.done = true
-	// Company filters resolve through the register: kept answers go.
-	l.s.dataChanged(ctx)
+	return nil
+}
+
+// newRegisterIndex creates the index a register load or a reindex fills,
+// from the current mapping file and with loadSettings, after deleting what
+// killed loads left (dropStaleLoads).
+func (s *Store) newRegisterIndex(ctx context.Context) (mappings.Index, string, error) {
+	ix, err := mappings.Load(mappings.Register)
+	if err != nil {
+		return ix, "", err
+	}
+	if _, err := s.dropStaleLoads(ctx); err != nil {
+		return ix, "", err
+	}
+	name := s.indexName(ix, s.newSuffix())
+	if err := s.createIndex(ctx, ix, name, "", loadSettings); err != nil {
+		return ix, "", fmt.Errorf("elastic: create register index %s: %w", name, err)
+	}
+	return ix, name, nil
+}
+
+// registerLive moves the register alias to a loaded index (deleting the
+// one it leaves) and, as company filters resolve through the register,
+// drops the answers kept from before (dataChanged).
+func (s *Store) registerLive(ctx context.Context, index string) error {
+	if err := s.swapAlias(ctx, s.Alias(mappings.Register), index, nil); err != nil {
+		return err
+	}
+	s.dataChanged(ctx)
 	return nil
 }
 

@@ -126,26 +126,17 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	res.CaughtUp += n
 
 	// Register: loads replace it whole, so a copy and a swap suffice.
-	rix, err := mappings.Load(mappings.Register)
+	rix, name, err := s.newRegisterIndex(ctx)
 	if err != nil {
 		return res, err
 	}
-	if _, err := s.dropStaleLoads(ctx); err != nil {
-		return res, err
-	}
-	res.Register = s.indexName(rix, s.newSuffix())
-	if err := s.createIndex(ctx, rix, res.Register, "", loadSettings); err != nil {
-		return res, fmt.Errorf("elastic: create %s: %w", res.Register, err)
-	}
+	res.Register = name
 	res.RegisterCopied, err = s.copyDocs(ctx, s.Alias(mappings.Register), res.Register, matchAll, []obj{{"row": "asc"}}, "register", progress)
 	if err == nil {
 		err = s.endLoad(ctx, rix, res.Register)
 	}
 	if err == nil {
-		err = s.swapAlias(ctx, s.Alias(mappings.Register), res.Register, nil)
-	}
-	if err == nil {
-		s.dataChanged(ctx) // company filters read the register
+		err = s.registerLive(ctx, res.Register)
 	}
 	if err != nil {
 		_ = s.do(context.WithoutCancel(ctx), s.cfg.BulkTimeout, "DELETE", "/"+res.Register, nil, nil)
