@@ -65,7 +65,8 @@ func (s *Store) SetDigestWindow(ctx context.Context, window time.Time) error {
 	return s.fail("record the digest window", setWindowScript.Run(ctx, s.rdb, []string{s.key("mdw")}, window.UnixMilli()).Err())
 }
 
-// DigestTargets lists the watches with an alert_email.
+// DigestTargets lists the watches with an alert_email whose create has
+// finished.
 func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {
 	ids, err := s.rdb.SMembers(ctx, s.key("watches")).Result()
 	if err != nil {
@@ -73,12 +74,12 @@ func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {
 	}
 	var out []mail.Target
 	for _, id := range ids {
-		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc", "eseq", "dseq").Result()
+		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc", "eseq", "dseq", "a0").Result()
 		if err != nil {
 			return nil, s.fail("read watch", err)
 		}
-		if str(v[1]) == "" {
-			continue // deleted meanwhile
+		if str(v[1]) == "" || v[4] == nil {
+			continue // deleted meanwhile, or its create has not finished (shown)
 		}
 		w, err := decodeWatch(str(v[1]))
 		if err != nil {

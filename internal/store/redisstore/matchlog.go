@@ -147,14 +147,10 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 		return page, s.fail("read matches", err)
 	}
 	v := w.Val()
-	if accountID == "" || str(v[0]) != accountID {
+	if !shown(accountID, v) {
 		return page, watchNotFound(id)
 	}
-	a0s := str(v[1])
-	if a0s == "" {
-		return page, nil // still backfilling: nothing is complete yet
-	}
-	a0, _ := strconv.ParseInt(a0s, 10, 64)
+	a0, _ := strconv.ParseInt(str(v[1]), 10, 64)
 	through, _ := strconv.ParseInt(m.Val(), 10, 64)
 	vis := max(a0, through)
 	if since >= vis {

@@ -383,6 +383,7 @@ func TestReconcileUndoesStalledCreates(t *testing.T) {
 			if n, c := counted(); n != 1 || c != 1 {
 				t.Fatalf("the stalled create counts %d watches and %d companies; want 1 and 1 (it was written)", n, c)
 			}
+			hiddenWhilePending(t, f, acc.AccountID, w.ID)
 			if n, err := f.rs.Reconcile(ctx, f.clock.Now()); err != nil || n != 0 {
 				t.Fatalf("Reconcile within the lease = %d, %v; want nothing undone (the creator may still be working)", n, err)
 			}
@@ -438,4 +439,53 @@ func TestReconcileUndoesStalledCreates(t *testing.T) {
 			t.Fatalf("the undone watch: %v; want not_found", err)
 		}
 	})
+}
+
+// hiddenWhilePending checks that the account does not see watch id, whose
+// create has not finished: every account-scoped call answers not_found
+// and the list leaves it out, as the embedded store's uncommitted create
+// is invisible. Deleting it is the sweep's job, not the account's.
+func hiddenWhilePending(t *testing.T, f fixture, accountID, id string) {
+	t.Helper()
+	ctx := context.Background()
+	now := f.clock.Now()
+	on := true
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"Watch", func() error { _, err := f.rs.Watch(ctx, accountID, id); return err }},
+		{"UpdateWatch", func() error {
+			_, err := f.rs.UpdateWatch(ctx, accountID, id, watch.Patch{Active: &on}, now)
+			return err
+		}},
+		{"Matches", func() error { _, err := f.rs.Matches(ctx, accountID, id, 0, 10); return err }},
+		{"SetWebhook", func() error {
+			_, err := f.rs.SetWebhook(ctx, accountID, id, "https://hooks.example.com/x", "0123456789abcdef0123456789abcdef", now)
+			return err
+		}},
+		{"RotateSecret", func() error {
+			_, err := f.rs.RotateSecret(ctx, accountID, id, "0123456789abcdef0123456789abcdef", now)
+			return err
+		}},
+		{"DeleteWebhook", func() error { return f.rs.DeleteWebhook(ctx, accountID, id, now) }},
+		{"Deliveries", func() error { _, err := f.rs.Deliveries(ctx, accountID, id, 10); return err }},
+		{"DeleteWatch", func() error { return f.rs.DeleteWatch(ctx, accountID, id) }},
+	} {
+		if err := c.call(); !errs.Is(err, errs.NotFound) {
+			t.Errorf("%s on a watch whose create has not finished: %v; want not_found", c.name, err)
+		}
+	}
+	ws, err := f.rs.ListWatches(ctx, accountID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.ID == id {
+			t.Errorf("ListWatches shows the watch whose create has not finished")
+		}
+	}
+	if f.rdb.Exists(ctx, f.rs.key("w", id)).Val() != 1 {
+		t.Fatalf("the refused DeleteWatch removed the pending watch; only the sweep undoes a create")
+	}
 }

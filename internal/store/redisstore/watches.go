@@ -391,7 +391,7 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 		// Undo the write (best effort, also when ctx has ended), so the
 		// caller can retry without the quota counting this watch twice.
 		// Should this fail too, Reconcile undoes it once the lease is out.
-		_ = s.DeleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID)
+		_ = s.deleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID, false)
 		return w, err
 	}
 	return w, nil
@@ -465,7 +465,7 @@ func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, err
 			return done, s.fail("undo an unfinished watch create", err)
 		}
 		if acc != "" {
-			if err := s.DeleteWatch(ctx, acc, id); err != nil && !errs.Is(err, errs.NotFound) {
+			if err := s.deleteWatch(ctx, acc, id, false); err != nil && !errs.Is(err, errs.NotFound) {
 				return done, err
 			}
 		}
@@ -634,40 +634,52 @@ func watchNotFound(id string) error {
 	return errs.New(errs.NotFound, "no watch %q on this account; GET /v1/watches lists the account's watches", id)
 }
 
+// shown reports whether the watch whose w:<id> fields account and a0 are
+// v[0] and v[1] is the account's and its create has finished. A watch is
+// written before its create finishes (index, activation, backfill), and
+// only the create's last step sets a0 (finishCreateScript); until then
+// the watch is hidden from its account, as the embedded store's
+// uncommitted create is, and a create that never finishes is undone by
+// Reconcile without the client having seen it.
+func shown(accountID string, v []any) bool {
+	return accountID != "" && str(v[0]) == accountID && v[1] != nil
+}
+
 // Watch returns one watch of the account, or errs.NotFound (also for a
-// watch of another account).
+// watch of another account, and for one whose create has not finished).
 func (s *Store) Watch(ctx context.Context, accountID, id string) (watch.Watch, error) {
-	v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc").Result()
+	v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "a0", "doc").Result()
 	if err != nil {
 		return watch.Watch{}, s.fail("read watch", err)
 	}
-	if str(v[0]) != accountID || accountID == "" {
+	if !shown(accountID, v) {
 		return watch.Watch{}, watchNotFound(id)
 	}
-	return decodeWatch(str(v[1]))
+	return decodeWatch(str(v[2]))
 }
 
-// ListWatches returns the account's watches, oldest first (ties by id).
+// ListWatches returns the account's watches whose create has finished,
+// oldest first (ties by id).
 func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watch, error) {
 	ids, err := s.rdb.ZRange(ctx, s.key("acct", accountID, "watches"), 0, -1).Result()
 	if err != nil {
 		return nil, s.fail("list watches", err)
 	}
-	docs := make([]*redis.StringCmd, len(ids))
+	docs := make([]*redis.SliceCmd, len(ids))
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			docs[i] = p.HGet(ctx, s.key("w", id), "doc")
+			docs[i] = p.HMGet(ctx, s.key("w", id), "account", "a0", "doc")
 		}
 		return nil
-	}); err != nil && err != redis.Nil {
+	}); err != nil {
 		return nil, s.fail("list watches", err)
 	}
 	out := []watch.Watch{}
 	for _, d := range docs {
-		if d.Err() != nil {
-			continue // deleted meanwhile
+		if v := d.Val(); !shown(accountID, v) {
+			continue // deleted meanwhile, or its create has not finished
 		}
-		w, err := decodeWatch(d.Val())
+		w, err := decodeWatch(str(d.Val()[2]))
 		if err != nil {
 			return nil, err
 		}
@@ -702,11 +714,13 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 // index cleanup. Its deliveries leave the delivery gauges (gauges.go) and
 // its pending mail (the digest of mpd:<id>, the alert named by the watch's
 // malert field) is dropped, as the embedded store's cascade does.
-// KEYS: w:<id>. ARGV: ns, account, id, mail retention ms.
+// KEYS: w:<id>. ARGV: ns, account, id, mail retention ms, "1" to delete
+// only a watch whose create has finished (shown).
 var deleteScript = redis.NewScript(`
 local ns, id = ARGV[1], ARGV[3]
 local acc = redis.call('HGET', KEYS[1], 'account')
 if acc ~= ARGV[2] then return 0 end
+if ARGV[5] == '1' and redis.call('HEXISTS', KEYS[1], 'a0') == 0 then return 0 end
 for _, job in ipairs({redis.call('GET', ns .. 'mpd:' .. id), redis.call('HGET', KEYS[1], 'malert')}) do
   if job then
     local k = ns .. 'mail:' .. job
@@ -759,12 +773,23 @@ return 1
 // DeleteWatch removes a watch with its match log and frees the companies
 // only it counted, in one step; then its reverse-index entries are removed
 // in batches (entries left by a crash name a watch that no longer exists,
-// which arrival matching ignores).
+// which arrival matching ignores). A watch whose create has not finished
+// is not the account's to delete yet (errs.NotFound, as Watch says).
 func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
+	return s.deleteWatch(ctx, accountID, id, true)
+}
+
+// deleteWatch is DeleteWatch; with finishedOnly false it also deletes a
+// watch whose create has not finished (undoing that create).
+func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedOnly bool) error {
 	if accountID == "" {
 		return watchNotFound(id)
 	}
-	n, err := deleteScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, accountID, id, mail.Retention.Milliseconds()).Int()
+	only := "0"
+	if finishedOnly {
+		only = "1"
+	}
+	n, err := deleteScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, accountID, id, mail.Retention.Milliseconds(), only).Int()
 	if err != nil {
 		return s.fail("delete watch", err)
 	}

@@ -69,14 +69,14 @@ return 1
 func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound func(string) error,
 	change func(w *watch.Watch) (fields []string, err error)) (watch.Watch, error) {
 	for {
-		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc").Result()
+		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "a0", "doc").Result()
 		if err != nil {
 			return watch.Watch{}, s.fail("update watch", err)
 		}
-		if accountID == "" || str(v[0]) != accountID {
+		if !shown(accountID, v) {
 			return watch.Watch{}, notFound(id)
 		}
-		w, err := decodeWatch(str(v[1]))
+		w, err := decodeWatch(str(v[2]))
 		if err != nil {
 			return w, err
 		}
@@ -88,7 +88,7 @@ func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound 
 		if err != nil {
 			return w, err
 		}
-		args := []any{str(v[1]), doc}
+		args := []any{str(v[2]), doc}
 		for _, f := range fields {
 			args = append(args, f)
 		}
@@ -214,11 +214,11 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 // next_attempt_at is null while an attempt is in flight, held or finished,
 // as the embedded store shows it.
 func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit int) ([]delivery.Record, error) {
-	acc, err := s.rdb.HGet(ctx, s.key("w", watchID), "account").Result()
-	if err != nil && err != redis.Nil {
+	v, err := s.rdb.HMGet(ctx, s.key("w", watchID), "account", "a0").Result()
+	if err != nil {
 		return nil, s.fail("list deliveries", err)
 	}
-	if accountID == "" || acc != accountID {
+	if !shown(accountID, v) {
 		return nil, noWatch(watchID)
 	}
 	members, err := s.rdb.ZRevRange(ctx, s.key("dl", watchID), 0, int64(limit)-1).Result()
