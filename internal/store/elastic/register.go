@@ -177,11 +177,19 @@ func (s *Store) newRegisterIndex(ctx context.Context) (mappings.Index, string, e
 // one it leaves) and, as company filters resolve through the register,
 // drops the answers kept from before (dataChanged).
 func (s *Store) registerLive(ctx context.Context, index string) error {
-	if err := s.swapAlias(ctx, s.Alias(mappings.Register), index, nil); err != nil {
+	return s.registerLiveFrom(ctx, index, nil)
+}
+
+// registerLiveFrom is registerLive, moving the alias only if it still names
+// exactly the indices from (nil: whatever it names now); otherwise the
+// _aliases call fails and nothing changes.
+func (s *Store) registerLiveFrom(ctx context.Context, index string, from []string) error {
+	old, err := s.moveAliasFrom(ctx, s.Alias(mappings.Register), index, from, nil)
+	if err != nil {
 		return err
 	}
 	s.dataChanged(ctx)
-	return nil
+	return s.dropIndices(ctx, s.Alias(mappings.Register), old)
 }
 
 // Rollback abandons the load and deletes its index; the old register stays.
@@ -200,22 +208,22 @@ func (l *RegisterLoad) Rollback() error {
 	return nil
 }
 
-// swapAlias points alias at index alone, in one _aliases call (with extra
-// actions appended), then deletes the indices it pointed to before.
-func (s *Store) swapAlias(ctx context.Context, alias, index string, extra []map[string]any) error {
-	old, err := s.moveAlias(ctx, alias, index, extra)
-	if err != nil {
-		return err
-	}
-	return s.dropIndices(ctx, alias, old)
-}
-
 // moveAlias points alias at index alone, in one _aliases call (with extra
 // actions appended), and returns the other indices it pointed to.
 func (s *Store) moveAlias(ctx context.Context, alias, index string, extra []map[string]any) ([]string, error) {
-	cur, err := s.aliasIndices(ctx, alias)
-	if err != nil {
-		return nil, err
+	return s.moveAliasFrom(ctx, alias, index, nil, extra)
+}
+
+// moveAliasFrom is moveAlias taking alias off exactly the indices from
+// (nil: those it names now). Each removal must find the alias there, so a
+// move by someone else since from was read fails the whole call.
+func (s *Store) moveAliasFrom(ctx context.Context, alias, index string, from []string, extra []map[string]any) ([]string, error) {
+	cur := from
+	if cur == nil {
+		var err error
+		if cur, err = s.aliasIndices(ctx, alias); err != nil {
+			return nil, err
+		}
 	}
 	actions := []map[string]any{{"add": map[string]any{"index": index, "alias": alias, "is_write_index": true}}}
 	var old []string

@@ -36,6 +36,9 @@ type ReindexResult struct {
 var (
 	reindexHook   func()
 	afterSwapHook func(old []string) error
+	// registerCopyHook, when set by a test, runs between the register
+	// copy and its alias move.
+	registerCopyHook func()
 )
 
 // Reindex rebuilds both indices from the current mappings into new
@@ -57,8 +60,9 @@ var (
 // node) leaves that alias, and the next reindex finishes the catch-up
 // before anything else, so those notices are never lost.
 //
-// A register load committed during the reindex makes the register's alias
-// move fail (the new register is kept; run reindex again).
+// A register load committed during the reindex's register copy makes the
+// register's alias move fail: the load's register is kept, the copy is
+// dropped, and the error says to run reindex again.
 func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexResult, error) {
 	var res ReindexResult
 	if progress == nil {
@@ -125,21 +129,37 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	}
 	res.CaughtUp += n
 
-	// Register: loads replace it whole, so a copy and a swap suffice.
+	// Register: loads replace it whole, so a copy and a swap suffice. The
+	// copy reads the index the alias names now, and the swap moves the
+	// alias only if it still names that index: a register load committed
+	// meanwhile is newer than the copy, so it is kept and the copy dropped.
+	src, err := s.aliasIndices(ctx, s.Alias(mappings.Register))
+	if err != nil {
+		return res, err
+	}
+	if len(src) != 1 {
+		return res, fmt.Errorf("elastic: the alias %s names %d indices (%v), want one; run reindex again once no register load is committing", s.Alias(mappings.Register), len(src), src)
+	}
 	rix, name, err := s.newRegisterIndex(ctx)
 	if err != nil {
 		return res, err
 	}
 	res.Register = name
-	res.RegisterCopied, err = s.copyDocs(ctx, s.Alias(mappings.Register), res.Register, matchAll, []obj{{"row": "asc"}}, "register", progress)
+	res.RegisterCopied, err = s.copyDocs(ctx, src[0], res.Register, matchAll, []obj{{"row": "asc"}}, "register", progress)
+	if err == nil && registerCopyHook != nil {
+		registerCopyHook()
+	}
 	if err == nil {
 		err = s.endLoad(ctx, rix, res.Register)
 	}
 	if err == nil {
-		err = s.registerLive(ctx, res.Register)
+		err = s.registerLiveFrom(ctx, res.Register, src)
 	}
 	if err != nil {
 		_ = s.do(context.WithoutCancel(ctx), s.cfg.BulkTimeout, "DELETE", "/"+res.Register, nil, nil)
+		if moved, _ := s.aliasIndices(context.WithoutCancel(ctx), s.Alias(mappings.Register)); len(moved) == 1 && moved[0] != src[0] {
+			return res, fmt.Errorf("elastic: a register load committed during the reindex, so its register (%s) is kept and the reindex's copy dropped; the notices were reindexed; run reindex again to rebuild the register from the current mapping: %w", moved[0], err)
+		}
 		return res, err
 	}
 	return res, nil

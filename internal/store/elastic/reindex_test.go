@@ -235,3 +235,58 @@ func TestReindexStoppedAfterSwap(t *testing.T) {
 		t.Fatalf("notices after both reindexes: %d (%v), want 200", total.Total, err)
 	}
 }
+
+// TestReindexKeepsRegisterLoadedDuringIt: a register load that commits
+// while a reindex copies the register is newer than the copy, so the
+// reindex must not swap its copy in over it (the load's rows would be
+// silently replaced by the older ones): the load's register stays, the
+// reindex says so and drops its copy, and the next reindex copies the
+// load's register.
+func TestReindexKeepsRegisterLoadedDuringIt(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	storetest.LoadRegister(t, storetest.Backend{Register: s}, storetest.RegisterRows())
+	renamed := storetest.RegisterRows()
+	for i := range renamed {
+		if renamed[i].ACN == storetest.ACNAlpha && renamed[i].CurrentNameIndicator == "Y" {
+			renamed[i].CompanyName = "ALPHA RELOADED PTY LTD"
+		}
+	}
+	var loaded []string
+	registerCopyHook = func() {
+		registerCopyHook = nil
+		storetest.LoadRegister(t, storetest.Backend{Register: s}, renamed)
+		var err error
+		if loaded, err = s.aliasIndices(ctx, s.Alias(mappings.Register)); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { registerCopyHook = nil }()
+	res, err := s.Reindex(ctx, nil)
+	if err == nil || !strings.Contains(err.Error(), "a register load committed during the reindex") {
+		t.Fatalf("reindex with a register load committed during its copy: %v; want it to say the load was kept", err)
+	}
+	name := func() string {
+		t.Helper()
+		c, err := s.Company(ctx, storetestACN())
+		if err != nil || c.Name == nil {
+			t.Fatalf("company view: %+v, %v", c, err)
+		}
+		return *c.Name
+	}
+	if got := name(); got != "ALPHA RELOADED PTY LTD" {
+		t.Fatalf("after the reindex the register says %q; want the load's ALPHA RELOADED PTY LTD (the reindex's older copy was swapped in over it)", got)
+	}
+	if now, err := s.aliasIndices(ctx, s.Alias(mappings.Register)); err != nil || len(now) != 1 || len(loaded) != 1 || now[0] != loaded[0] {
+		t.Fatalf("register alias on %v (%v), want the load's index %v", now, err, loaded)
+	}
+	if err := s.do(ctx, s.cfg.Timeout, "HEAD", "/"+res.Register, nil, nil); !isNotFound(err) {
+		t.Fatalf("the reindex's register copy %s: HEAD gave %v, want it dropped", res.Register, err)
+	}
+	if _, err := s.Reindex(ctx, nil); err != nil {
+		t.Fatalf("the reindex run again: %v", err)
+	}
+	if got := name(); got != "ALPHA RELOADED PTY LTD" {
+		t.Fatalf("after the second reindex the register says %q; want ALPHA RELOADED PTY LTD", got)
+	}
+}
