@@ -328,6 +328,89 @@ func TestComposeCommands(t *testing.T) {
 	}
 }
 
+// TestComposeInitScript runs init's script as compose runs it (sh -ec, $$
+// read as $), with the built binary as noticesd on PATH and an embedded
+// data directory standing in for the namespace: the first run loads the
+// sample and makes the demo account; a second run loads nothing; with
+// DEMO=off it does nothing; into a namespace that has another account
+// (real use) it loads nothing. Every `up` and every `docker compose run`
+// of api starts init, so it must never load the sample into real data.
+func TestComposeInitScript(t *testing.T) {
+	bin := testbin.Build(t) // binaryHelp's binary lives in the first test's directory
+	cf, _ := loadCompose(t)
+	script := strings.ReplaceAll(strings.Join(cf.Services["init"].Command, "\n"), "$$", "$")
+	if !strings.Contains(script, "/tmp/sample") {
+		t.Fatalf("init's script no longer writes its sample to /tmp/sample; update this test:\n%s", script)
+	}
+	bindir := t.TempDir()
+	if err := os.Symlink(bin, filepath.Join(bindir, "noticesd")); err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, data string, env ...string) (string, string) {
+		t.Helper()
+		sampleDir := filepath.Join(data, "sample-out")
+		c := exec.Command("/bin/sh", "-ec", strings.ReplaceAll(script, "/tmp/sample", sampleDir))
+		c.Env = append([]string{"PATH=" + bindir + ":/usr/bin:/bin", "HOME=" + data, "NOTICES_BACKEND=embedded",
+			"NOTICES_DATA_DIR=" + data, "SAMPLE_NOTICES=200", "SAMPLE_COMPANIES=300", "DEMO=on"}, env...)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("init's script: %v\n%s", err, out)
+		}
+		return string(out), sampleDir
+	}
+	accounts := func(t *testing.T, data string) string {
+		t.Helper()
+		return string(testbin.Run(t, bin, []string{"NOTICES_BACKEND=embedded", "NOTICES_DATA_DIR=" + data}, "accounts", "list"))
+	}
+	t.Run("fresh namespace, then again", func(t *testing.T) {
+		data := t.TempDir()
+		out, sampleDir := run(t, data)
+		if !strings.Contains(out, "init: demo account") || !strings.Contains(out, "200") {
+			t.Fatalf("the first run did not load the sample and make the demo account:\n%s", out)
+		}
+		if _, err := os.Stat(sampleDir); err != nil {
+			t.Fatalf("no sample written: %v", err)
+		}
+		if err := os.RemoveAll(sampleDir); err != nil {
+			t.Fatal(err)
+		}
+		out, _ = run(t, data)
+		if !strings.Contains(out, "the demo account exists already") {
+			t.Fatalf("the second run:\n%s", out)
+		}
+		if _, err := os.Stat(sampleDir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the second run wrote a sample again (%v)", err)
+		}
+	})
+	t.Run("DEMO=off", func(t *testing.T) {
+		data := t.TempDir()
+		out, sampleDir := run(t, data, "DEMO=off")
+		if !strings.Contains(out, "DEMO=off") {
+			t.Fatalf("with DEMO=off:\n%s", out)
+		}
+		if _, err := os.Stat(sampleDir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("with DEMO=off a sample was written (%v)", err)
+		}
+		if a := accounts(t, data); strings.Contains(a, "account_id") {
+			t.Fatalf("with DEMO=off init made an account:\n%s", a)
+		}
+	})
+	t.Run("namespace in real use", func(t *testing.T) {
+		data := t.TempDir()
+		testbin.Run(t, bin, []string{"NOTICES_BACKEND=embedded", "NOTICES_DATA_DIR=" + data}, "accounts", "create", "--name", "acme", "--plan", "standard")
+		out, sampleDir := run(t, data)
+		if !strings.Contains(out, "in real use") {
+			t.Fatalf("init on a namespace with an account:\n%s", out)
+		}
+		if _, err := os.Stat(sampleDir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("init loaded the sample into a namespace in real use (%v)", err)
+		}
+		if a := accounts(t, data); strings.Contains(a, `"demo"`) {
+			t.Fatalf("init made a demo account in a namespace in real use:\n%s", a)
+		}
+	})
+}
+
 // noticesdLines extracts the argument lists of every `noticesd ...` in a
 // shell script (up to a pipe, ; or the end of the line).
 func noticesdLines(script string) [][]string {
