@@ -122,41 +122,76 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 			full.Close()
 		}
 	}()
-	// A source_id twice in the batch makes its second row an update of the
-	// first, whose full-text entry must exist by then: the batch is written
-	// in runs without repeats, each indexed before the next.
-	for _, run := range distinctRuns(batch) {
-		for start := run[0]; start < run[1]; start += noticeChunk {
+	// write stores the batch's notices at positions idx, noticeChunk to a
+	// statement.
+	write := func(idx []int) error {
+		chunkArgs := make([]any, 0, min(noticeChunk, len(idx))*noticeColumnCount)
+		chunk := make([]notice.Notice, 0, min(noticeChunk, len(idx)))
+		for lo := 0; lo < len(idx); lo += noticeChunk {
 			if err := ctx.Err(); err != nil {
-				return store.UpsertResult{}, err
+				return err
 			}
-			rows := min(noticeChunk, run[1]-start)
-			chunkArgs := args[start*noticeColumnCount : (start+rows)*noticeColumnCount]
-			if rows == noticeChunk {
+			chunkArgs, chunk = chunkArgs[:0], chunk[:0]
+			for _, i := range idx[lo:min(lo+noticeChunk, len(idx))] {
+				chunkArgs = append(chunkArgs, args[i*noticeColumnCount:(i+1)*noticeColumnCount]...)
+				chunk = append(chunk, batch[i])
+			}
+			var err error
+			if len(chunk) == noticeChunk {
 				if full == nil {
 					if full, err = tx.PrepareContext(bg, upsertNotices(noticeChunk)); err != nil {
-						return store.UpsertResult{}, fmt.Errorf("sqlite: prepare notice upsert: %w", err)
+						return fmt.Errorf("sqlite: prepare notice upsert: %w", err)
 					}
 				}
 				_, err = full.ExecContext(bg, chunkArgs...)
 			} else {
-				_, err = tx.ExecContext(bg, upsertNotices(rows), chunkArgs...)
+				_, err = tx.ExecContext(bg, upsertNotices(len(chunk)), chunkArgs...)
 			}
 			if err != nil {
 				// The failed statement changed nothing; find the notice.
-				return store.UpsertResult{}, failedNotice(tx, batch[start:start+rows], chunkArgs, err)
+				return failedNotice(tx, chunk, chunkArgs, err)
 			}
+		}
+		return nil
+	}
+	// A source_id twice in the batch makes its second row an update of the
+	// first, whose full-text entry must exist by then: the batch is written
+	// in runs without repeats, each indexed before the next. In each run
+	// the updates go first and the new notices after, in batch order:
+	// AUTOINCREMENT spends a seq on every INSERT that turns into an update,
+	// so the sequence is set back after the updates, and new notices are
+	// numbered consecutively, as in scale mode (arrival.Allocate).
+	for _, run := range distinctRuns(batch) {
+		var updates, inserts []int
+		for i := run[0]; i < run[1]; i++ {
+			if _, ok := known[batch[i].SourceID]; ok {
+				res.Updated++
+				updates = append(updates, i)
+			} else {
+				known[batch[i].SourceID] = struct{}{}
+				res.Inserted++
+				inserts = append(inserts, i)
+			}
+		}
+		if len(updates) > 0 {
+			var seq sql.NullInt64 // none when no notice was ever inserted by UpsertNotices
+			if err := tx.QueryRowContext(bg, "SELECT max(seq) FROM sqlite_sequence WHERE name = 'notices'").Scan(&seq); err != nil {
+				return store.UpsertResult{}, fmt.Errorf("sqlite: read the notice_seq sequence: %w", err)
+			}
+			if err := write(updates); err != nil {
+				return store.UpsertResult{}, err
+			}
+			if seq.Valid {
+				if _, err := tx.ExecContext(bg, "UPDATE sqlite_sequence SET seq = ? WHERE name = 'notices'", seq.Int64); err != nil {
+					return store.UpsertResult{}, fmt.Errorf("sqlite: restore the notice_seq sequence: %w", err)
+				}
+			}
+		}
+		if err := write(inserts); err != nil {
+			return store.UpsertResult{}, err
 		}
 		if seqBefore, err = indexNewNotices(bg, tx, seqBefore); err != nil {
 			return store.UpsertResult{}, err
-		}
-	}
-	for i := range batch {
-		if _, ok := known[batch[i].SourceID]; ok {
-			res.Updated++
-		} else {
-			known[batch[i].SourceID] = struct{}{}
-			res.Inserted++
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -154,12 +154,48 @@ func testUpsert(t *testing.T, b Backend) {
 			t.Errorf("%d notices stored, want 4", st.Notices)
 		}
 	})
+	// Both backends number new notices consecutively: an update takes no
+	// notice_seq, wherever it falls in the batch (SQLite's AUTOINCREMENT
+	// spends one on every INSERT that turns into an update).
+	t.Run("updates use up no notice_seq", func(t *testing.T) {
+		s3, s4 := before["S-003"].Seq, seqOf(t, b, ns[3].ID)
+		if s4 != s3+1 {
+			t.Errorf("S-004 (new, after an update in its batch) has seq %d; want %d, next after S-003", s4, s3+1)
+		}
+		res, err := b.Writer.UpsertNotices(ctx, []notice.Notice{changed[1], ns[4], changed[0], ns[5], ns[3]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Inserted != 2 || res.Updated != 3 {
+			t.Fatalf("got %+v, want 2 inserted 3 updated", res)
+		}
+		if s5, s6 := seqOf(t, b, ns[4].ID), seqOf(t, b, ns[5].ID); s5 != s4+1 || s6 != s4+2 {
+			t.Errorf("S-005 and S-006 (new, between updates) have seqs %d and %d; want %d and %d", s5, s6, s4+1, s4+2)
+		}
+		st, err := b.Notices.IndexStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.LatestNoticeSeq != s4+2 {
+			t.Errorf("latest notice_seq %d; want %d", st.LatestNoticeSeq, s4+2)
+		}
+	})
 	t.Run("empty batch", func(t *testing.T) {
 		res, err := b.Writer.UpsertNotices(ctx, nil)
 		if err != nil || res.Inserted != 0 || res.Updated != 0 {
 			t.Errorf("got %+v, %v; want nothing done", res, err)
 		}
 	})
+}
+
+// seqOf is the stored notice_seq of notice id.
+func seqOf(t *testing.T, b Backend, id string) int64 {
+	t.Helper()
+	n, err := b.Notices.Notice(context.Background(), id)
+	if err != nil {
+		t.Fatalf("notice %s: %v", id, err)
+	}
+	return n.Seq
 }
 
 func testRegister(t *testing.T, b Backend) {
