@@ -36,7 +36,7 @@ func (e *exitError) Error() string { return e.msg }
 // commands is the command table: adding a command is one line here.
 func commands() []command {
 	return []command{
-		{"serve", "serve the API (and, embedded, the delivery worker and collector)", runServe},
+		{"serve", "serve the API (and the collector; embedded, also the delivery worker)", runServe},
 		{"ingest", "load notices (JSON Lines) or the company register (ASIC TSV)", runIngest},
 		{"accounts", "create and manage customer accounts and their API keys", runAccounts},
 		{"sample", "write a deterministic realistic sample of both input files", runSample},

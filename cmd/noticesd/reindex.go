@@ -19,12 +19,8 @@ rebuild is lost. Run it after upgrading to a release whose mappings changed
 func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("reindex", "reindex", reindexAbout, stderr)
 	quiet := fs.Bool("quiet", false, "no progress, even on a terminal")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return &exitError{code: 2, msg: "reindex takes no arguments"}
 	}
 	cfg, err := loadConfig()
 	if err != nil {

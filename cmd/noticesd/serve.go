@@ -19,8 +19,9 @@ import (
 	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
-const serveAbout = `Serve the API on NOTICES_ADDR. In the embedded backend the same process runs
-the collector (when NOTICES_SOURCE is set) and the webhook delivery worker.
+const serveAbout = `Serve the API on NOTICES_ADDR. The same process runs the collector when
+NOTICES_SOURCE is set (in scale mode one replica at a time, by a Redis lease)
+and, in the embedded backend, the webhook delivery worker.
 SIGINT/SIGTERM shut down in order: stop accepting requests, finish in-flight
 ones, stop the collector and the worker, close the store.`
 

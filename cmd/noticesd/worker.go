@@ -32,7 +32,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("worker", "worker [--concurrency N]", workerAbout, stderr)
 	conc := fs.Int("concurrency", 0, "delivery attempts in flight in this process (overrides NOTICES_WORKER_CONCURRENCY)")
 	metricsAddr := fs.String("metrics-addr", "", "listen address of this worker's GET /metrics, e.g. :9464 (overrides NOTICES_WORKER_METRICS_ADDR; off serves none)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfg, err := loadConfig()
@@ -173,7 +173,7 @@ pending, active, scheduled, retry and archived task counts, from asynq's Inspect
 
 func runQueue(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("queue", "queue", queueAbout, stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfg, err := loadConfig()
