@@ -2,6 +2,7 @@ package notice
 
 import (
 	"sort"
+	"unicode"
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/query"
@@ -96,9 +97,11 @@ type IndexStatus struct {
 	LatestPublishedDate *string `json:"latest_published_date"`
 }
 
-// SortedCounts turns value counts into a FilterCounts list: count
-// descending, then value ascending.
+// SortedCounts turns counts by exact spelling into a FilterCounts list:
+// spellings that differ only in case are one value (FoldSpellings), then
+// count descending, then value ascending.
 func SortedCounts(m map[string]int64) []ValueCount {
+	m = FoldSpellings(m)
 	out := make([]ValueCount, 0, len(m))
 	for v, n := range m {
 		out = append(out, ValueCount{Value: v, Count: n})
@@ -110,4 +113,50 @@ func SortedCounts(m map[string]int64) []ValueCount {
 		return out[i].Value < out[j].Value
 	})
 	return out
+}
+
+// FoldSpellings merges the counts of spellings that differ only in case
+// (as strings.EqualFold; the filters compare values so) into one entry, under
+// the spelling counted most often, the first in byte order among equals:
+// "Appointment" ×1,940 and "appointment" ×1 are "Appointment" ×1,941. Both
+// backends count by exact spelling and fold here, so they show the same
+// spelling whatever order the notices arrived in. m is not changed.
+func FoldSpellings(m map[string]int64) map[string]int64 {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	out := make(map[string]int64, len(m))
+	chosen := make(map[string]string, len(m)) // fold key -> the spelling shown
+	for _, k := range keys {
+		f := foldKey(k)
+		into, ok := chosen[f]
+		if !ok {
+			into = k
+			chosen[f] = k
+		}
+		out[into] += m[k]
+	}
+	return out
+}
+
+// foldKey maps s to a key shared by exactly the strings strings.EqualFold
+// holds equal to it: each rune becomes the smallest rune of its case
+// folding orbit (unicode.SimpleFold).
+func foldKey(s string) string {
+	b := make([]rune, 0, len(s))
+	for _, r := range s {
+		low := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			low = min(low, f)
+		}
+		b = append(b, low)
+	}
+	return string(b)
 }

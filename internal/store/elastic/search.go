@@ -456,7 +456,7 @@ func bucketKey(raw json.RawMessage, asString string) string {
 }
 
 // Filters counts the values of each filter field among the matching
-// notices, merging spellings that differ only in case.
+// notices, merging spellings that differ only in case (notice.SortedCounts).
 func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCounts, error) {
 	aggs := obj{}
 	for _, fld := range facetFields {
@@ -469,34 +469,17 @@ func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCoun
 	lists := make([][]notice.ValueCount, len(facetFields))
 	for i, fld := range facetFields {
 		m := map[string]int64{}
-		var order []string
 		for _, b := range res[fld].Buckets {
 			k := bucketKey(b.Key, b.KeyAsString)
 			if fld == "appointment_type" && k == "" {
 				continue
 			}
-			k = foldKey(m, &order, k)
 			m[k] += b.Count
 		}
-		lists[i] = notice.SortedCounts(m)
+		lists[i] = notice.SortedCounts(m) // folds spellings that differ only in case
 	}
 	return notice.FilterCounts{Total: total, AppointmentType: lists[0], NoticePurpose: lists[1],
 		NoticeCode: lists[2], State: lists[3], Status: lists[4]}, nil
-}
-
-// foldKey returns the spelling already counted that equals k ignoring
-// case, or k (recorded in order) when there is none.
-func foldKey(m map[string]int64, order *[]string, k string) string {
-	if _, ok := m[k]; ok {
-		return k
-	}
-	for _, o := range *order {
-		if strings.EqualFold(o, k) {
-			return o
-		}
-	}
-	*order = append(*order, k)
-	return k
 }
 
 // Stats counts the matching notices grouped by one field. Months come
@@ -534,8 +517,17 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 		if out.GroupBy == "appointment_type" && k == "" {
 			continue
 		}
-		k = foldKey(m, &order, k)
+		if _, ok := m[k]; !ok {
+			order = append(order, k)
+		}
 		m[k] += b.Count
+	}
+	if out.GroupBy != "month" {
+		m = notice.FoldSpellings(m)
+		order = order[:0]
+		for k := range m {
+			order = append(order, k)
+		}
 	}
 	for _, k := range order {
 		out.Data = append(out.Data, notice.Bucket{Key: k, Count: m[k]})

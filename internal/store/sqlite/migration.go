@@ -53,6 +53,10 @@ func Migrations() ([]Migration, error) {
 	return out, nil
 }
 
+// migrateThrough, when a test sets it above 0, stops migrate after that
+// version, to build a file as an older release left it.
+var migrateThrough int
+
 // migrate applies pending migrations, each in its own immediate transaction
 // so two processes opening the same new file do not both apply one.
 func (s *Store) migrate(ctx context.Context) error {
@@ -67,6 +71,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: create schema_migrations in %s: %w", s.path, err)
 	}
 	for _, m := range ms {
+		if migrateThrough > 0 && m.Version > migrateThrough {
+			break
+		}
 		if err := s.apply(ctx, m); err != nil {
 			return err
 		}

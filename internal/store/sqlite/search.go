@@ -555,20 +555,20 @@ func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCoun
 		out.Total += n
 		for i, v := range vals {
 			if v.Valid && (i != 0 || v.String != "") {
-				addFold(counts[i], v.String, n)
+				counts[i][v.String] += n
 			}
 		}
 	}
 	if sp, ok := countable(f); ok {
 		err = groupCounts(ctx, tx, f, sp, grouping{
-			counts:  "appointment_type, notice_purpose, notice_code, state, status, sum(n)",
-			notices: "n.appointment_type, n.notice_purpose, n.notice_code, n.state, n.status, count(*)",
+			counts:  countsExact + ", sum(n)",
+			notices: facetsExact + ", count(*)",
 			ncols:   5,
 		}, add)
 	} else {
 		from, args := matchedNotices(filterCond(f))
 		err = func() error {
-			rows, err := tx.QueryContext(ctx, "SELECT n.appointment_type, n.notice_purpose, n.notice_code, n.state, n.status, count(*) FROM "+
+			rows, err := tx.QueryContext(ctx, "SELECT "+facetsExact+", count(*) FROM "+
 				from+" GROUP BY 1, 2, 3, 4, 5", args...)
 			if err != nil {
 				return searchError(err)
@@ -590,6 +590,17 @@ func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCoun
 	}
 	return finishFilterCounts(out, counts), nil
 }
+
+// facetsExact selects the five filter fields of the notices n by exact
+// spelling (the columns are COLLATE NOCASE, which would group "NSW" and
+// "nsw" under whichever came first): notice.SortedCounts folds them.
+const facetsExact = "n.appointment_type COLLATE BINARY, n.notice_purpose COLLATE BINARY, n.notice_code COLLATE BINARY, " +
+	"n.state COLLATE BINARY, n.status COLLATE BINARY"
+
+// countsExact is facetsExact over notice_counts, whose rows differ
+// wherever a spelling does (migration 0010).
+const countsExact = "appointment_type COLLATE BINARY, notice_purpose COLLATE BINARY, notice_code COLLATE BINARY, " +
+	"state COLLATE BINARY, status COLLATE BINARY"
 
 // finishFilterCounts sorts the per-field counts into out.
 func finishFilterCounts(out notice.FilterCounts, counts []map[string]int64) notice.FilterCounts {
@@ -631,7 +642,7 @@ func (s *Store) filtersInMemory(ctx context.Context, tx *sql.Tx, f notice.Filter
 	for i := range by {
 		for code, k := range by[i] {
 			if code != 0 && k > 0 && (i != 0 || snap.values[code] != "") { // code 0 is NULL; as the SQL path
-				addFold(counts[i], snap.values[code], k)
+				counts[i][snap.values[code]] += k
 			}
 		}
 	}
@@ -690,22 +701,6 @@ func (c *companySnap) eachPassing(mf *memFilter, fn func(*noticeMeta)) {
 	}
 }
 
-// addFold adds n to the count of v, merging spellings that differ only in
-// case (the grouping is case-insensitive per column, but each row of the
-// five-column grouping may carry its own spelling): the first spelling seen
-// is kept.
-func addFold(m map[string]int64, v string, n int64) {
-	if _, ok := m[v]; !ok {
-		for k := range m {
-			if strings.EqualFold(k, v) {
-				v = k
-				break
-			}
-		}
-	}
-	m[v] += n
-}
-
 // Stats counts the matching notices grouped by one field. Buckets come
 // unordered (notice.FinishStats orders them and fills empty months);
 // notices without an appointment_type form no bucket. Without q or a
@@ -716,7 +711,7 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 	case "month", "":
 		key, countsKey = "substr(n.published_date, 1, 7)", "month"
 	case "appointment_type", "notice_purpose", "state", "notice_code":
-		key, countsKey = "n."+q.GroupBy, q.GroupBy
+		key, countsKey = "n."+q.GroupBy+" COLLATE BINARY", q.GroupBy
 	default:
 		return notice.Stats{}, errs.New(errs.InvalidGroupBy, "group_by %q is not one of %s", q.GroupBy, strings.Join(notice.GroupByKeys, ", "))
 	}
@@ -730,30 +725,21 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 	}
 	defer tx.Rollback()
 	buckets := map[string]int64{}
-	var order []string
 	add := func(vals []sql.NullString, n int64) {
 		out.Total += n
 		k := vals[0]
 		if !k.Valid || (countsKey == "appointment_type" && k.String == "") {
 			return
 		}
-		// Spellings differing only in case are one bucket (the columns are
-		// COLLATE NOCASE); the first spelling seen is kept.
-		if _, ok := buckets[k.String]; !ok {
-			for _, o := range order {
-				if strings.EqualFold(o, k.String) {
-					k.String = o
-					break
-				}
-			}
-		}
-		if _, ok := buckets[k.String]; !ok {
-			order = append(order, k.String)
-		}
+		// By exact spelling; folded below.
 		buckets[k.String] += n
 	}
 	if sp, ok := countable(q.Filter); ok {
-		err = groupCounts(ctx, tx, q.Filter, sp, grouping{counts: countsKey + ", sum(n)", notices: key + ", count(*)", ncols: 1}, add)
+		counted := countsKey
+		if countsKey != "month" {
+			counted += " COLLATE BINARY" // by exact spelling (migration 0010)
+		}
+		err = groupCounts(ctx, tx, q.Filter, sp, grouping{counts: counted + ", sum(n)", notices: key + ", count(*)", ncols: 1}, add)
 	} else {
 		from, args := matchedNotices(filterCond(q.Filter))
 		err = func() error {
@@ -776,8 +762,11 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 	if err != nil {
 		return notice.Stats{}, err
 	}
-	for _, k := range order {
-		out.Data = append(out.Data, notice.Bucket{Key: k, Count: buckets[k]})
+	if out.GroupBy != "month" {
+		buckets = notice.FoldSpellings(buckets)
+	}
+	for k, n := range buckets {
+		out.Data = append(out.Data, notice.Bucket{Key: k, Count: n})
 	}
 	return out, nil
 }

@@ -309,12 +309,12 @@ func refCounts(all []notice.Notice, f notice.Filter) notice.FilterCounts {
 		}
 		out.Total++
 		if n.AppointmentType != nil {
-			addFold(counts[0], *n.AppointmentType, 1)
+			counts[0][*n.AppointmentType]++
 		}
-		addFold(counts[1], n.NoticePurpose, 1)
-		addFold(counts[2], n.NoticeCode, 1)
-		addFold(counts[3], n.State, 1)
-		addFold(counts[4], n.Status, 1)
+		counts[1][n.NoticePurpose]++
+		counts[2][n.NoticeCode]++
+		counts[3][n.State]++
+		counts[4][n.Status]++
 	}
 	out.AppointmentType = notice.SortedCounts(counts[0])
 	out.NoticePurpose = notice.SortedCounts(counts[1])
@@ -346,6 +346,9 @@ func refStats(all []notice.Notice, f notice.Filter, groupBy string) (int64, map[
 		case "state":
 			out[n.State]++
 		}
+	}
+	if groupBy != "month" {
+		out = notice.FoldSpellings(out)
 	}
 	return total, out
 }

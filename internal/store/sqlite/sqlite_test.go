@@ -2,11 +2,15 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 )
@@ -134,3 +138,59 @@ func TestRegisterLoadAbandonedByNewerLoad(t *testing.T) {
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
+
+// TestMigrationCountsBySpelling: a file written before migration 0010,
+// whose notice_counts merged the spellings of a value under the first one
+// stored, answers filters and stats by the most common spelling once
+// reopened, with the same counts.
+func TestMigrationCountsBySpelling(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "notices.db")
+	migrateThrough = 9
+	s, err := Open(ctx, path)
+	migrateThrough = 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []notice.Notice
+	for i, p := range []string{"appointment", "Appointment", "Appointment", "Dividend"} {
+		n := storetest.AlphaNotice(fmt.Sprintf("MIG-%d", i), storetest.Start.Add(time.Duration(i)*time.Hour))
+		n.NoticePurpose = p
+		batch = append(batch, n)
+	}
+	for i := range batch {
+		if _, err := s.UpsertNotices(ctx, batch[i:i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows int
+	if err := s.read.QueryRow("SELECT count(*) FROM notice_counts").Scan(&rows); err != nil || rows != 2 {
+		t.Fatalf("before 0010: %d notice_counts rows (%v); want 2, the spellings merged (the test would prove nothing)", rows, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.read.QueryRow("SELECT count(*) FROM notice_counts").Scan(&rows); err != nil || rows != 3 {
+		t.Errorf("after 0010: %d notice_counts rows (%v); want 3, one per spelling", rows, err)
+	}
+	f, err := s.Filters(ctx, notice.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []notice.ValueCount{{Value: "Appointment", Count: 3}, {Value: "Dividend", Count: 1}}; !reflect.DeepEqual(f.NoticePurpose, want) {
+		t.Errorf("notice_purpose %v, want %v", f.NoticePurpose, want)
+	}
+	if f.Total != 4 {
+		t.Errorf("total %d, want 4", f.Total)
+	}
+	// A filter in any case still counts every spelling.
+	f, err = s.Filters(ctx, notice.Filter{NoticePurpose: []string{"APPOINTMENT"}})
+	if err != nil || f.Total != 3 {
+		t.Errorf("notice_purpose=APPOINTMENT: total %d (%v), want 3", f.Total, err)
+	}
+}

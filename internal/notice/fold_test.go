@@ -1,0 +1,47 @@
+package notice
+
+import (
+	"maps"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestFoldSpellings(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   map[string]int64
+		want map[string]int64
+	}{
+		{"the most counted spelling wins", map[string]int64{"Appointment": 1940, "appointment": 1}, map[string]int64{"Appointment": 1941}},
+		{"whatever its case", map[string]int64{"NSW": 1, "nsw": 5, "Nsw": 2}, map[string]int64{"nsw": 8}},
+		{"ties go to the first in byte order", map[string]int64{"in liquidation": 3, "In Liquidation": 3}, map[string]int64{"In Liquidation": 6}},
+		{"different values stay apart", map[string]int64{"VIC": 2, "NSW": 2, "": 1}, map[string]int64{"VIC": 2, "NSW": 2, "": 1}},
+		{"beyond ASCII", map[string]int64{"ÉTAT": 1, "état": 2, "Kelvin": 1, "\u212aelvin": 1}, map[string]int64{"état": 3, "Kelvin": 2}},
+		{"empty", map[string]int64{}, map[string]int64{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := maps.Clone(tt.in)
+			if got := FoldSpellings(tt.in); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("FoldSpellings(%v) = %v, want %v", tt.in, got, tt.want)
+			}
+			if !reflect.DeepEqual(tt.in, before) {
+				t.Errorf("FoldSpellings changed its argument")
+			}
+		})
+	}
+}
+
+// TestFoldKeyIsEqualFold: two strings share a fold key exactly when
+// strings.EqualFold holds them equal.
+func TestFoldKeyIsEqualFold(t *testing.T) {
+	words := []string{"s", "S", "ſ", "k", "K", "\u212a", "σ", "Σ", "ς", "i", "I", "İ", "ı", "ǅ", "Ǆ", "ǆ",
+		"straße", "STRASSE", "STRAẞE", "Ω", "ω", "\u2126", "ab", "AB", "a", ""}
+	for _, a := range words {
+		for _, b := range words {
+			if same := foldKey(a) == foldKey(b); same != strings.EqualFold(a, b) {
+				t.Errorf("%q and %q: same fold key %v, EqualFold %v", a, b, same, strings.EqualFold(a, b))
+			}
+		}
+	}
+}
