@@ -32,9 +32,10 @@ type Attempter struct {
 	Now func() time.Time
 }
 
-// Attempt builds job's body, signs it with the webhook's secret as it is
-// once the endpoint's slot is held (Ledger.Signing, so a rotation while the
-// attempt waited is honoured), sends it, records the outcome in the Ledger
+// Attempt builds job's body and signs it with the webhook's secret, both
+// once the endpoint's slot is held (so delivered_at is the time of the
+// request, and a rotation while the attempt waited is honoured:
+// Ledger.Signing), sends it, records the outcome in the Ledger
 // and returns what delivery.Decide made of it. When ctx ends before the
 // outcome is known it records nothing and returns ErrInterrupted. When the
 // webhook is gone by then nothing is sent or recorded (its removal ended
@@ -46,13 +47,18 @@ func (a Attempter) Attempt(ctx context.Context, job store.Job) (delivery.Decisio
 	if now == nil {
 		now = time.Now
 	}
-	body, err := webhook.Payload(job.WatchID, now(), job.Notice)
-	if err != nil {
-		return delivery.Decision{}, fmt.Errorf("worker: build the body of delivery %s: %w", job.DeliveryID, err)
-	}
 	res := a.Sender.Send(ctx, webhook.Request{
-		URL: job.URL, DeliveryID: job.DeliveryID, Secret: job.Secret, Body: body,
+		URL: job.URL, DeliveryID: job.DeliveryID, Secret: job.Secret,
 		Current: func(ctx context.Context) (string, string, error) { return a.Ledger.Signing(ctx, job) },
+		// Built once the endpoint's slot is held: delivered_at is the time
+		// of the request, not of the wait for the slot.
+		Build: func() ([]byte, error) {
+			body, err := webhook.Payload(job.WatchID, now(), job.Notice)
+			if err != nil {
+				return nil, fmt.Errorf("worker: build the body of delivery %s: %w", job.DeliveryID, err)
+			}
+			return body, nil
+		},
 	})
 	if ctx.Err() != nil {
 		return delivery.Decision{}, ErrInterrupted

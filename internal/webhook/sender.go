@@ -66,8 +66,14 @@ type Request struct {
 	// Secret is the watch's secret; the body is signed with it unless
 	// Current gives a newer one.
 	Secret string
-	// Body is the exact JSON sent and signed (see Payload).
+	// Body is the exact JSON sent and signed (see Payload), unless Build
+	// is set.
 	Body []byte
+	// Build, when set, makes the body once the endpoint's slot is held
+	// (after Current), so that times in it are those of the request and
+	// not of the wait for the slot (Payload's delivered_at). An error ends
+	// the attempt unsent (Result.NotSent).
+	Build func() ([]byte, error)
 	// Current, when set, is called once the endpoint's slot is held, just
 	// before the body is signed: it returns the webhook's URL and secret as
 	// they are now. An attempt that waited (for its claim, the notice or a
@@ -89,7 +95,8 @@ type Result struct {
 	// "tls: certificate signed by unknown authority",
 	// "dns: no such host example.invalid", and similar short forms.
 	LastError string
-	// At is when the attempt started, by the configured clock.
+	// At is when the request was made (its endpoint's slot held), by the
+	// configured clock; for an attempt that ended before, when it started.
 	At time.Time
 	// NotSent is Request.Current's error when it ended the attempt before
 	// anything was sent; OK and LastError then say nothing.
@@ -265,6 +272,15 @@ func (s *Sender) send(ctx context.Context, req Request) Result {
 		req.URL = current
 	}
 	defer release()
+	res.At = s.now()
+	if req.Build != nil {
+		body, err := req.Build()
+		if err != nil {
+			res.NotSent = err
+			return res
+		}
+		req.Body = body
+	}
 
 	attempt, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()

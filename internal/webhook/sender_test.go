@@ -567,3 +567,50 @@ func TestSendGivesUpOnAMovingWebhook(t *testing.T) {
 		t.Fatalf("Current asked %d times, want %d", n, maxURLChanges+1)
 	}
 }
+
+// TestSendBuildsBodyOnceTheSlotIsHeld: a request that waits for its
+// endpoint's slot builds its body only once it holds the slot, so a time in
+// the body (delivered_at) is that of the request, not of the wait; the
+// body built is the one sent and signed, and Result.At is the send's time.
+func TestSendBuildsBodyOnceTheSlotIsHeld(t *testing.T) {
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	bodies := make(chan string, 2)
+	release := make(chan struct{})
+	srv, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if got, want := r.Header.Get("X-Notices-Signature"), Sign("whsec_test", b); got != want {
+			t.Errorf("signature %q, want %q over the body sent", got, want)
+		}
+		bodies <- string(b)
+		<-release
+	})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	s := newSender(t, SenderConfig{PerHost: 1, AllowPrivate: true, CAFile: trustFile(t, srv), Now: now})
+	waited := make(chan struct{}, 1)
+	s.limit.onWait = func(string) { waited <- struct{}{} }
+	build := func() ([]byte, error) { return []byte(`{"delivered_at":"` + now().Format(time.RFC3339) + `"}`), nil }
+
+	first := make(chan Result, 1)
+	go func() { first <- s.Send(t.Context(), Request{URL: srv.URL, DeliveryID: "dlv_1", Secret: "whsec_test", Build: build}) }()
+	if b := <-bodies; b != `{"delivered_at":"2026-11-24T07:00:00Z"}` {
+		t.Fatalf("first body %s", b)
+	}
+	second := make(chan Result, 1)
+	go func() { second <- s.Send(t.Context(), Request{URL: srv.URL, DeliveryID: "dlv_2", Secret: "whsec_test", Build: build}) }()
+	<-waited // the second holds no slot yet
+	mu.Lock()
+	clock = clock.Add(30 * time.Second)
+	mu.Unlock()
+	unblock()
+	if b := <-bodies; b != `{"delivered_at":"2026-11-24T07:00:30Z"}` {
+		t.Errorf("the body of the request that waited for its slot is %s; want it built when sent, at 07:00:30", b)
+	}
+	if r := <-second; !r.OK || !r.At.Equal(clock) {
+		t.Errorf("second Send = %+v; want OK at %s", r, clock)
+	}
+	<-first
+}
