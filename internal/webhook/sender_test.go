@@ -595,12 +595,16 @@ func TestSendBuildsBodyOnceTheSlotIsHeld(t *testing.T) {
 	build := func() ([]byte, error) { return []byte(`{"delivered_at":"` + now().Format(time.RFC3339) + `"}`), nil }
 
 	first := make(chan Result, 1)
-	go func() { first <- s.Send(t.Context(), Request{URL: srv.URL, DeliveryID: "dlv_1", Secret: "whsec_test", Build: build}) }()
+	go func() {
+		first <- s.Send(t.Context(), Request{URL: srv.URL, DeliveryID: "dlv_1", Secret: "whsec_test", Build: build})
+	}()
 	if b := <-bodies; b != `{"delivered_at":"2026-11-24T07:00:00Z"}` {
 		t.Fatalf("first body %s", b)
 	}
 	second := make(chan Result, 1)
-	go func() { second <- s.Send(t.Context(), Request{URL: srv.URL, DeliveryID: "dlv_2", Secret: "whsec_test", Build: build}) }()
+	go func() {
+		second <- s.Send(t.Context(), Request{URL: srv.URL, DeliveryID: "dlv_2", Secret: "whsec_test", Build: build})
+	}()
 	<-waited // the second holds no slot yet
 	mu.Lock()
 	clock = clock.Add(30 * time.Second)
