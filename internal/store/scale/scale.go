@@ -52,7 +52,9 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	if cfg.Backend != "scale" {
 		return nil, fmt.Errorf("scale: NOTICES_BACKEND is %q, not scale", cfg.Backend)
 	}
-	rdb, err := redisstore.Dial(cfg.RedisURL)
+	// Redis first: every later step reads it, and its failure would name
+	// that step (sealing webhook secrets, say) rather than the server.
+	rdb, err := redisstore.Connect(ctx, cfg.RedisURL)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
@@ -155,4 +156,25 @@ func deref(p *string) string {
 		return "-"
 	}
 	return *p
+}
+
+// TestOpenWithRedisDown: with Redis not answering, Open fails at once as
+// backend_unavailable naming Redis and its URL (password masked) and what
+// to do, not with the first later step that needed Redis.
+func TestOpenWithRedisDown(t *testing.T) {
+	cfg := config.Default()
+	cfg.Backend, cfg.ElasticsearchURL, cfg.Namespace = "scale", testservers.Elasticsearch(t), testservers.Namespace(t)
+	cfg.RedisURL = "redis://:hunter2@127.0.0.1:1/0" // nothing listens on port 1
+	_, err := Open(context.Background(), cfg, redisstore.Options{})
+	if !errs.Is(err, errs.BackendUnavailable) {
+		t.Fatalf("Open with Redis down: %v; want backend_unavailable", err)
+	}
+	for _, want := range []string{"open Redis at redis://:xxxxx@127.0.0.1:1/0", "NOTICES_REDIS_URL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Open with Redis down: %q; want it to contain %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("the error shows the Redis password: %q", err)
+	}
 }
