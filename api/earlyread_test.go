@@ -172,6 +172,9 @@ func TestEarlyReadsLimiterAway(t *testing.T) {
 	for i := range n {
 		res := f.do(t, "GET", "/v1/notices", created.ReadKey)
 		wantError(t, res, 503, "backend_unavailable")
+		if res.header.Get("Retry-After") == "" {
+			t.Errorf("request %d: 503 backend_unavailable without Retry-After", i+1)
+		}
 		if bytes.Contains(res.body, []byte(`"data"`)) {
 			t.Fatalf("request %d: the refused answer carries the read's data: %s", i+1, res.body)
 		}

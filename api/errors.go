@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -126,9 +127,18 @@ func writeError(resp *fasthttp.Response, e *errs.Error) {
 		body = []byte(`{"error":{"code":"server_error","message":"` + serverErrorMessage + `"}}`)
 	}
 	resp.SetStatusCode(StatusFor(e.Code))
+	if e.Code == errs.BackendUnavailable && len(resp.Header.Peek(fiber.HeaderRetryAfter)) == 0 {
+		// A backend outage: ask for a short pause, as for every 503.
+		resp.Header.Set(fiber.HeaderRetryAfter, strconv.Itoa(backendRetryAfter))
+	}
 	resp.Header.SetContentType(contentTypeJSON)
 	resp.SetBody(body)
 }
+
+// backendRetryAfter is the Retry-After (seconds) of a 503
+// backend_unavailable: a pause before the next try, shorter than the
+// backends' own call timeouts (Redis 3 s, Elasticsearch 10 s).
+const backendRetryAfter = 2
 
 // writeJSON writes v as the JSON response body with the given status.
 func writeJSON(c *fiber.Ctx, status int, v any) error {

@@ -133,4 +133,7 @@ func TestScaleModeRedisDown(t *testing.T) {
 	if r.status != 503 || body.Error.Code != "backend_unavailable" || body.Error.Message == "" {
 		t.Errorf("status %d, body %s; want 503 backend_unavailable", r.status, r.body)
 	}
+	if got := r.header.Get("Retry-After"); got != "2" {
+		t.Errorf("Retry-After %q, want 2 on a 503 backend_unavailable", got)
+	}
 }
