@@ -45,3 +45,19 @@ func TestFoldKeyIsEqualFold(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldedBucketsOrder: stats buckets come in one order whatever the
+// map's: count descending, then key, so two reads of the same data (a kept
+// answer and a fresh one, or two backends) compare equal.
+func TestFoldedBucketsOrder(t *testing.T) {
+	m := map[string]int64{"VIC": 3, "NSW": 3, "qld": 1, "QLD": 2, "WA": 4}
+	want := []Bucket{{Key: "WA", Count: 4}, {Key: "NSW", Count: 3}, {Key: "QLD", Count: 3}, {Key: "VIC", Count: 3}}
+	for range 20 {
+		if got := FoldedBuckets(m); !reflect.DeepEqual(got, want) {
+			t.Fatalf("FoldedBuckets = %v, want %v", got, want)
+		}
+	}
+	if got := FoldedBuckets(nil); got == nil || len(got) != 0 {
+		t.Errorf("FoldedBuckets(nil) = %#v, want an empty list", got)
+	}
+}

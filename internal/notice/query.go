@@ -115,6 +115,17 @@ func SortedCounts(m map[string]int64) []ValueCount {
 	return out
 }
 
+// FoldedBuckets is FoldSpellings of counts by exact spelling as stats
+// buckets, count descending, then key ascending (a stable order, as
+// FinishStats gives them).
+func FoldedBuckets(m map[string]int64) []Bucket {
+	out := []Bucket{}
+	for _, vc := range SortedCounts(m) {
+		out = append(out, Bucket{Key: vc.Value, Count: vc.Count})
+	}
+	return out
+}
+
 // FoldSpellings merges the counts of spellings that differ only in case
 // (as strings.EqualFold; the filters compare values so) into one entry, under
 // the spelling counted most often, the first in byte order among equals:

@@ -523,11 +523,8 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 		m[k] += b.Count
 	}
 	if out.GroupBy != "month" {
-		m = notice.FoldSpellings(m)
-		order = order[:0]
-		for k := range m {
-			order = append(order, k)
-		}
+		out.Data = notice.FoldedBuckets(m)
+		return out, nil
 	}
 	for _, k := range order {
 		out.Data = append(out.Data, notice.Bucket{Key: k, Count: m[k]})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/noticesd/noticesd/internal/errs"
@@ -763,11 +764,13 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 		return notice.Stats{}, err
 	}
 	if out.GroupBy != "month" {
-		buckets = notice.FoldSpellings(buckets)
+		out.Data = notice.FoldedBuckets(buckets)
+		return out, nil
 	}
 	for k, n := range buckets {
 		out.Data = append(out.Data, notice.Bucket{Key: k, Count: n})
 	}
+	sort.Slice(out.Data, func(i, j int) bool { return out.Data[i].Key < out.Data[j].Key })
 	return out, nil
 }
 
