@@ -510,25 +510,20 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 		return notice.Stats{}, err
 	}
 	out.Total = total
-	m := map[string]int64{}
-	var order []string
-	for _, b := range res["g"].Buckets {
-		k := bucketKey(b.Key, b.KeyAsString)
-		if out.GroupBy == "appointment_type" && k == "" {
-			continue
+	if out.GroupBy == "month" {
+		// One bucket per month, in order, from the date_histogram.
+		for _, b := range res["g"].Buckets {
+			out.Data = append(out.Data, notice.Bucket{Key: bucketKey(b.Key, b.KeyAsString), Count: b.Count})
 		}
-		if _, ok := m[k]; !ok {
-			order = append(order, k)
-		}
-		m[k] += b.Count
-	}
-	if out.GroupBy != "month" {
-		out.Data = notice.FoldedBuckets(m)
 		return out, nil
 	}
-	for _, k := range order {
-		out.Data = append(out.Data, notice.Bucket{Key: k, Count: m[k]})
+	m := map[string]int64{}
+	for _, b := range res["g"].Buckets {
+		if k := bucketKey(b.Key, b.KeyAsString); k != "" || out.GroupBy != "appointment_type" {
+			m[k] += b.Count
+		}
 	}
+	out.Data = notice.FoldedBuckets(m) // by exact spelling, folded
 	return out, nil
 }
 
