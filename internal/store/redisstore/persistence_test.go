@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,9 +178,20 @@ func TestRedisDown(t *testing.T) {
 		"Matches": func() error { _, err := s.Matches(ctx, acc.AccountID, "wat_x", 0, 10); return err },
 	}
 	for name, call := range calls {
-		if err := call(); !errs.Is(err, errs.BackendUnavailable) {
+		err := call()
+		if !errs.Is(err, errs.BackendUnavailable) {
 			t.Errorf("%s with Redis down: %v, want backend_unavailable", name, err)
+			continue
 		}
+		// The message names the server and the step, not only watches:
+		// Redis holds the accounts and keys every route checks first.
+		if msg := err.Error(); !strings.Contains(msg, "Redis (accounts, API keys, quotas and watches) does not answer, so the service could not ") ||
+			!strings.HasSuffix(msg, "; retry shortly") {
+			t.Errorf("%s with Redis down says %q, want it to name Redis, the step and the retry", name, msg)
+		}
+	}
+	if _, err := s.Authenticate(ctx, acc.AccountKey); err == nil || !strings.Contains(err.Error(), "could not authenticate;") {
+		t.Errorf("Authenticate with Redis down says %v, want it to say it could not authenticate", err)
 	}
 	bin, _ := exec.LookPath("redis-server")
 	r.start(t, bin)

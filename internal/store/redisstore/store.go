@@ -196,7 +196,7 @@ func (s *Store) fail(what string, err error) error {
 		return err
 	}
 	if unreachable(err) {
-		return errs.New(errs.BackendUnavailable, "the watch store (Redis) is unavailable (%s); retry shortly", what)
+		return errs.New(errs.BackendUnavailable, "Redis (accounts, API keys, quotas and watches) does not answer, so the service could not %s; retry shortly", what)
 	}
 	return fmt.Errorf("redisstore: %s: %w", what, err)
 }
