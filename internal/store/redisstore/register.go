@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -249,7 +248,7 @@ func (s *Store) hmget(ctx context.Context, key string, fields []string) ([]strin
 			return nil
 		})
 		if err != nil {
-			return nil, s.fail("read "+strings.TrimPrefix(key, s.ns), err)
+			return nil, s.fail("read stored records", err)
 		}
 		for _, c := range cmds {
 			for _, v := range c.Val() {
@@ -284,7 +283,7 @@ func (s *Store) hmgetMany(ctx context.Context, reqs ...lookupReq) ([][]string, e
 		return nil
 	})
 	if err != nil {
-		return nil, s.fail("read", err)
+		return nil, s.fail("look up identifiers", err)
 	}
 	out := make([][]string, len(reqs))
 	for r, req := range reqs {
