@@ -28,6 +28,9 @@ type monthSpan struct {
 	edges [][2]string
 }
 
+// afterEveryMonth sorts after every YYYY-MM month key.
+const afterEveryMonth = "9999-13"
+
 // splitSpan splits the inclusive date range [from, to] ("" open). ok is
 // false when a bound is not a YYYY-MM-DD date.
 func splitSpan(from, to string) (monthSpan, bool) {
@@ -63,6 +66,11 @@ func splitSpan(from, to string) (monthSpan, bool) {
 			sp.from = month(f)
 		} else {
 			sp.from = month(first(f).AddDate(0, 1, 0))
+			if f.Year() == 9999 && f.Month() == time.December {
+				// No whole month follows December 9999 ("10000-01"
+				// would sort before every month): none is counted.
+				sp.from = afterEveryMonth
+			}
 			sp.edges = append(sp.edges, [2]string{from, date(last(f))})
 		}
 	}

@@ -372,6 +372,11 @@ func testSearch(t *testing.T, b Backend) {
 			[]string{"S-002", "S-001"}},
 		{"from only", notice.Filter{From: "2026-03-03", IncludeDeregistration: true}, desc, []string{"S-006", "S-008", "S-003"}},
 		{"to only", notice.Filter{To: "2026-02-10"}, desc, []string{"S-005", "S-004", "S-007"}},
+		// The last days of year 9999: no whole month follows them, and
+		// the count must not fall back to every month.
+		{"from in the last month of 9999", notice.Filter{From: "9999-12-02", IncludeDeregistration: true}, desc, []string{}},
+		{"from on the last day of 9999", notice.Filter{From: "9999-12-31"}, desc, []string{}},
+		{"to on the first day of year 1", notice.Filter{To: "0001-01-01", IncludeDeregistration: true}, desc, []string{}},
 		{"company by ACN includes notices carrying its ABN", notice.Filter{Company: id(ACNAlpha)}, desc, []string{"S-002", "S-001"}},
 		{"company by ABN includes notices carrying its ACN", notice.Filter{Company: id(ABNAlpha), IncludeDeregistration: true}, desc,
 			[]string{"S-006", "S-002", "S-001"}},
@@ -621,6 +626,13 @@ func testFilters(t *testing.T, b Backend) {
 	if withDereg.Total != 3 || len(withDereg.NoticePurpose) != 3 || withDereg.NoticePurpose[0].Count != 1 {
 		t.Errorf("NSW with deregistration: %+v, want total 3 over 3 purposes", withDereg)
 	}
+	late, err := b.Notices.Filters(ctx, notice.Filter{From: "9999-12-31", IncludeDeregistration: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late.Total != 0 || len(late.State) != 0 || len(late.NoticePurpose) != 0 {
+		t.Errorf("from 9999-12-31: %+v, want total 0 and no values", late)
+	}
 	withQ, err := b.Notices.Filters(ctx, notice.Filter{Q: query.Term{Text: "creditors"}})
 	if err != nil {
 		t.Fatal(err)
@@ -657,6 +669,8 @@ func testStats(t *testing.T, b Backend) {
 		{"appointment_type leaves out notices without one", notice.StatsQuery{GroupBy: "appointment_type", Filter: notice.Filter{IncludeDeregistration: true, State: []string{"VIC"}}}, 1,
 			map[string]int64{}},
 		{"state", notice.StatsQuery{GroupBy: "state", Filter: notice.Filter{Company: id(ABNAlpha)}}, 2, nil},
+		{"state from the last month of 9999", notice.StatsQuery{GroupBy: "state", Filter: notice.Filter{From: "9999-12-02", IncludeDeregistration: true}}, 0,
+			map[string]int64{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := b.Notices.Stats(ctx, c.q)
