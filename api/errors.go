@@ -100,7 +100,7 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *errs.Error {
 	if errors.As(err, &fe) {
 		switch fe.Code {
 		case fiber.StatusNotFound:
-			return errs.New(errs.NotFound, "there is no route %s; check the path against the API reference", c.Path())
+			return errs.New(errs.NotFound, "there is no route %s; check the path against the API reference", errs.Clip(c.Path()))
 		case fiber.StatusMethodNotAllowed:
 			return errs.New(errs.MethodNotAllowed, "%s is not allowed on %s", c.Method(), c.Path())
 		case fiber.StatusRequestEntityTooLarge:

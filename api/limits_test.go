@@ -208,6 +208,28 @@ func TestHugeIdentifierShortError(t *testing.T) {
 	})
 }
 
+// TestLongIDShortError: a long id in the path is quoted by a short prefix
+// and its length in a 404, as every client value in a message is.
+func TestLongIDShortError(t *testing.T) {
+	f := newWatchFixture(t, nil)
+	long := strings.Repeat("n", 500)
+	for _, tt := range []struct{ method, target, key string }{
+		{http.MethodGet, "/v1/notices/" + long, f.read},
+		{http.MethodGet, "/v1/watches/wch_" + long, f.acct},
+		{http.MethodGet, "/v1/watches/wch_" + long + "/matches", f.acct},
+		{http.MethodDelete, "/v1/watches/wch_" + long, f.acct},
+		{http.MethodGet, "/v1/" + long, f.read},
+	} {
+		t.Run(tt.method+" "+tt.target[:min(len(tt.target), 20)], func(t *testing.T) {
+			res := f.call(t, tt.method, tt.target, tt.key, "")
+			wantError(t, res, 404, "not_found")
+			if msg := errorMessage(t, res); len(msg) > 300 || !strings.Contains(msg, "...") || !strings.Contains(msg, " bytes)") {
+				t.Errorf("message (%d bytes) %q should quote a prefix of the id and its length", len(msg), msg)
+			}
+		})
+	}
+}
+
 // TestRateGuessKeepsTheCheckOrder: a key that authenticated before takes
 // its rate token while it is checked again (rateguess.go). With the
 // key's burst used up, a lapsed subscription must still answer 402 and a

@@ -18,7 +18,7 @@ import (
 func (s *Server) preflight(c *fiber.Ctx) error {
 	allowed, found := s.match(c.Path())
 	if !found {
-		return errs.New(errs.NotFound, "there is no route %s; check the path against the API reference", c.Path())
+		return errs.New(errs.NotFound, "there is no route %s; check the path against the API reference", errs.Clip(c.Path()))
 	}
 	if !slices.Contains(allowed, c.Method()) {
 		c.Set(fiber.HeaderAllow, strings.Join(allowed, ", "))
@@ -36,7 +36,7 @@ func (s *Server) unknownMethod(ctx *fasthttp.RequestCtx) {
 	method, path := string(ctx.Method()), string(ctx.URI().PathOriginal())
 	allowed, found := s.match(path)
 	if !found {
-		writeError(&ctx.Response, errs.New(errs.NotFound, "there is no route %s; check the path against the API reference", path))
+		writeError(&ctx.Response, errs.New(errs.NotFound, "there is no route %s; check the path against the API reference", errs.Clip(path)))
 		return
 	}
 	ctx.Response.Header.Set(fiber.HeaderAllow, strings.Join(allowed, ", "))

@@ -45,6 +45,7 @@ func TestWatchesScaleMode(t *testing.T) {
 		{"Screen", TestScreen},
 		{"ScreenValidation", TestScreenValidation},
 		{"ScreenLimits", TestScreenLimits},
+		{"LongIDShortError", TestLongIDShortError},
 	} {
 		t.Run(c.name, c.run)
 	}

@@ -127,7 +127,7 @@ func ErrUnknownKey() error {
 
 // ErrNoAccount is the error of an account id that matches no account.
 func ErrNoAccount(id string) error {
-	return errs.New(errs.NotFound, "no account %q; `noticesd accounts list` shows the account ids", id)
+	return errs.New(errs.NotFound, "no account %s; `noticesd accounts list` shows the account ids", errs.Quote(id))
 }
 
 // String returns the stored name of a key kind: "account" or "read".

@@ -258,7 +258,7 @@ func (s *Store) Notice(ctx context.Context, id string) (notice.Notice, error) {
 		return notice.Notice{}, err
 	}
 	if len(ns) == 0 {
-		return notice.Notice{}, errs.New(errs.NotFound, "no notice has id %q; ids look like ntc_ followed by 16 characters, as returned by search", id)
+		return notice.Notice{}, errs.New(errs.NotFound, "no notice has id %s; ids look like ntc_ followed by 16 characters, as returned by search", errs.Quote(id))
 	}
 	return ns[0], nil
 }

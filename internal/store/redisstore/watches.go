@@ -631,7 +631,7 @@ func (s *Store) indexKeys(ctx context.Context, id string, added, removed []strin
 }
 
 func watchNotFound(id string) error {
-	return errs.New(errs.NotFound, "no watch %q on this account; GET /v1/watches lists the account's watches", id)
+	return errs.New(errs.NotFound, "no watch %s on this account; GET /v1/watches lists the account's watches", errs.Quote(id))
 }
 
 // shown reports whether the watch whose w:<id> fields account and a0 are

@@ -32,11 +32,11 @@ var _ store.Webhooks = (*Store)(nil)
 // driven by the asynq tasks of `noticesd worker` (internal/scheduler).
 
 func noWatch(id string) error {
-	return errs.New(errs.NotFound, "no watch %q in this account; list your watches with GET /v1/watches", id)
+	return errs.New(errs.NotFound, "no watch %s in this account; list your watches with GET /v1/watches", errs.Quote(id))
 }
 
 func noWebhook(id string) error {
-	return errs.New(errs.NotFound, "watch %q has no webhook; register one with POST /v1/watches/%s/webhook", id, id)
+	return errs.New(errs.NotFound, "watch %s has no webhook; register one with POST /v1/watches/%s/webhook", errs.Quote(id), id)
 }
 
 // casWatchScript replaces a watch's doc if it is still what was read, and

@@ -14,7 +14,7 @@ import (
 func (s *Store) Notice(ctx context.Context, id string) (notice.Notice, error) {
 	n, err := scanNotice(s.read.QueryRowContext(ctx, "SELECT "+noticeColumns+" FROM notices n WHERE n.id = ?", id))
 	if err == sql.ErrNoRows {
-		return n, errs.New(errs.NotFound, "no notice has id %q; ids look like ntc_ followed by 16 characters, as returned by search", id)
+		return n, errs.New(errs.NotFound, "no notice has id %s; ids look like ntc_ followed by 16 characters, as returned by search", errs.Quote(id))
 	}
 	if err != nil {
 		return n, fmt.Errorf("sqlite: read notice %s: %w", id, err)

@@ -313,7 +313,7 @@ func scanWatch(r scanner) (watch.Watch, error) {
 }
 
 func watchNotFound(id string) error {
-	return errs.New(errs.NotFound, "no watch %q on this account; GET /v1/watches lists the account's watches", id)
+	return errs.New(errs.NotFound, "no watch %s on this account; GET /v1/watches lists the account's watches", errs.Quote(id))
 }
 
 // getWatch reads one watch of the account.

@@ -43,11 +43,11 @@ func loadWebhookWatch(ctx context.Context, tx *sql.Tx, accountID, watchID string
 }
 
 func noWatch(id string) error {
-	return errs.New(errs.NotFound, "no watch %q in this account; list your watches with GET /v1/watches", id)
+	return errs.New(errs.NotFound, "no watch %s in this account; list your watches with GET /v1/watches", errs.Quote(id))
 }
 
 func noWebhook(id string) error {
-	return errs.New(errs.NotFound, "watch %q has no webhook; register one with POST /v1/watches/%s/webhook", id, id)
+	return errs.New(errs.NotFound, "watch %s has no webhook; register one with POST /v1/watches/%s/webhook", errs.Quote(id), id)
 }
 
 // SetWebhook registers or replaces the watch's webhook and, in the same
