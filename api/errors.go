@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -102,7 +104,7 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *errs.Error {
 		case fiber.StatusNotFound:
 			return errs.New(errs.NotFound, "there is no route %s; check the path against the API reference", errs.Clip(c.Path()))
 		case fiber.StatusMethodNotAllowed:
-			return errs.New(errs.MethodNotAllowed, "%s is not allowed on %s", c.Method(), c.Path())
+			return errs.New(errs.MethodNotAllowed, "%s is not allowed on %s", c.Method(), errs.Clip(c.Path()))
 		case fiber.StatusRequestEntityTooLarge:
 			return tooLarge(s.bodyCap(c.Method(), c.Path()))
 		case fiber.StatusRequestHeaderFieldsTooLarge:
@@ -111,11 +113,33 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *errs.Error {
 			return errs.New(errs.InvalidParameter, "the request was not received in time; send it again")
 		}
 		if fe.Code >= 400 && fe.Code < 500 {
-			return errs.New(errs.InvalidParameter, "the HTTP request could not be read (%s); send a well-formed HTTP/1.1 request", fe.Message)
+			return errs.New(errs.InvalidParameter, "the HTTP request could not be read (%s); send a well-formed HTTP/1.1 request", readProblem(fe.Message))
 		}
 	}
 	s.log.Error("request failed", "method", c.Method(), "path", c.Path(), "error", err)
 	return errs.New(errs.ServerError, serverErrorMessage)
+}
+
+// readProblem is the HTTP server's reason for refusing a malformed request,
+// without the request bytes it quotes after it (they can hold an API key or
+// cookies): everything from the first quote or "Buffer size=" is dropped.
+func readProblem(msg string) string {
+	for _, cut := range []string{"Buffer size=", "contents:", `"`} {
+		if i := strings.Index(msg, cut); i >= 0 {
+			msg = msg[:i]
+		}
+	}
+	msg = strings.TrimRight(msg, " .,:;")
+	if len(msg) > 200 {
+		msg = msg[:200]
+		for !utf8.ValidString(msg) {
+			msg = msg[:len(msg)-1]
+		}
+	}
+	if msg == "" {
+		return "malformed request"
+	}
+	return msg
 }
 
 // writeError writes e as the JSON error body with its status. It works on

@@ -48,7 +48,7 @@ func methodNotAllowed(method, path string, allowed []string) *errs.Error {
 	if slices.Contains(use, fiber.MethodGet) {
 		use = slices.DeleteFunc(slices.Clone(use), func(m string) bool { return m == fiber.MethodHead })
 	}
-	return errs.New(errs.MethodNotAllowed, "%s is not allowed on %s; use %s", method, path, strings.Join(use, " or "))
+	return errs.New(errs.MethodNotAllowed, "%s is not allowed on %s; use %s", errs.Clip(method), errs.Clip(path), strings.Join(use, " or "))
 }
 
 // match returns the methods the route table answers on path (with HEAD

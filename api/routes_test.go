@@ -352,6 +352,7 @@ func TestNoPlainTextErrors(t *testing.T) {
 		{"body with a lapsed key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nX-API-Key: " + f.lapsedRead + "\r\nContent-Length: 8000000\r\n\r\n", 402, "subscription_inactive"},
 		{"body with an unknown key in the query", "POST /v1/match?api_key=nk_read_bogus HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised"},
 		{"unknown route", "GET /v2/notices HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not_found"},
+		{"bad Content-Length beside a key", "GET /v1/notices HTTP/1.1\r\nHost: x\r\nX-API-Key: nk_read_secretvalue\r\nCookie: session=secretcookie\r\nContent-Length: abc\r\n\r\n", 400, "invalid_parameter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -379,6 +380,12 @@ func TestNoPlainTextErrors(t *testing.T) {
 			}
 			if tt.code != "" && string(e.Error.Code) != tt.code {
 				t.Errorf("code %q, want %q", e.Error.Code, tt.code)
+			}
+			// The request's own bytes (keys, cookies) are never echoed.
+			for _, leak := range []string{"secretvalue", "secretcookie", "GARBAGE", "contents", "Buffer size"} {
+				if strings.Contains(e.Error.Message, leak) {
+					t.Errorf("message %q echoes the request (%q)", e.Error.Message, leak)
+				}
 			}
 			if res.StatusCode != tt.status {
 				t.Errorf("status %d, want %d", res.StatusCode, tt.status)
