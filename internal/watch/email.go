@@ -3,7 +3,9 @@ package watch
 import (
 	"encoding/json"
 	"net/mail"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/noticesd/noticesd/internal/errs"
 )
@@ -14,8 +16,8 @@ const maxEmailLength = 254
 // ParseEmail checks that s is a plausible email address and returns it
 // trimmed. Plausible means: net/mail.ParseAddress accepts it; it is a bare
 // address (no display name, no angle brackets, no quoted local part: the
-// parsed address must equal the input); the domain has a dot that is neither
-// first nor last, no empty label and is not an IP literal; at most 254
+// parsed address must equal the input); the domain is a host name with a
+// dot (domainProblem), not an IP address; at most 254
 // characters. Whether the mailbox exists is not checked. A failure is
 // invalid_alert_email.
 func ParseEmail(s string) (string, error) {
@@ -35,13 +37,43 @@ func ParseEmail(s string) (string, error) {
 		return "", bad("it must be just the address, without a name or <>")
 	}
 	at := strings.LastIndexByte(s, '@')
-	domain := s[at+1:]
-	if strings.HasPrefix(domain, "[") || !strings.Contains(domain, ".") ||
-		strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") ||
-		strings.Contains(domain, "..") {
-		return "", bad("its domain must be a name with a dot, like example.com")
+	if why := domainProblem(s[at+1:]); why != "" {
+		return "", bad("its domain " + why + "; it must be a host name with a dot, like example.com")
 	}
 	return s, nil
+}
+
+// domainProblem says why domain is not a host name an address can have, or
+// "" when it is one: dot-separated labels of letters, digits and '-' (not
+// first or last), at most 63 bytes each, at least two, the last not all
+// digits (so no IP address, bracketed or bare).
+func domainProblem(domain string) string {
+	if strings.HasPrefix(domain, "[") {
+		return "is an IP literal"
+	}
+	labels := strings.Split(domain, ".")
+	if len(labels) < 2 {
+		return "has no dot"
+	}
+	for _, label := range labels {
+		switch {
+		case label == "":
+			return "has an empty label (a leading, trailing or doubled dot)"
+		case len(label) > 63:
+			return "has a label longer than 63 characters"
+		case label[0] == '-' || label[len(label)-1] == '-':
+			return "has a label that starts or ends with '-'"
+		}
+		for _, r := range label {
+			if r != '-' && !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				return "contains " + strconv.QuoteRune(r) + ", which no host name has"
+			}
+		}
+	}
+	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return "ends in a number (an IP address is not accepted)"
+	}
+	return ""
 }
 
 // parseEmailField decodes an alert_email member: null clears it, a string

@@ -304,6 +304,15 @@ func TestParseEmail(t *testing.T) {
 		{"a@b@example.com", ""},
 		{"two words@example.com", ""},
 		{strings.Repeat("a", 250) + "@example.com", ""},
+		{"a@1.2.3.4", ""},
+		{"a@b.123", ""},
+		{"a@-b.co", ""},
+		{"a@b-.co", ""},
+		{"a@b.c_o", ""},
+		{"a@" + strings.Repeat("b", 64) + ".com", ""},
+		{"a@xn--bcher-kva.example", "a@xn--bcher-kva.example"},
+		{"a@123.example.com", "a@123.example.com"},
+		{"a@my-host.com.au", "a@my-host.com.au"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
