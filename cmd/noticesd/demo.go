@@ -37,7 +37,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// (docs/webhooks.md says how to set a real one).
 		cfg.SecretKey = config.DevelopmentSecretKey
 		fmt.Fprintln(stderr, "demo: NOTICES_SECRET_KEY is not set; webhook secrets are encrypted with the public development key. "+
-			"For real data set NOTICES_SECRET_KEY=$(openssl rand -base64 32).")
+			"For real data set NOTICES_SECRET_KEY=$(openssl rand -base64 32); to keep this demo's data under it, "+
+			"start once with NOTICES_SECRET_KEY_PREVIOUS="+config.DevelopmentSecretKey+" beside it.")
 	}
 	st, err := openDemo(ctx, cfg)
 	if err != nil {

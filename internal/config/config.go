@@ -384,7 +384,7 @@ func (c Config) DigestSchedule() mail.Schedule {
 // clone runs with webhooks on. It protects nothing: anyone can read it
 // here. Never use it for real data; generate a key with
 // `openssl rand -base64 32`.
-const DevelopmentSecretKey = "bm90aWNlc2QgZGV2ZWxvcG1lbnQga2V5LCBwdWJsaWM="
+const DevelopmentSecretKey = secretbox.DevelopmentKey
 
 // RequireSecretKey checks that webhook secrets can be encrypted when
 // webhooks are on: serve calls it at start.

@@ -80,3 +80,32 @@ func TestParseKey(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenStoredNamesTheDevelopmentKey: data sealed by `noticesd demo`
+// under the public development key, opened under a real key, gets a
+// message naming that key and how to keep the data; data sealed under any
+// other unknown key gets the general message.
+func TestOpenStoredNamesTheDevelopmentKey(t *testing.T) {
+	dev, err := ParseKey(DevelopmentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := mustNew(t, bytes.Repeat([]byte{3}, KeySize), nil)
+	for _, tt := range []struct {
+		name    string
+		sealer  *Box
+		want    string
+		notWant string
+	}{
+		{"development key", mustNew(t, dev, nil), "NOTICES_SECRET_KEY_PREVIOUS=" + DevelopmentKey, "neither"},
+		{"another key", mustNew(t, bytes.Repeat([]byte{4}, KeySize), nil), "neither NOTICES_SECRET_KEY nor", DevelopmentKey},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sealed := tt.sealer.Seal("whsec_x", "wch_1")
+			_, err := OpenStored(own, sealed, "wch_1")
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), tt.notWant) {
+				t.Errorf("OpenStored: %v; want it to say %q and not %q", err, tt.want, tt.notWant)
+			}
+		})
+	}
+}

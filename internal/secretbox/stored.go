@@ -31,10 +31,34 @@ func OpenStored(b *Box, stored, watchID string) (string, error) {
 	}
 	plain, err := b.Open(stored, watchID)
 	if errors.Is(err, ErrNoKey) {
+		if sealedUnder(stored, DevelopmentKey) {
+			// Data made by `make run` / `noticesd demo`, now served
+			// with a real key: say which key it was.
+			return "", fmt.Errorf("the webhook secret of watch %s was sealed under the public development key of `noticesd demo` (make run); to keep this data under your own key, start once with NOTICES_SECRET_KEY_PREVIOUS=%s beside your NOTICES_SECRET_KEY (the secrets are then sealed again under yours), or start from an empty data directory", watchID, DevelopmentKey)
+		}
 		return "", fmt.Errorf("the webhook secret of watch %s was sealed under a key that is neither NOTICES_SECRET_KEY nor NOTICES_SECRET_KEY_PREVIOUS; set NOTICES_SECRET_KEY_PREVIOUS to the key it was sealed with", watchID)
 	}
 	if err != nil {
 		return "", fmt.Errorf("the webhook secret of watch %s: %w", watchID, err)
 	}
 	return plain, nil
+}
+
+// DevelopmentKey is the fixed, public key `noticesd demo` (what `make run`
+// runs) seals webhook secrets under when NOTICES_SECRET_KEY is unset. It
+// protects nothing: anyone can read it here.
+const DevelopmentKey = "bm90aWNlc2QgZGV2ZWxvcG1lbnQga2V5LCBwdWJsaWM="
+
+// sealedUnder reports whether sealed was made under the base64 key k.
+func sealedUnder(sealed, k string) bool {
+	raw, ok := decode(sealed)
+	if !ok {
+		return false
+	}
+	kb, err := ParseKey(k)
+	if err != nil {
+		return false
+	}
+	kk, err := newKey(kb)
+	return err == nil && [idSize]byte(raw[:idSize]) == kk.id
 }
