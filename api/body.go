@@ -115,13 +115,18 @@ func declaredLength(c *fiber.Ctx) int {
 // route's cap before anything of it is read: 413 payload_too_large.
 func (s *Server) checkDeclaredSize(c *fiber.Ctx) error {
 	if limit := s.bodyCap(c.Method(), c.Path()); declaredLength(c) > limit {
-		return tooLarge(limit)
+		return s.tooLarge(limit)
 	}
 	return nil
 }
 
-func tooLarge(limit int) *errs.Error {
-	return errs.New(errs.PayloadTooLarge, "the request body is larger than the %d bytes this route accepts; send a smaller body (split the list into several requests)", limit)
+// tooLarge is the 413 for a body over limit. Only the routes that take
+// identifier lists (limit is the large cap) are told to split the list.
+func (s *Server) tooLarge(limit int) *errs.Error {
+	if limit == s.cfg.MaxBodyBytes && limit > s.cfg.MaxSmallBodyBytes {
+		return errs.New(errs.PayloadTooLarge, "the request body is larger than the %d bytes this route accepts; send a smaller body (split the list into several requests)", limit)
+	}
+	return errs.New(errs.PayloadTooLarge, "the request body is larger than the %d bytes this route accepts; its body has only a few short members (see the API reference), so send just those", limit)
 }
 
 // requestBody returns the raw request body of a JSON route, read from the
@@ -142,7 +147,7 @@ func (s *Server) requestBody(c *fiber.Ctx) ([]byte, error) {
 	if stream == nil { // no body, or the body was already read in full (app.Test)
 		body := c.Request().Body()
 		if len(body) > limit {
-			return nil, tooLarge(limit)
+			return nil, s.tooLarge(limit)
 		}
 		ctx.SetUserValue(bodyReadKey, true)
 		return body, nil
@@ -153,7 +158,7 @@ func (s *Server) requestBody(c *fiber.Ctx) ([]byte, error) {
 	}
 	n, err := buf.ReadFrom(io.LimitReader(stream, int64(limit)+1))
 	if n > int64(limit) {
-		return nil, tooLarge(limit)
+		return nil, s.tooLarge(limit)
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {

@@ -106,7 +106,7 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *errs.Error {
 		case fiber.StatusMethodNotAllowed:
 			return errs.New(errs.MethodNotAllowed, "%s is not allowed on %s", c.Method(), errs.Clip(c.Path()))
 		case fiber.StatusRequestEntityTooLarge:
-			return tooLarge(s.bodyCap(c.Method(), c.Path()))
+			return s.tooLarge(s.bodyCap(c.Method(), c.Path()))
 		case fiber.StatusRequestHeaderFieldsTooLarge:
 			return errs.New(errs.InvalidParameter, "the request line or headers are too large; shorten the query string or headers")
 		case fiber.StatusRequestTimeout:

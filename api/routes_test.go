@@ -341,18 +341,19 @@ func TestNoPlainTextErrors(t *testing.T) {
 		raw    string
 		status int
 		code   string
+		says   string // a part of the message, when set
 	}{
-		{"not HTTP", "GARBAGE\r\n\r\n", 400, "invalid_parameter"},
-		{"unknown method", "BREW /v1/notices HTTP/1.1\r\nHost: x\r\n\r\n", 405, "method_not_allowed"},
-		{"header too large", "GET /v1/notices HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 64<<10) + "\r\n\r\n", 400, "invalid_parameter"},
-		{"declared body too large", "POST /v1/match HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", 413, "payload_too_large"},
-		{"declared body on a small route", "POST /v1/watches/wch_1/webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n", 413, "payload_too_large"},
-		{"body without a key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised"},
-		{"body with an unknown key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nX-API-Key: nk_read_bogus\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised"},
-		{"body with a lapsed key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nX-API-Key: " + f.lapsedRead + "\r\nContent-Length: 8000000\r\n\r\n", 402, "subscription_inactive"},
-		{"body with an unknown key in the query", "POST /v1/match?api_key=nk_read_bogus HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised"},
-		{"unknown route", "GET /v2/notices HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not_found"},
-		{"bad Content-Length beside a key", "GET /v1/notices HTTP/1.1\r\nHost: x\r\nX-API-Key: nk_read_secretvalue\r\nCookie: session=secretcookie\r\nContent-Length: abc\r\n\r\n", 400, "invalid_parameter"},
+		{"not HTTP", "GARBAGE\r\n\r\n", 400, "invalid_parameter", ""},
+		{"unknown method", "BREW /v1/notices HTTP/1.1\r\nHost: x\r\n\r\n", 405, "method_not_allowed", ""},
+		{"header too large", "GET /v1/notices HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 64<<10) + "\r\n\r\n", 400, "invalid_parameter", ""},
+		{"declared body too large", "POST /v1/match HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", 413, "payload_too_large", "split the list"},
+		{"declared body on a small route", "POST /v1/watches/wch_1/webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n", 413, "payload_too_large", "only a few short members"},
+		{"body without a key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised", ""},
+		{"body with an unknown key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nX-API-Key: nk_read_bogus\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised", ""},
+		{"body with a lapsed key", "POST /v1/match HTTP/1.1\r\nHost: x\r\nX-API-Key: " + f.lapsedRead + "\r\nContent-Length: 8000000\r\n\r\n", 402, "subscription_inactive", ""},
+		{"body with an unknown key in the query", "POST /v1/match?api_key=nk_read_bogus HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n", 401, "unauthorised", ""},
+		{"unknown route", "GET /v2/notices HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not_found", ""},
+		{"bad Content-Length beside a key", "GET /v1/notices HTTP/1.1\r\nHost: x\r\nX-API-Key: nk_read_secretvalue\r\nCookie: session=secretcookie\r\nContent-Length: abc\r\n\r\n", 400, "invalid_parameter", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -380,6 +381,9 @@ func TestNoPlainTextErrors(t *testing.T) {
 			}
 			if tt.code != "" && string(e.Error.Code) != tt.code {
 				t.Errorf("code %q, want %q", e.Error.Code, tt.code)
+			}
+			if !strings.Contains(e.Error.Message, tt.says) {
+				t.Errorf("message %q, want it to say %q", e.Error.Message, tt.says)
 			}
 			// The request's own bytes (keys, cookies) are never echoed.
 			for _, leak := range []string{"secretvalue", "secretcookie", "GARBAGE", "contents", "Buffer size"} {

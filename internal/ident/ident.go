@@ -3,6 +3,7 @@
 package ident
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -138,7 +139,9 @@ func ParseList(raw []json.RawMessage, code errs.Code) ([]ID, error) {
 	for i, r := range raw {
 		s, ok := plainString(r)
 		if !ok {
-			if err := json.Unmarshal(r, &s); err != nil {
+			// null decodes into a string as "", which the message
+			// would show instead of what was sent.
+			if err := json.Unmarshal(r, &s); err != nil || string(bytes.TrimSpace(r)) == "null" {
 				p.bad(errs.Clip(string(r)), i)
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/noticesd/noticesd/internal/errs"
@@ -94,6 +95,10 @@ func TestParseList(t *testing.T) {
 	}
 	if want := "identifier 123456780 at position 1 is not a 9-digit ACN or 11-digit ABN (as a JSON string of digits; spaces allowed); 3 of 4 identifiers are malformed"; e.Message != want {
 		t.Fatalf("message %q", e.Message)
+	}
+	_, err = ParseList(raw(`["123456780", null]`), errs.InvalidIdentifier)
+	if e, ok := errs.As(err); !ok || !strings.HasPrefix(e.Message, "identifier null at position 1 ") {
+		t.Fatalf("null: got %v, want the message to show null", err)
 	}
 	big := make([]json.RawMessage, MaxIdentifiers+1)
 	if _, err := ParseList(big, errs.InvalidIdentifier); !errs.Is(err, errs.TooManyIdentifiers) {

@@ -3,6 +3,7 @@ package watch
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -228,8 +229,19 @@ func stringOrList(raw json.RawMessage) ([]string, error) {
 	var one string
 	if err := json.Unmarshal(raw, &one); err == nil {
 		list = []string{one}
-	} else if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, err
+	} else {
+		// Elements decode through pointers: a null element would
+		// otherwise pass as "" and be dropped as a blank.
+		var elems []*string
+		if err := json.Unmarshal(raw, &elems); err != nil {
+			return nil, err
+		}
+		for _, e := range elems {
+			if e == nil {
+				return nil, errors.New("null element")
+			}
+			list = append(list, *e)
+		}
 	}
 	var out []string
 	seen := make(map[string]struct{}, len(list))

@@ -67,6 +67,7 @@ func TestParseCreateErrors(t *testing.T) {
 		{"filters not an object", `{"identifiers": ["123456789"], "filters": ["NSW"]}`, errs.InvalidFilter, []string{"filters must be a JSON object"}},
 		{"state a number", `{"filters": {"state": 5}}`, errs.InvalidFilter, []string{"filters.state"}},
 		{"state array with a number", `{"filters": {"state": ["NSW", 5]}}`, errs.InvalidFilter, []string{"filters.state"}},
+		{"state array with a null", `{"filters": {"state": ["NSW", null]}}`, errs.InvalidFilter, []string{"filters.state"}},
 		{"status an object", `{"filters": {"status": {"a": 1}}}`, errs.InvalidFilter, []string{"filters.status"}},
 		{"q a number", `{"filters": {"q": 5}}`, errs.InvalidFilter, []string{"filters.q"}},
 		{"q unparsable", `{"filters": {"q": "\"unbalanced"}}`, errs.InvalidFilter, []string{"filters.q"}},

@@ -92,6 +92,9 @@ func ValidateURL(raw string, allowPrivate bool) error {
 	}
 	const want = "; send an absolute https:// URL such as https://hooks.example.com/notices"
 	shown := errs.Quote(raw)
+	if strings.TrimSpace(raw) != raw {
+		return errs.New(errs.InvalidWebhookURL, "webhook url %s has spaces or line breaks before or after it%s, without them", shown, want)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return errs.New(errs.InvalidWebhookURL, "webhook url %s could not be parsed (%s)%s", shown, parseReason(err), want)

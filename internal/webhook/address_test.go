@@ -82,6 +82,8 @@ func TestValidateURL(t *testing.T) {
 		{"public ip literal", "https://203.0.113.9/hook", false, "", ""},
 		{"public ipv6 literal", "https://[2606:4700::1]/hook", false, "", ""},
 		{"uppercase scheme", "HTTPS://hooks.example.com/", false, "", ""},
+		{"spaces around", "  https://hooks.example.com/h  ", false, errs.InvalidWebhookURL, "spaces or line breaks before or after it"},
+		{"line break after", "https://hooks.example.com/h\n", false, errs.InvalidWebhookURL, "spaces or line breaks before or after it"},
 		{"empty", "", false, errs.MissingURL, "url"},
 		{"blank", "   ", false, errs.MissingURL, "url"},
 		{"http", "http://hooks.example.com/", false, errs.InvalidWebhookURL, "https"},
