@@ -171,8 +171,9 @@ func (s *Server) watchMatches(c *fiber.Ctx) error {
 }
 
 // since parses the matches cursor: absent is 0; otherwise exactly one
-// value of ASCII digits (no sign, no spaces) that fits in an int64. Any
-// other value, an empty one or a repeated parameter is invalid_since.
+// integer of ASCII digits with at most one leading sign and no spaces. A
+// negative one reads as 0, one past int64 as the largest int64. Any other
+// value, an empty one or a repeated parameter is invalid_since.
 func (p params) since() (int64, error) {
 	vs := p.values("since")
 	switch len(vs) {

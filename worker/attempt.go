@@ -47,13 +47,15 @@ func (a Attempter) Attempt(ctx context.Context, job store.Job) (delivery.Decisio
 	if now == nil {
 		now = time.Now
 	}
+	var sentAt time.Time
 	res := a.Sender.Send(ctx, webhook.Request{
 		URL: job.URL, DeliveryID: job.DeliveryID, Secret: job.Secret,
 		Current: func(ctx context.Context) (string, string, error) { return a.Ledger.Signing(ctx, job) },
 		// Built once the endpoint's slot is held: delivered_at is the time
 		// of the request, not of the wait for the slot.
 		Build: func() ([]byte, error) {
-			body, err := webhook.Payload(job.WatchID, now(), job.Notice)
+			sentAt = now()
+			body, err := webhook.Payload(job.WatchID, sentAt, job.Notice)
 			if err != nil {
 				return nil, fmt.Errorf("worker: build the body of delivery %s: %w", job.DeliveryID, err)
 			}
@@ -69,7 +71,7 @@ func (a Attempter) Attempt(ctx context.Context, job store.Job) (delivery.Decisio
 		}
 		return delivery.Decision{}, fmt.Errorf("worker: delivery %s attempt %d not sent: %w", job.DeliveryID, job.Attempt, res.NotSent)
 	}
-	out := store.Outcome{OK: res.OK, LastError: res.LastError, RetryUnit: a.RetryUnit}
+	out := store.Outcome{OK: res.OK, LastError: res.LastError, RetryUnit: a.RetryUnit, SentAt: sentAt}
 	// Record the outcome even if shutdown begins now: it is known.
 	if err := a.Ledger.Complete(context.WithoutCancel(ctx), job, out, now()); err != nil {
 		return delivery.Decision{}, fmt.Errorf("worker: record the outcome of delivery %s attempt %d: %w", job.DeliveryID, job.Attempt, err)

@@ -560,3 +560,47 @@ func waitFor(t testing.TB, limit time.Duration, cond func() bool) {
 }
 
 var _ store.Queue = (*racingQueue)(nil)
+
+// TestRecordTimes: a delivered record's delivered_at is the delivered_at of
+// the body the receiver got (when it was sent), not the time the answer
+// came back; updated_at moves when an attempt begins (attempts changes
+// then) and again when its outcome is recorded.
+func TestRecordTimes(t *testing.T) {
+	f := newFix(t)
+	w := f.watch(watchA)
+	f.hook(w)
+	f.ingest(0, acnA)
+	if n := f.dispatch(); n != 1 {
+		t.Fatalf("dispatch created %d deliveries, want 1", n)
+	}
+	created := f.records(w)[0].CreatedAt
+	f.clock.Advance(3 * time.Second)
+	begun := notice.Timestamp(f.clock.Now())
+	f.rcv.hold, f.rcv.entered = make(chan struct{}), make(chan struct{}, 1)
+	// The receiver takes 7 s (on the fake clock) to answer.
+	f.rcv.setStatus(func(int) int { f.clock.Advance(7 * time.Second); return http.StatusNoContent })
+	done := make(chan int)
+	go func() {
+		n, _ := f.work.RunOnce(f.ctx)
+		done <- n
+	}()
+	<-f.rcv.entered
+	if rec := f.records(w)[0]; rec.Attempts != 1 || rec.UpdatedAt != begun || rec.UpdatedAt == created {
+		t.Errorf("during the attempt: attempts %d updated_at %s (created %s), want 1 and %s", rec.Attempts, rec.UpdatedAt, created, begun)
+	}
+	close(f.rcv.hold)
+	if n := <-done; n != 1 {
+		t.Fatalf("attempted %d, want 1", n)
+	}
+	got := f.rcv.got()
+	if len(got) != 1 {
+		t.Fatalf("receiver accepted %d deliveries, want 1", len(got))
+	}
+	rec := f.records(w)[0]
+	if rec.DeliveredAt == nil || *rec.DeliveredAt != got[0].Delivered || got[0].Delivered != begun {
+		t.Errorf("record delivered_at %v, body delivered_at %s; want both %s", rec.DeliveredAt, got[0].Delivered, begun)
+	}
+	if want := notice.Timestamp(f.clock.Now()); rec.UpdatedAt != want {
+		t.Errorf("record updated_at %s, want the time of the outcome %s", rec.UpdatedAt, want)
+	}
+}

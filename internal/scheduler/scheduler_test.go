@@ -513,3 +513,36 @@ func TestRetryDelayBacksOff(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordDeliveredAtIsTheBodys: the delivered record's delivered_at is
+// the delivered_at of the body the receiver got, not the time its answer
+// came back (the receiver takes 400 ms), which updated_at records.
+func TestRecordDeliveredAtIsTheBodys(t *testing.T) {
+	h := newHarness(t)
+	h.recv.mu.Lock()
+	h.recv.delay = 400 * time.Millisecond
+	h.recv.mu.Unlock()
+	h.start("w1")
+	const secret = "whsec_record_times_secret_value"
+	w := h.watch(1, secret)
+	n := h.ingest("TIMES-1", 1, time.Now().Add(-time.Hour))
+	id := webhook.DeliveryID(w.ID, n.ID)
+	eventually(t, 10*time.Second, "the record delivered", func() bool { return h.records(w)[n.ID].Status == delivery.Delivered })
+	hits := h.recv.of(id)
+	if len(hits) != 1 {
+		t.Fatalf("%d requests, want 1", len(hits))
+	}
+	var body struct {
+		DeliveredAt string `json:"delivered_at"`
+	}
+	if err := json.Unmarshal(hits[0].body, &body); err != nil {
+		t.Fatal(err)
+	}
+	r := h.records(w)[n.ID]
+	if r.DeliveredAt == nil || *r.DeliveredAt != body.DeliveredAt {
+		t.Errorf("record delivered_at %v, want the body's %s", r.DeliveredAt, body.DeliveredAt)
+	}
+	if r.UpdatedAt <= body.DeliveredAt {
+		t.Errorf("record updated_at %s, want after the send (%s) by the receiver's 400 ms", r.UpdatedAt, body.DeliveredAt)
+	}
+}

@@ -84,6 +84,10 @@ type ClaimRequest struct {
 type Outcome struct {
 	OK        bool
 	LastError string
+	// SentAt is when the attempt's request was sent: the delivered_at its
+	// body carries, and so the record's delivered_at when OK. Zero: the
+	// time the outcome is recorded.
+	SentAt time.Time
 	// RetryUnit scales the retry schedule: after failed attempt n the next
 	// is n x RetryUnit later (delivery.RetryWait).
 	RetryUnit time.Duration

@@ -337,6 +337,7 @@ if n == nil or n == cjson.null then
   if n == 1 then redis.call('HINCRBY', KEYS[3], 'retry', 1) end
   r.attempts = n
   r.inflight = n
+  r.updated_at = ARGV[2]
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
 end
 return {'attempt', n, v[2], w.webhook_url, next}
@@ -375,7 +376,8 @@ func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time) (Begun, error
 // completeScript records an attempt's outcome as decided by
 // delivery.Decide. KEYS: dr:<watch>, w:<watch>, dstat, ddue, wdeact. ARGV:
 // delivery id, attempt n, status, last_error, updated_at, next_attempt_at,
-// next_attempt_at ms, watch id, delivery.DeactivateAfter.
+// next_attempt_at ms, watch id, delivery.DeactivateAfter, delivered_at (the
+// time the delivered body was sent).
 // Returns the watch's consecutive failed notices after a dead outcome, -1
 // otherwise. A dead outcome that brings an active watch to
 // DeactivateAfter records the deactivation it owes in wdeact, in the same
@@ -397,7 +399,7 @@ r.updated_at = ARGV[5]
 if ARGV[3] == 'delivered' then
   leave('delivered')
   r.status = 'delivered'
-  r.delivered_at = ARGV[5]
+  r.delivered_at = ARGV[10]
   r.next_attempt_at = nil
   r.inflight = nil
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
@@ -446,8 +448,12 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	d := delivery.Decide(job.Attempt, out.OK, out.LastError, out.RetryUnit)
 	ts := notice.Timestamp(now)
 	next := now.Add(d.Wait)
+	deliveredAt := ts
+	if !out.SentAt.IsZero() {
+		deliveredAt = notice.Timestamp(out.SentAt)
+	}
 	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key("dr", job.WatchID), s.key("w", job.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(wdeactKey)},
-		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, notice.Timestamp(next), next.UnixMilli(), job.WatchID, delivery.DeactivateAfter).Int()
+		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, notice.Timestamp(next), next.UnixMilli(), job.WatchID, delivery.DeactivateAfter, deliveredAt).Int()
 	if err != nil {
 		return s.fail("record a delivery outcome", err)
 	}

@@ -143,8 +143,8 @@ func (f fixture) failDeliveriesN(t *testing.T, accountID, watchID string, n int)
 
 // TestDeliveryRecordAsEmbedded: the delivery record shows what the embedded
 // store shows: next_attempt_at null while an attempt is in flight (and
-// updated_at untouched by starting one), and updated_at moved to the
-// reactivation when a held delivery is released.
+// updated_at moved to its start, which counted it in attempts), and
+// updated_at moved to the reactivation when a held delivery is released.
 func TestDeliveryRecordAsEmbedded(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
@@ -169,8 +169,9 @@ func TestDeliveryRecordAsEmbedded(t *testing.T) {
 	if err != nil || b.State != BeginAttempt {
 		t.Fatalf("Begin = %+v, %v", b, err)
 	}
-	if r := record(); r.NextAttemptAt != nil || r.UpdatedAt != created.UpdatedAt || r.Attempts != 1 {
-		t.Fatalf("in flight: %+v; want next_attempt_at null, updated_at %s, 1 attempt", r, created.UpdatedAt)
+	begun := notice.Timestamp(f.clock.Now())
+	if r := record(); r.NextAttemptAt != nil || r.UpdatedAt != begun || r.Attempts != 1 {
+		t.Fatalf("in flight: %+v; want next_attempt_at null, updated_at %s (the attempt's start), 1 attempt", r, begun)
 	}
 	off, on := false, true
 	if _, err := f.rs.UpdateWatch(ctx, accountID, watchID, watch.Patch{Active: &off}, f.clock.Now()); err != nil {

@@ -355,14 +355,14 @@ func (s *Store) Claim(ctx context.Context, now time.Time, req store.ClaimRequest
 		return nil, nil
 	}
 	idArgs := make([]any, len(ids))
-	lease, err := tx.PrepareContext(ctx, "UPDATE deliveries SET lease_until = ?, next_attempt_at = ?, attempts = attempts + 1, claim_token = ? WHERE id = ?")
+	lease, err := tx.PrepareContext(ctx, "UPDATE deliveries SET lease_until = ?, next_attempt_at = ?, attempts = attempts + 1, claim_token = ?, updated_at = ? WHERE id = ?")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: lease due deliveries: %w", err)
 	}
 	defer lease.Close()
 	for i, id := range ids {
 		idArgs[i] = id
-		if _, err := lease.ExecContext(ctx, until, until, newClaimToken(), id); err != nil {
+		if _, err := lease.ExecContext(ctx, until, until, newClaimToken(), ts, id); err != nil {
 			return nil, fmt.Errorf("sqlite: lease delivery %s: %w", id, err)
 		}
 	}
@@ -519,7 +519,7 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	n := attempts // counted when claimed
 	switch d := delivery.Decide(n, out.OK, out.LastError, out.RetryUnit); d.Status {
 	case delivery.Delivered:
-		if err := recordDelivered(ctx, tx, job, ts); err != nil {
+		if err := recordDelivered(ctx, tx, job, sentAt(out, ts), ts); err != nil {
 			return err
 		}
 	case delivery.Pending:
@@ -546,11 +546,21 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	return nil
 }
 
-// recordDelivered marks a pending delivery delivered at ts and starts the
-// watch's count of consecutive failed notices afresh.
-func recordDelivered(ctx context.Context, tx *sql.Tx, job store.Job, ts string) error {
+// sentAt is the delivered_at of a delivered outcome: the time its body
+// says it was sent, or ts when the outcome does not say.
+func sentAt(out store.Outcome, ts string) string {
+	if out.SentAt.IsZero() {
+		return ts
+	}
+	return notice.Timestamp(out.SentAt)
+}
+
+// recordDelivered marks a pending delivery delivered (delivered_at the time
+// the delivered body was sent, updated_at ts) and starts the watch's count
+// of consecutive failed notices afresh.
+func recordDelivered(ctx context.Context, tx *sql.Tx, job store.Job, deliveredAt, ts string) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'delivered', delivered_at = ?,
-		updated_at = ?, next_attempt_at = NULL, lease_until = NULL, claim_token = NULL WHERE id = ?`, ts, ts, job.DeliveryID); err != nil {
+		updated_at = ?, next_attempt_at = NULL, lease_until = NULL, claim_token = NULL WHERE id = ?`, deliveredAt, ts, job.DeliveryID); err != nil {
 		return fmt.Errorf("sqlite: record delivery %s delivered: %w", job.DeliveryID, err)
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE watches SET consecutive_failures = 0 WHERE id = ? AND consecutive_failures <> 0", job.WatchID); err != nil {
@@ -565,7 +575,7 @@ func recordDelivered(ctx context.Context, tx *sql.Tx, job store.Job, ts string) 
 // last_error without touching the schedule, which the newer attempt owns.
 func recordStale(ctx context.Context, tx *sql.Tx, job store.Job, out store.Outcome, ts string) error {
 	if out.OK {
-		return recordDelivered(ctx, tx, job, ts)
+		return recordDelivered(ctx, tx, job, sentAt(out, ts), ts)
 	}
 	lastErr := delivery.Decide(job.Attempt, false, out.LastError, out.RetryUnit).LastError
 	if _, err := tx.ExecContext(ctx, "UPDATE deliveries SET last_error = ?, updated_at = ? WHERE id = ?",
