@@ -8,25 +8,50 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// The tokeniser mirrors SQLite FTS5's `unicode61 remove_diacritics 2`, the
+// The tokeniser is SQLite FTS5's `unicode61 remove_diacritics 2`, the
 // tokeniser the embedded store indexes notices with, so that a parsed query,
-// its FTS5 rendering and the in-memory Match all see the same tokens:
+// its FTS5 rendering, the in-memory Match and the text the scale backend
+// indexes (Fold) all see the tokens FTS5 sees:
 //
-//   - a token starts with a letter, a digit (Unicode L*, N*) or a private-use
-//     character (Co); every other character separates tokens;
+//   - a token starts with a token character: a letter, a digit (Unicode L*,
+//     N*), a private-use character (Co), or a code point SQLite's Unicode
+//     tables leave unassigned; every other character separates tokens;
 //   - inside a token, the combining diacritical marks that unicode61 treats
-//     as diacritics continue the token and are removed;
+//     as diacritics (isDiacritic) continue the token and are removed; at a
+//     token's start they separate, like every other mark;
 //   - each character is lower-cased, and a Latin letter with diacritics is
 //     folded to its ASCII base letter (é -> e, ǖ -> u). Letters of other
 //     scripts keep their marks, as in unicode61.
 //
-// Go's Unicode tables are newer than SQLite's, so characters assigned in
-// recent Unicode versions may be classified differently; sqlite_test.go
-// checks agreement over the Latin, Greek and Cyrillic blocks.
+// The rules are applied with Go's Unicode tables, which are newer than the
+// ones SQLite was built with. Where the two disagree, SQLite's answer is in
+// unicode61_table.go (unicode61Classes, unicode61Folds), generated from the
+// SQLite that go.mod bundles by TestGenerateUnicode61Table; sqlite_test.go
+// checks every code point against that SQLite. Invalid UTF-8 is out of
+// scope: Go reads each invalid byte as U+FFFD (a separator), SQLite decodes
+// some such sequences otherwise.
 
-// isTokenRune reports whether r is a token character: a letter, a digit or a
-// private-use character.
+//go:generate env NOTICES_GENERATE_UNICODE61=1 go test -tags sqlite_fts5 -run ^TestGenerateUnicode61Table$ .
+
+// isTokenRune reports whether r is a token character, one that starts or
+// continues a token.
 func isTokenRune(r rune) bool {
+	if uint32(r) < latinEnd {
+		return latinTokens[r]
+	}
+	return isTokenRuneSlow(r)
+}
+
+func isTokenRuneSlow(r rune) bool {
+	if c, ok := findClass(r); ok {
+		return c.token
+	}
+	return goIsTokenRune(r)
+}
+
+// goIsTokenRune is the token-character rule by Go's Unicode tables: a
+// letter, a digit or a private-use character.
+func goIsTokenRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
 }
 
@@ -45,36 +70,38 @@ func isDiacritic(r rune) bool {
 	}
 }
 
-// foldExceptions are the characters whose unicode61 folding differs from
-// the general rule below (found by sqlite_test.go): dotless i has no simple
-// case folding, and unicode61 keeps the a with dot above and macron.
-var foldExceptions = map[rune]rune{
-	'\u0131': '\u0131', // ı
-	'\u01E0': '\u01E1', // Ǡ -> ǡ
-	'\u01E1': '\u01E1', // ǡ
-}
+// latinEnd bounds the runes of latinFolds and latinTokens: ASCII, Latin-1
+// Supplement, Latin Extended-A and -B, the non-ASCII letters of nearly
+// every notice, so that they cost a lookup instead of a normalisation.
+const latinEnd = 0x250
 
-// latinFolds holds foldRune of every rune below U+0250 (ASCII, Latin-1
-// Supplement, Latin Extended-A and -B), the non-ASCII letters of nearly
-// every notice, so that folding them costs a lookup instead of a
-// normalisation.
-var latinFolds = func() (t [0x250]rune) {
-	for r := range t {
-		t[r] = foldRuneSlow(rune(r))
+// latinFolds holds foldRune of every rune below latinEnd, and latinTokens
+// isTokenRune.
+var latinFolds, latinTokens = func() (f [latinEnd]rune, t [latinEnd]bool) {
+	for r := range rune(latinEnd) {
+		f[r], t[r] = foldRuneSlow(r), isTokenRuneSlow(r)
 	}
-	return t
+	return f, t
 }()
 
 // foldRune lower-cases r and strips its diacritics. It returns -1 when r
 // folds to nothing (a combining diacritic).
 func foldRune(r rune) rune {
-	if r >= 0 && r < rune(len(latinFolds)) {
+	if uint32(r) < latinEnd {
 		return latinFolds[r]
 	}
 	return foldRuneSlow(r)
 }
 
 func foldRuneSlow(r rune) rune {
+	if f, ok := findFold(r); ok {
+		return r + f.delta
+	}
+	return goFoldRune(r)
+}
+
+// goFoldRune is the folding rule by Go's Unicode tables.
+func goFoldRune(r rune) rune {
 	if r < utf8.RuneSelf {
 		if 'A' <= r && r <= 'Z' {
 			return r + 'a' - 'A'
@@ -83,9 +110,6 @@ func foldRuneSlow(r rune) rune {
 	}
 	if isDiacritic(r) {
 		return -1
-	}
-	if f, ok := foldExceptions[r]; ok {
-		return f
 	}
 	r = unicode.ToLower(unicode.ToUpper(r))
 	if !unicode.Is(unicode.Latin, r) {
@@ -104,6 +128,53 @@ func foldRuneSlow(r rune) rune {
 		}
 	}
 	return base
+}
+
+// classRange says that SQLite classifies the code points lo..hi alike:
+// as token characters or as separators.
+type classRange struct {
+	lo, hi rune
+	token  bool
+}
+
+// foldRange says that SQLite folds each code point r of lo..hi (that is a
+// token character or a diacritic) to r+delta.
+type foldRange struct {
+	lo, hi, delta rune
+}
+
+// findClass finds r in unicode61Classes (binary search).
+func findClass(r rune) (classRange, bool) {
+	lo, hi := 0, len(unicode61Classes)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch c := unicode61Classes[m]; {
+		case r < c.lo:
+			hi = m
+		case r > c.hi:
+			lo = m + 1
+		default:
+			return c, true
+		}
+	}
+	return classRange{}, false
+}
+
+// findFold finds r in unicode61Folds (binary search).
+func findFold(r rune) (foldRange, bool) {
+	lo, hi := 0, len(unicode61Folds)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch f := unicode61Folds[m]; {
+		case r < f.lo:
+			hi = m
+		case r > f.hi:
+			lo = m + 1
+		default:
+			return f, true
+		}
+	}
+	return foldRange{}, false
 }
 
 // span is one token of a text: its folded form and the rune offsets of its
@@ -160,8 +231,8 @@ func tokens(s string) []string {
 
 // Fold returns s as its folded tokens joined by single spaces: the form a
 // backend without the unicode61 tokeniser indexes (the Elasticsearch
-// backend), so that its standard analyzer sees the same tokens Parse and
-// FTS5 see.
+// backend, whose analyzer splits the text at spaces only), so that it sees
+// the same tokens Parse and FTS5 see.
 //
 // It is tokens(s) joined by spaces, written in one pass into one buffer
 // (the scale ingester folds every notice's texts: this is its hot loop).

@@ -11,8 +11,9 @@ import (
 // answer of every read) and the fields searched, filtered, sorted and
 // aggregated on. fts holds the four searchable texts (company name, notice
 // type, text, practitioner names and firms), each folded by query.Fold to
-// the tokens SQLite's unicode61 tokeniser makes, one array element each so
-// a phrase never spans two.
+// the tokens SQLite's unicode61 tokeniser makes, joined by spaces (where the
+// field's whitespace analyzer splits them), one array element each so a
+// phrase never spans two.
 type noticeDoc struct {
 	ID              string        `json:"id"`
 	SourceID        string        `json:"source_id"`

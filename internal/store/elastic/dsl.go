@@ -26,11 +26,10 @@ var (
 )
 
 // compileQ translates a parsed q into query DSL over the folded text, with
-// the semantics of query.Match: a word is a token of any field (as a
-// phrase of its standard-analyzer tokens, which for folded text is the word
-// itself), a phrase consecutive tokens within one field, a prefix any
-// token starting with it; And/Or/Not as bool must/should/must_not (a bool
-// with only must_not matches every notice but those).
+// the semantics of query.Match: a word is a token of any field, a phrase
+// consecutive tokens within one field, a prefix any token starting with
+// it; And/Or/Not as bool must/should/must_not (a bool with only must_not
+// matches every notice but those).
 func compileQ(n query.Node) obj {
 	switch n := query.Deref(n).(type) {
 	case nil:
@@ -78,13 +77,20 @@ func compileQ(n query.Node) obj {
 // textQuery matches the folded tokens of text consecutively in one field,
 // the last as a prefix when prefix is set. The text is folded here too (as
 // FTS5 folds a query's tokens), so unfolded input matches as well.
+//
+// The phrases are analysed by the field's own analyzer: on a mapping
+// version 3 index the whitespace analyzer, which splits the folded text at
+// its spaces only, so its tokens are query.Fold's; on a version 2 index
+// (before `noticesd reindex`) the standard analyzer, which splits some of
+// them further (docs/elasticsearch.md). A prefix query is not analysed:
+// its value is the folded word, one token of Fold's.
 func textQuery(text string, prefix bool) obj {
 	folded := query.Fold(text)
 	if folded == "" {
 		return matchNone
 	}
 	if !prefix {
-		return obj{"match_phrase": obj{ftsField: obj{"query": folded, "analyzer": "standard"}}}
+		return obj{"match_phrase": obj{ftsField: obj{"query": folded}}}
 	}
 	if !strings.Contains(folded, " ") {
 		return obj{"prefix": obj{ftsField: obj{"value": folded}}}

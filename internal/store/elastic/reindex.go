@@ -2,10 +2,13 @@ package elastic
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/mappings"
 )
 
@@ -43,7 +46,9 @@ var (
 
 // Reindex rebuilds both indices from the current mappings into new
 // versioned indices and moves the aliases, one atomic _aliases call each;
-// the old indices are deleted afterwards. Searches go on against the old
+// the old indices are deleted afterwards. Each notice document is written
+// anew from its notice (rebuildNoticeDoc), so its folded texts are those
+// of the current tokeniser. Searches go on against the old
 // index until the swap and the new one after; neither is ever incomplete.
 //
 // Notices written meanwhile are not lost: while the new index is being
@@ -98,7 +103,7 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		return res, err
 	}
 	order := []obj{{"notice_seq": "asc"}, {"id": "asc"}}
-	res.NoticesCopied, err = s.copyDocs(ctx, s.Alias(mappings.Notices), res.Notices, matchAll, order, "notices", progress)
+	res.NoticesCopied, err = s.copyDocs(ctx, s.Alias(mappings.Notices), res.Notices, matchAll, order, "notices", rebuildNoticeDoc, progress)
 	if err != nil {
 		return abandon(err)
 	}
@@ -145,7 +150,7 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		return res, err
 	}
 	res.Register = name
-	res.RegisterCopied, err = s.copyDocs(ctx, src[0], res.Register, matchAll, []obj{{"row": "asc"}}, "register", progress)
+	res.RegisterCopied, err = s.copyDocs(ctx, src[0], res.Register, matchAll, []obj{{"row": "asc"}}, "register", nil, progress)
 	if err == nil && registerCopyHook != nil {
 		registerCopyHook()
 	}
@@ -165,6 +170,29 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	return res, nil
 }
 
+// rebuildNoticeDoc is the document a reindex writes for a notice document
+// (its _source): the document of its notice, as the writer makes it now,
+// with its indexed_at kept. What is derived from the notice follows the
+// current code: the texts folded by today's query.Fold (a document written
+// before a change of the tokeniser was folded by the old one).
+func rebuildNoticeDoc(src json.RawMessage) ([]byte, error) {
+	var d struct {
+		IndexedAt int64         `json:"indexed_at"`
+		Notice    notice.Notice `json:"notice"`
+	}
+	if err := json.Unmarshal(src, &d); err != nil {
+		return nil, err
+	}
+	n := d.Notice
+	if n.ID == "" {
+		return nil, errors.New("no notice in the document")
+	}
+	if n.Practitioners == nil {
+		n.Practitioners = []notice.Practitioner{}
+	}
+	return appendNoticeDoc(make([]byte, 0, len(src)), &n, d.IndexedAt, noticeFTS(n)), nil
+}
+
 // catchUp copies the notices visible through catchUpAlias (those written
 // to an old index since its reindex began) into index, then deletes the
 // old indices, which removes the alias. Without the alias it does nothing.
@@ -180,7 +208,7 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 		}
 	}
 	order := []obj{{"notice_seq": "asc"}, {"id": "asc"}}
-	n, err := s.copyDocs(ctx, s.catchUpAlias(), index, matchAll, order, "notices (catch-up)", progress)
+	n, err := s.copyDocs(ctx, s.catchUpAlias(), index, matchAll, order, "notices (catch-up)", rebuildNoticeDoc, progress)
 	if err != nil {
 		return n, fmt.Errorf("elastic: catching up from %v (they keep the alias %s: run reindex again to finish): %w", old, s.catchUpAlias(), err)
 	}
@@ -192,8 +220,11 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 }
 
 // copyDocs copies the documents of from matching query into index, in
-// order (search_after), keeping ids and external versions.
-func (s *Store) copyDocs(ctx context.Context, from, index string, query obj, order []obj, kind string, progress ReindexProgress) (int64, error) {
+// order (search_after), keeping ids and external versions. With rebuild,
+// each document is written as rebuild makes it from its _source; without,
+// as it is.
+func (s *Store) copyDocs(ctx context.Context, from, index string, query obj, order []obj, kind string,
+	rebuild func(json.RawMessage) ([]byte, error), progress ReindexProgress) (int64, error) {
 	count, err := s.search(ctx, from, obj{"query": query, "size": 0, "track_total_hits": true})
 	if err != nil {
 		return 0, err
@@ -203,7 +234,14 @@ func (s *Store) copyDocs(ctx context.Context, from, index string, query obj, ord
 	err = s.pages(ctx, from, obj{"query": query, "sort": order, "version": true}, math.MaxInt, func(hs []hit) error {
 		ops := make([]bulkOp, len(hs))
 		for i, h := range hs {
-			ops[i] = bulkOp{Index: index, Action: "index", ID: h.ID, Body: h.Source, Version: h.Version, What: kind + " document " + h.ID}
+			body := []byte(h.Source)
+			if rebuild != nil {
+				var err error
+				if body, err = rebuild(h.Source); err != nil {
+					return fmt.Errorf("elastic: %s document %s: %w", kind, h.ID, err)
+				}
+			}
+			ops[i] = bulkOp{Index: index, Action: "index", ID: h.ID, Body: body, Version: h.Version, What: kind + " document " + h.ID}
 		}
 		if err := s.bulk(ctx, ops); err != nil {
 			return err

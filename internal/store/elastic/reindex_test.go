@@ -2,7 +2,9 @@ package elastic
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/mappings"
 )
@@ -289,4 +292,131 @@ func TestReindexKeepsRegisterLoadedDuringIt(t *testing.T) {
 	if got := name(); got != "ALPHA RELOADED PTY LTD" {
 		t.Fatalf("after the second reindex the register says %q; want ALPHA RELOADED PTY LTD", got)
 	}
+}
+
+// TestReindexFromVersion2: a deployment whose notices index is of mapping
+// version 2 (fts analysed by the standard analyzer) keeps answering with
+// it, with the standard analyzer's tokens, until `noticesd reindex` moves
+// it to the current version; the reindex writes each document anew from
+// its notice, so a document folded by an older tokeniser is folded again.
+func TestReindexFromVersion2(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	cur, err := mappings.Load(mappings.Notices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := noticesVersion2(t, cur)
+	alias := s.Alias(mappings.Notices)
+	v2Index := s.indexName(v2, "0")
+	if err := s.createIndex(ctx, v2, v2Index, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.moveAlias(ctx, alias, v2Index, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.dropIndices(ctx, alias, old); err != nil {
+		t.Fatal(err)
+	}
+
+	texts := []string{"W½ HOLDINGS PTY LTD", "W & CO PTY LTD", "\u037f YOT", "日本語 notice"}
+	batch := make([]notice.Notice, len(texts))
+	for i, text := range texts {
+		batch[i] = synthNotice("V", i)
+		batch[i].Text = text
+	}
+	if _, err := s.UpsertNotices(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	// The notice with U+037F as an older Fold wrote it, an hour ago (so
+	// the reindex's copy, not its catch-up, moves it): lower-cased
+	// (unicode61 does not fold U+037F).
+	stale, err := s.Notice(ctx, batch[2].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fts := noticeFTS(stale)
+	fts[2] = strings.ReplaceAll(fts[2], "\u037f", "\u03f3")
+	body := appendNoticeDoc(nil, &stale, time.Now().Add(-time.Hour).UnixMilli(), fts)
+	if err := s.bulk(ctx, []bulkOp{{Index: alias, Action: "index", ID: stale.ID, Version: time.Now().UnixMilli(), Body: body, What: "stale"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.refresh(ctx, alias); err != nil {
+		t.Fatal(err)
+	}
+
+	find := func(q string) []string {
+		t.Helper()
+		n, err := query.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Search(ctx, notice.SearchQuery{Filter: notice.Filter{Q: n}, Sort: notice.SortPublishedDesc, Limit: 10})
+		if err != nil {
+			t.Fatalf("q %q: %v", q, err)
+		}
+		var out []string
+		for _, n := range p.Notices {
+			out = append(out, n.Text)
+		}
+		slices.Sort(out)
+		return out
+	}
+	cases := []struct {
+		q          string
+		v2, latest []string
+	}{
+		// The standard analyzer drops ½: every W company.
+		{"w½", []string{"W & CO PTY LTD", "W½ HOLDINGS PTY LTD"}, []string{"W½ HOLDINGS PTY LTD"}},
+		// It splits ideographs: no indexed token starts with 日本.
+		{"日本*", nil, []string{"日本語 notice"}},
+		// The stale document holds U+03F3, which the standard analyzer
+		// also finds for U+037F (it lower-cases); rebuilt, it holds U+037F.
+		{"\u03f3", []string{"\u037f YOT"}, nil},
+		{"\u037f", []string{"\u037f YOT"}, []string{"\u037f YOT"}},
+	}
+	for _, c := range cases {
+		if got := find(c.q); !slices.Equal(got, c.v2) {
+			t.Errorf("version 2: q %q finds %q, want %q", c.q, got, c.v2)
+		}
+	}
+	h, err := s.Health(ctx)
+	if err != nil || len(h.Indices) == 0 || h.Indices[0].Version != 2 {
+		t.Fatalf("before the reindex: %+v (%v), want version 2", h.Indices, err)
+	}
+
+	res, err := s.Reindex(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Notices, fmt.Sprintf("-notices-v%d-", cur.Version)) || res.NoticesCopied != int64(len(texts)) {
+		t.Fatalf("reindex: %+v", res)
+	}
+	if err := s.do(ctx, s.cfg.Timeout, "HEAD", "/"+v2Index, nil, nil); !isNotFound(err) {
+		t.Errorf("version 2 index %s: HEAD gave %v, want it deleted", v2Index, err)
+	}
+	for _, c := range cases {
+		if got := find(c.q); !slices.Equal(got, c.latest) {
+			t.Errorf("version %d: q %q finds %q, want %q", cur.Version, c.q, got, c.latest)
+		}
+	}
+}
+
+// noticesVersion2 is the notices index definition of mapping version 2:
+// the current one with fts analysed by the standard analyzer.
+func noticesVersion2(t *testing.T, cur mappings.Index) mappings.Index {
+	t.Helper()
+	var body map[string]any
+	if err := json.Unmarshal(cur.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	m := body["mappings"].(map[string]any)
+	m["_meta"] = map[string]any{"version": 2}
+	m["properties"].(map[string]any)["fts"] = map[string]any{"type": "text", "analyzer": "standard", "position_increment_gap": 1000}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mappings.Index{Kind: mappings.Notices, Version: 2, Body: raw}
 }

@@ -7,7 +7,7 @@
 // <ns>-<kind>-v<version>-<suffix>; the store reads and writes only through
 // the aliases <ns>-notices and <ns>-register (and, while `noticesd reindex`
 // runs, also writes to <ns>-notices-next). Only core Elasticsearch features
-// are used (standard analyzer, keyword/date/long fields, bool, match_phrase,
+// are used (whitespace analyzer, keyword/date/long fields, bool, match_phrase,
 // prefix, terms, range, terms and date_histogram aggregations,
 // search_after, aliases, bulk), so the same mappings run on the bare
 // integration-test distribution and on the full one. See
