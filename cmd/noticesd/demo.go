@@ -34,7 +34,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if cfg.SecretKey == "" {
 		// A fresh clone runs with webhooks on: the public development key
-		// (docs/webhooks.md says how to set a real one).
+		// (README.md, "The webhook secret key", says how to move to a real one).
 		cfg.SecretKey = config.DevelopmentSecretKey
 		fmt.Fprintln(stderr, "demo: NOTICES_SECRET_KEY is not set; webhook secrets are encrypted with the public development key. "+
 			"For real data set NOTICES_SECRET_KEY=$(openssl rand -base64 32); to keep this demo's data under it, "+

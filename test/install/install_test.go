@@ -1,4 +1,5 @@
-// Package install checks that the module installs the way the README says:
+// Package install checks that the module installs the way the README and
+// docs/operating.md say it will once published:
 // `go install -tags sqlite_fts5 <module path>/cmd/noticesd@latest`.
 //
 // The module is not fetched from its public host (the test must not depend on
