@@ -129,7 +129,7 @@ func readProblem(msg string) string {
 			msg = msg[:i]
 		}
 	}
-	msg = strings.TrimRight(msg, " .,:;")
+	msg = strings.TrimSuffix(strings.TrimRight(msg, " .,:;"), " in") // "... method in <quoted request>"
 	if len(msg) > 200 {
 		msg = msg[:200]
 		for !utf8.ValidString(msg) {

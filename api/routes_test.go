@@ -343,7 +343,7 @@ func TestNoPlainTextErrors(t *testing.T) {
 		code   string
 		says   string // a part of the message, when set
 	}{
-		{"not HTTP", "GARBAGE\r\n\r\n", 400, "invalid_parameter", ""},
+		{"not HTTP", "GARBAGE\r\n\r\n", 400, "invalid_parameter", "cannot find http request method)"},
 		{"unknown method", "BREW /v1/notices HTTP/1.1\r\nHost: x\r\n\r\n", 405, "method_not_allowed", ""},
 		{"header too large", "GET /v1/notices HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 64<<10) + "\r\n\r\n", 400, "invalid_parameter", ""},
 		{"declared body too large", "POST /v1/match HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", 413, "payload_too_large", "split the list"},
