@@ -108,9 +108,12 @@ type watchedWriter struct {
 }
 
 // UpsertNotices implements store.NoticeWriter.
+// A store.BatchError (some notices refused, the others stored) is not a
+// failure of the store: ingest reports those lines as rejected.
 func (ww *watchedWriter) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
 	res, err := ww.w.UpsertNotices(ctx, batch)
-	if err != nil && ww.err == nil {
+	var refused *store.BatchError
+	if err != nil && ww.err == nil && !errors.As(err, &refused) {
 		ww.err = err
 	}
 	return res, err
@@ -123,13 +126,29 @@ func (ww *watchedWriter) UpsertNotices(ctx context.Context, batch []notice.Notic
 func (d *dropDir) load(ctx context.Context, w store.NoticeWriter, name string) (FileResult, error) {
 	fr := FileResult{Name: name}
 	path := filepath.Join(d.dir, name)
-	f, err := os.Open(path)
+	f, err := openFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fr, nil // taken by another collector (`noticesd collect --once`) since listed
 	}
 	if err != nil {
-		fr.Error = err.Error()
-		return fr, fmt.Errorf("cannot open %s: %v; make the files in the source directory readable", path, err)
+		// An unreadable file (permissions) is rejected like one that
+		// cannot be read to the end, so it does not hold up the files
+		// after it; only when it cannot be moved either does it stop
+		// the run.
+		fr.Error = "unreadable: " + err.Error()
+		moved, merr := d.move(name, RejectedDir)
+		if errors.Is(merr, errGone) {
+			return fr, nil
+		}
+		if merr != nil {
+			return fr, fmt.Errorf("cannot open %s: %v; make the files in the source directory readable (%v)", path, err, merr)
+		}
+		fr.MovedTo = moved
+		text := fmt.Sprintf("%s could not be opened: %v\nNothing of it was loaded. Make it readable and drop it again.\n", name, err)
+		if err := os.WriteFile(moved+ReportSuffix, []byte(text), 0o644); err != nil {
+			fr.Error += fmt.Sprintf(" (and the report could not be written: %v)", err)
+		}
+		return fr, nil
 	}
 	var report bytes.Buffer
 	ww := &watchedWriter{w: w}
@@ -174,6 +193,10 @@ func (d *dropDir) load(ctx context.Context, w store.NoticeWriter, name string) (
 	}
 	return fr, nil
 }
+
+// openFile opens a dropped file (a variable so that a test, which runs as
+// root, can make one unreadable).
+var openFile = os.Open
 
 // errGone is a file that vanished from the drop directory while it was
 // being read: another collector process moved it.

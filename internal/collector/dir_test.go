@@ -268,3 +268,32 @@ func TestOnRun(t *testing.T) {
 		t.Fatalf("OnRun saw %+v, want the first run's new notices, then a run with none", got)
 	}
 }
+
+// TestDirUnreadableFileIsRejected: a file that cannot be opened (its
+// permissions) is moved to rejected/ with a report, and the files after it
+// are loaded in the same run; it used to stop every run.
+func TestDirUnreadableFileIsRejected(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	drop(t, dir, "a.jsonl", readFile(t, "testdata/feed.jsonl"))
+	drop(t, dir, "b.jsonl", readFile(t, "testdata/feed.jsonl"))
+	orig := openFile
+	openFile = func(path string) (*os.File, error) {
+		if filepath.Base(path) == "a.jsonl" {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrPermission}
+		}
+		return orig(path)
+	}
+	t.Cleanup(func() { openFile = orig })
+	c := e.collector(t, e.config(dir))
+	res, err := c.RunOnce(context.Background())
+	if err != nil {
+		t.Fatalf("run: %v; an unreadable file must not fail the run", err)
+	}
+	if !present(t, dir, "rejected/a.jsonl") || !present(t, dir, "rejected/a.jsonl"+ReportSuffix) || !present(t, dir, "done/b.jsonl") {
+		t.Errorf("files %+v; want a.jsonl (with its report) in rejected/ and b.jsonl in done/", res.Files)
+	}
+	if res.New != 3 || res.ExitCode() != ExitRejected {
+		t.Errorf("run %+v (exit %d); want b.jsonl's 3 notices and exit %d", res, res.ExitCode(), ExitRejected)
+	}
+}
