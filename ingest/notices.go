@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
@@ -49,6 +52,9 @@ type noticeLine struct {
 // for the store. A line that cannot be loaded gives a *LineError saying why
 // (without a line number).
 func ParseNoticeLine(line []byte) (notice.Notice, error) {
+	if !utf8.Valid(line) {
+		return notice.Notice{}, reject("not valid UTF-8 at byte %d; notices files must be UTF-8 (convert the file, e.g. with iconv -f latin1 -t utf-8)", invalidUTF8At(line))
+	}
 	var in noticeLine
 	if err := decodeObject(line, &in); err != nil {
 		return notice.Notice{}, err
@@ -69,7 +75,10 @@ func ParseNoticeLine(line []byte) (notice.Notice, error) {
 	}
 	at, ok := parsePublished(strings.TrimSpace(*in.PublishedAt))
 	if !ok {
-		return notice.Notice{}, reject("published_at %q is not an RFC 3339 timestamp or YYYY-MM-DD date", *in.PublishedAt)
+		return notice.Notice{}, reject("published_at %s is not an RFC 3339 timestamp or YYYY-MM-DD date", quoteValue(*in.PublishedAt))
+	}
+	if y, sy := at.UTC().Year(), at.In(notice.Sydney).Year(); y < 1 || y > 9999 || sy < 1 || sy > 9999 {
+		return notice.Notice{}, reject("published_at %s falls outside the years 0001-9999 (in UTC or in Sydney time)", quoteValue(*in.PublishedAt))
 	}
 	n.PublishedAt = notice.Timestamp(at)
 	n.PublishedDate = notice.PublishedDate(at)
@@ -96,7 +105,53 @@ func ParseNoticeLine(line []byte) (notice.Notice, error) {
 	n.Text = strings.TrimSpace(in.Text)
 	n.Practitioners = practitioners(in.Practitioners)
 	n.Replaces = replaces(in.Replaces)
+	for _, f := range []struct {
+		name string
+		v    string
+	}{{"notice_code", n.NoticeCode}, {"notice_purpose", n.NoticePurpose}, {"appointment_type", deref(n.AppointmentType)},
+		{"state", n.State}, {"status", n.Status}} {
+		if len(f.v) > MaxValueBytes {
+			return notice.Notice{}, reject("%s is %d bytes long; a filter value may have at most %d", f.name, len(f.v), MaxValueBytes)
+		}
+	}
 	return n, nil
+}
+
+// MaxValueBytes bounds the fields searches filter and count by
+// (notice_code, notice_purpose, appointment_type, state, status): far above
+// any real value, and far below what a search engine indexes as one term.
+const MaxValueBytes = 1000
+
+func deref(v *string) string {
+	if v == nil {
+		return ""
+	}
+	return *v
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not valid
+// UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}
+
+// quoteValue quotes a value for a rejection message, cut to 64 bytes.
+func quoteValue(v string) string {
+	if len(v) <= 64 {
+		return strconv.Quote(v)
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return strconv.Quote(v[:cut]+"...") + fmt.Sprintf(" (%d bytes)", len(v))
 }
 
 // decodeObject unmarshals one JSON object, turning decoder errors into
@@ -150,9 +205,17 @@ func parsePublished(s string) (time.Time, bool) {
 		}
 		return time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, notice.Sydney), true
 	}
+	if !rfc3339.MatchString(s) {
+		return time.Time{}, false
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	return t, err == nil
 }
+
+// rfc3339 is the strict form of an RFC 3339 timestamp: two-digit fields
+// and an offset of at most 23:59 (time.Parse alone lets "T5:03:09" and
+// "+24:00" through).
+var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt](\d{2}):\d{2}:\d{2}(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$`)
 
 // identifier normalises an acn or abn field: absent, null or blank is nil;
 // otherwise it must be digits (spaces allowed) of the kind's length. A

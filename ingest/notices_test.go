@@ -125,6 +125,12 @@ func TestParseNoticeLineRejects(t *testing.T) {
 		{"practitioners not an array", `{"source_id":"a","published_at":"2026-04-01","company_name":"X","practitioners":"Jane"}`, `practitioners is a JSON string; it must be an array`},
 		{"practitioner name a number", `{"source_id":"a","published_at":"2026-04-01","company_name":"X","practitioners":[{"name":1}]}`, `practitioners.name is a JSON number; it must be a string (or null where allowed)`},
 		{"state an object", `{"source_id":"a","published_at":"2026-04-01","company_name":"X","state":{}}`, `state is a JSON object; it must be a string (or null where allowed)`},
+		{"published_at in year 10000 in Sydney", `{"source_id":"a","published_at":"9999-12-31T23:00:00Z","acn":"000000019"}`, `published_at "9999-12-31T23:00:00Z" falls outside the years 0001-9999 (in UTC or in Sydney time)`},
+		{"published_at in year 10000 in UTC", `{"source_id":"a","published_at":"9999-12-31T23:00:00-10:00","acn":"000000019"}`, `published_at "9999-12-31T23:00:00-10:00" falls outside the years 0001-9999 (in UTC or in Sydney time)`},
+		{"published_at offset +24:00", `{"source_id":"a","published_at":"2024-05-01T10:00:00+24:00","acn":"000000019"}`, `published_at "2024-05-01T10:00:00+24:00" is not an RFC 3339 timestamp or YYYY-MM-DD date`},
+		{"published_at one-digit hour", `{"source_id":"a","published_at":"2024-05-01T5:03:09Z","acn":"000000019"}`, `published_at "2024-05-01T5:03:09Z" is not an RFC 3339 timestamp or YYYY-MM-DD date`},
+		{"invalid UTF-8", "{\"source_id\":\"a\",\"published_at\":\"2026-04-01\",\"company_name\":\"CAF\xc9\"}", `not valid UTF-8 at byte 64; notices files must be UTF-8 (convert the file, e.g. with iconv -f latin1 -t utf-8)`},
+		{"status too long", `{"source_id":"a","published_at":"2026-04-01","company_name":"X","status":"` + strings.Repeat("s", 1001) + `"}`, `status is 1001 bytes long; a filter value may have at most 1000`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
