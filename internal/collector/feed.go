@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -135,6 +136,14 @@ func (f *feed) run(ctx context.Context, w store.NoticeWriter, res *RunResult) er
 		return fmt.Errorf("the feed sent Content-Encoding %q, which the collector cannot decode; serve it plain or gzip-encoded", ce)
 	}
 
+	// A gzip stream (a .jsonl.gz served as is) checks its own end; plain
+	// text has only its line ends.
+	br := bufio.NewReader(body)
+	if magic, _ := br.Peek(2); !bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		body = &lineEndReader{r: br}
+	} else {
+		body = br
+	}
 	var report bytes.Buffer
 	ww := &watchedWriter{w: w}
 	sum, err := ingest.NoticesFrom(ctx, ww, body, f.shown, ingest.Options{Report: &report, BatchSize: f.batch})
@@ -236,4 +245,33 @@ func firstLines(s string, n int) []string {
 		}
 	}
 	return out
+}
+
+// errCutLine is a feed body that ended inside a line: with neither a
+// Content-Length nor chunked framing (the body ends when the connection
+// closes) this is the only sign that the connection was cut.
+var errCutLine = errors.New("the body ended in the middle of a line, so the connection was cut off")
+
+// lineEndReader passes a feed body through and, at its end, turns a last
+// line that has no line end and is not a whole JSON value into errCutLine
+// (a whole last line without a newline is fine).
+type lineEndReader struct {
+	r    io.Reader
+	tail []byte // the bytes after the last line end read so far
+}
+
+// Read implements io.Reader.
+func (l *lineEndReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
+		l.tail = append(l.tail[:0], p[i+1:n]...)
+	} else {
+		l.tail = append(l.tail, p[:n]...)
+	}
+	if err == io.EOF {
+		if t := bytes.TrimSpace(l.tail); len(t) > 0 && !json.Valid(t) {
+			return n, errCutLine
+		}
+	}
+	return n, err
 }

@@ -223,14 +223,18 @@ func TestFeedCutMidBody(t *testing.T) {
 	lines := bytes.SplitAfter(feed, []byte("\n"))
 	// Two whole lines and half of the third, then the connection goes.
 	partial := append(append(append([]byte{}, lines[0]...), lines[1]...), lines[2][:len(lines[2])/2]...)
-	cut := func(reset bool) http.HandlerFunc {
+	cut := func(reset, noLength bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			conn, buf, err := w.(http.Hijacker).Hijack()
 			if err != nil {
 				panic(err)
 			}
-			fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nETag: \"v9\"\r\n%s: c9\r\nContent-Length: %d\r\n\r\n",
-				NextSinceHeader, len(feed))
+			length := fmt.Sprintf("Content-Length: %d\r\n", len(feed))
+			if noLength { // the body ends when the connection closes
+				length = "Connection: close\r\n"
+			}
+			fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nETag: \"v9\"\r\n%s: c9\r\n%s\r\n",
+				NextSinceHeader, length)
 			buf.Write(partial)
 			buf.Flush()
 			if reset {
@@ -240,14 +244,16 @@ func TestFeedCutMidBody(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		name  string
-		reset bool
-	}{{"connection reset", true}, {"connection closed early", false}} {
+		name            string
+		reset, noLength bool
+	}{{"connection reset", true, false}, {"connection closed early", false, false},
+		// Without a Content-Length only the cut line shows it.
+		{"closed mid-line, no Content-Length", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			fs := newFeedServer(t, feed)
 			fs.etag = `"v1"`
-			fs.handler = cut(tc.reset)
+			fs.handler = cut(tc.reset, tc.noLength)
 			cfg := e.config(fs.URL)
 			cfg.BatchSize = 1
 			c := e.collector(t, cfg)
