@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"golang.org/x/term"
 
@@ -35,6 +36,12 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(rest) < 2 || (rest[0] != "notices" && rest[0] != "register") || (rest[0] == "register" && len(rest) != 2) {
 		fs.Usage()
 		return &exitError{code: exitUsage, msg: "ingest needs 'notices FILE...' or 'register FILE'"}
+	}
+	if *batch < 0 {
+		return usageError("ingest: --batch %d is negative; give a number of rows, or 0 for the default", *batch)
+	}
+	if stdin := slices.Index(rest[1:], "-"); stdin >= 0 && slices.Contains(rest[stdin+2:], "-") {
+		return usageError("ingest: standard input (-) is given more than once; it can be read only once")
 	}
 	cfg, err := loadConfig()
 	if err != nil {

@@ -41,6 +41,8 @@ func TestCLI(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
 		{"command help", []string{"ingest", "--help"}, 0, "Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure,", ""},
 		{"ingest without args", []string{"ingest"}, 2, "", "ingest needs"},
+		{"ingest negative batch", []string{"ingest", "notices", "--batch", "-5", good}, 2, "", "--batch -5 is negative"},
+		{"ingest stdin twice", []string{"ingest", "notices", "-", "-"}, 2, "", "standard input (-) is given more than once"},
 		{"subcommand help after args", []string{"ingest", "notices", "--help"}, 0, "Usage: noticesd ingest", ""},
 		{"help COMMAND", []string{"help", "ingest"}, 0, "Usage: noticesd ingest", ""},
 		{"unknown flag", []string{"ingest", "notices", "--bogus", good}, 2, "", "flag provided but not defined: -bogus"},
