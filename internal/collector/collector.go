@@ -49,6 +49,9 @@ import (
 const (
 	DefaultInterval   = 15 * time.Minute
 	DefaultRunTimeout = 30 * time.Minute
+	// DefaultBodyIdle is how long a feed body may stall, as long as the
+	// wait for its headers.
+	DefaultBodyIdle = time.Minute
 )
 
 // Config configures a Collector. Only Source is required.
@@ -69,6 +72,9 @@ type Config struct {
 	StateFile string
 	// RunTimeout bounds one run; 0 is DefaultRunTimeout.
 	RunTimeout time.Duration
+	// BodyIdle is how long an http(s) source's body may send nothing
+	// before the run fails; 0 is DefaultBodyIdle.
+	BodyIdle time.Duration
 	// BatchSize is the number of notices per store write; 0 is ingest's
 	// default.
 	BatchSize int
@@ -138,6 +144,9 @@ func New(cfg Config, w store.NoticeWriter) (*Collector, error) {
 	}
 	if cfg.RunTimeout <= 0 {
 		cfg.RunTimeout = DefaultRunTimeout
+	}
+	if cfg.BodyIdle <= 0 {
+		cfg.BodyIdle = DefaultBodyIdle
 	}
 	if cfg.LeaderPoll <= 0 {
 		cfg.LeaderPoll = DefaultLeaderPoll

@@ -77,6 +77,7 @@ type feed struct {
 	hash      string
 	batch     int
 	mem       feedState // the state when there is no state file
+	idle      time.Duration
 }
 
 func newFeed(u *url.URL, cfg Config, shown string) *feed {
@@ -88,12 +89,14 @@ func newFeed(u *url.URL, cfg Config, shown string) *feed {
 	}
 	sum := sha256.Sum256([]byte(u.String()))
 	return &feed{url: u, client: client, stateFile: cfg.StateFile, shown: shown,
-		hash: hex.EncodeToString(sum[:]), batch: cfg.BatchSize}
+		hash: hex.EncodeToString(sum[:]), batch: cfg.BatchSize, idle: cfg.BodyIdle}
 }
 
 func (f *feed) run(ctx context.Context, w store.NoticeWriter, res *RunResult) error {
 	st := f.load()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.requestURL(st.Since), nil)
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, f.requestURL(st.Since), nil)
 	if err != nil {
 		return fmt.Errorf("cannot build the feed request: %v", err)
 	}
@@ -122,7 +125,9 @@ func (f *feed) run(ctx context.Context, w store.NoticeWriter, res *RunResult) er
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
 		return errors.New("the feed answered with an HTML page, not JSON Lines; check that NOTICES_SOURCE is the feed's URL")
 	}
-	body := io.Reader(resp.Body)
+	idle := time.AfterFunc(f.idle, func() { cancel(errBodyStalled) })
+	idle.Stop() // runs only while a read waits (idleReader)
+	body := io.Reader(&idleReader{r: resp.Body, timer: idle, idle: f.idle})
 	switch ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); ce {
 	case "", "identity":
 	case "gzip", "x-gzip":
@@ -152,6 +157,9 @@ func (f *feed) run(ctx context.Context, w store.NoticeWriter, res *RunResult) er
 	if err != nil {
 		if ww.err != nil || ctx.Err() != nil {
 			return err
+		}
+		if errors.Is(context.Cause(reqCtx), errBodyStalled) {
+			err = fmt.Errorf("the body sent nothing for %v", f.idle)
 		}
 		return fmt.Errorf("reading the feed body failed after %d lines (%v); the next run fetches it again", sum.Read, err)
 	}
@@ -273,5 +281,26 @@ func (l *lineEndReader) Read(p []byte) (int, error) {
 			return n, errCutLine
 		}
 	}
+	return n, err
+}
+
+// errBodyStalled cancels a feed request whose body sent nothing for the
+// idle time.
+var errBodyStalled = errors.New("the feed body stalled")
+
+// idleReader runs timer (which cancels the request) while a read waits,
+// so a body fails once one read has waited idle for bytes. Time the
+// collector spends storing what it read (a slow store) does not count.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+	idle  time.Duration
+}
+
+// Read implements io.Reader.
+func (i *idleReader) Read(p []byte) (int, error) {
+	i.timer.Reset(i.idle)
+	n, err := i.r.Read(p)
+	i.timer.Stop()
 	return n, err
 }

@@ -556,3 +556,41 @@ func TestFeedDoesNotBlockReads(t *testing.T) {
 		t.Errorf("%d notices stored, want 3", n)
 	}
 }
+
+// TestFeedBodyStalls: a body that sends a line and then nothing fails the
+// run once a read has waited BodyIdle (it used to wait for the 30-minute
+// run timeout, with the status idle meanwhile), keeping the cursor.
+func TestFeedBodyStalls(t *testing.T) {
+	feed := readFile(t, "testdata/feed.jsonl")
+	first := feed[:bytes.IndexByte(feed, '\n')+1]
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	e := newEnv(t)
+	fs := newFeedServer(t, feed)
+	fs.handler = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(NextSinceHeader, "s1")
+		w.Write(first)
+		w.(http.Flusher).Flush()
+		select { // then nothing until the test ends
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}
+	cfg := e.config(fs.URL)
+	cfg.BodyIdle = 200 * time.Millisecond
+	c := e.collector(t, cfg)
+	_, err := c.RunOnce(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "the body sent nothing for 200ms") {
+		t.Fatalf("error %v, want the stalled body named", err)
+	}
+	if s := c.Status(); s.State != StateFailing {
+		t.Errorf("status %+v, want failing", s)
+	}
+	fs.set(func(fs *feedServer) { fs.handler = nil })
+	if _, err := c.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if req := fs.last(t); req.query.Has(SinceParam) {
+		t.Errorf("the request after the stall carries since=%q; the stalled answer must not be remembered", req.query.Get(SinceParam))
+	}
+}
