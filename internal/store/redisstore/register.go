@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,6 +41,16 @@ type RegisterLoad struct {
 	s    *Store
 	v    string
 	done bool
+	// named are the ACNs whose current row was written: a later row
+	// marked current does not replace it (the first one wins, as in the
+	// embedded store and the company view).
+	named map[uint32]struct{}
+}
+
+// isCurrentRow reports whether r is marked as its company's current name
+// (the indicator "Y", in either case, as the embedded store reads it).
+func isCurrentRow(r notice.RegisterRow) bool {
+	return r.CurrentNameIndicator == "Y" || r.CurrentNameIndicator == "y"
 }
 
 var _ store.RegisterLoad = (*RegisterLoad)(nil)
@@ -50,7 +61,7 @@ func (s *Store) BeginRegister(ctx context.Context) (*RegisterLoad, error) {
 	if err != nil {
 		return nil, s.fail("begin register load", err)
 	}
-	return &RegisterLoad{s: s, v: itoa(v)}, nil
+	return &RegisterLoad{s: s, v: itoa(v), named: map[uint32]struct{}{}}, nil
 }
 
 // addPairsScript adds values to the comma-joined lists of a hash, each
@@ -68,22 +79,22 @@ end
 return 1
 `)
 
-// Add writes rows into the new generation: the current name of each ACN
-// (the row marked current, else the current name a former-name row
-// carries), and every ACN <-> ABN pair.
+// Add writes rows into the new generation: the name of each ACN (its
+// first row marked current, else its first row, as the embedded store and
+// the company view name it), and every ACN <-> ABN pair.
 //
-// The names go in as one multi-field HSET per chunk for the rows marked
-// current (a later one wins, as row by row) and an HSETNX for each other
-// row that can still matter (no current row of its ACN in the batch, the
-// first of its ACN): the same hash as writing row by row in file order,
-// in far fewer commands.
+// The names go in as one multi-field HSET per chunk for the first row
+// marked current of each ACN (l.named keeps later ones out) and an HSETNX
+// for each other row that can still matter (no current row of its ACN
+// yet, the first of its ACN in the batch): the same hash as writing row by
+// row in file order, in far fewer commands.
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	s := l.s
 	name, acnabn, abn := s.key("reg", l.v, "name"), s.key("reg", l.v, "acnabn"), s.key("reg", l.v, "abn")
 	var current, others, toABN, toACN []any
 	hasCurrent := make(map[string]bool, len(rows))
 	for _, r := range rows {
-		if r.ACN != "" && r.CurrentNameIndicator == "Y" {
+		if r.ACN != "" && isCurrentRow(r) {
 			hasCurrent[r.ACN] = true
 		}
 	}
@@ -94,15 +105,17 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 		if r.ACN == "" {
 			continue
 		}
+		acn, _ := strconv.ParseUint(r.ACN, 10, 32)
+		_, named := l.named[uint32(acn)]
 		switch {
-		case r.CurrentNameIndicator == "Y":
+		case named:
+			// Its first current row is written already.
+		case isCurrentRow(r):
+			l.named[uint32(acn)] = struct{}{}
 			current = append(current, r.ACN, r.CompanyName)
 		case hasCurrent[r.ACN] || seenOther[r.ACN]:
 			// A current row of the batch overwrites it, or an earlier
 			// row of the batch set it first.
-		case r.CurrentName != "":
-			seenOther[r.ACN] = true
-			others = append(others, r.ACN, r.CurrentName)
 		default:
 			seenOther[r.ACN] = true
 			others = append(others, r.ACN, r.CompanyName)

@@ -121,9 +121,10 @@ func TestKilledRegisterLoadExpires(t *testing.T) {
 // TestRegisterNamesAsRowByRow: Add writes the names of a batch in a few
 // multi-field commands, skipping rows a later or earlier row of the batch
 // decides; the name hash and the ACN <-> ABN lists must be what writing
-// each row in file order gives (a current row sets the name, another row
-// sets it only when the ACN has none yet), within a batch and across
-// batches.
+// each row in file order gives (the first row marked current, "Y" or "y",
+// sets the name for good; another row sets its own name only when the ACN
+// has none yet), within a batch and across batches. These are the embedded
+// store's names (storetest's RegisterShapes compares the two).
 func TestRegisterNamesAsRowByRow(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
@@ -140,8 +141,10 @@ func TestRegisterNamesAsRowByRow(t *testing.T) {
 		{"current after former", [][]notice.RegisterRow{{former(1, "OLD", "MID", ""), cur(1, "NEW", "")}}},
 		{"former after current", [][]notice.RegisterRow{{cur(1, "NEW", ""), former(1, "OLD", "MID", "")}}},
 		{"formers only, the first wins", [][]notice.RegisterRow{{former(1, "A", "", ""), former(1, "B", "C", ""), former(1, "D", "E", "")}}},
-		{"former with its current name first", [][]notice.RegisterRow{{former(1, "A", "CUR", ""), former(1, "B", "", "")}}},
-		{"two current rows, the last wins", [][]notice.RegisterRow{{cur(1, "FIRST", ""), former(1, "X", "", ""), cur(1, "LAST", "")}}},
+		{"no current row: the first row's own name", [][]notice.RegisterRow{{former(1, "A", "CUR", ""), former(1, "B", "", "")}}},
+		{"two current rows, the first wins", [][]notice.RegisterRow{{cur(1, "FIRST", ""), former(1, "X", "", ""), cur(1, "LAST", "")}}},
+		{"two current rows across batches, the first wins", [][]notice.RegisterRow{{cur(1, "FIRST", "")}, {cur(1, "LAST", "")}}},
+		{"lower-case y marks the current row", [][]notice.RegisterRow{{former(1, "OLD", "", ""), {CompanyName: "NOW", ACN: acn(1), CurrentNameIndicator: "y"}}}},
 		{"current in a later batch", [][]notice.RegisterRow{{former(1, "OLD", "MID", "")}, {cur(1, "NEW", "")}}},
 		{"former in a later batch", [][]notice.RegisterRow{{cur(1, "NEW", "")}, {former(1, "OLD", "MID", "")}}},
 		{"formers across batches", [][]notice.RegisterRow{{former(1, "A", "", "")}, {former(1, "B", "", ""), cur(2, "TWO", "")}}},
@@ -153,6 +156,7 @@ func TestRegisterNamesAsRowByRow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// The row-by-row model.
 			names := map[string]string{}
+			named := map[string]bool{}     // named by a current row
 			pairs := map[string][]string{} // "acnabn:"+acn and "abn:"+abn -> values in first-seen order
 			addPair := func(k, v string) {
 				for _, x := range pairs[k] {
@@ -173,11 +177,10 @@ func TestRegisterNamesAsRowByRow(t *testing.T) {
 					}
 					_, has := names[r.ACN]
 					switch {
-					case r.CurrentNameIndicator == "Y":
-						names[r.ACN] = r.CompanyName
+					case named[r.ACN]:
+					case r.CurrentNameIndicator == "Y" || r.CurrentNameIndicator == "y":
+						names[r.ACN], named[r.ACN] = r.CompanyName, true
 					case has:
-					case r.CurrentName != "":
-						names[r.ACN] = r.CurrentName
 					default:
 						names[r.ACN] = r.CompanyName
 					}

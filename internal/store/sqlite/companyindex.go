@@ -396,6 +396,22 @@ func (c *companySnap) loadRegister(ctx context.Context, tx *sql.Tx) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqlite: load the register into the company index: %w", err)
 	}
+	// A name not from a current row may be wrong: the rows skipped above
+	// (their own ACN and ABN without notices) can hold the current row, or
+	// an earlier first row, of a company reached through another row's
+	// ABN. Those few are read again by ACN.
+	for acn, n := range names {
+		if n.current {
+			continue
+		}
+		var text string
+		err := tx.QueryRowContext(ctx, `SELECT company_name FROM register WHERE acn = ?
+			ORDER BY current_name_indicator IN ('Y', 'y') DESC, rowid LIMIT 1`, acnString(acn)).Scan(&text)
+		if err != nil {
+			return fmt.Errorf("sqlite: read the name of company %s: %w", acnString(acn), err)
+		}
+		names[acn] = name{text: text}
+	}
 	c.names = companyNames{acns: slices.Sorted(maps.Keys(names))}
 	c.names.ends = make([]uint32, len(c.names.acns))
 	var text strings.Builder

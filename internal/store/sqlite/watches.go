@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/noticesd/noticesd/internal/account"
@@ -237,7 +236,7 @@ func (c *companySnap) expand(ids []string) watchExpansion {
 	addACN := func(acn uint32) {
 		keys[acnString(acn)] = struct{}{}
 		for _, abn := range c.abnsOf(acn) {
-			keys[strconv.FormatUint(abn, 10)] = struct{}{}
+			keys[fmt.Sprintf("%011d", abn)] = struct{}{} // 11 digits: an ABN may start with 0
 		}
 	}
 	for _, v := range ids {

@@ -37,6 +37,7 @@ func RunWatches(t *testing.T, open func(t *testing.T) WatchBackend) {
 	t.Run("ConcurrentCreates", func(t *testing.T) { testConcurrentCreates(t, open(t)) })
 	t.Run("RegisterChange", func(t *testing.T) { testRegisterChange(t, open(t)) })
 	t.Run("ScreenNameless", func(t *testing.T) { testScreenNameless(t, open(t)) })
+	t.Run("RegisterShapes", func(t *testing.T) { testRegisterShapes(t, open(t)) })
 
 	b := open(t)
 	ns := Load(t, b.Backend)
