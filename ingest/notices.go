@@ -8,11 +8,11 @@ import (
 	"io"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
@@ -75,10 +75,10 @@ func ParseNoticeLine(line []byte) (notice.Notice, error) {
 	}
 	at, ok := parsePublished(strings.TrimSpace(*in.PublishedAt))
 	if !ok {
-		return notice.Notice{}, reject("published_at %s is not an RFC 3339 timestamp or YYYY-MM-DD date", quoteValue(*in.PublishedAt))
+		return notice.Notice{}, reject("published_at %s is not an RFC 3339 timestamp or YYYY-MM-DD date", errs.Quote(*in.PublishedAt))
 	}
 	if y, sy := at.UTC().Year(), at.In(notice.Sydney).Year(); y < 1 || y > 9999 || sy < 1 || sy > 9999 {
-		return notice.Notice{}, reject("published_at %s falls outside the years 0001-9999 (in UTC or in Sydney time)", quoteValue(*in.PublishedAt))
+		return notice.Notice{}, reject("published_at %s falls outside the years 0001-9999 (in UTC or in Sydney time)", errs.Quote(*in.PublishedAt))
 	}
 	n.PublishedAt = notice.Timestamp(at)
 	n.PublishedDate = notice.PublishedDate(at)
@@ -108,7 +108,7 @@ func ParseNoticeLine(line []byte) (notice.Notice, error) {
 	for _, f := range []struct {
 		name string
 		v    string
-	}{{"notice_code", n.NoticeCode}, {"notice_purpose", n.NoticePurpose}, {"appointment_type", deref(n.AppointmentType)},
+	}{{"notice_code", n.NoticeCode}, {"notice_purpose", n.NoticePurpose}, {"appointment_type", trimmed(n.AppointmentType)},
 		{"state", n.State}, {"status", n.Status}} {
 		if len(f.v) > MaxValueBytes {
 			return notice.Notice{}, reject("%s is %d bytes long; a filter value may have at most %d", f.name, len(f.v), MaxValueBytes)
@@ -122,13 +122,6 @@ func ParseNoticeLine(line []byte) (notice.Notice, error) {
 // any real value, and far below what a search engine indexes as one term.
 const MaxValueBytes = 1000
 
-func deref(v *string) string {
-	if v == nil {
-		return ""
-	}
-	return *v
-}
-
 // invalidUTF8At is the offset of the first byte of b that is not valid
 // UTF-8.
 func invalidUTF8At(b []byte) int {
@@ -140,18 +133,6 @@ func invalidUTF8At(b []byte) int {
 		i += size
 	}
 	return len(b)
-}
-
-// quoteValue quotes a value for a rejection message, cut to 64 bytes.
-func quoteValue(v string) string {
-	if len(v) <= 64 {
-		return strconv.Quote(v)
-	}
-	cut := 64
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
-		cut--
-	}
-	return strconv.Quote(v[:cut]+"...") + fmt.Sprintf(" (%d bytes)", len(v))
 }
 
 // decodeObject unmarshals one JSON object, turning decoder errors into
