@@ -23,6 +23,14 @@ type RegisterRow struct {
 	CurrentNameStart        string
 }
 
+// IsCurrent reports whether the row is marked as its company's current name
+// (the indicator "Y", in either case). A company is named by its first such
+// row, else by its first row, on every path: the company view, the bulk
+// screen and both backends' register loads.
+func (r RegisterRow) IsCurrent() bool {
+	return r.CurrentNameIndicator == "Y" || r.CurrentNameIndicator == "y"
+}
+
 // Register is the register data attached to a company view.
 type Register struct {
 	Name                    string   `json:"name"`
@@ -68,7 +76,7 @@ func BuildCompany(id ident.ID, regs []RegisterRow, ns []Notice) Company {
 	if len(regs) > 0 {
 		cur := 0
 		for i, r := range regs {
-			if r.CurrentNameIndicator == "Y" || r.CurrentNameIndicator == "y" {
+			if r.IsCurrent() {
 				cur = i
 				break
 			}

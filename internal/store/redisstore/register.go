@@ -47,12 +47,6 @@ type RegisterLoad struct {
 	named map[uint32]struct{}
 }
 
-// isCurrentRow reports whether r is marked as its company's current name
-// (the indicator "Y", in either case, as the embedded store reads it).
-func isCurrentRow(r notice.RegisterRow) bool {
-	return r.CurrentNameIndicator == "Y" || r.CurrentNameIndicator == "y"
-}
-
 var _ store.RegisterLoad = (*RegisterLoad)(nil)
 
 // BeginRegister starts writing a new register generation.
@@ -94,7 +88,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	var current, others, toABN, toACN []any
 	hasCurrent := make(map[string]bool, len(rows))
 	for _, r := range rows {
-		if r.ACN != "" && isCurrentRow(r) {
+		if r.ACN != "" && r.IsCurrent() {
 			hasCurrent[r.ACN] = true
 		}
 	}
@@ -110,7 +104,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 		switch {
 		case named:
 			// Its first current row is written already.
-		case isCurrentRow(r):
+		case r.IsCurrent():
 			l.named[uint32(acn)] = struct{}{}
 			current = append(current, r.ACN, r.CompanyName)
 		case hasCurrent[r.ACN] || seenOther[r.ACN]:
