@@ -136,17 +136,9 @@ func (d *dropDir) load(ctx context.Context, w store.NoticeWriter, name string) (
 		// after it; only when it cannot be moved either does it stop
 		// the run.
 		fr.Error = "unreadable: " + err.Error()
-		moved, merr := d.move(name, RejectedDir)
-		if errors.Is(merr, errGone) {
-			return fr, nil
-		}
-		if merr != nil {
-			return fr, fmt.Errorf("cannot open %s: %v; make the files in the source directory readable (%v)", path, err, merr)
-		}
-		fr.MovedTo = moved
 		text := fmt.Sprintf("%s could not be opened: %v\nNothing of it was loaded. Make it readable and drop it again.\n", name, err)
-		if err := os.WriteFile(moved+ReportSuffix, []byte(text), 0o644); err != nil {
-			fr.Error += fmt.Sprintf(" (and the report could not be written: %v)", err)
+		if merr := d.place(&fr, name, RejectedDir, text); merr != nil {
+			return fr, fmt.Errorf("cannot open %s: %v; make the files in the source directory readable (%v)", path, err, merr)
 		}
 		return fr, nil
 	}
@@ -177,21 +169,31 @@ func (d *dropDir) load(ctx context.Context, w store.NoticeWriter, name string) (
 	default:
 		to = DoneDir
 	}
-	moved, err := d.move(name, to)
+	text := ""
+	if header != "" {
+		text = header + report.String()
+	}
+	return fr, d.place(&fr, name, to, text)
+}
+
+// place moves the file name to the sub directory sub and writes text, when
+// there is any, beside it as its report. A file another collector moved
+// first is left to it (loading twice is harmless).
+func (d *dropDir) place(fr *FileResult, name, sub, text string) error {
+	moved, err := d.move(name, sub)
 	if errors.Is(err, errGone) {
-		return fr, nil // another collector read it too and moved it first; loading twice is harmless
+		return nil
 	}
 	if err != nil {
-		return fr, err
+		return err
 	}
 	fr.MovedTo = moved
-	if header != "" {
-		text := header + report.String()
+	if text != "" {
 		if err := os.WriteFile(moved+ReportSuffix, []byte(text), 0o644); err != nil {
 			fr.Error += fmt.Sprintf(" (and the report could not be written: %v)", err)
 		}
 	}
-	return fr, nil
+	return nil
 }
 
 // openFile opens a dropped file (a variable so that a test, which runs as
