@@ -111,9 +111,18 @@ func TestMailDigestRetryAndRestartOverAsynq(t *testing.T) {
 		return n == 1
 	})
 	eventually(t, 10*time.Second, "the server refuses the digest", func() bool { return srv.Refused() >= 1 })
-	st, err := h.rs.MailStatus(ctx)
-	if err != nil || st.Pending != 1 || !strings.Contains(st.LastError, "451") {
-		t.Fatalf("queue after a refusal: %+v %v", st, err)
+	// The server counts its refusal before the worker has read the reply
+	// and recorded it: wait for the record.
+	var st mail.QueueStatus
+	eventually(t, 10*time.Second, "the refusal recorded", func() bool {
+		var err error
+		if st, err = h.rs.MailStatus(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return st.LastError != ""
+	})
+	if st.Pending != 1 || !strings.Contains(st.LastError, "451") {
+		t.Fatalf("queue after a refusal: %+v", st)
 	}
 	srv.Refuse(false)
 	eventually(t, 20*time.Second, "the retry is accepted", func() bool { return len(srv.Messages()) == 1 })
