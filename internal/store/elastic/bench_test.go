@@ -224,10 +224,10 @@ func reportIngest(b *testing.B, n int, start time.Time, cpu time.Duration) {
 
 func rawBulk(b *testing.B, s *Store, index string, id func(int) string, docs [][]byte) {
 	ctx := context.Background()
-	// The store's worker count and response filter; the flush size of a
+	// The store's worker count, queue and response filter; the flush size of a
 	// register load (the notices path sizes each batch's requests to share
 	// it among the workers, about the same).
-	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{Client: s.es, Index: index, NumWorkers: s.cfg.BulkWorkers, FlushBytes: registerFlushBytes, FilterPath: bulkFilterPath})
+	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{Client: s.es, Index: index, NumWorkers: s.cfg.BulkWorkers, QueueSizeMultiplier: bulkQueue, FlushBytes: registerFlushBytes, FilterPath: bulkFilterPath})
 	if err != nil {
 		b.Fatal(err)
 	}

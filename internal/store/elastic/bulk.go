@@ -169,6 +169,16 @@ var bulkFilterPath = []string{"errors", "items.*.status", "items.*.error"}
 // and never more than that timeout) a request waits for its answer.
 const bulkGrace = 10 * time.Second
 
+// bulkQueue is how many documents each bulk worker's queue holds. The
+// indexer hands documents to its workers through these queues; at its
+// default of one, every document waited for its worker goroutine to be
+// scheduled, the feeding loop blocked on each hand-off, and most of the
+// time only one request was in flight (docs/benchmarks.md, 2026-11-24). A
+// queue of about a request's worth of documents lets a worker fill its next
+// request the moment its last one is answered. The documents are in memory
+// already; the queue holds references to them.
+const bulkQueue = 4096
+
 // flushCancelKey carries a bulk request's cancel func from OnFlushStart to
 // OnFlushEnd.
 type flushCancelKey struct{}
@@ -178,12 +188,13 @@ type flushCancelKey struct{}
 func (s *Store) newBulkStream(flush int) (*bulkStream, error) {
 	st := &bulkStream{}
 	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{
-		Client:     s.es,
-		NumWorkers: s.cfg.BulkWorkers,
-		FlushBytes: flush,
-		FilterPath: bulkFilterPath,
-		Timeout:    s.cfg.BulkTimeout,
-		OnError:    func(_ context.Context, err error) { st.fail(err) },
+		Client:              s.es,
+		NumWorkers:          s.cfg.BulkWorkers,
+		QueueSizeMultiplier: bulkQueue,
+		FlushBytes:          flush,
+		FilterPath:          bulkFilterPath,
+		Timeout:             s.cfg.BulkTimeout,
+		OnError:             func(_ context.Context, err error) { st.fail(err) },
 		// The indexer's workers send with a background context, and its
 		// Timeout only bounds Elasticsearch's side: on a node that hangs a
 		// request (and its worker) would wait for ever after close gave up.
