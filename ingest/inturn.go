@@ -12,6 +12,28 @@ import (
 // search backend is not idle between batches.
 const DefaultInFlight = 2
 
+// DefaultTurnBatch is the number of notices per write call when the writer
+// takes several batches at once (store.TurnWriter with more than one in
+// flight: scale mode). Each such batch is made searchable with one
+// Elasticsearch refresh before its notices are announced, and every refresh
+// writes a segment that merges must later fold in, so larger batches cost
+// the node less. 1,000,000 notices through `noticesd ingest`, alternated:
+// 10,000 a batch 17,018 and 16,718 notices/s (peak RSS 0.5 GB), 20,000 a
+// batch 18,854 and 17,807 (0.8 GB), 40,000 a batch 18,909 and 18,631
+// (1.4 GB); 5,000 loaded 14,799 in the benchmark (docs/benchmarks.md,
+// 2026-11-24).
+const DefaultTurnBatch = 20000
+
+// noticeBatch is the number of notices per write call of a load into w:
+// opt.BatchSize when set, else DefaultTurnBatch for a writer taking several
+// batches at once, else DefaultNoticeBatch.
+func noticeBatch(w store.NoticeWriter, opt Options) int {
+	if _, ok := w.(store.TurnWriter); ok && opt.inFlight() > 1 {
+		return opt.batch(DefaultTurnBatch)
+	}
+	return opt.batch(DefaultNoticeBatch)
+}
+
 // inTurn is the writing side of a notice pipe whose writer takes several
 // batches at once: each batch is written on its own goroutine with the
 // store.Turn after the previous batch's, at most n at once, and their

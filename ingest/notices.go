@@ -314,7 +314,7 @@ func Notices(ctx context.Context, w store.NoticeWriter, paths []string, opt Opti
 		return done + cur.count.n
 	})
 	rep := &reporter{w: opt.Report, progress: prog}
-	size := opt.batch(DefaultNoticeBatch)
+	size := noticeBatch(w, opt)
 
 	produce := func(ctx context.Context, out chan<- []linedNotice) error {
 		b := newNoticeBatcher(ctx, out, size)

@@ -25,7 +25,7 @@ func NoticesFrom(ctx context.Context, w store.NoticeWriter, r io.Reader, name st
 	in := &input{name: name, count: &countingReader{r: r}}
 	prog := newProgress(opt.Progress, opt.now, "notices", -1, func() int64 { return in.count.n })
 	rep := &reporter{w: opt.Report, progress: prog}
-	size := opt.batch(DefaultNoticeBatch)
+	size := noticeBatch(w, opt)
 
 	produce := func(ctx context.Context, out chan<- []linedNotice) error {
 		b := newNoticeBatcher(ctx, out, size)

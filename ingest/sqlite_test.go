@@ -4,17 +4,20 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
@@ -380,5 +383,79 @@ func TestNoticesFromReader(t *testing.T) {
 	}
 	if n := len(allNotices(t, st)); n != 3 {
 		t.Errorf("%d notices stored, want 3", n)
+	}
+}
+
+// batchSizes wraps a real store and records the size of each batch it is
+// given; turnSizes is the same store taking batches in turn, as a
+// store.TurnWriter (the scale store's shape: the writes are the store's).
+type batchSizes struct {
+	*sqlite.Store
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (b *batchSizes) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
+	b.mu.Lock()
+	b.sizes = append(b.sizes, len(batch))
+	b.mu.Unlock()
+	return b.Store.UpsertNotices(ctx, batch)
+}
+
+type turnSizes struct{ *batchSizes }
+
+func (w turnSizes) UpsertNoticesTurn(ctx context.Context, batch []notice.Notice, turn *store.Turn) (store.UpsertResult, error) {
+	defer turn.Finish()
+	if err := turn.Wait(ctx, store.StepAllocate); err != nil {
+		return store.UpsertResult{}, err
+	}
+	return w.UpsertNotices(ctx, batch)
+}
+
+// TestNoticeBatchSizes: a writer that takes batches in turn (scale mode)
+// gets DefaultTurnBatch notices a call, any other DefaultNoticeBatch, and
+// --batch (Options.BatchSize) or one batch in flight overrides that.
+func TestNoticeBatchSizes(t *testing.T) {
+	n := DefaultNoticeBatch + 1000
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, `{"source_id":"b%d","published_at":"2026-04-01","company_name":"Batch %d"}`+"\n", i, i)
+	}
+	path := filepath.Join(t.TempDir(), "batches.jsonl")
+	if err := os.WriteFile(path, []byte(lines.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if DefaultTurnBatch < n {
+		t.Fatalf("DefaultTurnBatch %d: the test needs it above %d", DefaultTurnBatch, n)
+	}
+	for _, c := range []struct {
+		name string
+		turn bool
+		opt  Options
+		want []int
+	}{
+		{"serial writer", false, Options{}, []int{DefaultNoticeBatch, 1000}},
+		{"writer in turn", true, Options{}, []int{n}},
+		{"writer in turn, --batch", true, Options{BatchSize: 4000}, []int{4000, n - 4000}},
+		{"writer in turn, one in flight", true, Options{InFlight: 1}, []int{DefaultNoticeBatch, 1000}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := &batchSizes{Store: openStore(t)}
+			var w store.NoticeWriter = b
+			if c.turn {
+				w = turnSizes{b}
+			}
+			c.opt.Now = ticking()
+			sum, err := Notices(context.Background(), w, []string{path}, c.opt)
+			if err != nil {
+				t.Fatalf("Notices: %v", err)
+			}
+			if sum.Inserted != n {
+				t.Errorf("inserted %d, want %d", sum.Inserted, n)
+			}
+			if !reflect.DeepEqual(b.sizes, c.want) {
+				t.Errorf("batches %v, want %v", b.sizes, c.want)
+			}
+		})
 	}
 }

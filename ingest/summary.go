@@ -27,7 +27,8 @@ type Options struct {
 	// Pass a terminal only (see TerminalProgress).
 	Progress io.Writer
 	// BatchSize is the number of rows per write call; 0 uses the default
-	// (DefaultNoticeBatch or DefaultRegisterBatch).
+	// (DefaultNoticeBatch, DefaultTurnBatch when the writer takes several
+	// notice batches at once, or DefaultRegisterBatch).
 	BatchSize int
 	// Now is the clock for Summary.Duration and the progress rate; nil is
 	// time.Now.
