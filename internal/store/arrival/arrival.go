@@ -2,13 +2,13 @@
 // the scale backend, in Redis (keys under "<namespace>:arrival:").
 //
 // A new notice gets its notice_seq exactly once, atomically across
-// concurrent ingesters: Allocate runs one Lua script that either reuses the
+// concurrent ingesters: Allocate runs a Lua script (per chunk of ids) that either reuses the
 // seq already handed out for the notice id (another ingester is writing
 // it) or takes the next value of the counter. Every seq handed out is
 // in flight under the batch's lease until Clear, which the ingester calls
 // once the batch is written and refreshed (searchable); the in-flight set
-// holds one entry per batch, its lowest seq, since the watermark only
-// needs the lowest in-flight seq.
+// holds one entry per script call (a chunk of at most allocateChunk ids),
+// its lowest seq, since the watermark only needs the lowest in-flight seq.
 //
 // The watermark is the highest seq below which every notice is
 // searchable: the lowest in-flight seq minus one, or the counter when
@@ -81,7 +81,7 @@ type Batch struct {
 // allocate: KEYS counter, inflight, watermark; ARGV prefix, token, lease
 // ms, source ttl s, collected, fresh, ids... It reads every id's earlier
 // seq (MGET, in chunks), takes the seqs of the new ones with one INCRBY
-// (consecutive, in id order) and registers the batch in flight once, under
+// (consecutive, in id order) and registers the chunk in flight once, under
 // its lowest seq: the watermark only ever needs the lowest in-flight seq of
 // a live lease.
 var allocate = redis.NewScript(`
@@ -132,6 +132,13 @@ end
 if low then redis.call('ZADD', KEYS[2], low, low .. '|' .. token) end
 return out`)
 
+// allocateChunk is the most ids one allocate script takes. Redis runs a
+// script alone, so a whole scale-mode batch (20,000 ids) in one call would
+// hold every other client, the API's key checks among them, for its whole
+// run; Allocate sends a batch in chunks under one lease token, each chunk
+// registered in flight under its own lowest seq.
+const allocateChunk = 1000
+
 // Allocate hands out notice_seqs for notices not yet stored (ids are notice
 // ids, each once), stamping new ones collected_at = collected, and
 // registers them in flight. A notice another ingester is still writing
@@ -147,43 +154,47 @@ func (a *Arrivals) Allocate(ctx context.Context, ids []string, collected string,
 	if len(ids) == 0 {
 		return batch, nil
 	}
-	args := make([]any, 0, len(ids)+6)
 	f := "0"
 	if fresh {
 		f = "1"
 	}
-	args = append(args, a.prefix, batch.Token, a.lease.Milliseconds(), int64(sourceTTL/time.Second), collected, f)
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	res, err := allocate.Run(ctx, a.rdb, []string{a.counterKey(), a.inflightKey(), a.watermarkKey()}, args...).Slice()
-	if err != nil {
-		return Batch{}, Unavailable(err)
-	}
-	if len(res) != 3*len(ids) {
-		return Batch{}, fmt.Errorf("arrival: allocate returned %d values for %d ids", len(res), len(ids))
-	}
 	batch.Seqs = make([]int64, len(ids))
 	batch.Collected = make([]string, len(ids))
 	batch.Settled = make([]bool, len(ids))
-	for i := range ids {
-		seq, ok := res[3*i].(int64)
-		col, ok2 := res[3*i+1].(string)
-		settled, ok3 := res[3*i+2].(int64)
-		if !ok || !ok2 || !ok3 {
-			return Batch{}, fmt.Errorf("arrival: allocate returned %T, %T, %T", res[3*i], res[3*i+1], res[3*i+2])
+	for lo := 0; lo < len(ids); lo += allocateChunk {
+		chunk := ids[lo:min(lo+allocateChunk, len(ids))]
+		args := make([]any, 0, len(chunk)+6)
+		args = append(args, a.prefix, batch.Token, a.lease.Milliseconds(), int64(sourceTTL/time.Second), collected, f)
+		for _, id := range chunk {
+			args = append(args, id)
 		}
-		batch.Seqs[i], batch.Collected[i], batch.Settled[i] = seq, col, settled == 1
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		res, err := allocate.Run(cctx, a.rdb, []string{a.counterKey(), a.inflightKey(), a.watermarkKey()}, args...).Slice()
+		cancel()
+		if err != nil {
+			// Chunks already taken stay in flight until their lease ends.
+			return Batch{}, Unavailable(err)
+		}
+		if len(res) != 3*len(chunk) {
+			return Batch{}, fmt.Errorf("arrival: allocate returned %d values for %d ids", len(res), len(chunk))
+		}
+		for i := range chunk {
+			seq, ok := res[3*i].(int64)
+			col, ok2 := res[3*i+1].(string)
+			settled, ok3 := res[3*i+2].(int64)
+			if !ok || !ok2 || !ok3 {
+				return Batch{}, fmt.Errorf("arrival: allocate returned %T, %T, %T", res[3*i], res[3*i+1], res[3*i+2])
+			}
+			batch.Seqs[lo+i], batch.Collected[lo+i], batch.Settled[lo+i] = seq, col, settled == 1
+		}
 	}
 	return batch, nil
 }
 
-// clear: KEYS inflight; ARGV lease key, member (the batch's lowest seq
-// in flight, "" when none is).
+// clear: KEYS inflight; ARGV lease key, then the batch's members in
+// flight (each chunk's lowest seq in flight).
 var clearScript = redis.NewScript(`
-if ARGV[2] ~= '' then redis.call('ZREM', KEYS[1], ARGV[2]) end
+for i = 2, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
 redis.call('DEL', ARGV[1])
 return 1`)
 
@@ -193,19 +204,21 @@ func (a *Arrivals) Clear(ctx context.Context, b Batch) error {
 	if b.Token == "" {
 		return nil
 	}
-	low := int64(-1)
-	for i, s := range b.Seqs {
-		if (i >= len(b.Settled) || !b.Settled[i]) && (low < 0 || s < low) {
-			low = s
+	args := []any{a.prefix + "lease:" + b.Token}
+	for lo := 0; lo < len(b.Seqs); lo += allocateChunk {
+		low := int64(-1)
+		for i := lo; i < min(lo+allocateChunk, len(b.Seqs)); i++ {
+			if (i >= len(b.Settled) || !b.Settled[i]) && (low < 0 || b.Seqs[i] < low) {
+				low = b.Seqs[i]
+			}
 		}
-	}
-	member := ""
-	if low >= 0 {
-		member = strconv.FormatInt(low, 10) + "|" + b.Token
+		if low >= 0 {
+			args = append(args, strconv.FormatInt(low, 10)+"|"+b.Token)
+		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if err := clearScript.Run(cctx, a.rdb, []string{a.inflightKey()}, a.prefix+"lease:"+b.Token, member).Err(); err != nil {
+	if err := clearScript.Run(cctx, a.rdb, []string{a.inflightKey()}, args...).Err(); err != nil {
 		return Unavailable(err)
 	}
 	_, err := a.Watermark(ctx)

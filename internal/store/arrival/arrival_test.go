@@ -246,3 +246,51 @@ func TestAllocateLargeBatch(t *testing.T) {
 		t.Errorf("watermark %d (%v) after every batch cleared, want %d", wm, err, want-1)
 	}
 }
+
+// TestAllocateInChunks: a batch larger than one script call's chunk gets
+// its seqs in id order, each chunk in flight under its own lowest seq, and
+// the whole batch holds the watermark until Clear; a batch allocated after
+// it and cleared first does not move the watermark past it.
+func TestAllocateInChunks(t *testing.T) {
+	ctx := context.Background()
+	a, rdb := open(t)
+	n := 2*allocateChunk + allocateChunk/2
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "big" + strconv.Itoa(i)
+	}
+	big, err := a.Allocate(ctx, ids, "t1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range big.Seqs {
+		if s != int64(i+1) || big.Settled[i] || big.Collected[i] != "t1" {
+			t.Fatalf("id %d: seq %d settled %v collected %q, want seq %d, not settled, t1", i, s, big.Settled[i], big.Collected[i], i+1)
+		}
+	}
+	if c := rdb.ZCard(ctx, a.inflightKey()).Val(); c != 3 {
+		t.Errorf("in flight: %d entries, want 3 (one per chunk)", c)
+	}
+	small, err := a.Allocate(ctx, []string{"after"}, "t2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.Seqs[0] != int64(n+1) {
+		t.Errorf("next seq %d, want %d", small.Seqs[0], n+1)
+	}
+	if err := a.Clear(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := a.Watermark(ctx); w != 0 {
+		t.Errorf("watermark %d with the big batch in flight, want 0", w)
+	}
+	if err := a.Clear(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := a.Watermark(ctx); w != int64(n+1) {
+		t.Errorf("watermark %d after both cleared, want %d", w, n+1)
+	}
+	if c := rdb.ZCard(ctx, a.inflightKey()).Val(); c != 0 {
+		t.Errorf("in flight after Clear: %d entries, want 0", c)
+	}
+}
