@@ -28,7 +28,8 @@ Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure,
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ingest", "ingest notices FILE... | ingest register FILE", ingestAbout, stderr)
 	quiet := fs.Bool("quiet", false, "no progress bar, even on a terminal")
-	batch := fs.Int("batch", 0, "rows per write transaction (0 = default)")
+	batch := fs.Int("batch", 0, fmt.Sprintf("rows per write call (0 = default: %d notices, %d in scale mode; %d register rows); larger batches load faster in scale mode and take more memory",
+		ingest.DefaultNoticeBatch, ingest.DefaultTurnBatch, ingest.DefaultRegisterBatch))
 	rest, err := parseArgs(fs, args)
 	if err != nil {
 		return err
