@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -189,6 +190,45 @@ func (a *Arrivals) Allocate(ctx context.Context, ids []string, collected string,
 		}
 	}
 	return batch, nil
+}
+
+// Hold keeps b's lease alive while its writer works: every third of the
+// lease it is extended by a whole lease, until stop is called (before
+// Clear). A batch written more slowly than one lease (a slow node, bulk
+// retries, long timeouts) therefore keeps holding the watermark back, so
+// its notices are not passed over before they are searchable; a writer
+// that dies stops renewing, and its seqs stop holding the watermark one
+// lease later, as before. A renewal that fails (Redis unreachable) is
+// tried again at the next tick.
+func (a *Arrivals) Hold(b Batch) (stop func()) {
+	if b.Token == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(a.lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+				// XX: a lease already gone stays gone (Clear ran, or it lapsed).
+				_ = a.rdb.SetArgs(ctx, a.prefix+"lease:"+b.Token, "1", redis.SetArgs{Mode: "XX", TTL: a.lease}).Err()
+				cancel()
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-finished
+		})
+	}
 }
 
 // clear: KEYS inflight; ARGV lease key, then the batch's members in

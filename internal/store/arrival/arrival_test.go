@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -292,5 +293,51 @@ func TestAllocateInChunks(t *testing.T) {
 	}
 	if c := rdb.ZCard(ctx, a.inflightKey()).Val(); c != 0 {
 		t.Errorf("in flight after Clear: %d entries, want 0", c)
+	}
+}
+
+// TestHoldKeepsASlowBatchInFlight: a batch whose writer is still working
+// after several leases keeps the watermark below its seqs while it is
+// held, and stops holding it one lease after the hold ends (as a crashed
+// writer's would), without Clear. Real time, with a 600 ms lease.
+func TestHoldKeepsASlowBatchInFlight(t *testing.T) {
+	ctx := context.Background()
+	a, rdb := open(t)
+	const lease = 600 * time.Millisecond
+	a = New(rdb, a.prefix[:len(a.prefix)-len(":arrival:")], lease)
+	slow, err := a.Allocate(ctx, []string{"slow"}, "t1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick, err := a.Allocate(ctx, []string{"quick"}, "t1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := a.Hold(slow)
+	if err := a.Clear(ctx, quick); err != nil {
+		t.Fatal(err)
+	}
+	// Four leases pass while the slow batch is held.
+	for range 4 {
+		time.Sleep(lease)
+		if w, err := a.Watermark(ctx); err != nil || w != 0 {
+			t.Fatalf("watermark %d (%v) while the slow batch is held, want 0", w, err)
+		}
+	}
+	stop()
+	stop() // twice is harmless
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		w, err := a.Watermark(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watermark %d three seconds after the hold ended, want 2 (the lease lapsed)", w)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

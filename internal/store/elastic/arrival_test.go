@@ -2,10 +2,16 @@ package elastic
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/noticesd/noticesd/internal/store/arrival"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -89,5 +95,86 @@ func TestTwoIngestersAndAPoller(t *testing.T) {
 	wm, err := poller.Watermark(ctx)
 	if err != nil || wm != st.LatestNoticeSeq {
 		t.Errorf("watermark %d (%v), want the latest seq %d", wm, err, st.LatestNoticeSeq)
+	}
+}
+
+// TestSlowBatchHoldsTheWatermark: a batch whose bulk write takes several
+// arrival leases (a slow node) keeps holding the watermark back until it
+// is written, while a later batch from another ingester is written and
+// cleared. Were its lease to lapse mid-write, the watermark would pass its
+// seqs and a poller following it would skip its notices for good. Real
+// time: a 1 s lease (renewed every third of it) and bulk requests held 4 s.
+func TestSlowBatchHoldsTheWatermark(t *testing.T) {
+	esURL := testservers.Elasticsearch(t)
+	target, err := url.Parse(esURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lease, hold = time.Second, 4 * time.Second
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	slowNode := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "_bulk") {
+			time.Sleep(hold)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slowNode.Close)
+	ctx := context.Background()
+	ns := testservers.Namespace(t)
+	rdb := testRedis(t)
+	fast := openIn(t, esURL, rdb, ns, nil) // creates the indices; drops the namespace at the end
+	open := func(u string) *Store {
+		s, err := Open(ctx, Config{URL: u, Namespace: ns, Arrivals: arrival.New(rdb, ns, lease)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	slow, quick := open(slowNode.URL), open(esURL)
+	done := make(chan error, 1)
+	go func() {
+		_, err := slow.UpsertNotices(ctx, synthBatch("SLOW", 0, 5))
+		done <- err
+	}()
+	// Once the slow batch has its seqs (1-5), a quick one gets 6-10 and
+	// is written and cleared while the slow one is still being written.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if n, _ := rdb.Get(ctx, ns+":arrival:seq").Int64(); n >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slow batch got no seqs within 30 s")
+		}
+	}
+	if _, err := quick.UpsertNotices(ctx, synthBatch("QUICK", 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	// The watermark may move only when the slow batch is done: it is
+	// cleared just before UpsertNotices returns, so a move seen at most a
+	// second before the write returns is that clear; one seen seconds
+	// earlier is a lapsed lease.
+	var moved time.Time
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("slow batch: %v", err)
+			}
+			if !moved.IsZero() && time.Since(moved) > time.Second {
+				t.Fatalf("the watermark passed the slow batch's seqs %v before its write returned", time.Since(moved).Round(time.Millisecond))
+			}
+			if wm, _ := fast.Watermark(ctx); wm != 10 {
+				t.Errorf("watermark %d once both are written, want 10", wm)
+			}
+			got, err := fast.NoticesAfter(ctx, 0, 100)
+			if err != nil || len(got) != 10 {
+				t.Fatalf("NoticesAfter(0): %d notices (%v), want 10", len(got), err)
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+			if wm, _ := fast.Watermark(ctx); wm != 0 && moved.IsZero() {
+				moved = time.Now()
+			}
+		}
 	}
 }

@@ -242,7 +242,11 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 func (s *Store) allocate(ctx context.Context, ids []string, collected string, known map[string]stored) (map[string]stored, func(), error) {
 	assigned := make(map[string]stored, len(ids))
 	var batches []arrival.Batch
+	var holds []func()
 	clear := func() {
+		for _, stop := range holds {
+			stop()
+		}
 		for _, b := range batches {
 			_ = s.arrive.Clear(context.WithoutCancel(ctx), b)
 		}
@@ -254,6 +258,7 @@ func (s *Store) allocate(ctx context.Context, ids []string, collected string, kn
 			return nil, nil, err
 		}
 		batches = append(batches, b)
+		holds = append(holds, s.arrive.Hold(b))
 		var settled []string
 		for i, id := range ids {
 			if b.Settled[i] {
