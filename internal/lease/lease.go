@@ -120,3 +120,31 @@ func (l *Lease) Shutdown(ctx context.Context) error {
 	l.held.Store(false)
 	return release.Run(ctx, l.rdb, []string{l.key}, l.owner).Err()
 }
+
+// Keep calls renew every interval, each call with a context that ends
+// after the interval, until the returned stop is called: the background
+// half of a lease that its holder extends while it works. A failed renewal
+// is renew's to ignore (the next tick tries again; a lease left alone
+// expires by itself). stop waits for a renewal under way and may be called
+// more than once.
+func Keep(interval time.Duration, renew func(ctx context.Context)) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), interval)
+				renew(ctx)
+				cancel()
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-finished }) }
+}

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,5 +77,29 @@ func TestOneHolderAndTakeover(t *testing.T) {
 	waitUntil(t, 2*ttl, "c to take over b's expired lease", c.Held)
 	if n, _ := renew.Run(ctx, b.rdb, []string{key}, b.owner, ttl.Milliseconds()).Int(); n != 0 {
 		t.Error("b could still renew a lease c holds")
+	}
+}
+
+// TestKeep: Keep renews every interval until stopped, and not after stop
+// has returned; stop may be called twice.
+func TestKeep(t *testing.T) {
+	var calls atomic.Int64
+	stop := Keep(10*time.Millisecond, func(ctx context.Context) {
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("a renewal without a deadline")
+		}
+		calls.Add(1)
+	})
+	for deadline := time.Now().Add(10 * time.Second); calls.Load() < 3; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d renewals in 10 s at a 10 ms interval, want 3", calls.Load())
+		}
+	}
+	stop()
+	stop()
+	after := calls.Load()
+	time.Sleep(50 * time.Millisecond)
+	if n := calls.Load(); n != after {
+		t.Errorf("%d renewals after stop returned, want 0", n-after)
 	}
 }

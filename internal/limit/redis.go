@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/lease"
 )
 
 // DefaultLease is how long a heavy slot held in Redis lives without being
@@ -175,31 +177,16 @@ func (l *Redis) Acquire(ctx context.Context, key string, perKey int) (Release, D
 	case 2:
 		return nil, Decision{RetryAfter: slotRetry, Global: true}, nil
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(l.lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				rctx, cancel := context.WithTimeout(context.Background(), l.lease/3)
-				_ = renewScript.Run(rctx, l.rdb, keys, token, l.lease.Milliseconds()).Err() // a missed renewal only shortens the lease
-				cancel()
-			}
-		}
-	}()
+	stopRenewing := lease.Keep(l.lease/3, func(ctx context.Context) {
+		_ = renewScript.Run(ctx, l.rdb, keys, token, l.lease.Milliseconds()).Err() // a missed renewal only shortens the lease
+	})
 	var once sync.Once
 	release := func() {
 		once.Do(func() {
 			released := l.releasing.add()
-			close(stop)
 			go func() {
 				defer released()
-				<-done
+				stopRenewing()
 				rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 				defer cancel()
 				pipe := l.rdb.TxPipeline()

@@ -24,12 +24,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/lease"
 )
 
 // DefaultLease is how long a batch's seqs hold the watermark back without
@@ -204,31 +204,12 @@ func (a *Arrivals) Hold(b Batch) (stop func()) {
 	if b.Token == "" {
 		return func() {}
 	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(a.lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-				// XX: a lease already gone stays gone (Clear ran, or it lapsed).
-				_ = a.rdb.SetArgs(ctx, a.prefix+"lease:"+b.Token, "1", redis.SetArgs{Mode: "XX", TTL: a.lease}).Err()
-				cancel()
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			close(done)
-			<-finished
-		})
-	}
+	return lease.Keep(a.lease/3, func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		// XX: a lease already gone stays gone (Clear ran, or it lapsed).
+		_ = a.rdb.SetArgs(ctx, a.prefix+"lease:"+b.Token, "1", redis.SetArgs{Mode: "XX", TTL: a.lease}).Err()
+	})
 }
 
 // clear: KEYS inflight; ARGV lease key, then the batch's members in

@@ -9,13 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/lease"
 	"github.com/noticesd/noticesd/internal/mail"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
@@ -407,25 +407,9 @@ const createLease = time.Minute
 // updates an entry that is still there (ZADD XX): an undone create stays
 // undone.
 func (s *Store) renewCreateLease(id string) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(createLease / 4)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), createLease/4)
-				s.rdb.ZAddXX(ctx, s.key("wpend"), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
-				cancel()
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+	return lease.Keep(createLease/4, func(ctx context.Context) {
+		s.rdb.ZAddXX(ctx, s.key("wpend"), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
+	})
 }
 
 // claimStalledScript takes the wpend entry of watch ARGV[3] if its lease
