@@ -22,6 +22,10 @@ type bulkOp struct {
 	What string
 	// Pos is the document's position in its batch (for store.BatchError).
 	Pos int
+	// Split, when set, gives the op's rows as one write each: a document
+	// of several rows that Elasticsearch refuses is sent again row by row
+	// (splitRefused), so the error names the row it refuses.
+	Split func() []bulkOp
 }
 
 // Bounds of a bulk request's size (flushBytes).
@@ -56,6 +60,9 @@ type bulkFailure struct {
 // call, naming up to ten of them with Elasticsearch's reason.
 func (s *Store) bulk(ctx context.Context, ops []bulkOp) error {
 	failed, err := s.bulkOnce(ctx, ops)
+	if err == nil {
+		failed, err = s.splitRefused(ctx, failed)
+	}
 	if err != nil {
 		return err
 	}
@@ -109,6 +116,26 @@ func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure) error {
 			return err
 		}
 	}
+}
+
+// splitRefused sends the rows of every refused op that has them (Split)
+// again one by one, and returns the refusals with each such op replaced by
+// the refusals of its rows; the others (429s, ops of one document) are
+// returned as they are.
+func (s *Store) splitRefused(ctx context.Context, failed []bulkFailure) ([]bulkFailure, error) {
+	var out []bulkFailure
+	for _, f := range failed {
+		if f.status == 429 || f.op.Split == nil {
+			out = append(out, f)
+			continue
+		}
+		fs, err := s.bulkOnce(ctx, f.op.Split())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs...)
+	}
+	return out, nil
 }
 
 // refused is a bulk load some of whose items Elasticsearch refused (the

@@ -2,7 +2,10 @@ package elastic
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,14 +61,12 @@ func TestRegisterLoadSettings(t *testing.T) {
 	if tl, _ := after["translog"].(map[string]any); tl != nil && tl["durability"] != "request" {
 		t.Errorf("after the load translog durability is %v, want request", tl["durability"])
 	}
-	var count struct {
-		Count int `json:"count"`
-	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+s.Alias(mappings.Register)+"/_count", nil, &count); err != nil {
+	held, err := s.registerRowCount(ctx, s.Alias(mappings.Register))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if count.Count != len(storetest.RegisterRows()) {
-		t.Errorf("the committed register holds %d searchable rows, want %d", count.Count, len(storetest.RegisterRows()))
+	if held != int64(len(storetest.RegisterRows())) {
+		t.Errorf("the committed register holds %d searchable rows, want %d", held, len(storetest.RegisterRows()))
 	}
 }
 
@@ -156,4 +157,162 @@ func TestStaleRegisterLoadDropped(t *testing.T) {
 	if !exists(live[0]) {
 		t.Errorf("the live register index %s was deleted", live[0])
 	}
+}
+
+// blockRegister is a register of 40 rows in which company 1 has names at
+// rows 15, 16 (either side of the first block boundary) and 35, and ABN
+// 51000000002 is held by companies 2 (rows 3 and 33) and 3 (row 20).
+func blockRegister() []notice.RegisterRow {
+	rows := make([]notice.RegisterRow, 40)
+	for i := range rows {
+		acn := fmt.Sprintf("%09d", 100+i)
+		rows[i] = notice.RegisterRow{CompanyName: fmt.Sprintf("FILLER %d PTY LTD", i), ACN: acn, ABN: "51" + acn, Status: "REGD"}
+	}
+	own := func(i int, acn, abn, name string) {
+		rows[i].ACN, rows[i].ABN, rows[i].CompanyName = acn, abn, name
+	}
+	own(15, "000000001", "", "ONE OLDEST PTY LTD")
+	own(16, "000000001", "", "ONE OLD PTY LTD")
+	own(35, "000000001", "", "ONE PTY LTD")
+	own(3, "000000002", "51000000002", "TWO OLD PTY LTD")
+	own(33, "000000002", "51000000002", "TWO PTY LTD")
+	own(20, "000000003", "51000000002", "THREE PTY LTD")
+	return rows
+}
+
+func rowNames(rows []notice.RegisterRow) []string {
+	out := []string{}
+	for _, r := range rows {
+		out = append(out, r.CompanyName)
+	}
+	return out
+}
+
+// checkBlockRegister reads blockRegister's companies from s's register.
+func checkBlockRegister(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	for _, c := range []struct {
+		field, value string
+		want         []string
+	}{
+		{"acn", "000000001", []string{"ONE OLDEST PTY LTD", "ONE OLD PTY LTD", "ONE PTY LTD"}},
+		{"acn", "000000002", []string{"TWO OLD PTY LTD", "TWO PTY LTD"}},
+		{"abn", "51000000002", []string{"TWO OLD PTY LTD", "THREE PTY LTD", "TWO PTY LTD"}},
+		{"acn", "000000139", []string{"FILLER 39 PTY LTD"}},
+		{"abn", "51000000001", []string{}},
+		{"acn", "000000999", []string{}},
+	} {
+		t.Run(c.field+" "+c.value, func(t *testing.T) {
+			got, err := s.registerRows(ctx, c.field, c.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if names := rowNames(got); !slices.Equal(names, c.want) {
+				t.Errorf("rows %q, want %q", names, c.want)
+			}
+		})
+	}
+	held, err := s.registerRowCount(ctx, s.Alias(mappings.Register))
+	if err != nil || held != 40 {
+		t.Errorf("the register holds %d rows (%v), want 40", held, err)
+	}
+}
+
+// TestRegisterBlocks: register rows are stored registerBlockRows to a
+// document, in blocks that do not cross a batch; a read by ACN or ABN
+// returns exactly the rows carrying it, in file order, wherever the blocks
+// fall (a company's names either side of a block boundary, a batch
+// boundary, an ABN held by two companies).
+func TestRegisterBlocks(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	rows := blockRegister()
+	l, err := s.BeginRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batches of 18 and 22 rows: blocks of 16, 2, 16, 6.
+	for _, b := range [][]notice.RegisterRow{rows[:18], rows[18:]} {
+		if err := l.Add(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var count struct {
+		Count int `json:"count"`
+	}
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+s.Alias(mappings.Register)+"/_count", nil, &count); err != nil {
+		t.Fatal(err)
+	}
+	if count.Count != 4 {
+		t.Errorf("the register has %d documents, want 4 blocks (16, 2, 16, 6 rows)", count.Count)
+	}
+	checkBlockRegister(t, s)
+}
+
+// TestReindexPacksRegisterVersion2: a register of mapping version 2 (one
+// row a document) stays readable, and `noticesd reindex` packs it into the
+// blocks of the current mapping, every row kept in file order.
+func TestReindexPacksRegisterVersion2(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	cur, err := mappings.Load(mappings.Register)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(cur.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	m := body["mappings"].(map[string]any)
+	m["_meta"] = map[string]any{"version": 2}
+	delete(m["properties"].(map[string]any), "rows")
+	v2 := cur
+	v2.Version = 2
+	if v2.Body, err = json.Marshal(body); err != nil {
+		t.Fatal(err)
+	}
+	v2Index := s.indexName(v2, "0")
+	if err := s.createIndex(ctx, v2, v2Index, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	var ops []bulkOp
+	for i, r := range blockRegister() {
+		doc, err := json.Marshal(registerDoc{Row: int64(i), ACN: r.ACN, ABN: r.ABN, Data: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, bulkOp{Index: v2Index, Action: "index", Body: doc, What: "v2 row"})
+	}
+	if err := s.bulk(ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.refresh(ctx, v2Index); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.registerLive(ctx, v2Index); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("version 2", func(t *testing.T) { checkBlockRegister(t, s) })
+
+	res, err := s.Reindex(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RegisterCopied != 40 || !strings.Contains(res.Register, fmt.Sprintf("-register-v%d-", cur.Version)) {
+		t.Fatalf("reindex: %+v, want 40 register rows copied into a version %d index", res, cur.Version)
+	}
+	var count struct {
+		Count int `json:"count"`
+	}
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+res.Register+"/_count", nil, &count); err != nil {
+		t.Fatal(err)
+	}
+	if count.Count != 3 {
+		t.Errorf("the reindexed register has %d documents, want 3 blocks (16, 16, 8 rows)", count.Count)
+	}
+	t.Run("reindexed", func(t *testing.T) { checkBlockRegister(t, s) })
 }

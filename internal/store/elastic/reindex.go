@@ -19,13 +19,13 @@ import (
 const writeGrace = 5 * time.Minute
 
 // ReindexProgress reports a reindex step: kind is the index kind, done and
-// total count documents copied.
+// total count what is copied (notices, register rows).
 type ReindexProgress func(kind string, done, total int64)
 
 // ReindexResult says what a reindex did.
 type ReindexResult struct {
-	// Notices and Register name the new indices; NoticesCopied and
-	// RegisterCopied count the documents copied into them.
+	// Notices and Register name the new indices; NoticesCopied counts the
+	// notices copied, RegisterCopied the register rows.
 	Notices, Register             string
 	NoticesCopied, RegisterCopied int64
 	// CaughtUp counts notices copied again after the swap (written during
@@ -150,7 +150,7 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		return res, err
 	}
 	res.Register = name
-	res.RegisterCopied, err = s.copyDocs(ctx, src[0], res.Register, matchAll, []obj{{"row": "asc"}}, "register", nil, progress)
+	res.RegisterCopied, err = s.copyRegister(ctx, src[0], res.Register, progress)
 	if err == nil && registerCopyHook != nil {
 		registerCopyHook()
 	}
@@ -168,6 +168,61 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		return res, err
 	}
 	return res, nil
+}
+
+// copyRegister copies the register rows of index from into index, in row
+// order, as the blocks of the current mapping (a register of mapping
+// version 1 or 2, one row a document, is packed into blocks of
+// registerBlockRows), and returns the rows copied.
+func (s *Store) copyRegister(ctx context.Context, from, index string, progress ReindexProgress) (int64, error) {
+	total, err := s.registerRowCount(ctx, from)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		done    int64
+		first   int64 // the row of pending[0]
+		pending []notice.RegisterRow
+	)
+	// send writes the full blocks of pending (every block with all).
+	send := func(all bool) error {
+		var ops []bulkOp
+		n := 0
+		for ; len(pending)-n >= registerBlockRows || (all && n < len(pending)); n += registerBlockRows {
+			block := pending[n:min(n+registerBlockRows, len(pending))]
+			at := first + int64(n)
+			ops = append(ops, registerOp(index, at, block, appendRegisterBlock(nil, at, block)))
+		}
+		if len(ops) == 0 {
+			return nil
+		}
+		if err := s.bulk(ctx, ops); err != nil {
+			return err
+		}
+		n = min(n, len(pending))
+		done += int64(n)
+		first += int64(n)
+		pending = append(pending[:0], pending[n:]...)
+		progress("register", done, max(total, done))
+		return nil
+	}
+	err = s.pages(ctx, from, obj{"query": matchAll, "sort": []obj{{"row": "asc"}}}, math.MaxInt, func(hs []hit) error {
+		for _, h := range hs {
+			row, rows, err := registerRowsOf(h.Source)
+			if err != nil {
+				return fmt.Errorf("elastic: register document %s: %w", h.ID, err)
+			}
+			if len(pending) == 0 {
+				first = row
+			}
+			pending = append(pending, rows...)
+		}
+		return send(false)
+	})
+	if err == nil {
+		err = send(true)
+	}
+	return done, err
 }
 
 // rebuildNoticeDoc is the document a reindex writes for a notice document

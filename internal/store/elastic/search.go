@@ -325,13 +325,13 @@ func (s *Store) registerRows(ctx context.Context, field, value string) ([]notice
 	if err != nil {
 		return nil, err
 	}
-	out := make([]notice.RegisterRow, len(hs))
-	for i, h := range hs {
-		var d registerDoc
-		if err := json.Unmarshal(h.Source, &d); err != nil {
-			return nil, fmt.Errorf("elastic: decode register row: %w", err)
+	var out []notice.RegisterRow
+	for _, h := range hs {
+		rows, err := registerRowsWith(h.Source, field, value)
+		if err != nil {
+			return nil, fmt.Errorf("elastic: decode register document %s: %w", h.ID, err)
 		}
-		out[i] = d.Data
+		out = append(out, rows...)
 	}
 	return out, nil
 }
