@@ -420,7 +420,7 @@ func BenchmarkESCompany(b *testing.B) {
 		i++
 		// The same three requests: register rows, the company's other
 		// identifiers (the same search), its notices.
-		reg := obj{"query": obj{"term": obj{"acn": acn}}, "sort": []obj{{"row": "asc"}}, "size": scanPage}
+		reg := obj{"query": obj{"term": obj{"acn": acn}}, "sort": []obj{{"row": "asc"}}, "size": scanPage, "_source": []string{"data"}}
 		if _, err := s.search(ctx, s.Alias(mappings.Register), reg); err != nil {
 			return err
 		}

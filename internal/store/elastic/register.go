@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+
 	"fmt"
+	gojson "github.com/goccy/go-json"
 	"net/http"
 	"strconv"
 	"sync"
@@ -54,17 +56,23 @@ type registerDoc struct {
 // ABN looked up is, is written as it is), so a lookup does not decode the
 // other 15 rows of its block.
 func registerRowsWith(src []byte, field, value string) ([]notice.RegisterRow, error) {
+	// One pass over a block splits its rows (go-json, as the answers
+	// are decoded: a lookup decodes about 5 KB a block); a document of
+	// version 1 or 2, whose data is one row, fails that and is read whole.
 	var d struct {
-		Data json.RawMessage `json:"data"`
+		Data []gojson.RawMessage `json:"data"`
 	}
-	if err := json.Unmarshal(src, &d); err != nil {
-		return nil, err
-	}
-	raws := []json.RawMessage{d.Data}
-	if len(d.Data) > 0 && d.Data[0] == '[' {
-		if err := json.Unmarshal(d.Data, &raws); err != nil {
+	raws := []gojson.RawMessage(nil)
+	if err := gojson.Unmarshal(src, &d); err == nil {
+		raws = d.Data
+	} else {
+		var one struct {
+			Data gojson.RawMessage `json:"data"`
+		}
+		if err := gojson.Unmarshal(src, &one); err != nil {
 			return nil, err
 		}
+		raws = []gojson.RawMessage{one.Data}
 	}
 	var quoted []byte
 	if digits(value) {
@@ -76,7 +84,7 @@ func registerRowsWith(src []byte, field, value string) ([]notice.RegisterRow, er
 			continue
 		}
 		var r notice.RegisterRow
-		if err := json.Unmarshal(raw, &r); err != nil {
+		if err := gojson.Unmarshal(raw, &r); err != nil {
 			return nil, err
 		}
 		if (field == "acn" && r.ACN == value) || (field == "abn" && r.ABN == value) {
@@ -251,15 +259,21 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 }
 
 // registerOp is the write of a register block (body, its encoding) into
-// index; refused, it is split into one write per row.
+// index; refused, it is split into one write per row. The split decodes
+// the rows from body rather than keeping the caller's slice, which the
+// caller may reuse once Add returns.
 func registerOp(index string, first int64, block []notice.RegisterRow, body []byte) bulkOp {
 	op := bulkOp{Index: index, Action: "index", Body: body, What: blockName(first, block)}
 	if len(block) > 1 {
 		op.Split = func() []bulkOp {
-			ops := make([]bulkOp, len(block))
-			for i := range block {
+			_, rows, err := registerRowsOf(body)
+			if err != nil {
+				return []bulkOp{{Index: index, Action: "index", Body: body, What: op.What}}
+			}
+			ops := make([]bulkOp, len(rows))
+			for i := range rows {
 				at := first + int64(i)
-				ops[i] = registerOp(index, at, block[i:i+1], appendRegisterBlock(nil, at, block[i:i+1]))
+				ops[i] = registerOp(index, at, rows[i:i+1], appendRegisterBlock(nil, at, rows[i:i+1]))
 			}
 			return ops
 		}

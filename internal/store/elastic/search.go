@@ -163,17 +163,6 @@ func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]not
 	return ns, ans.Hits.Total.Value, nil
 }
 
-// scan returns every hit of query in order (a sort ending on a unique
-// field), up to max, with search_after.
-func (s *Store) scan(ctx context.Context, index string, query obj, order []obj, max int) ([]hit, error) {
-	var out []hit
-	err := s.pages(ctx, index, obj{"query": query, "sort": order}, max, func(hs []hit) error {
-		out = append(out, hs...)
-		return nil
-	})
-	return out, err
-}
-
 // scanNotices returns the notices matching query in order (a sort ending
 // on a unique field), up to max, with search_after.
 func (s *Store) scanNotices(ctx context.Context, query obj, order []obj, max int) ([]notice.Notice, error) {
@@ -321,19 +310,21 @@ func (s *Store) registerRows(ctx context.Context, field, value string) ([]notice
 	if value == "" {
 		return nil, nil
 	}
-	hs, err := s.scan(ctx, s.Alias(mappings.Register), obj{"term": obj{field: value}}, []obj{{"row": "asc"}}, window)
-	if err != nil {
-		return nil, err
-	}
+	// Only the rows come back: a block's acn and abn lists are for the
+	// term query.
 	var out []notice.RegisterRow
-	for _, h := range hs {
-		rows, err := registerRowsWith(h.Source, field, value)
-		if err != nil {
-			return nil, fmt.Errorf("elastic: decode register document %s: %w", h.ID, err)
+	body := obj{"query": obj{"term": obj{field: value}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"data"}}
+	err := s.pages(ctx, s.Alias(mappings.Register), body, window, func(hs []hit) error {
+		for _, h := range hs {
+			rows, err := registerRowsWith(h.Source, field, value)
+			if err != nil {
+				return fmt.Errorf("elastic: decode register document %s: %w", h.ID, err)
+			}
+			out = append(out, rows...)
 		}
-		out = append(out, rows...)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // Company returns the company view; see store.Notices. An ABN is resolved
