@@ -58,3 +58,30 @@ func TestReplaceRegionKeepsHandWritten(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestSideBySideJudgesMeasuredRatio: the side-by-side table shows and
+// judges a latency row's ratio as the benchmark measured it (x-raw), so a
+// ratio just over its target is missed there as in the table of all
+// results, not rounded to the target and met.
+func TestSideBySideJudgesMeasuredRatio(t *testing.T) {
+	dir := t.TempDir()
+	rows := filepath.Join(dir, "rows.tsv")
+	if err := os.WriteFile(rows, []byte("company view\tlatency\t-\tapi BenchmarkScale/Company\t-\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ xraw, want string }{
+		{"1.302", "| 1.302 | <= 1.3x raw p50 | **missed** |"},
+		{"1.298", "| 1.298 | <= 1.3x raw p50 | met |"},
+	} {
+		t.Run(c.xraw, func(t *testing.T) {
+			out := "pkg: github.com/noticesd/noticesd/api\nBenchmarkScale/Company-2 \t 1\t 1 ns/op\t 1.756 p50-ms\t 7.454 p99-ms\t 1.348 raw-p50-ms\t 6.313 raw-p99-ms\t " + c.xraw + " x-raw\n"
+			results, _ := parse(strings.NewReader(out))
+			tg := map[string]target{"BenchmarkScale/Company\tx-raw": {text: "<= 1.3x raw p50", atMost: true, value: 1.3}}
+			var b strings.Builder
+			sideBySide(&b, results, tg, rows)
+			if !strings.Contains(b.String(), c.want) {
+				t.Errorf("table:\n%s\nwant a row ending %q", b.String(), c.want)
+			}
+		})
+	}
+}
