@@ -295,11 +295,6 @@ func blockName(first int64, block []notice.RegisterRow) string {
 // its documents' rows (a version 1 or 2 document, without rows, is one).
 func (s *Store) registerRowCount(ctx context.Context, index string) (int64, error) {
 	var ans struct {
-		Hits struct {
-			Total struct {
-				Value int64 `json:"value"`
-			} `json:"total"`
-		} `json:"hits"`
 		Aggregations struct {
 			Rows struct {
 				Value float64 `json:"value"`
@@ -309,7 +304,7 @@ func (s *Store) registerRowCount(ctx context.Context, index string) (int64, erro
 			} `json:"single"`
 		} `json:"aggregations"`
 	}
-	body := obj{"size": 0, "track_total_hits": true, "aggs": obj{
+	body := obj{"size": 0, "track_total_hits": false, "aggs": obj{
 		"rows":   obj{"sum": obj{"field": "rows"}},
 		"single": obj{"missing": obj{"field": "rows"}},
 	}}
