@@ -146,3 +146,12 @@ func TestRegisterRowsWith(t *testing.T) {
 		})
 	}
 }
+
+// registerDoc is a register document of mapping versions 1 and 2 (one row),
+// as the tests write one to check that it stays readable.
+type registerDoc struct {
+	Row  int64              `json:"row"`
+	ACN  string             `json:"acn"`
+	ABN  string             `json:"abn"`
+	Data notice.RegisterRow `json:"data"`
+}

@@ -3,7 +3,6 @@ package elastic
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 
 	"fmt"
 	gojson "github.com/goccy/go-json"
@@ -39,16 +38,6 @@ type registerBlock struct {
 // is kept small: 16 rows are about 5 KB of JSON.
 const registerBlockRows = 16
 
-// registerDoc is a register document of mapping versions 1 and 2: one row.
-// Readers still take it, so a register loaded before version 3 stays
-// readable until the next load or reindex.
-type registerDoc struct {
-	Row  int64              `json:"row"`
-	ACN  string             `json:"acn"`
-	ABN  string             `json:"abn"`
-	Data notice.RegisterRow `json:"data"`
-}
-
 // registerRowsWith decodes the rows of a register document (of any
 // mapping version) whose field (acn or abn) is value: a block holds the
 // other rows of its stretch of the file too. A row is decoded only when
@@ -56,23 +45,9 @@ type registerDoc struct {
 // ABN looked up is, is written as it is), so a lookup does not decode the
 // other 15 rows of its block.
 func registerRowsWith(src []byte, field, value string) ([]notice.RegisterRow, error) {
-	// One pass over a block splits its rows (go-json, as the answers
-	// are decoded: a lookup decodes about 5 KB a block); a document of
-	// version 1 or 2, whose data is one row, fails that and is read whole.
-	var d struct {
-		Data []gojson.RawMessage `json:"data"`
-	}
-	raws := []gojson.RawMessage(nil)
-	if err := gojson.Unmarshal(src, &d); err == nil {
-		raws = d.Data
-	} else {
-		var one struct {
-			Data gojson.RawMessage `json:"data"`
-		}
-		if err := gojson.Unmarshal(src, &one); err != nil {
-			return nil, err
-		}
-		raws = []gojson.RawMessage{one.Data}
+	_, raws, err := registerRaws(src)
+	if err != nil {
+		return nil, err
 	}
 	var quoted []byte
 	if digits(value) {
@@ -104,24 +79,43 @@ func digits(s string) bool {
 	return s != ""
 }
 
-// registerRowsOf decodes a register document of any mapping version into
-// its rows.
-func registerRowsOf(src []byte) (int64, []notice.RegisterRow, error) {
+// registerRaws splits a register document of any mapping version into
+// its first row's position and its rows' JSON: one pass over a block
+// (go-json, as the answers are decoded: a lookup decodes about 5 KB a
+// block); a document of version 1 or 2, one row a document (its row is
+// under "data" as an object), fails that and is read whole.
+func registerRaws(src []byte) (int64, []gojson.RawMessage, error) {
 	var d struct {
-		Row  int64           `json:"row"`
-		Data json.RawMessage `json:"data"`
+		Row  int64               `json:"row"`
+		Data []gojson.RawMessage `json:"data"`
 	}
-	if err := json.Unmarshal(src, &d); err != nil {
+	if err := gojson.Unmarshal(src, &d); err == nil {
+		return d.Row, d.Data, nil
+	}
+	var one struct {
+		Row  int64             `json:"row"`
+		Data gojson.RawMessage `json:"data"`
+	}
+	if err := gojson.Unmarshal(src, &one); err != nil {
 		return 0, nil, err
 	}
-	if len(d.Data) > 0 && d.Data[0] == '[' {
-		var rows []notice.RegisterRow
-		err := json.Unmarshal(d.Data, &rows)
-		return d.Row, rows, err
+	return one.Row, []gojson.RawMessage{one.Data}, nil
+}
+
+// registerRowsOf decodes a register document of any mapping version into
+// its first row's position and its rows.
+func registerRowsOf(src []byte) (int64, []notice.RegisterRow, error) {
+	row, raws, err := registerRaws(src)
+	if err != nil {
+		return 0, nil, err
 	}
-	var r notice.RegisterRow
-	err := json.Unmarshal(d.Data, &r)
-	return d.Row, []notice.RegisterRow{r}, err
+	rows := make([]notice.RegisterRow, len(raws))
+	for i, raw := range raws {
+		if err := gojson.Unmarshal(raw, &rows[i]); err != nil {
+			return 0, nil, err
+		}
+	}
+	return row, rows, nil
 }
 
 // RegisterLoad is a register replacement in progress: rows go into a new
