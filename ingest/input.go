@@ -3,11 +3,16 @@ package ingest
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	// Inflates the 910 MB of the 1,000,000-notice sample in 1.53 s where
+	// compress/gzip takes 2.05 s (a load reads its file on the cores
+	// Elasticsearch indexes on), with the same API; already in the build
+	// through the Prometheus client.
+	"github.com/klauspost/compress/gzip"
 )
 
 // Stdin is the path that means standard input.
