@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/noticesd/noticesd/internal/notice"
 )
@@ -18,6 +19,11 @@ const (
 	// StepRecord records the stored batch beside the notice store (scale
 	// mode's Redis lists and change log).
 	StepRecord
+	// StepSearchable is where a batch whose bulk write is over asks for
+	// its notices to be made searchable: it either refreshes or leaves
+	// that to a batch after it (see Followed), which must then come to
+	// this step after it.
+	StepSearchable
 	numSteps
 )
 
@@ -27,9 +33,10 @@ const (
 // writes, refreshes) overlaps. Turns are made in input order with
 // NextTurn. A nil *Turn waits for nothing (a batch written alone).
 type Turn struct {
-	prev [numSteps]<-chan struct{} // the batch before's steps; nil for the first
-	mine [numSteps]chan struct{}
-	once [numSteps]sync.Once
+	prev     [numSteps]<-chan struct{} // the batch before's steps; nil for the first
+	mine     [numSteps]chan struct{}
+	once     [numSteps]sync.Once
+	followed atomic.Bool
 }
 
 // NextTurn returns the turn of the batch after prev (nil: the first batch).
@@ -41,7 +48,16 @@ func NextTurn(prev *Turn) *Turn {
 			t.prev[s] = prev.mine[s]
 		}
 	}
+	if prev != nil {
+		prev.followed.Store(true)
+	}
 	return t
+}
+
+// Followed reports whether the turn of a batch after this one has been
+// made: that batch is under way and will take every step after this one.
+func (t *Turn) Followed() bool {
+	return t != nil && t.followed.Load()
 }
 
 // Wait blocks until the batch before has ended step s, or ctx ends.

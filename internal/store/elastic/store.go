@@ -63,6 +63,9 @@ type Config struct {
 	// stats) the store keeps while the notices' data version does not
 	// change (aggCache): DefaultAggCache when 0, none when negative.
 	AggCache int
+	// RefreshEvery is how often, at most, a load's batches refresh the
+	// notices index (refresh.go): DefaultRefreshEvery when 0.
+	RefreshEvery time.Duration
 }
 
 // maxIdleConns is how many connections to Elasticsearch a store keeps
@@ -77,6 +80,8 @@ type Store struct {
 	now    func() time.Time
 	arrive *arrival.Arrivals
 	aggs   *aggCache // nil: none
+	// refreshes holds the refreshes batches of a load left (refresh.go).
+	refreshes *refreshes
 }
 
 var (
@@ -128,7 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("elastic: client for %s: %w", cfg.URL, err)
 	}
-	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, arrive: cfg.Arrivals, aggs: newAggCache(cfg.AggCache)}
+	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, arrive: cfg.Arrivals, aggs: newAggCache(cfg.AggCache), refreshes: &refreshes{}}
 	if err := s.ensureAliases(ctx); err != nil {
 		return nil, err
 	}

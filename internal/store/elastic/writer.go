@@ -55,6 +55,15 @@ var _ store.TurnWriter = (*Store)(nil)
 // that step on every path and leaves the others to the caller.
 func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, turn *store.Turn) ([]notice.Notice, store.UpsertResult, error) {
 	defer turn.Done(store.StepAllocate)
+	// The batch's StepSearchable, on every path (makeSearchable): own
+	// holds its seqs once allocated.
+	var own searchable
+	searched := false
+	defer func() {
+		if !searched {
+			_ = s.makeSearchable(ctx, turn, own, false)
+		}
+	}()
 	var res store.UpsertResult
 	if len(batch) == 0 {
 		return nil, res, nil
@@ -125,14 +134,16 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 		return nil, res, err
 	}
 	// The seqs stop holding the watermark back whatever happens: on
-	// success the notices are searchable; on failure a retry gets new ones.
-	defer clear()
+	// success once the notices are searchable; on failure a retry gets
+	// new ones.
+	own.clear = clear
 
 	na := <-nextCh
 	if na.err != nil {
 		return nil, res, na.err
 	}
 	next := na.ok
+	own.next = next
 	// The folding goroutine reads ns; it must be done before seqs are
 	// written into it.
 	<-folded
@@ -213,16 +224,11 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 			seen[ns[i].ID] = true
 		}
 	}
-	if err := s.refresh(ctx, s.Alias("notices")); err != nil {
+	// Searchable now, or by a refresh a batch after it makes (refresh.go).
+	searched = true
+	if err := s.makeSearchable(ctx, turn, own, true); err != nil {
 		return nil, store.UpsertResult{}, err
 	}
-	if next {
-		if err := s.refresh(ctx, s.nextAlias()); err != nil && !isNotFound(err) {
-			return nil, store.UpsertResult{}, err
-		}
-	}
-	// The batch is searchable: answers kept from before it go (aggCache).
-	s.dataChanged(ctx)
 	written := make([]notice.Notice, 0, len(ns))
 	for i := range ns {
 		if !failed[i] {
