@@ -23,6 +23,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
@@ -393,12 +394,32 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 	}
 	// go-json: about three times encoding/json's speed on a page of
 	// notices, the largest piece of the API's CPU on a search
-	// (docs/elasticsearch.md).
-	if err := gojson.NewDecoder(res.Body).Decode(out); err != nil {
+	// (docs/elasticsearch.md). The answer is read whole first: go-json's
+	// stream decoder, fed by the body's reads, spent most of its time
+	// refilling (docs/benchmarks.md, 2026-11-24).
+	buf := answerBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledAnswer {
+			buf.Reset()
+			answerBuffers.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(res.Body); err != nil {
 		if ctx.Err() != nil {
 			return unavailable(ctx.Err())
 		}
+		return unavailable(fmt.Errorf("elastic: read answer of %s %s: %w", method, path, err))
+	}
+	if err := gojson.Unmarshal(buf.Bytes(), out); err != nil {
 		return fmt.Errorf("elastic: decode answer of %s %s: %w", method, path, err)
 	}
 	return nil
 }
+
+// answerBuffers holds the buffers answers are read into (do); go-json
+// decodes from its own copy, so a buffer is free again once decoded.
+var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledAnswer is the largest buffer kept for reuse (a deep page or a
+// company with many notices reads more, and lets it go).
+const maxPooledAnswer = 1 << 20
