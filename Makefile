@@ -33,7 +33,7 @@ bench: build
 fuzz:
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzParse -fuzztime 2m ./internal/query
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzDecodeObject -fuzztime 1m ./ingest
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendJSONString -fuzztime 1m ./internal/store/elastic
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendString -fuzztime 1m ./internal/jsontext
 
 ## vet: go vet and staticcheck (pinned, fetched from the Go module proxy on first use)
 vet:

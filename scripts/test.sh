@@ -85,4 +85,4 @@ go test -race -tags "$TAGS" -count=1 -timeout 10m -run 'Reindex|TwoIngesters|All
 echo "== fuzz q parser (20s), notice line decoding and JSON string encoding (10s each)"
 go test -tags "$TAGS" -run '^$' -fuzz FuzzParse -fuzztime 20s ./internal/query
 go test -tags "$TAGS" -run '^$' -fuzz FuzzDecodeObject -fuzztime 10s ./ingest
-go test -tags "$TAGS" -run '^$' -fuzz FuzzAppendJSONString -fuzztime 10s ./internal/store/elastic
+go test -tags "$TAGS" -run '^$' -fuzz FuzzAppendString -fuzztime 10s ./internal/jsontext

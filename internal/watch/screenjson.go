@@ -3,7 +3,8 @@ package watch
 import (
 	"io"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/noticesd/noticesd/internal/jsontext"
 )
 
 // flushAt is the buffer size at which WriteJSON hands bytes to its writer.
@@ -152,59 +153,6 @@ func appendNullable(buf []byte, s *string) []byte {
 	return appendString(buf, *s)
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s as a JSON string the way encoding/json does with
-// HTML escaping off: control characters escaped (\b \f \n \r \t by name),
-// invalid UTF-8 as \ufffd, and U+2028 and U+2029 escaped.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				buf = append(buf, '\\', c)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
-}
+// HTML escaping off (jsontext.AppendString).
+func appendString(buf []byte, s string) []byte { return jsontext.AppendString(buf, s, false) }

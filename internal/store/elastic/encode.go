@@ -2,8 +2,8 @@ package elastic
 
 import (
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/noticesd/noticesd/internal/jsontext"
 	"github.com/noticesd/noticesd/internal/notice"
 )
 
@@ -71,73 +71,13 @@ func appendField(buf []byte, key, v string) []byte {
 }
 
 // appendJSONString appends s as a JSON string byte for byte as
-// encoding/json writes it (FuzzAppendJSONString): " and \ escaped, the
-// control characters as \n, \t, ... or \u00XX, < > & as \u003c \u003e
-// \u0026, U+2028 and U+2029 as \u2028 \u2029, and each byte of invalid
-// UTF-8 as \ufffd. Notice texts hold quotes and ampersands often enough
-// that handing such strings to encoding/json cost a tenth of an ingest's
-// client CPU (docs/benchmarks.md, 2026-11-24).
+// json.Marshal writes it (jsontext.AppendString, HTML escaping on). Notice
+// texts hold quotes and ampersands often enough that handing such strings
+// to encoding/json cost a tenth of an ingest's client CPU
+// (docs/benchmarks.md, 2026-11-24).
 func appendJSONString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				buf = append(buf, '\\', c)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			buf = append(append(buf, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			buf = append(append(buf, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
+	return jsontext.AppendString(buf, s, true)
 }
-
-const hexDigits = "0123456789abcdef"
-
-// jsonSafe holds the ASCII bytes encoding/json copies into a string as
-// they are.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = true
-	}
-	for _, c := range `"\<>&` {
-		t[c] = false
-	}
-	return t
-}()
 
 // appendNoticeDoc appends the JSON of noticeDocWith(n, indexedAt, fts) to
 // buf, byte for byte what encoding/json writes (TestAppendNoticeDoc, which

@@ -155,22 +155,3 @@ type registerDoc struct {
 	ABN  string             `json:"abn"`
 	Data notice.RegisterRow `json:"data"`
 }
-
-// FuzzAppendJSONString holds appendJSONString to encoding/json's bytes
-// (`go test -fuzz FuzzAppendJSONString ./internal/store/elastic`); the
-// seeds run in every `go test`.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{
-		"", "plain", `say "hi" \ there`, "<b>&amp;</b>", "tab\tnew\nline\rcr\bbs\fff",
-		"\x00\x01\x1f\x7f", "café Zürich ✓ 𝄞", "line\u2028sep\u2029para",
-		"bad \xff byte", "cut \xe2\x82", "\xed\xa0\x80 surrogate", "'single'", "end\\",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString([]byte("x"), s); !bytes.Equal(got[1:], want) || got[0] != 'x' {
-			t.Fatalf("appendJSONString(%q) = %s, encoding/json writes %s", s, got[1:], want)
-		}
-	})
-}
