@@ -26,7 +26,8 @@ type stored struct {
 // (read from Elasticsearch in real time); new notices get theirs from
 // Redis (arrival.Allocate, in batch order) and are registered in flight
 // until the batch is written and refreshed, so the arrival watermark
-// announces them only once they are searchable. Every write carries an
+// announces them only once they are searchable (a batch of a load may
+// leave its refresh to the batch after it: refresh.go). Every write carries an
 // external_gte version (milliseconds, above the stored one), so a copy made
 // by `noticesd reindex` never overwrites a newer write. While a reindex
 // runs, documents are also written to the index it is filling.
