@@ -82,12 +82,8 @@ func checkDecodeObject(t *testing.T, line []byte) {
 
 // decodeStd is decodeObject with encoding/json alone.
 func decodeStd(line []byte, v *noticeLine) *LineError {
-	i := 0
-	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
-		i++
-	}
-	if i == len(line) || line[i] != '{' {
-		return reject("not a JSON object; each line must hold one notice as {...}")
+	if err := objectStart(line); err != nil {
+		return err
 	}
 	return decodeReason(json.Unmarshal(line, v))
 }

@@ -139,12 +139,8 @@ func invalidUTF8At(b []byte) int {
 // decodeObject unmarshals one JSON object, turning decoder errors into
 // reasons an operator can act on.
 func decodeObject(line []byte, v any) *LineError {
-	i := 0
-	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
-		i++
-	}
-	if i == len(line) || line[i] != '{' {
-		return reject("not a JSON object; each line must hold one notice as {...}")
+	if err := objectStart(line); err != nil {
+		return err
 	}
 	// go-json decodes a well-formed line about twice as fast as
 	// encoding/json (docs/benchmarks.md, 2026-11-24); a line it refuses is
@@ -155,6 +151,19 @@ func decodeObject(line []byte, v any) *LineError {
 	}
 	reflect.ValueOf(v).Elem().SetZero() // what go-json set before it stopped
 	return decodeReason(json.Unmarshal(line, v))
+}
+
+// objectStart refuses a line that does not start (after blanks) as a
+// JSON object.
+func objectStart(line []byte) *LineError {
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	if i == len(line) || line[i] != '{' {
+		return reject("not a JSON object; each line must hold one notice as {...}")
+	}
+	return nil
 }
 
 // decodeReason turns an encoding/json decoding error (nil: none) into a
