@@ -34,6 +34,7 @@ fuzz:
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzParse -fuzztime 2m ./internal/query
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzDecodeObject -fuzztime 1m ./ingest
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendString -fuzztime 1m ./internal/jsontext
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendNoticeDoc -fuzztime 1m ./internal/store/elastic
 
 ## vet: go vet and staticcheck (pinned, fetched from the Go module proxy on first use)
 vet:

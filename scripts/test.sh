@@ -82,7 +82,8 @@ echo "== race detector on the concurrent parts"
 go test -race -tags "$TAGS" -count=1 -timeout 10m ./api ./internal/limit ./worker ./internal/collector ./matcher ./internal/webhook ./internal/store/sqlite ./internal/scheduler
 go test -race -short -tags "$TAGS" -count=1 -timeout 10m ./internal/store/redisstore
 go test -race -tags "$TAGS" -count=1 -timeout 10m -run 'Reindex|TwoIngesters|Allocate' ./internal/store/elastic ./internal/store/arrival
-echo "== fuzz q parser (20s), notice line decoding and JSON string encoding (10s each)"
+echo "== fuzz q parser (20s), notice line decoding, JSON string encoding and notice documents (10s each)"
 go test -tags "$TAGS" -run '^$' -fuzz FuzzParse -fuzztime 20s ./internal/query
 go test -tags "$TAGS" -run '^$' -fuzz FuzzDecodeObject -fuzztime 10s ./ingest
 go test -tags "$TAGS" -run '^$' -fuzz FuzzAppendString -fuzztime 10s ./internal/jsontext
+go test -tags "$TAGS" -run '^$' -fuzz FuzzAppendNoticeDoc -fuzztime 10s ./internal/store/elastic

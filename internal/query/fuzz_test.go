@@ -120,7 +120,8 @@ func checkSimplified(t *testing.T, q string, n Node) {
 }
 
 // FuzzFold checks the one-pass Fold against its definition: the tokens of
-// the tokeniser joined by single spaces.
+// the tokeniser joined by single spaces; and AppendFold, after bytes
+// already in its buffer, against Fold.
 func FuzzFold(f *testing.F) {
 	for _, s := range []string{
 		"", " ", "Acme Holdings PTY. Ltd", "Smith-Jones Café", "o'brien", "a\u0301b", "\u0301a",
@@ -132,6 +133,9 @@ func FuzzFold(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := Fold(s), strings.Join(tokens(s), " "); got != want {
 			t.Fatalf("Fold(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := string(AppendFold([]byte(`["x",`), s)), `["x",`+Fold(s); got != want {
+			t.Fatalf("AppendFold(%q) after other bytes = %q, want %q", s, got, want)
 		}
 	})
 }

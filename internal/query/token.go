@@ -233,43 +233,61 @@ func tokens(s string) []string {
 // backend without the unicode61 tokeniser indexes (the Elasticsearch
 // backend, whose analyzer splits the text at spaces only), so that it sees
 // the same tokens Parse and FTS5 see.
-//
-// It is tokens(s) joined by spaces, written in one pass into one buffer
-// (the scale ingester folds every notice's texts: this is its hot loop).
 func Fold(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	in := false
-	start := func() {
-		if !in {
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			in = true
-		}
+	return string(AppendFold(make([]byte, 0, len(s)), s))
+}
+
+// asciiFold maps an ASCII letter or digit to its folded byte (lower case)
+// and every other ASCII byte, a separator, to 0.
+var asciiFold = func() (t [utf8.RuneSelf]byte) {
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c
 	}
-	for _, r := range s {
-		if r < utf8.RuneSelf {
-			switch {
-			case 'a' <= r && r <= 'z', '0' <= r && r <= '9':
-				start()
-				b.WriteByte(byte(r))
-			case 'A' <= r && r <= 'Z':
-				start()
-				b.WriteByte(byte(r + 'a' - 'A'))
-			default:
+	for c := byte('a'); c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = c, c
+	}
+	return t
+}()
+
+// AppendFold appends Fold(s) to dst: tokens(s) joined by spaces, written
+// in one pass (the scale ingester folds every notice's texts straight into
+// the document it sends: this is its hot loop). Its bytes are ASCII
+// letters, digits and spaces and the UTF-8 of folded letters and digits.
+func AppendFold(dst []byte, s string) []byte {
+	begin := len(dst)
+	in := false
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			f := asciiFold[c]
+			if f == 0 {
 				in = false
+				continue
 			}
+			if !in {
+				if len(dst) > begin {
+					dst = append(dst, ' ')
+				}
+				in = true
+			}
+			dst = append(dst, f)
 			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
 		if isTokenRune(r) || (in && isDiacritic(r)) {
-			start()
+			if !in {
+				if len(dst) > begin {
+					dst = append(dst, ' ')
+				}
+				in = true
+			}
 			if f := foldRune(r); f >= 0 {
-				b.WriteRune(f)
+				dst = utf8.AppendRune(dst, f)
 			}
 			continue
 		}
 		in = false
 	}
-	return b.String()
+	return dst
 }

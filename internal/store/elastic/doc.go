@@ -40,8 +40,8 @@ func newNoticeDoc(n notice.Notice, indexedAt int64) noticeDoc {
 }
 
 // noticeFTS is the fts field of a notice: its four searchable texts, each
-// folded by query.Fold. It needs neither notice_seq nor collected_at, so
-// the writer folds a batch while it looks those up.
+// folded by query.Fold. (The writer folds them straight into each
+// document: appendFTS.)
 func noticeFTS(n notice.Notice) []string {
 	return []string{query.Fold(n.CompanyName), query.Fold(n.NoticeType), query.Fold(n.Text),
 		query.Fold(notice.PractitionerText(n.Practitioners))}

@@ -98,7 +98,29 @@ func TestAppendNoticeDoc(t *testing.T) {
 		if got := appendNoticeDoc(nil, &n, 1700000000000+int64(i), fts); !bytes.Equal(got, want) {
 			t.Errorf("notice %d:\n got %s\nwant %s", i, got, want)
 		}
+		if got := appendNoticeDoc([]byte("x"), &n, 1700000000000+int64(i), nil); !bytes.Equal(got[1:], want) {
+			t.Errorf("notice %d, its texts folded into the document:\n got %s\nwant %s", i, got[1:], want)
+		}
 	}
+}
+
+// FuzzAppendNoticeDoc: whatever a notice's texts hold, the document with
+// its texts folded straight into it (appendFTS, no escaping pass) is what
+// encoding/json writes for newNoticeDoc.
+func FuzzAppendNoticeDoc(f *testing.F) {
+	f.Add("Acme Pty Ltd", "Winding up", "Café \"quoted\" <&> \u2028 \xff 日本", "Zoë O'Brien")
+	f.Add("\x00\x1f", "\u2029", "ΑΘΗΝΑ Москва \ue000 a\u0301b", "A & B")
+	f.Fuzz(func(t *testing.T, name, kind, text, practitioner string) {
+		n := notice.Notice{ID: "ntc_x", SourceID: "s", Seq: 1, CompanyName: name, NoticeType: kind, Text: text,
+			Practitioners: []notice.Practitioner{{Name: practitioner, Firm: text, Role: "liquidator"}}}
+		want, err := json.Marshal(newNoticeDoc(n, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendNoticeDoc(nil, &n, 1, nil); !bytes.Equal(got, want) {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	})
 }
 
 // TestRegisterRowsWith: a lookup takes from a block exactly the rows whose

@@ -245,7 +245,7 @@ func rebuildNoticeDoc(src json.RawMessage) ([]byte, error) {
 	if n.Practitioners == nil {
 		n.Practitioners = []notice.Practitioner{}
 	}
-	return appendNoticeDoc(make([]byte, 0, len(src)), &n, d.IndexedAt, noticeFTS(n)), nil
+	return appendNoticeDoc(make([]byte, 0, len(src)), &n, d.IndexedAt, nil), nil
 }
 
 // catchUp copies the notices visible through catchUpAlias (those written
