@@ -392,11 +392,32 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 	if out == nil {
 		return nil
 	}
-	// go-json: about three times encoding/json's speed on a page of
-	// notices, the largest piece of the API's CPU on a search
-	// (docs/elasticsearch.md). The answer is read whole first: go-json's
-	// stream decoder, fed by the body's reads, spent most of its time
-	// refilling (docs/benchmarks.md, 2026-11-24).
+	err = readWhole(res.Body, func(b []byte) error { return gojson.Unmarshal(b, out) })
+	var rerr readError
+	switch {
+	case errors.As(err, &rerr) && ctx.Err() != nil:
+		return unavailable(ctx.Err())
+	case errors.As(err, &rerr):
+		return unavailable(fmt.Errorf("elastic: read answer of %s %s: %w", method, path, rerr.err))
+	case err != nil:
+		return fmt.Errorf("elastic: decode answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// readError is readWhole's error when reading (not decoding) failed.
+type readError struct{ err error }
+
+func (e readError) Error() string { return e.err.Error() }
+func (e readError) Unwrap() error { return e.err }
+
+// readWhole reads r whole into a pooled buffer and hands it to decode
+// (which must not keep it). go-json is about three times encoding/json's
+// speed on a page of notices, the largest piece of the API's CPU on a
+// search (docs/elasticsearch.md); answers are read whole first because
+// go-json's stream decoder, fed by the body's reads, spent most of its
+// time refilling (docs/benchmarks.md, 2026-11-24).
+func readWhole(r io.Reader, decode func([]byte) error) error {
 	buf := answerBuffers.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= maxPooledAnswer {
@@ -404,16 +425,10 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 			answerBuffers.Put(buf)
 		}
 	}()
-	if _, err := buf.ReadFrom(res.Body); err != nil {
-		if ctx.Err() != nil {
-			return unavailable(ctx.Err())
-		}
-		return unavailable(fmt.Errorf("elastic: read answer of %s %s: %w", method, path, err))
+	if _, err := buf.ReadFrom(r); err != nil {
+		return readError{err}
 	}
-	if err := gojson.Unmarshal(buf.Bytes(), out); err != nil {
-		return fmt.Errorf("elastic: decode answer of %s %s: %w", method, path, err)
-	}
-	return nil
+	return decode(buf.Bytes())
 }
 
 // answerBuffers holds the buffers answers are read into (do); go-json
