@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -134,7 +136,7 @@ func TestRegisterNamesAsRowByRow(t *testing.T) {
 	former := func(n int, name, current, abn string) notice.RegisterRow {
 		return notice.RegisterRow{CompanyName: name, ACN: acn(n), ABN: abn, CurrentNameIndicator: "N", CurrentName: current}
 	}
-	for _, tc := range []struct {
+	cases := []struct {
 		name    string
 		batches [][]notice.RegisterRow
 	}{
@@ -152,7 +154,44 @@ func TestRegisterNamesAsRowByRow(t *testing.T) {
 			{cur(1, "ONE", "51"+acn(1)), former(1, "ONE OLD", "", "51"+acn(1)), cur(2, "TWO", "51"+acn(1))},
 			{former(1, "ONE OLDER", "", "62"+acn(1)), cur(2, "TWO", "51"+acn(1))}}},
 		{"rows without an ACN are skipped", [][]notice.RegisterRow{{{CompanyName: "NONE", CurrentNameIndicator: "Y"}, cur(3, "THREE", "")}}},
-	} {
+		{"an ACN's second ABN in the same batch", [][]notice.RegisterRow{{cur(1, "ONE", "51"+acn(1)), former(1, "OLD", "", "62"+acn(1)), former(1, "OLDER", "", "51"+acn(1))}}},
+		{"an ABN of two ACNs, in one batch and across batches", [][]notice.RegisterRow{
+			{cur(1, "ONE", "51"+acn(1)), cur(2, "TWO", "51"+acn(1))}, {cur(3, "THREE", "51"+acn(1)), former(2, "TWO OLD", "", "62"+acn(2))}}},
+		{"ACNs and ABNs not of ingest's lengths", [][]notice.RegisterRow{
+			{{CompanyName: "ODD OLD", ACN: "12345", ABN: "777"}, {CompanyName: "ODD", ACN: "12345", ABN: "888", CurrentNameIndicator: "Y"}},
+			{{CompanyName: "ODD AGAIN", ACN: "12345", ABN: "777", CurrentNameIndicator: "Y"}, {CompanyName: "PADDED", ACN: "0012345", ABN: "777"}, cur(12345, "NINE", "777")}}},
+	}
+	// Random registers: a few ACNs and ABNs in many combinations, split
+	// into batches at random, so every path of Add (first writes, lists
+	// appended, repeats within and across batches) meets every other.
+	for seed := range 6 {
+		r := rand.New(rand.NewPCG(uint64(seed), 11))
+		var rows []notice.RegisterRow
+		for i := range 120 {
+			row := notice.RegisterRow{CompanyName: "CO " + acn(i), ACN: acn(1 + r.IntN(15)), CurrentNameIndicator: []string{"Y", "N", "", "y"}[r.IntN(4)]}
+			// ABNs formed from one of the ACNs (two leading digits of
+			// three), and others.
+			switch r.IntN(5) {
+			case 0:
+			case 1:
+				row.ABN = "5" + acn(1+r.IntN(12)) + "0"
+			default:
+				row.ABN = []string{"51", "62", "73"}[r.IntN(3)] + acn(1+r.IntN(15))
+			}
+			rows = append(rows, row)
+		}
+		var batches [][]notice.RegisterRow
+		for len(rows) > 0 {
+			n := min(len(rows), 1+r.IntN(30))
+			batches = append(batches, rows[:n])
+			rows = rows[n:]
+		}
+		cases = append(cases, struct {
+			name    string
+			batches [][]notice.RegisterRow
+		}{fmt.Sprintf("random register, seed %d", seed), batches})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			// The row-by-row model.
 			names := map[string]string{}
