@@ -173,7 +173,7 @@ func (a *Arrivals) Allocate(ctx context.Context, ids []string, collected string,
 		res, err := allocate.Run(cctx, a.rdb, []string{a.counterKey(), a.inflightKey(), a.watermarkKey()}, args...).Slice()
 		cancel()
 		if err != nil {
-			// Chunks already taken stay in flight until their lease ends.
+			a.release(batch.Token)
 			return Batch{}, Unavailable(err)
 		}
 		if len(res) != 3*len(chunk) {
@@ -190,6 +190,21 @@ func (a *Arrivals) Allocate(ctx context.Context, ids []string, collected string,
 		}
 	}
 	return batch, nil
+}
+
+// release ends the lease of a batch whose allocation failed after some
+// chunks were taken (perhaps the failing one too: a reply lost to a
+// timeout does not say whether the script ran), so their seqs stop holding
+// the watermark back at once instead of one lease later: the watermark
+// passes an in-flight entry whose lease key is gone (watermarkScript), and
+// those notices get new seqs when they are written again. Best effort:
+// when Redis cannot be reached, the lease still ends by itself.
+func (a *Arrivals) release(token string) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if a.rdb.Del(ctx, a.prefix+"lease:"+token).Err() == nil {
+		_, _ = a.Watermark(ctx)
+	}
 }
 
 // Hold keeps b's lease alive while its writer works: every third of the

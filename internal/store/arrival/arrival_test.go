@@ -2,6 +2,8 @@ package arrival
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -339,5 +342,104 @@ func TestHoldKeepsASlowBatchInFlight(t *testing.T) {
 			t.Fatalf("watermark %d three seconds after the hold ended, want 2 (the lease lapsed)", w)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// failNth is a go-redis hook that fails the nth EVALSHA or EVAL it sees
+// (counting from 1): before sending it, or, with ran, after Redis ran it
+// (a reply lost to a timeout).
+type failNth struct {
+	n, seen int
+	ran     bool
+}
+
+func (h *failNth) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *failNth) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *failNth) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name != "evalsha" && name != "eval" {
+			return next(ctx, cmd)
+		}
+		h.seen++
+		if h.seen != h.n {
+			return next(ctx, cmd)
+		}
+		if h.ran {
+			_ = next(ctx, cmd)
+		}
+		err := errors.New("injected: connection reset")
+		cmd.SetErr(err)
+		return err
+	}
+}
+
+// TestFailedAllocationReleasesItsChunks: an allocation that fails after
+// some of its chunks were taken (Redis dropped the connection on the
+// second chunk, before or after running it) ends its lease at once, so
+// the watermark does not wait a whole lease (5 minutes here) for seqs no
+// notice will carry; the same ids allocated again get new seqs and hold
+// the watermark as usual.
+func TestFailedAllocationReleasesItsChunks(t *testing.T) {
+	for _, ran := range []bool{false, true} {
+		t.Run(fmt.Sprintf("script ran %v", ran), func(t *testing.T) {
+			ctx := context.Background()
+			a, rdb := open(t)
+			if a.lease != DefaultLease {
+				t.Fatalf("lease %v, want the default", a.lease)
+			}
+			ids := make([]string, 3*allocateChunk)
+			for i := range ids {
+				ids[i] = "f" + strconv.Itoa(i)
+			}
+			before, err := a.Allocate(ctx, []string{"before"}, "t0", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hook := &failNth{n: 2, ran: ran}
+			rdb.AddHook(hook)
+			_, err = a.Allocate(ctx, ids, "t1", false)
+			if e, ok := errs.As(err); !ok || e.Code != errs.BackendUnavailable {
+				t.Fatalf("allocate with the second chunk failing: %v, want %s", err, errs.BackendUnavailable)
+			}
+			hook.n = 0
+			// "before" (seq 1) was never cleared: it holds the watermark.
+			if w, _ := a.Watermark(ctx); w != 0 {
+				t.Fatalf("watermark %d, want 0 while seq 1 is in flight", w)
+			}
+			if err := a.Clear(ctx, before); err != nil {
+				t.Fatal(err)
+			}
+			taken := int64(allocateChunk)
+			if ran {
+				taken = 2 * allocateChunk
+			}
+			if w, _ := a.Watermark(ctx); w != 1+taken {
+				t.Errorf("watermark %d after the failed allocation, want %d: its chunks still hold it", w, 1+taken)
+			}
+			if c := rdb.ZCard(ctx, a.inflightKey()).Val(); c != 0 {
+				t.Errorf("in flight: %d entries, want 0", c)
+			}
+			again, err := a.Allocate(ctx, ids, "t2", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range ids {
+				if settled := int64(i) < taken; again.Settled[i] != settled {
+					t.Fatalf("id %d settled %v, want %v (its first seq is behind the watermark)", i, again.Settled[i], settled)
+				}
+			}
+			fresh, err := a.Allocate(ctx, ids[:taken], "t2", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fresh.Seqs[0] <= 1+taken {
+				t.Errorf("fresh seq %d, want above the watermark %d", fresh.Seqs[0], 1+taken)
+			}
+			if w, _ := a.Watermark(ctx); w != 1+taken {
+				t.Errorf("watermark %d with the new allocations in flight, want %d", w, 1+taken)
+			}
+		})
 	}
 }
