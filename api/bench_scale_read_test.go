@@ -50,15 +50,22 @@ import (
 // raw go-redis pipelines. The bare esutil.BulkIndexer ingest figures are
 // internal/store/elastic's BenchmarkESIngest*Raw on the same files. The
 // reads start once Elasticsearch has finished merging what the load
-// wrote (settle).
+// wrote, and the register load once the notice load's merges have ended
+// (settle).
 //
 // NOTICES_BENCH_SCALE_NS names a namespace to keep after the run: when it
 // already holds the dataset, the load is skipped (for repeated read runs
 // while profiling).
 func BenchmarkScale(b *testing.B) {
 	sb := newScaleRead(b)
-	b.Run("IngestNotices", func(b *testing.B) { sb.ingest(b, "notices", true) })
-	b.Run("IngestRegister", func(b *testing.B) { sb.ingest(b, "register", true) })
+	b.Run("IngestNotices", func(b *testing.B) {
+		sb.settle(b, "the notice load")
+		sb.ingest(b, "notices", true)
+	})
+	b.Run("IngestRegister", func(b *testing.B) {
+		sb.settle(b, "the register load")
+		sb.ingest(b, "register", true)
+	})
 	for _, g := range []struct{ name, group string }{
 		{"SearchFilterOnly", "search-filter"},
 		{"SearchQ", "search-q"},
@@ -71,7 +78,7 @@ func BenchmarkScale(b *testing.B) {
 	} {
 		b.Run(g.name, func(b *testing.B) {
 			sb.load(b)
-			sb.settle(b)
+			sb.settle(b, "the reads")
 			base := sb.base
 			if strings.HasSuffix(g.name, "NoCache") {
 				base = sb.noCache
@@ -81,7 +88,7 @@ func BenchmarkScale(b *testing.B) {
 	}
 	b.Run("Match50k", func(b *testing.B) {
 		sb.load(b)
-		sb.settle(b)
+		sb.settle(b, "the screens")
 		sb.match(b)
 	})
 }
@@ -97,8 +104,9 @@ type scaleRead struct {
 	notices  int
 	register int
 	loaded   map[string]bool // "notices", "register"
-	// unsettled: this run loaded data, and Elasticsearch may still be
-	// merging its segments (settle waits for it before the reads).
+	// unsettled: this run (or what ran before it on the node) loaded
+	// data, and Elasticsearch may still be merging its segments (settle
+	// waits for it before the next load or read mix).
 	unsettled bool
 
 	rec     *recorder
@@ -124,7 +132,7 @@ func benchSize(name string, def int) int {
 func newScaleRead(b *testing.B) *scaleRead {
 	b.Helper()
 	ctx := context.Background()
-	sr := &scaleRead{esURL: testservers.Elasticsearch(b), loaded: map[string]bool{},
+	sr := &scaleRead{esURL: testservers.Elasticsearch(b), loaded: map[string]bool{}, unsettled: true,
 		notices: benchSize("NOTICES_BENCH_NOTICES", 20000), register: benchSize("NOTICES_BENCH_REGISTER", 80000)}
 	redisURL := testservers.Redis(b)
 	sr.ns = os.Getenv("NOTICES_BENCH_SCALE_NS")
@@ -296,54 +304,21 @@ func (sr *scaleRead) ingest(b *testing.B, kind string, report bool) {
 
 // settle waits, after a load in this run, until Elasticsearch has no
 // segment merge running for 5 s in a row (at most 10 minutes): the merges
-// that follow a bulk load take both processors for minutes, and the reads
-// are to be timed on a node at rest, as they would be in service.
-func (sr *scaleRead) settle(b *testing.B) {
+// that follow a bulk load take both processors for a minute or more, and
+// the next load and the reads are to be timed on a node at rest, as they
+// would be in service. The wait is printed: it is the load's cost too.
+func (sr *scaleRead) settle(b *testing.B, before string) {
 	if !sr.unsettled {
 		return
 	}
 	sr.unsettled = false
-	start := time.Now()
-	quiet := 0
-	for quiet < 5 && time.Since(start) < 10*time.Minute {
-		time.Sleep(time.Second)
-		n, err := sr.merging()
-		if err != nil {
-			b.Fatalf("settle: %v", err)
-		}
-		if n == 0 {
-			quiet++
-		} else {
-			quiet = 0
-		}
-	}
-	fmt.Fprintf(os.Stderr, "bench scale load: waited %.0f s for Elasticsearch's merges to end before the reads\n", time.Since(start).Seconds())
-}
-
-// merging is the number of segment merges running on the node.
-func (sr *scaleRead) merging() (int, error) {
-	resp, err := http.Get(sr.esURL + "/_nodes/stats/indices/merges")
+	b.StopTimer()
+	defer b.StartTimer()
+	waited, err := testservers.Settle(sr.esURL, 5*time.Second, 10*time.Minute)
 	if err != nil {
-		return 0, err
+		b.Fatalf("settle: %v", err)
 	}
-	defer resp.Body.Close()
-	var st struct {
-		Nodes map[string]struct {
-			Indices struct {
-				Merges struct {
-					Current int `json:"current"`
-				} `json:"merges"`
-			} `json:"indices"`
-		} `json:"nodes"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, node := range st.Nodes {
-		n += node.Indices.Merges.Current
-	}
-	return n, nil
+	fmt.Fprintf(os.Stderr, "bench scale load: waited %.0f s for Elasticsearch's merges to end before %s\n", waited.Seconds(), before)
 }
 
 // readBenchRequests reads testdata/bench-scale-requests.tsv into API

@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
@@ -383,5 +385,41 @@ func TestAsynq(t *testing.T) {
 	}
 	if qi.Pending != 0 || qi.Active != 0 || qi.Retry != 0 || qi.Archived != 0 {
 		t.Fatalf("queue %s after processing: %+v", queue, qi)
+	}
+}
+
+// TestSettle: Merging reads the node's merge statistics (a number, not an
+// error) and Settle returns once the node has been quiet; a server that
+// answers the statistics with an error (as Elasticsearch 8 answers the
+// metric "merges") is an error, never a node at rest.
+func TestSettle(t *testing.T) {
+	url := Elasticsearch(t)
+	if n, err := Merging(url); err != nil || n < 0 {
+		t.Fatalf("Merging: %d, %v", n, err)
+	}
+	waited, err := Settle(url, time.Second, time.Minute)
+	if err != nil || waited < time.Second {
+		t.Fatalf("Settle: waited %s, %v; want at least the 1 s of quiet", waited, err)
+	}
+	for name, answer := range map[string]string{
+		"an error":  `{"error":{"type":"illegal_argument_exception","reason":"request [/_nodes/stats/indices/merges] contains unrecognized index metric: [merges]"},"status":400}`,
+		"no node":   `{"_nodes":{"total":0},"nodes":{}}`,
+		"no merges": `{"nodes":{"n1":{"indices":{}}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if name == "an error" {
+					w.WriteHeader(http.StatusBadRequest)
+				}
+				_, _ = w.Write([]byte(answer))
+			}))
+			defer srv.Close()
+			if n, err := Merging(srv.URL); err == nil {
+				t.Errorf("Merging: %d merges, no error", n)
+			}
+			if _, err := Settle(srv.URL, time.Second, time.Minute); err == nil {
+				t.Error("Settle: no error")
+			}
+		})
 	}
 }

@@ -173,6 +173,7 @@ func BenchmarkESIngestNotices(b *testing.B) {
 	ns := readNotices(b, files.Notices)
 	for range b.N {
 		s := benchOpen(b)
+		benchSettle(b)
 		start, cpu := time.Now(), processCPU()
 		for i := 0; i < len(ns); i += ingest.DefaultNoticeBatch {
 			if _, err := s.UpsertNotices(context.Background(), ns[i:min(i+ingest.DefaultNoticeBatch, len(ns))]); err != nil {
@@ -195,10 +196,26 @@ func BenchmarkESIngestNoticesRaw(b *testing.B) {
 	}
 	for range b.N {
 		s := benchOpen(b)
+		benchSettle(b)
 		start, cpu := time.Now(), processCPU()
 		rawBulk(b, s, s.Alias(mappings.Notices), func(i int) string { return ns[i].ID }, docs)
 		reportIngest(b, len(ns), start, cpu)
 	}
+}
+
+// benchSettle waits until the node has run no segment merge for 5 s (at
+// most 10 minutes): every load is timed on a node at rest, not beside the
+// merges of the load before it (a benchmark of this binary or another).
+// The wait is printed: it is the earlier load's cost.
+func benchSettle(b *testing.B) {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	waited, err := testservers.Settle(testservers.Elasticsearch(b), 5*time.Second, 10*time.Minute)
+	if err != nil {
+		b.Fatalf("settle: %v", err)
+	}
+	fmt.Fprintf(os.Stderr, "bench: waited %.0f s for Elasticsearch's merges to end before %s\n", waited.Seconds(), b.Name())
 }
 
 // processCPU is the CPU time this process has used (user and system).
@@ -257,6 +274,7 @@ func BenchmarkESIngestRegister(b *testing.B) {
 	for range b.N {
 		s := benchOpen(b)
 		ctx := context.Background()
+		benchSettle(b)
 		start, cpu := time.Now(), processCPU()
 		l, err := s.BeginRegister(ctx)
 		if err != nil {
@@ -294,6 +312,7 @@ func BenchmarkESIngestRegisterRaw(b *testing.B) {
 		if err := s.createIndex(context.Background(), ix, index, "", loadSettings); err != nil {
 			b.Fatal(err)
 		}
+		benchSettle(b)
 		start, cpu := time.Now(), processCPU()
 		rawBulk(b, s, index, func(int) string { return "" }, docs) // ids chosen by Elasticsearch, as the store's
 		reportIngest(b, len(rows), start, cpu)
