@@ -31,10 +31,10 @@ bench: build
 	./scripts/bench.sh
 
 fuzz:
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzParse -fuzztime 2m ./internal/query
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzDecodeObject -fuzztime 1m ./ingest
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendString -fuzztime 1m ./internal/jsontext
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendNoticeDoc -fuzztime 1m ./internal/store/elastic
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzParse -fuzztime 1500000x -fuzzminimizetime 10s ./internal/query
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzDecodeObject -fuzztime 500000x -fuzzminimizetime 10s ./ingest
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendString -fuzztime 1000000x -fuzzminimizetime 10s ./internal/jsontext
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendNoticeDoc -fuzztime 150000x -fuzzminimizetime 10s ./internal/store/elastic
 
 ## vet: go vet and staticcheck (pinned, fetched from the Go module proxy on first use)
 vet:
