@@ -141,8 +141,9 @@ return 1
 // exist is never overwritten. The rest (an ACN's second ABN, an ABN of
 // several ACNs, a pair repeated in a later batch) go through
 // addPairsScript, which appends a value its list lacks. The script alone
-// gives the same hashes, with about a quarter more of Redis's CPU
-// (docs/benchmarks.md, 2026-11-24).
+// gives the same hashes with about a third more of Redis's CPU (27 against
+// 20 CPU-seconds for 4,000,000 rows, alternated; docs/benchmarks.md,
+// 2026-11-24).
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	s := l.s
 	name, acnabn, abn := s.key("reg", l.v, "name"), s.key("reg", l.v, "acnabn"), s.key("reg", l.v, "abn")
