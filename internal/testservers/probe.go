@@ -109,8 +109,29 @@ func clean(t testing.TB, ns string) {
 		}
 	}
 	if s := redisKind.resolved(); s != nil {
-		if err := cleanRedis(ctx, s.url, ns); err != nil {
+		if err := cleanRedis(ctx, s.url, ns, cleanRedisMaxKeys); err != nil {
 			t.Logf("testservers: cleaning namespace %s on Redis: %v", ns, err)
+		}
+	}
+}
+
+// Drop deletes the indices, index templates and Redis keys under namespace
+// ns (from Namespace) now, instead of when the test ends, and fails t if it
+// cannot: for a scratch namespace whose data must not stay on the servers
+// for the rest of the test, such as a benchmark's warm-up load. Unlike the
+// clean-up at the end of a test, it scans a Redis keyspace of any size.
+func Drop(t testing.TB, ns string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if s := esKind.resolved(); s != nil {
+		if err := cleanElasticsearch(ctx, s.url, ns); err != nil {
+			t.Fatalf("testservers: dropping namespace %s on Elasticsearch: %v", ns, err)
+		}
+	}
+	if s := redisKind.resolved(); s != nil {
+		if err := cleanRedis(ctx, s.url, ns, 0); err != nil {
+			t.Fatalf("testservers: dropping namespace %s on Redis: %v", ns, err)
 		}
 	}
 }
@@ -168,13 +189,15 @@ func cleanElasticsearch(ctx context.Context, url, ns string) error {
 // key, and a shared development server may hold millions.
 const cleanRedisMaxKeys = 100_000
 
-func cleanRedis(ctx context.Context, url, ns string) error {
+// cleanRedis deletes the keys and asynq queue names of namespace ns, unless
+// the keyspace holds more than maxKeys keys (0: whatever its size).
+func cleanRedis(ctx context.Context, url, ns string, maxKeys int64) error {
 	rdb, err := redisClient(url)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	if n, err := rdb.DBSize(ctx).Result(); err != nil || n > cleanRedisMaxKeys {
+	if n, err := rdb.DBSize(ctx).Result(); err != nil || (maxKeys > 0 && n > maxKeys) {
 		return err // too big to scan per test; the namespace keeps the keys apart anyway
 	}
 	// Keys start with the namespace; asynq's keys hold the queue name

@@ -138,3 +138,46 @@ func TestNamespaceCleanup(t *testing.T) {
 		t.Errorf("asynq queue %s:q still registered", ns)
 	}
 }
+
+// Drop deletes a namespace's data at once, while its test still runs,
+// whatever the size of the Redis keyspace.
+func TestDrop(t *testing.T) {
+	esURL, redisURL := Elasticsearch(t), Redis(t)
+	es, err := esClient(esURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := redisClient(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	ns, other := Namespace(t), Namespace(t)
+	for _, n := range []string{ns, other} {
+		esMust(t, es, esapi.IndicesCreateRequest{Index: n + "-a", Body: strings.NewReader(noticeMapping)}, nil)
+		if err := rdb.Set(ctx, n+":k", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	Drop(t, ns)
+	for _, c := range []struct {
+		ns   string
+		want int // HEAD status of the index
+	}{{ns, 404}, {other, 200}} {
+		res, err := es.Indices.Exists([]string{c.ns + "-a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != c.want {
+			t.Errorf("index %s-a: HEAD %s after Drop(%s), want %d", c.ns, res.Status(), ns, c.want)
+		}
+	}
+	if n := rdb.Exists(ctx, ns+":k").Val(); n != 0 {
+		t.Errorf("key %s:k still there after Drop", ns)
+	}
+	if n := rdb.Exists(ctx, other+":k").Val(); n != 1 {
+		t.Errorf("key %s:k of another namespace gone after Drop(%s)", other, ns)
+	}
+}
