@@ -171,15 +171,20 @@ func readRegister(b testing.TB, path string) []notice.RegisterRow {
 func BenchmarkESIngestNotices(b *testing.B) {
 	files := benchFiles(b)
 	ns := readNotices(b, files.Notices)
-	for range b.N {
-		s := benchOpen(b)
-		benchSettle(b)
-		start, cpu := time.Now(), processCPU()
+	load := func(s *Store, ns []notice.Notice) {
 		for i := 0; i < len(ns); i += ingest.DefaultNoticeBatch {
 			if _, err := s.UpsertNotices(context.Background(), ns[i:min(i+ingest.DefaultNoticeBatch, len(ns))]); err != nil {
 				b.Fatal(err)
 			}
 		}
+	}
+	w := warmSize(len(ns), warmNotices)
+	benchWarm(b, fmt.Sprint(w, " notices"), func(s *Store) { load(s, ns[:w]) })
+	for range b.N {
+		s := benchOpen(b)
+		benchSettle(b)
+		start, cpu := time.Now(), processCPU()
+		load(s, ns)
 		reportIngest(b, len(ns), start, cpu)
 	}
 }
@@ -194,13 +199,46 @@ func BenchmarkESIngestNoticesRaw(b *testing.B) {
 		n.Seq = int64(i + 1)
 		docs[i], _ = json.Marshal(newNoticeDoc(n, 1))
 	}
+	id := func(i int) string { return ns[i].ID }
+	w := warmSize(len(docs), warmNotices)
+	benchWarm(b, fmt.Sprint(w, " notices"), func(s *Store) { rawBulk(b, s, s.Alias(mappings.Notices), id, docs[:w]) })
 	for range b.N {
 		s := benchOpen(b)
 		benchSettle(b)
 		start, cpu := time.Now(), processCPU()
-		rawBulk(b, s, s.Alias(mappings.Notices), func(i int) string { return ns[i].ID }, docs)
+		rawBulk(b, s, s.Alias(mappings.Notices), id, docs)
 		reportIngest(b, len(ns), start, cpu)
 	}
+}
+
+// Warm-up loads: how many notices and register rows (at most) benchWarm's
+// loads send, the first of the benchmark's own data.
+const (
+	warmNotices      = 250_000
+	warmRegisterRows = 400_000
+)
+
+// warmSize is the length of a warm-up's share of n documents: want, or n
+// when there are fewer.
+func warmSize(n, want int) int { return min(n, want) }
+
+// benchWarm runs load, untimed, into a scratch namespace of its own, then
+// deletes that namespace. Elasticsearch's JIT compiler compiles the code of
+// each kind of load the first time it runs after the node starts: on the
+// development machine its compiler threads took 23 CPU-seconds of a
+// 1,000,000-notice bare load on a freshly started node, about 8 during the
+// same load after a warm-up of 250,000 notices (docs/benchmarks.md,
+// 2026-11-25). A node in service has long compiled it; a benchmark timing the
+// first load after a start would time the compiler too.
+func benchWarm(b *testing.B, what string, load func(s *Store)) {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	ns := testservers.Namespace(b)
+	start := time.Now()
+	load(benchOpenIn(b, ns))
+	testservers.Drop(b, ns)
+	fmt.Fprintf(os.Stderr, "bench: warmed Elasticsearch with a load of %s in %.0f s (untimed) before %s\n", what, time.Since(start).Seconds(), b.Name())
 }
 
 // benchSettle waits until the node has run no segment merge for 5 s (at
@@ -271,11 +309,8 @@ func rawBulk(b *testing.B, s *Store, index string, id func(int) string, docs [][
 
 func BenchmarkESIngestRegister(b *testing.B) {
 	rows := readRegister(b, benchFiles(b).Register)
-	for range b.N {
-		s := benchOpen(b)
-		ctx := context.Background()
-		benchSettle(b)
-		start, cpu := time.Now(), processCPU()
+	ctx := context.Background()
+	load := func(s *Store, rows []notice.RegisterRow) {
 		l, err := s.BeginRegister(ctx)
 		if err != nil {
 			b.Fatal(err)
@@ -288,6 +323,14 @@ func BenchmarkESIngestRegister(b *testing.B) {
 		if err := l.Commit(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+	w := warmSize(len(rows), warmRegisterRows)
+	benchWarm(b, fmt.Sprint(w, " register rows"), func(s *Store) { load(s, rows[:w]) })
+	for range b.N {
+		s := benchOpen(b)
+		benchSettle(b)
+		start, cpu := time.Now(), processCPU()
+		load(s, rows)
 		reportIngest(b, len(rows), start, cpu)
 	}
 }
@@ -304,17 +347,24 @@ func BenchmarkESIngestRegisterRaw(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for range b.N {
-		s := benchOpen(b)
-		// A fresh index with the settings a register load fills its
-		// index with (refresh off, async translog), as the store does.
+	// A fresh index with the settings a register load fills its index
+	// with (refresh off, async translog), as the store does.
+	fresh := func(s *Store) string {
 		index := s.indexName(ix, "raw")
 		if err := s.createIndex(context.Background(), ix, index, "", loadSettings); err != nil {
 			b.Fatal(err)
 		}
+		return index
+	}
+	noID := func(int) string { return "" } // ids chosen by Elasticsearch, as the store's
+	w := warmSize(len(docs), warmRegisterRows/registerBlockRows)
+	benchWarm(b, fmt.Sprint(min(len(rows), w*registerBlockRows), " register rows"), func(s *Store) { rawBulk(b, s, fresh(s), noID, docs[:w]) })
+	for range b.N {
+		s := benchOpen(b)
+		index := fresh(s)
 		benchSettle(b)
 		start, cpu := time.Now(), processCPU()
-		rawBulk(b, s, index, func(int) string { return "" }, docs) // ids chosen by Elasticsearch, as the store's
+		rawBulk(b, s, index, noID, docs)
 		reportIngest(b, len(rows), start, cpu)
 	}
 }
