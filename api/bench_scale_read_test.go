@@ -3,7 +3,6 @@ package api
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -365,14 +364,9 @@ func copyLines(b *testing.B, src, dst string, n int) int {
 		b.Fatal(err)
 	}
 	defer in.Close()
-	br := bufio.NewReaderSize(in, 1<<20)
-	var r io.Reader = br
-	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r = zr
+	r, err := ingest.Decompress(in)
+	if err != nil {
+		b.Fatal(err)
 	}
 	out, err := os.Create(dst)
 	if err != nil {

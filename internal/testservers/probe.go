@@ -103,15 +103,8 @@ func probeRedis(ctx context.Context, url string) (string, error) {
 func clean(t testing.TB, ns string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if s := esKind.resolved(); s != nil {
-		if err := cleanElasticsearch(ctx, s.url, ns); err != nil {
-			t.Logf("testservers: cleaning namespace %s on Elasticsearch: %v", ns, err)
-		}
-	}
-	if s := redisKind.resolved(); s != nil {
-		if err := cleanRedis(ctx, s.url, ns, cleanRedisMaxKeys); err != nil {
-			t.Logf("testservers: cleaning namespace %s on Redis: %v", ns, err)
-		}
+	if err := cleanServers(ctx, ns, cleanRedisMaxKeys); err != nil {
+		t.Logf("testservers: cleaning namespace %s: %v", ns, err)
 	}
 }
 
@@ -124,16 +117,26 @@ func Drop(t testing.TB, ns string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	if err := cleanServers(ctx, ns, 0); err != nil {
+		t.Fatalf("testservers: dropping namespace %s: %v", ns, err)
+	}
+}
+
+// cleanServers deletes namespace ns's data from the servers this test
+// binary has obtained (cleanRedis's maxKeys), trying both whatever fails.
+func cleanServers(ctx context.Context, ns string, maxKeys int64) error {
+	var errs []error
 	if s := esKind.resolved(); s != nil {
 		if err := cleanElasticsearch(ctx, s.url, ns); err != nil {
-			t.Fatalf("testservers: dropping namespace %s on Elasticsearch: %v", ns, err)
+			errs = append(errs, fmt.Errorf("on Elasticsearch: %w", err))
 		}
 	}
 	if s := redisKind.resolved(); s != nil {
-		if err := cleanRedis(ctx, s.url, ns, 0); err != nil {
-			t.Fatalf("testservers: dropping namespace %s on Redis: %v", ns, err)
+		if err := cleanRedis(ctx, s.url, ns, maxKeys); err != nil {
+			errs = append(errs, fmt.Errorf("on Redis: %w", err))
 		}
 	}
+	return errors.Join(errs...)
 }
 
 func cleanElasticsearch(ctx context.Context, url, ns string) error {

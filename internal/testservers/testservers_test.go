@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestNamespaceIsUniqueAndSafe(t *testing.T) {
@@ -91,16 +93,7 @@ func TestDockerProbeWithoutEngine(t *testing.T) {
 
 // What a test leaves under its namespace is deleted when it ends.
 func TestNamespaceCleanup(t *testing.T) {
-	esURL, redisURL := Elasticsearch(t), Redis(t)
-	es, err := esClient(esURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb, err := redisClient(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	es, rdb := liveClients(t)
 	ctx := context.Background()
 	var ns string
 	t.Run("leaves data behind", func(t *testing.T) {
@@ -142,16 +135,7 @@ func TestNamespaceCleanup(t *testing.T) {
 // Drop deletes a namespace's data at once, while its test still runs,
 // whatever the size of the Redis keyspace.
 func TestDrop(t *testing.T) {
-	esURL, redisURL := Elasticsearch(t), Redis(t)
-	es, err := esClient(esURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb, err := redisClient(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	es, rdb := liveClients(t)
 	ctx := context.Background()
 	ns, other := Namespace(t), Namespace(t)
 	for _, n := range []string{ns, other} {
@@ -180,4 +164,20 @@ func TestDrop(t *testing.T) {
 	if n := rdb.Exists(ctx, other+":k").Val(); n != 1 {
 		t.Errorf("key %s:k of another namespace gone after Drop(%s)", other, ns)
 	}
+}
+
+// liveClients are clients of the test's Elasticsearch and Redis (closed when
+// the test ends).
+func liveClients(t *testing.T) (*elasticsearch.Client, *redis.Client) {
+	t.Helper()
+	es, err := esClient(Elasticsearch(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := redisClient(Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return es, rdb
 }

@@ -178,15 +178,7 @@ func BenchmarkESIngestNotices(b *testing.B) {
 			}
 		}
 	}
-	w := warmSize(len(ns), warmNotices)
-	benchWarm(b, fmt.Sprint(w, " notices"), func(s *Store) { load(s, ns[:w]) })
-	for range b.N {
-		s := benchOpen(b)
-		benchSettle(b)
-		start, cpu := time.Now(), processCPU()
-		load(s, ns)
-		reportIngest(b, len(ns), start, cpu)
-	}
+	benchLoads(b, "notices", ns, warmNotices, load)
 }
 
 // BenchmarkESIngestNoticesRaw sends the same documents with a bare
@@ -200,15 +192,7 @@ func BenchmarkESIngestNoticesRaw(b *testing.B) {
 		docs[i], _ = json.Marshal(newNoticeDoc(n, 1))
 	}
 	id := func(i int) string { return ns[i].ID }
-	w := warmSize(len(docs), warmNotices)
-	benchWarm(b, fmt.Sprint(w, " notices"), func(s *Store) { rawBulk(b, s, s.Alias(mappings.Notices), id, docs[:w]) })
-	for range b.N {
-		s := benchOpen(b)
-		benchSettle(b)
-		start, cpu := time.Now(), processCPU()
-		rawBulk(b, s, s.Alias(mappings.Notices), id, docs)
-		reportIngest(b, len(ns), start, cpu)
-	}
+	benchLoads(b, "notices", docs, warmNotices, func(s *Store, docs [][]byte) { rawBulk(b, s, s.Alias(mappings.Notices), id, docs) })
 }
 
 // Warm-up loads: how many notices and register rows (at most) benchWarm's
@@ -221,6 +205,21 @@ const (
 // warmSize is the length of a warm-up's share of n documents: want, or n
 // when there are fewer.
 func warmSize(n, want int) int { return min(n, want) }
+
+// benchLoads times a load of all of items, b.N times, each into a new
+// namespace on a node at rest (benchSettle), after one untimed warm-up load
+// of the first warm of them (benchWarm); what names them in the output.
+func benchLoads[T any](b *testing.B, what string, items []T, warm int, load func(s *Store, items []T)) {
+	w := warmSize(len(items), warm)
+	benchWarm(b, fmt.Sprint(w, " ", what), func(s *Store) { load(s, items[:w]) })
+	for range b.N {
+		s := benchOpen(b)
+		benchSettle(b)
+		start, cpu := time.Now(), processCPU()
+		load(s, items)
+		reportIngest(b, len(items), start, cpu)
+	}
+}
 
 // benchWarm runs load, untimed, into a scratch namespace of its own, then
 // deletes that namespace. Elasticsearch's JIT compiler compiles the code of
@@ -324,15 +323,7 @@ func BenchmarkESIngestRegister(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	w := warmSize(len(rows), warmRegisterRows)
-	benchWarm(b, fmt.Sprint(w, " register rows"), func(s *Store) { load(s, rows[:w]) })
-	for range b.N {
-		s := benchOpen(b)
-		benchSettle(b)
-		start, cpu := time.Now(), processCPU()
-		load(s, rows)
-		reportIngest(b, len(rows), start, cpu)
-	}
+	benchLoads(b, "register rows", rows, warmRegisterRows, load)
 }
 
 func BenchmarkESIngestRegisterRaw(b *testing.B) {
