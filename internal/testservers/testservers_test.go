@@ -2,6 +2,7 @@ package testservers
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"regexp"
@@ -144,6 +145,18 @@ func TestDrop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// More keys than the end-of-test clean-up scans, under the other
+	// namespace (dropped below, so they do not outlive the test).
+	pairs := make([]any, 0, 2000)
+	for i := 0; i <= cleanRedisMaxKeys; i++ {
+		pairs = append(pairs, fmt.Sprintf("%s:fill:%d", other, i), "1")
+		if len(pairs) == cap(pairs) || i == cleanRedisMaxKeys {
+			if err := rdb.MSet(ctx, pairs...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			pairs = pairs[:0]
+		}
+	}
 	Drop(t, ns)
 	for _, c := range []struct {
 		ns   string
@@ -163,6 +176,10 @@ func TestDrop(t *testing.T) {
 	}
 	if n := rdb.Exists(ctx, other+":k").Val(); n != 1 {
 		t.Errorf("key %s:k of another namespace gone after Drop(%s)", other, ns)
+	}
+	Drop(t, other)
+	if n := rdb.Exists(ctx, other+":k", other+":fill:0", fmt.Sprintf("%s:fill:%d", other, cleanRedisMaxKeys)).Val(); n != 0 {
+		t.Errorf("%d of %s's keys still there after Drop", n, other)
 	}
 }
 
