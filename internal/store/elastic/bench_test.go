@@ -202,15 +202,11 @@ const (
 	warmRegisterRows = 400_000
 )
 
-// warmSize is the length of a warm-up's share of n documents: want, or n
-// when there are fewer.
-func warmSize(n, want int) int { return min(n, want) }
-
 // benchLoads times a load of all of items, b.N times, each into a new
 // namespace on a node at rest (benchSettle), after one untimed warm-up load
 // of the first warm of them (benchWarm); what names them in the output.
 func benchLoads[T any](b *testing.B, what string, items []T, warm int, load func(s *Store, items []T)) {
-	w := warmSize(len(items), warm)
+	w := min(len(items), warm)
 	benchWarm(b, fmt.Sprint(w, " ", what), func(s *Store) { load(s, items[:w]) })
 	for range b.N {
 		s := benchOpen(b)
@@ -348,7 +344,7 @@ func BenchmarkESIngestRegisterRaw(b *testing.B) {
 		return index
 	}
 	noID := func(int) string { return "" } // ids chosen by Elasticsearch, as the store's
-	w := warmSize(len(docs), warmRegisterRows/registerBlockRows)
+	w := min(len(docs), warmRegisterRows/registerBlockRows)
 	benchWarm(b, fmt.Sprint(min(len(rows), w*registerBlockRows), " register rows"), func(s *Store) { rawBulk(b, s, fresh(s), noID, docs[:w]) })
 	for range b.N {
 		s := benchOpen(b)
