@@ -19,10 +19,20 @@ import (
 	"github.com/noticesd/noticesd/internal/store"
 )
 
-// DefaultNoticeBatch is the number of notices per UpsertNotices call: the
-// embedded store adds each batch to the full-text index as one segment, so
-// larger batches mean fewer segments to merge.
-const DefaultNoticeBatch = 5000
+// DefaultNoticeBatch is the number of notices per UpsertNotices call of a
+// serial writer (the embedded store). Each batch is one transaction: the
+// embedded store adds it to the full-text index as one segment and writes
+// every index page it changed to the WAL once, at commit, so larger
+// batches mean fewer segments to merge and fewer copies of the same
+// random index pages (id, acn, abn). 1,000,000 notices into a fresh
+// database (docs/benchmarks.md, 2026-11-25): 13,325 rows/s in batches of
+// 5,000, 18,215 at 20,000, 19,666 and 20,566 at 50,000, 20,683 at 100,000;
+// with the writer's larger checkpoint interval, 19,734 and 20,018 at
+// 20,000 and 21,216 and 22,027 at 50,000. The cost is that the load holds
+// SQLite's write lock for a whole batch (about 2.5 s at that speed), so
+// serve's own writes wait up to that long while a load runs; --batch
+// lowers it.
+const DefaultNoticeBatch = 50000
 
 // noticeLine is the input shape of one JSON Lines notice: API.md's notice
 // object without id, notice_seq, collected_at and published_date (those are

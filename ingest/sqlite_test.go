@@ -416,7 +416,7 @@ func (w turnSizes) UpsertNoticesTurn(ctx context.Context, batch []notice.Notice,
 // gets DefaultTurnBatch notices a call, any other DefaultNoticeBatch, and
 // --batch (Options.BatchSize) or one batch in flight overrides that.
 func TestNoticeBatchSizes(t *testing.T) {
-	n := DefaultNoticeBatch + 1000
+	n := max(DefaultNoticeBatch, DefaultTurnBatch) + 1000
 	var lines strings.Builder
 	for i := range n {
 		fmt.Fprintf(&lines, `{"source_id":"b%d","published_at":"2026-04-01","company_name":"Batch %d"}`+"\n", i, i)
@@ -425,8 +425,13 @@ func TestNoticeBatchSizes(t *testing.T) {
 	if err := os.WriteFile(path, []byte(lines.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if DefaultTurnBatch < n {
-		t.Fatalf("DefaultTurnBatch %d: the test needs it above %d", DefaultTurnBatch, n)
+	// split is the batch sizes of n notices in batches of size.
+	split := func(size int) []int {
+		var out []int
+		for left := n; left > 0; left -= size {
+			out = append(out, min(size, left))
+		}
+		return out
 	}
 	for _, c := range []struct {
 		name string
@@ -434,10 +439,11 @@ func TestNoticeBatchSizes(t *testing.T) {
 		opt  Options
 		want []int
 	}{
-		{"serial writer", false, Options{}, []int{DefaultNoticeBatch, 1000}},
-		{"writer in turn", true, Options{}, []int{n}},
-		{"writer in turn, --batch", true, Options{BatchSize: 4000}, []int{4000, n - 4000}},
-		{"writer in turn, one in flight", true, Options{InFlight: 1}, []int{DefaultNoticeBatch, 1000}},
+		{"serial writer", false, Options{}, split(DefaultNoticeBatch)},
+		{"writer in turn", true, Options{}, split(DefaultTurnBatch)},
+		{"serial writer, --batch", false, Options{BatchSize: 4000}, split(4000)},
+		{"writer in turn, --batch", true, Options{BatchSize: 4000}, split(4000)},
+		{"writer in turn, one in flight", true, Options{InFlight: 1}, split(DefaultNoticeBatch)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := &batchSizes{Store: openStore(t)}

@@ -28,7 +28,7 @@ Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure,
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ingest", "ingest notices FILE... | ingest register FILE", ingestAbout, stderr)
 	quiet := fs.Bool("quiet", false, "no progress bar, even on a terminal")
-	batch := fs.Int("batch", 0, fmt.Sprintf("rows per write call (0 = default: %d notices, %d in scale mode; %d register rows); larger batches load faster in scale mode and take more memory",
+	batch := fs.Int("batch", 0, fmt.Sprintf("rows per write call (0 = default: %d notices, %d in scale mode; %d register rows); larger batches load faster and take more memory; in embedded mode a batch holds the database's write lock while it is written",
 		ingest.DefaultNoticeBatch, ingest.DefaultTurnBatch, ingest.DefaultRegisterBatch))
 	rest, err := parseArgs(fs, args)
 	if err != nil {

@@ -168,12 +168,17 @@ func readRegister(b testing.TB, path string) []notice.RegisterRow {
 	return readAll(b, path, func(r io.Reader) (recordReader[notice.RegisterRow], error) { return ingest.NewRegisterReader(r) })
 }
 
+// serialBatch is BenchmarkESIngestNotices' batch: one UpsertNotices call
+// at a time, 5,000 notices each, as in the figures docs/benchmarks.md
+// records for it.
+const serialBatch = 5000
+
 func BenchmarkESIngestNotices(b *testing.B) {
 	files := benchFiles(b)
 	ns := readNotices(b, files.Notices)
 	load := func(s *Store, ns []notice.Notice) {
-		for i := 0; i < len(ns); i += ingest.DefaultNoticeBatch {
-			if _, err := s.UpsertNotices(context.Background(), ns[i:min(i+ingest.DefaultNoticeBatch, len(ns))]); err != nil {
+		for i := 0; i < len(ns); i += serialBatch {
+			if _, err := s.UpsertNotices(context.Background(), ns[i:min(i+serialBatch, len(ns))]); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -75,7 +75,16 @@ func init() {
 
 var writerPragmas = []string{
 	"PRAGMA cache_size = -131072", // 128 MiB
-	"PRAGMA wal_autocheckpoint = 10000",
+	// A checkpoint once the WAL holds 100,000 pages (about 400 MB), not
+	// 10,000: each batch of a load rewrites thousands of random index
+	// pages (id, acn, abn), and every checkpoint copies those pages into
+	// the database again. 1,000,000 notices into a fresh file: 13,325 ->
+	// 16,130 rows/s in batches of 5,000, 18,215 -> 19,734 and 20,018 in
+	// batches of 20,000 (docs/benchmarks.md, 2026-11-25).
+	"PRAGMA wal_autocheckpoint = 100000",
+	// After a checkpoint has emptied it, the WAL file is cut back to 64 MiB
+	// instead of keeping the size a load gave it.
+	"PRAGMA journal_size_limit = 67108864",
 	"PRAGMA analysis_limit = 2000", // ANALYZE samples, so it stays quick on 4M register rows
 }
 
