@@ -5,6 +5,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
@@ -295,5 +298,41 @@ func TestDirUnreadableFileIsRejected(t *testing.T) {
 	}
 	if res.New != 3 || res.ExitCode() != ExitRejected {
 		t.Errorf("run %+v (exit %d); want b.jsonl's 3 notices and exit %d", res, res.ExitCode(), ExitRejected)
+	}
+}
+
+// sizes is a writer that records the size of every batch it is given.
+type sizes struct {
+	store.NoticeWriter
+	got []int
+}
+
+func (s *sizes) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
+	s.got = append(s.got, len(batch))
+	return s.NoticeWriter.UpsertNotices(ctx, batch)
+}
+
+// TestDefaultBatchSize: the collector writes DefaultBatchSize notices a
+// store call, not the ten times larger batches of `noticesd ingest`, since
+// it runs inside serve beside the API's writes.
+func TestDefaultBatchSize(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	var lines strings.Builder
+	for i := range DefaultBatchSize + 1 {
+		fmt.Fprintf(&lines, `{"source_id":"9B%07d","published_at":"2026-03-01T00:00:00Z","company_name":"BATCH %d PTY LTD"}`+"\n", i, i)
+	}
+	drop(t, dir, "batch.jsonl", []byte(lines.String()))
+	w := &sizes{NoticeWriter: e.st}
+	c, err := New(e.config(dir), w)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	res, err := c.RunOnce(context.Background())
+	if err != nil || res.New != DefaultBatchSize+1 {
+		t.Fatalf("RunOnce: %+v, %v; want %d new", res, err, DefaultBatchSize+1)
+	}
+	if want := []int{DefaultBatchSize, 1}; !reflect.DeepEqual(w.got, want) {
+		t.Errorf("batches %v, want %v", w.got, want)
 	}
 }
