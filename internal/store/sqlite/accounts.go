@@ -52,7 +52,7 @@ func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.C
 	}
 	now := notice.Timestamp(s.now())
 	created := account.Created{AccountID: account.NewID("acc_")}
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return account.Created{}, fmt.Errorf("sqlite: create account: %w", err)
 	}
@@ -112,7 +112,7 @@ func (s *Store) SetSubscription(ctx context.Context, accountID string, active bo
 	res, err := s.write.ExecContext(ctx, "UPDATE accounts SET active = ?, updated_at = ? WHERE id = ?",
 		active, notice.Timestamp(s.now()), accountID)
 	if err != nil {
-		return fmt.Errorf("sqlite: set subscription of %s: %w", accountID, err)
+		return fmt.Errorf("sqlite: set subscription of %s: %w", accountID, s.busy(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return noAccount(accountID)
@@ -123,7 +123,7 @@ func (s *Store) SetSubscription(ctx context.Context, accountID string, active bo
 // RotateKeys replaces both keys of an account; the old ones stop working as
 // soon as this returns.
 func (s *Store) RotateKeys(ctx context.Context, accountID string) (account.Created, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return account.Created{}, fmt.Errorf("sqlite: rotate keys of %s: %w", accountID, err)
 	}

@@ -211,7 +211,7 @@ type watchTarget struct {
 // Enqueue creates the deliveries of the eligible (watch, notice) pairs in
 // arrivals and advances the arrival cursor to through, in one transaction.
 func (s *Store) Enqueue(ctx context.Context, arrivals []store.Arrival, through, version int64, now time.Time) (int, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: begin enqueue: %w", err)
 	}
@@ -325,10 +325,10 @@ func (s *Store) Recover(ctx context.Context, now time.Time) (int, error) {
 		claim_token = NULL
 		WHERE lease_until IS NOT NULL AND status = 'pending'`, ts, ts)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: release delivery leases: %w", err)
+		return 0, fmt.Errorf("sqlite: release delivery leases: %w", s.busy(err))
 	}
 	if _, err := s.write.ExecContext(ctx, "UPDATE deliveries SET lease_until = NULL, claim_token = NULL WHERE lease_until IS NOT NULL"); err != nil {
-		return 0, fmt.Errorf("sqlite: release delivery leases: %w", err)
+		return 0, fmt.Errorf("sqlite: release delivery leases: %w", s.busy(err))
 	}
 	n, _ := res.RowsAffected()
 	return int(n), nil
@@ -341,7 +341,7 @@ func (s *Store) Claim(ctx context.Context, now time.Time, req store.ClaimRequest
 	}
 	ts := notice.Timestamp(now)
 	until := notice.Timestamp(now.Add(req.Lease))
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: begin claim: %w", err)
 	}
@@ -485,7 +485,7 @@ func (p prefixScanner) Scan(dest ...any) error {
 // attempt.
 func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, now time.Time) error {
 	ts := notice.Timestamp(now)
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin completing delivery %s: %w", job.DeliveryID, err)
 	}

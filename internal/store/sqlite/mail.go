@@ -35,7 +35,7 @@ func (s *Store) SetDigestWindow(ctx context.Context, window time.Time) error {
 	if _, err := s.write.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = CAST(max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER)) AS TEXT)`,
 		metaDigestWindow, strconv.FormatInt(window.UnixMilli(), 10)); err != nil {
-		return fmt.Errorf("sqlite: record the digest window: %w", err)
+		return fmt.Errorf("sqlite: record the digest window: %w", s.busy(err))
 	}
 	return nil
 }
@@ -76,7 +76,7 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 		ON CONFLICT (id) DO NOTHING`,
 		job.ID, job.Kind, job.WatchID, string(b), ts, ts, ts, job.WatchID, job.WatchID, job.Kind)
 	if err != nil {
-		return false, fmt.Errorf("sqlite: queue mail %s: %w", job.ID, err)
+		return false, fmt.Errorf("sqlite: queue mail %s: %w", job.ID, s.busy(err))
 	}
 	n, _ := res.RowsAffected()
 	return n == 1, nil
@@ -116,7 +116,7 @@ func queueDeactivated(ctx context.Context, tx *sql.Tx, watchID, reason, lastErr 
 // ClaimMail leases due pending jobs, oldest due first.
 func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
 	ts, until := notice.Timestamp(now), notice.Timestamp(now.Add(lease))
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: begin mail claim: %w", err)
 	}
@@ -163,7 +163,7 @@ func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease t
 // CompleteMail records the outcome of a claimed attempt.
 func (s *Store) CompleteMail(ctx context.Context, job mail.Job, out mail.Outcome, now time.Time) error {
 	ts := notice.Timestamp(now)
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin completing mail %s: %w", job.ID, err)
 	}
@@ -217,7 +217,7 @@ func (s *Store) CompleteMail(ctx context.Context, job mail.Job, out mail.Outcome
 // PruneMail deletes finished jobs last changed before before.
 func (s *Store) PruneMail(ctx context.Context, before time.Time) error {
 	if _, err := s.write.ExecContext(ctx, "DELETE FROM mail_jobs WHERE status <> 'pending' AND updated_at < ?", notice.Timestamp(before)); err != nil {
-		return fmt.Errorf("sqlite: prune the mail queue: %w", err)
+		return fmt.Errorf("sqlite: prune the mail queue: %w", s.busy(err))
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 func (s *Store) apply(ctx context.Context, m Migration) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: migrate %s: %w", s.path, err)
 	}

@@ -51,7 +51,7 @@ func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
 }
 
 func (s *Store) beginRegister(ctx context.Context) (*RegisterLoad, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: begin register load: %w", err)
 	}
@@ -119,7 +119,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	if len(rows) == 0 {
 		return nil
 	}
-	tx, err := l.s.write.BeginTx(ctx, nil)
+	tx, err := l.s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: register rows: %w", err)
 	}
@@ -183,7 +183,7 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	g := strconv.FormatInt(l.gen, 10)
 	// Index building is the slow part and happens in its own transaction,
 	// invisible to readers (they read the register table).
-	tx, err := l.s.write.BeginTx(ctx, nil)
+	tx, err := l.s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: index new register: %w", err)
 	}

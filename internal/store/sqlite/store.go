@@ -44,11 +44,12 @@ const (
 	writeDriver = "noticesd_sqlite3_write"
 )
 
-// BusyTimeout is how long a statement waits for another writer's lock.
+// BusyTimeout is how long a statement waits for another writer's lock
+// (WithBusyTimeout changes it). A write that waits longer fails with
+// errs.BackendUnavailable (busy.go).
 const BusyTimeout = 10 * time.Second
 
 var commonPragmas = []string{
-	fmt.Sprintf("PRAGMA busy_timeout = %d", BusyTimeout.Milliseconds()),
 	"PRAGMA foreign_keys = ON",
 	"PRAGMA synchronous = NORMAL",
 	"PRAGMA temp_store = MEMORY",
@@ -102,6 +103,9 @@ type Store struct {
 	// secrets seals webhook secrets at rest (secrets.go); nil refuses to
 	// store one.
 	secrets *secretbox.Box
+	// busyTimeout is how long a statement waits for another connection's
+	// lock (SQLite's busy timeout, set through the DSN).
+	busyTimeout time.Duration
 	// auth caches principals by key hash (authcache.go).
 	auth authCache
 }
@@ -113,6 +117,13 @@ type Option func(*Store)
 // Tests inject a fixed clock; the default is time.Now.
 func WithClock(now func() time.Time) Option {
 	return func(s *Store) { s.clock = now }
+}
+
+// WithBusyTimeout sets how long a statement waits for another process's
+// write lock before it fails with errs.BackendUnavailable; the default is
+// BusyTimeout. Tests use a short one.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(s *Store) { s.busyTimeout = d }
 }
 
 // WithPlans sets the plans accounts may be created on; the default is
@@ -127,7 +138,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if !FTS5 {
 		return nil, ErrNoFTS5
 	}
-	s := &Store{path: path, clock: time.Now, plans: account.DefaultPlans()}
+	s := &Store{path: path, clock: time.Now, plans: account.DefaultPlans(), busyTimeout: BusyTimeout}
 	for _, o := range opts {
 		o(s)
 	}
@@ -137,7 +148,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		}
 	}
 	var err error
-	s.write, err = sql.Open(writeDriver, dsn(path, "_txlock=immediate&_mutex=no"))
+	busy := fmt.Sprintf("&_busy_timeout=%d", s.busyTimeout.Milliseconds())
+	s.write, err = sql.Open(writeDriver, dsn(path, "_txlock=immediate&_mutex=no"+busy))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -149,7 +161,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.write.Close()
 		return nil, err
 	}
-	s.read, err = sql.Open(readDriver, dsn(path, "_query_only=true&_mutex=no&_stmt_cache_size=64"))
+	s.read, err = sql.Open(readDriver, dsn(path, "_query_only=true&_mutex=no&_stmt_cache_size=64"+busy))
 	if err != nil {
 		s.write.Close()
 		return nil, fmt.Errorf("sqlite: open %s for reading: %w", path, err)

@@ -151,7 +151,7 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 		return w, err
 	}
 
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return w, fmt.Errorf("sqlite: create watch: %w", err)
 	}
@@ -358,7 +358,7 @@ func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watc
 // a watch back on also resets its count of consecutive failed deliveries,
 // so it gets a fresh run of DeactivateAfter failures.
 func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.Patch, now time.Time) (watch.Watch, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return watch.Watch{}, fmt.Errorf("sqlite: update watch %s: %w", id, err)
 	}
@@ -387,7 +387,7 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 // DeleteWatch removes a watch with its match keys and frees the companies
 // only it counted.
 func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete watch %s: %w", id, err)
 	}
@@ -464,7 +464,7 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 }
 
 func (s *Store) refreshWatch(ctx context.Context, id string) (bool, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("sqlite: refresh watch %s: %w", id, err)
 	}

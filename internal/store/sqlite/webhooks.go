@@ -57,7 +57,7 @@ func noWebhook(id string) error {
 // consecutive-failure count afresh; it does not reactivate the watch.
 func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret string, now time.Time) (watch.Watch, error) {
 	ts := notice.Timestamp(now)
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return watch.Watch{}, fmt.Errorf("sqlite: begin webhook registration: %w", err)
 	}
@@ -164,7 +164,7 @@ func backfill(ctx context.Context, tx *sql.Tx, watchID string, w webhookWatch, n
 // attempt, scheduled retries and claimed ones included, is signed with the
 // new one.
 func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret string, now time.Time) (watch.Watch, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return watch.Watch{}, fmt.Errorf("sqlite: begin secret rotation: %w", err)
 	}
@@ -212,7 +212,7 @@ func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string,
 // delivery.WebhookRemoved. The watch stays, pollable through its matches.
 func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, now time.Time) error {
 	ts := notice.Timestamp(now)
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin webhook removal: %w", err)
 	}

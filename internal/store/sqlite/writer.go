@@ -97,7 +97,7 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 			notice.PractitionerText(ps), nullable(n.Replaces))
 	}
 
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return res, fmt.Errorf("sqlite: begin notice batch: %w", err)
 	}
