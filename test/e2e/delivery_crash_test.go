@@ -166,6 +166,23 @@ func call(t *testing.T, method, url, key string, body any, want int, out any) {
 	}
 }
 
+// accountKeys are the keys `noticesd accounts create` prints.
+type accountKeys struct {
+	AccountKey string `json:"account_key"`
+	ReadKey    string `json:"read_key"`
+}
+
+// createAccount creates an account with the built binary's CLI and
+// returns its keys.
+func createAccount(t *testing.T, bin string, env []string, name, plan string) accountKeys {
+	t.Helper()
+	var keys accountKeys
+	if err := json.Unmarshal(testbin.Run(t, bin, env, "accounts", "create", "--name", name, "--plan", plan), &keys); err != nil || keys.AccountKey == "" || keys.ReadKey == "" {
+		t.Fatalf("accounts create: %v (keys %+v)", err, keys)
+	}
+	return keys
+}
+
 // ingestNotices writes one appointment notice per ACN in acns (source_id
 // prefix + a number, the i-th published i minutes ago) and loads them with
 // a separate `noticesd ingest` process.
@@ -225,12 +242,7 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 		// serve encrypts webhook secrets at rest and refuses to start without a key.
 		"NOTICES_SECRET_KEY=" + config.DevelopmentSecretKey,
 	}
-	var acct struct {
-		AccountKey string `json:"account_key"`
-	}
-	if err := json.Unmarshal(testbin.Run(t, bin, env, "accounts", "create", "--name", "Crash", "--plan", "enterprise"), &acct); err != nil || acct.AccountKey == "" {
-		t.Fatalf("accounts create: %v", err)
-	}
+	acct := createAccount(t, bin, env, "Crash", "enterprise")
 
 	srv := startServe(t, bin, env)
 	const companies = 5

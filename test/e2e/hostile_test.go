@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -32,12 +31,7 @@ func TestHeadersOnlyFlood(t *testing.T) {
 	)
 	bin := testbin.Build(t)
 	env := []string{"NOTICES_DATA_DIR=" + t.TempDir(), "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=error", "NOTICES_WEBHOOKS=off"}
-	var keys struct {
-		ReadKey string `json:"read_key"`
-	}
-	if err := json.Unmarshal(testbin.Run(t, bin, env, "accounts", "create", "--name", "Flood", "--plan", "standard"), &keys); err != nil {
-		t.Fatal(err)
-	}
+	keys := createAccount(t, bin, env, "Flood", "standard")
 	srv := startServe(t, bin, env)
 	pid := srv.cmd.Process.Pid
 	addr := strings.TrimPrefix(srv.base, "http://")

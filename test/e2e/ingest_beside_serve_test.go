@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -36,12 +35,7 @@ func TestIngestBesideServe(t *testing.T) {
 		"NOTICES_SOURCE=none",
 		"NOTICES_SECRET_KEY=" + config.DevelopmentSecretKey,
 	}
-	var acct struct {
-		AccountKey string `json:"account_key"`
-	}
-	if err := json.Unmarshal(testbin.Run(t, bin, env, "accounts", "create", "--name", "Beside", "--plan", "enterprise"), &acct); err != nil || acct.AccountKey == "" {
-		t.Fatalf("accounts create: %v", err)
-	}
+	acct := createAccount(t, bin, env, "Beside", "enterprise")
 	sample := filepath.Join(dir, "sample")
 	testbin.Run(t, bin, env, "sample", "--notices", fmt.Sprint(besideNotices), "--companies", "2000", "--out", sample)
 	srv := startServe(t, bin, env)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -45,12 +44,7 @@ func TestMailDeactivationAlert(t *testing.T) {
 		"NOTICES_SMTP_URL=" + smtp.URL(),
 		"NOTICES_MAIL_FROM=noticesd <alerts@noticesd.test>",
 	}
-	var acct struct {
-		AccountKey string `json:"account_key"`
-	}
-	if err := json.Unmarshal(testbin.Run(t, bin, env, "accounts", "create", "--name", "Mail", "--plan", "enterprise"), &acct); err != nil || acct.AccountKey == "" {
-		t.Fatalf("accounts create: %v", err)
-	}
+	acct := createAccount(t, bin, env, "Mail", "enterprise")
 	srv := startServe(t, bin, env)
 	var health struct {
 		Mail struct {
