@@ -33,6 +33,7 @@ bench: build
 fuzz:
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzParse -fuzztime 1500000x -fuzzminimizetime 10s ./internal/query
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzDecodeObject -fuzztime 500000x -fuzzminimizetime 10s ./ingest
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzDecodeObject -fuzztime 500000x -fuzzminimizetime 10s ./internal/watch
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendString -fuzztime 1000000x -fuzzminimizetime 10s ./internal/jsontext
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendNoticeDoc -fuzztime 150000x -fuzzminimizetime 10s ./internal/store/elastic
 

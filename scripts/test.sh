@@ -87,9 +87,10 @@ go test -race -tags "$TAGS" -count=1 -timeout 10m -run 'Reindex|TwoIngesters|All
 # make test here once, while a new input was being minimized). Each count is about 10-20 s of
 # this machine; -fuzzminimizetime keeps a new input's minimization from holding both workers
 # for up to a minute.
-echo "== fuzz q parser, notice line decoding, JSON string encoding and notice documents (counted runs)"
+echo "== fuzz q parser, notice line and request body decoding, JSON string encoding and notice documents (counted runs)"
 fuzz() { go test -tags "$TAGS" -run '^$' -fuzz "$1" -fuzztime "$2" -fuzzminimizetime 2s "$3"; }
 fuzz FuzzParse 200000x ./internal/query
 fuzz FuzzDecodeObject 60000x ./ingest
+fuzz FuzzDecodeObject 60000x ./internal/watch
 fuzz FuzzAppendString 200000x ./internal/jsontext
 fuzz FuzzAppendNoticeDoc 20000x ./internal/store/elastic

@@ -180,16 +180,66 @@ func tooMany(n int) error {
 // listParser normalises and deduplicates a list of identifiers, counting
 // the malformed ones and remembering the first.
 type listParser struct {
-	out            []ID
-	seen           map[string]struct{}
+	out []ID
+	// seen holds key(id) of every identifier kept, in a table sized
+	// for the whole list: a number hashes and compares faster than its
+	// string (docs/benchmarks.md, 2026-11-25).
+	seen           keySet
 	nbad, firstPos int
 	firstBad       string
 }
 
 func (p *listParser) init(n int) {
 	p.out = make([]ID, 0, n)
-	p.seen = make(map[string]struct{}, n)
+	p.seen = newKeySet(n)
 	p.firstPos = -1
+}
+
+// key packs a normalised identifier into one number: its digits' value
+// times four, plus 1 for an ACN or 2 for an ABN, so that an ACN and an ABN
+// with the same value ("000000001" and "00000000001") stay apart and no
+// key is 0 (keySet's empty slot). Eleven digits fit in 37 bits.
+func key(id ID) uint64 {
+	var v uint64
+	for i := 0; i < len(id.Value); i++ {
+		v = v*10 + uint64(id.Value[i]-'0')
+	}
+	v <<= 2 // never 0
+	if id.Kind == ABN {
+		return v | 2
+	}
+	return v | 1
+}
+
+// keySet is a set of non-zero keys: one open-addressing table (linear
+// probing) at most half full, since newKeySet sizes it for every key the
+// list can hold.
+type keySet struct {
+	slots []uint64
+	shift uint
+}
+
+// newKeySet returns a set for at most n keys.
+func newKeySet(n int) keySet {
+	bits := uint(4)
+	for 1<<bits < 2*n {
+		bits++
+	}
+	return keySet{slots: make([]uint64, 1<<bits), shift: 64 - bits}
+}
+
+// add inserts k (non-zero) and reports whether it was new.
+func (s *keySet) add(k uint64) bool {
+	mask := uint64(len(s.slots) - 1)
+	for i := (k * 0x9E3779B97F4A7C15) >> s.shift; ; i = (i + 1) & mask {
+		switch s.slots[i] {
+		case 0:
+			s.slots[i] = k
+			return true
+		case k:
+			return false
+		}
+	}
 }
 
 func (p *listParser) bad(shown string, i int) {
@@ -205,10 +255,9 @@ func (p *listParser) add(s string, i int) {
 		p.bad(errs.Quote(s), i)
 		return
 	}
-	if _, dup := p.seen[id.Value]; dup {
-		return
+	if !p.seen.add(key(id)) {
+		return // a duplicate
 	}
-	p.seen[id.Value] = struct{}{}
 	p.out = append(p.out, id)
 }
 
@@ -222,8 +271,11 @@ func (p *listParser) result(code errs.Code, n int) ([]ID, error) {
 }
 
 // plainStrings splits a JSON array of strings without escapes or
-// non-ASCII characters; ok is false for any other input.
+// non-ASCII characters; ok is false for any other input. The strings are
+// substrings of one copy of raw: one allocation for the body, not one for
+// each of 50,000 identifiers.
 func plainStrings(raw []byte) ([]string, bool) {
+	whole := string(raw)
 	i := 0
 	ws := func() {
 		for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
@@ -258,7 +310,7 @@ func plainStrings(raw []byte) ([]string, bool) {
 		if j >= len(raw) {
 			return nil, false
 		}
-		out = append(out, string(raw[start:j]))
+		out = append(out, whole[start:j])
 		i = j + 1
 		ws()
 		if i >= len(raw) {

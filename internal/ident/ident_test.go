@@ -3,6 +3,7 @@ package ident
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -145,4 +146,72 @@ func TestParseArrayAgreesWithParseList(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeduplication: identifiers are deduplicated by value and kind in
+// first-seen order, an ACN and an ABN with the same digits' value stay
+// apart, and a large random list keeps what a map of strings keeps.
+func TestDeduplication(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"ACN and ABN of equal value", []string{"000000001", "00000000001", "000000001"}, []string{"000000001", "00000000001"}},
+		{"largest values", []string{"999999999", "99999999999", "999 999 999", "99 999 999 999"}, []string{"999999999", "99999999999"}},
+		{"zero", []string{"000000000", "00000000000", "000 000 000"}, []string{"000000000", "00000000000"}},
+		{"first-seen order", []string{"600000002", "004085616", "600000002", "53004085616", "004085616"}, []string{"600000002", "004085616", "53004085616"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ids, ok, err := ParseArray(quoted(tt.in), errs.InvalidIdentifier)
+			if !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+			var got []string
+			for _, id := range ids {
+				got = append(got, id.Value)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	t.Run("random", func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		in := make([]string, MaxIdentifiers)
+		for i := range in {
+			if rng.IntN(2) == 0 {
+				in[i] = fmt.Sprintf("%09d", rng.IntN(30000))
+			} else {
+				in[i] = fmt.Sprintf("%011d", rng.IntN(30000))
+			}
+		}
+		ids, ok, err := ParseArray(quoted(in), errs.InvalidIdentifier)
+		if !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		seen := map[string]bool{}
+		var want []string
+		for _, s := range in {
+			if !seen[s] {
+				seen[s] = true
+				want = append(want, s)
+			}
+		}
+		if len(ids) != len(want) {
+			t.Fatalf("kept %d identifiers, want %d", len(ids), len(want))
+		}
+		for i, id := range ids {
+			if id.Value != want[i] {
+				t.Fatalf("identifier %d is %s, want %s", i, id.Value, want[i])
+			}
+		}
+	})
+}
+
+// quoted returns list as a JSON array of strings.
+func quoted(list []string) []byte {
+	b, _ := json.Marshal(list)
+	return b
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	gojson "github.com/goccy/go-json"
+
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 )
@@ -200,9 +202,21 @@ func decodeObject(body []byte) (map[string]json.RawMessage, error) {
 	if len(t) == 0 {
 		return nil, errs.New(errs.EmptyRequest, "a JSON object body is required and none was sent")
 	}
-	// One decode (which validates first); json.Valid only tells the two
-	// failures apart, so a 50,000-identifier body is scanned twice, not
-	// three times.
+	// go-json decodes a 50,000-identifier body in 0.6 ms where
+	// encoding/json takes 4.7 (docs/benchmarks.md, 2026-11-25). It rejects
+	// what encoding/json rejects (FuzzDecodeObject holds the two to the
+	// same answer); when it fails, encoding/json decodes again for the
+	// messages clients have always had.
+	var m map[string]json.RawMessage
+	if gojson.Unmarshal(t, &m) == nil && t[0] == '{' {
+		return m, nil
+	}
+	return stdDecodeObject(t)
+}
+
+// stdDecodeObject is decodeObject with encoding/json: one decode (which
+// validates first); json.Valid only tells the two failures apart.
+func stdDecodeObject(t []byte) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	err := json.Unmarshal(t, &m)
 	if err != nil && !json.Valid(t) {
