@@ -700,3 +700,20 @@ func TestScaleStack(t *testing.T) {
 	worker2.stop(t)
 	serveB.stop(t)
 }
+
+// TestScaleReadmeTour runs README.md's short tour, as written, against
+// `noticesd demo` in scale mode (what `make run-scale` runs), on
+// Elasticsearch and Redis under a namespace of its own.
+func TestScaleReadmeTour(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs the demo in scale mode")
+	}
+	bin := testbin.Build(t)
+	testbin.Tour(t, bin, []string{
+		"NOTICES_BACKEND=scale",
+		"NOTICES_ELASTICSEARCH_URL=" + testservers.Elasticsearch(t),
+		"NOTICES_REDIS_URL=" + testservers.Redis(t),
+		"NOTICES_NAMESPACE=" + testservers.Namespace(t),
+		"NOTICES_DATA_DIR=" + filepath.Join(t.TempDir(), "data"),
+	})
+}

@@ -1,0 +1,195 @@
+package testbin
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tourCurl stands in for curl in the tour's script: the real curl, whose
+// body goes to standard output as the reader would see it, and whose status
+// is checked, so a 4xx or 5xx fails the script (set -e) naming the command.
+// Each call leaves a line "tour-curl <status>" on standard error to count.
+const tourCurl = `curl() {
+  local out code
+  out=$(command curl -sS -w '\n%{http_code}' "$@") || { echo "tour: curl failed to connect: curl $*" >&2; return 1; }
+  code=${out##*$'\n'}
+  printf '%s\n' "${out%$'\n'*}"
+  echo "tour-curl $code" >&2
+  case $code in
+    2??) ;;
+    *) echo "tour: HTTP $code from: curl $*" >&2; return 1 ;;
+  esac
+}
+`
+
+// curlCall finds each curl command in a block: at the start of a line or
+// of a command substitution.
+var curlCall = regexp.MustCompile(`(?m)(^|\$\()curl `)
+
+// TourBlocks returns the shell blocks of README.md's "A short tour"
+// section, without the export lines whose values are placeholders ("...",
+// printed by `make run`).
+func TourBlocks(tb testing.TB) []string {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	readme, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "README.md"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := string(readme)
+	start := strings.Index(s, "\n## A short tour\n")
+	if start < 0 {
+		tb.Fatal(`README.md has no "## A short tour" section`)
+	}
+	s = s[start+1:]
+	if end := strings.Index(s[3:], "\n## "); end >= 0 {
+		s = s[:end+3]
+	}
+	var blocks []string
+	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(s, -1) {
+		var lines []string
+		for _, line := range strings.Split(m[1], "\n") {
+			if strings.HasPrefix(line, "export ") && strings.Contains(line, "...") {
+				continue
+			}
+			lines = append(lines, line)
+		}
+		blocks = append(blocks, strings.Join(lines, "\n"))
+	}
+	return blocks
+}
+
+// Tour runs `noticesd demo` with env on a free port, as `make run` does
+// (a small sample on first use), and then the README's short tour against
+// it, exactly as written: the two export lines the demo prints, then every
+// shell block of the section, in bash with set -euo pipefail. Every curl in
+// the blocks must run and answer 2xx. Then it checks what the README says
+// of the answers: the screen finds $ACN and $ABN, leaves $QUIET unmatched
+// and 123456780 unresolved; $QUIET is in the register with notice_count 0;
+// the new watch has no deliveries yet.
+func Tour(tb testing.TB, bin string, env []string) {
+	tb.Helper()
+	if _, err := exec.LookPath("curl"); err != nil {
+		tb.Fatal("the README's tour runs curl, and there is none on PATH: install curl (apt-get install curl)")
+	}
+	blocks := TourBlocks(tb)
+	calls := 0
+	for _, b := range blocks {
+		calls += len(curlCall.FindAllString(b, -1))
+	}
+	if len(blocks) < 2 || calls < 10 {
+		tb.Fatalf("README.md's tour has %d shell blocks with %d curl commands; this test expects the two blocks of at least 10", len(blocks), calls)
+	}
+
+	addr := FreeAddr(tb)
+	stdout, stderr := &LockedBuffer{}, &LockedBuffer{}
+	cmd := exec.Command(bin, "demo", "--notices", "3000", "--companies", "12000")
+	cmd.Env = append(append(os.Environ(), env...), "NOTICES_ADDR="+addr)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	base := "http://" + addr
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if resp, err := http.Get(base + "/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.Contains(stdout.String(), "Serving on") {
+				break
+			}
+		}
+		if cmd.ProcessState != nil || time.Now().After(deadline) {
+			tb.Fatalf("noticesd demo did not become ready on %s; stdout:\n%s\nstderr:\n%s", addr, stdout, stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var exports []string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "export ") {
+			exports = append(exports, l)
+		}
+	}
+	if len(exports) != 2 {
+		tb.Fatalf("noticesd demo printed %d export lines, want the README's two; stdout:\n%s", len(exports), stdout)
+	}
+
+	script := "set -euo pipefail\n" + tourCurl + strings.Join(exports, "\n") + "\n" + strings.Join(blocks, "\n")
+	sh := exec.Command("bash", "-c", script)
+	var out, errOut bytes.Buffer
+	sh.Stdout, sh.Stderr = &out, &errOut
+	if err := sh.Run(); err != nil {
+		tb.Fatalf("the README's tour failed (%v):\n%s\nstdout:\n%s\nscript:\n%s", err, errOut.String(), out.String(), script)
+	}
+	if ran := strings.Count(errOut.String(), "tour-curl "); ran != calls {
+		tb.Fatalf("the tour ran %d curl commands, the README has %d; stderr:\n%s", ran, calls, errOut.String())
+	}
+	if !strings.Contains(out.String(), `{"data":[]}`) {
+		tb.Errorf(`the README says a new watch's deliveries are {"data":[]}; the tour printed:\n%s`, out.String())
+	}
+
+	// What the README says of the answers, with the values the demo printed.
+	vars := map[string]string{}
+	for _, e := range exports {
+		for _, m := range regexp.MustCompile(`(\w+)=('[^']*'|\S+)`).FindAllStringSubmatch(e, -1) {
+			vars[m[1]] = strings.Trim(m[2], "'")
+		}
+	}
+	get := func(method, path, body string, v any) {
+		tb.Helper()
+		req, _ := http.NewRequest(method, vars["BASE"]+path, strings.NewReader(body))
+		req.Header.Set("X-API-Key", vars["KEY"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil || resp.StatusCode != http.StatusOK {
+			tb.Fatalf("%s %s: HTTP %d, %v", method, path, resp.StatusCode, err)
+		}
+	}
+	var screen struct {
+		Matched []struct {
+			Identifier string `json:"identifier"`
+		} `json:"matched"`
+		Unmatched  []string `json:"unmatched"`
+		Unresolved []string `json:"unresolved"`
+	}
+	ids, _ := json.Marshal([]string{vars["ACN"], vars["ABN"], vars["QUIET"], "123456780"})
+	get(http.MethodPost, "/v1/match", `{"identifiers": `+string(ids)+`}`, &screen)
+	var matched []string
+	for _, m := range screen.Matched {
+		matched = append(matched, m.Identifier)
+	}
+	if abn := strings.ReplaceAll(vars["ABN"], " ", ""); !slices.Equal(matched, []string{vars["ACN"], abn}) ||
+		!slices.Equal(screen.Unmatched, []string{vars["QUIET"]}) || !slices.Equal(screen.Unresolved, []string{"123456780"}) {
+		tb.Errorf("the README says $ACN and $ABN match, $QUIET is unmatched and 123456780 unresolved; got matched %q, unmatched %q, unresolved %q",
+			matched, screen.Unmatched, screen.Unresolved)
+	}
+	var quiet struct {
+		Register    *json.RawMessage `json:"register"`
+		NoticeCount *int             `json:"notice_count"`
+	}
+	get(http.MethodGet, "/v1/companies/"+vars["QUIET"], "", &quiet)
+	if quiet.Register == nil || quiet.NoticeCount == nil || *quiet.NoticeCount != 0 {
+		count := "absent"
+		if quiet.NoticeCount != nil {
+			count = strconv.Itoa(*quiet.NoticeCount)
+		}
+		tb.Errorf("the README says $QUIET (%s) is in the register with notice_count 0; got register data %v, notice_count %s", vars["QUIET"], quiet.Register != nil, count)
+	}
+}
