@@ -33,28 +33,31 @@ const tourCurl = `curl() {
 }
 `
 
-// curlCall finds each curl command in a block: at the start of a line or
-// of a command substitution.
-var curlCall = regexp.MustCompile(`(?m)(^|\$\()curl `)
+// curlCall finds each curl command in a block: at the start of a line, of
+// a command substitution or of a pipeline's command.
+var curlCall = regexp.MustCompile(`(?m)(^|\$\(|\| )curl `)
 
-// TourBlocks returns the shell blocks of README.md's "A short tour"
-// section, without the export lines whose values are placeholders ("...",
-// printed by `make run`).
-func TourBlocks(tb testing.TB) []string {
+// shellBlocks returns the sh code blocks of the repository's file path
+// (relative to its root), of the section headed section only when section
+// is not "", without the export lines whose values are placeholders
+// ("...", which `make run` prints).
+func shellBlocks(tb testing.TB, path, section string) []string {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	readme, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "README.md"))
+	text, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", path))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := string(readme)
-	start := strings.Index(s, "\n## A short tour\n")
-	if start < 0 {
-		tb.Fatal(`README.md has no "## A short tour" section`)
-	}
-	s = s[start+1:]
-	if end := strings.Index(s[3:], "\n## "); end >= 0 {
-		s = s[:end+3]
+	s := string(text)
+	if section != "" {
+		start := strings.Index(s, "\n"+section+"\n")
+		if start < 0 {
+			tb.Fatalf("%s has no %q section", path, section)
+		}
+		s = s[start+1:]
+		if end := strings.Index(s[3:], "\n## "); end >= 0 {
+			s = s[:end+3]
+		}
 	}
 	var blocks []string
 	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(s, -1) {
@@ -71,25 +74,32 @@ func TourBlocks(tb testing.TB) []string {
 }
 
 // Tour runs `noticesd demo` with env on a free port, as `make run` does
-// (a small sample on first use), and then the README's short tour against
-// it, exactly as written: the two export lines the demo prints, then every
-// shell block of the section, in bash with set -euo pipefail. Every curl in
-// the blocks must run and answer 2xx. Then it checks what the README says
-// of the answers: the screen finds $ACN and $ABN, leaves $QUIET unmatched
-// and 123456780 unresolved; $QUIET is in the register with notice_count 0;
-// the new watch has no deliveries yet.
+// (a small sample on first use), and then the README's short tour and the
+// examples of docs/reference.md against it, exactly as written: the two
+// export lines the demo prints, then every shell block of the tour and of
+// the reference, in that order, in bash with set -euo pipefail in a
+// directory of its own. Every curl in the blocks must run and answer 2xx.
+// Then it checks what the README says of the answers: the screen finds
+// $ACN and $ABN, leaves $QUIET unmatched and 123456780 unresolved; $QUIET
+// is in the register with notice_count 0; the new watch has no deliveries
+// yet.
 func Tour(tb testing.TB, bin string, env []string) {
 	tb.Helper()
-	if _, err := exec.LookPath("curl"); err != nil {
-		tb.Fatal("the README's tour runs curl, and there is none on PATH: install curl (apt-get install curl)")
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			tb.Fatalf("the README's tour and the reference's examples run %s, and there is none on PATH: install it (apt-get install %s)", tool, tool)
+		}
 	}
-	blocks := TourBlocks(tb)
+	tour := shellBlocks(tb, "README.md", "## A short tour")
+	reference := shellBlocks(tb, "docs/reference.md", "")
+	blocks := append(slices.Clone(tour), reference...)
 	calls := 0
 	for _, b := range blocks {
 		calls += len(curlCall.FindAllString(b, -1))
 	}
-	if len(blocks) < 2 || calls < 10 {
-		tb.Fatalf("README.md's tour has %d shell blocks with %d curl commands; this test expects the two blocks of at least 10", len(blocks), calls)
+	if len(tour) < 2 || len(reference) < 11 || calls < 40 {
+		tb.Fatalf("README.md's tour has %d shell blocks and docs/reference.md %d, with %d curl commands in all; this test expects at least 2, 11 and 40",
+			len(tour), len(reference), calls)
 	}
 
 	addr := FreeAddr(tb)
@@ -130,13 +140,14 @@ func Tour(tb testing.TB, bin string, env []string) {
 
 	script := "set -euo pipefail\n" + tourCurl + strings.Join(exports, "\n") + "\n" + strings.Join(blocks, "\n")
 	sh := exec.Command("bash", "-c", script)
+	sh.Dir = tb.TempDir() // the examples write files (loanbook.txt, openapi.json)
 	var out, errOut bytes.Buffer
 	sh.Stdout, sh.Stderr = &out, &errOut
 	if err := sh.Run(); err != nil {
-		tb.Fatalf("the README's tour failed (%v):\n%s\nstdout:\n%s\nscript:\n%s", err, errOut.String(), out.String(), script)
+		tb.Fatalf("the README's tour or the reference's examples failed (%v):\n%s\nstdout:\n%s\nscript:\n%s", err, errOut.String(), out.String(), script)
 	}
 	if ran := strings.Count(errOut.String(), "tour-curl "); ran != calls {
-		tb.Fatalf("the tour ran %d curl commands, the README has %d; stderr:\n%s", ran, calls, errOut.String())
+		tb.Fatalf("the examples ran %d curl commands, the README's tour and the reference have %d; stderr:\n%s", ran, calls, errOut.String())
 	}
 	if !strings.Contains(out.String(), `{"data":[]}`) {
 		tb.Errorf(`the README says a new watch's deliveries are {"data":[]}; the tour printed:\n%s`, out.String())
