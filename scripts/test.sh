@@ -22,6 +22,9 @@ need gcc || apt_install gcc libc6-dev
 need python3 || apt_install python3
 need node || apt_install nodejs
 need perl || apt_install perl
+# The README's tour and the API reference's examples run as written (testbin.Tour).
+need curl || apt_install curl
+need jq || apt_install jq
 need go || { echo "test.sh: Go toolchain not found" >&2; exit 1; }
 # The Redis backend's AOF-restart and Redis-down tests start their own
 # redis-server (never the shared one).
