@@ -2,7 +2,11 @@ package watch
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/noticesd/noticesd/internal/errs"
 )
 
 // decodeSeeds are bodies where a fast JSON decoder could part from
@@ -92,4 +96,24 @@ func FuzzDecodeObject(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodeObjectDeepNesting: a body nested far deeper than encoding/json
+// allows (10,000 levels) is invalid_json, not a crash: a decoder that
+// recursed once a level would exhaust the goroutine's stack, which no
+// recover catches. A body within the 8 MiB cap nests at most 4 million deep.
+func TestDecodeObjectDeepNesting(t *testing.T) {
+	for _, tt := range []struct{ name, open, close string }{
+		{"arrays", "[", "]"},
+		{"objects", `{"a":`, "}"},
+		{"unclosed arrays", "[", ""},
+	} {
+		for _, depth := range []int{10001, 1000000} {
+			t.Run(fmt.Sprintf("%s/%d", tt.name, depth), func(t *testing.T) {
+				body := `{"identifiers": ["123456780"], "filters": ` + strings.Repeat(tt.open, depth) + "1" + strings.Repeat(tt.close, depth) + "}"
+				_, err := ParseMatchRequest([]byte(body))
+				checkErr(t, err, errs.InvalidJSON, "exceeded max depth")
+			})
+		}
+	}
 }
