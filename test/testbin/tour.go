@@ -2,6 +2,7 @@ package testbin
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -22,7 +23,7 @@ import (
 // Each call leaves a line "tour-curl <status>" on standard error to count.
 const tourCurl = `curl() {
   local out code
-  out=$(command curl -sS -w '\n%{http_code}' "$@") || { echo "tour: curl failed to connect: curl $*" >&2; return 1; }
+  out=$(command curl -sS --max-time 30 -w '\n%{http_code}' "$@") || { echo "tour: curl failed (no connection or no answer within 30 s): curl $*" >&2; return 1; }
   code=${out##*$'\n'}
   printf '%s\n' "${out%$'\n'*}"
   echo "tour-curl $code" >&2
@@ -115,9 +116,10 @@ func Tour(tb testing.TB, bin string, env []string) {
 		_ = cmd.Wait()
 	})
 	base := "http://" + addr
+	client := &http.Client{Timeout: 30 * time.Second}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		if resp, err := http.Get(base + "/ready"); err == nil {
+		if resp, err := client.Get(base + "/ready"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && strings.Contains(stdout.String(), "Serving on") {
 				break
@@ -139,8 +141,13 @@ func Tour(tb testing.TB, bin string, env []string) {
 	}
 
 	script := "set -euo pipefail\n" + tourCurl + strings.Join(exports, "\n") + "\n" + strings.Join(blocks, "\n")
-	sh := exec.Command("bash", "-c", script)
-	sh.Dir = tb.TempDir() // the examples write files (loanbook.txt, openapi.json)
+	// A server that stops answering fails the test here, not at go test's
+	// timeout: curl gives up after 30 s, the script after 3 minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "bash", "-c", script)
+	sh.Env = append(os.Environ(), "CURL_HOME="+tb.TempDir()) // no ~/.curlrc
+	sh.Dir = tb.TempDir()                                    // the examples write files (loanbook.txt, openapi.json)
 	var out, errOut bytes.Buffer
 	sh.Stdout, sh.Stderr = &out, &errOut
 	if err := sh.Run(); err != nil {
@@ -164,7 +171,7 @@ func Tour(tb testing.TB, bin string, env []string) {
 		tb.Helper()
 		req, _ := http.NewRequest(method, vars["BASE"]+path, strings.NewReader(body))
 		req.Header.Set("X-API-Key", vars["KEY"])
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			tb.Fatal(err)
 		}
