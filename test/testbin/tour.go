@@ -146,8 +146,10 @@ func Tour(tb testing.TB, bin string, env []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", "-c", script)
-	sh.Env = append(os.Environ(), "CURL_HOME="+tb.TempDir()) // no ~/.curlrc
-	sh.Dir = tb.TempDir()                                    // the examples write files (loanbook.txt, openapi.json)
+	// No ~/.curlrc changes what curl does; the examples write their files
+	// (loanbook.txt, openapi.json) in a directory of their own.
+	sh.Env = append(os.Environ(), "CURL_HOME="+tb.TempDir())
+	sh.Dir = tb.TempDir()
 	var out, errOut bytes.Buffer
 	sh.Stdout, sh.Stderr = &out, &errOut
 	if err := sh.Run(); err != nil {
