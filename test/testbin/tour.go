@@ -17,13 +17,14 @@ import (
 	"time"
 )
 
-// tourCurl stands in for curl in the tour's script: the real curl, whose
+// tourCurl stands in for curl in the tour's script: the real curl (-q: no
+// ~/.curlrc), whose
 // body goes to standard output as the reader would see it, and whose status
 // is checked, so a 4xx or 5xx fails the script (set -e) naming the command.
 // Each call leaves a line "tour-curl <status>" on standard error to count.
 const tourCurl = `curl() {
   local out code
-  out=$(command curl -sS --max-time 30 -w '\n%{http_code}' "$@") || { echo "tour: curl failed (no connection or no answer within 30 s): curl $*" >&2; return 1; }
+  out=$(command curl -q -sS --max-time 30 -w '\n%{http_code}' "$@") || { echo "tour: curl failed (no connection or no answer within 30 s): curl $*" >&2; return 1; }
   code=${out##*$'\n'}
   printf '%s\n' "${out%$'\n'*}"
   echo "tour-curl $code" >&2
@@ -146,9 +147,8 @@ func Tour(tb testing.TB, bin string, env []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", "-c", script)
-	// No ~/.curlrc changes what curl does; the examples write their files
-	// (loanbook.txt, openapi.json) in a directory of their own.
-	sh.Env = append(os.Environ(), "CURL_HOME="+tb.TempDir())
+	// The examples write their files (loanbook.txt, openapi.json) in a
+	// directory of their own.
 	sh.Dir = tb.TempDir()
 	var out, errOut bytes.Buffer
 	sh.Stdout, sh.Stderr = &out, &errOut
