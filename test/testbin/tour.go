@@ -18,10 +18,10 @@ import (
 )
 
 // tourCurl stands in for curl in the tour's script: the real curl (-q: no
-// ~/.curlrc), whose
-// body goes to standard output as the reader would see it, and whose status
-// is checked, so a 4xx or 5xx fails the script (set -e) naming the command.
-// Each call leaves a line "tour-curl <status>" on standard error to count.
+// ~/.curlrc), whose body goes to standard output as the reader would see
+// it, and whose status is checked, so a 4xx or 5xx fails the script
+// (set -e) naming the command. Each call leaves a line "tour-curl <status>"
+// on standard error to count.
 const tourCurl = `curl() {
   local out code
   out=$(command curl -q -sS --max-time 30 -w '\n%{http_code}' "$@") || { echo "tour: curl failed (no connection or no answer within 30 s): curl $*" >&2; return 1; }
