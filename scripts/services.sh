@@ -273,12 +273,14 @@ start_es_once() {
   free_port; http=$PORT
   free_port; transport=$PORT
   cp -a "$ES_HOME/config" "$state/config"
-  mkdir -p "$state/data" "$state/logs" "$state/tmp"
+  mkdir -p "$state/data" "$state/logs" "$state/tmp" "$state/snapshots"
   cat >"$state/config/elasticsearch.yml" <<EOF
 cluster.name: noticesd-test
 node.name: noticesd-test
 path.data: $state/data
 path.logs: $state/logs
+# shared-file-system snapshots (docs/operating.md, "Backups"); deleted with the node
+path.repo: $state/snapshots
 discovery.type: single-node
 network.host: 127.0.0.1
 http.port: $http

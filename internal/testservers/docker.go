@@ -115,6 +115,7 @@ func dockerElasticsearch(ctx context.Context, d *dockerEngine) (*server, error) 
 		"discovery.type=single-node",
 		"xpack.security.enabled=false",
 		"cluster.routing.allocation.disk.threshold_enabled=false",
+		"path.repo=/usr/share/elasticsearch/snapshots", // as compose.yaml; scripts/services.sh sets one too
 		"ES_JAVA_OPTS=-Xms512m -Xmx1g",
 	}, probeElasticsearch)
 }
