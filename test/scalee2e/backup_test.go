@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/testservers"
@@ -43,9 +44,10 @@ func TestBackupRestoreAsDocumented(t *testing.T) {
 	testbin.Run(t, bin, env, "ingest", "register", filepath.Join(sample, "company_register.tsv"))
 	testbin.Run(t, bin, env, "ingest", "notices", filepath.Join(sample, "notices.jsonl.gz"))
 
+	client := &http.Client{Timeout: 30 * time.Second}
 	es := func(path string, v any) {
 		t.Helper()
-		resp, err := http.Get(esURL + path)
+		resp, err := client.Get(esURL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +134,7 @@ func TestBackupRestoreAsDocumented(t *testing.T) {
 	t.Cleanup(func() {
 		for _, path := range []string{"/_snapshot/backups/" + ns + "-*", "/_snapshot/backups"} {
 			req, _ := http.NewRequest(http.MethodDelete, esURL+path, nil)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
+			if resp, err := client.Do(req); err == nil {
 				resp.Body.Close()
 			}
 		}

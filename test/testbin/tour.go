@@ -13,6 +13,9 @@ import (
 	"time"
 )
 
+// exportVar is one NAME=value (or NAME='value') of the demo's export lines.
+var exportVar = regexp.MustCompile(`(\w+)=('[^']*'|\S+)`)
+
 // Tour runs `noticesd demo` with env on a free port, as `make run` does
 // (a small sample on first use), and then the README's short tour and the
 // examples of docs/reference.md against it, exactly as written: the two
@@ -87,7 +90,7 @@ func Tour(tb testing.TB, bin string, env []string) {
 	// What the README says of the answers, with the values the demo printed.
 	vars := map[string]string{}
 	for _, e := range exports {
-		for _, m := range regexp.MustCompile(`(\w+)=('[^']*'|\S+)`).FindAllStringSubmatch(e, -1) {
+		for _, m := range exportVar.FindAllStringSubmatch(e, -1) {
 			vars[m[1]] = strings.Trim(m[2], "'")
 		}
 	}
