@@ -104,24 +104,29 @@ func TestTwoIngestersAndAPoller(t *testing.T) {
 // is written, while a later batch from another ingester is written and
 // cleared. Were its lease to lapse mid-write, the watermark would pass its
 // seqs and a poller following it would skip its notices for good. Real
-// time: a 1 s lease (renewed every third of it) and bulk requests held 4 s.
+// time: a 2 s lease (renewed every third of it) and bulk requests held 6 s,
+// three leases. (A 1 s lease lapsed when a busy machine held the test
+// process back for over two thirds of a second.)
 func TestSlowBatchHoldsTheWatermark(t *testing.T) {
 	esURL := testservers.Elasticsearch(t)
 	target, err := url.Parse(esURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const lease, hold = time.Second, 4 * time.Second
+	const lease, hold = 2 * time.Second, 6 * time.Second
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	var answered atomic.Int64 // when the slow node last answered a bulk request (UnixNano)
+	var answered atomic.Int64 // when the slow node last began answering a bulk request (UnixNano)
 	slowNode := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.Contains(r.URL.Path, "_bulk") {
 			proxy.ServeHTTP(w, r)
 			return
 		}
 		time.Sleep(hold)
-		proxy.ServeHTTP(w, r)
-		answered.Store(time.Now().UnixNano())
+		// Stamped before the answer's first byte goes back, so the store
+		// cannot have read it earlier. (Stamped after ServeHTTP returned,
+		// a busy machine once ran this goroutine 141 ms after the store
+		// had read the answer, refreshed and cleared: a false failure.)
+		proxy.ServeHTTP(&stampWriter{ResponseWriter: w, at: &answered}, r)
 	}))
 	t.Cleanup(slowNode.Close)
 	ctx := context.Background()
@@ -185,3 +190,31 @@ func TestSlowBatchHoldsTheWatermark(t *testing.T) {
 		}
 	}
 }
+
+// stampWriter stores the time into at as the answer's status line is
+// written, before any of it reaches the client.
+type stampWriter struct {
+	http.ResponseWriter
+	at      *atomic.Int64
+	stamped bool
+}
+
+func (w *stampWriter) stamp() {
+	if !w.stamped {
+		w.stamped = true
+		w.at.Store(time.Now().UnixNano())
+	}
+}
+
+func (w *stampWriter) WriteHeader(code int) {
+	w.stamp()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *stampWriter) Write(b []byte) (int, error) {
+	w.stamp()
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets httputil.ReverseProxy flush through to the real writer.
+func (w *stampWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
