@@ -35,7 +35,7 @@ fuzz:
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzDecodeObject -fuzztime 500000x -fuzzminimizetime 10s ./ingest
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzDecodeObject -fuzztime 500000x -fuzzminimizetime 10s ./internal/watch
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendString -fuzztime 1000000x -fuzzminimizetime 10s ./internal/jsontext
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendNoticeDoc -fuzztime 150000x -fuzzminimizetime 10s ./internal/store/elastic
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendNotice -fuzztime 150000x -fuzzminimizetime 10s ./internal/store/elastic/esdoc
 
 ## vet: go vet and staticcheck (pinned, fetched from the Go module proxy on first use)
 vet:

@@ -96,4 +96,4 @@ fuzz FuzzParse 200000x ./internal/query
 fuzz FuzzDecodeObject 60000x ./ingest
 fuzz FuzzDecodeObject 60000x ./internal/watch
 fuzz FuzzAppendString 200000x ./internal/jsontext
-fuzz FuzzAppendNoticeDoc 20000x ./internal/store/elastic
+fuzz FuzzAppendNotice 20000x ./internal/store/elastic/esdoc

@@ -26,6 +26,7 @@ import (
 	"github.com/noticesd/noticesd/internal/query"
 	"github.com/noticesd/noticesd/internal/sample"
 	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/elastic/esdoc"
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/mappings"
 )
@@ -194,7 +195,7 @@ func BenchmarkESIngestNoticesRaw(b *testing.B) {
 	docs := make([][]byte, len(ns))
 	for i, n := range ns {
 		n.Seq = int64(i + 1)
-		docs[i], _ = json.Marshal(newNoticeDoc(n, 1))
+		docs[i], _ = json.Marshal(esdoc.NewNotice(n, 1))
 	}
 	id := func(i int) string { return ns[i].ID }
 	benchLoads(b, "notices", docs, warmNotices, func(s *Store, docs [][]byte) { rawBulk(b, s, s.Alias(mappings.Notices), id, docs) })

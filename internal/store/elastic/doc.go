@@ -4,65 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/noticesd/noticesd/internal/notice"
-	"github.com/noticesd/noticesd/internal/query"
 )
-
-// noticeDoc is a notice as indexed: the notice itself (not indexed, the
-// answer of every read) and the fields searched, filtered, sorted and
-// aggregated on. fts holds the four searchable texts (company name, notice
-// type, text, practitioner names and firms), each folded by query.Fold to
-// the tokens SQLite's unicode61 tokeniser makes, joined by spaces (where the
-// field's whitespace analyzer splits them), one array element each so a
-// phrase never spans two.
-type noticeDoc struct {
-	ID              string        `json:"id"`
-	SourceID        string        `json:"source_id"`
-	Seq             int64         `json:"notice_seq"`
-	PublishedDate   string        `json:"published_date"`
-	PublishedAt     string        `json:"published_at"`
-	CollectedAt     string        `json:"collected_at"`
-	IndexedAt       int64         `json:"indexed_at"`
-	ACN             *string       `json:"acn,omitempty"`
-	ABN             *string       `json:"abn,omitempty"`
-	AppointmentType *string       `json:"appointment_type,omitempty"`
-	NoticePurpose   string        `json:"notice_purpose"`
-	NoticeCode      string        `json:"notice_code"`
-	State           string        `json:"state"`
-	Status          string        `json:"status"`
-	Dereg           bool          `json:"dereg"`
-	FTS             []string      `json:"fts"`
-	Notice          notice.Notice `json:"notice"`
-}
-
-// newNoticeDoc is the document of a notice (its texts folded here).
-func newNoticeDoc(n notice.Notice, indexedAt int64) noticeDoc {
-	return noticeDocWith(n, indexedAt, noticeFTS(n))
-}
-
-// noticeFTS is the fts field of a notice: its four searchable texts, each
-// folded by query.Fold. (The writer folds them straight into each
-// document: appendFTS.)
-func noticeFTS(n notice.Notice) []string {
-	return []string{query.Fold(n.CompanyName), query.Fold(n.NoticeType), query.Fold(n.Text),
-		query.Fold(notice.PractitionerText(n.Practitioners))}
-}
-
-// noticeDocWith is the document of a notice whose texts are already
-// folded (noticeFTS).
-func noticeDocWith(n notice.Notice, indexedAt int64, fts []string) noticeDoc {
-	if n.Practitioners == nil {
-		n.Practitioners = []notice.Practitioner{}
-	}
-	return noticeDoc{
-		ID: n.ID, SourceID: n.SourceID, Seq: n.Seq, PublishedDate: n.PublishedDate,
-		PublishedAt: n.PublishedAt, CollectedAt: n.CollectedAt, IndexedAt: indexedAt,
-		ACN: n.ACN, ABN: n.ABN, AppointmentType: n.AppointmentType,
-		NoticePurpose: n.NoticePurpose, NoticeCode: n.NoticeCode, State: n.State, Status: n.Status,
-		Dereg:  n.IsDeregistration(),
-		FTS:    fts,
-		Notice: n,
-	}
-}
 
 // hit is one search hit of a notice search.
 type hit struct {

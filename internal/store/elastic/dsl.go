@@ -9,7 +9,7 @@ import (
 	"github.com/noticesd/noticesd/internal/query"
 )
 
-// ftsField is the folded full-text field (see noticeDoc).
+// ftsField is the folded full-text field (see esdoc.Notice).
 const ftsField = "fts"
 
 // maxPhraseExpansions bounds the words a phrase's trailing prefix expands

@@ -76,53 +76,6 @@ func TestRegisterRowsOfVersion2(t *testing.T) {
 	}
 }
 
-// TestAppendNoticeDoc: the hand-written encoder writes what encoding/json
-// writes for a noticeDoc, for the contract suite's notices, a notice with
-// every optional field nil and one with strings that need escaping; and
-// notice.Notice and notice.Practitioner still have the fields it writes.
-func TestAppendNoticeDoc(t *testing.T) {
-	if n, p := reflect.TypeOf(notice.Notice{}).NumField(), reflect.TypeOf(notice.Practitioner{}).NumField(); n != 19 || p != 3 {
-		t.Fatalf("notice.Notice has %d fields and notice.Practitioner %d (appendNoticeDoc writes 19 and 3): teach appendNoticeDoc the new ones", n, p)
-	}
-	odd := notice.Notice{ID: "ntc_x", SourceID: "<&>", Text: "Café \"quoted\" \\ \n\t\x00 日本 \xff",
-		CompanyName: "Zoë Ltd \x7f", NoticeType: "Café\u2028line", NoticeCode: "日本\u2029", Status: "ÆSØP — ünïcödé",
-		Practitioners: []notice.Practitioner{{Name: "Zoë O'Brien", Firm: "A & B", Role: "liquidator"}}}
-	ns := append(storetest.Notices(t), notice.Notice{SourceID: "bare"}, odd)
-	for i, n := range ns {
-		n.Seq = int64(i + 1)
-		fts := noticeFTS(n)
-		want, err := json.Marshal(noticeDocWith(n, 1700000000000+int64(i), fts))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendNoticeDoc(nil, &n, 1700000000000+int64(i), fts); !bytes.Equal(got, want) {
-			t.Errorf("notice %d:\n got %s\nwant %s", i, got, want)
-		}
-		if got := appendNoticeDoc([]byte("x"), &n, 1700000000000+int64(i), nil); !bytes.Equal(got[1:], want) {
-			t.Errorf("notice %d, its texts folded into the document:\n got %s\nwant %s", i, got[1:], want)
-		}
-	}
-}
-
-// FuzzAppendNoticeDoc: whatever a notice's texts hold, the document with
-// its texts folded straight into it (appendFTS, no escaping pass) is what
-// encoding/json writes for newNoticeDoc.
-func FuzzAppendNoticeDoc(f *testing.F) {
-	f.Add("Acme Pty Ltd", "Winding up", "Café \"quoted\" <&> \u2028 \xff 日本", "Zoë O'Brien")
-	f.Add("\x00\x1f", "\u2029", "ΑΘΗΝΑ Москва \ue000 a\u0301b", "A & B")
-	f.Fuzz(func(t *testing.T, name, kind, text, practitioner string) {
-		n := notice.Notice{ID: "ntc_x", SourceID: "s", Seq: 1, CompanyName: name, NoticeType: kind, Text: text,
-			Practitioners: []notice.Practitioner{{Name: practitioner, Firm: text, Role: "liquidator"}}}
-		want, err := json.Marshal(newNoticeDoc(n, 1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendNoticeDoc(nil, &n, 1, nil); !bytes.Equal(got, want) {
-			t.Fatalf("got  %s\nwant %s", got, want)
-		}
-	})
-}
-
 // TestRegisterRowsWith: a lookup takes from a block exactly the rows whose
 // ACN or ABN is the value (not a row that holds it in another field, nor
 // one of another identifier), from a block or a version 2 document, for a

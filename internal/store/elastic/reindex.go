@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/elastic/esdoc"
 	"github.com/noticesd/noticesd/mappings"
 )
 
@@ -245,7 +246,7 @@ func rebuildNoticeDoc(src json.RawMessage) ([]byte, error) {
 	if n.Practitioners == nil {
 		n.Practitioners = []notice.Practitioner{}
 	}
-	return appendNoticeDoc(make([]byte, 0, len(src)), &n, d.IndexedAt, nil), nil
+	return esdoc.AppendNotice(make([]byte, 0, len(src)), &n, d.IndexedAt, nil), nil
 }
 
 // catchUp copies the notices visible through catchUpAlias (those written

@@ -14,6 +14,7 @@ import (
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/store/elastic/esdoc"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/mappings"
 )
@@ -336,9 +337,9 @@ func TestReindexFromVersion2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fts := noticeFTS(stale)
+	fts := esdoc.FTS(stale)
 	fts[2] = strings.ReplaceAll(fts[2], "\u037f", "\u03f3")
-	body := appendNoticeDoc(nil, &stale, time.Now().Add(-time.Hour).UnixMilli(), fts)
+	body := esdoc.AppendNotice(nil, &stale, time.Now().Add(-time.Hour).UnixMilli(), fts)
 	if err := s.bulk(ctx, []bulkOp{{Index: alias, Action: "index", ID: stale.ID, Version: time.Now().UnixMilli(), Body: body, What: "stale"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/elastic/esdoc"
 )
 
 // stored is what a writer needs of a notice already indexed.
@@ -174,7 +175,7 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 	}()
 	for i := range ns {
 		start := len(arena)
-		arena = appendNoticeDoc(arena, &ns[i], version, nil)
+		arena = esdoc.AppendNotice(arena, &ns[i], version, nil)
 		body := arena[start:len(arena):len(arena)]
 		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: version, Body: body, What: "notice " + ns[i].SourceID, Pos: i}
 		ops = append(ops, op)
