@@ -69,19 +69,22 @@ if [ ${#wanted[@]} -gt 0 ]; then
 fi
 
 TAGS=sqlite_fts5
-echo "== go mod tidy leaves go.mod and go.sum unchanged"
+# Each stage says when it starts (seconds since this script did), so a slow run shows where its time
+# went: a new machine's empty build cache costs most in the first go test (docs/testing.md).
+stage() { echo "== $* (at ${SECONDS}s)"; }
+stage "go mod tidy leaves go.mod and go.sum unchanged"
 if ! go mod tidy -diff; then
   echo "test.sh: go.mod/go.sum are not tidy; run 'go mod tidy' and commit the result" >&2
   exit 1
 fi
-echo "== go vet"
+stage "go vet"
 go vet -tags "$TAGS" ./...
-echo "== staticcheck"
+stage "staticcheck"
 # Pinned; fetched from the Go module proxy into the module cache on first use.
 GOFLAGS="-tags=$TAGS" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-echo "== go test"
+stage "go test"
 go test -tags "$TAGS" -count=1 -timeout 12m ./...
-echo "== race detector on the concurrent parts"
+stage "race detector on the concurrent parts"
 go test -race -tags "$TAGS" -count=1 -timeout 10m ./api ./internal/limit ./worker ./internal/collector ./matcher ./internal/webhook ./internal/store/sqlite ./internal/scheduler
 go test -race -short -tags "$TAGS" -count=1 -timeout 10m ./internal/store/redisstore
 go test -race -tags "$TAGS" -count=1 -timeout 10m -run 'Reindex|TwoIngesters|Allocate' ./internal/store/elastic ./internal/store/arrival
@@ -90,10 +93,11 @@ go test -race -tags "$TAGS" -count=1 -timeout 10m -run 'Reindex|TwoIngesters|All
 # make test here once, while a new input was being minimized). Each count is about 10-20 s of
 # this machine; -fuzzminimizetime keeps a new input's minimization from holding both workers
 # for up to a minute.
-echo "== fuzz q parser, notice line and request body decoding, JSON string encoding and notice documents (counted runs)"
+stage "fuzz q parser, notice line and request body decoding, JSON string encoding and notice documents (counted runs)"
 fuzz() { go test -tags "$TAGS" -run '^$' -fuzz "$1" -fuzztime "$2" -fuzzminimizetime 2s "$3"; }
 fuzz FuzzParse 200000x ./internal/query
 fuzz FuzzDecodeObject 60000x ./ingest
 fuzz FuzzDecodeObject 60000x ./internal/watch
 fuzz FuzzAppendString 200000x ./internal/jsontext
 fuzz FuzzAppendNotice 20000x ./internal/store/elastic/esdoc
+stage "done"
