@@ -3,8 +3,8 @@ package elastic
 import (
 	"strconv"
 
-	"github.com/noticesd/noticesd/internal/jsontext"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/elastic/esdoc"
 )
 
 // appendRegisterBlock appends the JSON of a register block (registerBlock)
@@ -39,7 +39,7 @@ func appendIdents(buf []byte, rows []notice.RegisterRow, ident func(*notice.Regi
 			if n > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendJSONString(buf, v)
+			buf = esdoc.AppendString(buf, v)
 			n++
 		}
 	}
@@ -48,33 +48,20 @@ func appendIdents(buf []byte, rows []notice.RegisterRow, ident func(*notice.Regi
 
 // appendRegisterRow appends the JSON of r as encoding/json writes it.
 func appendRegisterRow(buf []byte, r *notice.RegisterRow) []byte {
-	buf = appendField(buf, `{"CompanyName":`, r.CompanyName)
-	buf = appendField(buf, `,"ACN":`, r.ACN)
-	buf = appendField(buf, `,"Type":`, r.Type)
-	buf = appendField(buf, `,"Class":`, r.Class)
-	buf = appendField(buf, `,"SubClass":`, r.SubClass)
-	buf = appendField(buf, `,"Status":`, r.Status)
-	buf = appendField(buf, `,"RegisteredOn":`, r.RegisteredOn)
-	buf = appendField(buf, `,"DeregisteredOn":`, r.DeregisteredOn)
-	buf = appendField(buf, `,"PreviousState":`, r.PreviousState)
-	buf = appendField(buf, `,"StateRegistrationNumber":`, r.StateRegistrationNumber)
-	buf = appendField(buf, `,"ModifiedSinceLastReport":`, r.ModifiedSinceLastReport)
-	buf = appendField(buf, `,"CurrentNameIndicator":`, r.CurrentNameIndicator)
-	buf = appendField(buf, `,"ABN":`, r.ABN)
-	buf = appendField(buf, `,"CurrentName":`, r.CurrentName)
-	buf = appendField(buf, `,"CurrentNameStart":`, r.CurrentNameStart)
+	buf = esdoc.AppendField(buf, `{"CompanyName":`, r.CompanyName)
+	buf = esdoc.AppendField(buf, `,"ACN":`, r.ACN)
+	buf = esdoc.AppendField(buf, `,"Type":`, r.Type)
+	buf = esdoc.AppendField(buf, `,"Class":`, r.Class)
+	buf = esdoc.AppendField(buf, `,"SubClass":`, r.SubClass)
+	buf = esdoc.AppendField(buf, `,"Status":`, r.Status)
+	buf = esdoc.AppendField(buf, `,"RegisteredOn":`, r.RegisteredOn)
+	buf = esdoc.AppendField(buf, `,"DeregisteredOn":`, r.DeregisteredOn)
+	buf = esdoc.AppendField(buf, `,"PreviousState":`, r.PreviousState)
+	buf = esdoc.AppendField(buf, `,"StateRegistrationNumber":`, r.StateRegistrationNumber)
+	buf = esdoc.AppendField(buf, `,"ModifiedSinceLastReport":`, r.ModifiedSinceLastReport)
+	buf = esdoc.AppendField(buf, `,"CurrentNameIndicator":`, r.CurrentNameIndicator)
+	buf = esdoc.AppendField(buf, `,"ABN":`, r.ABN)
+	buf = esdoc.AppendField(buf, `,"CurrentName":`, r.CurrentName)
+	buf = esdoc.AppendField(buf, `,"CurrentNameStart":`, r.CurrentNameStart)
 	return append(buf, '}')
-}
-
-func appendField(buf []byte, key, v string) []byte {
-	return appendJSONString(append(buf, key...), v)
-}
-
-// appendJSONString appends s as a JSON string byte for byte as
-// json.Marshal writes it (jsontext.AppendString, HTML escaping on). Notice
-// texts hold quotes and ampersands often enough that handing such strings
-// to encoding/json cost a tenth of an ingest's client CPU
-// (docs/benchmarks.md, 2026-11-24).
-func appendJSONString(buf []byte, s string) []byte {
-	return jsontext.AppendString(buf, s, true)
 }

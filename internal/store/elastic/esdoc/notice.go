@@ -78,26 +78,26 @@ func NoticeWith(n notice.Notice, indexedAt int64, fts []string) Notice {
 // does not write), without reflection. A nil fts is FTS(n), folded
 // straight into buf (appendFTS).
 func AppendNotice(buf []byte, n *notice.Notice, indexedAt int64, fts []string) []byte {
-	buf = appendField(buf, `{"id":`, n.ID)
-	buf = appendField(buf, `,"source_id":`, n.SourceID)
+	buf = AppendField(buf, `{"id":`, n.ID)
+	buf = AppendField(buf, `,"source_id":`, n.SourceID)
 	buf = strconv.AppendInt(append(buf, `,"notice_seq":`...), n.Seq, 10)
-	buf = appendField(buf, `,"published_date":`, n.PublishedDate)
-	buf = appendField(buf, `,"published_at":`, n.PublishedAt)
-	buf = appendField(buf, `,"collected_at":`, n.CollectedAt)
+	buf = AppendField(buf, `,"published_date":`, n.PublishedDate)
+	buf = AppendField(buf, `,"published_at":`, n.PublishedAt)
+	buf = AppendField(buf, `,"collected_at":`, n.CollectedAt)
 	buf = strconv.AppendInt(append(buf, `,"indexed_at":`...), indexedAt, 10)
 	if n.ACN != nil {
-		buf = appendField(buf, `,"acn":`, *n.ACN)
+		buf = AppendField(buf, `,"acn":`, *n.ACN)
 	}
 	if n.ABN != nil {
-		buf = appendField(buf, `,"abn":`, *n.ABN)
+		buf = AppendField(buf, `,"abn":`, *n.ABN)
 	}
 	if n.AppointmentType != nil {
-		buf = appendField(buf, `,"appointment_type":`, *n.AppointmentType)
+		buf = AppendField(buf, `,"appointment_type":`, *n.AppointmentType)
 	}
-	buf = appendField(buf, `,"notice_purpose":`, n.NoticePurpose)
-	buf = appendField(buf, `,"notice_code":`, n.NoticeCode)
-	buf = appendField(buf, `,"state":`, n.State)
-	buf = appendField(buf, `,"status":`, n.Status)
+	buf = AppendField(buf, `,"notice_purpose":`, n.NoticePurpose)
+	buf = AppendField(buf, `,"notice_code":`, n.NoticeCode)
+	buf = AppendField(buf, `,"state":`, n.State)
+	buf = AppendField(buf, `,"status":`, n.Status)
 	buf = strconv.AppendBool(append(buf, `,"dereg":`...), n.IsDeregistration())
 	buf = append(buf, `,"fts":[`...)
 	if fts == nil {
@@ -107,36 +107,36 @@ func AppendNotice(buf []byte, n *notice.Notice, indexedAt int64, fts []string) [
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendString(buf, s)
+			buf = AppendString(buf, s)
 		}
 	}
 	buf = append(buf, ']')
-	buf = appendField(buf, `,"notice":{"id":`, n.ID)
+	buf = AppendField(buf, `,"notice":{"id":`, n.ID)
 	buf = strconv.AppendInt(append(buf, `,"notice_seq":`...), n.Seq, 10)
-	buf = appendField(buf, `,"source_id":`, n.SourceID)
+	buf = AppendField(buf, `,"source_id":`, n.SourceID)
 	buf = appendOptional(buf, `,"source_url":`, n.SourceURL)
-	buf = appendField(buf, `,"published_date":`, n.PublishedDate)
-	buf = appendField(buf, `,"published_at":`, n.PublishedAt)
-	buf = appendField(buf, `,"collected_at":`, n.CollectedAt)
+	buf = AppendField(buf, `,"published_date":`, n.PublishedDate)
+	buf = AppendField(buf, `,"published_at":`, n.PublishedAt)
+	buf = AppendField(buf, `,"collected_at":`, n.CollectedAt)
 	buf = appendOptional(buf, `,"acn":`, n.ACN)
 	buf = appendOptional(buf, `,"abn":`, n.ABN)
-	buf = appendField(buf, `,"company_name":`, n.CompanyName)
-	buf = appendField(buf, `,"notice_type":`, n.NoticeType)
-	buf = appendField(buf, `,"notice_code":`, n.NoticeCode)
-	buf = appendField(buf, `,"notice_purpose":`, n.NoticePurpose)
+	buf = AppendField(buf, `,"company_name":`, n.CompanyName)
+	buf = AppendField(buf, `,"notice_type":`, n.NoticeType)
+	buf = AppendField(buf, `,"notice_code":`, n.NoticeCode)
+	buf = AppendField(buf, `,"notice_purpose":`, n.NoticePurpose)
 	buf = appendOptional(buf, `,"appointment_type":`, n.AppointmentType)
-	buf = appendField(buf, `,"state":`, n.State)
-	buf = appendField(buf, `,"status":`, n.Status)
-	buf = appendField(buf, `,"text":`, n.Text)
+	buf = AppendField(buf, `,"state":`, n.State)
+	buf = AppendField(buf, `,"status":`, n.Status)
+	buf = AppendField(buf, `,"text":`, n.Text)
 	buf = append(buf, `,"practitioners":[`...) // never null: NoticeWith makes nil empty
 	for i := range n.Practitioners {
 		p := &n.Practitioners[i]
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendField(buf, `{"name":`, p.Name)
-		buf = appendField(buf, `,"firm":`, p.Firm)
-		buf = appendField(buf, `,"role":`, p.Role)
+		buf = AppendField(buf, `{"name":`, p.Name)
+		buf = AppendField(buf, `,"firm":`, p.Firm)
+		buf = AppendField(buf, `,"role":`, p.Role)
 		buf = append(buf, '}')
 	}
 	buf = appendOptional(buf, `],"replaces":`, n.Replaces)
@@ -162,16 +162,21 @@ func appendOptional(buf []byte, key string, v *string) []byte {
 	if v == nil {
 		return append(append(buf, key...), "null"...)
 	}
-	return appendField(buf, key, *v)
+	return AppendField(buf, key, *v)
 }
 
-// appendField appends key and v as a JSON string.
-func appendField(buf []byte, key, v string) []byte {
-	return appendString(append(buf, key...), v)
+// AppendField appends key and v as a JSON string: a member of a document
+// being written by hand (the notice's here, the register block's in the
+// store).
+func AppendField(buf []byte, key, v string) []byte {
+	return AppendString(append(buf, key...), v)
 }
 
-// appendString appends s as a JSON string byte for byte as json.Marshal
-// writes it (jsontext.AppendString, HTML escaping on).
-func appendString(buf []byte, s string) []byte {
+// AppendString appends s as a JSON string byte for byte as json.Marshal
+// writes it (jsontext.AppendString, HTML escaping on). Notice texts hold
+// quotes and ampersands often enough that handing such strings to
+// encoding/json cost a tenth of an ingest's client CPU (docs/benchmarks.md,
+// 2026-11-24).
+func AppendString(buf []byte, s string) []byte {
 	return jsontext.AppendString(buf, s, true)
 }
