@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -562,7 +563,19 @@ type Counts struct {
 // QueueCounts reads the namespace's delivery queue counts (all zero before
 // the first task).
 func QueueCounts(rdb redis.UniversalClient, namespace string) (Counts, error) {
-	info, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(QueueName(namespace))
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	// asynq registers a queue with its first task, and GetQueueInfo's
+	// error for one it does not know wraps no exported sentinel (it is
+	// asynq's internal NOT_FOUND, not ErrQueueNotFound): a fresh namespace
+	// is told apart by the list of known queues instead.
+	queues, err := insp.Queues()
+	if err != nil {
+		return Counts{}, fmt.Errorf("scheduler: list the queues: %w", err)
+	}
+	if !slices.Contains(queues, QueueName(namespace)) {
+		return Counts{}, nil
+	}
+	info, err := insp.GetQueueInfo(QueueName(namespace))
 	if errors.Is(err, asynq.ErrQueueNotFound) {
 		return Counts{}, nil
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
+	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/internal/webhook"
 	"github.com/noticesd/noticesd/test/testbin"
@@ -544,5 +545,23 @@ func TestRecordDeliveredAtIsTheBodys(t *testing.T) {
 	}
 	if r.UpdatedAt <= body.DeliveredAt {
 		t.Errorf("record updated_at %s, want after the send (%s) by the receiver's 400 ms", r.UpdatedAt, body.DeliveredAt)
+	}
+}
+
+// TestQueueCountsOnAFreshNamespace: before the first delivery task the
+// namespace's queue does not exist in asynq; `noticesd queue` must print
+// zero counts then, not fail (it exited 1 with asynq's NOT_FOUND).
+func TestQueueCountsOnAFreshNamespace(t *testing.T) {
+	rdb, err := redisstore.Dial(testservers.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	c, err := QueueCounts(rdb, testservers.Namespace(t))
+	if err != nil {
+		t.Fatalf("QueueCounts on a fresh namespace: %v; want zero counts", err)
+	}
+	if c != (Counts{}) {
+		t.Errorf("QueueCounts on a fresh namespace = %+v, want all zero", c)
 	}
 }
