@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/noticesd/noticesd/internal/collector"
 	"github.com/noticesd/noticesd/internal/store"
 )
 
@@ -31,7 +32,11 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if cfg.Source == "" {
 		return &exitError{code: exitUsage, msg: "NOTICES_SOURCE is not set: give a directory or an http(s) URL of a JSON Lines feed"}
 	}
-	var w store.NoticeWriter
+	var (
+		w      store.NoticeWriter
+		leader func() bool
+		state  collector.StateStore
+	)
 	if cfg.Backend == "scale" {
 		st, err := openScale(ctx, cfg)
 		if err != nil {
@@ -39,6 +44,18 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		defer st.Close()
 		w = st.Writer()
+		// One collector at a time per namespace: the run takes the lease
+		// the serve replicas share, and the cursor they share.
+		l := newCollectorLease(cfg, st)
+		if err := l.Start(ctx); err != nil {
+			return err
+		}
+		defer l.Shutdown(context.WithoutCancel(ctx))
+		if !l.Held() {
+			return fmt.Errorf("a serve replica runs the collector of namespace %s now (it holds the collector lease, %s); it collects every NOTICES_COLLECT_INTERVAL, or stop it and run collect --once again",
+				cfg.Namespace, collectorLeaseKey(cfg.Namespace))
+		}
+		leader, state = l.Held, collectorState{l.Record(collectorStateKey(cfg.Namespace))}
 	} else {
 		st, err := openStore(ctx, cfg)
 		if err != nil {
@@ -47,7 +64,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		defer st.Close()
 		w = st
 	}
-	c, err := newCollector(cfg, w, newLogger(cfg), nil, nil)
+	c, err := newCollector(cfg, w, newLogger(cfg), nil, leader, state)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func wireParts(ctx context.Context, cfg config.Config, st *sqlite.Store, log *sl
 	}
 	deps.Mail = newMailHealth(cfg, st, log)
 	if cfg.Source != "" {
-		c, err := newCollector(cfg, st, log, deps.Metrics, nil)
+		c, err := newCollector(cfg, st, log, deps.Metrics, nil, nil)
 		if err != nil {
 			return err
 		}
@@ -112,15 +112,17 @@ func newSender(cfg config.Config, m *metrics.Metrics) (*webhook.Sender, error) {
 	})
 }
 
-// newCollector builds the collector of NOTICES_SOURCE; its HTTP cursor and
-// validators persist in the data dir.
+// newCollector builds the collector of NOTICES_SOURCE. Its HTTP cursor and
+// validators persist in state when set (scale mode: Redis, shared by the
+// replicas), else in the data dir.
 // m, if set, counts its runs and the rows they load; leader, if set, gates
-// each run (collector.Config.Leader).
-func newCollector(cfg config.Config, w store.NoticeWriter, log *slog.Logger, m *metrics.Metrics, leader func() bool) (*collector.Collector, error) {
+// each run and each store write (collector.Config.Leader).
+func newCollector(cfg config.Config, w store.NoticeWriter, log *slog.Logger, m *metrics.Metrics, leader func() bool, state collector.StateStore) (*collector.Collector, error) {
 	return collector.New(collector.Config{
 		Source:    cfg.Source,
 		Interval:  cfg.CollectInterval,
 		StateFile: filepath.Join(cfg.DataDir, "collector-state.json"),
+		State:     state,
 		Logger:    log,
 		OnRun:     func(r collector.RunResult) { observeCollectorRun(m, r) },
 		Leader:    leader,

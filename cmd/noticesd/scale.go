@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/api"
+	"github.com/noticesd/noticesd/internal/collector"
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/lease"
 	"github.com/noticesd/noticesd/internal/limit"
@@ -78,6 +80,34 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 // replica of a namespace run the collector.
 func collectorLeaseKey(ns string) string { return ns + ":collector:lease" }
 
+// collectorStateKey is the Redis key of the collector's feed state (ETag,
+// Last-Modified, since cursor), written only by the lease holder.
+func collectorStateKey(ns string) string { return ns + ":collector:state" }
+
+// collectorState is the feed state of a scale-mode collector: a Redis
+// record only the collector lease's holder writes, so every serve
+// replica resumes from one cursor.
+type collectorState struct{ rec lease.Record }
+
+// Load implements collector.StateStore.
+func (s collectorState) Load(ctx context.Context) ([]byte, error) { return s.rec.Load(ctx) }
+
+// Save implements collector.StateStore: a replica whose lease lapsed is
+// refused (collector.ErrLeaseLost) and its successor's cursor stands.
+func (s collectorState) Save(ctx context.Context, b []byte) error {
+	err := s.rec.Save(ctx, b)
+	if errors.Is(err, lease.ErrNotHeld) {
+		return collector.ErrLeaseLost
+	}
+	return err
+}
+
+// newCollectorLease is the collector lease of the namespace
+// (NOTICES_COLLECTOR_LEASE), not yet started.
+func newCollectorLease(cfg config.Config, st *scale.Store) *lease.Lease {
+	return lease.New(st.Client(), collectorLeaseKey(cfg.Namespace), cfg.CollectorLease)
+}
+
 // wireScaleParts starts what a scale-mode serve runs beside the API: the
 // bulk screen's in-memory copy (NOTICES_SCREEN_COPY, loaded in the
 // background: screens read Redis until it is ready) and, with
@@ -94,11 +124,11 @@ func wireScaleParts(ctx context.Context, cfg config.Config, st *scale.Store, log
 	if cfg.Source == "" {
 		return nil
 	}
-	l := lease.New(st.Client(), collectorLeaseKey(cfg.Namespace), 0)
+	l := newCollectorLease(cfg, st)
 	if err := start(l); err != nil {
 		return err
 	}
-	c, err := newCollector(cfg, st.Writer(), log, deps.Metrics, l.Held)
+	c, err := newCollector(cfg, st.Writer(), log, deps.Metrics, l.Held, collectorState{l.Record(collectorStateKey(cfg.Namespace))})
 	if err != nil {
 		return err
 	}

@@ -101,6 +101,31 @@ type Config struct {
 	// LeaderPoll is how often a process that is not the leader asks again;
 	// 0 is DefaultLeaderPoll.
 	LeaderPoll time.Duration
+	// State, when set, keeps an http(s) source's validators and cursor in
+	// place of StateFile (scale mode: a Redis key written only by the
+	// lease holder, see StateStore).
+	State StateStore
+}
+
+// ErrLeaseLost stops a run whose process no longer holds the collector's
+// lease (Config.Leader said no before a store write, or the fenced state
+// store refused the cursor).
+var ErrLeaseLost = errors.New("this process no longer holds the collector lease; another replica collects now")
+
+// leaderWriter asks leader before every store write, so a process that
+// lost the lease stops within one batch rather than at the end of a run
+// that may last minutes.
+type leaderWriter struct {
+	w      store.NoticeWriter
+	leader func() bool
+}
+
+// UpsertNotices implements store.NoticeWriter.
+func (l leaderWriter) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
+	if !l.leader() {
+		return store.UpsertResult{}, ErrLeaseLost
+	}
+	return l.w.UpsertNotices(ctx, batch)
 }
 
 // DefaultLeaderPoll is how often a non-leader asks Config.Leader again.
@@ -311,13 +336,22 @@ func (c *Collector) RunOnce(ctx context.Context) (RunResult, error) {
 
 	res := RunResult{Source: c.shown}
 	runCtx, cancel := context.WithTimeout(ctx, c.cfg.RunTimeout)
-	err := c.src.run(runCtx, c.w, &res)
+	w := c.w
+	if c.cfg.Leader != nil {
+		w = leaderWriter{w: w, leader: c.cfg.Leader}
+	}
+	err := c.src.run(runCtx, w, &res)
 	if err != nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		err = fmt.Errorf("run did not finish within %v (%w); a slow or huge source needs a longer run timeout", c.cfg.RunTimeout, err)
 	}
 	cancel()
 	res.Duration = c.cfg.Now().Sub(start)
-	if err != nil {
+	lost := errors.Is(err, ErrLeaseLost)
+	switch {
+	case lost:
+		res.Outcome = OutcomeLeaseLost
+		res.Error = err.Error()
+	case err != nil:
 		res.Outcome = OutcomeFailed
 		res.Error = err.Error()
 	}
@@ -325,10 +359,13 @@ func (c *Collector) RunOnce(ctx context.Context) (RunResult, error) {
 	c.mu.Lock()
 	c.running = false
 	c.collected += int64(res.New)
-	if err != nil {
+	switch {
+	case lost:
+		// Not a failure of the source: another replica took over.
+	case err != nil:
 		c.failures++
 		c.lastError = res.Error
-	} else {
+	default:
 		c.failures = 0
 		c.lastError = ""
 		c.lastSuccess = start
@@ -371,6 +408,10 @@ func (c *Collector) logRun(res RunResult) {
 	}
 	if len(res.rejections) > 0 {
 		attrs = append(attrs, slog.Any("rejected_lines", res.rejections))
+	}
+	if res.Outcome == OutcomeLeaseLost {
+		level = slog.LevelWarn
+		attrs = append(attrs, slog.String("error", res.Error))
 	}
 	if res.Outcome == OutcomeFailed {
 		level = slog.LevelError

@@ -14,8 +14,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -70,14 +68,14 @@ type feedState struct {
 
 // feed is an http(s) source.
 type feed struct {
-	url       *url.URL
-	client    *http.Client
-	stateFile string
-	shown     string
-	hash      string
-	batch     int
-	mem       feedState // the state when there is no state file
-	idle      time.Duration
+	url    *url.URL
+	client *http.Client
+	state  StateStore // nil: the state lives in mem only
+	shown  string
+	hash   string
+	batch  int
+	mem    feedState // the state when there is no state file
+	idle   time.Duration
 }
 
 func newFeed(u *url.URL, cfg Config, shown string) *feed {
@@ -88,12 +86,19 @@ func newFeed(u *url.URL, cfg Config, shown string) *feed {
 		client = &http.Client{Transport: t}
 	}
 	sum := sha256.Sum256([]byte(u.String()))
-	return &feed{url: u, client: client, stateFile: cfg.StateFile, shown: shown,
+	state := cfg.State
+	if state == nil && cfg.StateFile != "" {
+		state = FileState(cfg.StateFile)
+	}
+	return &feed{url: u, client: client, state: state, shown: shown,
 		hash: hex.EncodeToString(sum[:]), batch: cfg.BatchSize, idle: cfg.BodyIdle}
 }
 
 func (f *feed) run(ctx context.Context, w store.NoticeWriter, res *RunResult) error {
-	st := f.load()
+	st, err := f.load(ctx)
+	if err != nil {
+		return err
+	}
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, f.requestURL(st.Since), nil)
@@ -169,7 +174,7 @@ func (f *feed) run(ctx context.Context, w store.NoticeWriter, res *RunResult) er
 		LastModified: resp.Header.Get("Last-Modified"),
 		Since:        resp.Header.Get(NextSinceHeader),
 	}
-	return f.save(next)
+	return f.save(ctx, next)
 }
 
 // requestURL is the feed URL with the since cursor, if any.
@@ -184,50 +189,40 @@ func (f *feed) requestURL(since string) string {
 	return u.String()
 }
 
-// load returns the state for the next request: the state file's when one
+// load returns the state for the next request: the state store's when one
 // is configured (absent, unreadable or another feed's: empty), else the
-// state kept in memory.
-func (f *feed) load() feedState {
-	if f.stateFile == "" {
-		return f.mem
+// state kept in memory. A store that cannot be read fails the run: a
+// guess (starting over) could fetch a large feed again for nothing.
+func (f *feed) load(ctx context.Context) (feedState, error) {
+	if f.state == nil {
+		return f.mem, nil
 	}
-	b, err := os.ReadFile(f.stateFile)
+	b, err := f.state.Load(ctx)
 	if err != nil {
-		return feedState{}
+		return feedState{}, fmt.Errorf("cannot read the collector state: %w", err)
 	}
 	var st feedState
-	if json.Unmarshal(b, &st) != nil || st.SourceHash != f.hash {
-		return feedState{}
+	if b == nil || json.Unmarshal(b, &st) != nil || st.SourceHash != f.hash {
+		return feedState{}, nil
 	}
-	return st
+	return st, nil
 }
 
-// save keeps st for the next run, writing the state file (if any) through
-// a temporary file and a rename, so it is never seen half written.
-func (f *feed) save(st feedState) error {
+// save keeps st for the next run in the state store, if any.
+func (f *feed) save(ctx context.Context, st feedState) error {
 	st.Source, st.SourceHash = f.shown, f.hash
-	f.mem = st
-	if f.stateFile == "" {
+	if f.state == nil {
+		f.mem = st
 		return nil
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(f.stateFile)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.stateFile)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("cannot save the collector state in %s: %v; make the data directory writable", dir, err)
+	if err := f.state.Save(ctx, b); err != nil {
+		return err
 	}
-	_, werr := tmp.Write(append(b, '\n'))
-	cerr := tmp.Close()
-	if werr == nil && cerr == nil {
-		werr = os.Rename(tmp.Name(), f.stateFile)
-	}
-	if werr != nil || cerr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("cannot save the collector state to %s: %v; make the data directory writable", f.stateFile, errors.Join(werr, cerr))
-	}
+	f.mem = st
 	return nil
 }
 

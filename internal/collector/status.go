@@ -45,6 +45,11 @@ const (
 	OutcomeOK          = "ok"           // the source was read and everything in it stored
 	OutcomeNotModified = "not_modified" // the feed answered 304, or the directory held no new file
 	OutcomeFailed      = "failed"       // the run failed; see the error
+	// OutcomeLeaseLost: the run stopped because this process no longer
+	// holds the collector's lease (another replica collects now); what it
+	// stored stays stored, its cursor was not saved, and it is not counted
+	// as a failure.
+	OutcomeLeaseLost = "lease_lost"
 )
 
 // RunResult is what one run did. Read == New + Updated + Rejected for the

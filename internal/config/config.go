@@ -31,6 +31,7 @@ type Config struct {
 	AggCache            int           // NOTICES_AGG_CACHE: filters/stats answers each process keeps until the notices change; 0 keeps none (scale)
 	Source              string        // NOTICES_SOURCE: "" (none), a directory, or an http(s) URL
 	CollectInterval     time.Duration // NOTICES_COLLECT_INTERVAL
+	CollectorLease      time.Duration // NOTICES_COLLECTOR_LEASE: time to live of the collector lease (scale)
 	Webhooks            bool          // NOTICES_WEBHOOKS: on/off
 	DeliveryRetryUnit   time.Duration // NOTICES_DELIVERY_RETRY_UNIT
 	DeliveryTimeout     time.Duration // NOTICES_DELIVERY_TIMEOUT
@@ -76,6 +77,7 @@ func Default() Config {
 		ElasticsearchURL:  "http://localhost:9200",
 		RedisURL:          "redis://localhost:6379/0",
 		CollectInterval:   15 * time.Minute,
+		CollectorLease:    30 * time.Second,
 		Webhooks:          true,
 		ScreenCopy:        true,
 		AggCache:          1000,
@@ -190,6 +192,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		c.Source = ""
 	}
 	dur("NOTICES_COLLECT_INTERVAL", &c.CollectInterval)
+	dur("NOTICES_COLLECTOR_LEASE", &c.CollectorLease)
 	boolean("NOTICES_WEBHOOKS", &c.Webhooks)
 	boolean("NOTICES_SCREEN_COPY", &c.ScreenCopy)
 	dur("NOTICES_DELIVERY_RETRY_UNIT", &c.DeliveryRetryUnit)
@@ -281,6 +284,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnsPerIP > c.MaxConns {
 		return fmt.Errorf("config: NOTICES_MAX_CONNS_PER_IP=%d must not exceed NOTICES_MAX_CONNS=%d", c.MaxConnsPerIP, c.MaxConns)
+	}
+	if c.CollectorLease < time.Second {
+		return fmt.Errorf("config: NOTICES_COLLECTOR_LEASE=%s must be at least 1s (it is renewed every third of it)", c.CollectorLease)
 	}
 	if c.HeavyWait >= c.BodyTimeout {
 		return fmt.Errorf("config: NOTICES_HEAVY_WAIT=%s must be shorter than NOTICES_BODY_TIMEOUT=%s (a queued request still has to receive its body)", c.HeavyWait, c.BodyTimeout)

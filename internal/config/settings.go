@@ -23,6 +23,7 @@ var Settings = []Setting{
 	{"NOTICES_AGG_CACHE", "1000", "answers of GET /v1/filters and /v1/stats each process keeps until the notices change (scale backend; 0 keeps none; docs/elasticsearch.md)"},
 	{"NOTICES_SOURCE", "none", "collector source: a directory of *.jsonl(.gz) files or an http(s) JSON Lines feed"},
 	{"NOTICES_COLLECT_INTERVAL", "15m", "time between collector runs"},
+	{"NOTICES_COLLECTOR_LEASE", "30s", "scale backend: how long the collector lease outlives its holder's last renewal, so how soon another serve replica takes the collector over when the one running it dies"},
 	{"NOTICES_WEBHOOKS", "on", "on/off: webhook registration and the delivery worker"},
 	{"NOTICES_DELIVERY_RETRY_UNIT", "10m", "unit of the delivery retry schedule (tests shorten it)"},
 	{"NOTICES_DELIVERY_TIMEOUT", "10s", "timeout of one webhook delivery attempt"},

@@ -8,6 +8,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +28,16 @@ if redis.call("GET", KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
+// setIfHeld sets KEYS[2] to ARGV[2] only while this owner holds the lease
+// in KEYS[1]: the check and the write are one step, so a holder whose lease
+// lapsed (a stalled process) cannot overwrite what its successor wrote.
+var setIfHeld = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  redis.call("SET", KEYS[2], ARGV[2])
+  return 1
+end
+return 0`)
+
 // release deletes the lease only while this owner holds it.
 var release = redis.NewScript(`
 if redis.call("GET", KEYS[1]) == ARGV[1] then
@@ -41,6 +53,11 @@ type Lease struct {
 	owner string
 	ttl   time.Duration
 	held  atomic.Bool
+	// until is when the lease, as last taken or renewed by this process,
+	// expires at the latest (UnixNano of the local clock, read before the
+	// call that took or renewed it).
+	until atomic.Int64
+	now   func() time.Time
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -55,12 +72,38 @@ func New(rdb redis.UniversalClient, key string, ttl time.Duration) *Lease {
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
-	return &Lease{rdb: rdb, key: key, owner: hex.EncodeToString(b[:]), ttl: ttl}
+	return &Lease{rdb: rdb, key: key, owner: hex.EncodeToString(b[:]), ttl: ttl, now: time.Now}
 }
 
 // Held reports whether this process holds the lease. It turns false as
-// soon as a renewal fails, before the lease could pass to another holder.
-func (l *Lease) Held() bool { return l.held.Load() }
+// soon as a renewal fails, before the lease could pass to another holder,
+// and also once the time to live has passed since the last renewal that
+// succeeded (a process stalled past its renewals, or a renewal stuck in a
+// Redis that does not answer, does not go on believing it holds it).
+func (l *Lease) Held() bool {
+	return l.held.Load() && l.now().UnixNano() < l.until.Load()
+}
+
+// ErrNotHeld is returned by SetIfHeld when this process does not hold the
+// lease (any more): the write was not made.
+var ErrNotHeld = errors.New("lease: not held by this process; the write was not made")
+
+// SetIfHeld sets key to value in one step with a check that this process
+// still holds the lease in Redis, so the holder's state (the collector's
+// feed cursor) is written only by the holder: a process whose lease
+// lapsed gets ErrNotHeld and changes nothing. The lease key and key are
+// passed to the script as KEYS.
+func (l *Lease) SetIfHeld(ctx context.Context, key string, value []byte) error {
+	n, err := setIfHeld.Run(ctx, l.rdb, []string{l.key, key}, l.owner, value).Int()
+	if err != nil {
+		return fmt.Errorf("lease: write %s: %w", key, err)
+	}
+	if n != 1 {
+		l.held.Store(false)
+		return ErrNotHeld
+	}
+	return nil
+}
 
 // Start tries to take the lease now and then every third of its time to
 // live, renewing it while held.
@@ -93,12 +136,17 @@ func (l *Lease) Start(ctx context.Context) error {
 func (l *Lease) try(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, l.ttl/3)
 	defer cancel()
+	// The lease runs from before the call: Redis's own expiry starts
+	// later, so the local view never outlasts it.
+	until := l.now().Add(l.ttl).UnixNano()
 	if l.held.Load() {
 		n, err := renew.Run(ctx, l.rdb, []string{l.key}, l.owner, l.ttl.Milliseconds()).Int()
+		l.until.Store(until)
 		l.held.Store(err == nil && n == 1)
 		return
 	}
 	ok, err := l.rdb.SetNX(ctx, l.key, l.owner, l.ttl).Result()
+	l.until.Store(until)
 	l.held.Store(err == nil && ok)
 }
 
@@ -147,4 +195,33 @@ func Keep(interval time.Duration, renew func(ctx context.Context)) (stop func())
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { close(done); <-finished }) }
+}
+
+// Record is a value in Redis that only the holder of a lease writes: the
+// collector's feed cursor, shared by the serve replicas, so that a new
+// holder resumes where the last one stopped.
+type Record struct {
+	l   *Lease
+	key string
+}
+
+// Record returns the record at key, written under this lease.
+func (l *Lease) Record(key string) Record { return Record{l: l, key: key} }
+
+// Load returns the record's value, or nil when it has none.
+func (r Record) Load(ctx context.Context) ([]byte, error) {
+	b, err := r.l.rdb.Get(ctx, r.key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease: read %s: %w", r.key, err)
+	}
+	return b, nil
+}
+
+// Save writes the record if this process holds the lease (SetIfHeld):
+// ErrNotHeld otherwise.
+func (r Record) Save(ctx context.Context, value []byte) error {
+	return r.l.SetIfHeld(ctx, r.key, value)
 }

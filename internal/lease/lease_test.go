@@ -103,3 +103,70 @@ func TestKeep(t *testing.T) {
 		t.Errorf("%d renewals after stop returned, want 0", n-after)
 	}
 }
+
+// TestSetIfHeld: the holder's record write succeeds; once another process
+// holds the key (the holder's lease lapsed while it stalled) the write is
+// refused with ErrNotHeld and the successor's value stands.
+func TestSetIfHeld(t *testing.T) {
+	ctx := context.Background()
+	rdb := client(t)
+	ns := testservers.Namespace(t)
+	key, rec := ns+":collector:lease", ns+":collector:state"
+	a := New(rdb, key, time.Minute)
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(ctx)
+	if err := a.Record(rec).Save(ctx, []byte("from a")); err != nil {
+		t.Fatalf("the holder's write: %v", err)
+	}
+	if b, err := a.Record(rec).Load(ctx); err != nil || string(b) != "from a" {
+		t.Fatalf("Load = %q, %v; want \"from a\"", b, err)
+	}
+	// The lease passes to another owner behind a's back.
+	if err := rdb.Set(ctx, key, "successor", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, rec, "from the successor", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Record(rec).Save(ctx, []byte("late write from a")); err != ErrNotHeld {
+		t.Fatalf("a write after the lease passed on: %v, want ErrNotHeld", err)
+	}
+	if got, _ := rdb.Get(ctx, rec).Result(); got != "from the successor" {
+		t.Errorf("the record holds %q after the refused write, want the successor's", got)
+	}
+	if a.Held() {
+		t.Error("Held() is still true after a refused write")
+	}
+	if b, err := New(rdb, key, time.Minute).Record(ns + ":nothing").Load(ctx); b != nil || err != nil {
+		t.Errorf("Load of a missing record = %q, %v; want nil, nil", b, err)
+	}
+}
+
+// TestHeldLapsesWithoutRenewal: a holder whose renewals stop (a stalled
+// process, a Redis that does not answer) stops believing it holds the lease
+// once its time to live has passed on its own clock, before a renewal
+// could tell it so.
+func TestHeldLapsesWithoutRenewal(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	var offset atomic.Int64
+	l := New(client(t), testservers.Namespace(t)+":collector:lease", time.Minute)
+	l.now = func() time.Time { return now.Add(time.Duration(offset.Load())) }
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Shutdown(ctx)
+	if !l.Held() {
+		t.Fatal("not held after Start on a free key")
+	}
+	offset.Store(int64(59 * time.Second))
+	if !l.Held() {
+		t.Error("not held 59s into a 1m lease")
+	}
+	offset.Store(int64(61 * time.Second))
+	if l.Held() {
+		t.Error("still held 61s into a 1m lease with no renewal since")
+	}
+}

@@ -81,7 +81,7 @@ func New(gauges store.GaugeSource, log *slog.Logger) *Metrics {
 	for _, o := range []string{"new", "updated", "rejected"} {
 		m.ingestRows.WithLabelValues(o)
 	}
-	for _, o := range []string{CollectorOK, CollectorNotModified, CollectorPartial, CollectorFailed} {
+	for _, o := range []string{CollectorOK, CollectorNotModified, CollectorPartial, CollectorFailed, CollectorLeaseLost} {
 		m.collectorRuns.WithLabelValues(o)
 	}
 	m.deliveryAttempts.WithLabelValues("delivered")
@@ -159,6 +159,7 @@ const (
 	CollectorNotModified = "not_modified"
 	CollectorPartial     = "partial"
 	CollectorFailed      = "failed"
+	CollectorLeaseLost   = "lease_lost"
 )
 
 // ObserveCollectorRun counts one collector run and the lines it loaded.
