@@ -126,6 +126,10 @@ func newCollector(cfg config.Config, w store.NoticeWriter, log *slog.Logger, m *
 		Logger:    log,
 		OnRun:     func(r collector.RunResult) { observeCollectorRun(m, r) },
 		Leader:    leader,
+		// A replica waiting for the lease asks as often as the lease
+		// itself is tried (a third of NOTICES_COLLECTOR_LEASE), so it
+		// collects as soon as it takes the lease over.
+		LeaderPoll: min(collector.DefaultLeaderPoll, cfg.CollectorLease/3),
 	}, w)
 }
 
