@@ -389,3 +389,79 @@ func TestCreateFailingLateWritesNothing(t *testing.T) {
 		t.Errorf("the failed create left reverse-index entry %q", v)
 	}
 }
+
+// TestMatchesReadDoesBoundedWork: with no worker running, a matches read
+// catches up arrival matching itself, but at most maxReadCatchUp batches
+// per read: one poll after a load of 5,000 notices matches 4,000 of them
+// and says has_more, and polling on with next_since returns every
+// matching notice exactly once. Without the bound the first read matched
+// the whole load.
+func TestMatchesReadDoesBoundedWork(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	tmpl := storetest.Notices(t)[0]
+	writer := composite{notices: f.notices, rs: f.rs}
+	acc, err := f.rs.CreateAccount(ctx, "Bounded", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []string
+	for c := range 10 {
+		vs = append(vs, acn(c))
+	}
+	w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, vs...), Name: "bounded"}, acc.AccountID, f.clock.Now()), account.DefaultPlans()["standard"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 5000
+	for b := 0; b < total; b += 500 {
+		batch := make([]notice.Notice, 0, 500)
+		for i := b; i < b+500; i++ {
+			batch = append(batch, genNotice(t, tmpl, fmt.Sprint("BW-", i), i%20)) // half the companies watched
+		}
+		if _, err := writer.UpsertNotices(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	through := func() int64 {
+		n, _ := f.rdb.Get(ctx, f.rs.key("match", "through")).Int64()
+		return n
+	}
+	before := through()
+	p, err := f.rs.Matches(ctx, acc.AccountID, w.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved, bound := through()-before, int64(maxReadCatchUp*arrivalBatch); moved > bound {
+		t.Fatalf("one matches read matched %d arrivals; it may match at most %d", moved, bound)
+	}
+	if !p.HasMore {
+		t.Error("a read that left arrivals unmatched said has_more false")
+	}
+	seen := map[string]int{}
+	since := int64(0)
+	for polls := 0; ; polls++ {
+		if polls > 200 {
+			t.Fatal("polling did not finish in 200 reads")
+		}
+		p, err := f.rs.Matches(ctx, acc.AccountID, w.ID, since, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range p.Notices {
+			seen[n.SourceID]++
+		}
+		since = p.NextSince
+		if !p.HasMore {
+			break
+		}
+	}
+	if len(seen) != total/2 {
+		t.Errorf("polling returned %d distinct notices, want %d", len(seen), total/2)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("notice %s returned %d times", id, k)
+		}
+	}
+}
