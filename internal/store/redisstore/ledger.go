@@ -574,16 +574,23 @@ func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, n
 	return nil
 }
 
-// Reconcile finishes the watch changes that a stopped process (or a lost
-// connection) left half done: it undoes every create whose creator stopped
+// Reconcile finishes the changes that a stopped process (or a lost
+// connection) left half done: it records the notices an ingest stored but
+// never recorded here (RepairRecords), undoes every create whose creator stopped
 // before finishing it (wpend, lease run out), releases the held deliveries
 // of every watch turned back on (wrel), and switches off every watch owed
 // a deactivation (wdeact) whose consecutive failed notices still reach
 // delivery.DeactivateAfter. The scheduler's sweep calls it; it
 // returns how many changes it finished.
 func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
+	// Notices an ingest stored but died before recording (repair.go).
+	repaired, err := s.RepairRecords(ctx)
+	if err != nil {
+		return 0, err
+	}
 	// A create that cannot be undone now must not hold up the rest.
 	done, undoErr := s.undoStalledCreates(ctx, now)
+	done += repaired
 	rel, err := s.rdb.SMembers(ctx, s.key(wrelKey)).Result()
 	if err != nil {
 		return done, s.fail("read the watches to release", err)
