@@ -448,3 +448,10 @@ func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
 	}
 	return dropped, nil
 }
+
+// RegisterIndices returns the indices the register alias names now: the
+// register the company view reads (redisstore.RegisterIndexer, which
+// finishes a register load whose process died between its two commits).
+func (s *Store) RegisterIndices(ctx context.Context) ([]string, error) {
+	return s.aliasIndices(ctx, s.Alias(mappings.Register))
+}

@@ -147,10 +147,31 @@ func (l bothLoads) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	return err
 }
 
+// Commit commits the notice store's side, then Redis's. With an
+// Elasticsearch load (one that names its index) a marker written first
+// lets a restart finish a load whose process died between the two
+// (regpending.go), so both stores end on one register.
 func (l bothLoads) Commit(ctx context.Context) error {
+	s := l.b.s
+	if ix, ok := l.a.(interface{ Index() string }); ok {
+		stop, err := s.markRegisterPending(ctx, PendingRegister{Version: l.b.v, Index: ix.Index()})
+		if err != nil {
+			l.a.Rollback()
+			l.b.Rollback()
+			return err
+		}
+		defer stop()
+	}
+	if s.stopBefore != nil && s.stopBefore("register-commit") {
+		return errStoppedBetween
+	}
 	if err := l.a.Commit(ctx); err != nil {
 		l.b.Rollback()
+		_ = s.clearRegisterPending(context.WithoutCancel(ctx), l.b.v)
 		return err
+	}
+	if s.stopBefore != nil && s.stopBefore("register-switch") {
+		return errStoppedBetween
 	}
 	return l.b.Commit(ctx)
 }

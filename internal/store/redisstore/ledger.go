@@ -576,7 +576,8 @@ func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, n
 
 // Reconcile finishes the changes that a stopped process (or a lost
 // connection) left half done: it records the notices an ingest stored but
-// never recorded here (RepairRecords), undoes every create whose creator stopped
+// never recorded here (RepairRecords), finishes a register load that died
+// between its two commits (CompleteRegister), undoes every create whose creator stopped
 // before finishing it (wpend, lease run out), releases the held deliveries
 // of every watch turned back on (wrel), and switches off every watch owed
 // a deactivation (wdeact) whose consecutive failed notices still reach
@@ -587,6 +588,12 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 	repaired, err := s.RepairRecords(ctx)
 	if err != nil {
 		return 0, err
+	}
+	// A register load that died between its two commits (regpending.go).
+	if how, err := s.CompleteRegister(ctx); err != nil {
+		return repaired, err
+	} else if how != "" {
+		repaired++
 	}
 	// A create that cannot be undone now must not hold up the rest.
 	done, undoErr := s.undoStalledCreates(ctx, now)

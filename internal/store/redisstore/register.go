@@ -280,16 +280,25 @@ return 1
 // Commit switches readers to the new generation in one step, then brings
 // the watches' match keys up to date with it (RefreshWatchKeys).
 func (l *RegisterLoad) Commit(ctx context.Context) error {
-	s := l.s
 	if l.done {
 		return fmt.Errorf("redisstore: register load %s already finished", l.v)
 	}
 	l.done = true
+	return l.switchTo(ctx)
+}
+
+// switchTo switches readers to the load's generation (again, harmlessly,
+// when they read it already), brings the watches' match keys up to date,
+// and clears the load's pending marker (regpending.go).
+func (l *RegisterLoad) switchTo(ctx context.Context) error {
+	s := l.s
 	if err := switchRegisterScript.Run(ctx, s.rdb, []string{s.key("reg", "v")}, s.ns, l.v, oldRegisterTTL).Err(); err != nil {
 		return s.fail("switch register", err)
 	}
-	_, err := s.RefreshWatchKeys(ctx)
-	return err
+	if _, err := s.RefreshWatchKeys(ctx); err != nil {
+		return err
+	}
+	return s.clearRegisterPending(ctx, l.v)
 }
 
 // Rollback drops the new generation; the current register stays.

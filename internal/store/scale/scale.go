@@ -34,15 +34,16 @@ type Store struct {
 
 // Compile-time checks: the parts fill the seams the API and ingest use.
 var (
-	_ store.Notices           = (*elastic.Store)(nil)
-	_ store.Accounts          = (*redisstore.Store)(nil)
-	_ store.Watches           = (*redisstore.Store)(nil)
-	_ store.Webhooks          = (*redisstore.Store)(nil)
-	_ store.Ledger            = (*redisstore.Store)(nil)
-	_ store.NoticeWriter      = redisstore.Ingest{}
-	_ store.RegisterWriter    = redisstore.Ingest{}
-	_ redisstore.NoticeSource = (*elastic.Store)(nil)
-	_ redisstore.StoredWriter = (*elastic.Store)(nil)
+	_ store.Notices              = (*elastic.Store)(nil)
+	_ store.Accounts             = (*redisstore.Store)(nil)
+	_ store.Watches              = (*redisstore.Store)(nil)
+	_ store.Webhooks             = (*redisstore.Store)(nil)
+	_ store.Ledger               = (*redisstore.Store)(nil)
+	_ store.NoticeWriter         = redisstore.Ingest{}
+	_ store.RegisterWriter       = redisstore.Ingest{}
+	_ redisstore.NoticeSource    = (*elastic.Store)(nil)
+	_ redisstore.StoredWriter    = (*elastic.Store)(nil)
+	_ redisstore.RegisterIndexer = (*elastic.Store)(nil)
 )
 
 // Open connects to NOTICES_ELASTICSEARCH_URL and NOTICES_REDIS_URL and
@@ -84,6 +85,12 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	}
 	rs, err := redisstore.New(rdb, cfg.Namespace, es, opts)
 	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	// A register load whose process died between its Elasticsearch and
+	// its Redis commit is finished here, so both are on one register.
+	if _, err := rs.CompleteRegister(ctx); err != nil {
 		_ = rdb.Close()
 		return nil, err
 	}
