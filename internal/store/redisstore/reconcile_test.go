@@ -490,3 +490,51 @@ func hiddenWhilePending(t *testing.T, f fixture, accountID, id string) {
 		t.Fatalf("the refused DeleteWatch removed the pending watch; only the sweep undoes a create")
 	}
 }
+
+// TestStalledCreateFreesItsPlaceQuickly: a create whose process died still
+// counts against the plan, but only until its lease (under 10 s) runs
+// out: then the next create of the account, which it would otherwise
+// refuse, undoes it and succeeds, without waiting for a worker's sweep.
+// Within the lease the create is taken for alive and still counts.
+func TestStalledCreateFreesItsPlaceQuickly(t *testing.T) {
+	if createLease >= 10*time.Second {
+		t.Fatalf("createLease is %v; a dead create must stop counting within 10 s", createLease)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		plan account.Plan
+		code errs.Code
+	}{
+		{"watch limit", account.Plan{Name: "one", Companies: 100, Watches: 1}, errs.WatchLimitReached},
+		{"company quota", account.Plan{Name: "tiny", Companies: 1, Watches: 10}, errs.QuotaExceeded},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			acc, err := f.rs.CreateAccount(ctx, "Crashed", "standard")
+			if err != nil {
+				t.Fatal(err)
+			}
+			newWatch := func(v string) watch.Watch {
+				return watch.New(watch.CreateRequest{Identifiers: idsOf(t, v)}, acc.AccountID, f.clock.Now())
+			}
+			f.rs.stopBefore = func(s string) bool { return s == "finish" }
+			if _, err := f.rs.CreateWatch(ctx, newWatch(acn(1)), c.plan); !errors.Is(err, errStopped) {
+				t.Fatalf("the create that dies: %v", err)
+			}
+			f.rs.stopBefore = nil
+			f.clock.Advance(createLease - time.Second)
+			if _, err := f.rs.CreateWatch(ctx, newWatch(acn(2)), c.plan); !errs.Is(err, c.code) {
+				t.Fatalf("a create within the dead one's lease: %v; want %s (it may still be working)", err, c.code)
+			}
+			f.clock.Advance(2 * time.Second)
+			w, err := f.rs.CreateWatch(ctx, newWatch(acn(2)), c.plan)
+			if err != nil {
+				t.Fatalf("a create after the dead one's lease ran out: %v; want it made", err)
+			}
+			if n := f.rdb.ZCard(ctx, f.rs.key("acct", acc.AccountID, "watches")).Val(); n != 1 {
+				t.Errorf("the account counts %d watches, want the one just made (%s)", n, w.ID)
+			}
+		})
+	}
+}

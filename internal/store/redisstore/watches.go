@@ -363,12 +363,29 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	if err := s.saddBatched(ctx, stageCo, exp.companies, stageTTL); err != nil {
 		return w, err
 	}
-	res, err := createScript.Run(ctx, s.rdb, []string{s.key("acct", w.AccountID, "watches"),
-		s.key("acct", w.AccountID, "companies"), s.key("w", w.ID), stageCo},
-		s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs),
-		s.clock().Add(createLease).UnixMilli()).Slice()
+	create := func() ([]any, error) {
+		res, err := createScript.Run(ctx, s.rdb, []string{s.key("acct", w.AccountID, "watches"),
+			s.key("acct", w.AccountID, "companies"), s.key("w", w.ID), stageCo},
+			s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs),
+			s.clock().Add(createLease).UnixMilli()).Slice()
+		if err != nil {
+			return nil, s.fail("create watch", err)
+		}
+		return res, nil
+	}
+	res, err := create()
 	if err != nil {
-		return w, s.fail("create watch", err)
+		return w, err
+	}
+	if refused := str(res[0]); refused == "watch_limit" || refused == "quota" {
+		// A create whose process died still counts until it is undone: if
+		// any such is past its lease, undo it now and ask again, rather
+		// than refuse for a watch that will never exist.
+		if undone, err := s.undoStalledCreates(ctx, s.clock()); err == nil && undone > 0 {
+			if res, err = create(); err != nil {
+				return w, err
+			}
+		}
 	}
 	switch str(res[0]) {
 	case "watch_limit":
@@ -398,9 +415,11 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 }
 
 // createLease is how long a create may go without renewing its entry in
-// wpend before Reconcile takes its creator for stopped and undoes it; a
-// live create renews it every createLease/4.
-const createLease = time.Minute
+// wpend before it is taken for stopped and undone (by Reconcile, or by a
+// create of the same account that the stalled one would otherwise refuse);
+// a live create renews it every createLease/4 (2 s). So a create whose
+// process died stops counting against the plan within 8 s.
+const createLease = 8 * time.Second
 
 // renewCreateLease keeps the watch's wpend entry ahead of the clock while
 // its create runs, and returns the function that stops doing so. It only
