@@ -51,6 +51,11 @@ func genNotice(t testing.TB, tmpl notice.Notice, source string, company int) not
 // and notice source, as another process would.
 func (f fixture) sameNamespace(t testing.TB, o Options) *Store {
 	t.Helper()
+	if o.Clock == nil {
+		// One clock for every process, as NTP gives real ones: create
+		// leases are compared across processes.
+		o.Clock = f.clock.Now
+	}
 	rs, err := New(redisClient(t), f.ns, f.notices, o)
 	if err != nil {
 		t.Fatal(err)
