@@ -57,7 +57,7 @@ func TestWatchesScaleMode(t *testing.T) {
 func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store.NoticeWriter) {
 	t.Helper()
 	ctx := context.Background()
-	rdb, err := redisstore.Dial(testservers.Redis(t))
+	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store
 func TestScaleModeRedisDown(t *testing.T) {
 	testservers.Redis(t)
 	f := newFixture(t)
-	rdb, err := redisstore.Dial("redis://127.0.0.1:1/0") // nothing listens on port 1
+	rdb, err := redisstore.Dial(redisstore.URLTarget("redis://127.0.0.1:1/0")) // nothing listens on port 1
 	if err != nil {
 		t.Fatal(err)
 	}

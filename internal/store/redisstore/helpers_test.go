@@ -37,7 +37,7 @@ func (c composite) BeginRegister(ctx context.Context) (store.RegisterLoad, error
 // redisClient returns a client on the test Redis.
 func redisClient(t testing.TB) *redis.Client {
 	t.Helper()
-	rdb, err := Dial(testservers.Redis(t))
+	rdb, err := Dial(URLTarget(testservers.Redis(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
