@@ -69,6 +69,9 @@ type Store struct {
 	// gapAt is when this process last looked for late notices (matchGaps).
 	gapMu sync.Mutex
 	gapAt time.Time
+	// replicaCache is the primary's replica count, which decides whether
+	// an acknowledged write waits for a replica (durable.go).
+	replicaCache replicaCount
 	// stopBefore, when set (tests only), is asked before the second step of
 	// a two-step change ("release", "deactivate") and before a create's
 	// activation and its last step ("activate", "finish"); true stops
