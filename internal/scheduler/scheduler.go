@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -562,7 +563,17 @@ type Counts struct {
 // QueueCounts reads the namespace's delivery queue counts (all zero before
 // the first task).
 func QueueCounts(rdb redis.UniversalClient, namespace string) (Counts, error) {
-	info, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(QueueName(namespace))
+	in := asynq.NewInspectorFromRedisClient(rdb)
+	// GetQueueInfo of a queue asynq has never seen fails with its internal
+	// NOT_FOUND error, not ErrQueueNotFound: look in the queue list first.
+	queues, err := in.Queues()
+	if err != nil {
+		return Counts{}, fmt.Errorf("scheduler: list the queues: %w", err)
+	}
+	if !slices.Contains(queues, QueueName(namespace)) {
+		return Counts{}, nil
+	}
+	info, err := in.GetQueueInfo(QueueName(namespace))
 	if errors.Is(err, asynq.ErrQueueNotFound) {
 		return Counts{}, nil
 	}
