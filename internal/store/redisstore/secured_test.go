@@ -90,7 +90,6 @@ func TestSecuredRedis(t *testing.T) {
 		{"WebhookRecords", TestWebhookRecords},
 		{"DeliveryRecordAsEmbedded", TestDeliveryRecordAsEmbedded},
 		{"ReconcileFinishesHalfDoneChanges", TestReconcileFinishesHalfDoneChanges},
-		{"RegCopy", TestRegCopy},
 	} {
 		t.Run(c.name, c.run)
 	}
