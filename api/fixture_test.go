@@ -46,6 +46,8 @@ type fixtureOpts struct {
 	limiter Limiter
 	// ready replaces the readiness probe (nil: the store's Ready).
 	ready Check
+	// redis reports the Redis primary on /health and /ready.
+	redis RedisSource
 }
 
 // newFixture opens a fresh SQLite store in t.TempDir(), loads
@@ -123,6 +125,7 @@ func newFixture(t *testing.T, opts ...fixtureOpts) *fixture {
 		Checks:        o.checks,
 		StoreWritable: writable,
 		Limiter:       o.limiter,
+		Redis:         o.redis,
 		Now:           func() time.Time { return fixedNow },
 		Logger:        slog.New(slog.NewTextHandler(f.logs, nil)),
 	})

@@ -120,7 +120,10 @@ type healthResponse struct {
 	// Search details a separate search backend (scale mode); null in the
 	// embedded mode, or when it cannot be read (checks.search says so).
 	Search *SearchStatus `json:"search"`
-	Checks checkResults  `json:"checks"`
+	// Redis is the Redis primary in use (scale mode); absent in the
+	// embedded mode, or when Redis cannot be reached.
+	Redis  *RedisStatus `json:"redis,omitempty"`
+	Checks checkResults `json:"checks"`
 	// Reasons says, one sentence each, why status is not ok; empty when
 	// it is.
 	Reasons []string `json:"reasons"`
@@ -211,6 +214,13 @@ func (s *Server) health(c *fiber.Ctx) error {
 			resp.Search = &st
 		} else {
 			s.log.Warn("health: search detail unreadable", "error", err)
+		}
+	}
+	if s.deps.Redis != nil && resp.Checks.Store != healthUnavailable {
+		if st, err := s.deps.Redis(ctx); err == nil {
+			resp.Redis = &st
+		} else {
+			s.log.Warn("health: Redis primary unreadable", "error", err)
 		}
 	}
 	resp.Mail = MailStatus{State: MailOff}

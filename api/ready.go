@@ -32,7 +32,23 @@ func (s *Server) ready(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderRetryAfter, "5")
 		return errs.New(errs.Unavailable, "the service is not ready: the store answers reads but cannot write (%v); free space or fix the data directory (GET /health says more)", err)
 	}
-	return writeJSON(c, fiber.StatusOK, map[string]string{"status": "ready"})
+	answer := readyAnswer{Status: "ready"}
+	if s.deps.Redis != nil {
+		// Redis answered the probes above; a primary it cannot name (CLIENT
+		// INFO refused) leaves the block out rather than the service out.
+		if st, err := s.deps.Redis(ctx); err == nil {
+			answer.Redis = &st
+		} else {
+			s.log.Warn("ready: Redis primary unreadable", "error", err)
+		}
+	}
+	return writeJSON(c, fiber.StatusOK, answer)
+}
+
+// readyAnswer is /ready's 200 body: the Redis primary in use in scale mode.
+type readyAnswer struct {
+	Status string       `json:"status"`
+	Redis  *RedisStatus `json:"redis,omitempty"`
 }
 
 // readyCheck runs Deps.Ready, else every Deps.Checks probe and the index

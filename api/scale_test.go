@@ -21,6 +21,11 @@ import (
 // TestWatchesScaleMode, which runs the watch and match tests again.
 var scaleWatches bool
 
+// scaleRedisURL, when set, is the Redis scaleStores uses instead of
+// testservers.Redis (TestAcknowledgedWriteIsOnReplica: a primary with a
+// replica).
+var scaleRedisURL string
+
 // TestWatchesScaleMode runs the API tests of watches and POST /v1/match
 // against the Redis backend: the same requests must give the same answers
 // as with the embedded store.
@@ -57,7 +62,11 @@ func TestWatchesScaleMode(t *testing.T) {
 func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store.NoticeWriter) {
 	t.Helper()
 	ctx := context.Background()
-	rdb, err := redisstore.Dial(testservers.Redis(t))
+	url := scaleRedisURL
+	if url == "" {
+		url = testservers.Redis(t)
+	}
+	rdb, err := redisstore.Dial(redisstore.URLTarget(url))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +122,7 @@ func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store
 func TestScaleModeRedisDown(t *testing.T) {
 	testservers.Redis(t)
 	f := newFixture(t)
-	rdb, err := redisstore.Dial("redis://127.0.0.1:1/0") // nothing listens on port 1
+	rdb, err := redisstore.Dial(redisstore.URLTarget("redis://127.0.0.1:1/0")) // nothing listens on port 1
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,9 @@ type Deps struct {
 	// the cluster status, each alias's index with its mapping version and
 	// document count, the age of the newest notice); nil shows null.
 	Search SearchSource
+	// Redis, if set, reports the Redis primary in use on /health and
+	// /ready (scale mode); nil leaves the block out.
+	Redis RedisSource
 	// Limiter enforces the per-key request limits; nil means an in-process
 	// limit.Local on the wall clock with cfg.HeavyConcurrency global heavy
 	// slots (right for

@@ -150,6 +150,12 @@ func exitCode(err error, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintln(stderr, "noticesd:", err)
+	// A setting only a server could find wrong (a refused password, an
+	// untrusted certificate): nothing was done, as with any wrong setting.
+	var se *config.SettingError
+	if errors.As(err, &se) {
+		return exitUsage
+	}
 	return exitFailure
 }
 

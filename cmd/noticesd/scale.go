@@ -72,6 +72,7 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 	// are counted by the workers that make them (their own /metrics).
 	deps.Metrics = metrics.New(st.Redis, deps.Logger)
 	deps.Metrics.CountAggCache(st.Elastic.AggCacheReads)
+	deps.Redis = trackRedis(st, deps.Metrics)
 	deps.Mail = newMailHealth(cfg, st.Redis, deps.Logger)
 	return st, nil
 }

@@ -109,7 +109,7 @@ func scaleEnv(t *testing.T) (config.Config, *scale.Store) {
 // TestWarnWithoutAOF: serve and worker warn when Redis keeps no
 // append-only file, and say nothing when it does.
 func TestWarnWithoutAOF(t *testing.T) {
-	rdb, err := redisstore.Dial(testservers.Redis(t))
+	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

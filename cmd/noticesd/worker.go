@@ -67,6 +67,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// Delivery attempts are counted here, where they are made; the stored
 	// gauges are the same Redis reads serve's /metrics makes.
 	m := metrics.New(st.Redis, log)
+	trackRedis(st, m)
 	sender, err := newSender(cfg, m)
 	if err != nil {
 		return err
@@ -183,7 +184,7 @@ func runQueue(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Backend != "scale" {
 		return fmt.Errorf("noticesd queue reads scale mode's delivery queue: set NOTICES_BACKEND=scale")
 	}
-	rdb, err := redisstore.Connect(ctx, cfg.RedisURL)
+	rdb, err := redisstore.Connect(ctx, redisstore.TargetOf(cfg))
 	if err != nil {
 		return err
 	}

@@ -21,39 +21,49 @@ import (
 
 // Config holds every setting of API.md's operating contract.
 type Config struct {
-	Addr                string        // NOTICES_ADDR
-	DataDir             string        // NOTICES_DATA_DIR; the SQLite file lives there
-	Backend             string        // NOTICES_BACKEND: embedded or scale
-	ElasticsearchURL    string        // NOTICES_ELASTICSEARCH_URL (scale)
-	RedisURL            string        // NOTICES_REDIS_URL (scale)
-	Namespace           string        // NOTICES_NAMESPACE: prefix of every index, alias and Redis key (scale)
-	ScreenCopy          bool          // NOTICES_SCREEN_COPY: serve keeps an in-memory copy of the bulk screen's data (scale)
-	AggCache            int           // NOTICES_AGG_CACHE: filters/stats answers each process keeps until the notices change; 0 keeps none (scale)
-	Source              string        // NOTICES_SOURCE: "" (none), a directory, or an http(s) URL
-	CollectInterval     time.Duration // NOTICES_COLLECT_INTERVAL
-	CollectorLease      time.Duration // NOTICES_COLLECTOR_LEASE: time to live of the collector lease (scale)
-	Webhooks            bool          // NOTICES_WEBHOOKS: on/off
-	DeliveryRetryUnit   time.Duration // NOTICES_DELIVERY_RETRY_UNIT
-	DeliveryTimeout     time.Duration // NOTICES_DELIVERY_TIMEOUT
-	WebhookAllowPrivate bool          // NOTICES_WEBHOOK_ALLOW_PRIVATE
-	WebhookCAFile       string        // NOTICES_WEBHOOK_CA_FILE
-	WorkerConcurrency   int           // NOTICES_WORKER_CONCURRENCY: delivery attempts in flight per `noticesd worker` process (scale)
-	WorkerMetricsAddr   string        // NOTICES_WORKER_METRICS_ADDR: listen address of `noticesd worker`'s /metrics; "" (off) serves none
-	SMTPURL             string        // NOTICES_SMTP_URL: smtp:// or smtps://; "" turns mail off
-	MailFrom            string        // NOTICES_MAIL_FROM: From address of alert_email mail
-	DigestTime          string        // NOTICES_DIGEST_TIME: daily digest time, "HH:MM Zone"
-	LogLevel            string        // NOTICES_LOG_LEVEL: debug, info, warn, error
-	LogFormat           string        // NOTICES_LOG_FORMAT: json or text
-	MaxBodyBytes        int           // NOTICES_MAX_BODY_BYTES: body cap of POST /v1/match and POST /v1/watches
-	MaxSmallBodyBytes   int           // NOTICES_MAX_SMALL_BODY_BYTES: body cap of every other route
-	HeaderTimeout       time.Duration // NOTICES_HEADER_TIMEOUT: to receive the request line and headers
-	BodyTimeout         time.Duration // NOTICES_BODY_TIMEOUT: to receive the body once the headers are in
-	WriteTimeout        time.Duration // NOTICES_WRITE_TIMEOUT: to send the response
-	IdleTimeout         time.Duration // NOTICES_IDLE_TIMEOUT: a kept-alive connection waiting for its next request
-	MaxConns            int           // NOTICES_MAX_CONNS: open connections, all clients together
-	MaxConnsPerIP       int           // NOTICES_MAX_CONNS_PER_IP: open connections from one client address
-	HeavyConcurrency    int           // NOTICES_HEAVY_CONCURRENCY: heavy requests running at once, all keys together
-	HeavyWait           time.Duration // NOTICES_HEAVY_WAIT: how long a heavy request queues for a slot before 429
+	Addr             string // NOTICES_ADDR
+	DataDir          string // NOTICES_DATA_DIR; the SQLite file lives there
+	Backend          string // NOTICES_BACKEND: embedded or scale
+	ElasticsearchURL string // NOTICES_ELASTICSEARCH_URL (scale)
+	RedisURL         string // NOTICES_REDIS_URL (scale): redis://user:password@host:port/db, rediss:// for TLS
+	RedisCAFile      string // NOTICES_REDIS_CA_FILE: PEM roots trusted for rediss:// (default: the system's)
+	// RedisSentinels (NOTICES_REDIS_SENTINELS, comma-separated host:port)
+	// make the client find the primary through Redis Sentinel, as
+	// RedisMaster (NOTICES_REDIS_MASTER); RedisURL's host is then ignored,
+	// its user, password, db and scheme still apply to the data nodes.
+	// RedisSentinelPassword (NOTICES_REDIS_SENTINEL_PASSWORD) is the
+	// Sentinels' own password.
+	RedisSentinels        []string
+	RedisMaster           string
+	RedisSentinelPassword string
+	Namespace             string        // NOTICES_NAMESPACE: prefix of every index, alias and Redis key (scale)
+	ScreenCopy            bool          // NOTICES_SCREEN_COPY: serve keeps an in-memory copy of the bulk screen's data (scale)
+	AggCache              int           // NOTICES_AGG_CACHE: filters/stats answers each process keeps until the notices change; 0 keeps none (scale)
+	Source                string        // NOTICES_SOURCE: "" (none), a directory, or an http(s) URL
+	CollectInterval       time.Duration // NOTICES_COLLECT_INTERVAL
+	CollectorLease        time.Duration // NOTICES_COLLECTOR_LEASE: time to live of the collector lease (scale)
+	Webhooks              bool          // NOTICES_WEBHOOKS: on/off
+	DeliveryRetryUnit     time.Duration // NOTICES_DELIVERY_RETRY_UNIT
+	DeliveryTimeout       time.Duration // NOTICES_DELIVERY_TIMEOUT
+	WebhookAllowPrivate   bool          // NOTICES_WEBHOOK_ALLOW_PRIVATE
+	WebhookCAFile         string        // NOTICES_WEBHOOK_CA_FILE
+	WorkerConcurrency     int           // NOTICES_WORKER_CONCURRENCY: delivery attempts in flight per `noticesd worker` process (scale)
+	WorkerMetricsAddr     string        // NOTICES_WORKER_METRICS_ADDR: listen address of `noticesd worker`'s /metrics; "" (off) serves none
+	SMTPURL               string        // NOTICES_SMTP_URL: smtp:// or smtps://; "" turns mail off
+	MailFrom              string        // NOTICES_MAIL_FROM: From address of alert_email mail
+	DigestTime            string        // NOTICES_DIGEST_TIME: daily digest time, "HH:MM Zone"
+	LogLevel              string        // NOTICES_LOG_LEVEL: debug, info, warn, error
+	LogFormat             string        // NOTICES_LOG_FORMAT: json or text
+	MaxBodyBytes          int           // NOTICES_MAX_BODY_BYTES: body cap of POST /v1/match and POST /v1/watches
+	MaxSmallBodyBytes     int           // NOTICES_MAX_SMALL_BODY_BYTES: body cap of every other route
+	HeaderTimeout         time.Duration // NOTICES_HEADER_TIMEOUT: to receive the request line and headers
+	BodyTimeout           time.Duration // NOTICES_BODY_TIMEOUT: to receive the body once the headers are in
+	WriteTimeout          time.Duration // NOTICES_WRITE_TIMEOUT: to send the response
+	IdleTimeout           time.Duration // NOTICES_IDLE_TIMEOUT: a kept-alive connection waiting for its next request
+	MaxConns              int           // NOTICES_MAX_CONNS: open connections, all clients together
+	MaxConnsPerIP         int           // NOTICES_MAX_CONNS_PER_IP: open connections from one client address
+	HeavyConcurrency      int           // NOTICES_HEAVY_CONCURRENCY: heavy requests running at once, all keys together
+	HeavyWait             time.Duration // NOTICES_HEAVY_WAIT: how long a heavy request queues for a slot before 429
 	// SecretKey (NOTICES_SECRET_KEY) encrypts webhook secrets at rest:
 	// standard base64 of 32 random bytes (`openssl rand -base64 32`).
 	// SecretKeyPrevious (NOTICES_SECRET_KEY_PREVIOUS) is the key before a
@@ -182,6 +192,20 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("NOTICES_BACKEND", &c.Backend)
 	str("NOTICES_ELASTICSEARCH_URL", &c.ElasticsearchURL)
 	str("NOTICES_REDIS_URL", &c.RedisURL)
+	str("NOTICES_REDIS_CA_FILE", &c.RedisCAFile)
+	str("NOTICES_REDIS_MASTER", &c.RedisMaster)
+	str("NOTICES_REDIS_SENTINEL_PASSWORD", &c.RedisSentinelPassword)
+	if v, ok := lookup("NOTICES_REDIS_SENTINELS"); ok && strings.TrimSpace(v) != "" && !strings.EqualFold(v, "none") {
+		for _, a := range strings.Split(v, ",") {
+			c.RedisSentinels = append(c.RedisSentinels, strings.TrimSpace(a))
+		}
+	}
+	if strings.EqualFold(c.RedisCAFile, "none") {
+		c.RedisCAFile = ""
+	}
+	if strings.EqualFold(c.RedisMaster, "none") {
+		c.RedisMaster = ""
+	}
 	str("NOTICES_NAMESPACE", &c.Namespace)
 	str("NOTICES_SOURCE", &c.Source)
 	str("NOTICES_WORKER_METRICS_ADDR", &c.WorkerMetricsAddr)
@@ -257,8 +281,8 @@ func (c Config) Validate() error {
 		if u, err := url.Parse(c.ElasticsearchURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("config: NOTICES_ELASTICSEARCH_URL=%q must be an http(s) URL such as http://localhost:9200", c.ElasticsearchURL)
 		}
-		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			return fmt.Errorf("config: NOTICES_REDIS_URL=%q must be a redis:// (or rediss://) URL such as redis://localhost:6379/0", c.RedisURL)
+		if err := c.validateRedis(); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("config: NOTICES_BACKEND=%q must be embedded or scale", c.Backend)

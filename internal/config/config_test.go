@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,20 @@ func TestFromLookup(t *testing.T) {
 		}},
 		{"scale bad elasticsearch url", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "localhost:9200"}, "NOTICES_ELASTICSEARCH_URL", nil},
 		{"scale bad redis url", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "localhost:6379"}, "NOTICES_REDIS_URL", nil},
+		{"scale redis url password masked", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "http://u:hunter2@redis:6379"}, "NOTICES_REDIS_URL=\"http://u:xxxxx@", nil},
+		{"redis sentinels", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_SENTINELS": " 10.0.0.1:26379,10.0.0.2:26379 ",
+			"NOTICES_REDIS_MASTER": "noticesd", "NOTICES_REDIS_SENTINEL_PASSWORD": "pw"}, "", func(t *testing.T, c Config) {
+			if want := []string{"10.0.0.1:26379", "10.0.0.2:26379"}; !slices.Equal(c.RedisSentinels, want) || c.RedisMaster != "noticesd" || c.RedisSentinelPassword != "pw" {
+				t.Errorf("sentinels %q master %q password %q, want %q noticesd pw", c.RedisSentinels, c.RedisMaster, c.RedisSentinelPassword, want)
+			}
+		}},
+		{"redis sentinels without master", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_SENTINELS": "10.0.0.1:26379"}, "NOTICES_REDIS_MASTER", nil},
+		{"redis master without sentinels", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_MASTER": "noticesd"}, "NOTICES_REDIS_SENTINELS", nil},
+		{"redis sentinel password without sentinels", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_SENTINEL_PASSWORD": "pw"}, "NOTICES_REDIS_SENTINELS", nil},
+		{"redis sentinel not host:port", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_SENTINELS": "10.0.0.1", "NOTICES_REDIS_MASTER": "m"}, "NOTICES_REDIS_SENTINELS", nil},
+		{"redis CA file without TLS", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_CA_FILE": "config_test.go"}, "NOTICES_REDIS_CA_FILE", nil},
+		{"redis CA file not PEM", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "rediss://redis:6380/0", "NOTICES_REDIS_CA_FILE": "config_test.go"}, "NOTICES_REDIS_CA_FILE", nil},
+		{"redis CA file missing", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "rediss://redis:6380/0", "NOTICES_REDIS_CA_FILE": "no-such.pem"}, "NOTICES_REDIS_CA_FILE", nil},
 		{"secret keys", map[string]string{"NOTICES_SECRET_KEY": DevelopmentSecretKey, "NOTICES_SECRET_KEY_PREVIOUS": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}, "", func(t *testing.T, c Config) {
 			if b, err := c.SecretBox(); err != nil || b == nil {
 				t.Errorf("SecretBox = %v, %v", b, err)

@@ -55,7 +55,7 @@ type harness struct {
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	rdb, err := redisstore.Dial(testservers.Redis(t))
+	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -552,7 +552,7 @@ func TestRecordDeliveredAtIsTheBodys(t *testing.T) {
 // namespace's queue does not exist in asynq; `noticesd queue` must print
 // zero counts then, not fail (it exited 1 with asynq's NOT_FOUND).
 func TestQueueCountsOnAFreshNamespace(t *testing.T) {
-	rdb, err := redisstore.Dial(testservers.Redis(t))
+	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.C
 	if err != nil {
 		return account.Created{}, s.fail("create account", err)
 	}
-	return c, nil
+	return c, s.replicated(ctx, "account create")
 }
 
 func newKeys(accountID string) account.Created {
@@ -146,7 +146,7 @@ func (s *Store) SetSubscription(ctx context.Context, accountID string, active bo
 	if n == 0 {
 		return noAccount(accountID)
 	}
-	return nil
+	return s.replicated(ctx, "subscription change")
 }
 
 // rotateScript swaps an account's key records in one step.
@@ -172,7 +172,7 @@ func (s *Store) RotateKeys(ctx context.Context, accountID string) (account.Creat
 	if n == 0 {
 		return account.Created{}, noAccount(accountID)
 	}
-	return c, nil
+	return c, s.replicated(ctx, "key rotation")
 }
 
 func noAccount(id string) error { return account.ErrNoAccount(id) }

@@ -38,6 +38,9 @@ const (
 	wdeactKey = "wdeact"
 	dstatKey  = "dstat"
 	ddueKey   = "ddue"
+	// wait is the mark an acknowledged write increments on the connection
+	// it then sends WAIT on (durable.go).
+	waitMarkKey = "wait"
 )
 
 var _ store.GaugeSource = (*Store)(nil)

@@ -34,10 +34,18 @@ func (c composite) BeginRegister(ctx context.Context) (store.RegisterLoad, error
 	return c.ingest().BeginRegister(ctx)
 }
 
+// liveTarget, when set, is the Redis the fixtures use instead of
+// testservers.Redis (TestSecuredRedis: TLS and an ACL user).
+var liveTarget *Target
+
 // redisClient returns a client on the test Redis.
 func redisClient(t testing.TB) *redis.Client {
 	t.Helper()
-	rdb, err := Dial(testservers.Redis(t))
+	target := liveTarget
+	if target == nil {
+		target = &Target{URL: testservers.Redis(t)}
+	}
+	rdb, err := Dial(*target)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func (r *ownRedis) url() string { return "redis://127.0.0.1:" + r.port + "/0" }
 // SQLite notice source.
 func (r *ownRedis) store(t *testing.T, ns string) (*Store, *redis.Client, *sqlite.Store) {
 	t.Helper()
-	rdb, err := Dial(r.url())
+	rdb, err := Dial(URLTarget(r.url()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +69,9 @@ type Store struct {
 	// gapAt is when this process last looked for late notices (matchGaps).
 	gapMu sync.Mutex
 	gapAt time.Time
+	// replicaCache is the primary's replica count, which decides whether
+	// an acknowledged write waits for a replica (durable.go).
+	replicaCache replicaCount
 	// stopBefore, when set (tests only), is asked before the second step of
 	// a two-step change ("release", "deactivate") and before a create's
 	// activation and its last step ("activate", "finish"); true stops
@@ -123,57 +124,6 @@ func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Opt
 		s.clock = time.Now
 	}
 	return s, nil
-}
-
-// Dial opens a go-redis client for url (redis://host:port/db) with the
-// timeouts the service uses: a Redis that is down or stalled fails a call
-// within seconds, never hangs it.
-func Dial(url string) (*redis.Client, error) {
-	quietClientLog.Do(func() { redis.SetLogger(clientLog{}) })
-	o, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: NOTICES_REDIS_URL %q: %w", url, err)
-	}
-	o.DialTimeout = 2 * time.Second
-	o.ReadTimeout = 3 * time.Second
-	o.WriteTimeout = 3 * time.Second
-	o.MaxRetries = 1
-	o.DialerRetries = 2
-	return redis.NewClient(o), nil
-}
-
-// Connect is Dial, then a PING within 10 s: a Redis that does not answer
-// fails here, as backend_unavailable naming the server (its password
-// masked) and what to do, rather than at the first step that needed it.
-func Connect(ctx context.Context, rawURL string) (*redis.Client, error) {
-	rdb, err := Dial(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		_ = rdb.Close()
-		shown := "NOTICES_REDIS_URL"
-		if u, perr := url.Parse(rawURL); perr == nil {
-			shown = u.Redacted()
-		}
-		return nil, fmt.Errorf("open Redis at %s: %w", shown, errs.New(errs.BackendUnavailable,
-			"Redis does not answer (%v); start it or correct NOTICES_REDIS_URL, then retry", err))
-	}
-	return rdb, nil
-}
-
-// quietClientLog routes go-redis's own log lines (a failed dial of its
-// pool, printed to stderr in the standard log format with a source line)
-// to the process's logger at debug level, once per process: the failure
-// reaches the caller as an error (backend_unavailable) anyway.
-var quietClientLog sync.Once
-
-type clientLog struct{}
-
-func (clientLog) Printf(ctx context.Context, format string, v ...any) {
-	slog.Default().DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }
 
 // Ping checks that Redis answers.

@@ -411,7 +411,7 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 		_ = s.deleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID, false)
 		return w, err
 	}
-	return w, nil
+	return w, s.replicated(ctx, "watch create")
 }
 
 // createLease is how long a create may go without renewing its entry in
@@ -708,7 +708,10 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 	if err != nil {
 		return w, err
 	}
-	return w, s.deliveryStateChanged(ctx, id, wasActive, w.Active, now)
+	if err := s.deliveryStateChanged(ctx, id, wasActive, w.Active, now); err != nil {
+		return w, err
+	}
+	return w, s.replicated(ctx, "watch update")
 }
 
 // deleteScript removes a watch and its log, recounts the account's
@@ -779,7 +782,10 @@ return 1
 // which arrival matching ignores). A watch whose create has not finished
 // is not the account's to delete yet (errs.NotFound, as Watch says).
 func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
-	return s.deleteWatch(ctx, accountID, id, true)
+	if err := s.deleteWatch(ctx, accountID, id, true); err != nil {
+		return err
+	}
+	return s.replicated(ctx, "watch delete")
 }
 
 // deleteWatch is DeleteWatch; with finishedOnly false it also deletes a

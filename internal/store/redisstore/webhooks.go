@@ -154,7 +154,7 @@ func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret 
 			return w, err
 		}
 	}
-	return w, nil
+	return w, s.replicated(ctx, "webhook registration")
 }
 
 // RotateSecret replaces the secret at now; the old one is no longer read.
@@ -163,13 +163,17 @@ func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret str
 	if err != nil {
 		return watch.Watch{}, err
 	}
-	return s.modifyWatch(ctx, accountID, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
+	w, err := s.modifyWatch(ctx, accountID, watchID, noWatch, func(w *watch.Watch) ([]string, error) {
 		if w.WebhookURL == nil {
 			return nil, noWebhook(watchID)
 		}
 		w.UpdatedAt = stamp(now)
 		return []string{"secret", sealed}, nil
 	})
+	if err != nil {
+		return w, err
+	}
+	return w, s.replicated(ctx, "webhook secret rotation")
 }
 
 // deadScript marks every pending delivery of a watch dead.
@@ -207,7 +211,10 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 		return err
 	}
 	err = deadScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key(dstatKey), s.key(ddueKey)}, delivery.WebhookRemoved, notice.Timestamp(now), watchID).Err()
-	return s.fail("cancel deliveries", err)
+	if err != nil {
+		return s.fail("cancel deliveries", err)
+	}
+	return s.replicated(ctx, "webhook removal")
 }
 
 // Deliveries lists the watch's most recent deliveries, newest first.

@@ -55,7 +55,7 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	}
 	// Redis first: every later step reads it, and its failure would name
 	// that step (sealing webhook secrets, say) rather than the server.
-	rdb, err := redisstore.Connect(ctx, cfg.RedisURL)
+	rdb, err := redisstore.Connect(ctx, redisstore.TargetOf(cfg))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,261 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/errs"
+)
+
+// Target is where scale mode's Redis is and how to reach it: the
+// NOTICES_REDIS_* settings. Every Redis client of the process (the store,
+// asynq, the request limiter, leases, arrivals, the screen copy, the CLI)
+// is made from one Target by Dial or Connect.
+type Target struct {
+	// URL is NOTICES_REDIS_URL: redis://user:password@host:port/db, or
+	// rediss:// for TLS. With Sentinels its host is ignored; its user,
+	// password, db and scheme apply to the data nodes.
+	URL string
+	// CAFile is NOTICES_REDIS_CA_FILE: PEM roots trusted for rediss://
+	// ("" trusts the system's roots).
+	CAFile string
+	// Sentinels is NOTICES_REDIS_SENTINELS (host:port each); with them the
+	// client asks the Sentinels for the primary of Master and follows a
+	// failover. They are reached with the same TLS setting as the data
+	// nodes (rediss:// means TLS to the Sentinels too).
+	Sentinels []string
+	// Master is NOTICES_REDIS_MASTER, the name the Sentinels monitor.
+	Master string
+	// SentinelPassword is NOTICES_REDIS_SENTINEL_PASSWORD.
+	SentinelPassword string
+}
+
+// TargetOf returns the Redis settings of cfg.
+func TargetOf(cfg config.Config) Target {
+	return Target{URL: cfg.RedisURL, CAFile: cfg.RedisCAFile, Sentinels: cfg.RedisSentinels,
+		Master: cfg.RedisMaster, SentinelPassword: cfg.RedisSentinelPassword}
+}
+
+// URLTarget is a Target of one Redis at url (tests, tools).
+func URLTarget(url string) Target { return Target{URL: url} }
+
+// Client timeouts: a Redis that is down or stalled fails a call within
+// seconds, never hangs it. readTimeout is above WaitTimeout, so that a
+// WAIT ends by its own timeout, not the socket's.
+const (
+	dialTimeout  = 2 * time.Second
+	readTimeout  = 3 * time.Second
+	writeTimeout = 3 * time.Second
+)
+
+// Dial opens a go-redis client of t with the timeouts the service uses,
+// without contacting the server: a single-node client, or with Sentinels
+// a failover client (redis.NewFailoverClient, which is a *redis.Client
+// too). The URL's password never appears in an error.
+func Dial(t Target) (*redis.Client, error) {
+	quietClientLog.Do(func() { redis.SetLogger(clientLog{}) })
+	o, err := redis.ParseURL(t.URL)
+	if err != nil {
+		return nil, &config.SettingError{Setting: "NOTICES_REDIS_URL",
+			Message: fmt.Sprintf("NOTICES_REDIS_URL=%q: %v", config.RedactURL(t.URL), err)}
+	}
+	if o.TLSConfig != nil && t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE: %v", err)}
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE",
+				Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE=%s holds no PEM certificate", t.CAFile)}
+		}
+		o.TLSConfig.RootCAs = roots
+	}
+	if len(t.Sentinels) == 0 {
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = dialTimeout, readTimeout, writeTimeout
+		o.MaxRetries, o.DialerRetries = 1, 2
+		return redis.NewClient(o), nil
+	}
+	if o.TLSConfig != nil {
+		// The URL's host is not the server: each connection checks the
+		// certificate against the address it dials (the primary's, as a
+		// Sentinel reports it, or the Sentinel's).
+		o.TLSConfig.ServerName = ""
+	}
+	return redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:       t.Master,
+		SentinelAddrs:    t.Sentinels,
+		SentinelPassword: t.SentinelPassword,
+		Username:         o.Username,
+		Password:         o.Password,
+		DB:               o.DB,
+		TLSConfig:        o.TLSConfig,
+		DialTimeout:      dialTimeout,
+		ReadTimeout:      readTimeout,
+		WriteTimeout:     writeTimeout,
+		MaxRetries:       1,
+		DialerRetries:    2,
+	}), nil
+}
+
+// Connect is Dial, then a check within 10 s that the server answers and
+// accepts the settings. A setting the server refuses is a
+// *config.SettingError naming it (exit 2): a password it refuses
+// (NOTICES_REDIS_URL), a certificate the CA does not verify
+// (NOTICES_REDIS_CA_FILE), Sentinels that do not answer
+// (NOTICES_REDIS_SENTINELS), refuse their password
+// (NOTICES_REDIS_SENTINEL_PASSWORD) or do not know the master
+// (NOTICES_REDIS_MASTER). A Redis that simply does not answer is
+// backend_unavailable naming the server (its password masked) and what to
+// do, rather than a failure at the first step that needed it.
+func Connect(ctx context.Context, t Target) (*redis.Client, error) {
+	rdb, err := Dial(t)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if len(t.Sentinels) > 0 {
+		if err := checkSentinels(pctx, t); err != nil {
+			_ = rdb.Close()
+			return nil, err
+		}
+	}
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, connectError(t, err)
+	}
+	return rdb, nil
+}
+
+// connectError turns the failed first PING into a SettingError when a
+// setting is at fault, backend_unavailable otherwise.
+func connectError(t Target, err error) error {
+	shown := config.RedactURL(t.URL)
+	if len(t.Sentinels) > 0 {
+		shown = fmt.Sprintf("the primary of %q (Sentinels %s)", t.Master, strings.Join(t.Sentinels, ","))
+	}
+	switch {
+	case authError(err):
+		return &config.SettingError{Setting: "NOTICES_REDIS_URL", Message: fmt.Sprintf(
+			"Redis at %s refuses the user and password of NOTICES_REDIS_URL (%v); correct them (redis://user:password@host:port/db)", shown, err)}
+	case certError(err):
+		return &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf(
+			"the TLS certificate of Redis at %s is not trusted (%v); set NOTICES_REDIS_CA_FILE to the PEM of the CA that signed it (and check the URL's host is a name in the certificate)", shown, err)}
+	case strings.Contains(err.Error(), "first record does not look like a TLS handshake"):
+		return &config.SettingError{Setting: "NOTICES_REDIS_URL", Message: fmt.Sprintf(
+			"Redis at %s does not speak TLS; use redis:// in NOTICES_REDIS_URL, not rediss://", shown)}
+	}
+	return fmt.Errorf("open Redis at %s: %w", shown, errs.New(errs.BackendUnavailable,
+		"Redis does not answer (%v); start it or correct NOTICES_REDIS_URL, then retry", err))
+}
+
+// checkSentinels asks every Sentinel for the primary of t.Master; one
+// answer suffices. Otherwise it says which setting is wrong: the master
+// name when a Sentinel answered without knowing it, the Sentinel password
+// when one refused it, else the Sentinel list (none answered).
+func checkSentinels(ctx context.Context, t Target) error {
+	o, err := redis.ParseURL(t.URL)
+	if err != nil {
+		return err // Dial has parsed it already
+	}
+	var tlsc *tls.Config
+	if o.TLSConfig != nil {
+		tlsc = o.TLSConfig.Clone()
+		tlsc.ServerName = ""
+		if t.CAFile != "" {
+			pem, _ := os.ReadFile(t.CAFile)
+			tlsc.RootCAs = x509.NewCertPool()
+			tlsc.RootCAs.AppendCertsFromPEM(pem)
+		}
+	}
+	type answer struct {
+		addr string
+		err  error
+	}
+	answers := make(chan answer, len(t.Sentinels))
+	for _, addr := range t.Sentinels {
+		go func() {
+			sc := redis.NewSentinelClient(&redis.Options{Addr: addr, Password: t.SentinelPassword, TLSConfig: tlsc,
+				DialTimeout: dialTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, MaxRetries: -1})
+			defer sc.Close()
+			_, err := sc.GetMasterAddrByName(ctx, t.Master).Result()
+			answers <- answer{addr, err}
+		}()
+	}
+	var unknown, refused, other []string
+	var certErr error
+	for range t.Sentinels {
+		a := <-answers
+		switch {
+		case a.err == nil:
+			return nil
+		case errors.Is(a.err, redis.Nil):
+			unknown = append(unknown, a.addr)
+		case authError(a.err):
+			refused = append(refused, a.addr)
+		case certError(a.err):
+			certErr = a.err
+			other = append(other, fmt.Sprintf("%s: %v", a.addr, a.err))
+		default:
+			other = append(other, fmt.Sprintf("%s: %v", a.addr, a.err))
+		}
+	}
+	switch {
+	case len(unknown) > 0:
+		return &config.SettingError{Setting: "NOTICES_REDIS_MASTER", Message: fmt.Sprintf(
+			"the Sentinels %s monitor no master named %q; set NOTICES_REDIS_MASTER to the name of their 'sentinel monitor' line", strings.Join(unknown, ","), t.Master)}
+	case len(refused) > 0:
+		return &config.SettingError{Setting: "NOTICES_REDIS_SENTINEL_PASSWORD", Message: fmt.Sprintf(
+			"the Sentinels %s refuse NOTICES_REDIS_SENTINEL_PASSWORD (set it to their requirepass, or unset it if they have none)", strings.Join(refused, ","))}
+	case certErr != nil:
+		return &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf(
+			"the TLS certificates of the Sentinels are not trusted (%s); set NOTICES_REDIS_CA_FILE to the PEM of the CA that signed them", strings.Join(other, "; "))}
+	}
+	return &config.SettingError{Setting: "NOTICES_REDIS_SENTINELS", Message: fmt.Sprintf(
+		"none of the Sentinels of NOTICES_REDIS_SENTINELS answers (%s); start them or correct the list", strings.Join(other, "; "))}
+}
+
+// authError reports whether err is Redis refusing the credentials.
+func authError(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"WRONGPASS", "NOAUTH", "invalid username-password", "without any password configured", "invalid password"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// certError reports whether err is a TLS certificate that did not verify.
+func certError(err error) bool {
+	var verr *tls.CertificateVerificationError
+	var uerr x509.UnknownAuthorityError
+	var herr x509.HostnameError
+	var cerr x509.CertificateInvalidError
+	return errors.As(err, &verr) || errors.As(err, &uerr) || errors.As(err, &herr) || errors.As(err, &cerr) ||
+		strings.Contains(err.Error(), "x509: ")
+}
+
+// quietClientLog routes go-redis's own log lines (a failed dial of its
+// pool, printed to stderr in the standard log format with a source line)
+// to the process's logger at debug level, once per process: the failure
+// reaches the caller as an error (backend_unavailable) anyway.
+var quietClientLog sync.Once
+
+type clientLog struct{}
+
+func (clientLog) Printf(ctx context.Context, format string, v ...any) {
+	slog.Default().DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+}

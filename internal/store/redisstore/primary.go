@@ -1,0 +1,165 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Primary follows the Redis server a client's connections go to, through
+// go-redis hooks: every connection the client dials (its pool's, asynq's,
+// the limiter's: they share the client) is to the primary of the moment,
+// found through the Sentinels when NOTICES_REDIS_SENTINELS is set. It
+// counts dials, reconnects (a connection made after one was lost: a dial or
+// a command that failed for want of a connection, or the client dropping
+// its connections to a primary the Sentinels replaced) and failovers (a
+// connection made to another address than the one before). Safe for
+// concurrent use.
+type Primary struct {
+	mu         sync.Mutex
+	addr       string // host:port of the last connection made
+	lost       bool   // a connection was lost since the last one made
+	dials      int64  // connections made
+	dialErrs   int64  // dials that failed
+	reconnects int64
+	failovers  int64
+}
+
+// PrimaryCounts is what Primary has counted since the process started.
+type PrimaryCounts struct {
+	// Addr is the host:port of the server the last connection was made
+	// to ("" before the first).
+	Addr string
+	// Dials and DialErrors are the connections made and the dials that
+	// failed.
+	Dials, DialErrors int64
+	// Reconnects counts connections made after one was lost.
+	Reconnects int64
+	// Failovers counts connections made to another address than the one
+	// before: a new primary.
+	Failovers int64
+}
+
+// TrackPrimary adds a Primary's hooks to rdb and returns it. Connections
+// rdb already holds are not seen; Addr learns the first of them from the
+// server (CLIENT INFO) when asked before any dial.
+func TrackPrimary(rdb *redis.Client) *Primary {
+	p := &Primary{}
+	rdb.AddHook(p)
+	return p
+}
+
+// DialHook implements redis.Hook: it notes each connection made.
+func (p *Primary) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err != nil {
+			p.dialErrs++
+			p.lost = true
+			return conn, err
+		}
+		p.dials++
+		at := conn.RemoteAddr().String()
+		moved := p.addr != "" && at != p.addr
+		if p.lost || moved {
+			p.reconnects++
+			p.lost = false
+		}
+		if moved {
+			p.failovers++
+		}
+		p.addr = at
+		return conn, err
+	}
+}
+
+// ProcessHook implements redis.Hook: a command that failed for want of a
+// connection marks it lost.
+func (p *Primary) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		p.noteErr(err)
+		return err
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook, as ProcessHook.
+func (p *Primary) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		p.noteErr(err)
+		return err
+	}
+}
+
+// noteErr marks the connection lost when err is not Redis's answer (an
+// error reply, a missing key) nor the caller giving up.
+func (p *Primary) noteErr(err error) {
+	if !connectionLost(err) {
+		return
+	}
+	p.mu.Lock()
+	p.lost = true
+	p.mu.Unlock()
+}
+
+// connectionLost reports whether err says the connection to Redis failed
+// (reset, refused, closed, timed out, the server gone read-only after a
+// failover) rather than being the server's answer or a cancelled call.
+func connectionLost(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		// An error reply: the server answered. READONLY comes from a
+		// demoted primary, LOADING from one still reading its AOF.
+		msg := reply.Error()
+		return strings.HasPrefix(msg, "READONLY") || strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "MASTERDOWN")
+	}
+	return true
+}
+
+// Counts returns what p has counted.
+func (p *Primary) Counts() PrimaryCounts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return PrimaryCounts{Addr: p.addr, Dials: p.dials, DialErrors: p.dialErrs, Reconnects: p.reconnects, Failovers: p.failovers}
+}
+
+// Addr returns the host:port of the Redis server rdb's connections go to:
+// the last connection made, or, before any was seen, the server's own
+// address for the connection that answers CLIENT INFO (laddr).
+func (p *Primary) Addr(ctx context.Context, rdb *redis.Client) (string, error) {
+	p.mu.Lock()
+	addr := p.addr
+	p.mu.Unlock()
+	if addr != "" {
+		return addr, nil
+	}
+	info, err := rdb.Do(ctx, "CLIENT", "INFO").Text()
+	if err != nil {
+		return "", err
+	}
+	for _, f := range strings.Fields(info) {
+		if v, ok := strings.CutPrefix(f, "laddr="); ok {
+			if i := strings.LastIndexByte(v, ':'); i > 0 {
+				v = net.JoinHostPort(strings.Trim(v[:i], "[]"), v[i+1:])
+			}
+			p.mu.Lock()
+			if p.addr == "" {
+				p.addr = v
+			}
+			addr = p.addr
+			p.mu.Unlock()
+			return addr, nil
+		}
+	}
+	return "", errors.New("CLIENT INFO named no laddr")
+}
