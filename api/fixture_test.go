@@ -46,6 +46,8 @@ type fixtureOpts struct {
 	limiter Limiter
 	// ready replaces the readiness probe (nil: the store's Ready).
 	ready Check
+	// build is the version and commit /health reports.
+	build Build
 }
 
 // newFixture opens a fresh SQLite store in t.TempDir(), loads
@@ -123,6 +125,7 @@ func newFixture(t *testing.T, opts ...fixtureOpts) *fixture {
 		Checks:        o.checks,
 		StoreWritable: writable,
 		Limiter:       o.limiter,
+		Build:         o.build,
 		Now:           func() time.Time { return fixedNow },
 		Logger:        slog.New(slog.NewTextHandler(f.logs, nil)),
 	})

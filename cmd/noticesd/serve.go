@@ -54,7 +54,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 		return &exitError{code: exitUsage, msg: err.Error()} // a setting is missing: nothing was done
 	}
 
-	deps := api.Deps{Logger: log}
+	b := readBuildInfo()
+	deps := api.Deps{Logger: log, Build: api.Build{Version: b.Version, Commit: b.Commit}}
 	// wire starts the long-running parts of the backend (embedded: the
 	// collector, dispatcher and delivery worker).
 	var wire func(start func(part) error) error
