@@ -38,7 +38,7 @@ func TestCLI(t *testing.T) {
 	}{
 		{"help", []string{"--help"}, 0, "Commands:", ""},
 		{"no command", nil, 2, "", "Commands:"},
-		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate". Run 'noticesd --help'`},
 		{"command help", []string{"ingest", "--help"}, 0, "Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure,", ""},
 		{"ingest without args", []string{"ingest"}, 2, "", "ingest needs"},
 		{"ingest negative batch", []string{"ingest", "notices", "--batch", "-5", good}, 2, "", "--batch -5 is negative"},
