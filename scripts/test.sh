@@ -106,7 +106,8 @@ await() {
   end=$(cat "$WORK/$name.end")
   if [ "$rc" = 0 ]; then
     stage "$name: ok (in the background from ${start}s to ${end}s)"
-    grep -v '^$' "$WORK/$name.log" | sed 's/^/   /' || true
+    # Its result lines only (the fuzzer's progress lines are in its log while it runs).
+    grep -E '^(ok|FAIL|fuzz Fuzz|-- )' "$WORK/$name.log" | sed 's/^/   /' || true
     record "$name (background)" "$start" ok "$end"
   else
     stage "$name: FAILED, exit $rc (in the background from ${start}s to ${end}s); its output:"
@@ -214,7 +215,8 @@ fuzzall() {
 }
 export -f fuzzall
 export TAGS
-background "fuzz q parser, notice line and request body decoding, JSON string encoding and notice documents (counted runs)" bash -c fuzzall
+# The q parser, notice line and request body decoding, JSON string encoding, notice documents.
+background "fuzz (counted runs)" bash -c fuzzall
 
 fg "go vet" go vet -tags "$TAGS" ./...
 # The binary the end-to-end tests run, built once (test/testbin.Build returns it), the way
@@ -246,7 +248,7 @@ fg "go test" gotest "go test" -tags "$TAGS" -count=1 -timeout 12m "${main_pkgs[@
 # ran it; not selected here, so not a skip), elastic only its concurrent tests.
 # As many at a time as go test would run (one per core); each one's output printed when it ends.
 race_one() {
-  local p=$1 name bin dir extra=()
+  local p=$1 name bin dir ip extra=()
   name=$(basename "$p")
   bin="$WORK/race/$name.test"
   case $p in
@@ -254,7 +256,12 @@ race_one() {
     ./internal/store/elastic) extra=(-test.run 'Reindex|TwoIngesters|Allocate') ;;
   esac
   dir=$(go list -f '{{.Dir}}' "$p")
-  if (cd "$dir" && go tool test2json -t -p "$(go list "$p")" "$bin" -test.v=test2json \
+  ip=$(go list "$p")   # here: "$p" is relative to the checkout, not to $dir
+  if [ ! -x "$bin" ]; then
+    # Not built: the race detector build's output, printed above, says why.
+    echo "FAIL	$ip [race build failed]" >"$WORK/race/$name.out"
+    echo FAILED >"$WORK/race/$name.rc"
+  elif (cd "$dir" && go tool test2json -t -p "$ip" "$bin" -test.v=test2json \
     -test.paniconexit0 -test.count=1 -test.timeout=10m "${extra[@]}") 2>&1 |
     "$WORK/testsummary" -skips "$SKIPS" -stage race >"$WORK/race/$name.out"; then
     echo ok >"$WORK/race/$name.rc"
@@ -274,11 +281,10 @@ race() {
   return $rc
 }
 await "race detector build"
-if [ "$(cat "$WORK/race detector build.rc")" = 0 ]; then
-  fg "race detector on the concurrent parts" race
-fi
+# Also after a failed build: the packages that built still run.
+fg "race detector on the concurrent parts" race
 
-await "fuzz q parser, notice line and request body decoding, JSON string encoding and notice documents (counted runs)"
+await "fuzz (counted runs)"
 await staticcheck
 
 for p in "${OWN_STAGES[@]}"; do
