@@ -197,6 +197,7 @@ func New(cfg config.Config, deps Deps) *Server {
 	}
 	s.app.Use(s.recoverPanic, s.preflight)
 
+	s.handle(fiber.MethodGet, "/", public, s.root)
 	s.handle(fiber.MethodGet, "/health", public, s.health)
 	s.handle(fiber.MethodGet, "/ready", public, s.ready)
 	s.handle(fiber.MethodGet, "/metrics", public, adaptor.HTTPHandler(s.metrics.Handler()))
