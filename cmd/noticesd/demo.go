@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -68,10 +67,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			held.release()
 			return err
 		}
-		opt := ingest.Options{Report: stderr}
-		if f, ok := stderr.(*os.File); ok {
-			opt.Progress = ingest.TerminalProgress(f)
-		}
+		opt := ingestOptions(stderr, false, 0)
 		sum, err := ingest.Register(ctx, st.register, files.Register, opt)
 		if err != nil {
 			st.close()
