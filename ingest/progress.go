@@ -39,17 +39,17 @@ type progress struct {
 	w        io.Writer
 	lines    bool          // a line every interval, no bar
 	interval time.Duration // between draws
-	now     func() time.Time
-	label   string
-	total   int64        // bytes; <= 0 when unknown
-	bytes   func() int64 // bytes read so far
-	every   int          // rows between clock readings
-	start   time.Time
-	last    time.Time
-	rows    int
-	saved   int // rows stored, reported in line mode (writes lag reads)
-	pending int
-	shown   bool
+	now      func() time.Time
+	label    string
+	total    int64        // bytes; <= 0 when unknown
+	bytes    func() int64 // bytes read so far
+	every    int          // rows between clock readings
+	start    time.Time
+	last     time.Time
+	rows     int
+	saved    int // rows stored, reported in line mode (writes lag reads)
+	pending  int
+	shown    bool
 }
 
 func newProgress(w io.Writer, now func() time.Time, label string, total int64, bytes func() int64) *progress {
