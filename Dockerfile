@@ -10,11 +10,12 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
-ARG VERSION=dev
+# The version is in the code (cmd/noticesd/version.go); the commit is stamped here
+# (docker build --build-arg COMMIT=$(git rev-parse HEAD) .), as make build does.
 ARG COMMIT=unknown
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=1 go build -tags sqlite_fts5 -trimpath \
-      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -ldflags "-s -w -X main.commit=${COMMIT}" \
       -o /out/noticesd ./cmd/noticesd
 
 FROM debian:bookworm-slim

@@ -48,6 +48,8 @@ type fixtureOpts struct {
 	ready Check
 	// redis reports the Redis primary on /health and /ready.
 	redis RedisSource
+	// build is the version and commit /health reports.
+	build Build
 }
 
 // newFixture opens a fresh SQLite store in t.TempDir(), loads
@@ -126,6 +128,7 @@ func newFixture(t *testing.T, opts ...fixtureOpts) *fixture {
 		StoreWritable: writable,
 		Limiter:       o.limiter,
 		Redis:         o.redis,
+		Build:         o.build,
 		Now:           func() time.Time { return fixedNow },
 		Logger:        slog.New(slog.NewTextHandler(f.logs, nil)),
 	})

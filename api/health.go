@@ -114,6 +114,8 @@ var healthChecks = []string{"search", "store", "queue"}
 
 type healthResponse struct {
 	Status    string              `json:"status"`
+	Version   string              `json:"version"`
+	Commit    string              `json:"commit"`
 	Collector CollectorStatus     `json:"collector"`
 	Mail      MailStatus          `json:"mail"`
 	Index     *notice.IndexStatus `json:"index"`
@@ -156,7 +158,7 @@ func (r *checkResults) set(name, result string) {
 func (s *Server) health(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.probeTimeout)
 	defer cancel()
-	resp := healthResponse{Status: healthOK, Reasons: []string{}}
+	resp := healthResponse{Status: healthOK, Version: s.deps.Build.Version, Commit: s.deps.Build.Commit, Reasons: []string{}}
 	// The index status and each backend probe run side by side, each with
 	// the whole probe timeout: a backend that hangs makes its own check
 	// unavailable, not the others' (they would find the time spent).

@@ -64,6 +64,28 @@ func TestHealth(t *testing.T) {
 		})
 	}
 
+	t.Run("version and commit", func(t *testing.T) {
+		for _, tt := range []struct {
+			name            string
+			build           Build
+			version, commit string
+		}{
+			{"stamped", Build{Version: "0.9.0", Commit: "0123abc"}, "0.9.0", "0123abc"},
+			{"not stamped", Build{}, "unknown", "unknown"},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				res := newFixture(t, fixtureOpts{build: tt.build}).do(t, "GET", "/health", "")
+				var h healthResponse
+				if err := json.Unmarshal(res.body, &h); err != nil {
+					t.Fatal(err)
+				}
+				if h.Version != tt.version || h.Commit != tt.commit {
+					t.Errorf("version %q commit %q, want %q %q; body %s", h.Version, h.Commit, tt.version, tt.commit, res.body)
+				}
+			})
+		}
+	})
+
 	t.Run("disabled collector block", func(t *testing.T) {
 		f := newFixture(t)
 		res := f.do(t, "GET", "/health", "")
@@ -83,8 +105,8 @@ func TestHealth(t *testing.T) {
 		if err := json.Unmarshal(res.body, &top); err != nil {
 			t.Fatal(err)
 		}
-		if len(top) != 7 || top["status"] == nil || top["collector"] == nil || top["index"] == nil || top["checks"] == nil || string(top["reasons"]) != "[]" {
-			t.Errorf("top-level keys of %s, want status, collector, mail, index, search, checks, reasons (empty)", res.body)
+		if len(top) != 9 || top["status"] == nil || top["version"] == nil || top["commit"] == nil || top["collector"] == nil || top["index"] == nil || top["checks"] == nil || string(top["reasons"]) != "[]" {
+			t.Errorf("top-level keys of %s, want status, version, commit, collector, mail, index, search, checks, reasons (empty)", res.body)
 		}
 		if string(top["search"]) != "null" {
 			t.Errorf("search block %s, want null in the embedded mode", top["search"])

@@ -219,6 +219,8 @@ func TestDocsPageRenders(t *testing.T) {
 		Title    string
 		Sections int
 		Text     string
+		Prose    []string // text shown outside code
+		Blocks   []string // the text of each code block
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("shim output %q: %v", out, err)
@@ -226,7 +228,30 @@ func TestDocsPageRenders(t *testing.T) {
 	if strings.HasPrefix(got.Text, "Could not") {
 		t.Fatalf("the page reported: %s", got.Text)
 	}
-	if got.Title != "noticesd: Published Notices API" || got.Sections < len(loadOpenAPI(t).operations()) {
-		t.Errorf("rendered %+v; want the title and at least one section per operation", got)
+	ops := len(loadOpenAPI(t).operations())
+	if got.Title != "noticesd: Published Notices API" || got.Sections < ops {
+		t.Errorf("rendered %d sections, title %q; want the title and at least one section per operation", got.Sections, got.Title)
+	}
+	// Markdown is rendered: no markup left in the prose.
+	for _, p := range got.Prose {
+		for _, mark := range []string{"```", "**", "`", "\n\n"} {
+			if strings.Contains(p, mark) {
+				t.Errorf("the page shows raw Markdown %q in %q", mark, p)
+			}
+		}
+	}
+	// Every operation's example is a code block, to paste as shown, with
+	// the variables `make run` prints (TestReadmeTour runs them).
+	examples := 0
+	for _, b := range got.Blocks {
+		if strings.Contains(b, "curl ") {
+			examples++
+			if !strings.Contains(b, "$BASE/") {
+				t.Errorf("example %q does not use $BASE", b)
+			}
+		}
+	}
+	if want := strings.Count(string(docs.OpenAPI), "```sh"); examples != want || want < 19 {
+		t.Errorf("%d curl examples in code blocks, want the document's %d sh blocks (at least 19)", examples, want)
 	}
 }

@@ -44,7 +44,7 @@ func TestCheckOrder(t *testing.T) {
 	}{
 		{"unknown route without key", "GET", "/v1/nothing", "", 404, "not_found", ""},
 		{"unknown route with key", "GET", "/v1/nothing", f.read, 404, "not_found", ""},
-		{"unknown top-level route", "GET", "/", "", 404, "not_found", ""},
+		{"unknown top-level route", "GET", "/nothing", "", 404, "not_found", ""},
 		{"paths are case-sensitive", "GET", "/V1/NOTICES", f.read, 404, "not_found", ""},
 		{"too many segments", "GET", "/v1/notices/a/b", f.read, 404, "not_found", ""},
 		{"wrong method without key is 405", "POST", "/v1/notices", "", 405, "method_not_allowed", "GET, HEAD"},

@@ -78,10 +78,20 @@ type Deps struct {
 	// Metrics counts requests and serves GET /metrics; nil means a
 	// registry of this server's own request metrics only.
 	Metrics *metrics.Metrics
+	// Build is the release and commit /health reports.
+	Build Build
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives server-side failures; nil discards them.
 	Logger *slog.Logger
+}
+
+// Build identifies the binary serving the API on /health.
+type Build struct {
+	// Version is the release (SemVer); Commit the commit it was built
+	// from, "unknown" when not recorded. Empty strings are reported as
+	// "unknown".
+	Version, Commit string
 }
 
 // Server is the HTTP API: a fiber app with the routes of SPEC.md.
@@ -137,6 +147,12 @@ func New(cfg config.Config, deps Deps) *Server {
 	if log == nil {
 		log = discardLogger()
 	}
+	if deps.Build.Version == "" {
+		deps.Build.Version = "unknown"
+	}
+	if deps.Build.Commit == "" {
+		deps.Build.Commit = "unknown"
+	}
 	if deps.Plans == nil {
 		deps.Plans = cfg.Plans
 	}
@@ -184,6 +200,7 @@ func New(cfg config.Config, deps Deps) *Server {
 	}
 	s.app.Use(s.recoverPanic, s.preflight)
 
+	s.handle(fiber.MethodGet, "/", public, s.root)
 	s.handle(fiber.MethodGet, "/health", public, s.health)
 	s.handle(fiber.MethodGet, "/ready", public, s.ready)
 	s.handle(fiber.MethodGet, "/metrics", public, adaptor.HTTPHandler(s.metrics.Handler()))

@@ -340,7 +340,7 @@ func Notices(ctx context.Context, w store.NoticeWriter, paths []string, opt Opti
 	}
 	var done int64 // bytes of files already finished, for progress
 	var cur *input
-	prog := newProgress(opt.Progress, opt.now, "notices", total, func() int64 {
+	prog := newProgressFor(opt, "notices", total, func() int64 {
 		if cur == nil {
 			return done
 		}
@@ -485,6 +485,7 @@ func recordNotices(sum *Summary, rep *reporter, refused *int) func([]linedNotice
 		}
 		sum.Inserted += res.Inserted
 		sum.Updated += res.Updated
+		rep.progress.stored(res.Inserted + res.Updated)
 		return nil
 	}
 }

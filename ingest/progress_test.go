@@ -117,3 +117,62 @@ func TestTerminalProgressIsNilForFiles(t *testing.T) {
 		t.Error("nil file gave a writer")
 	}
 }
+
+// TestProgressLines: for a log (Options.ProgressLines) progress is a plain
+// line every ProgressLineEvery on the injected clock, on rows read and on
+// rows stored (writes go on after the reader has finished), with rows
+// read and stored, rows/s and, when the size is known, percent and ETA; no
+// bar, no escape codes, and clear and finish write nothing (the summary
+// follows).
+func TestProgressLines(t *testing.T) {
+	type event struct {
+		advance time.Duration
+		read    int // rows read
+		stored  int // rows stored, after those
+	}
+	tests := []struct {
+		name   string
+		total  int64
+		events []event
+		want   []string
+	}{
+		{"known size", 1000, []event{
+			{2 * time.Second, 100, 0}, // 2 s: no line yet
+			{3 * time.Second, 1, 0},   // 5 s: a line on a row read
+			{5 * time.Second, 0, 50},  // 10 s: a line on rows stored
+			{time.Second, 0, 51},      // 11 s: none
+		}, []string{
+			"notices: 101 rows read, 0 stored, 20 rows/s, 25% read, 0:05 elapsed\n",
+			// 101 rows are a quarter of the input: 404 rows, 354 to store at 5 rows/s.
+			"notices: 101 rows read, 50 stored, 10 rows/s, 25% read, ETA 1:11, 0:10 elapsed\n",
+		}},
+		{"unknown size (stdin)", -1, []event{{5 * time.Second, 1, 0}, {5 * time.Second, 0, 1}}, []string{
+			"notices: 1 rows read, 0 stored, 0 rows/s, 0:05 elapsed\n",
+			"notices: 1 rows read, 1 stored, 0 rows/s, 0:10 elapsed\n",
+		}},
+		{"fast rows: no line before 5 s", 1000, []event{{4900 * time.Millisecond, 5000, 4000}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			p := newProgressFor(Options{Progress: &out, ProgressLines: true, Now: func() time.Time { return at }},
+				"notices", tt.total, func() int64 { return 250 })
+			p.every = 1
+			for _, e := range tt.events {
+				at = at.Add(e.advance)
+				for range e.read {
+					p.row()
+				}
+				if e.stored > 0 {
+					p.stored(e.stored)
+				}
+			}
+			p.clear()
+			p.finish()
+			if got := out.String(); got != strings.Join(tt.want, "") {
+				t.Errorf("progress lines\n%q\nwant\n%q", got, strings.Join(tt.want, ""))
+			}
+		})
+	}
+}

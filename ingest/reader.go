@@ -23,7 +23,7 @@ func NoticesFrom(ctx context.Context, w store.NoticeWriter, r io.Reader, name st
 	start := opt.now()
 	defer func() { sum.Duration = opt.now().Sub(start) }()
 	in := &input{name: name, count: &countingReader{r: r}}
-	prog := newProgress(opt.Progress, opt.now, "notices", -1, func() int64 { return in.count.n })
+	prog := newProgressFor(opt, "notices", -1, func() int64 { return in.count.n })
 	rep := &reporter{w: opt.Report, progress: prog}
 	size := noticeBatch(w, opt)
 

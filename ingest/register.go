@@ -269,7 +269,7 @@ func Register(ctx context.Context, w store.RegisterWriter, path string, opt Opti
 		}
 	}()
 
-	prog := newProgress(opt.Progress, opt.now, "register", total, func() int64 { return in.count.n })
+	prog := newProgressFor(opt, "register", total, func() int64 { return in.count.n })
 	rep := &reporter{w: opt.Report, progress: prog}
 	size := opt.batch(DefaultRegisterBatch)
 	produce := func(ctx context.Context, out chan<- []notice.RegisterRow) error {
@@ -316,6 +316,7 @@ func Register(ctx context.Context, w store.RegisterWriter, path string, opt Opti
 			return fmt.Errorf("adding register rows failed after %d rows; the old register is kept: %w", sum.Inserted, err)
 		}
 		sum.Inserted += len(batch)
+		prog.stored(len(batch))
 		return nil
 	}
 	err = pipe(ctx, produce, consume)

@@ -24,8 +24,13 @@ type Options struct {
 	// first MaxListedRejections, then a count). nil discards them.
 	Report io.Writer
 	// Progress receives a progress bar redrawn in place; nil draws none.
-	// Pass a terminal only (see TerminalProgress).
+	// Pass a terminal only (see TerminalProgress), unless ProgressLines.
 	Progress io.Writer
+	// ProgressLines makes Progress a log rather than a terminal (a
+	// container or CI log, a pipe): a plain line every ProgressLineEvery
+	// (rows, rows/s and, when the input's size is known, percent and ETA)
+	// instead of a bar redrawn in place.
+	ProgressLines bool
 	// BatchSize is the number of rows per write call; 0 uses the default
 	// (DefaultNoticeBatch, DefaultTurnBatch when the writer takes several
 	// notice batches at once, or DefaultRegisterBatch).

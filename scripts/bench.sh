@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make bench: the performance benchmarks on the full dataset (1,000,000 notices,
-# 4,000,000 register rows), written into the generated part of docs/benchmarks.md
-# (between its markers; hand-written sections are kept) with the machine and dataset
-# they ran on. The dataset files are built once in $NOTICES_BENCH_DIR and reused.
+# 4,000,000 register rows), written as docs/benchmarks.md (the whole document: this run's
+# tables, the machine and dataset they ran on, how to reproduce them; earlier runs are in
+# git) and docs/benchmarks.txt (the raw output). The dataset files are built once in
+# $NOTICES_BENCH_DIR and reused.
 #
 # Two parts, both by default (BENCH_PARTS="embedded scale", or one of them):
 #   embedded  SQLite store, HTTP, matcher, worker, test/load
@@ -14,7 +15,7 @@
 #
 # BENCH_QUICK=1 runs everything on a small dataset (20,000 notices / 80,000 rows) and
 # writes a copy of docs/benchmarks.md in /tmp (for checking the script in a few minutes).
-# BENCH_OUT names the document to write (its generated part is replaced).
+# BENCH_OUT names the document to write (replaced).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +25,6 @@ if [ "${BENCH_QUICK:-}" = 1 ]; then
   export NOTICES_BENCH_REGISTER=${NOTICES_BENCH_REGISTER:-80000}
   export NOTICES_BENCH_DIR=${NOTICES_BENCH_DIR}-quick
   out=${BENCH_OUT:-/tmp/benchmarks-quick.md}
-  [ -e "$out" ] || cp docs/benchmarks.md "$out"
 else
   export NOTICES_BENCH_NOTICES=${NOTICES_BENCH_NOTICES:-1000000}
   export NOTICES_BENCH_REGISTER=${NOTICES_BENCH_REGISTER:-4000000}
@@ -110,7 +110,7 @@ go run ./scripts/benchreport -targets scripts/bench-targets.tsv -rows scripts/be
   -run "$(cat "$runinfo")" \
   -dataset "$NOTICES_BENCH_NOTICES notices and $NOTICES_BENCH_REGISTER register rows from \`noticesd sample\` (seed 1). Embedded: ingested through the real ingest path into one SQLite file (WAL, FTS5). Scale: the same files through \`noticesd ingest\`'s scale-mode path into one local Elasticsearch node and Redis (the indices' mappings from \`mappings/\`)." \
   -doc "$out" <"$raw"
-echo "wrote the generated part of $out, and ${out%.md}.txt"
+echo "wrote $out and ${out%.md}.txt"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "bench.sh: FAILED: ${failed[*]} (see the output above)" >&2
   exit 1

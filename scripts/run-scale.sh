@@ -2,8 +2,9 @@
 # make run-scale: the scale-out stack from local processes, for a machine without Docker
 # (compose.yaml is the same stack in containers). It
 #   1. builds bin/noticesd (make build),
-#   2. starts Elasticsearch and redis-server on free loopback ports (scripts/services.sh),
-#      unless NOTICES_ELASTICSEARCH_URL and NOTICES_REDIS_URL name servers you run,
+#   2. starts Elasticsearch and redis-server (appendonly yes, as docs/redis.md requires) on
+#      free loopback ports (scripts/services.sh), unless NOTICES_ELASTICSEARCH_URL and
+#      NOTICES_REDIS_URL name servers you run,
 #   3. runs `noticesd demo` with NOTICES_BACKEND=scale: on the first run of a namespace it
 #      generates and ingests the sample, then it makes sure the account "demo" exists
 #      (fresh keys each run), prints the keys and curl lines, and serves the API,
@@ -101,7 +102,10 @@ if [ ${#wanted[@]} -gt 0 ]; then
   log "starting ${wanted[*]} (scripts/services.sh; the first run installs and downloads what is missing)"
   # NOTICES_SERVICES_OWNER: should this script be killed outright, services.sh's
   # watchdog stops the servers when this process is gone.
-  NOTICES_SERVICES_RUN=$SERVICES_RUN NOTICES_SERVICES_OWNER=$$ ./scripts/services.sh start "${wanted[@]}" ||
+  # NOTICES_REDIS_APPENDONLY=yes: Redis with its append-only file, as docs/redis.md requires
+  # (make test's Redis runs without it, for speed).
+  NOTICES_SERVICES_RUN=$SERVICES_RUN NOTICES_SERVICES_OWNER=$$ NOTICES_REDIS_APPENDONLY=yes \
+    ./scripts/services.sh start "${wanted[@]}" ||
     die "the servers could not be started (see the FAILED line above)"
   [ -s "$SERVICES_RUN/elasticsearch.url" ] && NOTICES_ELASTICSEARCH_URL=$(cat "$SERVICES_RUN/elasticsearch.url")
   [ -s "$SERVICES_RUN/redis.url" ] && NOTICES_REDIS_URL=$(cat "$SERVICES_RUN/redis.url")

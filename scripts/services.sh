@@ -23,6 +23,7 @@
 #   NOTICES_ES_USER         [noticesd-es] (only used as root)
 #   NOTICES_ES_JAVA_OPTS    [-Xms512m -Xmx1g]
 #   NOTICES_SERVICES_WAIT   seconds to wait for each server to become healthy [240]
+#   NOTICES_REDIS_APPENDONLY  redis-server's appendonly: yes as docs/redis.md requires (make run-scale) [no, fast for tests]
 # Exits non-zero with "services: FAILED (stage): reason" when a server cannot be had.
 set -euo pipefail
 
@@ -36,6 +37,7 @@ OWNER=${NOTICES_SERVICES_OWNER:-}
 ES_USER=${NOTICES_ES_USER:-noticesd-es}
 ES_JAVA_OPTS_WANTED=${NOTICES_ES_JAVA_OPTS:--Xms512m -Xmx1g}
 WAIT=${NOTICES_SERVICES_WAIT:-240}
+REDIS_APPENDONLY=${NOTICES_REDIS_APPENDONLY:-no}
 
 log() { echo "services: $*" >&2; }
 die() { # die STAGE MESSAGE...
@@ -346,7 +348,7 @@ start_redis() {
     t1=$(now)
     (
       cd "$state"
-      exec setsid redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+      exec setsid redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly "$REDIS_APPENDONLY" \
         --dir "$state" --logfile "$state/redis.log" --daemonize no
     ) >"$state/console.log" 2>&1 </dev/null &
     pid=$!

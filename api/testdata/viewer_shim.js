@@ -18,8 +18,19 @@ global.fetch = (url) => url === "/openapi.json"
   ? Promise.resolve({ ok: true, json: () => Promise.resolve(doc) })
   : Promise.reject(new Error("the page fetched " + url + ", not /openapi.json"));
 new Function(script)();
+// prose: the text shown as prose (outside code); blocks: the text of each
+// <pre><code>, as a reader would copy it.
+const prose = [], blocks = [];
+function walk(n, inCode) {
+  if (n.text !== undefined) { if (!inCode) prose.push(n.text); return; }
+  const code = inCode || n.tag === "code" || n.tag === "pre";
+  if (n.textContent && !code) prose.push(n.textContent);
+  if (n.tag === "pre") n.children.forEach((c) => { if (c.tag === "code") blocks.push(c.textContent); });
+  n.children.forEach((c) => walk(c, code));
+}
 setTimeout(() => {
+  walk(ids.out, false);
   const failed = ids.out.children.length === 0 || ids.out.textContent.startsWith("Could not");
-  console.log(JSON.stringify({ nodes, title: ids.title.textContent, sections: ids.out.children.length, text: ids.out.textContent }));
-  process.exit(failed ? 1 : 0);
+  console.log(JSON.stringify({ nodes, title: ids.title.textContent, sections: ids.out.children.length, text: ids.out.textContent, prose, blocks }));
+  process.exitCode = failed ? 1 : 0; // not process.exit: it would cut a long stdout short
 }, 200);

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -15,7 +14,9 @@ import (
 	"github.com/noticesd/noticesd/internal/store"
 )
 
-const demoAbout = `What 'make run' runs. On first use (no notices in NOTICES_DATA_DIR) it writes a
+const demoAbout = `What 'make run' runs. It first listens on NOTICES_ADDR and takes the data
+directory's lock, and stops there, changing nothing, when another process
+holds either (naming it). On first use (no notices in NOTICES_DATA_DIR) it writes a
 realistic sample (--notices notices, --companies register rows) and ingests it.
 Then it makes sure an account named "demo" exists (issuing fresh keys each
 time, since keys are only ever shown once), prints both keys and a curl line,
@@ -40,13 +41,21 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			"For real data set NOTICES_SECRET_KEY=$(openssl rand -base64 32); to keep this demo's data under it, "+
 			"start once with NOTICES_SECRET_KEY_PREVIOUS="+config.DevelopmentSecretKey+" beside it.")
 	}
+	// The address and the data directory first: a demo that cannot serve
+	// must not rotate the keys of the one already serving.
+	held, err := claimServe(cfg)
+	if err != nil {
+		return fmt.Errorf("%w\nNothing was created or rotated: the keys the running demo printed still work", err)
+	}
 	st, err := openDemo(ctx, cfg)
 	if err != nil {
+		held.release()
 		return err
 	}
 	status, err := st.notices.IndexStatus(ctx)
 	if err != nil {
 		st.close()
+		held.release()
 		return err
 	}
 	if status.Notices == 0 {
@@ -55,20 +64,20 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		files, err := sample.WriteFiles(sample.Options{Notices: *n, Companies: *m, Seed: 1, Now: time.Now()}, dir)
 		if err != nil {
 			st.close()
+			held.release()
 			return err
 		}
-		opt := ingest.Options{Report: stderr}
-		if f, ok := stderr.(*os.File); ok {
-			opt.Progress = ingest.TerminalProgress(f)
-		}
+		opt := ingestOptions(stderr, false, 0)
 		sum, err := ingest.Register(ctx, st.register, files.Register, opt)
 		if err != nil {
 			st.close()
+			held.release()
 			return err
 		}
 		fmt.Fprintln(stdout, sum.String())
 		if sum, err = ingest.Notices(ctx, st.writer, []string{files.Notices}, opt); err != nil {
 			st.close()
+			held.release()
 			return err
 		}
 		fmt.Fprintln(stdout, sum.String())
@@ -76,6 +85,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	keys, err := demoAccount(ctx, st.accounts)
 	if err != nil {
 		st.close()
+		held.release()
 		return err
 	}
 	// Identifiers of this database for the README's tour.
@@ -101,7 +111,7 @@ Try:
 
 Serving on %s (Ctrl-C to stop) ...
 `, keys.AccountID, keys.AccountKey, keys.ReadKey, keys.ReadKey, keys.AccountKey, host, tr.exports(), tr.missing(), tr.matchIDs(), cfg.Addr)
-	return serve(ctx, cfg, newLogger(cfg), nil)
+	return serveClaimed(ctx, cfg, newLogger(cfg), nil, held)
 }
 
 // demoStores are the parts of the configured backend the demo uses.

@@ -27,7 +27,7 @@ Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure,
 
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ingest", "ingest notices FILE... | ingest register FILE", ingestAbout, stderr)
-	quiet := fs.Bool("quiet", false, "no progress bar, even on a terminal")
+	quiet := fs.Bool("quiet", false, "no progress (a bar on a terminal, else a line every 5 s)")
 	batch := fs.Int("batch", 0, fmt.Sprintf("rows per write call (0 = default: %d notices, %d in scale mode; %d register rows); larger batches load faster and take more memory; in embedded mode a batch holds the database's write lock while it is written",
 		ingest.DefaultNoticeBatch, ingest.DefaultTurnBatch, ingest.DefaultRegisterBatch))
 	rest, err := parseArgs(fs, args)
@@ -77,13 +77,22 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return ingestResult(sum, err, stdout)
 }
 
-// ingestOptions reports to stderr, with a progress bar on a terminal.
+// ingestOptions reports to stderr, with a progress bar on a terminal and
+// a progress line every ingest.ProgressLineEvery anywhere else (a
+// container or CI log, a pipe); --quiet shows neither.
 func ingestOptions(stderr io.Writer, quiet bool, batch int) ingest.Options {
 	opt := ingest.Options{Report: stderr, BatchSize: batch}
-	if f, ok := stderr.(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
+	if !quiet {
 		opt.Progress = stderr
+		opt.ProgressLines = !isTerminal(stderr)
 	}
 	return opt
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // ingestResult prints the summary and turns rejected lines into exit 3.

@@ -14,11 +14,12 @@ import (
 )
 
 // buildBinary builds noticesd into a temporary directory for tests that
-// need real processes.
-func buildBinary(t *testing.T) string {
+// need real processes; flags go to go build (e.g. -ldflags).
+func buildBinary(t *testing.T, flags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "noticesd")
-	cmd := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", bin, ".")
+	args := append([]string{"build", "-tags", "sqlite_fts5", "-o", bin}, flags...)
+	cmd := exec.Command("go", append(args, ".")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

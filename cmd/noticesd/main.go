@@ -119,9 +119,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
 	}
-	fmt.Fprintf(stderr, "noticesd: unknown command %q\n\n", args[0])
-	usage(stderr)
+	fmt.Fprintln(stderr, unknownCommand(args[0]))
 	return exitUsage
+}
+
+// unknownCommand is the one line of an unknown command: the nearest
+// command, if one is near, and where the list is.
+func unknownCommand(name string) string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	if near := nearestCommand(name, append(names, "help")); near != "" {
+		return fmt.Sprintf("noticesd: unknown command %q; did you mean %q? Run 'noticesd --help' for the commands.", name, near)
+	}
+	return fmt.Sprintf("noticesd: unknown command %q. Run 'noticesd --help' for the commands.", name)
 }
 
 // askedForHelp reports whether args hold -h or --help (before any "--").

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
+	"time"
 
-	"golang.org/x/term"
+	"github.com/noticesd/noticesd/ingest"
 )
 
 const reindexAbout = `Rebuild the Elasticsearch indices (scale mode) from the mappings built into
@@ -18,7 +18,7 @@ rebuild is lost. Run it after upgrading to a release whose mappings changed
 
 func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("reindex", "reindex", reindexAbout, stderr)
-	quiet := fs.Bool("quiet", false, "no progress, even on a terminal")
+	quiet := fs.Bool("quiet", false, "no progress (a bar on a terminal, else a line every 5 s)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -32,7 +32,11 @@ func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer st.Close()
 	var progress func(kind string, done, total int64)
-	if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
+	if !*quiet && !isTerminal(stderr) {
+		// A log, not a terminal: a line every few seconds.
+		progress = (&reindexLines{w: stderr, now: time.Now, interval: ingest.ProgressLineEvery}).report
+	}
+	if !*quiet && isTerminal(stderr) {
 		progress = func(kind string, done, total int64) {
 			pct := 100.0
 			if total > 0 {

@@ -50,11 +50,63 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serve runs the service until ctx ends. ready, if set, is called with the
 // bound address once the listener is open.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(addr string)) error {
+	return serveClaimed(ctx, cfg, log, ready, nil)
+}
+
+// claim is what serve holds for its lifetime and takes before it opens
+// anything: the listen address and, in the embedded mode, the data
+// directory's lock.
+type claim struct {
+	ln   net.Listener
+	lock *lockfile.Lock
+}
+
+// release gives up what c holds (the listener, if serve did not take it
+// over, and the lock).
+func (c *claim) release() {
+	if c.ln != nil {
+		_ = c.ln.Close()
+	}
+	_ = c.lock.Release()
+}
+
+// claimServe listens on NOTICES_ADDR and takes the data directory's lock
+// (embedded), so that a command that would change data before serving
+// (demo rotates the demo keys) can find out first that it could not
+// serve. A failure names the process holding the address or the lock.
+func claimServe(cfg config.Config) (*claim, error) {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, errors.New(listenMessage(cfg.Addr, err))
+	}
+	lock, err := lockDataDir(cfg)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return &claim{ln: ln, lock: lock}, nil
+}
+
+// serveClaimed is serve with the address and lock already claimed (nil:
+// claim them here).
+func serveClaimed(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(addr string), held *claim) error {
 	if err := cfg.RequireSecretKey(); err != nil {
+		if held != nil {
+			held.release()
+		}
 		return &exitError{code: exitUsage, msg: err.Error()} // a setting is missing: nothing was done
 	}
+	if held == nil {
+		var err error
+		if held, err = claimServe(cfg); err != nil {
+			return err
+		}
+	}
+	defer held.release()
+	ln := held.ln
 
-	deps := api.Deps{Logger: log}
+	b := readBuildInfo()
+	deps := api.Deps{Logger: log, Build: api.Build{Version: b.Version, Commit: b.Commit}}
 	// wire starts the long-running parts of the backend (embedded: the
 	// collector, dispatcher and delivery worker).
 	var wire func(start func(part) error) error
@@ -70,11 +122,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 		warnWithoutAOF(ctx, st.Client(), log)
 		wire = func(start func(part) error) error { return wireScaleParts(ctx, cfg, st, log, &deps, start) }
 	} else {
-		lock, err := lockDataDir(cfg)
-		if err != nil {
-			return err
-		}
-		defer lock.Release()
 		st, err := openStore(ctx, cfg)
 		if err != nil {
 			return err
@@ -118,10 +165,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 		return err
 	}
 	srv := api.New(cfg, deps)
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (set NOTICES_ADDR)", cfg.Addr, err)
-	}
+	held.ln = nil // closed by the server from here
 	log.Info("serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "backend", cfg.Backend)
 	if ready != nil {
 		ready(ln.Addr().String())
@@ -164,9 +208,10 @@ func lockDataDir(cfg config.Config) (*lockfile.Lock, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w (set NOTICES_DATA_DIR to a writable directory)", cfg.DataDir, err)
 	}
-	l, err := lockfile.Acquire(filepath.Join(cfg.DataDir, serveLockName))
+	path := filepath.Join(cfg.DataDir, serveLockName)
+	l, err := lockfile.Acquire(path)
 	if errors.Is(err, lockfile.ErrHeld) {
-		return nil, fmt.Errorf("another noticesd serve is already running on data directory %s (%v); stop it first, or give this one its own NOTICES_DATA_DIR", cfg.DataDir, err)
+		return nil, fmt.Errorf("another noticesd serve is already running on data directory %s: %s holds %s; stop it first, or give this one its own NOTICES_DATA_DIR", cfg.DataDir, lockHolder(path), path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock data directory %s: %w", cfg.DataDir, err)

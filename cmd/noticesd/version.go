@@ -11,13 +11,17 @@ import (
 	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
-// version and commit are set at link time, for example
+// Version is the release of noticesd (SemVer): the one place it is set.
+// 'noticesd version' and GET /health print it with the commit.
+const Version = "0.9.0"
+
+// commit is set at link time (make build does, from git rev-parse HEAD):
 //
-//	go build -tags sqlite_fts5 -ldflags "-X main.version=v1.2.0 -X main.commit=abc1234" ./cmd/noticesd
+//	go build -tags sqlite_fts5 -ldflags "-X main.commit=abc1234" ./cmd/noticesd
 //
-// Left empty, they come from the module version and the VCS stamp Go writes
-// into the binary (runtime/debug.ReadBuildInfo).
-var version, commit string
+// Left empty, it comes from the VCS stamp Go writes into the binary
+// (runtime/debug.ReadBuildInfo), else "unknown".
+var commit string
 
 // backend is one storage backend and whether this binary can run it.
 type backend struct {
@@ -38,15 +42,18 @@ func backends() []backend {
 // buildInfo is what 'noticesd version' prints.
 type buildInfo struct {
 	Version, Commit, Go string
-	Tags                []string
-	Modified            bool
+	// Module is the module version go install recorded (a release tag or
+	// a pseudo-version naming the commit); "" in a build from a checkout.
+	Module   string
+	Tags     []string
+	Modified bool
 }
 
 func readBuildInfo() buildInfo {
-	b := buildInfo{Version: version, Commit: commit, Go: runtime.Version()}
+	b := buildInfo{Version: Version, Commit: commit, Go: runtime.Version()}
 	if info, ok := debug.ReadBuildInfo(); ok {
-		if b.Version == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
-			b.Version = info.Main.Version
+		if v := info.Main.Version; v != "" && v != "(devel)" {
+			b.Module = v
 		}
 		for _, s := range info.Settings {
 			switch s.Key {
@@ -60,9 +67,6 @@ func readBuildInfo() buildInfo {
 				b.Tags = strings.Split(s.Value, ",")
 			}
 		}
-	}
-	if b.Version == "" {
-		b.Version = "devel"
 	}
 	if b.Commit == "" {
 		b.Commit = "unknown"
@@ -84,7 +88,11 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if tags == "" {
 		tags = "none"
 	}
-	fmt.Fprintf(stdout, "noticesd %s\ncommit:   %s\ngo:       %s\ntags:     %s\n", b.Version, commit, b.Go, tags)
+	fmt.Fprintf(stdout, "noticesd %s\ncommit:   %s\n", b.Version, commit)
+	if b.Module != "" {
+		fmt.Fprintf(stdout, "module:   %s\n", b.Module)
+	}
+	fmt.Fprintf(stdout, "go:       %s\ntags:     %s\n", b.Go, tags)
 	for _, be := range backends() {
 		state := "available"
 		if !be.available {

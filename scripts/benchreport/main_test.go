@@ -7,55 +7,34 @@ import (
 	"testing"
 )
 
-func TestSplice(t *testing.T) {
-	doc := "# Benchmarks\n\nintro\n\n" + Begin + "\nold table\n" + End + "\n\n## Hand-written, 2026-11-23\n\nkept\n"
-	for _, c := range []struct {
-		name, doc, want, err string
-	}{
-		{"replaces only the region", doc,
-			"# Benchmarks\n\nintro\n\n" + Begin + "\nnew table\n" + End + "\n\n## Hand-written, 2026-11-23\n\nkept\n", ""},
-		{"no markers", "# Benchmarks\n\nall hand-written\n", "", "no generated part"},
-		{"end before begin", End + "\n" + Begin + "\n", "", "begin before end"},
-		{"two regions", doc + doc, "", "once each"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := splice([]byte(c.doc), []byte("new table\n"))
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("err = %v, want one containing %q", err, c.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != c.want {
-				t.Fatalf("got\n%s\nwant\n%s", got, c.want)
-			}
-		})
+// TestDocument: the document is the last run only: the intro (where the
+// history is), the machine, the results and how to reproduce them, without
+// the raw output (docs/benchmarks.txt has it); writing it replaces the file
+// whole, so nothing of an earlier run or a hand-written section survives.
+func TestDocument(t *testing.T) {
+	raw := "goos: linux\npkg: github.com/noticesd/noticesd/matcher\nBenchmarkMatchOneNotice-2 \t 5000\t 43792 ns/op\t 43792 p50-ns\n"
+	results, _ := parse(strings.NewReader(raw))
+	var b strings.Builder
+	write(&b, results, map[string]target{}, "", "20,000 notices", "- Embedded part: 1.0 min", "")
+	doc := b.String()
+	for _, want := range []string{"# Benchmarks\n", "git show " + History + ":docs/benchmarks.md", "### Machine", "- Embedded part: 1.0 min",
+		"### Dataset", "| matcher `BenchmarkMatchOneNotice` | p50-ns | 43792 |", "## How to reproduce", "make bench", "benchstat"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the document lacks %q:\n%s", want, doc)
+		}
 	}
-}
-
-// TestReplaceRegionKeepsHandWritten: a second generation leaves the
-// hand-written sections of the file as they were, and a missing file is
-// created with the markers.
-func TestReplaceRegionKeepsHandWritten(t *testing.T) {
+	if strings.Contains(doc, "Raw output") || strings.Contains(doc, "goos: linux") {
+		t.Errorf("the document holds the raw output:\n%s", doc)
+	}
 	path := filepath.Join(t.TempDir(), "benchmarks.md")
-	if err := replaceRegion(path, []byte("run 1\n")); err != nil {
+	if err := os.WriteFile(path, []byte("# Benchmarks\n\n## Measured by hand (2026-11-23)\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(path)
-	hand := "\n## Measured by hand (2026-11-23)\n\n| a | b |\n"
-	if err := os.WriteFile(path, append(b, hand...), 0o644); err != nil {
+	if err := writeDoc(path, []byte(doc)); err != nil {
 		t.Fatal(err)
 	}
-	if err := replaceRegion(path, []byte("run 2\n")); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := os.ReadFile(path)
-	want := "# Benchmarks\n\n" + Begin + "\nrun 2\n" + End + "\n" + hand
-	if string(got) != want {
-		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	if got, _ := os.ReadFile(path); string(got) != doc {
+		t.Fatalf("the file holds\n%s\nwant the document alone", got)
 	}
 }
 

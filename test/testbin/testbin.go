@@ -16,9 +16,18 @@ import (
 )
 
 // Build builds cmd/noticesd (with the sqlite_fts5 tag) into a temporary
-// directory of tb and returns its path.
+// directory of tb and returns its path. When NOTICES_TEST_BINARY names a
+// file, it returns that instead: scripts/test.sh builds the binary once, the
+// same way, just before the suite, so that the dozen tests that run it do
+// not link it a dozen times. Tests must not change or remove it.
 func Build(tb testing.TB) string {
 	tb.Helper()
+	if bin := os.Getenv("NOTICES_TEST_BINARY"); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			tb.Fatalf("NOTICES_TEST_BINARY: %v", err)
+		}
+		return bin
+	}
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(tb.TempDir(), "noticesd")
 	cmd := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", bin, "./cmd/noticesd")

@@ -22,6 +22,8 @@ var exportVar = regexp.MustCompile(`(\w+)=('[^']*'|\S+)`)
 // export lines the demo prints, then every shell block of the tour and of
 // the reference, in that order, in bash with set -euo pipefail in a
 // directory of its own. Every curl in the blocks must run and answer 2xx.
+// Then the sh examples of the API reference the server serves (/docs,
+// from /openapi.json) after the same export lines (RunAPIExamples).
 // Then it checks what the README says of the answers: the screen finds
 // $ACN and $ABN, leaves $QUIET unmatched and 123456780 unresolved; $QUIET
 // is in the register with notice_count 0; the new watch has no deliveries
@@ -83,6 +85,14 @@ func Tour(tb testing.TB, bin string, env []string) {
 	if ran != calls {
 		tb.Fatalf("the examples ran %d curl commands, the README's tour and the reference have %d", ran, calls)
 	}
+	// The examples of the API reference the server serves (/docs renders
+	// /openapi.json), pasted after the same export lines.
+	examples := APIExamples(tb, client, base)
+	if len(examples) < 18 {
+		tb.Fatalf("the served OpenAPI document has %d sh examples; this test expects at least 18, one per operation", len(examples))
+	}
+	RunAPIExamples(tb, exports, examples)
+
 	if !strings.Contains(out, `{"data":[]}`) {
 		tb.Errorf(`the README says a new watch's deliveries are {"data":[]}; the tour printed:\n%s`, out)
 	}
