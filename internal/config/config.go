@@ -24,7 +24,7 @@ type Config struct {
 	Addr                string        // NOTICES_ADDR
 	DataDir             string        // NOTICES_DATA_DIR; the SQLite file lives there
 	Backend             string        // NOTICES_BACKEND: embedded or scale
-	ElasticsearchURL    string        // NOTICES_ELASTICSEARCH_URL (scale)
+	ElasticsearchURL    string        // NOTICES_ELASTICSEARCH_URL (scale): one node or several, comma-separated (ElasticsearchURLs)
 	RedisURL            string        // NOTICES_REDIS_URL (scale)
 	Namespace           string        // NOTICES_NAMESPACE: prefix of every index, alias and Redis key (scale)
 	ScreenCopy          bool          // NOTICES_SCREEN_COPY: serve keeps an in-memory copy of the bulk screen's data (scale)
@@ -53,6 +53,11 @@ type Config struct {
 	MaxConnsPerIP       int           // NOTICES_MAX_CONNS_PER_IP: open connections from one client address
 	HeavyConcurrency    int           // NOTICES_HEAVY_CONCURRENCY: heavy requests running at once, all keys together
 	HeavyWait           time.Duration // NOTICES_HEAVY_WAIT: how long a heavy request queues for a slot before 429
+
+	// ElasticsearchReplicas (NOTICES_ELASTICSEARCH_REPLICAS) is the number
+	// of replicas of each index noticesd creates (scale).
+	ElasticsearchReplicas int
+
 	// SecretKey (NOTICES_SECRET_KEY) encrypts webhook secrets at rest:
 	// standard base64 of 32 random bytes (`openssl rand -base64 32`).
 	// SecretKeyPrevious (NOTICES_SECRET_KEY_PREVIOUS) is the key before a
@@ -227,6 +232,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	integer("NOTICES_HEAVY_CONCURRENCY", 1, &c.HeavyConcurrency)
 	integer("NOTICES_WORKER_CONCURRENCY", 1, &c.WorkerConcurrency)
 	integer("NOTICES_AGG_CACHE", 0, &c.AggCache)
+	integer("NOTICES_ELASTICSEARCH_REPLICAS", 0, &c.ElasticsearchReplicas)
 	dur("NOTICES_HEAVY_WAIT", &c.HeavyWait)
 	plans := make(map[string]account.Plan, len(c.Plans))
 	for name, p := range c.Plans {
@@ -251,8 +257,8 @@ func (c Config) Validate() error {
 	switch c.Backend {
 	case "embedded":
 	case "scale":
-		if u, err := url.Parse(c.ElasticsearchURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("config: NOTICES_ELASTICSEARCH_URL=%q must be an http(s) URL such as http://localhost:9200", c.ElasticsearchURL)
+		if err := checkElasticsearchURLs(c.ElasticsearchURLs()); err != nil {
+			return err
 		}
 		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
 			return fmt.Errorf("config: NOTICES_REDIS_URL=%q must be a redis:// (or rediss://) URL such as redis://localhost:6379/0", c.RedisURL)

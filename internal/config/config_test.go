@@ -90,6 +90,25 @@ func TestFromLookup(t *testing.T) {
 			}
 		}},
 		{"scale bad elasticsearch url", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "localhost:9200"}, "NOTICES_ELASTICSEARCH_URL", nil},
+		{"elasticsearch nodes", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://u:p@es1:9200, https://u:p@es2:9200,", "NOTICES_ELASTICSEARCH_REPLICAS": "1"}, "", func(t *testing.T, c Config) {
+			if got := c.ElasticsearchURLs(); len(got) != 2 || got[0] != "https://u:p@es1:9200" || got[1] != "https://u:p@es2:9200" {
+				t.Errorf("ElasticsearchURLs = %q", got)
+			}
+			if c.ElasticsearchReplicas != 1 {
+				t.Errorf("replicas %d, want 1", c.ElasticsearchReplicas)
+			}
+		}},
+		{"elasticsearch replicas default", map[string]string{"NOTICES_BACKEND": "scale"}, "", func(t *testing.T, c Config) {
+			if c.ElasticsearchReplicas != 0 {
+				t.Errorf("replicas %d, want 0", c.ElasticsearchReplicas)
+			}
+		}},
+		{"elasticsearch negative replicas", map[string]string{"NOTICES_ELASTICSEARCH_REPLICAS": "-1"}, "NOTICES_ELASTICSEARCH_REPLICAS", nil},
+		{"elasticsearch no node", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": " , "}, "NOTICES_ELASTICSEARCH_URL is empty", nil},
+		{"elasticsearch bad second node", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "http://es1:9200,es2:9200"}, "NOTICES_ELASTICSEARCH_URL", nil},
+		{"elasticsearch bad node hides its password", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "ftp://elastic:hunter2@es1:9200"}, "NOTICES_ELASTICSEARCH_URL: \"ftp://elastic:xxxxx@es1:9200\"", nil},
+		{"elasticsearch mixed schemes", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200,http://es2:9200"}, "differ in scheme", nil},
+		{"elasticsearch mixed users", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://a:hunter2@es1:9200,https://a:hunter3@es2:9200"}, "different user:password", nil},
 		{"scale bad redis url", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "localhost:6379"}, "NOTICES_REDIS_URL", nil},
 		{"secret keys", map[string]string{"NOTICES_SECRET_KEY": DevelopmentSecretKey, "NOTICES_SECRET_KEY_PREVIOUS": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}, "", func(t *testing.T, c Config) {
 			if b, err := c.SecretBox(); err != nil || b == nil {

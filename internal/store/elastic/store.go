@@ -43,8 +43,13 @@ const (
 
 // Config says how to reach Elasticsearch and Redis.
 type Config struct {
-	// URL is the Elasticsearch base URL.
+	// URL is the Elasticsearch base URL, or the URLs of several nodes,
+	// comma-separated (NOTICES_ELASTICSEARCH_URL): requests are spread
+	// over them and retried on another node when one fails (conn.go).
 	URL string
+	// Replicas is the number of replicas of each index the store creates
+	// (NOTICES_ELASTICSEARCH_REPLICAS; 0: none).
+	Replicas int
 	// Namespace prefixes every index and alias.
 	Namespace string
 	// Arrivals allocates notice_seq and keeps the watermark (Redis).
@@ -116,23 +121,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	// net/http's default transport keeps 2 idle connections per host:
-	// an API replica under concurrent reads, or a load with its bulk
-	// workers and two batches in flight, would open and close a
-	// connection for most requests. And it asks for gzip, which on a
-	// local network costs both ends more CPU than the bytes it saves
-	// (measured: an aggregation answer about 6% sooner without).
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
-	tr.DisableCompression = true
-	es, err := elasticsearch.NewClient(elasticsearch.Config{
-		Addresses:     []string{cfg.URL},
-		MaxRetries:    2,
-		RetryOnStatus: []int{502, 503, 504, 429},
-		Transport:     tr,
-	})
+	es, err := newClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("elastic: client for %s: %w", cfg.URL, err)
+		return nil, err
 	}
 	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, arrive: cfg.Arrivals, aggs: newAggCache(cfg.AggCache), refreshes: &refreshes{}}
 	if err := s.ensureAliases(ctx); err != nil {

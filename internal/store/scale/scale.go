@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -64,13 +66,14 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	}
 	es, err := elastic.Open(ctx, elastic.Config{
 		URL:       cfg.ElasticsearchURL,
+		Replicas:  cfg.ElasticsearchReplicas,
 		Namespace: cfg.Namespace,
 		Arrivals:  arrival.New(rdb, cfg.Namespace, 0),
 		AggCache:  aggCache,
 	})
 	if err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("open Elasticsearch at %s: %w", cfg.ElasticsearchURL, err)
+		return nil, fmt.Errorf("open Elasticsearch at %s: %w", esHosts(cfg.ElasticsearchURLs()), err)
 	}
 	if opts.Plans == nil {
 		opts.Plans = cfg.Plans
@@ -107,4 +110,16 @@ func (s *Store) Close() error {
 		return errors.New("scale: store not open")
 	}
 	return s.rdb.Close()
+}
+
+// esHosts names the nodes of NOTICES_ELASTICSEARCH_URL in a message: their
+// host:port only, never a user:password.
+func esHosts(urls []string) string {
+	hosts := make([]string, 0, len(urls))
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil {
+			hosts = append(hosts, u.Host)
+		}
+	}
+	return strings.Join(hosts, ",")
 }
