@@ -142,6 +142,13 @@ func exitCode(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
+	// A setting found wrong when used (a refused password, a CA that does
+	// not match): a usage error, as a setting Validate refuses.
+	var se *config.SettingError
+	if errors.As(err, &se) {
+		fmt.Fprintln(stderr, "noticesd:", se)
+		return exitUsage
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {

@@ -57,6 +57,19 @@ type Config struct {
 	// ElasticsearchReplicas (NOTICES_ELASTICSEARCH_REPLICAS) is the number
 	// of replicas of each index noticesd creates (scale).
 	ElasticsearchReplicas int
+	// ElasticsearchAPIKey is the encoded id:key of an Elasticsearch API key
+	// (NOTICES_ELASTICSEARCH_API_KEY, or read from the file
+	// ElasticsearchAPIKeyFile names, NOTICES_ELASTICSEARCH_API_KEY_FILE);
+	// "" for none. A secret: never put it in a message.
+	ElasticsearchAPIKey     string
+	ElasticsearchAPIKeyFile string
+	// ElasticsearchCAFile (NOTICES_ELASTICSEARCH_CA_FILE) is a PEM file of
+	// the CAs an https node's certificate must chain to, and
+	// ElasticsearchCAFingerprint (NOTICES_ELASTICSEARCH_CA_FINGERPRINT) the
+	// SHA-256 of a certificate it must present (hex, colons allowed): one
+	// or neither (then the system's roots).
+	ElasticsearchCAFile        string
+	ElasticsearchCAFingerprint string
 
 	// SecretKey (NOTICES_SECRET_KEY) encrypts webhook secrets at rest:
 	// standard base64 of 32 random bytes (`openssl rand -base64 32`).
@@ -184,6 +197,13 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("NOTICES_DATA_DIR", &c.DataDir)
 	str("NOTICES_BACKEND", &c.Backend)
 	str("NOTICES_ELASTICSEARCH_URL", &c.ElasticsearchURL)
+	str("NOTICES_ELASTICSEARCH_API_KEY", &c.ElasticsearchAPIKey)
+	str("NOTICES_ELASTICSEARCH_API_KEY_FILE", &c.ElasticsearchAPIKeyFile)
+	str("NOTICES_ELASTICSEARCH_CA_FILE", &c.ElasticsearchCAFile)
+	str("NOTICES_ELASTICSEARCH_CA_FINGERPRINT", &c.ElasticsearchCAFingerprint)
+	if err := c.readElasticsearchAPIKeyFile(); err != nil {
+		errsSeen = append(errsSeen, err.Error())
+	}
 	str("NOTICES_REDIS_URL", &c.RedisURL)
 	str("NOTICES_NAMESPACE", &c.Namespace)
 	str("NOTICES_SOURCE", &c.Source)
@@ -257,7 +277,7 @@ func (c Config) Validate() error {
 	switch c.Backend {
 	case "embedded":
 	case "scale":
-		if err := checkElasticsearchURLs(c.ElasticsearchURLs()); err != nil {
+		if err := c.checkElasticsearch(); err != nil {
 			return err
 		}
 		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {

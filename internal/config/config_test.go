@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -109,6 +110,31 @@ func TestFromLookup(t *testing.T) {
 		{"elasticsearch bad node hides its password", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "ftp://elastic:hunter2@es1:9200"}, "NOTICES_ELASTICSEARCH_URL: \"ftp://elastic:xxxxx@es1:9200\"", nil},
 		{"elasticsearch mixed schemes", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200,http://es2:9200"}, "differ in scheme", nil},
 		{"elasticsearch mixed users", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://a:hunter2@es1:9200,https://a:hunter3@es2:9200"}, "different user:password", nil},
+		{"elasticsearch api key file", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_API_KEY_FILE": keyFile(t, " a2V5OnNlY3JldA==\n")}, "", func(t *testing.T, c Config) {
+			if c.ElasticsearchAPIKey != "a2V5OnNlY3JldA==" || c.ElasticsearchCredentials() != "NOTICES_ELASTICSEARCH_API_KEY_FILE" {
+				t.Errorf("API key %q from %s, want it trimmed from the file", c.ElasticsearchAPIKey, c.ElasticsearchCredentials())
+			}
+		}},
+		{"elasticsearch api key file missing", map[string]string{"NOTICES_ELASTICSEARCH_API_KEY_FILE": "/nonexistent/key"}, "NOTICES_ELASTICSEARCH_API_KEY_FILE", nil},
+		{"elasticsearch api key file empty", map[string]string{"NOTICES_ELASTICSEARCH_API_KEY_FILE": keyFile(t, "\n")}, "NOTICES_ELASTICSEARCH_API_KEY_FILE", nil},
+		{"elasticsearch api key twice", map[string]string{"NOTICES_ELASTICSEARCH_API_KEY": "a2V5", "NOTICES_ELASTICSEARCH_API_KEY_FILE": keyFile(t, "a2V5")}, "set one", nil},
+		{"elasticsearch api key and password", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_API_KEY": "a2V5", "NOTICES_ELASTICSEARCH_URL": "https://u:p@es1:9200"}, "give one of the two", nil},
+		{"elasticsearch credentials", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://u:p@es1:9200"}, "", func(t *testing.T, c Config) {
+			if got := c.ElasticsearchCredentials(); got != "NOTICES_ELASTICSEARCH_URL" {
+				t.Errorf("credentials in %q", got)
+			}
+		}},
+		{"elasticsearch fingerprint", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200",
+			"NOTICES_ELASTICSEARCH_CA_FINGERPRINT": strings.Repeat("AB:", 31) + "AB"}, "", func(t *testing.T, c Config) {
+			if fp, err := NormalFingerprint(c.ElasticsearchCAFingerprint); err != nil || fp != strings.Repeat("ab", 32) {
+				t.Errorf("NormalFingerprint = %q, %v", fp, err)
+			}
+		}},
+		{"elasticsearch short fingerprint", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200", "NOTICES_ELASTICSEARCH_CA_FINGERPRINT": "abcd"}, "NOTICES_ELASTICSEARCH_CA_FINGERPRINT", nil},
+		{"elasticsearch ca on http", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "http://es1:9200", "NOTICES_ELASTICSEARCH_CA_FINGERPRINT": strings.Repeat("ab", 32)}, "not https://", nil},
+		{"elasticsearch ca file missing", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200", "NOTICES_ELASTICSEARCH_CA_FILE": "/nonexistent/ca.pem"}, "NOTICES_ELASTICSEARCH_CA_FILE", nil},
+		{"elasticsearch ca file not pem", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200", "NOTICES_ELASTICSEARCH_CA_FILE": keyFile(t, "not a certificate")}, "holds no PEM certificate", nil},
+		{"elasticsearch ca twice", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200", "NOTICES_ELASTICSEARCH_CA_FILE": "/x.pem", "NOTICES_ELASTICSEARCH_CA_FINGERPRINT": strings.Repeat("ab", 32)}, "set one", nil},
 		{"scale bad redis url", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "localhost:6379"}, "NOTICES_REDIS_URL", nil},
 		{"secret keys", map[string]string{"NOTICES_SECRET_KEY": DevelopmentSecretKey, "NOTICES_SECRET_KEY_PREVIOUS": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}, "", func(t *testing.T, c Config) {
 			if b, err := c.SecretBox(); err != nil || b == nil {
@@ -221,4 +247,14 @@ func TestUnknownPlanSetting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyFile writes content to a new file and returns its path.
+func keyFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

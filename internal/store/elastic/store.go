@@ -50,6 +50,16 @@ type Config struct {
 	// Replicas is the number of replicas of each index the store creates
 	// (NOTICES_ELASTICSEARCH_REPLICAS; 0: none).
 	Replicas int
+	// APIKey is the encoded id:key of an API key sent on every request
+	// (NOTICES_ELASTICSEARCH_API_KEY); "" sends none (or the URL's
+	// user:password).
+	APIKey string
+	// CACert is the PEM of the CAs an https node's certificate must chain
+	// to (NOTICES_ELASTICSEARCH_CA_FILE); CAFingerprint instead pins the
+	// SHA-256 of a certificate the node presents (hex, colons allowed;
+	// NOTICES_ELASTICSEARCH_CA_FINGERPRINT). Neither: the system's roots.
+	CACert        []byte
+	CAFingerprint string
 	// Namespace prefixes every index and alias.
 	Namespace string
 	// Arrivals allocates notice_seq and keeps the watermark (Redis).
@@ -126,6 +136,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, arrive: cfg.Arrivals, aggs: newAggCache(cfg.AggCache), refreshes: &refreshes{}}
+	if err := s.checkAccess(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.ensureAliases(ctx); err != nil {
 		return nil, err
 	}

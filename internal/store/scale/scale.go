@@ -64,15 +64,27 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	if aggCache == 0 {
 		aggCache = -1 // NOTICES_AGG_CACHE=0: none
 	}
+	ca, err := cfg.ElasticsearchCACert()
+	if err != nil {
+		_ = rdb.Close()
+		return nil, &config.SettingError{Name: "NOTICES_ELASTICSEARCH_CA_FILE", Msg: strings.TrimPrefix(err.Error(), "config: NOTICES_ELASTICSEARCH_CA_FILE: ")}
+	}
 	es, err := elastic.Open(ctx, elastic.Config{
-		URL:       cfg.ElasticsearchURL,
-		Replicas:  cfg.ElasticsearchReplicas,
-		Namespace: cfg.Namespace,
-		Arrivals:  arrival.New(rdb, cfg.Namespace, 0),
-		AggCache:  aggCache,
+		URL:           cfg.ElasticsearchURL,
+		Replicas:      cfg.ElasticsearchReplicas,
+		APIKey:        cfg.ElasticsearchAPIKey,
+		CACert:        ca,
+		CAFingerprint: cfg.ElasticsearchCAFingerprint,
+		Namespace:     cfg.Namespace,
+		Arrivals:      arrival.New(rdb, cfg.Namespace, 0),
+		AggCache:      aggCache,
 	})
 	if err != nil {
 		_ = rdb.Close()
+		var ae *elastic.AccessError
+		if errors.As(err, &ae) {
+			return nil, accessSetting(cfg, ae)
+		}
 		return nil, fmt.Errorf("open Elasticsearch at %s: %w", esHosts(cfg.ElasticsearchURLs()), err)
 	}
 	if opts.Plans == nil {
@@ -122,4 +134,37 @@ func esHosts(urls []string) string {
 		}
 	}
 	return strings.Join(hosts, ",")
+}
+
+// accessSetting names the setting to fix for a refusal of Elasticsearch at
+// start (a config.SettingError: exit status 2).
+func accessSetting(cfg config.Config, ae *elastic.AccessError) error {
+	creds := cfg.ElasticsearchCredentials()
+	switch ae.Problem {
+	case elastic.ProblemTLS:
+		switch {
+		case cfg.ElasticsearchCAFingerprint != "":
+			return &config.SettingError{Name: "NOTICES_ELASTICSEARCH_CA_FINGERPRINT", Msg: ae.Detail + "; give the SHA-256 fingerprint of the cluster's CA certificate, as Elasticsearch printed it at its first start"}
+		case cfg.ElasticsearchCAFile != "":
+			return &config.SettingError{Name: "NOTICES_ELASTICSEARCH_CA_FILE", Msg: ae.Detail + fmt.Sprintf("; %s is not the CA that signed the node's certificate", cfg.ElasticsearchCAFile)}
+		default:
+			return &config.SettingError{Name: "NOTICES_ELASTICSEARCH_CA_FILE", Msg: ae.Detail + "; set NOTICES_ELASTICSEARCH_CA_FILE (the cluster's CA, PEM) or NOTICES_ELASTICSEARCH_CA_FINGERPRINT"}
+		}
+	case elastic.ProblemNotTLS:
+		return &config.SettingError{Name: "NOTICES_ELASTICSEARCH_URL", Msg: ae.Detail + "; use http:// for a node without TLS"}
+	case elastic.ProblemCredentials:
+		switch creds {
+		case "":
+			return &config.SettingError{Name: "NOTICES_ELASTICSEARCH_URL", Msg: ae.Detail + "; the cluster needs credentials: user:password@ in NOTICES_ELASTICSEARCH_URL or NOTICES_ELASTICSEARCH_API_KEY"}
+		case "NOTICES_ELASTICSEARCH_URL":
+			return &config.SettingError{Name: creds, Msg: ae.Detail + "; check the user:password in NOTICES_ELASTICSEARCH_URL"}
+		default:
+			return &config.SettingError{Name: creds, Msg: ae.Detail + "; check the API key (the \"encoded\" value of the create API key answer) and that it is neither expired nor invalidated"}
+		}
+	default:
+		if creds == "" {
+			creds = "NOTICES_ELASTICSEARCH_URL"
+		}
+		return &config.SettingError{Name: creds, Msg: ae.Detail + fmt.Sprintf("; grant them to its role (docs/operating.md, \"Secured Elasticsearch\": cluster monitor, and manage, read, write on %s-*)", cfg.Namespace)}
+	}
 }
