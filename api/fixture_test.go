@@ -46,6 +46,8 @@ type fixtureOpts struct {
 	limiter Limiter
 	// ready replaces the readiness probe (nil: the store's Ready).
 	ready Check
+	// searchNodes is Deps.SearchNodes (nil: none, as in the embedded mode).
+	searchNodes SearchNodesSource
 }
 
 // newFixture opens a fresh SQLite store in t.TempDir(), loads
@@ -122,6 +124,7 @@ func newFixture(t *testing.T, opts ...fixtureOpts) *fixture {
 		Health:        o.health,
 		Checks:        o.checks,
 		StoreWritable: writable,
+		SearchNodes:   o.searchNodes,
 		Limiter:       o.limiter,
 		Now:           func() time.Time { return fixedNow },
 		Logger:        slog.New(slog.NewTextHandler(f.logs, nil)),

@@ -62,6 +62,10 @@ type Deps struct {
 	// the cluster status, each alias's index with its mapping version and
 	// document count, the age of the newest notice); nil shows null.
 	Search SearchSource
+	// SearchNodes, if set, says which configured search nodes answer, on
+	// /health (search_nodes; a node that does not answer makes it
+	// degraded) and /ready (scale mode); nil shows null.
+	SearchNodes SearchNodesSource
 	// Limiter enforces the per-key request limits; nil means an in-process
 	// limit.Local on the wall clock with cfg.HeavyConcurrency global heavy
 	// slots (right for

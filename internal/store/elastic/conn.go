@@ -11,11 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/elastic/elastic-transport-go/v8/elastictransport"
 	"github.com/elastic/go-elasticsearch/v8"
 )
 
@@ -70,6 +73,14 @@ func newClient(cfg Config) (*elasticsearch.Client, error) {
 		return nil, err
 	}
 	tr.TLSClientConfig = tlsConf
+	// Several nodes (nodes.go): a connection to a node that does not
+	// answer gives up after nodeDialTimeout, not net/http's 30 s, so that
+	// it costs a retry on another node rather than the request's timeout.
+	tr.DialContext = (&net.Dialer{Timeout: nodeDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	var intercept []elastictransport.InterceptorFunc
+	if cfg.counts != nil {
+		intercept = append(intercept, cfg.counts.intercept)
+	}
 	es, err := elasticsearch.NewClient(elasticsearch.Config{
 		Addresses: urls,
 		Username:  user,
@@ -82,6 +93,7 @@ func newClient(cfg Config) (*elasticsearch.Client, error) {
 		MaxRetries:    max(2, len(urls)),
 		RetryOnStatus: []int{502, 503, 504, 429},
 		Transport:     tr,
+		Interceptors:  intercept,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("elastic: client for %s: %w", strings.Join(urls, ","), err)
