@@ -196,7 +196,8 @@ var (
 // passes. A node that cannot be reached is errs.BackendUnavailable, as
 // for any call.
 func (s *Store) checkAccess(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	// withAttempts: a retry on another node is counted (nodes.go).
+	ctx, cancel := context.WithTimeout(withAttempts(ctx), s.cfg.Timeout)
 	defer cancel()
 	body, _ := json.Marshal(map[string]any{
 		"cluster": clusterPrivileges,
