@@ -230,8 +230,6 @@ func TestElasticsearchNodeLoss(t *testing.T) {
 		return err == nil && w > base
 	})
 	okBefore, busyBefore, _ := tally.counts()
-	killedAt := time.Now()
-	b.Kill(t)
 	w, _ := arrivals.Watermark(ctx)
 	select {
 	case err := <-ingestDone:
@@ -241,6 +239,8 @@ func TestElasticsearchNodeLoss(t *testing.T) {
 	if w-base >= fresh {
 		t.Fatalf("all %d new notices were announced before node b was killed: it must be killed mid-way", fresh)
 	}
+	killedAt := time.Now()
+	b.Kill(t)
 	t.Logf("node b killed %.1f s into the ingest, %d of %d new notices announced", killedAt.Sub(ingestStart).Seconds(), w-base, fresh)
 
 	// /health and /ready while b is down: degraded with b not answering,
