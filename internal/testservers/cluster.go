@@ -131,11 +131,16 @@ func newCluster(specs []NodeSpec) (*Cluster, error) {
 		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
 	// Not t.TempDir: its parent is private to root, and the nodes run as
-	// the Elasticsearch user.
-	if c.dir, err = os.MkdirTemp("", "noticesd-escluster-"); err != nil {
+	// the Elasticsearch user. The directories of clusters whose test
+	// binary died (its nodes died with it) are deleted first.
+	dropOrphans()
+	if c.dir, err = os.MkdirTemp("", clusterDirPrefix); err != nil {
 		return nil, err
 	}
 	if err := os.Chmod(c.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, err
 	}
 	for _, s := range specs {
@@ -167,6 +172,26 @@ func newCluster(specs []NodeSpec) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// clusterDirPrefix names the directories of clusters in os.TempDir().
+const clusterDirPrefix = "noticesd-escluster-"
+
+// dropOrphans deletes the directories of clusters whose owner (the test
+// binary that started them, owner.pid) has exited without its cleanup.
+func dropOrphans() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), clusterDirPrefix+"*"))
+	for _, d := range dirs {
+		raw, err := os.ReadFile(filepath.Join(d, "owner.pid"))
+		if err != nil {
+			continue // being made, or not ours
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue
+		}
+		_ = os.RemoveAll(d)
+	}
 }
 
 // freePort is a loopback port nobody listens on now.

@@ -294,7 +294,7 @@ func TestElasticsearchNodeLoss(t *testing.T) {
 	}
 	// A request in flight on b when it dies is retried on a; the 503s the
 	// docs allow are reads that found no copy of a shard while a promoted
-	// its replica: a handful at most.
+	// its replica: two at most.
 	if busy > maxNodeLoss503 {
 		t.Errorf("%d reads answered 503 backend_unavailable; at most %d allowed", busy, maxNodeLoss503)
 	}
@@ -394,8 +394,10 @@ func TestElasticsearchNodeLoss(t *testing.T) {
 // readPause is each reader's pause between two reads.
 const readPause = 50 * time.Millisecond
 
-// maxNodeLoss503 bounds the 503 backend_unavailable reads of a node loss.
-const maxNodeLoss503 = 5
+// maxNodeLoss503 bounds the 503 backend_unavailable reads of a node loss:
+// measured 0 in every run; without the client's retry on another node,
+// 5 in a run.
+const maxNodeLoss503 = 2
 
 // someACN is the ACN of the newest notice that has one.
 func someACN(t *testing.T, base, key string) string {
