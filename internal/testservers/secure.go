@@ -182,7 +182,13 @@ func startSecure() (*SecureNode, error) {
 	}
 	// Not a t.TempDir: its parent is private to root, and the node runs
 	// as the Elasticsearch user.
+	removeStaleSecure()
 	if n.dir, err = os.MkdirTemp("", "noticesd-essecure-"); err != nil {
+		return nil, err
+	}
+	// owner.pid: a later binary deletes the directory once this one is
+	// gone (its node dies with it, but nothing else removes the files).
+	if err := os.WriteFile(filepath.Join(n.dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, err
 	}
 	ok := false
@@ -314,6 +320,25 @@ cluster.routing.allocation.disk.threshold_enabled: false
 		}
 		return os.Lchown(p, int(n.cred.Uid), int(n.cred.Gid))
 	})
+}
+
+// removeStaleSecure deletes the directories of secured nodes whose test
+// binary has exited.
+func removeStaleSecure() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "noticesd-essecure-*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "owner.pid"))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 // twoPorts are two loopback ports nobody listens on now.
