@@ -50,6 +50,8 @@ type fixtureOpts struct {
 	redis RedisSource
 	// build is the version and commit /health reports.
 	build Build
+	// searchNodes is Deps.SearchNodes (nil: none, as in the embedded mode).
+	searchNodes SearchNodesSource
 }
 
 // newFixture opens a fresh SQLite store in t.TempDir(), loads
@@ -126,6 +128,7 @@ func newFixture(t *testing.T, opts ...fixtureOpts) *fixture {
 		Health:        o.health,
 		Checks:        o.checks,
 		StoreWritable: writable,
+		SearchNodes:   o.searchNodes,
 		Limiter:       o.limiter,
 		Redis:         o.redis,
 		Build:         o.build,

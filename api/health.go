@@ -89,6 +89,19 @@ type SearchStatus struct {
 	NewestAgeSeconds  *float64 `json:"newest_age_seconds"`
 }
 
+// SearchNode is one configured node of the search backend (scale mode:
+// an Elasticsearch node of NOTICES_ELASTICSEARCH_URL) and whether it
+// answers.
+type SearchNode struct {
+	// Node is the node's host:port, never its credentials.
+	Node      string `json:"node"`
+	Reachable bool   `json:"reachable"`
+}
+
+// SearchNodesSource asks every configured search node whether it answers,
+// in the configured order.
+type SearchNodesSource func(ctx context.Context) []SearchNode
+
 // SearchIndex is one index behind an alias.
 type SearchIndex struct {
 	Alias string `json:"alias"`
@@ -124,8 +137,11 @@ type healthResponse struct {
 	Search *SearchStatus `json:"search"`
 	// Redis is the Redis primary in use (scale mode); absent in the
 	// embedded mode, or when Redis cannot be reached.
-	Redis  *RedisStatus `json:"redis,omitempty"`
-	Checks checkResults `json:"checks"`
+	Redis *RedisStatus `json:"redis,omitempty"`
+	// SearchNodes says which configured search nodes answer (scale mode);
+	// null in the embedded mode.
+	SearchNodes []SearchNode `json:"search_nodes"`
+	Checks      checkResults `json:"checks"`
 	// Reasons says, one sentence each, why status is not ok; empty when
 	// it is.
 	Reasons []string `json:"reasons"`
@@ -167,8 +183,12 @@ func (s *Server) health(c *fiber.Ctx) error {
 		idx    notice.IndexStatus
 		idxErr error
 		probed = make([]error, len(healthChecks))
+		nodes  []SearchNode
 	)
 	wg.Go(func() { idx, idxErr = s.deps.Notices.IndexStatus(ctx) })
+	if s.deps.SearchNodes != nil {
+		wg.Go(func() { nodes = s.deps.SearchNodes(ctx) })
+	}
 	for i, name := range healthChecks {
 		if probe, ok := s.deps.Checks[name]; ok && probe != nil {
 			wg.Go(func() { probed[i] = probe(ctx) })
@@ -223,6 +243,19 @@ func (s *Server) health(c *fiber.Ctx) error {
 			resp.Redis = &st
 		} else {
 			s.log.Warn("health: Redis primary unreadable", "error", err)
+		}
+	}
+	// A search node that does not answer leaves the others serving (with
+	// replicas, every notice still has a copy: checks.search and
+	// search.cluster say whether one is missing), but the cluster has lost
+	// its spare.
+	resp.SearchNodes = nodes
+	for _, n := range nodes {
+		if !n.Reachable {
+			if resp.Status == healthOK {
+				resp.Status = healthDegraded
+			}
+			resp.Reasons = append(resp.Reasons, "search node "+n.Node+" does not answer")
 		}
 	}
 	resp.Mail = MailStatus{State: MailOff}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,14 +107,58 @@ func TestHealth(t *testing.T) {
 		if err := json.Unmarshal(res.body, &top); err != nil {
 			t.Fatal(err)
 		}
-		if len(top) != 9 || top["status"] == nil || top["version"] == nil || top["commit"] == nil || top["collector"] == nil || top["index"] == nil || top["checks"] == nil || string(top["reasons"]) != "[]" {
-			t.Errorf("top-level keys of %s, want status, version, commit, collector, mail, index, search, checks, reasons (empty)", res.body)
+		if len(top) != 10 || top["status"] == nil || top["version"] == nil || top["commit"] == nil || top["collector"] == nil || top["index"] == nil || top["checks"] == nil || string(top["reasons"]) != "[]" {
+			t.Errorf("top-level keys of %s, want status, version, commit, collector, mail, index, search, search_nodes, checks, reasons (empty)", res.body)
 		}
-		if string(top["search"]) != "null" {
-			t.Errorf("search block %s, want null in the embedded mode", top["search"])
+		if string(top["search"]) != "null" || string(top["search_nodes"]) != "null" {
+			t.Errorf("search block %s and search_nodes %s, want null in the embedded mode", top["search"], top["search_nodes"])
 		}
 		if string(top["mail"]) != `{"state":"off"}` {
 			t.Errorf("mail block %s, want {\"state\":\"off\"} without NOTICES_SMTP_URL", top["mail"])
+		}
+	})
+	t.Run("search nodes", func(t *testing.T) {
+		for _, tc := range []struct {
+			name       string
+			nodes      []SearchNode
+			ready      Check
+			wantStatus string
+			wantReason string
+			wantReady  int
+			readyText  string
+		}{
+			{name: "all answer", nodes: []SearchNode{{"127.0.0.1:9200", true}, {"127.0.0.1:9201", true}},
+				wantStatus: "ok", wantReady: 200, readyText: `"search_nodes":[{"node":"127.0.0.1:9200","reachable":true},{"node":"127.0.0.1:9201","reachable":true}]`},
+			{name: "one lost", nodes: []SearchNode{{"127.0.0.1:9200", true}, {"127.0.0.1:9201", false}},
+				wantStatus: "degraded", wantReason: "search node 127.0.0.1:9201 does not answer",
+				wantReady: 200, readyText: `{"node":"127.0.0.1:9201","reachable":false}`},
+			{name: "not ready names the silent nodes", nodes: []SearchNode{{"127.0.0.1:9200", false}, {"127.0.0.1:9201", false}},
+				ready:      func(context.Context) error { return errors.New("cluster unreachable") },
+				wantStatus: "degraded", wantReason: "search node 127.0.0.1:9200 does not answer",
+				wantReady: 503, readyText: "Elasticsearch nodes not answering: 127.0.0.1:9200, 127.0.0.1:9201"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				f := newFixture(t, fixtureOpts{ready: tc.ready, searchNodes: func(context.Context) []SearchNode { return tc.nodes }})
+				res := f.do(t, "GET", "/health", "")
+				var h struct {
+					Status      string       `json:"status"`
+					Reasons     []string     `json:"reasons"`
+					SearchNodes []SearchNode `json:"search_nodes"`
+				}
+				if err := json.Unmarshal(res.body, &h); err != nil {
+					t.Fatal(err)
+				}
+				if res.status != 200 || h.Status != tc.wantStatus || !reflect.DeepEqual(h.SearchNodes, tc.nodes) {
+					t.Errorf("GET /health = %d %s; want 200, status %s, search_nodes %v", res.status, res.body, tc.wantStatus, tc.nodes)
+				}
+				if tc.wantReason != "" && !slices.Contains(h.Reasons, tc.wantReason) {
+					t.Errorf("reasons %q, want %q among them", h.Reasons, tc.wantReason)
+				}
+				res = f.do(t, "GET", "/ready", "")
+				if res.status != tc.wantReady || !strings.Contains(string(res.body), tc.readyText) {
+					t.Errorf("GET /ready = %d %s; want %d with %s", res.status, res.body, tc.wantReady, tc.readyText)
+				}
+			})
 		}
 	})
 	t.Run("store closed is 503 unavailable", func(t *testing.T) {

@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -22,17 +24,26 @@ func (s *Server) ready(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), readyProbeTimeout)
 	defer cancel()
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	if err := s.readyCheck(ctx); err != nil {
+	// The search nodes are asked beside the readiness check, which they
+	// do not decide: one node lost of several leaves the service ready.
+	var nodes []SearchNode
+	var wg sync.WaitGroup
+	if s.deps.SearchNodes != nil {
+		wg.Go(func() { nodes = s.deps.SearchNodes(ctx) })
+	}
+	err := s.readyCheck(ctx)
+	wg.Wait()
+	if err != nil {
 		s.log.Warn("ready: not ready", "error", err)
 		c.Set(fiber.HeaderRetryAfter, "5")
-		return errs.New(errs.Unavailable, "the service is not ready: the store cannot be reached or its schema is not in place yet; retry, and see the server log if it lasts")
+		return errs.New(errs.Unavailable, "the service is not ready: the store cannot be reached or its schema is not in place yet%s; retry, and see the server log if it lasts", nodesSilent(nodes))
 	}
 	if err := s.storeWritable(ctx); err != nil {
 		s.log.Warn("ready: store cannot write", "error", err)
 		c.Set(fiber.HeaderRetryAfter, "5")
 		return errs.New(errs.Unavailable, "the service is not ready: the store answers reads but cannot write (%v); free space or fix the data directory (GET /health says more)", err)
 	}
-	answer := readyAnswer{Status: "ready"}
+	answer := readyResponse{Status: "ready", SearchNodes: nodes}
 	if s.deps.Redis != nil {
 		// Redis answered the probes above; a primary it cannot name (CLIENT
 		// INFO refused) leaves the block out rather than the service out.
@@ -45,10 +56,35 @@ func (s *Server) ready(c *fiber.Ctx) error {
 	return writeJSON(c, fiber.StatusOK, answer)
 }
 
-// readyAnswer is /ready's 200 body: the Redis primary in use in scale mode.
-type readyAnswer struct {
-	Status string       `json:"status"`
-	Redis  *RedisStatus `json:"redis,omitempty"`
+// readyResponse is /ready's answer when ready.
+type readyResponse struct {
+	Status string `json:"status"`
+	// Redis is the Redis primary in use (scale mode).
+	Redis *RedisStatus `json:"redis,omitempty"`
+	// SearchNodes says which configured search nodes answer (scale mode);
+	// left out in the embedded mode.
+	SearchNodes []SearchNode `json:"search_nodes,omitempty"`
+}
+
+// nodesSilent names, for /ready's message, the search nodes that do not
+// answer ("" when all do or there are none).
+func nodesSilent(nodes []SearchNode) string {
+	var silent, answer []string
+	for _, n := range nodes {
+		if n.Reachable {
+			answer = append(answer, n.Node)
+		} else {
+			silent = append(silent, n.Node)
+		}
+	}
+	if len(silent) == 0 {
+		return ""
+	}
+	msg := " (Elasticsearch nodes not answering: " + strings.Join(silent, ", ")
+	if len(answer) > 0 {
+		msg += "; answering: " + strings.Join(answer, ", ")
+	}
+	return msg + ")"
 }
 
 // readyCheck runs Deps.Ready, else every Deps.Checks probe and the index

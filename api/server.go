@@ -65,6 +65,10 @@ type Deps struct {
 	// Redis, if set, reports the Redis primary in use on /health and
 	// /ready (scale mode); nil leaves the block out.
 	Redis RedisSource
+	// SearchNodes, if set, says which configured search nodes answer, on
+	// /health (search_nodes; a node that does not answer makes it
+	// degraded) and /ready (scale mode); nil shows null.
+	SearchNodes SearchNodesSource
 	// Limiter enforces the per-key request limits; nil means an in-process
 	// limit.Local on the wall clock with cfg.HeavyConcurrency global heavy
 	// slots (right for

@@ -8,6 +8,9 @@
 #   scripts/services.sh status                  what runs, where, which version
 #   scripts/services.sh env                     `export NOTICES_TEST_..._URL=...` lines for the shell
 #   scripts/services.sh stop                    stop everything this run directory started
+#   scripts/services.sh paths                   install what Elasticsearch needs, start nothing, and
+#                                               print ES_HOME, ES_JAVA_HOME and ES_USER lines (for
+#                                               the several-node cluster of internal/testservers)
 #
 # Installs what is missing, idempotently: redis-server (Debian package), a JDK >= 17
 # (Debian package), Maven and unzip (Debian packages), and the Elasticsearch server from
@@ -489,6 +492,12 @@ case "$cmd" in
     for s in "$@"; do case "$s" in elasticsearch|es) start_es ;; esac; done
     owner_check
     write_env
+    ;;
+  paths)
+    mkdir -p "$CACHE"
+    ensure_java
+    ensure_es
+    printf 'ES_HOME=%s\nES_JAVA_HOME=%s\nES_USER=%s\nES_VERSION=%s\n' "$ES_HOME" "$JAVA_HOME_FOUND" "$(am_root && echo "$ES_USER")" "$ES_VERSION"
     ;;
   stop) stop_all ;;
   stop-owned) stop_all; drop_owned_run ;;  # the watchdog's stop

@@ -154,6 +154,13 @@ func exitCode(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
+	// A setting found wrong when used (a refused password, a CA that does
+	// not match): a usage error, as a setting Validate refuses.
+	var se *config.SettingError
+	if errors.As(err, &se) {
+		fmt.Fprintln(stderr, "noticesd:", se)
+		return exitUsage
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
@@ -162,12 +169,6 @@ func exitCode(err error, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintln(stderr, "noticesd:", err)
-	// A setting only a server could find wrong (a refused password, an
-	// untrusted certificate): nothing was done, as with any wrong setting.
-	var se *config.SettingError
-	if errors.As(err, &se) {
-		return exitUsage
-	}
 	return exitFailure
 }
 

@@ -60,6 +60,7 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 		"queue":  st.Redis.Ping,
 	}
 	deps.Search = searchStatus(st.Elastic)
+	deps.SearchNodes = searchNodes(st.Elastic)
 	deps.Limiter = limit.NewRedis(st.Client(), cfg.Namespace, cfg.HeavyConcurrency, limit.DefaultLease)
 	if cfg.Webhooks {
 		// Registrations and delivery records live in Redis; the deliveries
@@ -73,6 +74,7 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 	deps.Metrics = metrics.New(st.Redis, deps.Logger)
 	deps.Metrics.CountAggCache(st.Elastic.AggCacheReads)
 	deps.Redis = trackRedis(st, deps.Metrics)
+	deps.Metrics.CountElasticsearchNodes(st.Elastic.NodeCounts)
 	deps.Mail = newMailHealth(cfg, st.Redis, deps.Logger)
 	return st, nil
 }
@@ -156,6 +158,19 @@ func searchStatus(es *elastic.Store) api.SearchSource {
 			out.NewestCollectedAt, out.NewestAgeSeconds = &at, &age
 		}
 		return out, nil
+	}
+}
+
+// searchNodes is /health's and /ready's search_nodes: which Elasticsearch
+// nodes of NOTICES_ELASTICSEARCH_URL answer (host:port only).
+func searchNodes(es *elastic.Store) api.SearchNodesSource {
+	return func(ctx context.Context) []api.SearchNode {
+		ns := es.Nodes(ctx)
+		out := make([]api.SearchNode, len(ns))
+		for i, n := range ns {
+			out[i] = api.SearchNode{Node: n.Node, Reachable: n.Reachable}
+		}
+		return out
 	}
 }
 

@@ -24,7 +24,7 @@ type Config struct {
 	Addr             string // NOTICES_ADDR
 	DataDir          string // NOTICES_DATA_DIR; the SQLite file lives there
 	Backend          string // NOTICES_BACKEND: embedded or scale
-	ElasticsearchURL string // NOTICES_ELASTICSEARCH_URL (scale)
+	ElasticsearchURL string // NOTICES_ELASTICSEARCH_URL (scale): one node or several, comma-separated (ElasticsearchURLs)
 	RedisURL         string // NOTICES_REDIS_URL (scale): redis://user:password@host:port/db, rediss:// for TLS
 	RedisCAFile      string // NOTICES_REDIS_CA_FILE: PEM roots trusted for rediss:// (default: the system's)
 	// RedisSentinels (NOTICES_REDIS_SENTINELS, comma-separated host:port)
@@ -64,6 +64,24 @@ type Config struct {
 	MaxConnsPerIP         int           // NOTICES_MAX_CONNS_PER_IP: open connections from one client address
 	HeavyConcurrency      int           // NOTICES_HEAVY_CONCURRENCY: heavy requests running at once, all keys together
 	HeavyWait             time.Duration // NOTICES_HEAVY_WAIT: how long a heavy request queues for a slot before 429
+
+	// ElasticsearchReplicas (NOTICES_ELASTICSEARCH_REPLICAS) is the number
+	// of replicas of each index noticesd creates (scale).
+	ElasticsearchReplicas int
+	// ElasticsearchAPIKey is the encoded id:key of an Elasticsearch API key
+	// (NOTICES_ELASTICSEARCH_API_KEY, or read from the file
+	// ElasticsearchAPIKeyFile names, NOTICES_ELASTICSEARCH_API_KEY_FILE);
+	// "" for none. A secret: never put it in a message.
+	ElasticsearchAPIKey     string
+	ElasticsearchAPIKeyFile string
+	// ElasticsearchCAFile (NOTICES_ELASTICSEARCH_CA_FILE) is a PEM file of
+	// the CAs an https node's certificate must chain to, and
+	// ElasticsearchCAFingerprint (NOTICES_ELASTICSEARCH_CA_FINGERPRINT) the
+	// SHA-256 of a certificate it must present (hex, colons allowed): one
+	// or neither (then the system's roots).
+	ElasticsearchCAFile        string
+	ElasticsearchCAFingerprint string
+
 	// SecretKey (NOTICES_SECRET_KEY) encrypts webhook secrets at rest:
 	// standard base64 of 32 random bytes (`openssl rand -base64 32`).
 	// SecretKeyPrevious (NOTICES_SECRET_KEY_PREVIOUS) is the key before a
@@ -191,6 +209,13 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("NOTICES_DATA_DIR", &c.DataDir)
 	str("NOTICES_BACKEND", &c.Backend)
 	str("NOTICES_ELASTICSEARCH_URL", &c.ElasticsearchURL)
+	str("NOTICES_ELASTICSEARCH_API_KEY", &c.ElasticsearchAPIKey)
+	str("NOTICES_ELASTICSEARCH_API_KEY_FILE", &c.ElasticsearchAPIKeyFile)
+	str("NOTICES_ELASTICSEARCH_CA_FILE", &c.ElasticsearchCAFile)
+	str("NOTICES_ELASTICSEARCH_CA_FINGERPRINT", &c.ElasticsearchCAFingerprint)
+	if err := c.readElasticsearchAPIKeyFile(); err != nil {
+		errsSeen = append(errsSeen, err.Error())
+	}
 	str("NOTICES_REDIS_URL", &c.RedisURL)
 	str("NOTICES_REDIS_CA_FILE", &c.RedisCAFile)
 	str("NOTICES_REDIS_MASTER", &c.RedisMaster)
@@ -254,6 +279,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	integer("NOTICES_HEAVY_CONCURRENCY", 1, &c.HeavyConcurrency)
 	integer("NOTICES_WORKER_CONCURRENCY", 1, &c.WorkerConcurrency)
 	integer("NOTICES_AGG_CACHE", 0, &c.AggCache)
+	integer("NOTICES_ELASTICSEARCH_REPLICAS", 0, &c.ElasticsearchReplicas)
 	dur("NOTICES_HEAVY_WAIT", &c.HeavyWait)
 	plans := make(map[string]account.Plan, len(c.Plans))
 	for name, p := range c.Plans {
@@ -278,8 +304,8 @@ func (c Config) Validate() error {
 	switch c.Backend {
 	case "embedded":
 	case "scale":
-		if u, err := url.Parse(c.ElasticsearchURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("config: NOTICES_ELASTICSEARCH_URL=%q must be an http(s) URL such as http://localhost:9200", c.ElasticsearchURL)
+		if err := c.checkElasticsearch(); err != nil {
+			return err
 		}
 		if err := c.validateRedis(); err != nil {
 			return err

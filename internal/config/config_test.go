@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -91,6 +92,50 @@ func TestFromLookup(t *testing.T) {
 			}
 		}},
 		{"scale bad elasticsearch url", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "localhost:9200"}, "NOTICES_ELASTICSEARCH_URL", nil},
+		{"elasticsearch nodes", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://u:p@es1:9200, https://u:p@es2:9200,", "NOTICES_ELASTICSEARCH_REPLICAS": "1"}, "", func(t *testing.T, c Config) {
+			if got := c.ElasticsearchURLs(); len(got) != 2 || got[0] != "https://u:p@es1:9200" || got[1] != "https://u:p@es2:9200" {
+				t.Errorf("ElasticsearchURLs = %q", got)
+			}
+			if c.ElasticsearchReplicas != 1 {
+				t.Errorf("replicas %d, want 1", c.ElasticsearchReplicas)
+			}
+		}},
+		{"elasticsearch replicas default", map[string]string{"NOTICES_BACKEND": "scale"}, "", func(t *testing.T, c Config) {
+			if c.ElasticsearchReplicas != 0 {
+				t.Errorf("replicas %d, want 0", c.ElasticsearchReplicas)
+			}
+		}},
+		{"elasticsearch negative replicas", map[string]string{"NOTICES_ELASTICSEARCH_REPLICAS": "-1"}, "NOTICES_ELASTICSEARCH_REPLICAS", nil},
+		{"elasticsearch no node", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": " , "}, "NOTICES_ELASTICSEARCH_URL is empty", nil},
+		{"elasticsearch bad second node", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "http://es1:9200,es2:9200"}, "NOTICES_ELASTICSEARCH_URL", nil},
+		{"elasticsearch bad node hides its password", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "ftp://elastic:hunter2@es1:9200"}, "NOTICES_ELASTICSEARCH_URL: \"ftp://elastic:xxxxx@es1:9200\"", nil},
+		{"elasticsearch mixed schemes", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200,http://es2:9200"}, "differ in scheme", nil},
+		{"elasticsearch mixed users", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://a:hunter2@es1:9200,https://a:hunter3@es2:9200"}, "different user:password", nil},
+		{"elasticsearch api key file", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_API_KEY_FILE": keyFile(t, " a2V5OnNlY3JldA==\n")}, "", func(t *testing.T, c Config) {
+			if c.ElasticsearchAPIKey != "a2V5OnNlY3JldA==" || c.ElasticsearchCredentials() != "NOTICES_ELASTICSEARCH_API_KEY_FILE" {
+				t.Errorf("API key %q from %s, want it trimmed from the file", c.ElasticsearchAPIKey, c.ElasticsearchCredentials())
+			}
+		}},
+		{"elasticsearch api key file missing", map[string]string{"NOTICES_ELASTICSEARCH_API_KEY_FILE": "/nonexistent/key"}, "NOTICES_ELASTICSEARCH_API_KEY_FILE", nil},
+		{"elasticsearch api key file empty", map[string]string{"NOTICES_ELASTICSEARCH_API_KEY_FILE": keyFile(t, "\n")}, "NOTICES_ELASTICSEARCH_API_KEY_FILE", nil},
+		{"elasticsearch api key twice", map[string]string{"NOTICES_ELASTICSEARCH_API_KEY": "a2V5", "NOTICES_ELASTICSEARCH_API_KEY_FILE": keyFile(t, "a2V5")}, "set one", nil},
+		{"elasticsearch api key and password", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_API_KEY": "a2V5", "NOTICES_ELASTICSEARCH_URL": "https://u:p@es1:9200"}, "give one of the two", nil},
+		{"elasticsearch credentials", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://u:p@es1:9200"}, "", func(t *testing.T, c Config) {
+			if got := c.ElasticsearchCredentials(); got != "NOTICES_ELASTICSEARCH_URL" {
+				t.Errorf("credentials in %q", got)
+			}
+		}},
+		{"elasticsearch fingerprint", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200",
+			"NOTICES_ELASTICSEARCH_CA_FINGERPRINT": strings.Repeat("AB:", 31) + "AB"}, "", func(t *testing.T, c Config) {
+			if fp, err := NormalFingerprint(c.ElasticsearchCAFingerprint); err != nil || fp != strings.Repeat("ab", 32) {
+				t.Errorf("NormalFingerprint = %q, %v", fp, err)
+			}
+		}},
+		{"elasticsearch short fingerprint", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200", "NOTICES_ELASTICSEARCH_CA_FINGERPRINT": "abcd"}, "NOTICES_ELASTICSEARCH_CA_FINGERPRINT", nil},
+		{"elasticsearch ca on http", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "http://es1:9200", "NOTICES_ELASTICSEARCH_CA_FINGERPRINT": strings.Repeat("ab", 32)}, "not https://", nil},
+		{"elasticsearch ca file missing", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200", "NOTICES_ELASTICSEARCH_CA_FILE": "/nonexistent/ca.pem"}, "NOTICES_ELASTICSEARCH_CA_FILE", nil},
+		{"elasticsearch ca file not pem", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200", "NOTICES_ELASTICSEARCH_CA_FILE": keyFile(t, "not a certificate")}, "holds no PEM certificate", nil},
+		{"elasticsearch ca twice", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://es1:9200", "NOTICES_ELASTICSEARCH_CA_FILE": "/x.pem", "NOTICES_ELASTICSEARCH_CA_FINGERPRINT": strings.Repeat("ab", 32)}, "set one", nil},
 		{"scale bad redis url", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "localhost:6379"}, "NOTICES_REDIS_URL", nil},
 		{"scale redis url password masked", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "http://u:hunter2@redis:6379"}, "NOTICES_REDIS_URL=\"http://u:xxxxx@", nil},
 		{"redis sentinels", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_SENTINELS": " 10.0.0.1:26379,10.0.0.2:26379 ",
@@ -217,4 +262,14 @@ func TestUnknownPlanSetting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyFile writes content to a new file and returns its path.
+func keyFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

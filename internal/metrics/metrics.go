@@ -140,6 +140,45 @@ func (m *Metrics) CountAggCache(reads func() (hits, misses int64)) {
 	m.reg.MustRegister(aggCacheCollector(reads))
 }
 
+// descESRetries and descESNodeFailures are the Elasticsearch client's
+// failovers (scale backend, several nodes).
+var (
+	descESRetries = prometheus.NewDesc(namespace+"_elasticsearch_retries_total",
+		"Requests to Elasticsearch this process sent again, to another node when there are several, after a node failed them (NOTICES_ELASTICSEARCH_URL).",
+		nil, nil)
+	descESNodeFailures = prometheus.NewDesc(namespace+"_elasticsearch_node_failures_total",
+		"Requests to Elasticsearch that failed on a node, by node (host:port): no connection, no answer in time, or 502/503/504/429.",
+		[]string{"node"}, nil)
+)
+
+// esNodesCollector reads the client's counts at scrape time.
+type esNodesCollector func() (retries int64, failures map[string]int64)
+
+// Describe implements prometheus.Collector.
+func (f esNodesCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descESRetries
+	ch <- descESNodeFailures
+}
+
+// Collect implements prometheus.Collector.
+func (f esNodesCollector) Collect(ch chan<- prometheus.Metric) {
+	retries, failures := f()
+	ch <- prometheus.MustNewConstMetric(descESRetries, prometheus.CounterValue, float64(retries))
+	for node, n := range failures {
+		ch <- prometheus.MustNewConstMetric(descESNodeFailures, prometheus.CounterValue, float64(n), node)
+	}
+}
+
+// CountElasticsearchNodes reports the Elasticsearch client's retries and
+// each node's failures, as counted by counts (elastic.Store.NodeCounts),
+// at each scrape.
+func (m *Metrics) CountElasticsearchNodes(counts func() (retries int64, failures map[string]int64)) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(esNodesCollector(counts))
+}
+
 // ObserveEarlyRead counts one read run while its key was being checked
 // (api's early reads): kept, or discarded because the check refused it.
 func (m *Metrics) ObserveEarlyRead(kept bool) {

@@ -141,5 +141,6 @@ func shutdown() error {
 	if err := stopLocal(); err != nil {
 		errs = append(errs, err)
 	}
+	stopSecure()
 	return errors.Join(errs...)
 }

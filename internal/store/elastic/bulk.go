@@ -240,7 +240,7 @@ func (s *Store) newBulkStream(flush int) (*bulkStream, error) {
 		// request (and its worker) would wait for ever after close gave up.
 		// Each request gets a deadline a little past the node's own.
 		OnFlushStart: func(ctx context.Context) context.Context {
-			ctx, cancel := context.WithTimeout(ctx, s.cfg.BulkTimeout+min(bulkGrace, s.cfg.BulkTimeout))
+			ctx, cancel := context.WithTimeout(withAttempts(ctx), s.cfg.BulkTimeout+min(bulkGrace, s.cfg.BulkTimeout))
 			return context.WithValue(ctx, flushCancelKey{}, cancel)
 		},
 		OnFlushEnd: func(ctx context.Context) {

@@ -43,8 +43,23 @@ const (
 
 // Config says how to reach Elasticsearch and Redis.
 type Config struct {
-	// URL is the Elasticsearch base URL.
+	// URL is the Elasticsearch base URL, or the URLs of several nodes,
+	// comma-separated (NOTICES_ELASTICSEARCH_URL): requests are spread
+	// over them and retried on another node when one fails (conn.go).
 	URL string
+	// Replicas is the number of replicas of each index the store creates
+	// (NOTICES_ELASTICSEARCH_REPLICAS; 0: none).
+	Replicas int
+	// APIKey is the encoded id:key of an API key sent on every request
+	// (NOTICES_ELASTICSEARCH_API_KEY); "" sends none (or the URL's
+	// user:password).
+	APIKey string
+	// CACert is the PEM of the CAs an https node's certificate must chain
+	// to (NOTICES_ELASTICSEARCH_CA_FILE); CAFingerprint instead pins the
+	// SHA-256 of a certificate the node presents (hex, colons allowed;
+	// NOTICES_ELASTICSEARCH_CA_FINGERPRINT). Neither: the system's roots.
+	CACert        []byte
+	CAFingerprint string
 	// Namespace prefixes every index and alias.
 	Namespace string
 	// Arrivals allocates notice_seq and keeps the watermark (Redis).
@@ -67,6 +82,9 @@ type Config struct {
 	// RefreshEvery is how often, at most, a load's batches refresh the
 	// notices index (refresh.go): DefaultRefreshEvery when 0.
 	RefreshEvery time.Duration
+
+	// counts is fed by the client's interceptor (nodes.go); set by Open.
+	counts *nodeCounts
 }
 
 // maxIdleConns is how many connections to Elasticsearch a store keeps
@@ -83,6 +101,10 @@ type Store struct {
 	aggs   *aggCache // nil: none
 	// refreshes holds the refreshes batches of a load left (refresh.go).
 	refreshes *refreshes
+	// counts are the node failures and retries of es; probes ask each
+	// configured node on its own whether it answers (nodes.go).
+	counts *nodeCounts
+	probes []nodeProbe
 }
 
 var (
@@ -116,25 +138,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	// net/http's default transport keeps 2 idle connections per host:
-	// an API replica under concurrent reads, or a load with its bulk
-	// workers and two batches in flight, would open and close a
-	// connection for most requests. And it asks for gzip, which on a
-	// local network costs both ends more CPU than the bytes it saves
-	// (measured: an aggregation answer about 6% sooner without).
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
-	tr.DisableCompression = true
-	es, err := elasticsearch.NewClient(elasticsearch.Config{
-		Addresses:     []string{cfg.URL},
-		MaxRetries:    2,
-		RetryOnStatus: []int{502, 503, 504, 429},
-		Transport:     tr,
-	})
+	cfg.counts = &nodeCounts{failures: map[string]int64{}}
+	es, err := newClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("elastic: client for %s: %w", cfg.URL, err)
+		return nil, err
 	}
-	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, arrive: cfg.Arrivals, aggs: newAggCache(cfg.AggCache), refreshes: &refreshes{}}
+	probes, err := newProbes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, arrive: cfg.Arrivals, aggs: newAggCache(cfg.AggCache), refreshes: &refreshes{},
+		counts: cfg.counts, probes: probes}
+	if err := s.checkAccess(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.ensureAliases(ctx); err != nil {
 		return nil, err
 	}
@@ -195,6 +212,8 @@ func (s *Store) ensureAliases(ctx context.Context) error {
 
 // createIndex creates an index from its definition, with alias (as the
 // write index) when alias is not "" and the given settings over the file's.
+// Every index the store creates (the first ones, a reindex's, a register
+// load's) has Config.Replicas replicas, whatever the file says.
 func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias string, settings map[string]any) error {
 	var body map[string]any
 	if err := json.Unmarshal(ix.Body, &body); err != nil {
@@ -203,16 +222,15 @@ func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias 
 	if alias != "" {
 		body["aliases"] = map[string]any{alias: map[string]any{"is_write_index": true}}
 	}
-	if len(settings) > 0 {
-		all, _ := body["settings"].(map[string]any)
-		if all == nil {
-			all = map[string]any{}
-			body["settings"] = all
-		}
-		for k, v := range settings {
-			all[k] = v
-		}
+	all, _ := body["settings"].(map[string]any)
+	if all == nil {
+		all = map[string]any{}
+		body["settings"] = all
 	}
+	for k, v := range settings {
+		all[k] = v
+	}
+	all["number_of_replicas"] = s.cfg.Replicas
 	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPut, "/"+name, body, nil)
 }
 
@@ -331,7 +349,7 @@ func unavailable(err error) error {
 // An unreachable or overloaded node, or the timeout, gives
 // errs.BackendUnavailable; another error answer an *esError.
 func (s *Store) do(ctx context.Context, timeout time.Duration, method, path string, body, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(withAttempts(ctx), timeout)
 	defer cancel()
 	var r io.Reader
 	switch b := body.(type) {

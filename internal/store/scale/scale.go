@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -63,15 +65,28 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	if aggCache == 0 {
 		aggCache = -1 // NOTICES_AGG_CACHE=0: none
 	}
+	ca, err := cfg.ElasticsearchCACert()
+	if err != nil {
+		_ = rdb.Close()
+		return nil, settingError("NOTICES_ELASTICSEARCH_CA_FILE", strings.TrimPrefix(err.Error(), "config: NOTICES_ELASTICSEARCH_CA_FILE: "))
+	}
 	es, err := elastic.Open(ctx, elastic.Config{
-		URL:       cfg.ElasticsearchURL,
-		Namespace: cfg.Namespace,
-		Arrivals:  arrival.New(rdb, cfg.Namespace, 0),
-		AggCache:  aggCache,
+		URL:           cfg.ElasticsearchURL,
+		Replicas:      cfg.ElasticsearchReplicas,
+		APIKey:        cfg.ElasticsearchAPIKey,
+		CACert:        ca,
+		CAFingerprint: cfg.ElasticsearchCAFingerprint,
+		Namespace:     cfg.Namespace,
+		Arrivals:      arrival.New(rdb, cfg.Namespace, 0),
+		AggCache:      aggCache,
 	})
 	if err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("open Elasticsearch at %s: %w", cfg.ElasticsearchURL, err)
+		var ae *elastic.AccessError
+		if errors.As(err, &ae) {
+			return nil, accessSetting(cfg, ae)
+		}
+		return nil, fmt.Errorf("open Elasticsearch at %s: %w", esHosts(cfg.ElasticsearchURLs()), err)
 	}
 	if opts.Plans == nil {
 		opts.Plans = cfg.Plans
@@ -114,4 +129,55 @@ func (s *Store) Close() error {
 		return errors.New("scale: store not open")
 	}
 	return s.rdb.Close()
+}
+
+// esHosts names the nodes of NOTICES_ELASTICSEARCH_URL in a message: their
+// host:port only, never a user:password.
+func esHosts(urls []string) string {
+	hosts := make([]string, 0, len(urls))
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil {
+			hosts = append(hosts, u.Host)
+		}
+	}
+	return strings.Join(hosts, ",")
+}
+
+// accessSetting names the setting to fix for a refusal of Elasticsearch at
+// start (a config.SettingError: exit status 2).
+func accessSetting(cfg config.Config, ae *elastic.AccessError) error {
+	creds := cfg.ElasticsearchCredentials()
+	switch ae.Problem {
+	case elastic.ProblemTLS:
+		switch {
+		case cfg.ElasticsearchCAFingerprint != "":
+			return settingError("NOTICES_ELASTICSEARCH_CA_FINGERPRINT", ae.Detail+"; give the SHA-256 fingerprint of the cluster's CA certificate, as Elasticsearch printed it at its first start")
+		case cfg.ElasticsearchCAFile != "":
+			return settingError("NOTICES_ELASTICSEARCH_CA_FILE", ae.Detail+fmt.Sprintf("; %s is not the CA that signed the node's certificate", cfg.ElasticsearchCAFile))
+		default:
+			return settingError("NOTICES_ELASTICSEARCH_CA_FILE", ae.Detail+"; set NOTICES_ELASTICSEARCH_CA_FILE (the cluster's CA, PEM) or NOTICES_ELASTICSEARCH_CA_FINGERPRINT")
+		}
+	case elastic.ProblemNotTLS:
+		return settingError("NOTICES_ELASTICSEARCH_URL", ae.Detail+"; use http:// for a node without TLS")
+	case elastic.ProblemCredentials:
+		switch creds {
+		case "":
+			return settingError("NOTICES_ELASTICSEARCH_URL", ae.Detail+"; the cluster needs credentials: user:password@ in NOTICES_ELASTICSEARCH_URL or NOTICES_ELASTICSEARCH_API_KEY")
+		case "NOTICES_ELASTICSEARCH_URL":
+			return settingError(creds, ae.Detail+"; check the user:password in NOTICES_ELASTICSEARCH_URL")
+		default:
+			return settingError(creds, ae.Detail+"; check the API key (the \"encoded\" value of the create API key answer) and that it is neither expired nor invalidated")
+		}
+	default:
+		if creds == "" {
+			creds = "NOTICES_ELASTICSEARCH_URL"
+		}
+		return settingError(creds, ae.Detail+fmt.Sprintf("; grant them to its role (docs/operating.md, \"Secured Elasticsearch\": cluster monitor, and manage, read, write on %s-*)", cfg.Namespace))
+	}
+}
+
+// settingError is a config.SettingError naming setting, its message in
+// the form config errors take ("config: NAME: what is wrong").
+func settingError(setting, msg string) *config.SettingError {
+	return &config.SettingError{Setting: setting, Message: "config: " + setting + ": " + msg}
 }

@@ -1,0 +1,315 @@
+package elastic
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/elastic/elastic-transport-go/v8/elastictransport"
+	"github.com/elastic/go-elasticsearch/v8"
+)
+
+// nodeURLs splits Config.URL, one node URL or several comma-separated.
+func nodeURLs(list string) []string {
+	var out []string
+	for _, u := range strings.Split(list, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// newClient makes the Elasticsearch client of cfg: every node of cfg.URL
+// in its pool (requests go round them, and one that fails with a
+// connection error or an overloaded node's answer is retried on the
+// next), HTTPS verified against cfg.CACert or cfg.CAFingerprint, and the
+// user:password of the URLs or cfg.APIKey on every request.
+func newClient(cfg Config) (*elasticsearch.Client, error) {
+	raw := nodeURLs(cfg.URL)
+	if len(raw) == 0 {
+		return nil, errors.New("elastic: no Elasticsearch URL")
+	}
+	// The credentials leave the URLs: the client sends them as its
+	// Username and Password, and a URL in a message never holds them.
+	urls := make([]string, len(raw))
+	var user, password string
+	for i, r := range raw {
+		u, err := url.Parse(r)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("elastic: node %d of the Elasticsearch URLs is not a URL", i+1)
+		}
+		if u.User != nil {
+			user = u.User.Username()
+			password, _ = u.User.Password()
+			u.User = nil
+		}
+		urls[i] = u.String()
+	}
+	// net/http's default transport keeps 2 idle connections per host:
+	// an API replica under concurrent reads, or a load with its bulk
+	// workers and two batches in flight, would open and close a
+	// connection for most requests. And it asks for gzip, which on a
+	// local network costs both ends more CPU than the bytes it saves
+	// (measured: an aggregation answer about 6% sooner without).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
+	tr.DisableCompression = true
+	tlsConf, err := tlsConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr.TLSClientConfig = tlsConf
+	// Several nodes (nodes.go): a connection to a node that does not
+	// answer gives up after nodeDialTimeout, not net/http's 30 s, so that
+	// it costs a retry on another node rather than the request's timeout.
+	tr.DialContext = (&net.Dialer{Timeout: nodeDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	var intercept []elastictransport.InterceptorFunc
+	if cfg.counts != nil {
+		intercept = append(intercept, cfg.counts.intercept)
+	}
+	es, err := elasticsearch.NewClient(elasticsearch.Config{
+		Addresses: urls,
+		Username:  user,
+		Password:  password,
+		APIKey:    cfg.APIKey,
+		// With several nodes, a request is tried on each before it fails.
+		// Every transport error is retried (the client's default), so a
+		// node refusing connections or gone mid-request sends the request
+		// to the next one.
+		MaxRetries:    max(2, len(urls)),
+		RetryOnStatus: []int{502, 503, 504, 429},
+		Transport:     tr,
+		Interceptors:  intercept,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("elastic: client for %s: %w", strings.Join(urls, ","), err)
+	}
+	return es, nil
+}
+
+// tlsConfig is the TLS of the connections to https nodes: the system's
+// roots, or cfg.CACert's, or (cfg.CAFingerprint) any chain in which the
+// node presents a certificate of that SHA-256 fingerprint, as
+// Elasticsearch's own clients pin the CA it prints at its first start.
+func tlsConfig(cfg Config) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	switch {
+	case cfg.CAFingerprint != "":
+		want, err := hex.DecodeString(strings.ToLower(strings.NewReplacer(":", "", " ", "").Replace(cfg.CAFingerprint)))
+		if err != nil || len(want) != sha256.Size {
+			return nil, errors.New("elastic: the CA fingerprint is not 64 hex digits")
+		}
+		// The chain is not verified against roots: the pinned certificate
+		// is the trust. VerifyConnection runs on every handshake, resumed
+		// or not.
+		c.InsecureSkipVerify = true
+		c.VerifyConnection = func(cs tls.ConnectionState) error {
+			seen := make([]string, 0, len(cs.PeerCertificates))
+			for _, cert := range cs.PeerCertificates {
+				sum := sha256.Sum256(cert.Raw)
+				if bytes.Equal(sum[:], want) {
+					return nil
+				}
+				seen = append(seen, hex.EncodeToString(sum[:]))
+			}
+			return &fingerprintError{seen: seen}
+		}
+	case len(cfg.CACert) > 0:
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(cfg.CACert) {
+			return nil, errors.New("elastic: the CA file holds no PEM certificate")
+		}
+		c.RootCAs = pool
+	}
+	return c, nil
+}
+
+// fingerprintError: no certificate the node presented has the pinned
+// fingerprint.
+type fingerprintError struct{ seen []string }
+
+func (e *fingerprintError) Error() string {
+	return fmt.Sprintf("no certificate the node presents has that SHA-256 fingerprint (it presents %s)", strings.Join(e.seen, ", "))
+}
+
+// Problem is what an AccessError says is wrong.
+type Problem int
+
+// Problems of an AccessError.
+const (
+	// ProblemTLS: the node's certificate is not trusted (CA or fingerprint).
+	ProblemTLS Problem = iota + 1
+	// ProblemNotTLS: an https URL reached a node that does not speak TLS.
+	ProblemNotTLS
+	// ProblemCredentials: the node refused the credentials (401), or asked
+	// for some and none were given.
+	ProblemCredentials
+	// ProblemPrivileges: the credentials lack privileges the store needs
+	// (403, or missing in _has_privileges).
+	ProblemPrivileges
+)
+
+// AccessError is a refusal at Open that only the settings can fix, as
+// opposed to a node that is down: its certificate is not trusted, it
+// refuses the credentials, or they lack privileges. It holds no secret.
+type AccessError struct {
+	Problem Problem
+	// Node is the host:port that refused.
+	Node string
+	// Detail says what happened, in words for an operator.
+	Detail string
+	// Missing lists the privileges lacking (ProblemPrivileges), such as
+	// "cluster:monitor" or "index notices-*:manage".
+	Missing []string
+}
+
+func (e *AccessError) Error() string { return e.Detail }
+
+// Privileges the store needs: the cluster's health (/_cluster/health),
+// and on every index and alias of its namespace to create, delete and
+// re-alias indices, change their settings, refresh and flush them
+// (manage), to search, count and get (read) and to index and bulk-load
+// (write). docs/operating.md's "Secured Elasticsearch" gives the role.
+var (
+	clusterPrivileges = []string{"monitor"}
+	indexPrivileges   = []string{"manage", "read", "write"}
+)
+
+// checkAccess asks the node, before anything else, whether the store can
+// work: the TLS handshake, the credentials and the privileges on the
+// namespace (POST /_security/user/_has_privileges). A node without
+// security answers that call with an error that is not 401 or 403, and
+// passes. A node that cannot be reached is errs.BackendUnavailable, as
+// for any call.
+func (s *Store) checkAccess(ctx context.Context) error {
+	// withAttempts: a retry on another node is counted (nodes.go).
+	ctx, cancel := context.WithTimeout(withAttempts(ctx), s.cfg.Timeout)
+	defer cancel()
+	body, _ := json.Marshal(map[string]any{
+		"cluster": clusterPrivileges,
+		"index":   []map[string]any{{"names": []string{s.ns + "-*"}, "privileges": indexPrivileges}},
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/_security/user/_has_privileges", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := s.es.Perform(req)
+	if err != nil {
+		// The client sets the request's host to the node it tried last.
+		if ae := tlsProblem(err, req.URL.Host); ae != nil {
+			return ae
+		}
+		return unavailable(err)
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, res.Body)
+		_ = res.Body.Close()
+	}()
+	node := res.Request.URL.Host
+	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
+	switch res.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized:
+		return &AccessError{Problem: ProblemCredentials, Node: node,
+			Detail: fmt.Sprintf("Elasticsearch at %s refused the credentials (401: %s)", node, esReason(raw))}
+	case http.StatusForbidden:
+		return &AccessError{Problem: ProblemPrivileges, Node: node, Missing: []string{"cluster:monitor_has_privileges"},
+			Detail: fmt.Sprintf("Elasticsearch at %s refused to check the privileges (403: %s)", node, esReason(raw))}
+	default:
+		if res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500 && securityOn(raw) {
+			return unavailable(&esError{Status: res.StatusCode, Reason: esReason(raw)})
+		}
+		// Security is off (or the call unknown): no privileges to check.
+		return nil
+	}
+	var ans struct {
+		User    string                     `json:"username"`
+		All     bool                       `json:"has_all_requested"`
+		Cluster map[string]bool            `json:"cluster"`
+		Index   map[string]map[string]bool `json:"index"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return fmt.Errorf("elastic: decode the answer of _has_privileges: %w", err)
+	}
+	if ans.All {
+		return nil
+	}
+	var missing []string
+	for p, ok := range ans.Cluster {
+		if !ok {
+			missing = append(missing, "cluster:"+p)
+		}
+	}
+	for names, privs := range ans.Index {
+		for p, ok := range privs {
+			if !ok {
+				missing = append(missing, "index "+names+":"+p)
+			}
+		}
+	}
+	sort.Strings(missing)
+	return &AccessError{Problem: ProblemPrivileges, Node: node, Missing: missing,
+		Detail: fmt.Sprintf("the Elasticsearch user %s lacks privileges noticesd needs: %s", ans.User, strings.Join(missing, ", "))}
+}
+
+// securityOn reports whether an error answer of _has_privileges is not
+// the one of a node whose security is off.
+func securityOn(raw []byte) bool {
+	return !strings.Contains(esReason(raw), "Security must be explicitly enabled")
+}
+
+// esReason is the reason of an Elasticsearch error answer (its raw text,
+// trimmed, when it is not one).
+func esReason(raw []byte) string {
+	var doc struct {
+		Error struct {
+			Type   string `json:"type"`
+			Reason string `json:"reason"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &doc) == nil && doc.Error.Reason != "" {
+		return doc.Error.Type + ": " + doc.Error.Reason
+	}
+	s := strings.TrimSpace(string(raw))
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// tlsProblem returns the AccessError of a failed TLS handshake, or nil when
+// err is another failure.
+func tlsProblem(err error, node string) *AccessError {
+	var (
+		fp      *fingerprintError
+		unknown x509.UnknownAuthorityError
+		invalid x509.CertificateInvalidError
+		host    x509.HostnameError
+		verify  *tls.CertificateVerificationError
+		record  tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &fp):
+		return &AccessError{Problem: ProblemTLS, Node: node, Detail: fmt.Sprintf("the TLS handshake with %s failed: %v", node, fp)}
+	case errors.As(err, &unknown), errors.As(err, &invalid), errors.As(err, &host), errors.As(err, &verify):
+		return &AccessError{Problem: ProblemTLS, Node: node, Detail: fmt.Sprintf("the TLS certificate of %s is not trusted: %v", node, err)}
+	case errors.As(err, &record):
+		return &AccessError{Problem: ProblemNotTLS, Node: node, Detail: fmt.Sprintf("%s does not speak TLS (is it an http:// node?)", node)}
+	}
+	return nil
+}

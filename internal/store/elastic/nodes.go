@@ -1,0 +1,151 @@
+package elastic
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elastic/elastic-transport-go/v8/elastictransport"
+	"github.com/elastic/go-elasticsearch/v8"
+)
+
+// The store's client spreads requests over the nodes of Config.URL and, when
+// a node fails (connection refused or reset, no answer, or 502/503/504/429),
+// sends the request again to another node (conn.go). nodeCounts counts
+// those failures per node and the retries they cost, for /metrics; probes
+// ask each node on its own whether it answers, for /health and /ready.
+
+// nodeCounts counts, through the transport's interceptor, the requests
+// that failed on each node and the attempts that were retries.
+type nodeCounts struct {
+	retries  atomic.Int64
+	mu       sync.Mutex
+	failures map[string]int64 // by host:port
+}
+
+// attemptsKey carries a request's attempt counter (withAttempts).
+type attemptsKey struct{}
+
+// withAttempts gives the request sent with ctx an attempt counter, so that
+// the interceptor tells the transport's retries from first attempts.
+func withAttempts(ctx context.Context) context.Context {
+	return context.WithValue(ctx, attemptsKey{}, new(atomic.Int32))
+}
+
+// retryStatus reports whether the transport retries an answer of this
+// status on another node (conn.go's RetryOnStatus).
+func retryStatus(code int) bool {
+	switch code {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
+		return true
+	}
+	return false
+}
+
+// intercept is the transport's interceptor: it sees every attempt, after
+// the transport has chosen its node (req.URL.Host).
+func (c *nodeCounts) intercept(next elastictransport.RoundTripFunc) elastictransport.RoundTripFunc {
+	return func(req *http.Request) (*http.Response, error) {
+		if a, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok && a.Add(1) > 1 {
+			c.retries.Add(1)
+		}
+		res, err := next(req)
+		if err != nil || retryStatus(res.StatusCode) {
+			c.mu.Lock()
+			c.failures[req.URL.Host]++
+			c.mu.Unlock()
+		}
+		return res, err
+	}
+}
+
+// NodeCounts returns how many requests were sent again to another node
+// (retries) and, by node (host:port, every configured node present), how
+// many attempts failed on it: no connection, no answer, or an answer the
+// client retries (502, 503, 504, 429). For /metrics.
+func (s *Store) NodeCounts() (retries int64, failures map[string]int64) {
+	c := s.counts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	failures = make(map[string]int64, len(s.probes))
+	for _, p := range s.probes {
+		failures[p.host] = 0
+	}
+	for h, n := range c.failures {
+		failures[h] = n
+	}
+	return c.retries.Load(), failures
+}
+
+// nodeProbe asks one node, and only it, whether it answers.
+type nodeProbe struct {
+	host string // host:port, never credentials
+	es   *elasticsearch.Client
+}
+
+// newProbes makes a client of each node of cfg.URL, with cfg's
+// connection settings (conn.go) and no retries on another node.
+func newProbes(cfg Config) ([]nodeProbe, error) {
+	var out []nodeProbe
+	for _, raw := range nodeURLs(cfg.URL) {
+		one := cfg
+		one.URL, one.counts = raw, nil
+		es, err := newClient(one)
+		if err != nil {
+			return nil, err
+		}
+		host := raw
+		if u, err := url.Parse(raw); err == nil {
+			host = u.Host
+		}
+		out = append(out, nodeProbe{host: host, es: es})
+	}
+	return out, nil
+}
+
+// NodeStatus is whether one configured node answers.
+type NodeStatus struct {
+	// Node is the node's host:port (never its credentials).
+	Node string
+	// Reachable is true when the node answered its cluster health (from
+	// its own view of the cluster state) within the timeout.
+	Reachable bool
+}
+
+// nodeProbeTimeout bounds each node's probe.
+const nodeProbeTimeout = 3 * time.Second
+
+// Nodes asks every configured node, side by side, whether it answers, in
+// the order of Config.URL. A node answers when it returns its own view of
+// the cluster health (a node cut off from the cluster answers too: the
+// cluster's state is /health's search check).
+func (s *Store) Nodes(ctx context.Context) []NodeStatus {
+	out := make([]NodeStatus, len(s.probes))
+	var wg sync.WaitGroup
+	for i, p := range s.probes {
+		out[i].Node = p.host
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, min(nodeProbeTimeout, s.cfg.Timeout))
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/_cluster/health?local=true", nil)
+			if err != nil {
+				return
+			}
+			res, err := p.es.Perform(req)
+			if err != nil {
+				return
+			}
+			_ = res.Body.Close()
+			out[i].Reachable = res.StatusCode == http.StatusOK
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// nodeDialTimeout bounds a new connection to a node (conn.go): a node that
+// does not accept within it is failed over to another.
+const nodeDialTimeout = 2 * time.Second
