@@ -61,7 +61,7 @@ TAGS=sqlite_fts5
 # Suites that run as stages of their own, after the rest, each with its own time (failover
 # and container suites: slow, and worth a line of their own). A package listed here that
 # does not exist yet is ignored; every other package is in the main `go test ./...`.
-OWN_STAGES=(./test/failover ./test/containers ./test/docker)
+OWN_STAGES=(./test/failover ./test/securees ./test/securedredis)
 
 # ---- stage bookkeeping: each stage says when it starts and ends (seconds since this script
 # started), so a slow run shows where its time went; the summary repeats them.
