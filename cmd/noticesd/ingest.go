@@ -129,9 +129,9 @@ func ingestScale(ctx context.Context, cfg config.Config, rest []string, quiet bo
 		// An ingest that died between its Elasticsearch write and its
 		// Redis record left notices out of the bulk screen: record them
 		// first (the workers' sweep does the same every 30 s).
-		n, err := st.Redis.RepairRecords(ctx)
-		if err != nil {
-			return err
+		n, rerr := st.Redis.RepairRecords(ctx)
+		if rerr != nil {
+			return rerr
 		}
 		if n > 0 && !quiet {
 			fmt.Fprintf(stderr, "recorded %d notices an earlier ingest stored in Elasticsearch but did not record in Redis (it stopped between the two)\n", n)

@@ -210,20 +210,20 @@ func (top *SentinelTopology) settledOnce(ctx context.Context) error {
 		primary, err := sc.GetMasterAddrByName(ctx, top.Master).Result()
 		if err != nil {
 			sc.Close()
-			return fmt.Errorf("Sentinel %s: master: %w", s, err)
+			return fmt.Errorf("sentinel %s: master: %w", s, err)
 		}
 		replicas, err := sc.Replicas(ctx, top.Master).Result()
 		if err != nil {
 			sc.Close()
-			return fmt.Errorf("Sentinel %s: replicas: %w", s, err)
+			return fmt.Errorf("sentinel %s: replicas: %w", s, err)
 		}
 		others, err := sc.Sentinels(ctx, top.Master).Result()
 		sc.Close()
 		if err != nil {
-			return fmt.Errorf("Sentinel %s: sentinels: %w", s, err)
+			return fmt.Errorf("sentinel %s: sentinels: %w", s, err)
 		}
 		if got := net.JoinHostPort(primary[0], primary[1]); got != top.first {
-			return fmt.Errorf("Sentinel %s names %s as primary, not %s", s, got, top.first)
+			return fmt.Errorf("sentinel %s names %s as primary, not %s", s, got, top.first)
 		}
 		up := 0
 		for _, r := range replicas {
@@ -232,7 +232,7 @@ func (top *SentinelTopology) settledOnce(ctx context.Context) error {
 			}
 		}
 		if up != 1 || len(others) != 2 {
-			return fmt.Errorf("Sentinel %s sees %d replica(s) in sync and %d other Sentinel(s), want 1 and 2", s, up, len(others))
+			return fmt.Errorf("sentinel %s sees %d replica(s) in sync and %d other Sentinel(s), want 1 and 2", s, up, len(others))
 		}
 	}
 	return nil
