@@ -180,8 +180,11 @@ func dockerElasticsearch(ctx context.Context, d *dockerEngine) (*server, error) 
 	}, probeElasticsearch)
 }
 
+// dockerRedis: on the host network with no persistence, as scripts/services.sh
+// runs its redis-server (a save point's fork in the middle of a 1,000,000-company
+// watch made TestMillionCompanyWatch time out here).
 func dockerRedis(ctx context.Context, d *dockerEngine) (*server, error) {
 	return d.run(ctx, "redis", "7", "6379/tcp", "redis", nil, func(port int) ([]string, []string, error) {
-		return nil, []string{"redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port)}, nil
+		return nil, []string{"redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no"}, nil
 	}, probeRedis)
 }

@@ -471,9 +471,6 @@ func TestComposeStack(t *testing.T) {
 		t.Fatalf("docker inspect api shows the secret key, or no NOTICES_SECRET_KEY_FILE: %s", out)
 	}
 	t.Logf("docker inspect api: NOTICES_SECRET_KEY_FILE set, the key itself not shown")
-	if out, err := exec.Command("docker", "stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}").CombinedOutput(); err == nil {
-		t.Logf("memory after the first up (use / limit):\n%s", out)
-	}
 
 	// ---- the README's tour against the stack
 	t.Run("tour", func(t *testing.T) {
