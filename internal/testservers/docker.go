@@ -181,8 +181,9 @@ func dockerElasticsearch(ctx context.Context, d *dockerEngine) (*server, error) 
 }
 
 // dockerRedis: on the host network with no persistence, as scripts/services.sh
-// runs its redis-server (a save point's fork in the middle of a 1,000,000-company
-// watch made TestMillionCompanyWatch time out here).
+// runs its redis-server. With the default save points TestMillionCompanyWatch
+// timed out against it in two of three runs on a busy machine; a fork for a
+// save in the middle of its 1,000,000-company watch is the likely cause.
 func dockerRedis(ctx context.Context, d *dockerEngine) (*server, error) {
 	return d.run(ctx, "redis", "7", "6379/tcp", "redis", nil, func(port int) ([]string, []string, error) {
 		return nil, []string{"redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no"}, nil
