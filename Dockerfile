@@ -1,20 +1,23 @@
-# syntax=docker/dockerfile:1
 # noticesd image: a cgo build with SQLite's full-text search (-tags sqlite_fts5) on Debian
 # bookworm, run on bookworm-slim as a non-root user. One image for every command:
 #   docker run --rm noticesd:local --help
 #   docker run -e NOTICES_BACKEND=scale ... noticesd:local serve
 # compose.yaml builds and runs it; docs/operating.md ("The scale-out stack").
+#
+# No `# syntax=` line and no `RUN --mount` caches: a syntax line makes BuildKit fetch its
+# frontend image from a registry (fails offline), and --mount needs BuildKit, which Docker 20.10
+# (Debian bookworm's docker.io) does not use by default. The module download is a layer of its
+# own (go.mod and go.sum copied first), so it is rebuilt only when they change.
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
-RUN --mount=type=cache,target=/go/pkg/mod go mod download
+RUN go mod download
 COPY . .
 # The version is in the code (cmd/noticesd/version.go); the commit is stamped here
 # (docker build --build-arg COMMIT=$(git rev-parse HEAD) .), as make build does.
 ARG COMMIT=unknown
-RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=1 go build -tags sqlite_fts5 -trimpath \
+RUN CGO_ENABLED=1 go build -tags sqlite_fts5 -trimpath \
       -ldflags "-s -w -X main.commit=${COMMIT}" \
       -o /out/noticesd ./cmd/noticesd
 

@@ -27,6 +27,12 @@ run-scale:
 test:
 	./scripts/test.sh
 
+## test-deploy: the Docker deployment for real (root; scripts/test-deploy.sh): its own dockerd, local base images,
+## the Dockerfile built, compose up with the tour, a webhook, down/up and a killed worker, dockertest's store suites
+.PHONY: test-deploy
+test-deploy:
+	./scripts/test-deploy.sh
+
 ## bench: Go benchmarks on 1,000,000 notices / 4,000,000 register rows; writes docs/benchmarks.md
 bench: build
 	./scripts/bench.sh

@@ -256,6 +256,9 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("NOTICES_DIGEST_TIME", &c.DigestTime)
 	str("NOTICES_LOG_LEVEL", &c.LogLevel)
 	str("NOTICES_SECRET_KEY", &c.SecretKey)
+	if err := secretKeyFile(lookup, &c.SecretKey); err != nil {
+		errsSeen = append(errsSeen, err.Error())
+	}
 	str("NOTICES_SECRET_KEY_PREVIOUS", &c.SecretKeyPrevious)
 	str("NOTICES_LOG_FORMAT", &c.LogFormat)
 	integer := func(name string, min int, dst *int) {
@@ -483,4 +486,27 @@ func validNamespace(ns string) bool {
 		}
 	}
 	return true
+}
+
+// secretKeyFile reads NOTICES_SECRET_KEY_FILE (a file holding the key, as a
+// compose or Kubernetes secret mounts it) into *key, without surrounding
+// white space. Setting it together with NOTICES_SECRET_KEY is an error.
+func secretKeyFile(lookup func(string) (string, bool), key *string) error {
+	path, ok := lookup("NOTICES_SECRET_KEY_FILE")
+	if !ok || path == "" {
+		return nil
+	}
+	if *key != "" {
+		return fmt.Errorf("NOTICES_SECRET_KEY and NOTICES_SECRET_KEY_FILE are both set; set one of them")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("NOTICES_SECRET_KEY_FILE=%q cannot be read: %v", path, err)
+	}
+	k := strings.TrimSpace(string(b))
+	if k == "" {
+		return fmt.Errorf("NOTICES_SECRET_KEY_FILE=%q is empty; it must hold the key (openssl rand -base64 32)", path)
+	}
+	*key = k
+	return nil
 }

@@ -273,3 +273,52 @@ func keyFile(t *testing.T, content string) string {
 	}
 	return p
 }
+
+// TestSecretKeyFile checks NOTICES_SECRET_KEY_FILE: the key read from the
+// file without its surrounding white space, and clear errors for a missing
+// or empty file and for setting it together with NOTICES_SECRET_KEY.
+func TestSecretKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "key")
+	if err := os.WriteFile(good, []byte("  "+DevelopmentSecretKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("c2hvcnQ=\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	load := func(env map[string]string) (Config, error) {
+		return fromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	}
+	c, err := load(map[string]string{"NOTICES_SECRET_KEY_FILE": good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SecretKey != DevelopmentSecretKey {
+		t.Errorf("SecretKey from the file = %q, want %q (trimmed)", c.SecretKey, DevelopmentSecretKey)
+	}
+	if b, err := c.SecretBox(); err != nil || b == nil {
+		t.Errorf("SecretBox from the file's key = %v, %v", b, err)
+	}
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"both set", map[string]string{"NOTICES_SECRET_KEY": DevelopmentSecretKey, "NOTICES_SECRET_KEY_FILE": good}, []string{"NOTICES_SECRET_KEY and NOTICES_SECRET_KEY_FILE"}},
+		{"missing file", map[string]string{"NOTICES_SECRET_KEY_FILE": filepath.Join(dir, "nope")}, []string{"NOTICES_SECRET_KEY_FILE", "nope", "no such file"}},
+		{"empty file", map[string]string{"NOTICES_SECRET_KEY_FILE": empty}, []string{"NOTICES_SECRET_KEY_FILE", "empty"}},
+		{"short key in the file", map[string]string{"NOTICES_SECRET_KEY_FILE": short}, []string{"NOTICES_SECRET_KEY"}},
+	} {
+		_, err := load(tt.env)
+		for _, w := range tt.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: err = %v, want one mentioning %q", tt.name, err, w)
+			}
+		}
+	}
+}

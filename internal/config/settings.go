@@ -44,6 +44,7 @@ var Settings = []Setting{
 	{"NOTICES_MAIL_FROM", "none", "From address of alert_email mail (required with NOTICES_SMTP_URL), e.g. 'noticesd <alerts@example.com>'"},
 	{"NOTICES_DIGEST_TIME", "07:00 Australia/Sydney", "daily digest time of alert_email: HH:MM and an IANA time zone"},
 	{"NOTICES_SECRET_KEY", "none", "base64 of 32 random bytes (openssl rand -base64 32) encrypting webhook secrets at rest; serve needs it while webhooks are on"},
+	{"NOTICES_SECRET_KEY_FILE", "none", "a file holding NOTICES_SECRET_KEY (white space around it ignored), e.g. a compose secret at /run/secrets/...; not together with NOTICES_SECRET_KEY"},
 	{"NOTICES_SECRET_KEY_PREVIOUS", "none", "the key before a rotation, still accepted for decryption until every secret is re-sealed"},
 	{"NOTICES_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"NOTICES_LOG_FORMAT", "json", "json or text: format of the log lines on stderr"},

@@ -8,7 +8,10 @@
 //     error, not a reason to look elsewhere.
 //  2. A Docker engine, when one answers within a second: the official
 //     Elasticsearch image (single node, security off, small heap) and redis:7,
-//     through github.com/ory/dockertest/v3.
+//     through github.com/ory/dockertest/v3, with the port published on
+//     127.0.0.1; on an engine without a bridge network (dockerd
+//     --bridge=none, as `make test-deploy` runs it) on the host's network
+//     instead, listening on a free loopback port.
 //  3. Local processes started by scripts/services.sh (Elasticsearch from the
 //     Maven Central test zip, redis-server from Debian), on free loopback
 //     ports, one of each per test binary.

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +38,9 @@ func root(t *testing.T) string {
 type composeFile struct {
 	Services map[string]service `yaml:"services"`
 	Volumes  map[string]any     `yaml:"volumes"`
+	Secrets  map[string]struct {
+		File string `yaml:"file"`
+	} `yaml:"secrets"`
 }
 
 type service struct {
@@ -54,9 +58,12 @@ type service struct {
 	Deploy struct {
 		Replicas int `yaml:"replicas"`
 	} `yaml:"deploy"`
-	Volumes []string `yaml:"volumes"`
-	Ports   []string `yaml:"ports"`
-	Restart string   `yaml:"restart"`
+	Volumes  []string       `yaml:"volumes"`
+	Ports    []string       `yaml:"ports"`
+	Restart  string         `yaml:"restart"`
+	Secrets  []string       `yaml:"secrets"`
+	MemLimit string         `yaml:"mem_limit"`
+	Ulimits  map[string]any `yaml:"ulimits"`
 }
 
 func loadCompose(t *testing.T) (composeFile, []byte) {
@@ -208,9 +215,15 @@ func TestComposeSettings(t *testing.T) {
 				t.Errorf("service %s: %s = %q, want %q", name, k, got, want)
 			}
 		}
-		if got := s.Environment["NOTICES_SECRET_KEY"]; !strings.HasPrefix(got, "${NOTICES_SECRET_KEY:?") {
-			t.Errorf("service %s: NOTICES_SECRET_KEY = %q, want it required from the environment (${NOTICES_SECRET_KEY:?message})", name, got)
+		if got, ok := s.Environment["NOTICES_SECRET_KEY"]; ok {
+			t.Errorf("service %s sets NOTICES_SECRET_KEY (%q): docker inspect would show it; use the compose secret (NOTICES_SECRET_KEY_FILE)", name, got)
 		}
+		if got := s.Environment["NOTICES_SECRET_KEY_FILE"]; got != "/run/secrets/notices_secret_key" || !slices.Contains(s.Secrets, "notices_secret_key") {
+			t.Errorf("service %s: NOTICES_SECRET_KEY_FILE = %q, secrets %v; want /run/secrets/notices_secret_key from the compose secret notices_secret_key", name, got, s.Secrets)
+		}
+	}
+	if f := cf.Secrets["notices_secret_key"].File; !strings.HasPrefix(f, "${NOTICES_SECRET_KEY_PATH:?") {
+		t.Errorf("secret notices_secret_key's file is %q, want it required from the environment (${NOTICES_SECRET_KEY_PATH:?message})", f)
 	}
 	if noticesd < 3 {
 		t.Errorf("%d services run noticesd with NOTICES_BACKEND set, want api, worker and init", noticesd)
@@ -290,8 +303,36 @@ func TestComposeServices(t *testing.T) {
 	if worker.Deploy.Replicas != 2 {
 		t.Errorf("worker replicas = %d, want 2", worker.Deploy.Replicas)
 	}
-	if !slices.Contains(api.Ports, "${NOTICES_PORT:-8080}:8080") || api.Environment["NOTICES_ADDR"] != ":8080" {
-		t.Errorf("api: want port 8080 published and NOTICES_ADDR=:8080, got ports %v, addr %q", api.Ports, api.Environment["NOTICES_ADDR"])
+	if !slices.Equal(api.Ports, []string{"${NOTICES_PUBLISH_IP:-127.0.0.1}:${NOTICES_PORT:-8080}:8080"}) || api.Environment["NOTICES_ADDR"] != ":8080" {
+		t.Errorf("api: want port 8080 published on 127.0.0.1 by default (NOTICES_PUBLISH_IP opens it) and NOTICES_ADDR=:8080, got ports %v, addr %q", api.Ports, api.Environment["NOTICES_ADDR"])
+	}
+	for name, s := range cf.Services {
+		if name != "api" && len(s.Ports) > 0 {
+			t.Errorf("service %s publishes %v: only the API is published", name, s.Ports)
+		}
+		if s.MemLimit == "" {
+			t.Errorf("service %s has no mem_limit", name)
+		}
+		if _, ok := s.Ulimits["memlock"]; ok && s.Environment["bootstrap.memory_lock"] != "true" {
+			t.Errorf("service %s raises the memlock ulimit without bootstrap.memory_lock=true", name)
+		}
+	}
+	// The heap is half of Elasticsearch's memory limit.
+	heap := regexp.MustCompile(`-Xmx(\d+)([gm])`).FindStringSubmatch(es.Environment["ES_JAVA_OPTS"])
+	limit := regexp.MustCompile(`^\$\{ES_MEM_LIMIT:-(\d+)([gm])\}$`).FindStringSubmatch(es.MemLimit)
+	mb := func(n, unit string) int {
+		v, _ := strconv.Atoi(n)
+		if unit == "g" {
+			v *= 1024
+		}
+		return v
+	}
+	if heap == nil || limit == nil || 2*mb(heap[1], heap[2]) != mb(limit[1], limit[2]) {
+		t.Errorf("elasticsearch: heap %q and mem_limit %q: want the heap at half the limit", es.Environment["ES_JAVA_OPTS"], es.MemLimit)
+	}
+	// A production `up` loads no synthetic notices: the demo is opt-in.
+	if got := initSvc.Environment["DEMO"]; got != "${DEMO:-off}" {
+		t.Errorf("init DEMO = %q, want ${DEMO:-off} (the demo opt-in)", got)
 	}
 }
 
@@ -495,7 +536,7 @@ func TestDockerfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	pats := strings.Fields(string(ign))
-	for _, want := range []string{".git", "data", "bin", ".cache"} {
+	for _, want := range []string{".git", "data", "bin", ".cache", "secrets", ".env"} { // secrets: compose.yaml's key file
 		if !slices.Contains(pats, want) {
 			t.Errorf(".dockerignore lacks %s", want)
 		}
@@ -536,16 +577,20 @@ func TestComposeConfig(t *testing.T) {
 	run := func(file string, env ...string) (string, error) {
 		c := exec.Command(client[0], append(client[1:], "-f", file, "config", "-q")...)
 		c.Dir = dir
-		c.Env = append(slices.DeleteFunc(os.Environ(), func(s string) bool { return strings.HasPrefix(s, "NOTICES_SECRET_KEY=") }), env...)
+		c.Env = append(slices.DeleteFunc(os.Environ(), func(s string) bool { return strings.HasPrefix(s, "NOTICES_SECRET_KEY") }), env...)
 		out, err := c.CombinedOutput()
 		return string(out), err
 	}
 	compose := filepath.Join(dir, "compose.yaml")
-	if out, err := run(compose, "NOTICES_SECRET_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="); err != nil {
+	keyFile := filepath.Join(t.TempDir(), "notices_secret_key")
+	if err := os.WriteFile(keyFile, []byte("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(compose, "NOTICES_SECRET_KEY_PATH="+keyFile); err != nil {
 		t.Errorf("%s config: %v\n%s", strings.Join(client, " "), err, out)
 	}
-	if out, err := run(compose); err == nil || !strings.Contains(out, "NOTICES_SECRET_KEY") {
-		t.Errorf("config without NOTICES_SECRET_KEY: err %v, want a failure naming the variable; output:\n%s", err, out)
+	if out, err := run(compose); err == nil || !strings.Contains(out, "NOTICES_SECRET_KEY_PATH") {
+		t.Errorf("config without NOTICES_SECRET_KEY_PATH: err %v, want a failure naming the variable; output:\n%s", err, out)
 	}
 	raw, err := os.ReadFile(compose)
 	if err != nil {
@@ -555,7 +600,7 @@ func TestComposeConfig(t *testing.T) {
 	if err := os.WriteFile(broken, bytes.Replace(raw, []byte("    command: [\"worker\"]\n"), []byte("    command: [\"worker\"]\n    replicas_typo: 2\n"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := run(broken, "NOTICES_SECRET_KEY=x"); err == nil {
+	if out, err := run(broken, "NOTICES_SECRET_KEY_PATH="+keyFile); err == nil {
 		t.Errorf("config accepted a service with an unknown key (replicas_typo): it does not validate\n%s", out)
 	}
 }

@@ -80,6 +80,33 @@ func Tour(tb testing.TB, bin string, env []string) {
 	if len(exports) != 2 {
 		tb.Fatalf("noticesd demo printed %d export lines, want the README's two; stdout:\n%s", len(exports), stdout)
 	}
+	TourAt(tb, exports)
+}
+
+// TourAt runs the README's short tour and the reference's examples, as
+// Tour does, against a server already running: exports are the two export
+// lines `noticesd demo` prints (KEY, ACCT and BASE; ACN, ABN, QUIET and
+// NOTICE), made by the caller for a server it started otherwise (test/deployrun's
+// compose stack).
+func TourAt(tb testing.TB, exports []string) {
+	tb.Helper()
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			tb.Fatalf("the README's tour and the reference's examples run %s, and there is none on PATH: install it (apt-get install %s)", tool, tool)
+		}
+	}
+	tour := ShellBlocks(tb, "README.md", "## A short tour")
+	reference := ShellBlocks(tb, "docs/reference.md", "")
+	blocks := append(slices.Clone(tour), reference...)
+	calls := CurlCalls(blocks)
+	client := &http.Client{Timeout: 30 * time.Second}
+	vars := map[string]string{}
+	for _, e := range exports {
+		for _, m := range exportVar.FindAllStringSubmatch(e, -1) {
+			vars[m[1]] = strings.Trim(m[2], "'")
+		}
+	}
+	base := vars["BASE"]
 
 	out, ran := RunShell(tb, strings.Join(exports, "\n")+"\n"+strings.Join(blocks, "\n"))
 	if ran != calls {
@@ -98,12 +125,6 @@ func Tour(tb testing.TB, bin string, env []string) {
 	}
 
 	// What the README says of the answers, with the values the demo printed.
-	vars := map[string]string{}
-	for _, e := range exports {
-		for _, m := range exportVar.FindAllStringSubmatch(e, -1) {
-			vars[m[1]] = strings.Trim(m[2], "'")
-		}
-	}
 	get := func(method, path, body string, v any) {
 		tb.Helper()
 		req, _ := http.NewRequest(method, vars["BASE"]+path, strings.NewReader(body))
