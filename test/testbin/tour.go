@@ -30,19 +30,7 @@ var exportVar = regexp.MustCompile(`(\w+)=('[^']*'|\S+)`)
 // yet.
 func Tour(tb testing.TB, bin string, env []string) {
 	tb.Helper()
-	for _, tool := range []string{"bash", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			tb.Fatalf("the README's tour and the reference's examples run %s, and there is none on PATH: install it (apt-get install %s)", tool, tool)
-		}
-	}
-	tour := ShellBlocks(tb, "README.md", "## A short tour")
-	reference := ShellBlocks(tb, "docs/reference.md", "")
-	blocks := append(slices.Clone(tour), reference...)
-	calls := CurlCalls(blocks)
-	if len(tour) < 2 || len(reference) < 11 || calls < 40 {
-		tb.Fatalf("README.md's tour has %d shell blocks and docs/reference.md %d, with %d curl commands in all; this test expects at least 2, 11 and 40",
-			len(tour), len(reference), calls)
-	}
+	tourBlocks(tb) // what the tour needs, checked before the demo starts
 
 	addr := FreeAddr(tb)
 	stdout, stderr := &LockedBuffer{}, &LockedBuffer{}
@@ -90,15 +78,7 @@ func Tour(tb testing.TB, bin string, env []string) {
 // compose stack).
 func TourAt(tb testing.TB, exports []string) {
 	tb.Helper()
-	for _, tool := range []string{"bash", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			tb.Fatalf("the README's tour and the reference's examples run %s, and there is none on PATH: install it (apt-get install %s)", tool, tool)
-		}
-	}
-	tour := ShellBlocks(tb, "README.md", "## A short tour")
-	reference := ShellBlocks(tb, "docs/reference.md", "")
-	blocks := append(slices.Clone(tour), reference...)
-	calls := CurlCalls(blocks)
+	blocks, calls := tourBlocks(tb)
 	client := &http.Client{Timeout: 30 * time.Second}
 	vars := map[string]string{}
 	for _, e := range exports {
@@ -168,4 +148,25 @@ func TourAt(tb testing.TB, exports []string) {
 		}
 		tb.Errorf("the README says $QUIET (%s) is in the register with notice_count 0; got register data %v, notice_count %s", vars["QUIET"], quiet.Register != nil, count)
 	}
+}
+
+// tourBlocks returns the shell blocks of the README's tour and of the API
+// reference, and how many curl commands they hold, after checking that
+// the tools they run are on PATH and that they are all there.
+func tourBlocks(tb testing.TB) (blocks []string, calls int) {
+	tb.Helper()
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			tb.Fatalf("the README's tour and the reference's examples run %s, and there is none on PATH: install it (apt-get install %s)", tool, tool)
+		}
+	}
+	tour := ShellBlocks(tb, "README.md", "## A short tour")
+	reference := ShellBlocks(tb, "docs/reference.md", "")
+	blocks = append(slices.Clone(tour), reference...)
+	calls = CurlCalls(blocks)
+	if len(tour) < 2 || len(reference) < 11 || calls < 40 {
+		tb.Fatalf("README.md's tour has %d shell blocks and docs/reference.md %d, with %d curl commands in all; this test expects at least 2, 11 and 40",
+			len(tour), len(reference), calls)
+	}
+	return blocks, calls
 }
