@@ -6,12 +6,10 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,11 +18,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/google/go-github/v75/github"
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/test/testbin"
@@ -170,77 +165,6 @@ func (s *stack) waitHealthy(what string) {
 func (s *stack) logs() string {
 	out, _ := s.composeErr("logs", "--no-color", "--tail", "40")
 	return out
-}
-
-// receiver is the webhook endpoint: TLS with a certificate of its own CA
-// (given to the workers as NOTICES_WEBHOOK_CA_FILE), signatures checked,
-// deliveries recorded by X-Notices-Delivery.
-type receiver struct {
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	secret  string
-	delay   time.Duration
-	badSig  int
-	posts   int
-	byNotic map[string][]string // notice id -> distinct delivery ids
-}
-
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		return
-	}
-	r.mu.Lock()
-	secret, delay := r.secret, r.delay
-	r.mu.Unlock()
-	if err := github.ValidateSignature(req.Header.Get("X-Notices-Signature"), body, []byte(secret)); err != nil {
-		r.mu.Lock()
-		r.badSig++
-		r.mu.Unlock()
-		w.WriteHeader(http.StatusUnauthorized)
-		return
-	}
-	var p struct {
-		Notice struct {
-			ID string `json:"id"`
-		} `json:"notice"`
-	}
-	if err := json.Unmarshal(body, &p); err != nil || p.Notice.ID == "" {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	if delay > 0 {
-		select {
-		case <-time.After(delay):
-		case <-req.Context().Done():
-			return
-		}
-	}
-	id := req.Header.Get("X-Notices-Delivery")
-	r.mu.Lock()
-	r.posts++
-	if !slices.Contains(r.byNotic[p.Notice.ID], id) {
-		r.byNotic[p.Notice.ID] = append(r.byNotic[p.Notice.ID], id)
-	}
-	r.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// delivered counts the notices of ids that arrived, and lists those that
-// arrived under more than one delivery id.
-func (r *receiver) delivered(ids []string) (n int, dup []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, id := range ids {
-		if d := r.byNotic[id]; len(d) > 0 {
-			n++
-			if len(d) > 1 {
-				dup = append(dup, id)
-			}
-		}
-	}
-	return n, dup
 }
 
 // api calls the API with key and decodes a JSON answer into out; a status
@@ -409,18 +333,14 @@ func TestComposeStack(t *testing.T) {
 	}
 
 	// The webhook receiver, TLS on loopback; its CA goes to the workers.
-	rcv := &receiver{byNotic: map[string][]string{}}
-	rcv.srv = httptest.NewTLSServer(rcv)
-	defer rcv.srv.Close()
+	rcv := testbin.NewReceiver(t)
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	caFile := filepath.Join(dir, "ca.pem")
-	cert := rcv.srv.Certificate()
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cert := rcv.Server.Certificate()
+	rcv.WriteCA(t, caFile, 0o644)
 	if _, err := x509.ParseCertificate(cert.Raw); err != nil {
 		t.Fatal(err)
 	}
@@ -491,17 +411,15 @@ func TestComposeStack(t *testing.T) {
 	var reg struct {
 		Secret string `json:"secret"`
 	}
-	s.api(acct, "POST", "/v1/watches/"+w.ID+"/webhook", map[string]string{"url": rcv.srv.URL + "/hook"}, http.StatusCreated, &reg)
-	rcv.mu.Lock()
-	rcv.secret = reg.Secret
-	rcv.mu.Unlock()
+	s.api(acct, "POST", "/v1/watches/"+w.ID+"/webhook", map[string]string{"url": rcv.Server.URL + "/hook"}, http.StatusCreated, &reg)
+	rcv.SetSecret(reg.Secret)
 	s.ingest("DEPLOYFIRST", slices.Repeat(watched, 3))
 	first := s.searchIDs(acct, "DEPLOYFIRST", 6)
 	testbin.WaitFor(t, 90*time.Second, "the 6 watched notices delivered to the receiver by the worker containers", func() bool {
-		n, _ := rcv.delivered(first)
+		n, _ := rcv.Delivered(first)
 		return n == len(first)
 	})
-	t.Logf("webhook: %d notices delivered, signed, from the worker containers to %s", len(first), rcv.srv.URL)
+	t.Logf("webhook: %d notices delivered, signed, from the worker containers to %s", len(first), rcv.Server.URL)
 
 	// ---- down and up: the volumes keep accounts, watches, notices, deliveries
 	deliveries := func() int {
@@ -530,8 +448,8 @@ func TestComposeStack(t *testing.T) {
 		WebhookURL string `json:"webhook_url"`
 	}
 	s.api(acct, "GET", "/v1/watches/"+w.ID, nil, http.StatusOK, &got) // the account key still works: accounts kept
-	if got.WebhookURL != rcv.srv.URL+"/hook" {
-		t.Fatalf("after down/up the watch's webhook_url is %q, want %q", got.WebhookURL, rcv.srv.URL+"/hook")
+	if got.WebhookURL != rcv.Server.URL+"/hook" {
+		t.Fatalf("after down/up the watch's webhook_url is %q, want %q", got.WebhookURL, rcv.Server.URL+"/hook")
 	}
 	s.searchIDs(keys["read_key"], "DEPLOYFIRST", 6) // notices kept (Elasticsearch volume)
 	if n := deliveries(); n != 6 {
@@ -540,32 +458,28 @@ func TestComposeStack(t *testing.T) {
 	t.Logf("down/up kept the account (its key works), the watch and its webhook, the 6 notices and the 6 delivery records")
 
 	// ---- a worker container killed mid-delivery loses nothing
-	rcv.mu.Lock()
-	rcv.delay = 1500 * time.Millisecond
-	rcv.mu.Unlock()
+	rcv.SetDelay(1500 * time.Millisecond)
 	s.ingest("DEPLOYCRASH", slices.Repeat(watched, 12))
 	crash := s.searchIDs(acct, "DEPLOYCRASH", 24)
 	testbin.WaitFor(t, 90*time.Second, "deliveries of the crash batch under way", func() bool {
-		n, _ := rcv.delivered(crash)
+		n, _ := rcv.Delivered(crash)
 		return n >= 2
 	})
 	victim := s.container("worker")
 	docker(t, "kill", victim)
-	before, _ := rcv.delivered(crash)
+	before, _ := rcv.Delivered(crash)
 	if before == len(crash) {
 		t.Fatalf("all %d delivered before the kill: the test caught nothing in flight", before)
 	}
 	t.Logf("docker kill (SIGKILL) worker container %s with %d of %d deliveries made", victim[:12], before, len(crash))
-	rcv.mu.Lock()
-	rcv.delay = 0
-	rcv.mu.Unlock()
+	rcv.SetDelay(0)
 	// The killed worker's attempts in flight come back through asynq's
 	// recoverer (once a minute, after the 30 s lease): up to about two minutes.
 	testbin.WaitFor(t, 300*time.Second, "every crash-batch notice delivered", func() bool {
-		n, _ := rcv.delivered(crash)
+		n, _ := rcv.Delivered(crash)
 		return n == len(crash)
 	})
-	if _, dup := rcv.delivered(append(slices.Clone(first), crash...)); len(dup) > 0 {
+	if _, dup := rcv.Delivered(append(slices.Clone(first), crash...)); len(dup) > 0 {
 		t.Fatalf("notices delivered under more than one delivery id: %v", dup)
 	}
 	testbin.WaitFor(t, 300*time.Second, "every delivery record delivered", func() bool {
@@ -585,9 +499,7 @@ func TestComposeStack(t *testing.T) {
 		}
 		return true
 	})
-	rcv.mu.Lock()
-	bad, posts := rcv.badSig, rcv.posts
-	rcv.mu.Unlock()
+	posts, bad := rcv.Counts()
 	if bad != 0 {
 		t.Fatalf("%d webhook requests had a bad signature", bad)
 	}

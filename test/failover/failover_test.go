@@ -17,7 +17,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,11 +75,9 @@ func TestRedisFailover(t *testing.T) {
 	top := testservers.StartSentinel(t)
 	dir := t.TempDir()
 
-	rcv := newReceiver(t)
+	rcv := testbin.NewReceiver(t)
 	caFile := filepath.Join(dir, "receiver-ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rcv.srv.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rcv.WriteCA(t, caFile, 0o600)
 	primaryAddr := mustPrimary(t, top)
 	common := []string{
 		"NOTICES_BACKEND=scale",
@@ -157,10 +154,8 @@ func TestRedisFailover(t *testing.T) {
 	var reg struct {
 		Secret string `json:"secret"`
 	}
-	hooks.call("POST", "/v1/watches/"+w.ID+"/webhook", map[string]string{"url": rcv.srv.URL + "/hook"}, http.StatusCreated, &reg)
-	rcv.mu.Lock()
-	rcv.secret = reg.Secret
-	rcv.mu.Unlock()
+	hooks.call("POST", "/v1/watches/"+w.ID+"/webhook", map[string]string{"url": rcv.Server.URL + "/hook"}, http.StatusCreated, &reg)
+	rcv.SetSecret(reg.Secret)
 	var want []string // notice ids the watch must have delivered
 	var wantMu sync.Mutex
 	// ingestRetrying writes n notices for the watched companies and runs
@@ -191,14 +186,12 @@ func TestRedisFailover(t *testing.T) {
 	}
 	ingest("BEFORE", 6, false)
 	testbin.WaitFor(t, 60*time.Second, "the first batch delivered", func() bool {
-		n, _ := rcv.delivered(want)
+		n, _ := rcv.Delivered(want)
 		return n == len(want)
 	})
 
 	// ---- the burst
-	rcv.mu.Lock()
-	rcv.delay = 150 * time.Millisecond // deliveries in flight at the kill
-	rcv.mu.Unlock()
+	rcv.SetDelay(150 * time.Millisecond) // deliveries in flight at the kill
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, c := range creators {
@@ -385,10 +378,10 @@ func TestRedisFailover(t *testing.T) {
 	// ---- every notice delivered, each under one delivery id, and every
 	// delivery record delivered
 	testbin.WaitFor(t, 180*time.Second, "every notice delivered to the TLS receiver", func() bool {
-		n, _ := rcv.delivered(want)
+		n, _ := rcv.Delivered(want)
 		return n == len(want)
 	})
-	if _, dup := rcv.delivered(want); len(dup) > 0 {
+	if _, dup := rcv.Delivered(want); len(dup) > 0 {
 		t.Errorf("notices delivered under more than one delivery id: %v", dup)
 	}
 	testbin.WaitFor(t, 180*time.Second, "every delivery record delivered", func() bool {
@@ -408,9 +401,7 @@ func TestRedisFailover(t *testing.T) {
 		}
 		return len(list.Data) == len(want)
 	})
-	rcv.mu.Lock()
-	posts, bad := rcv.posts, rcv.badSig
-	rcv.mu.Unlock()
+	posts, bad := rcv.Counts()
 	if bad > 0 {
 		t.Errorf("%d webhook requests had a bad signature", bad)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"sort"
@@ -17,8 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/google/go-github/v75/github"
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/test/testbin"
@@ -250,85 +247,6 @@ func route(path string) string {
 		}
 	}
 	return strings.Join(parts, "/")
-}
-
-// receiver is the webhook endpoint: TLS, every signature checked,
-// deliveries recorded by X-Notices-Delivery.
-type receiver struct {
-	srv *httptest.Server
-
-	mu       sync.Mutex
-	secret   string
-	delay    time.Duration
-	badSig   int
-	posts    int
-	byID     map[string]string   // delivery id -> notice id
-	byNotice map[string][]string // notice id -> distinct delivery ids
-}
-
-func newReceiver(t *testing.T) *receiver {
-	r := &receiver{byID: map[string]string{}, byNotice: map[string][]string{}}
-	r.srv = httptest.NewTLSServer(r)
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		return
-	}
-	r.mu.Lock()
-	secret, delay := r.secret, r.delay
-	r.mu.Unlock()
-	if err := github.ValidateSignature(req.Header.Get("X-Notices-Signature"), body, []byte(secret)); err != nil {
-		r.mu.Lock()
-		r.badSig++
-		r.mu.Unlock()
-		w.WriteHeader(http.StatusUnauthorized)
-		return
-	}
-	var p struct {
-		Notice struct {
-			ID string `json:"id"`
-		} `json:"notice"`
-	}
-	if err := json.Unmarshal(body, &p); err != nil || p.Notice.ID == "" {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	if delay > 0 {
-		select {
-		case <-time.After(delay):
-		case <-req.Context().Done():
-			return
-		}
-	}
-	id := req.Header.Get("X-Notices-Delivery")
-	r.mu.Lock()
-	r.posts++
-	if _, ok := r.byID[id]; !ok {
-		r.byID[id] = p.Notice.ID
-		r.byNotice[p.Notice.ID] = append(r.byNotice[p.Notice.ID], id)
-	}
-	r.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// delivered reports how many of ids arrived, and the notices that
-// arrived under more than one delivery id.
-func (r *receiver) delivered(ids []string) (n int, dup []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, id := range ids {
-		if d := r.byNotice[id]; len(d) > 0 {
-			n++
-			if len(d) > 1 {
-				dup = append(dup, id)
-			}
-		}
-	}
-	return n, dup
 }
 
 // acn returns a valid ACN made from n (8 digits and the check digit).

@@ -11,11 +11,9 @@ package scalee2e
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,8 +23,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/google/go-github/v75/github"
 
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/ident"
@@ -225,79 +221,6 @@ func canonical(t *testing.T, b []byte) []byte {
 	return out
 }
 
-// receiver is the webhook endpoint: TLS, every signature checked over the
-// raw body (docs/webhooks.md), deliveries recorded by X-Notices-Delivery.
-type receiver struct {
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	secret  string
-	delay   time.Duration
-	badSig  int
-	byID    map[string]string   // delivery id -> notice id
-	byNotic map[string][]string // notice id -> distinct delivery ids
-	posts   int
-}
-
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		return
-	}
-	r.mu.Lock()
-	secret, delay := r.secret, r.delay
-	r.mu.Unlock()
-	if err := github.ValidateSignature(req.Header.Get("X-Notices-Signature"), body, []byte(secret)); err != nil {
-		r.mu.Lock()
-		r.badSig++
-		r.mu.Unlock()
-		w.WriteHeader(http.StatusUnauthorized)
-		return
-	}
-	var p struct {
-		WatchID string `json:"watch_id"`
-		Notice  struct {
-			ID string `json:"id"`
-		} `json:"notice"`
-	}
-	if err := json.Unmarshal(body, &p); err != nil || p.Notice.ID == "" || p.WatchID == "" {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	if delay > 0 {
-		select {
-		case <-time.After(delay):
-		case <-req.Context().Done():
-			return
-		}
-	}
-	id := req.Header.Get("X-Notices-Delivery")
-	r.mu.Lock()
-	r.posts++
-	if _, ok := r.byID[id]; !ok {
-		r.byID[id] = p.Notice.ID
-		r.byNotic[p.Notice.ID] = append(r.byNotic[p.Notice.ID], id)
-	}
-	r.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// delivered reports how many of ids arrived, and any notice that arrived
-// under more than one delivery id.
-func (r *receiver) delivered(ids []string) (n int, dup []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, id := range ids {
-		if d := r.byNotic[id]; len(d) > 0 {
-			n++
-			if len(d) > 1 {
-				dup = append(dup, id)
-			}
-		}
-	}
-	return n, dup
-}
-
 // acn returns a valid ACN made from n (8 digits and the check digit).
 func acn(n int) string {
 	first8 := fmt.Sprintf("%08d", n)
@@ -361,13 +284,9 @@ func TestScaleStack(t *testing.T) {
 	esURL, redisURL, ns := testservers.Elasticsearch(t), testservers.Redis(t), testservers.Namespace(t)
 	dir := t.TempDir()
 
-	rcv := &receiver{byID: map[string]string{}, byNotic: map[string][]string{}}
-	rcv.srv = httptest.NewTLSServer(rcv)
-	t.Cleanup(rcv.srv.Close)
+	rcv := testbin.NewReceiver(t)
 	caFile := filepath.Join(dir, "receiver-ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rcv.srv.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rcv.WriteCA(t, caFile, 0o600)
 	common := []string{
 		"NOTICES_BACKEND=scale",
 		"NOTICES_ELASTICSEARCH_URL=" + esURL,
@@ -512,16 +431,14 @@ func TestScaleStack(t *testing.T) {
 	var reg struct {
 		Secret string `json:"secret"`
 	}
-	c.call("POST", "/v1/watches/"+w.ID+"/webhook", map[string]string{"url": rcv.srv.URL + "/hook"}, http.StatusCreated, &reg)
-	rcv.mu.Lock()
-	rcv.secret = reg.Secret
-	rcv.mu.Unlock()
+	c.call("POST", "/v1/watches/"+w.ID+"/webhook", map[string]string{"url": rcv.Server.URL + "/hook"}, http.StatusCreated, &reg)
+	rcv.SetSecret(reg.Secret)
 	var got struct {
 		ID         string `json:"id"`
 		WebhookURL string `json:"webhook_url"`
 	}
 	c.same("/v1/watches/"+w.ID, &got)
-	if got.WebhookURL != rcv.srv.URL+"/hook" {
+	if got.WebhookURL != rcv.Server.URL+"/hook" {
 		t.Fatalf("watch webhook_url %q", got.WebhookURL)
 	}
 
@@ -579,10 +496,10 @@ func TestScaleStack(t *testing.T) {
 
 	// ---- webhooks: every match delivered once, signed
 	testbin.WaitFor(t, 60*time.Second, "every match delivered to the TLS receiver", func() bool {
-		n, _ := rcv.delivered(matched)
+		n, _ := rcv.Delivered(matched)
 		return n == wantMatched
 	})
-	if _, dup := rcv.delivered(matched); len(dup) > 0 {
+	if _, dup := rcv.Delivered(matched); len(dup) > 0 {
 		t.Fatalf("notices delivered under more than one delivery id: %v", dup)
 	}
 
@@ -591,9 +508,7 @@ func TestScaleStack(t *testing.T) {
 	// worker runs two attempts at a time (--concurrency 2) and the receiver
 	// takes 500 ms per request, so the 42 deliveries of the batch take
 	// several seconds and some are in flight at the kill.
-	rcv.mu.Lock()
-	rcv.delay = 500 * time.Millisecond
-	rcv.mu.Unlock()
+	rcv.SetDelay(500 * time.Millisecond)
 	var survivorCalls, survivor5xx atomic.Int64
 	stopLoad := make(chan struct{})
 	var loadWG sync.WaitGroup
@@ -630,10 +545,10 @@ func TestScaleStack(t *testing.T) {
 	testbin.Run(t, bin, envFor("cli"), "ingest", "notices", crashFile)
 	crashIDs := searchIDs(&client{t: t, key: acct.AccountKey, bases: []string{serveB.base}}, "SCALECRASH", len(crash))
 	testbin.WaitFor(t, 60*time.Second, "deliveries of the crash batch under way", func() bool {
-		n, _ := rcv.delivered(crashIDs)
+		n, _ := rcv.Delivered(crashIDs)
 		return n >= 3
 	})
-	before, _ := rcv.delivered(crashIDs)
+	before, _ := rcv.Delivered(crashIDs)
 	worker1.kill(t)
 	serveA.kill(t)
 	if before == len(crashIDs) {
@@ -647,10 +562,10 @@ func TestScaleStack(t *testing.T) {
 	// flight come back through asynq's recoverer, which runs once a minute
 	// on tasks whose 30 s lease has run out: up to about two minutes.
 	testbin.WaitFor(t, 240*time.Second, "every crash-batch notice delivered by the surviving worker", func() bool {
-		n, _ := rcv.delivered(crashIDs)
+		n, _ := rcv.Delivered(crashIDs)
 		return n == len(crashIDs)
 	})
-	if _, dup := rcv.delivered(crashIDs); len(dup) > 0 {
+	if _, dup := rcv.Delivered(crashIDs); len(dup) > 0 {
 		t.Fatalf("notices delivered under more than one delivery id: %v", dup)
 	}
 	total := wantMatched + len(crashIDs)
@@ -688,9 +603,7 @@ func TestScaleStack(t *testing.T) {
 	if n := survivor5xx.Load(); n > 0 {
 		t.Fatalf("the surviving serve answered %d of %d requests with a 5xx or not at all", n, survivorCalls.Load())
 	}
-	rcv.mu.Lock()
-	bad := rcv.badSig
-	rcv.mu.Unlock()
+	_, bad := rcv.Counts()
 	if bad != 0 {
 		t.Fatalf("%d webhook requests had a bad signature", bad)
 	}

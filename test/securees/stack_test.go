@@ -1,20 +1,14 @@
 package securees
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,37 +51,9 @@ func TestSecuredStack(t *testing.T) {
 	})
 
 	t.Run("webhook delivered by a worker", func(t *testing.T) {
-		var (
-			mu     sync.Mutex
-			secret string
-			got    []string // the notice ids of well-signed deliveries
-			bad    int
-		)
-		rcv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			mu.Lock()
-			defer mu.Unlock()
-			mac := hmac.New(sha256.New, []byte(secret))
-			mac.Write(body)
-			want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
-			if !hmac.Equal([]byte(r.Header.Get("X-Notices-Signature")), []byte(want)) {
-				bad++
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			var d struct {
-				Notice struct {
-					ID string `json:"id"`
-				} `json:"notice"`
-			}
-			_ = json.Unmarshal(body, &d)
-			got = append(got, d.Notice.ID)
-		}))
-		t.Cleanup(rcv.Close)
+		rcv := testbin.NewReceiver(t)
 		caFile := filepath.Join(t.TempDir(), "receiver-ca.pem")
-		if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rcv.Certificate().Raw}), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		rcv.WriteCA(t, caFile, 0o600)
 		env := append(secured(t), "NOTICES_SECRET_KEY="+config.DevelopmentSecretKey, "NOTICES_WEBHOOK_ALLOW_PRIVATE=true",
 			"NOTICES_WEBHOOK_CA_FILE="+caFile, "NOTICES_DELIVERY_RETRY_UNIT=1s", "NOTICES_LOG_LEVEL=warn")
 		var acct struct {
@@ -134,10 +100,8 @@ func TestSecuredStack(t *testing.T) {
 		var hook struct {
 			Secret string `json:"secret"`
 		}
-		call("POST", "/v1/watches/"+w.ID+"/webhook", `{"url":"`+rcv.URL+`/hook"}`, &hook)
-		mu.Lock()
-		secret = hook.Secret
-		mu.Unlock()
+		call("POST", "/v1/watches/"+w.ID+"/webhook", `{"url":"`+rcv.Server.URL+`/hook"}`, &hook)
+		rcv.SetSecret(hook.Secret)
 
 		line := fmt.Sprintf(`{"source_id":"SECURED-1","published_at":%q,"acn":%q,"company_name":"SECURED STACK PTY LTD","notice_type":"Appointment of Liquidator","notice_code":"APLQ","notice_purpose":"Appointment","state":"NSW","status":"In Liquidation","text":"secured stack"}`+"\n",
 			time.Now().UTC().Format(time.RFC3339), acn)
@@ -146,18 +110,13 @@ func TestSecuredStack(t *testing.T) {
 			t.Fatal(err)
 		}
 		testbin.Run(t, bin, env, "ingest", "notices", file)
-		testbin.WaitFor(t, 90*time.Second, "the worker to deliver the new notice, signed", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(got) > 0
-		})
-		mu.Lock()
-		defer mu.Unlock()
-		if bad > 0 {
+		testbin.WaitFor(t, 90*time.Second, "the worker to deliver the new notice, signed",
+			func() bool { return len(rcv.Notices()) > 0 })
+		if _, bad := rcv.Counts(); bad > 0 {
 			t.Errorf("%d deliveries had a signature that did not verify", bad)
 		}
-		if !strings.HasPrefix(got[0], "ntc_") {
-			t.Errorf("delivered notice id %q, want an ntc_ id", got[0])
+		if got := rcv.Notices()[0]; !strings.HasPrefix(got, "ntc_") {
+			t.Errorf("delivered notice id %q, want an ntc_ id", got)
 		}
 	})
 }
