@@ -54,6 +54,7 @@ var statuses = map[errs.Code]int{
 	errs.InvalidParameter:     http.StatusBadRequest,
 	errs.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	errs.RateLimited:          http.StatusTooManyRequests,
+	errs.ExportTooLarge:       http.StatusBadRequest,
 	errs.Unavailable:          http.StatusServiceUnavailable,
 	errs.BackendUnavailable:   http.StatusServiceUnavailable,
 }

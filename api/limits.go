@@ -60,6 +60,9 @@ var heavyRoutes = map[string]heavyRoute{
 		n := c.Request().Header.ContentLength()
 		return n == -1 || n > s.cfg.MaxSmallBodyBytes
 	},
+	// A CSV export reads every matching notice.
+	"GET /v1/notices":  func(_ *Server, c *fiber.Ctx) bool { return wantsCSV(c) },
+	"HEAD /v1/notices": func(_ *Server, c *fiber.Ctx) bool { return wantsCSV(c) },
 	"GET /v1/filters":  withQuery,
 	"HEAD /v1/filters": withQuery,
 	"GET /v1/stats":    withQuery,
@@ -115,9 +118,9 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 	if !d.Allowed {
 		setRetryAfter(c, d.RetryAfter)
 		if d.Global {
-			return errs.New(errs.RateLimited, "the service is running as many heavy requests (bulk screens, large watch creations, filters and stats with q) as it allows at once; retry after %s", retryText(d.RetryAfter))
+			return errs.New(errs.RateLimited, "the service is running as many heavy requests (bulk screens, CSV exports, large watch creations, filters and stats with q) as it allows at once; retry after %s", retryText(d.RetryAfter))
 		}
-		return errs.New(errs.RateLimited, "this key already runs %d heavy requests (bulk screens, large watch creations, filters and stats with q), the most plan %s allows at once; wait for one to finish and retry after %s",
+		return errs.New(errs.RateLimited, "this key already runs %d heavy requests (bulk screens, CSV exports, large watch creations, filters and stats with q), the most plan %s allows at once; wait for one to finish and retry after %s",
 			plan.Heavy, p.Account.Plan, retryText(d.RetryAfter))
 	}
 	slot := &heavySlot{release: release}

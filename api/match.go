@@ -16,7 +16,7 @@ func (s *Server) screen(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	req, err := watch.ParseMatchRequest(body)
+	req, err := parseScreenRequest(c, body)
 	if err != nil {
 		return err
 	}
@@ -46,6 +46,10 @@ func (s *Server) screen(c *fiber.Ctx) error {
 		Matched:    len(res.Matched),
 		Unmatched:  len(res.Unmatched),
 		Unresolved: len(res.Unresolved),
+	}
+	if wantsCSV(c) {
+		s.writeScreenCSV(c, res, req.Identifiers, takeSlot(c))
+		return nil
 	}
 	writeScreen(c, res, takeSlot(c))
 	return nil

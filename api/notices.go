@@ -18,6 +18,9 @@ type searchResponse struct {
 // searchNotices is GET /v1/notices: one page of matching notices and the
 // exact total.
 func (s *Server) searchNotices(c *fiber.Ctx) error {
+	if wantsCSV(c) {
+		return s.exportNotices(c)
+	}
 	sq, err := params{c}.search()
 	if err != nil {
 		return err

@@ -175,6 +175,27 @@ func (p params) integer(name string, def, lo, hi int) (int, error) {
 
 // search parses the parameters of GET /v1/notices.
 func (p params) search() (notice.SearchQuery, error) {
+	sq, err := p.searchOrder()
+	if err != nil {
+		return sq, err
+	}
+	if sq.Limit, err = p.integer("limit", DefaultLimit, 1, MaxLimit); err != nil {
+		return sq, err
+	}
+	if sq.Page, err = p.integer("page", 1, 1, math.MaxInt32); err != nil {
+		return sq, err
+	}
+	if sq.Page*sq.Limit > MaxDepth {
+		return sq, errs.New(errs.InvalidParameter,
+			"page %d with limit %d reaches past result %d, the deepest a search pages; narrow the search with filters (from, to, state, ...) or read a watch's matches with its since cursor",
+			sq.Page, sq.Limit, MaxDepth)
+	}
+	return sq, nil
+}
+
+// searchOrder parses the filters and the sort of GET /v1/notices, not its
+// paging: all a CSV export reads (it ignores limit and page).
+func (p params) searchOrder() (notice.SearchQuery, error) {
 	var sq notice.SearchQuery
 	f, err := p.filter()
 	if err != nil {
@@ -200,17 +221,6 @@ func (p params) search() (notice.SearchQuery, error) {
 		}
 	default:
 		return sq, errs.New(errs.InvalidParameter, "sort %s is not one of published_desc, published_asc, relevance", errs.Quote(sort))
-	}
-	if sq.Limit, err = p.integer("limit", DefaultLimit, 1, MaxLimit); err != nil {
-		return sq, err
-	}
-	if sq.Page, err = p.integer("page", 1, 1, math.MaxInt32); err != nil {
-		return sq, err
-	}
-	if sq.Page*sq.Limit > MaxDepth {
-		return sq, errs.New(errs.InvalidParameter,
-			"page %d with limit %d reaches past result %d, the deepest a search pages; narrow the search with filters (from, to, state, ...) or read a watch's matches with its since cursor",
-			sq.Page, sq.Limit, MaxDepth)
 	}
 	return sq, nil
 }

@@ -118,6 +118,9 @@ type Server struct {
 	probeTimeout time.Duration
 	// metrics counts every request (observe.go).
 	metrics *metrics.Metrics
+	// exportMax is the most notices a CSV export carries (MaxExport;
+	// tests lower it).
+	exportMax int
 }
 
 // access is what a route demands of the caller.
@@ -165,7 +168,7 @@ func New(cfg config.Config, deps Deps) *Server {
 	}
 	cfg = withServerDefaults(cfg)
 	s := &Server{cfg: cfg, deps: deps, log: log, limiter: deps.Limiter, largeBody: largeBodyRoutes,
-		writeProbe: writeProbe{every: writeProbeEvery}, probeTimeout: healthProbeTimeout}
+		writeProbe: writeProbe{every: writeProbeEvery}, probeTimeout: healthProbeTimeout, exportMax: MaxExport}
 	s.metrics = deps.Metrics
 	if s.metrics == nil {
 		s.metrics = metrics.New(nil, log)

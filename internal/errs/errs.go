@@ -40,7 +40,10 @@ const (
 	InvalidParameter     Code = "invalid_parameter"
 	PayloadTooLarge      Code = "payload_too_large"
 	RateLimited          Code = "rate_limited"
-	Unavailable          Code = "unavailable"
+	// ExportTooLarge: a CSV export of GET /v1/notices matches more notices
+	// than one export may carry.
+	ExportTooLarge Code = "export_too_large"
+	Unavailable    Code = "unavailable"
 	// BackendUnavailable: a storage backend (Redis, Elasticsearch) cannot be
 	// reached or did not answer in time; the request may be retried.
 	BackendUnavailable Code = "backend_unavailable"

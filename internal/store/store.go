@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 )
@@ -29,6 +30,31 @@ type Notices interface {
 	Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, error)
 	// IndexStatus reports the size and freshness of the notice index.
 	IndexStatus(ctx context.Context) (notice.IndexStatus, error)
+	// ExportNotices opens an export of every notice matching q, in q's
+	// sort (q.Limit and q.Page are ignored), read from one consistent view
+	// of the notices: a notice stored or changed while the export runs is
+	// neither repeated nor skipped. When more than max notices match it
+	// returns errs.ExportTooLarge naming the count, and nothing stays open.
+	// The caller must Close the export.
+	ExportNotices(ctx context.Context, q notice.SearchQuery, max int) (NoticeExport, error)
+}
+
+// NoticeExport is an open export (Notices.ExportNotices): the matching
+// notices a batch at a time, in order.
+type NoticeExport interface {
+	// Total is how many notices the export holds.
+	Total() int64
+	// Next returns the next batch, or an empty batch when all were read.
+	Next(ctx context.Context) ([]notice.Notice, error)
+	// Close releases what the export holds (a read transaction, a point
+	// in time).
+	Close() error
+}
+
+// ExportTooLarge is the refusal of an export matching more than max
+// notices.
+func ExportTooLarge(total int64, max int) error {
+	return errs.New(errs.ExportTooLarge, "%d notices match this query; a CSV export carries at most %d; narrow the filters (from/to, state, notice_purpose, q) or export in several parts", total, max)
 }
 
 // UpsertResult counts what a batch upsert did.

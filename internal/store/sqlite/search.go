@@ -242,22 +242,7 @@ func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.Search
 		return notice.SearchPage{}, fmt.Errorf("sqlite: search: %w", err)
 	}
 	defer tx.Rollback()
-
-	var seqs []int64
-	var total int64
-	if c.match != "" {
-		total = -1
-		if !c.ftsOnly() {
-			if n, ok, err := s.countInMemory(ctx, tx, q.Filter); err != nil {
-				return notice.SearchPage{}, err
-			} else if ok {
-				total = n
-			}
-		}
-		seqs, total, err = searchMatch(ctx, tx, q.Filter, c, sortKey, total, limit, offset)
-	} else {
-		seqs, total, err = searchFiltered(ctx, tx, q.Filter, c, sortKey, limit, offset)
-	}
+	seqs, total, err := s.searchSeqs(ctx, tx, q.Filter, c, sortKey, limit, offset)
 	if err != nil {
 		return notice.SearchPage{}, err
 	}
@@ -266,6 +251,23 @@ func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.Search
 		return notice.SearchPage{}, err
 	}
 	return notice.SearchPage{Notices: ns, Total: total}, nil
+}
+
+// searchSeqs returns the seqs of matches offset..offset+limit in sortKey
+// order and the exact total, in tx.
+func (s *Store) searchSeqs(ctx context.Context, tx *sql.Tx, f notice.Filter, c cond, sortKey string, limit, offset int) ([]int64, int64, error) {
+	if c.match == "" {
+		return searchFiltered(ctx, tx, f, c, sortKey, limit, offset)
+	}
+	total := int64(-1)
+	if !c.ftsOnly() {
+		if n, ok, err := s.countInMemory(ctx, tx, f); err != nil {
+			return nil, 0, err
+		} else if ok {
+			total = n
+		}
+	}
+	return searchMatch(ctx, tx, f, c, sortKey, total, limit, offset)
 }
 
 // querySeqList runs a query selecting seqs.

@@ -1,0 +1,209 @@
+package watch
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/ident"
+)
+
+// identifierColumns are the header names (case-insensitive) that mark a
+// CSV body's first row as a header and name its identifier column.
+var identifierColumns = []string{"acn", "abn", "identifier"}
+
+// ParseMatchCSV validates a POST /v1/match body sent as text/csv
+// (RFC 4180, UTF-8, an optional byte-order mark): one identifier per line,
+// or a header row with a column named acn, abn or identifier
+// (case-insensitive; the first such column is read, the others ignored).
+// Rows whose cells are all blank are skipped. There are no filters in this
+// form: include_deregistration is true as on the JSON form.
+// Checks in order: empty_request (no identifier rows), too_many_identifiers
+// (counted before any value is looked at), invalid_identifier (a line that
+// is not CSV, a row of several cells without a header, a malformed
+// identifier: the message names the first one's line, counting from 1 at
+// the body's first line, and how many were malformed).
+func ParseMatchCSV(body []byte) (MatchRequest, error) {
+	var req MatchRequest
+	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
+	if !utf8.Valid(body) {
+		return req, errs.New(errs.InvalidIdentifier, "the CSV body is not UTF-8 (line %d); save the file as CSV UTF-8 and send it again", badUTF8Line(body))
+	}
+	r := csv.NewReader(bytes.NewReader(body))
+	r.FieldsPerRecord = -1
+	r.ReuseRecord = true
+	col, hasHeader := -1, false
+	var values []string
+	var lines []int
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				return req, errs.New(errs.InvalidIdentifier, "the CSV body is malformed on line %d (%v); quote a cell holding commas, quotes or line breaks with double quotes, doubling the quotes inside", pe.StartLine, pe.Err)
+			}
+			return req, errs.New(errs.InvalidIdentifier, "the CSV body could not be read (%v)", err)
+		}
+		line, _ := r.FieldPos(0)
+		if col < 0 { // the first row decides
+			col = headerColumn(rec)
+			if hasHeader = col >= 0; hasHeader {
+				continue
+			}
+			col = 0
+		}
+		if blank(rec) {
+			continue
+		}
+		if len(values) >= ident.MaxIdentifiers {
+			values = append(values, "") // counted only
+			continue
+		}
+		if col >= len(rec) {
+			values, lines = append(values, ""), append(lines, line)
+			continue
+		}
+		if len(rec) > 1 && !hasHeader {
+			return req, errs.New(errs.InvalidIdentifier, "line %d has %d cells; send one identifier per line, or a header row naming the identifier column acn, abn or identifier", line, len(rec))
+		}
+		values, lines = append(values, rec[col]), append(lines, line)
+	}
+	return req, req.setCSVIdentifiers(values, lines)
+}
+
+// setCSVIdentifiers normalises and deduplicates values (whose lines are
+// lines) into req.Identifiers.
+func (req *MatchRequest) setCSVIdentifiers(values []string, lines []int) error {
+	if len(values) == 0 {
+		return errs.New(errs.EmptyRequest, "nothing to screen: the CSV body holds no identifiers; send one ACN or ABN per line, or a header row with a column named acn, abn or identifier")
+	}
+	if len(values) > ident.MaxIdentifiers {
+		return errs.New(errs.TooManyIdentifiers, "%d identifiers were sent; at most %d are allowed per request", len(values), ident.MaxIdentifiers)
+	}
+	seen := make(map[ident.ID]bool, len(values))
+	nbad, first := 0, -1
+	for i, v := range values {
+		id, ok := ident.Normalise(strings.TrimSpace(v))
+		if !ok {
+			nbad++
+			if first < 0 {
+				first = i
+			}
+			continue
+		}
+		if !seen[id] {
+			seen[id] = true
+			req.Identifiers = append(req.Identifiers, id)
+		}
+	}
+	if nbad > 0 {
+		return errs.New(errs.InvalidIdentifier, "identifier %s on line %d is not a 9-digit ACN or 11-digit ABN (digits; spaces allowed); %d of %d identifiers are malformed",
+			errs.Quote(values[first]), lines[first], nbad, len(values))
+	}
+	return nil
+}
+
+// headerColumn returns the index of the first cell of rec naming the
+// identifier column, -1 when rec is not a header row.
+func headerColumn(rec []string) int {
+	for i, c := range rec {
+		c = strings.TrimSpace(c)
+		for _, name := range identifierColumns {
+			if strings.EqualFold(c, name) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// blank reports whether every cell of rec is empty or spaces (a
+// spreadsheet's empty row).
+func blank(rec []string) bool {
+	for _, c := range rec {
+		if strings.TrimSpace(c) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// badUTF8Line is the 1-based line of the first byte that is not UTF-8.
+func badUTF8Line(b []byte) int {
+	line := 1
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n <= 1 {
+			return line
+		}
+		if b[0] == '\n' {
+			line++
+		}
+		b = b[n:]
+	}
+	return line
+}
+
+// ScreenCSVColumns are the columns of the CSV answer of POST /v1/match.
+var ScreenCSVColumns = []string{"identifier", "result", "acn", "company_name", "notice_count",
+	"latest_notice_id", "latest_published_date", "latest_notice_purpose"}
+
+// WriteCSV writes the screen as CSV (RFC 4180, CRLF line ends): the
+// header row, then one row per identifier of ids (the request's distinct
+// identifiers) in that order, with its result: matched (with the company
+// and its latest notice), unmatched (notice_count 0, the other cells
+// empty) or unresolved (all cells after result empty).
+func (r *ScreenResult) WriteCSV(w *bufio.Writer, ids []ident.ID) error {
+	matched := make(map[string]int, len(r.Matched))
+	for i, m := range r.Matched {
+		matched[m.Identifier] = i
+	}
+	unmatched := make(map[string]bool, len(r.Unmatched))
+	for _, u := range r.Unmatched {
+		unmatched[u] = true
+	}
+	cw := csv.NewWriter(w)
+	cw.UseCRLF = true
+	if err := cw.Write(ScreenCSVColumns); err != nil {
+		return err
+	}
+	rec := make([]string, len(ScreenCSVColumns))
+	for _, id := range ids {
+		clear(rec)
+		rec[0] = id.Value
+		if i, ok := matched[id.Value]; ok {
+			m := &r.Matched[i]
+			rec[1], rec[2], rec[3] = "matched", deref(m.ACN), deref(m.CompanyName)
+			rec[4] = strconv.Itoa(m.NoticeCount)
+			rec[5], rec[6], rec[7] = m.LatestNotice.ID, m.LatestNotice.PublishedDate, m.LatestNotice.NoticePurpose
+		} else if unmatched[id.Value] {
+			rec[1], rec[4] = "unmatched", "0"
+		} else {
+			rec[1] = "unresolved"
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
