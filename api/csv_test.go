@@ -1,0 +1,319 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/noticesd/noticesd/internal/notice"
+)
+
+// sendCSV sends a request with Accept and, for a body, Content-Type.
+func (f *fixture) sendCSV(t *testing.T, method, target, accept, contentType string, body []byte) response {
+	t.Helper()
+	req := httptest.NewRequest(method, target, bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.Header.Set(HeaderAPIKey, f.read)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	return f.roundTrip(t, req)
+}
+
+// readCSV parses a CSV answer, requiring its content type.
+func readCSV(t *testing.T, res response) [][]string {
+	t.Helper()
+	if res.status != http.StatusOK {
+		t.Fatalf("status %d, want 200; body %s", res.status, res.body)
+	}
+	if ct := res.header.Get("Content-Type"); ct != contentTypeCSV {
+		t.Fatalf("Content-Type %q, want %q", ct, contentTypeCSV)
+	}
+	if !bytes.HasSuffix(res.body, []byte("\r\n")) || bytes.HasPrefix(res.body, []byte("\xef\xbb\xbf")) {
+		t.Errorf("body must end with CRLF and carry no byte-order mark: %q", clip(res.body))
+	}
+	r := csv.NewReader(bytes.NewReader(res.body))
+	recs, err := r.ReadAll()
+	if err != nil {
+		t.Fatalf("answer is not CSV: %v; body %s", err, clip(res.body))
+	}
+	return recs
+}
+
+// allPages reads every notice of a search as JSON pages of 100.
+func (f *fixture) allPages(t *testing.T, query string) []notice.Notice {
+	t.Helper()
+	var out []notice.Notice
+	for page := 1; ; page++ {
+		var p searchResponse
+		f.get(t, fmt.Sprintf("/v1/notices?%slimit=100&page=%d", query, page), &p)
+		out = append(out, p.Data...)
+		if !p.HasMore {
+			return out
+		}
+	}
+}
+
+// TestNoticesCSVExport: Accept: text/csv gives every matching notice in
+// the search's order, with the header row and the documented headers;
+// limit and page are ignored.
+func TestNoticesCSVExport(t *testing.T) {
+	f := newFixture(t)
+	for _, query := range []string{"", "include_deregistration=true&", "include_deregistration=true&sort=published_asc&",
+		"state=NSW&", "q=liquidator&", "q=liquidator&sort=published_asc&", "from=2026-03-01&to=2026-03-31&include_deregistration=true&"} {
+		t.Run(query, func(t *testing.T) {
+			want := f.allPages(t, query)
+			res := f.sendCSV(t, http.MethodGet, "/v1/notices?"+query+"limit=1&page=3", "text/csv", "", nil)
+			recs := readCSV(t, res)
+			if !slices.Equal(recs[0], notice.CSVColumns) {
+				t.Fatalf("header %v, want %v", recs[0], notice.CSVColumns)
+			}
+			if len(recs)-1 != len(want) || len(want) == 0 && query == "" {
+				t.Fatalf("%d rows, want %d (every match, limit and page ignored)", len(recs)-1, len(want))
+			}
+			for i, n := range want {
+				if got := recs[i+1]; !slices.Equal(got, n.CSVRecord(nil)) {
+					t.Errorf("row %d %v, want %v", i+1, got, n.CSVRecord(nil))
+				}
+			}
+			if got := res.header.Get("X-Total-Count"); got != fmt.Sprint(len(want)) {
+				t.Errorf("X-Total-Count %q, want %d", got, len(want))
+			}
+			if cd := res.header.Get("Content-Disposition"); cd != `attachment; filename="notices-20260403T000000Z.csv"` {
+				t.Errorf("Content-Disposition %q", cd)
+			}
+		})
+	}
+}
+
+// TestCSVNegotiation: text/csv only when Accept prefers it to JSON.
+func TestCSVNegotiation(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		accept string
+		csv    bool
+	}{
+		{"", false}, {"*/*", false}, {"application/json", false}, {"text/html", false},
+		{"text/csv", true}, {"text/*", true}, {"Text/CSV; charset=utf-8", true},
+		{"text/csv;q=0.5, application/json", false}, {"application/json;q=0.2, text/csv", true},
+		{"text/csv, application/json", false}, {"text/csv;q=0, */*", false}, {"*/*;q=0.1, text/csv", true},
+	} {
+		t.Run(c.accept, func(t *testing.T) {
+			res := f.sendCSV(t, http.MethodGet, "/v1/notices", c.accept, "", nil)
+			gotCSV := strings.HasPrefix(res.header.Get("Content-Type"), "text/csv")
+			if res.status != http.StatusOK || gotCSV != c.csv {
+				t.Errorf("Accept %q: status %d, Content-Type %q; want CSV %v", c.accept, res.status, res.header.Get("Content-Type"), c.csv)
+			}
+		})
+	}
+	t.Run("errors stay JSON", func(t *testing.T) {
+		wantError(t, f.sendCSV(t, http.MethodGet, "/v1/notices?sort=sideways", "text/csv", "", nil), http.StatusBadRequest, "invalid_parameter")
+		wantError(t, f.sendCSV(t, http.MethodGet, "/v1/notices?q=%22open", "text/csv", "", nil), http.StatusBadRequest, "invalid_query")
+		res := f.sendCSV(t, http.MethodPost, "/v1/match", "text/csv", "text/csv", []byte("12345\n"))
+		wantError(t, res, http.StatusBadRequest, "invalid_identifier")
+	})
+}
+
+// TestNoticesCSVExportTooLarge: more matches than the export limit is 400
+// export_too_large naming the count, before anything is sent.
+func TestNoticesCSVExportTooLarge(t *testing.T) {
+	f := newFixture(t)
+	var p searchResponse
+	f.get(t, "/v1/notices?include_deregistration=true", &p)
+	f.srv.exportMax = int(p.Total) - 1
+	res := f.sendCSV(t, http.MethodGet, "/v1/notices?include_deregistration=true", "text/csv", "", nil)
+	wantError(t, res, http.StatusBadRequest, "export_too_large")
+	if m := errorMessage(t, res); !strings.Contains(m, fmt.Sprintf("%d notices match", p.Total)) || !strings.Contains(m, "narrow the filters") {
+		t.Errorf("message %q must give the count and suggest narrowing the filters", m)
+	}
+	f.srv.exportMax = int(p.Total)
+	if recs := readCSV(t, f.sendCSV(t, http.MethodGet, "/v1/notices?include_deregistration=true", "text/csv", "", nil)); len(recs)-1 != int(p.Total) {
+		t.Errorf("at the limit: %d rows, want %d", len(recs)-1, p.Total)
+	}
+	if MaxExport != 100000 {
+		t.Errorf("MaxExport %d, want 100,000", MaxExport)
+	}
+}
+
+// TestNoticesCSVQuoting: a company name with commas, quotes and a line
+// break comes back whole, quoted as RFC 4180 says; a cell starting with =
+// is left verbatim.
+func TestNoticesCSVQuoting(t *testing.T) {
+	f := newFixture(t)
+	ns := loadNotices(t)
+	n := ns[0]
+	n.SourceID, n.ID = "csv-quoting", notice.IDFor("csv-quoting")
+	n.CompanyName = "=Smith, \"Jones\"\nand Partners Pty Ltd"
+	if _, err := f.store.UpsertNotices(context.Background(), []notice.Notice{n}); err != nil {
+		t.Fatal(err)
+	}
+	res := f.sendCSV(t, http.MethodGet, "/v1/notices?include_deregistration=true", "text/csv", "", nil)
+	if !bytes.Contains(res.body, []byte(`"=Smith, ""Jones""`+"\r\nand Partners Pty Ltd\"")) {
+		t.Errorf("the name is not quoted as RFC 4180 says: %s", clip(res.body))
+	}
+	found := false
+	for _, rec := range readCSV(t, res) {
+		if rec[0] == n.ID {
+			found = rec[5] == n.CompanyName
+		}
+	}
+	if !found {
+		t.Errorf("notice %s with company name %q not read back whole", n.ID, n.CompanyName)
+	}
+}
+
+// TestNoticesExportSnapshot: an export reads one view of the notices:
+// notices stored while it runs are neither added nor repeated.
+func TestNoticesExportSnapshot(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	q := notice.SearchQuery{Filter: notice.Filter{IncludeDeregistration: true}, Sort: notice.SortPublishedDesc}
+	exp, err := f.store.ExportNotices(ctx, q, MaxExport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exp.Close()
+	total := exp.Total()
+	ns := loadNotices(t)
+	var added []notice.Notice
+	for i := range 3 {
+		n := ns[i]
+		n.SourceID = fmt.Sprintf("snapshot-%d", i)
+		n.ID = notice.IDFor(n.SourceID)
+		n.PublishedDate, n.PublishedAt = "2030-01-0"+fmt.Sprint(i+1), fmt.Sprintf("2030-01-0%dT00:00:00.000Z", i+1)
+		added = append(added, n)
+	}
+	if _, err := f.store.UpsertNotices(ctx, added); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for {
+		batch, err := exp.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(batch) == 0 {
+			break
+		}
+		for _, n := range batch {
+			if seen[n.ID] || strings.HasPrefix(n.SourceID, "snapshot-") {
+				t.Errorf("notice %s repeated or added during the export", n.ID)
+			}
+			seen[n.ID] = true
+		}
+	}
+	if int64(len(seen)) != total {
+		t.Errorf("read %d notices, the export said %d", len(seen), total)
+	}
+}
+
+// TestScreenCSV: POST /v1/match with CSV in and out: the header-row forms,
+// one identifier per line, a byte-order mark, blank rows; one row per
+// distinct identifier in submission order, the same answer as JSON.
+func TestScreenCSV(t *testing.T) {
+	f := newWatchFixture(t, nil)
+	ids := []string{"123 456 780", "333333332", "444444446", "123456789", "11123456780", "123456780", "222222228", "12345678901"}
+	want := [][]string{
+		{"identifier", "result", "acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose"},
+	}
+	js, _ := json.Marshal(map[string]any{"identifiers": ids})
+	s, _ := f.screenOK(t, string(js))
+	matched := map[string]int{}
+	for i, m := range s.Matched {
+		matched[m.Identifier] = i
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		id = strings.ReplaceAll(id, " ", "")
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		switch {
+		case slices.Contains(s.Unmatched, id):
+			want = append(want, []string{id, "unmatched", "", "", "0", "", "", ""})
+		case slices.Contains(s.Unresolved, id):
+			want = append(want, []string{id, "unresolved", "", "", "", "", "", ""})
+		default:
+			m := s.Matched[matched[id]]
+			want = append(want, []string{id, "matched", *m.ACN, *m.CompanyName, fmt.Sprint(m.NoticeCount), m.LatestNotice.ID, m.LatestNotice.PublishedDate, m.LatestNotice.NoticePurpose})
+		}
+	}
+	lines := strings.Join(ids, "\n")
+	for _, c := range []struct{ name, contentType, body string }{
+		{"JSON body", "application/json", string(js)},
+		{"one per line", "text/csv", lines + "\n"},
+		{"CRLF, BOM, blank rows", "text/csv; charset=utf-8", "\xef\xbb\xbf" + strings.Join(ids[:4], "\r\n") + "\r\n\r\n" + strings.Join(ids[4:], "\r\n")},
+		{"header acn", "text/csv", "ACN\n" + lines},
+		{"header identifier in a later column", "text/csv", "name,Identifier,notes\n" + strings.Join(func() []string {
+			var rows []string
+			for i, id := range ids {
+				rows = append(rows, fmt.Sprintf("\"Co, %d\",%s,\"say \"\"hi\"\"\"", i, id))
+			}
+			rows = append(rows, ",,")
+			return rows
+		}(), "\r\n")},
+		{"header abn", "text/csv", "abn\n" + lines},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := f.sendCSV(t, http.MethodPost, "/v1/match", "text/csv", c.contentType, []byte(c.body))
+			got := readCSV(t, res)
+			if !slices.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("answer\n%v\nwant\n%v", got, want)
+			}
+			if cd := res.header.Get("Content-Disposition"); !strings.HasPrefix(cd, `attachment; filename="screen-`) {
+				t.Errorf("Content-Disposition %q", cd)
+			}
+		})
+	}
+	t.Run("CSV body, JSON answer", func(t *testing.T) {
+		res := f.sendCSV(t, http.MethodPost, "/v1/match", "", "text/csv", []byte(lines))
+		var got screenJSON
+		decodeBody(t, res, &got)
+		if got.Counts.Submitted != 7 || got.Counts.Matched != s.Counts.Matched {
+			t.Errorf("counts %+v, want those of the JSON body %+v", got.Counts, s.Counts)
+		}
+	})
+}
+
+// TestScreenCSVValidation: errors of a CSV body, in the JSON error shape,
+// naming the line.
+func TestScreenCSVValidation(t *testing.T) {
+	f := newWatchFixture(t, nil)
+	many := strings.Repeat("123456780\n", 50001)
+	for _, c := range []struct{ name, body, code, inMessage string }{
+		{"empty", "", "empty_request", "no identifiers"},
+		{"blank lines only", "\r\n\r\n", "empty_request", "no identifiers"},
+		{"header only", "acn\n", "empty_request", "no identifiers"},
+		{"malformed on line 3", "123456780\n333333332\n12-34\n99\n", "invalid_identifier", `"12-34" on line 3`},
+		{"malformed after header", "name,acn\nA,123456780\nB,\n", "invalid_identifier", `"" on line 3`},
+		{"missing column", "name,acn\nA,123456780\nB\n", "invalid_identifier", "on line 3"},
+		{"several cells without header", "123456780\n333333332,x\n", "invalid_identifier", "line 2 has 2 cells"},
+		{"unknown header", "company number\n123456780\n", "invalid_identifier", "line 1"},
+		{"bare quote", "123456780\n12\"3\n", "invalid_identifier", "malformed on line 2"},
+		{"not UTF-8", "123456780\n\xff\xfe\n", "invalid_identifier", "not UTF-8 (line 2)"},
+		{"too many", many, "too_many_identifiers", "50001 identifiers"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := f.sendCSV(t, http.MethodPost, "/v1/match", "text/csv", "text/csv", []byte(c.body))
+			wantError(t, res, http.StatusBadRequest, c.code)
+			if m := errorMessage(t, res); !strings.Contains(m, c.inMessage) {
+				t.Errorf("message %q lacks %q", m, c.inMessage)
+			}
+		})
+	}
+	t.Run("charset other than UTF-8", func(t *testing.T) {
+		res := f.sendCSV(t, http.MethodPost, "/v1/match", "", "text/csv; charset=latin1", []byte("123456780\n"))
+		wantError(t, res, http.StatusBadRequest, "invalid_identifier")
+	})
+}
