@@ -120,12 +120,17 @@ func (s *Server) exportNotices(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, contentTypeCSV)
 	s.attachment(c, "notices")
 	c.Set("X-Total-Count", strconv.FormatInt(exp.Total(), 10))
-	r := &exportReader{exp: exp, ctx: context.WithoutCancel(c.UserContext()), release: takeSlot(c), log: s.log}
+	c.Context().SetBodyStream(newExportReader(context.WithoutCancel(c.UserContext()), exp, takeSlot(c), s.log), -1)
+	return nil
+}
+
+// newExportReader returns the body of export exp, its header row first.
+func newExportReader(ctx context.Context, exp store.NoticeExport, release limit.Release, log *slog.Logger) *exportReader {
+	r := &exportReader{exp: exp, ctx: ctx, release: release, log: log}
 	r.cw = csv.NewWriter(&r.buf)
 	r.cw.UseCRLF = true
 	r.write(notice.CSVColumns)
-	c.Context().SetBodyStream(r, -1)
-	return nil
+	return r
 }
 
 // exportReader is the body of a CSV export: it reads the export a batch at

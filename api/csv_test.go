@@ -6,6 +6,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -316,4 +318,38 @@ func TestScreenCSVValidation(t *testing.T) {
 		res := f.sendCSV(t, http.MethodPost, "/v1/match", "", "text/csv; charset=latin1", []byte("123456780\n"))
 		wantError(t, res, http.StatusBadRequest, "invalid_identifier")
 	})
+}
+
+// TestExportFailureVisible: when the store fails after the answer began,
+// the body ends with a line starting exportFailedMarker and the reader
+// returns the error (fasthttp then cuts the chunked body short, so clients
+// see a failed transfer), the failure is logged, and the heavy slot is
+// given back. The failure is real: the export's read transaction is gone.
+func TestExportFailureVisible(t *testing.T) {
+	f := newFixture(t)
+	exp, err := f.store.ExportNotices(context.Background(), notice.SearchQuery{Sort: notice.SortPublishedDesc}, MaxExport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exp.Close(); err != nil { // the transaction ends under the export
+		t.Fatal(err)
+	}
+	released := 0
+	var logs bytes.Buffer
+	r := newExportReader(context.Background(), exp, func() { released++ }, slog.New(slog.NewTextHandler(&logs, nil)))
+	body, err := io.ReadAll(r)
+	if err == nil {
+		t.Fatalf("the reader ended cleanly after a failure; body %s", body)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(body), "\r\n"), "\r\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, exportFailedMarker) || !strings.Contains(last, "after 0 of") {
+		t.Errorf("last line %q must start %q and say how far it got", last, exportFailedMarker)
+	}
+	if !strings.Contains(logs.String(), "CSV export failed") {
+		t.Errorf("failure not logged: %s", logs.String())
+	}
+	_ = r.Close()
+	if released != 1 {
+		t.Errorf("heavy slot released %d times, want 1", released)
+	}
 }

@@ -50,6 +50,8 @@ func TestWatchesScaleMode(t *testing.T) {
 		{"Screen", TestScreen},
 		{"ScreenValidation", TestScreenValidation},
 		{"ScreenLimits", TestScreenLimits},
+		{"ScreenCSV", TestScreenCSV},
+		{"ScreenCSVValidation", TestScreenCSVValidation},
 		{"LongIDShortError", TestLongIDShortError},
 	} {
 		t.Run(c.name, c.run)

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/notice"
+	arrivals "github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/elastic"
+	"github.com/noticesd/noticesd/internal/testservers"
+)
+
+// elasticFixture is f's server again with its notices and register in a
+// live Elasticsearch (scale mode's notice store), its accounts still in
+// f's SQLite file: the same data, the other backend.
+func elasticFixture(t *testing.T, f *fixture) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	esURL, redisURL, ns := testservers.Elasticsearch(t), testservers.Redis(t), testservers.Namespace(t)
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	es, err := elastic.Open(ctx, elastic.Config{URL: esURL, Namespace: ns, Arrivals: arrivals.New(rdb, ns, 0),
+		Now: func() time.Time { return fixedNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := es.UpsertNotices(ctx, loadNotices(t)); err != nil {
+		t.Fatalf("seed notices: %v", err)
+	}
+	var rows []notice.RegisterRow
+	readJSON(t, "testdata/register.json", &rows)
+	load, err := es.BeginRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := load.Add(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := load.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := *f
+	g.logs = &bytes.Buffer{}
+	g.srv = New(config.Default(), Deps{Notices: es, Accounts: f.store, Now: func() time.Time { return fixedNow },
+		Logger: slog.New(slog.NewTextHandler(g.logs, nil))})
+	return &g
+}
+
+// TestCSVExportBackendsIdentical: a CSV export is the same bytes from the
+// embedded store and from Elasticsearch on the sample, for every filter
+// and publication sort, and export_too_large alike.
+func TestCSVExportBackendsIdentical(t *testing.T) {
+	f := newFixture(t)
+	g := elasticFixture(t, f)
+	for _, query := range []string{"", "include_deregistration=true", "include_deregistration=true&sort=published_asc",
+		"state=NSW,VIC", "q=liquidator&sort=published_desc", "q=liquidator&sort=published_asc", "acn=123456780",
+		"from=2026-03-01&to=2026-03-31&include_deregistration=true", "notice_purpose=nothing"} {
+		t.Run(query, func(t *testing.T) {
+			lite := f.sendCSV(t, http.MethodGet, "/v1/notices?"+query, "text/csv", "", nil)
+			es := g.sendCSV(t, http.MethodGet, "/v1/notices?"+query, "text/csv", "", nil)
+			readCSV(t, lite)
+			readCSV(t, es)
+			if !bytes.Equal(lite.body, es.body) {
+				t.Errorf("bytes differ:\nsqlite:\n%s\nelastic:\n%s", lite.body, es.body)
+			}
+			for _, h := range []string{"Content-Type", "Content-Disposition", "X-Total-Count"} {
+				if lite.header.Get(h) != es.header.Get(h) {
+					t.Errorf("%s: sqlite %q, elastic %q", h, lite.header.Get(h), es.header.Get(h))
+				}
+			}
+		})
+	}
+	t.Run("export_too_large", func(t *testing.T) {
+		f.srv.exportMax, g.srv.exportMax = 1, 1
+		lite := f.sendCSV(t, http.MethodGet, "/v1/notices?include_deregistration=true", "text/csv", "", nil)
+		es := g.sendCSV(t, http.MethodGet, "/v1/notices?include_deregistration=true", "text/csv", "", nil)
+		wantError(t, lite, http.StatusBadRequest, "export_too_large")
+		if !bytes.Equal(lite.body, es.body) {
+			t.Errorf("sqlite %s, elastic %s", lite.body, es.body)
+		}
+	})
+}
