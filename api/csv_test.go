@@ -353,3 +353,43 @@ func TestExportFailureVisible(t *testing.T) {
 		t.Errorf("heavy slot released %d times, want 1", released)
 	}
 }
+
+// TestExportIsHeavy: a CSV export takes a heavy slot of its key (429 while
+// the key's one slot is held, JSON search still passes) and gives it back
+// once its body is sent, also for HEAD.
+func TestExportIsHeavy(t *testing.T) {
+	ctx := context.Background()
+	for name, newLimiter := range limiters() {
+		t.Run(name, func(t *testing.T) {
+			l := newLimiter(t)
+			f := newLimitFixture(t, l, 100)
+			p, err := f.store.Authenticate(ctx, f.read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			release, d, err := l.Acquire(ctx, limiterKey(p), 1)
+			if err != nil || !d.Allowed {
+				t.Fatalf("acquire: %+v %v", d, err)
+			}
+			res := f.sendCSV(t, http.MethodGet, "/v1/notices", "text/csv", "", nil)
+			wantError(t, res, http.StatusTooManyRequests, "rate_limited")
+			if !strings.Contains(errorMessage(t, res), "CSV exports") {
+				t.Errorf("message %q should name CSV exports among heavy requests", errorMessage(t, res))
+			}
+			if res := f.do(t, http.MethodGet, "/v1/notices", f.read); res.status != http.StatusOK {
+				t.Errorf("a JSON search is light: HTTP %d", res.status)
+			}
+			release()
+			for i := range 3 { // each must find the slot the one before gave back
+				method := http.MethodGet
+				if i == 1 {
+					method = http.MethodHead
+				}
+				if res := f.sendCSV(t, method, "/v1/notices", "text/csv", "", nil); res.status != http.StatusOK ||
+					res.header.Get("Content-Type") != contentTypeCSV {
+					t.Fatalf("%s export %d: HTTP %d %s", method, i, res.status, res.body)
+				}
+			}
+		})
+	}
+}
