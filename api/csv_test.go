@@ -393,3 +393,44 @@ func TestExportIsHeavy(t *testing.T) {
 		})
 	}
 }
+
+// TestExportAtTheRealLimit: MaxExport notices export whole; one more is
+// export_too_large (SQLite, 100,001 notices stored).
+func TestExportAtTheRealLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stores 100,001 notices")
+	}
+	f := newFixture(t)
+	ctx := context.Background()
+	var p searchResponse
+	f.get(t, "/v1/notices?include_deregistration=true", &p)
+	base := loadNotices(t)
+	var batch []notice.Notice
+	for i := int(p.Total); i < MaxExport; i++ {
+		n := base[i%len(base)]
+		n.SourceID = fmt.Sprintf("limit-%d", i)
+		n.ID = notice.IDFor(n.SourceID)
+		batch = append(batch, n)
+		if len(batch) == 5000 || i == MaxExport-1 {
+			if _, err := f.store.UpsertNotices(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	res := f.sendCSV(t, http.MethodGet, "/v1/notices?include_deregistration=true", "text/csv", "", nil)
+	if n := bytes.Count(res.body, []byte("\r\n")) - 1; res.status != http.StatusOK || n != MaxExport {
+		t.Fatalf("at the limit: HTTP %d, %d rows, want %d", res.status, n, MaxExport)
+	}
+	extra := base[0]
+	extra.SourceID = "limit-extra"
+	extra.ID = notice.IDFor(extra.SourceID)
+	if _, err := f.store.UpsertNotices(ctx, []notice.Notice{extra}); err != nil {
+		t.Fatal(err)
+	}
+	res = f.sendCSV(t, http.MethodGet, "/v1/notices?include_deregistration=true", "text/csv", "", nil)
+	wantError(t, res, http.StatusBadRequest, "export_too_large")
+	if m := errorMessage(t, res); !strings.Contains(m, "100001 notices match") {
+		t.Errorf("message %q", m)
+	}
+}
