@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gofiber/fiber/v2"
 
 	"github.com/noticesd/noticesd/internal/notice"
 )
@@ -352,6 +355,39 @@ func TestExportFailureVisible(t *testing.T) {
 	if released != 1 {
 		t.Errorf("heavy slot released %d times, want 1", released)
 	}
+
+	t.Run("over HTTP the transfer fails", func(t *testing.T) {
+		exp, err := f.store.ExportNotices(context.Background(), notice.SearchQuery{Sort: notice.SortPublishedDesc}, MaxExport)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = exp.Close()
+		// A route of this test only, answering with the failing export
+		// the way exportNotices does.
+		f.srv.handle(http.MethodGet, "/test/failing-export", public, func(c *fiber.Ctx) error {
+			c.Set(fiber.HeaderContentType, contentTypeCSV)
+			c.Context().SetBodyStream(newExportReader(context.Background(), exp, func() {}, f.srv.log), -1)
+			return nil
+		})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = f.srv.Serve(ln) }()
+		defer func() { _ = f.srv.Shutdown(context.Background()) }()
+		res, err := http.Get("http://" + ln.Addr().String() + "/test/failing-export")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK || err == nil {
+			t.Errorf("HTTP %d, read error %v: the client must see a failed transfer; body %s", res.StatusCode, err, body)
+		}
+		if !bytes.Contains(body, []byte(exportFailedMarker)) {
+			t.Errorf("body %q lacks the failure line", body)
+		}
+	})
 }
 
 // TestExportIsHeavy: a CSV export takes a heavy slot of its key (429 while
