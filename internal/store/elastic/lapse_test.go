@@ -1,0 +1,231 @@
+package elastic
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/testservers"
+)
+
+// dropRenewals is a go-redis hook that, while on, fails every lease
+// renewal (a SET ... XX): the writer is cut off from Redis for renewals,
+// so its lease expires in Redis while it keeps writing.
+type dropRenewals struct{ on atomic.Bool }
+
+func (h *dropRenewals) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *dropRenewals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *dropRenewals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.on.Load() && cmd.Name() == "set" {
+			for _, a := range cmd.Args() {
+				if s, ok := a.(string); ok && strings.EqualFold(s, "xx") {
+					err := errors.New("injected: renewal lost")
+					cmd.SetErr(err)
+					return err
+				}
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// heldBulk is a proxy in front of Elasticsearch that holds the first bulk
+// request until release is closed: with answer, it passes the request
+// through at once (Elasticsearch applies it) and holds its answer;
+// without, it holds the request itself. Every other request passes.
+type heldBulk struct {
+	url     string
+	held    chan struct{} // closed once the request is held
+	release chan struct{}
+	once    sync.Once
+}
+
+func newHeldBulk(t *testing.T, esURL string, answer bool) *heldBulk {
+	t.Helper()
+	target, err := url.Parse(esURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &heldBulk{held: make(chan struct{}), release: make(chan struct{})}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var taken atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.URL.Path, "_bulk") || !taken.CompareAndSwap(false, true) {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		if answer {
+			proxy.ServeHTTP(rec, r)
+		}
+		close(h.held)
+		<-h.release
+		if !answer {
+			proxy.ServeHTTP(rec, r)
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	}))
+	t.Cleanup(func() { h.Release(); srv.Close() })
+	h.url = srv.URL
+	return h
+}
+
+// Release lets the held answer go (once).
+func (h *heldBulk) Release() { h.once.Do(func() { close(h.release) }) }
+
+// seqPoller follows the arrivals as a watch poller does: NoticesAfter
+// from its cursor, the cursor moved to the last seq read.
+type seqPoller struct {
+	s      *Store
+	cursor int64
+	seen   map[string][]int64
+}
+
+func (p *seqPoller) poll(t *testing.T) {
+	t.Helper()
+	for {
+		ns, err := p.s.NoticesAfter(context.Background(), p.cursor, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ns) == 0 {
+			return
+		}
+		for _, n := range ns {
+			if n.Seq <= p.cursor {
+				t.Errorf("seq %d at or below the cursor %d", n.Seq, p.cursor)
+			}
+			p.seen[n.SourceID] = append(p.seen[n.SourceID], n.Seq)
+			p.cursor = n.Seq
+		}
+	}
+}
+
+// TestLapsedWriterIsFenced: writer A's bulk request (or only its answer,
+// Elasticsearch having applied it) is held past A's lease (A cannot renew
+// it: its renewals are lost); meanwhile writer B ingests, and the
+// watermark passes A's seqs. A poller that read then holds a cursor above
+// them, and a second poller starts from 0 once whatever A wrote is
+// searchable (a refresh forced while A is held). When A is released it
+// must not leave its notices visible under seqs the watermark passed:
+// each poller following its cursor sees every notice exactly once, at
+// the seq A returns.
+func TestLapsedWriterIsFenced(t *testing.T) {
+	for _, answer := range []bool{false, true} {
+		name := "request held"
+		if answer {
+			name = "answer held"
+		}
+		t.Run(name, func(t *testing.T) { testLapsedWriter(t, answer) })
+	}
+}
+
+func testLapsedWriter(t *testing.T, answer bool) {
+	ctx := context.Background()
+	esURL := testservers.Elasticsearch(t)
+	ns := testservers.Namespace(t)
+	const lease = 1500 * time.Millisecond
+	rdb := testRedis(t)
+	owner := openIn(t, esURL, rdb, ns, nil) // creates the indices; drops the namespace at the end
+	held := newHeldBulk(t, esURL, answer)
+	hook := &dropRenewals{}
+	rdbA := testRedis(t)
+	rdbA.AddHook(hook)
+	open := func(u string, c *redis.Client) *Store {
+		s, err := Open(ctx, Config{URL: u, Namespace: ns, Arrivals: arrival.New(c, ns, lease)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := open(held.url, rdbA), open(esURL, rdb)
+
+	hook.on.Store(true)
+	done := make(chan error, 1)
+	var written []notice.Notice
+	go func() {
+		var err error
+		written, _, err = a.UpsertStoredTurn(ctx, synthBatch("LATE", 0, 5), nil)
+		done <- err
+	}()
+	select {
+	case <-held.held:
+	case err := <-done:
+		t.Fatalf("writer A returned before its bulk request was held: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("writer A's bulk request never reached Elasticsearch")
+	}
+	// B's batch (seqs 6-10) is written and cleared; once A's lease has
+	// expired the watermark passes A's seqs 1-5 and stops at 10.
+	if _, err := b.UpsertNotices(ctx, synthBatch("EARLY", 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		wm, err := b.Watermark(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wm == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watermark %d 30 s after A's lease should have expired, want 10", wm)
+		}
+	}
+	early := &seqPoller{s: owner, seen: map[string][]int64{}}
+	early.poll(t)
+	// A's documents are in the index: make them searchable now, as the
+	// index's own periodic refresh would.
+	if err := owner.refresh(ctx, owner.Alias("notices")); err != nil {
+		t.Fatal(err)
+	}
+	late := &seqPoller{s: owner, seen: map[string][]int64{}}
+	late.poll(t)
+	early.poll(t)
+
+	hook.on.Store(false)
+	held.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("writer A: %v", err)
+	}
+	early.poll(t)
+	late.poll(t)
+	for name, p := range map[string]*seqPoller{"poller that read before A's documents were searchable": early, "poller from 0 after they were": late} {
+		if len(p.seen) != 10 {
+			t.Errorf("%s saw %d notices, want 10: %v", name, len(p.seen), p.seen)
+		}
+		for id, seqs := range p.seen {
+			if len(seqs) != 1 {
+				t.Errorf("%s saw %s %d times (seqs %v), want once", name, id, len(seqs), seqs)
+			}
+		}
+	}
+	// What A returns is what is stored: the seqs its notices are read at.
+	for _, n := range written {
+		if got := early.seen[n.SourceID]; len(got) != 1 || got[0] != n.Seq {
+			t.Errorf("A returned %s at seq %d; the poller read it at %v", n.SourceID, n.Seq, got)
+		}
+	}
+	if wm, err := owner.Watermark(ctx); err != nil || wm < 15 {
+		t.Errorf("watermark %d (%v), want at least 15 (A's notices above B's)", wm, err)
+	}
+}
