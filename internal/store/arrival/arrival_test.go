@@ -472,3 +472,123 @@ func (a *Arrivals) allocNow(ctx context.Context, ids []string, collected string,
 	}
 	return a.Allocate(ctx, ids, collected, fresh, m)
 }
+
+// TestClearFencesLapsedSeqs: Clear commits a chunk only while the
+// watermark has not passed it. A batch whose lease expired (deleted here,
+// as Redis would) and whose seqs the watermark then passed gets them back
+// as lapsed, and they are revoked (adjacent chunks as one range); a batch
+// whose lease expired but that the watermark has not passed yet still
+// commits; a seq a batch reused from a lapsed one comes back lapsed too.
+func TestClearFencesLapsedSeqs(t *testing.T) {
+	ctx := context.Background()
+	a, rdb := open(t)
+	ids := make([]string, allocateChunk+2)
+	for i := range ids {
+		ids[i] = "l" + strconv.Itoa(i)
+	}
+	lapsing, err := a.allocNow(ctx, ids, "t1", false) // 1..1002, two chunks
+	if err != nil {
+		t.Fatal(err)
+	}
+	reuser, err := a.allocNow(ctx, []string{"l1", "other"}, "t2", false) // 2 (reused), 1003
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reuser.Seqs[0] != 2 || reuser.Seqs[1] != int64(len(ids)+1) {
+		t.Fatalf("reuser got %v, want [2 %d]", reuser.Seqs, len(ids)+1)
+	}
+	rdb.Del(ctx, a.prefix+"lease:"+lapsing.Token)
+	if w, _ := a.Watermark(ctx); w != 1 {
+		t.Fatalf("watermark %d, want 1: the reuser holds seq 2", w)
+	}
+	lapsed, err := a.Clear(ctx, reuser, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lapsed) != 1 || lapsed[0] != 0 {
+		t.Errorf("reuser lapsed %v, want [0]: its seq 2 was revoked with the lapsed batch", lapsed)
+	}
+	if w, _ := a.Watermark(ctx); w != int64(len(ids)+1) {
+		t.Errorf("watermark %d, want %d", w, len(ids)+1)
+	}
+	lapsed, err = a.Clear(ctx, lapsing, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lapsed) != len(ids) {
+		t.Errorf("%d lapsed, want all %d", len(lapsed), len(ids))
+	}
+	rs, err := a.Revoked(ctx, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0] != (Range{From: 1, To: int64(len(ids))}) {
+		t.Errorf("revoked %v, want one range 1-%d", rs, len(ids))
+	}
+	if rs, _ := a.Revoked(ctx, int64(len(ids)), 10000); len(rs) != 0 {
+		t.Errorf("revoked above %d: %v, want none", len(ids), rs)
+	}
+	// Expired but not passed: still in flight, so it commits.
+	late, err := a.allocNow(ctx, []string{"late"}, "t3", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.Del(ctx, a.prefix+"lease:"+late.Token)
+	if lapsed, err := a.Clear(ctx, late, nil); err != nil || len(lapsed) != 0 {
+		t.Errorf("clear of an expired batch not yet passed: lapsed %v (%v), want none", lapsed, err)
+	}
+	if rs, _ := a.Revoked(ctx, int64(len(ids)), 10000); len(rs) != 0 {
+		t.Errorf("revoked %v after a commit, want none above %d", rs, len(ids))
+	}
+	// Abandoned: revoked as it is passed, whatever Clear says later.
+	failed, err := a.allocNow(ctx, []string{"failed"}, "t4", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Abandon(failed)
+	if rs, _ := a.Revoked(ctx, int64(len(ids)+2), 10000); len(rs) != 1 || rs[0].From != failed.Seqs[0] {
+		t.Errorf("revoked %v after an abandon, want seq %d", rs, failed.Seqs[0])
+	}
+}
+
+// TestClearForgetsSeqs: a cleared batch's per-notice seqs are gone from
+// Redis, except those of notices the store refused; a lookup that began
+// before the clear gets its ids back stale rather than new seqs.
+func TestClearForgetsSeqs(t *testing.T) {
+	ctx := context.Background()
+	a, rdb := open(t)
+	ids := make([]string, 2*allocateChunk+10)
+	for i := range ids {
+		ids[i] = "f" + strconv.Itoa(i)
+	}
+	mark, err := a.Mark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.Allocate(ctx, ids, "t1", false, mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lapsed, err := a.Clear(ctx, b, map[string]bool{"f7": true}); err != nil || len(lapsed) != 0 {
+		t.Fatalf("clear: lapsed %v (%v)", lapsed, err)
+	}
+	keys, err := rdb.Keys(ctx, a.prefix+"src:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != a.prefix+"src:f7" {
+		t.Errorf("src keys after clear: %d (%v), want only the refused f7's", len(keys), keys[:min(len(keys), 3)])
+	}
+	// A writer that looked f0 up before the clear (not found) allocates
+	// after it: f0 comes back stale, not with a second seq.
+	again, err := a.Allocate(ctx, []string{"f0", "new"}, "t2", false, mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Stale[0] || !again.Stale[1] {
+		t.Errorf("allocation with a mark from before a clear: stale %v, want both", again.Stale)
+	}
+	if n, _ := a.Latest(ctx); n != int64(len(ids)) {
+		t.Errorf("latest seq %d, want %d: a stale allocation takes none", n, len(ids))
+	}
+}

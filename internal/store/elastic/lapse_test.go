@@ -229,3 +229,42 @@ func testLapsedWriter(t *testing.T, answer bool) {
 		t.Errorf("watermark %d (%v), want at least 15 (A's notices above B's)", wm, err)
 	}
 }
+
+// TestArrivalKeysAfterIngest: once an ingest is over, Redis holds a few
+// arrival keys for the namespace, not one per notice: a batch's seqs are
+// remembered per notice id only while it is in flight (so two ingesters
+// writing one new notice agree), and forgotten when it is cleared, its
+// notices being in Elasticsearch, where writers look first.
+func TestArrivalKeysAfterIngest(t *testing.T) {
+	ctx := context.Background()
+	esURL := testservers.Elasticsearch(t)
+	rdb := testRedis(t)
+	ns := testservers.Namespace(t)
+	s := openIn(t, esURL, rdb, ns, nil)
+	const batches, size = 3, 2500
+	for i := range batches {
+		if _, err := s.UpsertNotices(ctx, synthBatch("K", i*size, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Loaded again: every notice is known, nothing new is remembered.
+	if _, err := s.UpsertNotices(ctx, synthBatch("K", 0, size)); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	iter := rdb.Scan(ctx, 0, ns+":arrival:*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// seq, watermark, cleared, dv (and revoked, inflight when used).
+	if len(keys) > 6 {
+		shown := keys[:min(len(keys), 5)]
+		t.Errorf("%d arrival keys after loading %d notices, want at most 6: %v ...", len(keys), batches*size, shown)
+	}
+	if wm, err := s.Watermark(ctx); err != nil || wm != batches*size {
+		t.Errorf("watermark %d (%v), want %d", wm, err, batches*size)
+	}
+}
