@@ -268,3 +268,49 @@ func TestArrivalKeysAfterIngest(t *testing.T) {
 		t.Errorf("watermark %d (%v), want %d", wm, err, batches*size)
 	}
 }
+
+// TestResequenceMovesAbandonedNotices: a writer whose bulk request
+// Elasticsearch applied but whose answer never came (a hung node: the
+// request timed out) abandons its seqs, and the notices it wrote stay out
+// of the readers' sight under them; Resequence (the worker's sweep) gives
+// them new seqs, and a poller that was already past the old ones sees
+// each exactly once.
+func TestResequenceMovesAbandonedNotices(t *testing.T) {
+	ctx := context.Background()
+	esURL := testservers.Elasticsearch(t)
+	ns := testservers.Namespace(t)
+	rdb := testRedis(t)
+	owner := openIn(t, esURL, rdb, ns, nil)
+	held := newHeldBulk(t, esURL, true)
+	a, err := Open(ctx, Config{URL: held.url, Namespace: ns, Arrivals: arrival.New(rdb, ns, 0), BulkTimeout: 500 * time.Millisecond, BulkWorkers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.UpsertNotices(ctx, synthBatch("LOST", 0, 5)); err == nil {
+		t.Fatal("writer A: no error with its bulk answer held past the bulk timeout")
+	}
+	if _, err := owner.UpsertNotices(ctx, synthBatch("AFTER", 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	p := &seqPoller{s: owner, seen: map[string][]int64{}}
+	p.poll(t)
+	if len(p.seen) != 5 {
+		t.Errorf("poller saw %d notices before the sweep, want the 5 written after: %v", len(p.seen), p.seen)
+	}
+	moved, err := owner.Resequence(ctx)
+	if err != nil || moved != 5 {
+		t.Fatalf("Resequence moved %d (%v), want 5", moved, err)
+	}
+	if again, err := owner.Resequence(ctx); err != nil || again != 0 {
+		t.Errorf("a second Resequence moved %d (%v), want 0", again, err)
+	}
+	p.poll(t)
+	if len(p.seen) != 10 {
+		t.Errorf("poller saw %d notices after the sweep, want 10: %v", len(p.seen), p.seen)
+	}
+	for id, seqs := range p.seen {
+		if len(seqs) != 1 {
+			t.Errorf("%s seen %d times (%v), want once", id, len(seqs), seqs)
+		}
+	}
+}
