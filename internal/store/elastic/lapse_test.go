@@ -15,10 +15,67 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/secretbox"
 	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/watch"
 )
+
+// matchPoller follows a watch of every notice through the Redis store's
+// Matches, since = next_since, as a client polls GET /v1/watches/{id}/matches.
+type matchPoller struct {
+	rs      *redisstore.Store
+	account string
+	watch   string
+	since   int64
+	seen    map[string][]int64
+	skew    atomic.Int64 // added to the store's clock (ns)
+}
+
+func newMatchPoller(t *testing.T, rdb *redis.Client, ns string, src *Store) *matchPoller {
+	t.Helper()
+	ctx := context.Background()
+	p := &matchPoller{seen: map[string][]int64{}}
+	box, err := secretbox.New(make([]byte, 32), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := func() time.Time { return time.Now().Add(time.Duration(p.skew.Load())) }
+	p.rs, err = redisstore.New(rdb, ns, src, redisstore.Options{Clock: clock, Secrets: box})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := p.rs.CreateAccount(ctx, "Poller", "enterprise")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := p.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Name: "all"}, acc.AccountID, clock()), account.DefaultPlans()["enterprise"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.account, p.watch = acc.AccountID, w.ID
+	return p
+}
+
+func (p *matchPoller) poll(t *testing.T) {
+	t.Helper()
+	for {
+		page, err := p.rs.Matches(context.Background(), p.account, p.watch, p.since, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range page.Notices {
+			p.seen[n.SourceID] = append(p.seen[n.SourceID], n.Seq)
+		}
+		p.since = page.NextSince
+		if !page.HasMore {
+			return
+		}
+	}
+}
 
 // dropRenewals is a go-redis hook that, while on, fails every lease
 // renewal (a SET ... XX): the writer is cut off from Redis for renewals,
@@ -158,6 +215,9 @@ func testLapsedWriter(t *testing.T, answer bool) {
 		return s
 	}
 	a, b := open(held.url, rdbA), open(esURL, rdb)
+	// A watch of every notice, read as a client polls its matches
+	// (matching the arrivals on read, the late-notice check included).
+	watcher := newMatchPoller(t, rdb, ns, owner)
 
 	hook.on.Store(true)
 	done := make(chan error, 1)
@@ -193,6 +253,7 @@ func testLapsedWriter(t *testing.T, answer bool) {
 	}
 	early := &seqPoller{s: owner, seen: map[string][]int64{}}
 	early.poll(t)
+	watcher.poll(t)
 	// A's documents are in the index: make them searchable now, as the
 	// index's own periodic refresh would.
 	if err := owner.refresh(ctx, owner.Alias("notices")); err != nil {
@@ -201,6 +262,8 @@ func testLapsedWriter(t *testing.T, answer bool) {
 	late := &seqPoller{s: owner, seen: map[string][]int64{}}
 	late.poll(t)
 	early.poll(t)
+	watcher.skew.Add(int64(time.Minute)) // the late-notice check is due
+	watcher.poll(t)
 
 	hook.on.Store(false)
 	held.Release()
@@ -209,11 +272,18 @@ func testLapsedWriter(t *testing.T, answer bool) {
 	}
 	early.poll(t)
 	late.poll(t)
-	for name, p := range map[string]*seqPoller{"poller that read before A's documents were searchable": early, "poller from 0 after they were": late} {
-		if len(p.seen) != 10 {
-			t.Errorf("%s saw %d notices, want 10: %v", name, len(p.seen), p.seen)
+	watcher.skew.Add(int64(time.Minute)) // the late-notice check is due
+	watcher.poll(t)
+	watcher.poll(t)
+	for name, seen := range map[string]map[string][]int64{
+		"poller that read before A's documents were searchable": early.seen,
+		"poller from 0 after they were":                         late.seen,
+		"watch matches poller":                                  watcher.seen,
+	} {
+		if len(seen) != 10 {
+			t.Errorf("%s saw %d notices, want 10: %v", name, len(seen), seen)
 		}
-		for id, seqs := range p.seen {
+		for id, seqs := range seen {
 			if len(seqs) != 1 {
 				t.Errorf("%s saw %s %d times (seqs %v), want once", name, id, len(seqs), seqs)
 			}
