@@ -10,12 +10,17 @@
 // holds one entry per script call (a chunk of at most allocateChunk ids),
 // its lowest seq, since the watermark only needs the lowest in-flight seq.
 //
-// The watermark is the highest seq below which every notice is
-// searchable: the lowest in-flight seq minus one, or the counter when
-// nothing is in flight. It never decreases and never passes an in-flight
-// seq whose lease is alive; a crashed ingester's seqs stop holding it back
-// when their lease expires. A watch poller reading notices with
-// notice_seq <= Watermark therefore never misses one that commits late.
+// The watermark is the highest seq below which every seq is settled: the
+// lowest in-flight seq minus one, or the counter when nothing is in
+// flight. It never decreases and never passes an in-flight seq whose
+// lease is alive; a crashed ingester's seqs stop holding it back when
+// their lease expires, and are then revoked (Revoked) in the same step.
+// Clear is the fence: it commits a chunk's seqs only if the watermark has
+// not passed them, and reports those it has, so their writer gives the
+// notices new seqs. Every seq at or below the watermark is thus committed
+// (its notice searchable) or revoked (never read), and a watch poller
+// reading notices with notice_seq <= Watermark, leaving revoked seqs out,
+// sees each notice once, never below its cursor.
 package arrival
 
 import (
@@ -41,9 +46,10 @@ const DefaultLease = 5 * time.Minute
 // errs.BackendUnavailable instead of a stuck ingest.
 const callTimeout = 5 * time.Second
 
-// sourceTTL is how long the seq handed out for a notice id is remembered,
-// so that concurrent ingesters of the same notice agree on it; by then the
-// notice is in Elasticsearch, where writers look first.
+// sourceTTL is how long the seq handed out for a notice id is remembered
+// (so that concurrent ingesters of the same notice agree on it) when its
+// batch is never cleared: Clear forgets the seqs of the notices it
+// commits, which are then in Elasticsearch, where writers look first.
 const sourceTTL = time.Hour
 
 // Arrivals is the allocator and watermark of one namespace.
