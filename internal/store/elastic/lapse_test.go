@@ -329,6 +329,7 @@ func TestArrivalKeysAfterIngest(t *testing.T) {
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%d arrival keys after loading %d notices: %v", len(keys), batches*size, keys)
 	// seq, watermark, cleared, dv (and revoked, inflight when used).
 	if len(keys) > 6 {
 		shown := keys[:min(len(keys), 5)]
