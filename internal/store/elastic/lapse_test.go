@@ -329,7 +329,15 @@ func TestArrivalKeysAfterIngest(t *testing.T) {
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d arrival keys after loading %d notices: %v", len(keys), batches*size, keys)
+	var bytes int64
+	for _, k := range keys {
+		n, err := rdb.MemoryUsage(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bytes += n
+	}
+	t.Logf("%d arrival keys (%d bytes by MEMORY USAGE) after loading %d notices: %v", len(keys), bytes, batches*size, keys[:min(len(keys), 6)])
 	// seq, watermark, cleared, dv (and revoked, inflight when used).
 	if len(keys) > 6 {
 		shown := keys[:min(len(keys), 5)]
