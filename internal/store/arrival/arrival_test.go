@@ -45,14 +45,14 @@ func TestAllocateAndWatermark(t *testing.T) {
 		}
 		return w
 	}
-	b1, err := a.Allocate(ctx, []string{"n1", "n2"}, "t1", false)
+	b1, err := a.allocNow(ctx, []string{"n1", "n2"}, "t1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b1.Seqs[0] != 1 || b1.Seqs[1] != 2 || b1.Collected[0] != "t1" {
 		t.Fatalf("first batch %+v", b1)
 	}
-	b2, err := a.Allocate(ctx, []string{"n3", "n2"}, "t2", false)
+	b2, err := a.allocNow(ctx, []string{"n3", "n2"}, "t2", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,13 +62,13 @@ func TestAllocateAndWatermark(t *testing.T) {
 	if got := wm(); got != 0 {
 		t.Errorf("watermark %d with 1..3 in flight, want 0", got)
 	}
-	if err := a.Clear(ctx, b2); err != nil {
+	if _, err := a.Clear(ctx, b2, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := wm(); got != 0 {
 		t.Errorf("watermark %d with 1 and 2 still in flight in batch 1, want 0", got)
 	}
-	if err := a.Clear(ctx, b1); err != nil {
+	if _, err := a.Clear(ctx, b1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := wm(); got != 3 {
@@ -76,15 +76,15 @@ func TestAllocateAndWatermark(t *testing.T) {
 	}
 	// A crashed ingester: its lease expires (deleted here, as Redis would
 	// after DefaultLease) and its seq stops holding the watermark back.
-	b3, err := a.Allocate(ctx, []string{"n4"}, "t3", false)
+	b3, err := a.allocNow(ctx, []string{"n4"}, "t3", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b4, err := a.Allocate(ctx, []string{"n5"}, "t3", false)
+	b4, err := a.allocNow(ctx, []string{"n5"}, "t3", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Clear(ctx, b4); err != nil {
+	if _, err := a.Clear(ctx, b4, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := wm(); got != 3 {
@@ -97,14 +97,14 @@ func TestAllocateAndWatermark(t *testing.T) {
 	// The crashed notice retried later is settled (the watermark passed
 	// it); not finding it stored, the writer asks again with fresh and gets
 	// a new seq, above the watermark, so it is still announced.
-	b5, err := a.Allocate(ctx, []string{"n4"}, "t4", false)
+	b5, err := a.allocNow(ctx, []string{"n4"}, "t4", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !b5.Settled[0] || b5.Seqs[0] != 4 {
 		t.Errorf("retry of a passed seq: %+v, want seq 4 settled", b5)
 	}
-	b5, err = a.Allocate(ctx, []string{"n4"}, "t4", true)
+	b5, err = a.allocNow(ctx, []string{"n4"}, "t4", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,44 +141,63 @@ func TestAllocateConcurrent(t *testing.T) {
 						ids[j] = "w" + itoa(w) + "-" + itoa(i+j)
 					}
 				}
-				mu.Lock()
-				var missing []string
-				for _, id := range ids {
-					if _, ok := stored[id]; !ok {
-						missing = append(missing, id)
+				// As the writer does: the mark, then the lookup, then the
+				// allocation; stale ids are looked up and allocated again.
+				var batches []Batch
+				for len(ids) > 0 {
+					mark, err := a.Mark(ctx)
+					if err != nil {
+						t.Error(err)
+						return
 					}
-				}
-				mu.Unlock()
-				ids = missing
-				b, err := a.Allocate(ctx, ids, "t", false)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				for j, id := range ids {
-					if b.Settled[j] {
-						if stored[id] != b.Seqs[j] {
-							t.Errorf("%s settled at %d but stored with %d", id, b.Seqs[j], stored[id])
+					mu.Lock()
+					var missing []string
+					for _, id := range ids {
+						if _, ok := stored[id]; !ok {
+							missing = append(missing, id)
 						}
-						continue
 					}
-					if s, ok := seqOf[id]; ok && s != b.Seqs[j] {
-						t.Errorf("%s got seqs %d and %d", id, s, b.Seqs[j])
+					mu.Unlock()
+					ids = missing
+					b, err := a.Allocate(ctx, ids, "t", false, mark)
+					if err != nil {
+						t.Error(err)
+						return
 					}
-					if o, ok := seen[b.Seqs[j]]; ok && o != id {
-						t.Errorf("seq %d given to %s and %s", b.Seqs[j], o, id)
+					batches = append(batches, b)
+					mu.Lock()
+					var stale []string
+					for j, id := range ids {
+						if b.Stale[j] {
+							stale = append(stale, id)
+							continue
+						}
+						if b.Settled[j] {
+							if stored[id] != b.Seqs[j] {
+								t.Errorf("%s settled at %d but stored with %d", id, b.Seqs[j], stored[id])
+							}
+							continue
+						}
+						if s, ok := seqOf[id]; ok && s != b.Seqs[j] {
+							t.Errorf("%s got seqs %d and %d", id, s, b.Seqs[j])
+						}
+						if o, ok := seen[b.Seqs[j]]; ok && o != id {
+							t.Errorf("seq %d given to %s and %s", b.Seqs[j], o, id)
+						}
+						seqOf[id], seen[b.Seqs[j]] = b.Seqs[j], id
 					}
-					seqOf[id], seen[b.Seqs[j]] = b.Seqs[j], id
+					for j, id := range ids {
+						if !b.Settled[j] && !b.Stale[j] {
+							stored[id] = b.Seqs[j]
+						}
+					}
+					mu.Unlock()
+					ids = stale
 				}
-				for j, id := range ids {
-					if !b.Settled[j] {
-						stored[id] = b.Seqs[j]
+				for _, b := range batches {
+					if lapsed, err := a.Clear(ctx, b, nil); err != nil || len(lapsed) > 0 {
+						t.Errorf("clear: %d lapsed (%v)", len(lapsed), err)
 					}
-				}
-				mu.Unlock()
-				if err := a.Clear(ctx, b); err != nil {
-					t.Error(err)
 				}
 			}
 		}()
@@ -211,7 +230,7 @@ func itoa(i int) string {
 func TestAllocateLargeBatch(t *testing.T) {
 	ctx := context.Background()
 	a, _ := open(t)
-	first, err := a.Allocate(ctx, []string{"x0", "x1"}, "t1", false)
+	first, err := a.allocNow(ctx, []string{"x0", "x1"}, "t1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +239,7 @@ func TestAllocateLargeBatch(t *testing.T) {
 		ids[i] = "n" + strconv.Itoa(i)
 	}
 	ids[700] = "x1" // in flight in the first batch: keeps seq 2
-	b, err := a.Allocate(ctx, ids, "t2", false)
+	b, err := a.allocNow(ctx, ids, "t2", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,13 +256,13 @@ func TestAllocateLargeBatch(t *testing.T) {
 			want++
 		}
 	}
-	if err := a.Clear(ctx, first); err != nil {
+	if _, err := a.Clear(ctx, first, nil); err != nil {
 		t.Fatal(err)
 	}
 	if wm, err := a.Watermark(ctx); err != nil || wm != 1 {
 		t.Errorf("watermark %d (%v) with seq 2 still in flight in the large batch, want 1", wm, err)
 	}
-	if err := a.Clear(ctx, b); err != nil {
+	if _, err := a.Clear(ctx, b, nil); err != nil {
 		t.Fatal(err)
 	}
 	if wm, err := a.Watermark(ctx); err != nil || wm != want-1 {
@@ -263,7 +282,7 @@ func TestAllocateInChunks(t *testing.T) {
 	for i := range ids {
 		ids[i] = "big" + strconv.Itoa(i)
 	}
-	big, err := a.Allocate(ctx, ids, "t1", false)
+	big, err := a.allocNow(ctx, ids, "t1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,20 +294,20 @@ func TestAllocateInChunks(t *testing.T) {
 	if c := rdb.ZCard(ctx, a.inflightKey()).Val(); c != 3 {
 		t.Errorf("in flight: %d entries, want 3 (one per chunk)", c)
 	}
-	small, err := a.Allocate(ctx, []string{"after"}, "t2", false)
+	small, err := a.allocNow(ctx, []string{"after"}, "t2", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if small.Seqs[0] != int64(n+1) {
 		t.Errorf("next seq %d, want %d", small.Seqs[0], n+1)
 	}
-	if err := a.Clear(ctx, small); err != nil {
+	if _, err := a.Clear(ctx, small, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ := a.Watermark(ctx); w != 0 {
 		t.Errorf("watermark %d with the big batch in flight, want 0", w)
 	}
-	if err := a.Clear(ctx, big); err != nil {
+	if _, err := a.Clear(ctx, big, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ := a.Watermark(ctx); w != int64(n+1) {
@@ -308,16 +327,16 @@ func TestHoldKeepsASlowBatchInFlight(t *testing.T) {
 	a, rdb := open(t)
 	const lease = 600 * time.Millisecond
 	a = New(rdb, a.prefix[:len(a.prefix)-len(":arrival:")], lease)
-	slow, err := a.Allocate(ctx, []string{"slow"}, "t1", false)
+	slow, err := a.allocNow(ctx, []string{"slow"}, "t1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	quick, err := a.Allocate(ctx, []string{"quick"}, "t1", false)
+	quick, err := a.allocNow(ctx, []string{"quick"}, "t1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stop := a.Hold(slow)
-	if err := a.Clear(ctx, quick); err != nil {
+	if _, err := a.Clear(ctx, quick, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Four leases pass while the slow batch is held.
@@ -393,13 +412,13 @@ func TestFailedAllocationReleasesItsChunks(t *testing.T) {
 			for i := range ids {
 				ids[i] = "f" + strconv.Itoa(i)
 			}
-			before, err := a.Allocate(ctx, []string{"before"}, "t0", false)
+			before, err := a.allocNow(ctx, []string{"before"}, "t0", false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			hook := &failNth{n: 2, ran: ran}
 			rdb.AddHook(hook)
-			_, err = a.Allocate(ctx, ids, "t1", false)
+			_, err = a.allocNow(ctx, ids, "t1", false)
 			if e, ok := errs.As(err); !ok || e.Code != errs.BackendUnavailable {
 				t.Fatalf("allocate with the second chunk failing: %v, want %s", err, errs.BackendUnavailable)
 			}
@@ -408,7 +427,7 @@ func TestFailedAllocationReleasesItsChunks(t *testing.T) {
 			if w, _ := a.Watermark(ctx); w != 0 {
 				t.Fatalf("watermark %d, want 0 while seq 1 is in flight", w)
 			}
-			if err := a.Clear(ctx, before); err != nil {
+			if _, err := a.Clear(ctx, before, nil); err != nil {
 				t.Fatal(err)
 			}
 			taken := int64(allocateChunk)
@@ -421,7 +440,7 @@ func TestFailedAllocationReleasesItsChunks(t *testing.T) {
 			if c := rdb.ZCard(ctx, a.inflightKey()).Val(); c != 0 {
 				t.Errorf("in flight: %d entries, want 0", c)
 			}
-			again, err := a.Allocate(ctx, ids, "t2", false)
+			again, err := a.allocNow(ctx, ids, "t2", false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -430,7 +449,7 @@ func TestFailedAllocationReleasesItsChunks(t *testing.T) {
 					t.Fatalf("id %d settled %v, want %v (its first seq is behind the watermark)", i, again.Settled[i], settled)
 				}
 			}
-			fresh, err := a.Allocate(ctx, ids[:taken], "t2", true)
+			fresh, err := a.allocNow(ctx, ids[:taken], "t2", true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -441,5 +460,135 @@ func TestFailedAllocationReleasesItsChunks(t *testing.T) {
 				t.Errorf("watermark %d with the new allocations in flight, want %d", w, 1+taken)
 			}
 		})
+	}
+}
+
+// allocNow is Allocate with the mark read just before, as a writer that
+// has just looked the ids up does.
+func (a *Arrivals) allocNow(ctx context.Context, ids []string, collected string, fresh bool) (Batch, error) {
+	m, err := a.Mark(ctx)
+	if err != nil {
+		return Batch{}, err
+	}
+	return a.Allocate(ctx, ids, collected, fresh, m)
+}
+
+// TestClearFencesLapsedSeqs: Clear commits a chunk only while the
+// watermark has not passed it. A batch whose lease expired (deleted here,
+// as Redis would) and whose seqs the watermark then passed gets them back
+// as lapsed, and they are revoked (adjacent chunks as one range); a batch
+// whose lease expired but that the watermark has not passed yet still
+// commits; a seq a batch reused from a lapsed one comes back lapsed too.
+func TestClearFencesLapsedSeqs(t *testing.T) {
+	ctx := context.Background()
+	a, rdb := open(t)
+	ids := make([]string, allocateChunk+2)
+	for i := range ids {
+		ids[i] = "l" + strconv.Itoa(i)
+	}
+	lapsing, err := a.allocNow(ctx, ids, "t1", false) // 1..1002, two chunks
+	if err != nil {
+		t.Fatal(err)
+	}
+	reuser, err := a.allocNow(ctx, []string{"l1", "other"}, "t2", false) // 2 (reused), 1003
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reuser.Seqs[0] != 2 || reuser.Seqs[1] != int64(len(ids)+1) {
+		t.Fatalf("reuser got %v, want [2 %d]", reuser.Seqs, len(ids)+1)
+	}
+	rdb.Del(ctx, a.prefix+"lease:"+lapsing.Token)
+	if w, _ := a.Watermark(ctx); w != 1 {
+		t.Fatalf("watermark %d, want 1: the reuser holds seq 2", w)
+	}
+	lapsed, err := a.Clear(ctx, reuser, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lapsed) != 1 || lapsed[0] != 0 {
+		t.Errorf("reuser lapsed %v, want [0]: its seq 2 was revoked with the lapsed batch", lapsed)
+	}
+	if w, _ := a.Watermark(ctx); w != int64(len(ids)+1) {
+		t.Errorf("watermark %d, want %d", w, len(ids)+1)
+	}
+	lapsed, err = a.Clear(ctx, lapsing, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lapsed) != len(ids) {
+		t.Errorf("%d lapsed, want all %d", len(lapsed), len(ids))
+	}
+	rs, err := a.Revoked(ctx, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0] != (Range{From: 1, To: int64(len(ids))}) {
+		t.Errorf("revoked %v, want one range 1-%d", rs, len(ids))
+	}
+	if rs, _ := a.Revoked(ctx, int64(len(ids)), 10000); len(rs) != 0 {
+		t.Errorf("revoked above %d: %v, want none", len(ids), rs)
+	}
+	// Expired but not passed: still in flight, so it commits.
+	late, err := a.allocNow(ctx, []string{"late"}, "t3", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.Del(ctx, a.prefix+"lease:"+late.Token)
+	if lapsed, err := a.Clear(ctx, late, nil); err != nil || len(lapsed) != 0 {
+		t.Errorf("clear of an expired batch not yet passed: lapsed %v (%v), want none", lapsed, err)
+	}
+	if rs, _ := a.Revoked(ctx, int64(len(ids)), 10000); len(rs) != 0 {
+		t.Errorf("revoked %v after a commit, want none above %d", rs, len(ids))
+	}
+	// Abandoned: revoked as it is passed, whatever Clear says later.
+	failed, err := a.allocNow(ctx, []string{"failed"}, "t4", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Abandon(failed)
+	if rs, _ := a.Revoked(ctx, int64(len(ids)+2), 10000); len(rs) != 1 || rs[0].From != failed.Seqs[0] {
+		t.Errorf("revoked %v after an abandon, want seq %d", rs, failed.Seqs[0])
+	}
+}
+
+// TestClearForgetsSeqs: a cleared batch's per-notice seqs are gone from
+// Redis, except those of notices the store refused; a lookup that began
+// before the clear gets its ids back stale rather than new seqs.
+func TestClearForgetsSeqs(t *testing.T) {
+	ctx := context.Background()
+	a, rdb := open(t)
+	ids := make([]string, 2*allocateChunk+10)
+	for i := range ids {
+		ids[i] = "f" + strconv.Itoa(i)
+	}
+	mark, err := a.Mark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.Allocate(ctx, ids, "t1", false, mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lapsed, err := a.Clear(ctx, b, map[string]bool{"f7": true}); err != nil || len(lapsed) != 0 {
+		t.Fatalf("clear: lapsed %v (%v)", lapsed, err)
+	}
+	keys, err := rdb.Keys(ctx, a.prefix+"src:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != a.prefix+"src:f7" {
+		t.Errorf("src keys after clear: %d (%v), want only the refused f7's", len(keys), keys[:min(len(keys), 3)])
+	}
+	// A writer that looked f0 up before the clear (not found) allocates
+	// after it: f0 comes back stale, not with a second seq.
+	again, err := a.Allocate(ctx, []string{"f0", "new"}, "t2", false, mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Stale[0] || !again.Stale[1] {
+		t.Errorf("allocation with a mark from before a clear: stale %v, want both", again.Stale)
+	}
+	if n, _ := a.Latest(ctx); n != int64(len(ids)) {
+		t.Errorf("latest seq %d, want %d: a stale allocation takes none", n, len(ids))
 	}
 }

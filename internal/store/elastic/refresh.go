@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 )
 
@@ -31,8 +32,10 @@ const DefaultRefreshEvery = 5 * time.Second
 // searchable is what a batch leaves to do once a refresh has made its
 // notices searchable.
 type searchable struct {
-	clear func() // ends its seqs' hold on the watermark
-	next  bool   // it also wrote to the index a reindex is filling
+	alloc     *allocation     // its seqs (nil: it took none)
+	unwritten map[string]bool // notices Elasticsearch refused
+	failed    bool            // its write failed: abandon its seqs
+	next      bool            // it also wrote to the index a reindex is filling
 }
 
 // refreshes is the store's state of left refreshes.
@@ -49,27 +52,30 @@ func (s *Store) refreshEvery() time.Duration {
 	return DefaultRefreshEvery
 }
 
-// makeSearchable is a batch's store.StepSearchable: own (a nil clear when
+// makeSearchable is a batch's store.StepSearchable: own (a nil alloc when
 // the batch got no seqs) joins the batches waiting for a refresh; then,
 // unless mayLeave and the refresh can be left to the batch after (see
-// above), one refresh makes all of them searchable and ends their holds on
-// the watermark. The holds end whatever the refresh answers, as a failed
-// batch's always have: a notice written is searchable by the index's own
-// periodic refresh at the latest, and a retry gets new seqs. It runs on
-// every path of a batch that got this far, failures included (mayLeave
-// false), so a batch that left its refresh is never forgotten.
-func (s *Store) makeSearchable(ctx context.Context, turn *store.Turn, own searchable, mayLeave bool) error {
+// above), one refresh makes all of them searchable and each is cleared:
+// its seqs committed, or given new ones where they lapsed (fence.go); it
+// returns the notices given new seqs. A batch that failed, and every
+// batch when the refresh fails, is abandoned instead: its seqs are
+// revoked, so a notice of it that lands or becomes searchable later is
+// not read under them (the next write of it, or Resequence, gives it a new
+// seq). It runs on every path of a batch that got this far, failures
+// included (mayLeave false), so a batch that left its refresh is never
+// forgotten.
+func (s *Store) makeSearchable(ctx context.Context, turn *store.Turn, own searchable, mayLeave bool) (map[string]notice.Notice, error) {
 	ctx = context.WithoutCancel(ctx) // batches before may have left theirs
 	_ = turn.Wait(ctx, store.StepSearchable)
 	r := s.refreshes
 	r.mu.Lock()
-	if own.clear != nil {
+	if own.alloc != nil {
 		r.pending = append(r.pending, own)
 	}
 	if mayLeave && turn.Followed() && s.now().Sub(r.last) < s.refreshEvery() {
 		r.mu.Unlock()
 		turn.Done(store.StepSearchable)
-		return nil
+		return nil, nil
 	}
 	todo := r.pending
 	r.pending = nil
@@ -79,26 +85,44 @@ func (s *Store) makeSearchable(ctx context.Context, turn *store.Turn, own search
 	r.mu.Unlock()
 	turn.Done(store.StepSearchable)
 	if len(todo) == 0 {
-		return nil
+		return nil, nil
 	}
-	defer func() {
-		for _, p := range todo {
-			p.clear()
-		}
-	}()
 	next := false
 	for _, p := range todo {
 		next = next || p.next
 	}
-	if err := s.refresh(ctx, s.Alias("notices")); err != nil {
-		return err
-	}
-	if next {
-		if err := s.refresh(ctx, s.nextAlias()); err != nil && !isNotFound(err) {
-			return err
+	err := s.refresh(ctx, s.Alias("notices"))
+	if err == nil && next {
+		if err = s.refresh(ctx, s.nextAlias()); isNotFound(err) {
+			err = nil
 		}
+	}
+	if err != nil {
+		for _, p := range todo {
+			p.alloc.abandon()
+		}
+		return nil, err
+	}
+	var lapsed []string
+	var cerr error
+	for _, p := range todo {
+		if p.failed {
+			p.alloc.abandon()
+			continue
+		}
+		l, err := p.alloc.commit(ctx, p.unwritten)
+		if err != nil && cerr == nil {
+			cerr = err
+		}
+		lapsed = append(lapsed, l...)
 	}
 	// The batches are searchable: answers kept from before them go (aggCache).
 	s.dataChanged(ctx)
-	return nil
+	if cerr != nil {
+		return nil, cerr
+	}
+	if len(lapsed) == 0 {
+		return nil, nil
+	}
+	return s.resequence(ctx, lapsed)
 }

@@ -284,12 +284,18 @@ func (s *Store) NoticesByID(ctx context.Context, ids []string) ([]notice.Notice,
 }
 
 // NoticesThrough returns up to limit notices with after < notice_seq <=
-// through, ascending by notice_seq (deregistration notices included).
+// through, ascending by notice_seq (deregistration notices included),
+// leaving out those stored under a revoked seq.
 func (s *Store) NoticesThrough(ctx context.Context, after, through int64, limit int) ([]notice.Notice, error) {
 	if limit <= 0 || through <= after {
 		return []notice.Notice{}, nil
 	}
-	q := obj{"range": obj{"notice_seq": obj{"gt": after, "lte": through}}}
+	// Seqs the watermark revoked are not read (fence.go).
+	not, err := s.revokedClauses(ctx, after, through)
+	if err != nil {
+		return nil, err
+	}
+	q := obj{"bool": obj{"filter": []obj{{"range": obj{"notice_seq": obj{"gt": after, "lte": through}}}}, "must_not": not}}
 	return s.scanNotices(ctx, q, sortSeqAsc, limit)
 }
 

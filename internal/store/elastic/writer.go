@@ -12,7 +12,6 @@ import (
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
-	"github.com/noticesd/noticesd/internal/store/arrival"
 	"github.com/noticesd/noticesd/internal/store/elastic/esdoc"
 )
 
@@ -64,7 +63,8 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 	searched := false
 	defer func() {
 		if !searched {
-			_ = s.makeSearchable(ctx, turn, own, false)
+			own.failed = true
+			_, _ = s.makeSearchable(ctx, turn, own, false)
 		}
 	}()
 	var res store.UpsertResult
@@ -108,7 +108,13 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 		ok, err := s.aliasExists(ctx, s.nextAlias())
 		nextCh <- nextAnswer{ok, err}
 	}()
-	known, err := s.storedNotices(ctx, ids)
+	// The mark first: a batch cleared after it forgets its seqs, so an id
+	// not found below may have been written meanwhile (Allocate says so).
+	mark, err := s.arrive.Mark(ctx)
+	if err != nil {
+		return nil, res, err
+	}
+	known, moved, err := s.lookup(ctx, ids)
 	if err != nil {
 		return nil, res, err
 	}
@@ -122,15 +128,16 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 		return nil, res, err
 	}
 	collected := notice.Timestamp(s.now())
-	assigned, clear, err := s.allocate(ctx, fresh, collected, known)
+	assigned, alloc, err := s.allocate(ctx, fresh, collected, known, moved, false, mark)
 	turn.Done(store.StepAllocate)
 	if err != nil {
 		return nil, res, err
 	}
 	// The seqs stop holding the watermark back whatever happens: on
-	// success once the notices are searchable; on failure a retry gets
-	// new ones.
-	own.clear = clear
+	// success they are committed once the notices are searchable (or
+	// given new ones, should they have lapsed: fence.go); on failure they
+	// are revoked, and a retry gets new ones.
+	own.alloc = alloc
 
 	na := <-nextCh
 	if na.err != nil {
@@ -150,6 +157,9 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 		} else {
 			a := assigned[n.ID]
 			n.Seq, n.CollectedAt = a.Seq, a.CollectedAt
+			if m, ok := moved[n.ID]; ok {
+				version = max(version, m.Version+1)
+			}
 			known[n.ID] = a // a second copy in the batch is an update
 			delete(assigned, n.ID)
 			inserted[n.ID] = true
@@ -221,6 +231,10 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 			}
 		}
 		sort.Slice(batchErr.Items, func(i, j int) bool { return batchErr.Items[i].Index < batchErr.Items[j].Index })
+		own.unwritten = map[string]bool{}
+		for i := range failed {
+			own.unwritten[ns[i].ID] = true
+		}
 		res = store.UpsertResult{}
 		seen := map[string]bool{}
 		for i := range ns {
@@ -237,14 +251,21 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 	}
 	// Searchable now, or by a refresh a batch after it makes (refresh.go).
 	searched = true
-	if err := s.makeSearchable(ctx, turn, own, true); err != nil {
+	resequenced, err := s.makeSearchable(ctx, turn, own, true)
+	if err != nil {
 		return nil, store.UpsertResult{}, err
 	}
 	written := make([]notice.Notice, 0, len(ns))
 	for i := range ns {
-		if !failed[i] {
-			written = append(written, ns[i])
+		if failed[i] {
+			continue
 		}
+		if m, ok := resequenced[ns[i].ID]; ok {
+			// Its seq lapsed: it was written again as stored, under a
+			// new seq (fence.go).
+			ns[i] = m
+		}
+		written = append(written, ns[i])
 	}
 	if batchErr != nil {
 		return written, res, batchErr
@@ -270,53 +291,57 @@ func giveArena(b []byte) {
 	arenas.Put(&b)
 }
 
-// allocate gets seqs for the ids not found stored. Ids whose earlier seq
-// the watermark has passed are looked up again (another ingester wrote
-// them meanwhile: they join known) and those still missing get fresh
-// seqs. clear ends every batch allocated.
-func (s *Store) allocate(ctx context.Context, ids []string, collected string, known map[string]stored) (map[string]stored, func(), error) {
+// allocate gets seqs for the ids not found stored (looked up after mark
+// was read). Ids whose earlier seq the watermark has passed, and ids
+// Allocate found stale, are looked up again (another ingester wrote them
+// meanwhile: they join known; one stored under a revoked seq joins moved)
+// and those still missing get seqs again, fresh. The allocation commits
+// or abandons every batch it took.
+func (s *Store) allocate(ctx context.Context, ids []string, collected string, known, moved map[string]stored, fresh bool, mark int64) (map[string]stored, *allocation, error) {
 	assigned := make(map[string]stored, len(ids))
-	var batches []arrival.Batch
-	var holds []func()
-	clear := func() {
-		for _, stop := range holds {
-			stop()
-		}
-		for _, b := range batches {
-			_ = s.arrive.Clear(context.WithoutCancel(ctx), b)
-		}
-	}
-	for fresh := false; len(ids) > 0; fresh = true {
-		b, err := s.arrive.Allocate(ctx, ids, collected, fresh)
+	alloc := &allocation{arrive: s.arrive}
+	for len(ids) > 0 {
+		b, err := s.arrive.Allocate(ctx, ids, collected, fresh, mark)
 		if err != nil {
-			clear()
+			alloc.abandon()
 			return nil, nil, err
 		}
-		batches = append(batches, b)
-		holds = append(holds, s.arrive.Hold(b))
-		var settled []string
+		alloc.batches = append(alloc.batches, b)
+		alloc.holds = append(alloc.holds, s.arrive.Hold(b))
+		var again []string
 		for i, id := range ids {
-			if b.Settled[i] {
-				settled = append(settled, id)
+			if b.Settled[i] || b.Stale[i] {
+				again = append(again, id)
 			} else {
 				assigned[id] = stored{Seq: b.Seqs[i], CollectedAt: b.Collected[i]}
 			}
 		}
-		again, err := s.storedNotices(ctx, settled)
-		if err != nil {
-			clear()
+		if len(again) == 0 {
+			break
+		}
+		if mark, err = s.arrive.Mark(ctx); err != nil {
+			alloc.abandon()
 			return nil, nil, err
 		}
+		found, mv, err := s.lookup(ctx, again)
+		if err != nil {
+			alloc.abandon()
+			return nil, nil, err
+		}
+		for id, m := range mv {
+			moved[id] = m
+		}
 		ids = ids[:0:0]
-		for _, id := range settled {
-			if k, ok := again[id]; ok {
+		for _, id := range again {
+			if k, ok := found[id]; ok {
 				known[id] = k
 			} else {
 				ids = append(ids, id)
 			}
 		}
+		fresh = true
 	}
-	return assigned, clear, nil
+	return assigned, alloc, nil
 }
 
 // storedNotices reads, in real time, the seq, collected_at and version of

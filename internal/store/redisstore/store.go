@@ -44,6 +44,14 @@ type NoticeSource interface {
 	MatchingSeqs(ctx context.Context, keys []string, f notice.Filter, after, through int64, limit int) ([]int64, error)
 }
 
+// Resequencer is a NoticeSource whose writers fence their seqs (the
+// Elasticsearch store): Resequence gives notices a dead writer left under
+// seqs the arrival watermark revoked new seqs, so they are announced, and
+// returns how many it moved.
+type Resequencer interface {
+	Resequence(ctx context.Context) (int, error)
+}
+
 // MaxTerms is the most identifiers the store passes to one
 // NoticeSource.MatchingSeqs call: Elasticsearch's terms query stops at
 // 65,536 values.
