@@ -38,12 +38,25 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	if err != nil {
 		return res, err
 	}
-	err = s.screenResult(ctx, ids, found, f, func(seqs []int64) ([]string, error) {
+	err = s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
 		fields := make([]string, len(seqs))
 		for i, q := range seqs {
 			fields[i] = strconv.FormatInt(q, 10)
 		}
-		return s.hmget(ctx, s.key("nsum"), fields) // round trip 3: the summaries
+		raw, err := s.hmget(ctx, s.key("nsum"), fields) // round trip 3: the summaries
+		if err != nil {
+			return err
+		}
+		for i, sum := range raw {
+			if sum == "" {
+				continue
+			}
+			if err := decodeSummaryInto(sum, &into[i], &ptrs[i]); err != nil {
+				return err
+			}
+			have[i] = true
+		}
+		return nil
 	}, &res)
 	return res, err
 }
@@ -123,46 +136,41 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 	return found, nil
 }
 
-// screenResult fills res from what was found of each identifier; summaries
-// returns the encoded summaries of seqs ("" for none), from Redis or the
-// copy.
+// screenResult fills res from what was found of each identifier;
+// summaries decodes the summaries of seqs into into (pointer fields into
+// ptrs) and marks in have the seqs that have one, from Redis or the copy.
 func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screenItem, f notice.Filter,
-	summaries func(seqs []int64) ([]string, error), res *watch.ScreenResult) error {
-	seqSet := map[int64]struct{}{}
+	summaries func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error, res *watch.ScreenResult) error {
+	total := 0
 	for _, o := range found {
-		for _, l := range [][]int64{o.own, o.theirs} {
-			for _, q := range l {
-				seqSet[q] = struct{}{}
-			}
-		}
+		total += len(o.own) + len(o.theirs)
 	}
-	seqs := make([]int64, 0, len(seqSet))
-	for q := range seqSet {
-		seqs = append(seqs, q)
+	seqs := make([]int64, 0, total)
+	for _, o := range found {
+		seqs = append(seqs, o.own...)
+		seqs = append(seqs, o.theirs...)
 	}
-	raw, err := summaries(seqs)
-	if err != nil {
-		return err
-	}
-	// Which notices pass f.
-	sums := make(map[int64]*notice.Notice, len(seqs))
+	seqs = sortedSet(seqs)
 	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
 	ptrs := make([][3]string, len(seqs))
+	have := make([]bool, len(seqs))
+	if err := summaries(seqs, decoded, ptrs, have); err != nil {
+		return err
+	}
+	// Which notices pass f: pass[i] for seqs[i].
+	pass := have
 	noQ := f
 	noQ.Q = nil
 	var needText []int64
-	for i, q := range seqs {
-		if raw[i] == "" {
+	for i := range seqs {
+		if !pass[i] {
 			continue
 		}
 		n := &decoded[i]
-		if err := decodeSummaryInto(raw[i], n, &ptrs[i]); err != nil {
-			return err
-		}
 		if !matcher.FilterMatches(noQ, n, nil) {
+			pass[i] = false
 			continue
 		}
-		sums[q] = n
 		if f.Q != nil {
 			needText = append(needText, n.Seq)
 		}
@@ -172,17 +180,22 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 		if err != nil {
 			return err
 		}
-		pass := make(map[int64]bool, len(full))
+		textPass := make(map[int64]bool, len(full))
 		for i := range full {
-			pass[full[i].Seq] = matcher.FilterMatches(f, &full[i], nil)
+			textPass[full[i].Seq] = matcher.FilterMatches(f, &full[i], nil)
 		}
-		for q, n := range sums {
-			if !pass[n.Seq] {
-				delete(sums, q)
-			}
+		for i := range seqs {
+			pass[i] = pass[i] && textPass[seqs[i]]
 		}
 	} else if f.Q != nil {
-		clear(sums)
+		clear(pass)
+	}
+	// sum returns the summary of seq when it passes f.
+	sum := func(q int64) *notice.Notice {
+		if i, ok := slices.BinarySearch(seqs, q); ok && pass[i] {
+			return &decoded[i]
+		}
+		return nil
 	}
 
 	withNotices := 0
@@ -198,7 +211,7 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 		var latest *notice.Notice
 		for li, l := range [][]int64{o.own, o.theirs} {
 			for _, q := range l {
-				n := sums[q]
+				n := sum(q)
 				if n == nil || (li == 1 && slices.Contains(o.own, q)) {
 					continue // fails f, or carries both identifiers (counted once)
 				}

@@ -184,13 +184,14 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	found := make([]screenItem, len(ids))
 	lookupAll(len(ids), func(lo, hi int) { lookupRange(ids[lo:hi], found[lo:hi], reg, n) })
 	c.fromCopy.Add(1)
-	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []int64) ([]string, error) {
-		out := make([]string, len(seqs))
+	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
 		for i, q := range seqs {
-			out[i] = n.sums[q]
+			have[i] = n.sums.decode(q, &into[i], &ptrs[i])
 		}
-		unlock() // a q filter reads the notice source next: not under the lock
-		return out, nil
+		// A q filter reads the notice source next: not under the lock (the
+		// decoded strings stay valid, see summarySlab).
+		unlock()
+		return nil
 	}, res)
 }
 
