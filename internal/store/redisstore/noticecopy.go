@@ -149,6 +149,11 @@ func (p *postings) get(v string, buf []int64) []int64 {
 	if !ok {
 		return append(buf, p.odd[v]...)
 	}
+	return p.getKey(k, buf)
+}
+
+// getKey appends the seqs carrying the value of key k (idKey) to buf.
+func (p *postings) getKey(k uint64, buf []int64) []int64 {
 	x, ok := p.ids[k]
 	switch {
 	case !ok:

@@ -232,9 +232,21 @@ func (r *regCopy) abnsOf(i int32) []string {
 	return append(out, r.moreABNs[i]...)
 }
 
+// prefixABNKey returns the postings key (idKey) of company i's
+// prefix-form ABN, if it has one.
+func (r *regCopy) prefixABNKey(i int32) (uint64, bool) {
+	p := r.abnPrefix[i]
+	if p == noABN || int(i) >= len(r.acns) {
+		return 0, false
+	}
+	return (uint64(p)*1_000_000_000+uint64(r.acns[i]))<<1 | 1, true
+}
+
 // acnsOf returns the register ACNs of an ABN (reg:<v>:abn).
-func (r *regCopy) acnsOf(abn string) []string {
-	var out []string
+func (r *regCopy) acnsOf(abn string) []string { return r.appendACNsOf(nil, abn) }
+
+// appendACNsOf appends the register ACNs of an ABN to out.
+func (r *regCopy) appendACNsOf(out []string, abn string) []string {
 	if len(abn) == 11 {
 		if i, ok := r.company(abn[2:]); ok {
 			if p := r.abnPrefix[i]; p != noABN && abn[0] == '0'+p/10 && abn[1] == '0'+p%10 {

@@ -197,34 +197,47 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 
 // lookupRange finds, for each of ids, its register counterparts and the
 // seqs of the notices carrying it or them, into found (of the same
-// length), from the register copy reg and the notice copy n.
+// length), from the register copy reg and the notice copy n. A
+// company's prefix-form ABN is looked up by its number, without making
+// its string.
 func lookupRange(ids []ident.ID, found []screenItem, reg *regCopy, n *noticeCopy) {
 	var arena []int64 // backs every item's seq lists
+	var acns []string // an ABN's register ACNs, reused
 	for i, id := range ids {
 		o := screenItem{self: id.Value}
 		start := len(arena)
 		arena = n.post.get(id.Value, arena)
 		o.own = arena[start:len(arena):len(arena)]
+		start = len(arena)
+		others := 0
 		if id.Kind == ident.ACN {
 			o.acn = id.Value
 			if co, ok := reg.company(id.Value); ok {
-				o.others, o.name = reg.abnsOf(co), reg.name(co)
+				o.name = reg.name(co)
+				if k, ok := reg.prefixABNKey(co); ok {
+					arena = n.post.getKey(k, arena)
+					others++
+				}
+				for _, b := range reg.moreABNs[co] {
+					arena = n.post.get(b, arena)
+					others++
+				}
 			}
 			o.inRegister = o.name != ""
 		} else {
-			o.others = reg.acnsOf(id.Value)
-			o.acn = primaryACN(id.Value, o.others)
+			acns = reg.appendACNsOf(acns[:0], id.Value)
+			o.acn = primaryACN(id.Value, acns)
 			o.inRegister = o.acn != ""
 			if co, ok := reg.company(o.acn); ok && o.acn != "" {
 				o.name = reg.name(co)
 			}
-		}
-		start = len(arena)
-		for _, v := range o.others {
-			arena = n.post.get(v, arena)
+			for _, a := range acns {
+				arena = n.post.get(a, arena)
+			}
+			others = len(acns)
 		}
 		o.theirs = arena[start:len(arena):len(arena)]
-		if len(o.others) > 1 {
+		if others > 1 {
 			o.theirs = sortedSet(o.theirs)
 		}
 		found[i] = o

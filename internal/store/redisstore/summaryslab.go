@@ -239,6 +239,10 @@ type summaryReader struct {
 }
 
 func (r *summaryReader) uvarint() uint64 {
+	if c := r.b[r.pos]; c < 0x80 { // one byte: nearly every code and length
+		r.pos++
+		return uint64(c)
+	}
 	v, n := binary.Uvarint(r.b[r.pos:])
 	r.pos += n
 	return v
