@@ -197,8 +197,11 @@ func (s *summarySlab) idents(seq int64) ([2]string, bool) {
 	return [2]string{r.str(), r.str()}, true
 }
 
-// decode decodes seq's summary into n (false: none); n's pointer fields
-// point into ptrs, and its strings into the slab's chunks.
+// decode decodes seq's summary into n, which must be the zero Notice
+// (false: none, n left so); n's pointer fields point into ptrs, and its
+// strings into the slab's chunks. Fields are set one by one: copying a
+// whole Notice costs a bulk write barrier and clearing fields already
+// zero.
 func (s *summarySlab) decode(seq int64, n *notice.Notice, ptrs *[3]string) bool {
 	l := s.where(seq)
 	if l == 0 {
@@ -209,8 +212,8 @@ func (s *summarySlab) decode(seq int64, n *notice.Notice, ptrs *[3]string) bool 
 	for i := range c {
 		c[i] = r.uvarint()
 	}
-	*n = notice.Notice{Seq: seq, PublishedDate: s.dict[c[0]], NoticeType: s.dict[c[1]], NoticeCode: s.dict[c[2]],
-		NoticePurpose: s.dict[c[3]], State: s.dict[c[4]], Status: s.dict[c[5]]}
+	n.Seq, n.PublishedDate, n.NoticeType, n.NoticeCode = seq, s.dict[c[0]], s.dict[c[1]], s.dict[c[2]]
+	n.NoticePurpose, n.State, n.Status = s.dict[c[3]], s.dict[c[4]], s.dict[c[5]]
 	if c[6] != 0 {
 		ptrs[0] = s.dict[c[6]-1]
 		n.AppointmentType = &ptrs[0]
