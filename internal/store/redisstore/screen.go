@@ -198,14 +198,8 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 		return nil
 	}
 
-	withNotices := 0
-	for _, o := range found {
-		if len(o.own)+len(o.theirs) > 0 {
-			withNotices++
-		}
-	}
-	res.Matched = slices.Grow(res.Matched, withNotices)
-	strs := make([]string, 0, 2*withNotices) // the matches' acn and name
+	res.Matched = slices.Grow(res.Matched, withNotices(found))
+	strs := make([]string, 0, 3*withNotices(found)) // what the answers point to
 	for i, o := range found {
 		var count int
 		var latest *notice.Notice
@@ -221,40 +215,64 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 				}
 			}
 		}
-		if count == 0 {
-			if o.inRegister || len(o.own) > 0 {
-				res.Unmatched = append(res.Unmatched, o.self)
-			} else {
-				res.Unresolved = append(res.Unresolved, o.self)
-			}
-			continue
-		}
-		m := watch.Matched{Identifier: o.self, NoticeCount: count, LatestNotice: watch.LatestNotice{
-			ID: latest.ID, Seq: latest.Seq, PublishedDate: latest.PublishedDate, NoticeType: latest.NoticeType,
-			NoticePurpose: latest.NoticePurpose, AppointmentType: latest.AppointmentType}}
-		// The company's ACN (for an ABN the register's, else the latest
-		// notice's when that notice carries the ABN) and its name (the
-		// register's current name, else the latest notice's).
-		switch {
-		case o.acn != "":
-			strs = append(strs, o.acn)
-			m.ACN = &strs[len(strs)-1]
-		case ids[i].Kind == ident.ABN && latest.ABN != nil && *latest.ABN == o.self && latest.ACN != nil:
-			strs = append(strs, *latest.ACN)
-			m.ACN = &strs[len(strs)-1]
-		}
-		name := o.name
-		if name == "" {
-			name = latest.CompanyName
-		}
-		if name != "" { // no name anywhere is null, as the embedded store answers
-			strs = append(strs, name)
-			m.CompanyName = &strs[len(strs)-1]
-		}
-		res.Matched = append(res.Matched, m)
+		answer(res, ids[i].Kind, &found[i], count, latest, &strs)
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
 	return nil
+}
+
+// withNotices counts the identifiers that found notices.
+func withNotices(found []screenItem) int {
+	n := 0
+	for i := range found {
+		if len(found[i].own)+len(found[i].theirs) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// answer records one identifier's answer in res: matched when count
+// notices passed the filters (latest the newest of them: latest
+// publication, ties by higher seq), else unmatched when the register or a
+// notice knows it, else unresolved. The strings a match points to are
+// appended to strs.
+func answer(res *watch.ScreenResult, kind ident.Kind, o *screenItem, count int, latest *notice.Notice, strs *[]string) {
+	if count == 0 {
+		if o.inRegister || len(o.own) > 0 {
+			res.Unmatched = append(res.Unmatched, o.self)
+		} else {
+			res.Unresolved = append(res.Unresolved, o.self)
+		}
+		return
+	}
+	point := func(v string) *string {
+		*strs = append(*strs, v)
+		return &(*strs)[len(*strs)-1]
+	}
+	m := watch.Matched{Identifier: o.self, NoticeCount: count, LatestNotice: watch.LatestNotice{
+		ID: latest.ID, Seq: latest.Seq, PublishedDate: latest.PublishedDate, NoticeType: latest.NoticeType,
+		NoticePurpose: latest.NoticePurpose}}
+	if latest.AppointmentType != nil {
+		m.LatestNotice.AppointmentType = point(*latest.AppointmentType)
+	}
+	// The company's ACN (for an ABN the register's, else the latest
+	// notice's when that notice carries the ABN) and its name (the
+	// register's current name, else the latest notice's).
+	switch {
+	case o.acn != "":
+		m.ACN = point(o.acn)
+	case kind == ident.ABN && latest.ABN != nil && *latest.ABN == o.self && latest.ACN != nil:
+		m.ACN = point(*latest.ACN)
+	}
+	name := o.name
+	if name == "" {
+		name = latest.CompanyName
+	}
+	if name != "" { // no name anywhere is null, as the embedded store answers
+		m.CompanyName = point(name)
+	}
+	res.Matched = append(res.Matched, m)
 }
 
 // parseSeqs appends the seqs of a comma-joined list to buf.

@@ -16,6 +16,7 @@ import (
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/matcher"
 )
 
 // ScreenCopy is a replica's in-memory copy of what the bulk screen reads
@@ -184,6 +185,10 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	found := make([]screenItem, len(ids))
 	lookupAll(len(ids), func(lo, hi int) { lookupRange(ids[lo:hi], found[lo:hi], reg, n) })
 	c.fromCopy.Add(1)
+	if f.Q == nil && f.Company == nil {
+		copyResult(ids, found, f, n, res)
+		return true, nil
+	}
 	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
 		for i, q := range seqs {
 			have[i] = n.sums.decode(q, &into[i], &ptrs[i])
@@ -193,6 +198,71 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 		unlock()
 		return nil
 	}, res)
+}
+
+// copyResult is Store.screenResult for a filter without q or company,
+// answered from the copy under its read lock: each candidate's filters are
+// decided on its summary's coded fields (once per distinct combination,
+// by matcher.FilterMatches, so with its semantics) and only each match's
+// latest notice is decoded whole.
+func copyResult(ids []ident.ID, found []screenItem, f notice.Filter, n *noticeCopy, res *watch.ScreenResult) {
+	pass := codedFilter{f: f, slab: &n.sums, memo: map[[7]uint64]bool{}}
+	res.Matched = slices.Grow(res.Matched, withNotices(found))
+	strs := make([]string, 0, 3*withNotices(found)) // what the answers point to
+	var latest notice.Notice
+	var ptrs [3]string
+	for i := range found {
+		o := &found[i]
+		count, best, bestAt := 0, int64(-1), ""
+		for li, l := range [2][]int64{o.own, o.theirs} {
+			for _, q := range l {
+				if li == 1 && slices.Contains(o.own, q) {
+					continue // carries both identifiers (counted once)
+				}
+				at, ok := pass.passes(q)
+				if !ok {
+					continue
+				}
+				count++
+				if best < 0 || at > bestAt || (at == bestAt && q > best) {
+					best, bestAt = q, at
+				}
+			}
+		}
+		var lp *notice.Notice
+		if count > 0 {
+			latest = notice.Notice{}
+			n.sums.decode(best, &latest, &ptrs)
+			lp = &latest
+		}
+		answer(res, ids[i].Kind, o, count, lp, &strs)
+	}
+	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
+}
+
+// codedFilter decides a filter without q or company on summaries' coded
+// fields, remembering the answer for each combination of codes.
+type codedFilter struct {
+	f    notice.Filter
+	slab *summarySlab
+	memo map[[7]uint64]bool
+}
+
+// passes returns the published instant of seq's summary and whether it
+// has one that passes the filter.
+func (c *codedFilter) passes(seq int64) (string, bool) {
+	codes, at, ok := c.slab.coded(seq)
+	if !ok {
+		return "", false
+	}
+	p, known := c.memo[codes]
+	if !known {
+		var n notice.Notice
+		c.slab.decodeCodes(codes, &n, new(string))
+		p = matcher.FilterMatches(c.f, &n, nil)
+		c.memo[codes] = p
+	}
+	return at, p
 }
 
 // lookupRange finds, for each of ids, its register counterparts and the

@@ -212,12 +212,8 @@ func (s *summarySlab) decode(seq int64, n *notice.Notice, ptrs *[3]string) bool 
 	for i := range c {
 		c[i] = r.uvarint()
 	}
-	n.Seq, n.PublishedDate, n.NoticeType, n.NoticeCode = seq, s.dict[c[0]], s.dict[c[1]], s.dict[c[2]]
-	n.NoticePurpose, n.State, n.Status = s.dict[c[3]], s.dict[c[4]], s.dict[c[5]]
-	if c[6] != 0 {
-		ptrs[0] = s.dict[c[6]-1]
-		n.AppointmentType = &ptrs[0]
-	}
+	n.Seq = seq
+	s.decodeCodes(c, n, &ptrs[0])
 	n.ID, n.PublishedAt = r.str(), r.str()
 	if ptrs[1] = r.str(); ptrs[1] != "" {
 		n.ACN = &ptrs[1]
@@ -227,6 +223,32 @@ func (s *summarySlab) decode(seq int64, n *notice.Notice, ptrs *[3]string) bool 
 	}
 	n.CompanyName = r.str()
 	return true
+}
+
+// decodeCodes sets n's coded fields from codes (as a summary holds
+// them); the appointment type, if any, is put in app and n points to it.
+func (s *summarySlab) decodeCodes(c [7]uint64, n *notice.Notice, app *string) {
+	n.PublishedDate, n.NoticeType, n.NoticeCode = s.dict[c[0]], s.dict[c[1]], s.dict[c[2]]
+	n.NoticePurpose, n.State, n.Status = s.dict[c[3]], s.dict[c[4]], s.dict[c[5]]
+	if c[6] != 0 {
+		*app = s.dict[c[6]-1]
+		n.AppointmentType = app
+	}
+}
+
+// coded returns the codes and the published instant of seq's summary
+// (false: none).
+func (s *summarySlab) coded(seq int64) (c [7]uint64, at string, ok bool) {
+	l := s.where(seq)
+	if l == 0 {
+		return c, "", false
+	}
+	r := s.reader(l)
+	for i := range c {
+		c[i] = r.uvarint()
+	}
+	r.str() // id
+	return c, r.str(), true
 }
 
 func (s *summarySlab) reader(l uint64) summaryReader {
