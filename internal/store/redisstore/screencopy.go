@@ -202,11 +202,12 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 
 // copyResult is Store.screenResult for a filter without q or company,
 // answered from the copy under its read lock: each candidate's filters are
-// decided on its summary's coded fields (once per distinct combination,
-// by matcher.FilterMatches, so with its semantics) and only each match's
-// latest notice is decoded whole.
+// decided on its summary's combination of coded fields (once per
+// combination, by matcher.FilterMatches, so with its semantics), published
+// instants are read only to choose between two passing notices, and only
+// each match's latest notice is decoded whole.
 func copyResult(ids []ident.ID, found []screenItem, f notice.Filter, n *noticeCopy, res *watch.ScreenResult) {
-	pass := codedFilter{f: f, slab: &n.sums, memo: map[[7]uint64]bool{}}
+	pass := codedFilter{f: f, slab: &n.sums, memo: make([]int8, len(n.sums.tuples))}
 	res.Matched = slices.Grow(res.Matched, withNotices(found))
 	strs := make([]string, 0, 3*withNotices(found)) // what the answers point to
 	var latest notice.Notice
@@ -219,12 +220,18 @@ func copyResult(ids []ident.ID, found []screenItem, f notice.Filter, n *noticeCo
 				if li == 1 && slices.Contains(o.own, q) {
 					continue // carries both identifiers (counted once)
 				}
-				at, ok := pass.passes(q)
-				if !ok {
+				if !pass.passes(q) {
 					continue
 				}
 				count++
-				if best < 0 || at > bestAt || (at == bestAt && q > best) {
+				if best < 0 {
+					best = q
+					continue
+				}
+				if bestAt == "" {
+					bestAt = n.sums.publishedAt(best)
+				}
+				if at := n.sums.publishedAt(q); at > bestAt || (at == bestAt && q > best) {
 					best, bestAt = q, at
 				}
 			}
@@ -241,28 +248,31 @@ func copyResult(ids []ident.ID, found []screenItem, f notice.Filter, n *noticeCo
 }
 
 // codedFilter decides a filter without q or company on summaries' coded
-// fields, remembering the answer for each combination of codes.
+// fields, remembering the answer for each combination (memo: 0 not yet
+// decided, 1 passes, -1 fails).
 type codedFilter struct {
 	f    notice.Filter
 	slab *summarySlab
-	memo map[[7]uint64]bool
+	memo []int8
 }
 
-// passes returns the published instant of seq's summary and whether it
-// has one that passes the filter.
-func (c *codedFilter) passes(seq int64) (string, bool) {
-	codes, at, ok := c.slab.coded(seq)
+// passes reports whether seq has a summary that passes the filter.
+func (c *codedFilter) passes(seq int64) bool {
+	t, ok := c.slab.tupleAt(seq)
 	if !ok {
-		return "", false
+		return false
 	}
-	p, known := c.memo[codes]
-	if !known {
-		var n notice.Notice
-		c.slab.decodeCodes(codes, &n, new(string))
-		p = matcher.FilterMatches(c.f, &n, nil)
-		c.memo[codes] = p
+	if p := c.memo[t]; p != 0 {
+		return p > 0
 	}
-	return at, p
+	var n notice.Notice
+	c.slab.decodeCodes(c.slab.tuples[t], &n, new(string))
+	p := matcher.FilterMatches(c.f, &n, nil)
+	c.memo[t] = -1
+	if p {
+		c.memo[t] = 1
+	}
+	return p
 }
 
 // lookupRange finds, for each of ids, its register counterparts and the

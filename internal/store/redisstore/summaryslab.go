@@ -13,12 +13,14 @@ import (
 // by seq (seqs are handed out densely from 1), or of a map for a seq far
 // above the others.
 //
-// An encoded summary is seven uvarints, codes into dict (published date,
-// type, code, purpose, state, status, and the appointment type plus one, 0
-// for none), then five length-prefixed strings (id, published instant,
-// acn, abn, company name; an empty acn or abn is none, as in
-// encodeSummary). About 100 bytes a notice, half what the text encoding
-// takes (BenchmarkScreenCopySize).
+// An encoded summary is a uvarint naming its combination of coded fields
+// in tuples (seven codes into dict: published date, type, code, purpose,
+// state, status, and the appointment type plus one, 0 for none), then
+// five length-prefixed strings (id, published instant, acn, abn, company
+// name; an empty acn or abn is none, as in encodeSummary). About 90 bytes a
+// notice, half what the text encoding takes (BenchmarkScreenCopySize).
+// Beside each seq's location, tupleOf holds its combination, so a screen
+// decides the filters of a seq without reading its summary.
 //
 // Chunks are append-only and a written byte is never changed: a summary
 // replaced or removed only counts as dead, and when more than half the
@@ -26,14 +28,17 @@ import (
 // strings decoded from a chunk (decode aliases them, to allocate nothing
 // per notice) stay valid after the lock guarding the slab is released.
 type summarySlab struct {
-	dense  []uint64         // seq -> location, 0 for none
-	far    map[int64]uint64 // seqs beyond denseLimit of dense
+	dense   []uint64         // seq -> location, 0 for none
+	tupleOf []uint32         // seq -> its tuple, for the seqs of dense
+	far     map[int64]uint64 // seqs beyond denseLimit of dense
 	chunks [][]byte
 	count  int // summaries held
 	live   int // bytes of the summaries held
 	dead   int // bytes of replaced or removed summaries
-	dict   []string
-	dictIx map[string]uint64
+	dict    []string
+	dictIx  map[string]uint64
+	tuples  [][7]uint64
+	tupleIx map[[7]uint64]uint64
 }
 
 // chunkSize is the size of a chunk (a longer summary gets a chunk of its
@@ -62,13 +67,19 @@ func (s *summarySlab) setWhere(seq int64, l uint64) {
 		return
 	}
 	if seq >= 0 && seq <= 2*int64(len(s.dense))+1<<16 && l != 0 {
-		grown := make([]uint64, max(seq+1, 2*int64(len(s.dense))))
+		size := max(seq+1, 2*int64(len(s.dense)))
+		grown := make([]uint64, size)
 		copy(grown, s.dense)
 		s.dense = grown
+		tuples := make([]uint32, size)
+		copy(tuples, s.tupleOf)
+		s.tupleOf = tuples
 		s.dense[seq] = l
 		for q, fl := range s.far { // now in the dense range
 			if q >= 0 && q < int64(len(s.dense)) {
 				s.dense[q] = fl
+				r := s.reader(fl)
+				s.tupleOf[q] = uint32(r.uvarint())
 				delete(s.far, q)
 			}
 		}
@@ -98,29 +109,42 @@ func (s *summarySlab) code(v string) uint64 {
 	return c
 }
 
-// encode appends n's summary to b.
-func (s *summarySlab) encode(b []byte, n *notice.Notice) []byte {
+// tuple returns the number of a combination of codes, adding it when new.
+func (s *summarySlab) tuple(c [7]uint64) uint64 {
+	if t, ok := s.tupleIx[c]; ok {
+		return t
+	}
+	if s.tupleIx == nil {
+		s.tupleIx = map[[7]uint64]uint64{}
+	}
+	t := uint64(len(s.tuples))
+	s.tuples = append(s.tuples, c)
+	s.tupleIx[c] = t
+	return t
+}
+
+// encode appends n's summary to b and returns its tuple.
+func (s *summarySlab) encode(b []byte, n *notice.Notice) ([]byte, uint64) {
 	app := uint64(0)
 	if n.AppointmentType != nil {
 		app = s.code(*n.AppointmentType) + 1
 	}
-	for _, c := range [7]uint64{s.code(n.PublishedDate), s.code(n.NoticeType), s.code(n.NoticeCode),
-		s.code(n.NoticePurpose), s.code(n.State), s.code(n.Status), app} {
-		b = binary.AppendUvarint(b, c)
-	}
+	t := s.tuple([7]uint64{s.code(n.PublishedDate), s.code(n.NoticeType), s.code(n.NoticeCode),
+		s.code(n.NoticePurpose), s.code(n.State), s.code(n.Status), app})
+	b = binary.AppendUvarint(b, t)
 	id := idents(n)
 	for _, v := range [5]string{n.ID, n.PublishedAt, id[0], id[1], n.CompanyName} {
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
 	}
-	return b
+	return b, t
 }
 
 // put sets seq's summary (replacing any).
 func (s *summarySlab) put(seq int64, n *notice.Notice) {
 	s.remove(seq)
 	var buf [256]byte
-	enc := s.encode(buf[:0], n)
+	enc, t := s.encode(buf[:0], n)
 	last := len(s.chunks) - 1
 	if last < 0 || len(s.chunks[last])+len(enc) > cap(s.chunks[last]) {
 		s.chunks = append(s.chunks, make([]byte, 0, max(chunkSize, len(enc))))
@@ -129,6 +153,9 @@ func (s *summarySlab) put(seq int64, n *notice.Notice) {
 	off := len(s.chunks[last])
 	s.chunks[last] = append(s.chunks[last], enc...)
 	s.setWhere(seq, loc(last, off))
+	if seq >= 0 && seq < int64(len(s.tupleOf)) {
+		s.tupleOf[seq] = uint32(t)
+	}
 	s.count++
 	s.live += len(enc)
 }
@@ -189,9 +216,7 @@ func (s *summarySlab) idents(seq int64) ([2]string, bool) {
 		return [2]string{}, false
 	}
 	r := s.reader(l)
-	for range 7 {
-		r.uvarint()
-	}
+	r.uvarint()
 	r.str()
 	r.str()
 	return [2]string{r.str(), r.str()}, true
@@ -208,12 +233,8 @@ func (s *summarySlab) decode(seq int64, n *notice.Notice, ptrs *[3]string) bool 
 		return false
 	}
 	r := s.reader(l)
-	var c [7]uint64
-	for i := range c {
-		c[i] = r.uvarint()
-	}
 	n.Seq = seq
-	s.decodeCodes(c, n, &ptrs[0])
+	s.decodeCodes(s.tuples[r.uvarint()], n, &ptrs[0])
 	n.ID, n.PublishedAt = r.str(), r.str()
 	if ptrs[1] = r.str(); ptrs[1] != "" {
 		n.ACN = &ptrs[1]
@@ -236,19 +257,31 @@ func (s *summarySlab) decodeCodes(c [7]uint64, n *notice.Notice, app *string) {
 	}
 }
 
-// coded returns the codes and the published instant of seq's summary
-// (false: none).
-func (s *summarySlab) coded(seq int64) (c [7]uint64, at string, ok bool) {
+// tupleAt returns the tuple of seq's summary (false: none), for a seq
+// of the dense range without reading the summary.
+func (s *summarySlab) tupleAt(seq int64) (uint64, bool) {
 	l := s.where(seq)
 	if l == 0 {
-		return c, "", false
+		return 0, false
+	}
+	if seq < int64(len(s.tupleOf)) {
+		return uint64(s.tupleOf[seq]), true
 	}
 	r := s.reader(l)
-	for i := range c {
-		c[i] = r.uvarint()
+	return r.uvarint(), true
+}
+
+// publishedAt returns the published instant of seq's summary ("" for
+// none).
+func (s *summarySlab) publishedAt(seq int64) string {
+	l := s.where(seq)
+	if l == 0 {
+		return ""
 	}
+	r := s.reader(l)
+	r.uvarint()
 	r.str() // id
-	return c, r.str(), true
+	return r.str()
 }
 
 func (s *summarySlab) reader(l uint64) summaryReader {
@@ -288,9 +321,7 @@ func (r *summaryReader) str() string {
 // skip reads past the whole summary and returns its size.
 func (r *summaryReader) skip() int {
 	start := r.pos
-	for range 7 {
-		r.uvarint()
-	}
+	r.uvarint()
 	for range 5 {
 		r.pos += int(r.uvarint())
 	}

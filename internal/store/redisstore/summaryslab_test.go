@@ -32,6 +32,14 @@ func slabHas(t *testing.T, s *summarySlab, seq int64, want notice.Notice) {
 	if w := summaryOf(t, want); !reflect.DeepEqual(got, w) {
 		t.Fatalf("seq %d decoded as\n%+v\nwant\n%+v", seq, got, w)
 	}
+	// The tuple kept beside the location is the summary's own.
+	r := s.reader(s.where(seq))
+	if tp, ok := s.tupleAt(seq); !ok || tp != r.uvarint() {
+		t.Fatalf("seq %d: tupleAt %d, %v disagrees with its summary", seq, tp, ok)
+	}
+	if s.publishedAt(seq) != got.PublishedAt {
+		t.Fatalf("seq %d: publishedAt %q, want %q", seq, s.publishedAt(seq), got.PublishedAt)
+	}
 }
 
 // TestSummarySlab: summaries put in the slab decode as their text
