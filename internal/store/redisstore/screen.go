@@ -64,7 +64,6 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 // screenItem is what a screen found of one identifier.
 type screenItem struct {
 	self        string
-	others      []string // the register ABNs of an ACN, or ACNs of an ABN
 	acn         string   // the company's ACN: the ACN itself, or the register's for an ABN
 	name        string   // the register's current name of acn
 	inRegister  bool
@@ -94,23 +93,25 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 	}
 	names, acnABN, abnACN, own := r1[0], r1[1], r1[2], r1[3]
 	found := make([]screenItem, len(ids))
+	counterparts := make([][]string, len(ids)) // the register ABNs of an ACN, or ACNs of an ABN
 	var others, resolved []string
 	ai, bi := 0, 0
 	for i, id := range ids {
 		o := screenItem{self: id.Value, own: parseSeqs(own[i], nil)}
 		if id.Kind == ident.ACN {
-			o.acn, o.others, o.name, o.inRegister = id.Value, splitList(acnABN[ai]), names[ai], names[ai] != ""
+			counterparts[i] = splitList(acnABN[ai])
+			o.acn, o.name, o.inRegister = id.Value, names[ai], names[ai] != ""
 			ai++
 		} else {
-			o.others = splitList(abnACN[bi])
-			o.acn = primaryACN(id.Value, o.others)
+			counterparts[i] = splitList(abnACN[bi])
+			o.acn = primaryACN(id.Value, counterparts[i])
 			o.inRegister = o.acn != ""
 			if o.acn != "" {
 				resolved = append(resolved, o.acn)
 			}
 			bi++
 		}
-		others = append(others, o.others...)
+		others = append(others, counterparts[i]...)
 		found[i] = o
 	}
 	// Round trip 2: the counterparts' notices, the resolved ACNs' names.
@@ -121,11 +122,11 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 	oi, ri := 0, 0
 	for i := range found {
 		o := &found[i]
-		for range o.others {
+		for range counterparts[i] {
 			o.theirs = parseSeqs(r2[0][oi], o.theirs)
 			oi++
 		}
-		if len(o.others) > 1 {
+		if len(counterparts[i]) > 1 {
 			o.theirs = sortedSet(o.theirs)
 		}
 		if ids[i].Kind == ident.ABN && o.acn != "" {
