@@ -14,7 +14,9 @@ import (
 // companies (9-digit ACNs, each with the ABN "51"+ACN, names of about 30
 // bytes), then 1,000,000 notice summaries (encodeSummary of the fixture
 // notices, each on a register company's ACN, one in five with its ABN
-// too). It reports the heap each part holds after a GC and how long
+// too) and the register names of their 1,000,000 companies (what a
+// replica holds once it has screened every company with notices; counted
+// in notices-MiB). It reports the heap each part holds after a GC and how long
 // building it from the entries took (the HSCAN round trips of a real load
 // come on top); total-MiB is both parts' heap, sys-MiB what the runtime
 // took from the system meanwhile (with the collector's headroom and the
@@ -59,6 +61,20 @@ func BenchmarkScreenCopySize(b *testing.B) {
 				n.ABN = &abn
 			}
 			nc.apply(n.Seq, encodeSummary(&n))
+		}
+		// A replica that has screened every company with notices holds
+		// their names (fillNames): the most it holds.
+		cos, names := make([]int32, 0, 1024), make([]string, 0, 1024)
+		for i := 0; i < notices; i++ {
+			co, ok := reg.company(fmt.Sprintf("%09d", 100_000_000+(i*4%companies)*7))
+			if !ok {
+				b.Fatal("a notice's company is not in the register copy")
+			}
+			cos, names = append(cos, co), append(names, fmt.Sprintf("COMPANY %07d HOLDINGS PTY LTD", i*4%companies))
+			if len(cos) == cap(cos) || i == notices-1 {
+				reg.hold(cos, names)
+				cos, names = cos[:0], names[:0]
+			}
 		}
 		noticeBuild := time.Since(start)
 		noticeHeap := heap() - base - regHeap

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
+	"sync"
 )
 
 // regCopy is one register generation held in memory for the bulk screen:
@@ -18,11 +18,16 @@ import (
 //   - abnPrefix: per company, the two digits its ABN starts with when the
 //     ABN is those two digits followed by the ACN (nearly every company),
 //     or noABN; any other ABN, or a second one, is in moreABNs/moreACNs;
-//   - names: every company's current name, in one string cut by nameOff.
+//   - named: one bit per company, set when it has a current name (a
+//     non-empty reg:<v>:name entry).
 //
-// About 9 bytes per company plus its name (BenchmarkRegCopySize measures
-// it). A regCopy is never changed once built: a new register generation
-// is a new regCopy, swapped in whole.
+// The names themselves are not loaded: a screen needs only those of the
+// companies it matches, which ScreenCopy.fillNames reads from
+// reg:<v>:name the first time and holds here (nameIx, held), so a
+// national register costs about 10 bytes a company plus the names of
+// the companies with notices (BenchmarkScreenCopySize measures it).
+// Apart from the names held, a regCopy is never changed once built: a
+// new register generation is a new regCopy, swapped in whole.
 type regCopy struct {
 	v         string // the generation (reg:v), "" for none loaded ever
 	acns      []uint32
@@ -32,8 +37,11 @@ type regCopy struct {
 	abnPrefix []uint8
 	moreABNs  map[int32][]string
 	moreACNs  map[string][]int32
-	nameOff   []uint32
-	names     string
+	named     []uint64
+
+	nameMu sync.RWMutex
+	nameIx []uint32 // per company: 1 + its name's index in held, 0 for not held
+	held   []string
 }
 
 // noABN marks a company without a prefix-form ABN.
@@ -66,15 +74,14 @@ func buildDir(acns []uint32) []uint32 {
 // load does not hold millions of small strings.
 type regBuilder struct {
 	entries  []regEntry
-	arena    []byte
-	oddNames map[string]string // names of ACNs not of 9 digits
+	oddNames map[string]bool // ACNs not of 9 digits: whether each has a name
 	prefixed []prefixPair      // ABN = two digits followed by its one ACN
 	pairs    [][2]string       // every other (ABN, ACN)
 }
 
 type regEntry struct {
-	acn      uint32
-	off, len uint32 // the name in arena
+	acn   uint32
+	named bool
 }
 
 type prefixPair struct {
@@ -82,17 +89,16 @@ type prefixPair struct {
 	p   uint8
 }
 
-func newRegBuilder() *regBuilder { return &regBuilder{oddNames: map[string]string{}} }
+func newRegBuilder() *regBuilder { return &regBuilder{oddNames: map[string]bool{}} }
 
 // name adds an entry of reg:<v>:name.
 func (b *regBuilder) name(acn, name string) {
 	n, ok := nineDigits(acn)
 	if !ok {
-		b.oddNames[acn] = name
+		b.oddNames[acn] = name != ""
 		return
 	}
-	b.entries = append(b.entries, regEntry{acn: n, off: uint32(len(b.arena)), len: uint32(len(name))})
-	b.arena = append(b.arena, name...)
+	b.entries = append(b.entries, regEntry{acn: n, named: name != ""})
 }
 
 // abn adds an entry of reg:<v>:abn: an ABN and its comma-joined ACNs.
@@ -149,8 +155,8 @@ func (b *regBuilder) build(v string) *regCopy {
 	for _, p := range b.pairs {
 		if n, ok := nineDigits(p[1]); ok && !has(n) {
 			missing = append(missing, regEntry{acn: n})
-		} else if _, named := b.oddNames[p[1]]; !ok && !named {
-			b.oddNames[p[1]] = ""
+		} else if _, known := b.oddNames[p[1]]; !ok && !known {
+			b.oddNames[p[1]] = false
 		}
 	}
 	if len(missing) > 0 {
@@ -170,19 +176,17 @@ func (b *regBuilder) build(v string) *regCopy {
 		r.odd[a] = int32(len(r.acns) + i)
 	}
 	companies := len(r.acns) + len(r.oddACNs)
-	r.nameOff = make([]uint32, companies+1)
-	var sb strings.Builder
-	sb.Grow(len(b.arena))
+	r.named = make([]uint64, (companies+63)/64)
 	for i, e := range b.entries {
-		r.nameOff[i] = uint32(sb.Len())
-		sb.Write(b.arena[e.off : e.off+e.len])
+		if e.named {
+			r.named[i/64] |= 1 << (i % 64)
+		}
 	}
 	for i, a := range r.oddACNs {
-		r.nameOff[len(r.acns)+i] = uint32(sb.Len())
-		sb.WriteString(b.oddNames[a])
+		if j := len(r.acns) + i; b.oddNames[a] {
+			r.named[j/64] |= 1 << (j % 64)
+		}
 	}
-	r.nameOff[companies] = uint32(sb.Len())
-	r.names = sb.String()
 	r.abnPrefix = make([]uint8, companies)
 	for i := range r.abnPrefix {
 		r.abnPrefix[i] = noABN
@@ -243,8 +247,39 @@ func (r *regCopy) appendACN(b []byte, i int32) []byte {
 // acn returns company i's ACN.
 func (r *regCopy) acn(i int32) string { return string(r.appendACN(nil, i)) }
 
-// name returns company i's current name.
-func (r *regCopy) name(i int32) string { return r.names[r.nameOff[i]:r.nameOff[i+1]] }
+// isNamed reports whether company i has a current name.
+func (r *regCopy) isNamed(i int32) bool { return r.named[i/64]&(1<<(i%64)) != 0 }
+
+// heldNames sets names[k] to the name held of company cos[k] and returns
+// the positions k of the companies whose names are not held.
+func (r *regCopy) heldNames(cos []int32, names []string) (missing []int) {
+	r.nameMu.RLock()
+	defer r.nameMu.RUnlock()
+	for k, co := range cos {
+		if r.nameIx != nil && r.nameIx[co] != 0 {
+			names[k] = r.held[r.nameIx[co]-1]
+		} else {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
+// hold keeps the names of companies cos (read from this generation's
+// reg:<v>:name).
+func (r *regCopy) hold(cos []int32, names []string) {
+	r.nameMu.Lock()
+	defer r.nameMu.Unlock()
+	if r.nameIx == nil {
+		r.nameIx = make([]uint32, len(r.abnPrefix))
+	}
+	for k, co := range cos {
+		if r.nameIx[co] == 0 {
+			r.held = append(r.held, names[k])
+			r.nameIx[co] = uint32(len(r.held))
+		}
+	}
+}
 
 // abnsOf returns the register ABNs of company i (reg:<v>:acnabn).
 func (r *regCopy) abnsOf(i int32) []string {

@@ -184,6 +184,12 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	}
 	found := make([]screenItem, len(ids))
 	lookupAll(len(ids), func(lo, hi int) { lookupRange(ids[lo:hi], found[lo:hi], reg, n) })
+	if ok, err := c.fillNames(ctx, reg, found); err != nil || !ok {
+		if err == nil {
+			c.fromRedis.Add(1)
+		}
+		return err != nil, err
+	}
 	c.fromCopy.Add(1)
 	if f.Q == nil && f.Company == nil {
 		copyResult(ids, found, f, n, res)
@@ -293,7 +299,8 @@ func lookupRange(ids []ident.ID, found []screenItem, reg *regCopy, n *noticeCopy
 		if id.Kind == ident.ACN {
 			o.acn = id.Value
 			if co, ok := reg.company(id.Value); ok {
-				o.name = reg.name(co)
+				o.inRegister = reg.isNamed(co)
+				o.co, o.needsName = co, o.inRegister
 				if k, ok := reg.prefixABNKey(co); ok {
 					arena = n.post.getKey(k, arena)
 					others++
@@ -303,13 +310,12 @@ func lookupRange(ids []ident.ID, found []screenItem, reg *regCopy, n *noticeCopy
 					others++
 				}
 			}
-			o.inRegister = o.name != ""
 		} else {
 			acns = reg.appendACNsOf(acns[:0], id.Value)
 			o.acn = primaryACN(id.Value, acns)
 			o.inRegister = o.acn != ""
-			if co, ok := reg.company(o.acn); ok && o.acn != "" {
-				o.name = reg.name(co)
+			if co, ok := reg.company(o.acn); ok && o.acn != "" && reg.isNamed(co) {
+				o.co, o.needsName = co, true
 			}
 			for _, a := range acns {
 				arena = n.post.get(a, arena)
@@ -322,6 +328,47 @@ func lookupRange(ids []ident.ID, found []screenItem, reg *regCopy, n *noticeCopy
 		}
 		found[i] = o
 	}
+}
+
+// fillNames sets the register name of every identifier that found
+// notices (only a match shows one) and whose company has a name: from
+// the names the register copy holds, reading those it lacks from
+// reg:<v>:name in one more round trip and holding them. ok is false when
+// a name is missing there: the generation was replaced meanwhile, and
+// the caller reads Redis instead.
+func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, found []screenItem) (ok bool, err error) {
+	var cos []int32
+	var at []int
+	for i := range found {
+		if o := &found[i]; o.needsName && len(o.own)+len(o.theirs) > 0 {
+			cos = append(cos, o.co)
+			at = append(at, i)
+		}
+	}
+	names := make([]string, len(cos))
+	if missing := reg.heldNames(cos, names); len(missing) > 0 {
+		fields := make([]string, len(missing))
+		read := make([]int32, len(missing))
+		for j, k := range missing {
+			read[j] = cos[k]
+			fields[j] = reg.acn(read[j])
+		}
+		got, err := c.s.hmget(ctx, c.s.key("reg", reg.v, "name"), fields)
+		if err != nil {
+			return false, err
+		}
+		for j, k := range missing {
+			if got[j] == "" {
+				return false, nil
+			}
+			names[k] = got[j]
+		}
+		reg.hold(read, got)
+	}
+	for j, i := range at {
+		found[i].name = names[j]
+	}
+	return true, nil
 }
 
 // parallelFrom is the smallest screen whose lookups are split among the
@@ -388,7 +435,7 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 		if len(v) == 9 {
 			companies[v] = struct{}{}
 			if co, ok := reg.company(v); ok {
-				known = reg.name(co) != ""
+				known = reg.isNamed(co)
 			}
 			addABNs(v)
 		} else {
