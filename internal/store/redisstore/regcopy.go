@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"unsafe"
 )
 
 // regCopy is one register generation held in memory for the bulk screen:
@@ -41,7 +42,44 @@ type regCopy struct {
 
 	nameMu sync.RWMutex
 	nameIx []uint32 // per company: 1 + its name's index in held, 0 for not held
-	held   []string
+	held   nameChunks
+}
+
+// nameChunks holds names back to back in append-only chunks of bytes,
+// each name found by one packed location: no string header or allocation
+// per name. A written byte is never changed, so a string read from a
+// chunk stays valid after the lock is released.
+type nameChunks struct {
+	chunks [][]byte
+	locs   []uint64 // chunk<<40 | offset<<18 | length
+}
+
+// maxHeldName is the longest name held (longer ones are read from Redis
+// each time).
+const maxHeldName = 1<<18 - 1
+
+// add appends a name (at most maxHeldName bytes) and returns its index.
+func (h *nameChunks) add(name string) uint32 {
+	last := len(h.chunks) - 1
+	if last < 0 || len(h.chunks[last])+len(name) > cap(h.chunks[last]) {
+		h.chunks = append(h.chunks, make([]byte, 0, chunkSize))
+		last++
+	}
+	off := len(h.chunks[last])
+	h.chunks[last] = append(h.chunks[last], name...)
+	h.locs = append(h.locs, uint64(last)<<40|uint64(off)<<18|uint64(len(name)))
+	return uint32(len(h.locs) - 1)
+}
+
+// get returns name i.
+func (h *nameChunks) get(i uint32) string {
+	l := h.locs[i]
+	n := int(l & maxHeldName)
+	if n == 0 {
+		return ""
+	}
+	c := h.chunks[l>>40]
+	return unsafe.String(&c[int(l>>18)&(chunkSize-1)], n)
 }
 
 // noABN marks a company without a prefix-form ABN.
@@ -257,7 +295,7 @@ func (r *regCopy) heldNames(cos []int32, names []string) (missing []int) {
 	defer r.nameMu.RUnlock()
 	for k, co := range cos {
 		if r.nameIx != nil && r.nameIx[co] != 0 {
-			names[k] = r.held[r.nameIx[co]-1]
+			names[k] = r.held.get(r.nameIx[co] - 1)
 		} else {
 			missing = append(missing, k)
 		}
@@ -274,9 +312,8 @@ func (r *regCopy) hold(cos []int32, names []string) {
 		r.nameIx = make([]uint32, len(r.abnPrefix))
 	}
 	for k, co := range cos {
-		if r.nameIx[co] == 0 {
-			r.held = append(r.held, names[k])
-			r.nameIx[co] = uint32(len(r.held))
+		if r.nameIx[co] == 0 && len(names[k]) <= maxHeldName {
+			r.nameIx[co] = r.held.add(names[k]) + 1
 		}
 	}
 }
