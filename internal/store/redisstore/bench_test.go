@@ -44,7 +44,7 @@ func cpuTime() time.Duration {
 // reportCPU records the process CPU time per operation since start (the
 // garbage collector's included; a Redis server's not).
 func reportCPU(b *testing.B, start time.Duration, ops int) float64 {
-	ms := float64((cpuTime()-start).Microseconds()) / 1000 / float64(ops)
+	ms := float64((cpuTime() - start).Microseconds()) / 1000 / float64(ops)
 	b.ReportMetric(ms, "cpu-ms/op")
 	return ms
 }

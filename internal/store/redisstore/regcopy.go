@@ -113,8 +113,8 @@ func buildDir(acns []uint32) []uint32 {
 type regBuilder struct {
 	entries  []regEntry
 	oddNames map[string]bool // ACNs not of 9 digits: whether each has a name
-	prefixed []prefixPair      // ABN = two digits followed by its one ACN
-	pairs    [][2]string       // every other (ABN, ACN)
+	prefixed []prefixPair    // ABN = two digits followed by its one ACN
+	pairs    [][2]string     // every other (ABN, ACN)
 }
 
 type regEntry struct {

@@ -64,11 +64,11 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 // screenItem is what a screen found of one identifier.
 type screenItem struct {
 	self        string
-	acn         string   // the company's ACN: the ACN itself, or the register's for an ABN
-	name        string   // the register's current name of acn
+	acn         string // the company's ACN: the ACN itself, or the register's for an ABN
+	name        string // the register's current name of acn
 	inRegister  bool
-	co          int32 // the screen copy's company whose name is name, when needsName
-	needsName   bool  // (the copy reads a name only for identifiers with notices: fillNames)
+	co          int32   // the screen copy's company whose name is name, when needsName
+	needsName   bool    // (the copy reads a name only for identifiers with notices: fillNames)
 	own, theirs []int64 // seqs of the notices carrying self / others
 }
 

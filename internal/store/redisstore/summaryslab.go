@@ -31,10 +31,10 @@ type summarySlab struct {
 	dense   []uint64         // seq -> location, 0 for none
 	tupleOf []uint32         // seq -> its tuple, for the seqs of dense
 	far     map[int64]uint64 // seqs beyond denseLimit of dense
-	chunks [][]byte
-	count  int // summaries held
-	live   int // bytes of the summaries held
-	dead   int // bytes of replaced or removed summaries
+	chunks  [][]byte
+	count   int // summaries held
+	live    int // bytes of the summaries held
+	dead    int // bytes of replaced or removed summaries
 	dict    []string
 	dictIx  map[string]uint64
 	tuples  [][7]uint64
