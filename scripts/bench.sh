@@ -100,6 +100,8 @@ if [[ $parts == *" scale "* ]]; then
   # creation, arrival matching; and the screen copy's memory at 4M companies / 1M notices.
   bench -bench 'Screen50k|CreateWatch50k|MatchOneNotice' -benchtime 20x ./internal/store/redisstore
   bench -bench 'ScreenCopySize' -benchtime 1x ./internal/store/redisstore
+  # Redis bytes per notice: used_memory's growth over 50,000 notices loaded on 10,000 (register unchanged).
+  bench -bench 'RedisBytesPerNotice' -benchtime 1x ./internal/store/scale
   # Webhook deliveries on asynq beside a bare HTTPS POST loop.
   bench -bench . -benchtime 3000x ./internal/scheduler
   echo "- Scale part: $(minutes $((SECONDS - t0))) min; load average at its end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$runinfo"

@@ -2,60 +2,52 @@ package redisstore
 
 import (
 	"slices"
-	"strings"
+
+	"github.com/noticesd/noticesd/internal/notice"
 )
 
-// noticeCopy is a replica's copy of nsum (seq -> encoded summary) with the
-// index nidx derives from it: which seqs carry each ACN or ABN value. The
-// index is kept as a function of the summaries (apply removes a seq from
-// the values of its old summary and adds it to those of the new), so
-// applying a seq's current summary again, in any order, leaves it exact.
+// noticeCopy is a replica's copy of nsum (seq -> summary) with the index
+// nidx derives from it: which seqs carry each ACN or ABN value. The
+// summaries are kept encoded in a slab (summarySlab), without a string or
+// pointer per notice. The index is kept as a function of the summaries
+// (apply removes a seq from the values of its old summary and adds it to
+// those of the new), so applying a seq's current summary again, in any
+// order, leaves it exact.
 type noticeCopy struct {
-	sums map[int64]string
+	sums summarySlab
 	post postings
 	last int64 // the last change log entry applied (nlog:n)
 }
 
 func newNoticeCopy() *noticeCopy {
-	return &noticeCopy{sums: map[int64]string{}, post: newPostings()}
+	return &noticeCopy{post: newPostings()}
 }
 
-// apply sets seq's summary ("" removes it).
+// apply sets seq's summary (as encodeSummary writes it; "" removes it).
+// An unreadable summary removes the seq, as Redis's would fail to decode.
 func (n *noticeCopy) apply(seq int64, sum string) {
-	if old, ok := n.sums[seq]; ok {
-		for _, v := range summaryIdents(old) {
+	if old, ok := n.sums.idents(seq); ok {
+		for _, v := range old {
 			if v != "" {
 				n.post.remove(v, seq)
 			}
 		}
-		delete(n.sums, seq)
+		n.sums.remove(seq)
 	}
 	if sum == "" {
 		return
 	}
-	for _, v := range summaryIdents(sum) {
+	var dec notice.Notice
+	var ptrs [3]string
+	if decodeSummaryInto(sum, &dec, &ptrs) != nil {
+		return
+	}
+	for _, v := range idents(&dec) {
 		if v != "" {
 			n.post.add(v, seq)
 		}
 	}
-	n.sums[seq] = sum
-}
-
-// summaryIdents returns the acn and abn fields of an encoded summary
-// (encodeSummary: the 11th and 12th).
-func summaryIdents(sum string) [2]string {
-	var out [2]string
-	for f := 0; f < 12; f++ {
-		i := strings.Index(sum, sep)
-		if i < 0 {
-			return [2]string{}
-		}
-		if f >= 10 {
-			out[f-10] = sum[:i]
-		}
-		sum = sum[i+len(sep):]
-	}
-	return out
+	n.sums.put(seq, &dec)
 }
 
 // postings maps an identifier value to the seqs carrying it. A 9- or
@@ -157,6 +149,11 @@ func (p *postings) get(v string, buf []int64) []int64 {
 	if !ok {
 		return append(buf, p.odd[v]...)
 	}
+	return p.getKey(k, buf)
+}
+
+// getKey appends the seqs carrying the value of key k (idKey) to buf.
+func (p *postings) getKey(k uint64, buf []int64) []int64 {
 	x, ok := p.ids[k]
 	switch {
 	case !ok:

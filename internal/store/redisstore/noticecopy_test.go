@@ -76,8 +76,17 @@ func TestRegCopy(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s not in the copy", c.acn)
 		}
-		if r.name(i) != c.name || r.acn(i) != c.acn {
-			t.Errorf("%s: name %q acn %q", c.acn, r.name(i), r.acn(i))
+		if r.isNamed(i) != (c.name != "") || r.acn(i) != c.acn {
+			t.Errorf("%s: named %v acn %q", c.acn, r.isNamed(i), r.acn(i))
+		}
+		// Names are held once read (fillNames), per company.
+		got := make([]string, 1)
+		if missing := r.heldNames([]int32{i}, got); len(missing) != 1 {
+			t.Errorf("%s: a name held before any was read", c.acn)
+		}
+		r.hold([]int32{i, i}, []string{c.name, "a repeat is not held"})
+		if missing := r.heldNames([]int32{i}, got); len(missing) != 0 || got[0] != c.name {
+			t.Errorf("%s: held name %q (missing %v), want %q", c.acn, got[0], missing, c.name)
 		}
 		if got := r.abnsOf(i); !sameSet(got, c.abns) {
 			t.Errorf("%s: ABNs %v, want %v", c.acn, got, c.abns)

@@ -5,7 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
+	"sync"
+	"unsafe"
 )
 
 // regCopy is one register generation held in memory for the bulk screen:
@@ -18,25 +19,92 @@ import (
 //   - abnPrefix: per company, the two digits its ABN starts with when the
 //     ABN is those two digits followed by the ACN (nearly every company),
 //     or noABN; any other ABN, or a second one, is in moreABNs/moreACNs;
-//   - names: every company's current name, in one string cut by nameOff.
+//   - named: one bit per company, set when it has a current name (a
+//     non-empty reg:<v>:name entry).
 //
-// About 9 bytes per company plus its name (BenchmarkRegCopySize measures
-// it). A regCopy is never changed once built: a new register generation
-// is a new regCopy, swapped in whole.
+// The names themselves are not loaded: a screen needs only those of the
+// companies it matches, which ScreenCopy.fillNames reads from
+// reg:<v>:name the first time and holds here (nameIx, held), so a
+// national register costs about 10 bytes a company plus the names of
+// the companies with notices (BenchmarkScreenCopySize measures it).
+// Apart from the names held, a regCopy is never changed once built: a
+// new register generation is a new regCopy, swapped in whole.
 type regCopy struct {
 	v         string // the generation (reg:v), "" for none loaded ever
 	acns      []uint32
+	acnDir    []uint32 // acnDir[b]: the first index of acns whose top bits (acn>>dirShift) are b or more
 	odd       map[string]int32
 	oddACNs   []string
 	abnPrefix []uint8
 	moreABNs  map[int32][]string
 	moreACNs  map[string][]int32
-	nameOff   []uint32
-	names     string
+	named     []uint64
+
+	nameMu sync.RWMutex
+	nameIx []uint32 // per company: 1 + its name's index in held, 0 for not held
+	held   nameChunks
+}
+
+// nameChunks holds names back to back in append-only chunks of bytes,
+// each name found by one packed location: no string header or allocation
+// per name. A written byte is never changed, so a string read from a
+// chunk stays valid after the lock is released.
+type nameChunks struct {
+	chunks [][]byte
+	locs   []uint64 // chunk<<40 | offset<<18 | length
+}
+
+// maxHeldName is the longest name held (longer ones are read from Redis
+// each time).
+const maxHeldName = 1<<18 - 1
+
+// add appends a name (at most maxHeldName bytes) and returns its index.
+func (h *nameChunks) add(name string) uint32 {
+	last := len(h.chunks) - 1
+	if last < 0 || len(h.chunks[last])+len(name) > cap(h.chunks[last]) {
+		h.chunks = append(h.chunks, make([]byte, 0, chunkSize))
+		last++
+	}
+	off := len(h.chunks[last])
+	h.chunks[last] = append(h.chunks[last], name...)
+	h.locs = append(h.locs, uint64(last)<<40|uint64(off)<<18|uint64(len(name)))
+	return uint32(len(h.locs) - 1)
+}
+
+// get returns name i.
+func (h *nameChunks) get(i uint32) string {
+	l := h.locs[i]
+	n := int(l & maxHeldName)
+	if n == 0 {
+		return ""
+	}
+	c := h.chunks[l>>40]
+	return unsafe.String(&c[int(l>>18)&(chunkSize-1)], n)
 }
 
 // noABN marks a company without a prefix-form ABN.
 const noABN = 255
+
+// dirShift cuts a 9-digit ACN (below 2^30) to the 2^16 buckets of acnDir:
+// a lookup binary-searches one bucket (about 60 ACNs of a national
+// register) instead of the whole array.
+const dirShift = 14
+
+// buildDir returns the directory of sorted ACNs.
+func buildDir(acns []uint32) []uint32 {
+	dir := make([]uint32, 1<<(30-dirShift)+1)
+	b := 0
+	for i, a := range acns {
+		for b <= int(a>>dirShift) && b < len(dir) {
+			dir[b] = uint32(i)
+			b++
+		}
+	}
+	for ; b < len(dir); b++ {
+		dir[b] = uint32(len(acns))
+	}
+	return dir
+}
 
 // regBuilder builds a regCopy from the register hashes' entries, in any
 // order and with repeats (HSCAN may return an entry twice). It keeps the
@@ -44,15 +112,14 @@ const noABN = 255
 // load does not hold millions of small strings.
 type regBuilder struct {
 	entries  []regEntry
-	arena    []byte
-	oddNames map[string]string // names of ACNs not of 9 digits
-	prefixed []prefixPair      // ABN = two digits followed by its one ACN
-	pairs    [][2]string       // every other (ABN, ACN)
+	oddNames map[string]bool // ACNs not of 9 digits: whether each has a name
+	prefixed []prefixPair    // ABN = two digits followed by its one ACN
+	pairs    [][2]string     // every other (ABN, ACN)
 }
 
 type regEntry struct {
-	acn      uint32
-	off, len uint32 // the name in arena
+	acn   uint32
+	named bool
 }
 
 type prefixPair struct {
@@ -60,17 +127,16 @@ type prefixPair struct {
 	p   uint8
 }
 
-func newRegBuilder() *regBuilder { return &regBuilder{oddNames: map[string]string{}} }
+func newRegBuilder() *regBuilder { return &regBuilder{oddNames: map[string]bool{}} }
 
 // name adds an entry of reg:<v>:name.
 func (b *regBuilder) name(acn, name string) {
 	n, ok := nineDigits(acn)
 	if !ok {
-		b.oddNames[acn] = name
+		b.oddNames[acn] = name != ""
 		return
 	}
-	b.entries = append(b.entries, regEntry{acn: n, off: uint32(len(b.arena)), len: uint32(len(name))})
-	b.arena = append(b.arena, name...)
+	b.entries = append(b.entries, regEntry{acn: n, named: name != ""})
 }
 
 // abn adds an entry of reg:<v>:abn: an ABN and its comma-joined ACNs.
@@ -127,8 +193,8 @@ func (b *regBuilder) build(v string) *regCopy {
 	for _, p := range b.pairs {
 		if n, ok := nineDigits(p[1]); ok && !has(n) {
 			missing = append(missing, regEntry{acn: n})
-		} else if _, named := b.oddNames[p[1]]; !ok && !named {
-			b.oddNames[p[1]] = ""
+		} else if _, known := b.oddNames[p[1]]; !ok && !known {
+			b.oddNames[p[1]] = false
 		}
 	}
 	if len(missing) > 0 {
@@ -139,6 +205,7 @@ func (b *regBuilder) build(v string) *regCopy {
 	for i, e := range b.entries {
 		r.acns[i] = e.acn
 	}
+	r.acnDir = buildDir(r.acns)
 	for a := range b.oddNames {
 		r.oddACNs = append(r.oddACNs, a)
 	}
@@ -147,19 +214,17 @@ func (b *regBuilder) build(v string) *regCopy {
 		r.odd[a] = int32(len(r.acns) + i)
 	}
 	companies := len(r.acns) + len(r.oddACNs)
-	r.nameOff = make([]uint32, companies+1)
-	var sb strings.Builder
-	sb.Grow(len(b.arena))
+	r.named = make([]uint64, (companies+63)/64)
 	for i, e := range b.entries {
-		r.nameOff[i] = uint32(sb.Len())
-		sb.Write(b.arena[e.off : e.off+e.len])
+		if e.named {
+			r.named[i/64] |= 1 << (i % 64)
+		}
 	}
 	for i, a := range r.oddACNs {
-		r.nameOff[len(r.acns)+i] = uint32(sb.Len())
-		sb.WriteString(b.oddNames[a])
+		if j := len(r.acns) + i; b.oddNames[a] {
+			r.named[j/64] |= 1 << (j % 64)
+		}
 	}
-	r.nameOff[companies] = uint32(sb.Len())
-	r.names = sb.String()
 	r.abnPrefix = make([]uint8, companies)
 	for i := range r.abnPrefix {
 		r.abnPrefix[i] = noABN
@@ -194,8 +259,10 @@ func (b *regBuilder) build(v string) *regCopy {
 // company returns the index of a register ACN.
 func (r *regCopy) company(acn string) (int32, bool) {
 	if n, ok := nineDigits(acn); ok {
-		i, found := slices.BinarySearch(r.acns, n)
-		return int32(i), found
+		b := n >> dirShift
+		lo, hi := r.acnDir[b], r.acnDir[b+1]
+		i, found := slices.BinarySearch(r.acns[lo:hi], n)
+		return int32(lo) + int32(i), found
 	}
 	i, ok := r.odd[acn]
 	return i, ok
@@ -218,8 +285,38 @@ func (r *regCopy) appendACN(b []byte, i int32) []byte {
 // acn returns company i's ACN.
 func (r *regCopy) acn(i int32) string { return string(r.appendACN(nil, i)) }
 
-// name returns company i's current name.
-func (r *regCopy) name(i int32) string { return r.names[r.nameOff[i]:r.nameOff[i+1]] }
+// isNamed reports whether company i has a current name.
+func (r *regCopy) isNamed(i int32) bool { return r.named[i/64]&(1<<(i%64)) != 0 }
+
+// heldNames sets names[k] to the name held of company cos[k] and returns
+// the positions k of the companies whose names are not held.
+func (r *regCopy) heldNames(cos []int32, names []string) (missing []int) {
+	r.nameMu.RLock()
+	defer r.nameMu.RUnlock()
+	for k, co := range cos {
+		if r.nameIx != nil && r.nameIx[co] != 0 {
+			names[k] = r.held.get(r.nameIx[co] - 1)
+		} else {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
+// hold keeps the names of companies cos (read from this generation's
+// reg:<v>:name).
+func (r *regCopy) hold(cos []int32, names []string) {
+	r.nameMu.Lock()
+	defer r.nameMu.Unlock()
+	if r.nameIx == nil {
+		r.nameIx = make([]uint32, len(r.abnPrefix))
+	}
+	for k, co := range cos {
+		if r.nameIx[co] == 0 && len(names[k]) <= maxHeldName {
+			r.nameIx[co] = r.held.add(names[k]) + 1
+		}
+	}
+}
 
 // abnsOf returns the register ABNs of company i (reg:<v>:acnabn).
 func (r *regCopy) abnsOf(i int32) []string {
@@ -232,9 +329,21 @@ func (r *regCopy) abnsOf(i int32) []string {
 	return append(out, r.moreABNs[i]...)
 }
 
+// prefixABNKey returns the postings key (idKey) of company i's
+// prefix-form ABN, if it has one.
+func (r *regCopy) prefixABNKey(i int32) (uint64, bool) {
+	p := r.abnPrefix[i]
+	if p == noABN || int(i) >= len(r.acns) {
+		return 0, false
+	}
+	return (uint64(p)*1_000_000_000+uint64(r.acns[i]))<<1 | 1, true
+}
+
 // acnsOf returns the register ACNs of an ABN (reg:<v>:abn).
-func (r *regCopy) acnsOf(abn string) []string {
-	var out []string
+func (r *regCopy) acnsOf(abn string) []string { return r.appendACNsOf(nil, abn) }
+
+// appendACNsOf appends the register ACNs of an ABN to out.
+func (r *regCopy) appendACNsOf(out []string, abn string) []string {
 	if len(abn) == 11 {
 		if i, ok := r.company(abn[2:]); ok {
 			if p := r.abnPrefix[i]; p != noABN && abn[0] == '0'+p/10 && abn[1] == '0'+p%10 {

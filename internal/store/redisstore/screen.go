@@ -38,12 +38,25 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	if err != nil {
 		return res, err
 	}
-	err = s.screenResult(ctx, ids, found, f, func(seqs []int64) ([]string, error) {
+	err = s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
 		fields := make([]string, len(seqs))
 		for i, q := range seqs {
 			fields[i] = strconv.FormatInt(q, 10)
 		}
-		return s.hmget(ctx, s.key("nsum"), fields) // round trip 3: the summaries
+		raw, err := s.hmget(ctx, s.key("nsum"), fields) // round trip 3: the summaries
+		if err != nil {
+			return err
+		}
+		for i, sum := range raw {
+			if sum == "" {
+				continue
+			}
+			if err := decodeSummaryInto(sum, &into[i], &ptrs[i]); err != nil {
+				return err
+			}
+			have[i] = true
+		}
+		return nil
 	}, &res)
 	return res, err
 }
@@ -51,10 +64,11 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 // screenItem is what a screen found of one identifier.
 type screenItem struct {
 	self        string
-	others      []string // the register ABNs of an ACN, or ACNs of an ABN
-	acn         string   // the company's ACN: the ACN itself, or the register's for an ABN
-	name        string   // the register's current name of acn
+	acn         string // the company's ACN: the ACN itself, or the register's for an ABN
+	name        string // the register's current name of acn
 	inRegister  bool
+	co          int32   // the screen copy's company whose name is name, when needsName
+	needsName   bool    // (the copy reads a name only for identifiers with notices: fillNames)
 	own, theirs []int64 // seqs of the notices carrying self / others
 }
 
@@ -81,23 +95,25 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 	}
 	names, acnABN, abnACN, own := r1[0], r1[1], r1[2], r1[3]
 	found := make([]screenItem, len(ids))
+	counterparts := make([][]string, len(ids)) // the register ABNs of an ACN, or ACNs of an ABN
 	var others, resolved []string
 	ai, bi := 0, 0
 	for i, id := range ids {
 		o := screenItem{self: id.Value, own: parseSeqs(own[i], nil)}
 		if id.Kind == ident.ACN {
-			o.acn, o.others, o.name, o.inRegister = id.Value, splitList(acnABN[ai]), names[ai], names[ai] != ""
+			counterparts[i] = splitList(acnABN[ai])
+			o.acn, o.name, o.inRegister = id.Value, names[ai], names[ai] != ""
 			ai++
 		} else {
-			o.others = splitList(abnACN[bi])
-			o.acn = primaryACN(id.Value, o.others)
+			counterparts[i] = splitList(abnACN[bi])
+			o.acn = primaryACN(id.Value, counterparts[i])
 			o.inRegister = o.acn != ""
 			if o.acn != "" {
 				resolved = append(resolved, o.acn)
 			}
 			bi++
 		}
-		others = append(others, o.others...)
+		others = append(others, counterparts[i]...)
 		found[i] = o
 	}
 	// Round trip 2: the counterparts' notices, the resolved ACNs' names.
@@ -108,11 +124,11 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 	oi, ri := 0, 0
 	for i := range found {
 		o := &found[i]
-		for range o.others {
+		for range counterparts[i] {
 			o.theirs = parseSeqs(r2[0][oi], o.theirs)
 			oi++
 		}
-		if len(o.others) > 1 {
+		if len(counterparts[i]) > 1 {
 			o.theirs = sortedSet(o.theirs)
 		}
 		if ids[i].Kind == ident.ABN && o.acn != "" {
@@ -123,46 +139,41 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 	return found, nil
 }
 
-// screenResult fills res from what was found of each identifier; summaries
-// returns the encoded summaries of seqs ("" for none), from Redis or the
-// copy.
+// screenResult fills res from what was found of each identifier;
+// summaries decodes the summaries of seqs into into (pointer fields into
+// ptrs) and marks in have the seqs that have one, from Redis or the copy.
 func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screenItem, f notice.Filter,
-	summaries func(seqs []int64) ([]string, error), res *watch.ScreenResult) error {
-	seqSet := map[int64]struct{}{}
+	summaries func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error, res *watch.ScreenResult) error {
+	total := 0
 	for _, o := range found {
-		for _, l := range [][]int64{o.own, o.theirs} {
-			for _, q := range l {
-				seqSet[q] = struct{}{}
-			}
-		}
+		total += len(o.own) + len(o.theirs)
 	}
-	seqs := make([]int64, 0, len(seqSet))
-	for q := range seqSet {
-		seqs = append(seqs, q)
+	seqs := make([]int64, 0, total)
+	for _, o := range found {
+		seqs = append(seqs, o.own...)
+		seqs = append(seqs, o.theirs...)
 	}
-	raw, err := summaries(seqs)
-	if err != nil {
-		return err
-	}
-	// Which notices pass f.
-	sums := make(map[int64]*notice.Notice, len(seqs))
+	seqs = sortedSet(seqs)
 	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
 	ptrs := make([][3]string, len(seqs))
+	have := make([]bool, len(seqs))
+	if err := summaries(seqs, decoded, ptrs, have); err != nil {
+		return err
+	}
+	// Which notices pass f: pass[i] for seqs[i].
+	pass := have
 	noQ := f
 	noQ.Q = nil
 	var needText []int64
-	for i, q := range seqs {
-		if raw[i] == "" {
+	for i := range seqs {
+		if !pass[i] {
 			continue
 		}
 		n := &decoded[i]
-		if err := decodeSummaryInto(raw[i], n, &ptrs[i]); err != nil {
-			return err
-		}
 		if !matcher.FilterMatches(noQ, n, nil) {
+			pass[i] = false
 			continue
 		}
-		sums[q] = n
 		if f.Q != nil {
 			needText = append(needText, n.Seq)
 		}
@@ -172,33 +183,32 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 		if err != nil {
 			return err
 		}
-		pass := make(map[int64]bool, len(full))
+		textPass := make(map[int64]bool, len(full))
 		for i := range full {
-			pass[full[i].Seq] = matcher.FilterMatches(f, &full[i], nil)
+			textPass[full[i].Seq] = matcher.FilterMatches(f, &full[i], nil)
 		}
-		for q, n := range sums {
-			if !pass[n.Seq] {
-				delete(sums, q)
-			}
+		for i := range seqs {
+			pass[i] = pass[i] && textPass[seqs[i]]
 		}
 	} else if f.Q != nil {
-		clear(sums)
+		clear(pass)
+	}
+	// sum returns the summary of seq when it passes f.
+	sum := func(q int64) *notice.Notice {
+		if i, ok := slices.BinarySearch(seqs, q); ok && pass[i] {
+			return &decoded[i]
+		}
+		return nil
 	}
 
-	withNotices := 0
-	for _, o := range found {
-		if len(o.own)+len(o.theirs) > 0 {
-			withNotices++
-		}
-	}
-	res.Matched = slices.Grow(res.Matched, withNotices)
-	strs := make([]string, 0, 2*withNotices) // the matches' acn and name
+	res.Matched = slices.Grow(res.Matched, withNotices(found))
+	strs := make([]string, 0, 3*withNotices(found)) // what the answers point to
 	for i, o := range found {
 		var count int
 		var latest *notice.Notice
 		for li, l := range [][]int64{o.own, o.theirs} {
 			for _, q := range l {
-				n := sums[q]
+				n := sum(q)
 				if n == nil || (li == 1 && slices.Contains(o.own, q)) {
 					continue // fails f, or carries both identifiers (counted once)
 				}
@@ -208,40 +218,64 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 				}
 			}
 		}
-		if count == 0 {
-			if o.inRegister || len(o.own) > 0 {
-				res.Unmatched = append(res.Unmatched, o.self)
-			} else {
-				res.Unresolved = append(res.Unresolved, o.self)
-			}
-			continue
-		}
-		m := watch.Matched{Identifier: o.self, NoticeCount: count, LatestNotice: watch.LatestNotice{
-			ID: latest.ID, Seq: latest.Seq, PublishedDate: latest.PublishedDate, NoticeType: latest.NoticeType,
-			NoticePurpose: latest.NoticePurpose, AppointmentType: latest.AppointmentType}}
-		// The company's ACN (for an ABN the register's, else the latest
-		// notice's when that notice carries the ABN) and its name (the
-		// register's current name, else the latest notice's).
-		switch {
-		case o.acn != "":
-			strs = append(strs, o.acn)
-			m.ACN = &strs[len(strs)-1]
-		case ids[i].Kind == ident.ABN && latest.ABN != nil && *latest.ABN == o.self && latest.ACN != nil:
-			strs = append(strs, *latest.ACN)
-			m.ACN = &strs[len(strs)-1]
-		}
-		name := o.name
-		if name == "" {
-			name = latest.CompanyName
-		}
-		if name != "" { // no name anywhere is null, as the embedded store answers
-			strs = append(strs, name)
-			m.CompanyName = &strs[len(strs)-1]
-		}
-		res.Matched = append(res.Matched, m)
+		answer(res, ids[i].Kind, &found[i], count, latest, &strs)
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
 	return nil
+}
+
+// withNotices counts the identifiers that found notices.
+func withNotices(found []screenItem) int {
+	n := 0
+	for i := range found {
+		if len(found[i].own)+len(found[i].theirs) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// answer records one identifier's answer in res: matched when count
+// notices passed the filters (latest the newest of them: latest
+// publication, ties by higher seq), else unmatched when the register or a
+// notice knows it, else unresolved. The strings a match points to are
+// appended to strs.
+func answer(res *watch.ScreenResult, kind ident.Kind, o *screenItem, count int, latest *notice.Notice, strs *[]string) {
+	if count == 0 {
+		if o.inRegister || len(o.own) > 0 {
+			res.Unmatched = append(res.Unmatched, o.self)
+		} else {
+			res.Unresolved = append(res.Unresolved, o.self)
+		}
+		return
+	}
+	point := func(v string) *string {
+		*strs = append(*strs, v)
+		return &(*strs)[len(*strs)-1]
+	}
+	m := watch.Matched{Identifier: o.self, NoticeCount: count, LatestNotice: watch.LatestNotice{
+		ID: latest.ID, Seq: latest.Seq, PublishedDate: latest.PublishedDate, NoticeType: latest.NoticeType,
+		NoticePurpose: latest.NoticePurpose}}
+	if latest.AppointmentType != nil {
+		m.LatestNotice.AppointmentType = point(*latest.AppointmentType)
+	}
+	// The company's ACN (for an ABN the register's, else the latest
+	// notice's when that notice carries the ABN) and its name (the
+	// register's current name, else the latest notice's).
+	switch {
+	case o.acn != "":
+		m.ACN = point(o.acn)
+	case kind == ident.ABN && latest.ABN != nil && *latest.ABN == o.self && latest.ACN != nil:
+		m.ACN = point(*latest.ACN)
+	}
+	name := o.name
+	if name == "" {
+		name = latest.CompanyName
+	}
+	if name != "" { // no name anywhere is null, as the embedded store answers
+		m.CompanyName = point(name)
+	}
+	res.Matched = append(res.Matched, m)
 }
 
 // parseSeqs appends the seqs of a comma-joined list to buf.

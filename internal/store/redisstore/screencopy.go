@@ -16,6 +16,7 @@ import (
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/noticesd/noticesd/matcher"
 )
 
 // ScreenCopy is a replica's in-memory copy of what the bulk screen reads
@@ -183,51 +184,191 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	}
 	found := make([]screenItem, len(ids))
 	lookupAll(len(ids), func(lo, hi int) { lookupRange(ids[lo:hi], found[lo:hi], reg, n) })
-	c.fromCopy.Add(1)
-	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []int64) ([]string, error) {
-		out := make([]string, len(seqs))
-		for i, q := range seqs {
-			out[i] = n.sums[q]
+	if ok, err := c.fillNames(ctx, reg, found); err != nil || !ok {
+		if err == nil {
+			c.fromRedis.Add(1)
 		}
-		unlock() // a q filter reads the notice source next: not under the lock
-		return out, nil
+		return err != nil, err
+	}
+	c.fromCopy.Add(1)
+	if f.Q == nil && f.Company == nil {
+		copyResult(ids, found, f, n, res)
+		return true, nil
+	}
+	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
+		for i, q := range seqs {
+			have[i] = n.sums.decode(q, &into[i], &ptrs[i])
+		}
+		// A q filter reads the notice source next: not under the lock (the
+		// decoded strings stay valid, see summarySlab).
+		unlock()
+		return nil
 	}, res)
+}
+
+// copyResult is Store.screenResult for a filter without q or company,
+// answered from the copy under its read lock: each candidate's filters are
+// decided on its summary's combination of coded fields (once per
+// combination, by matcher.FilterMatches, so with its semantics), published
+// instants are read only to choose between two passing notices, and only
+// each match's latest notice is decoded whole.
+func copyResult(ids []ident.ID, found []screenItem, f notice.Filter, n *noticeCopy, res *watch.ScreenResult) {
+	pass := codedFilter{f: f, slab: &n.sums, memo: make([]int8, len(n.sums.tuples))}
+	res.Matched = slices.Grow(res.Matched, withNotices(found))
+	strs := make([]string, 0, 3*withNotices(found)) // what the answers point to
+	var latest notice.Notice
+	var ptrs [3]string
+	for i := range found {
+		o := &found[i]
+		count, best, bestAt := 0, int64(-1), ""
+		for li, l := range [2][]int64{o.own, o.theirs} {
+			for _, q := range l {
+				if li == 1 && slices.Contains(o.own, q) {
+					continue // carries both identifiers (counted once)
+				}
+				if !pass.passes(q) {
+					continue
+				}
+				count++
+				if best < 0 {
+					best = q
+					continue
+				}
+				if bestAt == "" {
+					bestAt = n.sums.publishedAt(best)
+				}
+				if at := n.sums.publishedAt(q); at > bestAt || (at == bestAt && q > best) {
+					best, bestAt = q, at
+				}
+			}
+		}
+		var lp *notice.Notice
+		if count > 0 {
+			latest = notice.Notice{}
+			n.sums.decode(best, &latest, &ptrs)
+			lp = &latest
+		}
+		answer(res, ids[i].Kind, o, count, lp, &strs)
+	}
+	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
+}
+
+// codedFilter decides a filter without q or company on summaries' coded
+// fields, remembering the answer for each combination (memo: 0 not yet
+// decided, 1 passes, -1 fails).
+type codedFilter struct {
+	f    notice.Filter
+	slab *summarySlab
+	memo []int8
+}
+
+// passes reports whether seq has a summary that passes the filter.
+func (c *codedFilter) passes(seq int64) bool {
+	t, ok := c.slab.tupleAt(seq)
+	if !ok {
+		return false
+	}
+	if p := c.memo[t]; p != 0 {
+		return p > 0
+	}
+	var n notice.Notice
+	c.slab.decodeCodes(c.slab.tuples[t], &n, new(string))
+	p := matcher.FilterMatches(c.f, &n, nil)
+	c.memo[t] = -1
+	if p {
+		c.memo[t] = 1
+	}
+	return p
 }
 
 // lookupRange finds, for each of ids, its register counterparts and the
 // seqs of the notices carrying it or them, into found (of the same
-// length), from the register copy reg and the notice copy n.
+// length), from the register copy reg and the notice copy n. A
+// company's prefix-form ABN is looked up by its number, without making
+// its string.
 func lookupRange(ids []ident.ID, found []screenItem, reg *regCopy, n *noticeCopy) {
 	var arena []int64 // backs every item's seq lists
+	var acns []string // an ABN's register ACNs, reused
 	for i, id := range ids {
 		o := screenItem{self: id.Value}
 		start := len(arena)
 		arena = n.post.get(id.Value, arena)
 		o.own = arena[start:len(arena):len(arena)]
+		start = len(arena)
+		others := 0
 		if id.Kind == ident.ACN {
 			o.acn = id.Value
 			if co, ok := reg.company(id.Value); ok {
-				o.others, o.name = reg.abnsOf(co), reg.name(co)
+				o.inRegister = reg.isNamed(co)
+				o.co, o.needsName = co, o.inRegister
+				if k, ok := reg.prefixABNKey(co); ok {
+					arena = n.post.getKey(k, arena)
+					others++
+				}
+				for _, b := range reg.moreABNs[co] {
+					arena = n.post.get(b, arena)
+					others++
+				}
 			}
-			o.inRegister = o.name != ""
 		} else {
-			o.others = reg.acnsOf(id.Value)
-			o.acn = primaryACN(id.Value, o.others)
+			acns = reg.appendACNsOf(acns[:0], id.Value)
+			o.acn = primaryACN(id.Value, acns)
 			o.inRegister = o.acn != ""
-			if co, ok := reg.company(o.acn); ok && o.acn != "" {
-				o.name = reg.name(co)
+			if co, ok := reg.company(o.acn); ok && o.acn != "" && reg.isNamed(co) {
+				o.co, o.needsName = co, true
 			}
-		}
-		start = len(arena)
-		for _, v := range o.others {
-			arena = n.post.get(v, arena)
+			for _, a := range acns {
+				arena = n.post.get(a, arena)
+			}
+			others = len(acns)
 		}
 		o.theirs = arena[start:len(arena):len(arena)]
-		if len(o.others) > 1 {
+		if others > 1 {
 			o.theirs = sortedSet(o.theirs)
 		}
 		found[i] = o
 	}
+}
+
+// fillNames sets the register name of every identifier that found
+// notices (only a match shows one) and whose company has a name: from
+// the names the register copy holds, reading those it lacks from
+// reg:<v>:name in one more round trip and holding them. ok is false when
+// a name is missing there: the generation was replaced meanwhile, and
+// the caller reads Redis instead.
+func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, found []screenItem) (ok bool, err error) {
+	var cos []int32
+	var at []int
+	for i := range found {
+		if o := &found[i]; o.needsName && len(o.own)+len(o.theirs) > 0 {
+			cos = append(cos, o.co)
+			at = append(at, i)
+		}
+	}
+	names := make([]string, len(cos))
+	if missing := reg.heldNames(cos, names); len(missing) > 0 {
+		fields := make([]string, len(missing))
+		read := make([]int32, len(missing))
+		for j, k := range missing {
+			read[j] = cos[k]
+			fields[j] = reg.acn(read[j])
+		}
+		got, err := c.s.hmget(ctx, c.s.key("reg", reg.v, "name"), fields)
+		if err != nil {
+			return false, err
+		}
+		for j, k := range missing {
+			if got[j] == "" {
+				return false, nil
+			}
+			names[k] = got[j]
+		}
+		reg.hold(read, got)
+	}
+	for j, i := range at {
+		found[i].name = names[j]
+	}
+	return true, nil
 }
 
 // parallelFrom is the smallest screen whose lookups are split among the
@@ -294,7 +435,7 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 		if len(v) == 9 {
 			companies[v] = struct{}{}
 			if co, ok := reg.company(v); ok {
-				known = reg.name(co) != ""
+				known = reg.isNamed(co)
 			}
 			addABNs(v)
 		} else {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
 )
 
@@ -408,4 +410,89 @@ func TestScreenCopyExpandAgreesWithRedis(t *testing.T) {
 			t.Errorf("match keys %v lack %s", got.keys, k)
 		}
 	}
+}
+
+// TestScreenCopyFilters: with every kind of filter the copy's answer (its
+// coded-field path for filters without q or company, the general one
+// otherwise) is Redis's and the embedded store's, over the fixture's
+// notices and register: deregistrations, appointment types (and none),
+// states in another case, date bounds, ties broken by seq.
+func TestScreenCopyFilters(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	ns := storetest.Load(t, f.backend().Backend)
+	var ids []ident.ID
+	seen := map[string]bool{}
+	dates := []string{}
+	for _, row := range storetest.RegisterRows() {
+		ns = append(ns, notice.Notice{ACN: &row.ACN, ABN: &row.ABN, PublishedDate: ns[0].PublishedDate})
+	}
+	for _, n := range ns {
+		for _, v := range []*string{n.ACN, n.ABN} {
+			if v != nil && !seen[*v] {
+				seen[*v] = true
+				if id, ok := ident.Normalise(*v); ok {
+					ids = append(ids, id)
+				}
+			}
+		}
+		dates = append(dates, n.PublishedDate)
+	}
+	slices.Sort(dates)
+	mid := dates[len(dates)/2]
+	r := replica(t, f)
+	company := ids[0]
+	for _, c := range []struct {
+		name string
+		f    notice.Filter
+	}{
+		{"none", notice.Filter{}},
+		{"deregistration included", notice.Filter{IncludeDeregistration: true}},
+		{"states, another case", notice.Filter{IncludeDeregistration: true, State: []string{"nsw", "Vic"}}},
+		{"purpose", notice.Filter{NoticePurpose: []string{"APPOINTMENT"}}},
+		{"appointment type", notice.Filter{AppointmentType: []string{"court liquidation", "Creditors' Voluntary Liquidation"}}},
+		{"from", notice.Filter{IncludeDeregistration: true, From: mid}},
+		{"to", notice.Filter{To: mid}},
+		{"status and code", notice.Filter{IncludeDeregistration: true, Status: []string{"published"}, NoticeCode: []string{ns[0].NoticeCode}}},
+		// A company filter (which POST /v1/match does not take) counts the
+		// notices carrying the identifier itself on both scale paths but
+		// also its register counterparts' in the embedded store: compared
+		// between the copy and Redis only.
+		{"company (general path)", notice.Filter{IncludeDeregistration: true, Company: &company}},
+		{"q (general path)", notice.Filter{IncludeDeregistration: true, Q: mustQuery(t, "creditors")}},
+		{"another ABN notice only", notice.Filter{IncludeDeregistration: true, NoticePurpose: []string{"deregistration"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := r.Screen(ctx, ids, c.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := f.rs.Screen(ctx, ids, c.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			embedded, err := f.notices.Screen(ctx, ids, c.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.f.Company != nil {
+				embedded = want
+			}
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(got, embedded) {
+				t.Fatalf("copy, Redis and embedded differ:\ncopy     %+v\nredis    %+v\nembedded %+v", got, want, embedded)
+			}
+		})
+	}
+	if fromCopy, fromRedis := r.ScreenCopy().Counts(); fromRedis != 0 || fromCopy == 0 {
+		t.Fatalf("screens from the copy %d, from Redis %d", fromCopy, fromRedis)
+	}
+}
+
+func mustQuery(t *testing.T, q string) query.Node {
+	t.Helper()
+	p, err := query.Parse(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -22,7 +22,10 @@ import (
 
 func TestMain(m *testing.M) { testservers.Main(m) }
 
-func openTest(t *testing.T) *Store {
+func openTest(t *testing.T) *Store { return openTB(t) }
+
+// openTB opens a scale store on the test servers in a fresh namespace.
+func openTB(t testing.TB) *Store {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Backend, cfg.ElasticsearchURL, cfg.RedisURL, cfg.Namespace = "scale",

@@ -1,0 +1,329 @@
+package redisstore
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/noticesd/noticesd/internal/notice"
+)
+
+// summarySlab holds the notice summaries of a screen copy by seq without
+// a string, map entry or pointer per notice: each summary is encoded into
+// a chunk of bytes, and a seq's location is one uint64 of a slice indexed
+// by seq (seqs are handed out densely from 1), or of a map for a seq far
+// above the others.
+//
+// An encoded summary is a uvarint naming its combination of coded fields
+// in tuples (seven codes into dict: published date, type, code, purpose,
+// state, status, and the appointment type plus one, 0 for none), then
+// five length-prefixed strings (id, published instant, acn, abn, company
+// name; an empty acn or abn is none, as in encodeSummary). About 90 bytes a
+// notice, half what the text encoding takes (BenchmarkScreenCopySize).
+// Beside each seq's location, tupleOf holds its combination, so a screen
+// decides the filters of a seq without reading its summary.
+//
+// Chunks are append-only and a written byte is never changed: a summary
+// replaced or removed only counts as dead, and when more than half the
+// bytes are dead a compaction copies the live ones into new chunks. So
+// strings decoded from a chunk (decode aliases them, to allocate nothing
+// per notice) stay valid after the lock guarding the slab is released.
+type summarySlab struct {
+	dense   []uint64         // seq -> location, 0 for none
+	tupleOf []uint32         // seq -> its tuple, for the seqs of dense
+	far     map[int64]uint64 // seqs beyond denseLimit of dense
+	chunks  [][]byte
+	count   int // summaries held
+	live    int // bytes of the summaries held
+	dead    int // bytes of replaced or removed summaries
+	dict    []string
+	dictIx  map[string]uint64
+	tuples  [][7]uint64
+	tupleIx map[[7]uint64]uint64
+}
+
+// chunkSize is the size of a chunk (a longer summary gets a chunk of its
+// own).
+const chunkSize = 1 << 22
+
+// loc packs a chunk index and an offset into it; 0 is no summary.
+func loc(chunk, off int) uint64 { return uint64(chunk+1)<<32 | uint64(off) }
+
+func unloc(l uint64) (chunk, off int) { return int(l>>32) - 1, int(uint32(l)) }
+
+// where returns seq's location (0 for none).
+func (s *summarySlab) where(seq int64) uint64 {
+	if seq >= 0 && seq < int64(len(s.dense)) {
+		return s.dense[seq]
+	}
+	return s.far[seq]
+}
+
+// setWhere records seq's location (0: none). Seqs up to twice the dense
+// range plus 65,536 extend it; a seq beyond goes to the map, so one stray
+// seq never allocates a huge slice.
+func (s *summarySlab) setWhere(seq int64, l uint64) {
+	if seq >= 0 && seq < int64(len(s.dense)) {
+		s.dense[seq] = l
+		return
+	}
+	if seq >= 0 && seq <= 2*int64(len(s.dense))+1<<16 && l != 0 {
+		size := max(seq+1, 2*int64(len(s.dense)))
+		grown := make([]uint64, size)
+		copy(grown, s.dense)
+		s.dense = grown
+		tuples := make([]uint32, size)
+		copy(tuples, s.tupleOf)
+		s.tupleOf = tuples
+		s.dense[seq] = l
+		for q, fl := range s.far { // now in the dense range
+			if q >= 0 && q < int64(len(s.dense)) {
+				s.dense[q] = fl
+				r := s.reader(fl)
+				s.tupleOf[q] = uint32(r.uvarint())
+				delete(s.far, q)
+			}
+		}
+		return
+	}
+	if l == 0 {
+		delete(s.far, seq)
+		return
+	}
+	if s.far == nil {
+		s.far = map[int64]uint64{}
+	}
+	s.far[seq] = l
+}
+
+// code returns v's dictionary code, adding it when new.
+func (s *summarySlab) code(v string) uint64 {
+	if c, ok := s.dictIx[v]; ok {
+		return c
+	}
+	if s.dictIx == nil {
+		s.dictIx = map[string]uint64{}
+	}
+	c := uint64(len(s.dict))
+	s.dict = append(s.dict, v)
+	s.dictIx[v] = c
+	return c
+}
+
+// tuple returns the number of a combination of codes, adding it when new.
+func (s *summarySlab) tuple(c [7]uint64) uint64 {
+	if t, ok := s.tupleIx[c]; ok {
+		return t
+	}
+	if s.tupleIx == nil {
+		s.tupleIx = map[[7]uint64]uint64{}
+	}
+	t := uint64(len(s.tuples))
+	s.tuples = append(s.tuples, c)
+	s.tupleIx[c] = t
+	return t
+}
+
+// encode appends n's summary to b and returns its tuple.
+func (s *summarySlab) encode(b []byte, n *notice.Notice) ([]byte, uint64) {
+	app := uint64(0)
+	if n.AppointmentType != nil {
+		app = s.code(*n.AppointmentType) + 1
+	}
+	t := s.tuple([7]uint64{s.code(n.PublishedDate), s.code(n.NoticeType), s.code(n.NoticeCode),
+		s.code(n.NoticePurpose), s.code(n.State), s.code(n.Status), app})
+	b = binary.AppendUvarint(b, t)
+	id := idents(n)
+	for _, v := range [5]string{n.ID, n.PublishedAt, id[0], id[1], n.CompanyName} {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	return b, t
+}
+
+// put sets seq's summary (replacing any).
+func (s *summarySlab) put(seq int64, n *notice.Notice) {
+	s.remove(seq)
+	var buf [256]byte
+	enc, t := s.encode(buf[:0], n)
+	last := len(s.chunks) - 1
+	if last < 0 || len(s.chunks[last])+len(enc) > cap(s.chunks[last]) {
+		s.chunks = append(s.chunks, make([]byte, 0, max(chunkSize, len(enc))))
+		last++
+	}
+	off := len(s.chunks[last])
+	s.chunks[last] = append(s.chunks[last], enc...)
+	s.setWhere(seq, loc(last, off))
+	if seq >= 0 && seq < int64(len(s.tupleOf)) {
+		s.tupleOf[seq] = uint32(t)
+	}
+	s.count++
+	s.live += len(enc)
+}
+
+// remove drops seq's summary, if any, compacting the chunks when most of
+// their bytes are dead.
+func (s *summarySlab) remove(seq int64) {
+	l := s.where(seq)
+	if l == 0 {
+		return
+	}
+	r := s.reader(l)
+	size := r.skip()
+	s.setWhere(seq, 0)
+	s.count--
+	s.live -= size
+	s.dead += size
+	if s.dead > s.live && s.dead > chunkSize {
+		s.compact()
+	}
+}
+
+// compact copies the live summaries into new chunks. The old chunks are
+// left as they are for whoever still holds strings decoded from them.
+func (s *summarySlab) compact() {
+	old := s.chunks
+	s.chunks, s.live, s.dead = nil, 0, 0
+	move := func(l uint64) uint64 {
+		r := summaryReader{s: s, b: old[int(l>>32)-1], pos: int(uint32(l))}
+		start := r.pos
+		r.skip()
+		enc := r.b[start:r.pos]
+		last := len(s.chunks) - 1
+		if last < 0 || len(s.chunks[last])+len(enc) > cap(s.chunks[last]) {
+			s.chunks = append(s.chunks, make([]byte, 0, max(chunkSize, len(enc))))
+			last++
+		}
+		off := len(s.chunks[last])
+		s.chunks[last] = append(s.chunks[last], enc...)
+		s.live += len(enc)
+		return loc(last, off)
+	}
+	for q, l := range s.dense {
+		if l != 0 {
+			s.dense[q] = move(l)
+		}
+	}
+	for q, l := range s.far {
+		s.far[q] = move(l)
+	}
+}
+
+// idents returns the acn and abn of seq's summary ("" when absent) and
+// whether it has one.
+func (s *summarySlab) idents(seq int64) ([2]string, bool) {
+	l := s.where(seq)
+	if l == 0 {
+		return [2]string{}, false
+	}
+	r := s.reader(l)
+	r.uvarint()
+	r.str()
+	r.str()
+	return [2]string{r.str(), r.str()}, true
+}
+
+// decode decodes seq's summary into n, which must be the zero Notice
+// (false: none, n left so); n's pointer fields point into ptrs, and its
+// strings into the slab's chunks. Fields are set one by one: copying a
+// whole Notice costs a bulk write barrier and clearing fields already
+// zero.
+func (s *summarySlab) decode(seq int64, n *notice.Notice, ptrs *[3]string) bool {
+	l := s.where(seq)
+	if l == 0 {
+		return false
+	}
+	r := s.reader(l)
+	n.Seq = seq
+	s.decodeCodes(s.tuples[r.uvarint()], n, &ptrs[0])
+	n.ID, n.PublishedAt = r.str(), r.str()
+	if ptrs[1] = r.str(); ptrs[1] != "" {
+		n.ACN = &ptrs[1]
+	}
+	if ptrs[2] = r.str(); ptrs[2] != "" {
+		n.ABN = &ptrs[2]
+	}
+	n.CompanyName = r.str()
+	return true
+}
+
+// decodeCodes sets n's coded fields from codes (as a summary holds
+// them); the appointment type, if any, is put in app and n points to it.
+func (s *summarySlab) decodeCodes(c [7]uint64, n *notice.Notice, app *string) {
+	n.PublishedDate, n.NoticeType, n.NoticeCode = s.dict[c[0]], s.dict[c[1]], s.dict[c[2]]
+	n.NoticePurpose, n.State, n.Status = s.dict[c[3]], s.dict[c[4]], s.dict[c[5]]
+	if c[6] != 0 {
+		*app = s.dict[c[6]-1]
+		n.AppointmentType = app
+	}
+}
+
+// tupleAt returns the tuple of seq's summary (false: none), for a seq
+// of the dense range without reading the summary.
+func (s *summarySlab) tupleAt(seq int64) (uint64, bool) {
+	l := s.where(seq)
+	if l == 0 {
+		return 0, false
+	}
+	if seq < int64(len(s.tupleOf)) {
+		return uint64(s.tupleOf[seq]), true
+	}
+	r := s.reader(l)
+	return r.uvarint(), true
+}
+
+// publishedAt returns the published instant of seq's summary ("" for
+// none).
+func (s *summarySlab) publishedAt(seq int64) string {
+	l := s.where(seq)
+	if l == 0 {
+		return ""
+	}
+	r := s.reader(l)
+	r.uvarint()
+	r.str() // id
+	return r.str()
+}
+
+func (s *summarySlab) reader(l uint64) summaryReader {
+	chunk, off := unloc(l)
+	return summaryReader{s: s, b: s.chunks[chunk], pos: off}
+}
+
+// summaryReader reads one encoded summary.
+type summaryReader struct {
+	s   *summarySlab
+	b   []byte
+	pos int
+}
+
+func (r *summaryReader) uvarint() uint64 {
+	if c := r.b[r.pos]; c < 0x80 { // one byte: nearly every code and length
+		r.pos++
+		return uint64(c)
+	}
+	v, n := binary.Uvarint(r.b[r.pos:])
+	r.pos += n
+	return v
+}
+
+// str returns the next string, aliasing the chunk (never changed once
+// written).
+func (r *summaryReader) str() string {
+	n := int(r.uvarint())
+	if n == 0 {
+		return ""
+	}
+	v := unsafe.String(&r.b[r.pos], n)
+	r.pos += n
+	return v
+}
+
+// skip reads past the whole summary and returns its size.
+func (r *summaryReader) skip() int {
+	start := r.pos
+	r.uvarint()
+	for range 5 {
+		r.pos += int(r.uvarint())
+	}
+	return r.pos - start
+}

@@ -1,0 +1,137 @@
+package redisstore
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+)
+
+// summaryOf is a notice as the screen sees it: its summary (encodeSummary)
+// decoded.
+func summaryOf(t *testing.T, n notice.Notice) notice.Notice {
+	t.Helper()
+	var out notice.Notice
+	var ptrs [3]string
+	if err := decodeSummaryInto(encodeSummary(&n), &out, &ptrs); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// slabHas checks that the slab decodes seq as the text encoding does.
+func slabHas(t *testing.T, s *summarySlab, seq int64, want notice.Notice) {
+	t.Helper()
+	var got notice.Notice
+	var ptrs [3]string
+	if !s.decode(seq, &got, &ptrs) {
+		t.Fatalf("seq %d: no summary", seq)
+	}
+	if w := summaryOf(t, want); !reflect.DeepEqual(got, w) {
+		t.Fatalf("seq %d decoded as\n%+v\nwant\n%+v", seq, got, w)
+	}
+	// The tuple kept beside the location is the summary's own.
+	r := s.reader(s.where(seq))
+	if tp, ok := s.tupleAt(seq); !ok || tp != r.uvarint() {
+		t.Fatalf("seq %d: tupleAt %d, %v disagrees with its summary", seq, tp, ok)
+	}
+	if s.publishedAt(seq) != got.PublishedAt {
+		t.Fatalf("seq %d: publishedAt %q, want %q", seq, s.publishedAt(seq), got.PublishedAt)
+	}
+}
+
+// TestSummarySlab: summaries put in the slab decode as their text
+// encoding does (appointment type, acn and abn present or not, an empty
+// appointment type kept apart from none), through replacement, removal,
+// seqs far above the others that the dense range later reaches, and
+// compactions, which leave strings decoded earlier intact.
+func TestSummarySlab(t *testing.T) {
+	tmpl := storetest.Notices(t)
+	var s summarySlab
+	put := func(seq int64, n notice.Notice) notice.Notice {
+		n.Seq = seq
+		s.put(seq, &n)
+		return n
+	}
+	variant := func(i int) notice.Notice {
+		n := tmpl[i%len(tmpl)]
+		n.ID = fmt.Sprintf("id-%d", i)
+		a := fmt.Sprintf("%09d", i)
+		switch i % 4 {
+		case 0:
+			n.ACN, n.ABN, n.AppointmentType = &a, nil, nil
+		case 1:
+			b := "51" + a
+			n.ACN, n.ABN = nil, &b
+		case 2:
+			empty := ""
+			n.AppointmentType = &empty
+		}
+		return n
+	}
+	want := map[int64]notice.Notice{}
+	for i, seq := range []int64{1, 2, 3, 100, 500_000, 7} {
+		want[seq] = put(seq, variant(i))
+	}
+	if _, inFar := s.far[500_000]; !inFar {
+		t.Fatal("a seq far above the others extended the dense range")
+	}
+	for seq, n := range want {
+		slabHas(t, &s, seq, n)
+	}
+	// The dense range grows past the far seq: it is still found.
+	for _, seq := range []int64{60_000, 180_000, 420_000, 800_000} {
+		want[seq] = put(seq, variant(int(seq)))
+	}
+	if len(s.far) != 0 || len(s.dense) <= 500_000 {
+		t.Fatalf("far %d, dense %d: the far seq was not moved into the dense range", len(s.far), len(s.dense))
+	}
+	for seq, n := range want {
+		slabHas(t, &s, seq, n)
+	}
+	// Replaced and removed.
+	want[2] = put(2, variant(9))
+	s.remove(3)
+	delete(want, 3)
+	var none notice.Notice
+	var ptrs [3]string
+	if s.decode(3, &none, &ptrs) {
+		t.Fatal("a removed seq decoded")
+	}
+	if _, ok := s.idents(3); ok {
+		t.Fatal("a removed seq has identifiers")
+	}
+	if s.count != len(want) {
+		t.Fatalf("count %d, want %d", s.count, len(want))
+	}
+	// A string decoded now must survive the compactions that enough
+	// replacements cause.
+	var held notice.Notice
+	if !s.decode(1, &held, &ptrs) {
+		t.Fatal("seq 1 missing")
+	}
+	heldID, heldName := held.ID, held.CompanyName
+	wantID, wantName := want[1].ID, want[1].CompanyName
+	chunksBefore := &s.chunks[0][0]
+	for i := 0; i < 100_000; i++ {
+		want[1] = put(1, variant(i))
+	}
+	if &s.chunks[0][0] == chunksBefore {
+		t.Fatal("100,000 replacements did not compact the chunks")
+	}
+	if s.dead > s.live+chunkSize {
+		t.Fatalf("dead %d bytes beside %d live after compaction", s.dead, s.live)
+	}
+	if heldID != wantID || heldName != wantName {
+		t.Fatalf("a string decoded before compaction changed: %q %q, want %q %q", heldID, heldName, wantID, wantName)
+	}
+	for seq, n := range want {
+		slabHas(t, &s, seq, n)
+		id := idents(&n)
+		if got, ok := s.idents(seq); !ok || got != id {
+			t.Fatalf("seq %d: identifiers %v, want %v", seq, got, id)
+		}
+	}
+}
