@@ -75,6 +75,12 @@ type Deps struct {
 	// the embedded backend, one process). A scale deployment passes a
 	// limit.Redis on its Redis and namespace so all replicas share limits.
 	Limiter Limiter
+	// Gate, if set, checks a key and takes its rate token in one step
+	// (KeyGate); it must share the Limiter's rate buckets (scale mode:
+	// the Redis store's AuthenticateAndAllow beside a limit.Redis on the
+	// same Redis and namespace). nil: the key check and the token are
+	// two calls, made side by side.
+	Gate KeyGate
 	// Ready is the readiness probe of GET /ready: nil when the store is
 	// reachable and its schema (migrations, indices) is in place. nil
 	// means every Checks probe and the index status must answer.
