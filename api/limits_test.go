@@ -69,7 +69,7 @@ func newLimitFixtureOn(t *testing.T, backend limitBackend, burst int) *fixture {
 // movableClock is fixedNow moved on by the test.
 type movableClock struct{ moved atomic.Int64 }
 
-func (c *movableClock) now() time.Time         { return fixedNow.Add(time.Duration(c.moved.Load())) }
+func (c *movableClock) now() time.Time          { return fixedNow.Add(time.Duration(c.moved.Load())) }
 func (c *movableClock) advance(d time.Duration) { c.moved.Add(int64(d)) }
 
 // limitBackends are the ways the api runs its limits: the two limiters
