@@ -109,8 +109,9 @@ func (sr *scaleRead) countCommands(b *testing.B, paths []string) {
 // figure is what the hammered key's requests cost the server, not how
 // fast this client can send them. Reports the p50 while hammered, the idle p50 and their ratio
 // (x-idle), and the hammered key's requests a second. With
-// NOTICES_BENCH_COMPARE=1 the same against the server without the Gate
-// (before-x-idle).
+// NOTICES_BENCH_COMPARE=1 the same against the server as it was before
+// (serveScaleWith without the gate: two Redis calls a request, and the
+// held key checked and limited in Redis again): before-x-idle.
 func (sr *scaleRead) whileLimited(b *testing.B) {
 	paths := sr.companies(b)
 	if len(paths) > 200 {

@@ -124,9 +124,9 @@ type scaleRead struct {
 
 	requests map[string][]string // group: API paths with query
 
-	// before, with NOTICES_BENCH_COMPARE=1, is a fourth API server, as the
-	// measured one but without its Gate (the key check and the rate
-	// token as two Redis calls, the code before it): timed beside it.
+	// before, with NOTICES_BENCH_COMPARE=1, is another API server, as the
+	// measured one but as it was before the Gate (serveScaleWith): timed
+	// beside it; beforeNoCache the same beside noCache.
 	before, beforeNoCache string
 	// cmds counts the commands the measured server's Redis client sends.
 	cmds *cmdCounter
@@ -246,8 +246,9 @@ func serveScale(b *testing.B, cfg config.Config, st *scale.Store) string {
 	return serveScaleWith(b, cfg, st, true)
 }
 
-// serveScaleWith is serveScale, without the Gate unless gate (the key
-// check and the rate token as two Redis calls).
+// serveScaleWith is serveScale, or unless gate the server as it was
+// before the Gate: the key check and the rate token as two Redis calls,
+// and a key held after a 429 checked and limited in Redis again.
 func serveScaleWith(b *testing.B, cfg config.Config, st *scale.Store, gate bool) string {
 	b.Helper()
 	deps := Deps{
@@ -260,6 +261,7 @@ func serveScaleWith(b *testing.B, cfg config.Config, st *scale.Store, gate bool)
 		deps.Gate = st.Redis.AuthenticateAndAllow
 	}
 	srv := New(cfg, deps)
+	srv.askHeld = !gate // before: no gate, no refusal by the replica alone
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -182,7 +182,7 @@ func (s *Server) holdRate(h [sha256.Size]byte, d limit.Decision) {
 func (s *Server) heldRefusal(c *fiber.Ctx, h [sha256.Size]byte) error {
 	now := s.deps.Now()
 	g, until, ok := s.guesses.held(h, now)
-	if !ok {
+	if !ok || s.askHeld {
 		return nil
 	}
 	return s.rateRefusal(c, g.principal(), limit.Decision{RetryAfter: until.Sub(now)}, nil)

@@ -115,6 +115,10 @@ type Server struct {
 	// guesses remember each key's principal so its rate token can be
 	// taken while the key is checked (rateguess.go).
 	guesses rateGuesses
+	// askHeld: a held key's requests are checked and limited in Redis
+	// as any other's (not early), instead of refused here (heldRefusal).
+	// Only BenchmarkScale sets it, to time the server as it was before.
+	askHeld bool
 	// largeBody are the POST paths with the large body cap.
 	largeBody []string
 	// writeProbe caches the store's write probe for /health.
