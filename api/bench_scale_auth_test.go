@@ -169,6 +169,26 @@ func (sr *scaleRead) whileLimited(b *testing.B) {
 	}
 }
 
+// hop times url sent without a key through the bench client: 401, answered
+// before any backend is asked, so the API's HTTP hop alone (the listener,
+// fiber, the error's JSON). The raw p50 plus it is the floor of the
+// API's p50 in that run (floor-x-raw): what no change behind the HTTP
+// layer can go under.
+func (sr *scaleRead) hop(b *testing.B, url string) time.Duration {
+	t0 := time.Now()
+	resp, err := sr.cl.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	d := time.Since(t0)
+	if resp.StatusCode != http.StatusUnauthorized {
+		b.Fatalf("GET %s without a key: HTTP %d, want 401", url, resp.StatusCode)
+	}
+	return d
+}
+
 // limitedConns is how many connections hammer the limited key, at
 // limitedRate requests a second in all.
 const (

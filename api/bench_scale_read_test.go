@@ -640,7 +640,7 @@ func (sr *scaleRead) readPairs(b *testing.B, group, base string) {
 	n := max(b.N, minScaleRounds*len(paths))
 	api, direct := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
 	perAPI, perRaw := make([][]time.Duration, len(paths)), make([][]time.Duration, len(paths))
-	var before []time.Duration
+	var before, hop []time.Duration
 	bb := hb
 	bb.base = sr.before
 	if base == sr.noCache {
@@ -654,6 +654,7 @@ func (sr *scaleRead) readPairs(b *testing.B, group, base string) {
 			bb.do(b, http.MethodGet, paths[k], nil)
 			before = append(before, time.Since(t0))
 		}
+		hop = append(hop, sr.hop(b, base+paths[k]))
 		t0 := time.Now()
 		hb.do(b, http.MethodGet, paths[k], nil)
 		d := time.Since(t0)
@@ -667,6 +668,8 @@ func (sr *scaleRead) readPairs(b *testing.B, group, base string) {
 	}
 	b.StopTimer()
 	reportPair(b, api, direct)
+	b.ReportMetric(ms(median(hop)), "hop-p50-ms")
+	b.ReportMetric(float64(median(direct)+median(hop))/float64(median(direct)), "floor-x-raw")
 	if len(before) > 0 {
 		b.ReportMetric(ms(median(before)), "before-p50-ms")
 		b.ReportMetric(float64(median(before))/float64(median(direct)), "before-x-raw")
