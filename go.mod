@@ -8,7 +8,6 @@ require (
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
 	github.com/emersion/go-smtp v0.25.1
 	github.com/getkin/kin-openapi v0.152.0
-	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/goccy/go-json v0.12.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/google/go-github/v75 v75.0.0

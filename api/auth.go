@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/limit"
 )
 
 // HeaderAPIKey is the request header that carries the API key.
@@ -63,20 +65,37 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.checkKey(c, key, keyDigest(key))
+	digest := keyDigest(key)
+	if err := s.heldRefusal(c, digest); err != nil {
+		return err
+	}
+	return s.checkKey(c, key, digest)
 }
+
+// KeyGate checks an API key and, when it belongs to the expected
+// principal (the same account, key kind and plan) and that account is
+// active, takes one request token of the limiter's key bucket at rate r in
+// the same step; taken says whether it did, d is then the rate's answer.
+// It is Accounts.Authenticate and Limiter.Allow in one: in the scale mode
+// redisstore's AuthenticateAndAllow, one Redis round trip instead of two.
+// Its errors are Authenticate's.
+type KeyGate func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate) (p account.Principal, taken bool, d limit.Decision, err error)
+
+// digestKey is the fiber Locals key of the digest of the request's key.
+type digestKey struct{}
 
 // checkKey checks key (its digest computed by the caller) and, when it is
 // admitted, runs the rest of the chain.
 func (s *Server) checkKey(c *fiber.Ctx, key string, digest [sha256.Size]byte) error {
-	guessed := s.guessRate(c.UserContext(), digest) // the rate token, taken meanwhile (rateguess.go)
-	slot := s.guessSlot(c, digest)                  // and a heavy request's slot (slotguess.go)
-	defer slot.settle()                             // given back unless limitRequest took it
-	p, err := s.deps.Accounts.Authenticate(c.UserContext(), key)
+	slot := s.guessSlot(c, digest) // a heavy request's slot, taken meanwhile (slotguess.go)
+	defer slot.settle()            // given back unless limitRequest took it
+	// The rate token is taken with the check (rateguess.go).
+	p, guessed, err := s.checkKeyRate(c.UserContext(), key, digest)
 	if err := s.admit(digest, p, err); err != nil {
 		return err
 	}
 	c.Locals(principalKey{}, p)
+	c.Locals(digestKey{}, digest)
 	s.rememberRate(digest, p, guessed, c)
 	if slot != nil {
 		c.Locals(slotGuessKey{}, slot)

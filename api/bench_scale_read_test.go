@@ -76,6 +76,7 @@ func BenchmarkScale(b *testing.B) {
 		{"Stats", "stats"},
 		{"FiltersNoCache", "filters"},
 		{"StatsNoCache", "stats"},
+		{"CompanyWhileLimited", "company"},
 	} {
 		b.Run(g.name, func(b *testing.B) {
 			sb.load(b)
@@ -83,6 +84,10 @@ func BenchmarkScale(b *testing.B) {
 			base := sb.base
 			if strings.HasSuffix(g.name, "NoCache") {
 				base = sb.noCache
+			}
+			if g.name == "CompanyWhileLimited" {
+				sb.whileLimited(b)
+				return
 			}
 			sb.readPairs(b, g.group, base)
 		})
@@ -118,6 +123,16 @@ type scaleRead struct {
 	noCache string
 
 	requests map[string][]string // group: API paths with query
+
+	// before, with NOTICES_BENCH_COMPARE=1, is another API server, as the
+	// measured one but as it was before the Gate (serveScaleWith): timed
+	// beside it; beforeNoCache the same beside noCache.
+	before, beforeNoCache string
+	// cmds counts the commands the measured server's Redis client sends.
+	cmds *cmdCounter
+	// limitedKey is an account key on the throttled plan
+	// (CompanyWhileLimited).
+	limitedKey string
 }
 
 // benchClock is the sample's "now", as in internal/store/sqlite's
@@ -151,6 +166,11 @@ func newScaleRead(b *testing.B) *scaleRead {
 	p := cfg.Plans["enterprise"]
 	p.RequestsPerSecond, p.Burst = 1_000_000, 1_000_000
 	cfg.Plans["enterprise"] = p
+	// The free plan is the one a key is hammered into 429s on
+	// (CompanyWhileLimited): one request a second.
+	p = cfg.Plans["free"]
+	p.RequestsPerSecond, p.Burst = 1, 1
+	cfg.Plans["free"] = p
 	// As serve runs it (NOTICES_SCREEN_COPY on), except that a screen
 	// finding the copy not loaded loads it and waits rather than reading
 	// Redis, so the timed screens are the copy's steady state.
@@ -160,6 +180,8 @@ func newScaleRead(b *testing.B) *scaleRead {
 	}
 	b.Cleanup(func() { st.Close() })
 	sr.st, sr.cfg = st, cfg
+	sr.cmds = &cmdCounter{}
+	st.Client().AddHook(sr.cmds)
 	base := serveScale(b, cfg, st)
 
 	// The recording server: the same wiring, its Elasticsearch client
@@ -173,11 +195,20 @@ func newScaleRead(b *testing.B) *scaleRead {
 	ncfg := cfg
 	ncfg.AggCache = 0
 	sr.noCache = openAndServeScale(b, ncfg)
+	if os.Getenv("NOTICES_BENCH_COMPARE") == "1" {
+		sr.before = serveScaleWith(b, cfg, st, false)
+		sr.beforeNoCache = openAndServeScaleWith(b, ncfg, false)
+	}
 
 	acc, err := st.Redis.CreateAccount(ctx, "bench-scale", "enterprise")
 	if err != nil {
 		b.Fatal(err)
 	}
+	limited, err := st.Redis.CreateAccount(ctx, "bench-limited", "free")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sr.limitedKey = limited.ReadKey
 	sr.httpBench = httpBench{base: base, key: acc.AccountKey,
 		cl: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
 	if n, _ := sr.count(ctx, "notices"); n == sr.notices {
@@ -193,13 +224,18 @@ func newScaleRead(b *testing.B) *scaleRead {
 // openAndServeScale opens a scale store of its own with cfg and serves
 // the API from it (serveScale), returning its base URL.
 func openAndServeScale(b *testing.B, cfg config.Config) string {
+	return openAndServeScaleWith(b, cfg, true)
+}
+
+// openAndServeScaleWith is openAndServeScale, without the Gate unless gate.
+func openAndServeScaleWith(b *testing.B, cfg config.Config, gate bool) string {
 	b.Helper()
 	st, err := scale.Open(context.Background(), cfg, redisstore.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	return serveScale(b, cfg, st)
+	return serveScaleWith(b, cfg, st, gate)
 }
 
 // serveScale serves the API on a loopback listener wired as `noticesd
@@ -207,13 +243,25 @@ func openAndServeScale(b *testing.B, cfg config.Config) string {
 // Elasticsearch, accounts, watches and the screen from Redis, the request
 // limiter shared through Redis.
 func serveScale(b *testing.B, cfg config.Config, st *scale.Store) string {
+	return serveScaleWith(b, cfg, st, true)
+}
+
+// serveScaleWith is serveScale, or unless gate the server as it was
+// before the Gate: the key check and the rate token as two Redis calls,
+// and a key held after a 429 checked and limited in Redis again.
+func serveScaleWith(b *testing.B, cfg config.Config, st *scale.Store, gate bool) string {
 	b.Helper()
-	srv := New(cfg, Deps{
+	deps := Deps{
 		Notices:  st.Elastic,
 		Accounts: st.Redis,
 		Watches:  st.Redis,
 		Limiter:  limit.NewRedis(st.Client(), cfg.Namespace, cfg.HeavyConcurrency, limit.DefaultLease),
-	})
+	}
+	if gate {
+		deps.Gate = st.Redis.AuthenticateAndAllow
+	}
+	srv := New(cfg, deps)
+	srv.askHeld = !gate // before: no gate, no refusal by the replica alone
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -592,9 +640,21 @@ func (sr *scaleRead) readPairs(b *testing.B, group, base string) {
 	n := max(b.N, minScaleRounds*len(paths))
 	api, direct := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
 	perAPI, perRaw := make([][]time.Duration, len(paths)), make([][]time.Duration, len(paths))
+	var before, hop []time.Duration
+	bb := hb
+	bb.base = sr.before
+	if base == sr.noCache {
+		bb.base = sr.beforeNoCache
+	}
 	b.ResetTimer()
 	for i := 0; i < n; i++ {
 		k := i % len(paths)
+		if bb.base != "" {
+			t0 := time.Now()
+			bb.do(b, http.MethodGet, paths[k], nil)
+			before = append(before, time.Since(t0))
+		}
+		hop = append(hop, sr.hop(b, base+paths[k]))
 		t0 := time.Now()
 		hb.do(b, http.MethodGet, paths[k], nil)
 		d := time.Since(t0)
@@ -608,6 +668,15 @@ func (sr *scaleRead) readPairs(b *testing.B, group, base string) {
 	}
 	b.StopTimer()
 	reportPair(b, api, direct)
+	b.ReportMetric(ms(median(hop)), "hop-p50-ms")
+	b.ReportMetric(float64(median(direct)+median(hop))/float64(median(direct)), "floor-x-raw")
+	if len(before) > 0 {
+		b.ReportMetric(ms(median(before)), "before-p50-ms")
+		b.ReportMetric(float64(median(before))/float64(median(direct)), "before-x-raw")
+	}
+	if base == sr.base {
+		sr.countCommands(b, paths)
+	}
 	if os.Getenv("NOTICES_BENCH_VERBOSE") == "1" {
 		for k, p := range paths {
 			fmt.Fprintf(os.Stderr, "  %-90s api p50 %8.2f ms  raw p50 %8.2f ms  (%d ES requests)\n",

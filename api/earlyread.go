@@ -54,10 +54,12 @@ func isEarly(c *fiber.Ctx) bool {
 	return ok
 }
 
-// keyAnswer is the answer of a key check run beside the handler.
+// keyAnswer is the answer of a key check run beside the handler, with
+// the rate token taken with it (nil when none was).
 type keyAnswer struct {
-	p   account.Principal
-	err error
+	p     account.Principal
+	err   error
+	token chan rateAnswer
 }
 
 // authenticateRead is authenticate for GET and HEAD on the read routes:
@@ -69,6 +71,9 @@ func (s *Server) authenticateRead(c *fiber.Ctx) error {
 		return err
 	}
 	digest := keyDigest(key)
+	if err := s.heldRefusal(c, digest); err != nil {
+		return err
+	}
 	g, ok := s.guesses.early(digest, s.deps.Now())
 	if !ok || s.heavy(c) {
 		return s.checkKey(c, key, digest)
@@ -85,13 +90,12 @@ func (s *Server) readEarly(c *fiber.Ctx, key string, digest [sha256.Size]byte, g
 	defer cancel()
 	checked := make(chan keyAnswer, 1)
 	go func() {
-		p, err := s.deps.Accounts.Authenticate(parent, key)
+		p, token, err := s.checkGuessed(parent, key, g)
 		if err != nil || !p.Account.Active {
 			cancel() // the handler's answer will not be used
 		}
-		checked <- keyAnswer{p: p, err: err}
+		checked <- keyAnswer{p: p, err: err, token: token}
 	}()
-	token := s.takeRate(parent, g)
 
 	var head fasthttp.ResponseHeader
 	c.Response().Header.CopyTo(&head)
@@ -112,9 +116,12 @@ func (s *Server) readEarly(c *fiber.Ctx, key string, digest [sha256.Size]byte, g
 		return err
 	}
 	c.Locals(principalKey{}, a.p)
-	r := <-token
+	var r rateAnswer
+	if a.token != nil {
+		r = <-a.token
+	}
 	d, err := r.d, r.err
-	if r.guess != guessFor(a.p) { // the account changed plan: its own token
+	if a.token == nil || r.guess != guessFor(a.p) { // the account changed plan: its own token
 		d, err = s.allow(parent, a.p)
 	}
 	if err != nil || !d.Allowed {
@@ -122,7 +129,7 @@ func (s *Server) readEarly(c *fiber.Ctx, key string, digest [sha256.Size]byte, g
 		if err != nil {
 			s.guesses.forget(digest)
 		} else {
-			s.guesses.hold(digest, s.deps.Now().Add(d.RetryAfter))
+			s.holdRate(digest, d)
 		}
 		return s.rateRefusal(c, a.p, d, err)
 	}

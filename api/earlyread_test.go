@@ -78,7 +78,7 @@ func TestEarlyReads(t *testing.T) {
 		}},
 		{name: "a lapsed subscription is 402, before the read's own 400", burst: 100,
 			change: func(t *testing.T, f *fixture, id string) string {
-				if err := f.store.SetSubscription(ctx, id, false); err != nil {
+				if err := f.accounts.SetSubscription(ctx, id, false); err != nil {
 					t.Fatal(err)
 				}
 				return ""
@@ -89,7 +89,7 @@ func TestEarlyReads(t *testing.T) {
 			}},
 		{name: "a rotated-away key is 401", burst: 100,
 			change: func(t *testing.T, f *fixture, id string) string {
-				if _, err := f.store.RotateKeys(ctx, id); err != nil {
+				if _, err := f.accounts.RotateKeys(ctx, id); err != nil {
 					t.Fatal(err)
 				}
 				return ""
@@ -105,11 +105,11 @@ func TestEarlyReads(t *testing.T) {
 				{"GET", "/v1/notices", 429, "rate_limited", 1, 1}, // held: limited first
 			}},
 	}
-	for name, newLimiter := range limiters() {
+	for name, backend := range limitBackends() {
 		for _, tc := range cases {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
-				f := newLimitFixture(t, newLimiter(t), tc.burst)
-				created, err := f.store.CreateAccount(ctx, "Early Co", "standard")
+				f := newLimitFixtureOn(t, backend, tc.burst)
+				created, err := f.accounts.CreateAccount(ctx, "Early Co", "standard")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/noticesd/noticesd/internal/metrics"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
 )
 
@@ -32,6 +33,11 @@ type fixture struct {
 	// keys: an active account's read and account keys, and a lapsed
 	// account's keys.
 	read, acct, lapsedRead, lapsedAcct string
+	// accounts holds the keys (limit fixtures: the SQLite store, or the
+	// Redis store in the scale mode's wiring); clock is the server's
+	// (limit fixtures only).
+	accounts store.Accounts
+	clock    *movableClock
 }
 
 type fixtureOpts struct {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"math"
 	"strconv"
 	"strings"
@@ -100,8 +101,11 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 	if !ok {
 		d, err = s.allow(ctx, p)
 	}
-	if err := s.rateRefusal(c, p, d, err); err != nil {
-		return err
+	if refusal := s.rateRefusal(c, p, d, err); refusal != nil {
+		if h, ok := c.Locals(digestKey{}).([sha256.Size]byte); ok && err == nil {
+			s.holdRate(h, d)
+		}
+		return refusal
 	}
 	if !s.heavy(c) {
 		return c.Next()
@@ -153,6 +157,38 @@ func (s *Server) rateRefusal(c *fiber.Ctx, p account.Principal, d limit.Decision
 	setRetryAfter(c, d.RetryAfter)
 	return errs.New(errs.RateLimited, "this key is sending requests faster than plan %s allows (%d a second, bursts of %d); retry after %s",
 		p.Account.Plan, plan.RequestsPerSecond, max(plan.Burst, plan.RequestsPerSecond), retryText(d.RetryAfter))
+}
+
+// rateHoldMax bounds how long this server refuses a key on its own
+// after the limiter refused it the rate (heldRefusal), and so how long a
+// key rotated away or an account lapsed meanwhile answers 429 instead of
+// 401 or 402.
+const rateHoldMax = time.Second
+
+// holdRate remembers that the key of digest h was refused its rate with
+// d: until d.RetryAfter has passed (at most rateHoldMax), the rate would
+// refuse it again, so its requests are refused here without asking the
+// limiter or the key's store (heldRefusal).
+func (s *Server) holdRate(h [sha256.Size]byte, d limit.Decision) {
+	s.guesses.hold(h, s.deps.Now().Add(min(d.RetryAfter, rateHoldMax)))
+}
+
+// heldRefusal is the 429 rate_limited of a request whose key is held
+// (holdRate), with the Retry-After left of the hold; nil when it is not
+// held. A held key costs its server a map lookup and no Redis or
+// database work, so a key hammering past its rate does not slow others.
+// The rate is GCRA: a refusal does not change the bucket, and others'
+// tokens only move it further away, so the limiter would refuse the
+// request too. What it cannot see is a change of the key in its hold: a
+// key rotated away or a lapsed account answers 429 until the hold ends
+// (at most rateHoldMax), then 401 or 402 as always.
+func (s *Server) heldRefusal(c *fiber.Ctx, h [sha256.Size]byte) error {
+	now := s.deps.Now()
+	g, until, ok := s.guesses.held(h, now)
+	if !ok || s.askHeld {
+		return nil
+	}
+	return s.rateRefusal(c, g.principal(), limit.Decision{RetryAfter: until.Sub(now)}, nil)
 }
 
 // heavy reports whether the request is heavy (heavyRoutes).

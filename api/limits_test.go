@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/limit/limittest"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // limitPlans are the plans of the limit tests: standard allows burst
@@ -28,20 +30,57 @@ func limitPlans(burst int) map[string]account.Plan {
 // newLimitFixture is the fixture with the watch store and limiter l.
 func newLimitFixture(t *testing.T, l Limiter, burst int) *fixture {
 	t.Helper()
+	return newLimitFixtureOn(t, func(*testing.T, *fixture) (Limiter, store.Accounts, KeyGate) { return l, nil, nil }, burst)
+}
+
+// limitBackend wires the limits of a limit fixture: its limiter, the
+// accounts keys are checked against (nil: the fixture's SQLite store) and
+// the Gate (nil: none).
+type limitBackend func(t *testing.T, f *fixture) (Limiter, store.Accounts, KeyGate)
+
+// newLimitFixtureOn is the fixture with the limits of backend, its server
+// on f.clock (standing still at fixedNow until a test moves it; the
+// limiters' own clocks stand still).
+func newLimitFixtureOn(t *testing.T, backend limitBackend, burst int) *fixture {
+	t.Helper()
 	f := newFixture(t)
+	l, accounts, gate := backend(t, f)
+	f.accounts = f.store
+	if accounts != nil {
+		f.accounts = accounts
+	}
+	f.clock = &movableClock{}
 	cfg := config.Default()
 	cfg.HeavyConcurrency = 2
 	cfg.HeavyWait = 50 * time.Millisecond // a refusal comes after a short queue
 	f.srv = New(cfg, Deps{
 		Notices:  f.store,
-		Accounts: f.store,
+		Accounts: f.accounts,
 		Watches:  f.store,
 		Plans:    limitPlans(burst),
 		Limiter:  l,
-		Now:      func() time.Time { return fixedNow },
+		Gate:     gate,
+		Now:      f.clock.now,
 		Logger:   slog.New(slog.NewTextHandler(f.logs, nil)),
 	})
 	return f
+}
+
+// movableClock is fixedNow moved on by the test.
+type movableClock struct{ moved atomic.Int64 }
+
+func (c *movableClock) now() time.Time          { return fixedNow.Add(time.Duration(c.moved.Load())) }
+func (c *movableClock) advance(d time.Duration) { c.moved.Add(int64(d)) }
+
+// limitBackends are the ways the api runs its limits: the two limiters
+// (limiters) with the keys in SQLite, and the scale mode's wiring
+// (scaleLimits): keys in Redis, checked with the rate token in one call.
+func limitBackends() map[string]limitBackend {
+	out := map[string]limitBackend{"scale": scaleLimits}
+	for name, newLimiter := range limiters() {
+		out[name] = func(t *testing.T, _ *fixture) (Limiter, store.Accounts, KeyGate) { return newLimiter(t), nil, nil }
+	}
+	return out
 }
 
 // limiters are the two implementations the api runs on: in process
@@ -63,10 +102,10 @@ func limiters() map[string]func(t *testing.T) Limiter {
 // with Retry-After; the account's other key and another account's key go
 // on unaffected.
 func TestRateLimited(t *testing.T) {
-	for name, newLimiter := range limiters() {
+	for name, backend := range limitBackends() {
 		t.Run(name, func(t *testing.T) {
-			f := newLimitFixture(t, newLimiter(t), 3)
-			other, err := f.store.CreateAccount(context.Background(), "Other Co", "standard")
+			f := newLimitFixtureOn(t, backend, 3)
+			other, err := f.accounts.CreateAccount(context.Background(), "Other Co", "standard")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,15 +272,17 @@ func TestLongIDShortError(t *testing.T) {
 // TestRateGuessKeepsTheCheckOrder: a key that authenticated before takes
 // its rate token while it is checked again (rateguess.go). With the
 // key's burst used up, a lapsed subscription must still answer 402 and a
-// rotated-away key 401, not 429; a reactivated account is limited again
-// where it stopped; the new key after a rotation starts with nothing
-// guessed and is limited as the same principal.
+// rotated-away key 401, not 429, once the hold of its last 429 has
+// passed (heldRefusal: at most rateHoldMax; the limiters' clocks stand
+// still, so the bucket does not refill meanwhile); a reactivated account
+// is limited again where it stopped; the new key after a rotation starts
+// with nothing guessed and is limited as the same principal.
 func TestRateGuessKeepsTheCheckOrder(t *testing.T) {
 	ctx := context.Background()
-	for name, newLimiter := range limiters() {
+	for name, backend := range limitBackends() {
 		t.Run(name, func(t *testing.T) {
-			f := newLimitFixture(t, newLimiter(t), 2)
-			created, err := f.store.CreateAccount(ctx, "Guess Co", "standard")
+			f := newLimitFixtureOn(t, backend, 2)
+			created, err := f.accounts.CreateAccount(ctx, "Guess Co", "standard")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,18 +293,20 @@ func TestRateGuessKeepsTheCheckOrder(t *testing.T) {
 				}
 			}
 			wantError(t, f.do(t, "GET", "/v1/notices", key), 429, "rate_limited")
-			if err := f.store.SetSubscription(ctx, created.AccountID, false); err != nil {
+			if err := f.accounts.SetSubscription(ctx, created.AccountID, false); err != nil {
 				t.Fatal(err)
 			}
+			f.clock.advance(rateHoldMax)
 			wantError(t, f.do(t, "GET", "/v1/notices", key), 402, "subscription_inactive")
-			if err := f.store.SetSubscription(ctx, created.AccountID, true); err != nil {
+			if err := f.accounts.SetSubscription(ctx, created.AccountID, true); err != nil {
 				t.Fatal(err)
 			}
 			wantError(t, f.do(t, "GET", "/v1/notices", key), 429, "rate_limited")
-			rotated, err := f.store.RotateKeys(ctx, created.AccountID)
+			rotated, err := f.accounts.RotateKeys(ctx, created.AccountID)
 			if err != nil {
 				t.Fatal(err)
 			}
+			f.clock.advance(rateHoldMax)
 			wantError(t, f.do(t, "GET", "/v1/notices", key), 401, "unauthorised")
 			wantError(t, f.do(t, "GET", "/v1/notices", rotated.AccountKey), 429, "rate_limited")
 			if res := f.do(t, "GET", "/v1/notices", rotated.ReadKey); res.status != 200 {

@@ -49,8 +49,16 @@ type guessEntry struct {
 
 // rateGuess is what a key's last successful check said of its principal.
 type rateGuess struct {
-	key  string // limiterKey of the principal
-	plan string
+	key       string // limiterKey of the principal
+	plan      string
+	accountID string
+	kind      account.KeyKind
+}
+
+// principal is the principal the guess expects (its account's ID and
+// plan, and the key's kind).
+func (g rateGuess) principal() account.Principal {
+	return account.Principal{Account: account.Account{ID: g.accountID, Plan: g.plan}, Kind: g.kind}
 }
 
 // maxRateGuesses bounds the map (a key refused is dropped from it at its
@@ -62,6 +70,15 @@ func (g *rateGuesses) get(h [sha256.Size]byte) (rateGuess, bool) {
 	defer g.mu.Unlock()
 	e, ok := g.m[h]
 	return e.guess, ok
+}
+
+// held returns the guess for h and the end of its hold when the key is
+// held (refused its rate until then) at now.
+func (g *rateGuesses) held(h [sha256.Size]byte, now time.Time) (rateGuess, time.Time, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, ok := g.m[h]
+	return e.guess, e.holdUntil, ok && now.Before(e.holdUntil)
 }
 
 // early returns the guess for h when an early read may run on it: the key
@@ -86,7 +103,8 @@ func (g *rateGuesses) set(h [sha256.Size]byte, r rateGuess) {
 	g.m[h] = guessEntry{guess: r}
 }
 
-// hold stops early reads on h until until.
+// hold refuses h's requests until until (heldRefusal), without asking
+// the limiter or the key's store.
 func (g *rateGuesses) hold(h [sha256.Size]byte, until time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -121,15 +139,37 @@ type rateAnswer struct {
 // taken on a guess.
 type rateTakenKey struct{}
 
-// guessRate starts taking the rate token of the principal the key of
-// digest h had last time, if it had one; the answer arrives on the
-// returned channel (nil when there was no guess).
-func (s *Server) guessRate(ctx context.Context, h [sha256.Size]byte) chan rateAnswer {
+// checkGuessed checks key and takes the rate token of guess g, the
+// principal the key had last time, at the same time: with a Gate (scale
+// mode) in one call, else side by side. The token's answer is on the
+// returned channel, nil when no token was taken (the key is refused or is
+// not g's principal any more: limitRequest takes the right one).
+func (s *Server) checkGuessed(ctx context.Context, key string, g rateGuess) (account.Principal, chan rateAnswer, error) {
+	if s.deps.Gate == nil {
+		token := s.takeRate(ctx, g)
+		p, err := s.deps.Accounts.Authenticate(ctx, key)
+		return p, token, err
+	}
+	plan := s.deps.Plans[g.plan]
+	p, taken, d, err := s.deps.Gate(ctx, key, g.principal(), g.key, limit.Rate{PerSecond: plan.RequestsPerSecond, Burst: plan.Burst})
+	if err != nil || !taken {
+		return p, nil, err
+	}
+	token := make(chan rateAnswer, 1)
+	token <- rateAnswer{guess: g, d: d}
+	return p, token, nil
+}
+
+// checkKeyRate checks key and, when the key of digest h authenticated on
+// this server before, takes its rate token at the same time
+// (checkGuessed); the first request of a key is checked alone.
+func (s *Server) checkKeyRate(ctx context.Context, key string, h [sha256.Size]byte) (account.Principal, chan rateAnswer, error) {
 	g, ok := s.guesses.get(h)
 	if !ok {
-		return nil
+		p, err := s.deps.Accounts.Authenticate(ctx, key)
+		return p, nil, err
 	}
-	return s.takeRate(ctx, g)
+	return s.checkGuessed(ctx, key, g)
 }
 
 // takeRate starts taking the rate token of guess g; the answer arrives on
@@ -146,7 +186,7 @@ func (s *Server) takeRate(ctx context.Context, g rateGuess) chan rateAnswer {
 
 // guessFor is the guess that principal p makes right.
 func guessFor(p account.Principal) rateGuess {
-	return rateGuess{key: limiterKey(p), plan: p.Account.Plan}
+	return rateGuess{key: limiterKey(p), plan: p.Account.Plan, accountID: p.Account.ID, kind: p.Kind}
 }
 
 // rememberRate records the principal the key of digest h authenticated

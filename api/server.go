@@ -75,6 +75,12 @@ type Deps struct {
 	// the embedded backend, one process). A scale deployment passes a
 	// limit.Redis on its Redis and namespace so all replicas share limits.
 	Limiter Limiter
+	// Gate, if set, checks a key and takes its rate token in one step
+	// (KeyGate); it must share the Limiter's rate buckets (scale mode:
+	// the Redis store's AuthenticateAndAllow beside a limit.Redis on the
+	// same Redis and namespace). nil: the key check and the token are
+	// two calls, made side by side.
+	Gate KeyGate
 	// Ready is the readiness probe of GET /ready: nil when the store is
 	// reachable and its schema (migrations, indices) is in place. nil
 	// means every Checks probe and the index status must answer.
@@ -109,6 +115,10 @@ type Server struct {
 	// guesses remember each key's principal so its rate token can be
 	// taken while the key is checked (rateguess.go).
 	guesses rateGuesses
+	// askHeld: a held key's requests are checked and limited in Redis
+	// as any other's (not early), instead of refused here (heldRefusal).
+	// Only BenchmarkScale sets it, to time the server as it was before.
+	askHeld bool
 	// largeBody are the POST paths with the large body cap.
 	largeBody []string
 	// writeProbe caches the store's write probe for /health.

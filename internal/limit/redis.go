@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/lease"
@@ -20,17 +19,14 @@ import (
 const DefaultLease = 30 * time.Second
 
 // Redis is the limiter of a scale deployment: the request rate is a GCRA
-// bucket in Redis (github.com/go-redis/redis_rate) and heavy slots are
-// leases in sorted sets, so every replica shares the same limits. It is
-// safe for concurrent use.
+// bucket in Redis (gcra.go) and heavy slots are leases in sorted sets, so
+// every replica shares the same limits. It is safe for concurrent use.
 //
 // Keys: the heavy sets are "<namespace>:limit:heavy:<key>" and
-// "<namespace>:limit:heavy"; the rate buckets are
-// "rate:<namespace>:limit:rate:<key>" (redis_rate puts its own "rate:"
-// in front, the one exception to the namespace-first rule). All expire.
+// "<namespace>:limit:heavy"; the rate buckets are RateKey's
+// "rate:<namespace>:limit:rate:<key>". All expire.
 type Redis struct {
 	rdb    redis.UniversalClient
-	rate   *redis_rate.Limiter
 	ns     string
 	global int
 	lease  time.Duration
@@ -101,7 +97,7 @@ func NewRedis(rdb redis.UniversalClient, ns string, global int, lease time.Durat
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	return &Redis{rdb: rdb, rate: redis_rate.NewLimiter(rdb), ns: ns, global: max(1, global), lease: lease}
+	return &Redis{rdb: rdb, ns: ns, global: max(1, global), lease: lease}
 }
 
 // Allow takes one request token of key at rate r.
@@ -109,14 +105,15 @@ func (l *Redis) Allow(ctx context.Context, key string, r Rate) (Decision, error)
 	if r.PerSecond <= 0 {
 		return Decision{Allowed: true}, nil
 	}
-	res, err := l.rate.Allow(ctx, l.ns+":limit:rate:"+key, redis_rate.Limit{Rate: r.PerSecond, Burst: r.burst(), Period: time.Second})
+	v, err := allowScript.Run(ctx, l.rdb, []string{RateKey(l.ns, key)}, r.GCRAArgs()...).Slice()
 	if err != nil {
 		return Decision{}, fmt.Errorf("limit: redis rate of %s: %w", key, err)
 	}
-	if res.Allowed > 0 {
-		return Decision{Allowed: true}, nil
+	d, err := ParseGCRA(v)
+	if err != nil {
+		return Decision{}, fmt.Errorf("limit: redis rate of %s: %w", key, err)
 	}
-	return Decision{RetryAfter: res.RetryAfter}, nil
+	return d, nil
 }
 
 // acquireScript takes a slot in both sets when both have room, after
