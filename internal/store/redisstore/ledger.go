@@ -598,6 +598,12 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 	// A create that cannot be undone now must not hold up the rest.
 	done, undoErr := s.undoStalledCreates(ctx, now)
 	done += repaired
+	// Deletes whose deleter stopped before removing the watch's remains.
+	swept, err := s.sweepTrash(ctx, now)
+	done += swept
+	if err != nil {
+		return done, err
+	}
 	rel, err := s.rdb.SMembers(ctx, s.key(wrelKey)).Result()
 	if err != nil {
 		return done, s.fail("read the watches to release", err)
