@@ -764,7 +764,7 @@ end
 local ix = redis.call('HGET', KEYS[1], 'ixabn')
 if ix then redis.call('SET', trash .. ':ixabn', ix) end
 redis.call('ZADD', ns .. 'trash', ARGV[6], id)
-redis.call('UNLINK', KEYS[1], ns .. 'wm:' .. id, ns .. 'dl:' .. id)
+redis.call('UNLINK', KEYS[1], ns .. 'wm:' .. id, ns .. 'dl:' .. id, ns .. 'df:' .. id)
 redis.call('INCR', ns .. 'wsv')
 return 1
 `)
