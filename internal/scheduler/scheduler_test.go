@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -392,6 +393,10 @@ func TestStaleStreamEntriesAreClaimed(t *testing.T) {
 	if err != nil || len(read) != 1 || len(read[0].Messages) != 5 {
 		t.Fatalf("the dead consumer read %v, %v; want 5 entries", read, err)
 	}
+	// Read but not acknowledged: nothing is trimmed.
+	if n, _ := h.rdb.XLen(ctx, key).Result(); n != 5 {
+		t.Fatalf("%d entries in the stream while 5 are unacknowledged", n)
+	}
 	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
 		Consumer: "live", ClaimIdle: 500 * time.Millisecond})
 	if err != nil {
@@ -418,6 +423,12 @@ func TestStaleStreamEntriesAreClaimed(t *testing.T) {
 	if n, _ := h.rdb.XLen(ctx, key).Result(); n != 0 {
 		t.Errorf("%d entries left in the stream after acknowledgement", n)
 	}
+	// The dead consumer, its entries taken, leaves the group: the group
+	// does not keep one consumer per worker process that ever ran.
+	eventually(t, 15*time.Second, "the dead consumer removed from the group", func() bool {
+		cs, err := h.rdb.XInfoConsumers(ctx, key, group).Result()
+		return err == nil && !slices.ContainsFunc(cs, func(c redis.XInfoConsumer) bool { return c.Name == "dead" })
+	})
 }
 
 // TestFailedAttemptLogged: a failed attempt in scale mode is a warn record
