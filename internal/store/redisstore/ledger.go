@@ -607,7 +607,8 @@ func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, n
 // connection) left half done: it records the notices an ingest stored but
 // never recorded here (RepairRecords), finishes a register load that died
 // between its two commits (CompleteRegister), undoes every create whose creator stopped
-// before finishing it (wpend, lease run out), releases the held deliveries
+// before finishing it (wpend, lease run out), finishes every delete whose
+// deleter stopped before removing the watch's remains (trash, sweepTrash), releases the held deliveries
 // of every watch turned back on (wrel), and switches off every watch owed
 // a deactivation (wdeact) whose consecutive failed notices still reach
 // delivery.DeactivateAfter. The scheduler's sweep calls it; it

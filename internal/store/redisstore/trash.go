@@ -33,6 +33,10 @@ import (
 // TestMillionCompanyWatch checks none reaches 50 ms.
 const trashWork = 5_000
 
+// trashRecords is about how many delivery records of a deleted watch one
+// dropRecordsScript call takes out of the gauges (the HSCAN count).
+const trashRecords = 1000
+
 // uncountScript takes up to trashWork/(watches+1) companies (at most 2,000)
 // out of a deleted watch's trash set and removes from the account's union
 // those no remaining watch of the account holds. It returns how many it
@@ -101,7 +105,7 @@ func (s *Store) finishDelete(ctx context.Context, id string) error {
 		}
 	}
 	for cursor := uint64(0); ; {
-		kv, next, err := s.rdb.HScan(ctx, t("dr"), cursor, "*", batch).Result()
+		kv, next, err := s.rdb.HScan(ctx, t("dr"), cursor, "*", trashRecords).Result()
 		if err != nil {
 			return s.fail("delete watch", err)
 		}

@@ -27,6 +27,10 @@ var _ store.Webhooks = (*Store)(nil)
 //	dl:<id>       zset of "<notice_seq, 20 digits>|<delivery id>" by
 //	              created_at in ms: the watch's deliveries, newest first
 //	              with ZREVRANGE (ties by higher notice_seq, as embedded)
+//	df:<id>       zset: the members of dl:<id> whose record is final
+//	              (delivered, dead), same scores: completeScript trims
+//	              the oldest beyond delivery.KeepRecords that are older
+//	              than delivery.KeepAge
 //
 // Attempts, retries and their state changes are the ledger's (ledger.go),
 // driven by the asynq tasks of `noticesd worker` (internal/scheduler).
