@@ -37,26 +37,23 @@ const trashWork = 5_000
 // dropRecordsScript call takes out of the gauges (the HSCAN count).
 const trashRecords = 1000
 
-// uncountScript takes up to trashWork/(watches+1) companies (at most 2,000)
-// out of a deleted watch's trash set and removes from the account's union
-// those no remaining watch of the account holds. It returns how many it
-// took (0: done). Concurrent creates are exact: a create adds its companies
+// uncountScript takes companies ARGV[2..] out of a deleted watch's trash
+// set and removes from the account's union those no remaining watch of the
+// account holds. Concurrent creates are exact: a create adds its companies
 // to the union and its set under the account's watches in one script, so
 // a company it shares is seen held. KEYS: trash:<id>:co,
-// acct:<a>:watches, acct:<a>:companies. ARGV: ns, work budget.
+// acct:<a>:watches, acct:<a>:companies. ARGV: ns, companies.
 var uncountScript = redis.NewScript(`
-local ws = redis.call('ZRANGE', KEYS[2], 0, -1)
-local n = math.min(2000, math.max(50, math.floor(tonumber(ARGV[2]) / (#ws + 1))))
-local m = redis.call('SPOP', KEYS[1], n)
-if #m == 0 then return 0 end
+local m = {unpack(ARGV, 2)}
 local held = {}
-for _, w in ipairs(ws) do
+for _, w in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   local r = redis.call('SMISMEMBER', ARGV[1] .. 'w:' .. w .. ':co', unpack(m))
   for i = 1, #m do if r[i] == 1 then held[i] = true end end
 end
 local gone = {}
 for i = 1, #m do if not held[i] then gone[#gone + 1] = m[i] end end
 if #gone > 0 then redis.call('SREM', KEYS[3], unpack(gone)) end
+redis.call('SREM', KEYS[1], unpack(m))
 return #m
 `)
 
@@ -93,15 +90,8 @@ func (s *Store) finishDelete(ctx context.Context, id string) error {
 		return err
 	}
 	if acc := str(v[2]); acc != "" {
-		keys := []string{t("co"), s.key("acct", acc, "watches"), s.key("acct", acc, "companies")}
-		for {
-			n, err := uncountScript.Run(ctx, s.rdb, keys, s.ns, trashWork).Int()
-			if err != nil {
-				return s.fail("delete watch", err)
-			}
-			if n == 0 {
-				break
-			}
+		if err := s.uncount(ctx, t("co"), acc); err != nil {
+			return err
 		}
 	}
 	for cursor := uint64(0); ; {
@@ -128,6 +118,45 @@ func (s *Store) finishDelete(ctx context.Context, id string) error {
 	p.ZRem(ctx, s.key("trash"), id)
 	_, err = p.Exec(ctx)
 	return s.fail("delete watch", err)
+}
+
+// uncount takes the companies of a deleted watch (its trash set co) out
+// of account acc's union in chunks read with SSCAN (SPOP would probe an
+// ever sparser table as the set drains): at most 2,000 a script, fewer
+// when the account has many watches, each checked against every one.
+func (s *Store) uncount(ctx context.Context, co, acc string) error {
+	keys := []string{co, s.key("acct", acc, "watches"), s.key("acct", acc, "companies")}
+	for {
+		for cursor := uint64(0); ; {
+			members, next, err := s.rdb.SScan(ctx, co, cursor, "*", 2000).Result()
+			if err != nil {
+				return s.fail("delete watch", err)
+			}
+			for len(members) > 0 {
+				ws, err := s.rdb.ZCard(ctx, keys[1]).Result()
+				if err != nil {
+					return s.fail("delete watch", err)
+				}
+				n := min(len(members), 2000, max(50, trashWork/int(ws+1)))
+				args := make([]any, 0, n+1)
+				args = append(args, s.ns)
+				for _, m := range members[:n] {
+					args = append(args, m)
+				}
+				if err := uncountScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+					return s.fail("delete watch", err)
+				}
+				members = members[n:]
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+		left, err := s.rdb.SCard(ctx, co).Result()
+		if err != nil || left == 0 {
+			return s.fail("delete watch", err)
+		}
+	}
 }
 
 // renewTrashLease keeps the delete's trash entry ahead of the clock while
