@@ -628,12 +628,11 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 	// A create that cannot be undone now must not hold up the rest.
 	done, undoErr := s.undoStalledCreates(ctx, now)
 	done += repaired
-	// Deletes whose deleter stopped before removing the watch's remains.
-	swept, err := s.sweepTrash(ctx, now)
+	// Deletes whose deleter stopped before removing the watch's remains;
+	// one that cannot be finished now must not hold up the rest either.
+	swept, trashErr := s.sweepTrash(ctx, now)
 	done += swept
-	if err != nil {
-		return done, err
-	}
+	undoErr = errors.Join(undoErr, trashErr)
 	rel, err := s.rdb.SMembers(ctx, s.key(wrelKey)).Result()
 	if err != nil {
 		return done, s.fail("read the watches to release", err)
