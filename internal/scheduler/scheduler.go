@@ -548,6 +548,9 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	} else if n > 0 {
 		s.log.Info("watch changes left half done were finished", "changes", n)
 	}
+	if err := s.dropStaleServers(ctx); err != nil {
+		s.log.Warn("dropping stopped worker processes from asynq's server list", "err", err)
+	}
 	refs, err := s.cfg.Ledger.Pending(ctx)
 	if err != nil {
 		return 0, err
@@ -573,6 +576,29 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 		s.Wake()
 	}
 	return len(lost), nil
+}
+
+// asynqServerLists are asynq's global lists of worker processes, each
+// member scored by the unix second its heartbeat expires (asynq renews it
+// every few seconds and removes it when the process stops cleanly).
+var asynqServerLists = []string{"asynq:servers", "asynq:workers"}
+
+// staleServerAge is how long past its heartbeat's expiry a process's
+// member is dropped: it was killed, and asynq keeps it otherwise.
+const staleServerAge = time.Hour
+
+// dropStaleServers removes from asynq's server lists the processes whose
+// heartbeat expired over staleServerAge ago (their own keys have expired
+// already), so a worker killed rather than stopped does not stay listed
+// for good. The scores are on the real clock, as asynq writes them.
+func (s *Scheduler) dropStaleServers(ctx context.Context) error {
+	before := strconv.FormatInt(time.Now().Add(-staleServerAge).Unix(), 10)
+	for _, k := range asynqServerLists {
+		if err := s.cfg.Redis.ZRemRangeByScore(ctx, k, "-inf", "("+before).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {

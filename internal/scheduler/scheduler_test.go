@@ -504,6 +504,36 @@ func TestSweepRevivesArchivedTask(t *testing.T) {
 	}
 }
 
+// TestSweepDropsStaleServers: asynq lists each worker process in
+// asynq:servers and asynq:workers, scored by its heartbeat's expiry, and
+// removes it only when the process stops cleanly; the sweep drops one whose
+// heartbeat expired over an hour ago (killed), and keeps a live one.
+func TestSweepDropsStaleServers(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit, Consumer: "sweeper"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost, live := "asynq:servers:{killed-"+h.ns+":1:x}", "asynq:servers:{live-"+h.ns+":2:y}"
+	for _, k := range asynqServerLists {
+		h.rdb.ZAdd(ctx, k, redis.Z{Score: float64(time.Now().Add(-2 * time.Hour).Unix()), Member: ghost},
+			redis.Z{Score: float64(time.Now().Add(30 * time.Second).Unix()), Member: live})
+		t.Cleanup(func() { h.rdb.ZRem(context.Background(), k, ghost, live) })
+	}
+	if _, err := s.SweepOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range asynqServerLists {
+		if _, err := h.rdb.ZScore(ctx, k, ghost).Result(); !errors.Is(err, redis.Nil) {
+			t.Errorf("%s still lists the process whose heartbeat expired 2 h ago (%v)", k, err)
+		}
+		if _, err := h.rdb.ZScore(ctx, k, live).Result(); err != nil {
+			t.Errorf("%s no longer lists the live process: %v", k, err)
+		}
+	}
+}
+
 // TestRetryDelayBacksOff: a run that failed for another reason than the
 // endpoint waits 1 s, doubling up to a minute; the endpoint's failures
 // wait what the ledger decided.
