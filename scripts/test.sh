@@ -241,7 +241,11 @@ while read -r p; do
   done
   main_pkgs+=("$p")
 done < <(go list -tags "$TAGS" ./...)
-fg "go test" gotest "go test" -tags "$TAGS" -count=1 -timeout 12m "${main_pkgs[@]}"
+# NOTICES_TEST_SLOWLOG=log: TestMillionCompanyWatch logs the Redis slow-log entries of its
+# 1,000,000-company delete instead of failing on them here, where every package and the
+# background builds share two cores (a preempted Redis logs a 2 ms script as 50 ms); it runs
+# again alone at the end, which checks them.
+NOTICES_TEST_SLOWLOG=log fg "go test" gotest "go test" -tags "$TAGS" -count=1 -timeout 12m "${main_pkgs[@]}"
 
 # ---- the race detector, from the binaries built above. Each runs in its package's
 # directory, as go test runs it. redisstore without its 1,000,000-company watch (the suite
@@ -291,6 +295,11 @@ for p in "${OWN_STAGES[@]}"; do
   [ -d "$p" ] || continue
   fg "go test $p (a stage of its own)" gotest "go test $p" -tags "$TAGS" -count=1 -timeout 20m "$p"
 done
+
+# The slow-log check of deleting a 1,000,000-company watch (no Redis command of 50 ms or
+# more, docs/redis.md "Bounds"), alone on the machine.
+fg "go test TestMillionCompanyWatch (slow log, alone)" gotest "go test TestMillionCompanyWatch" -tags "$TAGS" -count=1 \
+  -timeout 10m -run '^TestMillionCompanyWatch$' ./internal/store/redisstore
 
 stage "done"
 summary

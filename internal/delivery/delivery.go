@@ -26,6 +26,21 @@ const (
 	Window = 48 * time.Hour
 	// MaxResponseBytes is the most of a receiver's response that is read.
 	MaxResponseBytes = 64 << 10
+	// KeepRecords is how many of a watch's newest delivery records are
+	// always kept (GET /v1/watches/{id}/deliveries shows at most 100). An
+	// older record is removed once it is final (delivered or dead) and
+	// was created more than KeepAge ago; a pending one never is.
+	KeepRecords = 1000
+	// KeepAge is how old a final record beyond the newest KeepRecords
+	// must be to be removed: past Window and a day more, its notice can
+	// no longer be made eligible again (by registering the webhook anew),
+	// so a removed record never lets a notice be delivered twice.
+	KeepAge = Window + 24*time.Hour
+	// TrimStep is how many of a watch's oldest records beyond the newest
+	// KeepRecords each final outcome looks at for removal, in the same
+	// step that records it (bounded work; the records grow by one per
+	// outcome, so the trim keeps up).
+	TrimStep = 16
 	// WebhookRemoved is last_error of deliveries cancelled by deleting the
 	// webhook.
 	WebhookRemoved = "webhook removed"

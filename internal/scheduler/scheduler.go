@@ -383,6 +383,9 @@ func (s *Scheduler) consume(ctx context.Context) {
 				s.log.Warn("claiming stale matched entries", "err", err)
 			}
 			msgs = claimed
+			if err := s.pruneConsumers(ctx, key); err != nil && ctx.Err() == nil {
+				s.log.Warn("removing stopped consumers of the matched stream", "err", err)
+			}
 		}
 		if len(msgs) == 0 {
 			res, err := s.cfg.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{
@@ -407,6 +410,36 @@ func (s *Scheduler) consume(ctx context.Context) {
 			sleep(ctx, time.Second)
 		}
 	}
+}
+
+// delConsumerScript removes consumer ARGV[2] from group ARGV[1] of the
+// stream KEYS[1] only if it holds no unacknowledged entry, checked in the
+// same step: a consumer removed with entries pending would take them out
+// of the group's pending list, where no one could claim them again.
+var delConsumerScript = redis.NewScript(`
+if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) > 0 then return 0 end
+return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+`)
+
+// pruneConsumers removes from the consumer group the consumers idle for
+// over ClaimIdle with no entry pending: every worker process joins under
+// its own name (host and pid), so without this the group would keep one
+// consumer per process that ever ran. A live consumer removed this way
+// (idle because no entries came) joins again at its next read.
+func (s *Scheduler) pruneConsumers(ctx context.Context, key string) error {
+	cs, err := s.cfg.Redis.XInfoConsumers(ctx, key, group).Result()
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.Name == s.cfg.Consumer || c.Pending > 0 || c.Idle <= s.cfg.ClaimIdle {
+			continue
+		}
+		if err := delConsumerScript.Run(ctx, s.cfg.Redis, []string{key}, group, c.Name).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // createDeliveries creates the deliveries of msgs, then acknowledges and
@@ -515,6 +548,9 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	} else if n > 0 {
 		s.log.Info("watch changes left half done were finished", "changes", n)
 	}
+	if err := s.dropStaleServers(ctx); err != nil {
+		s.log.Warn("dropping stopped worker processes from asynq's server list", "err", err)
+	}
 	refs, err := s.cfg.Ledger.Pending(ctx)
 	if err != nil {
 		return 0, err
@@ -540,6 +576,29 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 		s.Wake()
 	}
 	return len(lost), nil
+}
+
+// asynqServerLists are asynq's global lists of worker processes, each
+// member scored by the unix second its heartbeat expires (asynq renews it
+// every few seconds and removes it when the process stops cleanly).
+var asynqServerLists = []string{"asynq:servers", "asynq:workers"}
+
+// staleServerAge is how long past its heartbeat's expiry a process's
+// member is dropped: it was killed, and asynq keeps it otherwise.
+const staleServerAge = time.Hour
+
+// dropStaleServers removes from asynq's server lists the processes whose
+// heartbeat expired over staleServerAge ago (their own keys have expired
+// already), so a worker killed rather than stopped does not stay listed
+// for good. The scores are on the real clock, as asynq writes them.
+func (s *Scheduler) dropStaleServers(ctx context.Context) error {
+	before := strconv.FormatInt(time.Now().Add(-staleServerAge).Unix(), 10)
+	for _, k := range asynqServerLists {
+		if err := s.cfg.Redis.ZRemRangeByScore(ctx, k, "-inf", "("+before).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -392,6 +393,10 @@ func TestStaleStreamEntriesAreClaimed(t *testing.T) {
 	if err != nil || len(read) != 1 || len(read[0].Messages) != 5 {
 		t.Fatalf("the dead consumer read %v, %v; want 5 entries", read, err)
 	}
+	// Read but not acknowledged: nothing is trimmed.
+	if n, _ := h.rdb.XLen(ctx, key).Result(); n != 5 {
+		t.Fatalf("%d entries in the stream while 5 are unacknowledged", n)
+	}
 	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
 		Consumer: "live", ClaimIdle: 500 * time.Millisecond})
 	if err != nil {
@@ -418,6 +423,12 @@ func TestStaleStreamEntriesAreClaimed(t *testing.T) {
 	if n, _ := h.rdb.XLen(ctx, key).Result(); n != 0 {
 		t.Errorf("%d entries left in the stream after acknowledgement", n)
 	}
+	// The dead consumer, its entries taken, leaves the group: the group
+	// does not keep one consumer per worker process that ever ran.
+	eventually(t, 15*time.Second, "the dead consumer removed from the group", func() bool {
+		cs, err := h.rdb.XInfoConsumers(ctx, key, group).Result()
+		return err == nil && !slices.ContainsFunc(cs, func(c redis.XInfoConsumer) bool { return c.Name == "dead" })
+	})
 }
 
 // TestFailedAttemptLogged: a failed attempt in scale mode is a warn record
@@ -490,6 +501,36 @@ func TestSweepRevivesArchivedTask(t *testing.T) {
 	info, err := s.inspector.GetTaskInfo(s.queue, ref.DeliveryID)
 	if err != nil || info.State != asynq.TaskStatePending {
 		t.Fatalf("task after the sweep: %+v, %v; want pending again", info, err)
+	}
+}
+
+// TestSweepDropsStaleServers: asynq lists each worker process in
+// asynq:servers and asynq:workers, scored by its heartbeat's expiry, and
+// removes it only when the process stops cleanly; the sweep drops one whose
+// heartbeat expired over an hour ago (killed), and keeps a live one.
+func TestSweepDropsStaleServers(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit, Consumer: "sweeper"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost, live := "asynq:servers:{killed-"+h.ns+":1:x}", "asynq:servers:{live-"+h.ns+":2:y}"
+	for _, k := range asynqServerLists {
+		h.rdb.ZAdd(ctx, k, redis.Z{Score: float64(time.Now().Add(-2 * time.Hour).Unix()), Member: ghost},
+			redis.Z{Score: float64(time.Now().Add(30 * time.Second).Unix()), Member: live})
+		t.Cleanup(func() { h.rdb.ZRem(context.Background(), k, ghost, live) })
+	}
+	if _, err := s.SweepOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range asynqServerLists {
+		if _, err := h.rdb.ZScore(ctx, k, ghost).Result(); !errors.Is(err, redis.Nil) {
+			t.Errorf("%s still lists the process whose heartbeat expired 2 h ago (%v)", k, err)
+		}
+		if _, err := h.rdb.ZScore(ctx, k, live).Result(); err != nil {
+			t.Errorf("%s no longer lists the live process: %v", k, err)
+		}
 	}
 }
 

@@ -114,3 +114,18 @@ func sameRefs(a, b []Ref) bool {
 	}
 	return slices.Equal(key(a), key(b))
 }
+
+// TestDeliveryRetentionContract: storetest.RunDeliveryRetention on the
+// Redis store.
+func TestDeliveryRetentionContract(t *testing.T) {
+	storetest.RunDeliveryRetention(t, func(t *testing.T) storetest.GaugeBackend {
+		f := newFixture(t, Options{})
+		return storetest.GaugeBackend{
+			MailBackend: storetest.MailBackend{WatchBackend: f.backend(), Mail: f.rs},
+			Webhooks:    f.rs,
+			Gauges:      f.rs,
+			Deliver:     f.deliver,
+			Pend:        func(t *testing.T, watchID, source string) { f.deliver(t, watchID, source) },
+		}
+	})
+}

@@ -374,10 +374,17 @@ func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time) (Begun, error
 }
 
 // completeScript records an attempt's outcome as decided by
-// delivery.Decide. KEYS: dr:<watch>, w:<watch>, dstat, ddue, wdeact. ARGV:
-// delivery id, attempt n, status, last_error, updated_at, next_attempt_at,
-// next_attempt_at ms, watch id, delivery.DeactivateAfter, delivered_at (the
-// time the delivered body was sent).
+// delivery.Decide. KEYS: dr:<watch>, w:<watch>, dstat, ddue, wdeact,
+// dl:<watch>, df:<watch>. ARGV: delivery id, attempt n, status, last_error,
+// updated_at, next_attempt_at, next_attempt_at ms, watch id,
+// delivery.DeactivateAfter, delivered_at (the time the delivered body was
+// sent), delivery.KeepRecords, the KeepAge cutoff (created_at ms),
+// delivery.TrimStep.
+// A final outcome (delivered, dead) adds the record to df:<watch>, the
+// watch's final records by created_at, and removes, among the oldest
+// TrimStep of those beyond its newest KeepRecords, the ones created
+// before the cutoff (final()): a watch keeps its newest KeepRecords final
+// records, every pending one, and every one of the last KeepAge.
 // Returns the watch's consecutive failed notices after a dead outcome, -1
 // otherwise. A dead outcome that brings an active watch to
 // DeactivateAfter records the deactivation it owes in wdeact, in the same
@@ -389,6 +396,25 @@ local r = cjson.decode(raw)
 if r.status ~= 'pending' then return -1 end
 local n = tonumber(ARGV[2])
 local member = ARGV[8] .. '|' .. ARGV[1] .. '|' .. string.format('%d', r.notice_seq)
+local function final()
+  local m = string.format('%020d', r.notice_seq) .. '|' .. ARGV[1]
+  redis.call('ZADD', KEYS[7], redis.call('ZSCORE', KEYS[6], m) or 0, m)
+  local over = redis.call('ZCARD', KEYS[7]) - tonumber(ARGV[11])
+  if over <= 0 then return end
+  local ms = redis.call('ZRANGE', KEYS[7], 0, math.min(over, tonumber(ARGV[13])) - 1, 'WITHSCORES')
+  for i = 1, #ms, 2 do
+    if tonumber(ms[i + 1]) < tonumber(ARGV[12]) then
+      local id = string.sub(ms[i], 22)
+      local raw = redis.call('HGET', KEYS[1], id)
+      redis.call('ZREM', KEYS[7], ms[i])
+      redis.call('ZREM', KEYS[6], ms[i])
+      if raw then
+        redis.call('HDEL', KEYS[1], id)
+        redis.call('HINCRBY', KEYS[3], cjson.decode(raw).status, -1)
+      end
+    end
+  end
+end
 local function leave(status)
   redis.call('HINCRBY', KEYS[3], 'pending', -1)
   redis.call('HINCRBY', KEYS[3], status, 1)
@@ -405,6 +431,7 @@ if ARGV[3] == 'delivered' then
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
   if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'failures', 0) end
   redis.call('HDEL', KEYS[5], ARGV[8])
+  final()
   return -1
 end
 if r.inflight ~= n then
@@ -431,6 +458,7 @@ leave('dead')
 r.status = 'dead'
 r.next_attempt_at = nil
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+final()
 if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
 local f = redis.call('HINCRBY', KEYS[2], 'failures', 1)
 if f >= tonumber(ARGV[9]) and cjson.decode(redis.call('HGET', KEYS[2], 'doc')).active then
@@ -452,8 +480,9 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	if !out.SentAt.IsZero() {
 		deliveredAt = notice.Timestamp(out.SentAt)
 	}
-	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key("dr", job.WatchID), s.key("w", job.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(wdeactKey)},
-		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, notice.Timestamp(next), next.UnixMilli(), job.WatchID, delivery.DeactivateAfter, deliveredAt).Int()
+	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key("dr", job.WatchID), s.key("w", job.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(wdeactKey), s.key("dl", job.WatchID), s.key("df", job.WatchID)},
+		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, notice.Timestamp(next), next.UnixMilli(), job.WatchID, delivery.DeactivateAfter, deliveredAt,
+		delivery.KeepRecords, stamp(now.Add(-delivery.KeepAge)).UnixMilli(), delivery.TrimStep).Int()
 	if err != nil {
 		return s.fail("record a delivery outcome", err)
 	}
@@ -579,7 +608,8 @@ func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, n
 // under revoked seqs new ones (when the source is a Resequencer), records the notices an ingest stored but
 // never recorded here (RepairRecords), finishes a register load that died
 // between its two commits (CompleteRegister), undoes every create whose creator stopped
-// before finishing it (wpend, lease run out), releases the held deliveries
+// before finishing it (wpend, lease run out), finishes every delete whose
+// deleter stopped before removing the watch's remains (trash, sweepTrash), releases the held deliveries
 // of every watch turned back on (wrel), and switches off every watch owed
 // a deactivation (wdeact) whose consecutive failed notices still reach
 // delivery.DeactivateAfter. The scheduler's sweep calls it; it
@@ -610,6 +640,11 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 	// A create that cannot be undone now must not hold up the rest.
 	done, undoErr := s.undoStalledCreates(ctx, now)
 	done += repaired
+	// Deletes whose deleter stopped before removing the watch's remains;
+	// one that cannot be finished now must not hold up the rest either.
+	swept, trashErr := s.sweepTrash(ctx, now)
+	done += swept
+	undoErr = errors.Join(undoErr, trashErr)
 	rel, err := s.rdb.SMembers(ctx, s.key(wrelKey)).Result()
 	if err != nil {
 		return done, s.fail("read the watches to release", err)

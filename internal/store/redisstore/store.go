@@ -15,6 +15,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -85,6 +86,9 @@ type Store struct {
 	// activation and its last step ("activate", "finish"); true stops
 	// there, as a crash or a lost connection would.
 	stopBefore func(step string) bool
+	// trashScanned is set once this process has looked for the remains of
+	// deletes an older version left without a trash entry (sweepTrash).
+	trashScanned atomic.Bool
 }
 
 // Options configure a Store. The zero value of each field is its default.

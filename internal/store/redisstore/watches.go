@@ -590,7 +590,10 @@ end
 return 1
 `)
 
-const rixChunk = 2000
+// rixChunk is the most index keys one rixRemoveScript call removes: a few
+// milliseconds of work, so removing a 1,000,000-key watch never blocks
+// Redis for long (TestMillionCompanyWatch checks the slow log).
+const rixChunk = 500
 
 // indexKeys adds the watch to the reverse index for each added key and
 // removes it for each removed one.
@@ -714,14 +717,18 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 	return w, s.replicated(ctx, "watch update")
 }
 
-// deleteScript removes a watch and its log, recounts the account's
-// companies as the union of its remaining watches' companies (SUNIONSTORE,
-// whole sets), and moves the watch's match keys aside for the reverse
-// index cleanup. Its deliveries leave the delivery gauges (gauges.go) and
-// its pending mail (the digest of mpd:<id>, the alert named by the watch's
-// malert field) is dropped, as the embedded store's cascade does.
+// deleteScript removes a watch in one short step whatever its size: it
+// takes the watch out of every set that names it, drops its pending mail
+// (the digest of mpd:<id>, the alert named by the watch's malert field),
+// as the embedded store's cascade does, unlinks its hash, match log and
+// delivery list, and renames what still needs work element by element into
+// trash:<id>:* (its match keys and ixabn for the reverse index, its
+// companies for the quota recount, its delivery records for the gauges),
+// recording the account in trash:<id>:acct and the id in the trash zset
+// with the deleter's lease. finishDelete then does that work in bounded
+// chunks; the sweep finishes a delete whose deleter stopped (trash.go).
 // KEYS: w:<id>. ARGV: ns, account, id, mail retention ms, "1" to delete
-// only a watch whose create has finished (shown).
+// only a watch whose create has finished (shown), the deleter's lease (ms).
 var deleteScript = redis.NewScript(`
 local ns, id = ARGV[1], ARGV[3]
 local acc = redis.call('HGET', KEYS[1], 'account')
@@ -739,48 +746,36 @@ for _, job in ipairs({redis.call('GET', ns .. 'mpd:' .. id), redis.call('HGET', 
   end
 end
 redis.call('DEL', ns .. 'mpd:' .. id)
-local aw = ns .. 'acct:' .. acc .. ':watches'
-redis.call('ZREM', aw, id)
+redis.call('ZREM', ns .. 'acct:' .. acc .. ':watches', id)
 redis.call('SREM', ns .. 'fo', id)
 redis.call('SREM', ns .. 'watches', id)
 redis.call('SREM', ns .. 'winactive', id)
 redis.call('SREM', ns .. 'wrel', id)
 redis.call('HDEL', ns .. 'wdeact', id)
 redis.call('ZREM', ns .. 'wpend', id)
-local all = redis.call('HGETALL', ns .. 'dr:' .. id)
-for i = 1, #all, 2 do
-  local r = cjson.decode(all[i + 1])
-  redis.call('HINCRBY', ns .. 'dstat', r.status, -1)
-  if r.status == 'pending' then
-    if (r.attempts or 0) > 0 then redis.call('HINCRBY', ns .. 'dstat', 'retry', -1) end
-    redis.call('ZREM', ns .. 'ddue', id .. '|' .. all[i] .. '|' .. string.format('%d', r.notice_seq))
+local trash = ns .. 'trash:' .. id
+redis.call('SET', trash .. ':acct', acc)
+for _, m in ipairs({{KEYS[1] .. ':keys', trash .. ':keys'}, {KEYS[1] .. ':co', trash .. ':co'}, {ns .. 'dr:' .. id, trash .. ':dr'}}) do
+  if redis.call('EXISTS', m[1]) == 1 then
+    redis.call('RENAME', m[1], m[2])
+    redis.call('PERSIST', m[2])
   end
 end
-if redis.call('EXISTS', KEYS[1] .. ':co') == 1 then
-  local sets = {}
-  for _, w in ipairs(redis.call('ZRANGE', aw, 0, -1)) do sets[#sets + 1] = ns .. 'w:' .. w .. ':co' end
-  local ac = ns .. 'acct:' .. acc .. ':companies'
-  if #sets == 0 then
-    redis.call('DEL', ac)
-  else
-    redis.call('SUNIONSTORE', ac, unpack(sets))
-  end
-end
-if redis.call('EXISTS', KEYS[1] .. ':keys') == 1 then
-  redis.call('RENAME', KEYS[1] .. ':keys', ns .. 'trash:' .. id .. ':keys')
-  local ix = redis.call('HGET', KEYS[1], 'ixabn')
-  if ix then redis.call('SET', ns .. 'trash:' .. id .. ':ixabn', ix) end
-end
-redis.call('UNLINK', KEYS[1], KEYS[1] .. ':co', ns .. 'wm:' .. id, ns .. 'dr:' .. id, ns .. 'dl:' .. id)
+local ix = redis.call('HGET', KEYS[1], 'ixabn')
+if ix then redis.call('SET', trash .. ':ixabn', ix) end
+redis.call('ZADD', ns .. 'trash', ARGV[6], id)
+redis.call('UNLINK', KEYS[1], ns .. 'wm:' .. id, ns .. 'dl:' .. id, ns .. 'df:' .. id)
 redis.call('INCR', ns .. 'wsv')
 return 1
 `)
 
 // DeleteWatch removes a watch with its match log and frees the companies
-// only it counted, in one step; then its reverse-index entries are removed
-// in batches (entries left by a crash name a watch that no longer exists,
-// which arrival matching ignores). A watch whose create has not finished
-// is not the account's to delete yet (errs.NotFound, as Watch says).
+// only it counted: one short step makes it gone for every reader, then its
+// reverse-index entries, companies and delivery records are removed in
+// bounded chunks (finishDelete) before the answer, so a 1,000,000-company
+// watch never blocks Redis for long and the quota is exact once it
+// returns. A watch whose create has not finished is not the account's to
+// delete yet (errs.NotFound, as Watch says).
 func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
 	if err := s.deleteWatch(ctx, accountID, id, true); err != nil {
 		return err
@@ -798,7 +793,8 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 	if finishedOnly {
 		only = "1"
 	}
-	n, err := deleteScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, accountID, id, mail.Retention.Milliseconds(), only).Int()
+	n, err := deleteScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, accountID, id, mail.Retention.Milliseconds(), only,
+		s.clock().Add(createLease).UnixMilli()).Int()
 	if err != nil {
 		return s.fail("delete watch", err)
 	}
@@ -806,15 +802,12 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 		return watchNotFound(id)
 	}
 	s.filters.drop(id)
-	trash, trashABN := s.key("trash", id, "keys"), s.key("trash", id, "ixabn")
-	v, err := s.rdb.MGet(ctx, trash, trashABN).Result()
-	if err != nil {
-		return s.fail("delete watch", err)
+	if s.stopBefore != nil && s.stopBefore("delete-chunks") {
+		return errStopped
 	}
-	if err := s.indexKeys(ctx, id, nil, storedIndexKeys(str(v[0]), v[1])); err != nil {
-		return err
-	}
-	return s.fail("delete watch", s.rdb.Unlink(ctx, trash, trashABN).Err())
+	stop := s.renewTrashLease(id)
+	defer stop()
+	return s.finishDelete(ctx, id)
 }
 
 // splitList splits a comma-joined list ("" is empty).

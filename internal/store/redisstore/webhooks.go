@@ -27,6 +27,10 @@ var _ store.Webhooks = (*Store)(nil)
 //	dl:<id>       zset of "<notice_seq, 20 digits>|<delivery id>" by
 //	              created_at in ms: the watch's deliveries, newest first
 //	              with ZREVRANGE (ties by higher notice_seq, as embedded)
+//	df:<id>       zset: the members of dl:<id> whose record is final
+//	              (delivered, dead), same scores: completeScript trims
+//	              the oldest beyond delivery.KeepRecords that are older
+//	              than delivery.KeepAge
 //
 // Attempts, retries and their state changes are the ledger's (ledger.go),
 // driven by the asynq tasks of `noticesd worker` (internal/scheduler).
@@ -176,8 +180,10 @@ func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret str
 	return w, s.replicated(ctx, "webhook secret rotation")
 }
 
-// deadScript marks every pending delivery of a watch dead.
-// KEYS: dr:<watch>, dstat, ddue. ARGV: last_error, updated_at, watch id.
+// deadScript marks every pending delivery of a watch dead, adding it to
+// the watch's final records (df:<watch>, trimmed by completeScript).
+// KEYS: dr:<watch>, dstat, ddue, dl:<watch>, df:<watch>. ARGV: last_error,
+// updated_at, watch id.
 var deadScript = redis.NewScript(`
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
@@ -192,6 +198,8 @@ for i = 1, #all, 2 do
     r.updated_at = ARGV[2]
     r.next_attempt_at = nil
     redis.call('HSET', KEYS[1], all[i], cjson.encode(r))
+    local m = string.format('%020d', r.notice_seq) .. '|' .. all[i]
+    redis.call('ZADD', KEYS[5], redis.call('ZSCORE', KEYS[4], m) or 0, m)
   end
 end
 return 1
@@ -210,7 +218,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 	if err != nil {
 		return err
 	}
-	err = deadScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key(dstatKey), s.key(ddueKey)}, delivery.WebhookRemoved, notice.Timestamp(now), watchID).Err()
+	err = deadScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key(dstatKey), s.key(ddueKey), s.key("dl", watchID), s.key("df", watchID)}, delivery.WebhookRemoved, notice.Timestamp(now), watchID).Err()
 	if err != nil {
 		return s.fail("cancel deliveries", err)
 	}

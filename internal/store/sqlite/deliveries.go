@@ -517,7 +517,8 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 		return tx.Commit()
 	}
 	n := attempts // counted when claimed
-	switch d := delivery.Decide(n, out.OK, out.LastError, out.RetryUnit); d.Status {
+	d := delivery.Decide(n, out.OK, out.LastError, out.RetryUnit)
+	switch d.Status {
 	case delivery.Delivered:
 		if err := recordDelivered(ctx, tx, job, sentAt(out, ts), ts); err != nil {
 			return err
@@ -537,6 +538,11 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 			return fmt.Errorf("sqlite: record delivery %s dead: %w", job.DeliveryID, err)
 		}
 		if err := countFailedNotice(ctx, tx, job.WatchID, d.LastError, now); err != nil {
+			return err
+		}
+	}
+	if d.Status != delivery.Pending {
+		if err := trimDeliveries(ctx, tx, job.WatchID, now); err != nil {
 			return err
 		}
 	}
@@ -625,4 +631,26 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 		return time.Time{}, false, fmt.Errorf("sqlite: a delivery has next_attempt_at %q, not a timestamp; the database is damaged", next.String)
 	}
 	return t, true, nil
+}
+
+// trimDeliveries removes, among the watch's oldest delivery.TrimStep final
+// (delivered or dead) records beyond its newest delivery.KeepRecords final
+// ones, those created more than delivery.KeepAge before now: the rule the
+// Redis store applies in the same step, so both keep the same records.
+func trimDeliveries(ctx context.Context, tx *sql.Tx, watchID string, now time.Time) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM deliveries WHERE watch_id = ? AND status <> 'pending'", watchID).Scan(&n); err != nil {
+		return fmt.Errorf("sqlite: count the deliveries of watch %s: %w", watchID, err)
+	}
+	over := min(n-delivery.KeepRecords, delivery.TrimStep)
+	if over <= 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM deliveries WHERE id IN (
+		SELECT id FROM deliveries WHERE watch_id = ? AND status <> 'pending' ORDER BY created_at, notice_seq LIMIT ?)
+		AND created_at < ?`, watchID, over, notice.Timestamp(now.Add(-delivery.KeepAge)))
+	if err != nil {
+		return fmt.Errorf("sqlite: trim the deliveries of watch %s: %w", watchID, err)
+	}
+	return nil
 }

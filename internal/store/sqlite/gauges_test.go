@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -67,4 +68,28 @@ func TestGauges(t *testing.T) {
 	if g := gauges(); g.AccountsActive != 0 || g.AccountsLapsed != 1 {
 		t.Fatalf("lapsed: %+v", g)
 	}
+}
+
+// TestDeliveryRetentionContract: storetest.RunDeliveryRetention on the
+// embedded store.
+func TestDeliveryRetentionContract(t *testing.T) {
+	storetest.RunDeliveryRetention(t, func(t *testing.T) storetest.GaugeBackend {
+		s, b := openWatches(t)
+		return storetest.GaugeBackend{
+			MailBackend: storetest.MailBackend{WatchBackend: b, Mail: s},
+			Webhooks:    s,
+			Gauges:      s,
+			Deliver: func(t *testing.T, watchID, source string, outcomes ...bool) {
+				deliver(t, s, b.Clock, watchID, source, outcomes...)
+			},
+			Pend: func(t *testing.T, watchID, source string) {
+				// Its attempt claimed and in flight past the test's end.
+				deliver(t, s, b.Clock, watchID, source)
+				jobs, err := s.Claim(context.Background(), b.Clock.Now(), store.ClaimRequest{Limit: 10, Lease: 1000 * time.Hour})
+				if err != nil || len(jobs) != 1 {
+					t.Fatalf("%s: claimed %d (%v)", source, len(jobs), err)
+				}
+			},
+		}
+	})
 }

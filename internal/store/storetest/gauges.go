@@ -24,6 +24,10 @@ type GaugeBackend struct {
 	// DeliverRetryUnit), the suite's clock moving a second between
 	// attempts (not after the last).
 	Deliver func(t *testing.T, watchID, source string, outcomes ...bool)
+	// Pend stores one new notice of ACNAlpha and creates its delivery to
+	// the watch, which stays pending whatever Deliver does later (its
+	// attempt in flight, or never begun). RunDeliveryRetention only.
+	Pend func(t *testing.T, watchID, source string)
 }
 
 // DeliverRetryUnit is the retry unit GaugeBackend.Deliver records failed

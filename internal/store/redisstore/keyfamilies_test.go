@@ -1,0 +1,133 @@
+package redisstore
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/store/storetest"
+	"github.com/noticesd/noticesd/internal/watch"
+)
+
+// keyFamilies reads testdata/keyfamilies.txt: the key patterns of a
+// namespace, as docs/redis.md's key table spells them.
+func keyFamilies(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open("testdata/keyfamilies.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// docKeyFamilies returns the patterns in the first column of the key table
+// of docs/redis.md ("| Key | Type | Holds | Bound, and who trims it |").
+func docKeyFamilies(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../../docs/redis.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, "| Key | Type | Holds | Bound, and who trims it |")
+	if i < 0 {
+		t.Fatal(`docs/redis.md has no key table headed "| Key | Type | Holds | Bound, and who trims it |"`)
+	}
+	table, _, _ := strings.Cut(doc[i:], "\n\n")
+	tick := regexp.MustCompile("`([^`]+)`")
+	var out []string
+	for _, row := range strings.Split(table, "\n")[2:] {
+		first, _, _ := strings.Cut(strings.TrimPrefix(row, "| "), " | ")
+		for _, m := range tick.FindAllStringSubmatch(first, -1) {
+			out = append(out, strings.ReplaceAll(m[1], `\|`, "|"))
+		}
+	}
+	return out
+}
+
+// familyPattern turns a documented key pattern of namespace ns into a
+// regular expression: ns for the namespace, <...> one part without ':',
+// * anything.
+func familyPattern(ns, p string) *regexp.Regexp {
+	p = strings.ReplaceAll(p, "ns:", "\x00:")
+	q := regexp.QuoteMeta(p)
+	q = regexp.MustCompile(`<[^>]*>`).ReplaceAllString(q, `[^:]+`)
+	q = strings.ReplaceAll(q, `\*`, `.*`)
+	q = strings.ReplaceAll(q, "\x00", regexp.QuoteMeta(ns))
+	return regexp.MustCompile("^" + q + "$")
+}
+
+// TestKeyFamiliesDocumented: every key a representative workload leaves in
+// its namespace (accounts, a register load, notices, watches, arrival
+// matching, deliveries delivered, failed and dead, a deactivation and its
+// alert, a delete stopped after its first step) belongs to a family of
+// docs/redis.md's key table, and testdata/keyfamilies.txt lists exactly
+// that table's families, so a new key family without its row (and its
+// bound) fails here.
+func TestKeyFamiliesDocumented(t *testing.T) {
+	families := keyFamilies(t)
+	if doc := docKeyFamilies(t); !slices.Equal(families, doc) {
+		t.Fatalf("testdata/keyfamilies.txt and docs/redis.md's key table differ:\n fixture %q\n doc     %q", families, doc)
+	}
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	storetest.Load(t, f.backend().Backend)
+	accountID, watchID := f.alphaWatch(t)
+	f.failDeliveries(t, accountID, watchID) // ten dead notices: deactivation, alert mail
+	otherAccount, other := f.alphaWatch(t)
+	f.failDeliveriesN(t, otherAccount, other, 0)
+	f.deliver(t, other, "KEYS-OK", true)
+	f.deliver(t, other, "KEYS-RETRY", false)
+	if _, err := f.rs.MatchArrivals(ctx, 500); err != nil {
+		t.Fatal(err)
+	}
+	plan := account.DefaultPlans()["enterprise"]
+	doomed, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: append(idsOf(t, storetest.ACNAlpha),
+		ident.ID{Kind: ident.ACN, Value: acn(3)})}, accountID, f.clock.Now()), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rs.stopBefore = func(step string) bool { return step == "delete-chunks" }
+	if err := f.rs.DeleteWatch(ctx, accountID, doomed.ID); err != errStopped {
+		t.Fatalf("delete: %v, want stopped after its first step", err)
+	}
+	f.rs.stopBefore = nil
+
+	patterns := make([]*regexp.Regexp, len(families))
+	for i, p := range families {
+		patterns[i] = familyPattern(f.ns, p)
+	}
+	seen := map[string]bool{}
+	iter := f.rdb.Scan(ctx, 0, f.ns+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		i := slices.IndexFunc(patterns, func(re *regexp.Regexp) bool { return re.MatchString(k) })
+		if i < 0 {
+			t.Errorf("key %s belongs to no family of docs/redis.md's key table: add its row, with its bound", k)
+			continue
+		}
+		seen[families[i]] = true
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The workload must reach most families, or the test says little.
+	if len(seen) < 30 {
+		t.Errorf("the workload left keys of only %d families: %v", len(seen), seen)
+	}
+	t.Logf("%d of %d documented families seen", len(seen), len(families))
+}
