@@ -10,6 +10,7 @@ package deploy
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,7 +307,18 @@ func TestComposeServices(t *testing.T) {
 	if !slices.Equal(api.Ports, []string{"${NOTICES_PUBLISH_IP:-127.0.0.1}:${NOTICES_PORT:-8080}:8080"}) || api.Environment["NOTICES_ADDR"] != ":8080" {
 		t.Errorf("api: want port 8080 published on 127.0.0.1 by default (NOTICES_PUBLISH_IP opens it) and NOTICES_ADDR=:8080, got ports %v, addr %q", api.Ports, api.Environment["NOTICES_ADDR"])
 	}
+	// /metrics is off the published port: api serves it on a port of its
+	// own (NOTICES_METRICS_ADDR), which no service publishes.
+	_, apiMetricsPort, err := net.SplitHostPort(api.Environment["NOTICES_METRICS_ADDR"])
+	if err != nil || apiMetricsPort == "8080" {
+		t.Errorf("api: NOTICES_METRICS_ADDR = %q, want a listen address of its own (not the API's :8080), so the published port answers /metrics 404", api.Environment["NOTICES_METRICS_ADDR"])
+	}
 	for name, s := range cf.Services {
+		for _, p := range s.Ports {
+			if i := strings.LastIndexByte(p, ':'); i >= 0 && (p[i+1:] == apiMetricsPort || p[i+1:] == "9464") {
+				t.Errorf("service %s publishes %q, a metrics port: /metrics must not be published", name, p)
+			}
+		}
 		if name != "api" && len(s.Ports) > 0 {
 			t.Errorf("service %s publishes %v: only the API is published", name, s.Ports)
 		}
