@@ -40,6 +40,10 @@ type stack struct {
 	env    []string
 	base   string // the API's URL
 	file   string // compose.yaml without api's ports (hostComposeFile)
+	// project is the compose project name; overrides are the files after
+	// compose.yaml (repository paths), compose.hostnet.yaml among them.
+	project   string
+	overrides []string
 }
 
 // publishedPort is api's `ports` entry in compose.yaml.
@@ -86,7 +90,10 @@ func (s *stack) compose(args ...string) string {
 }
 
 func (s *stack) composeErr(args ...string) (string, error) {
-	full := append(slices.Clone(s.client[1:]), "-p", project, "--project-directory", root(), "-f", s.file, "-f", "test/deployrun/compose.hostnet.yaml")
+	full := append(slices.Clone(s.client[1:]), "-p", s.project, "--project-directory", root(), "-f", s.file)
+	for _, o := range s.overrides {
+		full = append(full, "-f", o)
+	}
 	cmd := exec.Command(s.client[0], append(full, args...)...)
 	cmd.Dir = root()
 	cmd.Env = s.env
@@ -362,7 +369,8 @@ func TestComposeStack(t *testing.T) {
 		"TEST_WORKER1_METRICS_PORT="+strconv.Itoa(freePort(t)), "TEST_WORKER2_METRICS_PORT="+strconv.Itoa(freePort(t)),
 		"TEST_CA_FILE="+caFile, "TEST_NOFILE="+nofile(t),
 	)
-	s := &stack{t: t, client: client, env: env, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), file: hostComposeFile(t)}
+	s := &stack{t: t, client: client, env: env, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), file: hostComposeFile(t),
+		project: project, overrides: []string{"test/deployrun/compose.hostnet.yaml"}}
 	_, _ = s.composeErr("down", "-v", "--remove-orphans") // what a killed earlier run left
 	t.Cleanup(func() {
 		if t.Failed() {
