@@ -76,7 +76,7 @@ if [ ! -s es_users ]; then
     if command -v java >/dev/null; then ES_JAVA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")"); export ES_JAVA_HOME; fi
     cd /usr/share/elasticsearch
     bin/elasticsearch-users useradd noticesd -p "$pw" >/dev/null
-    grep "^noticesd:" config/users' <es_password >es_users.tmp
+    grep "^noticesd:" config/users' <es_password >es_users.tmp || { rm -f es_users.tmp; echo "compose-secrets: elasticsearch-users in $ES_IMAGE failed (above)" >&2; exit 1; }
   mv es_users.tmp es_users
 fi
 chmod 644 es_users es_users_roles es_roles.yml redis_users.acl
