@@ -403,7 +403,10 @@ func TestComposeStack(t *testing.T) {
 
 	// ---- the README's tour against the stack
 	t.Run("tour", func(t *testing.T) {
-		testbin.TourAt(t, s.tourExports(keys["read_key"], keys["account_key"]))
+		// /metrics is on api's metrics port, not the API's (the reference's
+		// example reads METRICS_BASE when set).
+		exports := append(s.tourExports(keys["read_key"], keys["account_key"]), fmt.Sprintf("export METRICS_BASE=http://127.0.0.1:%d", apiMetricsPort))
+		testbin.TourAt(t, exports)
 		t.Logf("the README's tour and the reference's examples: every curl answered 2xx against the compose stack")
 	})
 	if t.Failed() {
