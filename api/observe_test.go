@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/noticesd/noticesd/docs"
+	"github.com/noticesd/noticesd/internal/config"
 )
 
 // TestAccessLog: one line per request with method, route pattern, status,
@@ -128,6 +129,37 @@ func TestMetrics(t *testing.T) {
 	}
 	if bytes.Contains(res.body, []byte(f.read)) {
 		t.Error("/metrics shows a key")
+	}
+}
+
+// TestMetricsOffTheAPIPort: with NOTICES_METRICS_ADDR set (serve answers
+// /metrics on that address, cmd/noticesd TestMetricsAddr), the API answers
+// GET and HEAD /metrics 404 not_found like any unknown path; without it,
+// 200.
+func TestMetricsOffTheAPIPort(t *testing.T) {
+	for _, tt := range []struct {
+		metricsAddr string
+		want        int
+	}{{"", 200}, {"127.0.0.1:9464", 404}} {
+		t.Run("NOTICES_METRICS_ADDR="+tt.metricsAddr, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.MetricsAddr = tt.metricsAddr
+			f := newFixture(t, fixtureOpts{cfg: &cfg})
+			for _, method := range []string{"GET", "HEAD"} {
+				res := f.do(t, method, "/metrics", "")
+				if res.status != tt.want {
+					t.Fatalf("%s /metrics: %d, want %d: %s", method, res.status, tt.want, res.body)
+				}
+				if tt.want == 404 && method == "GET" {
+					var e struct {
+						Error struct{ Code string } `json:"error"`
+					}
+					if err := json.Unmarshal(res.body, &e); err != nil || e.Error.Code != "not_found" {
+						t.Errorf("GET /metrics: %s, want the error shape with not_found", res.body)
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -220,7 +220,9 @@ func New(cfg config.Config, deps Deps) *Server {
 	s.handle(fiber.MethodGet, "/", public, s.root)
 	s.handle(fiber.MethodGet, "/health", public, s.health)
 	s.handle(fiber.MethodGet, "/ready", public, s.ready)
-	s.handle(fiber.MethodGet, "/metrics", public, adaptor.HTTPHandler(s.metrics.Handler()))
+	if cfg.MetricsAddr == "" { // else serve answers it on that address only, and here it is an unknown path (404)
+		s.handle(fiber.MethodGet, "/metrics", public, adaptor.HTTPHandler(s.metrics.Handler()))
+	}
 	s.handle(fiber.MethodGet, "/openapi.json", public, serveOpenAPI)
 	s.handle(fiber.MethodGet, "/docs", public, serveDocsPage)
 	s.handle(fiber.MethodGet, "/v1/notices", readKey, s.searchNotices)

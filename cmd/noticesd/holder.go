@@ -105,9 +105,9 @@ func listeningInodes(table string, port int) []string {
 	return out
 }
 
-// listenMessage explains a failed listen on addr, naming the process that
-// listens there when it can be found.
-func listenMessage(addr string, err error) string {
+// listenMessage explains a failed listen on addr (the value of setting),
+// naming the process that listens there when it can be found.
+func listenMessage(setting, addr string, err error) string {
 	// "listen tcp ADDR: bind: address already in use" -> "address already in use".
 	var op *net.OpError
 	if errors.As(err, &op) {
@@ -119,7 +119,7 @@ func listenMessage(addr string, err error) string {
 	}
 	who := portHolder(addr)
 	if who == "" {
-		return fmt.Sprintf("listen on %s: %v; set NOTICES_ADDR to a free address (for example :8081)", addr, err)
+		return fmt.Sprintf("listen on %s: %v; set %s to a free address (for example :8081)", addr, err, setting)
 	}
-	return fmt.Sprintf("listen on %s: %v: %s listens there; stop it, or set NOTICES_ADDR to a free address (for example :8081)", addr, err, who)
+	return fmt.Sprintf("listen on %s: %v: %s listens there; stop it, or set %s to a free address (for example :8081)", addr, err, who, setting)
 }

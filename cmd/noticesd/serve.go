@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/noticesd/noticesd/api"
@@ -23,7 +24,9 @@ const serveAbout = `Serve the API on NOTICES_ADDR. The same process runs the col
 NOTICES_SOURCE is set (in scale mode one replica at a time, by a Redis lease)
 and, in the embedded backend, the webhook delivery worker.
 SIGINT/SIGTERM shut down in order: stop accepting requests, finish in-flight
-ones, stop the collector and the worker, close the store.`
+ones, stop the collector and the worker, close the store.
+GET /metrics is served on NOTICES_ADDR, or, with NOTICES_METRICS_ADDR or
+--metrics-addr set, on that address only (NOTICES_ADDR then answers it 404).`
 
 // part is a long-running component of serve.
 type part interface {
@@ -32,8 +35,9 @@ type part interface {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "serve [--addr :8080]", serveAbout, stderr)
+	fs := newFlags("serve", "serve [--addr :8080] [--metrics-addr :9464]", serveAbout, stderr)
 	addr := fs.String("addr", "", "listen address (overrides NOTICES_ADDR)")
+	metricsAddr := fs.String("metrics-addr", "", "listen address of GET /metrics, e.g. :9464 (overrides NOTICES_METRICS_ADDR; none serves it on the API's address)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -43,6 +47,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *addr != "" {
 		cfg.Addr = *addr
+	}
+	switch {
+	case strings.EqualFold(*metricsAddr, "none"):
+		cfg.MetricsAddr = ""
+	case *metricsAddr != "":
+		cfg.MetricsAddr = *metricsAddr
+	}
+	if *addr != "" || *metricsAddr != "" {
+		if err := cfg.Validate(); err != nil { // the flags are settings too
+			return &exitError{code: exitUsage, msg: err.Error()}
+		}
 	}
 	return serve(ctx, cfg, newLogger(cfg), nil)
 }
@@ -54,37 +69,48 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, ready func(
 }
 
 // claim is what serve holds for its lifetime and takes before it opens
-// anything: the listen address and, in the embedded mode, the data
-// directory's lock.
+// anything: the listen address, the metrics address when it is its own
+// (NOTICES_METRICS_ADDR) and, in the embedded mode, the data directory's
+// lock.
 type claim struct {
-	ln   net.Listener
-	lock *lockfile.Lock
+	ln        net.Listener
+	metricsLn net.Listener // nil: /metrics is on ln
+	lock      *lockfile.Lock
 }
 
-// release gives up what c holds (the listener, if serve did not take it
-// over, and the lock).
+// release gives up what c holds (the listeners, if serve did not take
+// them over, and the lock).
 func (c *claim) release() {
-	if c.ln != nil {
-		_ = c.ln.Close()
+	for _, ln := range []net.Listener{c.ln, c.metricsLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
 	}
 	_ = c.lock.Release()
 }
 
-// claimServe listens on NOTICES_ADDR and takes the data directory's lock
-// (embedded), so that a command that would change data before serving
-// (demo rotates the demo keys) can find out first that it could not
-// serve. A failure names the process holding the address or the lock.
+// claimServe listens on NOTICES_ADDR (and NOTICES_METRICS_ADDR when set)
+// and takes the data directory's lock (embedded), so that a command that
+// would change data before serving (demo rotates the demo keys) can find
+// out first that it could not serve. A failure names the process holding
+// the address or the lock.
 func claimServe(cfg config.Config) (*claim, error) {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return nil, errors.New(listenMessage(cfg.Addr, err))
+		return nil, errors.New(listenMessage("NOTICES_ADDR", cfg.Addr, err))
 	}
-	lock, err := lockDataDir(cfg)
-	if err != nil {
-		_ = ln.Close()
+	c := &claim{ln: ln}
+	if cfg.MetricsAddr != "" {
+		if c.metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			c.release()
+			return nil, errors.New(listenMessage("NOTICES_METRICS_ADDR", cfg.MetricsAddr, err))
+		}
+	}
+	if c.lock, err = lockDataDir(cfg); err != nil {
+		c.release()
 		return nil, err
 	}
-	return &claim{ln: ln, lock: lock}, nil
+	return c, nil
 }
 
 // serveClaimed is serve with the address and lock already claimed (nil:
@@ -164,9 +190,21 @@ func serveClaimed(ctx context.Context, cfg config.Config, log *slog.Logger, read
 	if err := wire(startPart); err != nil {
 		return err
 	}
+	// /metrics on its own port (NOTICES_METRICS_ADDR): started after the
+	// parts whose counters it shows, stopped before them and after the
+	// API (the parts stop once serve returns, the API just below).
+	if held.metricsLn != nil {
+		if deps.Metrics == nil {
+			deps.Metrics = metrics.New(nil, log)
+		}
+		if err := startPart(newMetricsServer(held.metricsLn, deps.Metrics, log)); err != nil {
+			return err
+		}
+		held.metricsLn = nil // closed by the metrics server from here
+	}
 	srv := api.New(cfg, deps)
 	held.ln = nil // closed by the server from here
-	log.Info("serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "backend", cfg.Backend)
+	log.Info("serving", "addr", ln.Addr().String(), "metrics", metricsWhere(cfg), "data_dir", cfg.DataDir, "backend", cfg.Backend)
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
@@ -188,6 +226,14 @@ func serveClaimed(ctx context.Context, cfg config.Config, log *slog.Logger, read
 	}
 	<-served
 	return nil
+}
+
+// metricsWhere says where serve answers GET /metrics, for its log line.
+func metricsWhere(cfg config.Config) string {
+	if cfg.MetricsAddr == "" {
+		return "on the API's address"
+	}
+	return cfg.MetricsAddr + " (NOTICES_METRICS_ADDR; the API's address answers /metrics 404)"
 }
 
 // serveLockName is the lock file in the data directory held by the one

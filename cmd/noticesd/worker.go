@@ -3,12 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -72,11 +68,14 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	ms, err := startMetricsServer(cfg.WorkerMetricsAddr, m, log)
+	ms, err := listenMetrics(cfg.WorkerMetricsAddr, "NOTICES_WORKER_METRICS_ADDR or --metrics-addr; off serves none", m, log)
 	if err != nil {
 		return err
 	}
 	defer ms.Close()
+	if err := ms.Start(ctx); err != nil {
+		return err
+	}
 	mailer, err := newMailer(cfg, st.Redis, st.Redis, true, log.With("part", "mail"))
 	if err != nil {
 		return err
@@ -119,54 +118,6 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		log.Error("metrics shutdown", "err", err)
 	}
 	return err
-}
-
-// metricsServer serves one process's /metrics on its own listener (the
-// worker has no API). A nil *metricsServer serves nothing.
-type metricsServer struct {
-	srv *http.Server
-	ln  net.Listener
-}
-
-// startMetricsServer listens on addr ("" serves nothing) and serves
-// m's /metrics there until Shutdown. The listener is opened before it
-// returns, so a taken port fails the start.
-func startMetricsServer(addr string, m *metrics.Metrics, log *slog.Logger) (*metricsServer, error) {
-	if addr == "" {
-		return nil, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: listen on %s: %w (set NOTICES_WORKER_METRICS_ADDR or --metrics-addr; off serves none)", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
-	s := &metricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln}
-	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
-	log.Info("serving metrics", "addr", ln.Addr().String()+"/metrics")
-	return s, nil
-}
-
-// Addr is the bound address.
-func (s *metricsServer) Addr() string { return s.ln.Addr().String() }
-
-// Close stops serving at once (after Shutdown, or when the start failed).
-func (s *metricsServer) Close() {
-	if s != nil {
-		_ = s.srv.Close()
-	}
-}
-
-// Shutdown stops serving, waiting for scrapes in flight until ctx ends.
-func (s *metricsServer) Shutdown(ctx context.Context) error {
-	if s == nil {
-		return nil
-	}
-	return s.srv.Shutdown(ctx)
 }
 
 const queueAbout = `Print the webhook delivery queue of scale mode (NOTICES_BACKEND=scale) as JSON:

@@ -48,6 +48,7 @@ type Config struct {
 	WebhookAllowPrivate   bool          // NOTICES_WEBHOOK_ALLOW_PRIVATE
 	WebhookCAFile         string        // NOTICES_WEBHOOK_CA_FILE
 	WorkerConcurrency     int           // NOTICES_WORKER_CONCURRENCY: delivery attempts in flight per `noticesd worker` process (scale)
+	MetricsAddr           string        // NOTICES_METRICS_ADDR: listen address of serve's /metrics on a listener of its own; "" serves it on Addr
 	WorkerMetricsAddr     string        // NOTICES_WORKER_METRICS_ADDR: listen address of `noticesd worker`'s /metrics; "" (off) serves none
 	SMTPURL               string        // NOTICES_SMTP_URL: smtp:// or smtps://; "" turns mail off
 	MailFrom              string        // NOTICES_MAIL_FROM: From address of alert_email mail
@@ -81,6 +82,12 @@ type Config struct {
 	// or neither (then the system's roots).
 	ElasticsearchCAFile        string
 	ElasticsearchCAFingerprint string
+	// ElasticsearchPasswordFile (NOTICES_ELASTICSEARCH_PASSWORD_FILE) and
+	// RedisPasswordFile (NOTICES_REDIS_PASSWORD_FILE) name files holding
+	// the password of the user in ElasticsearchURL or RedisURL; fromLookup
+	// puts it into those URLs, so everything after reads it there.
+	ElasticsearchPasswordFile string
+	RedisPasswordFile         string
 
 	// SecretKey (NOTICES_SECRET_KEY) encrypts webhook secrets at rest:
 	// standard base64 of 32 random bytes (`openssl rand -base64 32`).
@@ -216,7 +223,23 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	if err := c.readElasticsearchAPIKeyFile(); err != nil {
 		errsSeen = append(errsSeen, err.Error())
 	}
+	str("NOTICES_ELASTICSEARCH_PASSWORD_FILE", &c.ElasticsearchPasswordFile)
+	if c.ElasticsearchPasswordFile != "" {
+		if u, err := withPasswordFile("NOTICES_ELASTICSEARCH_URL", c.ElasticsearchURL, "NOTICES_ELASTICSEARCH_PASSWORD_FILE", c.ElasticsearchPasswordFile); err != nil {
+			errsSeen = append(errsSeen, err.Error())
+		} else {
+			c.ElasticsearchURL = u
+		}
+	}
 	str("NOTICES_REDIS_URL", &c.RedisURL)
+	str("NOTICES_REDIS_PASSWORD_FILE", &c.RedisPasswordFile)
+	if c.RedisPasswordFile != "" {
+		if u, err := withPasswordFile("NOTICES_REDIS_URL", c.RedisURL, "NOTICES_REDIS_PASSWORD_FILE", c.RedisPasswordFile); err != nil {
+			errsSeen = append(errsSeen, err.Error())
+		} else {
+			c.RedisURL = u
+		}
+	}
 	str("NOTICES_REDIS_CA_FILE", &c.RedisCAFile)
 	str("NOTICES_REDIS_MASTER", &c.RedisMaster)
 	str("NOTICES_REDIS_SENTINEL_PASSWORD", &c.RedisSentinelPassword)
@@ -233,6 +256,10 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	str("NOTICES_NAMESPACE", &c.Namespace)
 	str("NOTICES_SOURCE", &c.Source)
+	str("NOTICES_METRICS_ADDR", &c.MetricsAddr)
+	if strings.EqualFold(c.MetricsAddr, "none") {
+		c.MetricsAddr = ""
+	}
 	str("NOTICES_WORKER_METRICS_ADDR", &c.WorkerMetricsAddr)
 	if strings.EqualFold(c.WorkerMetricsAddr, "off") {
 		c.WorkerMetricsAddr = ""
@@ -390,6 +417,14 @@ func (c Config) Validate() error {
 	if err := checkListenAddr(c.Addr); err != nil {
 		return fmt.Errorf("config: NOTICES_ADDR=%q %v", c.Addr, err)
 	}
+	if c.MetricsAddr != "" {
+		if err := checkListenAddr(c.MetricsAddr); err != nil {
+			return fmt.Errorf("config: NOTICES_METRICS_ADDR=%q %v", c.MetricsAddr, err)
+		}
+		if samePort(c.MetricsAddr, c.Addr) {
+			return fmt.Errorf("config: NOTICES_METRICS_ADDR=%q has the port of NOTICES_ADDR=%q; give /metrics a port of its own (e.g. :9464), or unset NOTICES_METRICS_ADDR to serve it on the API's port", c.MetricsAddr, c.Addr)
+		}
+	}
 	if c.WorkerMetricsAddr != "" {
 		if err := checkListenAddr(c.WorkerMetricsAddr); err != nil {
 			return fmt.Errorf("config: NOTICES_WORKER_METRICS_ADDR=%q %v", c.WorkerMetricsAddr, err)
@@ -418,6 +453,14 @@ func checkListenAddr(addr string) error {
 		return fmt.Errorf("has port %q; it must be a number from 0 to 65535", port)
 	}
 	return nil
+}
+
+// samePort reports whether two listen addresses (checked by
+// checkListenAddr) ask for the same non-zero port.
+func samePort(a, b string) bool {
+	_, pa, _ := net.SplitHostPort(a)
+	_, pb, _ := net.SplitHostPort(b)
+	return pa == pb && pa != "0"
 }
 
 // MailOn reports whether alert_email mail is sent (NOTICES_SMTP_URL set).

@@ -179,6 +179,38 @@ func TestFromLookup(t *testing.T) {
 				t.Errorf("namespace %q, want notices", c.Namespace)
 			}
 		}},
+		{"metrics addr", map[string]string{"NOTICES_METRICS_ADDR": "127.0.0.1:9464"}, "", func(t *testing.T, c Config) {
+			if c.MetricsAddr != "127.0.0.1:9464" {
+				t.Errorf("MetricsAddr %q", c.MetricsAddr)
+			}
+		}},
+		{"metrics addr unset", map[string]string{"NOTICES_METRICS_ADDR": "none"}, "", func(t *testing.T, c Config) {
+			if c.MetricsAddr != "" {
+				t.Errorf("MetricsAddr %q, want none (the API's port)", c.MetricsAddr)
+			}
+		}},
+		{"metrics addr bad", map[string]string{"NOTICES_METRICS_ADDR": "9464"}, "NOTICES_METRICS_ADDR", nil},
+		{"metrics addr on the api port", map[string]string{"NOTICES_ADDR": ":8080", "NOTICES_METRICS_ADDR": "127.0.0.1:8080"}, "port of its own", nil},
+		{"elasticsearch password file", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_ELASTICSEARCH_URL": "https://noticesd@es1:9200,https://noticesd@es2:9200",
+			"NOTICES_ELASTICSEARCH_PASSWORD_FILE": keyFile(t, " p@ss:w/rd\n")}, "", func(t *testing.T, c Config) {
+			want := []string{"https://noticesd:p%40ss%3Aw%2Frd@es1:9200", "https://noticesd:p%40ss%3Aw%2Frd@es2:9200"}
+			if got := c.ElasticsearchURLs(); !slices.Equal(got, want) {
+				t.Errorf("ElasticsearchURLs = %q, want %q", got, want)
+			}
+			if c.ElasticsearchCredentials() != "NOTICES_ELASTICSEARCH_PASSWORD_FILE" {
+				t.Errorf("credentials from %s", c.ElasticsearchCredentials())
+			}
+		}},
+		{"elasticsearch password file without user", map[string]string{"NOTICES_ELASTICSEARCH_URL": "https://es1:9200", "NOTICES_ELASTICSEARCH_PASSWORD_FILE": keyFile(t, "pw")}, "names no user", nil},
+		{"elasticsearch password twice", map[string]string{"NOTICES_ELASTICSEARCH_URL": "https://u:hunter2@es1:9200", "NOTICES_ELASTICSEARCH_PASSWORD_FILE": keyFile(t, "pw")}, "has a password too", nil},
+		{"elasticsearch password file empty", map[string]string{"NOTICES_ELASTICSEARCH_URL": "https://u@es1:9200", "NOTICES_ELASTICSEARCH_PASSWORD_FILE": keyFile(t, "\n")}, "is empty", nil},
+		{"redis password file", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "rediss://noticesd@redis:6380/0", "NOTICES_REDIS_PASSWORD_FILE": keyFile(t, "s3cret\n")}, "", func(t *testing.T, c Config) {
+			if c.RedisURL != "rediss://noticesd:s3cret@redis:6380/0" {
+				t.Errorf("RedisURL %q", c.RedisURL)
+			}
+		}},
+		{"redis password file missing", map[string]string{"NOTICES_REDIS_URL": "redis://u@redis:6379/0", "NOTICES_REDIS_PASSWORD_FILE": "/nonexistent/pw"}, "NOTICES_REDIS_PASSWORD_FILE", nil},
+		{"redis password twice", map[string]string{"NOTICES_REDIS_URL": "redis://u:hunter2@redis:6379/0", "NOTICES_REDIS_PASSWORD_FILE": keyFile(t, "pw")}, "has a password too", nil},
 		{"namespace", map[string]string{"NOTICES_NAMESPACE": "staging-2"}, "", func(t *testing.T, c Config) {
 			if c.Namespace != "staging-2" {
 				t.Errorf("namespace %q, want staging-2", c.Namespace)

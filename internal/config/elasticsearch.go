@@ -46,9 +46,13 @@ func (c Config) ElasticsearchCACert() ([]byte, error) {
 
 // ElasticsearchCredentials says which setting holds the credentials noticesd
 // presents to Elasticsearch, for messages: NOTICES_ELASTICSEARCH_API_KEY
-// (or its _FILE), NOTICES_ELASTICSEARCH_URL (user:password@), or "" for none.
+// (or its _FILE), NOTICES_ELASTICSEARCH_PASSWORD_FILE (the URL's user with
+// that file's password), NOTICES_ELASTICSEARCH_URL (user:password@), or ""
+// for none.
 func (c Config) ElasticsearchCredentials() string {
 	switch {
+	case c.ElasticsearchPasswordFile != "":
+		return "NOTICES_ELASTICSEARCH_PASSWORD_FILE"
 	case c.ElasticsearchAPIKeyFile != "":
 		return "NOTICES_ELASTICSEARCH_API_KEY_FILE"
 	case c.ElasticsearchAPIKey != "":

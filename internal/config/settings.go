@@ -14,15 +14,18 @@ type Setting struct {
 // of the operating guide.
 var Settings = []Setting{
 	{"NOTICES_ADDR", ":8080", "listen address of the API"},
+	{"NOTICES_METRICS_ADDR", "none", "listen address of serve's GET /metrics on a port of its own, e.g. :9464; the API's port then answers /metrics 404 not_found. Unset (none): /metrics on the API's port"},
 	{"NOTICES_DATA_DIR", "./data", "directory of the SQLite file (notices.db) and the collector state"},
 	{"NOTICES_BACKEND", "embedded", "embedded (one SQLite file) or scale (Elasticsearch + Redis)"},
 	{"NOTICES_ELASTICSEARCH_URL", "http://localhost:9200", "Elasticsearch node URL, or several comma-separated, with user:password@ for basic authentication (scale backend)"},
 	{"NOTICES_ELASTICSEARCH_REPLICAS", "0", "replicas of each Elasticsearch index noticesd creates (scale backend)"},
 	{"NOTICES_ELASTICSEARCH_API_KEY", "none", "Elasticsearch API key, encoded (the \"encoded\" field of the create API key answer), instead of user:password in the URL (scale backend)"},
 	{"NOTICES_ELASTICSEARCH_API_KEY_FILE", "none", "file holding NOTICES_ELASTICSEARCH_API_KEY (trimmed), instead of the variable"},
+	{"NOTICES_ELASTICSEARCH_PASSWORD_FILE", "none", "file holding the password of the user in NOTICES_ELASTICSEARCH_URL (given there as https://user@host:9200, without a password), e.g. a compose secret"},
 	{"NOTICES_ELASTICSEARCH_CA_FILE", "none", "PEM file of the CA that signed the Elasticsearch nodes' HTTPS certificates (default: the system's roots)"},
 	{"NOTICES_ELASTICSEARCH_CA_FINGERPRINT", "none", "SHA-256 fingerprint of the Elasticsearch CA certificate (hex, with or without colons, as Elasticsearch prints it), instead of NOTICES_ELASTICSEARCH_CA_FILE"},
 	{"NOTICES_REDIS_URL", "redis://localhost:6379/0", "Redis URL (scale backend; it must run with appendonly yes): redis://user:password@host:port/db (ACL user), rediss:// for TLS; with Sentinels its host is ignored"},
+	{"NOTICES_REDIS_PASSWORD_FILE", "none", "file holding the password of the ACL user in NOTICES_REDIS_URL (given there as rediss://user@host:6380/0, without a password), e.g. a compose secret"},
 	{"NOTICES_REDIS_CA_FILE", "none", "PEM roots trusted for rediss:// (default: the system's roots)"},
 	{"NOTICES_REDIS_SENTINELS", "none", "comma-separated host:port of Redis Sentinels; the client asks them for the primary of NOTICES_REDIS_MASTER and follows failovers"},
 	{"NOTICES_REDIS_MASTER", "none", "master name the Sentinels monitor (required with NOTICES_REDIS_SENTINELS)"},

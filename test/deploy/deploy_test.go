@@ -10,6 +10,8 @@ package deploy
 import (
 	"bytes"
 	"errors"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,9 +63,31 @@ type service struct {
 	Volumes  []string       `yaml:"volumes"`
 	Ports    []string       `yaml:"ports"`
 	Restart  string         `yaml:"restart"`
-	Secrets  []string       `yaml:"secrets"`
+	Secrets  secretRefs     `yaml:"secrets"`
 	MemLimit string         `yaml:"mem_limit"`
 	Ulimits  map[string]any `yaml:"ulimits"`
+}
+
+// secretRefs are a service's secrets by name: compose's short form (a
+// name) or long form ({source, target}).
+type secretRefs []string
+
+// UnmarshalYAML reads either form.
+func (r *secretRefs) UnmarshalYAML(n *yaml.Node) error {
+	for _, item := range n.Content {
+		if item.Kind == yaml.ScalarNode {
+			*r = append(*r, item.Value)
+			continue
+		}
+		var long struct {
+			Source string `yaml:"source"`
+		}
+		if err := item.Decode(&long); err != nil {
+			return err
+		}
+		*r = append(*r, long.Source)
+	}
+	return nil
 }
 
 func loadCompose(t *testing.T) (composeFile, []byte) {
@@ -306,7 +330,18 @@ func TestComposeServices(t *testing.T) {
 	if !slices.Equal(api.Ports, []string{"${NOTICES_PUBLISH_IP:-127.0.0.1}:${NOTICES_PORT:-8080}:8080"}) || api.Environment["NOTICES_ADDR"] != ":8080" {
 		t.Errorf("api: want port 8080 published on 127.0.0.1 by default (NOTICES_PUBLISH_IP opens it) and NOTICES_ADDR=:8080, got ports %v, addr %q", api.Ports, api.Environment["NOTICES_ADDR"])
 	}
+	// /metrics is off the published port: api serves it on a port of its
+	// own (NOTICES_METRICS_ADDR), which no service publishes.
+	_, apiMetricsPort, err := net.SplitHostPort(api.Environment["NOTICES_METRICS_ADDR"])
+	if err != nil || apiMetricsPort == "8080" {
+		t.Errorf("api: NOTICES_METRICS_ADDR = %q, want a listen address of its own (not the API's :8080), so the published port answers /metrics 404", api.Environment["NOTICES_METRICS_ADDR"])
+	}
 	for name, s := range cf.Services {
+		for _, p := range s.Ports {
+			if i := strings.LastIndexByte(p, ':'); i >= 0 && (p[i+1:] == apiMetricsPort || p[i+1:] == "9464") {
+				t.Errorf("service %s publishes %q, a metrics port: /metrics must not be published", name, p)
+			}
+		}
 		if name != "api" && len(s.Ports) > 0 {
 			t.Errorf("service %s publishes %v: only the API is published", name, s.Ports)
 		}
@@ -592,6 +627,13 @@ func TestComposeConfig(t *testing.T) {
 	if out, err := run(compose); err == nil || !strings.Contains(out, "NOTICES_SECRET_KEY_PATH") {
 		t.Errorf("config without NOTICES_SECRET_KEY_PATH: err %v, want a failure naming the variable; output:\n%s", err, out)
 	}
+	// The secured override validates on top of compose.yaml.
+	secured := exec.Command(client[0], append(client[1:], "-f", compose, "-f", filepath.Join(dir, "compose.secured.yaml"), "config", "-q")...)
+	secured.Dir = dir
+	secured.Env = append(os.Environ(), "NOTICES_SECRET_KEY_PATH="+keyFile, "NOTICES_SECRETS_DIR="+t.TempDir())
+	if out, err := secured.CombinedOutput(); err != nil {
+		t.Errorf("%s -f compose.yaml -f compose.secured.yaml config: %v\n%s", strings.Join(client, " "), err, out)
+	}
 	raw, err := os.ReadFile(compose)
 	if err != nil {
 		t.Fatal(err)
@@ -602,5 +644,71 @@ func TestComposeConfig(t *testing.T) {
 	}
 	if out, err := run(broken, "NOTICES_SECRET_KEY_PATH="+keyFile); err == nil {
 		t.Errorf("config accepted a service with an unknown key (replicas_typo): it does not validate\n%s", out)
+	}
+}
+
+// TestComposeSecuredFile: compose.secured.yaml sets only settings the
+// binary reads, gives noticesd no password in an environment variable (the
+// URLs name the user only; the passwords are *_PASSWORD_FILE secrets), puts
+// Elasticsearch on HTTPS with security on and Redis on TLS only with an ACL
+// file, and mounts private keys as secrets and certificates read-only.
+func TestComposeSecuredFile(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(root(t), "compose.secured.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf composeFile
+	if err := yaml.Unmarshal(raw, &cf); err != nil {
+		t.Fatalf("compose.secured.yaml: %v", err)
+	}
+	for _, name := range []string{"init", "api", "worker"} {
+		s := cf.Services[name]
+		for k, v := range s.Environment {
+			if !settingKnown(k) {
+				t.Errorf("%s sets %s, which is not in config.Settings", name, k)
+			}
+			if u, err := url.Parse(v); err == nil && u.User != nil {
+				if _, has := u.User.Password(); has {
+					t.Errorf("%s: %s=%q carries a password in the environment", name, k, v)
+				}
+			}
+		}
+		for _, k := range []string{"NOTICES_ELASTICSEARCH_PASSWORD_FILE", "NOTICES_REDIS_PASSWORD_FILE"} {
+			if !strings.HasPrefix(s.Environment[k], "/run/secrets/") {
+				t.Errorf("%s: %s=%q, want a compose secret under /run/secrets", name, k, s.Environment[k])
+			}
+		}
+		if !strings.HasPrefix(s.Environment["NOTICES_ELASTICSEARCH_URL"], "https://") || !strings.HasPrefix(s.Environment["NOTICES_REDIS_URL"], "rediss://") ||
+			s.Environment["NOTICES_ELASTICSEARCH_CA_FILE"] == "" || s.Environment["NOTICES_REDIS_CA_FILE"] == "" {
+			t.Errorf("%s: want https:// and rediss:// URLs with their CA files, got %v", name, s.Environment)
+		}
+		if !slices.Contains(s.Secrets, "notices_secret_key") {
+			t.Errorf("%s: secrets %v lack notices_secret_key (an override's list replaces compose.yaml's in some clients)", name, s.Secrets)
+		}
+	}
+	es, redis := cf.Services["elasticsearch"], cf.Services["redis"]
+	if es.Environment["xpack.security.enabled"] != "true" || es.Environment["xpack.security.http.ssl.enabled"] != "true" {
+		t.Errorf("elasticsearch: want security and HTTPS on, got %v", es.Environment)
+	}
+	cmd := strings.Join(redis.Command, " ")
+	for _, want := range []string{"--port 0", "--tls-port", "--aclfile /run/secrets/", "--appendonly yes"} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("redis command %q lacks %q", cmd, want)
+		}
+	}
+	for name, s := range map[string]service{"elasticsearch": es, "redis": redis} {
+		for _, v := range s.Volumes {
+			if !strings.HasSuffix(v, ":ro") {
+				t.Errorf("%s mounts %q read-write; TLS material is mounted read-only", name, v)
+			}
+			if strings.Contains(v, "key") {
+				t.Errorf("%s mounts %q as a volume; a private key goes in as a secret", name, v)
+			}
+		}
+	}
+	for name, sec := range cf.Secrets {
+		if !strings.HasPrefix(sec.File, "${NOTICES_SECRETS_DIR:-./secrets}/") {
+			t.Errorf("secret %s is the file %q, want one under ${NOTICES_SECRETS_DIR:-./secrets} (scripts/compose-secrets.sh)", name, sec.File)
+		}
 	}
 }

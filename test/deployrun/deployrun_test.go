@@ -40,6 +40,10 @@ type stack struct {
 	env    []string
 	base   string // the API's URL
 	file   string // compose.yaml without api's ports (hostComposeFile)
+	// project is the compose project name; overrides are the files after
+	// compose.yaml (repository paths), compose.hostnet.yaml among them.
+	project   string
+	overrides []string
 }
 
 // publishedPort is api's `ports` entry in compose.yaml.
@@ -86,7 +90,10 @@ func (s *stack) compose(args ...string) string {
 }
 
 func (s *stack) composeErr(args ...string) (string, error) {
-	full := append(slices.Clone(s.client[1:]), "-p", project, "--project-directory", root(), "-f", s.file, "-f", "test/deployrun/compose.hostnet.yaml")
+	full := append(slices.Clone(s.client[1:]), "-p", s.project, "--project-directory", root(), "-f", s.file)
+	for _, o := range s.overrides {
+		full = append(full, "-f", o)
+	}
 	cmd := exec.Command(s.client[0], append(full, args...)...)
 	cmd.Dir = root()
 	cmd.Env = s.env
@@ -350,7 +357,7 @@ func TestComposeStack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	apiPort := freePort(t)
+	apiPort, apiMetricsPort := freePort(t), freePort(t)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "NOTICES_") || strings.HasPrefix(kv, "DEMO=") || strings.HasPrefix(kv, "COMPOSE_")
 	})
@@ -358,11 +365,12 @@ func TestComposeStack(t *testing.T) {
 		"NOTICES_SECRET_KEY_PATH="+keyFile,
 		"DEMO=on", "SAMPLE_NOTICES=3000", "SAMPLE_COMPANIES=12000",
 		"TEST_ES_PORT="+strconv.Itoa(freePort(t)), "TEST_ES_TRANSPORT_PORT="+strconv.Itoa(freePort(t)),
-		"TEST_REDIS_PORT="+strconv.Itoa(freePort(t)), "TEST_API_PORT="+strconv.Itoa(apiPort),
+		"TEST_REDIS_PORT="+strconv.Itoa(freePort(t)), "TEST_API_PORT="+strconv.Itoa(apiPort), "TEST_API_METRICS_PORT="+strconv.Itoa(apiMetricsPort),
 		"TEST_WORKER1_METRICS_PORT="+strconv.Itoa(freePort(t)), "TEST_WORKER2_METRICS_PORT="+strconv.Itoa(freePort(t)),
 		"TEST_CA_FILE="+caFile, "TEST_NOFILE="+nofile(t),
 	)
-	s := &stack{t: t, client: client, env: env, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), file: hostComposeFile(t)}
+	s := &stack{t: t, client: client, env: env, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), file: hostComposeFile(t),
+		project: project, overrides: []string{"test/deployrun/compose.hostnet.yaml"}}
 	_, _ = s.composeErr("down", "-v", "--remove-orphans") // what a killed earlier run left
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -391,10 +399,14 @@ func TestComposeStack(t *testing.T) {
 		t.Fatalf("docker inspect api shows the secret key, or no NOTICES_SECRET_KEY_FILE: %s", out)
 	}
 	t.Logf("docker inspect api: NOTICES_SECRET_KEY_FILE set, the key itself not shown")
+	checkMetricsPort(t, s.base, fmt.Sprintf("http://127.0.0.1:%d", apiMetricsPort))
 
 	// ---- the README's tour against the stack
 	t.Run("tour", func(t *testing.T) {
-		testbin.TourAt(t, s.tourExports(keys["read_key"], keys["account_key"]))
+		// /metrics is on api's metrics port, not the API's (the reference's
+		// example reads METRICS_BASE when set).
+		exports := append(s.tourExports(keys["read_key"], keys["account_key"]), fmt.Sprintf("export METRICS_BASE=http://127.0.0.1:%d", apiMetricsPort))
+		testbin.TourAt(t, exports)
 		t.Logf("the README's tour and the reference's examples: every curl answered 2xx against the compose stack")
 	})
 	if t.Failed() {
@@ -504,4 +516,31 @@ func TestComposeStack(t *testing.T) {
 		t.Fatalf("%d webhook requests had a bad signature", bad)
 	}
 	t.Logf("after the kill: all %d notices of the batch delivered (%d posts in all, none under a second delivery id), all %d records delivered", len(crash), posts, 6+len(crash))
+}
+
+// checkMetricsPort: the api container answers GET /metrics on its metrics
+// port (NOTICES_METRICS_ADDR, which compose.yaml does not publish) and 404
+// not_found on the API's port.
+func checkMetricsPort(t *testing.T, base, metricsBase string) {
+	t.Helper()
+	get := func(url string) (int, string) {
+		res, err := (&http.Client{Timeout: 30 * time.Second}).Get(url)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if status, body := get(metricsBase + "/metrics"); status != http.StatusOK || !strings.Contains(body, "noticesd_http_requests_total") {
+		t.Fatalf("GET %s/metrics (api's NOTICES_METRICS_ADDR): HTTP %d, want 200 with noticesd_http_requests_total:\n%.500s", metricsBase, status, body)
+	}
+	status, body := get(base + "/metrics")
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); status != http.StatusNotFound || err != nil || e.Error.Code != "not_found" {
+		t.Fatalf("GET %s/metrics (the API's port): HTTP %d %.300s, want 404 not_found", base, status, body)
+	}
+	t.Logf("metrics: api answers /metrics 200 on its metrics port %s and 404 not_found on the API's port %s", metricsBase, base)
 }
