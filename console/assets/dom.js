@@ -1,5 +1,5 @@
 // Small DOM helpers: every element is built with createElement and text
-// nodes (never innerHTML), so data from the API cannot become markup.
+// nodes, never parsed from strings, so data from the API cannot become markup.
 
 /** h builds an element: attrs set properties ("class", "for", "on*" handlers, data-*, aria-*), children are nodes or text. */
 export function h(tag, attrs, ...children) {

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,9 @@ import (
 )
 
 func TestMain(m *testing.M) { testservers.Main(m) }
+
+// consoleLine is the line of the demo's output that gives the console's URL.
+var consoleLine = regexp.MustCompile(`(?m)^Console: (\S+)`)
 
 // demoArgs is the sample the console is driven against (the README tour's size).
 var demoArgs = []string{"--notices", "3000", "--companies", "12000"}
@@ -135,6 +139,7 @@ type session struct {
 	dls     string
 	backend string
 	axeRuns int
+	console string // the console's URL, as the demo printed it
 
 	mu       sync.Mutex
 	requests []string          // every URL the page requested
@@ -168,6 +173,12 @@ func drive(t *testing.T, chrome string, axe []byte, d *testbin.Demo, backend str
 	s.enable()
 	t.Logf("screenshots of the %s backend in %s", backend, s.shots)
 	a := &apiClient{t: t, base: d.Base, key: d.Vars["KEY"]}
+	// make run prints the console's URL; the browser opens that.
+	m := consoleLine.FindStringSubmatch(d.Stdout.String())
+	if m == nil || m[1] != d.Base+"/console" {
+		t.Fatalf("noticesd demo printed no line 'Console: %s/console'; it printed:\n%s", d.Base, d.Stdout)
+	}
+	s.console = m[1]
 
 	s.signIn(d.Vars["KEY"], "read")
 	s.search(a)
@@ -372,7 +383,7 @@ func (s *session) download(sel string) (name string, body []byte) {
 
 func (s *session) signIn(key, kind string) {
 	s.t.Helper()
-	s.run("open /console", chromedp.Navigate(s.base+"/console"), chromedp.WaitVisible(chromedp.ID("key")))
+	s.run("open /console", chromedp.Navigate(s.console), chromedp.WaitVisible(chromedp.ID("key")))
 	s.shot("signin")
 	s.accessible("the sign-in page")
 	s.run("sign in", chromedp.SendKeys(chromedp.ID("key"), key), chromedp.Click(chromedp.CSS(`form.signin button[type="submit"]`)))
@@ -586,7 +597,13 @@ func (s *session) screen(a *apiClient, d *testbin.Demo) {
 	s.run("upload the loan book", chromedp.WaitVisible(chromedp.ID("file")), chromedp.SetUploadFiles(chromedp.ID("file"), []string{file}))
 	s.wait("the file to load", `document.getElementById('file-info').textContent.includes('1,001 lines')`)
 	s.run("screen", chromedp.Click(chromedp.ID("screen")))
-	s.wait("the screen result", `!!document.getElementById('n-matched')`)
+	s.wait("the screen result", `document.getElementById('n-matched') || document.querySelector('form .alert')`)
+	var alert string
+	s.eval(`(document.querySelector('form .alert') || {}).textContent || ''`, &alert)
+	if alert != "" {
+		t := s.t
+		t.Fatalf("screening the CSV file failed in the console (%s): %s", s.backend, alert)
+	}
 	var got map[string]string
 	s.eval(`({matched: document.getElementById('n-matched').textContent, unmatched: document.getElementById('n-unmatched').textContent,
 		unresolved: document.getElementById('n-unresolved').textContent, submitted: document.getElementById('n-submitted').textContent})`, &got)
