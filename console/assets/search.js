@@ -183,10 +183,12 @@ export async function searchView(box, r, ctx) {
         h('td', {}, h('button', { type: 'button', class: 'link', 'aria-label': `Details of the notice of ${n.company_name} on ${n.published_date}`, onclick: () => noticeDialog(n) }, 'Details'))))));
     const pages = Math.max(1, Math.ceil(res.total / limit));
     const maxPage = Math.min(pages, Math.floor(10000 / limit));
+    // A page link that leads nowhere has no href: it is shown, but neither focused nor followed.
+    const pageLink = (id, to, off, text) => h('a', { class: 'btn ghost', id, href: off ? null : hashFor('search', f, Object.assign({}, extra, { page: to })), 'aria-disabled': off ? 'true' : null }, text);
     const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' },
-      h('a', { class: 'btn ghost', href: hashFor('search', f, Object.assign({}, extra, { page: page - 1 })), 'aria-disabled': page <= 1 ? 'true' : null, id: 'prev' }, '← Previous'),
+      pageLink('prev', page - 1, page <= 1, '← Previous'),
       h('span', {}, `Page ${fmt(page)} of ${fmt(pages)}`),
-      h('a', { class: 'btn ghost', href: hashFor('search', f, Object.assign({}, extra, { page: page + 1 })), 'aria-disabled': page >= maxPage || !res.has_more ? 'true' : null, id: 'next' }, 'Next →'));
+      pageLink('next', page + 1, page >= maxPage || !res.has_more, 'Next →'));
     fill(content, head, res.data.length ? table : h('p', { class: 'empty' }, 'No notice matches. Loosen the words or the filters.'), res.total > limit ? pager : null,
       pages > maxPage ? h('p', { class: 'help' }, `Paging stops at ${fmt(maxPage * limit)} notices; narrow the filters or export CSV for the rest.`) : null);
     say(`${fmt(res.total)} notices found.`);

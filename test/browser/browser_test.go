@@ -455,6 +455,28 @@ func (s *session) search(a *apiClient) {
 	s.accessible("a notice's detail")
 	s.run("close the notice", chromedp.Click(chromedp.CSS(`dialog[open] .dlghead button`)))
 	s.wait("the dialog to close", `!document.querySelector('dialog')`)
+
+	// Paged and sorted as the API pages and sorts.
+	firstRow := func(what, query string) {
+		s.t.Helper()
+		var want struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		a.getJSON("/v1/notices?"+query, &want)
+		var got string
+		s.eval(`document.querySelector('table.results tbody tr').dataset.id`, &got)
+		if len(want.Data) == 0 || got != want.Data[0].ID {
+			s.t.Errorf("%s: the first row is %s; the API's first notice is %v", what, got, want.Data)
+		}
+	}
+	s.run("next page", chromedp.Click(chromedp.ID("next")))
+	s.wait("page 2", `location.hash.includes('page=2') && !!document.getElementById('total')`)
+	firstRow("page 2", "q=liquidator&state=NSW&page=2")
+	s.run("sort oldest first", chromedp.SetValue(chromedp.ID("sort"), "published_asc"), chromedp.Click(chromedp.ID("go")))
+	s.wait("oldest first", `location.hash.includes('sort=published_asc') && !location.hash.includes('page=') && !!document.getElementById('total')`)
+	firstRow("oldest first", "q=liquidator&state=NSW&sort=published_asc")
 }
 
 // company: opens the first result's company; the notice count and the
