@@ -3,6 +3,8 @@ package console
 import (
 	"bytes"
 	"compress/gzip"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -81,5 +83,31 @@ func TestSelfContained(t *testing.T) {
 	}
 	if !strings.Contains(CSP, "default-src 'self'") || !strings.Contains(CSP, "connect-src 'self'") || strings.Contains(CSP, "unsafe") {
 		t.Errorf("CSP %q must keep everything to the origin and allow no inline code", CSP)
+	}
+}
+
+// docImage is a Markdown image of docs/console.md.
+var docImage = regexp.MustCompile(`!\[[^\]]*\]\(([^)]+)\)`)
+
+// TestDocScreenshots: every screenshot docs/console.md shows is committed
+// and under 200 KB (they come from test/browser's artifacts).
+func TestDocScreenshots(t *testing.T) {
+	doc, err := os.ReadFile("../docs/console.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := docImage.FindAllStringSubmatch(string(doc), -1)
+	if len(images) < 6 {
+		t.Errorf("docs/console.md shows %d screenshots; want the six screens (search, notice, company, stats, screen, watch)", len(images))
+	}
+	for _, m := range images {
+		fi, err := os.Stat(filepath.Join("../docs", m[1]))
+		if err != nil {
+			t.Errorf("docs/console.md shows %s: %v", m[1], err)
+			continue
+		}
+		if fi.Size() >= 200_000 {
+			t.Errorf("docs/%s is %d bytes; keep each screenshot under 200 KB", m[1], fi.Size())
+		}
 	}
 }

@@ -126,6 +126,7 @@ func artifacts(t *testing.T, backend string) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	_ = os.Remove(filepath.Join(dir, "failed.png")) // a failed earlier run's
 	return dir
 }
 
