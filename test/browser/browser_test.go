@@ -565,7 +565,10 @@ func (s *session) stats(a *apiClient) {
 	if states != len(byState.Data) || purposes != len(byPurpose.Data) || states == 0 {
 		s.t.Errorf("%d state bars and %d purpose bars; the API has %d and %d", states, purposes, len(byState.Data), len(byPurpose.Data))
 	}
+	// A taller window for this screenshot: the month chart and the bars by state and purpose.
+	s.run("a taller window", chromedp.EmulateViewport(1280, 1320))
 	s.shot("stats")
+	s.run("the window back", chromedp.EmulateReset())
 	s.accessible("the charts")
 }
 
