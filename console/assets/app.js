@@ -87,11 +87,19 @@ async function render() {
   }
   const my = ++rendering;
   const box = h('div', { class: 'view' });
+  // While a section loads, main is busy; once it is complete, data-rendered names the
+  // address it shows (tests and assistive technology wait for that, not for a guess).
+  main().setAttribute('aria-busy', 'true');
+  delete main().dataset.rendered;
   fill(main(), box);
   try {
     await view(box, r, { kind: sessionStorage.getItem(KIND), current: () => my === rendering });
   } catch (e) {
     if (my === rendering) fill(box, errorBox(e));
+  }
+  if (my === rendering) {
+    main().setAttribute('aria-busy', 'false');
+    main().dataset.rendered = location.hash;
   }
 }
 

@@ -283,6 +283,13 @@ func (s *session) wait(what, expr string) {
 	}
 }
 
+// shown waits until the console has finished showing the address it is at
+// (main's data-rendered is location.hash) and cond holds there.
+func (s *session) shown(what, cond string) {
+	s.t.Helper()
+	s.wait(what, `document.getElementById('main').dataset.rendered === location.hash && (`+cond+`)`)
+}
+
 // eval evaluates a JavaScript expression into v (through JSON).
 func (s *session) eval(expr string, v any) {
 	s.t.Helper()
@@ -388,7 +395,7 @@ func (s *session) signIn(key, kind string) {
 	s.shot("signin")
 	s.accessible("the sign-in page")
 	s.run("sign in", chromedp.SendKeys(chromedp.ID("key"), key), chromedp.Click(chromedp.CSS(`form.signin button[type="submit"]`)))
-	s.wait("the signed-in search page", `!document.getElementById('nav').hidden && !!document.getElementById('total')`)
+	s.shown("the signed-in search page", `!document.getElementById('nav').hidden && !!document.getElementById('total')`)
 	var stored, href, shown string
 	s.eval(`sessionStorage.getItem('noticesd.key')`, &stored)
 	s.eval(`location.href`, &href)
@@ -409,11 +416,11 @@ func (s *session) signIn(key, kind string) {
 func (s *session) search(a *apiClient) {
 	s.t.Helper()
 	s.run("search liquidator", chromedp.SetValue(chromedp.ID("q"), "liquidator"), chromedp.Click(chromedp.ID("go")))
-	s.wait("results for liquidator", `location.hash.includes('q=liquidator') && !!document.getElementById('total') && !!document.getElementById('f-state-NSW')`)
+	s.shown("results for liquidator", `location.hash.includes('q=liquidator') && !!document.getElementById('total') && !!document.getElementById('f-state-NSW')`)
 	var facet string
 	s.eval(`document.querySelector('label[for="f-state-NSW"] .count').dataset.count`, &facet)
 	s.run("tick NSW", chromedp.Click(chromedp.ID("f-state-NSW")))
-	s.wait("results in NSW", `location.hash.includes('state=NSW') && !!document.getElementById('total') && document.getElementById('f-state-NSW')?.checked`)
+	s.shown("results in NSW", `location.hash.includes('state=NSW') && !!document.getElementById('total') && document.getElementById('f-state-NSW')?.checked`)
 	var total string
 	s.eval(`document.getElementById('total').dataset.total`, &total)
 	var page struct {
@@ -473,10 +480,10 @@ func (s *session) search(a *apiClient) {
 		}
 	}
 	s.run("next page", chromedp.Click(chromedp.ID("next")))
-	s.wait("page 2", `location.hash.includes('page=2') && !!document.getElementById('total')`)
+	s.shown("page 2", `location.hash.includes('page=2') && !!document.getElementById('total')`)
 	firstRow("page 2", "q=liquidator&state=NSW&page=2")
 	s.run("sort oldest first", chromedp.SetValue(chromedp.ID("sort"), "published_asc"), chromedp.Click(chromedp.ID("go")))
-	s.wait("oldest first", `location.hash.includes('sort=published_asc') && !location.hash.includes('page=') && !!document.getElementById('total')`)
+	s.shown("oldest first", `location.hash.includes('sort=published_asc') && !location.hash.includes('page=') && !!document.getElementById('total')`)
 	firstRow("oldest first", "q=liquidator&state=NSW&sort=published_asc")
 }
 
@@ -488,7 +495,7 @@ func (s *session) company(a *apiClient) {
 	s.eval(`document.querySelector('table.results tbody tr a[href^="#/company/"]').getAttribute('href')`, &href)
 	id := strings.TrimPrefix(href, "#/company/")
 	s.run("open the company", chromedp.Click(chromedp.CSS(`table.results tbody tr a[href^="#/company/"]`)))
-	s.wait("the company page", `!!document.getElementById('company-name')`)
+	s.shown("the company page", `!!document.getElementById('company-name')`)
 	var c struct {
 		Name        string `json:"name"`
 		NoticeCount int    `json:"notice_count"`
@@ -526,7 +533,7 @@ func (s *session) stats(a *apiClient) {
 	}
 	from, to := first.Format("2006-01-02"), last.Format("2006-01-02")
 	s.go_("#/stats?from=" + from + "&to=" + to)
-	s.wait("the month chart", `!!document.querySelector('svg.months') && location.hash.startsWith('#/stats')`)
+	s.shown("the month chart", `!!document.querySelector('svg.months') && location.hash.startsWith('#/stats')`)
 	var bars []struct {
 		Key   string `json:"key"`
 		Count string `json:"count"`
@@ -622,6 +629,8 @@ func (s *session) screen(a *apiClient, d *testbin.Demo) {
 	s.go_("#/screen")
 	s.run("upload the loan book", chromedp.WaitVisible(chromedp.ID("file")), chromedp.SetUploadFiles(chromedp.ID("file"), []string{file}))
 	s.wait("the file to load", `document.getElementById('file-info').textContent.includes('1,001 lines')`)
+	s.shot("screen-upload")
+	s.accessible("the screen form")
 	s.run("screen", chromedp.Click(chromedp.ID("screen")))
 	s.wait("the screen result", `document.getElementById('n-matched') || document.querySelector('form .alert')`)
 	var alert string
@@ -659,7 +668,7 @@ func (s *session) screen(a *apiClient, d *testbin.Demo) {
 func (s *session) exportSearch(a *apiClient) {
 	s.t.Helper()
 	s.go_("#/search?q=liquidator&state=VIC")
-	s.wait("results in VIC", `location.hash.includes('state=VIC') && !!document.getElementById('export')`)
+	s.shown("results in VIC", `location.hash.includes('state=VIC') && !!document.getElementById('export')`)
 	name, got := s.download("#export")
 	want := a.get("/v1/notices?q=liquidator&state=VIC", "text/csv")
 	if !strings.HasSuffix(name, ".csv") || !bytes.Equal(got, want) {
@@ -673,7 +682,7 @@ func (s *session) exportSearch(a *apiClient) {
 func (s *session) watches(a *apiClient, d *testbin.Demo) {
 	s.t.Helper()
 	s.go_("#/watches")
-	s.wait("the account-key message", `document.getElementById('main').textContent.includes('account_required')`)
+	s.shown("the account-key message", `document.getElementById('main').textContent.includes('account_required')`)
 	acct := &apiClient{t: s.t, base: a.base, key: d.Vars["ACCT"]}
 	var w struct {
 		ID string `json:"id"`
@@ -687,10 +696,10 @@ func (s *session) watches(a *apiClient, d *testbin.Demo) {
 	s.run("sign out", chromedp.Click(chromedp.ID("signout")))
 	s.signIn(d.Vars["ACCT"], "account")
 	s.go_("#/watches")
-	s.wait("the watch list", `!!document.querySelector('a[href="#/watches/`+w.ID+`"]')`)
+	s.shown("the watch list", `!!document.querySelector('a[href="#/watches/`+w.ID+`"]')`)
 	s.accessible("the watch list")
 	s.run("open the watch", chromedp.Click(chromedp.CSS(`a[href="#/watches/`+w.ID+`"]`)))
-	s.wait("the watch's matches", `!!document.getElementById('m-title') && document.querySelectorAll('section table.results tbody tr').length > 0`)
+	s.shown("the watch's matches", `!!document.getElementById('m-title') && document.querySelectorAll('section table.results tbody tr').length > 0`)
 	var rows int
 	s.eval(`document.querySelector('section table.results').querySelectorAll('tbody tr').length`, &rows)
 	if rows != len(m.Data) || rows == 0 {
