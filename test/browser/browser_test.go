@@ -575,7 +575,7 @@ func (s *session) stats(a *apiClient) {
 	// A taller window for this screenshot: the month chart and the bars by state and purpose.
 	s.run("a taller window", chromedp.EmulateViewport(1280, 1320))
 	s.shot("stats")
-	s.run("the window back", chromedp.EmulateReset())
+	s.run("the window back", chromedp.EmulateViewport(1280, 900))
 	s.accessible("the charts")
 }
 
