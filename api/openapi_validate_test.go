@@ -46,6 +46,10 @@ func documentRouter(t *testing.T) routers.Router {
 		// Requests built with httptest.NewRequest go to example.com.
 		doc.Servers = openapi3.Servers{{URL: "http://example.com"}}
 		openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.FileBodyDecoder)
+		// The console's files (GET /console/{file}).
+		for _, ct := range []string{"text/javascript", "text/css", "image/svg+xml"} {
+			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
+		}
 		docRouter, docErr = gorillamux.NewRouter(doc)
 	})
 	if docErr != nil {

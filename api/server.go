@@ -137,7 +137,7 @@ type Server struct {
 type access uint8
 
 const (
-	public     access = iota // no key (/health, /ready, /metrics, /openapi.json, /docs)
+	public     access = iota // no key (/health, /ready, /metrics, /openapi.json, /docs, /console)
 	readKey                  // any valid key with an active subscription
 	accountKey               // an account key with an active subscription
 )
@@ -225,6 +225,8 @@ func New(cfg config.Config, deps Deps) *Server {
 	}
 	s.handle(fiber.MethodGet, "/openapi.json", public, serveOpenAPI)
 	s.handle(fiber.MethodGet, "/docs", public, serveDocsPage)
+	s.handle(fiber.MethodGet, "/console", public, serveConsole)
+	s.handle(fiber.MethodGet, "/console/:file", public, serveConsoleAsset)
 	s.handle(fiber.MethodGet, "/v1/notices", readKey, s.searchNotices)
 	s.handle(fiber.MethodGet, "/v1/notices/:id", readKey, s.getNotice)
 	s.handle(fiber.MethodGet, "/v1/companies/:id", readKey, s.getCompany)

@@ -28,6 +28,10 @@ need gcc || apt_install gcc libc6-dev
 need python3 || apt_install python3
 need node || apt_install nodejs
 need perl || apt_install perl
+# The analyst console is driven in Debian's Chromium (test/browser, chromedp), with axe-core
+# from the npm registry (npm ci from test/browser/package-lock.json, run by the test).
+need chromium || apt_install chromium
+need npm || apt_install npm
 # The README's tour and the API reference's examples run as written (testbin.Tour).
 need curl || apt_install curl
 need jq || apt_install jq
@@ -58,6 +62,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 TAGS=sqlite_fts5
+# Test artifacts (the console's screenshots from test/browser), kept after the run.
+export NOTICES_TEST_ARTIFACTS=${NOTICES_TEST_ARTIFACTS:-$PWD/artifacts}
 # Suites that run as stages of their own, after the rest, each with its own time (failover
 # and container suites: slow, and worth a line of their own). A package listed here that
 # does not exist yet is ignored; every other package is in the main `go test ./...`.
@@ -303,6 +309,7 @@ fg "go test TestMillionCompanyWatch (slow log, alone)" gotest "go test TestMilli
 
 stage "done"
 summary
+echo "== test artifacts (the console's screenshots): $NOTICES_TEST_ARTIFACTS"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: FAILED: $(printf '%s; ' "${failed[@]}" | sed 's/; $//')" >&2
   exit 1

@@ -109,8 +109,10 @@ Try:
   curl -s -H "X-API-Key: $KEY" "$BASE/v1/companies/$ACN"
   curl -s -H "X-API-Key: $KEY" -d "{\"identifiers\": [%s\"123456780\"]}" "$BASE/v1/match"
 
+Console: http://%s/console (sign in with the read key, or the account key for watches)
+
 Serving on %s (Ctrl-C to stop) ...
-`, keys.AccountID, keys.AccountKey, keys.ReadKey, keys.ReadKey, keys.AccountKey, host, tr.exports(), tr.missing(), tr.matchIDs(), cfg.Addr)
+`, keys.AccountID, keys.AccountKey, keys.ReadKey, keys.ReadKey, keys.AccountKey, host, tr.exports(), tr.missing(), tr.matchIDs(), host, cfg.Addr)
 	return serveClaimed(ctx, cfg, newLogger(cfg), nil, held)
 }
 

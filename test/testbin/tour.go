@@ -3,7 +3,6 @@ package testbin
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -32,43 +31,7 @@ func Tour(tb testing.TB, bin string, env []string) {
 	tb.Helper()
 	tourBlocks(tb) // what the tour needs, checked before the demo starts
 
-	addr := FreeAddr(tb)
-	stdout, stderr := &LockedBuffer{}, &LockedBuffer{}
-	cmd := exec.Command(bin, "demo", "--notices", "3000", "--companies", "12000")
-	cmd.Env = append(append(os.Environ(), env...), "NOTICES_ADDR="+addr)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	base := "http://" + addr
-	client := &http.Client{Timeout: 30 * time.Second}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		if resp, err := client.Get(base + "/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && strings.Contains(stdout.String(), "Serving on") {
-				break
-			}
-		}
-		if cmd.ProcessState != nil || time.Now().After(deadline) {
-			tb.Fatalf("noticesd demo did not become ready on %s; stdout:\n%s\nstderr:\n%s", addr, stdout, stderr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	var exports []string
-	for _, line := range strings.Split(stdout.String(), "\n") {
-		if l := strings.TrimSpace(line); strings.HasPrefix(l, "export ") {
-			exports = append(exports, l)
-		}
-	}
-	if len(exports) != 2 {
-		tb.Fatalf("noticesd demo printed %d export lines, want the README's two; stdout:\n%s", len(exports), stdout)
-	}
-	TourAt(tb, exports)
+	TourAt(tb, StartDemo(tb, bin, env, "--notices", "3000", "--companies", "12000").Exports)
 }
 
 // TourAt runs the README's short tour and the reference's examples, as
@@ -80,12 +43,7 @@ func TourAt(tb testing.TB, exports []string) {
 	tb.Helper()
 	blocks, calls := tourBlocks(tb)
 	client := &http.Client{Timeout: 30 * time.Second}
-	vars := map[string]string{}
-	for _, e := range exports {
-		for _, m := range exportVar.FindAllStringSubmatch(e, -1) {
-			vars[m[1]] = strings.Trim(m[2], "'")
-		}
-	}
+	vars := exportVars(exports)
 	base := vars["BASE"]
 
 	out, ran := RunShell(tb, strings.Join(exports, "\n")+"\n"+strings.Join(blocks, "\n"))

@@ -1,0 +1,270 @@
+// Search and stats: one filter form (q, dates, deregistration, facets with
+// their counts from /v1/filters) over two views: the paged, sorted result
+// list with a notice's detail, and the charts of /v1/stats. The filters
+// live in the URL's fragment (#/search?q=...&state=NSW), so a view can be
+// bookmarked and the back button works; the key never does.
+import { h, fill, fmt, say, errorBox, download } from './dom.js';
+import * as api from './api.js';
+import { months, bars } from './chart.js';
+
+/** FACETS are the filter lists of /v1/filters, in the order shown. */
+export const FACETS = [
+  ['state', 'State'],
+  ['notice_purpose', 'Purpose'],
+  ['appointment_type', 'Appointment type'],
+  ['status', 'Company status'],
+  ['notice_code', 'Notice code'],
+];
+const SORTS = [
+  ['', 'Best first (relevance with words, else newest)'],
+  ['published_desc', 'Newest first'],
+  ['published_asc', 'Oldest first'],
+  ['relevance', 'Relevance'],
+];
+const LIMITS = [20, 50, 100];
+
+/** readFilters turns the fragment's parameters into the filter object. */
+export function readFilters(params) {
+  const f = { acn: params.get('acn') || '', q: params.get('q') || '', from: params.get('from') || '', to: params.get('to') || '', include_deregistration: params.get('include_deregistration') === 'true' };
+  for (const [k] of FACETS) f[k] = (params.get(k) || '').split(',').filter(Boolean);
+  return f;
+}
+
+function hashFor(view, f, extra = {}) {
+  return '#/' + view + api.query(Object.assign({}, f, extra));
+}
+
+function go(view, f, extra) {
+  const target = hashFor(view, f, extra);
+  if (location.hash === target) window.dispatchEvent(new HashChangeEvent('hashchange'));
+  else location.hash = target;
+}
+
+function idFor(facet, value) {
+  return 'f-' + facet + '-' + value.replace(/[^A-Za-z0-9]/g, '_');
+}
+
+// facetCounts asks /v1/filters once with every filter, and once more for
+// each facet with a selection, without that facet: a facet's counts are what
+// choosing each of its values would give with the other filters kept.
+async function facetCounts(f) {
+  const base = api.get('/v1/filters' + api.query(f));
+  const own = FACETS.filter(([k]) => f[k].length).map(async ([k]) => [k, await api.get('/v1/filters' + api.query(Object.assign({}, f, { [k]: [] })))]);
+  const [all, ...others] = await Promise.all([base, ...own]);
+  const out = {};
+  for (const [k] of FACETS) out[k] = all[k];
+  for (const [k, res] of others) out[k] = res[k];
+  return out;
+}
+
+function facetPanel(view, f, counts) {
+  const panel = h('aside', { class: 'facets', 'aria-label': 'Filters' }, h('h2', { class: 'h3' }, 'Filters'));
+  for (const [k, label] of FACETS) {
+    const values = (counts[k] || []).slice();
+    for (const v of f[k]) if (!values.some((x) => x.value.toLowerCase() === v.toLowerCase())) values.push({ value: v, count: 0 });
+    const fs = h('fieldset', { class: 'facet' }, h('legend', {}, label));
+    if (!values.length) fs.append(h('p', { class: 'help' }, 'None'));
+    const many = values.length > 8;
+    const list = h('ul', {});
+    values.forEach((v, i) => {
+      const checked = f[k].some((x) => x.toLowerCase() === v.value.toLowerCase());
+      const id = idFor(k, v.value);
+      const box = h('input', { type: 'checkbox', id, name: k, value: v.value, checked });
+      box.addEventListener('change', () => {
+        const next = Object.assign({}, f, { [k]: box.checked ? [...f[k], v.value] : f[k].filter((x) => x.toLowerCase() !== v.value.toLowerCase()) });
+        go(view, next);
+      });
+      list.append(h('li', { class: many && i >= 8 && !checked ? 'more' : null },
+        box, h('label', { for: id }, h('span', { class: 'v' }, v.value), h('span', { class: 'count', 'data-count': v.count }, fmt(v.count)))));
+    });
+    fs.append(list);
+    if (many) {
+      const more = h('button', { type: 'button', class: 'link small', 'aria-expanded': 'false' }, `Show all ${values.length}`);
+      more.addEventListener('click', () => {
+        const open = fs.classList.toggle('open');
+        more.setAttribute('aria-expanded', String(open));
+        more.textContent = open ? 'Show fewer' : `Show all ${values.length}`;
+      });
+      fs.append(more);
+    }
+    panel.append(fs);
+  }
+  const any = FACETS.some(([k]) => f[k].length);
+  if (any) {
+    panel.append(h('button', { type: 'button', class: 'ghost small', onclick: () => go(view, Object.assign({}, f, Object.fromEntries(FACETS.map(([k]) => [k, []])))) }, 'Clear filters'));
+  }
+  return panel;
+}
+
+function queryForm(view, f, params) {
+  const q = h('input', { id: 'q', name: 'q', type: 'search', value: f.q, placeholder: 'e.g. liquidator, "creditors voluntary" OR administrat* -receiver', 'aria-describedby': 'qhelp' });
+  const from = h('input', { id: 'from', name: 'from', type: 'date', value: f.from });
+  const to = h('input', { id: 'to', name: 'to', type: 'date', value: f.to });
+  const dereg = h('input', { id: 'dereg', name: 'include_deregistration', type: 'checkbox', checked: f.include_deregistration });
+  const fields = [
+    h('div', { class: 'field grow' }, h('label', { for: 'q' }, 'Words'), q,
+      h('span', { id: 'qhelp', class: 'help' }, 'Words, "phrases", OR, -exclude, prefix*; company names, notice text and practitioners are searched.')),
+    h('div', { class: 'field' }, h('label', { for: 'from' }, 'Published from'), from),
+    h('div', { class: 'field' }, h('label', { for: 'to' }, 'to'), to),
+  ];
+  let sort, limit;
+  if (view === 'search') {
+    sort = h('select', { id: 'sort', name: 'sort' }, SORTS.map(([v, l]) => h('option', { value: v, selected: (params.get('sort') || '') === v }, l)));
+    limit = h('select', { id: 'limit', name: 'limit' }, LIMITS.map((n) => h('option', { value: n, selected: String(n) === (params.get('limit') || '20') }, `${n} a page`)));
+    fields.push(h('div', { class: 'field' }, h('label', { for: 'sort' }, 'Sort'), sort), h('div', { class: 'field' }, h('label', { for: 'limit' }, 'Page size'), limit));
+  }
+  if (f.acn) {
+    fields.push(h('div', { class: 'field' }, h('span', { class: 'help' }, 'Company'),
+      h('span', { class: 'chip' }, h('span', { class: 'mono' }, f.acn), ' ',
+        h('button', { type: 'button', class: 'link small', onclick: () => go(view, Object.assign({}, f, { acn: '' })) }, 'remove'))));
+  }
+  const form = h('form', { class: 'query', role: 'search', 'aria-label': view === 'search' ? 'Search notices' : 'Filter the statistics' },
+    h('div', { class: 'row' }, fields),
+    h('div', { class: 'row end' },
+      h('div', { class: 'check' }, dereg, h('label', { for: 'dereg' }, 'Include deregistration notices')),
+      h('button', { type: 'submit', class: 'primary', id: 'go' }, view === 'search' ? 'Search' : 'Update charts')));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const next = Object.assign({}, f, { q: q.value.trim(), from: from.value, to: to.value, include_deregistration: dereg.checked });
+    const extra = view === 'search' ? { sort: sort.value, limit: limit.value === '20' ? '' : limit.value } : {};
+    go(view, next, extra);
+  });
+  return form;
+}
+
+function tabs(view, f, params) {
+  const extra = view === 'search' ? {} : { sort: params.get('sort') || '', limit: params.get('limit') || '' };
+  return h('div', { class: 'tabs' },
+    h('a', { href: hashFor('search', f, view === 'search' ? {} : extra), class: 'tab', 'aria-current': view === 'search' ? 'page' : null }, 'Results'),
+    h('a', { href: hashFor('stats', f), class: 'tab', 'aria-current': view === 'stats' ? 'page' : null }, 'Charts'));
+}
+
+async function layout(box, r, view, ctx) {
+  const f = readFilters(r.params);
+  const facets = h('div', { class: 'facets-slot' }, h('p', { class: 'help' }, 'Loading filters…'));
+  const content = h('section', { class: 'content', 'aria-live': 'polite', 'aria-busy': 'true' });
+  fill(box, h('h1', { class: 'vh' }, view === 'search' ? 'Search notices' : 'Statistics'),
+    queryForm(view, f, r.params), tabs(view, f, r.params), h('div', { class: 'split' }, facets, content));
+  const counts = facetCounts(f).then((c) => {
+    if (ctx.current()) fill(facets, facetPanel(view, f, c));
+  }, (e) => {
+    if (ctx.current()) fill(facets, errorBox(e));
+  });
+  return { f, content, counts };
+}
+
+/** searchView is #/search: the result list, paged and sorted, with Export CSV. */
+export async function searchView(box, r, ctx) {
+  const { f, content, counts } = await layout(box, r, 'search', ctx);
+  const page = Math.max(1, Number(r.params.get('page')) || 1);
+  const limit = Number(r.params.get('limit')) || 20;
+  const sort = r.params.get('sort') || '';
+  const extra = { sort, limit: limit === 20 ? '' : limit };
+  try {
+    const res = await api.get('/v1/notices' + api.query(Object.assign({}, f, { sort, limit, page })));
+    if (!ctx.current()) return;
+    const first = res.total ? (page - 1) * limit + 1 : 0;
+    const last = (page - 1) * limit + res.data.length;
+    const exportBtn = h('button', { type: 'button', class: 'ghost', id: 'export' }, 'Export CSV');
+    exportBtn.addEventListener('click', () => exportCSV(f, sort, exportBtn));
+    const head = h('div', { class: 'resulthead' },
+      h('p', { class: 'total' }, h('strong', { id: 'total', 'data-total': res.total }, fmt(res.total)), ` notice${res.total === 1 ? '' : 's'}`, res.total ? ` · showing ${fmt(first)}–${fmt(last)}` : ''),
+      exportBtn);
+    const table = h('table', { class: 'results' },
+      h('caption', { class: 'vh' }, 'Matching notices'),
+      h('thead', {}, h('tr', {}, ['Published', 'Company', 'Purpose', 'Appointment type', 'State', 'Status', ''].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, res.data.map((n) => h('tr', { 'data-id': n.id },
+        h('td', { class: 'nowrap' }, n.published_date),
+        h('td', {}, companyLink(n), n.acn ? h('div', { class: 'muted mono' }, 'ACN ' + n.acn) : null),
+        h('td', {}, n.notice_purpose),
+        h('td', {}, n.appointment_type || '—'),
+        h('td', {}, n.state),
+        h('td', {}, n.status),
+        h('td', {}, h('button', { type: 'button', class: 'link', 'aria-label': `Details of the notice of ${n.company_name} on ${n.published_date}`, onclick: () => noticeDialog(n) }, 'Details'))))));
+    const pages = Math.max(1, Math.ceil(res.total / limit));
+    const maxPage = Math.min(pages, Math.floor(10000 / limit));
+    // A page link that leads nowhere has no href: it is shown, but neither focused nor followed.
+    const pageLink = (id, to, off, text) => h('a', { class: 'btn ghost', id, href: off ? null : hashFor('search', f, Object.assign({}, extra, { page: to })), 'aria-disabled': off ? 'true' : null }, text);
+    const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' },
+      pageLink('prev', page - 1, page <= 1, '← Previous'),
+      h('span', {}, `Page ${fmt(page)} of ${fmt(pages)}`),
+      pageLink('next', page + 1, page >= maxPage || !res.has_more, 'Next →'));
+    fill(content, head, res.data.length ? table : h('p', { class: 'empty' }, 'No notice matches. Loosen the words or the filters.'), res.total > limit ? pager : null,
+      pages > maxPage ? h('p', { class: 'help' }, `Paging stops at ${fmt(maxPage * limit)} notices; narrow the filters or export CSV for the rest.`) : null);
+    say(`${fmt(res.total)} notices found.`);
+  } catch (e) {
+    if (ctx.current()) fill(content, errorBox(e));
+  } finally {
+    content.setAttribute('aria-busy', 'false');
+  }
+  await counts;
+}
+
+async function exportCSV(f, sort, btn) {
+  btn.disabled = true;
+  const was = btn.textContent;
+  btn.textContent = 'Exporting…';
+  try {
+    const text = await api.getCSV('/v1/notices' + api.query(Object.assign({}, f, { sort })));
+    const rows = Math.max(0, text.split('\n').filter(Boolean).length - 1);
+    download(`notices-${new Date().toISOString().slice(0, 10)}.csv`, text);
+    say(`Exported ${fmt(rows)} notices as CSV.`);
+  } catch (e) {
+    btn.after(errorBox(e));
+  } finally {
+    btn.disabled = false;
+    btn.textContent = was;
+  }
+}
+
+/** companyLink links a notice's company to its page (by ACN, else ABN). */
+export function companyLink(n) {
+  const id = n.acn || n.abn;
+  return id ? h('a', { href: '#/company/' + id }, n.company_name || id) : h('span', {}, n.company_name || '—');
+}
+
+/** noticeDialog shows one notice in a modal dialog with its source link. */
+export function noticeDialog(n) {
+  const close = h('button', { type: 'button', class: 'ghost', autofocus: true }, 'Close');
+  const rows = [
+    ['Published', n.published_date], ['Notice type', n.notice_type], ['Purpose', n.notice_purpose],
+    ['Appointment type', n.appointment_type || '—'], ['State', n.state], ['Company status', n.status],
+    ['ACN', n.acn || '—'], ['ABN', n.abn || '—'], ['Notice id', n.id], ['Source id', n.source_id],
+  ];
+  const dlg = h('dialog', { class: 'notice', 'aria-labelledby': 'dlg-title' },
+    h('div', { class: 'dlghead' }, h('h2', { id: 'dlg-title' }, n.company_name || n.notice_type), close),
+    h('dl', { class: 'kv' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
+    n.practitioners && n.practitioners.length ? [h('h3', {}, 'Practitioners'),
+      h('ul', {}, n.practitioners.map((p) => h('li', {}, p.name, p.firm ? `, ${p.firm}` : '', p.role ? ` (${p.role})` : '')))] : null,
+    h('h3', {}, 'Notice text'), h('p', { class: 'text' }, n.text || '—'),
+    h('p', { class: 'source' }, n.source_url
+      ? h('a', { href: n.source_url, target: '_blank', rel: 'noopener noreferrer', id: 'source' }, 'Open the source notice ↗')
+      : 'No source link for this notice.', h('span', { class: 'help' }, ' Check the source notice before relying on the data.')),
+    n.acn || n.abn ? h('p', {}, h('a', { href: '#/company/' + (n.acn || n.abn), onclick: () => dlg.close() }, 'All notices of this company →')) : null);
+  close.addEventListener('click', () => dlg.close());
+  dlg.addEventListener('close', () => dlg.remove());
+  document.body.append(dlg);
+  dlg.showModal();
+}
+
+/** statsView is #/stats: the month series, by state and by purpose, for the current filters. */
+export async function statsView(box, r, ctx) {
+  const { f, content, counts } = await layout(box, r, 'stats', ctx);
+  const get = (g) => api.get('/v1/stats' + api.query(Object.assign({ group_by: g }, f)));
+  try {
+    const [m, st, p] = await Promise.all([get('month'), get('state'), get('notice_purpose')]);
+    if (!ctx.current()) return;
+    const pick = (k) => (v) => go('stats', Object.assign({}, f, { [k]: [v] }));
+    const range = m.data.length ? `${m.data[0].key} to ${m.data[m.data.length - 1].key}` : 'no months';
+    fill(content,
+      h('p', { class: 'total' }, h('strong', { id: 'total', 'data-total': m.total }, fmt(m.total)), ` notices · ${range}`),
+      months(m.data, 'Notices by month of publication'),
+      h('div', { class: 'two' }, bars(st.data, 'By state', 'State', pick('state')), bars(p.data, 'By purpose', 'Purpose', pick('notice_purpose'))));
+    say(`Charts of ${fmt(m.total)} notices.`);
+  } catch (e) {
+    if (ctx.current()) fill(content, errorBox(e));
+  } finally {
+    content.setAttribute('aria-busy', 'false');
+  }
+  await counts;
+}
