@@ -71,22 +71,9 @@ func BenchmarkScale(b *testing.B) {
 	// bench's own Redis; issue goal: under 700 MB at 1M notices / 4M rows).
 	b.Run("RedisMemory", func(b *testing.B) {
 		sb.load(b)
-		info, err := sb.st.Client().Info(context.Background(), "memory").Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(float64(n)/(1<<20), "used-MiB")
-				b.ReportMetric(float64(n)/float64(sb.notices), "bytes-per-notice-all")
-				return
-			}
-		}
-		b.Fatal("INFO memory has no used_memory")
+		n := testservers.UsedMemory(b, sb.st.Client())
+		b.ReportMetric(float64(n)/(1<<20), "used-MiB")
+		b.ReportMetric(float64(n)/float64(sb.notices), "bytes-per-notice-all")
 	})
 	for _, g := range []struct{ name, group string }{
 		{"SearchFilterOnly", "search-filter"},

@@ -3,43 +3,20 @@ package scale
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/testservers"
 )
-
-// usedMemory is Redis's INFO memory used_memory.
-func usedMemory(b *testing.B, rdb *redis.Client) int64 {
-	b.Helper()
-	info, err := rdb.Info(context.Background(), "memory").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return n
-		}
-	}
-	b.Fatal("INFO memory has no used_memory")
-	return 0
-}
 
 // BenchmarkRedisBytesPerNotice: what Redis keeps per notice in scale mode.
 // A register of 50,000 rows and 10,000 notices are loaded through the
 // scale write path (as `noticesd ingest` writes), then 50,000 more notices
 // with the register unchanged; bytes-per-notice is the growth of Redis's
 // used_memory over those 50,000, total-MiB its used_memory at the end (the
-// whole Redis: run it on a Redis holding nothing else). The per-notice
-// arrival keys (arrival:src:*, an hour's TTL) are counted, as they are
-// there an hour after a load.
+// whole Redis: run it on a Redis holding nothing else). The arrival keys
+// left after the load are counted (a batch's arrival:src:* keys go when it
+// is cleared).
 //
 //	go test -tags sqlite_fts5 -run '^$' -bench RedisBytesPerNotice -benchtime 1x ./internal/store/scale
 func BenchmarkRedisBytesPerNotice(b *testing.B) {
@@ -80,9 +57,9 @@ func BenchmarkRedisBytesPerNotice(b *testing.B) {
 			}
 		}
 		ingest(0, base)
-		before := usedMemory(b, st.Client())
+		before := testservers.UsedMemory(b, st.Client())
 		ingest(base, more)
-		after := usedMemory(b, st.Client())
+		after := testservers.UsedMemory(b, st.Client())
 		b.ReportMetric(float64(after-before)/more, "bytes-per-notice")
 		b.ReportMetric(float64(after)/(1<<20), "total-MiB")
 	}
