@@ -756,7 +756,9 @@ func (a *apiClient) do(method, path, contentType, accept string, body []byte) []
 	return out
 }
 
-func (a *apiClient) get(path, accept string) []byte { return a.do(http.MethodGet, path, "", accept, nil) }
+func (a *apiClient) get(path, accept string) []byte {
+	return a.do(http.MethodGet, path, "", accept, nil)
+}
 
 func (a *apiClient) post(path, contentType, accept string, body []byte) []byte {
 	return a.do(http.MethodPost, path, contentType, accept, body)
