@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	gojson "github.com/goccy/go-json"
+
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
@@ -407,7 +409,7 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 		} `json:"hits"`
 		Aggregations map[string]termsAgg `json:"aggregations"`
 	}
-	body, err := json.Marshal(obj{"query": query, "size": 0, "track_total_hits": true, "aggs": aggs})
+	body, err := gojson.Marshal(obj{"query": query, "size": 0, "track_total_hits": true, "aggs": aggs})
 	if err != nil {
 		return 0, nil, fmt.Errorf("elastic: encode an aggregation: %w", err)
 	}

@@ -359,7 +359,7 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 	case io.Reader:
 		r = b
 	default:
-		buf, err := json.Marshal(b)
+		buf, err := gojson.Marshal(b)
 		if err != nil {
 			return fmt.Errorf("elastic: encode %s %s: %w", method, path, err)
 		}
