@@ -61,3 +61,47 @@ func TestFoldedBucketsOrder(t *testing.T) {
 		t.Errorf("FoldedBuckets(nil) = %#v, want an empty list", got)
 	}
 }
+
+// TestASCIIFoldKey: the ASCII shortcut gives every ASCII string the key
+// the rune-by-rune fold gives it, so an ASCII spelling and a non-ASCII one
+// ("Kelvin", "\u212aelvin") still share theirs.
+func TestASCIIFoldKey(t *testing.T) {
+	all := make([]byte, 128)
+	for c := range all {
+		all[c] = byte(c)
+	}
+	for _, s := range []string{string(all), "Appointment of Administrator", "NSW", "nsw", "", "in liquidation 2025-01"} {
+		got, ok := asciiFoldKey(s)
+		if !ok {
+			t.Fatalf("asciiFoldKey(%q) declined an ASCII string", s)
+		}
+		if want := slowFoldKey(s); got != want {
+			t.Errorf("asciiFoldKey(%q) = %q, the rune-by-rune fold %q", s, got, want)
+		}
+	}
+	if _, ok := asciiFoldKey("état"); ok {
+		t.Error("asciiFoldKey took a non-ASCII string")
+	}
+}
+
+// BenchmarkFoldKey: the fold keys of one /v1/filters answer's worth of
+// values (46 ASCII spellings of 4 to 41 bytes), with the ASCII shortcut
+// and rune by rune.
+func BenchmarkFoldKey(b *testing.B) {
+	var vals []string
+	for i := range 46 {
+		vals = append(vals, strings.Repeat("Appointment of liquidator ", 2)[:3+i%38]+string(rune('a'+i%26)))
+	}
+	for _, f := range []struct {
+		name string
+		key  func(string) string
+	}{{"foldKey", foldKey}, {"rune-by-rune", slowFoldKey}} {
+		b.Run(f.name, func(b *testing.B) {
+			for b.Loop() {
+				for _, v := range vals {
+					f.key(v)
+				}
+			}
+		})
+	}
+}
