@@ -107,3 +107,13 @@ func (l *Redis) Adopt(c SlotClaim) Release {
 		})
 	}
 }
+
+// Slot is the answer to a heavy slot asked for along with other work (a
+// scale request's key check and rate token). Asked says whether the slot
+// was tried (it is not when the other work refused the request first);
+// then Decision is its answer and, when allowed, Release gives it back.
+type Slot struct {
+	Asked    bool
+	Decision Decision
+	Release  Release
+}
