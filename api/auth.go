@@ -81,16 +81,25 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 // Its errors are Authenticate's.
 type KeyGate func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate) (p account.Principal, taken bool, d limit.Decision, err error)
 
+// HeavyGate is KeyGate for a heavy request: when it takes the rate token
+// and the token is allowed, it also takes a heavy slot of the limiter's
+// key bucket (at most perKey at once, 0 for no per-key cap, and one of the
+// service's) in the same step. slot.Asked says whether the slot was
+// tried; an allowed slot's Release gives it back. It is KeyGate and
+// Limiter.Acquire in one: in the scale mode the Redis store's SlotGate on
+// the limit.Redis, one Redis round trip instead of two.
+type HeavyGate func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, perKey int) (p account.Principal, taken bool, d limit.Decision, slot limit.Slot, err error)
+
 // digestKey is the fiber Locals key of the digest of the request's key.
 type digestKey struct{}
 
 // checkKey checks key (its digest computed by the caller) and, when it is
 // admitted, runs the rest of the chain.
 func (s *Server) checkKey(c *fiber.Ctx, key string, digest [sha256.Size]byte) error {
-	slot := s.guessSlot(c, digest) // a heavy request's slot, taken meanwhile (slotguess.go)
-	defer slot.settle()            // given back unless limitRequest took it
-	// The rate token is taken with the check (rateguess.go).
-	p, guessed, err := s.checkKeyRate(c.UserContext(), key, digest)
+	// The rate token, and a heavy request's slot, are taken with the
+	// check (rateguess.go, slotguess.go).
+	p, guessed, slot, err := s.checkKeyRate(c.UserContext(), key, digest, s.heavy(c))
+	defer slot.settle() // given back unless limitRequest took it
 	if err := s.admit(digest, p, err); err != nil {
 		return err
 	}

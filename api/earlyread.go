@@ -90,7 +90,7 @@ func (s *Server) readEarly(c *fiber.Ctx, key string, digest [sha256.Size]byte, g
 	defer cancel()
 	checked := make(chan keyAnswer, 1)
 	go func() {
-		p, token, err := s.checkGuessed(parent, key, g)
+		p, token, _, err := s.checkGuessed(parent, key, g, false)
 		if err != nil || !p.Account.Active {
 			cancel() // the handler's answer will not be used
 		}

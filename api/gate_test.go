@@ -9,23 +9,28 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/limit"
-	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // scaleLimits is the scale mode's wiring of the limits (cmd/noticesd
 // wireScale): the keys in the Redis store, a limit.Redis on the same
-// Redis and namespace, and the store's AuthenticateAndAllow as the Gate.
-// f.read and f.acct become an active account's keys in Redis.
-func scaleLimits(t *testing.T, f *fixture) (Limiter, store.Accounts, KeyGate) {
-	l, rs, _ := newScaleLimits(t, f)
-	return l, rs, rs.AuthenticateAndAllow
+// Redis and namespace, the store's AuthenticateAndAllow as the Gate and
+// its SlotGate on the limiter as the HeavyGate. f.read and f.acct become
+// an active account's keys in Redis.
+func scaleLimits(t *testing.T, f *fixture) limitWiring {
+	l, rs, _, _ := newScaleLimits(t, f)
+	return scaleWiring(l, rs)
+}
+
+// scaleWiring is the scale mode's wiring of limiter l and Redis store rs.
+func scaleWiring(l *limit.Redis, rs *redisstore.Store) limitWiring {
+	return limitWiring{limiter: l, accounts: rs, gate: rs.AuthenticateAndAllow, heavyGate: rs.SlotGate(l)}
 }
 
 // newScaleLimits builds scaleLimits's parts, with the Redis client (for
-// counting its commands).
-func newScaleLimits(t *testing.T, f *fixture) (*limit.Redis, *redisstore.Store, *redis.Client) {
+// counting its commands and reading its keys) and the namespace.
+func newScaleLimits(t *testing.T, f *fixture) (*limit.Redis, *redisstore.Store, *redis.Client, string) {
 	t.Helper()
 	ctx := context.Background()
 	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(t)))
@@ -50,13 +55,15 @@ func newScaleLimits(t *testing.T, f *fixture) (*limit.Redis, *redisstore.Store, 
 		t.Fatal(err)
 	}
 	f.read, f.acct = active.ReadKey, active.AccountKey
-	return limit.NewRedis(rdb, ns, 2, 0), rs, rdb
+	return limit.NewRedis(rdb, ns, 2, 0), rs, rdb, ns
 }
 
 // redisCommands counts the commands a Redis client sends (a script call
 // is one). An EVALSHA answered NOSCRIPT is not counted: go-redis sends the
 // script itself then, once per script and Redis server.
-type redisCommands struct{ n atomic.Int64 }
+// single counts the commands sent alone (not in a pipeline), pipes the
+// pipelines (a heavy slot's release is one).
+type redisCommands struct{ n, single, pipes atomic.Int64 }
 
 func (c *redisCommands) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -65,6 +72,7 @@ func (c *redisCommands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		err := next(ctx, cmd)
 		if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			c.n.Add(1)
+			c.single.Add(1)
 		}
 		return err
 	}
@@ -73,6 +81,7 @@ func (c *redisCommands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (c *redisCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		c.n.Add(int64(len(cmds)))
+		c.pipes.Add(1)
 		return next(ctx, cmds)
 	}
 }
@@ -86,10 +95,10 @@ func (c *redisCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // a Retry-After of its own.
 func TestGateOneRoundTrip(t *testing.T) {
 	var cmds redisCommands
-	f := newLimitFixtureOn(t, func(t *testing.T, f *fixture) (Limiter, store.Accounts, KeyGate) {
-		l, rs, rdb := newScaleLimits(t, f)
+	f := newLimitFixtureOn(t, func(t *testing.T, f *fixture) limitWiring {
+		l, rs, rdb, _ := newScaleLimits(t, f)
 		rdb.AddHook(&cmds)
-		return l, rs, rs.AuthenticateAndAllow
+		return scaleWiring(l, rs)
 	}, 3)
 	steps := []struct {
 		name, path string

@@ -30,13 +30,21 @@ func limitPlans(burst int) map[string]account.Plan {
 // newLimitFixture is the fixture with the watch store and limiter l.
 func newLimitFixture(t *testing.T, l Limiter, burst int) *fixture {
 	t.Helper()
-	return newLimitFixtureOn(t, func(*testing.T, *fixture) (Limiter, store.Accounts, KeyGate) { return l, nil, nil }, burst)
+	return newLimitFixtureOn(t, func(*testing.T, *fixture) limitWiring { return limitWiring{limiter: l} }, burst)
 }
 
-// limitBackend wires the limits of a limit fixture: its limiter, the
-// accounts keys are checked against (nil: the fixture's SQLite store) and
-// the Gate (nil: none).
-type limitBackend func(t *testing.T, f *fixture) (Limiter, store.Accounts, KeyGate)
+// limitBackend wires the limits of a limit fixture.
+type limitBackend func(t *testing.T, f *fixture) limitWiring
+
+// limitWiring is a limit fixture's limits: its limiter, the accounts keys
+// are checked against (nil: the fixture's SQLite store), the Gate and the
+// HeavyGate (nil: none).
+type limitWiring struct {
+	limiter   Limiter
+	accounts  store.Accounts
+	gate      KeyGate
+	heavyGate HeavyGate
+}
 
 // newLimitFixtureOn is the fixture with the limits of backend, its server
 // on f.clock (standing still at fixedNow until a test moves it; the
@@ -44,24 +52,25 @@ type limitBackend func(t *testing.T, f *fixture) (Limiter, store.Accounts, KeyGa
 func newLimitFixtureOn(t *testing.T, backend limitBackend, burst int) *fixture {
 	t.Helper()
 	f := newFixture(t)
-	l, accounts, gate := backend(t, f)
+	w := backend(t, f)
 	f.accounts = f.store
-	if accounts != nil {
-		f.accounts = accounts
+	if w.accounts != nil {
+		f.accounts = w.accounts
 	}
 	f.clock = &movableClock{}
 	cfg := config.Default()
 	cfg.HeavyConcurrency = 2
 	cfg.HeavyWait = 50 * time.Millisecond // a refusal comes after a short queue
 	f.srv = New(cfg, Deps{
-		Notices:  f.store,
-		Accounts: f.accounts,
-		Watches:  f.store,
-		Plans:    limitPlans(burst),
-		Limiter:  l,
-		Gate:     gate,
-		Now:      f.clock.now,
-		Logger:   slog.New(slog.NewTextHandler(f.logs, nil)),
+		Notices:   f.store,
+		Accounts:  f.accounts,
+		Watches:   f.store,
+		Plans:     limitPlans(burst),
+		Limiter:   w.limiter,
+		Gate:      w.gate,
+		HeavyGate: w.heavyGate,
+		Now:       f.clock.now,
+		Logger:    slog.New(slog.NewTextHandler(f.logs, nil)),
 	})
 	return f
 }
@@ -78,7 +87,7 @@ func (c *movableClock) advance(d time.Duration) { c.moved.Add(int64(d)) }
 func limitBackends() map[string]limitBackend {
 	out := map[string]limitBackend{"scale": scaleLimits}
 	for name, newLimiter := range limiters() {
-		out[name] = func(t *testing.T, _ *fixture) (Limiter, store.Accounts, KeyGate) { return newLimiter(t), nil, nil }
+		out[name] = func(t *testing.T, _ *fixture) limitWiring { return limitWiring{limiter: newLimiter(t)} }
 	}
 	return out
 }

@@ -143,42 +143,75 @@ type rateTakenKey struct{}
 // principal the key had last time, at the same time: with a Gate (scale
 // mode) in one call, else side by side. The token's answer is on the
 // returned channel, nil when no token was taken (the key is refused or is
-// not g's principal any more: limitRequest takes the right one).
-func (s *Server) checkGuessed(ctx context.Context, key string, g rateGuess) (account.Principal, chan rateAnswer, error) {
+// not g's principal any more: limitRequest takes the right one). A heavy
+// request also takes its heavy slot on the guess (slotguess.go): with a
+// HeavyGate in the same call, else beside the check.
+func (s *Server) checkGuessed(ctx context.Context, key string, g rateGuess, heavy bool) (account.Principal, chan rateAnswer, *slotGuess, error) {
+	if heavy && s.deps.HeavyGate != nil {
+		return s.checkGuessedHeavy(ctx, key, g)
+	}
+	var slot *slotGuess
+	if heavy {
+		slot = s.takeSlotGuess(ctx, g)
+	}
 	if s.deps.Gate == nil {
 		token := s.takeRate(ctx, g)
 		p, err := s.deps.Accounts.Authenticate(ctx, key)
-		return p, token, err
+		return p, token, slot, err
 	}
-	plan := s.deps.Plans[g.plan]
-	p, taken, d, err := s.deps.Gate(ctx, key, g.principal(), g.key, limit.Rate{PerSecond: plan.RequestsPerSecond, Burst: plan.Burst})
+	p, taken, d, err := s.deps.Gate(ctx, key, g.principal(), g.key, s.planRate(g.plan))
 	if err != nil || !taken {
-		return p, nil, err
+		return p, nil, slot, err
 	}
+	return p, answeredRate(g, d), slot, nil
+}
+
+// checkGuessedHeavy is checkGuessed of a heavy request with a HeavyGate:
+// the key check, the rate token and the heavy slot in one call.
+func (s *Server) checkGuessedHeavy(ctx context.Context, key string, g rateGuess) (account.Principal, chan rateAnswer, *slotGuess, error) {
+	p, taken, d, slot, err := s.deps.HeavyGate(ctx, key, g.principal(), g.key, s.planRate(g.plan), s.deps.Plans[g.plan].Heavy)
+	var sg *slotGuess
+	if slot.Asked {
+		sg = answeredSlot(g, slotAnswer{release: slot.Release, d: slot.Decision})
+	}
+	if err != nil || !taken {
+		return p, nil, sg, err
+	}
+	return p, answeredRate(g, d), sg, nil
+}
+
+// answeredRate is the channel of a token taken on guess g with answer d.
+func answeredRate(g rateGuess, d limit.Decision) chan rateAnswer {
 	token := make(chan rateAnswer, 1)
 	token <- rateAnswer{guess: g, d: d}
-	return p, token, nil
+	return token
+}
+
+// planRate is the request rate of plan.
+func (s *Server) planRate(plan string) limit.Rate {
+	p := s.deps.Plans[plan]
+	return limit.Rate{PerSecond: p.RequestsPerSecond, Burst: p.Burst}
 }
 
 // checkKeyRate checks key and, when the key of digest h authenticated on
-// this server before, takes its rate token at the same time
-// (checkGuessed); the first request of a key is checked alone.
-func (s *Server) checkKeyRate(ctx context.Context, key string, h [sha256.Size]byte) (account.Principal, chan rateAnswer, error) {
+// this server before, takes its rate token (and, for a heavy request, its
+// heavy slot) at the same time (checkGuessed); the first request of a key
+// is checked alone.
+func (s *Server) checkKeyRate(ctx context.Context, key string, h [sha256.Size]byte, heavy bool) (account.Principal, chan rateAnswer, *slotGuess, error) {
 	g, ok := s.guesses.get(h)
 	if !ok {
 		p, err := s.deps.Accounts.Authenticate(ctx, key)
-		return p, nil, err
+		return p, nil, nil, err
 	}
-	return s.checkGuessed(ctx, key, g)
+	return s.checkGuessed(ctx, key, g, heavy)
 }
 
 // takeRate starts taking the rate token of guess g; the answer arrives on
 // the returned channel.
 func (s *Server) takeRate(ctx context.Context, g rateGuess) chan rateAnswer {
-	plan := s.deps.Plans[g.plan]
 	ch := make(chan rateAnswer, 1)
 	go func() {
-		d, err := s.limiter.Allow(ctx, g.key, limit.Rate{PerSecond: plan.RequestsPerSecond, Burst: plan.Burst})
+		d, err := s.limiter.Allow(ctx, g.key, s.planRate(g.plan))
 		ch <- rateAnswer{guess: g, d: d, err: err}
 	}()
 	return ch

@@ -81,6 +81,12 @@ type Deps struct {
 	// same Redis and namespace). nil: the key check and the token are
 	// two calls, made side by side.
 	Gate KeyGate
+	// HeavyGate, if set, is Gate for heavy requests: it also takes the
+	// heavy slot in the same step (HeavyGate); it must share the Limiter's
+	// buckets and heavy slots (scale mode: the Redis store's SlotGate on
+	// the limit.Redis). nil: the slot is taken by the Limiter, beside the
+	// key check.
+	HeavyGate HeavyGate
 	// Ready is the readiness probe of GET /ready: nil when the store is
 	// reachable and its schema (migrations, indices) is in place. nil
 	// means every Checks probe and the index status must answer.

@@ -1,7 +1,7 @@
 package api
 
 import (
-	"crypto/sha256"
+	"context"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -12,19 +12,21 @@ import (
 // Heavy slots taken on a guess.
 //
 // A heavy request (heavyRoutes) needs its key checked, a rate token and a
-// heavy slot, all three Redis round trips in the scale mode. The rate
-// token is already taken beside the key check on the guess of the key's
-// principal (rateguess.go); the slot is taken the same way, so a heavy
-// request with a key this server has seen waits one round trip before its
-// handler instead of two. The work still starts only once the slot is
-// held: the slot caps the work itself.
+// heavy slot. The rate token is taken with the key check on the guess of
+// the key's principal (rateguess.go); the slot is taken the same way. In
+// the scale mode (Deps.HeavyGate) all three are one Redis script call, so
+// a heavy request with a key this server has seen waits one round trip
+// before its handler, and sends Redis one command; without a HeavyGate
+// the slot is taken by the Limiter beside the key check. The work still
+// starts only once the slot is held: the slot caps the work itself.
 //
-// When the check refuses the key (401, 402), the rate refuses the request
-// (429) or the principal is not the guessed one (the account changed
-// plan), the slot taken is given back at once, and in the last case the
-// request takes the right one as without a guess. When the guessed slot was
-// refused (the key or the service at its cap), the request queues for one
-// as before (acquireHeavy).
+// The HeavyGate takes the slot only for the guessed principal, active, and
+// when its rate token is allowed. Taken beside the check, the slot is
+// given back at once when the check refuses the key (401, 402) or the rate
+// refuses the request (429). When the principal is not the guessed one
+// (the account changed plan) the request takes the right slot as without a
+// guess. When the guessed slot was refused (the key or the service at its
+// cap), the request queues for one as before (acquireHeavy).
 
 // slotAnswer is the limiter's answer to a slot taken on a guess.
 type slotAnswer struct {
@@ -44,23 +46,22 @@ type slotGuess struct {
 // slotGuessKey is the fiber Locals key of a request's *slotGuess.
 type slotGuessKey struct{}
 
-// guessSlot starts taking the heavy slot of the principal the key of
-// digest h had last time, when the request is heavy and the key has been
-// seen; nil otherwise.
-func (s *Server) guessSlot(c *fiber.Ctx, h [sha256.Size]byte) *slotGuess {
-	if !s.heavy(c) {
-		return nil
-	}
-	g, ok := s.guesses.get(h)
-	if !ok {
-		return nil
-	}
+// takeSlotGuess starts taking the heavy slot of guess g, the principal
+// the key had last time, beside the key check (without a HeavyGate).
+func (s *Server) takeSlotGuess(ctx context.Context, g rateGuess) *slotGuess {
 	sg := &slotGuess{guess: g, ch: make(chan slotAnswer, 1)}
-	ctx, perKey := c.UserContext(), s.deps.Plans[g.plan].Heavy
+	perKey := s.deps.Plans[g.plan].Heavy
 	go func() {
 		release, d, err := s.limiter.Acquire(ctx, g.key, perKey)
 		sg.ch <- slotAnswer{release: release, d: d, err: err}
 	}()
+	return sg
+}
+
+// answeredSlot is the slot taken on guess g, answered a.
+func answeredSlot(g rateGuess, a slotAnswer) *slotGuess {
+	sg := &slotGuess{guess: g, ch: make(chan slotAnswer, 1)}
+	sg.ch <- a
 	return sg
 }
 

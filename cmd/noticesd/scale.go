@@ -61,10 +61,13 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 	}
 	deps.Search = searchStatus(st.Elastic)
 	deps.SearchNodes = searchNodes(st.Elastic)
-	deps.Limiter = limit.NewRedis(st.Client(), cfg.Namespace, cfg.HeavyConcurrency, limit.DefaultLease)
-	// A known key's check and its rate token in one Redis script call, on
-	// the limiter's buckets (same Redis, same namespace).
+	limiter := limit.NewRedis(st.Client(), cfg.Namespace, cfg.HeavyConcurrency, limit.DefaultLease)
+	deps.Limiter = limiter
+	// A known key's check and its rate token (and a heavy request's slot)
+	// in one Redis script call, on the limiter's buckets and slots (same
+	// Redis, same namespace).
 	deps.Gate = st.Redis.AuthenticateAndAllow
+	deps.HeavyGate = st.Redis.SlotGate(limiter)
 	if cfg.Webhooks {
 		// Registrations and delivery records live in Redis; the deliveries
 		// themselves are made by `noticesd worker` processes.

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/noticesd/noticesd/internal/lease"
 )
 
 // DefaultLease is how long a heavy slot held in Redis lives without being
@@ -22,7 +20,7 @@ const DefaultLease = 30 * time.Second
 // bucket in Redis (gcra.go) and heavy slots are leases in sorted sets, so
 // every replica shares the same limits. It is safe for concurrent use.
 //
-// Keys: the heavy sets are "<namespace>:limit:heavy:<key>" and
+// Keys: the heavy sets are HeavyKeys's "<namespace>:limit:heavy:<key>" and
 // "<namespace>:limit:heavy"; the rate buckets are RateKey's
 // "rate:<namespace>:limit:rate:<key>". All expire.
 type Redis struct {
@@ -116,23 +114,10 @@ func (l *Redis) Allow(ctx context.Context, key string, r Rate) (Decision, error)
 	return d, nil
 }
 
-// acquireScript takes a slot in both sets when both have room, after
-// dropping expired leases. Redis's own clock decides expiry, so replicas
-// with skewed clocks agree. Returns 0 (taken), 1 (key full), 2 (all full).
-var acquireScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-local perKey = tonumber(ARGV[3])
-if perKey > 0 and redis.call('ZCARD', KEYS[1]) >= perKey then return 1 end
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 2 end
-redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
-redis.call('ZADD', KEYS[2], now + lease, ARGV[1])
-redis.call('PEXPIRE', KEYS[1], lease)
-redis.call('PEXPIRE', KEYS[2], lease)
-return 0
+// acquireScript takes a slot (take_slot). KEYS: HeavyKeys. ARGV:
+// SlotClaim.Args.
+var acquireScript = redis.NewScript(SlotLua + `
+return take_slot(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
 `)
 
 // renewScript extends a held lease (only if it is still held).
@@ -159,41 +144,18 @@ return 0
 // it never finds a slot this replica has released still taken. Another
 // replica may, for that round trip, and queues for it as for any slot.
 func (l *Redis) Acquire(ctx context.Context, key string, perKey int) (Release, Decision, error) {
-	keys := []string{l.ns + ":limit:heavy:" + key, l.ns + ":limit:heavy"}
-	token := newToken()
-	if err := l.releasing.begun().wait(ctx); err != nil {
-		return nil, Decision{}, fmt.Errorf("limit: heavy slot of %s: %w", key, err)
+	c, err := l.Claim(ctx, key, perKey)
+	if err != nil {
+		return nil, Decision{}, err
 	}
-	n, err := acquireScript.Run(ctx, l.rdb, keys, token, l.lease.Milliseconds(), perKey, l.global).Int()
+	n, err := acquireScript.Run(ctx, l.rdb, c.Keys, c.Args...).Int64()
 	if err != nil {
 		return nil, Decision{}, fmt.Errorf("limit: redis heavy slot of %s: %w", key, err)
 	}
-	switch n {
-	case 1:
-		return nil, Decision{RetryAfter: slotRetry}, nil
-	case 2:
-		return nil, Decision{RetryAfter: slotRetry, Global: true}, nil
+	if d := SlotDecision(n); !d.Allowed {
+		return nil, d, nil
 	}
-	stopRenewing := lease.Keep(l.lease/3, func(ctx context.Context) {
-		_ = renewScript.Run(ctx, l.rdb, keys, token, l.lease.Milliseconds()).Err() // a missed renewal only shortens the lease
-	})
-	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			released := l.releasing.add()
-			go func() {
-				defer released()
-				stopRenewing()
-				rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-				defer cancel()
-				pipe := l.rdb.TxPipeline()
-				pipe.ZRem(rctx, keys[0], token)
-				pipe.ZRem(rctx, keys[1], token)
-				_, _ = pipe.Exec(rctx) // if Redis is away the lease expires by itself
-			}()
-		})
-	}
-	return release, Decision{Allowed: true}, nil
+	return l.Adopt(c), Decision{Allowed: true}, nil
 }
 
 // Flush returns once every slot released so far is freed in Redis (or its

@@ -12,35 +12,44 @@ import (
 )
 
 // gateScript checks an API key and, when it still belongs to the
-// principal the caller expects (account, key kind, plan) and that account
-// is active, takes one request token of its rate bucket: the key check and
-// the rate of an authenticated request in one round trip.
+// principal the caller expects (account, key kind and plan) and that account
+// is active, takes one request token of its rate bucket and, when asked
+// and the token is allowed, a heavy slot: the key check, the rate and the
+// heavy slot of an authenticated request in one round trip.
 //
 // KEYS: apikey:<sha256>, acct:<expected id>, the expected principal's rate
-// bucket (limit.RateKey). ARGV: expected id, expected kind, expected plan,
-// then limit.Rate.GCRAArgs (burst, rate, period; rate 0: no limit).
+// bucket (limit.RateKey), then, for a heavy slot, limit.HeavyKeys of the
+// expected principal (its set and the service's). ARGV: expected id,
+// expected kind, expected plan, then limit.Rate.GCRAArgs (burst, rate,
+// period; rate 0: no limit), then, for a heavy slot, limit.SlotClaim.Args
+// (token, lease, per-key cap, global cap).
 // Returns false for an unknown key; else {account, kind, hash, name, plan,
 // active, created_at, taken (1 when the token was taken), allowed, retry
-// after}. No token is taken when the record is not the expected one (the
-// account id, kind or plan differ) or the account is lapsed: the caller
-// knows what to do then (take the right principal's token, or refuse).
-var gateScript = redis.NewScript(limit.GCRALua + `
+// after, other, slot (take_slot's 0 taken, 1 key full, 2 all full; -1 not
+// tried)}. No token and no slot are taken when the record is not the
+// expected one (the account id, kind or plan differ) or the account is
+// lapsed: the caller knows what to do then (take the right principal's
+// token and slot, or refuse); no slot when the token is refused.
+var gateScript = redis.NewScript(limit.GCRALua + limit.SlotLua + `
 local k = redis.call('HMGET', KEYS[1], 'account', 'kind', 'hash')
 if not k[1] then return false end
 if k[1] ~= ARGV[1] then
-  return {k[1], k[2], k[3], '', '', '', '', 0, 0, '-1', 'other'}
+  return {k[1], k[2], k[3], '', '', '', '', 0, 0, '-1', 'other', -1}
 end
 local a = redis.call('HMGET', KEYS[2], 'name', 'plan', 'active', 'created_at')
 if not a[1] then return false end
-local out = {k[1], k[2], k[3], a[1], a[2], a[3], a[4], 0, 0, '-1', ''}
+local out = {k[1], k[2], k[3], a[1], a[2], a[3], a[4], 0, 0, '-1', '', -1}
 if k[2] ~= ARGV[2] or a[2] ~= ARGV[3] or a[3] ~= '1' then return out end
 out[8] = 1
 if tonumber(ARGV[5]) <= 0 then
   out[9] = 1
-  return out
+else
+  local g = gcra(KEYS[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]))
+  out[9], out[10] = g[1], g[2]
 end
-local g = gcra(KEYS[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]))
-out[9], out[10] = g[1], g[2]
+if out[9] == 1 and KEYS[4] then
+  out[12] = take_slot(KEYS[4], KEYS[5], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]))
+end
 return out
 `)
 
@@ -53,36 +62,80 @@ return out
 // the right one and no token is taken (the caller takes the right
 // principal's). Unknown keys are errs.Unauthorised, as Authenticate's.
 func (s *Store) AuthenticateAndAllow(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate) (p account.Principal, taken bool, d limit.Decision, err error) {
+	p, taken, d, _, err = s.gate(ctx, key, expect, bucket, r, nil)
+	return p, taken, d, err
+}
+
+// SlotGate is AuthenticateAndAllow that, when it takes the rate token and
+// the token is allowed, also takes a heavy slot of bucket from limiter l
+// (at most perKey at once for bucket, 0 for no per-key cap, and one of
+// the service's), in the same script call: the key check, the rate and
+// the slot in one Redis round trip. l must be on this store's Redis.
+// slot.Asked says whether the slot was tried; an allowed slot is l's
+// (renewed and released as l.Acquire's).
+func (s *Store) SlotGate(l *limit.Redis) func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, perKey int) (account.Principal, bool, limit.Decision, limit.Slot, error) {
+	return func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, perKey int) (account.Principal, bool, limit.Decision, limit.Slot, error) {
+		c, err := l.Claim(ctx, bucket, perKey)
+		if err != nil {
+			return account.Principal{}, false, limit.Decision{}, limit.Slot{}, err
+		}
+		p, taken, d, n, err := s.gate(ctx, key, expect, bucket, r, &c)
+		if n < 0 {
+			return p, taken, d, limit.Slot{}, err
+		}
+		slot := limit.Slot{Asked: true, Decision: limit.SlotDecision(n)}
+		if slot.Decision.Allowed {
+			slot.Release = l.Adopt(c)
+		}
+		if err != nil && slot.Release != nil { // taken, but the rest of the answer is unreadable
+			slot.Release()
+			return p, taken, d, limit.Slot{}, err
+		}
+		return p, taken, d, slot, err
+	}
+}
+
+// gate runs gateScript: the key check, the rate token of bucket at rate r
+// and, when claim is not nil, its heavy slot. n is take_slot's answer, -1
+// when the slot was not tried.
+func (s *Store) gate(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, claim *limit.SlotClaim) (p account.Principal, taken bool, d limit.Decision, n int64, err error) {
 	h := account.HashKey(key)
 	keys := []string{s.key("apikey", h), s.key("acct", expect.Account.ID), limit.RateKey(strings.TrimSuffix(s.ns, ":"), bucket)}
 	args := append([]any{expect.Account.ID, expect.Kind.String(), expect.Account.Plan}, r.GCRAArgs()...)
+	if claim != nil {
+		keys, args = append(keys, claim.Keys...), append(args, claim.Args...)
+	}
 	v, err := gateScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err == redis.Nil {
-		return p, false, d, account.ErrUnknownKey()
+		return p, false, d, -1, account.ErrUnknownKey()
 	}
 	if err != nil {
-		return p, false, d, s.fail("authenticate", err)
+		return p, false, d, -1, s.fail("authenticate", err)
 	}
 	f := make([]string, 7)
 	for i := range f {
 		f[i], _ = v[i].(string)
 	}
-	if len(v) != 11 || subtle.ConstantTimeCompare([]byte(f[2]), []byte(h)) != 1 {
-		return p, false, d, account.ErrUnknownKey()
+	n = -1
+	if len(v) == 12 {
+		n, _ = v[11].(int64)
+	}
+	if len(v) != 12 || subtle.ConstantTimeCompare([]byte(f[2]), []byte(h)) != 1 {
+		return p, false, d, n, account.ErrUnknownKey() // a slot taken is given back (SlotGate)
 	}
 	if other, _ := v[10].(string); other != "" { // the key is another account's
 		p, err = s.Authenticate(ctx, key)
-		return p, false, d, err
+		return p, false, d, -1, err
 	}
 	p = account.Principal{
 		Account: account.Account{ID: f[0], Name: f[3], Plan: f[4], Active: f[5] == "1", CreatedAt: f[6]},
 		Kind:    account.ParseKind(f[1]),
 	}
-	if n, _ := v[7].(int64); n != 1 {
-		return p, false, d, nil
+	if t, _ := v[7].(int64); t != 1 {
+		return p, false, d, n, nil
 	}
 	if d, err = limit.ParseGCRA(v[8:10]); err != nil {
-		return account.Principal{}, false, d, s.fail("authenticate", err)
+		return account.Principal{}, false, d, n, s.fail("authenticate", err)
 	}
-	return p, true, d, nil
+	return p, true, d, n, nil
 }

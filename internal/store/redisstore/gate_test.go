@@ -76,3 +76,100 @@ func TestAuthenticateAndAllow(t *testing.T) {
 		t.Errorf("rotated-away key: %v, want unauthorised", err)
 	}
 }
+
+// TestSlotGate: SlotGate takes a heavy slot in limit.Redis's sets (the
+// key's and the service's, limit.HeavyKeys) in the gate's one script
+// call, only when the key is the expected principal's, active, and its
+// rate token is allowed; at the key's cap or the service's it refuses as
+// Acquire does; the limiter releases an adopted slot as its own.
+func TestSlotGate(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	ns := f.ns
+	l := limit.NewRedis(f.rdb, ns, 2, 0)
+	gate := f.rs.SlotGate(l)
+	t.Cleanup(func() {
+		if keys, _ := f.rdb.Keys(ctx, limit.RateKey(ns, "*")).Result(); len(keys) > 0 {
+			f.rdb.Del(ctx, keys...)
+		}
+	})
+	c, err := f.rs.CreateAccount(ctx, "Slot Gate Co", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := f.rs.Authenticate(ctx, c.ReadKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := want.Account.ID + ":read"
+	sets := limit.HeavyKeys(ns, bucket)
+	held := func(name string, key, all int64) {
+		t.Helper()
+		if k, a := f.rdb.ZCard(ctx, sets[0]).Val(), f.rdb.ZCard(ctx, sets[1]).Val(); k != key || a != all {
+			t.Errorf("%s: the sets %v hold %d and %d slots, want %d and %d", name, sets, k, a, key, all)
+		}
+	}
+	free := limit.Rate{} // no rate limit
+
+	p, taken, d, slot, err := gate(ctx, c.ReadKey, want, bucket, free, 1)
+	if err != nil || !taken || !d.Allowed || p != want || !slot.Asked || !slot.Decision.Allowed || slot.Release == nil {
+		t.Fatalf("expected principal: %+v taken %v %+v %+v %v; want a token and a slot", p, taken, d, slot, err)
+	}
+	held("a slot taken", 1, 1)
+	// At the key's cap (1): refused as Acquire refuses, nothing more taken.
+	_, _, _, again, err := gate(ctx, c.ReadKey, want, bucket, free, 1)
+	if err != nil || !again.Asked || again.Decision.Allowed || again.Decision.Global || again.Release != nil {
+		t.Errorf("at the key's cap: %+v %v; want refused, not global", again, err)
+	}
+	if _, d, err := l.Acquire(ctx, bucket, 1); err != nil || d.Allowed {
+		t.Errorf("Acquire at the key's cap: %+v %v; want refused (the gate's slot is the limiter's)", d, err)
+	}
+	// The service's cap (2): one more of the key (no per-key cap) fills it.
+	_, _, _, second, err := gate(ctx, c.ReadKey, want, bucket, free, 0)
+	if err != nil || !second.Decision.Allowed {
+		t.Fatalf("a second slot without a per-key cap: %+v %v", second, err)
+	}
+	_, _, _, full, err := gate(ctx, c.ReadKey, want, bucket, free, 0)
+	if err != nil || full.Decision.Allowed || !full.Decision.Global {
+		t.Errorf("at the service's cap: %+v %v; want refused, global", full, err)
+	}
+	slot.Release()
+	second.Release()
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held("both released", 0, 0)
+
+	// No slot when the rate refuses the token.
+	rate := limit.Rate{PerSecond: 1, Burst: 1}
+	if _, taken, d, slot, err := gate(ctx, c.ReadKey, want, bucket, rate, 1); err != nil || !taken || !d.Allowed || !slot.Decision.Allowed {
+		t.Fatalf("the burst's token: taken %v %+v %+v %v", taken, d, slot, err)
+	} else {
+		slot.Release()
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, taken, d, slot, err := gate(ctx, c.ReadKey, want, bucket, rate, 1); err != nil || !taken || d.Allowed || slot.Asked {
+		t.Errorf("past the burst: taken %v %+v %+v %v; want the token refused and no slot asked", taken, d, slot, err)
+	}
+	held("a refused token", 0, 0)
+	// No slot for another principal than the expected one.
+	other := account.Principal{Account: account.Account{ID: "acc_other", Plan: want.Account.Plan}, Kind: want.Kind}
+	if p, taken, _, slot, err := gate(ctx, c.ReadKey, other, "acc_other:read", free, 1); err != nil || taken || slot.Asked || p != want {
+		t.Errorf("another account expected: %+v taken %v %+v %v; want %+v, no token, no slot", p, taken, slot, err, want)
+	}
+	for _, key := range limit.HeavyKeys(ns, "acc_other:read") {
+		if n := f.rdb.ZCard(ctx, key).Val(); n != 0 {
+			t.Errorf("another account expected: %s holds %d slots", key, n)
+		}
+	}
+	// No slot for a lapsed account.
+	if err := f.rs.SetSubscription(ctx, c.AccountID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, taken, _, slot, err := gate(ctx, c.ReadKey, want, bucket, free, 1); err != nil || taken || slot.Asked {
+		t.Errorf("lapsed: taken %v %+v %v; want no token, no slot", taken, slot, err)
+	}
+	held("a lapsed account", 0, 0)
+}
