@@ -98,6 +98,25 @@ func TestHeavyGateOneCommand(t *testing.T) {
 	}
 	noSlots("a heavy request", key)
 
+	// A bulk screen (a body) with a seen key: no lookup when its headers
+	// arrive (keyAccepted), so one command too.
+	match := func(name string, status int) (single, pipes int64) {
+		t.Helper()
+		n, np := cmds.single.Load(), cmds.pipes.Load()
+		res := f.send(t, "POST", "/v1/match", f.read, []byte(`{"identifiers":["004085616"]}`))
+		if res.status != status {
+			t.Fatalf("%s: HTTP %d, want %d: %s", name, res.status, status, res.body)
+		}
+		if err := lim.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return cmds.single.Load() - n, cmds.pipes.Load() - np
+	}
+	if single, pipes := match("a screen with a seen key", 200); single != 1 || pipes != 1 {
+		t.Errorf("a screen with a seen key: %d Redis commands and %d pipelines, want 1 (key, rate and slot in one script) and 1 (the release)", single, pipes)
+	}
+	noSlots("a screen", key)
+
 	// The slot is held while the request runs.
 	hold.armed.Store(true)
 	done := make(chan int, 1)
@@ -168,4 +187,10 @@ func TestHeavyGateOneCommand(t *testing.T) {
 		t.Errorf("a key rotated away: %d releases, want 0 (no slot taken)", pipes)
 	}
 	noSlots("a key rotated away", key)
+	// Refused, it is forgotten: its screen's key is looked up again when
+	// its headers arrive (so its body is not read), then checked.
+	if single, _ := match("a screen with a key refused before", 401); single != 2 {
+		t.Errorf("a screen with a key refused before: %d Redis commands, want 2 (the lookup when its headers arrive, the check)", single)
+	}
+	noSlots("a screen with a key refused before", key)
 }
