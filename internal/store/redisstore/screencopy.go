@@ -363,7 +363,7 @@ func (c *codedFilter) passes(seq int64) bool {
 // looked up by its number, without making its string.
 func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *noticeCopy) []int64 {
 	arena := make([]int64, 0, len(ids)) // backs every item's seq lists
-	var acns []string                  // an ABN's register ACNs, reused
+	var acns []string                   // an ABN's register ACNs, reused
 	for i, id := range ids {
 		o := copyItem{arena: part}
 		o.from = int32(len(arena))
