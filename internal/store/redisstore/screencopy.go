@@ -284,13 +284,17 @@ func screenItems(ids []ident.ID, items []copyItem, arenas [][]int64, names []str
 // each match's latest notice is decoded, straight into its answer.
 func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, names []string, f notice.Filter, n *noticeCopy, reg *regCopy, res *watch.ScreenResult) {
 	pass := codedFilter{f: f, slab: &n.sums, memo: make([]int8, len(n.sums.tuples))}
-	withNotices := 0
+	withNotices, known := 0, 0 // upper bounds of the matched and unmatched
 	for i := range items {
-		if items[i].to > items[i].from {
+		if o := &items[i]; o.to > o.from {
 			withNotices++
+		} else if o.has(itemInRegister) {
+			known++
 		}
 	}
 	res.Matched = slices.Grow(res.Matched, withNotices)
+	res.Unmatched = slices.Grow(res.Unmatched, known+withNotices)
+	res.Unresolved = slices.Grow(res.Unresolved, len(items)-withNotices-known)
 	strs := make([]string, 0, 3*withNotices) // what the answers point to
 	for i := range items {
 		o := &items[i]
