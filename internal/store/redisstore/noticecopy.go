@@ -62,8 +62,8 @@ func (n *noticeCopy) apply(seq int64, sum string) {
 // a map lookup.
 type postings struct {
 	ids   map[uint64]int64
-	seen  []uint64 // a power of two of bits, at least 4 per key added
-	added int      // keys added to seen since it was built
+	seen  []uint64           // a power of two of bits, at least 2 per key added
+	added int                // keys added to seen since it was built
 	lists [][]int64          // sorted seqs of values with two or more
 	free  []int64            // unused indexes of lists
 	odd   map[string][]int64 // values of any other form, sorted
@@ -167,11 +167,12 @@ func (p *postings) seenBit(k uint64) (int, uint64) {
 }
 
 // see sets key k's bit of seen, first rebuilding seen from the map (with
-// 8 bits or more per key) when it holds fewer than 4 per key added.
+// 4 bits or more per key: about a fifth of the keys absent find their bit
+// set) when it holds fewer than 2 per key added.
 func (p *postings) see(k uint64) {
-	if p.added++; p.added*4 > len(p.seen)*64 {
+	if p.added++; p.added*2 > len(p.seen)*64 {
 		size := 1024
-		for size < 8*len(p.ids) {
+		for size < 4*len(p.ids) {
 			size *= 2
 		}
 		p.seen, p.added = make([]uint64, size/64), len(p.ids)

@@ -90,8 +90,8 @@ func TestPostingsSeen(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			s.do()
 			check(t, s.have)
-			if s.name != "empty" && len(p.seen)*64 < 4*len(p.ids) {
-				t.Errorf("%d bits for %d values, want 4 or more a value", len(p.seen)*64, len(p.ids))
+			if s.name != "empty" && len(p.seen)*64 < 2*len(p.ids) {
+				t.Errorf("%d bits for %d values, want 2 or more a value", len(p.seen)*64, len(p.ids))
 			}
 		})
 	}
