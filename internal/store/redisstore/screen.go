@@ -67,8 +67,6 @@ type screenItem struct {
 	acn         string // the company's ACN: the ACN itself, or the register's for an ABN
 	name        string // the register's current name of acn
 	inRegister  bool
-	co          int32   // the screen copy's company whose name is name, when needsName
-	needsName   bool    // (the copy reads a name only for identifiers with notices: fillNames)
 	own, theirs []int64 // seqs of the notices carrying self / others
 }
 
