@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"math/bits"
 	"slices"
 
 	"github.com/noticesd/noticesd/internal/notice"
@@ -54,9 +55,15 @@ func (n *noticeCopy) apply(seq int64, sum string) {
 // 11-digit value (every ACN and ABN the screen is asked) is a number key
 // in ids, whose value is the one seq carrying it (nearly all values), or
 // -(i+1) for lists[i] when two or more do: one pointer-free map slot per
-// value and one map lookup per get.
+// value and one map lookup per get. Beside the map, seen has one bit per
+// hash of every number key added (a bit is never cleared until seen is
+// rebuilt from the map): a clear bit means the key has no seqs, so most
+// of a screen's identifiers without notices cost one bit test instead of
+// a map lookup.
 type postings struct {
 	ids   map[uint64]int64
+	seen  []uint64           // a power of two of bits, at least 2 per key added
+	added int                // keys added to seen since it was built
 	lists [][]int64          // sorted seqs of values with two or more
 	free  []int64            // unused indexes of lists
 	odd   map[string][]int64 // values of any other form, sorted
@@ -95,6 +102,7 @@ func (p *postings) add(v string, seq int64) {
 	switch {
 	case !ok:
 		p.ids[k] = seq
+		p.see(k)
 	case x < 0:
 		p.lists[-x-1] = insertSeq(p.lists[-x-1], seq)
 	case x != seq:
@@ -152,8 +160,40 @@ func (p *postings) get(v string, buf []int64) []int64 {
 	return p.getKey(k, buf)
 }
 
+// seenBit returns the word and bit of seen that stand for key k.
+func (p *postings) seenBit(k uint64) (int, uint64) {
+	h := (k * 0x9E3779B97F4A7C15) >> (64 - bits.TrailingZeros(uint(len(p.seen)*64)))
+	return int(h / 64), 1 << (h % 64)
+}
+
+// see sets key k's bit of seen, first rebuilding seen from the map (with
+// 4 bits or more per key: about a fifth of the keys absent find their bit
+// set) when it holds fewer than 2 per key added.
+func (p *postings) see(k uint64) {
+	if p.added++; p.added*2 > len(p.seen)*64 {
+		size := 1024
+		for size < 4*len(p.ids) {
+			size *= 2
+		}
+		p.seen, p.added = make([]uint64, size/64), len(p.ids)
+		for q := range p.ids {
+			w, b := p.seenBit(q)
+			p.seen[w] |= b
+		}
+		return
+	}
+	w, b := p.seenBit(k)
+	p.seen[w] |= b
+}
+
 // getKey appends the seqs carrying the value of key k (idKey) to buf.
 func (p *postings) getKey(k uint64, buf []int64) []int64 {
+	if len(p.seen) == 0 {
+		return buf
+	}
+	if w, b := p.seenBit(k); p.seen[w]&b == 0 {
+		return buf
+	}
 	x, ok := p.ids[k]
 	switch {
 	case !ok:

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -44,6 +45,55 @@ func TestPostings(t *testing.T) {
 	}
 	if _, ok := p.odd["ABC"]; ok || len(p.ids) != 1 {
 		t.Errorf("emptied values kept: odd %v, ids %v", p.odd, p.ids)
+	}
+}
+
+// TestPostingsSeen: postings.seen, the bits that let get skip the map,
+// never hides a value with seqs: through the rebuilds as it grows from
+// empty, after values are removed and added again, and for values never
+// added (which get none, bit set or not).
+func TestPostingsSeen(t *testing.T) {
+	p := newPostings()
+	value := func(i int) string { return fmt.Sprintf("%09d", i*7919) }
+	check := func(t *testing.T, have func(i int) bool) {
+		t.Helper()
+		for i := range 40000 {
+			got := p.get(value(i), nil)
+			if want := have(i); want != (len(got) == 1 && got[0] == int64(i+1)) {
+				t.Fatalf("get(%s) = %v, want seq %d: %v", value(i), got, i+1, want)
+			}
+		}
+	}
+	steps := []struct {
+		name string
+		do   func()
+		have func(i int) bool
+	}{
+		{"empty", func() {}, func(int) bool { return false }},
+		{"grown through rebuilds", func() {
+			for i := range 20000 {
+				p.add(value(i), int64(i+1))
+			}
+		}, func(i int) bool { return i < 20000 }},
+		{"half removed", func() {
+			for i := 0; i < 20000; i += 2 {
+				p.remove(value(i), int64(i+1))
+			}
+		}, func(i int) bool { return i < 20000 && i%2 == 1 }},
+		{"added again, and more", func() {
+			for i := 0; i < 30000; i += 2 {
+				p.add(value(i), int64(i+1))
+			}
+		}, func(i int) bool { return i < 20000 || (i < 30000 && i%2 == 0) }},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			s.do()
+			check(t, s.have)
+			if s.name != "empty" && len(p.seen)*64 < 2*len(p.ids) {
+				t.Errorf("%d bits for %d values, want 2 or more a value", len(p.seen)*64, len(p.ids))
+			}
+		})
 	}
 }
 

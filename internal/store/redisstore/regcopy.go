@@ -339,17 +339,27 @@ func (r *regCopy) prefixABNKey(i int32) (uint64, bool) {
 	return (uint64(p)*1_000_000_000+uint64(r.acns[i]))<<1 | 1, true
 }
 
+// prefixCompany returns the company whose prefix-form ABN abn is, if
+// any (its ACN is abn's last nine digits).
+func (r *regCopy) prefixCompany(abn string) (int32, bool) {
+	if len(abn) != 11 {
+		return 0, false
+	}
+	i, ok := r.company(abn[2:])
+	if !ok {
+		return 0, false
+	}
+	p := r.abnPrefix[i]
+	return i, p != noABN && abn[0] == '0'+p/10 && abn[1] == '0'+p%10
+}
+
 // acnsOf returns the register ACNs of an ABN (reg:<v>:abn).
 func (r *regCopy) acnsOf(abn string) []string { return r.appendACNsOf(nil, abn) }
 
 // appendACNsOf appends the register ACNs of an ABN to out.
 func (r *regCopy) appendACNsOf(out []string, abn string) []string {
-	if len(abn) == 11 {
-		if i, ok := r.company(abn[2:]); ok {
-			if p := r.abnPrefix[i]; p != noABN && abn[0] == '0'+p/10 && abn[1] == '0'+p%10 {
-				out = append(out, abn[2:])
-			}
-		}
+	if _, ok := r.prefixCompany(abn); ok {
+		out = append(out, abn[2:])
 	}
 	for _, i := range r.moreACNs[abn] {
 		out = append(out, r.acn(i))

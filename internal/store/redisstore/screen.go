@@ -67,8 +67,6 @@ type screenItem struct {
 	acn         string // the company's ACN: the ACN itself, or the register's for an ABN
 	name        string // the register's current name of acn
 	inRegister  bool
-	co          int32   // the screen copy's company whose name is name, when needsName
-	needsName   bool    // (the copy reads a name only for identifiers with notices: fillNames)
 	own, theirs []int64 // seqs of the notices carrying self / others
 }
 
@@ -242,40 +240,72 @@ func withNotices(found []screenItem) int {
 // appended to strs.
 func answer(res *watch.ScreenResult, kind ident.Kind, o *screenItem, count int, latest *notice.Notice, strs *[]string) {
 	if count == 0 {
-		if o.inRegister || len(o.own) > 0 {
-			res.Unmatched = append(res.Unmatched, o.self)
-		} else {
-			res.Unresolved = append(res.Unresolved, o.self)
-		}
+		noMatch(res, o.self, o.inRegister || len(o.own) > 0)
 		return
 	}
+	l := summaryLatest{LatestNotice: watch.LatestNotice{ID: latest.ID, Seq: latest.Seq, PublishedDate: latest.PublishedDate,
+		NoticeType: latest.NoticeType, NoticePurpose: latest.NoticePurpose}, companyName: latest.CompanyName}
+	if latest.AppointmentType != nil {
+		l.app, l.hasApp = *latest.AppointmentType, true
+	}
+	if latest.ACN != nil {
+		l.acn = *latest.ACN
+	}
+	if latest.ABN != nil {
+		l.abn = *latest.ABN
+	}
+	res.Matched = append(res.Matched, matchOf(ident.ID{Kind: kind, Value: o.self}, o.acn, o.name, count, &l, strs))
+}
+
+// noMatch records an identifier without a notice passing the filters:
+// unmatched when the register or a notice knows it, else unresolved.
+func noMatch(res *watch.ScreenResult, self string, known bool) {
+	if known {
+		res.Unmatched = append(res.Unmatched, self)
+	} else {
+		res.Unresolved = append(res.Unresolved, self)
+	}
+}
+
+// summaryLatest is what a match shows of its latest notice, from its
+// summary: the answer's fields, and the notice's appointment type (when
+// hasApp), ACN and ABN ("" for none) and company name.
+type summaryLatest struct {
+	watch.LatestNotice
+	app, acn, abn, companyName string
+	hasApp                     bool
+}
+
+// matchOf is the answer of identifier id, whose company's ACN per the
+// register is acn and current name name ("" for none), that count
+// notices passing the filters matched, latest the newest. The strings it
+// points to are appended to strs.
+func matchOf(id ident.ID, acn, name string, count int, latest *summaryLatest, strs *[]string) watch.Matched {
 	point := func(v string) *string {
 		*strs = append(*strs, v)
 		return &(*strs)[len(*strs)-1]
 	}
-	m := watch.Matched{Identifier: o.self, NoticeCount: count, LatestNotice: watch.LatestNotice{
-		ID: latest.ID, Seq: latest.Seq, PublishedDate: latest.PublishedDate, NoticeType: latest.NoticeType,
-		NoticePurpose: latest.NoticePurpose}}
-	if latest.AppointmentType != nil {
-		m.LatestNotice.AppointmentType = point(*latest.AppointmentType)
+	m := watch.Matched{Identifier: id.Value, NoticeCount: count, LatestNotice: latest.LatestNotice}
+	m.LatestNotice.AppointmentType = nil
+	if latest.hasApp {
+		m.LatestNotice.AppointmentType = point(latest.app)
 	}
 	// The company's ACN (for an ABN the register's, else the latest
 	// notice's when that notice carries the ABN) and its name (the
 	// register's current name, else the latest notice's).
 	switch {
-	case o.acn != "":
-		m.ACN = point(o.acn)
-	case kind == ident.ABN && latest.ABN != nil && *latest.ABN == o.self && latest.ACN != nil:
-		m.ACN = point(*latest.ACN)
+	case acn != "":
+		m.ACN = point(acn)
+	case id.Kind == ident.ABN && latest.abn != "" && latest.abn == id.Value && latest.acn != "":
+		m.ACN = point(latest.acn)
 	}
-	name := o.name
 	if name == "" {
-		name = latest.CompanyName
+		name = latest.companyName
 	}
 	if name != "" { // no name anywhere is null, as the embedded store answers
 		m.CompanyName = point(name)
 	}
-	res.Matched = append(res.Matched, m)
+	return m
 }
 
 // parseSeqs appends the seqs of a comma-joined list to buf.

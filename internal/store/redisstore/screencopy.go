@@ -182,9 +182,13 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 		c.fromRedis.Add(1)
 		return false, nil
 	}
-	found := make([]screenItem, len(ids))
-	lookupAll(len(ids), func(lo, hi int) { lookupRange(ids[lo:hi], found[lo:hi], reg, n) })
-	if ok, err := c.fillNames(ctx, reg, found); err != nil || !ok {
+	items := make([]copyItem, len(ids))
+	arenas := make([][]int64, lookupParts(len(ids)))
+	lookupAll(len(ids), func(part, lo, hi int) {
+		arenas[part] = lookupRange(uint8(part), ids[lo:hi], items[lo:hi], reg, n)
+	})
+	names, ok, err := c.fillNames(ctx, reg, items)
+	if err != nil || !ok {
 		if err == nil {
 			c.fromRedis.Add(1)
 		}
@@ -192,9 +196,10 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	}
 	c.fromCopy.Add(1)
 	if f.Q == nil && f.Company == nil {
-		copyResult(ids, found, f, n, res)
+		copyResult(ids, items, arenas, names, f, n, reg, res)
 		return true, nil
 	}
+	found := screenItems(ids, items, arenas, names, reg)
 	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
 		for i, q := range seqs {
 			have[i] = n.sums.decode(q, &into[i], &ptrs[i])
@@ -206,24 +211,98 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	}, res)
 }
 
+// copyItem is what the copy found of one identifier, without a pointer
+// (50,000 of them cost the garbage collector nothing): its seqs are
+// arenas[arena][from:mid] (its own notices) and [mid:to] (its
+// counterparts'), its company co (when hasCo) the one whose ACN the
+// answer shows and whose name (when needsName and it has notices)
+// fillNames finds.
+type copyItem struct {
+	from, mid, to int32
+	co            int32
+	name          int32 // 1 + the index of its company's name in fillNames's answer, 0 for none
+	arena         uint8
+	flags         uint8
+}
+
+const (
+	itemHasCo      uint8 = 1 << iota // co is the identifier's company (its ACN's, or an ABN's primary ACN's)
+	itemInRegister                   // the register knows it
+	itemNeedsName                    // co has a current name (shown when it matches)
+	itemACNSuffix                    // an ABN whose company's ACN is its last nine digits
+)
+
+func (o *copyItem) has(f uint8) bool { return o.flags&f != 0 }
+
+// nameIn returns the item's register name from fillNames's names ("" for
+// none).
+func (o *copyItem) nameIn(names []string) string {
+	if o.name == 0 {
+		return ""
+	}
+	return names[o.name-1]
+}
+
+// seqs returns the item's own and counterparts' seqs.
+func (o *copyItem) seqs(arenas [][]int64) (own, theirs []int64) {
+	a := arenas[o.arena]
+	return a[o.from:o.mid:o.mid], a[o.mid:o.to:o.to]
+}
+
+// acn returns the ACN the answer shows for the identifier id ("" for
+// none): an ACN itself, or an ABN's register ACN.
+func (o *copyItem) acn(id ident.ID, reg *regCopy) string {
+	switch {
+	case id.Kind == ident.ACN:
+		return id.Value
+	case !o.has(itemHasCo):
+		return ""
+	case o.has(itemACNSuffix):
+		return id.Value[2:]
+	}
+	return reg.acn(o.co)
+}
+
+// screenItems turns the copy's items into the screenItems of
+// Store.screenResult (for a filter with q or company).
+func screenItems(ids []ident.ID, items []copyItem, arenas [][]int64, names []string, reg *regCopy) []screenItem {
+	found := make([]screenItem, len(items))
+	for i := range items {
+		o := &items[i]
+		own, theirs := o.seqs(arenas)
+		found[i] = screenItem{self: ids[i].Value, acn: o.acn(ids[i], reg), name: o.nameIn(names),
+			inRegister: o.has(itemInRegister), own: own, theirs: theirs}
+	}
+	return found
+}
+
 // copyResult is Store.screenResult for a filter without q or company,
 // answered from the copy under its read lock: each candidate's filters are
 // decided on its summary's combination of coded fields (once per
 // combination, by matcher.FilterMatches, so with its semantics), published
 // instants are read only to choose between two passing notices, and only
-// each match's latest notice is decoded whole.
-func copyResult(ids []ident.ID, found []screenItem, f notice.Filter, n *noticeCopy, res *watch.ScreenResult) {
+// each match's latest notice is decoded, straight into its answer.
+func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, names []string, f notice.Filter, n *noticeCopy, reg *regCopy, res *watch.ScreenResult) {
 	pass := codedFilter{f: f, slab: &n.sums, memo: make([]int8, len(n.sums.tuples))}
-	res.Matched = slices.Grow(res.Matched, withNotices(found))
-	strs := make([]string, 0, 3*withNotices(found)) // what the answers point to
-	var latest notice.Notice
-	var ptrs [3]string
-	for i := range found {
-		o := &found[i]
+	withNotices, known := 0, 0 // upper bounds of the matched and unmatched
+	for i := range items {
+		if o := &items[i]; o.to > o.from {
+			withNotices++
+		} else if o.has(itemInRegister) {
+			known++
+		}
+	}
+	res.Matched = slices.Grow(res.Matched, withNotices)
+	res.Unmatched = slices.Grow(res.Unmatched, known+withNotices)
+	res.Unresolved = slices.Grow(res.Unresolved, len(items)-withNotices-known)
+	strs := make([]string, 0, 3*withNotices) // what the answers point to
+	for i := range items {
+		o := &items[i]
+		own, theirs := o.seqs(arenas)
 		count, best, bestAt := 0, int64(-1), ""
-		for li, l := range [2][]int64{o.own, o.theirs} {
+		for li, l := range [2][]int64{own, theirs} {
 			for _, q := range l {
-				if li == 1 && slices.Contains(o.own, q) {
+				if li == 1 && slices.Contains(own, q) {
 					continue // carries both identifiers (counted once)
 				}
 				if !pass.passes(q) {
@@ -242,13 +321,13 @@ func copyResult(ids []ident.ID, found []screenItem, f notice.Filter, n *noticeCo
 				}
 			}
 		}
-		var lp *notice.Notice
-		if count > 0 {
-			latest = notice.Notice{}
-			n.sums.decode(best, &latest, &ptrs)
-			lp = &latest
+		if count == 0 {
+			noMatch(res, ids[i].Value, o.has(itemInRegister) || len(own) > 0)
+			continue
 		}
-		answer(res, ids[i].Kind, o, count, lp, &strs)
+		var latest summaryLatest
+		n.sums.decodeLatest(best, &latest)
+		res.Matched = append(res.Matched, matchOf(ids[i], o.acn(ids[i], reg), o.nameIn(names), count, &latest, &strs))
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
 }
@@ -282,25 +361,25 @@ func (c *codedFilter) passes(seq int64) bool {
 }
 
 // lookupRange finds, for each of ids, its register counterparts and the
-// seqs of the notices carrying it or them, into found (of the same
-// length), from the register copy reg and the notice copy n. A
-// company's prefix-form ABN is looked up by its number, without making
-// its string.
-func lookupRange(ids []ident.ID, found []screenItem, reg *regCopy, n *noticeCopy) {
-	var arena []int64 // backs every item's seq lists
-	var acns []string // an ABN's register ACNs, reused
+// seqs of the notices carrying it or them, into items (of the same
+// length), from the register copy reg and the notice copy n, and returns
+// the arena backing the items' seqs. A company's prefix-form ABN is
+// looked up by its number, without making its string.
+func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *noticeCopy) []int64 {
+	arena := make([]int64, 0, len(ids)) // backs every item's seq lists
+	var acns []string                   // an ABN's register ACNs, reused
 	for i, id := range ids {
-		o := screenItem{self: id.Value}
-		start := len(arena)
+		o := copyItem{arena: part}
+		o.from = int32(len(arena))
 		arena = n.post.get(id.Value, arena)
-		o.own = arena[start:len(arena):len(arena)]
-		start = len(arena)
+		o.mid = int32(len(arena))
 		others := 0
 		if id.Kind == ident.ACN {
-			o.acn = id.Value
 			if co, ok := reg.company(id.Value); ok {
-				o.inRegister = reg.isNamed(co)
-				o.co, o.needsName = co, o.inRegister
+				o.co, o.flags = co, itemHasCo
+				if reg.isNamed(co) {
+					o.flags |= itemInRegister | itemNeedsName
+				}
 				if k, ok := reg.prefixABNKey(co); ok {
 					arena = n.post.getKey(k, arena)
 					others++
@@ -310,42 +389,59 @@ func lookupRange(ids []ident.ID, found []screenItem, reg *regCopy, n *noticeCopy
 					others++
 				}
 			}
+		} else if co, ok := reg.prefixCompany(id.Value); ok && len(reg.moreACNs[id.Value]) == 0 {
+			// Nearly every ABN: its one ACN is its last nine digits.
+			o.co, o.flags = co, itemHasCo|itemInRegister|itemACNSuffix
+			if reg.isNamed(co) {
+				o.flags |= itemNeedsName
+			}
+			arena = n.post.get(id.Value[2:], arena)
+			others = 1
 		} else {
 			acns = reg.appendACNsOf(acns[:0], id.Value)
-			o.acn = primaryACN(id.Value, acns)
-			o.inRegister = o.acn != ""
-			if co, ok := reg.company(o.acn); ok && o.acn != "" && reg.isNamed(co) {
-				o.co, o.needsName = co, true
+			if acn := primaryACN(id.Value, acns); acn != "" {
+				o.flags = itemInRegister
+				if co, ok := reg.company(acn); ok {
+					o.co, o.flags = co, o.flags|itemHasCo
+					if len(id.Value) == 11 && acn == id.Value[2:] {
+						o.flags |= itemACNSuffix
+					}
+					if reg.isNamed(co) {
+						o.flags |= itemNeedsName
+					}
+				}
 			}
 			for _, a := range acns {
 				arena = n.post.get(a, arena)
 			}
 			others = len(acns)
 		}
-		o.theirs = arena[start:len(arena):len(arena)]
+		o.to = int32(len(arena))
 		if others > 1 {
-			o.theirs = sortedSet(o.theirs)
+			o.to = o.mid + int32(len(sortedSet(arena[o.mid:o.to])))
+			arena = arena[:o.to]
 		}
-		found[i] = o
+		items[i] = o
 	}
+	return arena
 }
 
-// fillNames sets the register name of every identifier that found
-// notices (only a match shows one) and whose company has a name: from
-// the names the register copy holds, reading those it lacks from
+// fillNames finds the register name of every identifier that found
+// notices (only a match shows one) and whose company has a name, and
+// points its item to it (copyItem.name) in the names it returns: from the
+// names the register copy holds, reading those it lacks from
 // reg:<v>:name in one more round trip and holding them. ok is false when
 // a name is missing there: the generation was replaced meanwhile, and
 // the caller reads Redis instead.
-func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, found []screenItem) (ok bool, err error) {
+func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, items []copyItem) (names []string, ok bool, err error) {
 	var cos []int32
-	var at []int
-	for i := range found {
-		if o := &found[i]; o.needsName && len(o.own)+len(o.theirs) > 0 {
+	for i := range items {
+		if o := &items[i]; o.has(itemNeedsName) && o.to > o.from {
 			cos = append(cos, o.co)
-			at = append(at, i)
+			o.name = int32(len(cos))
 		}
 	}
-	names := make([]string, len(cos))
+	names = make([]string, len(cos))
 	if missing := reg.heldNames(cos, names); len(missing) > 0 {
 		fields := make([]string, len(missing))
 		read := make([]int32, len(missing))
@@ -355,20 +451,17 @@ func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, found []screen
 		}
 		got, err := c.s.hmget(ctx, c.s.key("reg", reg.v, "name"), fields)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		for j, k := range missing {
 			if got[j] == "" {
-				return false, nil
+				return nil, false, nil
 			}
 			names[k] = got[j]
 		}
 		reg.hold(read, got)
 	}
-	for j, i := range at {
-		found[i].name = names[j]
-	}
-	return true, nil
+	return names, true, nil
 }
 
 // parallelFrom is the smallest screen whose lookups are split among the
@@ -376,23 +469,34 @@ func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, found []screen
 // so that a test can split small screens.)
 var parallelFrom = 4096
 
-// lookupAll runs each over [0, n) split into one range per processor
-// (one range when n is small) and waits for them all. The copy's maps are
-// only read meanwhile (the caller holds the read lock).
-func lookupAll(n int, each func(lo, hi int)) {
-	parts := runtime.GOMAXPROCS(0)
+// lookupParts is the number of ranges lookupAll splits n into: one per
+// processor, at most 256 (copyItem.arena), one when n is small.
+func lookupParts(n int) int {
+	parts := min(runtime.GOMAXPROCS(0), 256)
 	if n < parallelFrom || parts < 2 {
-		each(0, n)
+		return 1
+	}
+	step := (n + parts - 1) / parts
+	return (n + step - 1) / step
+}
+
+// lookupAll runs each over [0, n) split into lookupParts(n) ranges,
+// numbered from 0, and waits for them all. The copy's maps are only read
+// meanwhile (the caller holds the read lock).
+func lookupAll(n int, each func(part, lo, hi int)) {
+	parts := lookupParts(n)
+	if parts == 1 {
+		each(0, 0, n)
 		return
 	}
 	var wg sync.WaitGroup
 	step := (n + parts - 1) / parts
-	for lo := 0; lo < n; lo += step {
+	for part, lo := 0, 0; lo < n; part, lo = part+1, lo+step {
 		wg.Add(1)
-		go func(lo, hi int) {
+		go func(part, lo, hi int) {
 			defer wg.Done()
-			each(lo, hi)
-		}(lo, min(lo+step, n))
+			each(part, lo, hi)
+		}(part, lo, min(lo+step, n))
 	}
 	wg.Wait()
 }

@@ -246,6 +246,21 @@ func (s *summarySlab) decode(seq int64, n *notice.Notice, ptrs *[3]string) bool 
 	return true
 }
 
+// decodeLatest decodes seq's summary, which must exist, into l (a match's
+// latest notice); l's strings point into the slab's chunks.
+func (s *summarySlab) decodeLatest(seq int64, l *summaryLatest) {
+	r := s.reader(s.where(seq))
+	c := &s.tuples[r.uvarint()]
+	l.Seq = seq
+	l.PublishedDate, l.NoticeType, l.NoticePurpose = s.dict[c[0]], s.dict[c[1]], s.dict[c[3]]
+	if c[6] != 0 {
+		l.app, l.hasApp = s.dict[c[6]-1], true
+	}
+	l.ID = r.str()
+	r.pos += int(r.uvarint()) // the published instant
+	l.acn, l.abn, l.companyName = r.str(), r.str(), r.str()
+}
+
 // decodeCodes sets n's coded fields from codes (as a summary holds
 // them); the appointment type, if any, is put in app and n points to it.
 func (s *summarySlab) decodeCodes(c [7]uint64, n *notice.Notice, app *string) {
