@@ -15,22 +15,7 @@ import (
 // Allow (the two share one rate, as replicas of two versions do).
 func TestAuthenticateAndAllow(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, Options{})
-	ns := f.ns
-	l := limit.NewRedis(f.rdb, ns, 1, 0)
-	t.Cleanup(func() {
-		if keys, _ := f.rdb.Keys(ctx, limit.RateKey(ns, "*")).Result(); len(keys) > 0 {
-			f.rdb.Del(ctx, keys...)
-		}
-	})
-	c, err := f.rs.CreateAccount(ctx, "Gate Co", "standard")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := f.rs.Authenticate(ctx, c.ReadKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, l, c, want := newGateFixture(t, 1, "Gate Co")
 	bucket := want.Account.ID + ":read"
 	rate := limit.Rate{PerSecond: 1, Burst: 2}
 
@@ -84,23 +69,9 @@ func TestAuthenticateAndAllow(t *testing.T) {
 // Acquire does; the limiter releases an adopted slot as its own.
 func TestSlotGate(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, Options{})
+	f, l, c, want := newGateFixture(t, 2, "Slot Gate Co")
 	ns := f.ns
-	l := limit.NewRedis(f.rdb, ns, 2, 0)
 	gate := f.rs.SlotGate(l)
-	t.Cleanup(func() {
-		if keys, _ := f.rdb.Keys(ctx, limit.RateKey(ns, "*")).Result(); len(keys) > 0 {
-			f.rdb.Del(ctx, keys...)
-		}
-	})
-	c, err := f.rs.CreateAccount(ctx, "Slot Gate Co", "standard")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := f.rs.Authenticate(ctx, c.ReadKey)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bucket := want.Account.ID + ":read"
 	sets := limit.HeavyKeys(ns, bucket)
 	held := func(name string, key, all int64) {
@@ -172,4 +143,29 @@ func TestSlotGate(t *testing.T) {
 		t.Errorf("lapsed: taken %v %+v %v; want no token, no slot", taken, slot, err)
 	}
 	held("a lapsed account", 0, 0)
+}
+
+// newGateFixture is a store with a Redis limiter (global heavy slots) on
+// its namespace, whose rate buckets are deleted at the end, and an
+// account named name on the standard plan with the principal of its
+// read-only key.
+func newGateFixture(t *testing.T, global int, name string) (fixture, *limit.Redis, account.Created, account.Principal) {
+	t.Helper()
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	l := limit.NewRedis(f.rdb, f.ns, global, 0)
+	t.Cleanup(func() {
+		if keys, _ := f.rdb.Keys(ctx, limit.RateKey(f.ns, "*")).Result(); len(keys) > 0 {
+			f.rdb.Del(ctx, keys...)
+		}
+	})
+	c, err := f.rs.CreateAccount(ctx, name, "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.rs.Authenticate(ctx, c.ReadKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, l, c, p
 }
