@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/noticesd/noticesd/internal/notice"
@@ -35,7 +36,7 @@ func marshalCases(t *testing.T) map[string]any {
 		"filters": notice.FilterCounts{Total: 42, State: []notice.ValueCount{{Value: "NSW", Count: 40}, {Value: odd, Count: 2}}},
 		"stats":   notice.Stats{GroupBy: "month", Total: 3, Data: []notice.Bucket{{Key: "2025-01", Count: 3}}},
 		"error":   errorBody{Error: errorDetail{Code: "invalid_parameter", Message: odd}},
-		"map":     map[string]any{"z": 1, "a": []any{1.5, 1e21, 0.000001, -0.0, "x"}, "m": map[string]int{"b": 2, "a": 1}, "nil": nil, odd: true},
+		"map":     map[string]any{"z": 1, "a": []any{1.5, 1e21, 0.000001, math.Copysign(0, -1), "x"}, "m": map[string]int{"b": 2, "a": 1}, "nil": nil, odd: true},
 		"links":   map[string]string{"self": "/v1/notices?q=a&b=<c>", "next": ""},
 	}
 }
