@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -72,22 +74,24 @@ func (s *Store) bulk(ctx context.Context, ops []bulkOp) error {
 }
 
 // settle ends a bulk load of n writes whose first attempt refused failed:
-// the items refused with 429 are sent again (up to bulkRetries times,
-// with a growing pause), and what is still refused becomes the error.
+// the items refused with 429, or by a write block (writeBlocked), are
+// sent again (up to bulkRetries times, with a growing pause), and what is
+// still refused becomes the error.
 func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure) error {
 	pause := 100 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		var retry []bulkOp
-		var hard []bulkFailure
+		var again, hard []bulkFailure
 		for _, f := range failed {
-			if f.status == 429 {
+			if f.status == 429 || writeBlocked(f) {
 				retry = append(retry, f.op)
+				again = append(again, f)
 			} else {
 				hard = append(hard, f)
 			}
 		}
 		if len(hard) > 0 || (len(retry) > 0 && attempt == bulkRetries) {
-			hard = append(hard, failuresOf(retry)...)
+			hard = append(hard, again...)
 			var b strings.Builder
 			for i, f := range hard {
 				if i == 10 {
@@ -99,7 +103,7 @@ func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure) error {
 				}
 				fmt.Fprintf(&b, "%s: %d %s", f.op.What, f.status, f.reason)
 			}
-			if len(retry) > 0 && len(hard) == len(retry) {
+			if len(retry) > 0 && len(hard) == len(retry) && !slices.ContainsFunc(again, writeBlocked) {
 				return unavailable(fmt.Errorf("elasticsearch kept refusing %d writes as overloaded (429): %s", len(retry), b.String()))
 			}
 			return &refused{items: hard, msg: fmt.Sprintf("elastic: %d of %d writes refused: %s", len(hard), n, b.String())}
@@ -113,12 +117,28 @@ func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure) error {
 		case <-time.After(pause):
 		}
 		pause *= 2
+		if bulkRetryHook != nil {
+			bulkRetryHook()
+		}
 		var err error
 		if failed, err = s.bulkOnce(ctx, retry); err != nil {
 			return err
 		}
 	}
 }
+
+// writeBlocked reports whether f was refused by a write block on its
+// index. A reindex's catch-up blocks the old notices index (catchUp) once
+// the live alias names the new one: a write resolved to the old index
+// before the swap and refused by the block is sent again through the
+// alias it names, which now reaches the new index.
+func writeBlocked(f bulkFailure) bool {
+	return f.status == http.StatusForbidden && strings.HasPrefix(f.reason, "cluster_block_exception:") &&
+		strings.Contains(f.reason, "index write")
+}
+
+// bulkRetryHook, when set by a test, runs before each retry of settle.
+var bulkRetryHook func()
 
 // splitRefused sends the rows of every refused op that has them (Split)
 // again one by one, and returns the refusals with each such op replaced by
@@ -148,14 +168,6 @@ type refused struct {
 }
 
 func (r *refused) Error() string { return r.msg }
-
-func failuresOf(ops []bulkOp) []bulkFailure {
-	out := make([]bulkFailure, len(ops))
-	for i, op := range ops {
-		out[i] = bulkFailure{op: op, status: 429, reason: "rejected, write queue full"}
-	}
-	return out
-}
 
 func (s *Store) bulkOnce(ctx context.Context, ops []bulkOp) ([]bulkFailure, error) {
 	total := 0

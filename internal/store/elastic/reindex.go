@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/noticesd/noticesd/internal/notice"
@@ -43,6 +44,9 @@ var (
 	// registerCopyHook, when set by a test, runs between the register
 	// copy and its alias move.
 	registerCopyHook func()
+	// catchUpCopiedHook, when set by a test, runs after the catch-up's
+	// copy, before the old indices are dropped.
+	catchUpCopiedHook func(old []string)
 )
 
 // Reindex rebuilds both indices from the current mappings into new
@@ -259,12 +263,24 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 		return 0, err
 	}
 	for _, o := range old {
+		// A write to the old index resolved before the swap may still be
+		// in flight: had it landed after the copy below, it would be lost
+		// with the index. A write block returns once every write in flight
+		// to o has ended, and refuses later ones, which the writer sends
+		// again through the live alias, now the new index (settle,
+		// writeBlocked); the refresh makes the ended ones visible.
+		if err := s.do(ctx, s.cfg.Timeout, http.MethodPut, "/"+o+"/_block/write", nil, nil); err != nil {
+			return 0, fmt.Errorf("elastic: block writes to %s before catching up from it: %w", o, err)
+		}
 		if err := s.refresh(ctx, o); err != nil {
 			return 0, err
 		}
 	}
 	order := []obj{{"notice_seq": "asc"}, {"id": "asc"}}
 	n, err := s.copyDocs(ctx, s.catchUpAlias(), index, matchAll, order, "notices (catch-up)", rebuildNoticeDoc, progress)
+	if err == nil && catchUpCopiedHook != nil {
+		catchUpCopiedHook(old)
+	}
 	if err != nil {
 		return n, fmt.Errorf("elastic: catching up from %v (they keep the alias %s: run reindex again to finish): %w", old, s.catchUpAlias(), err)
 	}
