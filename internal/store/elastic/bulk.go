@@ -80,17 +80,15 @@ func (s *Store) bulk(ctx context.Context, ops []bulkOp) error {
 func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure) error {
 	pause := 100 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		var retry []bulkOp
 		var again, hard []bulkFailure
 		for _, f := range failed {
 			if f.status == 429 || writeBlocked(f) {
-				retry = append(retry, f.op)
 				again = append(again, f)
 			} else {
 				hard = append(hard, f)
 			}
 		}
-		if len(hard) > 0 || (len(retry) > 0 && attempt == bulkRetries) {
+		if len(hard) > 0 || (len(again) > 0 && attempt == bulkRetries) {
 			hard = append(hard, again...)
 			var b strings.Builder
 			for i, f := range hard {
@@ -103,12 +101,12 @@ func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure) error {
 				}
 				fmt.Fprintf(&b, "%s: %d %s", f.op.What, f.status, f.reason)
 			}
-			if len(retry) > 0 && len(hard) == len(retry) && !slices.ContainsFunc(again, writeBlocked) {
-				return unavailable(fmt.Errorf("elasticsearch kept refusing %d writes as overloaded (429): %s", len(retry), b.String()))
+			if len(again) > 0 && len(hard) == len(again) && !slices.ContainsFunc(again, writeBlocked) {
+				return unavailable(fmt.Errorf("elasticsearch kept refusing %d writes as overloaded (429): %s", len(again), b.String()))
 			}
 			return &refused{items: hard, msg: fmt.Sprintf("elastic: %d of %d writes refused: %s", len(hard), n, b.String())}
 		}
-		if len(retry) == 0 {
+		if len(again) == 0 {
 			return nil
 		}
 		select {
@@ -119,6 +117,10 @@ func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure) error {
 		pause *= 2
 		if bulkRetryHook != nil {
 			bulkRetryHook()
+		}
+		retry := make([]bulkOp, len(again))
+		for i, f := range again {
+			retry[i] = f.op
 		}
 		var err error
 		if failed, err = s.bulkOnce(ctx, retry); err != nil {
