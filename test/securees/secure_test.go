@@ -224,6 +224,9 @@ func TestSecuredElasticsearch(t *testing.T) {
 			t.Fatal(err)
 		}
 		good := userURL("noticesd", password)
+		// The right credentials, the wrong scheme: the node closes plain
+		// HTTP connections without a word.
+		plainURL := "http://noticesd:" + password + "@" + host
 		tests := []struct {
 			name    string
 			command []string
@@ -247,6 +250,12 @@ func TestSecuredElasticsearch(t *testing.T) {
 				[]string{"NOTICES_ELASTICSEARCH_API_KEY", "refused the credentials"}},
 			{"https to an http node", []string{"serve"}, []string{"NOTICES_ELASTICSEARCH_URL=" + strings.Replace(testservers.Elasticsearch(t), "http://", "https://", 1)},
 				[]string{"NOTICES_ELASTICSEARCH_URL", "does not speak TLS"}},
+			{"http to an https node (serve)", []string{"serve"}, []string{"NOTICES_ELASTICSEARCH_URL=" + plainURL},
+				[]string{"NOTICES_ELASTICSEARCH_URL", "speaks TLS", "https://", host}},
+			{"http to an https node (worker)", []string{"worker"}, []string{"NOTICES_ELASTICSEARCH_URL=" + plainURL},
+				[]string{"NOTICES_ELASTICSEARCH_URL", "speaks TLS", "https://", host}},
+			{"http to an https node (ingest)", []string{"ingest", "notices", filepath.Join(sample, "notices.jsonl.gz")}, []string{"NOTICES_ELASTICSEARCH_URL=" + plainURL},
+				[]string{"NOTICES_ELASTICSEARCH_URL", "speaks TLS", "https://", host}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

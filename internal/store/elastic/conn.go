@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/elastic/elastic-transport-go/v8/elastictransport"
@@ -161,6 +162,8 @@ const (
 	// ProblemPrivileges: the credentials lack privileges the store needs
 	// (403, or missing in _has_privileges).
 	ProblemPrivileges
+	// ProblemWantsTLS: an http URL reached a node that speaks TLS.
+	ProblemWantsTLS
 )
 
 // AccessError is a refusal at Open that only the settings can fix, as
@@ -214,6 +217,9 @@ func (s *Store) checkAccess(ctx context.Context) error {
 		if ae := tlsProblem(err, req.URL.Host); ae != nil {
 			return ae
 		}
+		if ae := wantsTLS(ctx, req.URL, closedEarly(err)); ae != nil {
+			return ae
+		}
 		return unavailable(err)
 	}
 	defer func() {
@@ -224,6 +230,13 @@ func (s *Store) checkAccess(ctx context.Context) error {
 	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
 	switch res.StatusCode {
 	case http.StatusOK:
+	case http.StatusBadRequest:
+		// Elasticsearch does not answer this request 400; a TLS server
+		// (a proxy, say) answering plain text does.
+		if ae := wantsTLS(ctx, res.Request.URL, true); ae != nil {
+			return ae
+		}
+		return nil
 	case http.StatusUnauthorized:
 		return &AccessError{Problem: ProblemCredentials, Node: node,
 			Detail: fmt.Sprintf("Elasticsearch at %s refused the credentials (401: %s)", node, esReason(raw))}
@@ -290,6 +303,43 @@ func esReason(raw []byte) string {
 		s = s[:200] + "..."
 	}
 	return s
+}
+
+// closedEarly reports whether err is a connection the node closed or reset
+// before answering: what a node speaking TLS does with plain HTTP.
+func closedEarly(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// wantsTLS returns the AccessError of an http URL whose node speaks TLS,
+// nil when u is https, suspect is false, or a TLS handshake with the node
+// fails for another reason than its certificate. An Elasticsearch node
+// with TLS on its HTTP port closes a plain-text connection without a
+// word, which the client sees as EOF (suspect), not as a refusal: the
+// handshake (the certificate unchecked, since only the protocol is asked)
+// tells which.
+func wantsTLS(ctx context.Context, u *url.URL, suspect bool) *AccessError {
+	if !suspect || u == nil || u.Scheme != "http" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeDialTimeout)
+	defer cancel()
+	// No certificate is checked and nothing is sent: the handshake only
+	// asks whether the node speaks TLS.
+	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}
+	conn, err := d.DialContext(ctx, "tcp", u.Host)
+	var alert tls.AlertError
+	switch {
+	case err == nil:
+		_ = conn.Close()
+	case errors.As(err, &alert):
+		// The node answered the handshake with an alert (it wants a client
+		// certificate, say): it speaks TLS all the same.
+	default:
+		return nil
+	}
+	return &AccessError{Problem: ProblemWantsTLS, Node: u.Host,
+		Detail: fmt.Sprintf("%s speaks TLS (HTTPS), not plain HTTP", u.Host)}
 }
 
 // tlsProblem returns the AccessError of a failed TLS handshake, or nil when

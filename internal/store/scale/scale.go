@@ -159,6 +159,8 @@ func accessSetting(cfg config.Config, ae *elastic.AccessError) error {
 		}
 	case elastic.ProblemNotTLS:
 		return settingError("NOTICES_ELASTICSEARCH_URL", ae.Detail+"; use http:// for a node without TLS")
+	case elastic.ProblemWantsTLS:
+		return settingError("NOTICES_ELASTICSEARCH_URL", ae.Detail+"; use https:// for it, with the cluster's CA in NOTICES_ELASTICSEARCH_CA_FILE or NOTICES_ELASTICSEARCH_CA_FINGERPRINT")
 	case elastic.ProblemCredentials:
 		switch creds {
 		case "":
