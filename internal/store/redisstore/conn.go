@@ -116,7 +116,9 @@ func Dial(t Target) (*redis.Client, error) {
 // (NOTICES_REDIS_CA_FILE), Sentinels that do not answer
 // (NOTICES_REDIS_SENTINELS), refuse their password
 // (NOTICES_REDIS_SENTINEL_PASSWORD) or do not know the master
-// (NOTICES_REDIS_MASTER). A Redis that simply does not answer is
+// (NOTICES_REDIS_MASTER). A Sentinel password given to Sentinels that ask
+// for none is let through by them, so it is a warning in the log naming
+// NOTICES_REDIS_SENTINEL_PASSWORD. A Redis that simply does not answer is
 // backend_unavailable naming the server (its password masked) and what to
 // do, rather than a failure at the first step that needed it.
 func Connect(ctx context.Context, t Target) (*redis.Client, error) {
@@ -200,6 +202,11 @@ func checkSentinels(ctx context.Context, t Target) error {
 		a := <-answers
 		switch {
 		case a.err == nil:
+			if t.SentinelPassword != "" && sentinelOpen(ctx, a.addr, tlsc) {
+				slog.Default().WarnContext(ctx, "NOTICES_REDIS_SENTINEL_PASSWORD is set, but the Sentinel at "+a.addr+
+					" asks for no password and accepts any: unset NOTICES_REDIS_SENTINEL_PASSWORD, or give the Sentinels that password (requirepass, or ACL SETUSER default >password, in their config)",
+					"setting", "NOTICES_REDIS_SENTINEL_PASSWORD", "sentinel", a.addr)
+			}
 			return nil
 		case errors.Is(a.err, redis.Nil):
 			unknown = append(unknown, a.addr)
@@ -225,6 +232,17 @@ func checkSentinels(ctx context.Context, t Target) error {
 	}
 	return &config.SettingError{Setting: "NOTICES_REDIS_SENTINELS", Message: fmt.Sprintf(
 		"none of the Sentinels of NOTICES_REDIS_SENTINELS answers (%s); start them or correct the list", strings.Join(other, "; "))}
+}
+
+// sentinelOpen reports whether the Sentinel at addr answers a client
+// without a password: then it asks for none, and a Sentinel password
+// given is accepted (Redis 6 lets any password through for a user with
+// nopass) but protects nothing.
+func sentinelOpen(ctx context.Context, addr string, tlsc *tls.Config) bool {
+	sc := redis.NewSentinelClient(&redis.Options{Addr: addr, TLSConfig: tlsc,
+		DialTimeout: dialTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, MaxRetries: -1})
+	defer sc.Close()
+	return sc.Ping(ctx).Err() == nil
 }
 
 // authError reports whether err is Redis refusing the credentials.

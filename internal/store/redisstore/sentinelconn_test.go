@@ -3,9 +3,12 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -62,6 +65,27 @@ func TestConnectThroughSentinels(t *testing.T) {
 			}
 		})
 	}
+	// Sentinels without a password let any password through; one given is
+	// a warning naming the setting, and none is not.
+	t.Run("Sentinel password not asked for", func(t *testing.T) {
+		for _, pass := range []string{secret, ""} {
+			logs := captureLog(t)
+			target := good
+			target.SentinelPassword = pass
+			rdb, err := Connect(ctx, target)
+			if err != nil {
+				t.Fatalf("Sentinel password %q: %v", pass, err)
+			}
+			rdb.Close()
+			warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "setting=NOTICES_REDIS_SENTINEL_PASSWORD")
+			if warned != (pass != "") {
+				t.Errorf("Sentinel password %q: warned %v, want %v; log:\n%s", pass, warned, pass != "", logs)
+			}
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("the log shows the password:\n%s", logs)
+			}
+		}
+	})
 	// Last: the Sentinels' default user gets a password (ACL SETUSER), so
 	// a wrong NOTICES_REDIS_SENTINEL_PASSWORD, or none, is refused.
 	t.Run("Sentinel password refused", func(t *testing.T) {
@@ -90,4 +114,33 @@ func TestConnectThroughSentinels(t *testing.T) {
 			}
 		}
 	})
+}
+
+// captureLog makes the default logger write to the buffer it returns until
+// the test ends.
+func captureLog(t *testing.T) *syncBuffer {
+	b := &syncBuffer{}
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(b, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	return b
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger writing while the test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
