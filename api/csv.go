@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/csv"
 	"errors"
 	"io"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/noticesd/noticesd/internal/csvout"
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/limit"
@@ -25,9 +25,11 @@ import (
 // CSV in and out (docs/api.md, "CSV").
 //
 // A CSV answer is chosen by the Accept header (wantsCSV); errors are always
-// the JSON error shape, whatever Accept says. A CSV body is RFC 4180,
-// UTF-8 without a byte-order mark, CRLF line ends, with a header row;
-// cells are the data verbatim (no formula escaping: see docs/api.md).
+// the JSON error shape, whatever Accept says. A CSV answer is RFC 4180,
+// UTF-8 without a byte-order mark, CRLF record ends, with a header row,
+// written by csvout: a cell's text as the JSON answer has it, except that
+// a text cell a spreadsheet would run as a formula gets a leading
+// apostrophe unless the request says raw=true (csvRaw).
 
 // contentTypeCSV is the Content-Type of every CSV answer.
 const contentTypeCSV = "text/csv; charset=utf-8"
@@ -85,6 +87,10 @@ func acceptQ(accept, typ, sub string) float64 {
 	return best
 }
 
+// csvRaw reads the raw parameter of a CSV answer: true leaves cells that
+// look like formulas as they are.
+func csvRaw(c *fiber.Ctx) (bool, error) { return params{c}.boolean("raw", false) }
+
 // csvBody reports whether the request body is CSV (Content-Type text/csv);
 // a charset other than UTF-8 is refused.
 func csvBody(c *fiber.Ctx) (bool, error) {
@@ -112,6 +118,10 @@ func (s *Server) exportNotices(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	raw, err := csvRaw(c)
+	if err != nil {
+		return err
+	}
 	exp, err := s.deps.Notices.ExportNotices(c.UserContext(), sq, s.exportMax)
 	if err != nil {
 		return err
@@ -120,15 +130,15 @@ func (s *Server) exportNotices(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, contentTypeCSV)
 	s.attachment(c, "notices")
 	c.Set("X-Total-Count", strconv.FormatInt(exp.Total(), 10))
-	c.Context().SetBodyStream(newExportReader(context.WithoutCancel(c.UserContext()), exp, takeSlot(c), s.log), -1)
+	c.Context().SetBodyStream(newExportReader(context.WithoutCancel(c.UserContext()), exp, takeSlot(c), s.log, raw), -1)
 	return nil
 }
 
-// newExportReader returns the body of export exp, its header row first.
-func newExportReader(ctx context.Context, exp store.NoticeExport, release limit.Release, log *slog.Logger) *exportReader {
+// newExportReader returns the body of export exp, its header row first;
+// raw leaves cells that look like formulas as they are.
+func newExportReader(ctx context.Context, exp store.NoticeExport, release limit.Release, log *slog.Logger, raw bool) *exportReader {
 	r := &exportReader{exp: exp, ctx: ctx, release: release, log: log}
-	r.cw = csv.NewWriter(&r.buf)
-	r.cw.UseCRLF = true
+	r.cw = csvout.NewWriter(&r.buf, raw)
 	r.write(notice.CSVColumns)
 	return r
 }
@@ -144,7 +154,7 @@ type exportReader struct {
 	release limit.Release
 	log     *slog.Logger
 	buf     bytes.Buffer
-	cw      *csv.Writer
+	cw      *csvout.Writer
 	rec     []string
 	rows    int64
 	err     error
@@ -179,13 +189,11 @@ func (r *exportReader) fill() {
 		r.log.Error("CSV export failed after its answer began", "rows_sent", r.rows, "rows_total", r.exp.Total(), "error", err)
 		r.write([]string{exportFailedMarker + " after " + strconv.FormatInt(r.rows, 10) + " of " +
 			strconv.FormatInt(r.exp.Total(), 10) + " rows; the service failed while reading them; download the export again"})
-		r.cw.Flush()
 		r.err = err
 		return
 	}
 	if len(ns) == 0 {
 		r.done = true
-		r.cw.Flush()
 		return
 	}
 	for i := range ns {
@@ -193,7 +201,6 @@ func (r *exportReader) fill() {
 		r.write(r.rec)
 	}
 	r.rows += int64(len(ns))
-	r.cw.Flush()
 }
 
 // Close ends the export and gives back the heavy slot.
@@ -221,13 +228,13 @@ func parseScreenRequest(c *fiber.Ctx, body []byte) (watch.MatchRequest, error) {
 // writeScreenCSV streams the bulk screen as CSV, one row per distinct
 // submitted identifier in ids' order; release is called once the last
 // byte is written.
-func (s *Server) writeScreenCSV(c *fiber.Ctx, res watch.ScreenResult, ids []ident.ID, release limit.Release) {
+func (s *Server) writeScreenCSV(c *fiber.Ctx, res watch.ScreenResult, ids []ident.ID, raw bool, release limit.Release) {
 	c.Status(fiber.StatusOK)
 	c.Set(fiber.HeaderContentType, contentTypeCSV)
 	s.attachment(c, "screen")
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer release()
 		// An error means the client went away; nothing more can be said.
-		_ = res.WriteCSV(w, ids)
+		_ = res.WriteCSV(w, ids, raw)
 	})
 }

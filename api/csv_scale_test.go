@@ -12,6 +12,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 	arrivals "github.com/noticesd/noticesd/internal/store/arrival"
 	"github.com/noticesd/noticesd/internal/store/elastic"
 	"github.com/noticesd/noticesd/internal/testservers"
@@ -90,4 +91,49 @@ func TestCSVExportBackendsIdentical(t *testing.T) {
 			t.Errorf("sqlite %s, elastic %s", lite.body, es.body)
 		}
 	})
+}
+
+// TestCSVFormulasBackendsIdentical: cells a spreadsheet would run as
+// formulas, and a line feed inside a cell, are written the same from
+// both stores, escaped by default and as they are with raw=true.
+func TestCSVFormulasBackendsIdentical(t *testing.T) {
+	f := newFixture(t)
+	g := elasticFixture(t, f)
+	n := loadNotices(t)[0]
+	n.SourceID, n.ID = "csv-formulas", notice.IDFor("csv-formulas")
+	n.CompanyName = "-2+3+cmd|' /C calc'!A0\nsecond line"
+	n.NoticePurpose = "=HYPERLINK(\"http://example.invalid\",\"x\")"
+	for _, w := range []store.NoticeWriter{f.store, g.srv.deps.Notices.(*elastic.Store)} {
+		if _, err := w.UpsertNotices(context.Background(), []notice.Notice{n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ query, name, purpose string }{
+		{"", "'" + n.CompanyName, "'" + n.NoticePurpose},
+		{"&raw=true", n.CompanyName, n.NoticePurpose},
+	} {
+		t.Run("raw"+c.query, func(t *testing.T) {
+			target := "/v1/notices?include_deregistration=true" + c.query
+			lite := f.sendCSV(t, http.MethodGet, target, "text/csv", "", nil)
+			es := g.sendCSV(t, http.MethodGet, target, "text/csv", "", nil)
+			if !bytes.Equal(lite.body, es.body) {
+				t.Errorf("bytes differ:\nsqlite:\n%s\nelastic:\n%s", lite.body, es.body)
+			}
+			if !bytes.Contains(lite.body, []byte("A0\nsecond line")) {
+				t.Errorf("the line feed inside the name is not kept: %q", clip(lite.body))
+			}
+			found := false
+			for _, rec := range readCSV(t, lite) {
+				if rec[0] == n.ID {
+					found = true
+					if rec[5] != c.name || rec[6] != c.purpose {
+						t.Errorf("company_name %q, notice_purpose %q; want %q, %q", rec[5], rec[6], c.name, c.purpose)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("notice %s not in the export: %q", n.ID, clip(lite.body))
+			}
+		})
+	}
 }

@@ -151,8 +151,9 @@ func TestNoticesCSVExportTooLarge(t *testing.T) {
 }
 
 // TestNoticesCSVQuoting: a company name with commas, quotes and a line
-// break comes back whole, quoted as RFC 4180 says; a cell starting with =
-// is left verbatim.
+// break comes back whole, quoted as RFC 4180 says, its line feed a line
+// feed as in the JSON answer; a cell starting with = gets an apostrophe
+// (a spreadsheet would run it as a formula) unless raw=true.
 func TestNoticesCSVQuoting(t *testing.T) {
 	f := newFixture(t)
 	ns := loadNotices(t)
@@ -162,19 +163,33 @@ func TestNoticesCSVQuoting(t *testing.T) {
 	if _, err := f.store.UpsertNotices(context.Background(), []notice.Notice{n}); err != nil {
 		t.Fatal(err)
 	}
-	res := f.sendCSV(t, http.MethodGet, "/v1/notices?include_deregistration=true", "text/csv", "", nil)
-	if !bytes.Contains(res.body, []byte(`"=Smith, ""Jones""`+"\r\nand Partners Pty Ltd\"")) {
-		t.Errorf("the name is not quoted as RFC 4180 says: %s", clip(res.body))
+	for _, c := range []struct {
+		query, quoted, cell string
+	}{
+		{"", `"'=Smith, ""Jones""` + "\nand Partners Pty Ltd\"", "'" + n.CompanyName},
+		{"&raw=false", `"'=Smith, ""Jones""` + "\nand Partners Pty Ltd\"", "'" + n.CompanyName},
+		{"&raw=true", `"=Smith, ""Jones""` + "\nand Partners Pty Ltd\"", n.CompanyName},
+	} {
+		t.Run("raw"+c.query, func(t *testing.T) {
+			res := f.sendCSV(t, http.MethodGet, "/v1/notices?include_deregistration=true"+c.query, "text/csv", "", nil)
+			if !bytes.Contains(res.body, []byte(c.quoted)) {
+				t.Errorf("the name is not written %q: %s", c.quoted, clip(res.body))
+			}
+			found := false
+			for _, rec := range readCSV(t, res) {
+				if rec[0] == n.ID {
+					found = rec[5] == c.cell
+				}
+			}
+			if !found {
+				t.Errorf("notice %s with company name %q not read back as %q", n.ID, n.CompanyName, c.cell)
+			}
+		})
 	}
-	found := false
-	for _, rec := range readCSV(t, res) {
-		if rec[0] == n.ID {
-			found = rec[5] == n.CompanyName
-		}
-	}
-	if !found {
-		t.Errorf("notice %s with company name %q not read back whole", n.ID, n.CompanyName)
-	}
+	t.Run("raw=1", func(t *testing.T) {
+		res := f.sendCSV(t, http.MethodGet, "/v1/notices?raw=1", "text/csv", "", nil)
+		wantError(t, res, http.StatusBadRequest, "invalid_parameter")
+	})
 }
 
 // TestNoticesExportSnapshot: an export reads one view of the notices:
@@ -339,7 +354,7 @@ func TestExportFailureVisible(t *testing.T) {
 	}
 	released := 0
 	var logs bytes.Buffer
-	r := newExportReader(context.Background(), exp, func() { released++ }, slog.New(slog.NewTextHandler(&logs, nil)))
+	r := newExportReader(context.Background(), exp, func() { released++ }, slog.New(slog.NewTextHandler(&logs, nil)), false)
 	body, err := io.ReadAll(r)
 	if err == nil {
 		t.Fatalf("the reader ended cleanly after a failure; body %s", body)
@@ -366,7 +381,7 @@ func TestExportFailureVisible(t *testing.T) {
 		// the way exportNotices does.
 		f.srv.handle(http.MethodGet, "/test/failing-export", public, func(c *fiber.Ctx) error {
 			c.Set(fiber.HeaderContentType, contentTypeCSV)
-			c.Context().SetBodyStream(newExportReader(context.Background(), exp, func() {}, f.srv.log), -1)
+			c.Context().SetBodyStream(newExportReader(context.Background(), exp, func() {}, f.srv.log, false), -1)
 			return nil
 		})
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -20,6 +20,13 @@ func (s *Server) screen(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	asCSV := wantsCSV(c)
+	raw := false
+	if asCSV {
+		if raw, err = csvRaw(c); err != nil {
+			return err
+		}
+	}
 	f, err := req.Filters.NoticeFilter()
 	if err != nil {
 		return err
@@ -47,8 +54,8 @@ func (s *Server) screen(c *fiber.Ctx) error {
 		Unmatched:  len(res.Unmatched),
 		Unresolved: len(res.Unresolved),
 	}
-	if wantsCSV(c) {
-		s.writeScreenCSV(c, res, req.Identifiers, takeSlot(c))
+	if asCSV {
+		s.writeScreenCSV(c, res, req.Identifiers, raw, takeSlot(c))
 		return nil
 	}
 	writeScreen(c, res, takeSlot(c))

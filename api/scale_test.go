@@ -52,6 +52,7 @@ func TestWatchesScaleMode(t *testing.T) {
 		{"ScreenLimits", TestScreenLimits},
 		{"ScreenCSV", TestScreenCSV},
 		{"ScreenCSVValidation", TestScreenCSVValidation},
+		{"ScreenCSVFormulas", TestScreenCSVFormulas},
 		{"LongIDShortError", TestLongIDShortError},
 	} {
 		t.Run(c.name, c.run)

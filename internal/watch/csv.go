@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/noticesd/noticesd/internal/csvout"
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 )
@@ -161,8 +162,10 @@ var ScreenCSVColumns = []string{"identifier", "result", "acn", "company_name", "
 // header row, then one row per identifier of ids (the request's distinct
 // identifiers) in that order, with its result: matched (with the company
 // and its latest notice), unmatched (notice_count 0, the other cells
-// empty) or unresolved (all cells after result empty).
-func (r *ScreenResult) WriteCSV(w *bufio.Writer, ids []ident.ID) error {
+// empty) or unresolved (all cells after result empty). Cells are written
+// by csvout: a company name or notice purpose a spreadsheet would run as a
+// formula gets a leading apostrophe unless raw.
+func (r *ScreenResult) WriteCSV(w *bufio.Writer, ids []ident.ID, raw bool) error {
 	matched := make(map[string]int, len(r.Matched))
 	for i, m := range r.Matched {
 		matched[m.Identifier] = i
@@ -171,8 +174,7 @@ func (r *ScreenResult) WriteCSV(w *bufio.Writer, ids []ident.ID) error {
 	for _, u := range r.Unmatched {
 		unmatched[u] = true
 	}
-	cw := csv.NewWriter(w)
-	cw.UseCRLF = true
+	cw := csvout.NewWriter(w, raw)
 	if err := cw.Write(ScreenCSVColumns); err != nil {
 		return err
 	}
@@ -193,10 +195,6 @@ func (r *ScreenResult) WriteCSV(w *bufio.Writer, ids []ident.ID) error {
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return err
 	}
 	return w.Flush()
 }
