@@ -117,15 +117,29 @@ func TestDocScreenshots(t *testing.T) {
 // reader (assets/csv.js) on quoted fields, doubled quotes, line ends inside
 // quotes, CRLF and empty cells.
 func TestCSVParse(t *testing.T) {
+	runNode(t, "testdata/csv_check.mjs", "csv ok", "the console's CSV reader")
+}
+
+// TestSourceLink runs testdata/link_check.mjs under node: a notice's
+// source_url is a link only when it is an http(s) URL (assets/dom.js
+// sourceLink); javascript:, data: and relative URLs are plain text.
+func TestSourceLink(t *testing.T) {
+	runNode(t, "testdata/link_check.mjs", "links ok", "the console's source links")
+}
+
+// runNode runs script under node and requires ok in its output; what
+// names the code it checks in the failure and skip messages.
+func runNode(t *testing.T, script, ok, what string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true: node is not installed: the console's CSV reader was NOT tested")
+			t.Fatalf("CI=true: node is not installed: %s was NOT tested", what)
 		}
-		t.Skip("NOT TESTED: node is not installed, so the console's CSV reader did not run (CI=true fails here)")
+		t.Skipf("NOT TESTED: node is not installed, so %s did not run (CI=true fails here)", what)
 	}
-	out, err := exec.Command(node, "testdata/csv_check.mjs").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "csv ok") {
-		t.Fatalf("the console's CSV reader: %v\n%s", err, out)
+	out, err := exec.Command(node, script).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), ok) {
+		t.Fatalf("%s: %v\n%s", what, err, out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"reflect"
 	"regexp"
 	"strings"
@@ -107,6 +108,9 @@ func ParseNoticeLine(line []byte) (notice.Notice, error) {
 	}
 
 	n.SourceURL = optional(in.SourceURL)
+	if n.SourceURL != nil && !webURL(*n.SourceURL) {
+		return notice.Notice{}, reject("source_url %s is not an http:// or https:// URL; give the notice's web address, or null", errs.Quote(*n.SourceURL))
+	}
 	n.NoticeType = strings.TrimSpace(in.NoticeType)
 	n.NoticeCode = strings.TrimSpace(in.NoticeCode)
 	n.NoticePurpose = strings.TrimSpace(in.NoticePurpose)
@@ -276,6 +280,17 @@ func practitioners(in []notice.Practitioner) []notice.Practitioner {
 		out = append(out, p)
 	}
 	return out
+}
+
+// webURL reports whether s is an absolute http or https URL with a host:
+// the only links the console and API clients may follow. A javascript:,
+// data: or relative URL would be a link that runs or hides something.
+func webURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")
 }
 
 func trimmed(v *string) string {

@@ -130,6 +130,11 @@ func TestParseNoticeLineRejects(t *testing.T) {
 		{"published_at offset +24:00", `{"source_id":"a","published_at":"2024-05-01T10:00:00+24:00","acn":"000000019"}`, `published_at "2024-05-01T10:00:00+24:00" is not an RFC 3339 timestamp or YYYY-MM-DD date`},
 		{"published_at one-digit hour", `{"source_id":"a","published_at":"2024-05-01T5:03:09Z","acn":"000000019"}`, `published_at "2024-05-01T5:03:09Z" is not an RFC 3339 timestamp or YYYY-MM-DD date`},
 		{"invalid UTF-8", "{\"source_id\":\"a\",\"published_at\":\"2026-04-01\",\"company_name\":\"CAF\xc9\"}", `not valid UTF-8 at byte 64; notices files must be UTF-8 (convert the file, e.g. with iconv -f latin1 -t utf-8)`},
+		{"source_url javascript:", `{"source_id":"a","published_at":"2026-04-01","company_name":"X","source_url":"javascript:alert(4)"}`, `source_url "javascript:alert(4)" is not an http:// or https:// URL; give the notice's web address, or null`},
+		{"source_url JavaScript: with blanks", `{"source_id":"a","published_at":"2026-04-01","company_name":"X","source_url":" JavaScript://x/%0aalert(4) "}`, `source_url "JavaScript://x/%0aalert(4)" is not an http:// or https:// URL; give the notice's web address, or null`},
+		{"source_url data:", `{"source_id":"a","published_at":"2026-04-01","company_name":"X","source_url":"data:text/html,<script>alert(4)</script>"}`, `source_url "data:text/html,<script>alert(4)</script>" is not an http:// or https:// URL; give the notice's web address, or null`},
+		{"source_url relative", `{"source_id":"a","published_at":"2026-04-01","company_name":"X","source_url":"//example.com/n/1"}`, `source_url "//example.com/n/1" is not an http:// or https:// URL; give the notice's web address, or null`},
+		{"source_url without host", `{"source_id":"a","published_at":"2026-04-01","company_name":"X","source_url":"https:/n/1"}`, `source_url "https:/n/1" is not an http:// or https:// URL; give the notice's web address, or null`},
 		{"status too long", `{"source_id":"a","published_at":"2026-04-01","company_name":"X","status":"` + strings.Repeat("s", 1001) + `"}`, `status is 1001 bytes long; a filter value may have at most 1000`},
 	}
 	for _, tt := range tests {
@@ -180,6 +185,11 @@ func TestNoticeReader(t *testing.T) {
 		{"notices.jsonl.gz", all, nil},
 		{"gzipped-without-extension.jsonl", all, nil},
 		{"crlf.jsonl", []string{"6A1006", "6A1007"}, nil},
+		{"source-urls.jsonl", []string{"6C3001", "6C3002", "6C3004", "6C3007"}, []string{
+			`line 3: source_url "javascript:alert(4)" is not an http:// or https:// URL; give the notice's web address, or null`,
+			`line 5: source_url "ftp://example.com/n/6C3005" is not an http:// or https:// URL; give the notice's web address, or null`,
+			`line 6: source_url "vbscript:msgbox(4)" is not an http:// or https:// URL; give the notice's web address, or null`,
+		}},
 		{"broken.jsonl", []string{"6B2001", "6B2004", "6B2006"}, []string{
 			`line 2: published_at "2024-13-01" is not an RFC 3339 timestamp or YYYY-MM-DD date`,
 			`line 3: source_id is empty; every notice needs the regulator's notice identifier`,

@@ -1,6 +1,6 @@
 // #/company/{acn_or_abn}: register data, former names and the company's
 // notices on a timeline, newest first, grouped by year.
-import { h, fill, fmt, say, errorBox } from './dom.js';
+import { h, fill, fmt, say, errorBox, sourceLink } from './dom.js';
 import * as api from './api.js';
 import { noticeDialog } from './search.js';
 
@@ -39,7 +39,7 @@ function timeline(notices) {
           h('button', { type: 'button', class: 'link strong', onclick: () => noticeDialog(n) }, n.notice_type),
           h('div', { class: 'muted' }, [n.notice_purpose, n.appointment_type, n.state, n.status].filter(Boolean).join(' · ')),
           n.practitioners && n.practitioners.length ? h('div', { class: 'muted' }, n.practitioners.map((p) => p.name + (p.firm ? ` (${p.firm})` : '')).join('; ')) : null,
-          n.source_url ? h('a', { href: n.source_url, target: '_blank', rel: 'noopener noreferrer', class: 'small' }, 'Source notice ↗') : null))))));
+          n.source_url ? sourceLink(n.source_url, { class: 'small' }, 'Source notice ↗') : null))))));
   }
   return ol;
 }

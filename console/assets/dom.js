@@ -68,3 +68,25 @@ export function download(name, text, type) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
+
+/** webURL is u as an absolute http: or https: URL, or null for anything else (javascript:, data:, relative, not a URL). */
+export function webURL(u) {
+  if (typeof u !== 'string') return null;
+  let url;
+  try {
+    url = new URL(u);
+  } catch {
+    return null;
+  }
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : null;
+}
+
+/**
+ * sourceLink is a notice's source_url as a link opening in a new tab, labelled text, when it is
+ * an http(s) URL; any other value is shown as plain text, never as a link.
+ */
+export function sourceLink(u, attrs, text) {
+  const href = webURL(u);
+  if (href) return h('a', Object.assign({ href, target: '_blank', rel: 'noopener noreferrer' }, attrs), text);
+  return h('span', attrs, 'Source (not a web address, not linked): ', String(u));
+}

@@ -3,7 +3,7 @@
 // list with a notice's detail, and the charts of /v1/stats. The filters
 // live in the URL's fragment (#/search?q=...&state=NSW), so a view can be
 // bookmarked and the back button works; the key never does.
-import { h, fill, fmt, say, errorBox, download } from './dom.js';
+import { h, fill, fmt, say, errorBox, download, sourceLink } from './dom.js';
 import * as api from './api.js';
 import { months, bars } from './chart.js';
 
@@ -238,7 +238,7 @@ export function noticeDialog(n) {
       h('ul', {}, n.practitioners.map((p) => h('li', {}, p.name, p.firm ? `, ${p.firm}` : '', p.role ? ` (${p.role})` : '')))] : null,
     h('h3', {}, 'Notice text'), h('p', { class: 'text' }, n.text || '—'),
     h('p', { class: 'source' }, n.source_url
-      ? h('a', { href: n.source_url, target: '_blank', rel: 'noopener noreferrer', id: 'source' }, 'Open the source notice ↗')
+      ? sourceLink(n.source_url, { id: 'source' }, 'Open the source notice ↗')
       : 'No source link for this notice.', h('span', { class: 'help' }, ' Check the source notice before relying on the data.')),
     n.acn || n.abn ? h('p', {}, h('a', { href: '#/company/' + (n.acn || n.abn), onclick: () => dlg.close() }, 'All notices of this company →')) : null);
   close.addEventListener('click', () => dlg.close());
