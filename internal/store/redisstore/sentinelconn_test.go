@@ -3,18 +3,17 @@
 package redisstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/test/testbin"
 )
 
 // TestConnectThroughSentinels: with the Sentinels of a live topology
@@ -118,29 +117,10 @@ func TestConnectThroughSentinels(t *testing.T) {
 
 // captureLog makes the default logger write to the buffer it returns until
 // the test ends.
-func captureLog(t *testing.T) *syncBuffer {
-	b := &syncBuffer{}
+func captureLog(t *testing.T) *testbin.LockedBuffer {
+	b := &testbin.LockedBuffer{}
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(b, nil)))
 	t.Cleanup(func() { slog.SetDefault(old) })
 	return b
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger writing while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
