@@ -231,8 +231,9 @@ func (s *Store) checkAccess(ctx context.Context) error {
 	switch res.StatusCode {
 	case http.StatusOK:
 	case http.StatusBadRequest:
-		// Elasticsearch does not answer this request 400; a TLS server
-		// (a proxy, say) answering plain text does.
+		// A TLS server that answers plain text rather than closing (Go's,
+		// nginx's: a proxy in front of the node) says 400; the handshake
+		// tells it from any other 400, which passes as before.
 		if ae := wantsTLS(ctx, res.Request.URL, true); ae != nil {
 			return ae
 		}
