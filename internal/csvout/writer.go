@@ -32,7 +32,7 @@ func (w *Writer) Write(rec []string) error {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = AppendCell(b, f, w.raw)
+		b = appendCell(b, f, w.raw)
 	}
 	b = append(b, '\r', '\n')
 	w.line = b
@@ -40,11 +40,11 @@ func (w *Writer) Write(rec []string) error {
 	return err
 }
 
-// AppendCell appends cell f to b, quoted when RFC 4180 needs it (a comma,
+// appendCell appends cell f to b, quoted when RFC 4180 needs it (a comma,
 // a double quote, a line break, or leading white space, which some
-// readers trim) and, unless raw, with the apostrophe of Formula.
-func AppendCell(b []byte, f string, raw bool) []byte {
-	escape := !raw && Formula(f)
+// readers trim) and, unless raw, with the apostrophe of formula.
+func appendCell(b []byte, f string, raw bool) []byte {
+	escape := !raw && formula(f)
 	if !needsQuotes(f) {
 		if escape {
 			b = append(b, '\'')
@@ -68,11 +68,11 @@ func AppendCell(b []byte, f string, raw bool) []byte {
 	return append(b, '"')
 }
 
-// Formula reports whether a spreadsheet opening cell f would read it as a
+// formula reports whether a spreadsheet opening cell f would read it as a
 // formula (or, for a tab or a carriage return first, could): f begins
 // with =, +, -, @, a tab or a carriage return and is not a number such
 // as -12 or +3.5.
-func Formula(f string) bool {
+func formula(f string) bool {
 	if f == "" {
 		return false
 	}
