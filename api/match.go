@@ -48,9 +48,9 @@ func (s *Server) screen(c *fiber.Ctx) error {
 		Unresolved: len(res.Unresolved),
 	}
 	if wantsCSV(c) {
-		s.writeScreenCSV(c, res, req.Identifiers, takeSlot(c))
+		s.writeScreenCSV(c, res, req.Identifiers)
 		return nil
 	}
-	writeScreen(c, res, takeSlot(c))
+	writeScreen(c, res)
 	return nil
 }
