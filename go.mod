@@ -21,7 +21,7 @@ require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/valyala/fasthttp v1.51.0
+	github.com/valyala/fasthttp v1.52.0
 	github.com/wneessen/go-mail v0.8.1
 	golang.org/x/mod v0.42.0
 	golang.org/x/sys v0.49.0

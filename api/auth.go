@@ -82,13 +82,13 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 type KeyGate func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate) (p account.Principal, taken bool, d limit.Decision, err error)
 
 // HeavyGate is KeyGate for a heavy request: when it takes the rate token
-// and the token is allowed, it also takes a heavy slot of the limiter's
-// key bucket (at most perKey at once, 0 for no per-key cap, and one of the
+// and the token is allowed, it also takes a heavy slot of holder (the
+// account, heavyKey: at most perKey at once, 0 for no cap, and one of the
 // service's) in the same step. slot.Asked says whether the slot was
 // tried; an allowed slot's Release gives it back. It is KeyGate and
 // Limiter.Acquire in one: in the scale mode the Redis store's SlotGate on
 // the limit.Redis, one Redis round trip instead of two.
-type HeavyGate func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, perKey int) (p account.Principal, taken bool, d limit.Decision, slot limit.Slot, err error)
+type HeavyGate func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, holder string, perKey int) (p account.Principal, taken bool, d limit.Decision, slot limit.Slot, err error)
 
 // digestKey is the fiber Locals key of the digest of the request's key.
 type digestKey struct{}

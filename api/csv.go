@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -16,7 +16,6 @@ import (
 	"github.com/noticesd/noticesd/internal/csvout"
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
-	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/watch"
@@ -36,11 +35,6 @@ const contentTypeCSV = "text/csv; charset=utf-8"
 
 // MaxExport is the most notices one CSV export of GET /v1/notices carries.
 const MaxExport = 100000
-
-// exportFailedMarker starts the last line of an export that failed after
-// its first bytes were sent; the chunked body then ends without its last
-// chunk, so HTTP clients (curl, browsers) report the download as failed.
-const exportFailedMarker = "#ERROR: export incomplete"
 
 // wantsCSV reports whether the Accept header prefers text/csv to JSON: the
 // q of text/csv (from the most specific of text/csv, text/*, */*) is
@@ -87,10 +81,6 @@ func acceptQ(accept, typ, sub string) float64 {
 	return best
 }
 
-// csvRaw reads the raw parameter of a CSV answer: true leaves cells that
-// look like formulas as they are.
-func csvRaw(c *fiber.Ctx) (bool, error) { return params{c}.boolean("raw", false) }
-
 // csvBody reports whether the request body is CSV (Content-Type text/csv);
 // a charset other than UTF-8 is refused.
 func csvBody(c *fiber.Ctx) (bool, error) {
@@ -109,10 +99,17 @@ func (s *Server) attachment(c *fiber.Ctx, name string) {
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+"-"+s.deps.Now().UTC().Format("20060102T150405Z")+`.csv"`)
 }
 
+// csvRaw reads the raw parameter of a CSV answer: true leaves cells that
+// look like formulas as they are.
+func csvRaw(c *fiber.Ctx) (bool, error) { return params{c}.boolean("raw", false) }
+
 // exportNotices is GET /v1/notices with Accept: text/csv: every matching
-// notice (limit and page ignored), streamed. More than s.exportMax matches
-// is 400 export_too_large before anything is sent. The request holds its
-// heavy slot until the last byte is written.
+// notice (limit and page ignored). More than s.exportMax matches is 400
+// export_too_large. The whole export is produced before anything is sent,
+// into a spool (spool.go), while the request holds its heavy slot: the
+// slot is given back when the handler returns, so it bounds the server's
+// work, not the client's reading speed, and a store failure is a JSON
+// error, never a cut answer. HEAD produces nothing.
 func (s *Server) exportNotices(c *fiber.Ctx) error {
 	sq, err := params{c}.searchOrder()
 	if err != nil {
@@ -122,94 +119,106 @@ func (s *Server) exportNotices(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	exp, err := s.deps.Notices.ExportNotices(c.UserContext(), sq, s.exportMax)
+	ctx := c.UserContext()
+	exp, err := s.deps.Notices.ExportNotices(ctx, sq, s.exportMax)
 	if err != nil {
 		return err
+	}
+	defer func() {
+		if err := exp.Close(); err != nil {
+			s.log.Warn("CSV export could not be closed", "error", err)
+		}
+	}()
+	var body io.Reader = bytes.NewReader(nil)
+	size := -1 // HEAD: chunked, as a GET's would be without its length
+	if c.Method() != fiber.MethodHead {
+		sp := &spool{dir: s.spoolDir}
+		if err := writeExport(ctx, exp, sp, raw); err != nil {
+			_ = sp.Close()
+			s.log.Error("CSV export failed before its answer began", "rows_total", exp.Total(), "error", err)
+			return err
+		}
+		body, size = &exportBody{sp: sp, size: sp.size, total: exp.Total(), log: s.log}, int(sp.size)
 	}
 	c.Status(fiber.StatusOK)
 	c.Set(fiber.HeaderContentType, contentTypeCSV)
 	s.attachment(c, "notices")
 	c.Set("X-Total-Count", strconv.FormatInt(exp.Total(), 10))
-	c.Context().SetBodyStream(newExportReader(context.WithoutCancel(c.UserContext()), exp, takeSlot(c), s.log, raw), -1)
+	c.Context().SetBodyStream(body, size)
 	return nil
 }
 
-// newExportReader returns the body of export exp, its header row first;
-// raw leaves cells that look like formulas as they are.
-func newExportReader(ctx context.Context, exp store.NoticeExport, release limit.Release, log *slog.Logger, raw bool) *exportReader {
-	r := &exportReader{exp: exp, ctx: ctx, release: release, log: log}
-	r.cw = csvout.NewWriter(&r.buf, raw)
-	r.write(notice.CSVColumns)
-	return r
+// writeExport encodes every notice of exp, its header row first, into w
+// (csvout; raw leaves cells that look like formulas as they are). An
+// export that ends before its Total is an error.
+func writeExport(ctx context.Context, exp store.NoticeExport, w io.Writer, raw bool) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := csvout.NewWriter(bw, raw)
+	if err := cw.Write(notice.CSVColumns); err != nil {
+		return fmt.Errorf("spool the export: %w", err)
+	}
+	var rec []string
+	var rows int64
+	for {
+		ns, err := exp.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if len(ns) == 0 {
+			break
+		}
+		for i := range ns {
+			rec = ns[i].CSVRecord(rec)
+			if err := cw.Write(rec); err != nil {
+				return fmt.Errorf("spool the export: %w", err)
+			}
+		}
+		rows += int64(len(ns))
+	}
+	if rows != exp.Total() {
+		return fmt.Errorf("the export ended after %d of its %d notices", rows, exp.Total())
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("spool the export: %w", err)
+	}
+	return nil
 }
 
-// exportReader is the body of a CSV export: it reads the export a batch at
-// a time as the connection takes the bytes, so an export holds one batch
-// in memory whatever its size. When a batch cannot be read it logs the
-// error, ends the body with a line starting exportFailedMarker, and
-// returns the error so the chunked body is cut short.
-type exportReader struct {
-	exp     store.NoticeExport
-	ctx     context.Context
-	release limit.Release
-	log     *slog.Logger
-	buf     bytes.Buffer
-	cw      *csvout.Writer
-	rec     []string
-	rows    int64
-	err     error
-	done    bool
-}
-
-func (r *exportReader) write(rec []string) {
-	_ = r.cw.Write(rec) // into a bytes.Buffer: cannot fail
+// exportBody sends a spooled export. It counts the rows it hands to the
+// connection (a record ends at a line feed outside quotes) and, closed
+// before its last byte was handed over (the client went away, or did not
+// read it within the write timeout), logs the export as cut with the rows
+// sent.
+type exportBody struct {
+	sp          *spool
+	size, sent  int64
+	total, rows int64
+	quoted      bool
+	log         *slog.Logger
 }
 
 // Read implements io.Reader.
-func (r *exportReader) Read(p []byte) (int, error) {
-	for r.buf.Len() == 0 {
-		if r.err != nil {
-			return 0, r.err
+func (b *exportBody) Read(p []byte) (int, error) {
+	n, err := b.sp.Read(p)
+	for _, c := range p[:n] {
+		switch {
+		case c == '"':
+			b.quoted = !b.quoted // an escaped quote ("") toggles twice
+		case c == '\n' && !b.quoted:
+			b.rows++
 		}
-		if r.done {
-			return 0, io.EOF
-		}
-		r.fill()
 	}
-	return r.buf.Read(p)
+	b.sent += int64(n)
+	return n, err
 }
 
-// fill encodes the next batch into buf, or the end, or the failure.
-func (r *exportReader) fill() {
-	ns, err := r.exp.Next(r.ctx)
-	if err == nil && len(ns) == 0 && r.rows != r.exp.Total() {
-		err = errors.New("the export ended early")
+// Close frees the spool, logging a cut export.
+func (b *exportBody) Close() error {
+	if b.sent < b.size {
+		b.log.Warn("CSV export cut before its end: the client went away or did not read it within the write timeout",
+			"rows_sent", max(b.rows-1, 0), "rows_total", b.total, "bytes_sent", b.sent, "bytes_total", b.size)
 	}
-	if err != nil {
-		r.log.Error("CSV export failed after its answer began", "rows_sent", r.rows, "rows_total", r.exp.Total(), "error", err)
-		r.write([]string{exportFailedMarker + " after " + strconv.FormatInt(r.rows, 10) + " of " +
-			strconv.FormatInt(r.exp.Total(), 10) + " rows; the service failed while reading them; download the export again"})
-		r.err = err
-		return
-	}
-	if len(ns) == 0 {
-		r.done = true
-		return
-	}
-	for i := range ns {
-		r.rec = ns[i].CSVRecord(r.rec)
-		r.write(r.rec)
-	}
-	r.rows += int64(len(ns))
-}
-
-// Close ends the export and gives back the heavy slot.
-func (r *exportReader) Close() error {
-	defer r.release()
-	if err := r.exp.Close(); err != nil {
-		r.log.Warn("CSV export could not be closed", "error", err)
-	}
-	return nil
+	return b.sp.Close()
 }
 
 // parseScreenRequest parses POST /v1/match's body: CSV when its
@@ -226,14 +235,13 @@ func parseScreenRequest(c *fiber.Ctx, body []byte) (watch.MatchRequest, error) {
 }
 
 // writeScreenCSV streams the bulk screen as CSV, one row per distinct
-// submitted identifier in ids' order; release is called once the last
-// byte is written.
-func (s *Server) writeScreenCSV(c *fiber.Ctx, res watch.ScreenResult, ids []ident.ID, raw bool, release limit.Release) {
+// submitted identifier in ids' order (the heavy slot is given back when
+// the handler returns, as for writeScreen).
+func (s *Server) writeScreenCSV(c *fiber.Ctx, res watch.ScreenResult, ids []ident.ID, raw bool) {
 	c.Status(fiber.StatusOK)
 	c.Set(fiber.HeaderContentType, contentTypeCSV)
 	s.attachment(c, "screen")
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer release()
 		// An error means the client went away; nothing more can be said.
 		_ = res.WriteCSV(w, ids, raw)
 	})

@@ -6,18 +6,16 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/gofiber/fiber/v2"
-
+	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
 )
 
 // sendCSV sends a request with Accept and, for a body, Content-Type.
@@ -338,71 +336,37 @@ func TestScreenCSVValidation(t *testing.T) {
 	})
 }
 
-// TestExportFailureVisible: when the store fails after the answer began,
-// the body ends with a line starting exportFailedMarker and the reader
-// returns the error (fasthttp then cuts the chunked body short, so clients
-// see a failed transfer), the failure is logged, and the heavy slot is
-// given back. The failure is real: the export's read transaction is gone.
-func TestExportFailureVisible(t *testing.T) {
-	f := newFixture(t)
-	exp, err := f.store.ExportNotices(context.Background(), notice.SearchQuery{Sort: notice.SortPublishedDesc}, MaxExport)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := exp.Close(); err != nil { // the transaction ends under the export
-		t.Fatal(err)
-	}
-	released := 0
-	var logs bytes.Buffer
-	r := newExportReader(context.Background(), exp, func() { released++ }, slog.New(slog.NewTextHandler(&logs, nil)), false)
-	body, err := io.ReadAll(r)
-	if err == nil {
-		t.Fatalf("the reader ended cleanly after a failure; body %s", body)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(body), "\r\n"), "\r\n")
-	if last := lines[len(lines)-1]; !strings.HasPrefix(last, exportFailedMarker) || !strings.Contains(last, "after 0 of") {
-		t.Errorf("last line %q must start %q and say how far it got", last, exportFailedMarker)
-	}
-	if !strings.Contains(logs.String(), "CSV export failed") {
-		t.Errorf("failure not logged: %s", logs.String())
-	}
-	_ = r.Close()
-	if released != 1 {
-		t.Errorf("heavy slot released %d times, want 1", released)
-	}
+// closedExports opens every export of its store and closes it before
+// handing it over: the export's first read fails for real (its read
+// transaction is gone).
+type closedExports struct{ store.Notices }
 
-	t.Run("over HTTP the transfer fails", func(t *testing.T) {
-		exp, err := f.store.ExportNotices(context.Background(), notice.SearchQuery{Sort: notice.SortPublishedDesc}, MaxExport)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = exp.Close()
-		// A route of this test only, answering with the failing export
-		// the way exportNotices does.
-		f.srv.handle(http.MethodGet, "/test/failing-export", public, func(c *fiber.Ctx) error {
-			c.Set(fiber.HeaderContentType, contentTypeCSV)
-			c.Context().SetBodyStream(newExportReader(context.Background(), exp, func() {}, f.srv.log, false), -1)
-			return nil
-		})
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = f.srv.Serve(ln) }()
-		defer func() { _ = f.srv.Shutdown(context.Background()) }()
-		res, err := http.Get("http://" + ln.Addr().String() + "/test/failing-export")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		if res.StatusCode != http.StatusOK || err == nil {
-			t.Errorf("HTTP %d, read error %v: the client must see a failed transfer; body %s", res.StatusCode, err, body)
-		}
-		if !bytes.Contains(body, []byte(exportFailedMarker)) {
-			t.Errorf("body %q lacks the failure line", body)
-		}
-	})
+func (c closedExports) ExportNotices(ctx context.Context, q notice.SearchQuery, max int) (store.NoticeExport, error) {
+	exp, err := c.Notices.ExportNotices(ctx, q, max)
+	if err == nil {
+		err = exp.Close()
+	}
+	return exp, err
+}
+
+// TestExportFailureIsAnError: an export is produced whole before its
+// answer begins, so a store failure while reading it is a JSON error
+// (500 server_error), never a 200 cut short; the failure is logged and
+// the heavy slot is given back (the key's one slot serves the next
+// export).
+func TestExportFailureIsAnError(t *testing.T) {
+	f := newLimitFixture(t, limit.NewLocal(1, func() time.Time { return fixedNow }), 100)
+	healthy := f.srv.deps.Notices
+	f.srv.deps.Notices = closedExports{healthy}
+	res := f.sendCSV(t, http.MethodGet, "/v1/notices", "text/csv", "", nil)
+	wantError(t, res, http.StatusInternalServerError, "server_error")
+	if !strings.Contains(f.logs.String(), "CSV export failed") {
+		t.Errorf("failure not logged: %s", f.logs.String())
+	}
+	f.srv.deps.Notices = healthy
+	if res := f.sendCSV(t, http.MethodGet, "/v1/notices", "text/csv", "", nil); res.status != http.StatusOK {
+		t.Errorf("the next export: HTTP %d %s, want 200 (the failed one gave its slot back)", res.status, res.body)
+	}
 }
 
 // TestExportIsHeavy: a CSV export takes a heavy slot of its key (429 while
@@ -418,7 +382,7 @@ func TestExportIsHeavy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			release, d, err := l.Acquire(ctx, limiterKey(p), 1)
+			release, d, err := l.Acquire(ctx, heavyKey(p), 1)
 			if err != nil || !d.Allowed {
 				t.Fatalf("acquire: %+v %v", d, err)
 			}

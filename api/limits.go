@@ -16,37 +16,17 @@ import (
 )
 
 // Limiter enforces the request limits of API keys: a request rate per key
-// and caps on heavy requests running at once, per key and for the whole
-// service. limit.Local is the in-process implementation (embedded mode,
+// and caps on heavy requests running at once, per account (heavyKey) and
+// for the whole service. limit.Local is the in-process implementation (embedded mode,
 // one process); limit.Redis shares the limits among the replicas of a
 // scale deployment.
 type Limiter interface {
 	// Allow takes one request token of key at rate r.
 	Allow(ctx context.Context, key string, r limit.Rate) (limit.Decision, error)
-	// Acquire takes a heavy slot of key (at most perKey at once, 0 for no
-	// per-key cap) and one of the service's; the Release gives them back.
+	// Acquire takes a heavy slot of key, a heavyKey (at most perKey at
+	// once, 0 for no cap of its own), and one of the service's; the
+	// Release gives them back.
 	Acquire(ctx context.Context, key string, perKey int) (limit.Release, limit.Decision, error)
-}
-
-// heavySlotKey is the fiber Locals key of the *heavySlot a request holds.
-type heavySlotKey struct{}
-
-// heavySlot is a held heavy slot. The limit middleware releases it when the
-// handler returns, unless the handler took it over (a streamed response
-// holds the slot until the last byte is written).
-type heavySlot struct {
-	release limit.Release
-	taken   bool
-}
-
-// takeSlot hands the request's heavy slot, if any, to the caller, who must
-// call the returned Release; it is a no-op Release when none is held.
-func takeSlot(c *fiber.Ctx) limit.Release {
-	if h, ok := c.Locals(heavySlotKey{}).(*heavySlot); ok && !h.taken {
-		h.taken = true
-		return h.release
-	}
-	return func() {}
 }
 
 // heavyRoute decides whether a request on a route is heavy.
@@ -81,8 +61,8 @@ func withQuery(_ *Server, c *fiber.Ctx) bool {
 }
 
 // limitRequest runs after authentication on every /v1/ route: the key's
-// request rate, then, for heavy requests, a heavy slot of the key and of
-// the service, queueing up to cfg.HeavyWait for one. Past the rate, or
+// request rate, then, for heavy requests, a heavy slot of the account
+// (heavyCap) and of the service, queueing up to cfg.HeavyWait for one. Past the rate, or
 // without a slot at the end of the wait, it is 429 rate_limited with
 // Retry-After; if the
 // limits cannot be checked (their store is unreachable) it is 503
@@ -110,11 +90,11 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 	if !s.heavy(c) {
 		return c.Next()
 	}
-	key, plan := limiterKey(p), s.deps.Plans[p.Account.Plan]
+	perAccount := s.heavyCap(p.Account.Plan)
 	guessed, ok := takenSlot(c, p) // taken beside the key check (slotguess.go)
 	release, d, err := guessed.release, guessed.d, guessed.err
 	if !ok || (err == nil && !d.Allowed) { // no guess, or at a cap: queue for one
-		release, d, err = s.acquireHeavy(ctx, key, plan.Heavy)
+		release, d, err = s.acquireHeavy(ctx, heavyKey(p), perAccount)
 	}
 	if err != nil {
 		return s.limiterDown(err)
@@ -124,16 +104,10 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 		if d.Global {
 			return errs.New(errs.RateLimited, "the service is running as many heavy requests (bulk screens, CSV exports, large watch creations, filters and stats with q) as it allows at once; retry after %s", retryText(d.RetryAfter))
 		}
-		return errs.New(errs.RateLimited, "this key already runs %d heavy requests (bulk screens, CSV exports, large watch creations, filters and stats with q), the most plan %s allows at once; wait for one to finish and retry after %s",
-			plan.Heavy, p.Account.Plan, retryText(d.RetryAfter))
+		return errs.New(errs.RateLimited, "this account (its two keys together) already runs %d heavy requests (bulk screens, CSV exports, large watch creations, filters and stats with q), the most it may run at once on plan %s; wait for one to finish and retry after %s",
+			perAccount, p.Account.Plan, retryText(d.RetryAfter))
 	}
-	slot := &heavySlot{release: release}
-	c.Locals(heavySlotKey{}, slot)
-	defer func() {
-		if !slot.taken {
-			release()
-		}
-	}()
+	defer release() // the answer is ready: a slow reader holds no slot (exportNotices, writeScreen)
 	return c.Next()
 }
 
@@ -226,8 +200,24 @@ func (s *Server) acquireHeavy(ctx context.Context, key string, perKey int) (limi
 	}
 }
 
+// heavyKey names whose heavy slots a principal's heavy request takes:
+// its account's, shared by the account's two keys.
+func heavyKey(p account.Principal) string { return p.Account.ID }
+
+// heavyCap is how many heavy requests one account may run at once on
+// plan: the plan's number (Heavy; 0 is no cap of its own), but never
+// every one of the service's slots when it has more than one, so one
+// account cannot keep every other's heavy requests waiting.
+func (s *Server) heavyCap(plan string) int {
+	n := s.deps.Plans[plan].Heavy
+	if g := s.cfg.HeavyConcurrency; g > 1 && (n <= 0 || n >= g) {
+		n = g - 1
+	}
+	return n
+}
+
 // limiterKey names the API key a principal used: each of an account's two
-// keys has its own limits.
+// keys has its own request rate.
 func limiterKey(p account.Principal) string {
 	kind := "read"
 	if p.Kind == account.AccountKey {

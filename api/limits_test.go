@@ -154,7 +154,7 @@ func TestHeavyLimited(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			release, d, err := l.Acquire(ctx, limiterKey(p), 1) // a screen of this key is running
+			release, d, err := l.Acquire(ctx, heavyKey(p), 1) // a screen of this key is running
 			if err != nil || !d.Allowed {
 				t.Fatalf("acquire: %+v %v", d, err)
 			}
@@ -205,7 +205,7 @@ func TestHeavyQueues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release, d, err := l.Acquire(ctx, limiterKey(p), 1)
+	release, d, err := l.Acquire(ctx, heavyKey(p), 1)
 	if err != nil || !d.Allowed {
 		t.Fatalf("acquire: %+v %v", d, err)
 	}

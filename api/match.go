@@ -55,9 +55,9 @@ func (s *Server) screen(c *fiber.Ctx) error {
 		Unresolved: len(res.Unresolved),
 	}
 	if asCSV {
-		s.writeScreenCSV(c, res, req.Identifiers, raw, takeSlot(c))
+		s.writeScreenCSV(c, res, req.Identifiers, raw)
 		return nil
 	}
-	writeScreen(c, res, takeSlot(c))
+	writeScreen(c, res)
 	return nil
 }

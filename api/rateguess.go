@@ -169,7 +169,7 @@ func (s *Server) checkGuessed(ctx context.Context, key string, g rateGuess, heav
 // checkGuessedHeavy is checkGuessed of a heavy request with a HeavyGate:
 // the key check, the rate token and the heavy slot in one call.
 func (s *Server) checkGuessedHeavy(ctx context.Context, key string, g rateGuess) (account.Principal, chan rateAnswer, *slotGuess, error) {
-	p, taken, d, slot, err := s.deps.HeavyGate(ctx, key, g.principal(), g.key, s.planRate(g.plan), s.deps.Plans[g.plan].Heavy)
+	p, taken, d, slot, err := s.deps.HeavyGate(ctx, key, g.principal(), g.key, s.planRate(g.plan), heavyKey(g.principal()), s.heavyCap(g.plan))
 	var sg *slotGuess
 	if slot.Asked {
 		sg = answeredSlot(g, slotAnswer{release: slot.Release, d: slot.Decision})

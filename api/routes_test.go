@@ -316,12 +316,13 @@ func (f *fixture) listen(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := f.srv // the server serving now, whatever f.srv is when the test ends
 	done := make(chan error, 1)
-	go func() { done <- f.srv.Serve(ln) }()
+	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := f.srv.Shutdown(ctx); err != nil {
+		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 		if err := <-done; err != nil {

@@ -8,7 +8,10 @@ import (
 
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
@@ -64,6 +67,14 @@ func TestWatchesScaleMode(t *testing.T) {
 // re-created there (f's keys are replaced by the Redis ones).
 func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store.NoticeWriter) {
 	t.Helper()
+	rs, _, _ := scaleRedisStore(t, f)
+	return rs, rs, redisstore.Ingest{Notices: f.store, Redis: rs}
+}
+
+// scaleRedisStore is scaleStores's Redis store, with its client and
+// namespace (for a limit.Redis beside it, as cmd/noticesd wires them).
+func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, *redis.Client, string) {
+	t.Helper()
 	ctx := context.Background()
 	url := scaleRedisURL
 	if url == "" {
@@ -75,9 +86,11 @@ func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store
 	}
 	ns := testservers.Namespace(t)
 	t.Cleanup(func() {
-		iter := rdb.Scan(ctx, 0, ns+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Unlink(ctx, iter.Val())
+		for _, pattern := range []string{ns + ":*", limit.RateKey(ns, "*")} {
+			iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+			for iter.Next(ctx) {
+				rdb.Unlink(ctx, iter.Val())
+			}
 		}
 		rdb.Close()
 	})
@@ -117,7 +130,7 @@ func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store
 	}
 	f.read, f.acct = active.ReadKey, active.AccountKey
 	f.lapsedRead, f.lapsedAcct = lapsed.ReadKey, lapsed.AccountKey
-	return rs, rs, redisstore.Ingest{Notices: f.store, Redis: rs}
+	return rs, rdb, ns
 }
 
 // TestScaleModeRedisDown: with the watch backend's Redis unreachable, a

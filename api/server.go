@@ -137,6 +137,9 @@ type Server struct {
 	// exportMax is the most notices a CSV export carries (MaxExport;
 	// tests lower it).
 	exportMax int
+	// spoolDir is where an export larger than spoolMemory is spooled
+	// before it is sent ("": os.TempDir()).
+	spoolDir string
 }
 
 // access is what a route demands of the caller.

@@ -90,7 +90,7 @@ func TestHeavyGateOneCommand(t *testing.T) {
 			t.Errorf("after %s: the sets of %s and of the service hold %d and %d slots, want none", after, key, k, all)
 		}
 	}
-	key := limiterKey(p)
+	key := heavyKey(p)
 
 	request("a key's first heavy request", f.read, 200) // checked, then limited
 	if single, pipes := request("a heavy request with a seen key", f.read, 200); single != 1 || pipes != 1 {
@@ -163,7 +163,7 @@ func TestHeavyGateOneCommand(t *testing.T) {
 	if _, pipes := request("a wrong guess", f.read, 200); pipes != 1 {
 		t.Errorf("a wrong guess: %d releases, want 1 (the right slot's; none taken on the guess)", pipes)
 	}
-	noSlots("a wrong guess", limiterKey(op))
+	noSlots("a wrong guess", heavyKey(op))
 	noSlots("a wrong guess", key)
 
 	// A lapsed subscription.

@@ -50,9 +50,9 @@ type slotGuessKey struct{}
 // the key had last time, beside the key check (without a HeavyGate).
 func (s *Server) takeSlotGuess(ctx context.Context, g rateGuess) *slotGuess {
 	sg := &slotGuess{guess: g, ch: make(chan slotAnswer, 1)}
-	perKey := s.deps.Plans[g.plan].Heavy
+	perAccount := s.heavyCap(g.plan)
 	go func() {
-		release, d, err := s.limiter.Acquire(ctx, g.key, perKey)
+		release, d, err := s.limiter.Acquire(ctx, heavyKey(g.principal()), perAccount)
 		sg.ch <- slotAnswer{release: release, d: d, err: err}
 	}()
 	return sg

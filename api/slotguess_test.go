@@ -67,7 +67,7 @@ func TestHeavySlotGuess(t *testing.T) {
 			}
 			slotFree := func(after string) {
 				t.Helper()
-				rel, d, err := w.Limiter.Acquire(ctx, limiterKey(p), 1)
+				rel, d, err := w.Limiter.Acquire(ctx, heavyKey(p), 1)
 				if err != nil || !d.Allowed {
 					t.Fatalf("after %s the key's one heavy slot is still taken: %+v, %v", after, d, err)
 				}
@@ -96,7 +96,7 @@ func TestHeavySlotGuess(t *testing.T) {
 
 			// At the cap: the guessed slot is refused, the request queues
 			// (50 ms here) and is refused; the held slot runs out.
-			rel, d, err := w.Limiter.Acquire(ctx, limiterKey(p), 1)
+			rel, d, err := w.Limiter.Acquire(ctx, heavyKey(p), 1)
 			if err != nil || !d.Allowed {
 				t.Fatalf("acquire: %+v, %v", d, err)
 			}

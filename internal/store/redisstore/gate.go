@@ -67,15 +67,15 @@ func (s *Store) AuthenticateAndAllow(ctx context.Context, key string, expect acc
 }
 
 // SlotGate is AuthenticateAndAllow that, when it takes the rate token and
-// the token is allowed, also takes a heavy slot of bucket from limiter l
-// (at most perKey at once for bucket, 0 for no per-key cap, and one of
+// the token is allowed, also takes a heavy slot of holder from limiter l
+// (at most perKey at once for holder, 0 for no per-key cap, and one of
 // the service's), in the same script call: the key check, the rate and
 // the slot in one Redis round trip. l must be on this store's Redis.
 // slot.Asked says whether the slot was tried; an allowed slot is l's
 // (renewed and released as l.Acquire's).
-func (s *Store) SlotGate(l *limit.Redis) func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, perKey int) (account.Principal, bool, limit.Decision, limit.Slot, error) {
-	return func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, perKey int) (account.Principal, bool, limit.Decision, limit.Slot, error) {
-		c, err := l.Claim(ctx, bucket, perKey)
+func (s *Store) SlotGate(l *limit.Redis) func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, holder string, perKey int) (account.Principal, bool, limit.Decision, limit.Slot, error) {
+	return func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, holder string, perKey int) (account.Principal, bool, limit.Decision, limit.Slot, error) {
+		c, err := l.Claim(ctx, holder, perKey)
 		if err != nil {
 			return account.Principal{}, false, limit.Decision{}, limit.Slot{}, err
 		}

@@ -82,13 +82,13 @@ func TestSlotGate(t *testing.T) {
 	}
 	free := limit.Rate{} // no rate limit
 
-	p, taken, d, slot, err := gate(ctx, c.ReadKey, want, bucket, free, 1)
+	p, taken, d, slot, err := gate(ctx, c.ReadKey, want, bucket, free, bucket, 1)
 	if err != nil || !taken || !d.Allowed || p != want || !slot.Asked || !slot.Decision.Allowed || slot.Release == nil {
 		t.Fatalf("expected principal: %+v taken %v %+v %+v %v; want a token and a slot", p, taken, d, slot, err)
 	}
 	held("a slot taken", 1, 1)
 	// At the key's cap (1): refused as Acquire refuses, nothing more taken.
-	_, _, _, again, err := gate(ctx, c.ReadKey, want, bucket, free, 1)
+	_, _, _, again, err := gate(ctx, c.ReadKey, want, bucket, free, bucket, 1)
 	if err != nil || !again.Asked || again.Decision.Allowed || again.Decision.Global || again.Release != nil {
 		t.Errorf("at the key's cap: %+v %v; want refused, not global", again, err)
 	}
@@ -96,11 +96,11 @@ func TestSlotGate(t *testing.T) {
 		t.Errorf("Acquire at the key's cap: %+v %v; want refused (the gate's slot is the limiter's)", d, err)
 	}
 	// The service's cap (2): one more of the key (no per-key cap) fills it.
-	_, _, _, second, err := gate(ctx, c.ReadKey, want, bucket, free, 0)
+	_, _, _, second, err := gate(ctx, c.ReadKey, want, bucket, free, bucket, 0)
 	if err != nil || !second.Decision.Allowed {
 		t.Fatalf("a second slot without a per-key cap: %+v %v", second, err)
 	}
-	_, _, _, full, err := gate(ctx, c.ReadKey, want, bucket, free, 0)
+	_, _, _, full, err := gate(ctx, c.ReadKey, want, bucket, free, bucket, 0)
 	if err != nil || full.Decision.Allowed || !full.Decision.Global {
 		t.Errorf("at the service's cap: %+v %v; want refused, global", full, err)
 	}
@@ -113,7 +113,7 @@ func TestSlotGate(t *testing.T) {
 
 	// No slot when the rate refuses the token.
 	rate := limit.Rate{PerSecond: 1, Burst: 1}
-	if _, taken, d, slot, err := gate(ctx, c.ReadKey, want, bucket, rate, 1); err != nil || !taken || !d.Allowed || !slot.Decision.Allowed {
+	if _, taken, d, slot, err := gate(ctx, c.ReadKey, want, bucket, rate, bucket, 1); err != nil || !taken || !d.Allowed || !slot.Decision.Allowed {
 		t.Fatalf("the burst's token: taken %v %+v %+v %v", taken, d, slot, err)
 	} else {
 		slot.Release()
@@ -121,13 +121,13 @@ func TestSlotGate(t *testing.T) {
 	if err := l.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, taken, d, slot, err := gate(ctx, c.ReadKey, want, bucket, rate, 1); err != nil || !taken || d.Allowed || slot.Asked {
+	if _, taken, d, slot, err := gate(ctx, c.ReadKey, want, bucket, rate, bucket, 1); err != nil || !taken || d.Allowed || slot.Asked {
 		t.Errorf("past the burst: taken %v %+v %+v %v; want the token refused and no slot asked", taken, d, slot, err)
 	}
 	held("a refused token", 0, 0)
 	// No slot for another principal than the expected one.
 	other := account.Principal{Account: account.Account{ID: "acc_other", Plan: want.Account.Plan}, Kind: want.Kind}
-	if p, taken, _, slot, err := gate(ctx, c.ReadKey, other, "acc_other:read", free, 1); err != nil || taken || slot.Asked || p != want {
+	if p, taken, _, slot, err := gate(ctx, c.ReadKey, other, "acc_other:read", free, "acc_other:read", 1); err != nil || taken || slot.Asked || p != want {
 		t.Errorf("another account expected: %+v taken %v %+v %v; want %+v, no token, no slot", p, taken, slot, err, want)
 	}
 	for _, key := range limit.HeavyKeys(ns, "acc_other:read") {
@@ -139,7 +139,7 @@ func TestSlotGate(t *testing.T) {
 	if err := f.rs.SetSubscription(ctx, c.AccountID, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, taken, _, slot, err := gate(ctx, c.ReadKey, want, bucket, free, 1); err != nil || taken || slot.Asked {
+	if _, taken, _, slot, err := gate(ctx, c.ReadKey, want, bucket, free, bucket, 1); err != nil || taken || slot.Asked {
 		t.Errorf("lapsed: taken %v %+v %v; want no token, no slot", taken, slot, err)
 	}
 	held("a lapsed account", 0, 0)
