@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -478,20 +479,15 @@ func BenchmarkESCompany(b *testing.B) {
 		_, err := s.Company(ctx, ident.ID{Value: readACNs[i%len(readACNs)], Kind: ident.ACN})
 		return err
 	}, func() error {
-		acn := readACNs[i%len(readACNs)]
+		id := ident.ID{Value: readACNs[i%len(readACNs)], Kind: ident.ACN}
 		i++
-		// The same three requests: register rows, the company's other
-		// identifiers (the same search), its notices.
-		reg := obj{"query": obj{"term": obj{"acn": acn}}, "sort": []obj{{"row": "asc"}}, "size": scanPage, "_source": []string{"data"}}
-		if _, err := s.search(ctx, s.Alias(mappings.Register), reg); err != nil {
+		// The same request: the one _msearch of the register rows and the
+		// notices (companySearches), its answer read whole.
+		body, err := msearchBody(companySearches(s, id).searches)
+		if err != nil {
 			return err
 		}
-		if _, err := s.search(ctx, s.Alias(mappings.Register), reg); err != nil {
-			return err
-		}
-		_, err := s.search(ctx, s.Alias(mappings.Notices), obj{"query": obj{"bool": obj{"should": []obj{{"term": obj{"acn": acn}}}}},
-			"sort": sortPublishedDesc, "size": scanPage})
-		return err
+		return s.do(ctx, s.cfg.Timeout, http.MethodPost, "/_msearch", body, nil)
 	})
 }
 

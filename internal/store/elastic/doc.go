@@ -16,6 +16,7 @@ type hit struct {
 
 // searchAnswer is the part of a _search answer the store reads.
 type searchAnswer struct {
+	shardStatus
 	Hits struct {
 		Total struct {
 			Value int64 `json:"value"`

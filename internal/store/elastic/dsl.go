@@ -191,21 +191,34 @@ func (s *Store) companyQuery(ctx context.Context, id ident.ID) (obj, error) {
 // companyQueryOf is companyQuery given the register rows carrying id
 // (read once by the caller).
 func companyQueryOf(id ident.ID, rows []notice.RegisterRow) obj {
-	field, other := "acn", "abn"
-	if id.Kind == ident.ABN {
-		field, other = "abn", "acn"
-	}
+	return companyQueryWith(id, othersOf(id, rows))
+}
+
+// othersOf is the company's other identifiers the register rows carrying
+// id give: an ACN's ABNs, an ABN's ACNs (of the rows with an ABN), each
+// once, in row order.
+func othersOf(id ident.ID, rows []notice.RegisterRow) []string {
 	var others []string
 	seen := map[string]bool{}
 	for _, r := range rows {
 		v := r.ABN
-		if other == "acn" {
+		if id.Kind == ident.ABN {
 			v = r.ACN
 		}
 		if v != "" && r.ABN != "" && !seen[v] {
 			seen[v] = true
 			others = append(others, v)
 		}
+	}
+	return others
+}
+
+// companyQueryWith selects the notices carrying id or one of others (the
+// other kind of identifier).
+func companyQueryWith(id ident.ID, others []string) obj {
+	field, other := "acn", "abn"
+	if id.Kind == ident.ABN {
+		field, other = "abn", "acn"
 	}
 	should := []obj{{"term": obj{field: id.Value}}}
 	if len(others) > 0 {

@@ -33,10 +33,19 @@ func (s *Store) ExportNotices(ctx context.Context, q notice.SearchQuery, max int
 	if err != nil {
 		return nil, err
 	}
+	// A point in time opened without a shard would page without its
+	// notices: refused, as searches are (searchRead).
 	var pit struct {
+		shardStatus
 		ID string `json:"id"`
 	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+s.Alias(mappings.Notices)+"/_pit?keep_alive="+pitKeepAlive, nil, &pit); err != nil {
+	err = s.do(ctx, s.cfg.Timeout, http.MethodPost, noPartial("/"+s.Alias(mappings.Notices)+"/_pit?keep_alive="+pitKeepAlive), nil, &pit)
+	if p := partialError(err); p != nil {
+		err = p
+	} else if err == nil {
+		err = pit.complete()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("elastic: open point in time for an export: %w", err)
 	}
 	e := &export{s: s, pit: pit.ID, query: query, order: order}
@@ -76,8 +85,8 @@ func (e *export) search(ctx context.Context, body obj) (*searchAnswer, error) {
 		searchAnswer
 		PitID string `json:"pit_id"`
 	}
-	if err := e.s.do(ctx, e.s.cfg.Timeout, http.MethodPost, path, body, &ans); err != nil {
-		return nil, searchError(err)
+	if err := e.s.searchRead(ctx, path, body, &ans); err != nil {
+		return nil, err
 	}
 	if ans.PitID != "" {
 		e.pit = ans.PitID

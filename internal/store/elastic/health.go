@@ -53,10 +53,16 @@ func (s *Store) Health(ctx context.Context) (Health, error) {
 			return h, err
 		}
 		for _, name := range names {
+			// _count takes no allow_partial_search_results: its
+			// _shards is checked.
 			var count struct {
+				shardStatus
 				Count int64 `json:"count"`
 			}
 			if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+name+"/_count", nil, &count); err != nil {
+				return h, err
+			}
+			if err := count.complete(); err != nil {
 				return h, err
 			}
 			ih := IndexHealth{Alias: alias, Index: name, Docs: count.Count}

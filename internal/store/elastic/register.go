@@ -289,6 +289,7 @@ func blockName(first int64, block []notice.RegisterRow) string {
 // its documents' rows (a version 1 or 2 document, without rows, is one).
 func (s *Store) registerRowCount(ctx context.Context, index string) (int64, error) {
 	var ans struct {
+		shardStatus
 		Aggregations struct {
 			Rows struct {
 				Value float64 `json:"value"`
@@ -302,7 +303,7 @@ func (s *Store) registerRowCount(ctx context.Context, index string) (int64, erro
 		"rows":   obj{"sum": obj{"field": "rows"}},
 		"single": obj{"missing": obj{"field": "rows"}},
 	}}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+index+"/_search", body, &ans); err != nil {
+	if err := s.searchRead(ctx, "/"+index+"/_search", body, &ans); err != nil {
 		return 0, fmt.Errorf("elastic: count the rows of register %s: %w", index, err)
 	}
 	return int64(ans.Aggregations.Rows.Value) + ans.Aggregations.Single.DocCount, nil

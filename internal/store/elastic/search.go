@@ -11,7 +11,6 @@ import (
 	gojson "github.com/goccy/go-json"
 
 	"github.com/noticesd/noticesd/internal/errs"
-	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/query"
 	"github.com/noticesd/noticesd/mappings"
@@ -134,6 +133,7 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 // noticePage is a search answer whose hits' sources hold only the notice
 // (noticeSource), decoded straight into notices.
 type noticePage struct {
+	shardStatus
 	Hits struct {
 		Total struct {
 			Value int64 `json:"value"`
@@ -152,8 +152,8 @@ type noticePage struct {
 // besides Elasticsearch).
 func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]notice.Notice, int64, error) {
 	var ans noticePage
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, path, body, &ans); err != nil {
-		return nil, 0, searchError(err)
+	if err := s.searchRead(ctx, path, body, &ans); err != nil {
+		return nil, 0, err
 	}
 	ns := make([]notice.Notice, len(ans.Hits.Hits))
 	for i := range ans.Hits.Hits {
@@ -168,8 +168,19 @@ func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]not
 // scanNotices returns the notices matching query in order (a sort ending
 // on a unique field), up to max, with search_after.
 func (s *Store) scanNotices(ctx context.Context, query obj, order []obj, max int) ([]notice.Notice, error) {
+	return s.scanNoticesFrom(ctx, query, order, max, nil)
+}
+
+// scanBody is the search scanNotices pages through.
+func scanBody(query obj, order []obj) obj {
+	return obj{"query": query, "sort": order, "_source": noticeSource}
+}
+
+// scanNoticesFrom is scanNotices given the answer to its first page, if
+// read already (pagesFrom).
+func (s *Store) scanNoticesFrom(ctx context.Context, query obj, order []obj, max int, first *searchAnswer) ([]notice.Notice, error) {
 	out := []notice.Notice{}
-	err := s.pages(ctx, s.Alias(mappings.Notices), obj{"query": query, "sort": order, "_source": noticeSource}, max, func(hs []hit) error {
+	err := s.pagesFrom(ctx, s.Alias(mappings.Notices), scanBody(query, order), max, first, func(hs []hit) error {
 		ns, err := notices(hs)
 		out = append(out, ns...)
 		return err
@@ -180,18 +191,34 @@ func (s *Store) scanNotices(ctx context.Context, query obj, order []obj, max int
 // pages reads the hits of body (query and a sort ending on a unique field)
 // page by page with search_after, up to max, handing each page to fn.
 func (s *Store) pages(ctx context.Context, index string, body obj, max int, fn func([]hit) error) error {
+	return s.pagesFrom(ctx, index, body, max, nil, fn)
+}
+
+// pageBody is the search of the page of body after after (nil: the first
+// page) when read hits of at most max have been read.
+func pageBody(body obj, read, max int, after []any) obj {
+	b := obj{"size": min(scanPage, max-read), "track_total_hits": false}
+	for k, v := range body {
+		b[k] = v
+	}
+	if after != nil {
+		b["search_after"] = after
+	}
+	return b
+}
+
+// pagesFrom is pages given the answer to its first page (pageBody(body, 0,
+// max, nil)) when first is not nil: read in one _msearch with other
+// searches (Company).
+func (s *Store) pagesFrom(ctx context.Context, index string, body obj, max int, first *searchAnswer, fn func([]hit) error) error {
 	var after []any
 	for read := 0; read < max; {
-		b := obj{"size": min(scanPage, max-read), "track_total_hits": false}
-		for k, v := range body {
-			b[k] = v
-		}
-		if after != nil {
-			b["search_after"] = after
-		}
-		ans, err := s.search(ctx, index, b)
-		if err != nil {
-			return err
+		ans := first
+		if first == nil || read > 0 {
+			var err error
+			if ans, err = s.search(ctx, index, pageBody(body, read, max, after)); err != nil {
+				return err
+			}
 		}
 		hs := ans.Hits.Hits
 		if len(hs) > 0 {
@@ -215,19 +242,10 @@ func (s *Store) search(ctx context.Context, index string, body obj) (*searchAnsw
 // searchAt is search with the whole path (an index and parameters).
 func (s *Store) searchAt(ctx context.Context, path string, body obj) (*searchAnswer, error) {
 	var ans searchAnswer
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, path, body, &ans); err != nil {
-		return nil, searchError(err)
+	if err := s.searchRead(ctx, path, body, &ans); err != nil {
+		return nil, err
 	}
 	return &ans, nil
-}
-
-// searchError explains a refused search: the query translation and the
-// parser disagree, which is ours to fix.
-func searchError(err error) error {
-	if _, ok := errs.As(err); ok {
-		return err
-	}
-	return fmt.Errorf("elastic: search refused by Elasticsearch (a query translation bug; please report the request): %w", err)
 }
 
 func notices(hs []hit) ([]notice.Notice, error) {
@@ -318,11 +336,20 @@ func (s *Store) registerRows(ctx context.Context, field, value string) ([]notice
 	if value == "" {
 		return nil, nil
 	}
-	// Only the rows come back: a block's acn and abn lists are for the
-	// term query.
+	return s.registerRowsFrom(ctx, field, value, nil)
+}
+
+// registerBody is the search registerRows pages through. Only the rows
+// come back: a block's acn and abn lists are for the term query.
+func registerBody(field, value string) obj {
+	return obj{"query": obj{"term": obj{field: value}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"data"}}
+}
+
+// registerRowsFrom is registerRows given the answer to its first page, if
+// read already (pagesFrom).
+func (s *Store) registerRowsFrom(ctx context.Context, field, value string, first *searchAnswer) ([]notice.RegisterRow, error) {
 	var out []notice.RegisterRow
-	body := obj{"query": obj{"term": obj{field: value}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"data"}}
-	err := s.pages(ctx, s.Alias(mappings.Register), body, window, func(hs []hit) error {
+	err := s.pagesFrom(ctx, s.Alias(mappings.Register), registerBody(field, value), window, first, func(hs []hit) error {
 		for _, h := range hs {
 			rows, err := registerRowsWith(h.Source, field, value)
 			if err != nil {
@@ -333,48 +360,6 @@ func (s *Store) registerRows(ctx context.Context, field, value string) ([]notice
 		return nil
 	})
 	return out, err
-}
-
-// Company returns the company view; see store.Notices. An ABN is resolved
-// to the first ACN the register gives it.
-func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error) {
-	// The rows carrying id select the notices (companyQueryOf); for an
-	// ABN, the company's own rows are those of its first ACN.
-	field := "acn"
-	if id.Kind == ident.ABN {
-		field = "abn"
-	}
-	own, err := s.registerRows(ctx, field, id.Value)
-	if err != nil {
-		return notice.Company{}, err
-	}
-	// For an ABN the company's rows and the notices both follow from
-	// own: read them at once.
-	regs := own
-	var regsErr chan error
-	if id.Kind == ident.ABN && len(own) > 0 {
-		regsErr = make(chan error, 1)
-		go func() {
-			var err error
-			regs, err = s.registerRows(ctx, "acn", own[0].ACN)
-			regsErr <- err
-		}()
-	}
-	cq := companyQueryOf(id, own)
-	ns, err := s.scanNotices(ctx, cq, sortPublishedDesc, 1<<30)
-	if regsErr != nil {
-		if rerr := <-regsErr; err == nil {
-			err = rerr
-		}
-	}
-	if err != nil {
-		return notice.Company{}, err
-	}
-	if len(regs) == 0 && len(ns) == 0 {
-		return notice.Company{}, errs.New(errs.NotFound,
-			"no company with %s %s in the register or the notices; check the number (a company's ABN is two digits followed by its ACN)", id.Kind, id.Value)
-	}
-	return notice.BuildCompany(id, regs, ns), nil
 }
 
 // facetFields are the fields /v1/filters counts, in FilterCounts order.
@@ -402,6 +387,7 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 	// Decoded straight into the buckets (terms and date_histogram
 	// buckets have the same shape), in one pass over the answer.
 	var ans struct {
+		shardStatus
 		Hits struct {
 			Total struct {
 				Value int64 `json:"value"`
@@ -425,8 +411,8 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 			}
 		}
 	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+s.Alias(mappings.Notices)+"/_search", body, &ans); err != nil {
-		return 0, nil, searchError(err)
+	if err := s.searchRead(ctx, "/"+s.Alias(mappings.Notices)+"/_search", body, &ans); err != nil {
+		return 0, nil, err
 	}
 	for name, a := range ans.Aggregations {
 		if a.Other > 0 {

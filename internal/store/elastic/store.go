@@ -370,7 +370,7 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 		return fmt.Errorf("elastic: %s %s: %w", method, path, err)
 	}
 	if r != nil {
-		if strings.HasSuffix(strings.SplitN(path, "?", 2)[0], "_bulk") {
+		if p := strings.SplitN(path, "?", 2)[0]; strings.HasSuffix(p, "_bulk") || strings.HasSuffix(p, "_msearch") {
 			req.Header.Set("Content-Type", "application/x-ndjson")
 		} else {
 			req.Header.Set("Content-Type", "application/json")

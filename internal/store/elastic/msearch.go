@@ -1,0 +1,80 @@
+package elastic
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+
+	gojson "github.com/goccy/go-json"
+)
+
+// msearchItem is one search of an _msearch: the index (or alias) it reads
+// and its body.
+type msearchItem struct {
+	index string
+	body  obj
+}
+
+// msearchBody is the NDJSON body of an _msearch of items: a header line
+// naming the index and asking for no partial results, then the search.
+func msearchBody(items []msearchItem) ([]byte, error) {
+	var buf bytes.Buffer
+	for _, it := range items {
+		head, err := gojson.Marshal(obj{"index": it.index, "allow_partial_search_results": false})
+		if err != nil {
+			return nil, err
+		}
+		body, err := gojson.Marshal(it.body)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(head)
+		buf.WriteByte('\n')
+		buf.Write(body)
+		buf.WriteByte('\n')
+	}
+	return buf.Bytes(), nil
+}
+
+// msearch sends items in one _msearch request, which Elasticsearch runs
+// concurrently, and returns their answers in order: several searches for
+// one round trip. Each answer is checked as searchRead checks one: a
+// search that failed, or that some shard did not answer, fails the call.
+func (s *Store) msearch(ctx context.Context, items []msearchItem) ([]searchAnswer, error) {
+	body, err := msearchBody(items)
+	if err != nil {
+		return nil, fmt.Errorf("elastic: encode an _msearch: %w", err)
+	}
+	var ans struct {
+		Responses []struct {
+			searchAnswer
+			Status int `json:"status"`
+			Error  *struct {
+				Type   string `json:"type"`
+				Reason string `json:"reason"`
+			} `json:"error"`
+		} `json:"responses"`
+	}
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/_msearch", body, &ans); err != nil {
+		return nil, searchError(err)
+	}
+	if len(ans.Responses) != len(items) {
+		return nil, fmt.Errorf("elastic: _msearch of %d searches answered %d", len(items), len(ans.Responses))
+	}
+	out := make([]searchAnswer, len(items))
+	for i, r := range ans.Responses {
+		if r.Error != nil {
+			e := &esError{Status: r.Status, Type: r.Error.Type, Reason: r.Error.Reason}
+			if r.Status == http.StatusTooManyRequests || r.Status >= 500 {
+				return nil, unavailable(e)
+			}
+			return nil, searchError(e)
+		}
+		if err := r.complete(); err != nil {
+			return nil, err
+		}
+		out[i] = r.searchAnswer
+	}
+	return out, nil
+}

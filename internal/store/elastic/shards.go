@@ -1,0 +1,114 @@
+package elastic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/noticesd/noticesd/internal/errs"
+)
+
+// shardStatus is the part of a search-type answer (_search, _count, a
+// response of _msearch, _pit) that says whether every shard answered:
+// Elasticsearch answers 200 with the hits of the shards that did, and
+// those of a failed or timed-out shard simply missing.
+type shardStatus struct {
+	TimedOut bool `json:"timed_out"`
+	Shards   struct {
+		Total    int `json:"total"`
+		Failed   int `json:"failed"`
+		Failures []struct {
+			Index  string `json:"index"`
+			Shard  int    `json:"shard"`
+			Reason struct {
+				Type   string `json:"type"`
+				Reason string `json:"reason"`
+			} `json:"reason"`
+		} `json:"failures"`
+	} `json:"_shards"`
+}
+
+// shardAnswer is an answer that carries its shardStatus.
+type shardAnswer interface{ shards() *shardStatus }
+
+func (st *shardStatus) shards() *shardStatus { return st }
+
+// complete returns nil when every shard answered in time, else the
+// partial-answer error (backend_unavailable): an answer missing a shard
+// misses notices, and searches, deliveries and repairs must not act on it.
+func (st *shardStatus) complete() error {
+	switch {
+	case st.Shards.Failed > 0:
+		detail := fmt.Sprintf("%d of %d shards failed", st.Shards.Failed, st.Shards.Total)
+		if len(st.Shards.Failures) > 0 {
+			f := st.Shards.Failures[0]
+			detail += fmt.Sprintf("; %s[%d]: %s: %s", f.Index, f.Shard, f.Reason.Type, f.Reason.Reason)
+		}
+		return partial(errors.New(detail))
+	case st.TimedOut:
+		return partial(errors.New("the search timed out on some shards"))
+	}
+	return nil
+}
+
+// partial is the error of a search Elasticsearch could answer only in part.
+func partial(detail error) error {
+	return fmt.Errorf("%w (%v)", errs.New(errs.BackendUnavailable,
+		"the search backend (Elasticsearch) could not read every shard, so the answer would leave notices out; retry shortly, and if it persists check the cluster's health"), detail)
+}
+
+// noPartial adds allow_partial_search_results=false to a search path: a
+// shard that fails (or is missing) fails the whole search, which
+// Elasticsearch then answers with an error rather than with the other
+// shards' hits.
+func noPartial(path string) string {
+	if strings.Contains(path, "?") {
+		return path + "&allow_partial_search_results=false"
+	}
+	return path + "?allow_partial_search_results=false"
+}
+
+// partialRefused reports whether an error answer is Elasticsearch refusing
+// to answer from some shards only (allow_partial_search_results=false):
+// search_phase_execution_exception "Partial shards failure", whose status
+// is the failed shards' (400 for a query a shard could not run). Missing
+// shards are refused with 503, already backend_unavailable (do).
+func partialRefused(e *esError) bool {
+	return e.Type == "search_phase_execution_exception" && e.Reason == "Partial shards failure"
+}
+
+// searchRead sends one search-type request (a _search or _pit path, with
+// its parameters) asking for no partial results, decodes the answer into
+// out and checks that every shard answered: a partial answer, refused by
+// Elasticsearch or seen in _shards, is backend_unavailable.
+func (s *Store) searchRead(ctx context.Context, path string, body any, out shardAnswer) error {
+	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, noPartial(path), body, out); err != nil {
+		return searchError(err)
+	}
+	return out.shards().complete()
+}
+
+// searchError explains a refused search: a shard failed (the search would
+// be partial), or else the query translation and the parser disagree,
+// which is ours to fix.
+func searchError(err error) error {
+	if _, ok := errs.As(err); ok {
+		return err
+	}
+	if p := partialError(err); p != nil {
+		return p
+	}
+	return fmt.Errorf("elastic: search refused by Elasticsearch (a query translation bug; please report the request): %w", err)
+}
+
+// partialError is the partial-answer error (backend_unavailable) when err is
+// Elasticsearch refusing a partial answer, else nil.
+func partialError(err error) error {
+	var e *esError
+	if errors.As(err, &e) && partialRefused(e) {
+		return partial(e)
+	}
+	return nil
+}
