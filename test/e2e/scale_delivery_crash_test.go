@@ -22,7 +22,6 @@ import (
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
-	"github.com/noticesd/noticesd/internal/scheduler"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/scale"
 	"github.com/noticesd/noticesd/internal/store/storetest"
@@ -30,6 +29,7 @@ import (
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/internal/webhook"
 	"github.com/noticesd/noticesd/test/testbin"
+	"github.com/noticesd/noticesd/worker/scheduler"
 )
 
 // slowReceiver is a TLS endpoint that answers 200 after a delay and
