@@ -55,6 +55,9 @@ const (
 	// taskCheckInterval is how long an idle asynq processor waits before
 	// looking for a pending task again: short, so a new task starts at once.
 	taskCheckInterval = 10 * time.Millisecond
+	// leaseMargin is added to the Sender's timeout to bound one attempt
+	// (reading the notice, recording the outcome).
+	leaseMargin = 5 * time.Second
 	// group is the consumer group of the matched stream.
 	group = "delivery"
 )
@@ -108,6 +111,8 @@ type Scheduler struct {
 	inspector *asynq.Inspector
 	server    *asynq.Server
 	attempter worker.Attempter
+	// lease bounds one attempt: the Sender's timeout plus leaseMargin.
+	lease time.Duration
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -152,6 +157,7 @@ func New(cfg Config) (*Scheduler, error) {
 		client:    asynq.NewClientFromRedisClient(cfg.Redis),
 		inspector: asynq.NewInspectorFromRedisClient(cfg.Redis),
 		wake:      make(chan struct{}, 1)}
+	s.lease = cfg.Sender.Timeout() + leaseMargin
 	s.attempter = worker.Attempter{Sender: cfg.Sender, Ledger: cfg.Ledger, RetryUnit: cfg.RetryUnit, Now: cfg.Now}
 	queues := map[string]int{s.queue: 1}
 	if cfg.Mail != nil {
@@ -525,7 +531,7 @@ func (s *Scheduler) PumpOnce(ctx context.Context) error {
 	}
 }
 
-// sweep gives a task to every due pending delivery that has none.
+// sweep gives a task to every overdue pending delivery that has none.
 func (s *Scheduler) sweep(ctx context.Context) {
 	for ctx.Err() == nil {
 		if n, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
@@ -539,9 +545,12 @@ func (s *Scheduler) sweep(ctx context.Context) {
 
 // SweepOnce finishes watch changes a stopped process left half done
 // (redisstore.Store.Reconcile: releases after a reactivation, owed
-// deactivations), then puts in the outbox every due pending delivery
-// without a live asynq task (none, or one archived or completed) and
-// returns how many it found.
+// deactivations), then puts in the outbox every pending delivery overdue
+// by more than one attempt (the Sender's timeout plus leaseMargin: a
+// delivery with a live task is begun when due and its attempt ends within
+// that) without a live asynq task (none, or one archived or completed),
+// and returns how many it found. Deliveries not due yet are not looked at:
+// the cost follows the deliveries that are due, not every pending one.
 func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	if n, err := s.cfg.Ledger.Reconcile(ctx, s.cfg.Now()); err != nil {
 		return 0, err
@@ -551,7 +560,7 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	if err := s.dropStaleServers(ctx); err != nil {
 		s.log.Warn("dropping stopped worker processes from asynq's server list", "err", err)
 	}
-	refs, err := s.cfg.Ledger.Pending(ctx)
+	refs, err := s.cfg.Ledger.Pending(ctx, s.cfg.Now().Add(-s.lease))
 	if err != nil {
 		return 0, err
 	}

@@ -237,14 +237,17 @@ func (s *Store) Postpone(ctx context.Context, refs []Ref, at time.Time) error {
 	return nil
 }
 
-// Pending lists every pending delivery of an active watch with a webhook
-// that is due (not held): what must have an asynq task. The scheduler's
-// sweep compares it with the tasks that exist, after a crash or a lost
-// task, so none stays pending without a scheduled attempt. It reads the
-// gauge key ddue (gauges.go), which every delivery script keeps to exactly
-// that set, computing it first in a namespace written before it existed:
-// the cost is the number of such deliveries, not of every record kept.
-func (s *Store) Pending(ctx context.Context) ([]Ref, error) {
+// Pending lists the pending deliveries of active watches with a webhook
+// that were due at or before dueBy (not held): what must have an asynq
+// task by then. The scheduler's sweep compares them with the tasks that
+// exist, after a crash or a lost task, so none stays pending without a
+// scheduled attempt; it passes a dueBy in the past, so a delivery whose
+// attempt is not due yet (a retry minutes or hours away) is not looked at.
+// It reads the gauge key ddue (gauges.go), which every delivery script
+// keeps to exactly that set scored by the due time, computing it first in
+// a namespace written before it existed: the cost is the number of
+// deliveries due by dueBy, not of every pending one or every record kept.
+func (s *Store) Pending(ctx context.Context, dueBy time.Time) ([]Ref, error) {
 	computed, err := s.rdb.HExists(ctx, s.key(dstatKey), "v").Result()
 	if err != nil {
 		return nil, s.fail("list pending deliveries", err)
@@ -255,8 +258,9 @@ func (s *Store) Pending(ctx context.Context) ([]Ref, error) {
 		}
 	}
 	var out []Ref
+	upTo := strconv.FormatInt(dueBy.UnixMilli(), 10)
 	for lo := int64(0); ; lo += batch {
-		ms, err := s.rdb.ZRange(ctx, s.key(ddueKey), lo, lo+batch-1).Result()
+		ms, err := s.rdb.ZRangeByScore(ctx, s.key(ddueKey), &redis.ZRangeBy{Min: "-inf", Max: upTo, Offset: lo, Count: batch}).Result()
 		if err != nil {
 			return nil, s.fail("list pending deliveries", err)
 		}
