@@ -260,7 +260,7 @@ func TestRotationAfterBeginSignsWithNewSecret(t *testing.T) {
 				t.Fatalf("CreateDeliveries = %d, %v; want 1", k, err)
 			}
 			rec := h.records(w)[n.ID]
-			b, err := h.rs.Begin(ctx, redisstore.Ref{WatchID: w.ID, DeliveryID: rec.ID, NoticeSeq: rec.NoticeSeq}, time.Now())
+			b, err := h.rs.Begin(ctx, redisstore.Ref{WatchID: w.ID, DeliveryID: rec.ID, NoticeSeq: rec.NoticeSeq}, time.Now(), redisstore.Hold{})
 			if err != nil || b.State != redisstore.BeginAttempt || b.Job.Secret != "whsec_before" {
 				t.Fatalf("Begin = %+v, %v; want an attempt with the first secret", b, err)
 			}
