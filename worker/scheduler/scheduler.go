@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/lease"
 	"github.com/noticesd/noticesd/internal/mailer"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/webhook"
@@ -359,31 +360,18 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 // nothing (worker.ErrInterrupted) and its task finds the attempt busy.
 func (s *Scheduler) hold(ctx context.Context, ref redisstore.Ref, task string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(s.cfg.AttemptLease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			held, err := s.cfg.Ledger.Renew(ctx, ref, task, s.cfg.Now().Add(s.cfg.AttemptLease))
-			if err != nil {
-				if ctx.Err() == nil {
-					s.log.Warn("delivery attempt's lease not renewed", "watch", ref.WatchID, "delivery", ref.DeliveryID, "err", err)
-				}
-				continue
-			}
-			if !held {
-				s.log.Info("delivery attempt no longer held by this task (ended, or taken over after its lease ran out)", "watch", ref.WatchID, "delivery", ref.DeliveryID)
-				cancel()
-				return
-			}
+	stop := lease.Keep(s.cfg.AttemptLease/3, func(rctx context.Context) {
+		held, err := s.cfg.Ledger.Renew(rctx, ref, task, s.cfg.Now().Add(s.cfg.AttemptLease))
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			s.log.Warn("delivery attempt's lease not renewed", "watch", ref.WatchID, "delivery", ref.DeliveryID, "err", err)
+		case !held:
+			s.log.Info("delivery attempt no longer held by this task (ended, or taken over after its lease ran out)", "watch", ref.WatchID, "delivery", ref.DeliveryID)
+			cancel()
 		}
-	}()
-	return ctx, func() { close(done); cancel() }
+	})
+	return ctx, func() { stop(); cancel() }
 }
 
 // Start starts the asynq server, the matched-stream consumer, the outbox
