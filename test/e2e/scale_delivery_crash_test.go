@@ -89,7 +89,7 @@ func (r *slowReceiver) counts() (distinct, total int) {
 // recoveryBound of the kill.
 func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs the binary; waits for asynq's lease recovery")
+		t.Skip("builds and runs the binary; waits for the killed worker's attempt leases")
 	}
 	esURL, redisURL, ns := testservers.Elasticsearch(t), testservers.Redis(t), testservers.Namespace(t)
 	bin := testbin.Build(t)

@@ -21,7 +21,9 @@ import (
 // webhooks.go); besides the fields of delivery.Record each record keeps
 // "inflight", the number of an attempt begun and not yet finished, so an
 // attempt interrupted by a crash is not counted twice when asynq runs the
-// task again.
+// task again, and "holder" and "lease", the task making that attempt and
+// the end of its lease (ms), kept in dleaseKey too (Begin, Renew,
+// LapsedAttempts).
 //
 //	dq    zset: the outbox of deliveries that need an asynq task, members
 //	      "<watch>|<delivery id>|<notice seq>", score the due time in ms.
