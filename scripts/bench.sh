@@ -103,7 +103,7 @@ if [[ $parts == *" scale "* ]]; then
   # Redis bytes per notice: used_memory's growth over 50,000 notices loaded on 10,000 (register unchanged).
   bench -bench 'RedisBytesPerNotice' -benchtime 1x ./internal/store/scale
   # Webhook deliveries on asynq beside a bare HTTPS POST loop.
-  bench -bench . -benchtime 3000x ./internal/scheduler
+  bench -bench . -benchtime 3000x ./worker/scheduler
   echo "- Scale part: $(minutes $((SECONDS - t0))) min; load average at its end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$runinfo"
 fi
 

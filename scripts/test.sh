@@ -199,7 +199,7 @@ fg "go mod tidy leaves go.mod and go.sum unchanged" tidy
 # there and why the others are not): built now, in the background (its build mode compiles
 # SQLite's C source and every dependency once more), run after the suite.
 RACE=(./api ./internal/limit ./worker ./internal/collector ./matcher ./internal/webhook
-  ./internal/store/sqlite ./internal/scheduler ./internal/store/redisstore ./internal/store/elastic)
+  ./internal/store/sqlite ./worker/scheduler ./internal/store/redisstore ./internal/store/elastic)
 mkdir -p "$WORK/race"
 background "race detector build" go test -race -tags "$TAGS" -c -o "$WORK/race/" "${RACE[@]}"
 

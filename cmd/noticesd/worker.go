@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/noticesd/noticesd/internal/metrics"
-	"github.com/noticesd/noticesd/internal/scheduler"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/scale"
+	"github.com/noticesd/noticesd/worker/scheduler"
 )
 
 const workerAbout = `Run scale mode's webhook delivery (NOTICES_BACKEND=scale): match arriving

@@ -32,7 +32,7 @@ type Config struct {
 	// means one second.
 	Poll time.Duration
 	// DigestsOnly leaves sending to another scheduler (scale mode: the
-	// asynq tasks of internal/scheduler, which call Attempt); the loop then
+	// asynq tasks of worker/scheduler, which call Attempt); the loop then
 	// only queues digests.
 	DigestsOnly bool
 	// Now is the clock of digests, claims and outcomes; nil means time.Now.

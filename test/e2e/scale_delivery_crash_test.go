@@ -22,7 +22,6 @@ import (
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
-	"github.com/noticesd/noticesd/internal/scheduler"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/scale"
 	"github.com/noticesd/noticesd/internal/store/storetest"
@@ -30,6 +29,7 @@ import (
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/internal/webhook"
 	"github.com/noticesd/noticesd/test/testbin"
+	"github.com/noticesd/noticesd/worker/scheduler"
 )
 
 // slowReceiver is a TLS endpoint that answers 200 after a delay and
@@ -82,12 +82,14 @@ func (r *slowReceiver) counts() (distinct, total int) {
 // TestScaleDeliveryCrashTwoWorkers runs two `noticesd worker` processes in
 // scale mode with 200 deliveries in flight to a slow receiver, SIGKILLs
 // one, and checks that every eligible notice arrives under one delivery id
-// each and that no delivery stays pending. asynq hands a killed worker's
-// tasks to the other once their lease has expired (asynq's recoverer: 60
-// to 120 s after the kill), so this test takes about two minutes.
+// each and that no delivery stays pending. The killed worker's attempts in
+// flight are made again by the other worker once their ledger lease (10 s
+// after its last renewal) has run out, not after asynq's own lease
+// recovery (49 to 120 s after the kill): every notice is received within
+// recoveryBound of the kill.
 func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs the binary; waits for asynq's lease recovery")
+		t.Skip("builds and runs the binary; waits for the killed worker's attempt leases")
 	}
 	esURL, redisURL, ns := testservers.Elasticsearch(t), testservers.Redis(t), testservers.Namespace(t)
 	bin := testbin.Build(t)
@@ -189,7 +191,11 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	d, _ := rcv.counts()
 	t.Logf("worker 1 killed with %d of %d notices received", d, total)
 
-	testbin.WaitFor(t, 200*time.Second, "every notice received", func() bool { d, _ := rcv.counts(); return d == total })
+	// The leases end at most 10 s after the kill, the other worker looks
+	// every second: 30 s leaves room for a loaded machine, and is well
+	// under asynq's own recovery.
+	const recoveryBound = 30 * time.Second
+	testbin.WaitFor(t, recoveryBound, "every notice received within 30 s of the kill", func() bool { d, _ := rcv.counts(); return d == total })
 	d, sent := rcv.counts()
 	t.Logf("all %d notices received %s after the kill; %d requests (%d sent again under the same id)", d, time.Since(killed).Round(time.Second), sent, sent-d)
 	rcv.mu.Lock()
@@ -221,8 +227,11 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Pending+c.Active+c.Scheduled+c.Retry+c.Archived != 0 {
-		t.Errorf("queue not empty after every delivery: %+v", c)
+	// The killed worker's tasks stay active in asynq until its own lease
+	// recovery runs them (they then find their deliveries done and end):
+	// at most its concurrency of them.
+	if c.Pending+c.Scheduled+c.Retry+c.Archived != 0 || c.Active > 32 {
+		t.Errorf("queue not empty after every delivery (but for the killed worker's tasks, at most 32 active): %+v", c)
 	}
 	// Operators see the same counts with `noticesd queue`.
 	var q struct {

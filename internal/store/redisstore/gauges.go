@@ -38,6 +38,10 @@ const (
 	wdeactKey = "wdeact"
 	dstatKey  = "dstat"
 	ddueKey   = "ddue"
+	// dlease holds the attempts in flight by the end of their lease (ms):
+	// one whose lease ran out was cut short (its worker died) and is run
+	// again by a recovery task (ledger.go, LapsedAttempts).
+	dleaseKey = "dlease"
 	// wait is the mark an acknowledged write increments on the connection
 	// it then sends WAIT on (durable.go).
 	waitMarkKey = "wait"

@@ -21,7 +21,9 @@ import (
 // webhooks.go); besides the fields of delivery.Record each record keeps
 // "inflight", the number of an attempt begun and not yet finished, so an
 // attempt interrupted by a crash is not counted twice when asynq runs the
-// task again.
+// task again, and "holder" and "lease", the task making that attempt and
+// the end of its lease (ms), kept in dleaseKey too (Begin, Renew,
+// LapsedAttempts).
 //
 //	dq    zset: the outbox of deliveries that need an asynq task, members
 //	      "<watch>|<delivery id>|<notice seq>", score the due time in ms.
@@ -237,14 +239,17 @@ func (s *Store) Postpone(ctx context.Context, refs []Ref, at time.Time) error {
 	return nil
 }
 
-// Pending lists every pending delivery of an active watch with a webhook
-// that is due (not held): what must have an asynq task. The scheduler's
-// sweep compares it with the tasks that exist, after a crash or a lost
-// task, so none stays pending without a scheduled attempt. It reads the
-// gauge key ddue (gauges.go), which every delivery script keeps to exactly
-// that set, computing it first in a namespace written before it existed:
-// the cost is the number of such deliveries, not of every record kept.
-func (s *Store) Pending(ctx context.Context) ([]Ref, error) {
+// Pending lists the pending deliveries of active watches with a webhook
+// that were due at or before dueBy (not held): what must have an asynq
+// task by then. The scheduler's sweep compares them with the tasks that
+// exist, after a crash or a lost task, so none stays pending without a
+// scheduled attempt; it passes a dueBy in the past, so a delivery whose
+// attempt is not due yet (a retry minutes or hours away) is not looked at.
+// It reads the gauge key ddue (gauges.go), which every delivery script
+// keeps to exactly that set scored by the due time, computing it first in
+// a namespace written before it existed: the cost is the number of
+// deliveries due by dueBy, not of every pending one or every record kept.
+func (s *Store) Pending(ctx context.Context, dueBy time.Time) ([]Ref, error) {
 	computed, err := s.rdb.HExists(ctx, s.key(dstatKey), "v").Result()
 	if err != nil {
 		return nil, s.fail("list pending deliveries", err)
@@ -255,8 +260,9 @@ func (s *Store) Pending(ctx context.Context) ([]Ref, error) {
 		}
 	}
 	var out []Ref
+	upTo := strconv.FormatInt(dueBy.UnixMilli(), 10)
 	for lo := int64(0); ; lo += batch {
-		ms, err := s.rdb.ZRange(ctx, s.key(ddueKey), lo, lo+batch-1).Result()
+		ms, err := s.rdb.ZRangeByScore(ctx, s.key(ddueKey), &redis.ZRangeBy{Min: "-inf", Max: upTo, Offset: lo, Count: batch}).Result()
 		if err != nil {
 			return nil, s.fail("list pending deliveries", err)
 		}
@@ -294,11 +300,15 @@ const (
 	// BeginEarly: the attempt is not due yet (asynq schedules by whole
 	// seconds); wait Until and begin again.
 	BeginEarly = "early"
+	// BeginBusy: another task holds the attempt and its lease runs: this
+	// task has nothing to do (the holder, or the recovery of its lease,
+	// carries the delivery on).
+	BeginBusy = "busy"
 )
 
 // Begun is the answer of Begin.
 type Begun struct {
-	// State is BeginAttempt, BeginDone, BeginHeld or BeginEarly.
+	// State is BeginAttempt, BeginDone, BeginHeld, BeginEarly or BeginBusy.
 	State string
 	// Job is the attempt (without its Notice) when State is BeginAttempt.
 	Job store.Job
@@ -308,17 +318,23 @@ type Begun struct {
 
 // beginScript starts an attempt of a pending delivery of an active watch
 // with a webhook, counting it (an attempt begun and never finished, cut
-// off by a crash, is not counted again). KEYS: dr:<watch>, w:<watch>,
-// dstat, ddue. ARGV: delivery id, now (timestamp), now ms, gauge member
-// (<watch>|<delivery id>|<notice seq>).
+// off by a crash, is not counted again). The attempt is held by task
+// ARGV[5] until ARGV[6] (ms; 0: no lease), recorded in the record
+// ("holder", "lease") and in dlease: while the lease runs, another task
+// is told 'busy'; once it ran out, the attempt is taken over (its worker
+// died) with the same number. A delivery that is done or held leaves
+// dlease. KEYS: dr:<watch>, w:<watch>, dstat, ddue, dlease. ARGV: delivery
+// id, now (timestamp), now ms, gauge member (<watch>|<delivery id>|<notice
+// seq>), holder, lease end ms.
 // Returns {state, attempt, sealed secret, url, next_attempt_at}.
 var beginScript = redis.NewScript(`
+local function done() redis.call('ZREM', KEYS[5], ARGV[4]) return {'done'} end
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return {'done'} end
+if not raw then return done() end
 local r = cjson.decode(raw)
-if r.status ~= 'pending' then return {'done'} end
+if r.status ~= 'pending' then return done() end
 local v = redis.call('HMGET', KEYS[2], 'doc', 'secret')
-if not v[1] or not v[2] then return {'done'} end
+if not v[1] or not v[2] then return done() end
 local w = cjson.decode(v[1])
 if not w.active then
   if r.next_attempt_at ~= nil and r.next_attempt_at ~= cjson.null then
@@ -326,6 +342,7 @@ if not w.active then
     redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
     redis.call('ZREM', KEYS[4], ARGV[4])
   end
+  redis.call('ZREM', KEYS[5], ARGV[4])
   return {'held'}
 end
 local next = ''
@@ -338,19 +355,41 @@ if n == nil or n == cjson.null then
   r.attempts = n
   r.inflight = n
   r.updated_at = ARGV[2]
-  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+elseif type(r.holder) == 'string' and r.holder ~= '' and r.holder ~= ARGV[5] and (tonumber(r.lease) or 0) > tonumber(ARGV[3]) then
+  return {'busy', n, '', '', ''}
 end
+r.holder = ARGV[5]
+r.lease = ARGV[6]
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+if tonumber(ARGV[6]) > 0 then redis.call('ZADD', KEYS[5], ARGV[6], ARGV[4]) end
 return {'attempt', n, v[2], w.webhook_url, next}
 `)
+
+// Hold names who makes an attempt and for how long: Begin's lease.
+type Hold struct {
+	// Task is the asynq task id making the attempt.
+	Task string
+	// Lease bounds the attempt; 0 takes no lease (the attempt is never
+	// taken over, and never refused as busy).
+	Lease time.Duration
+}
 
 // Begin starts an attempt of the delivery ref at now: it reads the
 // webhook URL, the current secret (opened with the store's secret box) and
 // the watch's state at this moment, so a rotation applies to every later
 // attempt, a removed webhook ends the delivery and an inactive watch holds
-// it. The attempt is counted here; Complete records its outcome.
-func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time) (Begun, error) {
-	v, err := beginScript.Run(ctx, s.rdb, []string{s.key("dr", ref.WatchID), s.key("w", ref.WatchID), s.key(dstatKey), s.key(ddueKey)},
-		ref.DeliveryID, notice.Timestamp(now), now.UnixMilli(), ref.member()).Slice()
+// it. The attempt is counted here; Complete records its outcome. hold's
+// task holds the attempt for hold.Lease (Renew extends it): another task
+// that begins it meanwhile is answered BeginBusy; once the lease ran out
+// without an outcome (the worker died), LapsedAttempts hands it to a
+// recovery task, which takes it over under the same attempt number.
+func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time, hold Hold) (Begun, error) {
+	until := int64(0)
+	if hold.Lease > 0 {
+		until = now.Add(hold.Lease).UnixMilli()
+	}
+	v, err := beginScript.Run(ctx, s.rdb, []string{s.key("dr", ref.WatchID), s.key("w", ref.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(dleaseKey)},
+		ref.DeliveryID, notice.Timestamp(now), now.UnixMilli(), ref.member(), hold.Task, until).Slice()
 	if err != nil {
 		return Begun{}, s.fail("begin a delivery attempt", err)
 	}
@@ -373,9 +412,77 @@ func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time) (Begun, error
 	return b, nil
 }
 
+// renewScript moves the lease of the attempt in flight of a delivery to
+// ARGV[3] (ms) if task ARGV[2] still holds it. KEYS: dr:<watch>, dlease.
+// ARGV: delivery id, holder, lease end ms, gauge member.
+var renewScript = redis.NewScript(`
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local r = cjson.decode(raw)
+if r.status ~= 'pending' or r.holder ~= ARGV[2] or r.inflight == nil or r.inflight == cjson.null then return 0 end
+r.lease = ARGV[3]
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+return 1
+`)
+
+// Renew extends the lease of the attempt of ref that task holds to until,
+// while the attempt runs (an attempt may wait for its endpoint's slot
+// longer than any fixed lease). It reports false when task no longer
+// holds it (the attempt ended, or its lease ran out and a recovery task
+// took it over): the caller should stop.
+func (s *Store) Renew(ctx context.Context, ref Ref, task string, until time.Time) (bool, error) {
+	n, err := renewScript.Run(ctx, s.rdb, []string{s.key("dr", ref.WatchID), s.key(dleaseKey)},
+		ref.DeliveryID, task, until.UnixMilli(), ref.member()).Int()
+	if err != nil {
+		return false, s.fail("renew a delivery attempt's lease", err)
+	}
+	return n == 1, nil
+}
+
+// Lapsed is an attempt whose lease ran out without an outcome.
+type Lapsed struct {
+	Ref
+	// LeaseMS is the end of the lapsed lease (unix ms): with the delivery
+	// id, it names the recovery task once per lapse.
+	LeaseMS int64
+}
+
+// claimLapsedScript takes up to ARGV[3] members of dlease whose lease
+// ended at or before ARGV[1] (ms) and moves them to ARGV[2], so another
+// worker does not take them too. KEYS: dlease. Returns member, score pairs.
+var claimLapsedScript = redis.NewScript(`
+local ms = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
+for i = 1, #ms, 2 do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ms[i]) end
+return ms
+`)
+
+// LapsedAttempts takes up to limit attempts whose lease ran out at or
+// before now without an outcome (their worker died mid-attempt): each is
+// hidden from other callers for claim, after which, if no task took it
+// over meanwhile, it is handed out again. The cost is one call that reads
+// only the lapsed attempts.
+func (s *Store) LapsedAttempts(ctx context.Context, now time.Time, claim time.Duration, limit int) ([]Lapsed, error) {
+	v, err := claimLapsedScript.Run(ctx, s.rdb, []string{s.key(dleaseKey)}, now.UnixMilli(), now.Add(claim).UnixMilli(), limit).StringSlice()
+	if err != nil {
+		return nil, s.fail("read the lapsed delivery attempts", err)
+	}
+	var out []Lapsed
+	for i := 0; i+1 < len(v); i += 2 {
+		r, ok := parseRef(v[i])
+		ms, err := strconv.ParseInt(v[i+1], 10, 64)
+		if !ok || err != nil {
+			_ = s.rdb.ZRem(ctx, s.key(dleaseKey), v[i]).Err()
+			continue
+		}
+		out = append(out, Lapsed{Ref: r, LeaseMS: ms})
+	}
+	return out, nil
+}
+
 // completeScript records an attempt's outcome as decided by
 // delivery.Decide. KEYS: dr:<watch>, w:<watch>, dstat, ddue, wdeact,
-// dl:<watch>, df:<watch>. ARGV: delivery id, attempt n, status, last_error,
+// dl:<watch>, df:<watch>, dlease. ARGV: delivery id, attempt n, status, last_error,
 // updated_at, next_attempt_at, next_attempt_at ms, watch id,
 // delivery.DeactivateAfter, delivered_at (the time the delivered body was
 // sent), delivery.KeepRecords, the KeepAge cutoff (created_at ms),
@@ -428,6 +535,9 @@ if ARGV[3] == 'delivered' then
   r.delivered_at = ARGV[10]
   r.next_attempt_at = nil
   r.inflight = nil
+  r.holder = nil
+  r.lease = nil
+  redis.call('ZREM', KEYS[8], member)
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
   if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'failures', 0) end
   redis.call('HDEL', KEYS[5], ARGV[8])
@@ -441,6 +551,9 @@ if r.inflight ~= n then
   return -1
 end
 r.inflight = nil
+r.holder = nil
+r.lease = nil
+redis.call('ZREM', KEYS[8], member)
 r.last_error = ARGV[4]
 if ARGV[3] == 'pending' then
   local doc = redis.call('HGET', KEYS[2], 'doc')
@@ -480,7 +593,7 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	if !out.SentAt.IsZero() {
 		deliveredAt = notice.Timestamp(out.SentAt)
 	}
-	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key("dr", job.WatchID), s.key("w", job.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(wdeactKey), s.key("dl", job.WatchID), s.key("df", job.WatchID)},
+	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key("dr", job.WatchID), s.key("w", job.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(wdeactKey), s.key("dl", job.WatchID), s.key("df", job.WatchID), s.key(dleaseKey)},
 		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, notice.Timestamp(next), next.UnixMilli(), job.WatchID, delivery.DeactivateAfter, deliveredAt,
 		delivery.KeepRecords, stamp(now.Add(-delivery.KeepAge)).UnixMilli(), delivery.TrimStep).Int()
 	if err != nil {
@@ -554,7 +667,7 @@ func (s *Store) hold(ctx context.Context, watchID string, now time.Time) error {
 // releaseScript makes every held delivery of an active watch due at once
 // and puts it in the outbox, without the window check, and takes the watch
 // out of wrel. A watch deleted or switched off again meanwhile is only
-// taken out. KEYS: dr:<watch>, dq, ddue, wrel, w:<watch>. ARGV: now
+// taken out. KEYS: dr:<watch>, dq, ddue, wrel, w:<watch>, dlease. ARGV: now
 // timestamp, now ms, watch id.
 var releaseScript = redis.NewScript(`
 redis.call('SREM', KEYS[4], ARGV[3])
@@ -567,8 +680,11 @@ for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
     r.next_attempt_at = ARGV[1]
     r.updated_at = ARGV[1]
     r.inflight = nil
+    r.holder = nil
+    r.lease = nil
     redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
     local m = ARGV[3] .. '|' .. r.id .. '|' .. string.format('%d', r.notice_seq)
+    redis.call('ZREM', KEYS[6], m)
     redis.call('ZADD', KEYS[2], ARGV[2], m)
     redis.call('ZADD', KEYS[3], ARGV[2], m)
     n = n + 1
@@ -580,7 +696,7 @@ return n
 // Release makes every held delivery of the watch due at now (it was just
 // reactivated): all of them at once, without the two-day window check.
 func (s *Store) Release(ctx context.Context, watchID string, now time.Time) (int, error) {
-	n, err := releaseScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("dq"), s.key(ddueKey), s.key(wrelKey), s.key("w", watchID)},
+	n, err := releaseScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("dq"), s.key(ddueKey), s.key(wrelKey), s.key("w", watchID), s.key(dleaseKey)},
 		notice.Timestamp(now), now.UnixMilli(), watchID).Int()
 	return n, s.fail("release held deliveries", err)
 }

@@ -64,7 +64,7 @@ func (f fixture) deliver(t *testing.T, watchID, source string, outcomes ...bool)
 		if a > 0 {
 			f.clock.Advance(time.Second)
 		}
-		b, err := f.rs.Begin(ctx, ref, f.clock.Now())
+		b, err := f.rs.Begin(ctx, ref, f.clock.Now(), Hold{})
 		if err != nil || b.State != BeginAttempt {
 			t.Fatalf("%s attempt %d: begin %+v (%v)", source, a+1, b, err)
 		}

@@ -165,7 +165,7 @@ func TestDeliveryRecordAsEmbedded(t *testing.T) {
 	}
 	f.clock.Advance(time.Minute)
 	ref := Ref{WatchID: watchID, DeliveryID: created.ID, NoticeSeq: created.NoticeSeq}
-	b, err := f.rs.Begin(ctx, ref, f.clock.Now())
+	b, err := f.rs.Begin(ctx, ref, f.clock.Now(), Hold{})
 	if err != nil || b.State != BeginAttempt {
 		t.Fatalf("Begin = %+v, %v", b, err)
 	}

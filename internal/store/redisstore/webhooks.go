@@ -33,7 +33,7 @@ var _ store.Webhooks = (*Store)(nil)
 //	              than delivery.KeepAge
 //
 // Attempts, retries and their state changes are the ledger's (ledger.go),
-// driven by the asynq tasks of `noticesd worker` (internal/scheduler).
+// driven by the asynq tasks of `noticesd worker` (worker/scheduler).
 
 func noWatch(id string) error {
 	return errs.New(errs.NotFound, "no watch %s in this account; list your watches with GET /v1/watches", errs.Quote(id))

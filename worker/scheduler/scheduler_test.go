@@ -260,7 +260,7 @@ func TestRotationAfterBeginSignsWithNewSecret(t *testing.T) {
 				t.Fatalf("CreateDeliveries = %d, %v; want 1", k, err)
 			}
 			rec := h.records(w)[n.ID]
-			b, err := h.rs.Begin(ctx, redisstore.Ref{WatchID: w.ID, DeliveryID: rec.ID, NoticeSeq: rec.NoticeSeq}, time.Now())
+			b, err := h.rs.Begin(ctx, redisstore.Ref{WatchID: w.ID, DeliveryID: rec.ID, NoticeSeq: rec.NoticeSeq}, time.Now(), redisstore.Hold{})
 			if err != nil || b.State != redisstore.BeginAttempt || b.Job.Secret != "whsec_before" {
 				t.Fatalf("Begin = %+v, %v; want an attempt with the first secret", b, err)
 			}
@@ -481,7 +481,10 @@ func TestSweepRevivesArchivedTask(t *testing.T) {
 	if k, err := h.rs.CreateDeliveries(ctx, []redisstore.Ref{{WatchID: w.ID, NoticeSeq: stored.Seq}}, time.Now()); err != nil || k != 1 {
 		t.Fatalf("CreateDeliveries = %d, %v", k, err)
 	}
-	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit, Consumer: "sweeper"})
+	// The sweep runs a minute later: the delivery is overdue by more than
+	// one attempt.
+	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit, Consumer: "sweeper",
+		Now: func() time.Time { return time.Now().Add(time.Minute) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/lease"
 	"github.com/noticesd/noticesd/internal/mailer"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/webhook"
@@ -45,6 +46,10 @@ const (
 	// DefaultSweepEvery is how often pending deliveries are checked for a
 	// task of their own.
 	DefaultSweepEvery = 30 * time.Second
+	// DefaultRecoverEvery is how often the attempts whose lease ran out
+	// (their worker died mid-attempt) are looked for: a recovery task
+	// makes such an attempt again at most this long after its lease.
+	DefaultRecoverEvery = time.Second
 	// DefaultClaimIdle is how long a matched-stream entry read by a
 	// consumer that stopped stays unacknowledged before another takes it.
 	DefaultClaimIdle = 10 * time.Second
@@ -55,6 +60,15 @@ const (
 	// taskCheckInterval is how long an idle asynq processor waits before
 	// looking for a pending task again: short, so a new task starts at once.
 	taskCheckInterval = 10 * time.Millisecond
+	// leaseMargin is added to the Sender's timeout to bound one attempt
+	// (reading the notice, recording the outcome) once it has its
+	// endpoint's slot.
+	leaseMargin = 5 * time.Second
+	// DefaultAttemptLease is how long an attempt is held in the ledger
+	// without a renewal (renewed every third of it while it runs): a
+	// worker that died mid-attempt has it made again by another at most
+	// this long (plus RecoverEvery) after its last renewal.
+	DefaultAttemptLease = 10 * time.Second
 	// group is the consumer group of the matched stream.
 	group = "delivery"
 )
@@ -78,6 +92,10 @@ type Config struct {
 	CheckInterval time.Duration
 	// SweepEvery: see DefaultSweepEvery.
 	SweepEvery time.Duration
+	// RecoverEvery: see DefaultRecoverEvery.
+	RecoverEvery time.Duration
+	// AttemptLease: see DefaultAttemptLease.
+	AttemptLease time.Duration
 	// ClaimIdle: see DefaultClaimIdle.
 	ClaimIdle time.Duration
 	// ShutdownTimeout bounds how long Shutdown waits for attempts in
@@ -108,6 +126,10 @@ type Scheduler struct {
 	inspector *asynq.Inspector
 	server    *asynq.Server
 	attempter worker.Attempter
+	// overdue is how long past its due time a delivery with a live task
+	// may still wait for its attempt's outcome: the Sender's timeout plus
+	// leaseMargin.
+	overdue time.Duration
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -131,6 +153,12 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.SweepEvery <= 0 {
 		cfg.SweepEvery = DefaultSweepEvery
 	}
+	if cfg.AttemptLease <= 0 {
+		cfg.AttemptLease = DefaultAttemptLease
+	}
+	if cfg.RecoverEvery <= 0 {
+		cfg.RecoverEvery = DefaultRecoverEvery
+	}
 	if cfg.ClaimIdle <= 0 {
 		cfg.ClaimIdle = DefaultClaimIdle
 	}
@@ -152,6 +180,7 @@ func New(cfg Config) (*Scheduler, error) {
 		client:    asynq.NewClientFromRedisClient(cfg.Redis),
 		inspector: asynq.NewInspectorFromRedisClient(cfg.Redis),
 		wake:      make(chan struct{}, 1)}
+	s.overdue = cfg.Sender.Timeout() + leaseMargin
 	s.attempter = worker.Attempter{Sender: cfg.Sender, Ledger: cfg.Ledger, RetryUnit: cfg.RetryUnit, Now: cfg.Now}
 	queues := map[string]int{s.queue: 1}
 	if cfg.Mail != nil {
@@ -266,9 +295,10 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("scheduler: task payload %q is not a delivery reference: %v: %w", t.Payload(), err, asynq.SkipRetry)
 	}
 	var b redisstore.Begun
+	task, _ := asynq.GetTaskID(ctx)
 	for {
 		var err error
-		if b, err = s.cfg.Ledger.Begin(ctx, ref, s.cfg.Now()); err != nil {
+		if b, err = s.cfg.Ledger.Begin(ctx, ref, s.cfg.Now(), redisstore.Hold{Task: task, Lease: s.cfg.AttemptLease}); err != nil {
 			if ctx.Err() == nil {
 				// A secret no key opens, Redis unreachable: asynq retries the
 				// task, and the operator must see why in the worker's log.
@@ -290,8 +320,14 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 		}
 	}
 	if b.State != redisstore.BeginAttempt {
-		return nil // done, or held until the watch is reactivated
+		// Done, held until the watch is reactivated, or busy: another task
+		// holds the attempt (a recovery task took over from a worker that
+		// died, whose own task asynq ran again later), and it, or the
+		// recovery of its lease, carries the delivery on.
+		return nil
 	}
+	ctx, release := s.hold(ctx, ref, task)
+	defer release()
 	job := b.Job
 	n, ok, err := s.cfg.Ledger.NoticeBySeq(ctx, ref.NoticeSeq)
 	if err != nil {
@@ -317,6 +353,27 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
+// hold renews the lease of task's attempt of ref every third of
+// AttemptLease until the returned release is called. When the attempt is
+// no longer task's (its lease ran out in a stall and a recovery task took
+// it over) the returned context is cancelled: this attempt then records
+// nothing (worker.ErrInterrupted) and its task finds the attempt busy.
+func (s *Scheduler) hold(ctx context.Context, ref redisstore.Ref, task string) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := lease.Keep(s.cfg.AttemptLease/3, func(rctx context.Context) {
+		held, err := s.cfg.Ledger.Renew(rctx, ref, task, s.cfg.Now().Add(s.cfg.AttemptLease))
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			s.log.Warn("delivery attempt's lease not renewed", "watch", ref.WatchID, "delivery", ref.DeliveryID, "err", err)
+		case !held:
+			s.log.Info("delivery attempt no longer held by this task (ended, or taken over after its lease ran out)", "watch", ref.WatchID, "delivery", ref.DeliveryID)
+			cancel()
+		}
+	})
+	return ctx, func() { stop(); cancel() }
+}
+
 // Start starts the asynq server, the matched-stream consumer, the outbox
 // pump and the sweep.
 func (s *Scheduler) Start(ctx context.Context) error {
@@ -325,7 +382,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TaskType, s.handle)
-	loops := []func(context.Context){s.consume, s.pump, s.sweep}
+	loops := []func(context.Context){s.consume, s.pump, s.sweep, s.recoverAttempts}
 	if s.cfg.Mail != nil {
 		mux.HandleFunc(MailTaskType, s.handleMail)
 		loops = append(loops, s.pumpMail)
@@ -525,7 +582,7 @@ func (s *Scheduler) PumpOnce(ctx context.Context) error {
 	}
 }
 
-// sweep gives a task to every due pending delivery that has none.
+// sweep gives a task to every overdue pending delivery that has none.
 func (s *Scheduler) sweep(ctx context.Context) {
 	for ctx.Err() == nil {
 		if n, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
@@ -539,9 +596,12 @@ func (s *Scheduler) sweep(ctx context.Context) {
 
 // SweepOnce finishes watch changes a stopped process left half done
 // (redisstore.Store.Reconcile: releases after a reactivation, owed
-// deactivations), then puts in the outbox every due pending delivery
-// without a live asynq task (none, or one archived or completed) and
-// returns how many it found.
+// deactivations), then puts in the outbox every pending delivery overdue
+// by more than one attempt (the Sender's timeout plus leaseMargin: a
+// delivery with a live task is begun when due and its attempt ends within
+// that) without a live asynq task (none, or one archived or completed),
+// and returns how many it found. Deliveries not due yet are not looked at:
+// the cost follows the deliveries that are due, not every pending one.
 func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	if n, err := s.cfg.Ledger.Reconcile(ctx, s.cfg.Now()); err != nil {
 		return 0, err
@@ -551,7 +611,7 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	if err := s.dropStaleServers(ctx); err != nil {
 		s.log.Warn("dropping stopped worker processes from asynq's server list", "err", err)
 	}
-	refs, err := s.cfg.Ledger.Pending(ctx)
+	refs, err := s.cfg.Ledger.Pending(ctx, s.cfg.Now().Add(-s.overdue))
 	if err != nil {
 		return 0, err
 	}
@@ -576,6 +636,45 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 		s.Wake()
 	}
 	return len(lost), nil
+}
+
+// recoverAttempts runs RecoverOnce every RecoverEvery.
+func (s *Scheduler) recoverAttempts(ctx context.Context) {
+	for ctx.Err() == nil {
+		if n, err := s.RecoverOnce(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("recovering delivery attempts whose worker stopped", "err", err)
+		} else if n > 0 {
+			s.log.Info("delivery attempts whose worker stopped were handed to recovery tasks", "attempts", n)
+		}
+		sleep(ctx, s.cfg.RecoverEvery)
+	}
+}
+
+// RecoverOnce gives a recovery task to every attempt whose lease ran out
+// without an outcome (redisstore.Store.LapsedAttempts): its worker died
+// mid-attempt, and asynq would hand that worker's task on only after its
+// own lease recovery (a minute or more). The recovery task, named
+// <delivery id>@<lease end ms> so each lapse gets one, takes the attempt
+// over in the ledger under the same attempt number; the dead worker's
+// task, when asynq runs it again, finds the attempt held (busy) or done
+// and ends. It returns how many attempts it handed on.
+func (s *Scheduler) RecoverOnce(ctx context.Context) (int, error) {
+	lapsed, err := s.cfg.Ledger.LapsedAttempts(ctx, s.cfg.Now(), s.cfg.AttemptLease, 100)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range lapsed {
+		b, err := json.Marshal(payload(l.Ref))
+		if err != nil {
+			return 0, err
+		}
+		_, err = s.client.EnqueueContext(ctx, asynq.NewTask(TaskType, b), asynq.TaskID(l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10)),
+			asynq.Queue(s.queue), asynq.MaxRetry(maxRetry))
+		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+			return 0, err
+		}
+	}
+	return len(lapsed), nil
 }
 
 // asynqServerLists are asynq's global lists of worker processes, each
