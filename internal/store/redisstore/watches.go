@@ -418,18 +418,24 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 }
 
 // createLease is how long a create may go without renewing its entry in
-// wpend before it is taken for stopped and undone (by Reconcile, or by a
-// create of the same account that the stalled one would otherwise refuse);
-// a live create renews it every createLease/4 (2 s). So a create whose
-// process died stops counting against the plan within 8 s.
-const createLease = 8 * time.Second
+// wpend before it is taken for stopped and undone (by the Sweeper every
+// serve replica runs, by Reconcile, or at once by a create of the same
+// account that the stalled one would otherwise refuse); a live create
+// renews it every leaseRenewal (1.5 s), so it is taken for stopped only
+// after four renewals in a row failed. A create whose process died stops
+// counting against the plan within createLease + sweepEvery (7 s). A
+// delete's trash entry has the same lease.
+const createLease = 6 * time.Second
+
+// leaseRenewal is how often a live create or delete renews its lease.
+const leaseRenewal = createLease / 4
 
 // renewCreateLease keeps the watch's wpend entry ahead of the clock while
 // its create runs, and returns the function that stops doing so. It only
 // updates an entry that is still there (ZADD XX): an undone create stays
 // undone.
 func (s *Store) renewCreateLease(id string) (stop func()) {
-	return lease.Keep(createLease/4, func(ctx context.Context) {
+	return lease.Keep(s.leaseRenewal, func(ctx context.Context) {
 		s.rdb.ZAddXX(ctx, s.key("wpend"), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
 	})
 }
