@@ -50,7 +50,9 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 	}
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	f.rs.leaseRenewal = 5 * time.Millisecond // renewals at once, not every 1.5 s
+	// Renewals every 50 ms of real time (each call may take that long),
+	// not every 1.5 s: advance waits for one after each step of the clock.
+	f.rs.leaseRenewal = 50 * time.Millisecond
 	acc, err := f.rs.CreateAccount(ctx, "Killed", "standard")
 	if err != nil {
 		t.Fatal(err)
