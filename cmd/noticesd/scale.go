@@ -118,13 +118,18 @@ func newCollectorLease(cfg config.Config, st *scale.Store) *lease.Lease {
 }
 
 // wireScaleParts starts what a scale-mode serve runs beside the API: the
-// bulk screen's in-memory copy (NOTICES_SCREEN_COPY, loaded in the
-// background: screens read Redis until it is ready) and, with
+// sweeper that undoes, within seconds, a watch create or delete a dead
+// replica left half made (redisstore.Sweeper), the bulk screen's in-memory
+// copy (NOTICES_SCREEN_COPY, loaded in the background: screens read Redis
+// until it is ready) and, with
 // NOTICES_SOURCE set, the collector, gated by a lease in Redis so that only
 // one replica collects at a time (another takes over within
 // lease.DefaultTTL when the holder dies). Parts stop in reverse order: the
 // collector, then the lease (given up at once).
 func wireScaleParts(ctx context.Context, cfg config.Config, st *scale.Store, log *slog.Logger, deps *api.Deps, start func(part) error) error {
+	if err := start(st.Redis.Sweeper(log.With("part", "sweeper"))); err != nil {
+		return err
+	}
 	if c := st.Redis.ScreenCopy(); c != nil {
 		if err := start(c); err != nil {
 			return err

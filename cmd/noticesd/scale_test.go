@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/noticesd/noticesd/api"
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
@@ -124,5 +125,38 @@ func TestWarnWithoutAOF(t *testing.T) {
 	warned := strings.Contains(logs.String(), "appendonly no")
 	if want := v["appendonly"] == "no"; warned != want {
 		t.Fatalf("appendonly %q: warned %v, want %v (log %q)", v["appendonly"], warned, want, logs.String())
+	}
+}
+
+// TestScaleServeRunsSweeper: a scale-mode serve runs the store's Sweeper,
+// so a watch create a dead replica left half made stops counting against
+// its plan within seconds (redisstore.TestSweeperUndoesDeadCreate), not at
+// the worker's next Reconcile.
+func TestScaleServeRunsSweeper(t *testing.T) {
+	cfg, st := scaleEnv(t)
+	cfg.Source = "" // no collector
+	ctx := context.Background()
+	var started []part
+	start := func(p part) error {
+		if err := p.Start(ctx); err != nil {
+			return err
+		}
+		started = append(started, p)
+		return nil
+	}
+	if err := wireScaleParts(ctx, cfg, st, slog.New(slog.DiscardHandler), &api.Deps{}, start); err != nil {
+		t.Fatal(err)
+	}
+	sweepers := 0
+	for i := len(started) - 1; i >= 0; i-- {
+		if _, ok := started[i].(*redisstore.Sweeper); ok {
+			sweepers++
+		}
+		if err := started[i].Shutdown(ctx); err != nil {
+			t.Errorf("shutdown %T: %v", started[i], err)
+		}
+	}
+	if sweepers != 1 {
+		t.Fatalf("serve started %d sweepers of stalled creates (parts %T); want 1", sweepers, started)
 	}
 }

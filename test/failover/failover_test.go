@@ -367,8 +367,8 @@ func TestRedisFailover(t *testing.T) {
 		// next be refused, so the quota counts exactly what exists. A
 		// create the failover cut short (answered 503 after its watch was
 		// written, before it was finished) holds its quota, unlisted, until
-		// the worker's reconcile undoes it when its lease (a minute) has
-		// run out: until then the fill is refused early, and tried again.
+		// a sweep undoes it once its lease (6 s) has run out: until then
+		// the fill is refused early, and tried again.
 		fillToLimit(t, a, c)
 		converged := time.Since(kill)
 		t.Logf("%s: %d watches acknowledged (201), %d answered 503, %d stored (%d companies) after the burst; burst ended by 402 %s; the quota matched what exists at +%s after the kill",

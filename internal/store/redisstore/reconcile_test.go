@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -534,6 +535,14 @@ func TestStalledCreateFreesItsPlaceQuickly(t *testing.T) {
 			}
 			if n := f.rdb.ZCard(ctx, f.rs.key("acct", acc.AccountID, "watches")).Val(); n != 1 {
 				t.Errorf("the account counts %d watches, want the one just made (%s)", n, w.ID)
+			}
+			// The create asked again after undoing the dead one counts its
+			// own company: the refusal must not have dropped what it staged.
+			if got := f.rdb.SMembers(ctx, f.rs.key("acct", acc.AccountID, "companies")).Val(); !slices.Equal(got, []string{acn(2)}) {
+				t.Errorf("the account counts companies %v, want [%s] (the watch just made)", got, acn(2))
+			}
+			if got := f.rdb.SMembers(ctx, f.rs.key("w", w.ID, "co")).Val(); !slices.Equal(got, []string{acn(2)}) {
+				t.Errorf("the watch just made holds companies %v, want [%s]", got, acn(2))
 			}
 		})
 	}

@@ -86,6 +86,9 @@ type Store struct {
 	// activation and its last step ("activate", "finish"); true stops
 	// there, as a crash or a lost connection would.
 	stopBefore func(step string) bool
+	// leaseRenewal is how often a live create or delete renews its lease
+	// (the constant leaseRenewal; tests shorten it).
+	leaseRenewal time.Duration
 	// trashScanned is set once this process has looked for the remains of
 	// deletes an older version left without a trash entry (sweepTrash).
 	trashScanned atomic.Bool
@@ -125,7 +128,7 @@ func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Opt
 		return nil, errors.New("redisstore: a NoticeSource is required")
 	}
 	s := &Store{rdb: rdb, ns: namespace + ":", source: source, plans: o.Plans, clock: o.Clock,
-		matchOnRead: !o.NoMatchOnRead, secrets: o.Secrets, changeLogCap: changeLogCap}
+		matchOnRead: !o.NoMatchOnRead, secrets: o.Secrets, changeLogCap: changeLogCap, leaseRenewal: leaseRenewal}
 	if o.ScreenCopy {
 		s.screenCopy = newScreenCopy(s, o.ScreenCopyWait)
 	}

@@ -163,7 +163,7 @@ func (s *Store) uncount(ctx context.Context, co, acc string) error {
 // finishDelete runs, so the sweep leaves it to its deleter; it returns the
 // function that stops renewing.
 func (s *Store) renewTrashLease(id string) (stop func()) {
-	return lease.Keep(createLease/4, func(ctx context.Context) {
+	return lease.Keep(s.leaseRenewal, func(ctx context.Context) {
 		s.rdb.ZAddXX(ctx, s.key("trash"), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
 	})
 }
@@ -189,6 +189,12 @@ func (s *Store) sweepTrash(ctx context.Context, now time.Time) (int, error) {
 		}
 		s.trashScanned.Store(true)
 	}
+	return s.finishStalledDeletes(ctx, now)
+}
+
+// finishStalledDeletes finishes the deletes in the trash zset whose lease
+// ran out by now (their deleter stopped), and returns how many.
+func (s *Store) finishStalledDeletes(ctx context.Context, now time.Time) (int, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, s.key("trash"), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
 	if err != nil {
 		return 0, s.fail("read the unfinished watch deletes", err)

@@ -255,10 +255,11 @@ func sortedKeys(m map[string]struct{}) []string {
 }
 
 // createScript checks the plan's limits and writes the watch in one step.
-// The watch's companies and match keys were staged (stage:<id>:co,
-// stage:<id>:keys) beforehand, so the script works on whole sets with
-// SINTERCARD and SUNIONSTORE, never element by element: a 1,000,000-company
-// watch blocks Redis for a fraction of a second.
+// The watch's companies were staged (stage:<id>:co) beforehand, so the
+// script works on whole sets with SINTERCARD and SUNIONSTORE, never element
+// by element: a 1,000,000-company watch blocks Redis for a fraction of a
+// second. A refusal leaves the stage in place, so the create can be asked
+// again after undoing a dead create (CreateWatch drops it once refused).
 // KEYS: acct:<a>:watches, acct:<a>:companies, w:<id>, stage:<id>:co.
 // ARGV: ns, watch limit, company limit, watch id, score, doc, account,
 // match keys (comma-joined, "" for a filter-only watch), regv, eseq,
@@ -267,7 +268,6 @@ var createScript = redis.NewScript(`
 local ns = ARGV[1]
 local n = redis.call('ZCARD', KEYS[1])
 if n >= tonumber(ARGV[2]) then
-  redis.call('DEL', KEYS[4])
   return {'watch_limit', n}
 end
 local staged = redis.call('SCARD', KEYS[4])
@@ -275,7 +275,6 @@ if staged > 0 then
   local current = redis.call('SCARD', KEYS[2])
   local adding = staged - redis.call('SINTERCARD', 2, KEYS[4], KEYS[2])
   if current + adding > tonumber(ARGV[3]) then
-    redis.call('DEL', KEYS[4])
     return {'quota', current, adding}
   end
   if adding > 0 then
@@ -387,6 +386,10 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 			}
 		}
 	}
+	if refused := str(res[0]); refused == "watch_limit" || refused == "quota" {
+		// Best effort: the stage expires after stageTTL anyway.
+		_ = s.rdb.Del(context.WithoutCancel(ctx), stageCo).Err()
+	}
 	switch str(res[0]) {
 	case "watch_limit":
 		return w, errs.New(errs.WatchLimitReached,
@@ -415,18 +418,24 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 }
 
 // createLease is how long a create may go without renewing its entry in
-// wpend before it is taken for stopped and undone (by Reconcile, or by a
-// create of the same account that the stalled one would otherwise refuse);
-// a live create renews it every createLease/4 (2 s). So a create whose
-// process died stops counting against the plan within 8 s.
-const createLease = 8 * time.Second
+// wpend before it is taken for stopped and undone (by the Sweeper every
+// serve replica runs, by Reconcile, or at once by a create of the same
+// account that the stalled one would otherwise refuse); a live create
+// renews it every leaseRenewal (1.5 s), so it is taken for stopped only
+// after four renewals in a row failed. A create whose process died stops
+// counting against the plan within createLease + sweepEvery (7 s). A
+// delete's trash entry has the same lease.
+const createLease = 6 * time.Second
+
+// leaseRenewal is how often a live create or delete renews its lease.
+const leaseRenewal = createLease / 4
 
 // renewCreateLease keeps the watch's wpend entry ahead of the clock while
 // its create runs, and returns the function that stops doing so. It only
 // updates an entry that is still there (ZADD XX): an undone create stays
 // undone.
 func (s *Store) renewCreateLease(id string) (stop func()) {
-	return lease.Keep(createLease/4, func(ctx context.Context) {
+	return lease.Keep(s.leaseRenewal, func(ctx context.Context) {
 		s.rdb.ZAddXX(ctx, s.key("wpend"), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
 	})
 }

@@ -1,0 +1,212 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/watch"
+)
+
+// sweepResult is one sweep's outcome, as the Sweeper reports it to a test.
+type sweepResult struct {
+	n   int
+	err error
+}
+
+// startSweeper starts f's Sweeper on ticks the test sends: sweep ticks it
+// once (at the fixture's clock) and returns that sweep's outcome.
+func startSweeper(t *testing.T, f fixture) (sweep func() sweepResult) {
+	t.Helper()
+	ticks := make(chan time.Time)
+	swept := make(chan sweepResult)
+	sw := f.rs.Sweeper(slog.New(slog.DiscardHandler))
+	sw.ticks = func() (<-chan time.Time, func()) { return ticks, func() {} }
+	sw.swept = func(n int, err error) { swept <- sweepResult{n, err} }
+	if err := sw.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sw.Shutdown(context.Background()) })
+	return func() sweepResult {
+		ticks <- f.clock.Now()
+		return <-swept
+	}
+}
+
+// TestSweeperUndoesDeadCreate: a create whose process died after its first
+// step (the watch written and counted, its create not finished) counts
+// against its account only until the Sweeper every serve replica runs
+// next looks after the create's lease: under 10 s after the create's last
+// lease, with no other create of the account and no worker's Reconcile
+// (every 30 s) needed. A live create held in its last step three times as
+// long as the lease, renewing, is never undone and finishes.
+func TestSweeperUndoesDeadCreate(t *testing.T) {
+	if createLease+sweepEvery >= 10*time.Second {
+		t.Fatalf("createLease %v + sweepEvery %v: a dead create must stop counting within 10 s", createLease, sweepEvery)
+	}
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	// Renewals every 50 ms of real time (each call may take that long),
+	// not every 1.5 s: advance waits for one after each step of the clock.
+	f.rs.leaseRenewal = 50 * time.Millisecond
+	acc, err := f.rs.CreateAccount(ctx, "Killed", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := account.Plan{Name: "two", Companies: 100, Watches: 2}
+	newWatch := func(v string) watch.Watch {
+		return watch.New(watch.CreateRequest{Identifiers: idsOf(t, v)}, acc.AccountID, f.clock.Now())
+	}
+	counted := func() (int64, []string) {
+		t.Helper()
+		co := f.rdb.SMembers(ctx, f.rs.key("acct", acc.AccountID, "companies")).Val()
+		slices.Sort(co)
+		return f.rdb.ZCard(ctx, f.rs.key("acct", acc.AccountID, "watches")).Val(), co
+	}
+	sweep := startSweeper(t, f)
+	began := f.clock.Now()
+
+	f.rs.stopBefore = func(s string) bool { return s == "activate" }
+	if _, err := f.rs.CreateWatch(ctx, newWatch(acn(1)), plan); !errors.Is(err, errStopped) {
+		t.Fatalf("the create that dies: %v; want errStopped", err)
+	}
+	// The live create waits in its last step until the test lets it go.
+	held, release := make(chan struct{}), make(chan struct{})
+	f.rs.stopBefore = func(s string) bool {
+		if s == "finish" {
+			close(held)
+			<-release
+		}
+		return false
+	}
+	type created struct {
+		w   watch.Watch
+		err error
+	}
+	live := make(chan created, 1)
+	go func() {
+		w, err := f.rs.CreateWatch(ctx, newWatch(acn(2)), plan)
+		live <- created{w, err}
+	}()
+	<-held
+	if n, co := counted(); n != 2 || !slices.Equal(co, []string{acn(1), acn(2)}) {
+		t.Fatalf("during both creates the account counts %d watches, companies %v; want 2 and both", n, co)
+	}
+	liveID := func() string {
+		ids := f.rdb.ZRange(ctx, f.rs.key("wpend"), 0, -1).Val()
+		for _, id := range ids {
+			if f.rdb.SIsMember(ctx, f.rs.key("w", id, "co"), acn(2)).Val() {
+				return id
+			}
+		}
+		return ""
+	}()
+	if liveID == "" {
+		t.Fatal("the live create is not in wpend")
+	}
+	// advance moves the clock on and waits for the live create's next
+	// renewal, so its lease is ahead of the new time as a live creator's is.
+	advance := func(d time.Duration) {
+		t.Helper()
+		f.clock.Advance(d)
+		want := float64(f.clock.Now().Add(createLease).UnixMilli())
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			sc, err := f.rdb.ZScore(ctx, f.rs.key("wpend"), liveID).Result()
+			if err != nil {
+				t.Fatalf("the live create's wpend entry: %v (undone)", err)
+			}
+			if sc >= want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the live create did not renew its lease within 10 s")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	// Within the dead create's lease it may still be working: it counts.
+	advance(createLease - time.Second)
+	if r := sweep(); r.err != nil || r.n != 0 {
+		t.Fatalf("a sweep within the lease = %d, %v; want nothing undone", r.n, r.err)
+	}
+	if n, co := counted(); n != 2 || len(co) != 2 {
+		t.Fatalf("within the dead create's lease the account counts %d watches, %v; want 2 and 2", n, co)
+	}
+	// The first sweep after its lease undoes it, under 10 s after it.
+	advance(began.Add(createLease + sweepEvery).Sub(f.clock.Now()))
+	if r := sweep(); r.err != nil || r.n != 1 {
+		t.Fatalf("the first sweep after the dead create's lease = %d, %v; want it undone", r.n, r.err)
+	}
+	if n, co := counted(); n != 1 || !slices.Equal(co, []string{acn(2)}) {
+		t.Fatalf("%v after the dead create the account counts %d watches, companies %v; want the live one alone (%s)",
+			f.clock.Now().Sub(began), n, co, acn(2))
+	}
+	// The live create, renewing, outlives its lease three times over.
+	for f.clock.Now().Sub(began) < 3*createLease {
+		advance(sweepEvery)
+		if r := sweep(); r.err != nil || r.n != 0 {
+			t.Fatalf("a sweep at +%v during the live create = %d, %v; want nothing undone", f.clock.Now().Sub(began), r.n, r.err)
+		}
+	}
+	close(release)
+	got := <-live
+	if got.err != nil {
+		t.Fatalf("the live create, held %v: %v; want it made", f.clock.Now().Sub(began), got.err)
+	}
+	f.rs.stopBefore = nil
+	if _, err := f.rs.Watch(ctx, acc.AccountID, got.w.ID); err != nil {
+		t.Fatalf("the live create's watch: %v", err)
+	}
+	if n, co := counted(); n != 1 || !slices.Equal(co, []string{acn(2)}) {
+		t.Fatalf("at the end the account counts %d watches, companies %v; want 1 and [%s]", n, co, acn(2))
+	}
+	if k := f.rdb.ZCard(ctx, f.rs.key("wpend")).Val(); k != 0 {
+		t.Fatalf("%d creates left in wpend", k)
+	}
+}
+
+// TestSweeperFinishesDeadDelete: a delete whose process died after its
+// first step has made the watch gone but its companies still count; the
+// Sweeper's first sweep after the deleter's lease frees them.
+func TestSweeperFinishesDeadDelete(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	acc, err := f.rs.CreateAccount(ctx, "Deleter", "standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := account.Plan{Name: "one", Companies: 1, Watches: 5}
+	w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, acn(7))}, acc.AccountID, f.clock.Now()), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := startSweeper(t, f)
+	f.rs.stopBefore = func(s string) bool { return s == "delete-chunks" }
+	if err := f.rs.DeleteWatch(ctx, acc.AccountID, w.ID); !errors.Is(err, errStopped) {
+		t.Fatalf("the delete that dies: %v; want errStopped", err)
+	}
+	f.rs.stopBefore = nil
+	companies := func() int64 { return f.rdb.SCard(ctx, f.rs.key("acct", acc.AccountID, "companies")).Val() }
+	if c := companies(); c != 1 {
+		t.Fatalf("after the dead delete's first step the account counts %d companies; want 1 (not yet freed)", c)
+	}
+	f.clock.Advance(createLease - time.Second)
+	if r := sweep(); r.err != nil || r.n != 0 {
+		t.Fatalf("a sweep within the deleter's lease = %d, %v; want nothing", r.n, r.err)
+	}
+	f.clock.Advance(time.Second + sweepEvery)
+	if r := sweep(); r.err != nil || r.n != 1 {
+		t.Fatalf("the first sweep after the deleter's lease = %d, %v; want the delete finished", r.n, r.err)
+	}
+	if c := companies(); c != 0 {
+		t.Fatalf("after the sweep the account counts %d companies; want 0", c)
+	}
+	if _, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, acn(8))}, acc.AccountID, f.clock.Now()), plan); err != nil {
+		t.Fatalf("a create on the freed quota: %v", err)
+	}
+}
