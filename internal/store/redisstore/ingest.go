@@ -161,6 +161,7 @@ func (l bothLoads) Commit(ctx context.Context) error {
 			return err
 		}
 		defer stop()
+		l.b.marked = true
 	}
 	if s.stopBefore != nil && s.stopBefore("register-commit") {
 		return errStoppedBetween

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,10 +56,17 @@ func TestRegisterSwapIsAtomic(t *testing.T) {
 		t.Errorf("after the swap the screen sees %v, want the new register whole", got)
 	}
 	abandoned := load([]notice.RegisterRow{row(1, "NEVER")})
+	keys, err := f.rs.regKeys(ctx, abandoned.v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.rdb.Exists(ctx, keys...).Result(); n < 4 {
+		t.Fatalf("premise: the load wrote %d of its keys %v", n, keys)
+	}
 	if err := abandoned.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := f.rdb.Exists(ctx, f.rs.key("reg", abandoned.v, "name")).Result(); n != 0 {
+	if n, _ := f.rdb.Exists(ctx, keys...).Result(); n != 0 {
 		t.Errorf("a rolled-back load left its keys")
 	}
 	if got := unmatched(); len(got) != 3 || got[0] != acn(2) {
@@ -74,9 +82,18 @@ func TestKilledRegisterLoadExpires(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
 	ttls := func(v string) []time.Duration {
+		keys, err := f.rs.regKeys(ctx, v)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var out []time.Duration
-		for _, k := range []string{"name", "acnabn", "abn"} {
-			out = append(out, f.rdb.TTL(ctx, f.rs.key("reg", v, k)).Val())
+		for _, k := range keys {
+			if f.rdb.Exists(ctx, k).Val() == 1 { // a load writes no odd hash without odd ACNs
+				out = append(out, f.rdb.TTL(ctx, k).Val())
+			}
+		}
+		if len(out) < 4 {
+			t.Fatalf("generation %s has %d keys; want its ids string, idparts, acnabn and abn", v, len(out))
 		}
 		return out
 	}
@@ -239,18 +256,40 @@ func TestRegisterNamesAsRowByRow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for part, want := range map[string]map[string]string{"name": names, "acnabn": joined(pairs, "acnabn:"), "abn": joined(pairs, "abn:")} {
-				got, err := f.rdb.HGetAll(ctx, f.rs.key("reg", reg.v, part)).Result()
-				if err != nil {
-					t.Fatal(err)
+			// What the identifier sets answer of every ACN and ABN (the
+			// names themselves are the notice store's: only whether each
+			// is named is kept).
+			acns := slices.Sorted(maps.Keys(names))
+			cos, err := reg.companies(ctx, acns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantABNs := joined(pairs, "acnabn:")
+			for i, a := range acns {
+				if cos[i].named != (names[a] != "") {
+					t.Errorf("ACN %s: named %v, row by row its name is %q", a, cos[i].named, names[a])
 				}
-				if !maps.Equal(got, want) {
-					t.Errorf("%s: stored %v, row by row %v", part, got, want)
+				if got, want := sortedList(cos[i].abns), sortedList(splitList(wantABNs[a])); got != want {
+					t.Errorf("ACN %s: ABNs %s, row by row %s", a, got, want)
+				}
+			}
+			wantACNs := joined(pairs, "abn:")
+			abns := slices.Sorted(maps.Keys(wantACNs))
+			of, err := reg.acnsOf(ctx, abns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range abns {
+				if got, want := sortedList(of[i]), sortedList(splitList(wantACNs[b])); got != want {
+					t.Errorf("ABN %s: ACNs %s, row by row %s", b, got, want)
 				}
 			}
 		})
 	}
 }
+
+// sortedList returns a list sorted and comma-joined.
+func sortedList(l []string) string { return strings.Join(slices.Sorted(slices.Values(l)), ",") }
 
 // joined returns the lists of pairs under prefix, comma-joined, by the
 // rest of their key.

@@ -111,3 +111,64 @@ func TestRegisterLoadIsOneGeneration(t *testing.T) {
 		})
 	}
 }
+
+// TestResumedLoaderDoesNotSwitchToDroppedGeneration: a loader whose lease
+// lapsed (a stalled process) while its marker was pending has its Redis
+// generation dropped by CompleteRegister; when it resumes, its switch must
+// see that the generation is no longer the pending one and refuse, not
+// point reg:v at deleted keys (the screen would then find no company).
+func TestResumedLoaderDoesNotSwitchToDroppedGeneration(t *testing.T) {
+	ctx := context.Background()
+	rdb := redisClient(t)
+	ns := testservers.Namespace(t)
+	es, err := elastic.Open(ctx, elastic.Config{URL: testservers.Elasticsearch(t), Namespace: ns, Arrivals: arrival.New(rdb, ns, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { es.Drop(context.Background()); dropNamespace(t, rdb, ns) })
+	rs, err := New(rdb, ns, es, Options{Secrets: testBox(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldRows := storetest.RegisterRows()
+	storetest.LoadRegister(t, storetest.Backend{Register: Ingest{Notices: es, Redis: rs}}, oldRows)
+	before, err := rdb.Get(ctx, rs.key("reg", "v")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := rs.BeginRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add(ctx, []notice.RegisterRow{{CompanyName: "STALLED LOAD PTY LTD", ACN: acn(4243), Status: "REGD"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The marker names an index the register alias never moves to: the
+	// Elasticsearch step did not happen when CompleteRegister looks.
+	stop, err := rs.markRegisterPending(ctx, PendingRegister{Version: l.v, Index: ns + "-never-swapped"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.marked = true
+	stop() // the loader stalls: nothing renews its lease
+	if err := rdb.Del(ctx, rs.key("reg", "pending", "lease")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if how, err := rs.CompleteRegister(ctx); err != nil || how != "dropped" {
+		t.Fatalf("CompleteRegister = %q, %v; want dropped", how, err)
+	}
+	// The loader resumes and commits.
+	if err := l.Commit(ctx); err == nil {
+		t.Error("the resumed loader's switch to its dropped generation succeeded")
+	}
+	if now, _ := rdb.Get(ctx, rs.key("reg", "v")).Result(); now != before {
+		t.Errorf("reg:v = %q after the refused switch; want the generation before the load, %q", now, before)
+	}
+	res, err := rs.Screen(ctx, idsOf(t, oldRows[0].ACN), notice.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Unmatched, oldRows[0].ACN) {
+		t.Errorf("after the refused switch the screen no longer knows %s (the register in use): %+v", oldRows[0].ACN, res)
+	}
+}
