@@ -339,16 +339,7 @@ func TestRegisterNames(t *testing.T) {
 		row("100000002", "TWO SECOND", ""),
 		row("100000003", "", "Y"),
 		row("100000003", "THREE FORMER", ""))
-	l, err := s.BeginRegister(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Add(ctx, rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	storetest.LoadRegister(t, storetest.Backend{Register: s}, rows)
 	acns := []string{"100000001", "999999999", "100000002", "100000003", "100000001"}
 	got, err := s.RegisterNames(ctx, acns)
 	if err != nil {

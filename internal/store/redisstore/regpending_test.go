@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/arrival"
@@ -35,19 +37,8 @@ func TestRegisterLoadIsOneGeneration(t *testing.T) {
 		{"died before the Elasticsearch swap", "register-commit", "dropped", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ns := testservers.Namespace(t)
-			es, err := elastic.Open(ctx, elastic.Config{URL: testservers.Elasticsearch(t), Namespace: ns, Arrivals: arrival.New(rdb, ns, 0)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { es.Drop(context.Background()); dropNamespace(t, rdb, ns) })
-			rs, err := New(rdb, ns, es, Options{Secrets: testBox(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			es, rs, oldRows := registeredScaleStores(t, rdb)
 			w := Ingest{Notices: es, Redis: rs}
-			oldRows := storetest.RegisterRows()
-			storetest.LoadRegister(t, storetest.Backend{Register: w}, oldRows)
 			newACN := acn(4242)
 			newRows := []notice.RegisterRow{{CompanyName: "NEW GENERATION PTY LTD", ACN: newACN, Type: "APTY", Class: "LMSH",
 				SubClass: "PROP", Status: "REGD", RegisteredOn: "2020-01-01"}}
@@ -120,18 +111,7 @@ func TestRegisterLoadIsOneGeneration(t *testing.T) {
 func TestResumedLoaderDoesNotSwitchToDroppedGeneration(t *testing.T) {
 	ctx := context.Background()
 	rdb := redisClient(t)
-	ns := testservers.Namespace(t)
-	es, err := elastic.Open(ctx, elastic.Config{URL: testservers.Elasticsearch(t), Namespace: ns, Arrivals: arrival.New(rdb, ns, 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { es.Drop(context.Background()); dropNamespace(t, rdb, ns) })
-	rs, err := New(rdb, ns, es, Options{Secrets: testBox(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	oldRows := storetest.RegisterRows()
-	storetest.LoadRegister(t, storetest.Backend{Register: Ingest{Notices: es, Redis: rs}}, oldRows)
+	_, rs, oldRows := registeredScaleStores(t, rdb)
 	before, err := rdb.Get(ctx, rs.key("reg", "v")).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +125,7 @@ func TestResumedLoaderDoesNotSwitchToDroppedGeneration(t *testing.T) {
 	}
 	// The marker names an index the register alias never moves to: the
 	// Elasticsearch step did not happen when CompleteRegister looks.
-	stop, err := rs.markRegisterPending(ctx, PendingRegister{Version: l.v, Index: ns + "-never-swapped"})
+	stop, err := rs.markRegisterPending(ctx, PendingRegister{Version: l.v, Index: rs.ns + "-never-swapped"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,4 +151,25 @@ func TestResumedLoaderDoesNotSwitchToDroppedGeneration(t *testing.T) {
 	if !slices.Contains(res.Unmatched, oldRows[0].ACN) {
 		t.Errorf("after the refused switch the screen no longer knows %s (the register in use): %+v", oldRows[0].ACN, res)
 	}
+}
+
+// registeredScaleStores opens an Elasticsearch store and a Redis store on
+// it in a namespace of the test's, and loads the fixture register into
+// both (returned).
+func registeredScaleStores(t *testing.T, rdb *redis.Client) (*elastic.Store, *Store, []notice.RegisterRow) {
+	t.Helper()
+	ctx := context.Background()
+	ns := testservers.Namespace(t)
+	es, err := elastic.Open(ctx, elastic.Config{URL: testservers.Elasticsearch(t), Namespace: ns, Arrivals: arrival.New(rdb, ns, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { es.Drop(context.Background()); dropNamespace(t, rdb, ns) })
+	rs, err := New(rdb, ns, es, Options{Secrets: testBox(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := storetest.RegisterRows()
+	storetest.LoadRegister(t, storetest.Backend{Register: Ingest{Notices: es, Redis: rs}}, rows)
+	return es, rs, rows
 }

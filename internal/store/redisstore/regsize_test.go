@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -29,24 +28,9 @@ func BenchmarkRegisterBytesPerRow(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("NOTICES_BENCH_REGISTER")); err == nil && v > 0 {
 		n = v
 	}
-	var buf bytes.Buffer
-	if _, err := sample.Generate(sample.Options{Notices: 1, Companies: n, Seed: 1, Now: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}, io.Discard, &buf); err != nil {
-		b.Fatal(err)
-	}
-	rr, err := ingest.NewRegisterReader(&buf)
+	files, err := sample.WriteFiles(sample.Options{Notices: 1, Companies: n, Seed: 1, Now: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
-	}
-	var rows []notice.RegisterRow
-	for {
-		r, err := rr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		rows = append(rows, r)
 	}
 	ctx := context.Background()
 	f := newFixture(b, Options{})
@@ -56,11 +40,7 @@ func BenchmarkRegisterBytesPerRow(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for lo := 0; lo < len(rows); lo += 10000 {
-			if err := l.Add(ctx, rows[lo:min(lo+10000, len(rows))]); err != nil {
-				b.Fatal(err)
-			}
-		}
+		rows := loadSampleRegister(b, files.Register, l)
 		if err := l.Commit(ctx); err != nil {
 			b.Fatal(err)
 		}
@@ -78,10 +58,45 @@ func BenchmarkRegisterBytesPerRow(b *testing.B) {
 		if err := iter.Err(); err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(float64(total)/float64(len(rows)), "bytes/row")
+		b.ReportMetric(float64(total)/float64(rows), "bytes-per-row")
 		b.ReportMetric(float64(total)/(1<<20), "MiB")
 		b.ReportMetric(float64(keys), "keys")
 		b.ReportMetric(took.Seconds(), "load-s")
-		b.Logf("%d register rows: %d keys, %d bytes in Redis (%.1f a row), loaded in %v", len(rows), keys, total, float64(total)/float64(len(rows)), took.Round(time.Millisecond))
+		b.Logf("%d register rows: %d keys, %d bytes in Redis (%.1f a row), loaded in %v", rows, keys, total, float64(total)/float64(rows), took.Round(time.Millisecond))
+	}
+}
+
+// loadSampleRegister adds the rows of a register file to l, 10,000 an
+// Add, and returns how many it added.
+func loadSampleRegister(b *testing.B, path string, l *RegisterLoad) int {
+	file, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer file.Close()
+	rr, err := ingest.NewRegisterReader(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	batch, n := make([]notice.RegisterRow, 0, 10000), 0
+	for {
+		r, err := rr.Next()
+		if err != nil && !errors.Is(err, io.EOF) {
+			b.Fatal(err)
+		}
+		if err == nil {
+			batch = append(batch, r)
+		}
+		if len(batch) == cap(batch) || (errors.Is(err, io.EOF) && len(batch) > 0) {
+			if err := l.Add(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+			n += len(batch)
+			batch = batch[:0]
+		}
+		if errors.Is(err, io.EOF) {
+			return n
+		}
 	}
 }

@@ -83,11 +83,7 @@ func screenFromRedis(t *testing.T, f fixture, r *Store, ids []ident.ID, matched 
 // amendment that moves a notice to another company.
 func TestScreenCopySeesIngestAtOnce(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, Options{})
-	c := composite{notices: f.notices, rs: f.rs}
-	commitRegister(t, c,
-		notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"},
-		notice.RegisterRow{CompanyName: "TWO PTY LTD", ACN: acn(2), ABN: "51" + acn(2), CurrentNameIndicator: "Y"})
+	f, c := twoCompanies(t)
 	r := replica(t, f)
 	ids := idsOf(t, acn(1), "51"+acn(2), acn(3))
 	res := screenBoth(t, f, r, ids)
@@ -506,11 +502,7 @@ func mustQuery(t *testing.T, q string) query.Node {
 // TryLock fails first, so the test fails rather than hangs).
 func TestScreenCopyNameReadHoldsNoLock(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, Options{})
-	c := composite{notices: f.notices, rs: f.rs}
-	commitRegister(t, c,
-		notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"},
-		notice.RegisterRow{CompanyName: "TWO PTY LTD", ACN: acn(2), ABN: "51" + acn(2), CurrentNameIndicator: "Y"})
+	f, c := twoCompanies(t)
 	if _, err := c.UpsertNotices(ctx, []notice.Notice{genNotice(t, copyTmpl, "FIRST", 1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -558,4 +550,16 @@ func TestScreenCopyNameReadHoldsNoLock(t *testing.T) {
 	if fromCopy, fromRedis := sc.Counts(); fromCopy != 2 || fromRedis != 0 {
 		t.Errorf("%d screens from the copy, %d from Redis; want both from the copy", fromCopy, fromRedis)
 	}
+}
+
+// twoCompanies returns a fixture whose register holds companies 1 and 2
+// (ONE PTY LTD and TWO PTY LTD, each with an ABN), and its writer.
+func twoCompanies(t *testing.T) (fixture, composite) {
+	t.Helper()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	commitRegister(t, c,
+		notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "TWO PTY LTD", ACN: acn(2), ABN: "51" + acn(2), CurrentNameIndicator: "Y"})
+	return f, c
 }
