@@ -166,6 +166,15 @@ func (l bothLoads) Commit(ctx context.Context) error {
 	if s.stopBefore != nil && s.stopBefore("register-commit") {
 		return errStoppedBetween
 	}
+	if l.b.marked {
+		// A loader that stalled past its lease may have had its load
+		// dropped (CompleteRegister): then the alias must not move.
+		if err := s.stillPending(ctx, l.b.v); err != nil {
+			l.a.Rollback()
+			l.b.Rollback()
+			return err
+		}
+	}
 	if err := l.a.Commit(ctx); err != nil {
 		l.b.Rollback()
 		_ = s.clearRegisterPending(context.WithoutCancel(ctx), l.b.v)

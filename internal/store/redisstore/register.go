@@ -409,8 +409,7 @@ func (l *RegisterLoad) switchTo(ctx context.Context) error {
 			return s.fail("switch register", err)
 		}
 		if how == "stale" {
-			return fmt.Errorf("redisstore: register load %s was abandoned while it ran (its lease on %s lapsed and the load was dropped, or a newer load took over): %w; run the load again",
-				l.v, s.key("reg", "pending"), errStaleGeneration)
+			return s.staleLoad(l.v)
 		}
 		if how == "ok" {
 			break

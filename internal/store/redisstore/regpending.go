@@ -101,6 +101,27 @@ if not ok or type(m) ~= 'table' or m.v ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1`)
 
+// stillPending returns nil when the marker names generation v, else an
+// error wrapping errStaleGeneration.
+func (s *Store) stillPending(ctx context.Context, v string) error {
+	raw, err := s.rdb.Get(ctx, s.key("reg", "pending")).Result()
+	if err != nil && err != redis.Nil {
+		return s.fail("read the register load's marker", err)
+	}
+	var p PendingRegister
+	if err == nil && json.Unmarshal([]byte(raw), &p) == nil && p.Version == v {
+		return nil
+	}
+	return s.staleLoad(v)
+}
+
+// staleLoad is the error of a load whose generation is no longer the
+// pending one.
+func (s *Store) staleLoad(v string) error {
+	return fmt.Errorf("redisstore: register load %s was abandoned while it ran (its lease on %s lapsed and the load was dropped, or a newer load took over): %w; run the load again",
+		v, s.key("reg", "pending"), errStaleGeneration)
+}
+
 func (s *Store) clearRegisterPending(ctx context.Context, v string) error {
 	return s.fail("clear the register load's marker",
 		clearPendingScript.Run(ctx, s.rdb, []string{s.key("reg", "pending"), s.key("reg", "pending", "lease")}, v).Err())

@@ -173,3 +173,48 @@ func registeredScaleStores(t *testing.T, rdb *redis.Client) (*elastic.Store, *St
 	storetest.LoadRegister(t, storetest.Backend{Register: Ingest{Notices: es, Redis: rs}}, rows)
 	return es, rs, rows
 }
+
+// TestStalledLoaderDoesNotSwapElasticsearch: a loader that stalls past its
+// lease before its Elasticsearch step, and whose load CompleteRegister
+// drops meanwhile, must not move the register alias when it resumes: the
+// company view would show the new register while the screen keeps the old
+// one (its Redis generation is gone). It checks that its generation is
+// still the pending one first, and fails.
+func TestStalledLoaderDoesNotSwapElasticsearch(t *testing.T) {
+	ctx := context.Background()
+	rdb := redisClient(t)
+	es, rs, oldRows := registeredScaleStores(t, rdb)
+	w := Ingest{Notices: es, Redis: rs}
+	newACN := acn(4244)
+	rs.stopBefore = func(step string) bool {
+		if step == "register-commit" { // stalled here past its lease
+			if err := rdb.Del(ctx, rs.key("reg", "pending", "lease")).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if how, err := rs.CompleteRegister(ctx); err != nil || how != "dropped" {
+				t.Fatalf("CompleteRegister = %q, %v; want dropped", how, err)
+			}
+		}
+		return false // and resumes
+	}
+	l, err := w.BeginRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add(ctx, []notice.RegisterRow{{CompanyName: "STALLED PTY LTD", ACN: newACN, Status: "REGD", CurrentNameIndicator: "Y"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Commit(ctx); err == nil {
+		t.Error("the resumed load committed")
+	}
+	for _, v := range []struct {
+		acn  string
+		want bool
+	}{{newACN, false}, {oldRows[0].ACN, true}} {
+		id, _ := ident.Normalise(v.acn)
+		co, err := es.Company(ctx, id)
+		if inView := err == nil && co.Register != nil; inView != v.want {
+			t.Errorf("the company view has %s: %v, want %v (the register the screen reads)", v.acn, inView, v.want)
+		}
+	}
+}
