@@ -153,10 +153,10 @@ func (b *regBuilder) idsPart(part uint32, bits []byte) {
 			if code == 0 {
 				continue
 			}
-			acn := slotACN(part*slotsPerPart + uint32(4*i+k))
-			b.entry(acn, code&2 != 0)
+			acn := slotNumber(part*slotsPerPart + uint32(4*i+k))
+			b.entries = append(b.entries, regEntry{acn: acn, named: code&2 != 0})
 			if code&1 != 0 {
-				b.abn(formedABN(acn), acn)
+				b.prefixed = append(b.prefixed, prefixPair{acn: acn, p: formedPrefix(acn)})
 			}
 		}
 	}

@@ -97,26 +97,32 @@ func regSlot(acn string) (uint32, bool) {
 	return n / 10, true
 }
 
-// slotACN returns the ACN of a slot (its check digit appended).
-func slotACN(slot uint32) string {
-	b := make([]byte, 8, 9)
-	for i, n := 7, slot; i >= 0; i, n = i-1, n/10 {
-		b[i] = byte('0' + n%10)
+// slotNumber returns the ACN of a slot as a number: its first eight
+// digits and the check digit (weights 8..1, (10 - sum mod 10) mod 10).
+func slotNumber(slot uint32) uint32 {
+	sum := uint32(0)
+	for w, n := uint32(1), slot; w <= 8; w, n = w+1, n/10 {
+		sum += n % 10 * w
 	}
-	return string(append(b, byte('0'+ident.ACNCheckDigit(string(b)))))
+	return slot*10 + (10-sum%10)%10
 }
 
-// formedABN returns the ABN formed of a nine-digit ACN: the smallest
-// two-digit prefix 10..99 that makes prefix+ACN a valid ABN (as
-// ident.ABNFromACN, without formatting the candidates).
-func formedABN(acn string) string {
-	weights := [9]int{3, 5, 7, 9, 11, 13, 15, 17, 19}
-	rest := 0
-	for k := range 9 {
-		rest += int(acn[k]-'0') * weights[k]
+// formedPrefix returns the two digits the ABN formed of a nine-digit ACN
+// starts with: the smallest prefix 10..99 that makes prefix+ACN a valid
+// ABN (as ident.ABNFromACN, without formatting the candidates).
+func formedPrefix(acn uint32) uint8 {
+	rest := uint32(0)
+	for w, n := uint32(19), acn; w >= 3; w, n = w-2, n/10 {
+		rest += n % 10 * w
 	}
-	p := 10 + (89-rest%89)%89
-	return string([]byte{byte('0' + p/10), byte('0' + p%10)}) + acn
+	return uint8(10 + (89-rest%89)%89)
+}
+
+// formedABN returns the ABN formed of a nine-digit ACN.
+func formedABN(acn string) string {
+	n, _ := nineDigits(acn)
+	p := formedPrefix(n)
+	return string([]byte{'0' + p/10, '0' + p%10}) + acn
 }
 
 // formedOf returns the ACN whose formed ABN abn is, if abn is one.

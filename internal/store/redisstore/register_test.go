@@ -6,10 +6,12 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 )
 
@@ -301,4 +303,38 @@ func joined(pairs map[string][]string, prefix string) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestSlotArithmetic: the numbers the ids strings are read and written by
+// agree with package ident: a slot's ACN carries ident's check digit, and
+// the formed ABN is ident.ABNFromACN's (the smallest valid prefix; the
+// prefixes 10 and 99 are both valid for some ACNs).
+func TestSlotArithmetic(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	slots := []uint32{0, 1, 9_999_999, 99_999_999, 8_000_001}
+	for range 2000 {
+		slots = append(slots, r.Uint32N(100_000_000))
+	}
+	sawTen := false
+	for _, slot := range slots {
+		first8 := fmt.Sprintf("%08d", slot)
+		acn := first8 + strconv.Itoa(ident.ACNCheckDigit(first8))
+		if got := fmt.Sprintf("%09d", slotNumber(slot)); got != acn {
+			t.Fatalf("slot %d: ACN %s, want %s", slot, got, acn)
+		}
+		if s, ok := regSlot(acn); !ok || s != slot {
+			t.Fatalf("regSlot(%s) = %d, %v; want %d", acn, s, ok, slot)
+		}
+		want := ident.ABNFromACN(acn)
+		if got := formedABN(acn); got != want {
+			t.Fatalf("formedABN(%s) = %s, want %s", acn, got, want)
+		}
+		if a, ok := formedOf(want); !ok || a != acn {
+			t.Fatalf("formedOf(%s) = %s, %v; want %s", want, a, ok, acn)
+		}
+		sawTen = sawTen || want[:2] == "10"
+	}
+	if !sawTen {
+		t.Error("premise: no ACN with both prefixes 10 and 99 was tried")
+	}
 }
