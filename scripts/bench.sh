@@ -102,6 +102,9 @@ if [[ $parts == *" scale "* ]]; then
   bench -bench 'ScreenCopySize' -benchtime 1x ./internal/store/redisstore
   # Redis bytes per notice: used_memory's growth over 50,000 notices loaded on 10,000 (register unchanged).
   bench -bench 'RedisBytesPerNotice' -benchtime 1x ./internal/store/scale
+  # Redis bytes per register row: MEMORY USAGE of a register generation's keys (the identifier
+  # sets) over the $NOTICES_BENCH_REGISTER rows of the sample register.
+  bench -bench 'RegisterBytesPerRow' -benchtime 1x ./internal/store/redisstore
   # Webhook deliveries on asynq beside a bare HTTPS POST loop.
   bench -bench . -benchtime 3000x ./worker/scheduler
   echo "- Scale part: $(minutes $((SECONDS - t0))) min; load average at its end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$runinfo"

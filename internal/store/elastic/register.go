@@ -456,3 +456,50 @@ func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
 func (s *Store) RegisterIndices(ctx context.Context) ([]string, error) {
 	return s.aliasIndices(ctx, s.Alias(mappings.Register))
 }
+
+// namesChunk is the most ACNs one RegisterNames query looks up.
+const namesChunk = 10000
+
+// RegisterNames returns the current name of each of acns: that of its
+// first register row marked current, else of its first row ("" for an ACN
+// the register lacks), as the bulk screen names a company. Redis keeps no
+// register names: the scale store's screen reads a matched company's name
+// here (redisstore.RegisterNamer). One query of the register blocks
+// holding the ACNs (in file order) per namesChunk ACNs.
+func (s *Store) RegisterNames(ctx context.Context, acns []string) ([]string, error) {
+	out := make([]string, len(acns))
+	for lo := 0; lo < len(acns); lo += namesChunk {
+		part := acns[lo:min(lo+namesChunk, len(acns))]
+		at := make(map[string][]int, len(part)) // a block holds other ACNs' rows too
+		for i, a := range part {
+			at[a] = append(at[a], lo+i)
+		}
+		decided := make(map[string]bool, len(part)) // a current row named it
+		seen := make(map[string]bool, len(part))
+		body := obj{"query": obj{"terms": obj{"acn": part}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"row", "data"}}
+		err := s.pages(ctx, s.Alias(mappings.Register), body, 1<<30, func(hs []hit) error {
+			for _, h := range hs {
+				_, rows, err := registerRowsOf(h.Source)
+				if err != nil {
+					return fmt.Errorf("elastic: decode register document %s: %w", h.ID, err)
+				}
+				for _, r := range rows {
+					where, ok := at[r.ACN]
+					if !ok || decided[r.ACN] || (seen[r.ACN] && !r.IsCurrent()) {
+						continue
+					}
+					seen[r.ACN] = true
+					decided[r.ACN] = r.IsCurrent()
+					for _, i := range where {
+						out[i] = r.CompanyName
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -316,3 +316,37 @@ func TestReindexPacksRegisterVersion2(t *testing.T) {
 	}
 	t.Run("reindexed", func(t *testing.T) { checkBlockRegister(t, s) })
 }
+
+// TestRegisterNames: the current name of each ACN is that of its first row
+// marked current, else of its first row, as the embedded store and Redis's
+// named bit decide it, wherever the rows fall among the blocks (a block
+// holds other companies' rows too, and one company's rows may span
+// blocks); an ACN the register lacks, or asked twice, is answered in place.
+func TestRegisterNames(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	row := func(acn, name, current string) notice.RegisterRow {
+		return notice.RegisterRow{CompanyName: name, ACN: acn, CurrentNameIndicator: current}
+	}
+	var rows []notice.RegisterRow
+	rows = append(rows, row("100000001", "ONE FORMER", ""), row("100000002", "TWO FIRST", ""))
+	for i := range 20 { // fillers: the later rows go to another block
+		rows = append(rows, row(fmt.Sprintf("2%08d", i), "FILLER", "Y"))
+	}
+	rows = append(rows,
+		row("100000001", "ONE NOW", "Y"),
+		row("100000001", "ONE LATER CURRENT", "y"),
+		row("100000002", "TWO SECOND", ""),
+		row("100000003", "", "Y"),
+		row("100000003", "THREE FORMER", ""))
+	storetest.LoadRegister(t, storetest.Backend{Register: s}, rows)
+	acns := []string{"100000001", "999999999", "100000002", "100000003", "100000001"}
+	got, err := s.RegisterNames(ctx, acns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ONE NOW", "", "TWO FIRST", "", "ONE NOW"}
+	if !slices.Equal(got, want) {
+		t.Errorf("RegisterNames(%v) = %q, want %q", acns, got, want)
+	}
+}

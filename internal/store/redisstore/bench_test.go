@@ -159,7 +159,10 @@ func BenchmarkScreen50k(b *testing.B) {
 	b.Run("raw-pipeline", func(b *testing.B) {
 		// The same commands as Screen, hand-written: register and nidx,
 		// then the counterparts' nidx, then the summaries.
-		v, _ := f.rdb.Get(ctx, f.rs.key("reg", "v")).Result()
+		reg, err := f.rs.currentRegister(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
 		var acns, abns, all []string
 		for _, id := range ids {
 			all = append(all, id.Value)
@@ -188,24 +191,25 @@ func BenchmarkScreen50k(b *testing.B) {
 		var durs []time.Duration
 		for b.Loop() {
 			start := time.Now()
-			var acnabn, abnacn, own []*redis.SliceCmd
+			var own []*redis.SliceCmd
+			var cos func() []regCompany
+			var acnsOf func() [][]string
 			f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				hmgets(p, f.rs.key("reg", v, "name"), acns)
-				acnabn = hmgets(p, f.rs.key("reg", v, "acnabn"), acns)
-				abnacn = hmgets(p, f.rs.key("reg", v, "abn"), abns)
+				cos = reg.queueCompanies(ctx, p, acns)
+				acnsOf = reg.queueACNsOf(ctx, p, abns)
 				own = hmgets(p, f.rs.key("nidx"), all)
 				return nil
 			})
 			var others []string
-			for _, x := range append(vals(acnabn), vals(abnacn)...) {
-				if x != "" {
-					others = append(others, x)
-				}
+			for _, c := range cos() {
+				others = append(others, c.abns...)
+			}
+			for _, l := range acnsOf() {
+				others = append(others, l...)
 			}
 			var theirs []*redis.SliceCmd
 			f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 				theirs = hmgets(p, f.rs.key("nidx"), others)
-				hmgets(p, f.rs.key("reg", v, "name"), abns)
 				return nil
 			})
 			seqs := map[string]bool{}
@@ -374,7 +378,7 @@ func BenchmarkMatchOneNotice(b *testing.B) {
 			start := time.Now()
 			f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 				p.SMembers(ctx, f.rs.key("fo"))
-				p.HGet(ctx, reg.regKey("abn"), *n.ABN)
+				reg.queueACNsOf(ctx, p, []string{*n.ABN})
 				for _, k := range []string{*n.ACN, *n.ABN} {
 					p.HGet(ctx, f.rs.key("rix", rixBucket(k)), k)
 					p.SMembers(ctx, f.rs.key("rixs", k))

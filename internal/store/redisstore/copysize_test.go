@@ -43,7 +43,7 @@ func BenchmarkScreenCopySize(b *testing.B) {
 		rb := newRegBuilder()
 		for i := 0; i < companies; i++ {
 			a := fmt.Sprintf("%09d", 100_000_000+i*7)
-			rb.name(a, fmt.Sprintf("COMPANY %07d HOLDINGS PTY LTD", i))
+			rb.entry(a, true)
 			rb.abn("51"+a, a)
 		}
 		reg := rb.build("1")

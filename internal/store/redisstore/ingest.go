@@ -161,9 +161,19 @@ func (l bothLoads) Commit(ctx context.Context) error {
 			return err
 		}
 		defer stop()
+		l.b.marked = true
 	}
 	if s.stopBefore != nil && s.stopBefore("register-commit") {
 		return errStoppedBetween
+	}
+	if l.b.marked {
+		// A loader that stalled past its lease may have had its load
+		// dropped (CompleteRegister): then the alias must not move.
+		if err := s.stillPending(ctx, l.b.v); err != nil {
+			l.a.Rollback()
+			l.b.Rollback()
+			return err
+		}
 	}
 	if err := l.a.Commit(ctx); err != nil {
 		l.b.Rollback()

@@ -267,24 +267,10 @@ func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice
 	return out, nil
 }
 
-// resolveABNsScript returns the register ACNs (comma-joined, nil when
-// none) of each ABN in ARGV[2:] in the current register generation.
-// KEYS: reg:v. ARGV: ns, then the ABNs.
-var resolveABNsScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if not v then return {} end
-return redis.call('HMGET', ARGV[1] .. 'reg:' .. v .. ':abn', unpack(ARGV, 2))
-`)
-
-// resolveChunk is the most ABNs one resolveABNsScript call takes (Lua's
-// unpack limit is about 8,000).
-const resolveChunk = 4000
-
 // noticeKeys returns for each notice the reverse-index keys it matches
 // by: its acn, its abn, and every register ACN of its abn (watches index
 // a register company by its ACN alone, indexKeysOf), read from the
-// current register generation in one round trip per 4,000 notices with
-// an ABN.
+// current register generation (RegisterACNsOf: one round trip).
 func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string, error) {
 	out := make([][]string, len(ns))
 	var abns []string
@@ -301,23 +287,18 @@ func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string,
 			at = append(at, i)
 		}
 	}
-	for lo := 0; lo < len(abns); lo += resolveChunk {
-		part := abns[lo:min(lo+resolveChunk, len(abns))]
-		args := make([]any, 0, 1+len(part))
-		args = append(args, s.ns)
-		for _, b := range part {
-			args = append(args, b)
-		}
-		res, err := resolveABNsScript.Run(ctx, s.rdb, []string{s.key("reg", "v")}, args...).Slice()
-		if err != nil {
-			return nil, s.fail("resolve notice ABNs", err)
-		}
-		for j, r := range res {
-			i := at[lo+j]
-			for _, a := range splitList(str(r)) {
-				if !slices.Contains(out[i], a) {
-					out[i] = append(out[i], a)
-				}
+	if len(abns) == 0 {
+		return out, nil
+	}
+	res, err := s.RegisterACNsOf(ctx, abns)
+	if err != nil {
+		return nil, err
+	}
+	for j, acns := range res {
+		i := at[j]
+		for _, a := range acns {
+			if !slices.Contains(out[i], a) {
+				out[i] = append(out[i], a)
 			}
 		}
 	}

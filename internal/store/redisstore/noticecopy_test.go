@@ -103,9 +103,9 @@ func TestPostingsSeen(t *testing.T) {
 func TestRegCopy(t *testing.T) {
 	b := newRegBuilder()
 	for range 2 { // HSCAN may return an entry twice
-		b.name("000000019", "ZERO PTY LTD")
-		b.name("123456780", "ONE PTY LTD")
-		b.name("223456789", "TWO PTY LTD")
+		b.entry("000000019", true)
+		b.entry("123456780", true)
+		b.entry("223456789", true)
 		b.abn("51000000019", "000000019")
 		b.abn("51123456780", "223456789,123456780")
 		b.abn("62123456780", "123456780")

@@ -10,8 +10,9 @@ import (
 )
 
 // regCopy is one register generation held in memory for the bulk screen:
-// what the hashes reg:<v>:name and reg:<v>:abn hold (reg:<v>:acnabn is
-// their inverse), compactly and without pointers for the bulk of it:
+// what its ids strings and the hashes reg:<v>:odd and reg:<v>:abn hold
+// (reg:<v>:acnabn is the inverse of abn), compactly and without pointers
+// for the bulk of it:
 //
 //   - acns: the register's 9-digit ACNs, sorted, as uint32; company i is
 //     acns[i]. ACNs of another form (none in the real register) are kept
@@ -19,12 +20,12 @@ import (
 //   - abnPrefix: per company, the two digits its ABN starts with when the
 //     ABN is those two digits followed by the ACN (nearly every company),
 //     or noABN; any other ABN, or a second one, is in moreABNs/moreACNs;
-//   - named: one bit per company, set when it has a current name (a
-//     non-empty reg:<v>:name entry).
+//   - named: one bit per company, set when it has a current name (its
+//     named bit).
 //
 // The names themselves are not loaded: a screen needs only those of the
-// companies it matches, which ScreenCopy.fillNames reads from
-// reg:<v>:name the first time and holds here (nameIx, held), so a
+// companies it matches, which ScreenCopy.fillNames reads from the notice
+// source (Elasticsearch) the first time and holds here (nameIx, held), so a
 // national register costs about 10 bytes a company plus the names of
 // the companies with notices (BenchmarkScreenCopySize measures it).
 // Apart from the names held, a regCopy is never changed once built: a
@@ -54,8 +55,8 @@ type nameChunks struct {
 	locs   []uint64 // chunk<<40 | offset<<18 | length
 }
 
-// maxHeldName is the longest name held (longer ones are read from Redis
-// each time).
+// maxHeldName is the longest name held (longer ones are read from the
+// notice source each time).
 const maxHeldName = 1<<18 - 1
 
 // add appends a name (at most maxHeldName bytes) and returns its index.
@@ -106,10 +107,10 @@ func buildDir(acns []uint32) []uint32 {
 	return dir
 }
 
-// regBuilder builds a regCopy from the register hashes' entries, in any
-// order and with repeats (HSCAN may return an entry twice). It keeps the
-// names in one byte arena and the ABN pairs as numbers, so a 4,000,000-row
-// load does not hold millions of small strings.
+// regBuilder builds a regCopy from a generation's ids strings and its
+// hashes' entries, in any order and with repeats (HSCAN may return an
+// entry twice). It keeps the ABN pairs as numbers, so a 4,000,000-row load
+// does not hold millions of small strings.
 type regBuilder struct {
 	entries  []regEntry
 	oddNames map[string]bool // ACNs not of 9 digits: whether each has a name
@@ -129,14 +130,36 @@ type prefixPair struct {
 
 func newRegBuilder() *regBuilder { return &regBuilder{oddNames: map[string]bool{}} }
 
-// name adds an entry of reg:<v>:name.
-func (b *regBuilder) name(acn, name string) {
+// entry adds an ACN, named or not.
+func (b *regBuilder) entry(acn string, named bool) {
 	n, ok := nineDigits(acn)
 	if !ok {
-		b.oddNames[acn] = name != ""
+		b.oddNames[acn] = named
 		return
 	}
-	b.entries = append(b.entries, regEntry{acn: n, named: name != ""})
+	b.entries = append(b.entries, regEntry{acn: n, named: named})
+}
+
+// idsPart adds the entries of ids string part (its bytes: 2 bits a slot,
+// the first slot in the top bits of the first byte): each ACN named, and
+// formed (its formed ABN).
+func (b *regBuilder) idsPart(part uint32, bits []byte) {
+	for i, c := range bits {
+		if c == 0 {
+			continue
+		}
+		for k := 0; k < 4; k++ {
+			code := c >> (6 - 2*k) & 3
+			if code == 0 {
+				continue
+			}
+			acn := slotNumber(part*slotsPerPart + uint32(4*i+k))
+			b.entries = append(b.entries, regEntry{acn: acn, named: code&2 != 0})
+			if code&1 != 0 {
+				b.prefixed = append(b.prefixed, prefixPair{acn: acn, p: formedPrefix(acn)})
+			}
+		}
+	}
 }
 
 // abn adds an entry of reg:<v>:abn: an ABN and its comma-joined ACNs.
@@ -172,9 +195,9 @@ func nineDigits(s string) (uint32, bool) {
 // build returns the copy of generation v; the builder is spent.
 func (b *regBuilder) build(v string) *regCopy {
 	r := &regCopy{v: v, odd: map[string]int32{}, moreABNs: map[int32][]string{}, moreACNs: map[string][]int32{}}
-	// Every ACN has a name entry (RegisterLoad.Add writes one per row);
-	// an ACN only an ABN names is kept too, nameless, as Redis would
-	// answer it.
+	// Every ACN has an entry (RegisterLoad.Add writes one per ACN); an
+	// ACN only an ABN names is kept too, nameless, as Redis would answer
+	// it.
 	has := func(acn uint32) bool {
 		_, ok := slices.BinarySearchFunc(b.entries, acn, func(e regEntry, t uint32) int { return cmp.Compare(e.acn, t) })
 		return ok
@@ -303,8 +326,8 @@ func (r *regCopy) heldNames(cos []int32, names []string) (missing []int) {
 	return missing
 }
 
-// hold keeps the names of companies cos (read from this generation's
-// reg:<v>:name).
+// hold keeps the names of companies cos (read from the notice source's
+// register).
 func (r *regCopy) hold(cos []int32, names []string) {
 	r.nameMu.Lock()
 	defer r.nameMu.Unlock()

@@ -2,33 +2,49 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 )
 
-// Register keys, one generation per load (<v> from reg:next):
+// Register keys, one generation per load (<v> from reg:next). The register
+// itself (names, status, former names) is in the notice store
+// (Elasticsearch): Redis keeps only the identifier sets the bulk screen and
+// watch matching read, compactly:
 //
-//	reg:v               the generation readers use
-//	reg:<v>:name        hash ACN -> current company name
-//	reg:<v>:acnabn      hash ACN -> its ABNs (comma-joined, file order)
-//	reg:<v>:abn         hash ABN -> its ACNs (comma-joined, file order)
+//	reg:v                the generation readers use
+//	reg:<v>:ids:<b>      string: 2 bits per ACN (BITFIELD u2 #<slot>), for the
+//	                     ACNs of nine digits with a valid check digit whose
+//	                     first eight digits, as a number, are b*65000 + slot:
+//	                     bit 1 named (its current name is not empty), bit 0
+//	                     formed (one of its ABNs is formedABN of it)
+//	reg:<v>:idparts      set of the b of every ids string written
+//	reg:<v>:acnabn       hash ACN -> its ABNs but the formed one (comma-joined, file order)
+//	reg:<v>:abn          hash ABN -> its ACNs but the one it is formed of (comma-joined, file order)
+//	reg:<v>:odd          hash ACN -> "1" named or "0", for ACNs not of that form
 //
-// An ABN is normally held by one ACN's rows, but the register may give one
-// ABN to rows of several ACNs (and one ACN several ABNs): every one is
-// kept, so the screen and watch match keys use all of them, as the
-// embedded store does.
+// Nearly every register company has the ABN formed of its ACN (the
+// smallest two-digit prefix that makes the two a valid ABN) or none, so a
+// national register (the ACNs issued to date span about 70,000,000 slots)
+// costs about 22 MiB of ids strings and small hashes: 5.8 bytes a row of
+// the 4,000,000-row sample register (BenchmarkRegisterBytesPerRow). An ABN is normally held by one ACN's
+// rows, but the register may give one ABN to rows of several ACNs (and
+// one ACN several ABNs): every one is kept, so the screen and watch match
+// keys use all of them, as the embedded store does.
 //
 // A load writes a new generation and Commit switches reg:v in one step; the
 // old generation expires after oldRegisterTTL, so a screen that read the
 // old version finishes on consistent data. Until its Commit a generation's
-// keys expire loadingRegisterTTL after its last Add, so a load that was
-// killed leaves nothing behind for long; Commit makes them persistent.
+// keys expire loadingRegisterTTL after the last Add that wrote them, so a
+// load that was killed leaves nothing behind for long; Commit makes them
+// persistent.
 
 const (
 	oldRegisterTTL     = 600   // seconds
@@ -41,64 +57,110 @@ type RegisterLoad struct {
 	s    *Store
 	v    string
 	done bool
-	// acns marks what this load has written under each nine-digit number:
-	// acnNamed (the ACN's current name: a later row marked current does not
-	// replace it, the first one wins, as in the embedded store and the
-	// company view), acnPaired (the ACN's field of acnabn exists) and
-	// abnFormed (the field of abn exists for the ABN formed from this number
-	// and the two leading digits kept from bit abnShift up; an ABN is
-	// normally two check digits and the ACN). Marks are only ever added.
-	acns map[uint32]uint16
-	// oddACNs are acns' marks for ACNs other than nine digits (ingest
-	// accepts none; Add takes any string).
-	oddACNs map[string]uint16
-	// oddABNs are the ABNs whose field of abn this load has written and
-	// that acns cannot mark: not eleven digits, or a second ABN formed
-	// from the same number.
-	oddABNs map[string]struct{}
+	// marked: the load's generation was written as the pending marker
+	// (regpending.go); its switch then checks that it still is.
+	marked bool
+	// acns marks what this load has read and written of each ACN of the
+	// ids strings (by its slot), oddACNs of the others: see the marks.
+	acns    map[uint32]uint8
+	oddACNs map[string]uint8
+	// abns are the ABNs whose field of abn this load has written.
+	abns map[string]struct{}
+	// parts are the ids strings this load has written (their b).
+	parts map[uint32]struct{}
 }
 
 // The marks of RegisterLoad.acns.
 const (
-	acnNamed uint16 = 1 << iota
-	acnPaired
-	abnFormed
-	abnShift = iota
+	acnSeen          uint8 = 1 << iota // a row of the ACN was read (its first row names it unless a current row comes)
+	acnCurrent                         // its first current row was read: its name is decided
+	acnNamedBit                        // the name decided so far is not empty
+	acnFormedBit                       // its formed ABN was read
+	acnPaired                          // its field of acnabn exists
+	acnWritten                         // its ids entry (or odd field) was written ...
+	acnWrittenNamed                    // ... with named set
+	acnWrittenFormed                   // ... with formed set
 )
 
-// acnNumber returns a nine-digit ACN as a number (a compact map key).
-func acnNumber(acn string) (uint32, bool) {
-	if len(acn) != 9 {
+// slotsPerPart is how many ACN slots one ids string holds (2 bits each:
+// 16,250 bytes, which with the string's header still fits the allocator's
+// 16 KiB class; 65,536 would take its 20 KiB one).
+const slotsPerPart = 65000
+
+// regSlot returns the slot of an ACN in the ids strings: its first eight
+// digits as a number, when it is nine digits with a valid check digit.
+func regSlot(acn string) (uint32, bool) {
+	if !ident.ValidACN(acn) {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(acn, 10, 32)
-	return uint32(n), err == nil
+	n, _ := nineDigits(acn)
+	return n / 10, true
 }
 
-// writeABN reports whether abn's field of abn is not yet written by this
-// load, and marks it written.
-func (l *RegisterLoad) writeABN(abn string) bool {
-	if len(abn) == 11 && abn[0] >= '0' && abn[0] <= '9' && abn[1] >= '0' && abn[1] <= '9' {
-		if n, ok := acnNumber(abn[2:]); ok {
-			lead := uint16(abn[0]-'0')*10 + uint16(abn[1]-'0')
-			m := l.acns[n]
-			if m&abnFormed == 0 {
-				l.acns[n] = m | abnFormed | lead<<abnShift
-				return true
-			}
-			if m>>abnShift == lead {
-				return false
-			}
-		}
+// slotNumber returns the ACN of a slot as a number: its first eight
+// digits and the check digit (weights 8..1, (10 - sum mod 10) mod 10).
+func slotNumber(slot uint32) uint32 {
+	sum := uint32(0)
+	for w, n := uint32(1), slot; w <= 8; w, n = w+1, n/10 {
+		sum += n % 10 * w
 	}
-	if _, ok := l.oddABNs[abn]; ok {
-		return false
+	return slot*10 + (10-sum%10)%10
+}
+
+// formedPrefix returns the two digits the ABN formed of a nine-digit ACN
+// starts with: the smallest prefix 10..99 that makes prefix+ACN a valid
+// ABN (as ident.ABNFromACN, without formatting the candidates).
+func formedPrefix(acn uint32) uint8 {
+	rest := uint32(0)
+	for w, n := uint32(19), acn; w >= 3; w, n = w-2, n/10 {
+		rest += n % 10 * w
 	}
-	l.oddABNs[abn] = struct{}{}
-	return true
+	return uint8(10 + (89-rest%89)%89)
+}
+
+// formedABN returns the ABN formed of a nine-digit ACN.
+func formedABN(acn string) string {
+	n, _ := nineDigits(acn)
+	p := formedPrefix(n)
+	return string([]byte{'0' + p/10, '0' + p%10}) + acn
+}
+
+// formedOf returns the ACN whose formed ABN abn is, if abn is one.
+func formedOf(abn string) (string, bool) {
+	if len(abn) != 11 || !ident.ValidACN(abn[2:]) || formedABN(abn[2:]) != abn {
+		return "", false
+	}
+	return abn[2:], true
 }
 
 var _ store.RegisterLoad = (*RegisterLoad)(nil)
+
+// The parts of a register generation (regKeys), but its ids strings.
+var regParts = []string{"idparts", "acnabn", "abn", "odd"}
+
+// idsKey returns the key of ids string b of generation v.
+func (s *Store) idsKey(v string, b uint32) string {
+	return s.key("reg", v, "ids", strconv.FormatUint(uint64(b), 10))
+}
+
+// regKeys returns the keys of register generation v: its parts, its ids
+// strings (read from reg:<v>:idparts) and the names hash of the layout
+// before (reg:<v>:name), so a generation an older version loaded goes
+// whole.
+func (s *Store) regKeys(ctx context.Context, v string) ([]string, error) {
+	bs, err := s.rdb.SMembers(ctx, s.key("reg", v, "idparts")).Result()
+	if err != nil {
+		return nil, s.fail("read the register's parts", err)
+	}
+	out := make([]string, 0, len(regParts)+len(bs)+1)
+	for _, p := range regParts {
+		out = append(out, s.key("reg", v, p))
+	}
+	for _, b := range bs {
+		out = append(out, s.key("reg", v, "ids", b))
+	}
+	return append(out, s.key("reg", v, "name")), nil
+}
 
 // BeginRegister starts writing a new register generation.
 func (s *Store) BeginRegister(ctx context.Context) (*RegisterLoad, error) {
@@ -106,7 +168,8 @@ func (s *Store) BeginRegister(ctx context.Context) (*RegisterLoad, error) {
 	if err != nil {
 		return nil, s.fail("begin register load", err)
 	}
-	return &RegisterLoad{s: s, v: itoa(v), acns: map[uint32]uint16{}, oddACNs: map[string]uint16{}, oddABNs: map[string]struct{}{}}, nil
+	return &RegisterLoad{s: s, v: itoa(v), acns: map[uint32]uint8{}, oddACNs: map[string]uint8{},
+		abns: map[string]struct{}{}, parts: map[uint32]struct{}{}}, nil
 }
 
 // addPairsScript adds values to the comma-joined lists of a hash, each
@@ -124,98 +187,108 @@ end
 return 1
 `)
 
-// Add writes rows into the new generation: the name of each ACN (its
-// first row marked current, else its first row, as the embedded store and
-// the company view name it), and every ACN <-> ABN pair.
+// mark returns the marks of an ACN and the function that stores them.
+func (l *RegisterLoad) mark(acn string) (uint8, func(uint8)) {
+	if slot, ok := regSlot(acn); ok {
+		return l.acns[slot], func(m uint8) { l.acns[slot] = m }
+	}
+	return l.oddACNs[acn], func(m uint8) { l.oddACNs[acn] = m }
+}
+
+// Add writes rows into the new generation: whether each ACN is named (its
+// first row marked current, else its first row, has a name, as the
+// embedded store and the company view name it), whether it holds its
+// formed ABN, and every other ACN <-> ABN pair.
 //
-// The names go in as one multi-field HSET per chunk for the first row
-// marked current of each ACN (l.acns keeps later ones out) and an HSETNX
-// for each other row that can still matter (no current row of its ACN
-// yet, the first of its ACN in the batch): the same hash as writing row by
-// row in file order, in far fewer commands.
-//
-// A pair whose field (the ACN's in acnabn, the ABN's in abn) this load has
-// not written yet starts the field's list with a multi-field HSET too: only
-// this load writes its generation, so l.acns and l.oddABNs know which fields
-// exist. A field is marked before its command is sent, so one that may
-// exist is never overwritten. The rest (an ACN's second ABN, an ABN of
-// several ACNs, a pair repeated in a later batch) go through
-// addPairsScript, which appends a value its list lacks. The script alone
-// gives the same hashes with about a third more of Redis's CPU (27 against
-// 20 CPU-seconds for 4,000,000 rows, alternated; docs/benchmarks.md,
-// 2026-11-24).
+// The load remembers what it read and wrote of each ACN (l.acns), so an
+// ACN's ids entry is written only when it changes, usually once (one
+// BITFIELD for the batch's entries of each ids string). A pair whose field
+// (the ACN's in acnabn, the ABN's in abn) this load has not written yet
+// starts the field's list with a multi-field HSET; the rest (an ACN's
+// second ABN, an ABN of several ACNs, a pair repeated in a later batch) go
+// through addPairsScript, which appends a value its list lacks.
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	s := l.s
-	name, acnabn, abn := s.key("reg", l.v, "name"), s.key("reg", l.v, "acnabn"), s.key("reg", l.v, "abn")
-	var current, others []any
-	var firstACN, firstABN, againACN, againABN []any
-	hasCurrent := make(map[string]bool, len(rows))
-	for _, r := range rows {
-		if r.ACN != "" && r.IsCurrent() {
-			hasCurrent[r.ACN] = true
-		}
-	}
-	seenOther := make(map[string]bool)
+	acnabn, abn, odd := s.key("reg", l.v, "acnabn"), s.key("reg", l.v, "abn"), s.key("reg", l.v, "odd")
+	var firstACN, firstABN, againACN, againABN, oddFields []any
+	bitfields := map[uint32][]any{} // b -> SET ops
 	type pair struct{ acn, abn string }
 	seenPair := make(map[pair]bool, len(rows))
 	for _, r := range rows {
 		if r.ACN == "" {
 			continue
 		}
-		acn, numeric := acnNumber(r.ACN)
-		var mark uint16
-		if numeric {
-			mark = l.acns[acn]
-		} else {
-			mark = l.oddACNs[r.ACN]
-		}
+		m, keep := l.mark(r.ACN)
 		switch {
-		case mark&acnNamed != 0:
-			// Its first current row is written already.
+		case m&acnCurrent != 0:
+			// Its name is decided.
 		case r.IsCurrent():
-			mark |= acnNamed
-			current = append(current, r.ACN, r.CompanyName)
-		case hasCurrent[r.ACN] || seenOther[r.ACN]:
-			// A current row of the batch overwrites it, or an earlier
-			// row of the batch set it first.
-		default:
-			seenOther[r.ACN] = true
-			others = append(others, r.ACN, r.CompanyName)
+			m = (m | acnCurrent | acnSeen) &^ acnNamedBit
+			if r.CompanyName != "" {
+				m |= acnNamedBit
+			}
+		case m&acnSeen == 0:
+			m |= acnSeen
+			if r.CompanyName != "" {
+				m |= acnNamedBit
+			}
 		}
+		slot, numeric := regSlot(r.ACN)
 		if p := (pair{r.ACN, r.ABN}); r.ABN != "" && !seenPair[p] {
 			seenPair[p] = true
-			if mark&acnPaired == 0 {
-				mark |= acnPaired
-				firstACN = append(firstACN, r.ACN, r.ABN)
+			if numeric && r.ABN == formedABN(r.ACN) {
+				m |= acnFormedBit
 			} else {
-				againACN = append(againACN, r.ACN, r.ABN)
-			}
-			if l.writeABN(r.ABN) {
-				firstABN = append(firstABN, r.ABN, r.ACN)
-			} else {
-				againABN = append(againABN, r.ABN, r.ACN)
+				if m&acnPaired == 0 {
+					m |= acnPaired
+					firstACN = append(firstACN, r.ACN, r.ABN)
+				} else {
+					againACN = append(againACN, r.ACN, r.ABN)
+				}
+				if _, ok := l.abns[r.ABN]; !ok {
+					l.abns[r.ABN] = struct{}{}
+					firstABN = append(firstABN, r.ABN, r.ACN)
+				} else {
+					againABN = append(againABN, r.ABN, r.ACN)
+				}
 			}
 		}
-		// Or'ed in: writeABN may have marked this number meanwhile.
-		if numeric {
-			if cur := l.acns[acn]; cur|mark != cur {
-				l.acns[acn] = cur | mark
+		named, formed := m&acnNamedBit != 0, m&acnFormedBit != 0
+		if m&acnWritten == 0 || named != (m&acnWrittenNamed != 0) || formed != (m&acnWrittenFormed != 0) {
+			m = (m | acnWritten) &^ (acnWrittenNamed | acnWrittenFormed)
+			code := 0
+			if named {
+				m |= acnWrittenNamed
+				code |= 2
 			}
-		} else if cur := l.oddACNs[r.ACN]; cur|mark != cur {
-			l.oddACNs[r.ACN] = cur | mark
+			if formed {
+				m |= acnWrittenFormed
+				code |= 1
+			}
+			if numeric {
+				b := slot / slotsPerPart
+				bitfields[b] = append(bitfields[b], "SET", "u2", "#"+strconv.FormatUint(uint64(slot%slotsPerPart), 10), code)
+			} else {
+				oddFields = append(oddFields, r.ACN, strconv.Itoa(code>>1))
+			}
 		}
+		keep(m)
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for lo := 0; lo < len(current); lo += 2 * batch {
-			p.HSet(ctx, name, current[lo:min(lo+2*batch, len(current))]...)
-		}
-		for i := 0; i < len(others); i += 2 {
-			p.HSetNX(ctx, name, others[i].(string), others[i+1])
+		for b, ops := range bitfields {
+			key := s.idsKey(l.v, b)
+			for lo := 0; lo < len(ops); lo += 4 * batch {
+				p.BitField(ctx, key, ops[lo:min(lo+4*batch, len(ops))]...)
+			}
+			if _, ok := l.parts[b]; !ok {
+				p.SAdd(ctx, s.key("reg", l.v, "idparts"), b)
+			}
+			p.Expire(ctx, key, loadingRegisterTTL*time.Second)
 		}
 		for _, w := range []struct {
 			key    string
 			fields []any
-		}{{acnabn, firstACN}, {abn, firstABN}} {
+		}{{acnabn, firstACN}, {abn, firstABN}, {odd, oddFields}} {
 			for lo := 0; lo < len(w.fields); lo += 2 * batch {
 				p.HSet(ctx, w.key, w.fields[lo:min(lo+2*batch, len(w.fields))]...)
 			}
@@ -224,6 +297,9 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	})
 	if err != nil {
 		return s.fail("write register rows", err)
+	}
+	for b := range bitfields {
+		l.parts[b] = struct{}{}
 	}
 	for _, w := range []struct {
 		key, what string
@@ -236,8 +312,8 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 		}
 	}
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range []string{name, acnabn, abn} {
-			p.Expire(ctx, k, loadingRegisterTTL*time.Second)
+		for _, part := range regParts {
+			p.Expire(ctx, s.key("reg", l.v, part), loadingRegisterTTL*time.Second)
 		}
 		return nil
 	})
@@ -264,18 +340,38 @@ func primaryACN(abn string, acns []string) string {
 	return best
 }
 
-// switchRegisterScript makes generation ARGV[2] the one readers use (its
-// keys persistent) and lets the old one expire. KEYS: reg:v. ARGV: ns,
-// generation, the old one's TTL.
+// switchRegisterScript makes generation ARGV[1] the one readers use (its
+// keys persistent) and lets the old one, ARGV[2] ("" for none), expire. It
+// answers "moved" without changing anything when reg:v no longer names the
+// old generation (read just before: the caller reads it again and
+// retries), and "stale" when ARGV[4] is "1" (the load wrote the pending
+// marker) and the marker no longer names ARGV[1]: the load's lease lapsed
+// and CompleteRegister dropped its generation, or a newer load took over.
+// A generation readers use already is switched to again harmlessly.
+// KEYS: reg:v, reg:pending, the new generation's keys (regKeys), then
+// the old one's (none when ARGV[2] is ""). ARGV: the generation, the old
+// one, the old one's TTL, "1" when marked, the number of the new
+// generation's keys.
 var switchRegisterScript = redis.NewScript(`
-local old = redis.call('GET', KEYS[1])
-redis.call('SET', KEYS[1], ARGV[2])
-for _, k in ipairs({'name', 'acnabn', 'abn'}) do redis.call('PERSIST', ARGV[1] .. 'reg:' .. ARGV[2] .. ':' .. k) end
-if old and old ~= ARGV[2] then
-  for _, k in ipairs({'name', 'acnabn', 'abn'}) do redis.call('EXPIRE', ARGV[1] .. 'reg:' .. old .. ':' .. k, ARGV[3]) end
+local cur = redis.call('GET', KEYS[1]) or ''
+if cur ~= ARGV[2] then return 'moved' end
+if cur == ARGV[1] then return 'ok' end
+if ARGV[4] == '1' then
+  local p = redis.call('GET', KEYS[2])
+  if not p then return 'stale' end
+  local ok, m = pcall(cjson.decode, p)
+  if not ok or type(m) ~= 'table' or m.v ~= ARGV[1] then return 'stale' end
 end
-return 1
+redis.call('SET', KEYS[1], ARGV[1])
+local n = tonumber(ARGV[5])
+for i = 3, 2 + n do redis.call('PERSIST', KEYS[i]) end
+for i = 3 + n, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
+return 'ok'
 `)
+
+// errStaleGeneration is a switch refused because the load's generation is
+// no longer the pending one.
+var errStaleGeneration = errors.New("the register load's generation is no longer the pending one")
 
 // Commit switches readers to the new generation in one step, then brings
 // the watches' match keys up to date with it (RefreshWatchKeys).
@@ -289,11 +385,44 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 
 // switchTo switches readers to the load's generation (again, harmlessly,
 // when they read it already), brings the watches' match keys up to date,
-// and clears the load's pending marker (regpending.go).
+// and clears the load's pending marker (regpending.go). A marked load
+// whose generation is no longer the pending one is refused.
 func (l *RegisterLoad) switchTo(ctx context.Context) error {
 	s := l.s
-	if err := switchRegisterScript.Run(ctx, s.rdb, []string{s.key("reg", "v")}, s.ns, l.v, oldRegisterTTL).Err(); err != nil {
-		return s.fail("switch register", err)
+	marked := "0"
+	if l.marked {
+		marked = "1"
+	}
+	for try := 0; ; try++ {
+		old, err := s.rdb.Get(ctx, s.key("reg", "v")).Result()
+		if err != nil && err != redis.Nil {
+			return s.fail("switch register", err)
+		}
+		gen, err := s.regKeys(ctx, l.v)
+		if err != nil {
+			return err
+		}
+		keys := append([]string{s.key("reg", "v"), s.key("reg", "pending")}, gen...)
+		if old != "" && old != l.v {
+			oldKeys, err := s.regKeys(ctx, old)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, oldKeys...)
+		}
+		how, err := switchRegisterScript.Run(ctx, s.rdb, keys, l.v, old, oldRegisterTTL, marked, len(gen)).Text()
+		if err != nil {
+			return s.fail("switch register", err)
+		}
+		if how == "stale" {
+			return s.staleLoad(l.v)
+		}
+		if how == "ok" {
+			break
+		}
+		if try == 10 {
+			return fmt.Errorf("redisstore: register load %s: %s kept changing during the switch", l.v, s.key("reg", "v"))
+		}
 	}
 	if _, err := s.RefreshWatchKeys(ctx); err != nil {
 		return err
@@ -308,8 +437,11 @@ func (l *RegisterLoad) Rollback() error {
 	}
 	l.done = true
 	s := l.s
-	return s.fail("drop register load", s.rdb.Unlink(context.Background(),
-		s.key("reg", l.v, "name"), s.key("reg", l.v, "acnabn"), s.key("reg", l.v, "abn")).Err())
+	keys, err := s.regKeys(context.Background(), l.v)
+	if err != nil {
+		return err
+	}
+	return s.fail("drop register load", s.rdb.Unlink(context.Background(), keys...).Err())
 }
 
 // register is one generation of the register, for lookups.
@@ -326,13 +458,184 @@ func (s *Store) currentRegister(ctx context.Context) (register, error) {
 	return register{s: s, v: v}, s.fail("read register version", err)
 }
 
-// lookup returns the values of fields in hash part ("name", "acnabn",
-// "abn"), "" for a missing one, in batches of one pipeline.
-func (r register) lookup(ctx context.Context, part string, fields []string) ([]string, error) {
-	if r.v == "" {
-		return make([]string, len(fields)), nil
+// regCompany is what a register generation's identifier sets say of one
+// ACN.
+type regCompany struct {
+	named bool     // its current name is not empty
+	abns  []string // its register ABNs, the formed one first
+}
+
+// queueCompanies adds to p the reads of the entries of acns and returns
+// the function that decodes them once p has run.
+func (r register) queueCompanies(ctx context.Context, p redis.Pipeliner, acns []string) func() []regCompany {
+	if r.v == "" || len(acns) == 0 {
+		return func() []regCompany { return make([]regCompany, len(acns)) }
 	}
-	return r.s.hmget(ctx, r.s.key("reg", r.v, part), fields)
+	codes := r.queueCodes(ctx, p, acns)
+	more := queueHMGet(ctx, p, r.s.key("reg", r.v, "acnabn"), acns)
+	var odd []string
+	var oddAt []int
+	for i, a := range acns {
+		if _, ok := regSlot(a); !ok {
+			odd, oddAt = append(odd, a), append(oddAt, i)
+		}
+	}
+	oddNamed := queueHMGet(ctx, p, r.s.key("reg", r.v, "odd"), odd)
+	return func() []regCompany {
+		c, m, o := codes(), more(), oddNamed()
+		out := make([]regCompany, len(acns))
+		for i, a := range acns {
+			if c[i]&1 != 0 {
+				out[i].abns = append(out[i].abns, formedABN(a))
+			}
+			out[i].named = c[i]&2 != 0
+			out[i].abns = append(out[i].abns, splitList(m[i])...)
+		}
+		for j, i := range oddAt {
+			out[i].named = o[j] == "1"
+		}
+		return out
+	}
+}
+
+// queueACNsOf adds to p the reads of the register ACNs of abns and returns
+// the function that decodes them (per ABN: the ACN it is formed of first,
+// when that ACN holds it) once p has run.
+func (r register) queueACNsOf(ctx context.Context, p redis.Pipeliner, abns []string) func() [][]string {
+	if r.v == "" || len(abns) == 0 {
+		return func() [][]string { return make([][]string, len(abns)) }
+	}
+	var formed []string
+	var formedAt []int
+	for i, b := range abns {
+		if a, ok := formedOf(b); ok {
+			formed, formedAt = append(formed, a), append(formedAt, i)
+		}
+	}
+	codes := r.queueCodes(ctx, p, formed)
+	more := queueHMGet(ctx, p, r.s.key("reg", r.v, "abn"), abns)
+	return func() [][]string {
+		c, m := codes(), more()
+		out := make([][]string, len(abns))
+		for j, i := range formedAt {
+			if c[j]&1 != 0 {
+				out[i] = append(out[i], formed[j])
+			}
+		}
+		for i := range abns {
+			out[i] = append(out[i], splitList(m[i])...)
+		}
+		return out
+	}
+}
+
+// queueCodes adds to p the reads of the ids entries of acns (one
+// BITFIELD_RO per ids string and batch) and returns the function that
+// gives each ACN's code (named<<1 | formed; 0 for an ACN without a slot)
+// once p has run.
+func (r register) queueCodes(ctx context.Context, p redis.Pipeliner, acns []string) func() []int64 {
+	type read struct {
+		cmd *redis.IntSliceCmd
+		at  []int
+	}
+	var reads []read
+	byPart := map[uint32]int{} // b -> the read under way for it
+	ops := map[uint32][]any{}
+	for i, a := range acns {
+		slot, ok := regSlot(a)
+		if !ok {
+			continue
+		}
+		b := slot / slotsPerPart
+		k, ok := byPart[b]
+		if !ok || len(reads[k].at) == batch {
+			if ok {
+				reads[k].cmd = p.BitFieldRO(ctx, r.s.idsKey(r.v, b), ops[b]...)
+			}
+			k = len(reads)
+			byPart[b] = k
+			reads = append(reads, read{})
+			ops[b] = nil
+		}
+		reads[k].at = append(reads[k].at, i)
+		ops[b] = append(ops[b], "u2", "#"+strconv.FormatUint(uint64(slot%slotsPerPart), 10))
+	}
+	for b, k := range byPart {
+		reads[k].cmd = p.BitFieldRO(ctx, r.s.idsKey(r.v, b), ops[b]...)
+	}
+	return func() []int64 {
+		out := make([]int64, len(acns))
+		for _, rd := range reads {
+			for j, v := range rd.cmd.Val() {
+				out[rd.at[j]] = v
+			}
+		}
+		return out
+	}
+}
+
+// queueHMGet adds to p HMGETs of fields of key (batch fields a command)
+// and returns the function that gives their values ("" for a missing
+// field) once p has run.
+func queueHMGet(ctx context.Context, p redis.Pipeliner, key string, fields []string) func() []string {
+	var cmds []*redis.SliceCmd
+	for i := 0; i < len(fields); i += batch {
+		cmds = append(cmds, p.HMGet(ctx, key, fields[i:min(i+batch, len(fields))]...))
+	}
+	return func() []string {
+		out := make([]string, 0, len(fields))
+		for _, c := range cmds {
+			for _, v := range c.Val() {
+				out = append(out, str(v))
+			}
+		}
+		return out[:len(fields)]
+	}
+}
+
+// companies reads the entries of acns in one round trip per roundTrip
+// ACNs.
+func (r register) companies(ctx context.Context, acns []string) ([]regCompany, error) {
+	return inRoundTrips(ctx, r.s, acns, func(p redis.Pipeliner, part []string) func() []regCompany {
+		return r.queueCompanies(ctx, p, part)
+	})
+}
+
+// acnsOf reads the register ACNs of abns in one round trip per roundTrip
+// ABNs.
+func (r register) acnsOf(ctx context.Context, abns []string) ([][]string, error) {
+	return inRoundTrips(ctx, r.s, abns, func(p redis.Pipeliner, part []string) func() [][]string {
+		return r.queueACNsOf(ctx, p, part)
+	})
+}
+
+// inRoundTrips runs queue's reads of ids in one pipeline per roundTrip of
+// them and returns their answers, in order.
+func inRoundTrips[T any](ctx context.Context, s *Store, ids []string, queue func(p redis.Pipeliner, part []string) func() []T) ([]T, error) {
+	out := make([]T, 0, len(ids))
+	for lo := 0; lo < len(ids); lo += roundTrip {
+		var got func() []T
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			got = queue(p, ids[lo:min(lo+roundTrip, len(ids))])
+			return nil
+		})
+		if err != nil {
+			return nil, s.fail("read the register", err)
+		}
+		out = append(out, got()...)
+	}
+	return out, nil
+}
+
+// RegisterACNsOf returns the register ACNs of each of abns in the current
+// generation (nil for none): what watch matching resolves a notice's ABN
+// to.
+func (s *Store) RegisterACNsOf(ctx context.Context, abns []string) ([][]string, error) {
+	reg, err := s.currentRegister(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return reg.acnsOf(ctx, abns)
 }
 
 // batch is the most fields or members of one command; roundTrip the most
@@ -369,53 +672,21 @@ func (s *Store) hmget(ctx context.Context, key string, fields []string) ([]strin
 	return out, nil
 }
 
-// lookupReq is one HMGET of hmgetMany: fields of key ("" key: all fields
-// missing, for a register never loaded).
-type lookupReq struct {
-	key    string
-	fields []string
+// RegisterNamer is a notice source that holds the register's names (the
+// Elasticsearch store; the embedded store): Redis keeps none, so the bulk
+// screen shows a matched company's current name from it.
+type RegisterNamer interface {
+	// RegisterNames returns the current name of each of acns: that of its
+	// first row marked current, else of its first row ("" for none).
+	RegisterNames(ctx context.Context, acns []string) ([]string, error)
 }
 
-// hmgetMany runs several HMGETs over any number of fields in one pipeline
-// (batch fields a command) and returns each request's values, "" for a
-// missing field.
-func (s *Store) hmgetMany(ctx context.Context, reqs ...lookupReq) ([][]string, error) {
-	cmds := make([][]*redis.SliceCmd, len(reqs))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for r, req := range reqs {
-			if req.key == "" {
-				continue
-			}
-			for i := 0; i < len(req.fields); i += batch {
-				cmds[r] = append(cmds[r], p.HMGet(ctx, req.key, req.fields[i:min(i+batch, len(req.fields))]...))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, s.fail("look up identifiers", err)
+// registerNames returns the current name of each of acns from the notice
+// source ("" for each when it is no RegisterNamer).
+func (s *Store) registerNames(ctx context.Context, acns []string) ([]string, error) {
+	n, ok := s.source.(RegisterNamer)
+	if !ok || len(acns) == 0 {
+		return make([]string, len(acns)), nil
 	}
-	out := make([][]string, len(reqs))
-	for r, req := range reqs {
-		out[r] = make([]string, 0, len(req.fields))
-		if req.key == "" {
-			out[r] = out[r][:len(req.fields)]
-			continue
-		}
-		for _, c := range cmds[r] {
-			for _, v := range c.Val() {
-				out[r] = append(out[r], str(v))
-			}
-		}
-	}
-	return out, nil
-}
-
-// regKey returns the key of a part of the register generation, "" when no
-// register was ever loaded.
-func (r register) regKey(part string) string {
-	if r.v == "" {
-		return ""
-	}
-	return r.s.key("reg", r.v, part)
+	return n.RegisterNames(ctx, acns)
 }

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 )
 
@@ -55,10 +58,17 @@ func TestRegisterSwapIsAtomic(t *testing.T) {
 		t.Errorf("after the swap the screen sees %v, want the new register whole", got)
 	}
 	abandoned := load([]notice.RegisterRow{row(1, "NEVER")})
+	keys, err := f.rs.regKeys(ctx, abandoned.v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.rdb.Exists(ctx, keys...).Result(); n < 4 {
+		t.Fatalf("premise: the load wrote %d of its keys %v", n, keys)
+	}
 	if err := abandoned.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := f.rdb.Exists(ctx, f.rs.key("reg", abandoned.v, "name")).Result(); n != 0 {
+	if n, _ := f.rdb.Exists(ctx, keys...).Result(); n != 0 {
 		t.Errorf("a rolled-back load left its keys")
 	}
 	if got := unmatched(); len(got) != 3 || got[0] != acn(2) {
@@ -74,9 +84,18 @@ func TestKilledRegisterLoadExpires(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
 	ttls := func(v string) []time.Duration {
+		keys, err := f.rs.regKeys(ctx, v)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var out []time.Duration
-		for _, k := range []string{"name", "acnabn", "abn"} {
-			out = append(out, f.rdb.TTL(ctx, f.rs.key("reg", v, k)).Val())
+		for _, k := range keys {
+			if f.rdb.Exists(ctx, k).Val() == 1 { // a load writes no odd hash without odd ACNs
+				out = append(out, f.rdb.TTL(ctx, k).Val())
+			}
+		}
+		if len(out) < 4 {
+			t.Fatalf("generation %s has %d keys; want its ids string, idparts, acnabn and abn", v, len(out))
 		}
 		return out
 	}
@@ -239,18 +258,40 @@ func TestRegisterNamesAsRowByRow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for part, want := range map[string]map[string]string{"name": names, "acnabn": joined(pairs, "acnabn:"), "abn": joined(pairs, "abn:")} {
-				got, err := f.rdb.HGetAll(ctx, f.rs.key("reg", reg.v, part)).Result()
-				if err != nil {
-					t.Fatal(err)
+			// What the identifier sets answer of every ACN and ABN (the
+			// names themselves are the notice store's: only whether each
+			// is named is kept).
+			acns := slices.Sorted(maps.Keys(names))
+			cos, err := reg.companies(ctx, acns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantABNs := joined(pairs, "acnabn:")
+			for i, a := range acns {
+				if cos[i].named != (names[a] != "") {
+					t.Errorf("ACN %s: named %v, row by row its name is %q", a, cos[i].named, names[a])
 				}
-				if !maps.Equal(got, want) {
-					t.Errorf("%s: stored %v, row by row %v", part, got, want)
+				if got, want := sortedList(cos[i].abns), sortedList(splitList(wantABNs[a])); got != want {
+					t.Errorf("ACN %s: ABNs %s, row by row %s", a, got, want)
+				}
+			}
+			wantACNs := joined(pairs, "abn:")
+			abns := slices.Sorted(maps.Keys(wantACNs))
+			of, err := reg.acnsOf(ctx, abns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range abns {
+				if got, want := sortedList(of[i]), sortedList(splitList(wantACNs[b])); got != want {
+					t.Errorf("ABN %s: ACNs %s, row by row %s", b, got, want)
 				}
 			}
 		})
 	}
 }
+
+// sortedList returns a list sorted and comma-joined.
+func sortedList(l []string) string { return strings.Join(slices.Sorted(slices.Values(l)), ",") }
 
 // joined returns the lists of pairs under prefix, comma-joined, by the
 // rest of their key.
@@ -262,4 +303,38 @@ func joined(pairs map[string][]string, prefix string) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestSlotArithmetic: the numbers the ids strings are read and written by
+// agree with package ident: a slot's ACN carries ident's check digit, and
+// the formed ABN is ident.ABNFromACN's (the smallest valid prefix; the
+// prefixes 10 and 99 are both valid for some ACNs).
+func TestSlotArithmetic(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	slots := []uint32{0, 1, 9_999_999, 99_999_999, 8_000_001}
+	for range 2000 {
+		slots = append(slots, r.Uint32N(100_000_000))
+	}
+	sawTen := false
+	for _, slot := range slots {
+		first8 := fmt.Sprintf("%08d", slot)
+		acn := first8 + strconv.Itoa(ident.ACNCheckDigit(first8))
+		if got := fmt.Sprintf("%09d", slotNumber(slot)); got != acn {
+			t.Fatalf("slot %d: ACN %s, want %s", slot, got, acn)
+		}
+		if s, ok := regSlot(acn); !ok || s != slot {
+			t.Fatalf("regSlot(%s) = %d, %v; want %d", acn, s, ok, slot)
+		}
+		want := ident.ABNFromACN(acn)
+		if got := formedABN(acn); got != want {
+			t.Fatalf("formedABN(%s) = %s, want %s", acn, got, want)
+		}
+		if a, ok := formedOf(want); !ok || a != acn {
+			t.Fatalf("formedOf(%s) = %s, %v; want %s", want, a, ok, acn)
+		}
+		sawTen = sawTen || want[:2] == "10"
+	}
+	if !sawTen {
+		t.Error("premise: no ACN with both prefixes 10 and 99 was tried")
+	}
 }

@@ -90,6 +90,38 @@ local cur = redis.call('GET', KEYS[1])
 if cur and cjson.decode(cur).v == ARGV[1] then redis.call('DEL', KEYS[1], KEYS[2]) end
 return 1`)
 
+// abandonPendingScript deletes the marker of generation ARGV[1] when it
+// still names it, its lease is gone and readers do not use it, and answers
+// 1 when it did. KEYS: reg:pending, reg:pending:lease, reg:v.
+var abandonPendingScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if not cur or redis.call('EXISTS', KEYS[2]) == 1 or redis.call('GET', KEYS[3]) == ARGV[1] then return 0 end
+local ok, m = pcall(cjson.decode, cur)
+if not ok or type(m) ~= 'table' or m.v ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1`)
+
+// stillPending returns nil when the marker names generation v, else an
+// error wrapping errStaleGeneration.
+func (s *Store) stillPending(ctx context.Context, v string) error {
+	raw, err := s.rdb.Get(ctx, s.key("reg", "pending")).Result()
+	if err != nil && err != redis.Nil {
+		return s.fail("read the register load's marker", err)
+	}
+	var p PendingRegister
+	if err == nil && json.Unmarshal([]byte(raw), &p) == nil && p.Version == v {
+		return nil
+	}
+	return s.staleLoad(v)
+}
+
+// staleLoad is the error of a load whose generation is no longer the
+// pending one.
+func (s *Store) staleLoad(v string) error {
+	return fmt.Errorf("redisstore: register load %s was abandoned while it ran (its lease on %s lapsed and the load was dropped, or a newer load took over): %w; run the load again",
+		v, s.key("reg", "pending"), errStaleGeneration)
+}
+
 func (s *Store) clearRegisterPending(ctx context.Context, v string) error {
 	return s.fail("clear the register load's marker",
 		clearPendingScript.Run(ctx, s.rdb, []string{s.key("reg", "pending"), s.key("reg", "pending", "lease")}, v).Err())
@@ -120,7 +152,7 @@ func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	load := &RegisterLoad{s: s, v: p.Version}
+	load := &RegisterLoad{s: s, v: p.Version, marked: true}
 	if slices.Contains(live, p.Index) {
 		// The company view reads the new register: switch Redis to it.
 		if err := load.switchTo(ctx); err != nil {
@@ -129,10 +161,18 @@ func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
 		return "switched", nil
 	}
 	// The swap never happened: the old register stands on both sides.
-	if err := load.Rollback(); err != nil {
-		return "", err
+	// The marker goes first, in one step with the checks that the loader
+	// has not switched or renewed its lease meanwhile, so a loader that
+	// resumes later finds its generation no longer pending and its switch
+	// is refused (switchRegisterScript) rather than naming deleted keys.
+	taken, err := abandonPendingScript.Run(ctx, s.rdb, []string{s.key("reg", "pending"), s.key("reg", "pending", "lease"), s.key("reg", "v")}, p.Version).Int()
+	if err != nil {
+		return "", s.fail("drop the register load's marker", err)
 	}
-	if err := s.clearRegisterPending(ctx, p.Version); err != nil {
+	if taken == 0 {
+		return "", nil // the loader came back meanwhile
+	}
+	if err := load.Rollback(); err != nil {
 		return "", err
 	}
 	return "dropped", nil

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/arrival"
@@ -35,19 +37,8 @@ func TestRegisterLoadIsOneGeneration(t *testing.T) {
 		{"died before the Elasticsearch swap", "register-commit", "dropped", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ns := testservers.Namespace(t)
-			es, err := elastic.Open(ctx, elastic.Config{URL: testservers.Elasticsearch(t), Namespace: ns, Arrivals: arrival.New(rdb, ns, 0)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { es.Drop(context.Background()); dropNamespace(t, rdb, ns) })
-			rs, err := New(rdb, ns, es, Options{Secrets: testBox(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			es, rs, oldRows := registeredScaleStores(t, rdb)
 			w := Ingest{Notices: es, Redis: rs}
-			oldRows := storetest.RegisterRows()
-			storetest.LoadRegister(t, storetest.Backend{Register: w}, oldRows)
 			newACN := acn(4242)
 			newRows := []notice.RegisterRow{{CompanyName: "NEW GENERATION PTY LTD", ACN: newACN, Type: "APTY", Class: "LMSH",
 				SubClass: "PROP", Status: "REGD", RegisteredOn: "2020-01-01"}}
@@ -109,5 +100,121 @@ func TestRegisterLoadIsOneGeneration(t *testing.T) {
 				t.Errorf("a second CompleteRegister = %q, %v; want nothing to do", how, err)
 			}
 		})
+	}
+}
+
+// TestResumedLoaderDoesNotSwitchToDroppedGeneration: a loader whose lease
+// lapsed (a stalled process) while its marker was pending has its Redis
+// generation dropped by CompleteRegister; when it resumes, its switch must
+// see that the generation is no longer the pending one and refuse, not
+// point reg:v at deleted keys (the screen would then find no company).
+func TestResumedLoaderDoesNotSwitchToDroppedGeneration(t *testing.T) {
+	ctx := context.Background()
+	rdb := redisClient(t)
+	_, rs, oldRows := registeredScaleStores(t, rdb)
+	before, err := rdb.Get(ctx, rs.key("reg", "v")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := rs.BeginRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add(ctx, []notice.RegisterRow{{CompanyName: "STALLED LOAD PTY LTD", ACN: acn(4243), Status: "REGD"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The marker names an index the register alias never moves to: the
+	// Elasticsearch step did not happen when CompleteRegister looks.
+	stop, err := rs.markRegisterPending(ctx, PendingRegister{Version: l.v, Index: rs.ns + "-never-swapped"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.marked = true
+	stop() // the loader stalls: nothing renews its lease
+	if err := rdb.Del(ctx, rs.key("reg", "pending", "lease")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if how, err := rs.CompleteRegister(ctx); err != nil || how != "dropped" {
+		t.Fatalf("CompleteRegister = %q, %v; want dropped", how, err)
+	}
+	// The loader resumes and commits.
+	if err := l.Commit(ctx); err == nil {
+		t.Error("the resumed loader's switch to its dropped generation succeeded")
+	}
+	if now, _ := rdb.Get(ctx, rs.key("reg", "v")).Result(); now != before {
+		t.Errorf("reg:v = %q after the refused switch; want the generation before the load, %q", now, before)
+	}
+	res, err := rs.Screen(ctx, idsOf(t, oldRows[0].ACN), notice.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Unmatched, oldRows[0].ACN) {
+		t.Errorf("after the refused switch the screen no longer knows %s (the register in use): %+v", oldRows[0].ACN, res)
+	}
+}
+
+// registeredScaleStores opens an Elasticsearch store and a Redis store on
+// it in a namespace of the test's, and loads the fixture register into
+// both (returned).
+func registeredScaleStores(t *testing.T, rdb *redis.Client) (*elastic.Store, *Store, []notice.RegisterRow) {
+	t.Helper()
+	ctx := context.Background()
+	ns := testservers.Namespace(t)
+	es, err := elastic.Open(ctx, elastic.Config{URL: testservers.Elasticsearch(t), Namespace: ns, Arrivals: arrival.New(rdb, ns, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { es.Drop(context.Background()); dropNamespace(t, rdb, ns) })
+	rs, err := New(rdb, ns, es, Options{Secrets: testBox(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := storetest.RegisterRows()
+	storetest.LoadRegister(t, storetest.Backend{Register: Ingest{Notices: es, Redis: rs}}, rows)
+	return es, rs, rows
+}
+
+// TestStalledLoaderDoesNotSwapElasticsearch: a loader that stalls past its
+// lease before its Elasticsearch step, and whose load CompleteRegister
+// drops meanwhile, must not move the register alias when it resumes: the
+// company view would show the new register while the screen keeps the old
+// one (its Redis generation is gone). It checks that its generation is
+// still the pending one first, and fails.
+func TestStalledLoaderDoesNotSwapElasticsearch(t *testing.T) {
+	ctx := context.Background()
+	rdb := redisClient(t)
+	es, rs, oldRows := registeredScaleStores(t, rdb)
+	w := Ingest{Notices: es, Redis: rs}
+	newACN := acn(4244)
+	rs.stopBefore = func(step string) bool {
+		if step == "register-commit" { // stalled here past its lease
+			if err := rdb.Del(ctx, rs.key("reg", "pending", "lease")).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if how, err := rs.CompleteRegister(ctx); err != nil || how != "dropped" {
+				t.Fatalf("CompleteRegister = %q, %v; want dropped", how, err)
+			}
+		}
+		return false // and resumes
+	}
+	l, err := w.BeginRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add(ctx, []notice.RegisterRow{{CompanyName: "STALLED PTY LTD", ACN: newACN, Status: "REGD", CurrentNameIndicator: "Y"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Commit(ctx); err == nil {
+		t.Error("the resumed load committed")
+	}
+	for _, v := range []struct {
+		acn  string
+		want bool
+	}{{newACN, false}, {oldRows[0].ACN, true}} {
+		id, _ := ident.Normalise(v.acn)
+		co, err := es.Company(ctx, id)
+		if inView := err == nil && co.Register != nil; inView != v.want {
+			t.Errorf("the company view has %s: %v, want %v (the register the screen reads)", v.acn, inView, v.want)
+		}
 	}
 }

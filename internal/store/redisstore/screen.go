@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/watch"
@@ -58,14 +60,16 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 		}
 		return nil
 	}, &res)
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	return res, s.fillRegisterNames(ctx, found, &res)
 }
 
 // screenItem is what a screen found of one identifier.
 type screenItem struct {
 	self        string
 	acn         string // the company's ACN: the ACN itself, or the register's for an ABN
-	name        string // the register's current name of acn
 	inRegister  bool
 	own, theirs []int64 // seqs of the notices carrying self / others
 }
@@ -86,55 +90,84 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 		}
 	}
 	// Round trip 1: the register and the identifiers' own notices.
-	r1, err := s.hmgetMany(ctx, lookupReq{reg.regKey("name"), acns}, lookupReq{reg.regKey("acnabn"), acns},
-		lookupReq{reg.regKey("abn"), abns}, lookupReq{s.key("nidx"), values(ids)})
+	var (
+		companies func() []regCompany
+		acnsOf    func() [][]string
+		ownOf     func() []string
+	)
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		companies = reg.queueCompanies(ctx, p, acns)
+		acnsOf = reg.queueACNsOf(ctx, p, abns)
+		ownOf = queueHMGet(ctx, p, s.key("nidx"), values(ids))
+		return nil
+	})
 	if err != nil {
-		return nil, err
+		return nil, s.fail("look up identifiers", err)
 	}
-	names, acnABN, abnACN, own := r1[0], r1[1], r1[2], r1[3]
+	cos, abnACN, own := companies(), acnsOf(), ownOf()
 	found := make([]screenItem, len(ids))
 	counterparts := make([][]string, len(ids)) // the register ABNs of an ACN, or ACNs of an ABN
-	var others, resolved []string
+	var others []string
 	ai, bi := 0, 0
 	for i, id := range ids {
 		o := screenItem{self: id.Value, own: parseSeqs(own[i], nil)}
 		if id.Kind == ident.ACN {
-			counterparts[i] = splitList(acnABN[ai])
-			o.acn, o.name, o.inRegister = id.Value, names[ai], names[ai] != ""
+			counterparts[i] = cos[ai].abns
+			o.acn, o.inRegister = id.Value, cos[ai].named
 			ai++
 		} else {
-			counterparts[i] = splitList(abnACN[bi])
+			counterparts[i] = abnACN[bi]
 			o.acn = primaryACN(id.Value, counterparts[i])
 			o.inRegister = o.acn != ""
-			if o.acn != "" {
-				resolved = append(resolved, o.acn)
-			}
 			bi++
 		}
 		others = append(others, counterparts[i]...)
 		found[i] = o
 	}
-	// Round trip 2: the counterparts' notices, the resolved ACNs' names.
-	r2, err := s.hmgetMany(ctx, lookupReq{s.key("nidx"), others}, lookupReq{reg.regKey("name"), resolved})
+	// Round trip 2: the counterparts' notices.
+	theirs, err := s.hmget(ctx, s.key("nidx"), others)
 	if err != nil {
 		return nil, err
 	}
-	oi, ri := 0, 0
+	oi := 0
 	for i := range found {
 		o := &found[i]
 		for range counterparts[i] {
-			o.theirs = parseSeqs(r2[0][oi], o.theirs)
+			o.theirs = parseSeqs(theirs[oi], o.theirs)
 			oi++
 		}
 		if len(counterparts[i]) > 1 {
 			o.theirs = sortedSet(o.theirs)
 		}
-		if ids[i].Kind == ident.ABN && o.acn != "" {
-			o.name = r2[1][ri]
-			ri++
-		}
 	}
 	return found, nil
+}
+
+// fillRegisterNames puts in each match of res (in the order of found) the
+// register's current name of its company (acn), read from the notice
+// source, when it has one; a match without keeps its latest notice's.
+func (s *Store) fillRegisterNames(ctx context.Context, found []screenItem, res *watch.ScreenResult) error {
+	var acns []string
+	var at []int
+	for i, k := 0, 0; i < len(found) && k < len(res.Matched); i++ {
+		if res.Matched[k].Identifier != found[i].self {
+			continue
+		}
+		if o := &found[i]; o.acn != "" && o.inRegister {
+			acns, at = append(acns, o.acn), append(at, k)
+		}
+		k++
+	}
+	names, err := s.registerNames(ctx, acns)
+	if err != nil {
+		return err
+	}
+	for j, k := range at {
+		if names[j] != "" {
+			res.Matched[k].CompanyName = &names[j]
+		}
+	}
+	return nil
 }
 
 // screenResult fills res from what was found of each identifier;
@@ -254,7 +287,7 @@ func answer(res *watch.ScreenResult, kind ident.Kind, o *screenItem, count int, 
 	if latest.ABN != nil {
 		l.abn = *latest.ABN
 	}
-	res.Matched = append(res.Matched, matchOf(ident.ID{Kind: kind, Value: o.self}, o.acn, o.name, count, &l, strs))
+	res.Matched = append(res.Matched, matchOf(ident.ID{Kind: kind, Value: o.self}, o.acn, count, &l, strs))
 }
 
 // noMatch records an identifier without a notice passing the filters:
@@ -277,10 +310,11 @@ type summaryLatest struct {
 }
 
 // matchOf is the answer of identifier id, whose company's ACN per the
-// register is acn and current name name ("" for none), that count
-// notices passing the filters matched, latest the newest. The strings it
-// points to are appended to strs.
-func matchOf(id ident.ID, acn, name string, count int, latest *summaryLatest, strs *[]string) watch.Matched {
+// register is acn, that count notices passing the filters matched, latest
+// the newest; its company name is the latest notice's, which the register's
+// current name replaces afterwards (fillRegisterNames, fillNames). The
+// strings it points to are appended to strs.
+func matchOf(id ident.ID, acn string, count int, latest *summaryLatest, strs *[]string) watch.Matched {
 	point := func(v string) *string {
 		*strs = append(*strs, v)
 		return &(*strs)[len(*strs)-1]
@@ -291,18 +325,15 @@ func matchOf(id ident.ID, acn, name string, count int, latest *summaryLatest, st
 		m.LatestNotice.AppointmentType = point(latest.app)
 	}
 	// The company's ACN (for an ABN the register's, else the latest
-	// notice's when that notice carries the ABN) and its name (the
-	// register's current name, else the latest notice's).
+	// notice's when that notice carries the ABN) and its name (the latest
+	// notice's here).
 	switch {
 	case acn != "":
 		m.ACN = point(acn)
 	case id.Kind == ident.ABN && latest.abn != "" && latest.abn == id.Value && latest.acn != "":
 		m.ACN = point(latest.acn)
 	}
-	if name == "" {
-		name = latest.companyName
-	}
-	if name != "" { // no name anywhere is null, as the embedded store answers
+	if name := latest.companyName; name != "" { // no name anywhere is null, as the embedded store answers
 		m.CompanyName = point(name)
 	}
 	return m

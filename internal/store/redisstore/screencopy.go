@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strconv"
@@ -187,40 +188,43 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	lookupAll(len(ids), func(part, lo, hi int) {
 		arenas[part] = lookupRange(uint8(part), ids[lo:hi], items[lo:hi], reg, n)
 	})
-	names, ok, err := c.fillNames(ctx, reg, items)
-	if err != nil || !ok {
-		if err == nil {
-			c.fromRedis.Add(1)
+	// The answer is made without the register names; fillNames puts them
+	// in once the lock is released (a name not held is read over the
+	// network, and no screen or sync may wait for that).
+	if f.Q == nil && f.Company == nil {
+		copyResult(ids, items, arenas, f, n, reg, res)
+	} else {
+		found := screenItems(ids, items, arenas, reg)
+		err := c.s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
+			for i, q := range seqs {
+				have[i] = n.sums.decode(q, &into[i], &ptrs[i])
+			}
+			// A q filter reads the notice source next: not under the lock (the
+			// decoded strings stay valid, see summarySlab).
+			unlock()
+			return nil
+		}, res)
+		if err != nil {
+			return true, err
 		}
-		return err != nil, err
+	}
+	unlock()
+	if err := c.fillNames(ctx, reg, ids, items, res); err != nil {
+		return true, err
 	}
 	c.fromCopy.Add(1)
-	if f.Q == nil && f.Company == nil {
-		copyResult(ids, items, arenas, names, f, n, reg, res)
-		return true, nil
-	}
-	found := screenItems(ids, items, arenas, names, reg)
-	return true, c.s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
-		for i, q := range seqs {
-			have[i] = n.sums.decode(q, &into[i], &ptrs[i])
-		}
-		// A q filter reads the notice source next: not under the lock (the
-		// decoded strings stay valid, see summarySlab).
-		unlock()
-		return nil
-	}, res)
+	return true, nil
 }
 
 // copyItem is what the copy found of one identifier, without a pointer
 // (50,000 of them cost the garbage collector nothing): its seqs are
 // arenas[arena][from:mid] (its own notices) and [mid:to] (its
 // counterparts'), its company co (when hasCo) the one whose ACN the
-// answer shows and whose name (when needsName and it has notices)
-// fillNames finds.
+// answer shows and whose name (when needsName and it matched) fillNames
+// puts in the answer.
 type copyItem struct {
 	from, mid, to int32
 	co            int32
-	name          int32 // 1 + the index of its company's name in fillNames's answer, 0 for none
 	arena         uint8
 	flags         uint8
 }
@@ -233,15 +237,6 @@ const (
 )
 
 func (o *copyItem) has(f uint8) bool { return o.flags&f != 0 }
-
-// nameIn returns the item's register name from fillNames's names ("" for
-// none).
-func (o *copyItem) nameIn(names []string) string {
-	if o.name == 0 {
-		return ""
-	}
-	return names[o.name-1]
-}
 
 // seqs returns the item's own and counterparts' seqs.
 func (o *copyItem) seqs(arenas [][]int64) (own, theirs []int64) {
@@ -264,13 +259,14 @@ func (o *copyItem) acn(id ident.ID, reg *regCopy) string {
 }
 
 // screenItems turns the copy's items into the screenItems of
-// Store.screenResult (for a filter with q or company).
-func screenItems(ids []ident.ID, items []copyItem, arenas [][]int64, names []string, reg *regCopy) []screenItem {
+// Store.screenResult (for a filter with q or company), without the
+// register names (fillNames puts them in the answer).
+func screenItems(ids []ident.ID, items []copyItem, arenas [][]int64, reg *regCopy) []screenItem {
 	found := make([]screenItem, len(items))
 	for i := range items {
 		o := &items[i]
 		own, theirs := o.seqs(arenas)
-		found[i] = screenItem{self: ids[i].Value, acn: o.acn(ids[i], reg), name: o.nameIn(names),
+		found[i] = screenItem{self: ids[i].Value, acn: o.acn(ids[i], reg),
 			inRegister: o.has(itemInRegister), own: own, theirs: theirs}
 	}
 	return found
@@ -281,8 +277,9 @@ func screenItems(ids []ident.ID, items []copyItem, arenas [][]int64, names []str
 // decided on its summary's combination of coded fields (once per
 // combination, by matcher.FilterMatches, so with its semantics), published
 // instants are read only to choose between two passing notices, and only
-// each match's latest notice is decoded, straight into its answer.
-func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, names []string, f notice.Filter, n *noticeCopy, reg *regCopy, res *watch.ScreenResult) {
+// each match's latest notice is decoded, straight into its answer. The
+// register names are left out (fillNames puts them in).
+func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, f notice.Filter, n *noticeCopy, reg *regCopy, res *watch.ScreenResult) {
 	pass := codedFilter{f: f, slab: &n.sums, memo: make([]int8, len(n.sums.tuples))}
 	withNotices, known := 0, 0 // upper bounds of the matched and unmatched
 	for i := range items {
@@ -327,7 +324,7 @@ func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, names []stri
 		}
 		var latest summaryLatest
 		n.sums.decodeLatest(best, &latest)
-		res.Matched = append(res.Matched, matchOf(ids[i], o.acn(ids[i], reg), o.nameIn(names), count, &latest, &strs))
+		res.Matched = append(res.Matched, matchOf(ids[i], o.acn(ids[i], reg), count, &latest, &strs))
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
 }
@@ -426,42 +423,55 @@ func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *
 	return arena
 }
 
-// fillNames finds the register name of every identifier that found
-// notices (only a match shows one) and whose company has a name, and
-// points its item to it (copyItem.name) in the names it returns: from the
-// names the register copy holds, reading those it lacks from
-// reg:<v>:name in one more round trip and holding them. ok is false when
-// a name is missing there: the generation was replaced meanwhile, and
-// the caller reads Redis instead.
-func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, items []copyItem) (names []string, ok bool, err error) {
+// fillNames puts the register name of every match whose company has one
+// in its answer (res.Matched, made without them, in the order of ids): the
+// names the register copy holds, and those it lacks read from the notice
+// source (Store.registerNames: Redis keeps no names) and held. It runs
+// with none of the copy's locks held, as that read may be slow. A name the
+// source lacks (its register not yet the copy's generation) leaves the
+// match its latest notice's, as the screen from Redis answers then.
+func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, ids []ident.ID, items []copyItem, res *watch.ScreenResult) error {
 	var cos []int32
-	for i := range items {
-		if o := &items[i]; o.has(itemNeedsName) && o.to > o.from {
-			cos = append(cos, o.co)
-			o.name = int32(len(cos))
+	var at []int // res.Matched positions of cos
+	for i, k := 0, 0; i < len(items) && k < len(res.Matched); i++ {
+		if res.Matched[k].Identifier != ids[i].Value {
+			continue
 		}
+		if items[i].has(itemNeedsName) {
+			cos = append(cos, items[i].co)
+			at = append(at, k)
+		}
+		k++
 	}
-	names = make([]string, len(cos))
+	names := make([]string, len(cos))
 	if missing := reg.heldNames(cos, names); len(missing) > 0 {
-		fields := make([]string, len(missing))
-		read := make([]int32, len(missing))
+		acns := make([]string, len(missing))
+		var read []int32
+		var got []string
 		for j, k := range missing {
-			read[j] = cos[k]
-			fields[j] = reg.acn(read[j])
+			acns[j] = reg.acn(cos[k])
 		}
-		got, err := c.s.hmget(ctx, c.s.key("reg", reg.v, "name"), fields)
+		if c.s.stopBefore != nil {
+			c.s.stopBefore("read-names")
+		}
+		fetched, err := c.s.registerNames(ctx, acns)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
 		for j, k := range missing {
-			if got[j] == "" {
-				return nil, false, nil
+			names[k] = fetched[j]
+			if fetched[j] != "" {
+				read, got = append(read, cos[k]), append(got, fetched[j])
 			}
-			names[k] = got[j]
 		}
 		reg.hold(read, got)
 	}
-	return names, true, nil
+	for j, k := range at {
+		if names[j] != "" {
+			res.Matched[k].CompanyName = &names[j]
+		}
+	}
+	return nil
 }
 
 // parallelFrom is the smallest screen whose lookups are split among the
@@ -707,12 +717,28 @@ func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 }
 
 // loadRegister builds the copy of register generation v aside and swaps
-// it in whole, when v is still the current generation.
+// it in whole, when v is still the current generation: the ACNs of its
+// ids strings (each read whole), its odd ACNs and its other ABNs (abn).
 func (c *ScreenCopy) loadRegister(ctx context.Context, v string) error {
 	s := c.s
 	b := newRegBuilder()
 	if v != "" {
-		if err := hscan(ctx, s, s.key("reg", v, "name"), b.name); err != nil {
+		parts, err := s.rdb.SMembers(ctx, s.key("reg", v, "idparts")).Result()
+		if err != nil {
+			return s.fail("load the screen copy", err)
+		}
+		for _, part := range parts {
+			n, err := strconv.ParseUint(part, 10, 32)
+			if err != nil {
+				return fmt.Errorf("redisstore: %s holds %q, not the number of an ids string", s.key("reg", v, "idparts"), part)
+			}
+			bits, err := s.rdb.Get(ctx, s.idsKey(v, uint32(n))).Bytes()
+			if err != nil && err != redis.Nil {
+				return s.fail("load the screen copy", err)
+			}
+			b.idsPart(uint32(n), bits)
+		}
+		if err := hscan(ctx, s, s.key("reg", v, "odd"), func(acn, named string) { b.entry(acn, named == "1") }); err != nil {
 			return err
 		}
 		if err := hscan(ctx, s, s.key("reg", v, "abn"), b.abn); err != nil {

@@ -83,11 +83,7 @@ func screenFromRedis(t *testing.T, f fixture, r *Store, ids []ident.ID, matched 
 // amendment that moves a notice to another company.
 func TestScreenCopySeesIngestAtOnce(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, Options{})
-	c := composite{notices: f.notices, rs: f.rs}
-	commitRegister(t, c,
-		notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"},
-		notice.RegisterRow{CompanyName: "TWO PTY LTD", ACN: acn(2), ABN: "51" + acn(2), CurrentNameIndicator: "Y"})
+	f, c := twoCompanies(t)
 	r := replica(t, f)
 	ids := idsOf(t, acn(1), "51"+acn(2), acn(3))
 	res := screenBoth(t, f, r, ids)
@@ -495,4 +491,75 @@ func mustQuery(t *testing.T, q string) query.Node {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestScreenCopyNameReadHoldsNoLock: a screen whose register names are
+// read over the network (slow at worst) holds none of the copy's locks
+// meanwhile, so another replica screen, whose sync applies a new
+// ingest (the write lock), runs to its end while the first screen's read
+// is in flight. The hook stands in for the slow read: it runs the second
+// screen inside it, where a lock held by the first would block (here:
+// TryLock fails first, so the test fails rather than hangs).
+func TestScreenCopyNameReadHoldsNoLock(t *testing.T) {
+	ctx := context.Background()
+	f, c := twoCompanies(t)
+	if _, err := c.UpsertNotices(ctx, []notice.Notice{genNotice(t, copyTmpl, "FIRST", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	r := replica(t, f)
+	sc := r.ScreenCopy()
+	var inFlight, lockFree bool
+	var during watch.ScreenResult
+	r.stopBefore = func(step string) bool {
+		if step != "read-names" || inFlight {
+			return false
+		}
+		inFlight = true
+		if lockFree = sc.mu.TryLock(); !lockFree {
+			return false
+		}
+		sc.mu.Unlock()
+		if _, err := c.UpsertNotices(ctx, []notice.Notice{genNotice(t, copyTmpl, "SECOND", 2)}); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if during, err = r.Screen(ctx, idsOf(t, acn(2)), noFilter()); err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	res, err := r.Screen(ctx, idsOf(t, acn(1)), noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inFlight {
+		t.Fatal("premise: the screen read no register name over the network")
+	}
+	if !lockFree {
+		t.Fatal("the screen read register names while holding the screen copy's lock: every screen and sync of the replica queues behind it")
+	}
+	for _, c := range []struct {
+		what string
+		res  watch.ScreenResult
+		name string
+	}{{"the screen in flight", res, "ONE PTY LTD"}, {"the screen run during its name read", during, "TWO PTY LTD"}} {
+		if c.res.Counts.Matched != 1 || c.res.Matched[0].CompanyName == nil || *c.res.Matched[0].CompanyName != c.name {
+			t.Errorf("%s: %+v; want one match named %s", c.what, c.res, c.name)
+		}
+	}
+	if fromCopy, fromRedis := sc.Counts(); fromCopy != 2 || fromRedis != 0 {
+		t.Errorf("%d screens from the copy, %d from Redis; want both from the copy", fromCopy, fromRedis)
+	}
+}
+
+// twoCompanies returns a fixture whose register holds companies 1 and 2
+// (ONE PTY LTD and TWO PTY LTD, each with an ABN), and its writer.
+func twoCompanies(t *testing.T) (fixture, composite) {
+	t.Helper()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	commitRegister(t, c,
+		notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "TWO PTY LTD", ACN: acn(2), ABN: "51" + acn(2), CurrentNameIndicator: "Y"})
+	return f, c
 }

@@ -84,7 +84,9 @@ type Store struct {
 	// stopBefore, when set (tests only), is asked before the second step of
 	// a two-step change ("release", "deactivate") and before a create's
 	// activation and its last step ("activate", "finish"); true stops
-	// there, as a crash or a lost connection would.
+	// there, as a crash or a lost connection would. It is also told of a
+	// screen copy's network read of register names ("read-names"; its
+	// answer ignored), where a test stands in for a slow read.
 	stopBefore func(step string) bool
 	// leaseRenewal is how often a live create or delete renews its lease
 	// (the constant leaseRenewal; tests shorten it).

@@ -179,10 +179,10 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 		onNotices, err = s.hmget(ctx, s.key("nidx"), ids)
 		nidxErr <- err
 	}()
-	names, err := reg.lookup(ctx, "name", acns)
-	var abnACNs []string
+	cos, err := reg.companies(ctx, acns)
+	var abnACNs [][]string
 	if err == nil {
-		abnACNs, err = reg.lookup(ctx, "abn", abns)
+		abnACNs, err = reg.acnsOf(ctx, abns)
 	}
 	if err2 := <-nidxErr; err == nil {
 		err = err2
@@ -195,13 +195,14 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	all := slices.Clone(acns)
 	resolved := make([]string, len(abns))
 	for i, l := range abnACNs {
-		resolved[i] = primaryACN(abns[i], splitList(l))
-		all = append(all, splitList(l)...)
+		resolved[i] = primaryACN(abns[i], l)
+		all = append(all, l...)
 	}
-	regABNs, err := reg.lookup(ctx, "acnabn", all)
+	regCos, err := reg.companies(ctx, all[len(acns):])
 	if err != nil {
 		return exp, err
 	}
+	regCos = append(cos, regCos...)
 	keys := make(map[string]struct{}, len(ids)*2)
 	companies := make(map[string]struct{}, len(ids))
 	for _, v := range ids {
@@ -209,14 +210,14 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	}
 	for i, a := range all {
 		keys[a] = struct{}{}
-		for _, b := range splitList(regABNs[i]) {
+		for _, b := range regCos[i].abns {
 			keys[b] = struct{}{}
 		}
 	}
 	known := make(map[string]bool, len(ids))
 	for i, v := range acns {
 		companies[v] = struct{}{}
-		known[v] = names[i] != ""
+		known[v] = cos[i].named
 	}
 	for i, v := range abns {
 		if resolved[i] != "" {
