@@ -11,6 +11,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/matcher"
 )
 
@@ -290,7 +291,7 @@ func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string,
 	var abns []string
 	var at []int
 	for i := range ns {
-		id := idents(&ns[i])
+		id := publog.Idents(&ns[i])
 		for _, v := range id {
 			if v != "" {
 				out[i] = append(out[i], v)

@@ -24,13 +24,15 @@ import (
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
 // NoticeSource is what the store needs of the notices: the Elasticsearch
 // store implements it in scale mode (the SQLite store does too, for tests).
 type NoticeSource interface {
-	// LatestSeq is the arrival watermark: every notice with notice_seq at
-	// or below it is readable through this source.
+	// LatestSeq is the highest notice_seq published (package publog):
+	// every notice published at or below it is readable through this
+	// source.
 	LatestSeq(ctx context.Context) (int64, error)
 	// NoticesAfter returns up to limit notices with notice_seq > seq,
 	// ascending.
@@ -43,14 +45,6 @@ type NoticeSource interface {
 	// (never more than MaxTerms keys per call); keys nil means every notice
 	// passing f.
 	MatchingSeqs(ctx context.Context, keys []string, f notice.Filter, after, through int64, limit int) ([]int64, error)
-}
-
-// Resequencer is a NoticeSource whose writers fence their seqs (the
-// Elasticsearch store): Resequence gives notices a dead writer left under
-// seqs the arrival watermark revoked new seqs, so they are announced, and
-// returns how many it moved.
-type Resequencer interface {
-	Resequence(ctx context.Context) (int, error)
 }
 
 // MaxTerms is the most identifiers the store passes to one
@@ -72,9 +66,10 @@ type Store struct {
 	filters     filterCache
 	secrets     *secretbox.Box
 	// screenCopy is the replica's in-memory copy of what the bulk screen reads
-	// (nil: every screen reads Redis); changeLogCap caps nlog.
-	screenCopy   *ScreenCopy
-	changeLogCap int
+	// (nil: every screen reads Redis).
+	screenCopy *ScreenCopy
+	// log is the namespace's writer lease and publish log.
+	log *publog.Log
 	// gapAt is when this process last looked for late notices (matchGaps).
 	gapMu sync.Mutex
 	gapAt time.Time
@@ -114,6 +109,9 @@ type Options struct {
 	// wait, instead of answering from Redis. For tests and benchmarks,
 	// which must exercise the copy deterministically.
 	ScreenCopyWait bool
+	// Log is the namespace's writer lease and publish log (the one the
+	// notice store writes through); default publog.New with its defaults.
+	Log *publog.Log
 }
 
 // New returns a store on rdb with every key under namespace + ":".
@@ -125,7 +123,10 @@ func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Opt
 		return nil, errors.New("redisstore: a NoticeSource is required")
 	}
 	s := &Store{rdb: rdb, ns: namespace + ":", source: source, plans: o.Plans, clock: o.Clock,
-		matchOnRead: !o.NoMatchOnRead, secrets: o.Secrets, changeLogCap: changeLogCap}
+		matchOnRead: !o.NoMatchOnRead, secrets: o.Secrets, log: o.Log}
+	if s.log == nil {
+		s.log = publog.New(rdb, namespace, publog.Options{})
+	}
 	if o.ScreenCopy {
 		s.screenCopy = newScreenCopy(s, o.ScreenCopyWait)
 	}
