@@ -74,9 +74,11 @@ func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store
 	}
 	ns := testservers.Namespace(t)
 	t.Cleanup(func() {
-		iter := rdb.Scan(ctx, 0, ns+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Unlink(ctx, iter.Val())
+		for _, pat := range []string{ns + ":*", "{" + ns + "}:*"} {
+			iter := rdb.Scan(ctx, 0, pat, 1000).Iterator()
+			for iter.Next(ctx) {
+				rdb.Unlink(ctx, iter.Val())
+			}
 		}
 		rdb.Close()
 	})
@@ -88,7 +90,7 @@ func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rs.RecordNotices(ctx, stored); err != nil {
+	if err := rs.PublishStored(ctx, stored); err != nil {
 		t.Fatal(err)
 	}
 	var rows []notice.RegisterRow

@@ -43,6 +43,7 @@ type Config struct {
 	CollectInterval       time.Duration // NOTICES_COLLECT_INTERVAL
 	CollectorLease        time.Duration // NOTICES_COLLECTOR_LEASE: time to live of the collector lease (scale)
 	PublishLogRetention   time.Duration // NOTICES_PUBLISH_LOG_RETENTION: how long the publish log keeps an entry (scale)
+	WriterLease           time.Duration // NOTICES_WRITER_LEASE: time to live of the notice writer lease (scale)
 	Webhooks              bool          // NOTICES_WEBHOOKS: on/off
 	DeliveryRetryUnit     time.Duration // NOTICES_DELIVERY_RETRY_UNIT
 	DeliveryTimeout       time.Duration // NOTICES_DELIVERY_TIMEOUT
@@ -115,6 +116,7 @@ func Default() Config {
 		CollectInterval:     15 * time.Minute,
 		CollectorLease:      30 * time.Second,
 		PublishLogRetention: 24 * time.Hour,
+		WriterLease:         30 * time.Second,
 		Webhooks:            true,
 		ScreenCopy:          true,
 		AggCache:            1000,
@@ -272,6 +274,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	dur("NOTICES_COLLECT_INTERVAL", &c.CollectInterval)
 	dur("NOTICES_COLLECTOR_LEASE", &c.CollectorLease)
 	dur("NOTICES_PUBLISH_LOG_RETENTION", &c.PublishLogRetention)
+	dur("NOTICES_WRITER_LEASE", &c.WriterLease)
 	boolean("NOTICES_WEBHOOKS", &c.Webhooks)
 	boolean("NOTICES_SCREEN_COPY", &c.ScreenCopy)
 	dur("NOTICES_DELIVERY_RETRY_UNIT", &c.DeliveryRetryUnit)
@@ -367,6 +370,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnsPerIP > c.MaxConns {
 		return fmt.Errorf("config: NOTICES_MAX_CONNS_PER_IP=%d must not exceed NOTICES_MAX_CONNS=%d", c.MaxConnsPerIP, c.MaxConns)
+	}
+	if c.WriterLease < time.Second {
+		return fmt.Errorf("config: NOTICES_WRITER_LEASE=%s must be at least 1s (it is renewed every third of it)", c.WriterLease)
 	}
 	if c.PublishLogRetention < 10*time.Second {
 		return fmt.Errorf("config: NOTICES_PUBLISH_LOG_RETENTION=%s must be at least 10s (a screen copy further behind than it reloads)", c.PublishLogRetention)

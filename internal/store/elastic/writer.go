@@ -59,12 +59,16 @@ func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]noti
 	if err != nil {
 		return nil, store.UpsertResult{}, err
 	}
+	var before *attempt
 	for try := 1; ; try++ {
 		le, err := s.log.Acquire(ctx)
 		if err != nil {
 			return nil, store.UpsertResult{}, err
 		}
-		written, res, err := s.writeUnder(ctx, le, ns, ids)
+		if before == nil {
+			before = &attempt{began: s.now(), mine: map[string]int64{}}
+		}
+		written, res, err := s.writeUnder(ctx, le, ns, ids, before)
 		if errors.Is(err, publog.ErrStale) && try < staleTries {
 			continue
 		}
@@ -107,10 +111,45 @@ func normalise(batch []notice.Notice) ([]notice.Notice, []string, error) {
 	return ns, ids, nil
 }
 
+// attempt is what a batch's earlier tries under leases that passed on
+// wrote: the seqs they gave the notices they inserted. A try after a stale
+// one finds those notices stored under those seqs; the ones the takeover
+// did not publish (it ran before they landed) get new seqs, so a reader
+// already past the old seq still sees them, once.
+type attempt struct {
+	began time.Time
+	mine  map[string]int64
+}
+
+// unpublished returns the ids of known that an earlier try of the batch
+// wrote under the seq it gave them and that were not published since.
+func (s *Store) unpublished(ctx context.Context, known map[string]stored, before *attempt) (map[string]bool, error) {
+	var ours []string
+	for id, seq := range before.mine {
+		if k, ok := known[id]; ok && k.Seq == seq {
+			ours = append(ours, id)
+		}
+	}
+	if len(ours) == 0 {
+		return nil, nil
+	}
+	pub, err := s.log.PublishedSince(ctx, before.began.Add(-time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, id := range ours {
+		if !pub[id] {
+			out[id] = true
+		}
+	}
+	return out, nil
+}
+
 // writeUnder writes and publishes the batch under le, and gives le up:
 // clean when everything it wrote is published, else left for the next
 // writer's takeover.
-func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice.Notice, ids []string) (written []notice.Notice, res store.UpsertResult, err error) {
+func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice.Notice, ids []string, before *attempt) (written []notice.Notice, res store.UpsertResult, err error) {
 	clean := false
 	defer func() {
 		if !errors.Is(err, publog.ErrStale) {
@@ -140,9 +179,20 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 		<-nextCh
 		return nil, res, err
 	}
+	again, err := s.unpublished(ctx, known, before)
+	if err != nil {
+		<-nextCh
+		return nil, res, err
+	}
 	var fresh []string
 	for _, id := range ids {
 		k, ok := known[id]
+		if again[id] {
+			// Written by an earlier try whose publish was refused, after
+			// the takeover looked: new, under a new seq.
+			delete(known, id)
+			ok = false
+		}
 		if !ok {
 			fresh = append(fresh, id)
 		} else if k.Version > le.Epoch {
@@ -165,6 +215,7 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 	assigned := make(map[string]int64, len(fresh))
 	for i, id := range fresh {
 		assigned[id] = first + int64(i)
+		before.mine[id] = first + int64(i)
 	}
 	inserted := map[string]bool{}
 	for i := range ns {
@@ -276,7 +327,7 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 		}
 	}
 	if writeHook != nil {
-		writeHook()
+		writeHook(s)
 	}
 	written = make([]notice.Notice, 0, len(ns))
 	for i := range ns {
@@ -297,7 +348,7 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 
 // writeHook, when set by a test, runs between a batch's refresh and its
 // publish (a writer killed there leaves its notices to the takeover).
-var writeHook func()
+var writeHook func(*Store)
 
 // publishable returns each notice of written once (its last copy, as
 // stored), in batch order, with its kind: new for a notice this batch

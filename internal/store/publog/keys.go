@@ -11,6 +11,9 @@ package publog
 type Keys struct {
 	// Writer is the writer lease: "<token>|<who>", with a time to live.
 	Writer string
+	// Queue holds the writers waiting for the lease: member
+	// "<arrival ms>|<token>|<who>", score the last time it asked (ms).
+	Queue string
 	// Epoch grows by one at every acquisition of the lease.
 	Epoch string
 	// Seq is the last notice_seq handed out.
@@ -42,6 +45,7 @@ func KeysFor(ns string) Keys {
 	tag := "{" + ns + "}:"
 	return Keys{
 		Writer:       tag + "writer",
+		Queue:        tag + "writer:queue",
 		Epoch:        tag + "epoch",
 		Seq:          tag + "seq",
 		Published:    tag + "published",

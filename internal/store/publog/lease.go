@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,19 +19,37 @@ import (
 // published, and it writes its batch again under a new lease.
 var ErrStale = errors.New("publog: the writer lease lapsed and passed to another writer; write the batch again under a new lease")
 
-// acquireScript takes the writer lease if nobody holds it. KEYS writer,
-// epoch, seq, published, dirty, version, old seq, old watermark, old
-// version; ARGV the lease's value, its time to live (ms). The first
+// acquireScript takes the writer lease if nobody holds it and no writer
+// that asked before this one is still waiting: writers queue in arrival
+// order (a waiter that stopped asking for staleMs leaves the queue).
+// KEYS writer, epoch, seq, published, dirty, version, old seq, old
+// watermark, old version, queue; ARGV the lease's value, its time to live
+// (ms), the waiter's queue member, staleMs. The first
 // acquisition in a namespace starts the epoch at Redis's clock in
 // milliseconds plus an hour (above the wall-clock versions earlier writers
 // stamped, whatever their clocks' skew) and
 // the counters at the fenced writer's. It returns {1, epoch, published,
 // allocated, dirty epoch, dirty since} or {0, holder, ms left}.
 var acquireScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now - tonumber(ARGV[4]))
 local cur = redis.call('GET', KEYS[1])
-if cur then return {0, cur, redis.call('PTTL', KEYS[1])} end
+if not cur then
+  local first, firstAt = nil, nil
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[10], 0, -1)) do
+    local at = tonumber(string.match(m, '^(%d+)|'))
+    if m ~= ARGV[3] and at and (not firstAt or at < firstAt) then first, firstAt = m, at end
+  end
+  local mine = tonumber(string.match(ARGV[3], '^(%d+)|'))
+  if first and firstAt <= mine then cur = string.match(first, '^%d+|(.*)$') end
+end
+if cur then
+  redis.call('ZADD', KEYS[10], now, ARGV[3])
+  return {0, cur, redis.call('PTTL', KEYS[1])}
+end
+redis.call('ZREM', KEYS[10], ARGV[3])
 if redis.call('EXISTS', KEYS[2]) == 0 then
-  local t = redis.call('TIME')
   redis.call('SET', KEYS[2], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + 3600000)
 end
 for i, old in ipairs({KEYS[7], KEYS[8], KEYS[9]}) do
@@ -99,8 +118,12 @@ type Lease struct {
 	lost bool
 }
 
-// pollEvery is how often a waiting writer tries the lease again.
-var pollEvery = 200 * time.Millisecond
+// pollEvery is how often a waiting writer tries the lease again;
+// staleWaiter is how long a waiter that stopped asking keeps its place.
+const (
+	pollEvery   = 100 * time.Millisecond
+	staleWaiter = 3 * time.Second
+)
 
 // Acquire takes the writer lease, waiting while another writer holds it
 // (Options.Waiting hears who). It returns at once with an error when Redis
@@ -109,12 +132,13 @@ func (l *Log) Acquire(ctx context.Context) (*Lease, error) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	value := hex.EncodeToString(b[:]) + "|" + l.opt.Who
+	member := strconv.FormatInt(time.Now().UnixMilli(), 10) + "|" + value
 	told := ""
 	k := l.keys
 	for {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		res, err := acquireScript.Run(cctx, l.rdb, []string{k.Writer, k.Epoch, k.Seq, k.Published, k.Dirty, k.Version,
-			k.OldSeq, k.OldWatermark, k.OldVersion}, value, l.opt.LeaseTTL.Milliseconds()).Slice()
+			k.OldSeq, k.OldWatermark, k.OldVersion, k.Queue}, value, l.opt.LeaseTTL.Milliseconds(), member, staleWaiter.Milliseconds()).Slice()
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -130,7 +154,7 @@ func (l *Log) Acquire(ctx context.Context) (*Lease, error) {
 			if de := toInt(res[4]); de > 0 || le.Allocated > le.Published {
 				le.Dirty = &Dirty{Epoch: de, Since: time.UnixMilli(toInt(res[5]))}
 			}
-			le.stop = keep(l.opt.LeaseTTL/3, le.renew)
+			le.stop = keep(l.opt.RenewEvery, le.renew)
 			return le, nil
 		}
 		holder, _ := res[1].(string)

@@ -50,6 +50,10 @@ const callTimeout = 5 * time.Second
 type Options struct {
 	// LeaseTTL is the writer lease's time to live (DefaultLeaseTTL).
 	LeaseTTL time.Duration
+	// RenewEvery is how often the holder renews the lease (a third of
+	// LeaseTTL). Tests set it past LeaseTTL to play a writer cut off from
+	// Redis, whose lease lapses while it writes.
+	RenewEvery time.Duration
 	// Retention is how long the log keeps an entry (DefaultRetention).
 	Retention time.Duration
 	// Who names this process in the lease, for a writer waiting for it.
@@ -71,6 +75,9 @@ type Log struct {
 func New(rdb redis.UniversalClient, ns string, opt Options) *Log {
 	if opt.LeaseTTL <= 0 {
 		opt.LeaseTTL = DefaultLeaseTTL
+	}
+	if opt.RenewEvery <= 0 {
+		opt.RenewEvery = opt.LeaseTTL / 3
 	}
 	if opt.Retention <= 0 {
 		opt.Retention = DefaultRetention

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -203,4 +204,29 @@ func splitID(id string) (ms, n uint64) {
 	ms, _ = strconv.ParseUint(l, 10, 64)
 	n, _ = strconv.ParseUint(r, 10, 64)
 	return ms, n
+}
+
+// PublishedSince returns the ids of the notices published since about t
+// (entries of the log from t's millisecond on). When the log was trimmed
+// past t it cannot tell, and says so (an error).
+func (l *Log) PublishedSince(ctx context.Context, t time.Time) (map[string]bool, error) {
+	out := map[string]bool{}
+	after := strconv.FormatInt(t.UnixMilli()-1, 10) + "-" + strconv.FormatUint(^uint64(0), 10)
+	for {
+		es, gone, err := l.Read(ctx, after, 10000)
+		if err != nil {
+			return nil, err
+		}
+		if gone {
+			return nil, fmt.Errorf("publog: the publish log was trimmed past %s (NOTICES_PUBLISH_LOG_RETENTION): what a stalled writer wrote before then cannot be told apart; write the batch again", t.UTC().Format(time.RFC3339))
+		}
+		for _, e := range es {
+			id, _, _ := strings.Cut(e.Summary, sep)
+			out[id] = true
+			after = e.ID
+		}
+		if len(es) < 10000 {
+			return out, nil
+		}
+	}
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
-	"github.com/noticesd/noticesd/internal/store/arrival"
 	"github.com/noticesd/noticesd/internal/store/elastic"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
@@ -36,7 +36,7 @@ func TestRegisterLoadIsOneGeneration(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ns := testservers.Namespace(t)
-			es, err := elastic.Open(ctx, elastic.Config{URL: testservers.Elasticsearch(t), Namespace: ns, Arrivals: arrival.New(rdb, ns, 0)})
+			es, err := elastic.Open(ctx, elastic.Config{URL: testservers.Elasticsearch(t), Namespace: ns, Log: publog.New(rdb, ns, publog.Options{})})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,9 +69,6 @@ type Store struct {
 	screenCopy *ScreenCopy
 	// log is the namespace's writer lease and publish log.
 	log *publog.Log
-	// gapAt is when this process last looked for late notices (matchGaps).
-	gapMu sync.Mutex
-	gapAt time.Time
 	// replicaCache is the primary's replica count, which decides whether
 	// an acknowledged write waits for a replica (durable.go).
 	replicaCache replicaCount

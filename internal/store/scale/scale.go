@@ -64,7 +64,7 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	if err != nil {
 		return nil, err
 	}
-	plog := publog.New(rdb, cfg.Namespace, publog.Options{Retention: cfg.PublishLogRetention, Who: writerName(),
+	plog := publog.New(rdb, cfg.Namespace, publog.Options{Retention: cfg.PublishLogRetention, LeaseTTL: cfg.WriterLease, Who: writerName(),
 		Waiting: func(who string) {
 			slog.Info("waiting for the notice writer lease (one writer at a time)", "held_by", who)
 		}})
