@@ -14,7 +14,6 @@ import (
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestReconcileFinishesHalfDoneChanges: a reactivation and a deactivation
