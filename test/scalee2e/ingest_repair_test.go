@@ -176,14 +176,14 @@ func TestIngestKilledBeforeItsPublish(t *testing.T) {
 		since := int64(0)
 		for {
 			var page struct {
-				Notices []struct {
+				Data []struct {
 					SourceID string `json:"source_id"`
-				} `json:"notices"`
+				} `json:"data"`
 				NextSince int64 `json:"next_since"`
 				HasMore   bool  `json:"has_more"`
 			}
 			owner.call("GET", fmt.Sprintf("/v1/watches/%s/matches?since=%d&limit=100", w.ID, since), nil, 200, &page)
-			for _, n := range page.Notices {
+			for _, n := range page.Data {
 				seen[n.SourceID]++
 			}
 			since = page.NextSince
