@@ -91,7 +91,7 @@ func newScaleBench(b *testing.B, n int) *scaleBench {
 	if err := l.Commit(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if err := rs.RecordNotices(ctx, ns2); err != nil {
+	if err := rs.PublishStored(ctx, ns2); err != nil {
 		b.Fatal(err)
 	}
 	acc, err := rs.CreateAccount(ctx, "bench", "enterprise")

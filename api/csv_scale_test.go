@@ -13,8 +13,8 @@ import (
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
-	arrivals "github.com/noticesd/noticesd/internal/store/arrival"
 	"github.com/noticesd/noticesd/internal/store/elastic"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -31,7 +31,7 @@ func elasticFixture(t *testing.T, f *fixture) *fixture {
 	}
 	rdb := redis.NewClient(opt)
 	t.Cleanup(func() { _ = rdb.Close() })
-	es, err := elastic.Open(ctx, elastic.Config{URL: esURL, Namespace: ns, Arrivals: arrivals.New(rdb, ns, 0),
+	es, err := elastic.Open(ctx, elastic.Config{URL: esURL, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{}),
 		Now: func() time.Time { return fixedNow }})
 	if err != nil {
 		t.Fatal(err)

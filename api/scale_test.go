@@ -86,7 +86,7 @@ func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, *redis.Client
 	}
 	ns := testservers.Namespace(t)
 	t.Cleanup(func() {
-		for _, pattern := range []string{ns + ":*", limit.RateKey(ns, "*")} {
+		for _, pattern := range []string{ns + ":*", "{" + ns + "}:*", limit.RateKey(ns, "*")} {
 			iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 			for iter.Next(ctx) {
 				rdb.Unlink(ctx, iter.Val())
@@ -102,7 +102,7 @@ func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, *redis.Client
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rs.RecordNotices(ctx, stored); err != nil {
+	if err := rs.PublishStored(ctx, stored); err != nil {
 		t.Fatal(err)
 	}
 	var rows []notice.RegisterRow

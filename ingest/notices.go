@@ -35,6 +35,16 @@ import (
 // lowers it.
 const DefaultNoticeBatch = 50000
 
+// noticeBatch is the number of notices per write call of a load into w:
+// opt.BatchSize when set, else the writer's own default (store.BatchSizer),
+// else DefaultNoticeBatch.
+func noticeBatch(w store.NoticeWriter, opt Options) int {
+	if bs, ok := w.(store.BatchSizer); ok {
+		return opt.batch(bs.NoticeBatch())
+	}
+	return opt.batch(DefaultNoticeBatch)
+}
+
 // noticeLine is the input shape of one JSON Lines notice: API.md's notice
 // object without id, notice_seq, collected_at and published_date (those are
 // derived or assigned; present in the input they are ignored, like any
@@ -446,22 +456,14 @@ func (b *noticeBatcher) flush() error {
 	return nil
 }
 
-// storeNotices runs a notice pipe: produce reads the batches, and they are
-// written to w one after another, or several at once when w can take it
-// (inTurn). Notices w refuses one by one are counted in sum.Rejected.
+// storeNotices runs a notice pipe: produce reads the batches (parsing runs
+// ahead on its own goroutine), and they are written to w one after
+// another. Notices w refuses one by one are counted in sum.Rejected.
 func storeNotices(ctx context.Context, w store.NoticeWriter, produce func(context.Context, chan<- []linedNotice) error,
 	sum *Summary, rep *reporter, opt Options) error {
 	var refused int
 	defer func() { sum.Rejected += refused }()
 	record := recordNotices(sum, rep, &refused)
-	if tw, ok := w.(store.TurnWriter); ok && opt.inFlight() > 1 {
-		t := &inTurn{ctx: ctx, w: tw, n: opt.inFlight(), record: record}
-		err := pipe(ctx, produce, t.consume)
-		if derr := t.drain(); err == nil {
-			err = derr
-		}
-		return err
-	}
 	return pipe(ctx, produce, func(batch []linedNotice) error {
 		res, err := w.UpsertNotices(ctx, notices(batch))
 		return record(batch, res, err)

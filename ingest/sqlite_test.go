@@ -387,8 +387,8 @@ func TestNoticesFromReader(t *testing.T) {
 }
 
 // batchSizes wraps a real store and records the size of each batch it is
-// given; turnSizes is the same store taking batches in turn, as a
-// store.TurnWriter (the scale store's shape: the writes are the store's).
+// given; sizedSizes is the same store with a batch size of its own, as a
+// store.BatchSizer (scale mode's writer).
 type batchSizes struct {
 	*sqlite.Store
 	mu    sync.Mutex
@@ -402,21 +402,17 @@ func (b *batchSizes) UpsertNotices(ctx context.Context, batch []notice.Notice) (
 	return b.Store.UpsertNotices(ctx, batch)
 }
 
-type turnSizes struct{ *batchSizes }
+type sizedSizes struct{ *batchSizes }
 
-func (w turnSizes) UpsertNoticesTurn(ctx context.Context, batch []notice.Notice, turn *store.Turn) (store.UpsertResult, error) {
-	defer turn.Finish()
-	if err := turn.Wait(ctx, store.StepAllocate); err != nil {
-		return store.UpsertResult{}, err
-	}
-	return w.UpsertNotices(ctx, batch)
-}
+const ownBatch = 20000
 
-// TestNoticeBatchSizes: a writer that takes batches in turn (scale mode)
-// gets DefaultTurnBatch notices a call, any other DefaultNoticeBatch, and
-// --batch (Options.BatchSize) or one batch in flight overrides that.
+func (sizedSizes) NoticeBatch() int { return ownBatch }
+
+// TestNoticeBatchSizes: a writer with a batch size of its own (scale mode)
+// gets that many notices a call, any other DefaultNoticeBatch, and --batch
+// (Options.BatchSize) overrides both.
 func TestNoticeBatchSizes(t *testing.T) {
-	n := max(DefaultNoticeBatch, DefaultTurnBatch) + 1000
+	n := max(DefaultNoticeBatch, ownBatch) + 1000
 	var lines strings.Builder
 	for i := range n {
 		fmt.Fprintf(&lines, `{"source_id":"b%d","published_at":"2026-04-01","company_name":"Batch %d"}`+"\n", i, i)
@@ -440,16 +436,15 @@ func TestNoticeBatchSizes(t *testing.T) {
 		want []int
 	}{
 		{"serial writer", false, Options{}, split(DefaultNoticeBatch)},
-		{"writer in turn", true, Options{}, split(DefaultTurnBatch)},
+		{"writer with its own size", true, Options{}, split(ownBatch)},
 		{"serial writer, --batch", false, Options{BatchSize: 4000}, split(4000)},
-		{"writer in turn, --batch", true, Options{BatchSize: 4000}, split(4000)},
-		{"writer in turn, one in flight", true, Options{InFlight: 1}, split(DefaultNoticeBatch)},
+		{"writer with its own size, --batch", true, Options{BatchSize: 4000}, split(4000)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := &batchSizes{Store: openStore(t)}
 			var w store.NoticeWriter = b
 			if c.turn {
-				w = turnSizes{b}
+				w = sizedSizes{b}
 			}
 			c.opt.Now = ticking()
 			sum, err := Notices(context.Background(), w, []string{path}, c.opt)

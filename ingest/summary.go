@@ -32,23 +32,12 @@ type Options struct {
 	// instead of a bar redrawn in place.
 	ProgressLines bool
 	// BatchSize is the number of rows per write call; 0 uses the default
-	// (DefaultNoticeBatch, DefaultTurnBatch when the writer takes several
-	// notice batches at once, or DefaultRegisterBatch).
+	// (DefaultNoticeBatch, or the writer's own (store.BatchSizer: scale
+	// mode), or DefaultRegisterBatch).
 	BatchSize int
 	// Now is the clock for Summary.Duration and the progress rate; nil is
 	// time.Now.
 	Now func() time.Time
-	// InFlight is the most notice batches written at once when the writer
-	// can take several (store.TurnWriter, scale mode); 0 uses
-	// DefaultInFlight, 1 writes one batch after another.
-	InFlight int
-}
-
-func (o Options) inFlight() int {
-	if o.InFlight > 0 {
-		return o.InFlight
-	}
-	return DefaultInFlight
 }
 
 func (o Options) now() time.Time {

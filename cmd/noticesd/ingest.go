@@ -11,6 +11,7 @@ import (
 
 	"github.com/noticesd/noticesd/ingest"
 	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
 )
 
 const ingestAbout = `Load data into the store. Safe to run while 'noticesd serve' runs against the
@@ -29,7 +30,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("ingest", "ingest notices FILE... | ingest register FILE", ingestAbout, stderr)
 	quiet := fs.Bool("quiet", false, "no progress (a bar on a terminal, else a line every 5 s)")
 	batch := fs.Int("batch", 0, fmt.Sprintf("rows per write call (0 = default: %d notices, %d in scale mode; %d register rows); larger batches load faster and take more memory; in embedded mode a batch holds the database's write lock while it is written",
-		ingest.DefaultNoticeBatch, ingest.DefaultTurnBatch, ingest.DefaultRegisterBatch))
+		ingest.DefaultNoticeBatch, redisstore.DefaultNoticeBatch, ingest.DefaultRegisterBatch))
 	rest, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -126,16 +127,6 @@ func ingestScale(ctx context.Context, cfg config.Config, rest []string, quiet bo
 	opt := ingestOptions(stderr, quiet, batch)
 	var sum ingest.Summary
 	if rest[0] == "notices" {
-		// An ingest that died between its Elasticsearch write and its
-		// Redis record left notices out of the bulk screen: record them
-		// first (the workers' sweep does the same every 30 s).
-		n, rerr := st.Redis.RepairRecords(ctx)
-		if rerr != nil {
-			return rerr
-		}
-		if n > 0 && !quiet {
-			fmt.Fprintf(stderr, "recorded %d notices an earlier ingest stored in Elasticsearch but did not record in Redis (it stopped between the two)\n", n)
-		}
 		sum, err = ingest.Notices(ctx, w, rest[1:], opt)
 	} else {
 		sum, err = ingest.Register(ctx, w, rest[1], opt)

@@ -42,6 +42,8 @@ type Config struct {
 	Source                string        // NOTICES_SOURCE: "" (none), a directory, or an http(s) URL
 	CollectInterval       time.Duration // NOTICES_COLLECT_INTERVAL
 	CollectorLease        time.Duration // NOTICES_COLLECTOR_LEASE: time to live of the collector lease (scale)
+	PublishLogRetention   time.Duration // NOTICES_PUBLISH_LOG_RETENTION: how long the publish log keeps an entry (scale)
+	WriterLease           time.Duration // NOTICES_WRITER_LEASE: time to live of the notice writer lease (scale)
 	Webhooks              bool          // NOTICES_WEBHOOKS: on/off
 	DeliveryRetryUnit     time.Duration // NOTICES_DELIVERY_RETRY_UNIT
 	DeliveryTimeout       time.Duration // NOTICES_DELIVERY_TIMEOUT
@@ -105,34 +107,36 @@ type Config struct {
 // Default returns the defaults of API.md.
 func Default() Config {
 	return Config{
-		Addr:              ":8080",
-		DataDir:           "./data",
-		Backend:           "embedded",
-		Namespace:         "notices",
-		ElasticsearchURL:  "http://localhost:9200",
-		RedisURL:          "redis://localhost:6379/0",
-		CollectInterval:   15 * time.Minute,
-		CollectorLease:    30 * time.Second,
-		Webhooks:          true,
-		ScreenCopy:        true,
-		AggCache:          1000,
-		DeliveryRetryUnit: 10 * time.Minute,
-		DeliveryTimeout:   10 * time.Second,
-		WorkerConcurrency: 32,
-		DigestTime:        mail.DefaultDigestTime,
-		LogLevel:          "info",
-		LogFormat:         "json",
-		MaxBodyBytes:      8 << 20,
-		MaxSmallBodyBytes: 64 << 10,
-		HeaderTimeout:     10 * time.Second,
-		BodyTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxConns:          2048,
-		MaxConnsPerIP:     256,
-		HeavyConcurrency:  DefaultHeavyConcurrency(),
-		HeavyWait:         10 * time.Second,
-		Plans:             account.DefaultPlans(),
+		Addr:                ":8080",
+		DataDir:             "./data",
+		Backend:             "embedded",
+		Namespace:           "notices",
+		ElasticsearchURL:    "http://localhost:9200",
+		RedisURL:            "redis://localhost:6379/0",
+		CollectInterval:     15 * time.Minute,
+		CollectorLease:      30 * time.Second,
+		PublishLogRetention: 24 * time.Hour,
+		WriterLease:         30 * time.Second,
+		Webhooks:            true,
+		ScreenCopy:          true,
+		AggCache:            1000,
+		DeliveryRetryUnit:   10 * time.Minute,
+		DeliveryTimeout:     10 * time.Second,
+		WorkerConcurrency:   32,
+		DigestTime:          mail.DefaultDigestTime,
+		LogLevel:            "info",
+		LogFormat:           "json",
+		MaxBodyBytes:        8 << 20,
+		MaxSmallBodyBytes:   64 << 10,
+		HeaderTimeout:       10 * time.Second,
+		BodyTimeout:         60 * time.Second,
+		WriteTimeout:        60 * time.Second,
+		IdleTimeout:         60 * time.Second,
+		MaxConns:            2048,
+		MaxConnsPerIP:       256,
+		HeavyConcurrency:    DefaultHeavyConcurrency(),
+		HeavyWait:           10 * time.Second,
+		Plans:               account.DefaultPlans(),
 	}
 }
 
@@ -269,6 +273,8 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	dur("NOTICES_COLLECT_INTERVAL", &c.CollectInterval)
 	dur("NOTICES_COLLECTOR_LEASE", &c.CollectorLease)
+	dur("NOTICES_PUBLISH_LOG_RETENTION", &c.PublishLogRetention)
+	dur("NOTICES_WRITER_LEASE", &c.WriterLease)
 	boolean("NOTICES_WEBHOOKS", &c.Webhooks)
 	boolean("NOTICES_SCREEN_COPY", &c.ScreenCopy)
 	dur("NOTICES_DELIVERY_RETRY_UNIT", &c.DeliveryRetryUnit)
@@ -364,6 +370,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnsPerIP > c.MaxConns {
 		return fmt.Errorf("config: NOTICES_MAX_CONNS_PER_IP=%d must not exceed NOTICES_MAX_CONNS=%d", c.MaxConnsPerIP, c.MaxConns)
+	}
+	if c.WriterLease < time.Second {
+		return fmt.Errorf("config: NOTICES_WRITER_LEASE=%s must be at least 1s (it is renewed every third of it)", c.WriterLease)
+	}
+	if c.PublishLogRetention < 10*time.Second {
+		return fmt.Errorf("config: NOTICES_PUBLISH_LOG_RETENTION=%s must be at least 10s (a screen copy further behind than it reloads)", c.PublishLogRetention)
 	}
 	if c.CollectorLease < time.Second {
 		return fmt.Errorf("config: NOTICES_COLLECTOR_LEASE=%s must be at least 1s (it is renewed every third of it)", c.CollectorLease)

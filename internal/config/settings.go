@@ -36,6 +36,8 @@ var Settings = []Setting{
 	{"NOTICES_SOURCE", "none", "collector source: a directory of *.jsonl(.gz) files or an http(s) JSON Lines feed"},
 	{"NOTICES_COLLECT_INTERVAL", "15m", "time between collector runs"},
 	{"NOTICES_COLLECTOR_LEASE", "30s", "scale backend: how long the collector lease outlives its holder's last renewal, so how soon another serve replica takes the collector over when the one running it dies"},
+	{"NOTICES_PUBLISH_LOG_RETENTION", "24h", "how long the publish log in Redis keeps an entry (scale): a bulk-screen copy further behind than this reloads from its source; shorter keeps Redis smaller (at least 10s)"},
+	{"NOTICES_WRITER_LEASE", "30s", "scale backend: how long the notice writer lease (one writer at a time: ingest, the collector) outlives its holder's last renewal, so how soon the next writer takes over from one that died"},
 	{"NOTICES_WEBHOOKS", "on", "on/off: webhook registration and the delivery worker"},
 	{"NOTICES_DELIVERY_RETRY_UNIT", "10m", "unit of the delivery retry schedule (tests shorten it)"},
 	{"NOTICES_DELIVERY_TIMEOUT", "10s", "timeout of one webhook delivery attempt"},

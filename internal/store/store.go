@@ -70,6 +70,12 @@ type NoticeWriter interface {
 	UpsertNotices(ctx context.Context, batch []notice.Notice) (UpsertResult, error)
 }
 
+// BatchSizer is a NoticeWriter with a default batch size of its own (scale
+// mode's, which refreshes and publishes once per batch).
+type BatchSizer interface {
+	NoticeBatch() int
+}
+
 // RegisterLoad is a register replacement in progress.
 type RegisterLoad interface {
 	// Add appends rows to the new register.

@@ -77,13 +77,16 @@ func (tw *tripwire) serve(c net.Conn) {
 	}
 }
 
-// TestIngestKilledBeforeItsRedisRecord: `noticesd ingest` is SIGKILLed after
-// writing a batch to Elasticsearch and before recording it in Redis (the
-// bulk screen's sets: a proxy in front of Redis holds the record script's
-// call and the test kills the process then). The company view shows the
-// notices and the screen does not; the next `noticesd ingest` records them
-// before it loads anything, and the screen and the company view agree.
-func TestIngestKilledBeforeItsRedisRecord(t *testing.T) {
+// TestIngestKilledBeforeItsPublish: `noticesd ingest` is SIGKILLed after
+// writing and refreshing a batch in Elasticsearch and before publishing it
+// (a proxy in front of Redis holds the publish script's call and the test
+// kills the process then). The company view (a search) shows the notices,
+// and neither the screen nor the watch's matches do: they are not
+// published. The next `noticesd ingest` waits out the dead writer's lease
+// (NOTICES_WRITER_LEASE), takes over and publishes them before its own
+// batch: the screen, the company view and the watch's matches then agree,
+// each notice matched once.
+func TestIngestKilledBeforeItsPublish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs serve and ingest processes")
 	}
@@ -94,9 +97,10 @@ func TestIngestKilledBeforeItsRedisRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The record script is the only command that names the change log's
-	// counter (redisstore's recordScript: KEYS nidx, nsum, nlog, nlog:n).
-	tw := newTripwire(t, ru.Host, ns+":nlog:n")
+	// The publish script is the only command of an ingest that names the
+	// log's trimmed key (publog's publishScript: KEYS writer, epoch,
+	// published, log, trimmed, ...).
+	tw := newTripwire(t, ru.Host, "{"+ns+"}:log:trimmed")
 	proxied := *ru
 	proxied.Host = tw.ln.Addr().String()
 	env := func(redis string) []string {
@@ -108,6 +112,7 @@ func TestIngestKilledBeforeItsRedisRecord(t *testing.T) {
 			"NOTICES_SECRET_KEY=" + config.DevelopmentSecretKey,
 			"NOTICES_LOG_LEVEL=warn",
 			"NOTICES_DATA_DIR=" + dir,
+			"NOTICES_WRITER_LEASE=2s",
 		}
 	}
 	acns := make([]string, 30)
@@ -119,11 +124,19 @@ func TestIngestKilledBeforeItsRedisRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	var acct struct {
-		ReadKey string `json:"read_key"`
+		ReadKey    string `json:"read_key"`
+		AccountKey string `json:"account_key"`
 	}
 	if err := json.Unmarshal(testbin.Run(t, bin, env(redisURL), "accounts", "create", "--name", "repair", "--plan", "standard"), &acct); err != nil || acct.ReadKey == "" {
 		t.Fatalf("accounts create: %v", err)
 	}
+	serve := start(t, bin, "serve", env(redisURL), "serve")
+	c := &client{t: t, key: acct.ReadKey, bases: []string{serve.base}}
+	owner := &client{t: t, key: acct.AccountKey, bases: []string{serve.base}}
+	var w struct {
+		ID string `json:"id"`
+	}
+	owner.call("POST", "/v1/watches", map[string]any{"identifiers": acns, "name": "killed ingest"}, 201, &w)
 
 	cmd := exec.Command(bin, "ingest", "notices", "--quiet", first)
 	cmd.Env = append(os.Environ(), env(proxied.String())...)
@@ -137,13 +150,11 @@ func TestIngestKilledBeforeItsRedisRecord(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("the ingest never reached its Redis record step; stderr:\n%s", stderr.String())
+		t.Fatalf("the ingest never reached its publish; stderr:\n%s", stderr.String())
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
 
-	serve := start(t, bin, "serve", env(redisURL), "serve")
-	c := &client{t: t, key: acct.ReadKey, bases: []string{serve.base}}
 	companyNotices := func() int {
 		var v struct {
 			NoticeCount int `json:"notice_count"`
@@ -160,14 +171,38 @@ func TestIngestKilledBeforeItsRedisRecord(t *testing.T) {
 		c.call("POST", "/v1/match", map[string]any{"identifiers": acns}, 200, &v)
 		return v.Counts.Matched
 	}
+	matched := func() map[string]int {
+		seen := map[string]int{}
+		since := int64(0)
+		for {
+			var page struct {
+				Data []struct {
+					SourceID string `json:"source_id"`
+				} `json:"data"`
+				NextSince int64 `json:"next_since"`
+				HasMore   bool  `json:"has_more"`
+			}
+			owner.call("GET", fmt.Sprintf("/v1/watches/%s/matches?since=%d&limit=100", w.ID, since), nil, 200, &page)
+			for _, n := range page.Data {
+				seen[n.SourceID]++
+			}
+			since = page.NextSince
+			if !page.HasMore {
+				return seen
+			}
+		}
+	}
 	if n := companyNotices(); n != 1 {
-		t.Fatalf("the company view shows %d notices of %s after the killed ingest, want 1 (written to Elasticsearch before the kill)", n, acns[0])
+		t.Fatalf("the company view shows %d notices of %s after the killed ingest, want 1 (written and refreshed before the kill)", n, acns[0])
 	}
 	if m := screened(); m != 0 {
-		t.Fatalf("the screen matched %d companies before any repair; the kill was meant to come before the Redis record (the test's premise)", m)
+		t.Fatalf("the screen matched %d companies before the takeover; the kill was meant to come before the publish (the test's premise)", m)
+	}
+	if m := matched(); len(m) != 0 {
+		t.Fatalf("the watch matched %d notices before the takeover, want none (unpublished)", len(m))
 	}
 
-	// The next ingest (of anything) records them first.
+	// The next ingest (of anything) takes over first.
 	second := filepath.Join(dir, "second.jsonl")
 	if err := os.WriteFile(second, noticeLines("LATER", []string{acn(6000)}), 0o644); err != nil {
 		t.Fatal(err)
@@ -176,4 +211,16 @@ func TestIngestKilledBeforeItsRedisRecord(t *testing.T) {
 	t.Logf("the next ingest: %s", bytes.TrimSpace(out))
 	testbin.WaitFor(t, 15*time.Second, fmt.Sprintf("the screen to match all %d companies of the killed batch", len(acns)),
 		func() bool { return screened() == len(acns) })
+	if n := companyNotices(); n != 1 {
+		t.Errorf("the company view shows %d notices of %s after the takeover, want 1", n, acns[0])
+	}
+	m := matched()
+	if len(m) != len(acns) {
+		t.Errorf("the watch matched %d notices after the takeover, want %d", len(m), len(acns))
+	}
+	for id, k := range m {
+		if k != 1 {
+			t.Errorf("the watch matched %s %d times, want once", id, k)
+		}
+	}
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/config"
-	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/test/testbin"
 )
@@ -206,9 +206,9 @@ func TestElasticsearchNodeLoss(t *testing.T) {
 	}
 	rdb := redis.NewClient(mustRedisOptions(t, redisURL))
 	t.Cleanup(func() { _ = rdb.Close() })
-	arrivals := arrival.New(rdb, ns, 0)
+	arrivals := publog.New(rdb, ns, publog.Options{})
 	ctx := context.Background()
-	base, err := arrivals.Watermark(ctx)
+	base, err := arrivals.Published(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,11 +226,11 @@ func TestElasticsearchNodeLoss(t *testing.T) {
 	go func() { ingestDone <- ingest.Wait() }()
 	// Mid-way: some of the new notices announced, not all.
 	testbin.WaitFor(t, 120*time.Second, "the ingest to announce its first notices", func() bool {
-		w, err := arrivals.Watermark(ctx)
+		w, err := arrivals.Published(ctx)
 		return err == nil && w > base
 	})
 	okBefore, busyBefore, _ := tally.counts()
-	w, _ := arrivals.Watermark(ctx)
+	w, _ := arrivals.Published(ctx)
 	select {
 	case err := <-ingestDone:
 		t.Fatalf("the ingest ended (%v) before node b was killed (watermark %d of %d): it must be killed mid-way; load more notices", err, w-base, fresh)
@@ -341,12 +341,12 @@ func TestElasticsearchNodeLoss(t *testing.T) {
 	if d := agg.Aggregations.Dup.Buckets; len(d) > 0 {
 		t.Errorf("notice_seq shared by several notices: %v", d)
 	}
-	w, err = arrivals.Watermark(ctx)
+	w, err = arrivals.Published(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if maxSeq := int64(agg.Aggregations.Max.Value); w < maxSeq {
-		t.Errorf("arrival watermark %d below the highest notice_seq %d: stored notices are not announced", w, maxSeq)
+		t.Errorf("published seq %d below the highest notice_seq %d: stored notices are not published", w, maxSeq)
 	}
 	var page struct {
 		Total int64 `json:"total"`

@@ -33,8 +33,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/config"
-	"github.com/noticesd/noticesd/internal/store/arrival"
 	"github.com/noticesd/noticesd/internal/store/elastic"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/test/testbin"
@@ -178,7 +178,7 @@ func TestSecuredElasticsearch(t *testing.T) {
 			clock := storetest.NewClock(storetest.Start)
 			ns := testservers.Namespace(t)
 			s, err := elastic.Open(context.Background(), elastic.Config{URL: userURL("noticesd", password), CACert: ca,
-				Namespace: ns, Arrivals: arrival.New(rdb, ns, 0), Now: clock.Now})
+				Namespace: ns, Log: publog.New(rdb, ns, publog.Options{}), Now: clock.Now})
 			if err != nil {
 				t.Fatal(err)
 			}

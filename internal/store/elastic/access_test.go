@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -43,7 +43,7 @@ func TestOpenClassifiesTheWrongScheme(t *testing.T) {
 		{"https to a plain node", strings.Replace(plain.URL, "http://", "https://", 1), ProblemNotTLS, "does not speak TLS"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := Open(context.Background(), Config{URL: c.url, Namespace: ns, Arrivals: arrival.New(rdb, ns, 0)})
+			s, err := Open(context.Background(), Config{URL: c.url, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{})})
 			if err == nil {
 				_ = s.Drop(context.Background())
 				t.Fatal("opened; want an AccessError")

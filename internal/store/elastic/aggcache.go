@@ -17,7 +17,7 @@ const (
 // aggCache keeps the answers of the aggregation reads (GET /v1/filters and
 // /v1/stats) of one process, keyed by the exact request sent to
 // Elasticsearch, for as long as the notices' data version (Redis,
-// arrival.Arrivals.DataVersion) stays what it was when the answer was
+// publog.Log.DataVersion) stays what it was when the answer was
 // read. Every writer moves the version on once its writes are searchable
 // (a notice batch, a reindex's swap and catch-up, a register swap), so an
 // answer is never kept past a write that could change it; a write whose
@@ -104,5 +104,5 @@ func (s *Store) AggCacheReads() (hits, misses int64) {
 // answers then live out their aggCacheMaxAge, as after a write nobody
 // announced.
 func (s *Store) dataChanged(ctx context.Context) {
-	_ = s.arrive.Changed(context.WithoutCancel(ctx))
+	_ = s.log.Changed(context.WithoutCancel(ctx))
 }

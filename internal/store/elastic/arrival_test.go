@@ -2,24 +2,19 @@ package elastic
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // TestTwoIngestersAndAPoller: two ingesters (two stores on one namespace)
-// load overlapping notices at once while a poller follows the watermark
-// with NoticesAfter. Every notice gets one seq, and the poller sees every
-// notice exactly once, none skipped because it committed late.
+// load overlapping notices at once (they take turns with the writer
+// lease) while a poller follows the published seq with NoticesAfter. Every
+// notice gets one seq, and the poller sees every notice exactly once.
 func TestTwoIngestersAndAPoller(t *testing.T) {
 	ctx := context.Background()
 	esURL := testservers.Elasticsearch(t)
@@ -29,7 +24,7 @@ func TestTwoIngestersAndAPoller(t *testing.T) {
 	b := openIn(t, esURL, testRedis(t), ns, nil)
 	poller := openIn(t, esURL, testRedis(t), ns, nil)
 
-	const batches, size = 12, 40
+	const batches, size = 6, 40
 	var wg sync.WaitGroup
 	for w, s := range []*Store{a, b} {
 		wg.Add(1)
@@ -93,128 +88,75 @@ func TestTwoIngestersAndAPoller(t *testing.T) {
 	if st.Notices != int64(want) {
 		t.Errorf("index holds %d notices, want %d (a shared notice stored twice?)", st.Notices, want)
 	}
-	wm, err := poller.Watermark(ctx)
-	if err != nil || wm != st.LatestNoticeSeq {
-		t.Errorf("watermark %d (%v), want the latest seq %d", wm, err, st.LatestNoticeSeq)
+	pub, err := poller.Published(ctx)
+	if err != nil || pub != st.LatestNoticeSeq {
+		t.Errorf("published %d (%v), want the latest seq %d", pub, err, st.LatestNoticeSeq)
 	}
 }
 
-// TestSlowBatchHoldsTheWatermark: a batch whose bulk write takes several
-// arrival leases (a slow node) keeps holding the watermark back until it
-// is written, while a later batch from another ingester is written and
-// cleared. Were its lease to lapse mid-write, the watermark would pass its
-// seqs and a poller following it would skip its notices for good. Real
-// time: a 2 s lease (renewed every third of it) and bulk requests held 6 s,
-// three leases. (A 1 s lease lapsed when a busy machine held the test
-// process back for over two thirds of a second.)
-func TestSlowBatchHoldsTheWatermark(t *testing.T) {
-	esURL := testservers.Elasticsearch(t)
-	target, err := url.Parse(esURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const lease, hold = 2 * time.Second, 6 * time.Second
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	var answered atomic.Int64 // when the slow node last began answering a bulk request (UnixNano)
-	slowNode := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.Contains(r.URL.Path, "_bulk") {
-			proxy.ServeHTTP(w, r)
-			return
-		}
-		time.Sleep(hold)
-		// Stamped before the answer's first byte goes back, so the store
-		// cannot have read it earlier. (Stamped after ServeHTTP returned,
-		// a busy machine once ran this goroutine 141 ms after the store
-		// had read the answer, refreshed and cleared: a false failure.)
-		proxy.ServeHTTP(&stampWriter{ResponseWriter: w, at: &answered}, r)
-	}))
-	t.Cleanup(slowNode.Close)
+// TestWritersQueueForTheLease: one writer at a time. While writer A's bulk
+// request is held (a slow node), writer B waits for the lease and hears
+// who holds it; once A is answered, A publishes, then B writes: A's seqs
+// come before B's and both batches are published.
+func TestWritersQueueForTheLease(t *testing.T) {
 	ctx := context.Background()
+	esURL := testservers.Elasticsearch(t)
 	ns := testservers.Namespace(t)
 	rdb := testRedis(t)
-	fast := openIn(t, esURL, rdb, ns, nil) // creates the indices; drops the namespace at the end
-	open := func(u string) *Store {
-		s, err := Open(ctx, Config{URL: u, Namespace: ns, Arrivals: arrival.New(rdb, ns, lease)})
+	owner := openIn(t, esURL, rdb, ns, nil) // creates the indices; drops the namespace at the end
+	held := newHeldBulk(t, esURL, false)
+	heard := make(chan string, 1)
+	open := func(u, who string, waiting func(string)) *Store {
+		s, err := Open(ctx, Config{URL: u, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{Who: who, Waiting: waiting})})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	slow, quick := open(slowNode.URL), open(esURL)
-	done := make(chan error, 1)
+	a := open(held.url, "writer A", nil)
+	b := open(esURL, "writer B", func(who string) {
+		select {
+		case heard <- who:
+		default:
+		}
+	})
+	aDone := make(chan error, 1)
 	go func() {
-		_, err := slow.UpsertNotices(ctx, synthBatch("SLOW", 0, 5))
-		done <- err
+		_, err := a.UpsertNotices(ctx, synthBatch("A", 0, 5))
+		aDone <- err
 	}()
-	// Once the slow batch has its seqs (1-5), a quick one gets 6-10 and
-	// is written and cleared while the slow one is still being written.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if n, _ := rdb.Get(ctx, ns+":arrival:seq").Int64(); n >= 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the slow batch got no seqs within 30 s")
-		}
+	<-held.held
+	bDone := make(chan error, 1)
+	go func() {
+		_, err := b.UpsertNotices(ctx, synthBatch("B", 0, 5))
+		bDone <- err
+	}()
+	if who := <-heard; who != "writer A" {
+		t.Errorf("writer B heard the lease is held by %q, want writer A", who)
 	}
-	if _, err := quick.UpsertNotices(ctx, synthBatch("QUICK", 0, 5)); err != nil {
+	select {
+	case err := <-bDone:
+		t.Fatalf("writer B wrote while A held the lease (%v)", err)
+	default:
+	}
+	held.Release()
+	if err := <-aDone; err != nil {
 		t.Fatal(err)
 	}
-	// The watermark may move only once the slow batch's bulk write has
-	// been answered (then it is refreshed and cleared); a move seen before
-	// that, during the held write, is a lapsed lease. (Timed against the
-	// answer rather than UpsertNotices's return, so a busy machine that
-	// delays the return does not fail the test.)
-	var moved time.Time
-	for {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("slow batch: %v", err)
-			}
-			if at := time.Unix(0, answered.Load()); answered.Load() == 0 || !moved.IsZero() && moved.Before(at) {
-				t.Fatalf("the watermark passed the slow batch's seqs %v before its bulk write was answered (answered: %v)",
-					at.Sub(moved).Round(time.Millisecond), answered.Load() != 0)
-			}
-			if wm, _ := fast.Watermark(ctx); wm != 10 {
-				t.Errorf("watermark %d once both are written, want 10", wm)
-			}
-			got, err := fast.NoticesAfter(ctx, 0, 100)
-			if err != nil || len(got) != 10 {
-				t.Fatalf("NoticesAfter(0): %d notices (%v), want 10", len(got), err)
-			}
-			return
-		case <-time.After(50 * time.Millisecond):
-			if wm, _ := fast.Watermark(ctx); wm != 0 && moved.IsZero() {
-				moved = time.Now()
-			}
+	if err := <-bDone; err != nil {
+		t.Fatal(err)
+	}
+	got, err := owner.NoticesAfter(ctx, 0, 100)
+	if err != nil || len(got) != 10 {
+		t.Fatalf("NoticesAfter(0): %d notices (%v), want 10", len(got), err)
+	}
+	for i, n := range got {
+		want := "A"
+		if i >= 5 {
+			want = "B"
+		}
+		if !strings.HasPrefix(n.SourceID, want) || n.Seq != int64(i+1) {
+			t.Errorf("notice %d is %s at seq %d, want %s... at %d", i, n.SourceID, n.Seq, want, i+1)
 		}
 	}
 }
-
-// stampWriter stores the time into at as the answer's status line is
-// written, before any of it reaches the client.
-type stampWriter struct {
-	http.ResponseWriter
-	at      *atomic.Int64
-	stamped bool
-}
-
-func (w *stampWriter) stamp() {
-	if !w.stamped {
-		w.stamped = true
-		w.at.Store(time.Now().UnixNano())
-	}
-}
-
-func (w *stampWriter) WriteHeader(code int) {
-	w.stamp()
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *stampWriter) Write(b []byte) (int, error) {
-	w.stamp()
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets httputil.ReverseProxy flush through to the real writer.
-func (w *stampWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

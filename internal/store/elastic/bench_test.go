@@ -26,8 +26,8 @@ import (
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/query"
 	"github.com/noticesd/noticesd/internal/sample"
-	"github.com/noticesd/noticesd/internal/store/arrival"
 	"github.com/noticesd/noticesd/internal/store/elastic/esdoc"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/mappings"
 )
@@ -123,7 +123,7 @@ func benchOpenIn(b *testing.B, ns string) *Store {
 		}
 		benchRdb = redis.NewClient(opt)
 	}
-	s, err := Open(context.Background(), Config{URL: esURL, Namespace: ns, Arrivals: arrival.New(benchRdb, ns, 0)})
+	s, err := Open(context.Background(), Config{URL: esURL, Namespace: ns, Log: publog.New(benchRdb, ns, publog.Options{})})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,12 @@ type bulkOp struct {
 	Action  string // "index" or "create"
 	ID      string // "" lets Elasticsearch choose
 	Version int64  // external_gte version when > 0
-	Body    []byte
+	// Fenced makes a version conflict a refusal (status 409): the writer
+	// lease's epoch is the version, so a newer one means a later writer.
+	// Without it a conflict is not a failure (a copy older than the
+	// stored document).
+	Fenced bool
+	Body   []byte
 	// What names the document in error messages (a source_id, a line).
 	What string
 	// Pos is the document's position in its batch (for store.BatchError).
@@ -291,7 +296,7 @@ func (st *bulkStream) add(ctx context.Context, op bulkOp) error {
 				st.fail(err)
 				return
 			}
-			if res.Status == 409 && (op.Version > 0 || op.Action == "create") {
+			if res.Status == 409 && !op.Fenced && (op.Version > 0 || op.Action == "create") {
 				return // a newer version, or the document, is already there
 			}
 			st.mu.Lock()

@@ -18,7 +18,7 @@ import (
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/query"
-	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
@@ -168,7 +168,7 @@ func TestBulkOnAHungNodeGivesUp(t *testing.T) {
 	// the half second this test gives the bulk write (make test failed it
 	// here once, in Open). openIn also drops the namespace at the end.
 	openIn(t, target.String(), rdb, ns, nil)
-	s, err := Open(ctx, Config{URL: hung.URL, Namespace: ns, Arrivals: arrival.New(rdb, ns, 0), BulkTimeout: 500 * time.Millisecond})
+	s, err := Open(ctx, Config{URL: hung.URL, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{}), BulkTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/mappings"
@@ -29,7 +29,7 @@ func TestNoticesContractTwoShards(t *testing.T) {
 		// A store whose indices are dropped and made again with two shards
 		// under the same names and aliases; the store under test finds
 		// them when it opens.
-		pre, err := Open(context.Background(), Config{URL: esURL, Namespace: ns, Arrivals: arrival.New(rdb, ns, 0)})
+		pre, err := Open(context.Background(), Config{URL: esURL, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{})})
 		if err != nil {
 			t.Fatal(err)
 		}

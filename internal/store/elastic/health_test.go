@@ -7,7 +7,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/notice"
-	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/mappings"
 )
 
@@ -50,7 +50,7 @@ func TestHealth(t *testing.T) {
 func TestUnavailable(t *testing.T) {
 	ctx := context.Background()
 	rdb := testRedis(t)
-	s, err := Open(ctx, Config{URL: "http://127.0.0.1:1", Namespace: "t-unreachable", Arrivals: arrival.New(rdb, "t-unreachable", 0), Timeout: 2 * time.Second})
+	s, err := Open(ctx, Config{URL: "http://127.0.0.1:1", Namespace: "t-unreachable", Log: publog.New(rdb, "t-unreachable", publog.Options{}), Timeout: 2 * time.Second})
 	if err == nil {
 		_, err = s.Search(ctx, notice.SearchQuery{Limit: 1})
 	}

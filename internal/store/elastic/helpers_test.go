@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -35,7 +35,7 @@ func testRedis(t testing.TB) *redis.Client {
 func openIn(t testing.TB, esURL string, rdb *redis.Client, ns string, now func() time.Time) *Store {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, Config{URL: esURL, Namespace: ns, Arrivals: arrival.New(rdb, ns, 0), Now: now})
+	s, err := Open(ctx, Config{URL: esURL, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{}), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +49,9 @@ func openIn(t testing.TB, esURL string, rdb *redis.Client, ns string, now func()
 }
 
 func dropRedis(t testing.TB, rdb *redis.Client, ns string) {
+	if ns[0] != '{' {
+		dropRedis(t, rdb, "{"+ns+"}") // the publish log's keys
+	}
 	ctx := context.Background()
 	iter := rdb.Scan(ctx, 0, ns+":*", 1000).Iterator()
 	var keys []string

@@ -2,11 +2,11 @@ package elastic
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,7 +18,7 @@ import (
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
-	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/internal/watch"
@@ -74,30 +74,6 @@ func (p *matchPoller) poll(t *testing.T) {
 		if !page.HasMore {
 			return
 		}
-	}
-}
-
-// dropRenewals is a go-redis hook that, while on, fails every lease
-// renewal (a SET ... XX): the writer is cut off from Redis for renewals,
-// so its lease expires in Redis while it keeps writing.
-type dropRenewals struct{ on atomic.Bool }
-
-func (h *dropRenewals) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *dropRenewals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h *dropRenewals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.on.Load() && cmd.Name() == "set" {
-			for _, a := range cmd.Args() {
-				if s, ok := a.(string); ok && strings.EqualFold(s, "xx") {
-					err := errors.New("injected: renewal lost")
-					cmd.SetErr(err)
-					return err
-				}
-			}
-		}
-		return next(ctx, cmd)
 	}
 }
 
@@ -177,26 +153,27 @@ func (p *seqPoller) poll(t *testing.T) {
 	}
 }
 
-// TestLapsedWriterIsFenced: writer A's bulk request (or only its answer,
-// Elasticsearch having applied it) is held past A's lease (A cannot renew
-// it: its renewals are lost); meanwhile writer B ingests, and the
-// watermark passes A's seqs. A poller that read then holds a cursor above
-// them, and a second poller starts from 0 once whatever A wrote is
-// searchable (a refresh forced while A is held). When A is released it
-// must not leave its notices visible under seqs the watermark passed:
-// each poller following its cursor sees every notice exactly once, at
-// the seq A returns.
-func TestLapsedWriterIsFenced(t *testing.T) {
+// TestStaleWriterIsRefused: writer A's bulk request (or only its answer,
+// Elasticsearch having applied it) is held past A's writer lease, which
+// lapses (A is cut off from Redis: it does not renew). Meanwhile writer B
+// takes the lease over: its takeover publishes what A left searchable (the
+// applied request) or skips A's seqs (the held one), and B writes its own
+// batch. When A is released its publish is refused (its epoch is stale),
+// and it writes its batch again under a new lease: the notices the
+// takeover published keep their seqs, the others get new ones above B's.
+// A poller of NoticesAfter and a watch's matches poller following
+// next_since each see every notice exactly once, at the seq A returns.
+func TestStaleWriterIsRefused(t *testing.T) {
 	for _, answer := range []bool{false, true} {
 		name := "request held"
 		if answer {
 			name = "answer held"
 		}
-		t.Run(name, func(t *testing.T) { testLapsedWriter(t, answer) })
+		t.Run(name, func(t *testing.T) { testStaleWriter(t, answer) })
 	}
 }
 
-func testLapsedWriter(t *testing.T, answer bool) {
+func testStaleWriter(t *testing.T, answer bool) {
 	ctx := context.Background()
 	esURL := testservers.Elasticsearch(t)
 	ns := testservers.Namespace(t)
@@ -204,27 +181,25 @@ func testLapsedWriter(t *testing.T, answer bool) {
 	rdb := testRedis(t)
 	owner := openIn(t, esURL, rdb, ns, nil) // creates the indices; drops the namespace at the end
 	held := newHeldBulk(t, esURL, answer)
-	hook := &dropRenewals{}
-	rdbA := testRedis(t)
-	rdbA.AddHook(hook)
-	open := func(u string, c *redis.Client) *Store {
-		s, err := Open(ctx, Config{URL: u, Namespace: ns, Arrivals: arrival.New(c, ns, lease)})
+	open := func(u string, o publog.Options) *Store {
+		o.LeaseTTL = lease
+		// One bulk worker: the batch is one bulk request, held whole.
+		s, err := Open(ctx, Config{URL: u, Namespace: ns, Log: publog.New(rdb, ns, o), BulkWorkers: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	a, b := open(held.url, rdbA), open(esURL, rdb)
-	// A watch of every notice, read as a client polls its matches
-	// (matching the arrivals on read, the late-notice check included).
+	// A never renews: its lease lapses while its bulk request is held.
+	a, b := open(held.url, publog.Options{RenewEvery: time.Hour}), open(esURL, publog.Options{})
+	// A watch of every notice, read as a client polls its matches.
 	watcher := newMatchPoller(t, rdb, ns, owner)
 
-	hook.on.Store(true)
 	done := make(chan error, 1)
 	var written []notice.Notice
 	go func() {
 		var err error
-		written, _, err = a.UpsertStoredTurn(ctx, synthBatch("LATE", 0, 5), nil)
+		written, _, err = a.UpsertStored(ctx, synthBatch("LATE", 0, 5))
 		done <- err
 	}()
 	select {
@@ -234,51 +209,33 @@ func testLapsedWriter(t *testing.T, answer bool) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("writer A's bulk request never reached Elasticsearch")
 	}
-	// B's batch (seqs 6-10) is written and cleared; once A's lease has
-	// expired the watermark passes A's seqs 1-5 and stops at 10.
+	// B waits out A's lease, takes over, and writes seqs 6-10.
 	if _, err := b.UpsertNotices(ctx, synthBatch("EARLY", 0, 5)); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		wm, err := b.Watermark(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if wm == 10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("watermark %d 30 s after A's lease should have expired, want 10", wm)
-		}
+	if pub, err := b.Published(ctx); err != nil || pub != 10 {
+		t.Fatalf("published %d (%v) after B's batch, want 10", pub, err)
 	}
 	early := &seqPoller{s: owner, seen: map[string][]int64{}}
 	early.poll(t)
 	watcher.poll(t)
-	// A's documents are in the index: make them searchable now, as the
-	// index's own periodic refresh would.
-	if err := owner.refresh(ctx, owner.Alias("notices")); err != nil {
-		t.Fatal(err)
+	wantEarly := 5
+	if answer {
+		wantEarly = 10 // the takeover published A's applied batch
 	}
-	late := &seqPoller{s: owner, seen: map[string][]int64{}}
-	late.poll(t)
-	early.poll(t)
-	watcher.skew.Add(int64(time.Minute)) // the late-notice check is due
-	watcher.poll(t)
+	if len(early.seen) != wantEarly {
+		t.Errorf("poller saw %d notices before A was released, want %d: %v", len(early.seen), wantEarly, early.seen)
+	}
 
-	hook.on.Store(false)
 	held.Release()
 	if err := <-done; err != nil {
 		t.Fatalf("writer A: %v", err)
 	}
 	early.poll(t)
-	late.poll(t)
-	watcher.skew.Add(int64(time.Minute)) // the late-notice check is due
-	watcher.poll(t)
 	watcher.poll(t)
 	for name, seen := range map[string]map[string][]int64{
-		"poller that read before A's documents were searchable": early.seen,
-		"poller from 0 after they were":                         late.seen,
-		"watch matches poller":                                  watcher.seen,
+		"NoticesAfter poller":  early.seen,
+		"watch matches poller": watcher.seen,
 	} {
 		if len(seen) != 10 {
 			t.Errorf("%s saw %d notices, want 10: %v", name, len(seen), seen)
@@ -294,18 +251,20 @@ func testLapsedWriter(t *testing.T, answer bool) {
 		if got := early.seen[n.SourceID]; len(got) != 1 || got[0] != n.Seq {
 			t.Errorf("A returned %s at seq %d; the poller read it at %v", n.SourceID, n.Seq, got)
 		}
+		if !answer && n.Seq <= 10 {
+			t.Errorf("A's %s kept seq %d, which the takeover skipped; want a new seq above B's", n.SourceID, n.Seq)
+		}
 	}
-	if wm, err := owner.Watermark(ctx); err != nil || wm < 15 {
-		t.Errorf("watermark %d (%v), want at least 15 (A's notices above B's)", wm, err)
+	if pub, err := owner.Published(ctx); err != nil || (!answer && pub != 15) || (answer && pub != 10) {
+		t.Errorf("published %d (%v) at the end", pub, err)
 	}
 }
 
-// TestArrivalKeysAfterIngest: once an ingest is over, Redis holds a few
-// arrival keys for the namespace, not one per notice: a batch's seqs are
-// remembered per notice id only while it is in flight (so two ingesters
-// writing one new notice agree), and forgotten when it is cleared, its
-// notices being in Elasticsearch, where writers look first.
-func TestArrivalKeysAfterIngest(t *testing.T) {
+// TestWriterKeysAfterIngest: once an ingest is over, Redis holds the
+// writer's few keys for the namespace, not one per notice (the publish log
+// aside, trimmed to its retention): the lease is given up and nothing is
+// left to take over.
+func TestWriterKeysAfterIngest(t *testing.T) {
 	ctx := context.Background()
 	esURL := testservers.Elasticsearch(t)
 	rdb := testRedis(t)
@@ -317,79 +276,96 @@ func TestArrivalKeysAfterIngest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Loaded again: every notice is known, nothing new is remembered.
+	// Loaded again: every notice is known.
 	if _, err := s.UpsertNotices(ctx, synthBatch("K", 0, size)); err != nil {
 		t.Fatal(err)
 	}
 	var keys []string
-	iter := rdb.Scan(ctx, 0, ns+":arrival:*", 1000).Iterator()
+	iter := rdb.Scan(ctx, 0, "{"+ns+"}:*", 1000).Iterator()
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())
 	}
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
-	var bytes int64
-	for _, k := range keys {
-		n, err := rdb.MemoryUsage(ctx, k).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bytes += n
+	slices.Sort(keys)
+	k := s.Log().Keys()
+	want := []string{k.Version, k.Epoch, k.Log, k.Published, k.Seq}
+	slices.Sort(want)
+	if !slices.Equal(keys, want) {
+		t.Errorf("writer keys after the ingest: %v, want %v (no lease, nothing dirty)", keys, want)
 	}
-	t.Logf("%d arrival keys (%d bytes by MEMORY USAGE) after loading %d notices: %v", len(keys), bytes, batches*size, keys[:min(len(keys), 6)])
-	// seq, watermark, cleared, dv (and revoked, inflight when used).
-	if len(keys) > 6 {
-		shown := keys[:min(len(keys), 5)]
-		t.Errorf("%d arrival keys after loading %d notices, want at most 6: %v ...", len(keys), batches*size, shown)
+	if pub, err := s.Published(ctx); err != nil || pub != batches*size {
+		t.Errorf("published %d (%v), want %d", pub, err, batches*size)
 	}
-	if wm, err := s.Watermark(ctx); err != nil || wm != batches*size {
-		t.Errorf("watermark %d (%v), want %d", wm, err, batches*size)
+	if n, err := rdb.XLen(ctx, k.Log).Result(); err != nil || n != (batches+1)*size {
+		t.Errorf("publish log holds %d entries (%v), want %d (every publish, amendments included)", n, err, (batches+1)*size)
 	}
 }
 
-// TestResequenceMovesAbandonedNotices: a writer whose bulk request
-// Elasticsearch applied but whose answer never came (a hung node: the
-// request timed out) abandons its seqs, and the notices it wrote stay out
-// of the readers' sight under them; Resequence (the worker's sweep) gives
-// them new seqs, and a poller that was already past the old ones sees
-// each exactly once.
-func TestResequenceMovesAbandonedNotices(t *testing.T) {
+// TestTakeoverPublishesWhatAStalledWriterLeft: writer A is stopped between
+// its refresh and its publish (its notices searchable, not published) and
+// its lease lapses. Writer B's takeover publishes them, before its own
+// batch, as new notices: a poller sees all of them once. When A goes on,
+// its publish is refused and its try again finds its notices published:
+// they keep their seqs.
+func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 	ctx := context.Background()
 	esURL := testservers.Elasticsearch(t)
 	ns := testservers.Namespace(t)
 	rdb := testRedis(t)
 	owner := openIn(t, esURL, rdb, ns, nil)
-	held := newHeldBulk(t, esURL, true)
-	a, err := Open(ctx, Config{URL: held.url, Namespace: ns, Arrivals: arrival.New(rdb, ns, 0), BulkTimeout: 500 * time.Millisecond, BulkWorkers: 1})
+	a, err := Open(ctx, Config{URL: esURL, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{LeaseTTL: time.Second, RenewEvery: time.Hour})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.UpsertNotices(ctx, synthBatch("LOST", 0, 5)); err == nil {
-		t.Fatal("writer A: no error with its bulk answer held past the bulk timeout")
+	stopped, goOn := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	writeHook = func(s *Store) {
+		if s == a {
+			once.Do(func() { close(stopped); <-goOn })
+		}
+	}
+	t.Cleanup(func() { writeHook = nil })
+	var tookOver []notice.Notice
+	takeOverHook = func(ns []notice.Notice) { tookOver = append(tookOver, ns...) }
+	t.Cleanup(func() { takeOverHook = nil })
+	done := make(chan error, 1)
+	var written []notice.Notice
+	go func() {
+		var err error
+		written, _, err = a.UpsertStored(ctx, synthBatch("STALLED", 0, 5))
+		done <- err
+	}()
+	<-stopped
+	p := &seqPoller{s: owner, seen: map[string][]int64{}}
+	p.poll(t)
+	if len(p.seen) != 0 {
+		t.Errorf("poller saw %d unpublished notices: %v", len(p.seen), p.seen)
 	}
 	if _, err := owner.UpsertNotices(ctx, synthBatch("AFTER", 0, 5)); err != nil {
 		t.Fatal(err)
 	}
-	p := &seqPoller{s: owner, seen: map[string][]int64{}}
+	if len(tookOver) != 5 {
+		t.Errorf("the takeover published %d notices, want A's 5", len(tookOver))
+	}
 	p.poll(t)
-	if len(p.seen) != 5 {
-		t.Errorf("poller saw %d notices before the sweep, want the 5 written after: %v", len(p.seen), p.seen)
-	}
-	moved, err := owner.Resequence(ctx)
-	if err != nil || moved != 5 {
-		t.Fatalf("Resequence moved %d (%v), want 5", moved, err)
-	}
-	if again, err := owner.Resequence(ctx); err != nil || again != 0 {
-		t.Errorf("a second Resequence moved %d (%v), want 0", again, err)
+	close(goOn)
+	if err := <-done; err != nil {
+		t.Fatalf("writer A: %v", err)
 	}
 	p.poll(t)
 	if len(p.seen) != 10 {
-		t.Errorf("poller saw %d notices after the sweep, want 10: %v", len(p.seen), p.seen)
+		t.Errorf("poller saw %d notices, want 10: %v", len(p.seen), p.seen)
 	}
 	for id, seqs := range p.seen {
 		if len(seqs) != 1 {
 			t.Errorf("%s seen %d times (%v), want once", id, len(seqs), seqs)
+		}
+	}
+	for _, n := range written {
+		if n.Seq > 5 {
+			t.Errorf("A's %s moved to seq %d; the takeover published it at its first seq", n.SourceID, n.Seq)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/noticesd/noticesd/internal/notice"
-	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/mappings"
@@ -41,7 +41,7 @@ func TestDeadNodeCostsARetry(t *testing.T) {
 	dead := deadURL(t)
 	rdb := testRedis(t)
 	ns := testservers.Namespace(t)
-	s, err := Open(ctx, Config{URL: dead + "," + live, Namespace: ns, Arrivals: arrival.New(rdb, ns, 0), Replicas: 1})
+	s, err := Open(ctx, Config{URL: dead + "," + live, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{}), Replicas: 1})
 	if err != nil {
 		t.Fatalf("open with a dead node listed first: %v", err)
 	}

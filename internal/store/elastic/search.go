@@ -304,26 +304,20 @@ func (s *Store) NoticesByID(ctx context.Context, ids []string) ([]notice.Notice,
 }
 
 // NoticesThrough returns up to limit notices with after < notice_seq <=
-// through, ascending by notice_seq (deregistration notices included),
-// leaving out those stored under a revoked seq.
+// through, ascending by notice_seq (deregistration notices included).
 func (s *Store) NoticesThrough(ctx context.Context, after, through int64, limit int) ([]notice.Notice, error) {
 	if limit <= 0 || through <= after {
 		return []notice.Notice{}, nil
 	}
-	// Seqs the watermark revoked are not read (fence.go).
-	not, err := s.revokedClauses(ctx, after, through)
-	if err != nil {
-		return nil, err
-	}
-	q := obj{"bool": obj{"filter": []obj{{"range": obj{"notice_seq": obj{"gt": after, "lte": through}}}}, "must_not": not}}
+	q := obj{"bool": obj{"filter": []obj{{"range": obj{"notice_seq": obj{"gt": after, "lte": through}}}}}}
 	return s.scanNotices(ctx, q, sortSeqAsc, limit)
 }
 
-// NoticesAfter returns up to limit notices with notice_seq > seq that have
-// arrived (seq at most the watermark), ascending by notice_seq: what a
+// NoticesAfter returns up to limit notices with notice_seq > seq that are
+// published (seq at most Published), ascending by notice_seq: what a
 // matcher following the arrivals reads next.
 func (s *Store) NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error) {
-	wm, err := s.Watermark(ctx)
+	wm, err := s.Published(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +398,7 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 	// answering) the request goes to Elasticsearch.
 	version := int64(-1)
 	if s.aggs != nil {
-		if v, err := s.arrive.DataVersion(ctx); err == nil {
+		if v, err := s.log.DataVersion(ctx); err == nil {
 			version = v
 			if a, ok := s.aggs.get(v, string(body), s.now()); ok {
 				return a.total, a.aggs, nil

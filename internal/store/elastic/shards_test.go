@@ -92,7 +92,7 @@ func TestReadsRefusePartialResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wm, err := s.Watermark(ctx)
+	wm, err := s.Published(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,13 +13,16 @@ import (
 // server's default limit is 65,536).
 const seqChunk = 10000
 
-// LatestSeq is the arrival watermark: every notice with notice_seq at or
-// below it is searchable. With NoticesAfter, NoticesBySeq and MatchingSeqs
-// it makes the store the Redis backend's notice source.
-func (s *Store) LatestSeq(ctx context.Context) (int64, error) { return s.Watermark(ctx) }
+// LatestSeq is the highest notice_seq published (publog): every notice
+// published at or below it is searchable. With NoticesAfter, NoticesBySeq
+// and MatchingSeqs it makes the store the Redis backend's notice source.
+func (s *Store) LatestSeq(ctx context.Context) (int64, error) { return s.Published(ctx) }
+
+// Published returns the highest notice_seq published.
+func (s *Store) Published(ctx context.Context) (int64, error) { return s.log.Published(ctx) }
 
 // NoticesBySeq returns the notices with the given seqs in that order; a
-// seq no notice has, or that is revoked (fence.go), is left out.
+// seq no notice has is left out.
 func (s *Store) NoticesBySeq(ctx context.Context, seqs []int64) ([]notice.Notice, error) {
 	bySeq := make(map[int64]notice.Notice, len(seqs))
 	for start := 0; start < len(seqs); start += seqChunk {
@@ -38,13 +41,12 @@ func (s *Store) NoticesBySeq(ctx context.Context, seqs []int64) ([]notice.Notice
 			out = append(out, n)
 		}
 	}
-	return s.notRevoked(ctx, out)
+	return out, nil
 }
 
 // MatchingSeqs returns up to limit seqs in (after, through], ascending, of
 // the notices passing f whose acn or abn is one of keys; with keys nil, of
-// every notice passing f (a filter-only watch). Revoked seqs are left out
-// (fence.go). Keys are split into terms
+// every notice passing f (a filter-only watch). Keys are split into terms
 // queries of at most seqChunk values.
 func (s *Store) MatchingSeqs(ctx context.Context, keys []string, f notice.Filter, after, through int64, limit int) ([]int64, error) {
 	if limit <= 0 || through <= after || (keys != nil && len(keys) == 0) {
@@ -63,11 +65,7 @@ func (s *Store) MatchingSeqs(ctx context.Context, keys []string, f notice.Filter
 		}
 		filter = append(filter, obj{"bool": obj{"should": should, "minimum_should_match": 1}})
 	}
-	not, err := s.revokedClauses(ctx, after, through)
-	if err != nil {
-		return nil, err
-	}
-	body := obj{"query": obj{"bool": obj{"filter": filter, "must_not": not}}, "sort": sortSeqAsc, "_source": false}
+	body := obj{"query": obj{"bool": obj{"filter": filter}}, "sort": sortSeqAsc, "_source": false}
 	out := make([]int64, 0, min(limit, 1024))
 	err = s.pages(ctx, s.Alias(mappings.Notices), body, limit, func(hs []hit) error {
 		for _, h := range hs {

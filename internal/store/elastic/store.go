@@ -31,7 +31,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/store"
-	"github.com/noticesd/noticesd/internal/store/arrival"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/mappings"
 )
 
@@ -62,8 +62,9 @@ type Config struct {
 	CAFingerprint string
 	// Namespace prefixes every index and alias.
 	Namespace string
-	// Arrivals allocates notice_seq and keeps the watermark (Redis).
-	Arrivals *arrival.Arrivals
+	// Log is the writer lease, notice_seq and the publish log (Redis):
+	// every notice write goes through it.
+	Log *publog.Log
 	// Timeout bounds every read and small call; BulkTimeout every bulk
 	// request, refresh and index creation.
 	Timeout, BulkTimeout time.Duration
@@ -79,9 +80,6 @@ type Config struct {
 	// stats) the store keeps while the notices' data version does not
 	// change (aggCache): DefaultAggCache when 0, none when negative.
 	AggCache int
-	// RefreshEvery is how often, at most, a load's batches refresh the
-	// notices index (refresh.go): DefaultRefreshEvery when 0.
-	RefreshEvery time.Duration
 
 	// counts is fed by the client's interceptor (nodes.go); set by Open.
 	counts *nodeCounts
@@ -93,14 +91,12 @@ const maxIdleConns = 64
 
 // Store is the Elasticsearch notice and register store of one namespace.
 type Store struct {
-	es     *elasticsearch.Client
-	cfg    Config
-	ns     string
-	now    func() time.Time
-	arrive *arrival.Arrivals
-	aggs   *aggCache // nil: none
-	// refreshes holds the refreshes batches of a load left (refresh.go).
-	refreshes *refreshes
+	es   *elasticsearch.Client
+	cfg  Config
+	ns   string
+	now  func() time.Time
+	log  *publog.Log
+	aggs *aggCache // nil: none
 	// counts are the node failures and retries of es; probes ask each
 	// configured node on its own whether it answers (nodes.go).
 	counts *nodeCounts
@@ -122,8 +118,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Namespace == "" || strings.ToLower(cfg.Namespace) != cfg.Namespace {
 		return nil, fmt.Errorf("elastic: namespace %q must be non-empty lower case", cfg.Namespace)
 	}
-	if cfg.Arrivals == nil {
-		return nil, errors.New("elastic: Config.Arrivals is required (notice_seq lives in Redis)")
+	if cfg.Log == nil {
+		return nil, errors.New("elastic: Config.Log is required (the writer lease, notice_seq and the publish log live in Redis)")
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
@@ -147,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, arrive: cfg.Arrivals, aggs: newAggCache(cfg.AggCache), refreshes: &refreshes{},
+	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, log: cfg.Log, aggs: newAggCache(cfg.AggCache),
 		counts: cfg.counts, probes: probes}
 	if err := s.checkAccess(ctx); err != nil {
 		return nil, err
@@ -158,8 +154,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Arrivals returns the allocator and watermark the store writes through.
-func (s *Store) Arrivals() *arrival.Arrivals { return s.arrive }
+// Log returns the writer lease and publish log the store writes through.
+func (s *Store) Log() *publog.Log { return s.log }
 
 // Alias returns the alias of an index kind (mappings.Notices or
 // mappings.Register).

@@ -13,6 +13,8 @@ import (
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/elastic/esdoc"
+	"github.com/noticesd/noticesd/internal/store/publog"
+	"github.com/noticesd/noticesd/mappings"
 )
 
 // stored is what a writer needs of a notice already indexed.
@@ -22,61 +24,70 @@ type stored struct {
 	Version     int64
 }
 
-// UpsertNotices stores a batch. Document id = notice id, so a known
-// source_id is updated in place keeping its notice_seq and collected_at
-// (read from Elasticsearch in real time); new notices get theirs from
-// Redis (arrival.Allocate, in batch order) and are registered in flight
-// until the batch is written and refreshed, so the arrival watermark
-// announces them only once they are searchable (a batch of a load may
-// leave its refresh to the batch after it: refresh.go). Every write carries an
-// external_gte version (milliseconds, above the stored one), so a copy made
-// by `noticesd reindex` never overwrites a newer write. While a reindex
-// runs, documents are also written to the index it is filling.
+// UpsertNotices stores a batch and publishes it (package publog). Document
+// id = notice id, so a known source_id is updated in place keeping its
+// notice_seq and collected_at (read from Elasticsearch in real time); new
+// notices get theirs under the writer lease. See UpsertStored.
 func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
-	_, res, err := s.UpsertStoredTurn(ctx, batch, nil)
+	_, res, err := s.UpsertStored(ctx, batch)
 	return res, err
 }
 
-// UpsertNoticesTurn is UpsertNotices with the batch's seqs allocated in
-// turn (store.TurnWriter): an ingester may have several batches in flight.
-func (s *Store) UpsertNoticesTurn(ctx context.Context, batch []notice.Notice, turn *store.Turn) (store.UpsertResult, error) {
-	defer turn.Finish()
-	_, res, err := s.UpsertStoredTurn(ctx, batch, turn)
-	return res, err
-}
+// staleTries is how many times a batch is written again after its lease
+// passed to another writer before the write fails.
+const staleTries = 5
 
-var _ store.TurnWriter = (*Store)(nil)
-
-// UpsertStoredTurn is UpsertNotices that also returns the notices as
-// stored (id, notice_seq and collected_at set; a notice Elasticsearch
-// refused is left out), so the scale write path records them in Redis
-// without reading each back. With a *store.BatchError the notices
-// returned are those written. It takes turn's store.StepAllocate (a nil
-// turn: a batch written alone) to stamp collected_at and allocate seqs,
-// so batches in flight together get them in their input order; it ends
-// that step on every path and leaves the others to the caller.
-func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, turn *store.Turn) ([]notice.Notice, store.UpsertResult, error) {
-	defer turn.Done(store.StepAllocate)
-	// The batch's StepSearchable, on every path (makeSearchable): own
-	// holds its seqs once allocated.
-	var own searchable
-	searched := false
-	defer func() {
-		if !searched {
-			own.failed = true
-			_, _ = s.makeSearchable(ctx, turn, own, false)
-		}
-	}()
-	var res store.UpsertResult
+// UpsertStored is UpsertNotices that also returns the notices as stored
+// and published (id, notice_seq and collected_at set; a notice
+// Elasticsearch refused is left out). With a *store.BatchError the notices
+// returned are those written.
+//
+// One writer at a time: the batch is written under the writer lease
+// (publog.Log.Acquire, which waits while another writer holds it). Under
+// it the writer first takes over what a writer before it left written but
+// unpublished (takeOver), then takes the new notices' seqs, writes every
+// document with the lease's epoch as its external version, refreshes, and
+// publishes. A lease that passed to another writer meanwhile (this one
+// stalled past its time to live) refuses the publish, and the batch is
+// written again under a new lease: the notices the takeover published keep
+// their seqs, the others get new ones.
+func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]notice.Notice, store.UpsertResult, error) {
 	if len(batch) == 0 {
-		return nil, res, nil
+		return nil, store.UpsertResult{}, nil
 	}
+	ns, ids, err := normalise(batch)
+	if err != nil {
+		return nil, store.UpsertResult{}, err
+	}
+	var before *attempt
+	for try := 1; ; try++ {
+		le, err := s.log.Acquire(ctx)
+		if err != nil {
+			return nil, store.UpsertResult{}, err
+		}
+		if before == nil {
+			before = &attempt{began: s.now(), mine: map[string]int64{}}
+		}
+		written, res, err := s.writeUnder(ctx, le, ns, ids, before)
+		if errors.Is(err, publog.ErrStale) && try < staleTries {
+			continue
+		}
+		if errors.Is(err, publog.ErrStale) {
+			err = unavailable(fmt.Errorf("elastic: the writer lease passed to another writer %d times in a row while this batch was written (each write outlasted the lease): %w", try, err))
+		}
+		return written, res, err
+	}
+}
+
+// normalise copies the batch with ids and published dates set, and returns
+// the distinct ids in batch order.
+func normalise(batch []notice.Notice) ([]notice.Notice, []string, error) {
 	ns := make([]notice.Notice, len(batch))
 	copy(ns, batch)
 	for i := range ns {
 		n := &ns[i]
 		if n.SourceID == "" {
-			return nil, res, errs.New(errs.InvalidParameter, "notice %d of the batch has no source_id; every notice needs the regulator's identifier", i)
+			return nil, nil, errs.New(errs.InvalidParameter, "notice %d of the batch has no source_id; every notice needs the regulator's identifier", i)
 		}
 		if n.ID == "" {
 			n.ID = notice.IDFor(n.SourceID)
@@ -84,7 +95,7 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 		if n.PublishedDate == "" {
 			t, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
 			if err != nil {
-				return nil, res, errs.New(errs.InvalidParameter, "notice %s has no published_date and its published_at %q is not an RFC 3339 timestamp", n.SourceID, n.PublishedAt)
+				return nil, nil, errs.New(errs.InvalidParameter, "notice %s has no published_date and its published_at %q is not an RFC 3339 timestamp", n.SourceID, n.PublishedAt)
 			}
 			n.PublishedDate = notice.PublishedDate(t)
 		}
@@ -97,6 +108,61 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 			ids = append(ids, n.ID)
 		}
 	}
+	return ns, ids, nil
+}
+
+// attempt is what a batch's earlier tries under leases that passed on
+// wrote: the seqs they gave the notices they inserted. A try after a stale
+// one finds those notices stored under those seqs; the ones the takeover
+// did not publish (it ran before they landed) get new seqs, so a reader
+// already past the old seq still sees them, once.
+type attempt struct {
+	began time.Time
+	mine  map[string]int64
+}
+
+// unpublished returns the ids of known that an earlier try of the batch
+// wrote under the seq it gave them and that were not published since.
+func (s *Store) unpublished(ctx context.Context, known map[string]stored, before *attempt) (map[string]bool, error) {
+	var ours []string
+	for id, seq := range before.mine {
+		if k, ok := known[id]; ok && k.Seq == seq {
+			ours = append(ours, id)
+		}
+	}
+	if len(ours) == 0 {
+		return nil, nil
+	}
+	pub, err := s.log.PublishedSince(ctx, before.began.Add(-time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, id := range ours {
+		if !pub[id] {
+			out[id] = true
+		}
+	}
+	return out, nil
+}
+
+// writeUnder writes and publishes the batch under le, and gives le up:
+// clean when everything it wrote is published, else left for the next
+// writer's takeover.
+func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice.Notice, ids []string, before *attempt) (written []notice.Notice, res store.UpsertResult, err error) {
+	clean := false
+	defer func() {
+		if !errors.Is(err, publog.ErrStale) {
+			le.Release(ctx, clean)
+		}
+	}()
+	if le.Dirty != nil {
+		if err := s.takeOver(ctx, le); err != nil {
+			return nil, res, err
+		}
+	}
+	ns := make([]notice.Notice, len(batch))
+	copy(ns, batch)
 	// See whether a reindex is filling its index while the stored notices
 	// are read and seqs allocated.
 	type nextAnswer struct {
@@ -108,60 +174,58 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 		ok, err := s.aliasExists(ctx, s.nextAlias())
 		nextCh <- nextAnswer{ok, err}
 	}()
-	// The mark first: a batch cleared after it forgets its seqs, so an id
-	// not found below may have been written meanwhile (Allocate says so).
-	mark, err := s.arrive.Mark(ctx)
+	known, err := s.storedNotices(ctx, ids)
 	if err != nil {
+		<-nextCh
 		return nil, res, err
 	}
-	known, moved, err := s.lookup(ctx, ids)
+	again, err := s.unpublished(ctx, known, before)
 	if err != nil {
+		<-nextCh
 		return nil, res, err
 	}
 	var fresh []string
 	for _, id := range ids {
-		if _, ok := known[id]; !ok {
+		k, ok := known[id]
+		if again[id] {
+			// Written by an earlier try whose publish was refused, after
+			// the takeover looked: new, under a new seq.
+			delete(known, id)
+			ok = false
+		}
+		if !ok {
 			fresh = append(fresh, id)
+		} else if k.Version > le.Epoch {
+			// Written under a later lease: this one has passed on.
+			<-nextCh
+			return nil, res, publog.ErrStale
 		}
 	}
-	if err := turn.Wait(ctx, store.StepAllocate); err != nil {
-		return nil, res, err
-	}
-	collected := notice.Timestamp(s.now())
-	assigned, alloc, err := s.allocate(ctx, fresh, collected, known, moved, false, mark)
-	turn.Done(store.StepAllocate)
-	if err != nil {
-		return nil, res, err
-	}
-	// The seqs stop holding the watermark back whatever happens: on
-	// success they are committed once the notices are searchable (or
-	// given new ones, should they have lapsed: fence.go); on failure they
-	// are revoked, and a retry gets new ones.
-	own.alloc = alloc
-
 	na := <-nextCh
 	if na.err != nil {
 		return nil, res, na.err
 	}
 	next := na.ok
-	own.next = next
-	version := time.Now().UnixMilli()
-	ops := make([]bulkOp, 0, len(ns))
+	first, err := le.Allocate(ctx, len(fresh))
+	if err != nil {
+		return nil, res, err
+	}
+	through := first + int64(len(fresh)) - 1
+	collected := notice.Timestamp(s.now())
+	assigned := make(map[string]int64, len(fresh))
+	for i, id := range fresh {
+		assigned[id] = first + int64(i)
+		before.mine[id] = first + int64(i)
+	}
 	inserted := map[string]bool{}
 	for i := range ns {
 		n := &ns[i]
 		if k, ok := known[n.ID]; ok {
 			n.Seq, n.CollectedAt = k.Seq, k.CollectedAt
-			version = max(version, k.Version+1)
 			res.Updated++
 		} else {
-			a := assigned[n.ID]
-			n.Seq, n.CollectedAt = a.Seq, a.CollectedAt
-			if m, ok := moved[n.ID]; ok {
-				version = max(version, m.Version+1)
-			}
-			known[n.ID] = a // a second copy in the batch is an update
-			delete(assigned, n.ID)
+			n.Seq, n.CollectedAt = assigned[n.ID], collected
+			known[n.ID] = stored{Seq: n.Seq, CollectedAt: collected} // a second copy in the batch is an update
 			inserted[n.ID] = true
 			res.Inserted++
 		}
@@ -183,11 +247,13 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 			giveArena(arena)
 		}
 	}()
+	indexedAt := s.now().UnixMilli()
+	ops := make([]bulkOp, 0, len(ns))
 	for i := range ns {
 		start := len(arena)
-		arena = esdoc.AppendNotice(arena, &ns[i], version, nil)
+		arena = esdoc.AppendNotice(arena, &ns[i], indexedAt, nil)
 		body := arena[start:len(arena):len(arena)]
-		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: version, Body: body, What: "notice " + ns[i].SourceID, Pos: i}
+		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: le.Epoch, Fenced: true, Body: body, What: "notice " + ns[i].SourceID, Pos: i}
 		ops = append(ops, op)
 		if next {
 			op.Index = s.nextAlias()
@@ -221,6 +287,12 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 		if !errors.As(err, &r) {
 			return nil, store.UpsertResult{}, err
 		}
+		for _, f := range r.items {
+			if f.status == http.StatusConflict {
+				// A later lease wrote this notice: this one has passed on.
+				return nil, store.UpsertResult{}, publog.ErrStale
+			}
+		}
 		// Some notices were refused, the rest written: name them.
 		batchErr = &store.BatchError{}
 		for _, f := range r.items {
@@ -231,10 +303,6 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 			}
 		}
 		sort.Slice(batchErr.Items, func(i, j int) bool { return batchErr.Items[i].Index < batchErr.Items[j].Index })
-		own.unwritten = map[string]bool{}
-		for i := range failed {
-			own.unwritten[ns[i].ID] = true
-		}
 		res = store.UpsertResult{}
 		seen := map[string]bool{}
 		for i := range ns {
@@ -249,28 +317,61 @@ func (s *Store) UpsertStoredTurn(ctx context.Context, batch []notice.Notice, tur
 			seen[ns[i].ID] = true
 		}
 	}
-	// Searchable now, or by a refresh a batch after it makes (refresh.go).
-	searched = true
-	resequenced, err := s.makeSearchable(ctx, turn, own, true)
-	if err != nil {
+	// Searchable before published.
+	if err := s.refresh(ctx, s.Alias(mappings.Notices)); err != nil {
 		return nil, store.UpsertResult{}, err
 	}
-	written := make([]notice.Notice, 0, len(ns))
-	for i := range ns {
-		if failed[i] {
-			continue
+	if next {
+		if err := s.refresh(ctx, s.nextAlias()); err != nil && !isNotFound(err) {
+			return nil, store.UpsertResult{}, err
 		}
-		if m, ok := resequenced[ns[i].ID]; ok {
-			// Its seq lapsed: it was written again as stored, under a
-			// new seq (fence.go).
-			ns[i] = m
-		}
-		written = append(written, ns[i])
 	}
+	if writeHook != nil {
+		writeHook(s)
+	}
+	written = make([]notice.Notice, 0, len(ns))
+	for i := range ns {
+		if !failed[i] {
+			written = append(written, ns[i])
+		}
+	}
+	pub, kinds := publishable(written, inserted)
+	if err := le.Publish(ctx, pub, kinds, through); err != nil {
+		return nil, store.UpsertResult{}, err
+	}
+	clean = true
 	if batchErr != nil {
 		return written, res, batchErr
 	}
 	return written, res, nil
+}
+
+// writeHook, when set by a test, runs between a batch's refresh and its
+// publish (a writer killed there leaves its notices to the takeover).
+var writeHook func(*Store)
+
+// publishable returns each notice of written once (its last copy, as
+// stored), in batch order, with its kind: new for a notice this batch
+// inserted, amended for one stored before.
+func publishable(written []notice.Notice, inserted map[string]bool) ([]notice.Notice, []publog.Kind) {
+	last := make(map[string]int, len(written))
+	for i := range written {
+		last[written[i].ID] = i
+	}
+	out := make([]notice.Notice, 0, len(last))
+	kinds := make([]publog.Kind, 0, len(last))
+	for i := range written {
+		if last[written[i].ID] != i {
+			continue
+		}
+		out = append(out, written[i])
+		if inserted[written[i].ID] {
+			kinds = append(kinds, publog.KindNew)
+		} else {
+			kinds = append(kinds, publog.KindAmended)
+		}
+	}
+	return out, kinds
 }
 
 // arenas holds the buffers a batch's documents are written into
@@ -289,59 +390,6 @@ func takeArena(size int) []byte {
 // the batch's bulk requests have all been answered.
 func giveArena(b []byte) {
 	arenas.Put(&b)
-}
-
-// allocate gets seqs for the ids not found stored (looked up after mark
-// was read). Ids whose earlier seq the watermark has passed, and ids
-// Allocate found stale, are looked up again (another ingester wrote them
-// meanwhile: they join known; one stored under a revoked seq joins moved)
-// and those still missing get seqs again, fresh. The allocation commits
-// or abandons every batch it took.
-func (s *Store) allocate(ctx context.Context, ids []string, collected string, known, moved map[string]stored, fresh bool, mark int64) (map[string]stored, *allocation, error) {
-	assigned := make(map[string]stored, len(ids))
-	alloc := &allocation{arrive: s.arrive}
-	for len(ids) > 0 {
-		b, err := s.arrive.Allocate(ctx, ids, collected, fresh, mark)
-		if err != nil {
-			alloc.abandon()
-			return nil, nil, err
-		}
-		alloc.batches = append(alloc.batches, b)
-		alloc.holds = append(alloc.holds, s.arrive.Hold(b))
-		var again []string
-		for i, id := range ids {
-			if b.Settled[i] || b.Stale[i] {
-				again = append(again, id)
-			} else {
-				assigned[id] = stored{Seq: b.Seqs[i], CollectedAt: b.Collected[i]}
-			}
-		}
-		if len(again) == 0 {
-			break
-		}
-		if mark, err = s.arrive.Mark(ctx); err != nil {
-			alloc.abandon()
-			return nil, nil, err
-		}
-		found, mv, err := s.lookup(ctx, again)
-		if err != nil {
-			alloc.abandon()
-			return nil, nil, err
-		}
-		for id, m := range mv {
-			moved[id] = m
-		}
-		ids = ids[:0:0]
-		for _, id := range again {
-			if k, ok := found[id]; ok {
-				known[id] = k
-			} else {
-				ids = append(ids, id)
-			}
-		}
-		fresh = true
-	}
-	return assigned, alloc, nil
 }
 
 // storedNotices reads, in real time, the seq, collected_at and version of
@@ -374,10 +422,6 @@ func (s *Store) storedNotices(ctx context.Context, ids []string) (map[string]sto
 	}
 	return out, nil
 }
-
-// Watermark returns the arrival watermark: every notice with notice_seq at
-// most it is searchable (see package arrival).
-func (s *Store) Watermark(ctx context.Context) (int64, error) { return s.arrive.Watermark(ctx) }
 
 // withoutNext drops from a bulk error the writes refused because the
 // reindex alias next no longer exists, reporting whether there were any.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 )
 
@@ -60,7 +61,7 @@ func BenchmarkScreenCopySize(b *testing.B) {
 				abn := "51" + a
 				n.ABN = &abn
 			}
-			nc.apply(n.Seq, encodeSummary(&n))
+			nc.apply(n.Seq, publog.EncodeSummary(&n))
 		}
 		// A replica that has screened every company with notices holds
 		// their names (fillNames): the most it holds.

@@ -53,8 +53,12 @@ func redisClient(t testing.TB) *redis.Client {
 	return rdb
 }
 
-// dropNamespace removes every key of a namespace.
+// dropNamespace removes every key of a namespace (the publish log's keys
+// are under {ns}:).
 func dropNamespace(t testing.TB, rdb *redis.Client, ns string) {
+	if ns[0] != '{' {
+		dropNamespace(t, rdb, "{"+ns+"}")
+	}
 	ctx := context.Background()
 	iter := rdb.Scan(ctx, 0, ns+":*", 1000).Iterator()
 	var keys []string

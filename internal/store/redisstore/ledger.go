@@ -720,9 +720,7 @@ func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, n
 }
 
 // Reconcile finishes the changes that a stopped process (or a lost
-// connection) left half done: it gives the notices a dead writer left
-// under revoked seqs new ones (when the source is a Resequencer), records the notices an ingest stored but
-// never recorded here (RepairRecords), finishes a register load that died
+// connection) left half done: it finishes a register load that died
 // between its two commits (CompleteRegister), undoes every create whose creator stopped
 // before finishing it (wpend, lease run out), finishes every delete whose
 // deleter stopped before removing the watch's remains (trash, sweepTrash), releases the held deliveries
@@ -731,22 +729,7 @@ func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, n
 // delivery.DeactivateAfter. The scheduler's sweep calls it; it
 // returns how many changes it finished.
 func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
-	// Notices left under revoked seqs by a writer that died (the notice
-	// store's fence): moved to new seqs first, so they are recorded below.
-	moved := 0
-	if r, ok := s.source.(Resequencer); ok {
-		n, err := r.Resequence(ctx)
-		if err != nil {
-			return 0, err
-		}
-		moved = n
-	}
-	// Notices an ingest stored but died before recording (repair.go).
-	repaired, err := s.RepairRecords(ctx)
-	if err != nil {
-		return moved, err
-	}
-	repaired += moved
+	repaired := 0
 	// A register load that died between its two commits (regpending.go).
 	if how, err := s.CompleteRegister(ctx); err != nil {
 		return repaired, err

@@ -5,12 +5,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/matcher"
 )
 
@@ -276,7 +276,7 @@ func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string,
 	var abns []string
 	var at []int
 	for i := range ns {
-		id := idents(&ns[i])
+		id := publog.Idents(&ns[i])
 		for _, v := range id {
 			if v != "" {
 				out[i] = append(out[i], v)
@@ -337,20 +337,17 @@ const arrivalBatch = 500
 const maxReadCatchUp = 8
 
 // commitScript appends one matched batch and advances the cursor, only if
-// the cursor and the watch-set version are what the matcher read; the
-// seqs of the range that had no notice yet are recorded in mgap (score:
-// when first missed, ms) for matchGaps.
-// KEYS: match:through, wsv, mgap. ARGV: ns, expected cursor, new cursor,
-// expected wsv, now ms, the number of missing seqs g, those g seqs, then
-// (watch, seq) pairs.
+// the cursor and the watch-set version are what the matcher read. Every
+// seq at or below the published seq is final (package publog: a notice is
+// searchable before it is published), so nothing lands below the cursor
+// later. KEYS: match:through, wsv. ARGV: ns, expected cursor, new cursor,
+// expected wsv, then (watch, seq) pairs.
 var commitScript = redis.NewScript(appendPairLua + `
 local ns = ARGV[1]
 if tonumber(redis.call('GET', KEYS[1]) or '0') ~= tonumber(ARGV[2]) then return -1 end
 if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[4]) then return -2 end
-local g = tonumber(ARGV[6])
-for i = 7, 6 + g do redis.call('ZADD', KEYS[3], 'NX', ARGV[5], ARGV[i]) end
 local added = 0
-for i = 7 + g, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
   added = added + appendPair(ns, ARGV[i], ARGV[i + 1])
 end
 redis.call('SET', KEYS[1], ARGV[3])
@@ -376,12 +373,8 @@ end
 // MatchArrivals matches the next arrived notices (up to limit) not yet
 // matched and commits them; it returns how many notices it moved the
 // cursor past (0: nothing to do, or another matcher got there first). Any
-// number of workers may call it concurrently. Now and then it also
-// matches the notices that landed late below the cursor (matchGaps).
+// number of workers may call it concurrently.
 func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
-	if err := s.matchGapsEvery(ctx); err != nil {
-		return 0, err
-	}
 	for attempt := 0; ; attempt++ {
 		var mc, vc *redis.StringCmd
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -416,12 +409,10 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		gaps := missingSeqs(m, through, kept)
-		args := make([]any, 0, 6+len(gaps)+len(pairs))
-		args = append(args, s.ns, m, through, wsv, s.clock().UnixMilli(), len(gaps))
-		args = append(args, gaps...)
+		args := make([]any, 0, 4+len(pairs))
+		args = append(args, s.ns, m, through, wsv)
 		args = append(args, pairs...)
-		res, err := commitScript.Run(ctx, s.rdb, []string{s.key("match", "through"), s.key("wsv"), s.key(mgapKey)}, args...).Int()
+		res, err := commitScript.Run(ctx, s.rdb, []string{s.key("match", "through"), s.key("wsv")}, args...).Int()
 		if err != nil {
 			return 0, s.fail("commit matches", err)
 		}
@@ -674,126 +665,4 @@ func (s *Store) RematchStored(ctx context.Context, ns []notice.Notice) error {
 		}
 	}
 	return nil
-}
-
-// Late notices. The arrival watermark promises that every notice_seq below
-// it is final, but a write whose outcome was unknown (Elasticsearch hung
-// past the ingester's deadline, or answered after its lease ran out) can
-// land after the cursor passed its seq. Such a notice would never be
-// matched, nor delivered. So the cursor records every seq of its range
-// that had no notice (mgap), and matchGaps looks for them again: one found
-// is matched as an arrival, once (it leaves mgap in the same script);
-// seqs still missing after gapTTL (a batch that failed for good, a notice
-// Elasticsearch refused) are forgotten. A late notice is delivered and
-// kept in the watches' logs; a poller already past its seq does not see it
-// in /matches.
-const (
-	mgapKey = "mgap"
-	// gapTTL is how long a missing seq is looked for.
-	gapTTL = 24 * time.Hour
-	// gapEvery is how often one process looks (an Elasticsearch read).
-	gapEvery = 10 * time.Second
-	// maxGapsRead bounds one look.
-	maxGapsRead = 1000
-)
-
-// missingSeqs lists the seqs of (from, through] that kept (ascending, all
-// in the range) does not hold.
-func missingSeqs(from, through int64, kept []notice.Notice) []any {
-	var out []any
-	next := from + 1
-	for _, n := range kept {
-		for ; next < n.Seq; next++ {
-			out = append(out, next)
-		}
-		next = n.Seq + 1
-	}
-	for ; next <= through; next++ {
-		out = append(out, next)
-	}
-	return out
-}
-
-// gapScript matches late notices: for each found seq still in mgap (not
-// taken by another matcher) it removes it and appends its pairs to the
-// logs and the delivery handoff, as commitScript does, if the watch-set
-// version is what the matcher read. KEYS: mgap, wsv. ARGV: ns, expected
-// wsv, the number of found seqs f, those f seqs, then (watch, seq) pairs.
-var gapScript = redis.NewScript(appendPairLua + `
-local ns = ARGV[1]
-if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[2]) then return -2 end
-local f = tonumber(ARGV[3])
-local mine = {}
-for i = 4, 3 + f do
-  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then mine[ARGV[i]] = true end
-end
-local added = 0
-for i = 4 + f, #ARGV, 2 do
-  if mine[ARGV[i + 1]] then added = added + appendPair(ns, ARGV[i], ARGV[i + 1]) end
-end
-return added
-`)
-
-// matchGapsEvery runs matchGaps at most once per gapEvery in this process.
-func (s *Store) matchGapsEvery(ctx context.Context) error {
-	now := s.clock()
-	s.gapMu.Lock()
-	if !s.gapAt.IsZero() && now.Sub(s.gapAt) < gapEvery {
-		s.gapMu.Unlock()
-		return nil
-	}
-	s.gapAt = now
-	s.gapMu.Unlock()
-	_, err := s.matchGaps(ctx)
-	return err
-}
-
-// matchGaps matches the notices found for seqs the cursor passed without
-// one (see "Late notices") and returns how many it found.
-func (s *Store) matchGaps(ctx context.Context) (int, error) {
-	now := s.clock()
-	if err := s.rdb.ZRemRangeByScore(ctx, s.key(mgapKey), "-inf", strconv.FormatInt(now.Add(-gapTTL).UnixMilli(), 10)).Err(); err != nil {
-		return 0, s.fail("forget old gaps", err)
-	}
-	var (
-		r *redis.StringSliceCmd
-		v *redis.StringCmd
-	)
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		r = p.ZRange(ctx, s.key(mgapKey), 0, maxGapsRead-1)
-		v = p.Get(ctx, s.key("wsv"))
-		return nil
-	})
-	if err != nil && err != redis.Nil {
-		return 0, s.fail("read gaps", err)
-	}
-	raw := r.Val()
-	wsv, _ := strconv.ParseInt(v.Val(), 10, 64)
-	if len(raw) == 0 {
-		return 0, nil
-	}
-	seqs := make([]int64, 0, len(raw))
-	for _, r := range raw {
-		if n, err := strconv.ParseInt(r, 10, 64); err == nil {
-			seqs = append(seqs, n)
-		}
-	}
-	found, err := s.source.NoticesBySeq(ctx, seqs)
-	if err != nil || len(found) == 0 {
-		return 0, err
-	}
-	pairs, err := s.matchNotices(ctx, found)
-	if err != nil {
-		return 0, err
-	}
-	args := make([]any, 0, 3+len(found)+len(pairs))
-	args = append(args, s.ns, wsv, len(found))
-	for _, n := range found {
-		args = append(args, n.Seq)
-	}
-	args = append(args, pairs...)
-	if err := gapScript.Run(ctx, s.rdb, []string{s.key(mgapKey), s.key("wsv")}, args...).Err(); err != nil {
-		return 0, s.fail("match late notices", err)
-	}
-	return len(found), nil
 }

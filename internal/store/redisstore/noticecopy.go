@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
 // noticeCopy is a replica's copy of nsum (seq -> summary) with the index
@@ -17,7 +18,7 @@ import (
 type noticeCopy struct {
 	sums summarySlab
 	post postings
-	last int64 // the last change log entry applied (nlog:n)
+	last string // the id of the last publish log entry applied
 }
 
 func newNoticeCopy() *noticeCopy {
@@ -40,10 +41,10 @@ func (n *noticeCopy) apply(seq int64, sum string) {
 	}
 	var dec notice.Notice
 	var ptrs [3]string
-	if decodeSummaryInto(sum, &dec, &ptrs) != nil {
+	if publog.DecodeSummaryInto(sum, &dec, &ptrs) != nil {
 		return
 	}
-	for _, v := range idents(&dec) {
+	for _, v := range publog.Idents(&dec) {
 		if v != "" {
 			n.post.add(v, seq)
 		}

@@ -3,10 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,10 +13,8 @@ import (
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
-	"github.com/noticesd/noticesd/internal/store/sqlite"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestReconcileFinishesHalfDoneChanges: a reactivation and a deactivation
@@ -239,110 +235,6 @@ func TestCreateDeliveriesJudgesAtArrival(t *testing.T) {
 	recs, err := f.rs.Deliveries(ctx, accountID, watchID, 10)
 	if err != nil || len(recs) != 1 || recs[0].NoticeID != batch[0].ID {
 		t.Fatalf("records %+v, %v; want one for %s", recs, err, batch[0].ID)
-	}
-}
-
-// lateSource is the fixture's SQLite notice store with some seqs not yet
-// readable: a write whose outcome the ingester could not know (the node
-// hung past its deadline) that lands after the arrival cursor passed it.
-type lateSource struct {
-	*sqlite.Store
-	mu     sync.Mutex
-	hidden map[int64]bool
-}
-
-func (l *lateSource) visible(ns []notice.Notice) []notice.Notice {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := ns[:0]
-	for _, n := range ns {
-		if !l.hidden[n.Seq] {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-func (l *lateSource) NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error) {
-	ns, err := l.Store.NoticesAfter(ctx, seq, limit)
-	return l.visible(ns), err
-}
-
-func (l *lateSource) NoticesBySeq(ctx context.Context, seqs []int64) ([]notice.Notice, error) {
-	ns, err := l.Store.NoticesBySeq(ctx, seqs)
-	return l.visible(ns), err
-}
-
-// TestLateNoticeIsMatched: a notice that becomes readable only after the
-// arrival cursor passed its seq is still matched once and handed to
-// delivery (the matched stream), by the cursor's record of the seqs it
-// found empty; a seq that never gets a notice is forgotten after gapTTL.
-func TestLateNoticeIsMatched(t *testing.T) {
-	ctx := context.Background()
-	f := newFixture(t, Options{})
-	src := &lateSource{Store: f.notices, hidden: map[int64]bool{}}
-	rs, err := New(f.rdb, strings.TrimSuffix(f.rs.ns, ":"), src, Options{Clock: f.clock.Now, Secrets: testBox(t), NoMatchOnRead: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.rs = rs
-	accountID, watchID := f.alphaWatch(t)
-	f.failDeliveriesN(t, accountID, watchID, 0) // a webhook: matches go to delivery
-	batch := []notice.Notice{
-		storetest.AlphaNotice("LATE-1", f.clock.Now()),
-		storetest.AlphaNotice("LATE-2", f.clock.Now()),
-		storetest.AlphaNotice("LATE-3", f.clock.Now()),
-	}
-	if _, err := (composite{notices: f.notices, rs: rs}).UpsertNotices(ctx, batch); err != nil {
-		t.Fatal(err)
-	}
-	top, err := f.notices.LatestSeq(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	late := top - 1 // LATE-2
-	src.mu.Lock()
-	src.hidden[late] = true
-	src.mu.Unlock()
-	if _, err := rs.MatchArrivals(ctx, 100); err != nil {
-		t.Fatal(err)
-	}
-	streamed := func() map[string]int {
-		t.Helper()
-		msgs, err := f.rdb.XRange(ctx, rs.MatchedStream(), "-", "+").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]int{}
-		for _, m := range msgs {
-			out[fmt.Sprint(m.Values["seq"])]++
-		}
-		return out
-	}
-	if got := streamed(); got[fmt.Sprint(late)] != 0 || got[fmt.Sprint(top)] != 1 {
-		t.Fatalf("handed to delivery %v before the late write; want %d and not %d", got, top, late)
-	}
-	src.mu.Lock()
-	delete(src.hidden, late)
-	src.mu.Unlock()
-	for i := 0; i < 2; i++ { // found once, matched once
-		if n, err := rs.matchGaps(ctx); err != nil || (i == 0) != (n == 1) {
-			t.Fatalf("matchGaps round %d found %d (%v)", i, n, err)
-		}
-	}
-	if got := streamed(); got[fmt.Sprint(late)] != 1 {
-		t.Fatalf("handed to delivery %v after the late write; want %d once", got, late)
-	}
-	// A seq that never gets a notice is forgotten after gapTTL.
-	if err := f.rdb.ZAdd(ctx, rs.key(mgapKey), redis.Z{Score: float64(f.clock.Now().UnixMilli()), Member: top + 1000}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	f.clock.Advance(gapTTL + time.Minute)
-	if _, err := rs.matchGaps(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := f.rdb.ZCard(ctx, rs.key(mgapKey)).Result(); err != nil || n != 0 {
-		t.Fatalf("%d gaps left after gapTTL (%v), want none", n, err)
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
-	"github.com/noticesd/noticesd/internal/store/arrival"
 	"github.com/noticesd/noticesd/internal/store/elastic"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
@@ -160,7 +160,7 @@ func registeredScaleStores(t *testing.T, rdb *redis.Client) (*elastic.Store, *St
 	t.Helper()
 	ctx := context.Background()
 	ns := testservers.Namespace(t)
-	es, err := elastic.Open(ctx, elastic.Config{URL: testservers.Elasticsearch(t), Namespace: ns, Arrivals: arrival.New(rdb, ns, 0)})
+	es, err := elastic.Open(ctx, elastic.Config{URL: testservers.Elasticsearch(t), Namespace: ns, Log: publog.New(rdb, ns, publog.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}

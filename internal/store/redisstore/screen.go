@@ -10,6 +10,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/matcher"
 )
@@ -53,7 +54,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 			if sum == "" {
 				continue
 			}
-			if err := decodeSummaryInto(sum, &into[i], &ptrs[i]); err != nil {
+			if err := publog.DecodeSummaryInto(sum, &into[i], &ptrs[i]); err != nil {
 				return err
 			}
 			have[i] = true

@@ -16,6 +16,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/matcher"
 )
@@ -28,12 +29,12 @@ import (
 //
 // Freshness is exact. Each screen first reads, in one pipeline, the
 // register generation (reg:v) and the change log past the copy's position
-// (nlog: RecordNotices appends the seqs of every batch it records in the
-// same script that writes nsum, numbered by nlog:n). New entries' summaries
-// are read (one more round trip, only when there are some) and applied
-// before the screen runs, so a screen that starts after an ingest commits
-// sees its notices. A register generation other than the copy's, a change
-// log trimmed past the copy's position, or a copy not yet loaded make the
+// (the publish log, package publog: the publish script appends one entry
+// per notice, with its summary, in the step that writes nsum). New
+// entries are applied before the screen runs, so a screen that starts
+// after a publish sees its notices. A register generation other than the
+// copy's, a publish log trimmed past the copy's position
+// (NOTICES_PUBLISH_LOG_RETENTION), or a copy not yet loaded make the
 // screen read Redis as before (Store.screenLookups) while the copy reloads
 // in the background; a new register is built aside and swapped in whole,
 // so no screen mixes two generations.
@@ -58,8 +59,11 @@ type ScreenCopy struct {
 	stop   context.CancelFunc
 	done   chan struct{}
 
-	// fromCopy and fromRedis count the screens answered each way.
+	// fromCopy and fromRedis count the screens answered each way; loads
+	// counts the notice copy's loads, behind the times it found itself
+	// behind the publish log's retention (and dropped itself to reload).
 	fromCopy, fromRedis atomic.Int64
+	loads, behind       atomic.Int64
 }
 
 func newScreenCopy(s *Store, wait bool) *ScreenCopy {
@@ -115,6 +119,13 @@ func (c *ScreenCopy) Shutdown(ctx context.Context) error {
 // Redis instead (not loaded, or behind).
 func (c *ScreenCopy) Counts() (fromCopy, fromRedis int64) {
 	return c.fromCopy.Load(), c.fromRedis.Load()
+}
+
+// Loads returns how many times the notice copy was loaded, and how many
+// times it found itself behind the publish log's retention (entries past
+// it trimmed away) and was dropped to be loaded again.
+func (c *ScreenCopy) Loads() (loads, behind int64) {
+	return c.loads.Load(), c.behind.Load()
 }
 
 // refresh brings the copy up to date: it follows the change log (or
@@ -583,10 +594,10 @@ func (c *ScreenCopy) wake() {
 	}
 }
 
-// changeBatch is the most change log entries one XRANGE reads.
+// changeBatch is the most publish log entries one XRANGE reads.
 const changeBatch = 1000
 
-// sync reads the register generation and applies the change log past the
+// sync reads the register generation and applies the publish log past the
 // notice copy's position, in one round trip when the log has nothing new,
 // and returns the copy it brought up to date: nil when there is no notice
 // copy, or the log was trimmed past it (then the copy is dropped, to be
@@ -598,78 +609,73 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	c.mu.RLock()
 	n := c.n
 	c.mu.RUnlock()
-	var last int64
+	var last string
 	if n != nil {
 		last = n.last
 	}
+	keys := s.log.Keys()
 	var (
-		vCmd, headCmd *redis.StringCmd
+		vCmd, trimCmd *redis.StringCmd
 		xCmd          *redis.XMessageSliceCmd
 	)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		vCmd = p.Get(ctx, s.key("reg", "v"))
-		headCmd = p.Get(ctx, s.key("nlog", "n"))
 		if n != nil {
-			xCmd = p.XRangeN(ctx, s.key("nlog"), entryID(last+1), "+", changeBatch)
+			trimCmd = p.Get(ctx, keys.Trimmed)
+			xCmd = p.XRangeN(ctx, keys.Log, "("+last, "+", changeBatch)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return "", nil, s.fail("read the screen change log", err)
+		return "", nil, s.fail("read the publish log", err)
 	}
-	regV, head := vCmd.Val(), int64(0)
-	if h := headCmd.Val(); h != "" {
-		if head, err = strconv.ParseInt(h, 10, 64); err != nil {
-			return "", nil, s.fail("read the screen change log", err)
-		}
-	}
+	regV = vCmd.Val()
 	if n == nil {
 		return regV, nil, nil
 	}
-	if head == last {
-		return regV, n, nil
-	}
-	if head < last { // the log was reset (its keys removed): reload
+	if t := trimCmd.Val(); t != "" && publog.IDLess(last, t) {
+		// Entries past the copy may have been trimmed away: reload.
+		c.behind.Add(1)
 		c.mu.Lock()
 		c.n = nil
 		c.mu.Unlock()
 		return regV, nil, nil
 	}
 	msgs := xCmd.Val()
-	var seqs []string
-	for gap := false; !gap; {
+	var entries []publog.Entry
+	for {
 		for _, m := range msgs {
-			num, _ := strconv.ParseInt(strings.TrimSuffix(m.ID, "-0"), 10, 64)
-			if num != last+1 {
-				gap = true // trimmed past us
-				break
-			}
-			last = num
-			if l, _ := m.Values["seqs"].(string); l != "" {
-				seqs = append(seqs, splitList(l)...)
-			}
+			sum, _ := m.Values["s"].(string)
+			entries = append(entries, publog.Entry{ID: m.ID, Summary: sum})
+			last = m.ID
 		}
-		if gap || last >= head || len(msgs) < changeBatch {
+		if len(msgs) < changeBatch {
 			break
 		}
-		if msgs, err = s.rdb.XRangeN(ctx, s.key("nlog"), entryID(last+1), "+", changeBatch).Result(); err != nil {
-			return "", nil, s.fail("read the screen change log", err)
+		var gone bool
+		var more []publog.Entry
+		if more, gone, err = s.log.Read(ctx, last, changeBatch); err != nil {
+			return "", nil, err
+		}
+		if gone {
+			c.behind.Add(1)
+			c.mu.Lock()
+			c.n = nil
+			c.mu.Unlock()
+			return regV, nil, nil
+		}
+		msgs = msgs[:0]
+		for _, e := range more {
+			msgs = append(msgs, redis.XMessage{ID: e.ID, Values: map[string]any{"s": e.Summary}})
 		}
 	}
-	if last < head {
-		c.mu.Lock()
-		c.n = nil
-		c.mu.Unlock()
-		return regV, nil, nil
-	}
-	sums, err := s.hmget(ctx, s.key("nsum"), seqs)
-	if err != nil {
-		return "", nil, err
+	if len(entries) == 0 {
+		return regV, n, nil
 	}
 	c.mu.Lock()
-	for i, q := range seqs {
-		if seq, err := strconv.ParseInt(q, 10, 64); err == nil {
-			n.apply(seq, sums[i])
+	for _, e := range entries {
+		if seq, ok := summarySeq(e.Summary); ok {
+			n.apply(seq, e.Summary)
 		}
 	}
 	n.last = last
@@ -677,29 +683,34 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	return regV, n, nil
 }
 
-func entryID(n int64) string { return strconv.FormatInt(n, 10) + "-0" }
+// summarySeq reads the notice_seq of a summary (its second field).
+func summarySeq(sum string) (int64, bool) {
+	_, rest, ok := strings.Cut(sum, "\x1f")
+	if !ok {
+		return 0, false
+	}
+	f, _, _ := strings.Cut(rest, "\x1f")
+	seq, err := strconv.ParseInt(f, 10, 64)
+	return seq, err == nil
+}
 
 // scanCount is HSCAN's COUNT when a copy loads.
 const scanCount = 10000
 
 // loadNotices builds a new notice copy from nsum and swaps it in at the
-// change log position read before the scan; the next sync brings it to
+// publish log position read before the scan; the next sync brings it to
 // the head of the log before a screen uses it (a screen only uses the copy
 // its own sync brought up to date). Changes made while nsum is scanned are
 // in the log past that position, and applying a seq's current summary
 // again is harmless.
 func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 	s := c.s
-	h, err := s.rdb.Get(ctx, s.key("nlog", "n")).Result()
-	if err != nil && err != redis.Nil {
-		return s.fail("load the screen copy", err)
+	head, err := s.log.Head(ctx)
+	if err != nil {
+		return err
 	}
 	fresh := newNoticeCopy()
-	if h != "" {
-		if fresh.last, err = strconv.ParseInt(h, 10, 64); err != nil {
-			return s.fail("load the screen copy", err)
-		}
-	}
+	fresh.last = head
 	err = hscan(ctx, s, s.key("nsum"), func(field, value string) {
 		if seq, err := strconv.ParseInt(field, 10, 64); err == nil {
 			fresh.apply(seq, value)
@@ -713,6 +724,7 @@ func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 	c.n = fresh
 	c.mu.Unlock()
 	c.syncMu.Unlock()
+	c.loads.Add(1)
 	return nil
 }
 

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/query"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
 )
@@ -113,31 +115,37 @@ func TestScreenCopySeesIngestAtOnce(t *testing.T) {
 	}
 }
 
-// TestScreenCopyTrimmedLog: a replica whose position the change log was
-// trimmed past (it fell behind by more than the cap) answers that screen
-// from Redis, correctly, and reloads; the screen after the reload answers
+// TestScreenCopyTrimmedLog: a replica whose position the publish log was
+// trimmed past (it fell behind by more than NOTICES_PUBLISH_LOG_RETENTION)
+// answers that screen from Redis, correctly, and reloads, and says so
+// (Loads: the count /metrics shows); the screen after the reload answers
 // from the copy again and agrees with Redis.
 func TestScreenCopyTrimmedLog(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	f.rs.changeLogCap = 1
+	// A retention of 1 ms: every publish trims what came before it.
+	f.rs.log = publog.New(f.rdb, f.ns, publog.Options{Retention: time.Millisecond})
 	c := composite{notices: f.notices, rs: f.rs}
 	commitRegister(t, c, notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"})
 	r := replica(t, f)
-	// 300 batches, one notice each: MAXLEN ~ 1 trims whole stream nodes
-	// (100 entries each by default), so the replica's next entry is gone.
+	_, behindBefore := r.ScreenCopy().Loads()
+	// 300 batches, one notice each, a few milliseconds apart: each publish
+	// trims the entries before it, so the replica's next entry is gone.
 	for i := 0; i < 300; i++ {
 		if _, err := c.UpsertNotices(ctx, []notice.Notice{genNotice(t, copyTmpl, fmt.Sprint("T", i), 1+i%7)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if first, err := f.rdb.XRangeN(ctx, f.rs.key("nlog"), "-", "+", 1).Result(); err != nil || len(first) == 0 || first[0].ID == "1-0" {
-		t.Fatalf("the change log was not trimmed: %v %v", first, err)
+	if trimmed, err := f.rdb.Get(ctx, f.rs.log.Keys().Trimmed).Result(); err != nil || trimmed == "" {
+		t.Fatalf("the publish log was not trimmed: %q %v", trimmed, err)
 	}
 	ids := idsOf(t, acn(1), acn(2), acn(7), acn(8))
 	screenFromRedis(t, f, r, ids, 3, "behind a trimmed log")
 	if err := r.ScreenCopy().refresh(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if _, behind := r.ScreenCopy().Loads(); behind <= behindBefore {
+		t.Fatalf("the copy behind the trimmed log did not say so: behind %d, was %d", behind, behindBefore)
 	}
 	res := screenBoth(t, f, r, ids)
 	if res.Matched[0].NoticeCount != 43 { // notices 0, 7, ..., 294 name company 1

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,13 +23,15 @@ import (
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
 // NoticeSource is what the store needs of the notices: the Elasticsearch
 // store implements it in scale mode (the SQLite store does too, for tests).
 type NoticeSource interface {
-	// LatestSeq is the arrival watermark: every notice with notice_seq at
-	// or below it is readable through this source.
+	// LatestSeq is the highest notice_seq published (package publog):
+	// every notice published at or below it is readable through this
+	// source.
 	LatestSeq(ctx context.Context) (int64, error)
 	// NoticesAfter returns up to limit notices with notice_seq > seq,
 	// ascending.
@@ -43,14 +44,6 @@ type NoticeSource interface {
 	// (never more than MaxTerms keys per call); keys nil means every notice
 	// passing f.
 	MatchingSeqs(ctx context.Context, keys []string, f notice.Filter, after, through int64, limit int) ([]int64, error)
-}
-
-// Resequencer is a NoticeSource whose writers fence their seqs (the
-// Elasticsearch store): Resequence gives notices a dead writer left under
-// seqs the arrival watermark revoked new seqs, so they are announced, and
-// returns how many it moved.
-type Resequencer interface {
-	Resequence(ctx context.Context) (int, error)
 }
 
 // MaxTerms is the most identifiers the store passes to one
@@ -72,12 +65,10 @@ type Store struct {
 	filters     filterCache
 	secrets     *secretbox.Box
 	// screenCopy is the replica's in-memory copy of what the bulk screen reads
-	// (nil: every screen reads Redis); changeLogCap caps nlog.
-	screenCopy   *ScreenCopy
-	changeLogCap int
-	// gapAt is when this process last looked for late notices (matchGaps).
-	gapMu sync.Mutex
-	gapAt time.Time
+	// (nil: every screen reads Redis).
+	screenCopy *ScreenCopy
+	// log is the namespace's writer lease and publish log.
+	log *publog.Log
 	// replicaCache is the primary's replica count, which decides whether
 	// an acknowledged write waits for a replica (durable.go).
 	replicaCache replicaCount
@@ -119,6 +110,9 @@ type Options struct {
 	// wait, instead of answering from Redis. For tests and benchmarks,
 	// which must exercise the copy deterministically.
 	ScreenCopyWait bool
+	// Log is the namespace's writer lease and publish log (the one the
+	// notice store writes through); default publog.New with its defaults.
+	Log *publog.Log
 }
 
 // New returns a store on rdb with every key under namespace + ":".
@@ -130,7 +124,10 @@ func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Opt
 		return nil, errors.New("redisstore: a NoticeSource is required")
 	}
 	s := &Store{rdb: rdb, ns: namespace + ":", source: source, plans: o.Plans, clock: o.Clock,
-		matchOnRead: !o.NoMatchOnRead, secrets: o.Secrets, changeLogCap: changeLogCap, leaseRenewal: leaseRenewal}
+		matchOnRead: !o.NoMatchOnRead, secrets: o.Secrets, leaseRenewal: leaseRenewal, log: o.Log}
+	if s.log == nil {
+		s.log = publog.New(rdb, namespace, publog.Options{})
+	}
 	if o.ScreenCopy {
 		s.screenCopy = newScreenCopy(s, o.ScreenCopyWait)
 	}

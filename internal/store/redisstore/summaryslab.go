@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
 // summarySlab holds the notice summaries of a screen copy by seq without
@@ -132,7 +133,7 @@ func (s *summarySlab) encode(b []byte, n *notice.Notice) ([]byte, uint64) {
 	t := s.tuple([7]uint64{s.code(n.PublishedDate), s.code(n.NoticeType), s.code(n.NoticeCode),
 		s.code(n.NoticePurpose), s.code(n.State), s.code(n.Status), app})
 	b = binary.AppendUvarint(b, t)
-	id := idents(n)
+	id := publog.Idents(n)
 	for _, v := range [5]string{n.ID, n.PublishedAt, id[0], id[1], n.CompanyName} {
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 )
 
@@ -15,7 +16,7 @@ func summaryOf(t *testing.T, n notice.Notice) notice.Notice {
 	t.Helper()
 	var out notice.Notice
 	var ptrs [3]string
-	if err := decodeSummaryInto(encodeSummary(&n), &out, &ptrs); err != nil {
+	if err := publog.DecodeSummaryInto(publog.EncodeSummary(&n), &out, &ptrs); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -129,7 +130,7 @@ func TestSummarySlab(t *testing.T) {
 	}
 	for seq, n := range want {
 		slabHas(t, &s, seq, n)
-		id := idents(&n)
+		id := publog.Idents(&n)
 		if got, ok := s.idents(seq); !ok || got != id {
 			t.Fatalf("seq %d: identifiers %v, want %v", seq, got, id)
 		}

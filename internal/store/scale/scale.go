@@ -11,15 +11,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/store"
-	"github.com/noticesd/noticesd/internal/store/arrival"
 	"github.com/noticesd/noticesd/internal/store/elastic"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 )
 
@@ -61,6 +64,13 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	if err != nil {
 		return nil, err
 	}
+	plog := publog.New(rdb, cfg.Namespace, publog.Options{Retention: cfg.PublishLogRetention, LeaseTTL: cfg.WriterLease, Who: writerName(),
+		Waiting: func(who string) {
+			slog.Info("waiting for the notice writer lease (one writer at a time)", "held_by", who)
+		}})
+	if opts.Log == nil {
+		opts.Log = plog
+	}
 	aggCache := cfg.AggCache
 	if aggCache == 0 {
 		aggCache = -1 // NOTICES_AGG_CACHE=0: none
@@ -77,7 +87,7 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 		CACert:        ca,
 		CAFingerprint: cfg.ElasticsearchCAFingerprint,
 		Namespace:     cfg.Namespace,
-		Arrivals:      arrival.New(rdb, cfg.Namespace, 0),
+		Log:           plog,
 		AggCache:      aggCache,
 	})
 	if err != nil {
@@ -129,6 +139,17 @@ func (s *Store) Close() error {
 		return errors.New("scale: store not open")
 	}
 	return s.rdb.Close()
+}
+
+// writerName names this process in the writer lease, for a writer that
+// waits for it: host, pid and command.
+func writerName() string {
+	host, _ := os.Hostname()
+	cmd := filepath.Base(os.Args[0])
+	if len(os.Args) > 1 {
+		cmd += " " + os.Args[1]
+	}
+	return fmt.Sprintf("%s on %s, pid %d", cmd, host, os.Getpid())
 }
 
 // esHosts names the nodes of NOTICES_ELASTICSEARCH_URL in a message: their

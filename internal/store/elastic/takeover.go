@@ -1,0 +1,61 @@
+package elastic
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/publog"
+	"github.com/noticesd/noticesd/mappings"
+)
+
+// takeOver publishes what the writers before le left written but not
+// published (le.Dirty: one died or stalled between its write and its
+// publish). One look at Elasticsearch after a refresh: the documents above
+// the published seq are new notices (seqs handed out but never written are
+// simply skipped), and the documents written since the first such writer
+// began (indexed_at, less writeGrace for clocks apart) under its epoch or
+// a later one (their external version) are amendments it may have made.
+// Publishing them again when they were published is harmless; the publish
+// ends the takeover (dirty is cleared, published rises to what was
+// allocated).
+func (s *Store) takeOver(ctx context.Context, le *publog.Lease) error {
+	if err := s.refresh(ctx, s.Alias(mappings.Notices)); err != nil {
+		return err
+	}
+	should := []obj{{"range": obj{"notice_seq": obj{"gt": le.Published}}}}
+	if le.Dirty.Epoch > 0 {
+		since := le.Dirty.Since.Add(-writeGrace).UnixMilli()
+		should = append(should, obj{"range": obj{"indexed_at": obj{"gte": since}}})
+	}
+	body := obj{"query": obj{"bool": obj{"should": should, "minimum_should_match": 1}},
+		"sort": sortSeqAsc, "_source": noticeSource, "version": true}
+	var ns []notice.Notice
+	var kinds []publog.Kind
+	err := s.pages(ctx, s.Alias(mappings.Notices), body, math.MaxInt, func(hs []hit) error {
+		for _, h := range hs {
+			n, err := noticeOf(h.Source)
+			if err != nil {
+				return fmt.Errorf("elastic: decode notice %s: %w", h.ID, err)
+			}
+			switch {
+			case n.Seq > le.Published:
+				ns, kinds = append(ns, n), append(kinds, publog.KindNew)
+			case le.Dirty.Epoch > 0 && h.Version >= le.Dirty.Epoch:
+				ns, kinds = append(ns, n), append(kinds, publog.KindAmended)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if takeOverHook != nil {
+		takeOverHook(ns)
+	}
+	return le.Publish(ctx, ns, kinds, le.Allocated)
+}
+
+// takeOverHook, when set by a test, hears the notices a takeover publishes.
+var takeOverHook func([]notice.Notice)

@@ -1,0 +1,153 @@
+// Package publog is scale mode's write path in Redis: one writer at a time
+// and one publish log that everything reading notices follows.
+//
+// A writer (noticesd ingest, the collector) takes the writer lease for each
+// batch (Acquire). Every acquisition raises the namespace's epoch, and the
+// epoch is the external version of every document the writer puts in
+// Elasticsearch, so a writer that lost its lease can never overwrite what a
+// later one wrote. Under the lease it takes the batch's new notice_seqs
+// (Lease.Allocate), writes and refreshes the documents, then publishes
+// them (Lease.Publish): one script checks that the lease and its epoch are
+// still the writer's, appends one entry per notice to the log, keeps the
+// screen's identifier lists, and raises Published. A publish under a lost
+// lease is refused (ErrStale), and its writer writes the batch again under
+// a new lease; nothing else decides what is visible.
+//
+// A writer that dies or stalls between its write and its publish leaves
+// Dirty set. The next writer to take the lease (Lease.Dirty) looks once at
+// what that writer may have written (the documents above Published and
+// those rewritten since it began) and publishes it before its own batch:
+// the takeover. There is no other repair.
+package publog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/errs"
+)
+
+// DefaultLeaseTTL is how long the writer lease outlives its holder's last
+// renewal: a dead writer's lease is taken over within this time.
+const DefaultLeaseTTL = 30 * time.Second
+
+// DefaultRetention is how long the log keeps an entry.
+const DefaultRetention = 24 * time.Hour
+
+// MinRetention is the shortest retention accepted.
+const MinRetention = 10 * time.Second
+
+// callTimeout bounds every Redis call, so a Redis that hangs gives
+// errs.BackendUnavailable instead of a stuck writer.
+const callTimeout = 5 * time.Second
+
+// Options set a Log up; the zero value is the defaults.
+type Options struct {
+	// LeaseTTL is the writer lease's time to live (DefaultLeaseTTL).
+	LeaseTTL time.Duration
+	// RenewEvery is how often the holder renews the lease (a third of
+	// LeaseTTL). Tests set it past LeaseTTL to play a writer cut off from
+	// Redis, whose lease lapses while it writes.
+	RenewEvery time.Duration
+	// Retention is how long the log keeps an entry (DefaultRetention).
+	Retention time.Duration
+	// Who names this process in the lease, for a writer waiting for it.
+	Who string
+	// Waiting, when set, is told that the lease is held by who while this
+	// process waits for it (once per holder).
+	Waiting func(who string)
+}
+
+// Log is the writer lease, the counters and the publish log of one
+// namespace.
+type Log struct {
+	rdb  redis.UniversalClient
+	keys Keys
+	opt  Options
+}
+
+// New returns the log of namespace ns on rdb.
+func New(rdb redis.UniversalClient, ns string, opt Options) *Log {
+	if opt.LeaseTTL <= 0 {
+		opt.LeaseTTL = DefaultLeaseTTL
+	}
+	if opt.RenewEvery <= 0 {
+		opt.RenewEvery = opt.LeaseTTL / 3
+	}
+	if opt.Retention <= 0 {
+		opt.Retention = DefaultRetention
+	}
+	if opt.Who == "" {
+		opt.Who = "a writer"
+	}
+	return &Log{rdb: rdb, keys: KeysFor(ns), opt: opt}
+}
+
+// Keys returns the log's keys.
+func (l *Log) Keys() Keys { return l.keys }
+
+// Published returns the highest notice_seq published (0 before any).
+func (l *Log) Published(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	vals, err := l.rdb.MGet(ctx, l.keys.Published, l.keys.OldWatermark).Result()
+	if err != nil {
+		return 0, Unavailable(err)
+	}
+	for _, v := range vals {
+		if s, ok := v.(string); ok {
+			return strconv.ParseInt(s, 10, 64)
+		}
+	}
+	return 0, nil
+}
+
+// Allocated returns the last notice_seq handed out (0 before any).
+func (l *Log) Allocated(ctx context.Context) (int64, error) {
+	return l.getInt(ctx, l.keys.Seq)
+}
+
+// DataVersion returns the version of the notices' searchable data: every
+// publish raises it, so an answer read while the version was v is still the
+// answer for as long as DataVersion returns v.
+func (l *Log) DataVersion(ctx context.Context) (int64, error) {
+	return l.getInt(ctx, l.keys.Version)
+}
+
+// Changed raises the data version: call it after a change to what the
+// notices' reads depend on that is not a publish (a reindex's swap).
+func (l *Log) Changed(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if err := l.rdb.Incr(ctx, l.keys.Version).Err(); err != nil {
+		return Unavailable(err)
+	}
+	return nil
+}
+
+func (l *Log) getInt(ctx context.Context, key string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	n, err := l.rdb.Get(ctx, key).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, Unavailable(err)
+	}
+	return n, nil
+}
+
+// Unavailable wraps a Redis failure as errs.BackendUnavailable.
+func Unavailable(err error) error {
+	if _, ok := errs.As(err); ok {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", errs.New(errs.BackendUnavailable,
+		"the Redis server cannot be reached or did not answer in time; retry shortly"), err)
+}
