@@ -199,7 +199,7 @@ fg "go mod tidy leaves go.mod and go.sum unchanged" tidy
 # there and why the others are not): built now, in the background (its build mode compiles
 # SQLite's C source and every dependency once more), run after the suite.
 RACE=(./api ./internal/limit ./worker ./internal/collector ./matcher ./internal/webhook
-  ./internal/store/sqlite ./worker/scheduler ./internal/store/redisstore ./internal/store/elastic)
+  ./internal/store/sqlite ./worker/scheduler ./internal/store/redisstore ./internal/store/elastic ./internal/store/publog)
 mkdir -p "$WORK/race"
 background "race detector build" go test -race -tags "$TAGS" -c -o "$WORK/race/" "${RACE[@]}"
 
@@ -263,7 +263,7 @@ race_one() {
   bin="$WORK/race/$name.test"
   case $p in
     ./internal/store/redisstore) extra=(-test.skip '^TestMillionCompanyWatch$') ;;
-    ./internal/store/elastic) extra=(-test.run 'Reindex|TwoIngesters|Allocate|Lapsed|Resequence') ;;
+    ./internal/store/elastic) extra=(-test.run 'Reindex|TwoIngesters|WritersQueue|StaleWriter|Takeover') ;;
   esac
   dir=$(go list -f '{{.Dir}}' "$p")
   ip=$(go list "$p")   # here: "$p" is relative to the checkout, not to $dir
