@@ -131,6 +131,11 @@ func wireScaleParts(ctx context.Context, cfg config.Config, st *scale.Store, log
 		return err
 	}
 	if c := st.Redis.ScreenCopy(); c != nil {
+		deps.Metrics.CountScreenCopy(func() metrics.ScreenCopyCounts {
+			fromCopy, fromRedis := c.Counts()
+			loads, behind := c.Loads()
+			return metrics.ScreenCopyCounts{FromCopy: fromCopy, FromRedis: fromRedis, Loads: loads, Behind: behind}
+		})
 		if err := start(c); err != nil {
 			return err
 		}

@@ -34,3 +34,22 @@ func TestCountRedis(t *testing.T) {
 	var none *Metrics
 	none.CountRedis(func() RedisCounts { return c })
 }
+
+// TestCountScreenCopy: the screen copy's counts show on each scrape as
+// counters; a nil *Metrics ignores them.
+func TestCountScreenCopy(t *testing.T) {
+	m := New(nil, nil)
+	c := ScreenCopyCounts{FromCopy: 7, FromRedis: 2, Loads: 3, Behind: 1}
+	m.CountScreenCopy(func() ScreenCopyCounts { return c })
+	got := scrape(t, m)
+	for k, v := range map[string]float64{
+		"noticesd_screen_copy_screens_total{source=copy}": 7, "noticesd_screen_copy_screens_total{source=redis}": 2,
+		"noticesd_screen_copy_loads_total{}": 3, "noticesd_screen_copy_behind_total{}": 1,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	var none *Metrics
+	none.CountScreenCopy(func() ScreenCopyCounts { return c })
+}
