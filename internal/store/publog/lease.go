@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/lease"
 )
 
 // ErrStale is the answer to a lease's call once the lease has passed to
@@ -154,7 +156,7 @@ func (l *Log) Acquire(ctx context.Context) (*Lease, error) {
 			if de := toInt(res[4]); de > 0 || le.Allocated > le.Published {
 				le.Dirty = &Dirty{Epoch: de, Since: time.UnixMilli(toInt(res[5]))}
 			}
-			le.stop = keep(l.opt.RenewEvery, le.renew)
+			le.stop = lease.Keep(l.opt.RenewEvery, le.renew)
 			return le, nil
 		}
 		holder, _ := res[1].(string)
@@ -236,25 +238,4 @@ func (le *Lease) Release(ctx context.Context, clean bool) {
 	}
 	k := le.log.keys
 	_ = releaseScript.Run(ctx, le.log.rdb, []string{k.Writer, k.Epoch, k.Dirty}, le.value, le.Epoch, c).Err()
-}
-
-// keep calls renew every interval until stop is called.
-func keep(interval time.Duration, renew func(ctx context.Context)) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				renew(ctx)
-			}
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { cancel(); <-done }) }
 }
