@@ -103,7 +103,9 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		select {
 		case <-hold:
 		case <-req.Context().Done():
-			return
+			// The sender gave up: abort without an answer (returning would
+			// send an implicit 200 that a slow sender could still read).
+			panic(http.ErrAbortHandler)
 		}
 	}
 	if status/100 == 2 {
