@@ -66,7 +66,8 @@ func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]noti
 			return nil, store.UpsertResult{}, err
 		}
 		if before == nil {
-			before = &attempt{began: s.now(), mine: map[string]int64{}}
+			// The wall clock: compared with the publish log's ids (Redis's).
+			before = &attempt{began: time.Now(), mine: map[string]int64{}}
 		}
 		written, res, err := s.writeUnder(ctx, le, ns, ids, before)
 		if errors.Is(err, publog.ErrStale) && try < staleTries {
@@ -151,11 +152,10 @@ func (s *Store) unpublished(ctx context.Context, known map[string]stored, before
 // writer's takeover.
 func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice.Notice, ids []string, before *attempt) (written []notice.Notice, res store.UpsertResult, err error) {
 	clean := false
-	defer func() {
-		if !errors.Is(err, publog.ErrStale) {
-			le.Release(ctx, clean)
-		}
-	}()
+	// Given up on every path (a lease that passed on is not touched: the
+	// release script checks it is still this writer's), which also stops
+	// its renewals.
+	defer func() { le.Release(ctx, clean) }()
 	if le.Dirty != nil {
 		if err := s.takeOver(ctx, le); err != nil {
 			return nil, res, err
@@ -247,7 +247,9 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 			giveArena(arena)
 		}
 	}()
-	indexedAt := s.now().UnixMilli()
+	// indexed_at is the wall clock (not the store's clock): a reindex's
+	// catch-up and a takeover compare it with real time.
+	indexedAt := time.Now().UnixMilli()
 	ops := make([]bulkOp, 0, len(ns))
 	for i := range ns {
 		start := len(arena)
