@@ -12,7 +12,7 @@ type Keys struct {
 	// Writer is the writer lease: "<token>|<who>", with a time to live.
 	Writer string
 	// Queue holds the writers waiting for the lease: member
-	// "<arrival ms>|<token>|<who>", score the last time it asked (ms).
+	// "<arrival µs>|<token>|<who>", score the last time it asked (ms).
 	Queue string
 	// Epoch grows by one at every acquisition of the lease.
 	Epoch string

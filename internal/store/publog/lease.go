@@ -38,13 +38,17 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now - tonumber(ARGV[4]))
 local cur = redis.call('GET', KEYS[1])
 if not cur then
+  -- Waiters are ordered by arrival, then by member (unique: it holds a
+  -- random token), so two that arrived in the same millisecond do not
+  -- each wait for the other.
+  local function before(m, at, n, nat) return at < nat or (at == nat and m < n) end
+  local mine = tonumber(string.match(ARGV[3], '^(%d+)|'))
   local first, firstAt = nil, nil
   for _, m in ipairs(redis.call('ZRANGE', KEYS[10], 0, -1)) do
     local at = tonumber(string.match(m, '^(%d+)|'))
-    if m ~= ARGV[3] and at and (not firstAt or at < firstAt) then first, firstAt = m, at end
+    if m ~= ARGV[3] and at and (not first or before(m, at, first, firstAt)) then first, firstAt = m, at end
   end
-  local mine = tonumber(string.match(ARGV[3], '^(%d+)|'))
-  if first and firstAt <= mine then cur = string.match(first, '^%d+|(.*)$') end
+  if first and before(first, firstAt, ARGV[3], mine) then cur = string.match(first, '^%d+|(.*)$') end
 end
 if cur then
   redis.call('ZADD', KEYS[10], now, ARGV[3])
@@ -124,7 +128,7 @@ type Lease struct {
 // staleWaiter is how long a waiter that stopped asking keeps its place.
 const (
 	pollEvery   = 100 * time.Millisecond
-	staleWaiter = 3 * time.Second
+	staleWaiter = 10 * time.Second
 )
 
 // Acquire takes the writer lease, waiting while another writer holds it
@@ -134,7 +138,7 @@ func (l *Log) Acquire(ctx context.Context) (*Lease, error) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	value := hex.EncodeToString(b[:]) + "|" + l.opt.Who
-	member := strconv.FormatInt(time.Now().UnixMilli(), 10) + "|" + value
+	member := strconv.FormatInt(time.Now().UnixMicro(), 10) + "|" + value
 	told := ""
 	k := l.keys
 	for {

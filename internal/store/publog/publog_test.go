@@ -43,6 +43,20 @@ func stored(id string, seq int64) notice.Notice {
 	return notice.Notice{ID: id, SourceID: id, Seq: seq, ACN: &acn, PublishedDate: "2026-11-20", CompanyName: "X PTY LTD"}
 }
 
+// within waits for a value of ch, failing the test after a minute rather
+// than hanging it.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("no %s within a minute", what)
+		var zero T
+		return zero
+	}
+}
+
 // TestWritersQueueInArrivalOrder: while A holds the lease, B asks for it;
 // when A gives it up and at once asks again, B gets it first (writers
 // queue: a busy writer cannot starve another), and hears who held it.
@@ -63,10 +77,13 @@ func TestWritersQueueInArrivalOrder(t *testing.T) {
 		}
 		got <- lb
 	}()
-	if who := <-heard; who != "A" {
+	if who := within(t, heard, "word of the holder"); who != "A" {
 		t.Errorf("B heard the lease is held by %q, want A", who)
 	}
 	la.Release(ctx, true)
+	// A asks again strictly after B (arrivals are ordered by the clock's
+	// microsecond; a tie is broken by token, either way).
+	time.Sleep(2 * time.Millisecond)
 	again := make(chan *Lease, 1)
 	go func() {
 		l, err := a.Acquire(ctx)
@@ -75,17 +92,28 @@ func TestWritersQueueInArrivalOrder(t *testing.T) {
 		}
 		again <- l
 	}()
-	lb := <-got
+	var lb *Lease
 	select {
-	case <-again:
+	case lb = <-got:
+	case la2 := <-again:
+		la2.Release(ctx, true)
 		t.Fatal("A took the lease again before B, which was waiting first")
+	case <-time.After(20 * time.Second):
+		q, _ := rdb.ZRangeWithScores(ctx, a.Keys().Queue, 0, -1).Result()
+		w, _ := rdb.Get(ctx, a.Keys().Writer).Result()
+		t.Fatalf("neither B nor A took the lease within 20 s: writer %q, queue %v", w, q)
+	}
+	select {
+	case la2 := <-again:
+		la2.Release(ctx, true)
+		t.Fatal("A took the lease again while B held it")
 	default:
 	}
 	if lb.Epoch <= la.Epoch {
 		t.Errorf("B's epoch %d not above A's %d", lb.Epoch, la.Epoch)
 	}
 	lb.Release(ctx, true)
-	la2 := <-again
+	la2 := within(t, again, "second lease of A")
 	if la2.Epoch <= lb.Epoch {
 		t.Errorf("A's second epoch %d not above B's %d", la2.Epoch, lb.Epoch)
 	}
