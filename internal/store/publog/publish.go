@@ -166,13 +166,18 @@ func (l *Log) Read(ctx context.Context, after string, count int64) ([]Entry, boo
 	if err != nil {
 		return nil, false, Unavailable(err)
 	}
+	return EntriesOf(msgs), false, nil
+}
+
+// EntriesOf decodes messages of the publish log (an XRANGE of Keys.Log).
+func EntriesOf(msgs []redis.XMessage) []Entry {
 	out := make([]Entry, 0, len(msgs))
 	for _, m := range msgs {
 		kind, _ := m.Values["k"].(string)
 		sum, _ := m.Values["s"].(string)
 		out = append(out, Entry{ID: m.ID, Kind: Kind(kind), Summary: sum})
 	}
-	return out, false, nil
+	return out
 }
 
 // Head returns the id of the log's last entry ("0-0" when empty): a reader

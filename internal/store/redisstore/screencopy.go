@@ -635,38 +635,23 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	}
 	if t := trimCmd.Val(); t != "" && publog.IDLess(last, t) {
 		// Entries past the copy may have been trimmed away: reload.
-		c.behind.Add(1)
-		c.mu.Lock()
-		c.n = nil
-		c.mu.Unlock()
+		c.dropBehind()
 		return regV, nil, nil
 	}
-	msgs := xCmd.Val()
+	page := publog.EntriesOf(xCmd.Val())
 	var entries []publog.Entry
 	for {
-		for _, m := range msgs {
-			sum, _ := m.Values["s"].(string)
-			entries = append(entries, publog.Entry{ID: m.ID, Summary: sum})
-			last = m.ID
-		}
-		if len(msgs) < changeBatch {
+		entries = append(entries, page...)
+		if len(page) < changeBatch {
 			break
 		}
 		var gone bool
-		var more []publog.Entry
-		if more, gone, err = s.log.Read(ctx, last, changeBatch); err != nil {
+		if page, gone, err = s.log.Read(ctx, page[len(page)-1].ID, changeBatch); err != nil {
 			return "", nil, err
 		}
 		if gone {
-			c.behind.Add(1)
-			c.mu.Lock()
-			c.n = nil
-			c.mu.Unlock()
+			c.dropBehind()
 			return regV, nil, nil
-		}
-		msgs = msgs[:0]
-		for _, e := range more {
-			msgs = append(msgs, redis.XMessage{ID: e.ID, Values: map[string]any{"s": e.Summary}})
 		}
 	}
 	if len(entries) == 0 {
@@ -678,9 +663,18 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 			n.apply(seq, e.Summary)
 		}
 	}
-	n.last = last
+	n.last = entries[len(entries)-1].ID
 	c.mu.Unlock()
 	return regV, n, nil
+}
+
+// dropBehind drops the notice copy, which found the publish log trimmed
+// past its position, to be reloaded, and counts it (Loads).
+func (c *ScreenCopy) dropBehind() {
+	c.behind.Add(1)
+	c.mu.Lock()
+	c.n = nil
+	c.mu.Unlock()
 }
 
 // summarySeq reads the notice_seq of a summary (its second field).
