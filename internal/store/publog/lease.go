@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -120,8 +119,6 @@ type Lease struct {
 	Dirty *Dirty
 
 	stop func()
-	mu   sync.Mutex
-	lost bool
 }
 
 // pollEvery is how often a waiting writer tries the lease again;
@@ -189,25 +186,13 @@ func toInt(v any) int64 {
 	return 0
 }
 
-// renew extends the lease; once Redis says it is no longer this writer's,
-// the lease is lost for good (Lost).
+// renew extends the lease while it is this writer's (a lease that passed
+// on stays lost: the publish is refused then).
 func (le *Lease) renew(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	k := le.log.keys
-	n, err := renewScript.Run(ctx, le.log.rdb, []string{k.Writer, k.Epoch}, le.value, le.Epoch, le.log.opt.LeaseTTL.Milliseconds()).Int64()
-	if err == nil && n == 0 {
-		le.mu.Lock()
-		le.lost = true
-		le.mu.Unlock()
-	}
-}
-
-// Lost reports whether a renewal found the lease taken by another writer.
-func (le *Lease) Lost() bool {
-	le.mu.Lock()
-	defer le.mu.Unlock()
-	return le.lost
+	_ = renewScript.Run(ctx, le.log.rdb, []string{k.Writer, k.Epoch}, le.value, le.Epoch, le.log.opt.LeaseTTL.Milliseconds()).Err()
 }
 
 // Allocate hands out n new notice_seqs (n may be 0), consecutive, and

@@ -107,11 +107,6 @@ func (l *Log) Published(ctx context.Context) (int64, error) {
 	return 0, nil
 }
 
-// Allocated returns the last notice_seq handed out (0 before any).
-func (l *Log) Allocated(ctx context.Context) (int64, error) {
-	return l.getInt(ctx, l.keys.Seq)
-}
-
 // DataVersion returns the version of the notices' searchable data: every
 // publish raises it, so an answer read while the version was v is still the
 // answer for as long as DataVersion returns v.
