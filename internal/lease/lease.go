@@ -21,10 +21,19 @@ import (
 // dead holder's lease is taken over within this time.
 const DefaultTTL = 30 * time.Second
 
-// renew extends the lease only while this owner holds it.
-var renew = redis.NewScript(`
-if redis.call("GET", KEYS[1]) == ARGV[1] then
+// takeOrRenew takes the lease when it is free and extends it when it is
+// already this owner's, whatever this process last believed: after a
+// renewal that failed on the way (a timeout, a dropped connection) the
+// key may still be ours, and a plain SET NX would keep us out of our own
+// lease until it expired.
+var takeOrRenew = redis.NewScript(`
+local cur = redis.call("GET", KEYS[1])
+if cur == ARGV[1] then
   return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+if not cur then
+  redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+  return 1
 end
 return 0`)
 
@@ -139,15 +148,9 @@ func (l *Lease) try(ctx context.Context) {
 	// The lease runs from before the call: Redis's own expiry starts
 	// later, so the local view never outlasts it.
 	until := l.now().Add(l.ttl).UnixNano()
-	if l.held.Load() {
-		n, err := renew.Run(ctx, l.rdb, []string{l.key}, l.owner, l.ttl.Milliseconds()).Int()
-		l.until.Store(until)
-		l.held.Store(err == nil && n == 1)
-		return
-	}
-	ok, err := l.rdb.SetNX(ctx, l.key, l.owner, l.ttl).Result()
+	n, err := takeOrRenew.Run(ctx, l.rdb, []string{l.key}, l.owner, l.ttl.Milliseconds()).Int()
 	l.until.Store(until)
-	l.held.Store(err == nil && ok)
+	l.held.Store(err == nil && n == 1)
 }
 
 // Shutdown stops trying and gives the lease up if held, so another process

@@ -75,7 +75,7 @@ func TestOneHolderAndTakeover(t *testing.T) {
 	b.cancel() // b stops renewing, as a killed process would, without releasing
 	<-b.done
 	waitUntil(t, 2*ttl, "c to take over b's expired lease", c.Held)
-	if n, _ := renew.Run(ctx, b.rdb, []string{key}, b.owner, ttl.Milliseconds()).Int(); n != 0 {
+	if n, _ := takeOrRenew.Run(ctx, b.rdb, []string{key}, b.owner, ttl.Milliseconds()).Int(); n != 0 {
 		t.Error("b could still renew a lease c holds")
 	}
 }
@@ -168,5 +168,27 @@ func TestHeldLapsesWithoutRenewal(t *testing.T) {
 	offset.Store(int64(61 * time.Second))
 	if l.Held() {
 		t.Error("still held 61s into a 1m lease with no renewal since")
+	}
+}
+
+// TestFailedRenewalIsNotATTLOutage: one renewal that fails (here: its
+// call cut short) while the key is still this owner's must not keep the
+// holder out until the key expires: the next try takes it back at once.
+func TestFailedRenewalIsNotATTLOutage(t *testing.T) {
+	ctx := context.Background()
+	l := New(client(t), testservers.Namespace(t)+":collector:lease", time.Minute)
+	l.try(ctx)
+	if !l.Held() {
+		t.Fatal("not held after the first try on a free key")
+	}
+	cut, cancel := context.WithCancel(ctx)
+	cancel()
+	l.try(cut) // the renewal fails: not held for now
+	if l.Held() {
+		t.Fatal("held after a renewal that failed")
+	}
+	l.try(ctx)
+	if !l.Held() {
+		t.Error("the next try, with the key still this owner's, did not take the lease back (it would wait out the whole TTL)")
 	}
 }
