@@ -88,7 +88,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	matcher := &redisstore.ArrivalMatcher{Store: st.Redis, OnError: func(err error) {
+	matcher := &redisstore.ArrivalMatcher{Store: st.Redis, Matched: sched.Wake, OnError: func(err error) {
 		log.Error("matching arrived notices failed; retrying", "err", err)
 	}}
 	if err := sched.Start(ctx); err != nil {

@@ -85,13 +85,13 @@ func benchWatch(b *testing.B, h *harness, r *countingReceiver) watch.Watch {
 // benchWorkers starts k workers (Schedulers, each with its own Sender) and
 // an arrival matcher on h, delivering to r.
 func benchWorkers(b *testing.B, h *harness, r *countingReceiver, k int) {
-	for i := range k {
+	for range k {
 		s, err := webhook.NewSender(webhook.SenderConfig{Timeout: 10 * time.Second, AllowPrivate: true, CAFile: r.caFile})
 		if err != nil {
 			b.Fatal(err)
 		}
 		sc, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: s, RetryUnit: time.Second,
-			Concurrency: DefaultConcurrency, Consumer: "bench-" + strconv.Itoa(i)})
+			Concurrency: DefaultConcurrency})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -120,7 +120,7 @@ func (h *harness) start(name string) *Scheduler { return h.startWith(name, nil) 
 func (h *harness) startWith(name string, m *mailer.Mailer) *Scheduler {
 	h.t.Helper()
 	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
-		Concurrency: 16, Consumer: name, SweepEvery: time.Second, Mail: m, Logger: h.logger})
+		Concurrency: 16, SweepEvery: time.Second, Mail: m, Logger: h.logger})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestAbandonedAttemptRecoveredAfterItsLease(t *testing.T) {
 	if b, err := h.rs.Begin(ctx, ref, begun, redisstore.Hold{Task: "worker-that-died", Lease: lease}); err != nil || b.State != redisstore.BeginAttempt {
 		t.Fatalf("Begin = %+v, %v", b, err)
 	}
-	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit, Consumer: "recoverer",
+	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
 		RecoverEvery: 100 * time.Millisecond, Logger: h.logger})
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,11 @@
 // per delivery (TaskID = the delivery id, payload the ids only), retried by
 // asynq after exactly n x NOTICES_DELIVERY_RETRY_UNIT, each attempt made by
 // the same handler as the embedded mode (worker.Attempter) against the
-// Redis delivery ledger (redisstore). Around the asynq server it runs the
-// consumer of the <namespace>:matched stream (matched pairs become
-// deliveries, exactly once), the pump of the ledger's outbox (new and
-// released deliveries become tasks) and a sweep that gives a task to any
-// pending delivery that lost its own. Any number of processes may run one.
+// Redis delivery ledger (redisstore). Arrival matching records the
+// deliveries (redisstore.ArrivalMatcher); around the asynq server this
+// runs the pump of the ledger's outbox (new and released deliveries become
+// tasks) and a sweep that gives a task to any pending delivery that lost
+// its own. Any number of processes may run one.
 package scheduler
 
 import (
@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -50,9 +49,6 @@ const (
 	// (their worker died mid-attempt) are looked for: a recovery task
 	// makes such an attempt again at most this long after its lease.
 	DefaultRecoverEvery = time.Second
-	// DefaultClaimIdle is how long a matched-stream entry read by a
-	// consumer that stopped stays unacknowledged before another takes it.
-	DefaultClaimIdle = 10 * time.Second
 	// maxRetry is asynq's retry bound: the ledger decides when a delivery
 	// is dead (delivery.MaxAttempts), asynq only carries it there, also
 	// across attempts a crash cut short, so this is never what ends one.
@@ -69,8 +65,6 @@ const (
 	// worker that died mid-attempt has it made again by another at most
 	// this long (plus RecoverEvery) after its last renewal.
 	DefaultAttemptLease = 10 * time.Second
-	// group is the consumer group of the matched stream.
-	group = "delivery"
 )
 
 // QueueName is the asynq queue of the namespace's deliveries.
@@ -96,15 +90,10 @@ type Config struct {
 	RecoverEvery time.Duration
 	// AttemptLease: see DefaultAttemptLease.
 	AttemptLease time.Duration
-	// ClaimIdle: see DefaultClaimIdle.
-	ClaimIdle time.Duration
 	// ShutdownTimeout bounds how long Shutdown waits for attempts in
 	// flight; 0 means the Sender's timeout plus 5 s. Attempts still running
 	// then are handed back to asynq and run again (same delivery id).
 	ShutdownTimeout time.Duration
-	// Consumer names this process in the stream's consumer group; default
-	// host name and pid.
-	Consumer string
 	// Now is the clock of outcomes; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.
@@ -159,15 +148,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.RecoverEvery <= 0 {
 		cfg.RecoverEvery = DefaultRecoverEvery
 	}
-	if cfg.ClaimIdle <= 0 {
-		cfg.ClaimIdle = DefaultClaimIdle
-	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = cfg.Sender.Timeout() + 5*time.Second
-	}
-	if cfg.Consumer == "" {
-		host, _ := os.Hostname()
-		cfg.Consumer = host + "-" + strconv.Itoa(os.Getpid())
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -374,15 +356,12 @@ func (s *Scheduler) hold(ctx context.Context, ref redisstore.Ref, task string) (
 	return ctx, func() { stop(); cancel() }
 }
 
-// Start starts the asynq server, the matched-stream consumer, the outbox
-// pump and the sweep.
+// Start starts the asynq server, the outbox pump, the sweep and the
+// recovery of lapsed attempts.
 func (s *Scheduler) Start(ctx context.Context) error {
-	if err := s.cfg.Redis.XGroupCreateMkStream(ctx, s.cfg.Ledger.MatchedStream(), group, "0").Err(); err != nil && !isBusyGroup(err) {
-		return fmt.Errorf("scheduler: create the consumer group of %s: %w", s.cfg.Ledger.MatchedStream(), err)
-	}
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TaskType, s.handle)
-	loops := []func(context.Context){s.consume, s.pump, s.sweep, s.recoverAttempts}
+	loops := []func(context.Context){s.pump, s.sweep, s.recoverAttempts}
 	if s.cfg.Mail != nil {
 		mux.HandleFunc(MailTaskType, s.handleMail)
 		loops = append(loops, s.pumpMail)
@@ -416,115 +395,6 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("scheduler: shutdown did not finish in time: %w", ctx.Err())
 	}
 	return nil // the Redis client is the caller's to close
-}
-
-func isBusyGroup(err error) bool {
-	return err != nil && len(err.Error()) >= 9 && err.Error()[:9] == "BUSYGROUP"
-}
-
-// consume turns matched-stream entries into deliveries: read through the
-// consumer group, entries another consumer read and never acknowledged
-// (it died) claimed after ClaimIdle. Creation is idempotent, so an entry
-// handled twice still makes one delivery.
-func (s *Scheduler) consume(ctx context.Context) {
-	key := s.cfg.Ledger.MatchedStream()
-	lastClaim := time.Time{}
-	for ctx.Err() == nil {
-		var msgs []redis.XMessage
-		if time.Since(lastClaim) > s.cfg.ClaimIdle/2 {
-			lastClaim = time.Now()
-			claimed, _, err := s.cfg.Redis.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-				Stream: key, Group: group, Consumer: s.cfg.Consumer, MinIdle: s.cfg.ClaimIdle, Start: "0-0", Count: 500,
-			}).Result()
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("claiming stale matched entries", "err", err)
-			}
-			msgs = claimed
-			if err := s.pruneConsumers(ctx, key); err != nil && ctx.Err() == nil {
-				s.log.Warn("removing stopped consumers of the matched stream", "err", err)
-			}
-		}
-		if len(msgs) == 0 {
-			res, err := s.cfg.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{
-				Group: group, Consumer: s.cfg.Consumer, Streams: []string{key, ">"}, Count: 500, Block: 500 * time.Millisecond,
-			}).Result()
-			if err != nil {
-				if !errors.Is(err, redis.Nil) && ctx.Err() == nil {
-					s.log.Warn("reading matched entries", "err", err)
-					sleep(ctx, time.Second)
-				}
-				continue
-			}
-			for _, st := range res {
-				msgs = append(msgs, st.Messages...)
-			}
-		}
-		if len(msgs) == 0 {
-			continue
-		}
-		if err := s.createDeliveries(ctx, key, msgs); err != nil && ctx.Err() == nil {
-			s.log.Warn("creating deliveries; the entries stay pending and are claimed again", "err", err)
-			sleep(ctx, time.Second)
-		}
-	}
-}
-
-// delConsumerScript removes consumer ARGV[2] from group ARGV[1] of the
-// stream KEYS[1] only if it holds no unacknowledged entry, checked in the
-// same step: a consumer removed with entries pending would take them out
-// of the group's pending list, where no one could claim them again.
-var delConsumerScript = redis.NewScript(`
-if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) > 0 then return 0 end
-return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
-`)
-
-// pruneConsumers removes from the consumer group the consumers idle for
-// over ClaimIdle with no entry pending: every worker process joins under
-// its own name (host and pid), so without this the group would keep one
-// consumer per process that ever ran. A live consumer removed this way
-// (idle because no entries came) joins again at its next read.
-func (s *Scheduler) pruneConsumers(ctx context.Context, key string) error {
-	cs, err := s.cfg.Redis.XInfoConsumers(ctx, key, group).Result()
-	if err != nil {
-		return err
-	}
-	for _, c := range cs {
-		if c.Name == s.cfg.Consumer || c.Pending > 0 || c.Idle <= s.cfg.ClaimIdle {
-			continue
-		}
-		if err := delConsumerScript.Run(ctx, s.cfg.Redis, []string{key}, group, c.Name).Err(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// createDeliveries creates the deliveries of msgs, then acknowledges and
-// deletes them.
-func (s *Scheduler) createDeliveries(ctx context.Context, key string, msgs []redis.XMessage) error {
-	pairs := make([]redisstore.Ref, 0, len(msgs))
-	ids := make([]string, 0, len(msgs))
-	for _, m := range msgs {
-		ids = append(ids, m.ID)
-		w, _ := m.Values["watch"].(string)
-		seq, err := strconv.ParseInt(fmt.Sprint(m.Values["seq"]), 10, 64)
-		if w == "" || err != nil {
-			continue
-		}
-		pairs = append(pairs, redisstore.Ref{WatchID: w, NoticeSeq: seq})
-	}
-	n, err := s.cfg.Ledger.CreateDeliveries(ctx, pairs, s.cfg.Now())
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		s.Wake()
-	}
-	p := s.cfg.Redis.TxPipeline()
-	p.XAck(ctx, key, group, ids...)
-	p.XDel(ctx, key, ids...)
-	_, err = p.Exec(ctx)
-	return err
 }
 
 // Wake makes the pump look at the outbox now.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -363,42 +362,26 @@ func TestTwoWorkersDeliverEachOnce(t *testing.T) {
 	t.Logf("queue counts after: %+v", c)
 }
 
-// TestStaleStreamEntriesAreClaimed: matched entries read by a consumer
-// that died before acknowledging them are claimed by a live worker after
-// ClaimIdle, and each still becomes exactly one delivery.
-func TestStaleStreamEntriesAreClaimed(t *testing.T) {
+// TestMatchedWithoutAWorkerIsDelivered: arrivals matched while no
+// scheduler runs (a serve matching on read, or a worker that died after
+// its matching commit and before making any task) leave their deliveries
+// in the ledger's outbox; a scheduler started later delivers each exactly
+// once.
+func TestMatchedWithoutAWorkerIsDelivered(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	w := h.watch(8, "whsec_stale")
-	// Match arrivals without a scheduler, then read the entries as a
-	// consumer that dies without acknowledging them.
 	var ids []string
 	for i := range 5 {
 		ids = append(ids, h.ingest("STALE-"+itoa(i), 8, time.Now().Add(-time.Hour)).ID)
 	}
-	for {
-		n, err := h.rs.MatchArrivals(ctx, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-	}
-	key := h.rs.MatchedStream()
-	if err := h.rdb.XGroupCreateMkStream(ctx, key, group, "0").Err(); err != nil {
+	if err := h.rs.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	read, err := h.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "dead", Streams: []string{key, ">"}, Count: 100}).Result()
-	if err != nil || len(read) != 1 || len(read[0].Messages) != 5 {
-		t.Fatalf("the dead consumer read %v, %v; want 5 entries", read, err)
+	if got := len(h.records(w)); got != 5 {
+		t.Fatalf("%d delivery records after matching, want 5", got)
 	}
-	// Read but not acknowledged: nothing is trimmed.
-	if n, _ := h.rdb.XLen(ctx, key).Result(); n != 5 {
-		t.Fatalf("%d entries in the stream while 5 are unacknowledged", n)
-	}
-	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
-		Consumer: "live", ClaimIdle: 500 * time.Millisecond})
+	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +389,7 @@ func TestStaleStreamEntriesAreClaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	eventually(t, 15*time.Second, "the dead consumer's entries delivered", func() bool {
+	eventually(t, 15*time.Second, "the deliveries matched before the worker started delivered", func() bool {
 		rs := h.records(w)
 		for _, id := range ids {
 			if rs[id].Status != delivery.Delivered {
@@ -420,15 +403,6 @@ func TestStaleStreamEntriesAreClaimed(t *testing.T) {
 			t.Errorf("notice %s delivered %d times, want once", id, k)
 		}
 	}
-	if n, _ := h.rdb.XLen(ctx, key).Result(); n != 0 {
-		t.Errorf("%d entries left in the stream after acknowledgement", n)
-	}
-	// The dead consumer, its entries taken, leaves the group: the group
-	// does not keep one consumer per worker process that ever ran.
-	eventually(t, 15*time.Second, "the dead consumer removed from the group", func() bool {
-		cs, err := h.rdb.XInfoConsumers(ctx, key, group).Result()
-		return err == nil && !slices.ContainsFunc(cs, func(c redis.XInfoConsumer) bool { return c.Name == "dead" })
-	})
 }
 
 // TestFailedAttemptLogged: a failed attempt in scale mode is a warn record
@@ -483,7 +457,7 @@ func TestSweepRevivesArchivedTask(t *testing.T) {
 	}
 	// The sweep runs a minute later: the delivery is overdue by more than
 	// one attempt.
-	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit, Consumer: "sweeper",
+	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
 		Now: func() time.Time { return time.Now().Add(time.Minute) }})
 	if err != nil {
 		t.Fatal(err)
@@ -514,7 +488,7 @@ func TestSweepRevivesArchivedTask(t *testing.T) {
 func TestSweepDropsStaleServers(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit, Consumer: "sweeper"})
+	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit})
 	if err != nil {
 		t.Fatal(err)
 	}

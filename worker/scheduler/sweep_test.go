@@ -88,7 +88,7 @@ func TestSweepLooksOnlyAtOverdueDeliveries(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	reads := &taskReads{prefix: "asynq:{" + QueueName(h.ns) + "}:t:"}
 	rdb.AddHook(reads)
-	s, err := New(Config{Redis: rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit, Consumer: "sweeper",
+	s, err := New(Config{Redis: rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
 		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,13 @@ type Keys struct {
 	Dirty string
 	// Version is the notices' data version (answer cache).
 	Version string
+	// MatchAt is the id of the last log entry arrival matching committed
+	// (the matcher's cursor): the log is never trimmed past it, so no
+	// entry is dropped before it is matched.
+	MatchAt string
+	// MatchThrough is the notice_seq arrival matching has committed
+	// through: every notice at or below it was matched.
+	MatchThrough string
 
 	// NoticeIdx and Summary are the screen's identifier lists and summaries.
 	NoticeIdx, Summary string
@@ -53,6 +60,8 @@ func KeysFor(ns string) Keys {
 		Trimmed:      tag + "log:trimmed",
 		Dirty:        tag + "dirty",
 		Version:      tag + "dv",
+		MatchAt:      tag + "match:at",
+		MatchThrough: tag + "match:through",
 		NoticeIdx:    ns + ":nidx",
 		Summary:      ns + ":nsum",
 		OldSeq:       ns + ":arrival:seq",

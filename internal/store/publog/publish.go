@@ -29,15 +29,16 @@ const publishChunk = 500
 
 // publishScript publishes one chunk while this writer holds the lease
 // under its epoch. KEYS writer, epoch, published, log, trimmed, dirty,
-// version, nidx, nsum; ARGV value, epoch, through (the seq published up
+// version, nidx, nsum, match cursor; ARGV value, epoch, through (the seq published up
 // to), final (1: the batch's last chunk), retention (ms), then groups of
 // (kind, seq, summary, acn, abn), acn and abn "" when absent. Per notice:
 // its acn and abn lists in nidx gain its seq (an amended notice whose acn
 // or abn changed leaves the old value's list), nsum keeps its summary, and
 // the log gains an entry {k: kind, s: summary}. Then published rises to
 // through; the final chunk clears dirty, raises the data version and trims
-// the log to the retention, keeping in trimmed the id of the last entry
-// trimmed away. It returns 1, or 0 when the lease is not this
+// the log to the retention, but never past the match cursor (an entry is
+// kept until arrival matching has committed it), keeping in trimmed the id
+// of the last entry trimmed away. It returns 1, or 0 when the lease is not this
 // writer's (nothing written).
 var publishScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] or redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
@@ -75,6 +76,10 @@ if ARGV[4] == '1' then
   redis.call('INCR', KEYS[7])
   local t = redis.call('TIME')
   local min = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[5])) .. '-0'
+  local at = redis.call('GET', KEYS[10]) or '0-0'
+  local am, an = string.match(at, '^(%d+)-?(%d*)$')
+  local mm = string.match(min, '^(%d+)')
+  if tonumber(am) < tonumber(mm) then min = am .. '-' .. (tonumber(an ~= '' and an or '0') + 1) end
   local gone = redis.call('XREVRANGE', KEYS[4], '(' .. min, '-', 'COUNT', 1)
   if #gone > 0 then
     redis.call('XTRIM', KEYS[4], 'MINID', min)
@@ -95,7 +100,7 @@ func (le *Lease) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, 
 		return fmt.Errorf("publog: publish %d notices with %d kinds", len(ns), len(kinds))
 	}
 	k := le.log.keys
-	keys := []string{k.Writer, k.Epoch, k.Published, k.Log, k.Trimmed, k.Dirty, k.Version, k.NoticeIdx, k.Summary}
+	keys := []string{k.Writer, k.Epoch, k.Published, k.Log, k.Trimmed, k.Dirty, k.Version, k.NoticeIdx, k.Summary, k.MatchAt}
 	for lo := 0; lo == 0 || lo < len(ns); lo += publishChunk {
 		hi := min(lo+publishChunk, len(ns))
 		final := "0"

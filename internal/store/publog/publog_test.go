@@ -231,9 +231,59 @@ func TestReadBehindTrim(t *testing.T) {
 	}
 	time.Sleep(5 * time.Millisecond)
 	publish("c", 3)
+	// Arrival matching has committed through c: only now may c go.
+	c, err := l.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.rdb.Set(ctx, l.Keys().MatchAt, c, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(5 * time.Millisecond)
 	publish("d", 4) // trims c, which the reader at b has not read
 	if _, behind, err := l.Read(ctx, es[0].ID, 10); err != nil || !behind {
 		t.Fatalf("reader at b after c and d were published and b's successors trimmed: behind %v (%v), want true", behind, err)
+	}
+	if n, _ := l.rdb.XLen(ctx, l.Keys().Log).Result(); n != 1 {
+		t.Errorf("the log holds %d entries after d's publish, want d's alone", n)
+	}
+}
+
+// TestTrimKeepsWhatIsNotMatched: the retention never trims an entry
+// arrival matching has not committed (its cursor match:at): a worker down
+// for longer than the retention loses no arrival.
+func TestTrimKeepsWhatIsNotMatched(t *testing.T) {
+	ctx := context.Background()
+	l, _, _ := newLog(t, Options{Retention: time.Millisecond})
+	var a string
+	for i, id := range []string{"a", "b", "c"} {
+		le, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := le.Allocate(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := le.Publish(ctx, []notice.Notice{stored(id, int64(i+1))}, []Kind{KindNew}, int64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+		le.Release(ctx, true)
+		if i == 0 {
+			var err error
+			if a, err = l.Head(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.rdb.Set(ctx, l.Keys().MatchAt, a, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // past the 1 ms retention
+	}
+	es, behind, err := l.Read(ctx, a, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || behind {
+		t.Errorf("after a, b, c with matching committed through a: the log holds %d entries (behind %v), want b and c", len(es), behind)
 	}
 }

@@ -3,11 +3,14 @@ package redisstore
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
 	"github.com/noticesd/noticesd/internal/store"
@@ -144,4 +147,34 @@ var copyOptions = Options{ScreenCopy: true, ScreenCopyWait: true}
 func forScreenModes(t *testing.T, test func(t *testing.T, o Options)) {
 	t.Run("redis", func(t *testing.T) { test(t, Options{}) })
 	t.Run("copy", func(t *testing.T) { test(t, copyOptions) })
+}
+
+// hook registers a webhook on the watch, so its matches are owed
+// deliveries.
+func (f fixture) hook(t testing.TB, accountID, watchID string) {
+	t.Helper()
+	if _, err := f.rs.SetWebhook(context.Background(), accountID, watchID, "https://hooks.example.com/"+watchID, "whsec_test", f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deliveredPairs counts the delivery records of each (watch, notice_seq)
+// pair of the watches, keyed "<watch>/<seq>".
+func deliveredPairs(t testing.TB, f fixture, watchIDs ...string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, id := range watchIDs {
+		recs, err := f.rdb.HGetAll(context.Background(), f.rs.key("dr", id)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range recs {
+			var r delivery.Record
+			if err := json.Unmarshal([]byte(raw), &r); err != nil {
+				t.Fatal(err)
+			}
+			out[fmt.Sprint(id, "/", r.NoticeSeq)]++
+		}
+	}
+	return out
 }

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
@@ -49,8 +48,8 @@ type StoredWriter interface {
 
 // UpsertNotices stores and publishes the batch. When some notices were
 // refused (a *store.BatchError), the ones written are still published and
-// the error returned. Amended notices are then matched again against the
-// watches whose logs they may have come to join (RematchStored).
+// the error returned. Arrival matching follows what is published, amended
+// notices included (MatchArrivals).
 func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
 	var (
 		stored []notice.Notice
@@ -68,16 +67,6 @@ func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		}
 		if err == nil {
 			err = c.Redis.PublishStored(ctx, stored)
-		}
-	}
-	var be *store.BatchError
-	if err != nil && !errors.As(err, &be) {
-		return r, err
-	}
-	if r.Updated > 0 {
-		// Amended notices may have come to match other watches.
-		if rerr := c.Redis.RematchStored(ctx, stored); rerr != nil {
-			return r, rerr
 		}
 	}
 	return r, err

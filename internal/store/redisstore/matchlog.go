@@ -2,13 +2,17 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
+	"time"
 	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/matcher"
@@ -17,28 +21,31 @@ import (
 // The match log. Each watch's matches are a zset wm:<id> of notice seqs,
 // filled two ways:
 //   - the backfill, when the watch is created: every notice up to the
-//     arrival watermark read just after the watch was written (its a0),
+//     published seq read just after the watch was activated (its a0),
 //     found through NoticeSource.MatchingSeqs in chunks of at most MaxTerms
 //     keys;
-//   - arrival matching (MatchArrivals): the notices after the global cursor
-//     match:through, matched against the reverse index rix:<key> and the
-//     filter-only set fo with package matcher's filter semantics, then
-//     committed by one Lua script that appends to the logs, hands each pair
-//     to delivery and advances the cursor, only if the cursor and the
-//     watch-set version wsv are still what the matcher read. A notice is
-//     therefore matched by exactly one committed batch, whatever the
-//     number of workers, and a worker dying mid-batch commits nothing.
+//   - arrival matching (MatchArrivals), which follows the publish log
+//     (package publog) from its cursor match:at: each entry's notice is
+//     matched against the reverse index rix:<key> and the filter-only set
+//     fo with package matcher's filter semantics, then one Lua script
+//     appends the pairs to the logs, records the deliveries they are owed
+//     and moves the cursor, only if the cursor and the watch-set version
+//     wsv are still what the matcher read. An entry is therefore matched by
+//     exactly one committed batch, whatever the number of workers, and a
+//     worker dying mid-batch commits nothing. The log is never trimmed
+//     past the cursor.
 //
 // Matches shows a watch's log only up to max(a0, match:through): below
 // that every match is in the log, so a poller following next_since never
 // misses one; nothing is exposed above it.
 //
-// Handoff to delivery: each pair whose notice arrived after the watch was
-// created (seq above eseq, the arrival watermark read before the watch was
-// written) is appended once to the Redis stream <namespace>:matched
-// (fields watch, seq): by the committing batch when it is above the cursor
-// at activation (cseq), else by CreateWatch after its backfill. The
-// webhook delivery worker consumes that stream.
+// Deliveries: a pair whose notice is new (not an amendment), arrived after
+// the watch was created (seq above eseq, the published seq read before the
+// watch was written) and after its activation (cseq, the cursor then) gets
+// its pending delivery in the same commit; the pairs between eseq and cseq
+// were found by the backfill, and CreateWatch records theirs
+// (CreateDeliveries). A pending delivery of an active watch is also put in
+// the outbox dq, from which the worker's pump makes its asynq task.
 
 // filterCache holds the watches' filters, which never change after
 // creation, for arrival matching.
@@ -146,7 +153,7 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 	var m *redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		w = p.HMGet(ctx, s.key("w", id), "account", "a0")
-		m = p.Get(ctx, s.key("match", "through"))
+		m = p.Get(ctx, s.log.Keys().MatchThrough)
 		return nil
 	})
 	if err != nil && err != redis.Nil {
@@ -305,7 +312,7 @@ func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string,
 	return out, nil
 }
 
-// CatchUp matches every arrived notice not yet matched (MatchArrivals
+// CatchUp matches every published notice not yet matched (MatchArrivals
 // until nothing is left).
 func (s *Store) CatchUp(ctx context.Context) error {
 	for {
@@ -316,7 +323,7 @@ func (s *Store) CatchUp(ctx context.Context) error {
 	}
 }
 
-// catchUpSome matches arrived notices not yet matched, at most batches
+// catchUpSome matches published notices not yet matched, at most batches
 // batches of arrivalBatch; done reports that nothing was left.
 func (s *Store) catchUpSome(ctx context.Context, batches int) (done bool, err error) {
 	for range batches {
@@ -336,83 +343,116 @@ const arrivalBatch = 500
 // read's, so one poll never carries the matching of a whole load.
 const maxReadCatchUp = 8
 
-// commitScript appends one matched batch and advances the cursor, only if
-// the cursor and the watch-set version are what the matcher read. Every
-// seq at or below the published seq is final (package publog: a notice is
-// searchable before it is published), so nothing lands below the cursor
-// later. KEYS: match:through, wsv. ARGV: ns, expected cursor, new cursor,
-// expected wsv, then (watch, seq) pairs.
-var commitScript = redis.NewScript(appendPairLua + `
-local ns = ARGV[1]
-if tonumber(redis.call('GET', KEYS[1]) or '0') ~= tonumber(ARGV[2]) then return -1 end
-if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[4]) then return -2 end
-local added = 0
-for i = 5, #ARGV, 2 do
-  added = added + appendPair(ns, ARGV[i], ARGV[i + 1])
+// commitScript commits the matching of one range of the publish log, only
+// if the match cursor and the watch-set version are what the matcher
+// read: each (watch, seq) pair joins the watch's log, and a pair owed a
+// delivery (a new notice, published within the delivery window, above the
+// watch's creation and activation marks, to a watch with a webhook) gets
+// its pending delivery record, in the outbox when the watch is active.
+// Then the cursor moves to the range's last entry and through rises.
+// KEYS: match:at, match:through, wsv, dq, dstat, ddue, then per pair
+// w:<watch>, wm:<watch>, dr:<watch>, dl:<watch>. ARGV: expected cursor, new
+// cursor, through, expected wsv, due (ms), then per pair seq, deliver ("1"
+// or "0"), delivery id, record JSON, list score, list member, outbox
+// member. It returns the pairs logged, -1 when another matcher committed
+// the range, -2 when the watches changed meanwhile.
+var commitScript = redis.NewScript(`
+if (redis.call('GET', KEYS[1]) or '0-0') ~= ARGV[1] then return -1 end
+if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[4]) then return -2 end
+local added, k = 0, 7
+for a = 6, #ARGV, 7 do
+  local w, wm, dr, dl = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  k = k + 4
+  local seq = ARGV[a]
+  local m = redis.call('HMGET', w, 'cseq', 'eseq', 'secret', 'doc')
+  if m[1] then
+    redis.call('ZADD', wm, seq, seq)
+    added = added + 1
+    if ARGV[a + 1] == '1' and m[3] and m[3] ~= '' and tonumber(seq) > math.max(tonumber(m[1]), tonumber(m[2] or '0'))
+      and redis.call('HEXISTS', dr, ARGV[a + 2]) == 0 then
+      local r = cjson.decode(ARGV[a + 3])
+      local active = cjson.decode(m[4]).active
+      if not active then r.next_attempt_at = nil end
+      redis.call('HSET', dr, ARGV[a + 2], cjson.encode(r))
+      redis.call('ZADD', dl, ARGV[a + 4], ARGV[a + 5])
+      redis.call('HINCRBY', KEYS[5], 'pending', 1)
+      if active then
+        redis.call('ZADD', KEYS[4], ARGV[5], ARGV[a + 6])
+        redis.call('ZADD', KEYS[6], ARGV[5], ARGV[a + 6])
+      end
+    end
+  end
 end
-redis.call('SET', KEYS[1], ARGV[3])
+redis.call('SET', KEYS[1], ARGV[2])
+if tonumber(ARGV[3]) > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], ARGV[3]) end
 return added
 `)
 
-// appendPairLua defines appendPair(ns, watch, seq) for the scripts that
-// commit matches: the seq joins the watch's log, and is handed to
-// delivery when it arrived after the watch was created; it returns 1, or 0
-// for a watch deleted meanwhile.
-const appendPairLua = `
-local function appendPair(ns, w, seq)
-  local m = redis.call('HMGET', ns .. 'w:' .. w, 'cseq', 'eseq')
-  if not m[1] then return 0 end
-  redis.call('ZADD', ns .. 'wm:' .. w, seq, seq)
-  if tonumber(seq) > math.max(tonumber(m[1]), tonumber(m[2] or '0')) then
-    redis.call('XADD', ns .. 'matched', '*', 'watch', w, 'seq', seq)
-  end
-  return 1
-end
-`
-
-// MatchArrivals matches the next arrived notices (up to limit) not yet
-// matched and commits them; it returns how many notices it moved the
-// cursor past (0: nothing to do, or another matcher got there first). Any
-// number of workers may call it concurrently.
+// MatchArrivals matches the next entries of the publish log (up to limit)
+// not yet matched and commits them (commitScript); it returns how many
+// entries it moved the cursor past (0: nothing to do, or another matcher
+// got there first). A new notice's pairs may be owed deliveries; an
+// amended notice joins the logs of the watches it matches now and is
+// never delivered again. Any number of workers may call it concurrently:
+// an entry is committed by exactly one batch, and a matcher dying
+// mid-batch commits nothing.
 func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
+	k := s.log.Keys()
 	for attempt := 0; ; attempt++ {
-		var mc, vc *redis.StringCmd
+		var ac, vc *redis.StringCmd
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			mc = p.Get(ctx, s.key("match", "through"))
+			ac = p.Get(ctx, k.MatchAt)
 			vc = p.Get(ctx, s.key("wsv"))
 			return nil
 		})
 		if err != nil && err != redis.Nil {
 			return 0, s.fail("read the match cursor", err)
 		}
-		m, _ := strconv.ParseInt(mc.Val(), 10, 64)
-		wsv, _ := strconv.ParseInt(vc.Val(), 10, 64)
-		top, err := s.source.LatestSeq(ctx)
-		if err != nil || top <= m {
-			return 0, err
+		at := ac.Val()
+		if at == "" {
+			at = "0-0"
 		}
-		ns, err := s.source.NoticesAfter(ctx, m, limit)
+		wsv, _ := strconv.ParseInt(vc.Val(), 10, 64)
+		// Published is read before the log: when the read below reaches
+		// the log's end, every notice at or below it has been read.
+		published, err := s.log.Published(ctx)
 		if err != nil {
 			return 0, err
 		}
-		kept := ns[:0]
-		for _, n := range ns {
-			if n.Seq <= top {
-				kept = append(kept, n)
+		es, gone, err := s.log.Read(ctx, at, int64(limit))
+		if err != nil {
+			return 0, err
+		}
+		if gone {
+			return 0, fmt.Errorf("redisstore: arrival matching is behind the publish log's trimmed tail (cursor %s): the log is never trimmed past the cursor, so %s was changed by hand", at, k.MatchAt)
+		}
+		if len(es) == 0 {
+			return 0, nil
+		}
+		ns := make([]notice.Notice, len(es))
+		isNew := make([]bool, len(es))
+		through := int64(0)
+		for i, e := range es {
+			var ptrs [3]string
+			if err := publog.DecodeSummaryInto(e.Summary, &ns[i], &ptrs); err != nil {
+				return 0, err
+			}
+			ns[i].ACN, ns[i].ABN, ns[i].AppointmentType = clonePtr(ns[i].ACN), clonePtr(ns[i].ABN), clonePtr(ns[i].AppointmentType)
+			if isNew[i] = e.Kind == publog.KindNew; isNew[i] {
+				through = max(through, ns[i].Seq)
 			}
 		}
-		through := top
-		if len(kept) == limit {
-			through = kept[len(kept)-1].Seq
+		if len(es) < limit {
+			through = max(through, published)
 		}
-		pairs, err := s.matchNotices(ctx, kept)
+		now := s.clock()
+		keys, args, err := s.commitArgs(ctx, ns, isNew, now)
 		if err != nil {
 			return 0, err
 		}
-		args := make([]any, 0, 4+len(pairs))
-		args = append(args, s.ns, m, through, wsv)
-		args = append(args, pairs...)
-		res, err := commitScript.Run(ctx, s.rdb, []string{s.key("match", "through"), s.key("wsv")}, args...).Int()
+		keys = append([]string{k.MatchAt, k.MatchThrough, s.key("wsv"), s.key("dq"), s.key(dstatKey), s.key(ddueKey)}, keys...)
+		args = append([]any{at, es[len(es)-1].ID, through, wsv, now.UnixMilli()}, args...)
+		res, err := commitScript.Run(ctx, s.rdb, keys, args...).Int()
 		if err != nil {
 			return 0, s.fail("commit matches", err)
 		}
@@ -424,12 +464,92 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		case res == -2:
 			return 0, nil
 		}
-		return int(through - m), nil
+		return len(es), nil
 	}
 }
 
-// matchNotices returns the (watch id, seq) pairs of the notices, flattened.
-func (s *Store) matchNotices(ctx context.Context, ns []notice.Notice) ([]any, error) {
+func clonePtr(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// commitArgs matches the notices of log entries (sums: their summaries;
+// isNew parallel) and returns commitScript's per-pair keys and arguments.
+// The candidates come from the reverse index by the summaries'
+// identifiers; the filters are then checked against the notices as stored,
+// read from the source only for notices that have a candidate.
+func (s *Store) commitArgs(ctx context.Context, sums []notice.Notice, isNew []bool, now time.Time) ([]string, []any, error) {
+	cands, err := s.candidates(ctx, sums)
+	if err != nil {
+		return nil, nil, err
+	}
+	var seqs []int64
+	for i := range sums {
+		if len(cands[i]) > 0 {
+			seqs = append(seqs, sums[i].Seq)
+		}
+	}
+	if len(seqs) == 0 {
+		return nil, nil, nil
+	}
+	stored, err := s.source.NoticesBySeq(ctx, seqs)
+	if err != nil {
+		return nil, nil, err
+	}
+	bySeq := make(map[int64]*notice.Notice, len(stored))
+	for i := range stored {
+		bySeq[stored[i].Seq] = &stored[i]
+	}
+	var keys []string
+	var args []any
+	for i := range sums {
+		n := bySeq[sums[i].Seq]
+		if n == nil {
+			continue // not readable: the source lost it, nothing to match
+		}
+		var doc *query.Doc
+		fresh := false
+		if isNew[i] {
+			pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
+			fresh = err == nil && delivery.Eligible(n.Seq, 0, pub, delivery.JudgedAt(n.CollectedAt, now))
+		}
+		for _, w := range cands[i] {
+			f, ok := s.filters.get(w)
+			if !ok {
+				continue
+			}
+			if doc == nil && f.Q != nil {
+				doc = matcher.DocFor(n)
+			}
+			if !matcher.FilterMatches(f, n, doc) {
+				continue
+			}
+			dk, da, err := s.pendingArgs(w, n, now)
+			if err != nil {
+				return nil, nil, err
+			}
+			// pendingArgs: keys dr, dl, w, ...; args id, record, score, member, outbox member, due.
+			keys = append(keys, s.key("w", w), s.key("wm", w), dk[0], dk[1])
+			args = append(args, n.Seq, boolArg(fresh), da[0], da[1], da[2], da[3], da[4])
+		}
+	}
+	return keys, args, nil
+}
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// candidates returns for each notice the watches that may match it: those
+// holding one of its reverse-index keys (noticeKeys) and the filter-only
+// ones, each with its filter in the cache.
+func (s *Store) candidates(ctx context.Context, ns []notice.Notice) ([][]string, error) {
 	if len(ns) == 0 {
 		return nil, nil
 	}
@@ -459,41 +579,24 @@ func (s *Store) matchNotices(ctx context.Context, ns []notice.Notice) ([]any, er
 	need := map[string]bool{}
 	for i, ls := range looks {
 		seen := map[string]bool{}
-		var ws []string
+		ws := slices.Clone(fo.Val())
 		for _, l := range ls {
 			if v := l.first.Val(); v != "" {
 				ws = append(ws, v)
 			}
 			ws = append(ws, l.more.Val()...)
 		}
-		ws = append(ws, fo.Val()...)
-		{
-			for _, w := range ws {
-				if !seen[w] {
-					seen[w] = true
-					cands[i] = append(cands[i], w)
-					if _, ok := s.filters.get(w); !ok {
-						need[w] = true
-					}
+		for _, w := range ws {
+			if !seen[w] {
+				seen[w] = true
+				cands[i] = append(cands[i], w)
+				if _, ok := s.filters.get(w); !ok {
+					need[w] = true
 				}
 			}
 		}
 	}
-	if err := s.loadFilters(ctx, need); err != nil {
-		return nil, err
-	}
-	var pairs []any
-	for i := range ns {
-		n := &ns[i]
-		doc := matcher.DocFor(n)
-		for _, w := range cands[i] {
-			f, ok := s.filters.get(w)
-			if ok && matcher.FilterMatches(f, n, doc) {
-				pairs = append(pairs, w, n.Seq)
-			}
-		}
-	}
-	return pairs, nil
+	return cands, s.loadFilters(ctx, need)
 }
 
 // loadFilters reads the filters of the given watches into the cache; a
@@ -625,44 +728,3 @@ redis.call('HSET', KEYS[1], 'regv', ARGV[2], 'ixabn', ARGV[4])
 redis.call('INCR', ARGV[1] .. 'wsv')
 return 1
 `)
-
-// RematchStored adds to the match logs every watch a re-ingested notice
-// (ns, as stored) matches now, as the embedded store, which evaluates a
-// watch at read time, shows an amended notice that has come to match.
-// Only notices at or below the arrival-matching cursor are rematched (the
-// others are matched when their turn comes, with what is stored then).
-// Nothing is handed to delivery: an amendment is never delivered again.
-// Logged notices that no longer match are hidden by Matches.
-func (s *Store) RematchStored(ctx context.Context, ns []notice.Notice) error {
-	if len(ns) == 0 {
-		return nil
-	}
-	t, err := s.rdb.Get(ctx, s.key("match", "through")).Int64()
-	if err == redis.Nil {
-		return nil
-	}
-	if err != nil {
-		return s.fail("rematch notices", err)
-	}
-	var old []notice.Notice
-	for _, n := range ns {
-		if n.Seq > 0 && n.Seq <= t {
-			old = append(old, n)
-		}
-	}
-	pairs, err := s.matchNotices(ctx, old)
-	if err != nil {
-		return err
-	}
-	byWatch := map[string][]any{}
-	for i := 0; i < len(pairs); i += 2 {
-		w := pairs[i].(string)
-		byWatch[w] = append(byWatch[w], pairs[i+1])
-	}
-	for w, seqs := range byWatch {
-		if err := addLogScript.Run(ctx, s.rdb, []string{s.key("w", w), s.key("wm", w)}, seqs...).Err(); err != nil {
-			return s.fail("rematch notices", err)
-		}
-	}
-	return nil
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
 )
@@ -44,6 +45,13 @@ func genNotice(t testing.TB, tmpl notice.Notice, source string, company int) not
 	a := acn(company)
 	n.ACN, n.ABN = &a, nil
 	n.Seq, n.CollectedAt = 0, ""
+	return n
+}
+
+// recent returns n published at now, within the delivery window, so its
+// matches are owed deliveries.
+func recent(n notice.Notice, now time.Time) notice.Notice {
+	n.PublishedAt = now.UTC().Format(time.RFC3339)
 	return n
 }
 
@@ -138,7 +146,7 @@ func TestQuotaAcrossProcesses(t *testing.T) {
 func TestGaplessMatches(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{NoMatchOnRead: true})
-	tmpl := storetest.Notices(t)[0]
+	tmpl := recent(storetest.Notices(t)[0], f.clock.Now())
 	writer := composite{notices: f.notices, rs: f.rs}
 	acc, err := f.rs.CreateAccount(ctx, "Poller", "standard")
 	if err != nil {
@@ -156,6 +164,7 @@ func TestGaplessMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.hook(t, acc.AccountID, early.ID)
 
 	const perIngester, ingesters = 150, 2
 	var wg sync.WaitGroup
@@ -188,6 +197,7 @@ func TestGaplessMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.hook(t, acc.AccountID, late.ID)
 
 	poll := func(id string, since int64) ([]notice.Notice, int64) {
 		p, err := f.rs.Matches(ctx, acc.AccountID, id, since, 5)
@@ -214,7 +224,7 @@ func TestGaplessMatches(t *testing.T) {
 	}
 	// Ingest is over: let the workers finish, then poll to the end.
 	for {
-		m, _ := f.rdb.Get(ctx, f.rs.key("match", "through")).Int64()
+		m, _ := f.rdb.Get(ctx, f.rs.log.Keys().MatchThrough).Int64()
 		top, _ := f.notices.LatestSeq(ctx)
 		if m >= top {
 			break
@@ -265,14 +275,7 @@ func TestGaplessMatches(t *testing.T) {
 
 	// Handoff: every pair of the early watch exactly once (all arrived
 	// after it); the late watch's pairs only for notices matched after it.
-	entries, err := f.rdb.XRange(ctx, f.rs.key("matched"), "-", "+").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	handed := map[string]int{}
-	for _, e := range entries {
-		handed[fmt.Sprint(e.Values["watch"], "/", e.Values["seq"])]++
-	}
+	handed := deliveredPairs(t, f, early.ID, late.ID)
 	for k, n := range handed {
 		if n != 1 {
 			t.Errorf("pair %s handed to delivery %d times", k, n)
@@ -326,21 +329,31 @@ func TestStaleBatchCommitsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := storetest.Notices(t)[0]
+	tmpl := recent(storetest.Notices(t)[0], f.clock.Now())
 	for i := 0; i < 3; i++ {
 		if _, err := (composite{f.notices, f.rs}).UpsertNotices(ctx, []notice.Notice{genNotice(t, tmpl, fmt.Sprint("ONCE-", i), 1)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Worker A matches the batch, then stalls.
-	ns, err := f.notices.NoticesAfter(ctx, 0, 10)
-	if err != nil {
-		t.Fatal(err)
+	f.hook(t, acc.AccountID, w.ID)
+	// Worker A matches the range, then stalls.
+	es, _, err := f.rs.log.Read(ctx, "0-0", 10)
+	if err != nil || len(es) != 3 {
+		t.Fatalf("publish log holds %d entries (%v), want 3", len(es), err)
+	}
+	sums := make([]notice.Notice, len(es))
+	for i, e := range es {
+		var ptrs [3]string
+		if err := publog.DecodeSummaryInto(e.Summary, &sums[i], &ptrs); err != nil {
+			t.Fatal(err)
+		}
+		sums[i].ACN = clonePtr(sums[i].ACN)
 	}
 	wsv, _ := f.rdb.Get(ctx, f.rs.key("wsv")).Int64()
-	pairs, err := f.rs.matchNotices(ctx, ns)
-	if err != nil || len(pairs) != 6 {
-		t.Fatalf("worker A matched %v, %v", pairs, err)
+	now := f.clock.Now()
+	keys, args, err := f.rs.commitArgs(ctx, sums, []bool{true, true, true}, now)
+	if err != nil || len(keys) != 12 {
+		t.Fatalf("worker A matched %v, %v; want 3 pairs", keys, err)
 	}
 	// Worker B commits the range.
 	other := f.sameNamespace(t, Options{NoMatchOnRead: true})
@@ -348,16 +361,21 @@ func TestStaleBatchCommitsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Worker A's stale commit.
-	args := append([]any{f.rs.ns, 0, ns[len(ns)-1].Seq, wsv}, pairs...)
-	res, err := commitScript.Run(ctx, f.rdb, []string{f.rs.key("match", "through"), f.rs.key("wsv")}, args...).Int()
+	k := f.rs.log.Keys()
+	keys = append([]string{k.MatchAt, k.MatchThrough, f.rs.key("wsv"), f.rs.key("dq"), f.rs.key(dstatKey), f.rs.key(ddueKey)}, keys...)
+	args = append([]any{"0-0", es[2].ID, sums[2].Seq, wsv, now.UnixMilli()}, args...)
+	res, err := commitScript.Run(ctx, f.rdb, keys, args...).Int()
 	if err != nil || res != -1 {
 		t.Errorf("stale commit returned %d, %v; want -1 (refused)", res, err)
 	}
 	if n, _ := f.rdb.ZCard(ctx, f.rs.key("wm", w.ID)).Result(); n != 3 {
 		t.Errorf("match log holds %d, want 3", n)
 	}
-	if n, _ := f.rdb.XLen(ctx, f.rs.key("matched")).Result(); n != 3 {
-		t.Errorf("%d pairs handed to delivery, want 3 (once each)", n)
+	if got := deliveredPairs(t, f, w.ID); len(got) != 3 {
+		t.Errorf("deliveries recorded for %v, want the 3 notices once each", got)
+	}
+	if n, _ := f.rdb.ZCard(ctx, f.rs.key("dq")).Result(); n != 3 {
+		t.Errorf("outbox holds %d, want 3", n)
 	}
 }
 

@@ -33,9 +33,6 @@ type NoticeSource interface {
 	// every notice published at or below it is readable through this
 	// source.
 	LatestSeq(ctx context.Context) (int64, error)
-	// NoticesAfter returns up to limit notices with notice_seq > seq,
-	// ascending.
-	NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error)
 	// NoticesBySeq returns the notices with the given seqs in that order
 	// (a seq no notice has is left out).
 	NoticesBySeq(ctx context.Context, seqs []int64) ([]notice.Notice, error)

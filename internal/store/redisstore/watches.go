@@ -310,22 +310,30 @@ return {'ok'}
 // reverse-index entries are all in place, so from the cursor read here on
 // every committed batch has matched against them (the wsv bump makes any
 // batch matched against the older set retry). It returns the cursor.
+// KEYS: w:<id>, match:through, wsv.
 var activateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local cseq = redis.call('GET', ARGV[1] .. 'match:through') or '0'
+local cseq = redis.call('GET', KEYS[2]) or '0'
 redis.call('HSET', KEYS[1], 'cseq', cseq)
-redis.call('INCR', ARGV[1] .. 'wsv')
+redis.call('INCR', KEYS[3])
 return tonumber(cseq)
 `)
 
-// handoffRangeScript hands the log entries in (ARGV[2], ARGV[3]] to
-// delivery. KEYS: wm:<id>, matched. ARGV: watch id, from, through.
-var handoffRangeScript = redis.NewScript(`
-for _, seq in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[2], ARGV[3])) do
-  redis.call('XADD', KEYS[2], '*', 'watch', ARGV[1], 'seq', seq)
-end
-return 1
-`)
+// recordMissed records the deliveries of the watch's logged notices in
+// (from, through] (CreateDeliveries: each pair gets one delivery ever).
+func (s *Store) recordMissed(ctx context.Context, id string, from, through int64) error {
+	seqs, err := s.rdb.ZRangeByScore(ctx, s.key("wm", id), &redis.ZRangeBy{Min: "(" + itoa(from), Max: itoa(through)}).Result()
+	if err != nil {
+		return s.fail("create watch", err)
+	}
+	refs := make([]Ref, 0, len(seqs))
+	for _, q := range seqs {
+		n, _ := strconv.ParseInt(q, 10, 64)
+		refs = append(refs, Ref{WatchID: id, NoticeSeq: n})
+	}
+	_, err = s.CreateDeliveries(ctx, refs, s.clock())
+	return err
+}
 
 const stageTTL = 3600 // seconds; a stage left by a crashed create expires
 
@@ -513,7 +521,7 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 	if s.stopBefore != nil && s.stopBefore("activate") {
 		return errStopped
 	}
-	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID)}, s.ns).Int64()
+	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID), s.log.Keys().MatchThrough, s.key("wsv")}).Int64()
 	if err != nil {
 		return s.fail("create watch", err)
 	}
@@ -526,11 +534,10 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 	}
 	// Notices that arrived after eseq but were matched before activation
 	// (cursor at or below cseq) skipped this watch; the backfill found
-	// them, and they are handed to delivery here.
+	// them, and their deliveries are recorded here.
 	if cseq > eseq {
-		err = handoffRangeScript.Run(ctx, s.rdb, []string{s.key("wm", w.ID), s.key("matched")}, w.ID, eseq, cseq).Err()
-		if err != nil {
-			return s.fail("create watch", err)
+		if err := s.recordMissed(ctx, w.ID, eseq, cseq); err != nil {
+			return err
 		}
 	}
 	if s.stopBefore != nil && s.stopBefore("finish") {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// ArrivalMatcher matches arrived notices in a loop (MatchArrivals): what
+// ArrivalMatcher follows the publish log in a loop (MatchArrivals): what
 // `noticesd worker` runs in scale mode. Any number of them, in any number
 // of processes, may run against one Redis; each notice is still matched
 // exactly once.
@@ -17,6 +17,9 @@ type ArrivalMatcher struct {
 	Idle time.Duration
 	// Batch is the most notices matched per commit; default 500.
 	Batch int
+	// Matched, when set, is called after a round that matched entries
+	// (the delivery pump is woken to make the new deliveries' tasks).
+	Matched func()
 	// OnError is told of each failed round (the loop goes on after Idle);
 	// default: ignored.
 	OnError func(error)
@@ -59,6 +62,9 @@ func (m *ArrivalMatcher) Start(ctx context.Context) {
 			wait := idle
 			if moved > 0 && err == nil {
 				wait = 0 // more may be waiting
+				if m.Matched != nil {
+					m.Matched()
+				}
 			}
 			t.Reset(wait)
 		}
