@@ -3,10 +3,10 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"time"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
