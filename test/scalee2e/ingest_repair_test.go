@@ -85,7 +85,7 @@ func (tw *tripwire) serve(c net.Conn) {
 // published. The next `noticesd ingest` waits out the dead writer's lease
 // (NOTICES_WRITER_LEASE), takes over and publishes them before its own
 // batch: the screen, the company view and the watch's matches then agree,
-// each notice matched once.
+// each notice matched once and owed one delivery.
 func TestIngestKilledBeforeItsPublish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs serve and ingest processes")
@@ -137,6 +137,22 @@ func TestIngestKilledBeforeItsPublish(t *testing.T) {
 		ID string `json:"id"`
 	}
 	owner.call("POST", "/v1/watches", map[string]any{"identifiers": acns, "name": "killed ingest"}, 201, &w)
+	// A webhook (no worker runs: its deliveries stay pending, recorded by
+	// the arrival matching that the matches reads below run).
+	owner.call("POST", "/v1/watches/"+w.ID+"/webhook", map[string]any{"url": "https://hooks.example.com/repair"}, 201, nil)
+	deliveries := func() map[string]int {
+		var v struct {
+			Data []struct {
+				NoticeID string `json:"notice_id"`
+			} `json:"data"`
+		}
+		owner.call("GET", "/v1/watches/"+w.ID+"/deliveries?limit=100", nil, 200, &v)
+		out := map[string]int{}
+		for _, d := range v.Data {
+			out[d.NoticeID]++
+		}
+		return out
+	}
 
 	cmd := exec.Command(bin, "ingest", "notices", "--quiet", first)
 	cmd.Env = append(os.Environ(), env(proxied.String())...)
@@ -201,6 +217,9 @@ func TestIngestKilledBeforeItsPublish(t *testing.T) {
 	if m := matched(); len(m) != 0 {
 		t.Fatalf("the watch matched %d notices before the takeover, want none (unpublished)", len(m))
 	}
+	if d := deliveries(); len(d) != 0 {
+		t.Fatalf("the watch has %d deliveries before the takeover, want none (unpublished)", len(d))
+	}
 
 	// The next ingest (of anything) takes over first.
 	second := filepath.Join(dir, "second.jsonl")
@@ -221,6 +240,15 @@ func TestIngestKilledBeforeItsPublish(t *testing.T) {
 	for id, k := range m {
 		if k != 1 {
 			t.Errorf("the watch matched %s %d times, want once", id, k)
+		}
+	}
+	d := deliveries()
+	if len(d) != len(acns) {
+		t.Errorf("the watch has deliveries of %d notices after the takeover, want %d (one per matched notice)", len(d), len(acns))
+	}
+	for id, k := range d {
+		if k != 1 {
+			t.Errorf("notice %s has %d deliveries, want one", id, k)
 		}
 	}
 }
