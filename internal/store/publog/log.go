@@ -24,7 +24,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -91,20 +90,16 @@ func New(rdb redis.UniversalClient, ns string, opt Options) *Log {
 // Keys returns the log's keys.
 func (l *Log) Keys() Keys { return l.keys }
 
-// Published returns the highest notice_seq published (0 before any).
+// Published returns the highest notice_seq published (0 before any). A
+// namespace the fenced writer of earlier versions wrote, and this one not
+// yet, answers with that writer's watermark (read on its own: the two
+// keys are in different slots of a Redis Cluster).
 func (l *Log) Published(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	vals, err := l.rdb.MGet(ctx, l.keys.Published, l.keys.OldWatermark).Result()
-	if err != nil {
-		return 0, Unavailable(err)
+	n, err := l.getInt(ctx, l.keys.Published)
+	if err != nil || n > 0 {
+		return n, err
 	}
-	for _, v := range vals {
-		if s, ok := v.(string); ok {
-			return strconv.ParseInt(s, 10, 64)
-		}
-	}
-	return 0, nil
+	return l.getInt(ctx, l.keys.OldWatermark)
 }
 
 // DataVersion returns the version of the notices' searchable data: every
