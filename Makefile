@@ -44,10 +44,11 @@ fuzz:
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendString -fuzztime 1000000x -fuzzminimizetime 10s ./internal/jsontext
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzAppendNotice -fuzztime 150000x -fuzzminimizetime 10s ./internal/store/elastic/esdoc
 
-## vet: go vet and staticcheck (pinned, fetched from the Go module proxy on first use)
+## vet: go vet, staticcheck and gocyclo over internal/config (pinned, fetched from the Go module proxy on first use)
 vet:
 	$(GO) vet -tags $(TAGS) ./...
 	GOFLAGS=-tags=$(TAGS) $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(GO) run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0 -over 15 -ignore '_test\.go$$' internal/config
 
 ## openapi-lint: redocly's recommended rules over docs/openapi.json (needs npx and the npm registry)
 openapi-lint:

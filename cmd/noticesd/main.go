@@ -77,11 +77,8 @@ Run 'noticesd COMMAND --help' (or 'noticesd help COMMAND') for a command's flags
 Exit status: 0 done, 1 failure, 2 usage error (bad flags, arguments or
 settings; nothing was done), 3 ingest/collect loaded but rejected some lines.
 
-Settings come from the environment (defaults in brackets):
 `)
-	for _, st := range config.Settings {
-		fmt.Fprintf(w, "  %-30s %s [%s]\n", st.Name, st.About, st.Default)
-	}
+	config.WriteHelp(w)
 }
 
 func main() {

@@ -37,6 +37,10 @@ func TestCLI(t *testing.T) {
 		inStderr string
 	}{
 		{"help", []string{"--help"}, 0, "Commands:", ""},
+		{"help lists the settings by group, secrets marked", []string{"--help"}, 0,
+			"\nWebhooks:\n  NOTICES_WEBHOOKS                     on/off: webhook registration and the delivery worker [on]\n" +
+				"  NOTICES_SECRET_KEY                   base64 of 32 random bytes (openssl rand -base64 32) encrypting webhook secrets at rest; serve and worker need it while webhooks are on [none] (secret)\n" +
+				"  NOTICES_SECRET_KEY_FILE              file holding NOTICES_SECRET_KEY", ""},
 		{"no command", nil, 2, "", "Commands:"},
 		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate". Run 'noticesd --help'`},
 		{"command help", []string{"ingest", "--help"}, 0, "Exit status: 0 every line loaded, 3 some lines were rejected, 1 failure,", ""},

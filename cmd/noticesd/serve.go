@@ -204,7 +204,7 @@ func serveClaimed(ctx context.Context, cfg config.Config, log *slog.Logger, read
 	}
 	srv := api.New(cfg, deps)
 	held.ln = nil // closed by the server from here
-	log.Info("serving", "addr", ln.Addr().String(), "metrics", metricsWhere(cfg), "data_dir", cfg.DataDir, "backend", cfg.Backend)
+	log.Info("serving", "addr", ln.Addr().String(), "metrics", metricsWhere(cfg), "data_dir", cfg.DataDir, "backend", cfg.Backend, "settings", cfg)
 	if ready != nil {
 		ready(ln.Addr().String())
 	}

@@ -100,7 +100,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	log.Info("delivering", "namespace", cfg.Namespace, "queue", scheduler.QueueName(cfg.Namespace), "concurrency", cfg.WorkerConcurrency)
+	log.Info("delivering", "namespace", cfg.Namespace, "queue", scheduler.QueueName(cfg.Namespace), "concurrency", cfg.WorkerConcurrency, "settings", cfg)
 	<-ctx.Done()
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.DeliveryTimeout+15*time.Second)

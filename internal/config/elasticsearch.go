@@ -50,12 +50,12 @@ func (c Config) ElasticsearchCACert() ([]byte, error) {
 // that file's password), NOTICES_ELASTICSEARCH_URL (user:password@), or ""
 // for none.
 func (c Config) ElasticsearchCredentials() string {
-	switch {
-	case c.ElasticsearchPasswordFile != "":
-		return "NOTICES_ELASTICSEARCH_PASSWORD_FILE"
-	case c.ElasticsearchAPIKeyFile != "":
-		return "NOTICES_ELASTICSEARCH_API_KEY_FILE"
-	case c.ElasticsearchAPIKey != "":
+	for _, f := range []string{"NOTICES_ELASTICSEARCH_PASSWORD_FILE", "NOTICES_ELASTICSEARCH_API_KEY_FILE"} {
+		if c.files[f] != "" {
+			return f
+		}
+	}
+	if c.ElasticsearchAPIKey != "" {
 		return "NOTICES_ELASTICSEARCH_API_KEY"
 	}
 	for _, raw := range c.ElasticsearchURLs() {
@@ -64,27 +64,6 @@ func (c Config) ElasticsearchCredentials() string {
 		}
 	}
 	return ""
-}
-
-// readElasticsearchAPIKeyFile sets ElasticsearchAPIKey from the file
-// NOTICES_ELASTICSEARCH_API_KEY_FILE names (spaces and line ends around it
-// trimmed), when it is set.
-func (c *Config) readElasticsearchAPIKeyFile() error {
-	if c.ElasticsearchAPIKeyFile == "" {
-		return nil
-	}
-	if c.ElasticsearchAPIKey != "" {
-		return errors.New("NOTICES_ELASTICSEARCH_API_KEY and NOTICES_ELASTICSEARCH_API_KEY_FILE are both set; set one")
-	}
-	b, err := os.ReadFile(c.ElasticsearchAPIKeyFile)
-	if err != nil {
-		return fmt.Errorf("NOTICES_ELASTICSEARCH_API_KEY_FILE: %v", err)
-	}
-	c.ElasticsearchAPIKey = strings.TrimSpace(string(b))
-	if c.ElasticsearchAPIKey == "" {
-		return fmt.Errorf("NOTICES_ELASTICSEARCH_API_KEY_FILE=%s is empty; it must hold the encoded API key (the \"encoded\" field of the create API key answer)", c.ElasticsearchAPIKeyFile)
-	}
-	return nil
 }
 
 // NormalFingerprint returns a SHA-256 fingerprint as lower-case hex

@@ -1,11 +1,9 @@
 package config
 
 import (
-	"crypto/x509"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 )
 
@@ -28,7 +26,7 @@ func RedactURL(raw string) string {
 
 // validateRedis checks the Redis settings of scale mode together: the URL,
 // the CA file (only with rediss://), and the Sentinel list with its master
-// name. Messages show the URL without its password.
+// name (checkSentinels). Messages show the URL without its password.
 func (c Config) validateRedis() error {
 	u, err := url.Parse(c.RedisURL)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
@@ -38,14 +36,16 @@ func (c Config) validateRedis() error {
 		if u.Scheme != "rediss" {
 			return fmt.Errorf("config: NOTICES_REDIS_CA_FILE is set but NOTICES_REDIS_URL=%q is not rediss:// (TLS); use rediss:// or unset the CA file", u.Redacted())
 		}
-		pem, err := os.ReadFile(c.RedisCAFile)
-		if err != nil {
-			return fmt.Errorf("config: NOTICES_REDIS_CA_FILE: %v", err)
-		}
-		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
-			return fmt.Errorf("config: NOTICES_REDIS_CA_FILE=%s holds no PEM certificate; it must contain one or more -----BEGIN CERTIFICATE----- blocks", c.RedisCAFile)
+		if err := pemFile("NOTICES_REDIS_CA_FILE", c.RedisCAFile); err != nil {
+			return err
 		}
 	}
+	return c.checkSentinels()
+}
+
+// checkSentinels checks the Sentinel list and the master name they
+// monitor: both or neither.
+func (c Config) checkSentinels() error {
 	if len(c.RedisSentinels) == 0 {
 		if c.RedisMaster != "" {
 			return fmt.Errorf("config: NOTICES_REDIS_MASTER is set without NOTICES_REDIS_SENTINELS; list the Sentinels (host:port,host:port,...) or unset NOTICES_REDIS_MASTER")
