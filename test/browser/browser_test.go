@@ -281,9 +281,15 @@ func (s *session) fail(what string, err error) {
 	s.t.Fatalf("%s (%s): %v\nthe page showed:\n%s", what, s.backend, err, body)
 }
 
+// stepLimit bounds one step of run: an element that never comes (a console
+// without it) fails the step instead of waiting out the whole drive.
+const stepLimit = 2 * time.Minute
+
 func (s *session) run(what string, steps ...chromedp.Action[chromedp.Void]) {
 	s.t.Helper()
-	if err := chromedp.Do(s.ctx, steps...); err != nil {
+	ctx, cancel := context.WithTimeout(s.ctx, stepLimit)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
 		s.fail(what, err)
 	}
 }
