@@ -138,7 +138,8 @@ func TestRegisterCodes(t *testing.T) {
 // TestSearchBox runs testdata/searchbox_check.mjs under node: 9 or 11
 // digits (spaces allowed) in the search box open the company, other words
 // search (and look up company names when they use no operator); a month
-// bar's date range; the Sydney date that marks the partial month.
+// bar's date range; the Sydney date that marks the partial month; a
+// notice's highlight (HTML fragments) read as text with marked words.
 func TestSearchBox(t *testing.T) {
 	runNode(t, "testdata/searchbox_check.mjs", "searchbox ok", "the console's search box")
 }

@@ -274,16 +274,19 @@ async function companiesNamed(q) {
   const panel = (...children) => h('section', { class: 'names', id: 'names', 'aria-labelledby': 'names-title' },
     h('h2', { id: 'names-title', class: 'h3' }, `Companies named like “${q}”`), children);
   try {
-    const res = await api.get('/v1/companies' + api.query({ name: q }));
-    const list = Array.isArray(res) ? res : (res && (res.data || res.companies)) || [];
-    if (!list.length) return panel(h('p', { class: 'help' }, 'No company of that name in the register or the notices.'));
+    const res = await api.get('/v1/companies' + api.query({ name: q, limit: NAMES_SHOWN }));
+    const list = res.data || [];
+    const total = typeof res.total === 'number' ? res.total : list.length;
+    if (!list.length) return panel(h('p', { class: 'help' }, 'No company in the register has these words in its name.'));
     return panel(h('ul', { class: 'namelist' }, list.slice(0, NAMES_SHOWN).map((c) => h('li', {},
-      companyLink({ acn: c.acn, abn: c.abn, company_name: c.name || c.company_name }),
+      companyLink({ acn: c.acn, abn: c.abn, company_name: c.name }),
+      c.matched_name && c.matched_name !== c.name ? h('span', { class: 'muted' }, ` (formerly ${c.matched_name})`) : null,
       c.acn ? h('span', { class: 'muted mono' }, ' ACN ' + c.acn) : null,
-      c.status ? h('span', { class: 'muted' }, ' · ', describe('status', c.status)) : null,
-      typeof c.notice_count === 'number' ? h('span', { class: 'muted' }, ` · ${fmt(c.notice_count)} notice${c.notice_count === 1 ? '' : 's'}`) : null))),
-    list.length > NAMES_SHOWN ? h('p', { class: 'help' }, `${fmt(list.length - NAMES_SHOWN)} more; add words to narrow the name.`) : null);
+      c.status ? h('span', { class: 'muted' }, ' · ', describe('status', c.status)) : null))),
+    total > NAMES_SHOWN ? h('p', { class: 'help' }, `${fmt(total - NAMES_SHOWN)} more; add words to narrow the name.`) : null);
   } catch (e) {
+    // Words too common to list companies by (over 1,000 names) are not an error of the search.
+    if (e.status === 400) return panel(h('p', { class: 'help' }, e.message));
     if (api.missingRoute(e)) {
       return panel(h('p', { class: 'help', id: 'names-unavailable' }, 'Looking companies up by name is not available on this server (GET /v1/companies?name= answered 404: it came in a later version). The notices below still match company names.'));
     }
@@ -291,21 +294,33 @@ async function companiesNamed(q) {
   }
 }
 
+const ENTITIES = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&#34;': '"', '&#39;': "'", '&quot;': '"' };
+
 /**
- * snippet is a notice's highlighted snippet (the search's matching words in <mark>) as
- * nodes: only <mark> and </mark> become elements; anything else stays text.
+ * highlightParts reads a notice's highlight (GET /v1/notices with q: fragments of its text
+ * as HTML, the matched words in <mark>) into [{ text, mark }] parts, entities decoded, the
+ * fragments joined by a space. Only <mark> and </mark> are read as markup; anything else
+ * stays text, so the console never parses the service's HTML.
  */
+export function highlightParts(n) {
+  const frags = Array.isArray(n.highlight) ? n.highlight.filter((f) => typeof f === 'string' && f) : [];
+  const parts = [];
+  frags.forEach((frag, i) => {
+    if (i) parts.push({ text: ' ', mark: false });
+    let mark = false;
+    for (const piece of frag.split(/(<\/?mark>)/)) {
+      if (piece === '<mark>') mark = true;
+      else if (piece === '</mark>') mark = false;
+      else if (piece) parts.push({ text: piece.replace(/&(amp|lt|gt|#34|#39|quot);/g, (e) => ENTITIES[e]), mark });
+    }
+  });
+  return parts;
+}
+
+/** snippet is a notice's highlight as nodes (the matched words in <mark>), or null without one. */
 export function snippet(n) {
-  const text = typeof n.snippet === 'string' ? n.snippet : typeof n.highlight === 'string' ? n.highlight : '';
-  if (!text) return null;
-  const out = h('div', { class: 'snippet' });
-  let marked = false;
-  for (const part of text.split(/(<\/?mark>)/)) {
-    if (part === '<mark>') marked = true;
-    else if (part === '</mark>') marked = false;
-    else if (part) out.append(marked ? h('mark', {}, part) : part);
-  }
-  return out;
+  const parts = highlightParts(n);
+  return parts.length ? h('div', { class: 'snippet' }, parts.map((p) => (p.mark ? h('mark', {}, p.text) : p.text))) : null;
 }
 
 /** companyLink links a notice's company to its page (by ACN, else ABN). */

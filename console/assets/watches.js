@@ -228,13 +228,14 @@ function secretBox(secret) {
     h('p', { class: 'help', id: 'secret-help' }, 'Shown once: keep it now where your receiver reads it. It is not shown again; Rotate secret issues a new one and the old one stops verifying at once.'));
 }
 
-// outcome shows a test delivery's answer: a headline (delivered or not) and every plain field.
+// outcome shows a test delivery's answer ({ok, status_code, error, duration_ms, ...}): a
+// headline in the success or failure colour, then every plain field of the answer.
 function outcome(res) {
-  const word = String(res.outcome || res.status || res.result || '');
-  const ok = res.ok === true || res.delivered === true || /^(delivered|ok|success)/i.test(word);
+  const ok = res.ok === true;
+  const how = [res.status_code ? `HTTP ${res.status_code}` : '', typeof res.duration_ms === 'number' ? `in ${fmt(res.duration_ms)} ms` : ''].filter(Boolean).join(' ');
   const fields = Object.entries(res).filter(([, v]) => v === null || ['string', 'number', 'boolean'].includes(typeof v));
   return h('div', { class: 'testresult ' + (ok ? 'okbox' : 'badbox'), id: 'wh-test-outcome', 'data-ok': String(ok) },
-    h('strong', {}, ok ? 'Test delivery delivered' : 'Test delivery failed', word && !/^(delivered|failed)$/i.test(word) ? `: ${word}` : ''),
+    h('strong', {}, ok ? 'Test delivery accepted' : 'Test delivery failed', how ? ` (${how})` : '', !ok && res.error ? `: ${res.error}` : ''),
     h('dl', { class: 'kv' }, fields.map(([k, v]) => [h('dt', {}, k), h('dd', { class: 'mono wrap' }, v === null ? '—' : String(v))])));
 }
 

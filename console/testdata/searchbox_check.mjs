@@ -1,9 +1,10 @@
 // Run by TestSearchBox (node): the one search box sends 9 or 11 digits
 // (spaces allowed) to the company view and anything else to the search
 // (with a company-name lookup when the words have no operators); a month
-// bar's range and the Sydney date that marks the partial month.
+// bar's range and the Sydney date that marks the partial month; a
+// notice's highlight read as text with <mark> parts.
 import assert from 'node:assert/strict';
-import { companyID, nameQuery } from '../assets/search.js';
+import { companyID, nameQuery, highlightParts } from '../assets/search.js';
 import { monthRange, sydneyToday } from '../assets/chart.js';
 
 for (const [text, want] of [
@@ -23,4 +24,15 @@ assert.deepEqual(monthRange('2026-12'), ['2026-12-01', '2026-12-31']);
 // 14:00 UTC on 30 November is already 1 December in Sydney (UTC+11).
 assert.equal(sydneyToday(new Date('2026-11-30T14:00:00Z')), '2026-12-01');
 assert.equal(sydneyToday(new Date('2026-11-30T12:00:00Z')), '2026-11-30');
+// A notice's highlight: HTML fragments whose only markup read is <mark>; entities decoded
+// into text (never parsed as HTML), fragments joined by a space.
+assert.deepEqual(highlightParts({ highlight: ['…a <mark>deed</mark> <mark>of</mark> x &amp; y &lt;b&gt; &#34;q&#39;…', 'two <mark>deed</mark>'] }), [
+  { text: '…a ', mark: false }, { text: 'deed', mark: true }, { text: ' ', mark: false }, { text: 'of', mark: true },
+  { text: ' x & y <b> "q\'…', mark: false }, { text: ' ', mark: false }, { text: 'two ', mark: false }, { text: 'deed', mark: true },
+]);
+assert.deepEqual(highlightParts({ highlight: ['<script>alert(1)</script> <mark>x</mark>'] }), [
+  { text: '<script>alert(1)</script> ', mark: false }, { text: 'x', mark: true },
+]);
+assert.deepEqual(highlightParts({ highlight: [] }), []);
+assert.deepEqual(highlightParts({}), []);
 console.log('searchbox ok');
