@@ -267,7 +267,8 @@ async function exportCSV(f, sort, btn) {
 const NAMES_SHOWN = 8;
 
 // companiesNamed looks the words up as a company name (GET /v1/companies?name=) and
-// resolves to the panel listing what it found. It never rejects: a server without the
+// resolves to the panel listing what it found (null when no company has such a name: the
+// notices are listed alone). It never rejects: a server without the
 // route (404) is told plainly, any other failure shown as an error, and the notices are
 // still listed below.
 async function companiesNamed(q) {
@@ -277,7 +278,7 @@ async function companiesNamed(q) {
     const res = await api.get('/v1/companies' + api.query({ name: q, limit: NAMES_SHOWN }));
     const list = res.data || [];
     const total = typeof res.total === 'number' ? res.total : list.length;
-    if (!list.length) return panel(h('p', { class: 'help' }, 'No company in the register has these words in its name.'));
+    if (!list.length) return null; // words that name no company: the notices alone
     return panel(h('ul', { class: 'namelist' }, list.slice(0, NAMES_SHOWN).map((c) => h('li', {},
       companyLink({ acn: c.acn, abn: c.abn, company_name: c.name }),
       c.matched_name && c.matched_name !== c.name ? h('span', { class: 'muted' }, ` (formerly ${c.matched_name})`) : null,
