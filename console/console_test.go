@@ -115,7 +115,8 @@ func TestDocScreenshots(t *testing.T) {
 
 // TestCSVParse runs testdata/csv_check.mjs under node: the console's CSV
 // reader (assets/csv.js) on quoted fields, doubled quotes, line ends inside
-// quotes, CRLF and empty cells.
+// quotes, CRLF and empty cells, and its count of an uploaded list's data
+// rows (a header and 903 rows is 903, not "904 lines").
 func TestCSVParse(t *testing.T) {
 	runNode(t, "testdata/csv_check.mjs", "csv ok", "the console's CSV reader")
 }
@@ -125,6 +126,22 @@ func TestCSVParse(t *testing.T) {
 // sourceLink); javascript:, data: and relative URLs are plain text.
 func TestSourceLink(t *testing.T) {
 	runNode(t, "testdata/link_check.mjs", "links ok", "the console's source links")
+}
+
+// TestRegisterCodes runs testdata/register_check.mjs under node: the
+// company register's codes (EXAD, APTY, LMSH...) in plain English with the
+// code beside (assets/register.js).
+func TestRegisterCodes(t *testing.T) {
+	runNode(t, "testdata/register_check.mjs", "register ok", "the console's register codes")
+}
+
+// TestSearchBox runs testdata/searchbox_check.mjs under node: 9 or 11
+// digits (spaces allowed) in the search box open the company, other words
+// search (and look up company names when they use no operator); a month
+// bar's date range; the Sydney date that marks the partial month; a
+// notice's highlight (HTML fragments) read as text with marked words.
+func TestSearchBox(t *testing.T) {
+	runNode(t, "testdata/searchbox_check.mjs", "searchbox ok", "the console's search box")
 }
 
 // runNode runs script under node and requires ok in its output; what

@@ -83,3 +83,22 @@ export async function getCSV(path) {
 export async function postCSV(path, text) {
   return (await call(path, { method: 'POST', body: text, headers: { 'Content-Type': 'text/csv', Accept: 'text/csv' } })).text();
 }
+
+/** send sends a JSON body (or none) with method; it resolves to the answer's JSON, or null for 204. */
+export async function send(method, path, body) {
+  const opts = { method };
+  if (body !== undefined) {
+    opts.body = JSON.stringify(body);
+    opts.headers = { 'Content-Type': 'application/json' };
+  }
+  const res = await call(path, opts);
+  return res.status === 204 ? null : res.json();
+}
+
+/**
+ * missingRoute is true for the 404 a server answers when it has no such route at all (an
+ * older version): the console says the feature is not available instead of showing an error.
+ */
+export function missingRoute(e) {
+  return e instanceof ApiError && e.status === 404 && /no route/i.test(e.message);
+}

@@ -70,6 +70,8 @@ function route() {
 const views = { search: searchView, stats: statsView, company: companyView, screen: screenView, watches: watchesView };
 
 let rendering = 0;
+// focusNext names the element the next section shown is to focus ("/" from another section).
+let focusNext = '';
 
 async function render() {
   const signedIn = !!api.key();
@@ -105,7 +107,8 @@ async function render() {
 
 window.addEventListener('hashchange', async () => {
   // A filter ticked or a page turned keeps the focus where it was; a new section puts it on the content.
-  const id = document.activeElement && document.activeElement.id;
+  const id = focusNext || (document.activeElement && document.activeElement.id);
+  focusNext = '';
   await render();
   const el = id && document.getElementById(id);
   if (el) el.focus();
@@ -115,6 +118,29 @@ window.addEventListener('noticesd:unauthorised', (ev) => {
   api.forget();
   chrome(false);
   signInView(ev.detail);
+});
+// The skip links move the focus without touching the address (the address is the route).
+for (const a of document.querySelectorAll('a.skip[data-target]')) {
+  a.addEventListener('click', (ev) => {
+    ev.preventDefault();
+    const el = document.getElementById(a.dataset.target);
+    if (el) el.focus();
+  });
+}
+// "/" anywhere but in a field goes to the search box (opening the search when elsewhere).
+document.addEventListener('keydown', (ev) => {
+  if (ev.key !== '/' || ev.ctrlKey || ev.metaKey || ev.altKey || !api.key()) return;
+  const t = ev.target;
+  if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName))) return;
+  ev.preventDefault();
+  const q = document.getElementById('q');
+  if (q) {
+    q.focus();
+    q.select();
+  } else {
+    focusNext = 'q';
+    location.hash = '#/search';
+  }
 });
 document.getElementById('signout').addEventListener('click', () => {
   api.forget();

@@ -3,6 +3,7 @@
 import { h, fill, fmt, say, errorBox, sourceLink } from './dom.js';
 import * as api from './api.js';
 import { noticeDialog } from './search.js';
+import { codeNode } from './register.js';
 
 function lookupForm(value) {
   const input = h('input', { id: 'company-id', name: 'id', inputmode: 'numeric', value: value || '', placeholder: '9-digit ACN or 11-digit ABN', required: true });
@@ -64,7 +65,7 @@ export async function companyView(box, r, ctx) {
           c.acn ? [' · ', h('a', { href: '#/search?include_deregistration=true&acn=' + encodeURIComponent(c.acn) }, 'search them')] : null)),
       h('div', { class: 'two' },
         h('section', { class: 'card', 'aria-labelledby': 'reg-title' }, h('h2', { id: 'reg-title' }, 'Register'),
-          reg ? h('dl', { class: 'kv' }, REGISTER.filter(([k]) => reg[k]).map(([k, l]) => [h('dt', {}, l), h('dd', {}, reg[k])]))
+          reg ? h('dl', { class: 'kv' }, REGISTER.filter(([k]) => reg[k]).map(([k, l]) => [h('dt', {}, l), h('dd', { 'data-field': k }, codeNode(k, reg[k]))]))
             : h('p', { class: 'help' }, 'The company register does not hold this company; what is shown comes from its notices.'),
           h('h3', {}, 'Former names'),
           former.length ? h('ul', { id: 'former-names' }, former.map((n) => h('li', {}, n))) : h('p', { class: 'help' }, 'None recorded.')),

@@ -4,12 +4,16 @@
 // service's CSV answer as it came.
 import { h, fill, fmt, say, errorBox, download } from './dom.js';
 import * as api from './api.js';
-import { parse, records } from './csv.js';
+import { parse, records, identifiers } from './csv.js';
 
 const SHOWN = 200;
 const MAX = 50000;
 
-let last = null; // the last answer, kept while the tab is open: { text, rows, name }
+let last = null; // the last answer, kept while the tab is open: { text, rows, columns, name }
+
+// ANSWER are the columns of the service's CSV answer the table shows in its own way; any
+// other column of the answer (the uploaded file's own, kept beside) is shown as it is.
+const ANSWER = ['identifier', 'result', 'acn', 'company_name', 'notice_count', 'latest_notice_id', 'latest_published_date', 'latest_notice_purpose'];
 
 function summary(rows) {
   const n = { matched: 0, unmatched: 0, unresolved: 0 };
@@ -24,15 +28,17 @@ function resultPanel(res) {
   let shown = 'all';
   const draw = () => {
     const list = res.rows.filter((r) => shown === 'all' || r.result === shown);
-    fill(table, h('table', { class: 'results' },
+    const own = res.columns.filter((c) => !ANSWER.includes(c));
+    fill(table, h('div', { class: 'scrollx' }, h('table', { class: 'results', id: 'screen-table' },
       h('caption', { class: 'vh' }, 'Screen result'),
-      h('thead', {}, h('tr', {}, ['Identifier', 'Result', 'Company', 'Notices', 'Latest notice'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ['Identifier', ...own, 'Result', 'Company', 'Notices', 'Latest notice'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, list.slice(0, SHOWN).map((r) => h('tr', { class: 'r-' + r.result },
         h('td', { class: 'mono' }, r.identifier),
+        own.map((c) => h('td', {}, r[c])),
         h('td', {}, h('span', { class: 'badge ' + r.result }, r.result)),
         h('td', {}, r.acn ? h('a', { href: '#/company/' + r.acn }, r.company_name || r.acn) : '—'),
         h('td', { class: 'num' }, r.notice_count || (r.result === 'unmatched' ? '0' : '—')),
-        h('td', {}, r.latest_notice_id ? `${r.latest_published_date} · ${r.latest_notice_purpose}` : '—'))))),
+        h('td', {}, r.latest_notice_id ? `${r.latest_published_date} · ${r.latest_notice_purpose}` : '—')))))),
     list.length > SHOWN ? h('p', { class: 'help' }, `Showing the first ${SHOWN} of ${fmt(list.length)}; the download has every row.`) : null);
   };
   const choice = h('div', { class: 'seg', role: 'radiogroup', 'aria-label': 'Show' });
@@ -72,8 +78,9 @@ export async function screenView(box) {
     const f = file.files[0];
     if (!f) return;
     loaded = { name: f.name, text: await f.text() };
-    const lines = loaded.text.split(/\r?\n/).filter((l) => l.trim()).length;
-    info.textContent = `${f.name}: ${fmt(lines)} lines loaded; Screen sends the file as it is.`;
+    const list = identifiers(loaded.text);
+    info.textContent = `${f.name}: ${fmt(list.rows)} row${list.rows === 1 ? '' : 's'} loaded` +
+      (list.column ? ` (a header row, identifiers in column ${list.column})` : ' (one identifier a line, no header row)') + '; Screen sends the file as it is.';
     text.value = '';
   });
   text.addEventListener('input', () => {
@@ -103,9 +110,10 @@ export async function screenView(box) {
     go.textContent = 'Screening…';
     try {
       const csv = await api.postCSV('/v1/match', body.endsWith('\n') ? body : body + '\n');
-      const rows = records(parse(csv));
+      const parsed = parse(csv);
+      const rows = records(parsed);
       const base = loaded ? loaded.name.replace(/\.[^.]*$/, '') : 'screen';
-      last = { text: csv, rows, name: `${base}-result.csv` };
+      last = { text: csv, rows, columns: parsed[0] || [], name: `${base}-result.csv` };
       fill(result, resultPanel(last));
       const n = summary(rows);
       say(`Screened ${fmt(rows.length)}: ${fmt(n.matched)} matched, ${fmt(n.unmatched)} unmatched, ${fmt(n.unresolved)} unresolved.`);

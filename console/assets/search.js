@@ -5,7 +5,8 @@
 // bookmarked and the back button works; the key never does.
 import { h, fill, fmt, say, errorBox, download, sourceLink } from './dom.js';
 import * as api from './api.js';
-import { months, bars } from './chart.js';
+import { months, bars, monthRange, sydneyToday } from './chart.js';
+import { describe } from './register.js';
 
 /** FACETS are the filter lists of /v1/filters, in the order shown. */
 export const FACETS = [
@@ -28,6 +29,19 @@ export function readFilters(params) {
   const f = { acn: params.get('acn') || '', q: params.get('q') || '', from: params.get('from') || '', to: params.get('to') || '', include_deregistration: params.get('include_deregistration') === 'true' };
   for (const [k] of FACETS) f[k] = (params.get(k) || '').split(',').filter(Boolean);
   return f;
+}
+
+/** companyID is the ACN or ABN a search box holds (9 or 11 digits, spaces allowed), else ''. */
+export function companyID(text) {
+  const t = String(text || '').trim();
+  if (!/^[0-9 ]+$/.test(t)) return '';
+  const d = t.replace(/ /g, '');
+  return d.length === 9 || d.length === 11 ? d : '';
+}
+
+/** nameQuery is true when the words could be a company name: no operators of the q grammar. */
+export function nameQuery(q) {
+  return !!q && !/["*()]|(^|\s)-|\b(OR|AND|NOT)\b/.test(q) && !companyID(q);
 }
 
 function hashFor(view, f, extra = {}) {
@@ -97,13 +111,16 @@ function facetPanel(view, f, counts) {
 }
 
 function queryForm(view, f, params) {
-  const q = h('input', { id: 'q', name: 'q', type: 'search', value: f.q, placeholder: 'e.g. liquidator, "creditors voluntary" OR administrat* -receiver', 'aria-describedby': 'qhelp' });
+  const q = h('input', { id: 'q', name: 'q', type: 'search', value: f.q, placeholder: 'e.g. liquidator, a company name, or an ACN/ABN', 'aria-describedby': 'qhelp', 'aria-keyshortcuts': '/' });
   const from = h('input', { id: 'from', name: 'from', type: 'date', value: f.from });
   const to = h('input', { id: 'to', name: 'to', type: 'date', value: f.to });
   const dereg = h('input', { id: 'dereg', name: 'include_deregistration', type: 'checkbox', checked: f.include_deregistration });
   const fields = [
-    h('div', { class: 'field grow' }, h('label', { for: 'q' }, 'Words'), q,
-      h('span', { id: 'qhelp', class: 'help' }, 'Words, "phrases", OR, -exclude, prefix*; company names, notice text and practitioners are searched.')),
+    h('div', { class: 'field grow' }, h('label', { for: 'q' }, view === 'search' ? 'Search' : 'Words'), q,
+      view === 'search' ? h('a', { href: '#results', class: 'skip inline', id: 'skip-results', onclick: skipToResults }, 'Skip to results') : null,
+      h('span', { id: 'qhelp', class: 'help' }, view === 'search'
+        ? 'An ACN or ABN opens the company; words search company names, notice text and practitioners ("phrases", OR, -exclude, prefix*). Press / to come back here.'
+        : 'Words, "phrases", OR, -exclude, prefix*; company names, notice text and practitioners are searched.')),
     h('div', { class: 'field' }, h('label', { for: 'from' }, 'Published from'), from),
     h('div', { class: 'field' }, h('label', { for: 'to' }, 'to'), to),
   ];
@@ -125,6 +142,11 @@ function queryForm(view, f, params) {
       h('button', { type: 'submit', class: 'primary', id: 'go' }, view === 'search' ? 'Search' : 'Update charts')));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
+    const id = view === 'search' ? companyID(q.value) : '';
+    if (id) {
+      location.hash = '#/company/' + id;
+      return;
+    }
     const next = Object.assign({}, f, { q: q.value.trim(), from: from.value, to: to.value, include_deregistration: dereg.checked });
     const extra = view === 'search' ? { sort: sort.value, limit: limit.value === '20' ? '' : limit.value } : {};
     go(view, next, extra);
@@ -139,12 +161,35 @@ function tabs(view, f, params) {
     h('a', { href: hashFor('stats', f), class: 'tab', 'aria-current': view === 'stats' ? 'page' : null }, 'Charts'));
 }
 
+// skipToResults moves the focus to the result list (the skip link's target), so the next
+// Tab reaches the first result, past the filters.
+function skipToResults(ev) {
+  ev.preventDefault();
+  const target = document.getElementById('results-table') || document.getElementById('results');
+  if (target) target.focus();
+}
+
+// drawerOpen remembers the filter drawer opened or closed by hand on a narrow window while
+// the page lives (a ticked filter keeps it open); on a wide window it is always open.
+let drawerOpen = null;
+const WIDE = '(min-width: 801px)';
+
+function drawer(f, facets) {
+  const ticked = FACETS.reduce((n, [k]) => n + f[k].length, 0);
+  const d = h('details', { class: 'drawer', id: 'filters-drawer', open: window.matchMedia(WIDE).matches || !!drawerOpen },
+    h('summary', { class: 'btn ghost' }, 'Filters', ticked ? ` (${ticked} ticked)` : ''), facets);
+  d.addEventListener('toggle', () => {
+    if (!window.matchMedia(WIDE).matches) drawerOpen = d.open;
+  });
+  return d;
+}
+
 async function layout(box, r, view, ctx) {
   const f = readFilters(r.params);
   const facets = h('div', { class: 'facets-slot' }, h('p', { class: 'help' }, 'Loading filters…'));
-  const content = h('section', { class: 'content', 'aria-live': 'polite', 'aria-busy': 'true' });
+  const content = h('section', { class: 'content', id: 'results', tabindex: '-1', 'aria-label': view === 'search' ? 'Results' : 'Charts', 'aria-live': 'polite', 'aria-busy': 'true' });
   fill(box, h('h1', { class: 'vh' }, view === 'search' ? 'Search notices' : 'Statistics'),
-    queryForm(view, f, r.params), tabs(view, f, r.params), h('div', { class: 'split' }, facets, content));
+    queryForm(view, f, r.params), tabs(view, f, r.params), h('div', { class: 'split' }, drawer(f, facets), content));
   const counts = facetCounts(f).then((c) => {
     if (ctx.current()) fill(facets, facetPanel(view, f, c));
   }, (e) => {
@@ -160,6 +205,7 @@ export async function searchView(box, r, ctx) {
   const limit = Number(r.params.get('limit')) || 20;
   const sort = r.params.get('sort') || '';
   const extra = { sort, limit: limit === 20 ? '' : limit };
+  const names = page === 1 && nameQuery(f.q) ? companiesNamed(f.q) : null;
   try {
     const res = await api.get('/v1/notices' + api.query(Object.assign({}, f, { sort, limit, page })));
     if (!ctx.current()) return;
@@ -170,12 +216,12 @@ export async function searchView(box, r, ctx) {
     const head = h('div', { class: 'resulthead' },
       h('p', { class: 'total' }, h('strong', { id: 'total', 'data-total': res.total }, fmt(res.total)), ` notice${res.total === 1 ? '' : 's'}`, res.total ? ` · showing ${fmt(first)}–${fmt(last)}` : ''),
       exportBtn);
-    const table = h('table', { class: 'results' },
+    const table = h('table', { class: 'results', id: 'results-table', tabindex: '-1' },
       h('caption', { class: 'vh' }, 'Matching notices'),
       h('thead', {}, h('tr', {}, ['Published', 'Company', 'Purpose', 'Appointment type', 'State', 'Status', ''].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, res.data.map((n) => h('tr', { 'data-id': n.id },
         h('td', { class: 'nowrap' }, n.published_date),
-        h('td', {}, companyLink(n), n.acn ? h('div', { class: 'muted mono' }, 'ACN ' + n.acn) : null),
+        h('td', {}, companyLink(n), n.acn ? h('div', { class: 'muted mono' }, 'ACN ' + n.acn) : null, snippet(n)),
         h('td', {}, n.notice_purpose),
         h('td', {}, n.appointment_type || '—'),
         h('td', {}, n.state),
@@ -189,7 +235,7 @@ export async function searchView(box, r, ctx) {
       pageLink('prev', page - 1, page <= 1, '← Previous'),
       h('span', {}, `Page ${fmt(page)} of ${fmt(pages)}`),
       pageLink('next', page + 1, page >= maxPage || !res.has_more, 'Next →'));
-    fill(content, head, res.data.length ? table : h('p', { class: 'empty' }, 'No notice matches. Loosen the words or the filters.'), res.total > limit ? pager : null,
+    fill(content, names ? await names : null, head, res.data.length ? h('div', { class: 'scrollx' }, table) : h('p', { class: 'empty' }, 'No notice matches. Loosen the words or the filters.'), res.total > limit ? pager : null,
       pages > maxPage ? h('p', { class: 'help' }, `Paging stops at ${fmt(maxPage * limit)} notices; narrow the filters or export CSV for the rest.`) : null);
     say(`${fmt(res.total)} notices found.`);
   } catch (e) {
@@ -215,6 +261,67 @@ async function exportCSV(f, sort, btn) {
     btn.disabled = false;
     btn.textContent = was;
   }
+}
+
+/** NAMES_SHOWN is how many companies the name lookup lists above the notices. */
+const NAMES_SHOWN = 8;
+
+// companiesNamed looks the words up as a company name (GET /v1/companies?name=) and
+// resolves to the panel listing what it found (null when no company has such a name: the
+// notices are listed alone). It never rejects: a server without the
+// route (404) is told plainly, any other failure shown as an error, and the notices are
+// still listed below.
+async function companiesNamed(q) {
+  const panel = (...children) => h('section', { class: 'names', id: 'names', 'aria-labelledby': 'names-title' },
+    h('h2', { id: 'names-title', class: 'h3' }, `Companies named like “${q}”`), children);
+  try {
+    const res = await api.get('/v1/companies' + api.query({ name: q, limit: NAMES_SHOWN }));
+    const list = res.data || [];
+    const total = typeof res.total === 'number' ? res.total : list.length;
+    if (!list.length) return null; // words that name no company: the notices alone
+    return panel(h('ul', { class: 'namelist' }, list.slice(0, NAMES_SHOWN).map((c) => h('li', {},
+      companyLink({ acn: c.acn, abn: c.abn, company_name: c.name }),
+      c.matched_name && c.matched_name !== c.name ? h('span', { class: 'muted' }, ` (formerly ${c.matched_name})`) : null,
+      c.acn ? h('span', { class: 'muted mono' }, ' ACN ' + c.acn) : null,
+      c.status ? h('span', { class: 'muted' }, ' · ', describe('status', c.status)) : null))),
+    total > NAMES_SHOWN ? h('p', { class: 'help' }, `${fmt(total - NAMES_SHOWN)} more; add words to narrow the name.`) : null);
+  } catch (e) {
+    // Words too common to list companies by (over 1,000 names) are not an error of the search.
+    if (e.status === 400) return panel(h('p', { class: 'help' }, e.message));
+    if (api.missingRoute(e)) {
+      return panel(h('p', { class: 'help', id: 'names-unavailable' }, 'Looking companies up by name is not available on this server (GET /v1/companies?name= answered 404: it came in a later version). The notices below still match company names.'));
+    }
+    return panel(errorBox(e));
+  }
+}
+
+const ENTITIES = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&#34;': '"', '&#39;': "'", '&quot;': '"' };
+
+/**
+ * highlightParts reads a notice's highlight (GET /v1/notices with q: fragments of its text
+ * as HTML, the matched words in <mark>) into [{ text, mark }] parts, entities decoded, the
+ * fragments joined by a space. Only <mark> and </mark> are read as markup; anything else
+ * stays text, so the console never parses the service's HTML.
+ */
+export function highlightParts(n) {
+  const frags = Array.isArray(n.highlight) ? n.highlight.filter((f) => typeof f === 'string' && f) : [];
+  const parts = [];
+  frags.forEach((frag, i) => {
+    if (i) parts.push({ text: ' ', mark: false });
+    let mark = false;
+    for (const piece of frag.split(/(<\/?mark>)/)) {
+      if (piece === '<mark>') mark = true;
+      else if (piece === '</mark>') mark = false;
+      else if (piece) parts.push({ text: piece.replace(/&(amp|lt|gt|#34|#39|quot);/g, (e) => ENTITIES[e]), mark });
+    }
+  });
+  return parts;
+}
+
+/** snippet is a notice's highlight as nodes (the matched words in <mark>), or null without one. */
+export function snippet(n) {
+  const parts = highlightParts(n);
+  return parts.length ? h('div', { class: 'snippet' }, parts.map((p) => (p.mark ? h('mark', {}, p.text) : p.text))) : null;
 }
 
 /** companyLink links a notice's company to its page (by ACN, else ABN). */
@@ -258,7 +365,10 @@ export async function statsView(box, r, ctx) {
     const range = m.data.length ? `${m.data[0].key} to ${m.data[m.data.length - 1].key}` : 'no months';
     fill(content,
       h('p', { class: 'total' }, h('strong', { id: 'total', 'data-total': m.total }, fmt(m.total)), ` notices · ${range}`),
-      months(m.data, 'Notices by month of publication'),
+      months(m.data, 'Notices by month of publication', { today: sydneyToday(), href: (k) => {
+        const [from, to] = monthRange(k);
+        return hashFor('search', Object.assign({}, f, { from, to }));
+      } }),
       h('div', { class: 'two' }, bars(st.data, 'By state', 'State', pick('state')), bars(p.data, 'By purpose', 'Purpose', pick('notice_purpose'))));
     say(`Charts of ${fmt(m.total)} notices.`);
   } catch (e) {
