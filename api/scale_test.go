@@ -56,6 +56,9 @@ func TestWatchesScaleMode(t *testing.T) {
 		{"ScreenCSV", TestScreenCSV},
 		{"ScreenCSVValidation", TestScreenCSVValidation},
 		{"ScreenCSVFormulas", TestScreenCSVFormulas},
+		{"ScreenCSVJoinBack", TestScreenCSVJoinBack},
+		{"ScreenCSVQueryFilters", TestScreenCSVQueryFilters},
+		{"CSVByteOrderMark", TestCSVByteOrderMark},
 		{"LongIDShortError", TestLongIDShortError},
 	} {
 		t.Run(c.name, c.run)
