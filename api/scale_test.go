@@ -59,6 +59,8 @@ func TestWatchesScaleMode(t *testing.T) {
 		{"ScreenCSVJoinBack", TestScreenCSVJoinBack},
 		{"ScreenCSVQueryFilters", TestScreenCSVQueryFilters},
 		{"CSVByteOrderMark", TestCSVByteOrderMark},
+		{"ScreenClient", TestScreenClient},
+		{"ScreenClientRetryAfter", TestScreenClientRetryAfter},
 		{"LongIDShortError", TestLongIDShortError},
 	} {
 		t.Run(c.name, c.run)

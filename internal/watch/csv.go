@@ -54,7 +54,7 @@ func ParseMatchCSV(body []byte) (MatchRequest, error) {
 		}
 		line, _ := r.FieldPos(0)
 		if col < 0 { // the first row decides
-			col = headerColumn(rec)
+			col = HeaderColumn(rec)
 			if hasHeader = col >= 0; hasHeader {
 				up.header = rec
 				continue
@@ -126,9 +126,11 @@ func (req *MatchRequest) setCSVIdentifiers(values []string, lines []int) ([]stri
 	return norm, nil
 }
 
-// headerColumn returns the index of the first cell of rec naming the
-// identifier column, -1 when rec is not a header row.
-func headerColumn(rec []string) int {
+// HeaderColumn returns the index of the first cell of rec naming the
+// identifier column (acn, abn or identifier, case-insensitive), -1 when
+// rec is not a header row: the rule ParseMatchCSV applies to a body's
+// first row.
+func HeaderColumn(rec []string) int {
 	for i, c := range rec {
 		c = strings.TrimSpace(c)
 		for _, name := range identifierColumns {
