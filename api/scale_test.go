@@ -61,6 +61,7 @@ func TestWatchesScaleMode(t *testing.T) {
 		{"CSVByteOrderMark", TestCSVByteOrderMark},
 		{"ScreenClient", TestScreenClient},
 		{"ScreenClientRetryAfter", TestScreenClientRetryAfter},
+		{"PythonScreenExample", TestPythonScreenExample},
 		{"LongIDShortError", TestLongIDShortError},
 	} {
 		t.Run(c.name, c.run)
