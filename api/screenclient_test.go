@@ -37,15 +37,18 @@ func listen(t *testing.T, srv *Server) string {
 	return "http://" + ln.Addr().String()
 }
 
-// countingTransport counts the requests a client sends.
+// countingTransport counts the requests a client sends and keeps the
+// largest body.
 type countingTransport struct {
-	mu sync.Mutex
-	n  int
+	mu      sync.Mutex
+	n       int
+	largest int64
 }
 
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.mu.Lock()
 	c.n++
+	c.largest = max(c.largest, r.ContentLength)
 	c.mu.Unlock()
 	return http.DefaultTransport.RoundTrip(r)
 }
@@ -113,6 +116,28 @@ func TestScreenClient(t *testing.T) {
 			}
 		})
 	}
+	t.Run("parts cut by size", func(t *testing.T) {
+		// The header is 20 bytes and the rows 16 to 30: 70 bytes a part
+		// holds two or three rows, never the row that would pass 70.
+		ct := &countingTransport{}
+		cl := &screenclient.Client{URL: base, Key: f.read, Bytes: 70, HTTP: &http.Client{Transport: ct}}
+		var out bytes.Buffer
+		if err := cl.Screen(context.Background(), []byte(clientBook), &out); err != nil {
+			t.Fatal(err)
+		}
+		want := f.sendCSV(t, http.MethodPost, "/v1/match", "text/csv", "text/csv", []byte(clientBook))
+		if !bytes.Equal(out.Bytes(), want.body) {
+			t.Errorf("joined answer\n%q\nwant\n%q", out.String(), want.body)
+		}
+		if ct.n < 3 || ct.largest > 70 {
+			t.Errorf("%d requests, the largest body %d bytes; want several of at most 70", ct.n, ct.largest)
+		}
+		cl.Bytes = 40
+		err := cl.Screen(context.Background(), []byte(clientBook), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "line 3: the header and this row are 46 bytes, over the 40 bytes") {
+			t.Errorf("error %v, want line 3 named as too long", err)
+		}
+	})
 	t.Run("refused part", func(t *testing.T) {
 		cl := &screenclient.Client{URL: base, Key: f.read, Rows: 2}
 		var out bytes.Buffer
