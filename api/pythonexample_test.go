@@ -47,7 +47,7 @@ func TestPythonScreenExample(t *testing.T) {
 		t.Skip("NOT TESTED: python3 is not installed, so the Python example of docs/api.md did not run (CI=true fails here)")
 	}
 	f := newWatchFixture(t, nil)
-	base := listen(t, f.srv)
+	base := f.listen(t)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "screen.py")
 	book := filepath.Join(dir, "book.csv")

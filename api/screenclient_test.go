@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,27 +14,6 @@ import (
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/screenclient"
 )
-
-// listen serves srv on a loopback port until the test ends and returns
-// its base URL: the client below talks to a real server over TCP.
-func listen(t *testing.T, srv *Server) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		<-done
-	})
-	return "http://" + ln.Addr().String()
-}
 
 // countingTransport counts the requests a client sends and keeps the
 // largest body.
@@ -75,7 +53,7 @@ const clientBook = "Loan Ref,ACN,Notes\r\n" +
 // header once; filters, raw and bom travel as query parameters.
 func TestScreenClient(t *testing.T) {
 	f := newWatchFixture(t, nil)
-	base := listen(t, f.srv)
+	base := f.listen(t)
 	for _, c := range []struct {
 		name, file, query  string
 		rows, parts, total int
@@ -171,7 +149,8 @@ func TestScreenClientRetryAfter(t *testing.T) {
 	f := newWatchFixture(t, plans)
 	deps := f.srv.deps
 	deps.Limiter = limit.NewLocal(4, f.clock.Now)
-	base := listen(t, New(config.Default(), deps))
+	f.srv = New(config.Default(), deps)
+	base := f.listen(t)
 	var waits []time.Duration
 	var progress, out bytes.Buffer
 	cl := &screenclient.Client{URL: base, Key: f.read, Rows: 3, Progress: &progress,
@@ -209,7 +188,7 @@ func TestScreenClientRetryAfter(t *testing.T) {
 // 50,000 rows and 1, and the answer has every row.
 func TestScreenClientRealLimit(t *testing.T) {
 	f := newWatchFixture(t, nil)
-	base := listen(t, f.srv)
+	base := f.listen(t)
 	file := "acn\n" + strings.Repeat("123456780\n", 50000) + "333333332\n"
 	ct := &countingTransport{}
 	var out bytes.Buffer
