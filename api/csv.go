@@ -15,7 +15,6 @@ import (
 
 	"github.com/noticesd/noticesd/internal/csvout"
 	"github.com/noticesd/noticesd/internal/errs"
-	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/watch"
@@ -25,10 +24,11 @@ import (
 //
 // A CSV answer is chosen by the Accept header (wantsCSV); errors are always
 // the JSON error shape, whatever Accept says. A CSV answer is RFC 4180,
-// UTF-8 without a byte-order mark, CRLF record ends, with a header row,
-// written by csvout: a cell's text as the JSON answer has it, except that
-// a text cell a spreadsheet would run as a formula gets a leading
-// apostrophe unless the request says raw=true (csvRaw).
+// UTF-8 (with a byte-order mark only when the request says bom=1, for
+// Excel: csvOpts), CRLF record ends, with a header row, written by
+// csvout: a cell's text as the JSON answer has it, except that a text
+// cell a spreadsheet would run as a formula gets a leading apostrophe
+// unless the request says raw=true.
 
 // contentTypeCSV is the Content-Type of every CSV answer.
 const contentTypeCSV = "text/csv; charset=utf-8"
@@ -99,9 +99,40 @@ func (s *Server) attachment(c *fiber.Ctx, name string) {
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+"-"+s.deps.Now().UTC().Format("20060102T150405Z")+`.csv"`)
 }
 
-// csvRaw reads the raw parameter of a CSV answer: true leaves cells that
-// look like formulas as they are.
-func csvRaw(c *fiber.Ctx) (bool, error) { return params{c}.boolean("raw", false) }
+// bom is the UTF-8 byte-order mark a CSV answer starts with on bom=1.
+const bom = "\xef\xbb\xbf"
+
+// csvOptions are the parameters of every CSV answer.
+type csvOptions struct {
+	// raw leaves cells that look like formulas as they are.
+	raw bool
+	// bom starts the answer with a UTF-8 byte-order mark, which Excel
+	// needs to read the file as UTF-8 rather than its ANSI code page.
+	bom bool
+}
+
+// csvOpts reads the parameters of a CSV answer: raw (true or false) and
+// bom (1 or true, 0 or false; absent is no mark).
+func csvOpts(c *fiber.Ctx) (csvOptions, error) {
+	var o csvOptions
+	p := params{c}
+	var err error
+	if o.raw, err = p.boolean("raw", false); err != nil {
+		return o, err
+	}
+	v, _, err := p.scalar("bom")
+	if err != nil {
+		return o, err
+	}
+	switch v {
+	case "", "0", "false":
+	case "1", "true":
+		o.bom = true
+	default:
+		return o, errs.New(errs.InvalidParameter, "bom %s must be 1 (start the CSV with a UTF-8 byte-order mark, for Excel) or 0", errs.Quote(v))
+	}
+	return o, nil
+}
 
 // exportNotices is GET /v1/notices with Accept: text/csv: every matching
 // notice (limit and page ignored). More than s.exportMax matches is 400
@@ -115,7 +146,7 @@ func (s *Server) exportNotices(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	raw, err := csvRaw(c)
+	opts, err := csvOpts(c)
 	if err != nil {
 		return err
 	}
@@ -133,7 +164,7 @@ func (s *Server) exportNotices(c *fiber.Ctx) error {
 	size := -1 // HEAD: chunked, as a GET's would be without its length
 	if c.Method() != fiber.MethodHead {
 		sp := &spool{dir: s.spoolDir}
-		if err := writeExport(ctx, exp, sp, raw); err != nil {
+		if err := writeExport(ctx, exp, sp, opts); err != nil {
 			_ = sp.Close()
 			s.log.Error("CSV export failed before its answer began", "rows_total", exp.Total(), "error", err)
 			return err
@@ -149,11 +180,15 @@ func (s *Server) exportNotices(c *fiber.Ctx) error {
 }
 
 // writeExport encodes every notice of exp, its header row first, into w
-// (csvout; raw leaves cells that look like formulas as they are). An
-// export that ends before its Total is an error.
-func writeExport(ctx context.Context, exp store.NoticeExport, w io.Writer, raw bool) error {
+// (csvout; opts.raw leaves cells that look like formulas as they are,
+// opts.bom writes the byte-order mark first). An export that ends before
+// its Total is an error.
+func writeExport(ctx context.Context, exp store.NoticeExport, w io.Writer, opts csvOptions) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	cw := csvout.NewWriter(bw, raw)
+	if opts.bom {
+		_, _ = bw.WriteString(bom) // an error shows at the flush
+	}
+	cw := csvout.NewWriter(bw, opts.raw)
 	if err := cw.Write(notice.CSVColumns); err != nil {
 		return fmt.Errorf("spool the export: %w", err)
 	}
@@ -234,15 +269,24 @@ func parseScreenRequest(c *fiber.Ctx, body []byte) (watch.MatchRequest, error) {
 	return watch.ParseMatchRequest(body)
 }
 
-// writeScreenCSV streams the bulk screen as CSV, one row per distinct
-// submitted identifier in ids' order (the heavy slot is given back when
-// the handler returns, as for writeScreen).
-func (s *Server) writeScreenCSV(c *fiber.Ctx, res watch.ScreenResult, ids []ident.ID, raw bool) {
+// writeScreenCSV streams the bulk screen as CSV: for a CSV body, the
+// upload given back, every row in its order with the result columns
+// appended; for a JSON body, one row per distinct submitted identifier in
+// submission order (the heavy slot is given back when the handler
+// returns, as for writeScreen).
+func (s *Server) writeScreenCSV(c *fiber.Ctx, res watch.ScreenResult, req watch.MatchRequest, opts csvOptions) {
 	c.Status(fiber.StatusOK)
 	c.Set(fiber.HeaderContentType, contentTypeCSV)
 	s.attachment(c, "screen")
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		if opts.bom {
+			_, _ = w.WriteString(bom)
+		}
 		// An error means the client went away; nothing more can be said.
-		_ = res.WriteCSV(w, ids, raw)
+		if req.Upload != nil {
+			_ = res.WriteUploadCSV(w, req.Upload, opts.raw)
+			return
+		}
+		_ = res.WriteCSV(w, req.Identifiers, opts.raw)
 	})
 }

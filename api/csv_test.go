@@ -235,44 +235,56 @@ func TestNoticesExportSnapshot(t *testing.T) {
 	}
 }
 
-// TestScreenCSV: POST /v1/match with CSV in and out: the header-row forms,
-// one identifier per line, a byte-order mark, blank rows; one row per
-// distinct identifier in submission order, the same answer as JSON.
+// TestScreenCSV: POST /v1/match with CSV in and out. A JSON body's CSV
+// answer is one row per distinct identifier in submission order, the
+// same answer as JSON; a CSV body's (the header-row forms, one identifier
+// per line, a byte-order mark, blank rows) is the upload given back, every
+// row in order, duplicates included, with the result columns appended.
 func TestScreenCSV(t *testing.T) {
 	f := newWatchFixture(t, nil)
 	ids := []string{"123 456 780", "333333332", "444444446", "123456789", "11123456780", "123456780", "222222228", "12345678901"}
-	want := [][]string{
-		{"identifier", "result", "acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose"},
-	}
+	resultHeader := []string{"identifier", "result", "acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose"}
 	js, _ := json.Marshal(map[string]any{"identifiers": ids})
 	s, _ := f.screenOK(t, string(js))
-	matched := map[string]int{}
-	for i, m := range s.Matched {
-		matched[m.Identifier] = i
-	}
+	cells := screenCells(s)
+	want := [][]string{resultHeader}
 	seen := map[string]bool{}
 	for _, id := range ids {
 		id = strings.ReplaceAll(id, " ", "")
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		switch {
-		case slices.Contains(s.Unmatched, id):
-			want = append(want, []string{id, "unmatched", "", "", "0", "", "", ""})
-		case slices.Contains(s.Unresolved, id):
-			want = append(want, []string{id, "unresolved", "", "", "", "", "", ""})
-		default:
-			m := s.Matched[matched[id]]
-			want = append(want, []string{id, "matched", *m.ACN, *m.CompanyName, fmt.Sprint(m.NoticeCount), m.LatestNotice.ID, m.LatestNotice.PublishedDate, m.LatestNotice.NoticePurpose})
+		if !seen[id] {
+			seen[id] = true
+			want = append(want, cells(id))
 		}
 	}
+	// upload is the answer to a CSV body: header, then each row's cells
+	// and the results of its identifier (cell col).
+	upload := func(header []string, rows [][]string, col int) [][]string {
+		out := [][]string{header}
+		for _, r := range rows {
+			if strings.TrimSpace(strings.Join(r, "")) == "" {
+				out = append(out, append(slices.Clone(r), make([]string, len(resultHeader))...))
+				continue
+			}
+			out = append(out, append(slices.Clone(r), cells(strings.ReplaceAll(r[col], " ", ""))...))
+		}
+		return out
+	}
+	var one, named [][]string
+	for i, id := range ids {
+		one = append(one, []string{id})
+		named = append(named, []string{fmt.Sprintf("Co, %d", i), id, `say "hi"`})
+	}
+	named = append(named, []string{"", "", ""})
 	lines := strings.Join(ids, "\n")
-	for _, c := range []struct{ name, contentType, body string }{
-		{"JSON body", "application/json", string(js)},
-		{"one per line", "text/csv", lines + "\n"},
-		{"CRLF, BOM, blank rows", "text/csv; charset=utf-8", "\xef\xbb\xbf" + strings.Join(ids[:4], "\r\n") + "\r\n\r\n" + strings.Join(ids[4:], "\r\n")},
-		{"header acn", "text/csv", "ACN\n" + lines},
+	for _, c := range []struct {
+		name, contentType, body string
+		want                    [][]string
+	}{
+		{"JSON body", "application/json", string(js), want},
+		{"one per line", "text/csv", lines + "\n", upload(append([]string{"submitted"}, resultHeader...), one, 0)},
+		{"CRLF, BOM, empty lines", "text/csv; charset=utf-8", "\xef\xbb\xbf" + strings.Join(ids[:4], "\r\n") + "\r\n\r\n" + strings.Join(ids[4:], "\r\n"),
+			upload(append([]string{"submitted"}, resultHeader...), one, 0)},
+		{"header acn", "text/csv", "ACN\n" + lines, upload([]string{"ACN", "identifier", "result", "screen_acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose"}, one, 0)},
 		{"header identifier in a later column", "text/csv", "name,Identifier,notes\n" + strings.Join(func() []string {
 			var rows []string
 			for i, id := range ids {
@@ -280,14 +292,14 @@ func TestScreenCSV(t *testing.T) {
 			}
 			rows = append(rows, ",,")
 			return rows
-		}(), "\r\n")},
-		{"header abn", "text/csv", "abn\n" + lines},
+		}(), "\r\n"), upload([]string{"name", "Identifier", "notes", "screen_identifier", "result", "acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose"}, named, 1)},
+		{"header abn", "text/csv", "abn\n" + lines, upload(append([]string{"abn"}, resultHeader...), one, 0)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res := f.sendCSV(t, http.MethodPost, "/v1/match", "text/csv", c.contentType, []byte(c.body))
 			got := readCSV(t, res)
-			if !slices.EqualFunc(got, want, slices.Equal) {
-				t.Errorf("answer\n%v\nwant\n%v", got, want)
+			if !slices.EqualFunc(got, c.want, slices.Equal) {
+				t.Errorf("answer\n%q\nwant\n%q", got, c.want)
 			}
 			if cd := res.header.Get("Content-Disposition"); !strings.HasPrefix(cd, `attachment; filename="screen-`) {
 				t.Errorf("Content-Disposition %q", cd)
@@ -302,6 +314,25 @@ func TestScreenCSV(t *testing.T) {
 			t.Errorf("counts %+v, want those of the JSON body %+v", got.Counts, s.Counts)
 		}
 	})
+}
+
+// screenCells returns the result cells of the CSV answer for a normalised
+// identifier, from the JSON answer s.
+func screenCells(s screenJSON) func(id string) []string {
+	return func(id string) []string {
+		switch {
+		case slices.Contains(s.Unmatched, id):
+			return []string{id, "unmatched", "", "", "0", "", "", ""}
+		case slices.Contains(s.Unresolved, id):
+			return []string{id, "unresolved", "", "", "", "", "", ""}
+		}
+		for _, m := range s.Matched {
+			if m.Identifier == id {
+				return []string{id, "matched", *m.ACN, *m.CompanyName, fmt.Sprint(m.NoticeCount), m.LatestNotice.ID, m.LatestNotice.PublishedDate, m.LatestNotice.NoticePurpose}
+			}
+		}
+		return []string{id, "not in the JSON answer"}
+	}
 }
 
 // TestScreenCSVValidation: errors of a CSV body, in the JSON error shape,

@@ -38,7 +38,7 @@ func TestScreenCSVFormulas(t *testing.T) {
 		t.Run("raw"+c.query, func(t *testing.T) {
 			res := f.sendCSV(t, http.MethodPost, "/v1/match"+c.query, "text/csv", "text/csv", []byte(*n.ACN+"\n"))
 			recs := readCSV(t, res)
-			if len(recs) != 2 || recs[1][7] != c.want {
+			if len(recs) != 2 || recs[1][8] != c.want { // submitted, then the result columns
 				t.Errorf("answer %q, want latest_notice_purpose %q", recs, c.want)
 			}
 		})

@@ -56,6 +56,12 @@ func TestWatchesScaleMode(t *testing.T) {
 		{"ScreenCSV", TestScreenCSV},
 		{"ScreenCSVValidation", TestScreenCSVValidation},
 		{"ScreenCSVFormulas", TestScreenCSVFormulas},
+		{"ScreenCSVJoinBack", TestScreenCSVJoinBack},
+		{"ScreenCSVQueryFilters", TestScreenCSVQueryFilters},
+		{"CSVByteOrderMark", TestCSVByteOrderMark},
+		{"ScreenClient", TestScreenClient},
+		{"ScreenClientRetryAfter", TestScreenClientRetryAfter},
+		{"PythonScreenExample", TestPythonScreenExample},
 		{"LongIDShortError", TestLongIDShortError},
 	} {
 		t.Run(c.name, c.run)

@@ -1,6 +1,6 @@
 // Command noticesd serves the published-notices API and runs its operator
 // commands: serve, ingest, accounts, sample, demo, collect, reindex, worker,
-// queue, health and version. Run `noticesd --help`.
+// queue, screen, health and version. Run `noticesd --help`.
 package main
 
 import (
@@ -45,6 +45,7 @@ func commands() []command {
 		{"reindex", "rebuild the Elasticsearch indices from the built-in mappings (scale)", runReindex},
 		{"worker", "match arrivals and deliver webhooks on asynq workers (scale)", runWorker},
 		{"queue", "print the webhook delivery queue's counts (scale)", runQueue},
+		{"screen", "screen a CSV file of ACNs/ABNs against a running API (POST /v1/match), splitting big files", runScreen},
 		{"health", "probe a running API (GET /ready); exit 0 on 200, for container health checks", runHealth},
 		{"version", "print the version, commit, build tags and available backends", runVersion},
 	}

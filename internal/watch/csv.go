@@ -1,16 +1,13 @@
 package watch
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"errors"
 	"io"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/noticesd/noticesd/internal/csvout"
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 )
@@ -23,8 +20,9 @@ var identifierColumns = []string{"acn", "abn", "identifier"}
 // (RFC 4180, UTF-8, an optional byte-order mark): one identifier per line,
 // or a header row with a column named acn, abn or identifier
 // (case-insensitive; the first such column is read, the others ignored).
-// Rows whose cells are all blank are skipped. There are no filters in this
-// form: include_deregistration is true as on the JSON form.
+// Rows whose cells are all blank are skipped. The filters of this form
+// come from the query string (the caller sets Filters); the body is kept
+// in Upload, so the CSV answer can give every row back.
 // Checks in order: empty_request (no identifier rows), too_many_identifiers
 // (counted before any value is looked at), invalid_identifier (a line that
 // is not CSV, a row of several cells without a header, a malformed
@@ -38,10 +36,10 @@ func ParseMatchCSV(body []byte) (MatchRequest, error) {
 	}
 	r := csv.NewReader(bytes.NewReader(body))
 	r.FieldsPerRecord = -1
-	r.ReuseRecord = true
 	col, hasHeader := -1, false
+	up := &Upload{}
 	var values []string
-	var lines []int
+	var lines, rowOf []int
 	for {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -56,13 +54,17 @@ func ParseMatchCSV(body []byte) (MatchRequest, error) {
 		}
 		line, _ := r.FieldPos(0)
 		if col < 0 { // the first row decides
-			col = headerColumn(rec)
+			col = HeaderColumn(rec)
 			if hasHeader = col >= 0; hasHeader {
+				up.header = rec
 				continue
 			}
 			col = 0
 		}
 		if blank(rec) {
+			if len(values) <= ident.MaxIdentifiers {
+				up.rows = append(up.rows, uploadRow{cells: rec})
+			}
 			continue
 		}
 		if len(values) >= ident.MaxIdentifiers {
@@ -76,21 +78,31 @@ func ParseMatchCSV(body []byte) (MatchRequest, error) {
 		if len(rec) > 1 && !hasHeader {
 			return req, errs.New(errs.InvalidIdentifier, "line %d has %d cells; send one identifier per line, or a header row naming the identifier column acn, abn or identifier", line, len(rec))
 		}
-		values, lines = append(values, rec[col]), append(lines, line)
+		values, lines, rowOf = append(values, rec[col]), append(lines, line), append(rowOf, len(up.rows))
+		up.rows = append(up.rows, uploadRow{cells: rec})
 	}
-	return req, req.setCSVIdentifiers(values, lines)
+	ids, err := req.setCSVIdentifiers(values, lines)
+	if err != nil {
+		return req, err
+	}
+	for i, id := range ids {
+		up.rows[rowOf[i]].id = id
+	}
+	req.Upload = up
+	return req, nil
 }
 
 // setCSVIdentifiers normalises and deduplicates values (whose lines are
-// lines) into req.Identifiers.
-func (req *MatchRequest) setCSVIdentifiers(values []string, lines []int) error {
+// lines) into req.Identifiers, returning each value's normalised form.
+func (req *MatchRequest) setCSVIdentifiers(values []string, lines []int) ([]string, error) {
 	if len(values) == 0 {
-		return errs.New(errs.EmptyRequest, "nothing to screen: the CSV body holds no identifiers; send one ACN or ABN per line, or a header row with a column named acn, abn or identifier")
+		return nil, errs.New(errs.EmptyRequest, "nothing to screen: the CSV body holds no identifiers; send one ACN or ABN per line, or a header row with a column named acn, abn or identifier")
 	}
 	if len(values) > ident.MaxIdentifiers {
-		return errs.New(errs.TooManyIdentifiers, "%d identifiers were sent; at most %d are allowed per request", len(values), ident.MaxIdentifiers)
+		return nil, errs.New(errs.TooManyIdentifiers, "%d identifiers were sent; at most %d are allowed per request", len(values), ident.MaxIdentifiers)
 	}
 	seen := make(map[ident.ID]bool, len(values))
+	norm := make([]string, len(values))
 	nbad, first := 0, -1
 	for i, v := range values {
 		id, ok := ident.Normalise(strings.TrimSpace(v))
@@ -101,21 +113,24 @@ func (req *MatchRequest) setCSVIdentifiers(values []string, lines []int) error {
 			}
 			continue
 		}
+		norm[i] = id.Value
 		if !seen[id] {
 			seen[id] = true
 			req.Identifiers = append(req.Identifiers, id)
 		}
 	}
 	if nbad > 0 {
-		return errs.New(errs.InvalidIdentifier, "identifier %s on line %d is not a 9-digit ACN or 11-digit ABN (digits; spaces allowed); %d of %d identifiers are malformed",
+		return nil, errs.New(errs.InvalidIdentifier, "identifier %s on line %d is not a 9-digit ACN or 11-digit ABN (digits; spaces allowed); %d of %d identifiers are malformed",
 			errs.Quote(values[first]), lines[first], nbad, len(values))
 	}
-	return nil
+	return norm, nil
 }
 
-// headerColumn returns the index of the first cell of rec naming the
-// identifier column, -1 when rec is not a header row.
-func headerColumn(rec []string) int {
+// HeaderColumn returns the index of the first cell of rec naming the
+// identifier column (acn, abn or identifier, case-insensitive), -1 when
+// rec is not a header row: the rule ParseMatchCSV applies to a body's
+// first row.
+func HeaderColumn(rec []string) int {
 	for i, c := range rec {
 		c = strings.TrimSpace(c)
 		for _, name := range identifierColumns {
@@ -152,56 +167,4 @@ func badUTF8Line(b []byte) int {
 		b = b[n:]
 	}
 	return line
-}
-
-// ScreenCSVColumns are the columns of the CSV answer of POST /v1/match.
-var ScreenCSVColumns = []string{"identifier", "result", "acn", "company_name", "notice_count",
-	"latest_notice_id", "latest_published_date", "latest_notice_purpose"}
-
-// WriteCSV writes the screen as CSV (RFC 4180, CRLF line ends): the
-// header row, then one row per identifier of ids (the request's distinct
-// identifiers) in that order, with its result: matched (with the company
-// and its latest notice), unmatched (notice_count 0, the other cells
-// empty) or unresolved (all cells after result empty). Cells are written
-// by csvout: a company name or notice purpose a spreadsheet would run as a
-// formula gets a leading apostrophe unless raw.
-func (r *ScreenResult) WriteCSV(w *bufio.Writer, ids []ident.ID, raw bool) error {
-	matched := make(map[string]int, len(r.Matched))
-	for i, m := range r.Matched {
-		matched[m.Identifier] = i
-	}
-	unmatched := make(map[string]bool, len(r.Unmatched))
-	for _, u := range r.Unmatched {
-		unmatched[u] = true
-	}
-	cw := csvout.NewWriter(w, raw)
-	if err := cw.Write(ScreenCSVColumns); err != nil {
-		return err
-	}
-	rec := make([]string, len(ScreenCSVColumns))
-	for _, id := range ids {
-		clear(rec)
-		rec[0] = id.Value
-		if i, ok := matched[id.Value]; ok {
-			m := &r.Matched[i]
-			rec[1], rec[2], rec[3] = "matched", deref(m.ACN), deref(m.CompanyName)
-			rec[4] = strconv.Itoa(m.NoticeCount)
-			rec[5], rec[6], rec[7] = m.LatestNotice.ID, m.LatestNotice.PublishedDate, m.LatestNotice.NoticePurpose
-		} else if unmatched[id.Value] {
-			rec[1], rec[4] = "unmatched", "0"
-		} else {
-			rec[1] = "unresolved"
-		}
-		if err := cw.Write(rec); err != nil {
-			return err
-		}
-	}
-	return w.Flush()
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -98,6 +98,9 @@ type MatchRequest struct {
 	// Filters apply to the notices counted; include_deregistration
 	// defaults to true as on watches.
 	Filters Filters
+	// Upload is the CSV body as sent (ParseMatchCSV), nil for a JSON
+	// body; the CSV answer gives its rows back with the results.
+	Upload *Upload
 }
 
 // ParseMatchRequest validates a POST /v1/match body:
