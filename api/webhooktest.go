@@ -74,7 +74,7 @@ func (s *Server) testWebhook(c *fiber.Ctx) error {
 		URL: url, DeliveryID: out.DeliveryID, Secret: secret,
 		Build: func() ([]byte, error) {
 			began, sentAt = time.Now(), s.deps.Now()
-			return webhook.TestPayload(id, sentAt)
+			return webhook.TestEventPayload(id, sentAt)
 		},
 	})
 	if res.NotSent != nil {

@@ -26,10 +26,10 @@ type testPayload struct {
 	Notice      *notice.Notice `json:"notice"`
 }
 
-// TestPayload returns the body of a test delivery:
+// TestEventPayload returns the body of a test delivery:
 // {"type": "webhook.test", "watch_id", "delivered_at", "notice": null},
 // delivered_at in the service's timestamp form, like Payload's.
-func TestPayload(watchID string, deliveredAt time.Time) ([]byte, error) {
+func TestEventPayload(watchID string, deliveredAt time.Time) ([]byte, error) {
 	return json.Marshal(testPayload{Type: TestEventType, WatchID: watchID, DeliveredAt: notice.Timestamp(deliveredAt)})
 }
 

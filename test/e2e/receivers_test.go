@@ -132,7 +132,7 @@ func TestReceiverExamples(t *testing.T) {
 
 			// A body changed after it was signed is refused; the same
 			// request unchanged is accepted.
-			body, err := webhook.TestPayload(w.ID, time.Now())
+			body, err := webhook.TestEventPayload(w.ID, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
