@@ -1,7 +1,7 @@
 package api
 
 import (
-	"context"
+	"errors"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -36,8 +36,9 @@ type webhookTestResult struct {
 
 // testSlotWait bounds how long a test delivery waits for one of its
 // endpoint's slots (webhook.DefaultPerHost test requests at once per
-// endpoint and process) before it is answered as not sent.
-const testSlotWait = 5 * time.Second
+// endpoint and process) before it is answered 429 rate_limited. A
+// variable for tests only.
+var testSlotWait = 5 * time.Second
 
 // testWebhook is POST /v1/watches/{id}/webhook/test: one signed request of
 // type webhook.TestEventType to the watch's webhook, made while the client
@@ -65,23 +66,21 @@ func (s *Server) testWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(c.UserContext(), testSlotWait+sender.Timeout())
-	defer cancel()
 	out := webhookTestResult{Type: webhook.TestEventType, DeliveryID: webhook.NewTestDeliveryID(), WebhookURL: url}
 	var began time.Time
 	sentAt := s.deps.Now()
-	res := sender.Send(ctx, webhook.Request{
-		URL: url, DeliveryID: out.DeliveryID, Secret: secret,
+	res := sender.Send(c.UserContext(), webhook.Request{
+		URL: url, DeliveryID: out.DeliveryID, Secret: secret, SlotWait: testSlotWait,
 		Build: func() ([]byte, error) {
 			began, sentAt = time.Now(), s.deps.Now()
 			return webhook.TestEventPayload(id, sentAt)
 		},
 	})
+	if errors.Is(res.NotSent, webhook.ErrEndpointBusy) {
+		return errs.New(errs.RateLimited, "%s already has as many requests in flight from this server as it may (%d); retry the test in a few seconds", errs.Quote(url), webhook.DefaultPerHost)
+	}
 	if res.NotSent != nil {
 		return res.NotSent
-	}
-	if began.IsZero() && ctx.Err() != nil && c.UserContext().Err() == nil {
-		return errs.New(errs.RateLimited, "%s already has as many requests in flight from this server as it may (%d); retry the test in a few seconds", errs.Quote(url), webhook.DefaultPerHost)
 	}
 	if !began.IsZero() {
 		out.DurationMS = time.Since(began).Milliseconds()

@@ -44,6 +44,30 @@ type testReceiver struct {
 	mu     sync.Mutex
 	status int
 	got    []receivedRequest
+	hold   chan struct{} // when set, requests wait for it to close
+	held   int           // requests waiting on hold
+}
+
+func (r *testReceiver) setHold(c chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hold = c
+}
+
+func (r *testReceiver) waiting() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held
+}
+
+// testbinWait polls cond until it holds, failing after 10 s.
+func testbinWait(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+	}
 }
 
 // receivedRequest is one request a testReceiver got.
@@ -58,6 +82,17 @@ func newTestReceiver(t *testing.T) *testReceiver {
 	r.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
+		hold := r.hold
+		if hold != nil {
+			r.held++
+			r.mu.Unlock()
+			<-hold
+			r.mu.Lock()
+			r.held--
+			r.mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		r.got = append(r.got, receivedRequest{header: req.Header.Clone(), body: body})
 		status := r.status
 		r.mu.Unlock()
@@ -213,6 +248,31 @@ func TestWebhookTestDelivery(t *testing.T) {
 		}
 		if n := len(rcv.requests()); n != before {
 			t.Errorf("a blocked address still got %d requests", n-before)
+		}
+	})
+
+	t.Run("endpoint slots all taken", func(t *testing.T) {
+		defer func(d time.Duration) { testSlotWait = d }(testSlotWait)
+		testSlotWait = 50 * time.Millisecond
+		hold := make(chan struct{})
+		rcv.setHold(hold)
+		var sends sync.WaitGroup
+		for range webhook.DefaultPerHost { // requests in flight to the endpoint hold every slot
+			sends.Go(func() {
+				f.srv.deps.TestSender.Send(context.Background(), webhook.Request{URL: reg.WebhookURL, DeliveryID: "dlv_test_hold", Secret: "s", Body: []byte("{}")})
+			})
+		}
+		testbinWait(t, func() bool { return rcv.waiting() == webhook.DefaultPerHost })
+		res := f.call(t, http.MethodPost, target, f.acct, "")
+		rcv.setHold(nil)
+		close(hold)
+		sends.Wait()
+		wantError(t, res, http.StatusTooManyRequests, "rate_limited")
+		if msg := errorMessage(t, res); !strings.Contains(msg, "retry the test") {
+			t.Errorf("message %q does not say to retry", msg)
+		}
+		if out := test(t); !out.OK {
+			t.Errorf("a test once the slots are free: %+v, want ok", out)
 		}
 	})
 
