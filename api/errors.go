@@ -57,6 +57,8 @@ var statuses = map[errs.Code]int{
 	errs.ExportTooLarge:       http.StatusBadRequest,
 	errs.Unavailable:          http.StatusServiceUnavailable,
 	errs.BackendUnavailable:   http.StatusServiceUnavailable,
+	errs.NoWebhook:            http.StatusConflict,
+	errs.DeliveryNotDead:      http.StatusConflict,
 }
 
 // StatusFor returns the HTTP status of an error code; unknown codes are 500.

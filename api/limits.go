@@ -35,6 +35,9 @@ type heavyRoute func(s *Server, c *fiber.Ctx) bool
 // heavyRoutes are the routes that can be heavy, by method and route path.
 var heavyRoutes = map[string]heavyRoute{
 	"POST /v1/match": func(*Server, *fiber.Ctx) bool { return true },
+	// A webhook test holds the request open for up to the delivery
+	// timeout while it calls the receiver.
+	"POST /v1/watches/:id/webhook/test": func(*Server, *fiber.Ctx) bool { return true },
 	// Creating a watch is heavy when its body is large (many identifiers)
 	// or of unknown size (chunked).
 	"POST /v1/watches": func(s *Server, c *fiber.Ctx) bool {
@@ -102,9 +105,9 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 	if !d.Allowed {
 		setRetryAfter(c, d.RetryAfter)
 		if d.Global {
-			return errs.New(errs.RateLimited, "the service is running as many heavy requests (bulk screens, CSV exports, large watch creations, filters and stats with q) as it allows at once; retry after %s", retryText(d.RetryAfter))
+			return errs.New(errs.RateLimited, "the service is running as many heavy requests (bulk screens, CSV exports, large watch creations, filters and stats with q, webhook tests) as it allows at once; retry after %s", retryText(d.RetryAfter))
 		}
-		return errs.New(errs.RateLimited, "this account (its two keys together) already runs %d heavy requests (bulk screens, CSV exports, large watch creations, filters and stats with q), the most it may run at once on plan %s; wait for one to finish and retry after %s",
+		return errs.New(errs.RateLimited, "this account (its two keys together) already runs %d heavy requests (bulk screens, CSV exports, large watch creations, filters and stats with q, webhook tests), the most it may run at once on plan %s; wait for one to finish and retry after %s",
 			perAccount, p.Account.Plan, retryText(d.RetryAfter))
 	}
 	defer release() // the answer is ready: a slow reader holds no slot (exportNotices, writeScreen)

@@ -171,6 +171,9 @@ func TestHeavyLimited(t *testing.T) {
 			if res := f.do(t, "GET", "/v1/stats", f.read); res.status != 200 {
 				t.Errorf("stats without q is light and must pass: HTTP %d %s", res.status, res.body)
 			}
+			// A webhook test holds the request open while it calls the
+			// receiver: heavy, on the account's slots (both its keys).
+			wantError(t, f.send(t, http.MethodPost, "/v1/watches/wch_aaaaaaaaaaaaaaaaaaaaaaaaaa/webhook/test", f.acct, nil), 429, "rate_limited")
 			release()
 			for _, h := range heavy[:2] {
 				if res := f.send(t, h.method, h.target, f.read, []byte(h.body)); res.status != 200 {

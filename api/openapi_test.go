@@ -414,7 +414,7 @@ func TestOpenAPIAuthMatchesServer(t *testing.T) {
 			registered[docRouteKey(m, r.path)] = true
 		}
 	}
-	sample := map[string]string{"id": "wch_doesnotexist", "acn_or_abn": "123456780", "file": "app.js"}
+	sample := map[string]string{"id": "wch_doesnotexist", "acn_or_abn": "123456780", "file": "app.js", "delivery_id": "dlv_doesnotexist"}
 	for _, o := range d.operations() {
 		t.Run(o.String(), func(t *testing.T) {
 			if !registered[docRouteKey(o.method, o.path)] {

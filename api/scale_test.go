@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/secretbox"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/testservers"
@@ -100,7 +102,11 @@ func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, *redis.Client
 		}
 		rdb.Close()
 	})
-	rs, err := redisstore.New(rdb, ns, f.store, redisstore.Options{Plans: testPlans(), Clock: func() time.Time { return fixedNow }})
+	box, err := secretbox.New(bytes.Repeat([]byte{7}, secretbox.KeySize), nil) // webhook secrets sealed at rest
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := redisstore.New(rdb, ns, f.store, redisstore.Options{Plans: testPlans(), Clock: func() time.Time { return fixedNow }, Secrets: box})
 	if err != nil {
 		t.Fatal(err)
 	}

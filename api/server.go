@@ -22,6 +22,7 @@ import (
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/metrics"
 	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/webhook"
 )
 
 // Deps are the backends and collaborators of the API.
@@ -41,6 +42,12 @@ type Deps struct {
 	// dispatcher can refresh what it holds about the watch. It must not
 	// block for long: it runs on the request.
 	OnWatchChange func(ctx context.Context, watchID string)
+	// TestSender sends the test deliveries of POST
+	// /v1/watches/{id}/webhook/test: a webhook.Sender configured as the
+	// delivery worker's (timeout, address checks, CA file) but its own, so
+	// tests are not counted as delivery attempts. nil makes that route
+	// answer server_error (when cfg.Webhooks is on).
+	TestSender *webhook.Sender
 	// Plans are the plan limits by name; nil means cfg.Plans, and when that
 	// is nil too, account.DefaultPlans.
 	Plans map[string]account.Plan
@@ -252,6 +259,8 @@ func New(cfg config.Config, deps Deps) *Server {
 	s.handle(fiber.MethodDelete, "/v1/watches/:id/webhook", accountKey, s.deleteWebhook)
 	s.handle(fiber.MethodPost, "/v1/watches/:id/webhook/rotate", accountKey, s.rotateWebhookSecret)
 	s.handle(fiber.MethodGet, "/v1/watches/:id/deliveries", accountKey, s.watchDeliveries)
+	s.handle(fiber.MethodPost, "/v1/watches/:id/webhook/test", accountKey, s.testWebhook)
+	s.handle(fiber.MethodPost, "/v1/watches/:id/deliveries/:dlv/retry", accountKey, s.retryDelivery)
 	return s
 }
 

@@ -72,6 +72,9 @@ func newWebhookFixture(t *testing.T, cfg config.Config) *webhookFixture {
 	t.Helper()
 	wf := newWatchFixture(t, nil)
 	var hooks store.Webhooks = wf.store
+	if h, ok := wf.srv.deps.Watches.(store.Webhooks); ok && scaleWatches {
+		hooks = h // the Redis store
+	}
 	f := &webhookFixture{watchFixture: wf, hooks: &secretRecorder{Webhooks: hooks}}
 	deps := wf.srv.deps
 	deps.Webhooks = f.hooks

@@ -92,6 +92,9 @@ func wireDelivery(cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *a
 		return err
 	}
 	deps.Webhooks = st
+	if deps.TestSender, err = newTestSender(cfg); err != nil {
+		return err
+	}
 	// A registration queues its backlog: wake the worker rather than wait
 	// for its next look (at most worker.DefaultIdlePoll). A reactivation's
 	// released deliveries are found within that poll.
@@ -109,6 +112,17 @@ func newSender(cfg config.Config, m *metrics.Metrics) (*webhook.Sender, error) {
 		AllowPrivate: cfg.WebhookAllowPrivate,
 		CAFile:       cfg.WebhookCAFile,
 		Observe:      func(r webhook.Result) { m.ObserveDeliveryAttempt(r.OK) },
+	})
+}
+
+// newTestSender is the sender of a process's webhook test deliveries
+// (POST /v1/watches/{id}/webhook/test): configured as newSender's, with
+// endpoint slots of its own, and not counted as delivery attempts.
+func newTestSender(cfg config.Config) (*webhook.Sender, error) {
+	return webhook.NewSender(webhook.SenderConfig{
+		Timeout:      cfg.DeliveryTimeout,
+		AllowPrivate: cfg.WebhookAllowPrivate,
+		CAFile:       cfg.WebhookCAFile,
 	})
 }
 

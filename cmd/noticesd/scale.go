@@ -72,6 +72,11 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 		// Registrations and delivery records live in Redis; the deliveries
 		// themselves are made by `noticesd worker` processes.
 		deps.Webhooks = st.Redis
+		// Test deliveries are made by serve itself, while the client waits.
+		if deps.TestSender, err = newTestSender(cfg); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	// Request and collector counters; the stored counts (accounts,
 	// watches, deliveries, queue depth, retry backlog, mail) are read from

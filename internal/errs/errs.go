@@ -47,6 +47,12 @@ const (
 	// BackendUnavailable: a storage backend (Redis, Elasticsearch) cannot be
 	// reached or did not answer in time; the request may be retried.
 	BackendUnavailable Code = "backend_unavailable"
+	// NoWebhook: a webhook action (a test delivery, a retry) on a watch
+	// that has no webhook registered.
+	NoWebhook Code = "no_webhook"
+	// DeliveryNotDead: a retry of a delivery that is not dead (pending or
+	// delivered); only dead deliveries are retried.
+	DeliveryNotDead Code = "delivery_not_dead"
 )
 
 // Error is an error with a stable code and a human-readable message.

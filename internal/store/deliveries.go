@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/matcher"
@@ -29,6 +30,35 @@ type Webhooks interface {
 	DeleteWebhook(ctx context.Context, accountID, watchID string, now time.Time) error
 	// Deliveries lists the watch's most recent deliveries, newest first.
 	Deliveries(ctx context.Context, accountID, watchID string, limit int) ([]delivery.Record, error)
+	// WebhookTarget returns the URL and current secret of the watch's
+	// webhook (for a test delivery). NoWebhook when the watch has none.
+	WebhookTarget(ctx context.Context, accountID, watchID string) (url, secret string, err error)
+	// RetryDelivery makes a dead delivery of the watch pending again at
+	// now, under the same delivery id, with its attempts starting again
+	// from 0 (the full retry schedule applies anew), and returns the
+	// record. It is due at once when the watch is active and held
+	// otherwise, and it is scheduled as a new delivery is (one durable
+	// write: a crash loses nothing). errs.NotFound for a delivery the
+	// watch does not have; DeliveryNotDead for one that is not dead;
+	// NoWebhook when the watch has no webhook to send it to.
+	RetryDelivery(ctx context.Context, accountID, watchID, deliveryID string, now time.Time) (delivery.Record, error)
+}
+
+// NoWebhook is the error of a test delivery or a retry on a watch without
+// a webhook.
+func NoWebhook(watchID string) error {
+	return errs.New(errs.NoWebhook, "watch %s has no webhook; register one with POST /v1/watches/%s/webhook first", errs.Quote(watchID), watchID)
+}
+
+// NoDelivery is the errs.NotFound of a delivery id the watch does not have.
+func NoDelivery(watchID, deliveryID string) error {
+	return errs.New(errs.NotFound, "watch %s has no delivery %s; list its deliveries with GET /v1/watches/%s/deliveries", errs.Quote(watchID), errs.Quote(deliveryID), watchID)
+}
+
+// DeliveryNotDead is the error of a retry of a delivery in another state
+// than dead.
+func DeliveryNotDead(deliveryID, status string) error {
+	return errs.New(errs.DeliveryNotDead, "delivery %s is %s, not dead; only a dead delivery can be retried (a pending one is retried on its schedule, a delivered one was accepted)", errs.Quote(deliveryID), status)
 }
 
 // Arrival is a newly arrived notice and the watches it matched.

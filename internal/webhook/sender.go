@@ -81,7 +81,15 @@ type Request struct {
 	// When the URL changed, the attempt takes the new endpoint's slot and
 	// asks again. An error ends the attempt unsent (Result.NotSent).
 	Current func(ctx context.Context) (url, secret string, err error)
+	// SlotWait, when positive, bounds the wait for one of the endpoint's
+	// slots: past it the attempt ends unsent with Result.NotSent
+	// ErrEndpointBusy. 0 waits as long as the context allows.
+	SlotWait time.Duration
 }
+
+// ErrEndpointBusy is Result.NotSent of an attempt whose Request.SlotWait
+// ran out before one of its endpoint's slots was free.
+var ErrEndpointBusy = errors.New("webhook: every slot of the endpoint stayed taken for the request's SlotWait")
 
 // Result is the outcome of one attempt.
 type Result struct {
@@ -247,7 +255,11 @@ func (s *Sender) send(ctx context.Context, req Request) Result {
 			res.LastError = "invalid webhook url: only absolute https:// URLs without user info are delivered to"
 			return res
 		}
-		release, err = s.limit.acquire(ctx, endpointKey(u))
+		release, err = s.acquireSlot(ctx, endpointKey(u), req.SlotWait)
+		if errors.Is(err, ErrEndpointBusy) {
+			res.NotSent = err
+			return res
+		}
 		if err != nil {
 			res.LastError = "cancelled before sending"
 			return res
@@ -312,6 +324,21 @@ func (s *Sender) send(ctx context.Context, req Request) Result {
 		res.LastError = fmt.Sprintf("HTTP %d", resp.StatusCode)
 	}
 	return res
+}
+
+// acquireSlot takes one of the endpoint's slots, waiting at most wait
+// when it is positive (then ErrEndpointBusy) and until ctx ends.
+func (s *Sender) acquireSlot(ctx context.Context, endpoint string, wait time.Duration) (func(), error) {
+	if wait <= 0 {
+		return s.limit.acquire(ctx, endpoint)
+	}
+	bounded, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	release, err := s.limit.acquire(bounded, endpoint)
+	if err != nil && ctx.Err() == nil {
+		return nil, ErrEndpointBusy
+	}
+	return release, err
 }
 
 // endpointKey names the endpoint a URL reaches, for the per-endpoint limit.

@@ -256,11 +256,18 @@ func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read watch %s: %w", watchID, err)
 	}
+	return queryDeliveries(ctx, tx, "watch_id = ?", watchID, limit)
+}
+
+// queryDeliveries reads up to limit delivery records where cond (with
+// its one argument arg) holds, newest first (by created_at, then
+// notice_seq). next_attempt_at is null while an attempt is in flight.
+func queryDeliveries(ctx context.Context, tx *sql.Tx, cond string, arg any, limit int) ([]delivery.Record, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT id, notice_id, notice_seq, status, attempts, last_error, created_at,
 		updated_at, CASE WHEN lease_until IS NULL THEN next_attempt_at END, delivered_at
-		FROM deliveries WHERE watch_id = ? ORDER BY created_at DESC, notice_seq DESC LIMIT ?`, watchID, limit)
+		FROM deliveries WHERE `+cond+` ORDER BY created_at DESC, notice_seq DESC LIMIT ?`, arg, limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list deliveries of watch %s: %w", watchID, err)
+		return nil, fmt.Errorf("sqlite: list deliveries (%v): %w", arg, err)
 	}
 	defer rows.Close()
 	out := []delivery.Record{}
@@ -271,13 +278,13 @@ func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit
 		)
 		if err := rows.Scan(&r.ID, &r.NoticeID, &r.NoticeSeq, &r.Status, &r.Attempts, &lastErr, &r.CreatedAt,
 			&r.UpdatedAt, &next, &deliverd); err != nil {
-			return nil, fmt.Errorf("sqlite: list deliveries of watch %s: %w", watchID, err)
+			return nil, fmt.Errorf("sqlite: list deliveries (%v): %w", arg, err)
 		}
 		r.LastError, r.NextAttemptAt, r.DeliveredAt = ptr(lastErr), ptr(next), ptr(deliverd)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list deliveries of watch %s: %w", watchID, err)
+		return nil, fmt.Errorf("sqlite: list deliveries (%v): %w", arg, err)
 	}
 	return out, nil
 }

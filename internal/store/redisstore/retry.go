@@ -1,0 +1,114 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store"
+)
+
+// WebhookTarget returns the URL and current secret of the account's
+// watch's webhook: store.NoWebhook when it has none.
+func (s *Store) WebhookTarget(ctx context.Context, accountID, watchID string) (url, secret string, err error) {
+	v, err := s.rdb.HMGet(ctx, s.key("w", watchID), "account", "a0", "doc", "secret").Result()
+	if err != nil {
+		return "", "", s.fail("read a webhook", err)
+	}
+	if !shown(accountID, v) {
+		return "", "", noWatch(watchID)
+	}
+	w, err := decodeWatch(str(v[2]))
+	if err != nil {
+		return "", "", err
+	}
+	if w.WebhookURL == nil || str(v[3]) == "" {
+		return "", "", store.NoWebhook(watchID)
+	}
+	if secret, err = s.openSecret(watchID, str(v[3])); err != nil {
+		return "", "", err
+	}
+	return *w.WebhookURL, secret, nil
+}
+
+// retryScript makes a dead delivery pending again, the way
+// createDeliveryScript makes a new one: attempts 0, due at once and put in
+// the outbox (dq, whose pump makes its asynq task) when the watch is
+// active, held otherwise; last_error is kept until the next outcome. It
+// leaves the watch's final records (df) and any stale lease (dlease), and
+// keeps the dstat counts in step (dead -1, pending +1; retry counts
+// deliveries with attempts, so it is unchanged). KEYS: dr:<watch>,
+// w:<watch>, dstat, ddue, dq, df:<watch>, dlease. ARGV: delivery id, now
+// (timestamp), now ms, watch id. Returns {'ok', record}, {'missing'},
+// {'status', status} or {'nohook'}.
+var retryScript = redis.NewScript(`
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return {'missing'} end
+local r = cjson.decode(raw)
+if r.status ~= 'dead' then return {'status', r.status} end
+local v = redis.call('HMGET', KEYS[2], 'doc', 'secret')
+if not v[1] or not v[2] or v[2] == '' then return {'nohook'} end
+local w = cjson.decode(v[1])
+if w.webhook_url == nil or w.webhook_url == cjson.null then return {'nohook'} end
+local m = ARGV[4] .. '|' .. ARGV[1] .. '|' .. string.format('%d', r.notice_seq)
+r.status = 'pending'
+r.attempts = 0
+r.updated_at = ARGV[2]
+r.delivered_at = nil
+r.inflight = nil
+r.holder = nil
+r.lease = nil
+redis.call('HINCRBY', KEYS[3], 'dead', -1)
+redis.call('HINCRBY', KEYS[3], 'pending', 1)
+redis.call('ZREM', KEYS[6], string.format('%020d', r.notice_seq) .. '|' .. ARGV[1])
+redis.call('ZREM', KEYS[7], m)
+if w.active then
+  r.next_attempt_at = ARGV[2]
+  redis.call('ZADD', KEYS[5], ARGV[3], m)
+  redis.call('ZADD', KEYS[4], ARGV[3], m)
+else
+  r.next_attempt_at = nil
+end
+local out = cjson.encode(r)
+redis.call('HSET', KEYS[1], ARGV[1], out)
+return {'ok', out}
+`)
+
+// RetryDelivery makes a dead delivery of the account's watch pending again
+// at now, in one script (retryScript): same delivery id, attempts from 0.
+// Its task is made by the scheduler's outbox pump, as a new delivery's is
+// (task id = the delivery id; Scheduler.Enqueue replaces a finished or
+// archived task of that id, runs a scheduled one now and waits for an
+// active one to end), and the sweep gives it a task if that is lost.
+func (s *Store) RetryDelivery(ctx context.Context, accountID, watchID, deliveryID string, now time.Time) (delivery.Record, error) {
+	v, err := s.rdb.HMGet(ctx, s.key("w", watchID), "account", "a0").Result()
+	if err != nil {
+		return delivery.Record{}, s.fail("retry a delivery", err)
+	}
+	if !shown(accountID, v) {
+		return delivery.Record{}, noWatch(watchID)
+	}
+	res, err := retryScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("w", watchID), s.key(dstatKey), s.key(ddueKey),
+		s.key("dq"), s.key("df", watchID), s.key(dleaseKey)}, deliveryID, notice.Timestamp(now), now.UnixMilli(), watchID).StringSlice()
+	if err != nil {
+		return delivery.Record{}, s.fail("retry a delivery", err)
+	}
+	switch res[0] {
+	case "missing":
+		return delivery.Record{}, store.NoDelivery(watchID, deliveryID)
+	case "status":
+		return delivery.Record{}, store.DeliveryNotDead(deliveryID, res[1])
+	case "nohook":
+		return delivery.Record{}, store.NoWebhook(watchID)
+	}
+	var r delivery.Record
+	if err := json.Unmarshal([]byte(res[1]), &r); err != nil {
+		return r, fmt.Errorf("redisstore: unreadable delivery record %s of watch %s: %w", deliveryID, watchID, err)
+	}
+	return r, s.replicated(ctx, "delivery retry")
+}
