@@ -73,6 +73,12 @@ func TestSearch(t *testing.T) {
 		{"q", "q=liquidator&sort=published_desc", []string{"N4", "N1", "N6"}, 3, 1, 20, false},
 		{"q searches practitioners", "q=citizen&sort=published_asc", []string{"N1", "N5"}, 2, 1, 20, false},
 		{"q with filters", "q=liquidator&state=QLD", []string{"N4"}, 1, 1, 20, false},
+		{"q of an ACN is the company's notices", "q=123456780&include_deregistration=true", []string{"N2", "N1"}, 2, 1, 20, false},
+		{"q of an ACN with spaces", "q=" + url.QueryEscape(" 123 456 780 "), []string{"N1"}, 1, 1, 20, false},
+		{"q of an ABN resolves through the register", "q=11123456780&include_deregistration=true", []string{"N2", "N1"}, 2, 1, 20, false},
+		{"q of an identifier and the same acn", "q=123456780&acn=123456780", []string{"N1"}, 1, 1, 20, false},
+		{"q of an identifier with filters", "q=123456780&state=VIC", []string{}, 0, 1, 20, false},
+		{"q of a quoted identifier searches words", "q=" + url.QueryEscape(`"123456780"`), []string{}, 0, 1, 20, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -79,8 +79,11 @@ func (p params) filter() (notice.Filter, error) {
 	if err != nil {
 		return f, err
 	}
-	if f.Q, err = parseQ(q); err != nil {
-		return f, err
+	qid, qIsID := ident.Normalise(q)
+	if !qIsID {
+		if f.Q, err = parseQ(q); err != nil {
+			return f, err
+		}
 	}
 	if acn, ok, err := p.scalar("acn"); err != nil {
 		return f, err
@@ -89,7 +92,16 @@ func (p params) filter() (notice.Filter, error) {
 		if err != nil {
 			return f, errs.New(errs.InvalidACN, "acn %s is not a 9-digit ACN or 11-digit ABN; send digits only (spaces are allowed)", errs.Quote(acn))
 		}
+		if qIsID && id != qid {
+			return f, errs.New(errs.InvalidParameter, "q %s is an ACN or ABN, which finds that company's notices as acn does, and acn %s names another; send one of them",
+				errs.Quote(q), errs.Quote(acn))
+		}
 		f.Company = &id
+	}
+	if qIsID {
+		// q of 9 or 11 digits (spaces allowed) is the company's
+		// identifier, not words: its notices, as acn finds them.
+		f.Company = &qid
 	}
 	f.AppointmentType = p.list("appointment_type")
 	f.NoticePurpose = p.list("notice_purpose")
