@@ -58,7 +58,7 @@ func (f *fixture) allPages(t *testing.T, query string) []notice.Notice {
 	t.Helper()
 	var out []notice.Notice
 	for page := 1; ; page++ {
-		var p searchResponse
+		var p searchResult
 		f.get(t, fmt.Sprintf("/v1/notices?%slimit=100&page=%d", query, page), &p)
 		out = append(out, p.Data...)
 		if !p.HasMore {

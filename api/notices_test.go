@@ -205,3 +205,59 @@ func wantSame(t *testing.T, got, want map[string]any) {
 		}
 	}
 }
+
+// TestSearchHighlight: with a q of words every result carries highlight,
+// the fragments of its text around the words (docs/api.md, "Highlights");
+// without q, or with a q that is an identifier, results carry none.
+func TestSearchHighlight(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		name, query string
+		want        map[string][]string // source_id -> highlight; nil: no highlight member
+	}{
+		{"q of words", "q=liquidator&sort=published_asc", map[string][]string{
+			"N6": {}, // matched by its practitioner, not its text
+			"N1": {"Notice of appointment of <mark>liquidator</mark> by the court."},
+			"N4": {"Creditors resolved to appoint a <mark>liquidator</mark>."},
+		}},
+		{"prefix and OR", "q=" + url.QueryEscape("appoint* OR meeting"), map[string][]string{
+			"N1": {"Notice of <mark>appointment</mark> of liquidator by the court."},
+			"N3": {"A <mark>meeting</mark> of creditors will be held."},
+			"N4": {"Creditors resolved to <mark>appoint</mark> a liquidator."},
+			"N6": {}, // by its notice type
+		}},
+		{"no q", "state=VIC", nil},
+		{"q of an identifier", "q=123456780", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r struct {
+				Data []map[string]json.RawMessage `json:"data"`
+			}
+			f.get(t, "/v1/notices?"+tt.query, &r)
+			if len(r.Data) == 0 {
+				t.Fatal("no results")
+			}
+			for _, n := range r.Data {
+				var src string
+				_ = json.Unmarshal(n["source_id"], &src)
+				raw, has := n["highlight"]
+				if tt.want == nil {
+					if has {
+						t.Errorf("%s: highlight %s, want none", src, raw)
+					}
+					continue
+				}
+				want, ok := tt.want[src]
+				if !ok {
+					t.Errorf("unexpected result %s", src)
+					continue
+				}
+				var got []string
+				if err := json.Unmarshal(raw, &got); err != nil || got == nil || !slices.Equal(got, want) {
+					t.Errorf("%s: highlight %s, want %q", src, raw, want)
+				}
+			}
+		})
+	}
+}
