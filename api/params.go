@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -203,6 +204,37 @@ func (p params) search() (notice.SearchQuery, error) {
 			sq.Page, sq.Limit, MaxDepth)
 	}
 	return sq, nil
+}
+
+// names parses the parameters of GET /v1/companies?name=: name (required,
+// at most MaxNameLength characters, with a letter or digit), limit and
+// page as on GET /v1/notices.
+func (p params) names() (notice.NameQuery, error) {
+	var nq notice.NameQuery
+	name, ok, err := p.scalar("name")
+	if err != nil {
+		return nq, err
+	}
+	if !ok || strings.TrimSpace(name) == "" {
+		return nq, errs.New(errs.InvalidParameter, "name is required: the words of a company name, such as name=acme holdings (or GET /v1/companies/{acn_or_abn} for an ACN or ABN)")
+	}
+	if n := utf8.RuneCountInString(name); n > MaxNameLength {
+		return nq, errs.New(errs.InvalidParameter, "name is %d characters long; send at most %d", n, MaxNameLength)
+	}
+	if nq.Words = query.Words(name); len(nq.Words) == 0 {
+		return nq, errs.New(errs.InvalidParameter, "name %s has no letter or digit to search for; send words of the company's name", errs.Quote(name))
+	}
+	if nq.Limit, err = p.integer("limit", DefaultLimit, 1, MaxLimit); err != nil {
+		return nq, err
+	}
+	if nq.Page, err = p.integer("page", 1, 1, math.MaxInt32); err != nil {
+		return nq, err
+	}
+	if nq.Page*nq.Limit > MaxDepth {
+		return nq, errs.New(errs.InvalidParameter, "page %d with limit %d reaches past result %d, the deepest a search pages; give more of the name",
+			nq.Page, nq.Limit, MaxDepth)
+	}
+	return nq, nil
 }
 
 // searchOrder parses the filters and the sort of GET /v1/notices, not its

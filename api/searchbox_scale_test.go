@@ -8,8 +8,9 @@ import (
 )
 
 // TestSearchBoxBackendsIdentical: what the console's one search box sends
-// (a q that is an ACN or ABN, a q of words with its highlights) answers the
-// same bytes from the embedded store and from Elasticsearch.
+// (a q that is an ACN or ABN, a q of words with its highlights, a company
+// name search) answers the same bytes from the embedded store and from
+// Elasticsearch.
 func TestSearchBoxBackendsIdentical(t *testing.T) {
 	f := newFixture(t)
 	g := elasticFixture(t, f)
@@ -25,6 +26,11 @@ func TestSearchBoxBackendsIdentical(t *testing.T) {
 		{"/v1/filters?q=123456780", `"total":1,`},
 		{"/v1/stats?q=11123456780&include_deregistration=true", `"total":2,`},
 		{"/v1/notices?q=123456780&acn=111111114", `"invalid_parameter"`},
+		{"/v1/companies?name=alpha", `"matched_name":"Alpha Pty Ltd"`},
+		{"/v1/companies?name=" + url.QueryEscape("alpha hold"), `"matched_name":"Alpha Holdings Pty Ltd"`},
+		{"/v1/companies?name=pty&limit=1&page=2", `"name":"Delta Pty Ltd"`},
+		{"/v1/companies?name=gamma", `"total":0,`},
+		{"/v1/companies?name=%21", `"invalid_parameter"`},
 	} {
 		t.Run(c.target, func(t *testing.T) {
 			lite := f.do(t, http.MethodGet, c.target, f.read)
