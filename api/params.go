@@ -192,18 +192,24 @@ func (p params) search() (notice.SearchQuery, error) {
 	if err != nil {
 		return sq, err
 	}
-	if sq.Limit, err = p.integer("limit", DefaultLimit, 1, MaxLimit); err != nil {
-		return sq, err
+	sq.Limit, sq.Page, err = p.paging("narrow the search with filters (from, to, state, ...) or read a watch's matches with its since cursor")
+	return sq, err
+}
+
+// paging parses limit (1..MaxLimit, default DefaultLimit) and page (from
+// 1), whose product may not pass MaxDepth; deeper says what to do instead.
+func (p params) paging(deeper string) (limit, page int, err error) {
+	if limit, err = p.integer("limit", DefaultLimit, 1, MaxLimit); err != nil {
+		return 0, 0, err
 	}
-	if sq.Page, err = p.integer("page", 1, 1, math.MaxInt32); err != nil {
-		return sq, err
+	if page, err = p.integer("page", 1, 1, math.MaxInt32); err != nil {
+		return 0, 0, err
 	}
-	if sq.Page*sq.Limit > MaxDepth {
-		return sq, errs.New(errs.InvalidParameter,
-			"page %d with limit %d reaches past result %d, the deepest a search pages; narrow the search with filters (from, to, state, ...) or read a watch's matches with its since cursor",
-			sq.Page, sq.Limit, MaxDepth)
+	if page*limit > MaxDepth {
+		return 0, 0, errs.New(errs.InvalidParameter, "page %d with limit %d reaches past result %d, the deepest a search pages; %s",
+			page, limit, MaxDepth, deeper)
 	}
-	return sq, nil
+	return limit, page, nil
 }
 
 // names parses the parameters of GET /v1/companies?name=: name (required,
@@ -224,17 +230,8 @@ func (p params) names() (notice.NameQuery, error) {
 	if nq.Words = query.Words(name); len(nq.Words) == 0 {
 		return nq, errs.New(errs.InvalidParameter, "name %s has no letter or digit to search for; send words of the company's name", errs.Quote(name))
 	}
-	if nq.Limit, err = p.integer("limit", DefaultLimit, 1, MaxLimit); err != nil {
-		return nq, err
-	}
-	if nq.Page, err = p.integer("page", 1, 1, math.MaxInt32); err != nil {
-		return nq, err
-	}
-	if nq.Page*nq.Limit > MaxDepth {
-		return nq, errs.New(errs.InvalidParameter, "page %d with limit %d reaches past result %d, the deepest a search pages; give more of the name",
-			nq.Page, nq.Limit, MaxDepth)
-	}
-	return nq, nil
+	nq.Limit, nq.Page, err = p.paging("give more of the name")
+	return nq, err
 }
 
 // searchOrder parses the filters and the sort of GET /v1/notices, not its
