@@ -1,6 +1,7 @@
 package notice
 
 import (
+	"context"
 	"sort"
 	"strings"
 
@@ -173,4 +174,24 @@ func NameMatches(rows []RankRow, names []string) []NameMatch {
 func TooManyNames(words []string) error {
 	return errs.New(errs.InvalidParameter, "name %s matches more than %d register names; give more of the name",
 		errs.Quote(strings.Join(words, " ")), MaxNameRows)
+}
+
+// AnswerNames is the end of every backend's name search: found, the rows
+// its index gave (at most MaxNameRows+1 of them: more is TooManyNames),
+// ranked by RankNames, the page's companies named by registerNames (the
+// store's RegisterNames: each ACN's current name).
+func AnswerNames(ctx context.Context, q NameQuery, found []RankRow, registerNames func(context.Context, []string) ([]string, error)) (NamePage, error) {
+	if len(found) > MaxNameRows {
+		return NamePage{}, TooManyNames(q.Words)
+	}
+	page, total := RankNames(q, found)
+	acns := make([]string, len(page))
+	for i, r := range page {
+		acns[i] = r.ACN
+	}
+	names, err := registerNames(ctx, acns)
+	if err != nil {
+		return NamePage{}, err
+	}
+	return NamePage{Companies: NameMatches(page, names), Total: total}, nil
 }

@@ -56,14 +56,5 @@ func (s *Store) CompaniesByName(ctx context.Context, q notice.NameQuery) (notice
 	if err != nil {
 		return notice.NamePage{}, err
 	}
-	page, total := notice.RankNames(q, found)
-	acns := make([]string, len(page))
-	for i, r := range page {
-		acns[i] = r.ACN
-	}
-	names, err := s.RegisterNames(ctx, acns)
-	if err != nil {
-		return notice.NamePage{}, err
-	}
-	return notice.NamePage{Companies: notice.NameMatches(page, names), Total: total}, nil
+	return notice.AnswerNames(ctx, q, found, s.RegisterNames)
 }

@@ -37,19 +37,7 @@ func (s *Store) CompaniesByName(ctx context.Context, q notice.NameQuery) (notice
 	if err := rows.Err(); err != nil {
 		return notice.NamePage{}, fmt.Errorf("sqlite: company name search: %w", err)
 	}
-	if len(found) > notice.MaxNameRows {
-		return notice.NamePage{}, notice.TooManyNames(q.Words)
-	}
-	page, total := notice.RankNames(q, found)
-	acns := make([]string, len(page))
-	for i, r := range page {
-		acns[i] = r.ACN
-	}
-	names, err := s.RegisterNames(ctx, acns)
-	if err != nil {
-		return notice.NamePage{}, err
-	}
-	return notice.NamePage{Companies: notice.NameMatches(page, names), Total: total}, nil
+	return notice.AnswerNames(ctx, q, found, s.RegisterNames)
 }
 
 // nameMatch renders the words as an FTS5 query: every word, the last as a
