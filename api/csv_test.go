@@ -131,7 +131,7 @@ func TestCSVNegotiation(t *testing.T) {
 // export_too_large naming the count, before anything is sent.
 func TestNoticesCSVExportTooLarge(t *testing.T) {
 	f := newFixture(t)
-	var p searchResponse
+	var p searchResult
 	f.get(t, "/v1/notices?include_deregistration=true", &p)
 	f.srv.exportMax = int(p.Total) - 1
 	res := f.sendCSV(t, http.MethodGet, "/v1/notices?include_deregistration=true", "text/csv", "", nil)
@@ -417,7 +417,7 @@ func TestExportAtTheRealLimit(t *testing.T) {
 	}
 	f := newFixture(t)
 	ctx := context.Background()
-	var p searchResponse
+	var p searchResult
 	f.get(t, "/v1/notices?include_deregistration=true", &p)
 	base := loadNotices(t)
 	var batch []notice.Notice
