@@ -1,8 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/noticesd/noticesd/internal/notice"
@@ -83,5 +87,50 @@ func TestCompany(t *testing.T) {
 		if co.Register == nil || !slices.Equal(co.Register.FormerNames, []string{"Alpha Holdings Pty Ltd"}) {
 			t.Errorf("register %+v, want former name Alpha Holdings Pty Ltd", co.Register)
 		}
+	})
+}
+
+// TestFindCompanies covers GET /v1/companies?name=: the exact envelope,
+// ranking over current and former names, paging, and every 400.
+func TestFindCompanies(t *testing.T) {
+	f := newFixture(t)
+	alpha := `{"acn":"123456780","abn":"11123456780","name":"Alpha Pty Ltd","matched_name":"Alpha Pty Ltd","status":"REGD"}`
+	alphaFormer := `{"acn":"123456780","abn":"11123456780","name":"Alpha Pty Ltd","matched_name":"Alpha Holdings Pty Ltd","status":"REGD"}`
+	delta := `{"acn":"333333332","abn":"88333333332","name":"Delta Pty Ltd","matched_name":"Delta Pty Ltd","status":"REGD"}`
+	for _, c := range []struct{ query, want string }{
+		{"name=alpha", `{"data":[` + alpha + `],"page":1,"limit":20,"total":1,"has_more":false}`},
+		{"name=" + url.QueryEscape("ALPHA hold"), `{"data":[` + alphaFormer + `],"page":1,"limit":20,"total":1,"has_more":false}`},
+		{"name=" + url.QueryEscape("pty ltd"), `{"data":[` + alpha + `,` + delta + `],"page":1,"limit":20,"total":2,"has_more":false}`},
+		{"name=pty&limit=1", `{"data":[` + alpha + `],"page":1,"limit":1,"total":2,"has_more":true}`},
+		{"name=pty&limit=1&page=2", `{"data":[` + delta + `],"page":2,"limit":1,"total":2,"has_more":false}`},
+		{"name=gamma", `{"data":[],"page":1,"limit":20,"total":0,"has_more":false}`},
+	} {
+		t.Run(c.query, func(t *testing.T) {
+			res := f.do(t, http.MethodGet, "/v1/companies?"+c.query, f.read)
+			if got := string(bytes.TrimSpace(res.body)); res.status != http.StatusOK || got != c.want {
+				t.Errorf("HTTP %d %s\nwant %s", res.status, got, c.want)
+			}
+		})
+	}
+	for _, c := range []struct{ name, query, mention string }{
+		{"no name", "", "name is required"},
+		{"blank name", "name=%20%20", "name is required"},
+		{"punctuation only", "name=" + url.QueryEscape("&-!"), "no letter or digit"},
+		{"too long", "name=" + strings.Repeat("a", MaxNameLength+1), "at most 200"},
+		{"twice", "name=a&name=b", "given 2 times"},
+		{"limit", "name=a&limit=101", "limit"},
+		{"page", "name=a&page=0", "page"},
+		{"depth", "name=a&page=101&limit=100", "give more of the name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := f.do(t, http.MethodGet, "/v1/companies?"+c.query, f.read)
+			wantError(t, res, http.StatusBadRequest, "invalid_parameter")
+			if msg := errorMessage(t, res); !strings.Contains(msg, c.mention) {
+				t.Errorf("message %q does not mention %q", msg, c.mention)
+			}
+		})
+	}
+	t.Run("needs a key", func(t *testing.T) {
+		wantError(t, f.do(t, http.MethodGet, "/v1/companies?name=alpha", ""), http.StatusUnauthorized, "unauthorised")
 	})
 }

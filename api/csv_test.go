@@ -58,7 +58,7 @@ func (f *fixture) allPages(t *testing.T, query string) []notice.Notice {
 	t.Helper()
 	var out []notice.Notice
 	for page := 1; ; page++ {
-		var p searchResponse
+		var p searchResult
 		f.get(t, fmt.Sprintf("/v1/notices?%slimit=100&page=%d", query, page), &p)
 		out = append(out, p.Data...)
 		if !p.HasMore {
@@ -131,7 +131,7 @@ func TestCSVNegotiation(t *testing.T) {
 // export_too_large naming the count, before anything is sent.
 func TestNoticesCSVExportTooLarge(t *testing.T) {
 	f := newFixture(t)
-	var p searchResponse
+	var p searchResult
 	f.get(t, "/v1/notices?include_deregistration=true", &p)
 	f.srv.exportMax = int(p.Total) - 1
 	res := f.sendCSV(t, http.MethodGet, "/v1/notices?include_deregistration=true", "text/csv", "", nil)
@@ -448,7 +448,7 @@ func TestExportAtTheRealLimit(t *testing.T) {
 	}
 	f := newFixture(t)
 	ctx := context.Background()
-	var p searchResponse
+	var p searchResult
 	f.get(t, "/v1/notices?include_deregistration=true", &p)
 	base := loadNotices(t)
 	var batch []notice.Notice

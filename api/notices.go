@@ -4,15 +4,39 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 )
 
-// searchResponse is the envelope of GET /v1/notices.
+// searchResponse is the envelope of GET /v1/notices. Data is
+// []notice.Notice, or []highlighted when the search has a q of words.
 type searchResponse struct {
-	Data    []notice.Notice `json:"data"`
-	Page    int             `json:"page"`
-	Limit   int             `json:"limit"`
-	Total   int64           `json:"total"`
-	HasMore bool            `json:"has_more"`
+	Data    any   `json:"data"`
+	Page    int   `json:"page"`
+	Limit   int   `json:"limit"`
+	Total   int64 `json:"total"`
+	HasMore bool  `json:"has_more"`
+}
+
+// highlighted is a search result with the fragments of its text around
+// the words of q (query.Highlight: one rule, computed here from the stored
+// text, so both backends answer the same bytes).
+type highlighted struct {
+	notice.Notice
+	Highlight []string `json:"highlight"`
+}
+
+// withHighlights returns ns as search results: with their highlight
+// when q (a parsed q of words) is given, as they are otherwise.
+func withHighlights(ns []notice.Notice, q query.Node) any {
+	ns = presentNotices(ns)
+	if q == nil {
+		return ns
+	}
+	out := make([]highlighted, len(ns))
+	for i, n := range ns {
+		out[i] = highlighted{Notice: n, Highlight: query.Highlight(q, n.Text)}
+	}
+	return out
 }
 
 // searchNotices is GET /v1/notices: one page of matching notices and the
@@ -30,7 +54,7 @@ func (s *Server) searchNotices(c *fiber.Ctx) error {
 		return err
 	}
 	return writeJSON(c, fiber.StatusOK, searchResponse{
-		Data:    presentNotices(page.Notices),
+		Data:    withHighlights(page.Notices, sq.Q),
 		Page:    sq.Page,
 		Limit:   sq.Limit,
 		Total:   page.Total,

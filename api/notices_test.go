@@ -73,6 +73,12 @@ func TestSearch(t *testing.T) {
 		{"q", "q=liquidator&sort=published_desc", []string{"N4", "N1", "N6"}, 3, 1, 20, false},
 		{"q searches practitioners", "q=citizen&sort=published_asc", []string{"N1", "N5"}, 2, 1, 20, false},
 		{"q with filters", "q=liquidator&state=QLD", []string{"N4"}, 1, 1, 20, false},
+		{"q of an ACN is the company's notices", "q=123456780&include_deregistration=true", []string{"N2", "N1"}, 2, 1, 20, false},
+		{"q of an ACN with spaces", "q=" + url.QueryEscape(" 123 456 780 "), []string{"N1"}, 1, 1, 20, false},
+		{"q of an ABN resolves through the register", "q=11123456780&include_deregistration=true", []string{"N2", "N1"}, 2, 1, 20, false},
+		{"q of an identifier and the same acn", "q=123456780&acn=123456780", []string{"N1"}, 1, 1, 20, false},
+		{"q of an identifier with filters", "q=123456780&state=VIC", []string{}, 0, 1, 20, false},
+		{"q of a quoted identifier searches words", "q=" + url.QueryEscape(`"123456780"`), []string{}, 0, 1, 20, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,5 +203,61 @@ func wantSame(t *testing.T, got, want map[string]any) {
 		if _, ok := want[k]; !ok {
 			t.Errorf("unexpected field %s", k)
 		}
+	}
+}
+
+// TestSearchHighlight: with a q of words every result carries highlight,
+// the fragments of its text around the words (docs/api.md, "Highlights");
+// without q, or with a q that is an identifier, results carry none.
+func TestSearchHighlight(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		name, query string
+		want        map[string][]string // source_id -> highlight; nil: no highlight member
+	}{
+		{"q of words", "q=liquidator&sort=published_asc", map[string][]string{
+			"N6": {}, // matched by its practitioner, not its text
+			"N1": {"Notice of appointment of <mark>liquidator</mark> by the court."},
+			"N4": {"Creditors resolved to appoint a <mark>liquidator</mark>."},
+		}},
+		{"prefix and OR", "q=" + url.QueryEscape("appoint* OR meeting"), map[string][]string{
+			"N1": {"Notice of <mark>appointment</mark> of liquidator by the court."},
+			"N3": {"A <mark>meeting</mark> of creditors will be held."},
+			"N4": {"Creditors resolved to <mark>appoint</mark> a liquidator."},
+			"N6": {}, // by its notice type
+		}},
+		{"no q", "state=VIC", nil},
+		{"q of an identifier", "q=123456780", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r struct {
+				Data []map[string]json.RawMessage `json:"data"`
+			}
+			f.get(t, "/v1/notices?"+tt.query, &r)
+			if len(r.Data) == 0 {
+				t.Fatal("no results")
+			}
+			for _, n := range r.Data {
+				var src string
+				_ = json.Unmarshal(n["source_id"], &src)
+				raw, has := n["highlight"]
+				if tt.want == nil {
+					if has {
+						t.Errorf("%s: highlight %s, want none", src, raw)
+					}
+					continue
+				}
+				want, ok := tt.want[src]
+				if !ok {
+					t.Errorf("unexpected result %s", src)
+					continue
+				}
+				var got []string
+				if err := json.Unmarshal(raw, &got); err != nil || got == nil || !slices.Equal(got, want) {
+					t.Errorf("%s: highlight %s, want %q", src, raw, want)
+				}
+			}
+		})
 	}
 }

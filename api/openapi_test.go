@@ -678,6 +678,10 @@ func TestOpenAPIDomainJSONMatchesSchemas(t *testing.T) {
 		{"full notice", "Notice", full},
 		{"bare notice", "Notice", bare},
 		{"search page", "SearchPage", searchResponse{Data: []notice.Notice{full, bare}, Page: 1, Limit: 20, Total: 2}},
+		{"search page with highlights", "SearchPage", searchResponse{Data: []highlighted{{Notice: full, Highlight: []string{"a <mark>text</mark>"}}, {Notice: bare, Highlight: []string{}}}, Page: 1, Limit: 20, Total: 2}},
+		{"company page", "CompanyPage", companiesResponse{Data: []notice.NameMatch{
+			{ACN: "123456780", ABN: str("11123456780"), Name: "Alpha", MatchedName: "Alpha Holdings", Status: "REGD"},
+			{ACN: "333333332", Name: "Delta", MatchedName: "Delta", Status: "DRGD"}}, Page: 1, Limit: 20, Total: 2}},
 		{"company with register", "Company", notice.Company{ACN: str("123456780"), ABN: str("11123456780"), Name: str("Alpha"),
 			Register: &notice.Register{Name: "Alpha", RegisteredOn: str("2001-05-01"), FormerNames: []string{"Old"}}, NoticeCount: 1, Notices: []notice.Notice{full}}},
 		{"company without register", "Company", notice.Company{ACN: str("123456780"), Notices: []notice.Notice{}}},

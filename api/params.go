@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -79,8 +80,11 @@ func (p params) filter() (notice.Filter, error) {
 	if err != nil {
 		return f, err
 	}
-	if f.Q, err = parseQ(q); err != nil {
-		return f, err
+	qid, qIsID := ident.Normalise(q)
+	if !qIsID {
+		if f.Q, err = parseQ(q); err != nil {
+			return f, err
+		}
 	}
 	if acn, ok, err := p.scalar("acn"); err != nil {
 		return f, err
@@ -89,7 +93,16 @@ func (p params) filter() (notice.Filter, error) {
 		if err != nil {
 			return f, errs.New(errs.InvalidACN, "acn %s is not a 9-digit ACN or 11-digit ABN; send digits only (spaces are allowed)", errs.Quote(acn))
 		}
+		if qIsID && id != qid {
+			return f, errs.New(errs.InvalidParameter, "q %s is an ACN or ABN, which finds that company's notices as acn does, and acn %s names another; send one of them",
+				errs.Quote(q), errs.Quote(acn))
+		}
 		f.Company = &id
+	}
+	if qIsID {
+		// q of 9 or 11 digits (spaces allowed) is the company's
+		// identifier, not words: its notices, as acn finds them.
+		f.Company = &qid
 	}
 	f.AppointmentType = p.list("appointment_type")
 	f.NoticePurpose = p.list("notice_purpose")
@@ -179,18 +192,46 @@ func (p params) search() (notice.SearchQuery, error) {
 	if err != nil {
 		return sq, err
 	}
-	if sq.Limit, err = p.integer("limit", DefaultLimit, 1, MaxLimit); err != nil {
-		return sq, err
+	sq.Limit, sq.Page, err = p.paging("narrow the search with filters (from, to, state, ...) or read a watch's matches with its since cursor")
+	return sq, err
+}
+
+// paging parses limit (1..MaxLimit, default DefaultLimit) and page (from
+// 1), whose product may not pass MaxDepth; deeper says what to do instead.
+func (p params) paging(deeper string) (limit, page int, err error) {
+	if limit, err = p.integer("limit", DefaultLimit, 1, MaxLimit); err != nil {
+		return 0, 0, err
 	}
-	if sq.Page, err = p.integer("page", 1, 1, math.MaxInt32); err != nil {
-		return sq, err
+	if page, err = p.integer("page", 1, 1, math.MaxInt32); err != nil {
+		return 0, 0, err
 	}
-	if sq.Page*sq.Limit > MaxDepth {
-		return sq, errs.New(errs.InvalidParameter,
-			"page %d with limit %d reaches past result %d, the deepest a search pages; narrow the search with filters (from, to, state, ...) or read a watch's matches with its since cursor",
-			sq.Page, sq.Limit, MaxDepth)
+	if page*limit > MaxDepth {
+		return 0, 0, errs.New(errs.InvalidParameter, "page %d with limit %d reaches past result %d, the deepest a search pages; %s",
+			page, limit, MaxDepth, deeper)
 	}
-	return sq, nil
+	return limit, page, nil
+}
+
+// names parses the parameters of GET /v1/companies?name=: name (required,
+// at most MaxNameLength characters, with a letter or digit), limit and
+// page as on GET /v1/notices.
+func (p params) names() (notice.NameQuery, error) {
+	var nq notice.NameQuery
+	name, ok, err := p.scalar("name")
+	if err != nil {
+		return nq, err
+	}
+	if !ok || strings.TrimSpace(name) == "" {
+		return nq, errs.New(errs.InvalidParameter, "name is required: the words of a company name, such as name=acme holdings (or GET /v1/companies/{acn_or_abn} for an ACN or ABN)")
+	}
+	if n := utf8.RuneCountInString(name); n > MaxNameLength {
+		return nq, errs.New(errs.InvalidParameter, "name is %d characters long; send at most %d", n, MaxNameLength)
+	}
+	if nq.Words = query.Words(name); len(nq.Words) == 0 {
+		return nq, errs.New(errs.InvalidParameter, "name %s has no letter or digit to search for; send words of the company's name", errs.Quote(name))
+	}
+	nq.Limit, nq.Page, err = p.paging("give more of the name")
+	return nq, err
 }
 
 // searchOrder parses the filters and the sort of GET /v1/notices, not its

@@ -30,6 +30,7 @@ func TestValidation(t *testing.T) {
 		{"acn letters", "/v1/notices?acn=12345678X", "invalid_acn", "12345678X"},
 		{"acn empty", "/v1/notices?acn=", "invalid_acn", "acn"},
 		{"acn twice", "/v1/notices?acn=123456780&acn=111111114", "invalid_parameter", "acn"},
+		{"q identifier and another acn", "/v1/notices?q=123456780&acn=111111114", "invalid_parameter", "send one"},
 		{"include_deregistration yes", "/v1/notices?include_deregistration=yes", "invalid_parameter", "include_deregistration"},
 		{"include_deregistration 1", "/v1/notices?include_deregistration=1", "invalid_parameter", "include_deregistration"},
 		{"sort unknown", "/v1/notices?sort=newest", "invalid_parameter", "sort"},

@@ -82,7 +82,7 @@ func TestPipelinedRequests(t *testing.T) {
 
 func wantSearch(t *testing.T, r response) {
 	t.Helper()
-	var page searchResponse
+	var page searchResult
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &page) != nil || len(page.Data) != 1 {
 		t.Errorf("search: HTTP %d %.300s, want 200 with one notice", r.status, r.body)
 	}

@@ -245,6 +245,7 @@ func New(cfg config.Config, deps Deps) *Server {
 	s.handle(fiber.MethodGet, "/console/:file", public, serveConsoleAsset)
 	s.handle(fiber.MethodGet, "/v1/notices", readKey, s.searchNotices)
 	s.handle(fiber.MethodGet, "/v1/notices/:id", readKey, s.getNotice)
+	s.handle(fiber.MethodGet, "/v1/companies", readKey, s.findCompanies)
 	s.handle(fiber.MethodGet, "/v1/companies/:id", readKey, s.getCompany)
 	s.handle(fiber.MethodGet, "/v1/filters", readKey, s.filters)
 	s.handle(fiber.MethodGet, "/v1/stats", readKey, s.stats)

@@ -291,3 +291,7 @@ func AppendFold(dst []byte, s string) []byte {
 	}
 	return dst
 }
+
+// Words splits s into its folded words (tokens), as Parse and the search
+// index split text: the words a company name search looks for.
+func Words(s string) []string { return tokens(s) }

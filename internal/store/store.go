@@ -24,6 +24,10 @@ type Notices interface {
 	// Company returns the company view, or errs.NotFound when neither the
 	// register nor the notices hold anything for the identifier.
 	Company(ctx context.Context, id ident.ID) (notice.Company, error)
+	// CompaniesByName finds register companies by the words of a name
+	// (current or former) and ranks them by notice.RankNames; more than
+	// notice.MaxNameRows matching names is errs.InvalidParameter.
+	CompaniesByName(ctx context.Context, q notice.NameQuery) (notice.NamePage, error)
 	// Filters counts the values of each filter field among matching notices.
 	Filters(ctx context.Context, f notice.Filter) (notice.FilterCounts, error)
 	// Stats counts matching notices grouped by one field.

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 	"github.com/noticesd/noticesd/internal/store/elastic/esdoc"
 )
 
@@ -20,6 +21,13 @@ func appendRegisterBlock(buf []byte, first int64, rows []notice.RegisterRow) []b
 	buf = strconv.AppendInt(buf, int64(len(rows)), 10)
 	buf = appendIdents(append(buf, `,"acn":[`...), rows, func(r *notice.RegisterRow) string { return r.ACN })
 	buf = appendIdents(append(buf, `],"abn":[`...), rows, func(r *notice.RegisterRow) string { return r.ABN })
+	buf = append(buf, `],"names":[`...)
+	for i := range rows {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = esdoc.AppendString(buf, query.Fold(rows[i].CompanyName))
+	}
 	buf = append(buf, `],"data":[`...)
 	for i := range rows {
 		if i > 0 {

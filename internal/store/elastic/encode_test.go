@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 )
 
@@ -41,6 +42,7 @@ func TestAppendRegisterBlock(t *testing.T) {
 				if r.ABN != "" {
 					want.ABN = append(want.ABN, r.ABN)
 				}
+				want.Names = append(want.Names, query.Fold(r.CompanyName))
 			}
 			wantJSON, err := json.Marshal(want)
 			if err != nil {

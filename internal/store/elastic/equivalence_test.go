@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/noticesd/noticesd/ingest"
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/query"
@@ -172,6 +173,42 @@ func TestEquivalence(t *testing.T) {
 		if (aerr == nil) != (berr == nil) || !reflect.DeepEqual(ca, cb) {
 			fail("company %d %s %s: sqlite %+v (%v)\n elastic %+v (%v)", i, id.Kind, id.Value, ca, aerr, cb, berr)
 		}
+	}
+	// Company name searches (GET /v1/companies?name=) built from register
+	// names: whole names, first words, a word and the start of the next,
+	// one word: the same companies in the same order, the same totals,
+	// the same refusals.
+	nameHits := 0
+	cos := gen.companies(60)
+	acns := make([]string, 0, len(cos))
+	for _, id := range cos {
+		if id.Kind == ident.ACN {
+			acns = append(acns, id.Value)
+		}
+	}
+	regNames, err := lite.RegisterNames(ctx, acns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range regNames {
+		ws := query.Words(name)
+		if len(ws) == 0 {
+			continue
+		}
+		for j, words := range [][]string{ws, ws[:1], ws[:min(2, len(ws))], append(slices.Clone(ws[:1]), ws[len(ws)/2][:min(3, len(ws[len(ws)/2]))]), ws[len(ws)-1:]} {
+			nq := notice.NameQuery{Words: words, Limit: 1 + (i+j)%20, Page: 1 + j%2}
+			pa, aerr := lite.CompaniesByName(ctx, nq)
+			pb, berr := es.CompaniesByName(ctx, nq)
+			ea, _ := errs.As(aerr)
+			eb, _ := errs.As(berr)
+			if (aerr == nil) != (berr == nil) || (aerr != nil && (ea == nil || eb == nil || ea.Code != eb.Code)) || !reflect.DeepEqual(pa, pb) {
+				fail("name search %q limit %d page %d:\n sqlite  %+v (%v)\n elastic %+v (%v)", strings.Join(words, " "), nq.Limit, nq.Page, pa, aerr, pb, berr)
+			}
+			nameHits += len(pa.Companies)
+		}
+	}
+	if nameHits == 0 {
+		t.Errorf("the name searches found nothing: they test nothing")
 	}
 	// The notice source the Redis backend reads through (match history,
 	// backfills, arrivals): the same seqs and notices from both.

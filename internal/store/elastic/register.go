@@ -16,21 +16,24 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// registerBlock is one register document (mapping version 3): up to
+// registerBlock is one register document (mapping version 4): up to
 // registerBlockRows consecutive rows of the file. Row is the position in
 // the file of the first (rows are read in file order: the order of a
 // company's names), Rows how many it holds, ACN and ABN the rows'
-// identifiers (what reads look up; empty ones left out), Data the rows.
+// identifiers (what reads look up; empty ones left out), Names their
+// company names folded (query.Fold; mapping version 4: what the company
+// name search looks up, CompaniesByName), Data the rows.
 // Elasticsearch's work per document (its id, sequence number, version and
 // stored fields, the bulk item) is then shared by 16 rows: a bare bulk loop
 // loaded 1,000,000 rows about twice as fast (docs/benchmarks.md,
 // 2026-11-24).
 type registerBlock struct {
-	Row  int64                `json:"row"`
-	Rows int                  `json:"rows"`
-	ACN  []string             `json:"acn"`
-	ABN  []string             `json:"abn"`
-	Data []notice.RegisterRow `json:"data"`
+	Row   int64                `json:"row"`
+	Rows  int                  `json:"rows"`
+	ACN   []string             `json:"acn"`
+	ABN   []string             `json:"abn"`
+	Names []string             `json:"names"`
+	Data  []notice.RegisterRow `json:"data"`
 }
 
 // registerBlockRows is how many rows a register document holds at most.

@@ -29,6 +29,9 @@ var registerTableName = regexp.MustCompile(`^CREATE TABLE\s+("?register"?)`)
 // registerLoadPrefix names the tables of loads in progress.
 const registerLoadPrefix = "register_load_"
 
+// registerNamesPrefix names the name index a load's commit builds.
+const registerNamesPrefix = "register_names_"
+
 // RegisterLoad is a register replacement in progress: rows go into a fresh
 // table, committed per Add so other writers are never held up; Commit builds
 // the indexes and swaps the table in atomically. Readers see the old register
@@ -188,11 +191,18 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 		return fmt.Errorf("sqlite: index new register: %w", err)
 	}
 	defer tx.Rollback()
+	names := registerNamesPrefix + g
 	for _, stmt := range []string{
 		"CREATE INDEX register_acn_" + g + " ON " + l.table + " (acn)",
 		"CREATE INDEX register_abn_" + g + " ON " + l.table + " (abn) WHERE abn <> ''",
+		// The name index of the new table (0011_register_names.sql).
+		"DROP TABLE IF EXISTS " + names,
+		"CREATE VIRTUAL TABLE " + names + " USING fts5 (company_name, content = '', tokenize = 'unicode61 remove_diacritics 2')",
+		"INSERT INTO " + names + " (rowid, company_name) SELECT rowid, company_name FROM " + l.table,
 		"DROP TABLE register",
 		"ALTER TABLE " + l.table + " RENAME TO register",
+		"DROP TABLE register_fts",
+		"ALTER TABLE " + names + " RENAME TO register_fts",
 	} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return l.missing(err)

@@ -22,6 +22,7 @@ func RunNotices(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Empty", func(t *testing.T) { testEmpty(t, open(t)) })
 	t.Run("Relevance", func(t *testing.T) { testRelevance(t, open(t)) })
 	t.Run("Spellings", func(t *testing.T) { testSpellings(t, open(t)) })
+	t.Run("Names", func(t *testing.T) { testNames(t, open(t)) })
 
 	b := open(t)
 	Load(t, b)

@@ -1,0 +1,60 @@
+package elastic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/mappings"
+)
+
+// errTooManyNames stops reading the blocks of a name search once more
+// than notice.MaxNameRows rows match.
+var errTooManyNames = errors.New("too many names")
+
+// CompaniesByName finds register companies by the words of one of their
+// names. The register blocks (mapping version 4) index their rows' folded
+// names in names; the blocks holding every word (the last as a prefix)
+// are read in row order and their rows checked one by one, since a block
+// holds 16 rows of different companies, and notice.RankNames ranks the
+// matching ones, as on every backend. Reading stops, and the search is
+// refused, past notice.MaxNameRows matching rows.
+func (s *Store) CompaniesByName(ctx context.Context, q notice.NameQuery) (notice.NamePage, error) {
+	if len(q.Words) == 0 {
+		return notice.NamePage{Companies: []notice.NameMatch{}}, nil
+	}
+	var must []obj
+	last := len(q.Words) - 1
+	for _, w := range q.Words[:last] {
+		must = append(must, obj{"term": obj{"names": w}})
+	}
+	must = append(must, obj{"prefix": obj{"names": q.Words[last]}})
+	body := obj{"query": obj{"bool": obj{"filter": must}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"row", "data"}}
+	var found []notice.RankRow
+	err := s.pages(ctx, s.Alias(mappings.Register), body, 1<<30, func(hs []hit) error {
+		for _, h := range hs {
+			first, rows, err := registerRowsOf(h.Source)
+			if err != nil {
+				return fmt.Errorf("elastic: decode register document %s: %w", h.ID, err)
+			}
+			for i, r := range rows {
+				if !notice.NameMatchesWords(q.Words, r.CompanyName) {
+					continue
+				}
+				found = append(found, notice.RankRow{RegisterRow: r, Row: first + int64(i)})
+				if len(found) > notice.MaxNameRows {
+					return errTooManyNames
+				}
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errTooManyNames) {
+		return notice.NamePage{}, notice.TooManyNames(q.Words)
+	}
+	if err != nil {
+		return notice.NamePage{}, err
+	}
+	return notice.AnswerNames(ctx, q, found, s.RegisterNames)
+}
