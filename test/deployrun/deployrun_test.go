@@ -44,6 +44,9 @@ type stack struct {
 	// compose.yaml (repository paths), compose.hostnet.yaml among them.
 	project   string
 	overrides []string
+	// dir is the project's directory, where the overrides are; the
+	// repository's top directory when empty.
+	dir string
 }
 
 // publishedPort is api's `ports` entry in compose.yaml.
@@ -90,12 +93,16 @@ func (s *stack) compose(args ...string) string {
 }
 
 func (s *stack) composeErr(args ...string) (string, error) {
-	full := append(slices.Clone(s.client[1:]), "-p", s.project, "--project-directory", root(), "-f", s.file)
+	dir := s.dir
+	if dir == "" {
+		dir = root()
+	}
+	full := append(slices.Clone(s.client[1:]), "-p", s.project, "--project-directory", dir, "-f", s.file)
 	for _, o := range s.overrides {
 		full = append(full, "-f", o)
 	}
 	cmd := exec.Command(s.client[0], append(full, args...)...)
-	cmd.Dir = root()
+	cmd.Dir = dir
 	cmd.Env = s.env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
