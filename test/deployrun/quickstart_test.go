@@ -115,7 +115,8 @@ func TestQuickstartOperator(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The files the page's step 6 loads, made by the image's own `noticesd sample`.
+	// The files the page's step 6 loads, made by the image's own `noticesd sample`
+	// (into a directory its user can write) and moved beside the checkout's files.
 	in := filepath.Join(dir, "in")
 	if err := os.Mkdir(in, 0o777); err != nil {
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func TestQuickstartOperator(t *testing.T) {
 	docker(t, "run", "--rm", "--network", "none", "-v", in+":/out", "noticesd:local",
 		"sample", "--notices", "300", "--companies", "1500", "--out", "/out")
 	for from, to := range map[string]string{"company_register.tsv": "COMPANY_202611.tsv", "notices.jsonl.gz": "notices-2026-11.jsonl.gz"} {
-		if err := os.Rename(filepath.Join(in, from), filepath.Join(in, to)); err != nil {
+		if err := os.Rename(filepath.Join(in, from), filepath.Join(dir, to)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,8 +160,27 @@ func TestQuickstartOperator(t *testing.T) {
 		}
 	})
 
-	// run runs the block that contains marker (exactly one must) and returns its output.
+	// runAt runs block i, after every block before it, and returns its output.
 	ran := make([]bool, len(blocks))
+	runAt := func(i int, what string) string {
+		t.Helper()
+		for j := range i {
+			if !ran[j] {
+				t.Fatalf("block %d of docs/quickstart-operator.md has not run before block %d (%s): the test runs them in order", j+1, i+1, what)
+			}
+		}
+		start := time.Now()
+		cmd := exec.Command("bash", "-c", composeShim+blocks[i]+"\n")
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("docs/quickstart-operator.md, block %d, failed: %v\n--- the block:\n%s\n--- its output:\n%s", i+1, err, blocks[i], out)
+		}
+		ran[i] = true
+		t.Logf("block %d (%s) ran in %s:\n%s", i+1, what, time.Since(start).Round(time.Second), out)
+		return string(out)
+	}
+	// run runs the one block that contains marker.
 	run := func(marker string) string {
 		t.Helper()
 		i := -1
@@ -175,21 +195,7 @@ func TestQuickstartOperator(t *testing.T) {
 		if i < 0 {
 			t.Fatalf("no block of docs/quickstart-operator.md contains %q", marker)
 		}
-		for j := range i {
-			if !ran[j] {
-				t.Fatalf("block %d of docs/quickstart-operator.md has not run before block %d (%q): the test runs them in order", j+1, i+1, marker)
-			}
-		}
-		start := time.Now()
-		cmd := exec.Command("bash", "-c", composeShim+blocks[i]+"\n")
-		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("docs/quickstart-operator.md, block %d, failed: %v\n--- the block:\n%s--- its output:\n%s", i+1, err, blocks[i], out)
-		}
-		ran[i] = true
-		t.Logf("block %d (%s) ran in %s:\n%s", i+1, marker, time.Since(start).Round(time.Second), out)
-		return string(out)
+		return runAt(i, marker)
 	}
 
 	run("docker compose version")
@@ -205,8 +211,10 @@ func TestQuickstartOperator(t *testing.T) {
 		!strings.Contains(out, "/run/secrets/es_password") || !strings.Contains(out, "/run/secrets/redis_password") {
 		t.Fatalf("the quickstart's inspect does not show the URLs with the user and the password files:\n%s", out)
 	}
-	if out := run("accounts create"); !strings.Contains(out, `"read_key"`) {
-		t.Fatalf("the quickstart's production block created no account:\n%s", out)
+	if out := run("accounts create"); !strings.Contains(out, `"read_key"`) ||
+		!strings.Contains(out, "register: read 1500 inserted 1500 updated 0 rejected 0") ||
+		!strings.Contains(out, "notices: read 300 inserted 300 updated 0 rejected 0") {
+		t.Fatalf("the quickstart's production block did not create an account and load the 1,500 register rows and 300 notices:\n%s", out)
 	}
 	s.waitHealthy("quickstart production")
 
@@ -244,7 +252,7 @@ func TestQuickstartOperator(t *testing.T) {
 	if strings.TrimSpace(last) != "docker compose down" {
 		t.Fatalf("the quickstart's last block is %q, want the stop (docker compose down) after the checks", last)
 	}
-	run(last)
+	runAt(len(blocks)-1, "the stop")
 	if ids := strings.Fields(s.compose("ps", "-q")); len(ids) != 0 {
 		t.Fatalf("after the quickstart's docker compose down, containers remain: %v", ids)
 	}
