@@ -332,16 +332,24 @@ func nofile(t *testing.T) string {
 	return n
 }
 
-var keyField = regexp.MustCompile(`"(account_key|read_key)":\s*"([^"]+)"`)
-
-func TestComposeStack(t *testing.T) {
+// composeClient is the compose client to run (docker-compose when
+// installed, else docker compose); it fails the test without the engine
+// make test-deploy starts.
+func composeClient(t *testing.T) []string {
+	t.Helper()
 	if os.Getenv("DOCKER_HOST") == "" {
 		t.Fatal("DOCKER_HOST is not set: run these tests through make test-deploy (scripts/test-deploy.sh), which starts the engine they use")
 	}
-	client := []string{"docker-compose"}
 	if _, err := exec.LookPath("docker-compose"); err != nil {
-		client = []string{"docker", "compose"}
+		return []string{"docker", "compose"}
 	}
+	return []string{"docker-compose"}
+}
+
+var keyField = regexp.MustCompile(`"(account_key|read_key)":\s*"([^"]+)"`)
+
+func TestComposeStack(t *testing.T) {
+	client := composeClient(t)
 	if out, err := exec.Command("docker", "image", "inspect", "noticesd:local").CombinedOutput(); err != nil {
 		t.Fatalf("no noticesd:local image on the engine at %s (make test-deploy builds it): %v\n%s", os.Getenv("DOCKER_HOST"), err, out)
 	}

@@ -87,13 +87,7 @@ func checkout(t *testing.T, dir string) {
 // request without credentials over HTTPS verified against the compose CA,
 // and no password in `docker inspect`.
 func TestQuickstartOperator(t *testing.T) {
-	if os.Getenv("DOCKER_HOST") == "" {
-		t.Fatal("DOCKER_HOST is not set: run these tests through make test-deploy (scripts/test-deploy.sh), which starts the engine they use")
-	}
-	client := []string{"docker-compose"}
-	if _, err := exec.LookPath("docker-compose"); err != nil {
-		client = []string{"docker", "compose"}
-	}
+	client := composeClient(t)
 	blocks := testbin.ShellBlocks(t, "docs/quickstart-operator.md", "")
 	if len(blocks) == 0 {
 		t.Fatal("docs/quickstart-operator.md has no sh block")
