@@ -14,6 +14,7 @@
 #  4. builds noticesd:local from the Dockerfile (COMMIT passed; the version is in the code) and checks `version`;
 #  5. go test -tags deployrun ./test/deployrun: compose up through a host-network override, the
 #     tour, a webhook from a worker container, down/up keeping data, a worker killed mid-delivery;
+#     then every command of docs/quickstart-operator.md (the secured stack);
 #  6. the live suites of the Elasticsearch and Redis stores with their servers started by dockertest
 #     (internal/testservers' Docker path) from the local images.
 #

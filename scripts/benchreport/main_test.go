@@ -18,7 +18,7 @@ func TestDocument(t *testing.T) {
 	write(&b, results, map[string]target{}, "", "20,000 notices", "- Embedded part: 1.0 min", "")
 	doc := b.String()
 	for _, want := range []string{"# Benchmarks\n", "git show " + History + ":docs/benchmarks.md", "### Machine", "- Embedded part: 1.0 min",
-		"### Dataset", "| matcher `BenchmarkMatchOneNotice` | p50-ns | 43792 |", "## How to reproduce", "make bench", "benchstat"} {
+		"### Dataset", "| matcher `BenchmarkMatchOneNotice` | 43792 p50-ns |", "## How to reproduce", "make bench", "benchstat"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("the document lacks %q:\n%s", want, doc)
 		}
@@ -62,5 +62,31 @@ func TestSideBySideJudgesMeasuredRatio(t *testing.T) {
 				t.Errorf("table:\n%s\nwant a row ending %q", b.String(), c.want)
 			}
 		})
+	}
+}
+
+// TestDocumentWithinMaxLines writes the document from the last make bench
+// run's raw output (docs/benchmarks.txt) with the targets, rows and notes
+// make bench uses, and a run description as long as bench.sh's: it must
+// stay within MaxLines, and judge a target in the table of all results.
+func TestDocumentWithinMaxLines(t *testing.T) {
+	raw, err := os.Open("../../docs/benchmarks.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	results, _ := parse(raw)
+	if len(results) < 40 {
+		t.Fatalf("docs/benchmarks.txt has %d benchmark lines; want a whole make bench run", len(results))
+	}
+	run := strings.Repeat("- a line of bench.sh's run description\n", 8)
+	var b strings.Builder
+	write(&b, results, readTargets("../bench-targets.tsv"), "../bench-rows.tsv", "1000000 notices and 4000000 register rows", run, "../bench-notes.md")
+	doc := b.String()
+	if n := strings.Count(doc, "\n"); n > MaxLines {
+		t.Errorf("the document has %d lines, over %d", n, MaxLines)
+	}
+	if !strings.Contains(doc, "| internal/store/sqlite `BenchmarkIngestRegister` | 142020 rows/s | rows/s >= 100,000 rows/s: met |") {
+		t.Errorf("the table of all results lacks the register ingest row with its verdict:\n%s", doc)
 	}
 }

@@ -44,6 +44,9 @@ type stack struct {
 	// compose.yaml (repository paths), compose.hostnet.yaml among them.
 	project   string
 	overrides []string
+	// dir is the project's directory, where the overrides are; the
+	// repository's top directory when empty.
+	dir string
 }
 
 // publishedPort is api's `ports` entry in compose.yaml.
@@ -90,12 +93,16 @@ func (s *stack) compose(args ...string) string {
 }
 
 func (s *stack) composeErr(args ...string) (string, error) {
-	full := append(slices.Clone(s.client[1:]), "-p", s.project, "--project-directory", root(), "-f", s.file)
+	dir := s.dir
+	if dir == "" {
+		dir = root()
+	}
+	full := append(slices.Clone(s.client[1:]), "-p", s.project, "--project-directory", dir, "-f", s.file)
 	for _, o := range s.overrides {
 		full = append(full, "-f", o)
 	}
 	cmd := exec.Command(s.client[0], append(full, args...)...)
-	cmd.Dir = root()
+	cmd.Dir = dir
 	cmd.Env = s.env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -325,16 +332,24 @@ func nofile(t *testing.T) string {
 	return n
 }
 
-var keyField = regexp.MustCompile(`"(account_key|read_key)":\s*"([^"]+)"`)
-
-func TestComposeStack(t *testing.T) {
+// composeClient is the compose client to run (docker-compose when
+// installed, else docker compose); it fails the test without the engine
+// make test-deploy starts.
+func composeClient(t *testing.T) []string {
+	t.Helper()
 	if os.Getenv("DOCKER_HOST") == "" {
 		t.Fatal("DOCKER_HOST is not set: run these tests through make test-deploy (scripts/test-deploy.sh), which starts the engine they use")
 	}
-	client := []string{"docker-compose"}
 	if _, err := exec.LookPath("docker-compose"); err != nil {
-		client = []string{"docker", "compose"}
+		return []string{"docker", "compose"}
 	}
+	return []string{"docker-compose"}
+}
+
+var keyField = regexp.MustCompile(`"(account_key|read_key)":\s*"([^"]+)"`)
+
+func TestComposeStack(t *testing.T) {
+	client := composeClient(t)
 	if out, err := exec.Command("docker", "image", "inspect", "noticesd:local").CombinedOutput(); err != nil {
 		t.Fatalf("no noticesd:local image on the engine at %s (make test-deploy builds it): %v\n%s", os.Getenv("DOCKER_HOST"), err, out)
 	}
