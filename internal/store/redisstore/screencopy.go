@@ -214,6 +214,14 @@ func (c *ScreenCopy) notices(ctx context.Context) (regV string, n *noticeCopy, e
 	}
 }
 
+// readLock takes the copy's read lock and returns its release, which may
+// be called again (only the first call releases).
+func (c *ScreenCopy) readLock() (unlock func()) {
+	c.mu.RLock()
+	var once sync.Once
+	return func() { once.Do(c.mu.RUnlock) }
+}
+
 // screen answers a screen from the copy into res: the notices from the
 // notice copy (loaded first when it is not), the register from the
 // register copy when it is current, else from Redis.
@@ -260,14 +268,7 @@ func (c *ScreenCopy) screenRedisRegister(ctx context.Context, ids []ident.ID, f 
 	if err != nil {
 		return true, err
 	}
-	c.mu.RLock()
-	locked := true
-	unlock := func() {
-		if locked {
-			locked = false
-			c.mu.RUnlock()
-		}
-	}
+	unlock := c.readLock()
 	defer unlock()
 	if c.n != synced {
 		return false, nil
@@ -301,14 +302,7 @@ func (c *ScreenCopy) screenRedisRegister(ctx context.Context, ids []ident.ID, f 
 // (current) and the notice copy n; done is false, with res untouched,
 // when n was dropped or replaced since it was brought up to date.
 func (c *ScreenCopy) screenCopy(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
-	c.mu.RLock()
-	locked := true
-	unlock := func() {
-		if locked {
-			locked = false
-			c.mu.RUnlock()
-		}
-	}
+	unlock := c.readLock()
 	defer unlock()
 	n := c.n
 	if n != synced {
