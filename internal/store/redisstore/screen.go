@@ -20,11 +20,11 @@ import (
 // log; a screen that finds it not loaded waits for its load); the
 // register from the copy too when it holds a current one
 // (Options.ScreenCopy: one round trip to Redis), else from Redis
-// (registerLookups: two pipelined round trips whatever the number of
-// identifiers). Filters are applied to the summaries with package
-// matcher's semantics; a q needs the notices' text, so the candidates
-// passing the other filters are read from the NoticeSource and matched
-// there.
+// (registerLookups: the generation, then one pipelined round trip
+// whatever the number of identifiers). Filters are applied to the
+// summaries with package matcher's semantics; a q needs the notices'
+// text, so the candidates passing the other filters are read from the
+// NoticeSource and matched there.
 func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
 	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}}
 	res.Counts.Submitted = len(ids)
