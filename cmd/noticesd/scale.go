@@ -45,8 +45,9 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 	if cfg.Backend != "scale" {
 		return nil, fmt.Errorf("this command needs NOTICES_BACKEND=scale (it is %s)", cfg.Backend)
 	}
-	// NOTICES_SCREEN_COPY: the bulk screen answers from this replica's
-	// in-memory copy, started by wireScaleParts.
+	// The bulk screen answers from this replica's in-memory copy of the
+	// notices (and, with NOTICES_SCREEN_COPY, of the register), started by
+	// wireScaleParts.
 	st, err := scale.Open(ctx, cfg, redisstore.Options{ScreenCopy: cfg.ScreenCopy})
 	if err != nil {
 		return nil, err
@@ -125,8 +126,8 @@ func newCollectorLease(cfg config.Config, st *scale.Store) *lease.Lease {
 // wireScaleParts starts what a scale-mode serve runs beside the API: the
 // sweeper that undoes, within seconds, a watch create or delete a dead
 // replica left half made (redisstore.Sweeper), the bulk screen's in-memory
-// copy (NOTICES_SCREEN_COPY, loaded in the background: screens read Redis
-// until it is ready) and, with
+// copy (loaded in the background: screens wait for its notices and read
+// the register from Redis until its register is loaded) and, with
 // NOTICES_SOURCE set, the collector, gated by a lease in Redis so that only
 // one replica collects at a time (another takes over within
 // lease.DefaultTTL when the holder dies). Parts stop in reverse order: the

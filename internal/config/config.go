@@ -32,7 +32,7 @@ type Config struct {
 	RedisMaster           string
 	RedisSentinelPassword string
 	Namespace             string        // NOTICES_NAMESPACE: prefix of every index, alias and Redis key (scale)
-	ScreenCopy            bool          // NOTICES_SCREEN_COPY: serve keeps an in-memory copy of the bulk screen's data (scale)
+	ScreenCopy            bool          // NOTICES_SCREEN_COPY: serve keeps an in-memory copy of the register the bulk screen reads (scale)
 	AggCache              int           // NOTICES_AGG_CACHE: filters/stats answers each process keeps until the notices change; 0 keeps none (scale)
 	Source                string        // NOTICES_SOURCE: "" (none), a directory, or an http(s) URL
 	CollectInterval       time.Duration // NOTICES_COLLECT_INTERVAL

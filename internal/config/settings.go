@@ -96,7 +96,7 @@ var table = []Setting{
 
 	{Name: "NOTICES_NAMESPACE", Group: groupScale, About: "prefix of every Elasticsearch index and alias, Redis key and queue (the exceptions, asynq's and the rate limiter's keys, are listed in [redis.md](redis.md#key-layout))",
 		bind: text(func(c *Config) *string { return &c.Namespace }, checkNamespace)},
-	{Name: "NOTICES_SCREEN_COPY", Group: groupScale, About: "on/off: each serve process keeps an in-memory copy of the register and notice summaries the bulk screen reads (memory: see the operating guide's sizing)",
+	{Name: "NOTICES_SCREEN_COPY", Group: groupScale, About: "on/off: each serve process keeps an in-memory copy of the register the bulk screen reads (off: each screen reads the register from Redis). The notice summaries are held in memory either way (Redis keeps none; memory: see the operating guide's sizing)",
 		bind: onOff(func(c *Config) *bool { return &c.ScreenCopy })},
 	{Name: "NOTICES_AGG_CACHE", Group: groupScale, About: "answers of GET /v1/filters and /v1/stats each process keeps until the notices change (0 keeps none; docs/elasticsearch.md)",
 		bind: integer(func(c *Config) *int { return &c.AggCache }, 0)},

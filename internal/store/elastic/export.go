@@ -3,20 +3,14 @@ package elastic
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
-	"github.com/noticesd/noticesd/mappings"
 )
 
 // exportPage is how many hits one search_after step of an export reads; a
 // variable so tests can cross several pages on the sample.
 var exportPage = scanPage
-
-// pitKeepAlive is how long a point in time outlives the last search that
-// used it: one page must be read and written to the client within it.
-const pitKeepAlive = "2m"
 
 // ExportNotices opens an export (store.Notices): a point in time on the
 // notices alias, so every page reads the same view of the index while
@@ -33,22 +27,11 @@ func (s *Store) ExportNotices(ctx context.Context, q notice.SearchQuery, max int
 	if err != nil {
 		return nil, err
 	}
-	// A point in time opened without a shard would page without its
-	// notices: refused, as searches are (searchRead).
-	var pit struct {
-		shardStatus
-		ID string `json:"id"`
-	}
-	err = s.do(ctx, s.cfg.Timeout, http.MethodPost, noPartial("/"+s.Alias(mappings.Notices)+"/_pit?keep_alive="+pitKeepAlive), nil, &pit)
-	if p := partialError(err); p != nil {
-		err = p
-	} else if err == nil {
-		err = pit.complete()
-	}
+	pit, err := s.openPIT(ctx, "an export")
 	if err != nil {
-		return nil, fmt.Errorf("elastic: open point in time for an export: %w", err)
+		return nil, err
 	}
-	e := &export{s: s, pit: pit.ID, query: query, order: order}
+	e := &export{pit: pit, query: query, order: order}
 	ans, err := e.search(ctx, obj{"size": 0, "track_total_hits": true})
 	if err == nil && ans.Hits.Total.Value > int64(max) {
 		err = store.ExportTooLarge(ans.Hits.Total.Value, max)
@@ -63,8 +46,7 @@ func (s *Store) ExportNotices(ctx context.Context, q notice.SearchQuery, max int
 
 // export is an open export of the Elasticsearch store.
 type export struct {
-	s     *Store
-	pit   string
+	pit   *pointInTime
 	query obj
 	order []obj
 	total int64
@@ -72,26 +54,14 @@ type export struct {
 	after []any
 }
 
-// search runs body with the export's query and sort in its point in time,
-// keeping the point in time's id current (Elasticsearch may renew it).
+// search runs body with the export's query and sort in its point in time.
 func (e *export) search(ctx context.Context, body obj) (*searchAnswer, error) {
 	body["query"], body["sort"] = e.query, e.order
-	body["pit"] = obj{"id": e.pit, "keep_alive": pitKeepAlive}
 	path := "/_search"
 	if len(e.order) > 0 && e.order[0]["_score"] != nil {
 		path += "?search_type=dfs_query_then_fetch"
 	}
-	var ans struct {
-		searchAnswer
-		PitID string `json:"pit_id"`
-	}
-	if err := e.s.searchRead(ctx, path, body, &ans); err != nil {
-		return nil, err
-	}
-	if ans.PitID != "" {
-		e.pit = ans.PitID
-	}
-	return &ans.searchAnswer, nil
+	return e.pit.search(ctx, path, body)
 }
 
 func (e *export) Total() int64 { return e.total }
@@ -126,6 +96,4 @@ func (e *export) Next(ctx context.Context) ([]notice.Notice, error) {
 }
 
 // Close closes the point in time.
-func (e *export) Close() error {
-	return e.s.do(context.Background(), e.s.cfg.Timeout, http.MethodDelete, "/_pit", obj{"id": e.pit}, nil)
-}
+func (e *export) Close() error { return e.pit.close() }

@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -93,4 +94,100 @@ func sortInt(v any) (int64, error) {
 	default:
 		return 0, fmt.Errorf("elastic: unexpected sort value %v (%T)", v, v)
 	}
+}
+
+// summaryFields are the fields of a notice the Redis store's screen copy
+// keeps (publog.EncodeSummary): the only part of _source NoticeSummaries
+// reads.
+var summaryFields = []string{"notice.id", "notice.notice_seq", "notice.published_date", "notice.published_at",
+	"notice.notice_type", "notice.notice_code", "notice.notice_purpose", "notice.appointment_type",
+	"notice.state", "notice.status", "notice.acn", "notice.abn", "notice.company_name"}
+
+// summaryPage is how many notices one step of NoticeSummaries reads (a
+// variable so a test can cross pages on a few notices).
+var summaryPage = 10000
+
+// summaryAnswer is a page of NoticeSummaries, decoded in one pass.
+type summaryAnswer struct {
+	shardStatus
+	pitField
+	Hits struct {
+		Hits []struct {
+			Source struct {
+				Notice notice.Notice `json:"notice"`
+			} `json:"_source"`
+			Sort []any `json:"sort"`
+		} `json:"hits"`
+	} `json:"hits"`
+}
+
+// NoticeSummaries calls fn with every notice whose notice_seq is at most
+// through, ascending by seq, each holding only the fields of a screen
+// summary (id, seq, dates, type, code, purpose, appointment type, state,
+// status, acn, abn, company name): the load of the Redis store's screen
+// copy. It reads one point in time, paged with search_after on
+// notice_seq, so a notice written meanwhile is seen whole or not at all.
+// The notice fn is given is reused: fn must copy what it keeps.
+func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*notice.Notice) error) error {
+	pit, err := s.openPIT(ctx, "the screen copy's load")
+	if err != nil {
+		return err
+	}
+	defer pit.close()
+	query := obj{"range": obj{"notice_seq": obj{"lte": through}}}
+	var after []any
+	for {
+		body := obj{"query": query, "sort": sortSeqAsc, "size": summaryPage, "track_total_hits": false, "_source": summaryFields}
+		if after != nil {
+			body["search_after"] = after
+		}
+		var ans summaryAnswer
+		if err := pit.searchInto(ctx, "/_search", body, &ans); err != nil {
+			return err
+		}
+		hs := ans.Hits.Hits
+		for i := range hs {
+			if err := fn(&hs[i].Source.Notice); err != nil {
+				return err
+			}
+		}
+		if len(hs) < summaryPage {
+			return nil
+		}
+		after = hs[len(hs)-1].Sort
+	}
+}
+
+// CarriedIdentifiers returns which of ids (ACN or ABN values) some stored
+// notice carries as its acn or abn: one terms aggregation on each field
+// per seqChunk identifiers.
+func (s *Store) CarriedIdentifiers(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool)
+	for start := 0; start < len(ids); start += seqChunk {
+		part := ids[start:min(start+seqChunk, len(ids))]
+		agg := func(field string) obj {
+			return obj{"terms": obj{"field": field, "include": part, "size": len(part)}}
+		}
+		body := obj{"size": 0, "track_total_hits": false,
+			"query": obj{"bool": obj{"should": []obj{{"terms": obj{"acn": part}}, {"terms": obj{"abn": part}}}, "minimum_should_match": 1}},
+			"aggs":  obj{"acn": agg("acn"), "abn": agg("abn")}}
+		ans, err := s.search(ctx, s.Alias(mappings.Notices), body)
+		if err != nil {
+			return nil, err
+		}
+		for _, field := range []string{"acn", "abn"} {
+			var a struct {
+				Buckets []struct {
+					Key string `json:"key"`
+				} `json:"buckets"`
+			}
+			if err := json.Unmarshal(ans.Aggregations[field], &a); err != nil {
+				return nil, fmt.Errorf("elastic: carried identifiers: decode the %s aggregation: %w", field, err)
+			}
+			for _, b := range a.Buckets {
+				out[b.Key] = true
+			}
+		}
+	}
+	return out, nil
 }

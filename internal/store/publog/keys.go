@@ -2,12 +2,9 @@ package publog
 
 // Keys are the Redis keys of one namespace's write path, built here and
 // nowhere else. The writer's own keys share the hash tag {<ns>}, so the
-// scripts that touch them run in one slot on a Redis Cluster. Notice,
-// Summary and Change are the bulk screen's identifier lists and notice
-// summaries (read by the Redis store's screen), which the publish script
-// keeps in the same step as the log; Old* are the keys the fenced writer
-// of earlier versions kept its counters in, read once when the namespace's
-// counters are first made.
+// scripts that touch them run in one slot on a Redis Cluster. Old* are
+// the keys the fenced writer of earlier versions kept its counters in,
+// read once when the namespace's counters are first made.
 type Keys struct {
 	// Writer is the writer lease: "<token>|<who>", with a time to live.
 	Writer string
@@ -39,9 +36,6 @@ type Keys struct {
 	// through: every notice at or below it was matched.
 	MatchThrough string
 
-	// NoticeIdx and Summary are the screen's identifier lists and summaries.
-	NoticeIdx, Summary string
-
 	// OldSeq, OldWatermark and OldVersion are the counters of the fenced
 	// writer this one replaced.
 	OldSeq, OldWatermark, OldVersion string
@@ -62,8 +56,6 @@ func KeysFor(ns string) Keys {
 		Version:      tag + "dv",
 		MatchAt:      tag + "match:at",
 		MatchThrough: tag + "match:through",
-		NoticeIdx:    ns + ":nidx",
-		Summary:      ns + ":nsum",
 		OldSeq:       ns + ":arrival:seq",
 		OldWatermark: ns + ":arrival:watermark",
 		OldVersion:   ns + ":arrival:dv",

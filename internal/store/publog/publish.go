@@ -29,46 +29,19 @@ const publishChunk = 500
 
 // publishScript publishes one chunk while this writer holds the lease
 // under its epoch. KEYS writer, epoch, published, log, trimmed, dirty,
-// version, nidx, nsum, match cursor; ARGV value, epoch, through (the seq published up
-// to), final (1: the batch's last chunk), retention (ms), then groups of
-// (kind, seq, summary, acn, abn), acn and abn "" when absent. Per notice:
-// its acn and abn lists in nidx gain its seq (an amended notice whose acn
-// or abn changed leaves the old value's list), nsum keeps its summary, and
-// the log gains an entry {k: kind, s: summary}. Then published rises to
-// through; the final chunk clears dirty, raises the data version and trims
-// the log to the retention, but never past the match cursor (an entry is
-// kept until arrival matching has committed it), keeping in trimmed the id
-// of the last entry trimmed away. It returns 1, or 0 when the lease is not this
-// writer's (nothing written).
+// version, match cursor; ARGV value, epoch, through (the seq published
+// up to), final (1: the batch's last chunk), retention (ms), then groups
+// of (kind, summary). Per notice the log gains an entry {k: kind, s:
+// summary}. Then published rises to through; the final chunk clears
+// dirty, raises the data version and trims the log to the retention, but
+// never past the match cursor (an entry is kept until arrival matching
+// has committed it), keeping in trimmed the id of the last entry trimmed
+// away. It returns 1, or 0 when the lease is not this writer's (nothing
+// written).
 var publishScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] or redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
-local function has(list, seq) return string.find(',' .. list .. ',', ',' .. seq .. ',', 1, true) end
-local function drop(v, seq)
-  local cur = redis.call('HGET', KEYS[8], v)
-  if not cur then return end
-  local keep = {}
-  for s in string.gmatch(cur, '[^,]+') do if s ~= seq then keep[#keep + 1] = s end end
-  if #keep == 0 then redis.call('HDEL', KEYS[8], v) else redis.call('HSET', KEYS[8], v, table.concat(keep, ',')) end
-end
-local function add(v, seq)
-  local cur = redis.call('HGET', KEYS[8], v)
-  if not cur then redis.call('HSET', KEYS[8], v, seq)
-  elseif not has(cur, seq) then redis.call('HSET', KEYS[8], v, cur .. ',' .. seq) end
-end
-for i = 6, #ARGV, 5 do
-  local kind, seq, sum, acn, abn = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
-  local old = redis.call('HGET', KEYS[9], seq)
-  if old then
-    local f = {}
-    for x in string.gmatch(old .. '\31', '([^\31]*)\31') do f[#f + 1] = x end
-    for _, v in ipairs({f[11], f[12]}) do
-      if v and v ~= '' and v ~= acn and v ~= abn then drop(v, seq) end
-    end
-  end
-  if acn ~= '' then add(acn, seq) end
-  if abn ~= '' then add(abn, seq) end
-  redis.call('HSET', KEYS[9], seq, sum)
-  redis.call('XADD', KEYS[4], '*', 'k', kind, 's', sum)
+for i = 6, #ARGV, 2 do
+  redis.call('XADD', KEYS[4], '*', 'k', ARGV[i], 's', ARGV[i + 1])
 end
 if tonumber(ARGV[3]) > tonumber(redis.call('GET', KEYS[3]) or '0') then redis.call('SET', KEYS[3], ARGV[3]) end
 if ARGV[4] == '1' then
@@ -76,7 +49,7 @@ if ARGV[4] == '1' then
   redis.call('INCR', KEYS[7])
   local t = redis.call('TIME')
   local min = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[5])) .. '-0'
-  local at = redis.call('GET', KEYS[10]) or '0-0'
+  local at = redis.call('GET', KEYS[8]) or '0-0'
   local am, an = string.match(at, '^(%d+)-?(%d*)$')
   local mm = string.match(min, '^(%d+)')
   if tonumber(am) < tonumber(mm) then min = am .. '-' .. (tonumber(an ~= '' and an or '0') + 1) end
@@ -100,7 +73,7 @@ func (le *Lease) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, 
 		return fmt.Errorf("publog: publish %d notices with %d kinds", len(ns), len(kinds))
 	}
 	k := le.log.keys
-	keys := []string{k.Writer, k.Epoch, k.Published, k.Log, k.Trimmed, k.Dirty, k.Version, k.NoticeIdx, k.Summary, k.MatchAt}
+	keys := []string{k.Writer, k.Epoch, k.Published, k.Log, k.Trimmed, k.Dirty, k.Version, k.MatchAt}
 	for lo := 0; lo == 0 || lo < len(ns); lo += publishChunk {
 		hi := min(lo+publishChunk, len(ns))
 		final := "0"
@@ -108,15 +81,14 @@ func (le *Lease) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, 
 			final = "1"
 		}
 		upTo := int64(0)
-		args := make([]any, 0, 5+5*(hi-lo))
+		args := make([]any, 0, 5+2*(hi-lo))
 		args = append(args, le.value, le.Epoch, nil, final, le.log.opt.Retention.Milliseconds())
 		for i := lo; i < hi; i++ {
 			n := &ns[i]
 			if n.Seq <= 0 {
 				return fmt.Errorf("publog: publish notice %s: it has no notice_seq", n.ID)
 			}
-			id := Idents(n)
-			args = append(args, string(kinds[i]), n.Seq, EncodeSummary(n), id[0], id[1])
+			args = append(args, string(kinds[i]), EncodeSummary(n))
 			if kinds[i] == KindNew {
 				upTo = max(upTo, n.Seq)
 			}

@@ -8,12 +8,14 @@ import (
 	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
-// noticeCopy is a replica's copy of nsum (seq -> summary) with the index
-// nidx derives from it: which seqs carry each ACN or ABN value. The
+// noticeCopy is a replica's copy of the published notices' summaries
+// (seq -> summary) with an index of them by identifier: which seqs carry
+// each ACN or ABN value. It is loaded from the notice source
+// (NoticeSource.NoticeSummaries) and follows the publish log. The
 // summaries are kept encoded in a slab (summarySlab), without a string or
 // pointer per notice. The index is kept as a function of the summaries
-// (apply removes a seq from the values of its old summary and adds it to
-// those of the new), so applying a seq's current summary again, in any
+// (put removes a seq from the values of its old summary and adds it to
+// those of the new), so putting a seq's current summary again, in any
 // order, leaves it exact.
 type noticeCopy struct {
 	sums summarySlab
@@ -25,9 +27,32 @@ func newNoticeCopy() *noticeCopy {
 	return &noticeCopy{post: newPostings()}
 }
 
-// apply sets seq's summary (as encodeSummary writes it; "" removes it).
-// An unreadable summary removes the seq, as Redis's would fail to decode.
+// apply sets seq's summary (as publog.EncodeSummary writes it; "" removes
+// it). An unreadable summary removes the seq.
 func (n *noticeCopy) apply(seq int64, sum string) {
+	var dec notice.Notice
+	var ptrs [3]string
+	if sum == "" || publog.DecodeSummaryInto(sum, &dec, &ptrs) != nil {
+		n.remove(seq)
+		return
+	}
+	n.put(seq, &dec)
+}
+
+// put sets seq's summary to the summary fields of notice dec (kept
+// encoded: dec is not retained).
+func (n *noticeCopy) put(seq int64, dec *notice.Notice) {
+	n.remove(seq)
+	for _, v := range publog.Idents(dec) {
+		if v != "" {
+			n.post.add(v, seq)
+		}
+	}
+	n.sums.put(seq, dec)
+}
+
+// remove drops seq's summary and its index entries, if any.
+func (n *noticeCopy) remove(seq int64) {
 	if old, ok := n.sums.idents(seq); ok {
 		for _, v := range old {
 			if v != "" {
@@ -36,20 +61,6 @@ func (n *noticeCopy) apply(seq int64, sum string) {
 		}
 		n.sums.remove(seq)
 	}
-	if sum == "" {
-		return
-	}
-	var dec notice.Notice
-	var ptrs [3]string
-	if publog.DecodeSummaryInto(sum, &dec, &ptrs) != nil {
-		return
-	}
-	for _, v := range publog.Idents(&dec) {
-		if v != "" {
-			n.post.add(v, seq)
-		}
-	}
-	n.sums.put(seq, &dec)
 }
 
 // postings maps an identifier value to the seqs carrying it. A 9- or

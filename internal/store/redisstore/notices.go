@@ -8,17 +8,10 @@ import (
 	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
-// The notice side of the bulk screen, kept by the publish script (package
-// publog) in the step that publishes each notice:
-//
-//	nidx     hash acn or abn value -> the comma-joined seqs of the notices
-//	         carrying it
-//	nsum     hash seq -> the notice's summary (publog.EncodeSummary): what
-//	         the screen's filters and its latest_notice need
-//
-// A screen reads nidx and nsum with a few HMGETs of 10,000 fields each, or
-// answers from the replica's in-memory copy (screencopy.go), which follows
-// the publish log.
+// Redis keeps nothing per notice for the bulk screen: the publish script
+// (package publog) appends each published notice's summary to the publish
+// log, and each replica's screen copy (screencopy.go) loads the summaries
+// from the notice source and then follows the log.
 
 // PublishStored publishes notices a notice store has stored (seqs set) but
 // does not publish itself, under the writer lease, as new notices: for a

@@ -3,14 +3,11 @@ package redisstore
 import (
 	"context"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
-	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/matcher"
 )
@@ -18,53 +15,23 @@ import (
 // Screen is the bulk screen of POST /v1/match, with the embedded store's
 // semantics (see sqlite.Store.Screen): each normalised, distinct
 // identifier lands in Matched, Unmatched or Unresolved, in the order
-// given. With the replica's in-memory copy (Options.ScreenCopy) loaded and
-// current it costs one round trip (screencopy.go); otherwise it costs three
-// pipelined round trips whatever the number of identifiers (HMGETs of the
-// register, of nidx and of nsum). Filters are applied to the summaries
-// with package matcher's semantics; a q needs the notices' text, so the
-// candidates passing the other filters are read from the NoticeSource and
-// matched there.
+// given. The notices come from the replica's in-memory copy
+// (screencopy.go: loaded from the notice source, following the publish
+// log; a screen that finds it not loaded waits for its load); the
+// register from the copy too when it holds a current one
+// (Options.ScreenCopy: one round trip to Redis), else from Redis
+// (registerLookups: the generation, then one pipelined round trip
+// whatever the number of identifiers). Filters are applied to the
+// summaries with package matcher's semantics; a q needs the notices'
+// text, so the candidates passing the other filters are read from the
+// NoticeSource and matched there.
 func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
 	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}}
 	res.Counts.Submitted = len(ids)
 	if len(ids) == 0 {
 		return res, nil
 	}
-	if s.screenCopy != nil {
-		done, err := s.screenCopy.screen(ctx, ids, f, &res)
-		if done || err != nil {
-			return res, err
-		}
-	}
-	found, err := s.screenLookups(ctx, ids)
-	if err != nil {
-		return res, err
-	}
-	err = s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
-		fields := make([]string, len(seqs))
-		for i, q := range seqs {
-			fields[i] = strconv.FormatInt(q, 10)
-		}
-		raw, err := s.hmget(ctx, s.key("nsum"), fields) // round trip 3: the summaries
-		if err != nil {
-			return err
-		}
-		for i, sum := range raw {
-			if sum == "" {
-				continue
-			}
-			if err := publog.DecodeSummaryInto(sum, &into[i], &ptrs[i]); err != nil {
-				return err
-			}
-			have[i] = true
-		}
-		return nil
-	}, &res)
-	if err != nil {
-		return res, err
-	}
-	return res, s.fillRegisterNames(ctx, found, &res)
+	return res, s.screenCopy.screen(ctx, ids, f, &res)
 }
 
 // screenItem is what a screen found of one identifier.
@@ -75,12 +42,14 @@ type screenItem struct {
 	own, theirs []int64 // seqs of the notices carrying self / others
 }
 
-// screenLookups finds each identifier's register counterparts and notices
-// in Redis: two pipelined round trips.
-func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem, error) {
+// registerLookups finds each identifier's register counterparts in Redis,
+// in one pipelined round trip: the items without their notices, and for
+// each the values whose notices count as its counterparts' (an ACN's
+// register ABNs, an ABN's register ACNs).
+func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]screenItem, [][]string, error) {
 	reg, err := s.currentRegister(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var acns, abns []string
 	for _, id := range ids {
@@ -90,28 +59,24 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 			abns = append(abns, id.Value)
 		}
 	}
-	// Round trip 1: the register and the identifiers' own notices.
 	var (
 		companies func() []regCompany
 		acnsOf    func() [][]string
-		ownOf     func() []string
 	)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		companies = reg.queueCompanies(ctx, p, acns)
 		acnsOf = reg.queueACNsOf(ctx, p, abns)
-		ownOf = queueHMGet(ctx, p, s.key("nidx"), values(ids))
 		return nil
 	})
 	if err != nil {
-		return nil, s.fail("look up identifiers", err)
+		return nil, nil, s.fail("look up identifiers", err)
 	}
-	cos, abnACN, own := companies(), acnsOf(), ownOf()
+	cos, abnACN := companies(), acnsOf()
 	found := make([]screenItem, len(ids))
-	counterparts := make([][]string, len(ids)) // the register ABNs of an ACN, or ACNs of an ABN
-	var others []string
+	counterparts := make([][]string, len(ids))
 	ai, bi := 0, 0
 	for i, id := range ids {
-		o := screenItem{self: id.Value, own: parseSeqs(own[i], nil)}
+		o := screenItem{self: id.Value}
 		if id.Kind == ident.ACN {
 			counterparts[i] = cos[ai].abns
 			o.acn, o.inRegister = id.Value, cos[ai].named
@@ -122,26 +87,9 @@ func (s *Store) screenLookups(ctx context.Context, ids []ident.ID) ([]screenItem
 			o.inRegister = o.acn != ""
 			bi++
 		}
-		others = append(others, counterparts[i]...)
 		found[i] = o
 	}
-	// Round trip 2: the counterparts' notices.
-	theirs, err := s.hmget(ctx, s.key("nidx"), others)
-	if err != nil {
-		return nil, err
-	}
-	oi := 0
-	for i := range found {
-		o := &found[i]
-		for range counterparts[i] {
-			o.theirs = parseSeqs(theirs[oi], o.theirs)
-			oi++
-		}
-		if len(counterparts[i]) > 1 {
-			o.theirs = sortedSet(o.theirs)
-		}
-	}
-	return found, nil
+	return found, counterparts, nil
 }
 
 // fillRegisterNames puts in each match of res (in the order of found) the
@@ -338,28 +286,4 @@ func matchOf(id ident.ID, acn string, count int, latest *summaryLatest, strs *[]
 		m.CompanyName = point(name)
 	}
 	return m
-}
-
-// parseSeqs appends the seqs of a comma-joined list to buf.
-func parseSeqs(list string, buf []int64) []int64 {
-	for list != "" {
-		q := list
-		if i := strings.IndexByte(list, ','); i >= 0 {
-			q, list = list[:i], list[i+1:]
-		} else {
-			list = ""
-		}
-		if n, err := strconv.ParseInt(q, 10, 64); err == nil {
-			buf = append(buf, n)
-		}
-	}
-	return buf
-}
-
-func values(ids []ident.ID) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = id.Value
-	}
-	return out
 }

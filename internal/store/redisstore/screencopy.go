@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/publog"
@@ -21,30 +22,36 @@ import (
 	"github.com/noticesd/noticesd/matcher"
 )
 
-// ScreenCopy is a replica's in-memory copy of what the bulk screen reads
-// (Options.ScreenCopy): the current register generation (regCopy) and the
-// notice summaries of nsum with an index of them by identifier
-// (noticeCopy). With it a screen of 50,000 identifiers costs one round
-// trip to Redis instead of HMGETs of about 150,000 fields.
+// ScreenCopy is a replica's in-memory copy of what the bulk screen reads:
+// the published notices' summaries with an index of them by identifier
+// (noticeCopy), always, and with Options.ScreenCopy (NOTICES_SCREEN_COPY)
+// the current register generation (regCopy). Redis keeps no copy of the
+// notices: the notice copy is loaded from the notice source
+// (NoticeSource.NoticeSummaries: Elasticsearch, one point in time) and
+// then follows the publish log (package publog: the publish script
+// appends one entry per notice, with its summary). With the register copy
+// too a screen of 50,000 identifiers costs one round trip to Redis.
 //
 // Freshness is exact. Each screen first reads, in one pipeline, the
-// register generation (reg:v) and the change log past the copy's position
-// (the publish log, package publog: the publish script appends one entry
-// per notice, with its summary, in the step that writes nsum). New
-// entries are applied before the screen runs, so a screen that starts
-// after a publish sees its notices. A register generation other than the
-// copy's, a publish log trimmed past the copy's position
-// (NOTICES_PUBLISH_LOG_RETENTION), or a copy not yet loaded make the
-// screen read Redis as before (Store.screenLookups) while the copy reloads
-// in the background; a new register is built aside and swapped in whole,
-// so no screen mixes two generations.
+// register generation (reg:v) and the publish log past the copy's
+// position; new entries are applied before the screen runs, so a screen
+// that starts after a publish sees its notices. A notice copy not loaded
+// yet, or behind a publish log trimmed past its position
+// (NOTICES_PUBLISH_LOG_RETENTION), is loaded again by the screen that
+// finds it so, which waits for the load (within its context; one load at
+// a time, which every waiting screen shares). A register copy of another
+// generation, or none, makes the screen read the register from Redis
+// (Store.registerLookups) while the copy reloads in the background; a new
+// register is built aside and swapped in whole, so no screen mixes two
+// generations.
 //
 // Start loads the copy in the background and keeps it near the head of
-// the change log (every second), so screens rarely apply more than a few
+// the publish log (every second), so screens rarely apply more than a few
 // entries; Shutdown stops it.
 type ScreenCopy struct {
-	s    *Store
-	wait bool // Options.ScreenCopyWait
+	s       *Store
+	keepReg bool // Options.ScreenCopy: hold the register too
+	wait    bool // Options.ScreenCopyWait
 
 	reg atomic.Pointer[regCopy]
 
@@ -54,24 +61,24 @@ type ScreenCopy struct {
 	mu     sync.RWMutex
 	n      *noticeCopy // nil: not loaded, or behind a trimmed change log
 
-	loadMu sync.Mutex // one load at a time
-	kick   chan struct{}
-	stop   context.CancelFunc
-	done   chan struct{}
+	loading chan struct{} // holds a token while a load runs: one at a time
+	kick    chan struct{}
+	stop    context.CancelFunc
+	done    chan struct{}
 
-	// fromCopy and fromRedis count the screens answered each way; loads
-	// counts the notice copy's loads, behind the times it found itself
-	// behind the publish log's retention (and dropped itself to reload).
+	// fromCopy and fromRedis count the screens answered with the register
+	// from the copy and from Redis; loads counts the notice copy's loads,
+	// behind the times it found itself behind the publish log's retention
+	// (and dropped itself to reload).
 	fromCopy, fromRedis atomic.Int64
 	loads, behind       atomic.Int64
 }
 
-func newScreenCopy(s *Store, wait bool) *ScreenCopy {
-	return &ScreenCopy{s: s, wait: wait, kick: make(chan struct{}, 1)}
+func newScreenCopy(s *Store, keepReg, wait bool) *ScreenCopy {
+	return &ScreenCopy{s: s, keepReg: keepReg, wait: wait, loading: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 }
 
-// ScreenCopy returns the store's in-memory screen copy, nil unless
-// Options.ScreenCopy was set.
+// ScreenCopy returns the store's in-memory screen copy.
 func (s *Store) ScreenCopy() *ScreenCopy { return s.screenCopy }
 
 // refreshEvery is how often a started copy follows the change log and the
@@ -79,7 +86,8 @@ func (s *Store) ScreenCopy() *ScreenCopy { return s.screenCopy }
 const refreshEvery = time.Second
 
 // Start loads the copy in the background and keeps it fresh until
-// Shutdown. Screens read Redis until the copy is loaded.
+// Shutdown. Screens read the register from Redis until it is loaded, and
+// wait for the notices' load.
 func (c *ScreenCopy) Start(ctx context.Context) error {
 	ctx, c.stop = context.WithCancel(context.WithoutCancel(ctx))
 	c.done = make(chan struct{})
@@ -115,8 +123,9 @@ func (c *ScreenCopy) Shutdown(ctx context.Context) error {
 	}
 }
 
-// Counts returns how many screens the copy answered and how many read
-// Redis instead (not loaded, or behind).
+// Counts returns how many screens read the register from the copy and how
+// many read it from Redis instead (not loaded, another generation, or
+// NOTICES_SCREEN_COPY off).
 func (c *ScreenCopy) Counts() (fromCopy, fromRedis int64) {
 	return c.fromCopy.Load(), c.fromRedis.Load()
 }
@@ -128,12 +137,28 @@ func (c *ScreenCopy) Loads() (loads, behind int64) {
 	return c.loads.Load(), c.behind.Load()
 }
 
+// lockLoad takes the load token, waiting within ctx while another load
+// runs.
+func (c *ScreenCopy) lockLoad(ctx context.Context) error {
+	select {
+	case c.loading <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return c.s.fail("wait for the screen copy's load", ctx.Err())
+	}
+}
+
+func (c *ScreenCopy) unlockLoad() { <-c.loading }
+
 // refresh brings the copy up to date: it follows the change log (or
-// reloads the notices when the copy is behind a trimmed log) and loads
-// the current register generation when the copy has another.
+// reloads the notices when the copy is behind a trimmed log) and, when it
+// keeps the register, loads the current register generation when the
+// copy has another.
 func (c *ScreenCopy) refresh(ctx context.Context) error {
-	c.loadMu.Lock()
-	defer c.loadMu.Unlock()
+	if err := c.lockLoad(ctx); err != nil {
+		return err
+	}
+	defer c.unlockLoad()
 	for try := 0; try < 3; try++ {
 		regV, n, err := c.sync(ctx)
 		if err != nil {
@@ -145,6 +170,9 @@ func (c *ScreenCopy) refresh(ctx context.Context) error {
 			}
 			continue
 		}
+		if !c.keepReg {
+			return nil
+		}
 		if r := c.reg.Load(); r != nil && r.v == regV {
 			return nil
 		}
@@ -155,43 +183,129 @@ func (c *ScreenCopy) refresh(ctx context.Context) error {
 	return nil
 }
 
-// screen answers a screen from the copy into res when the copy is
-// current; done is false when the caller must read Redis instead.
-func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter, res *watch.ScreenResult) (done bool, err error) {
-	regV, synced, err := c.sync(ctx)
+// maxLoads is the most times one screen loads the notice copy (or finds
+// it swapped under it) before it gives up.
+const maxLoads = 3
+
+// notices brings the notice copy up to date and returns it with the
+// register generation, first loading it (and waiting within ctx) when
+// there is none or it is behind a trimmed publish log.
+func (c *ScreenCopy) notices(ctx context.Context) (regV string, n *noticeCopy, err error) {
+	for try := 0; ; try++ {
+		if regV, n, err = c.sync(ctx); err != nil || n != nil {
+			return regV, n, err
+		}
+		if try == maxLoads {
+			return "", nil, errs.New(errs.BackendUnavailable, "the bulk screen's copy of the notices fell behind the publish log's retention (NOTICES_PUBLISH_LOG_RETENTION) during each of its last %d loads; retry shortly, and if this persists raise the retention above a load's duration", maxLoads)
+		}
+		if err := c.lockLoad(ctx); err != nil {
+			return "", nil, err
+		}
+		c.mu.RLock()
+		loaded := c.n != nil
+		c.mu.RUnlock()
+		if !loaded {
+			err = c.loadNotices(ctx)
+		}
+		c.unlockLoad()
+		if err != nil {
+			return "", nil, err
+		}
+	}
+}
+
+// readLock takes the copy's read lock and returns its release, which may
+// be called again (only the first call releases).
+func (c *ScreenCopy) readLock() (unlock func()) {
+	c.mu.RLock()
+	var once sync.Once
+	return func() { once.Do(c.mu.RUnlock) }
+}
+
+// screen answers a screen from the copy into res: the notices from the
+// notice copy (loaded first when it is not), the register from the
+// register copy when it is current, else from Redis.
+func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter, res *watch.ScreenResult) error {
+	for try := 0; ; try++ {
+		regV, synced, err := c.notices(ctx)
+		if err != nil {
+			return err
+		}
+		reg := c.reg.Load()
+		if c.keepReg && (reg == nil || reg.v != regV) {
+			if c.wait {
+				if err := c.refresh(ctx); err != nil {
+					return err
+				}
+				if regV, synced, err = c.notices(ctx); err != nil {
+					return err
+				}
+				reg = c.reg.Load()
+			} else {
+				c.wake()
+			}
+		}
+		var done bool
+		if c.keepReg && reg != nil && reg.v == regV {
+			done, err = c.screenCopy(ctx, ids, f, reg, synced, res)
+		} else {
+			done, err = c.screenRedisRegister(ctx, ids, f, synced, res)
+		}
+		if done || err != nil {
+			return err
+		}
+		if try == maxLoads {
+			return errs.New(errs.BackendUnavailable, "the bulk screen's copy of the notices was reloaded during each of the last %d tries of this screen; retry shortly", maxLoads)
+		}
+	}
+}
+
+// screenRedisRegister answers a screen with the register read from Redis
+// (Store.registerLookups) and the notices from synced; done is false,
+// with res untouched, when synced was dropped or replaced meanwhile.
+func (c *ScreenCopy) screenRedisRegister(ctx context.Context, ids []ident.ID, f notice.Filter, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
+	found, counterparts, err := c.s.registerLookups(ctx, ids)
 	if err != nil {
 		return true, err
 	}
-	reg := c.reg.Load()
-	if synced == nil || reg == nil || reg.v != regV {
-		if !c.wait {
-			c.wake()
-			c.fromRedis.Add(1)
-			return false, nil
+	unlock := c.readLock()
+	defer unlock()
+	if c.n != synced {
+		return false, nil
+	}
+	for i := range found {
+		o := &found[i]
+		o.own = synced.post.get(o.self, nil)
+		for _, v := range counterparts[i] {
+			o.theirs = synced.post.get(v, o.theirs)
 		}
-		if err := c.refresh(ctx); err != nil {
-			return true, err
-		}
-		if regV, synced, err = c.sync(ctx); err != nil {
-			return true, err
-		}
-		if reg = c.reg.Load(); synced == nil || reg == nil || reg.v != regV {
-			c.fromRedis.Add(1)
-			return false, nil
+		if len(counterparts[i]) > 1 {
+			o.theirs = sortedSet(o.theirs)
 		}
 	}
-	c.mu.RLock()
-	locked := true
-	unlock := func() {
-		if locked {
-			locked = false
-			c.mu.RUnlock()
+	err = c.s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
+		for i, q := range seqs {
+			have[i] = synced.sums.decode(q, &into[i], &ptrs[i])
 		}
+		unlock() // a q filter reads the notice source next: not under the lock
+		return nil
+	}, res)
+	unlock()
+	if err != nil {
+		return true, err
 	}
+	c.fromRedis.Add(1)
+	return true, c.s.fillRegisterNames(ctx, found, res)
+}
+
+// screenCopy answers a screen wholly from the copy: the register copy reg
+// (current) and the notice copy n; done is false, with res untouched,
+// when n was dropped or replaced since it was brought up to date.
+func (c *ScreenCopy) screenCopy(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
+	unlock := c.readLock()
 	defer unlock()
 	n := c.n
-	if n != synced { // dropped or reloaded since it was brought up to date: read Redis
-		c.fromRedis.Add(1)
+	if n != synced {
 		return false, nil
 	}
 	items := make([]copyItem, len(ids))
@@ -527,6 +641,9 @@ func lookupAll(n int, each func(part, lo, hi int)) {
 // ABNs of every ACN involved and which identifiers notices carry come
 // from the copy; the rules are Store.expand's.
 func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, done bool, err error) {
+	if !c.keepReg {
+		return exp, false, nil
+	}
 	regV, synced, err := c.sync(ctx)
 	if err != nil {
 		return exp, true, err
@@ -688,30 +805,35 @@ func summarySeq(sum string) (int64, bool) {
 	return seq, err == nil
 }
 
-// scanCount is HSCAN's COUNT when a copy loads.
+// scanCount is HSCAN's COUNT when a register copy loads.
 const scanCount = 10000
 
-// loadNotices builds a new notice copy from nsum and swaps it in at the
-// publish log position read before the scan; the next sync brings it to
-// the head of the log before a screen uses it (a screen only uses the copy
-// its own sync brought up to date). Changes made while nsum is scanned are
-// in the log past that position, and applying a seq's current summary
-// again is harmless.
+// loadNotices builds a new notice copy from the notice source and swaps
+// it in at the publish log position read before the source is read; the
+// next sync brings it to the head of the log before a screen uses it (a
+// screen only uses the copy its own sync brought up to date). The source
+// is read up to the seq published when the position was read, so a
+// notice written but not yet published is left to its log entry; a
+// notice published while the source is read is in the log past that
+// position, and applying a seq's current summary again is harmless.
 func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 	s := c.s
 	head, err := s.log.Head(ctx)
 	if err != nil {
 		return err
 	}
-	fresh := newNoticeCopy()
-	fresh.last = head
-	err = hscan(ctx, s, s.key("nsum"), func(field, value string) {
-		if seq, err := strconv.ParseInt(field, 10, 64); err == nil {
-			fresh.apply(seq, value)
-		}
-	})
+	through, err := s.log.Published(ctx)
 	if err != nil {
 		return err
+	}
+	fresh := newNoticeCopy()
+	fresh.last = head
+	err = s.source.NoticeSummaries(ctx, through, func(n *notice.Notice) error {
+		fresh.put(n.Seq, n)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisstore: load the screen copy's notices: %w", err)
 	}
 	c.syncMu.Lock()
 	c.mu.Lock()

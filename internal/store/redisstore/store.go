@@ -41,6 +41,16 @@ type NoticeSource interface {
 	// (never more than MaxTerms keys per call); keys nil means every notice
 	// passing f.
 	MatchingSeqs(ctx context.Context, keys []string, f notice.Filter, after, through int64, limit int) ([]int64, error)
+	// NoticeSummaries calls fn with every notice whose notice_seq is at
+	// most through, ascending by seq, each holding at least the fields of
+	// its summary (publog.EncodeSummary), read from one view of the
+	// notices: the load of the screen copy (screencopy.go). The notice fn
+	// is given may be reused once fn returns.
+	NoticeSummaries(ctx context.Context, through int64, fn func(*notice.Notice) error) error
+	// CarriedIdentifiers returns which of ids (ACN or ABN values) some
+	// stored notice carries as its acn or abn (watch creation's "on a
+	// notice now").
+	CarriedIdentifiers(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
 // MaxTerms is the most identifiers the store passes to one
@@ -61,8 +71,9 @@ type Store struct {
 	matchOnRead bool
 	filters     filterCache
 	secrets     *secretbox.Box
-	// screenCopy is the replica's in-memory copy of what the bulk screen reads
-	// (nil: every screen reads Redis).
+	// screenCopy is the replica's in-memory copy of what the bulk screen
+	// reads: the notice summaries always, the register with
+	// Options.ScreenCopy.
 	screenCopy *ScreenCopy
 	// log is the namespace's writer lease and publish log.
 	log *publog.Log
@@ -97,15 +108,18 @@ type Options struct {
 	// NoMatchOnRead stops Matches from matching pending arrivals itself
 	// before reading; then only workers (MatchArrivals) fill the logs.
 	NoMatchOnRead bool
-	// ScreenCopy keeps an in-memory copy of the register and the notice
-	// summaries the bulk screen reads (NOTICES_SCREEN_COPY), loaded by
-	// ScreenCopy().Start; until it is loaded, and whenever it is behind in
-	// a way one round trip cannot fix, screens read Redis.
+	// ScreenCopy keeps an in-memory copy of the register beside the
+	// notice summaries (NOTICES_SCREEN_COPY), loaded by
+	// ScreenCopy().Start; until it is loaded, and whenever it is of another
+	// register generation, screens read the register from Redis. The
+	// notice summaries are held whatever this says (Redis has no copy of
+	// them): a screen that finds them not loaded, or behind a trimmed
+	// publish log, loads them and waits.
 	ScreenCopy bool
-	// ScreenCopyWait makes a screen that finds the copy out of date (not
-	// loaded, a new register, a change log trimmed past it) reload it and
-	// wait, instead of answering from Redis. For tests and benchmarks,
-	// which must exercise the copy deterministically.
+	// ScreenCopyWait makes a screen that finds the register copy out of
+	// date (not loaded, a new register) reload it and wait, instead of
+	// reading the register from Redis. For tests and benchmarks, which
+	// must exercise the copy deterministically.
 	ScreenCopyWait bool
 	// Log is the namespace's writer lease and publish log (the one the
 	// notice store writes through); default publog.New with its defaults.
@@ -125,9 +139,7 @@ func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Opt
 	if s.log == nil {
 		s.log = publog.New(rdb, namespace, publog.Options{})
 	}
-	if o.ScreenCopy {
-		s.screenCopy = newScreenCopy(s, o.ScreenCopyWait)
-	}
+	s.screenCopy = newScreenCopy(s, o.ScreenCopy, o.ScreenCopyWait)
 	if s.plans == nil {
 		s.plans = account.DefaultPlans()
 	}

@@ -147,10 +147,12 @@ func storedIndexKeys(keys string, ixabn any) []string {
 	return indexKeysOf(splitList(keys), splitList(str(ixabn)))
 }
 
-// expand resolves normalised, distinct identifiers in a few pipelined
-// round trips.
+// expand resolves normalised, distinct identifiers: from the screen copy
+// when it holds a current register, else in a few pipelined round trips
+// to Redis beside one question to the notice source (which identifiers a
+// notice carries).
 func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
-	if s.screenCopy != nil && len(ids) > 0 {
+	if len(ids) > 0 {
 		if exp, done, err := s.screenCopy.expand(ctx, ids); done || err != nil {
 			return exp, err
 		}
@@ -168,23 +170,22 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 			abns = append(abns, v)
 		}
 	}
-	// The three lookups are independent: on two connections at once, so
-	// one's replies are decoded while Redis answers the other. On notices
-	// means carried by a notice now (nidx, as the embedded store and the
-	// screen copy count it).
-	var onNotices []string
-	nidxErr := make(chan error, 1)
+	// The three lookups are independent: the notice source's on two
+	// connections at once with Redis's. On notices means carried by a
+	// notice now (as the embedded store and the screen copy count it).
+	var onNotices map[string]bool
+	carriedErr := make(chan error, 1)
 	go func() {
 		var err error
-		onNotices, err = s.hmget(ctx, s.key("nidx"), ids)
-		nidxErr <- err
+		onNotices, err = s.source.CarriedIdentifiers(ctx, ids)
+		carriedErr <- err
 	}()
 	cos, err := reg.companies(ctx, acns)
 	var abnACNs [][]string
 	if err == nil {
 		abnACNs, err = reg.acnsOf(ctx, abns)
 	}
-	if err2 := <-nidxErr; err == nil {
+	if err2 := <-carriedErr; err == nil {
 		err = err2
 	}
 	if err != nil {
@@ -229,8 +230,8 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 		}
 	}
 	slices.Sort(exp.ixABNs)
-	for i, v := range ids {
-		if !known[v] && onNotices[i] == "" {
+	for _, v := range ids {
+		if !known[v] && !onNotices[v] {
 			exp.unresolved = append(exp.unresolved, v)
 		}
 	}

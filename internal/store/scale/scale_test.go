@@ -27,15 +27,21 @@ func openTest(t *testing.T) *Store { return openTB(t) }
 // openTB opens a scale store on the test servers in a fresh namespace.
 func openTB(t testing.TB) *Store {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Backend, cfg.ElasticsearchURL, cfg.RedisURL, cfg.Namespace = "scale",
-		testservers.Elasticsearch(t), testservers.Redis(t), testservers.Namespace(t)
-	st, err := Open(context.Background(), cfg, redisstore.Options{})
+	st, err := Open(context.Background(), testConfig(t), redisstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// testConfig is the scale configuration of the test servers, on a fresh
+// namespace.
+func testConfig(t testing.TB) config.Config {
+	cfg := config.Default()
+	cfg.Backend, cfg.ElasticsearchURL, cfg.RedisURL, cfg.Namespace = "scale",
+		testservers.Elasticsearch(t), testservers.Redis(t), testservers.Namespace(t)
+	return cfg
 }
 
 // both loads the same register rows and notices into w.

@@ -67,3 +67,60 @@ func (s *Store) MatchingSeqs(ctx context.Context, keys []string, f notice.Filter
 	return querySeqs(ctx, tx, "matching notices",
 		with+"SELECT n.seq FROM "+c.from()+where+" ORDER BY n.seq LIMIT ?", append(append(args, wargs...), limit))
 }
+
+// NoticeSummaries calls fn with every notice whose seq is at most
+// through, ascending by seq, read in pages of 1,000 (each in its own read
+// transaction). The notice fn is given is reused: fn must copy what it
+// keeps.
+func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*notice.Notice) error) error {
+	const page = 1000
+	for after := int64(0); ; {
+		tx, err := s.read.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("sqlite: read notices: %w", err)
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT "+noticeColumns+" FROM notices n WHERE n.seq > ? AND n.seq <= ? ORDER BY n.seq LIMIT ?", after, through, page)
+		if err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlite: read notices: %w", err)
+		}
+		ns, err := scanNotices(rows)
+		tx.Rollback()
+		if err != nil {
+			return fmt.Errorf("sqlite: read notices: %w", err)
+		}
+		for i := range ns {
+			if err := fn(&ns[i]); err != nil {
+				return err
+			}
+		}
+		if len(ns) < page {
+			return nil
+		}
+		after = ns[len(ns)-1].Seq
+	}
+}
+
+// CarriedIdentifiers returns which of ids (ACN or ABN values) some stored
+// notice carries as its acn or abn.
+func (s *Store) CarriedIdentifiers(ctx context.Context, ids []string) (map[string]bool, error) {
+	kj, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.read.QueryContext(ctx, `WITH keys(v) AS MATERIALIZED (SELECT value FROM json_each(?))
+		SELECT v FROM keys WHERE EXISTS (SELECT 1 FROM notices WHERE acn = keys.v) OR EXISTS (SELECT 1 FROM notices WHERE abn = keys.v)`, string(kj))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: carried identifiers: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("sqlite: carried identifiers: %w", err)
+		}
+		out[v] = true
+	}
+	return out, rows.Err()
+}
