@@ -51,23 +51,19 @@ type StoredWriter interface {
 // the error returned. Arrival matching follows what is published, amended
 // notices included (MatchArrivals).
 func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
-	var (
-		stored []notice.Notice
-		r      store.UpsertResult
-		err    error
-	)
 	if sw, ok := c.Notices.(StoredWriter); ok {
-		stored, r, err = sw.UpsertStored(ctx, batch)
-	} else {
-		// A notice store that does not publish: each notice is read back
-		// and published here.
-		r, err = c.Notices.UpsertNotices(ctx, batch)
-		if err == nil {
-			stored, err = c.readBack(ctx, batch)
-		}
-		if err == nil {
-			err = c.Redis.PublishStored(ctx, stored)
-		}
+		_, r, err := sw.UpsertStored(ctx, batch)
+		return r, err
+	}
+	// A notice store that does not publish: each notice is read back and
+	// published here.
+	r, err := c.Notices.UpsertNotices(ctx, batch)
+	if err != nil {
+		return r, err
+	}
+	stored, err := c.readBack(ctx, batch)
+	if err == nil {
+		err = c.Redis.PublishStored(ctx, stored)
 	}
 	return r, err
 }
