@@ -134,14 +134,15 @@ func (h *harness) startWith(name string, m *mailer.Mailer) *Scheduler {
 			h.t.Error(err)
 		}
 	})
-	h.startMatcher()
+	h.startMatcher(s.Wake)
 	return s
 }
 
 // startMatcher runs an arrival matcher until the test ends (stopped before
-// the schedulers started earlier).
-func (h *harness) startMatcher() {
-	m := &redisstore.ArrivalMatcher{Store: h.rs, Idle: 20 * time.Millisecond}
+// the schedulers started earlier), waking the pump with wake after each
+// round that matched, as noticesd worker wires them.
+func (h *harness) startMatcher(wake func()) {
+	m := &redisstore.ArrivalMatcher{Store: h.rs, Idle: 20 * time.Millisecond, Matched: wake}
 	m.Start(context.Background())
 	h.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
