@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 	"slices"
 	"testing"
@@ -89,15 +88,7 @@ func pendingByScan(t *testing.T, f fixture) []Ref {
 	}
 	var out []Ref
 	for _, wid := range ids {
-		recs, err := f.rdb.HVals(ctx, f.rs.key("dr", wid)).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, raw := range recs {
-			var r delivery.Record
-			if err := json.Unmarshal([]byte(raw), &r); err != nil {
-				t.Fatal(err)
-			}
+		for _, r := range recordsOf(t, f, wid) {
 			if r.Status == delivery.Pending && r.NextAttemptAt != nil {
 				out = append(out, Ref{WatchID: wid, DeliveryID: r.ID, NoticeSeq: r.NoticeSeq})
 			}

@@ -164,16 +164,24 @@ func deliveredPairs(t testing.TB, f fixture, watchIDs ...string) map[string]int 
 	t.Helper()
 	out := map[string]int{}
 	for _, id := range watchIDs {
-		recs, err := f.rdb.HGetAll(context.Background(), f.rs.key("dr", id)).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, raw := range recs {
-			var r delivery.Record
-			if err := json.Unmarshal([]byte(raw), &r); err != nil {
-				t.Fatal(err)
-			}
+		for _, r := range recordsOf(t, f, id) {
 			out[fmt.Sprint(id, "/", r.NoticeSeq)]++
+		}
+	}
+	return out
+}
+
+// recordsOf reads every delivery record of the watch.
+func recordsOf(t testing.TB, f fixture, watchID string) []delivery.Record {
+	t.Helper()
+	recs, err := f.rdb.HVals(context.Background(), f.rs.key("dr", watchID)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]delivery.Record, len(recs))
+	for i, raw := range recs {
+		if err := json.Unmarshal([]byte(raw), &out[i]); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return out
