@@ -9,7 +9,7 @@ import { parse, records, identifiers } from './csv.js';
 const SHOWN = 200;
 const MAX = 50000;
 
-let last = null; // the last answer, kept while the tab is open: { text, rows, columns, name }
+let last = null; // the last answer, kept while the tab is open: { text, rows, columns, name, body }
 
 // ANSWER are the columns of the service's CSV answer the table shows in its own way; any
 // other column of the answer (the uploaded file's own, kept beside) is shown as it is.
@@ -53,7 +53,20 @@ function resultPanel(res) {
   }
   const dl = h('button', { type: 'button', class: 'primary', id: 'download' }, 'Download result CSV');
   dl.addEventListener('click', () => download(res.name, res.text));
-  fill(out, h('div', { class: 'resulthead' }, h('h2', { id: 'res-title' }, 'Result'), dl),
+  // Excel (BOM) asks the service again with bom=1: the same answer starting with a UTF-8
+  // byte-order mark, so Excel reads company names with accents right.
+  const excel = h('button', { type: 'button', class: 'ghost', id: 'download-bom' }, 'Excel (BOM)');
+  excel.addEventListener('click', async () => {
+    excel.disabled = true;
+    try {
+      download(res.name, await api.postCSVBlob('/v1/match?bom=1', res.body));
+    } catch (e) {
+      say('Excel download failed: ' + (e.message || e));
+    } finally {
+      excel.disabled = false;
+    }
+  });
+  fill(out, h('div', { class: 'resulthead' }, h('h2', { id: 'res-title' }, 'Result'), h('div', { class: 'row' }, excel, dl)),
     h('dl', { class: 'counts' },
       h('div', { class: 'matched' }, h('dt', {}, 'Matched'), h('dd', { id: 'n-matched' }, fmt(n.matched))),
       h('div', { class: 'unmatched' }, h('dt', {}, 'Unmatched'), h('dd', { id: 'n-unmatched' }, fmt(n.unmatched))),
@@ -109,11 +122,12 @@ export async function screenView(box) {
     go.disabled = true;
     go.textContent = 'Screening…';
     try {
-      const csv = await api.postCSV('/v1/match', body.endsWith('\n') ? body : body + '\n');
+      const sent = body.endsWith('\n') ? body : body + '\n';
+      const csv = await api.postCSV('/v1/match', sent);
       const parsed = parse(csv);
       const rows = records(parsed);
       const base = loaded ? loaded.name.replace(/\.[^.]*$/, '') : 'screen';
-      last = { text: csv, rows, columns: parsed[0] || [], name: `${base}-result.csv` };
+      last = { text: csv, rows, columns: parsed[0] || [], name: `${base}-result.csv`, body: sent };
       fill(result, resultPanel(last));
       const n = summary(rows);
       say(`Screened ${fmt(rows.length)}: ${fmt(n.matched)} matched, ${fmt(n.unmatched)} unmatched, ${fmt(n.unresolved)} unresolved.`);
