@@ -13,7 +13,8 @@ let last = null; // the last answer, kept while the tab is open: { text, rows, c
 
 // ANSWER are the columns of the service's CSV answer the table shows in its own way; any
 // other column of the answer (the uploaded file's own, kept beside) is shown as it is.
-const ANSWER = ['identifier', 'result', 'acn', 'company_name', 'notice_count', 'latest_notice_id', 'latest_published_date', 'latest_notice_purpose'];
+const ANSWER = ['identifier', 'result', 'acn', 'company_name', 'notice_count', 'latest_notice_id', 'latest_published_date', 'latest_notice_purpose',
+  'insolvency', 'latest_insolvency_notice_id', 'latest_insolvency_published_date', 'latest_insolvency_notice_purpose', 'notice_purposes'];
 
 function summary(rows) {
   const n = { matched: 0, unmatched: 0, unresolved: 0 };
@@ -31,14 +32,15 @@ function resultPanel(res) {
     const own = res.columns.filter((c) => !ANSWER.includes(c));
     fill(table, h('div', { class: 'scrollx' }, h('table', { class: 'results', id: 'screen-table' },
       h('caption', { class: 'vh' }, 'Screen result'),
-      h('thead', {}, h('tr', {}, ['Identifier', ...own, 'Result', 'Company', 'Notices', 'Latest notice'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ['Identifier', ...own, 'Result', 'Company', 'Notices', 'Latest notice', 'Latest insolvency notice'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, list.slice(0, SHOWN).map((r) => h('tr', { class: 'r-' + r.result },
         h('td', { class: 'mono' }, r.identifier),
         own.map((c) => h('td', {}, r[c])),
         h('td', {}, h('span', { class: 'badge ' + r.result }, r.result)),
         h('td', {}, r.acn ? h('a', { href: '#/company/' + r.acn }, r.company_name || r.acn) : '—'),
         h('td', { class: 'num' }, r.notice_count || (r.result === 'unmatched' ? '0' : '—')),
-        h('td', {}, r.latest_notice_id ? `${r.latest_published_date} · ${r.latest_notice_purpose}` : '—')))))),
+        h('td', {}, r.latest_notice_id ? `${r.latest_published_date} · ${r.latest_notice_purpose}` : '—'),
+        h('td', {}, r.latest_insolvency_notice_id ? `${r.latest_insolvency_published_date} · ${r.latest_insolvency_notice_purpose}` : '—')))))),
     list.length > SHOWN ? h('p', { class: 'help' }, `Showing the first ${SHOWN} of ${fmt(list.length)}; the download has every row.`) : null);
   };
   const choice = h('div', { class: 'seg', role: 'radiogroup', 'aria-label': 'Show' });

@@ -10,13 +10,21 @@ type LatestNotice struct {
 	AppointmentType *string `json:"appointment_type"`
 }
 
-// Matched is one identifier of a bulk screen that has notices.
+// Matched is one identifier of a bulk screen that has notices. Its
+// notice fields are all over the same notices (those passing the
+// screen's filters): NoticeCount counts them, LatestNotice is the newest
+// of any purpose, LatestInsolvencyNotice the newest whose purpose is not
+// Deregistration (nil when there is none; Insolvency says whether there
+// is one), and NoticePurposes their distinct purposes, sorted.
 type Matched struct {
-	Identifier   string       `json:"identifier"`
-	ACN          *string      `json:"acn"`
-	CompanyName  *string      `json:"company_name"`
-	NoticeCount  int          `json:"notice_count"`
-	LatestNotice LatestNotice `json:"latest_notice"`
+	Identifier             string        `json:"identifier"`
+	ACN                    *string       `json:"acn"`
+	CompanyName            *string       `json:"company_name"`
+	NoticeCount            int           `json:"notice_count"`
+	LatestNotice           LatestNotice  `json:"latest_notice"`
+	Insolvency             bool          `json:"insolvency"`
+	LatestInsolvencyNotice *LatestNotice `json:"latest_insolvency_notice"`
+	NoticePurposes         []string      `json:"notice_purposes"`
 }
 
 // ScreenCounts counts the three disjoint lists of a bulk screen.

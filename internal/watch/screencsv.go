@@ -58,6 +58,34 @@ var screenColumns = []struct {
 	{"latest_notice_id", matchedCell(func(m *Matched) string { return m.LatestNotice.ID })},
 	{"latest_published_date", matchedCell(func(m *Matched) string { return m.LatestNotice.PublishedDate })},
 	{"latest_notice_purpose", matchedCell(func(m *Matched) string { return m.LatestNotice.NoticePurpose })},
+	{"insolvency", func(r screenRow) string {
+		switch {
+		case r.m != nil:
+			return strconv.FormatBool(r.m.Insolvency)
+		case r.result == resultUnmatched:
+			return "false"
+		}
+		return ""
+	}},
+	{"latest_insolvency_notice_id", insolvencyCell(func(n *LatestNotice) string { return n.ID })},
+	{"latest_insolvency_published_date", insolvencyCell(func(n *LatestNotice) string { return n.PublishedDate })},
+	{"latest_insolvency_notice_purpose", insolvencyCell(func(n *LatestNotice) string { return n.NoticePurpose })},
+	{"notice_purposes", matchedCell(func(m *Matched) string { return strings.Join(m.NoticePurposes, PurposeSeparator) })},
+}
+
+// PurposeSeparator joins a match's notice purposes in the notice_purposes
+// column of the CSV answer.
+const PurposeSeparator = "; "
+
+// insolvencyCell is a column whose cell is f of the match's latest
+// insolvency notice, empty unless matched with one.
+func insolvencyCell(f func(n *LatestNotice) string) func(r screenRow) string {
+	return matchedCell(func(m *Matched) string {
+		if m.LatestInsolvencyNotice == nil {
+			return ""
+		}
+		return f(m.LatestInsolvencyNotice)
+	})
 }
 
 // The values of the result column.

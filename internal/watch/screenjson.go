@@ -116,8 +116,23 @@ func (m *Matched) appendJSON(buf []byte) []byte {
 	buf = appendNullable(buf, m.CompanyName)
 	buf = append(buf, `,"notice_count":`...)
 	buf = strconv.AppendInt(buf, int64(m.NoticeCount), 10)
-	n := &m.LatestNotice
-	buf = append(buf, `,"latest_notice":{"id":`...)
+	buf = append(buf, `,"latest_notice":`...)
+	buf = m.LatestNotice.appendJSON(buf)
+	buf = append(buf, `,"insolvency":`...)
+	buf = strconv.AppendBool(buf, m.Insolvency)
+	buf = append(buf, `,"latest_insolvency_notice":`...)
+	if m.LatestInsolvencyNotice == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = m.LatestInsolvencyNotice.appendJSON(buf)
+	}
+	buf = append(buf, `,"notice_purposes":`...)
+	buf = appendStrings(buf, m.NoticePurposes)
+	return append(buf, '}')
+}
+
+func (n *LatestNotice) appendJSON(buf []byte) []byte {
+	buf = append(buf, `{"id":`...)
 	buf = appendString(buf, n.ID)
 	buf = append(buf, `,"notice_seq":`...)
 	buf = strconv.AppendInt(buf, n.Seq, 10)
@@ -129,7 +144,7 @@ func (m *Matched) appendJSON(buf []byte) []byte {
 	buf = appendString(buf, n.NoticePurpose)
 	buf = append(buf, `,"appointment_type":`...)
 	buf = appendNullable(buf, n.AppointmentType)
-	return append(buf, "}}"...)
+	return append(buf, '}')
 }
 
 func appendStrings(buf []byte, ss []string) []byte {

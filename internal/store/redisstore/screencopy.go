@@ -418,10 +418,13 @@ func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, f notice.Fil
 	res.Unmatched = slices.Grow(res.Unmatched, known+withNotices)
 	res.Unresolved = slices.Grow(res.Unresolved, len(items)-withNotices-known)
 	strs := make([]string, 0, 3*withNotices) // what the answers point to
+	var purposes []string                    // one identifier's, reused
 	for i := range items {
 		o := &items[i]
 		own, theirs := o.seqs(arenas)
-		count, best, bestAt := 0, int64(-1), ""
+		count := 0
+		best, insolvency := newest{seq: -1}, newest{seq: -1}
+		purposes = purposes[:0]
 		for li, l := range [2][]int64{own, theirs} {
 			for _, q := range l {
 				if li == 1 && slices.Contains(own, q) {
@@ -431,15 +434,11 @@ func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, f notice.Fil
 					continue
 				}
 				count++
-				if best < 0 {
-					best = q
-					continue
-				}
-				if bestAt == "" {
-					bestAt = n.sums.publishedAt(best)
-				}
-				if at := n.sums.publishedAt(q); at > bestAt || (at == bestAt && q > best) {
-					best, bestAt = q, at
+				best.offer(q, &n.sums)
+				p := n.sums.purpose(q)
+				purposes = addPurpose(purposes, p)
+				if !notice.EqualFoldASCII(p, notice.DeregistrationPurpose) {
+					insolvency.offer(q, &n.sums)
 				}
 			}
 		}
@@ -448,10 +447,38 @@ func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, f notice.Fil
 			continue
 		}
 		var latest summaryLatest
-		n.sums.decodeLatest(best, &latest)
-		res.Matched = append(res.Matched, matchOf(ids[i], o.acn(ids[i], reg), count, &latest, &strs))
+		n.sums.decodeLatest(best.seq, &latest)
+		m := matchOf(ids[i], o.acn(ids[i], reg), count, &latest, &strs)
+		m.NoticePurposes = sortedPurposes(purposes)
+		if insolvency.seq >= 0 {
+			var l summaryLatest
+			n.sums.decodeLatest(insolvency.seq, &l)
+			m.Insolvency, m.LatestInsolvencyNotice = true, l.notice()
+		}
+		res.Matched = append(res.Matched, m)
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
+}
+
+// newest is the newest of a company's passing notices offered so far
+// (seq -1: none): the latest publication, ties by higher seq; published
+// instants are read only to choose between two.
+type newest struct {
+	seq int64
+	at  string // seq's published instant once read
+}
+
+func (b *newest) offer(q int64, sums *summarySlab) {
+	if b.seq < 0 {
+		b.seq = q
+		return
+	}
+	if b.at == "" {
+		b.at = sums.publishedAt(b.seq)
+	}
+	if at := sums.publishedAt(q); at > b.at || (at == b.at && q > b.seq) {
+		b.seq, b.at = q, at
+	}
 }
 
 // codedFilter decides a filter without q or company on summaries' coded
