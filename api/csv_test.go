@@ -322,7 +322,19 @@ func screenCells(s screenJSON) func(id string) []string {
 	return func(id string) []string {
 		switch {
 		case slices.Contains(s.Unmatched, id):
-			return []string{id, "unmatched", "", "", "0", "", "", "", "false", "", "", "", ""}
+			for _, u := range s.UnmatchedCompanies {
+				if u.Identifier == id {
+					acn, name := "", ""
+					if u.ACN != nil {
+						acn = *u.ACN
+					}
+					if u.CompanyName != nil {
+						name = *u.CompanyName
+					}
+					return []string{id, "unmatched", acn, name, "0", "", "", "", "false", "", "", "", ""}
+				}
+			}
+			return []string{id, "unmatched without unmatched_companies"}
 		case slices.Contains(s.Unresolved, id):
 			return []string{id, "unresolved", "", "", "", "", "", "", "", "", "", "", ""}
 		}

@@ -27,9 +27,14 @@ type screenJSON struct {
 		LatestInsolvencyNotice *screenLatestJSON `json:"latest_insolvency_notice"`
 		NoticePurposes         []string          `json:"notice_purposes"`
 	} `json:"matched"`
-	Unmatched  []string `json:"unmatched"`
-	Unresolved []string `json:"unresolved"`
-	Counts     struct {
+	Unmatched          []string `json:"unmatched"`
+	Unresolved         []string `json:"unresolved"`
+	UnmatchedCompanies []struct {
+		Identifier  string  `json:"identifier"`
+		ACN         *string `json:"acn"`
+		CompanyName *string `json:"company_name"`
+	} `json:"unmatched_companies"`
+	Counts struct {
 		Submitted  int `json:"submitted"`
 		Matched    int `json:"matched"`
 		Unmatched  int `json:"unmatched"`
@@ -78,7 +83,7 @@ func TestScreen(t *testing.T) {
 		"11123456780", "123456780", "222222228", "12345678901"]}`
 	s, res := f.screenOK(t, body)
 
-	if ks := keysOf(t, res.body); !slices.Equal(ks, sortedKeys("matched", "unmatched", "unresolved", "counts")) {
+	if ks := keysOf(t, res.body); !slices.Equal(ks, sortedKeys("matched", "unmatched", "unresolved", "counts", "unmatched_companies")) {
 		t.Errorf("members %v", ks)
 	}
 	if got, want := s.matchedIDs(), []string{"123456780", "11123456780", "222222228"}; !slices.Equal(got, want) {
@@ -86,6 +91,11 @@ func TestScreen(t *testing.T) {
 	}
 	if want := []string{"333333332"}; !slices.Equal(s.Unmatched, want) {
 		t.Errorf("unmatched %v, want %v", s.Unmatched, want)
+	}
+	// An unmatched company comes with the register's ACN and name.
+	if u := s.UnmatchedCompanies; len(u) != 1 || u[0].Identifier != "333333332" || u[0].ACN == nil || *u[0].ACN != "333333332" ||
+		u[0].CompanyName == nil || *u[0].CompanyName != "Delta Pty Ltd" {
+		t.Errorf("unmatched_companies %+v, want 333333332 with its ACN and register name", u)
 	}
 	if want := []string{"444444446", "123456789", "12345678901"}; !slices.Equal(s.Unresolved, want) {
 		t.Errorf("unresolved %v, want %v (bad check digits are unresolved, not errors)", s.Unresolved, want)

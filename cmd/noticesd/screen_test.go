@@ -66,7 +66,7 @@ func TestScreenCommand(t *testing.T) {
 			"screen: done: 2 rows in 2 parts"},
 		{"bom and filter", []string{"screen", "--url", base, "--key", acc.ReadKey, "--bom", "--filter", "state=NSW", "--quiet", file}, 0,
 			"\xef\xbb\xbfLoan Ref,ACN,identifier,result,screen_acn,company_name,notice_count,latest_notice_id,latest_published_date,latest_notice_purpose,insolvency,latest_insolvency_notice_id,latest_insolvency_published_date,latest_insolvency_notice_purpose,notice_purposes\r\n" +
-				"L1,004085616,004085616,unmatched,,,0,,,,false,,,,\r\nL2,004 085 616,004085616,unmatched,,,0,,,,false,,,,\r\n", ""},
+				"L1,004085616,004085616,unmatched,004085616,,0,,,,false,,,,\r\nL2,004 085 616,004085616,unmatched,004085616,,0,,,,false,,,,\r\n", ""},
 		{"refused", []string{"screen", "--url", base, "--key", "nk_read_wrong", "--quiet", file}, 1, "", "401 Unauthorized: unauthorised: the API key is not recognised"},
 		{"no file", []string{"screen", "--url", base, "--key", "k"}, 2, "", "screen needs one FILE"},
 		{"no url", []string{"screen", "--key", "k", file}, 2, "", "screen needs --url"},

@@ -27,6 +27,16 @@ type Matched struct {
 	NoticePurposes         []string      `json:"notice_purposes"`
 }
 
+// UnmatchedCompany is an unmatched identifier of a bulk screen with its
+// company as the register knows it: ACN is the identifier itself for an
+// ACN and the register's ACN for an ABN (nil when the register has none);
+// CompanyName is the register's current name (nil when it has none).
+type UnmatchedCompany struct {
+	Identifier  string  `json:"identifier"`
+	ACN         *string `json:"acn"`
+	CompanyName *string `json:"company_name"`
+}
+
 // ScreenCounts counts the three disjoint lists of a bulk screen.
 type ScreenCounts struct {
 	Submitted  int `json:"submitted"`
@@ -39,10 +49,12 @@ type ScreenCounts struct {
 // identifier lands in exactly one of Matched (has notices passing the
 // filters), Unmatched (known to the register, no such notices) and
 // Unresolved (well-formed, unknown to both register and notices), each in
-// the caller's first-seen order.
+// the caller's first-seen order. UnmatchedCompanies holds one entry per
+// identifier of Unmatched, in the same order.
 type ScreenResult struct {
-	Matched    []Matched    `json:"matched"`
-	Unmatched  []string     `json:"unmatched"`
-	Unresolved []string     `json:"unresolved"`
-	Counts     ScreenCounts `json:"counts"`
+	Matched            []Matched          `json:"matched"`
+	Unmatched          []string           `json:"unmatched"`
+	Unresolved         []string           `json:"unresolved"`
+	Counts             ScreenCounts       `json:"counts"`
+	UnmatchedCompanies []UnmatchedCompany `json:"unmatched_companies"`
 }

@@ -66,6 +66,23 @@ func (r *ScreenResult) WriteJSON(w io.Writer) error {
 		return err
 	}
 	buf = r.appendCounts(buf)
+	buf = append(buf, `,"unmatched_companies":`...)
+	if r.UnmatchedCompanies == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = append(buf, '[')
+		for i := range r.UnmatchedCompanies {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = r.UnmatchedCompanies[i].appendJSON(buf)
+			if err := flush(false); err != nil {
+				return err
+			}
+		}
+		buf = append(buf, ']')
+	}
+	buf = append(buf, "}\n"...)
 	return flush(true)
 }
 
@@ -91,10 +108,24 @@ func (r *ScreenResult) AppendJSON(buf []byte) []byte {
 	buf = appendStrings(buf, r.Unmatched)
 	buf = append(buf, `,"unresolved":`...)
 	buf = appendStrings(buf, r.Unresolved)
-	return r.appendCounts(buf)
+	buf = r.appendCounts(buf)
+	buf = append(buf, `,"unmatched_companies":`...)
+	if r.UnmatchedCompanies == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = append(buf, '[')
+		for i := range r.UnmatchedCompanies {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = r.UnmatchedCompanies[i].appendJSON(buf)
+		}
+		buf = append(buf, ']')
+	}
+	return append(buf, "}\n"...)
 }
 
-// appendCounts appends the counts member, the object's end and a newline.
+// appendCounts appends the counts member.
 func (r *ScreenResult) appendCounts(buf []byte) []byte {
 	buf = append(buf, `,"counts":{"submitted":`...)
 	buf = strconv.AppendInt(buf, int64(r.Counts.Submitted), 10)
@@ -104,7 +135,17 @@ func (r *ScreenResult) appendCounts(buf []byte) []byte {
 	buf = strconv.AppendInt(buf, int64(r.Counts.Unmatched), 10)
 	buf = append(buf, `,"unresolved":`...)
 	buf = strconv.AppendInt(buf, int64(r.Counts.Unresolved), 10)
-	return append(buf, "}}\n"...)
+	return append(buf, '}')
+}
+
+func (u *UnmatchedCompany) appendJSON(buf []byte) []byte {
+	buf = append(buf, `{"identifier":`...)
+	buf = appendString(buf, u.Identifier)
+	buf = append(buf, `,"acn":`...)
+	buf = appendNullable(buf, u.ACN)
+	buf = append(buf, `,"company_name":`...)
+	buf = appendNullable(buf, u.CompanyName)
+	return append(buf, '}')
 }
 
 func (m *Matched) appendJSON(buf []byte) []byte {

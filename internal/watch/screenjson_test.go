@@ -37,6 +37,8 @@ func TestScreenAppendJSONMatchesEncodingJSON(t *testing.T) {
 		Unmatched:  []string{"600000002"},
 		Unresolved: []string{},
 		Counts:     ScreenCounts{Submitted: 4, Matched: 2, Unmatched: 1, Unresolved: 0},
+		UnmatchedCompanies: []UnmatchedCompany{{Identifier: "600000002", ACN: s("600000002"), CompanyName: s("BETA <TRADING> PTY LTD")},
+			{Identifier: "43600000002"}},
 	}
 	check := func(name string, r ScreenResult) {
 		t.Helper()
@@ -58,6 +60,7 @@ func TestScreenAppendJSONMatchesEncodingJSON(t *testing.T) {
 		r.Matched[0].CompanyName = s(awkward[i%len(awkward)] + string(b))
 		r.Matched[1].LatestNotice.NoticeType = string(b)
 		r.Unmatched = []string{string(b), awkward[(i+3)%len(awkward)]}
+		r.UnmatchedCompanies = []UnmatchedCompany{{Identifier: string(b), CompanyName: s(awkward[(i+9)%len(awkward)])}}
 		r.Matched[0].NoticePurposes = []string{string(b), awkward[(i+5)%len(awkward)]}
 		r.Matched[0].LatestInsolvencyNotice = &LatestNotice{NoticeType: string(b), AppointmentType: s(awkward[(i+7)%len(awkward)])}
 		check("random", r)

@@ -26,7 +26,7 @@ import (
 // text, so the candidates passing the other filters are read from the
 // NoticeSource and matched there.
 func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
-	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}}
+	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
 	res.Counts.Submitted = len(ids)
 	if len(ids) == 0 {
 		return res, nil
@@ -92,28 +92,38 @@ func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]screenIt
 	return found, counterparts, nil
 }
 
-// fillRegisterNames puts in each match of res (in the order of found) the
-// register's current name of its company (acn), read from the notice
-// source, when it has one; a match without keeps its latest notice's.
+// fillRegisterNames puts in each match and each unmatched company of res
+// (in the order of found) the register's current name of its company
+// (acn), read from the notice source, when it has one; a match without
+// keeps its latest notice's.
 func (s *Store) fillRegisterNames(ctx context.Context, found []screenItem, res *watch.ScreenResult) error {
 	var acns []string
-	var at []int
-	for i, k := 0, 0; i < len(found) && k < len(res.Matched); i++ {
-		if res.Matched[k].Identifier != found[i].self {
+	var at []**string // the names to set
+	k, u := 0, 0
+	for i := range found {
+		o := &found[i]
+		var name **string
+		switch {
+		case k < len(res.Matched) && res.Matched[k].Identifier == o.self:
+			name = &res.Matched[k].CompanyName
+			k++
+		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == o.self:
+			name = &res.UnmatchedCompanies[u].CompanyName
+			u++
+		default:
 			continue
 		}
-		if o := &found[i]; o.acn != "" && o.inRegister {
-			acns, at = append(acns, o.acn), append(at, k)
+		if o.acn != "" && o.inRegister {
+			acns, at = append(acns, o.acn), append(at, name)
 		}
-		k++
 	}
 	names, err := s.registerNames(ctx, acns)
 	if err != nil {
 		return err
 	}
-	for j, k := range at {
+	for j, name := range at {
 		if names[j] != "" {
-			res.Matched[k].CompanyName = &names[j]
+			*name = &names[j]
 		}
 	}
 	return nil
@@ -239,7 +249,7 @@ func withNotices(found []screenItem) int {
 // appended to strs.
 func answer(res *watch.ScreenResult, kind ident.Kind, o *screenItem, count int, latest *notice.Notice, strs *[]string) {
 	if count == 0 {
-		noMatch(res, o.self, o.inRegister || len(o.own) > 0)
+		noMatch(res, o.self, o.acn, o.inRegister || len(o.own) > 0)
 		return
 	}
 	l := latestOf(latest)
@@ -292,10 +302,17 @@ func sortedPurposes(purposes []string) []string {
 }
 
 // noMatch records an identifier without a notice passing the filters:
-// unmatched when the register or a notice knows it, else unresolved.
-func noMatch(res *watch.ScreenResult, self string, known bool) {
+// unmatched (with its company's ACN acn, "" for none; the register name
+// is filled in later) when the register or a notice knows it, else
+// unresolved.
+func noMatch(res *watch.ScreenResult, self, acn string, known bool) {
 	if known {
 		res.Unmatched = append(res.Unmatched, self)
+		u := watch.UnmatchedCompany{Identifier: self}
+		if acn != "" {
+			u.ACN = &acn
+		}
+		res.UnmatchedCompanies = append(res.UnmatchedCompanies, u)
 	} else {
 		res.Unresolved = append(res.Unresolved, self)
 	}

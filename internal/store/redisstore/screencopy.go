@@ -416,6 +416,7 @@ func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, f notice.Fil
 	}
 	res.Matched = slices.Grow(res.Matched, withNotices)
 	res.Unmatched = slices.Grow(res.Unmatched, known+withNotices)
+	res.UnmatchedCompanies = slices.Grow(res.UnmatchedCompanies, known+withNotices)
 	res.Unresolved = slices.Grow(res.Unresolved, len(items)-withNotices-known)
 	strs := make([]string, 0, 3*withNotices) // what the answers point to
 	var purposes []string                    // one identifier's, reused
@@ -443,7 +444,7 @@ func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, f notice.Fil
 			}
 		}
 		if count == 0 {
-			noMatch(res, ids[i].Value, o.has(itemInRegister) || len(own) > 0)
+			noMatch(res, ids[i].Value, o.acn(ids[i], reg), o.has(itemInRegister) || len(own) > 0)
 			continue
 		}
 		var latest summaryLatest
@@ -575,8 +576,9 @@ func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *
 	return arena
 }
 
-// fillNames puts the register name of every match whose company has one
-// in its answer (res.Matched, made without them, in the order of ids): the
+// fillNames puts the register name of every match and unmatched company
+// whose company has one in its answer (res.Matched and
+// res.UnmatchedCompanies, made without them, in the order of ids): the
 // names the register copy holds, and those it lacks read from the notice
 // source (Store.registerNames: Redis keeps no names) and held. It runs
 // with none of the copy's locks held, as that read may be slow. A name the
@@ -584,16 +586,24 @@ func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *
 // match its latest notice's, as the screen from Redis answers then.
 func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, ids []ident.ID, items []copyItem, res *watch.ScreenResult) error {
 	var cos []int32
-	var at []int // res.Matched positions of cos
-	for i, k := 0, 0; i < len(items) && k < len(res.Matched); i++ {
-		if res.Matched[k].Identifier != ids[i].Value {
+	var at []**string // the names of cos to set: a match's or an unmatched company's
+	k, u := 0, 0
+	for i := range items {
+		var name **string
+		switch {
+		case k < len(res.Matched) && res.Matched[k].Identifier == ids[i].Value:
+			name = &res.Matched[k].CompanyName
+			k++
+		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == ids[i].Value:
+			name = &res.UnmatchedCompanies[u].CompanyName
+			u++
+		default:
 			continue
 		}
 		if items[i].has(itemNeedsName) {
 			cos = append(cos, items[i].co)
-			at = append(at, k)
+			at = append(at, name)
 		}
-		k++
 	}
 	names := make([]string, len(cos))
 	if missing := reg.heldNames(cos, names); len(missing) > 0 {
@@ -618,9 +628,9 @@ func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, ids []ident.ID
 		}
 		reg.hold(read, got)
 	}
-	for j, k := range at {
+	for j, name := range at {
 		if names[j] != "" {
-			res.Matched[k].CompanyName = &names[j]
+			*name = &names[j]
 		}
 	}
 	return nil

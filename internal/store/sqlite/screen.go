@@ -52,7 +52,7 @@ const (
 )
 
 func (s *Store) screen(ctx context.Context, ids []ident.ID, f notice.Filter, mode screenMode) (watch.ScreenResult, error) {
-	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}}
+	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
 	res.Counts.Submitted = len(ids)
 	if len(ids) == 0 {
 		return res, nil
@@ -76,6 +76,9 @@ func (s *Store) screen(ctx context.Context, ids []ident.ID, f notice.Filter, mod
 		return res, err
 	}
 	res.Unmatched, res.Unresolved = r.partition()
+	if res.UnmatchedCompanies, err = r.unmatchedCompanies(); err != nil {
+		return res, err
+	}
 	res.Counts.Matched = len(res.Matched)
 	res.Counts.Unmatched = len(res.Unmatched)
 	res.Counts.Unresolved = len(res.Unresolved)

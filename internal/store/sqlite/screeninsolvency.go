@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/watch"
 )
@@ -115,4 +116,54 @@ func (c *companySnap) latestNotice(seq int64) *watch.LatestNotice {
 		ln.AppointmentType = &a
 	}
 	return ln
+}
+
+// unmatchedCompanies describes the unmatched identifiers (known, no notice
+// passing the filters), in the order given: the ACN (the identifier itself
+// for an ACN, the register's for an ABN) and the register's current name
+// (else its first; none for an empty one, as the scale backend answers),
+// from the index when it holds the name, else read with RegisterNames in
+// one query.
+func (r *screenRun) unmatchedCompanies() ([]watch.UnmatchedCompany, error) {
+	out := make([]watch.UnmatchedCompany, 0, r.unmatched)
+	var need []int // positions in out whose name SQL reads
+	var acns []string
+	k := 0
+	for i, id := range r.ids {
+		fd := &r.found[i]
+		if k < len(r.hits) && int(r.hits[k].pos) == i {
+			k++
+			continue
+		}
+		if !fd.known {
+			continue
+		}
+		u := watch.UnmatchedCompany{Identifier: id.Value}
+		if fd.hasACN {
+			acn := id.Value
+			if id.Kind != ident.ACN {
+				acn = acnString(fd.acn)
+			}
+			u.ACN = &acn
+			if name, ok := r.snap.names.get(fd.acn); ok {
+				u.CompanyName = &name
+			} else {
+				need, acns = append(need, len(out)), append(acns, acnString(fd.acn))
+			}
+		}
+		out = append(out, u)
+	}
+	if len(need) == 0 {
+		return out, nil
+	}
+	names, err := r.s.RegisterNames(r.ctx, acns)
+	if err != nil {
+		return nil, err
+	}
+	for j, at := range need {
+		if names[j] != "" {
+			out[at].CompanyName = &names[j]
+		}
+	}
+	return out, nil
 }

@@ -606,6 +606,13 @@ func testScreen(t *testing.T, b WatchBackend) {
 	submitted := []string{ACNDelta, ACNAlpha, unknown, ABNAlpha, ABNDelta, ACNBeta, ABNGamma, ACNGamma, ACNBadCheck, ACNCafe}
 	// ins is the latest insolvency notice ("" for none), purposes the
 	// notice purposes joined with "|".
+	// unmatchedCompanies is what the screen says of each identifier when
+	// it is unmatched: its ACN and the register's name (<nil> for none:
+	// a company the register lacks has neither, though a notice names it).
+	unmatchedCompanies := map[string]string{
+		ACNDelta: ACNDelta + " DELTA SERVICES PTY LTD", ABNDelta: ACNDelta + " DELTA SERVICES PTY LTD",
+		ACNBeta: ACNBeta + " <nil>", ABNGamma: "<nil> <nil>", ACNBadCheck: ACNBadCheck + " <nil>", ACNCafe: ACNCafe + " CAFÉ SOCIÉTÉ PTY LTD",
+	}
 	type m struct {
 		id, acn, name string
 		count         int
@@ -689,6 +696,18 @@ func testScreen(t *testing.T, b WatchBackend) {
 			}
 			if !slices.Equal(res.Unmatched, c.unmatched) {
 				t.Errorf("unmatched %v, want %v", res.Unmatched, c.unmatched)
+			}
+			// Each unmatched identifier with the register's ACN and name.
+			var companies []string
+			for _, u := range res.UnmatchedCompanies {
+				companies = append(companies, u.Identifier+" "+deref(u.ACN)+" "+deref(u.CompanyName))
+			}
+			var wantCompanies []string
+			for _, id := range c.unmatched {
+				wantCompanies = append(wantCompanies, id+" "+unmatchedCompanies[id])
+			}
+			if !slices.Equal(companies, wantCompanies) {
+				t.Errorf("unmatched_companies %q, want %q", companies, wantCompanies)
 			}
 			if !slices.Equal(res.Unresolved, c.unresolved) {
 				t.Errorf("unresolved %v, want %v", res.Unresolved, c.unresolved)
