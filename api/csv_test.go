@@ -243,7 +243,7 @@ func TestNoticesExportSnapshot(t *testing.T) {
 func TestScreenCSV(t *testing.T) {
 	f := newWatchFixture(t, nil)
 	ids := []string{"123 456 780", "333333332", "444444446", "123456789", "11123456780", "123456780", "222222228", "12345678901"}
-	resultHeader := []string{"identifier", "result", "acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose"}
+	resultHeader := []string{"identifier", "result", "acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose", "insolvency", "latest_insolvency_notice_id", "latest_insolvency_published_date", "latest_insolvency_notice_purpose", "notice_purposes"}
 	js, _ := json.Marshal(map[string]any{"identifiers": ids})
 	s, _ := f.screenOK(t, string(js))
 	cells := screenCells(s)
@@ -284,7 +284,7 @@ func TestScreenCSV(t *testing.T) {
 		{"one per line", "text/csv", lines + "\n", upload(append([]string{"submitted"}, resultHeader...), one, 0)},
 		{"CRLF, BOM, empty lines", "text/csv; charset=utf-8", "\xef\xbb\xbf" + strings.Join(ids[:4], "\r\n") + "\r\n\r\n" + strings.Join(ids[4:], "\r\n"),
 			upload(append([]string{"submitted"}, resultHeader...), one, 0)},
-		{"header acn", "text/csv", "ACN\n" + lines, upload([]string{"ACN", "identifier", "result", "screen_acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose"}, one, 0)},
+		{"header acn", "text/csv", "ACN\n" + lines, upload([]string{"ACN", "identifier", "result", "screen_acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose", "insolvency", "latest_insolvency_notice_id", "latest_insolvency_published_date", "latest_insolvency_notice_purpose", "notice_purposes"}, one, 0)},
 		{"header identifier in a later column", "text/csv", "name,Identifier,notes\n" + strings.Join(func() []string {
 			var rows []string
 			for i, id := range ids {
@@ -292,7 +292,7 @@ func TestScreenCSV(t *testing.T) {
 			}
 			rows = append(rows, ",,")
 			return rows
-		}(), "\r\n"), upload([]string{"name", "Identifier", "notes", "screen_identifier", "result", "acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose"}, named, 1)},
+		}(), "\r\n"), upload([]string{"name", "Identifier", "notes", "screen_identifier", "result", "acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose", "insolvency", "latest_insolvency_notice_id", "latest_insolvency_published_date", "latest_insolvency_notice_purpose", "notice_purposes"}, named, 1)},
 		{"header abn", "text/csv", "abn\n" + lines, upload(append([]string{"abn"}, resultHeader...), one, 0)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -322,13 +322,30 @@ func screenCells(s screenJSON) func(id string) []string {
 	return func(id string) []string {
 		switch {
 		case slices.Contains(s.Unmatched, id):
-			return []string{id, "unmatched", "", "", "0", "", "", ""}
+			for _, u := range s.UnmatchedCompanies {
+				if u.Identifier == id {
+					acn, name := "", ""
+					if u.ACN != nil {
+						acn = *u.ACN
+					}
+					if u.CompanyName != nil {
+						name = *u.CompanyName
+					}
+					return []string{id, "unmatched", acn, name, "0", "", "", "", "false", "", "", "", ""}
+				}
+			}
+			return []string{id, "unmatched without unmatched_companies"}
 		case slices.Contains(s.Unresolved, id):
-			return []string{id, "unresolved", "", "", "", "", "", ""}
+			return []string{id, "unresolved", "", "", "", "", "", "", "", "", "", "", ""}
 		}
 		for _, m := range s.Matched {
 			if m.Identifier == id {
-				return []string{id, "matched", *m.ACN, *m.CompanyName, fmt.Sprint(m.NoticeCount), m.LatestNotice.ID, m.LatestNotice.PublishedDate, m.LatestNotice.NoticePurpose}
+				ins := []string{"false", "", "", ""}
+				if li := m.LatestInsolvencyNotice; li != nil {
+					ins = []string{"true", li.ID, li.PublishedDate, li.NoticePurpose}
+				}
+				return append([]string{id, "matched", *m.ACN, *m.CompanyName, fmt.Sprint(m.NoticeCount), m.LatestNotice.ID, m.LatestNotice.PublishedDate, m.LatestNotice.NoticePurpose},
+					append(ins, strings.Join(m.NoticePurposes, "; "))...)
 			}
 		}
 		return []string{id, "not in the JSON answer"}

@@ -54,6 +54,9 @@ func (s *Server) screen(c *fiber.Ctx) error {
 	if res.Unresolved == nil {
 		res.Unresolved = []string{}
 	}
+	if res.UnmatchedCompanies == nil {
+		res.UnmatchedCompanies = []watch.UnmatchedCompany{}
+	}
 	res.Counts = watch.ScreenCounts{
 		Submitted:  len(req.Identifiers),
 		Matched:    len(res.Matched),

@@ -18,27 +18,38 @@ import (
 // screenJSON mirrors the POST /v1/match answer.
 type screenJSON struct {
 	Matched []struct {
-		Identifier   string  `json:"identifier"`
-		ACN          *string `json:"acn"`
-		CompanyName  *string `json:"company_name"`
-		NoticeCount  int     `json:"notice_count"`
-		LatestNotice struct {
-			ID              string  `json:"id"`
-			Seq             int64   `json:"notice_seq"`
-			PublishedDate   string  `json:"published_date"`
-			NoticeType      string  `json:"notice_type"`
-			NoticePurpose   string  `json:"notice_purpose"`
-			AppointmentType *string `json:"appointment_type"`
-		} `json:"latest_notice"`
+		Identifier             string            `json:"identifier"`
+		ACN                    *string           `json:"acn"`
+		CompanyName            *string           `json:"company_name"`
+		NoticeCount            int               `json:"notice_count"`
+		LatestNotice           screenLatestJSON  `json:"latest_notice"`
+		Insolvency             bool              `json:"insolvency"`
+		LatestInsolvencyNotice *screenLatestJSON `json:"latest_insolvency_notice"`
+		NoticePurposes         []string          `json:"notice_purposes"`
 	} `json:"matched"`
-	Unmatched  []string `json:"unmatched"`
-	Unresolved []string `json:"unresolved"`
-	Counts     struct {
+	Unmatched          []string `json:"unmatched"`
+	Unresolved         []string `json:"unresolved"`
+	UnmatchedCompanies []struct {
+		Identifier  string  `json:"identifier"`
+		ACN         *string `json:"acn"`
+		CompanyName *string `json:"company_name"`
+	} `json:"unmatched_companies"`
+	Counts struct {
 		Submitted  int `json:"submitted"`
 		Matched    int `json:"matched"`
 		Unmatched  int `json:"unmatched"`
 		Unresolved int `json:"unresolved"`
 	} `json:"counts"`
+}
+
+// screenLatestJSON is a latest notice of a screen's match.
+type screenLatestJSON struct {
+	ID              string  `json:"id"`
+	Seq             int64   `json:"notice_seq"`
+	PublishedDate   string  `json:"published_date"`
+	NoticeType      string  `json:"notice_type"`
+	NoticePurpose   string  `json:"notice_purpose"`
+	AppointmentType *string `json:"appointment_type"`
 }
 
 func (s screenJSON) matchedIDs() []string {
@@ -72,7 +83,7 @@ func TestScreen(t *testing.T) {
 		"11123456780", "123456780", "222222228", "12345678901"]}`
 	s, res := f.screenOK(t, body)
 
-	if ks := keysOf(t, res.body); !slices.Equal(ks, sortedKeys("matched", "unmatched", "unresolved", "counts")) {
+	if ks := keysOf(t, res.body); !slices.Equal(ks, sortedKeys("matched", "unmatched", "unresolved", "counts", "unmatched_companies")) {
 		t.Errorf("members %v", ks)
 	}
 	if got, want := s.matchedIDs(), []string{"123456780", "11123456780", "222222228"}; !slices.Equal(got, want) {
@@ -80,6 +91,11 @@ func TestScreen(t *testing.T) {
 	}
 	if want := []string{"333333332"}; !slices.Equal(s.Unmatched, want) {
 		t.Errorf("unmatched %v, want %v", s.Unmatched, want)
+	}
+	// An unmatched company comes with the register's ACN and name.
+	if u := s.UnmatchedCompanies; len(u) != 1 || u[0].Identifier != "333333332" || u[0].ACN == nil || *u[0].ACN != "333333332" ||
+		u[0].CompanyName == nil || *u[0].CompanyName != "Delta Pty Ltd" {
+		t.Errorf("unmatched_companies %+v, want 333333332 with its ACN and register name", u)
 	}
 	if want := []string{"444444446", "123456789", "12345678901"}; !slices.Equal(s.Unresolved, want) {
 		t.Errorf("unresolved %v, want %v (bad check digits are unresolved, not errors)", s.Unresolved, want)
@@ -93,6 +109,12 @@ func TestScreen(t *testing.T) {
 	}
 	if ln := alpha.LatestNotice; ln.PublishedDate != "2026-03-10" || ln.NoticePurpose != "Deregistration" || ln.AppointmentType != nil || !strings.HasPrefix(ln.ID, "ntc_") || ln.Seq == 0 {
 		t.Errorf("Alpha latest_notice %+v, want N2 (deregistration counts by default)", ln)
+	}
+	// The latest notice a deregistration, the insolvency notice before it beside it.
+	if li := alpha.LatestInsolvencyNotice; !alpha.Insolvency || li == nil || li.NoticePurpose != "Appointment" || li.ID == alpha.LatestNotice.ID ||
+		!slices.Equal(alpha.NoticePurposes, []string{"Appointment", "Deregistration"}) {
+		t.Errorf("Alpha: insolvency %v latest_insolvency_notice %+v notice_purposes %q, want true, N1, [Appointment Deregistration]",
+			alpha.Insolvency, li, alpha.NoticePurposes)
 	}
 	if byABN := s.Matched[1]; byABN.ACN == nil || *byABN.ACN != "123456780" || byABN.NoticeCount != 2 {
 		t.Errorf("Alpha by ABN: acn %v notice_count %d, want the ACN and 2", byABN.ACN, byABN.NoticeCount)
@@ -112,7 +134,8 @@ func TestScreen(t *testing.T) {
 				ks = append(ks, k)
 			}
 			slices.Sort(ks)
-			if !slices.Equal(ks, sortedKeys("identifier", "acn", "company_name", "notice_count", "latest_notice")) {
+			if !slices.Equal(ks, sortedKeys("identifier", "acn", "company_name", "notice_count", "latest_notice",
+				"insolvency", "latest_insolvency_notice", "notice_purposes")) {
 				t.Errorf("matched entry members %v", ks)
 			}
 			ln, _ := m["latest_notice"].(map[string]any)

@@ -694,10 +694,14 @@ func TestOpenAPIDomainJSONMatchesSchemas(t *testing.T) {
 		{"screen", "ScreenResult", watch.ScreenResult{
 			Matched: []watch.Matched{
 				{Identifier: "123456780", ACN: str("123456780"), CompanyName: str("Alpha"), NoticeCount: 1,
-					LatestNotice: watch.LatestNotice{ID: full.ID, Seq: 7, PublishedDate: "2026-02-01", NoticeType: "x", NoticePurpose: "y", AppointmentType: str("z")}},
-				{Identifier: "51824753556", NoticeCount: 2, LatestNotice: watch.LatestNotice{ID: bare.ID, Seq: 8, PublishedDate: "2026-02-01"}},
+					LatestNotice: watch.LatestNotice{ID: full.ID, Seq: 7, PublishedDate: "2026-02-01", NoticeType: "x", NoticePurpose: "y", AppointmentType: str("z")},
+					Insolvency:   true, LatestInsolvencyNotice: &watch.LatestNotice{ID: full.ID, Seq: 7, PublishedDate: "2026-02-01", NoticeType: "x", NoticePurpose: "y", AppointmentType: str("z")},
+					NoticePurposes: []string{"y"}},
+				{Identifier: "51824753556", NoticeCount: 2, LatestNotice: watch.LatestNotice{ID: bare.ID, Seq: 8, PublishedDate: "2026-02-01", NoticePurpose: "Deregistration"},
+					NoticePurposes: []string{"Deregistration"}},
 			},
-			Unmatched: []string{"000000019"}, Unresolved: []string{}, Counts: watch.ScreenCounts{Submitted: 3, Matched: 2, Unmatched: 1}}},
+			Unmatched: []string{"000000019"}, Unresolved: []string{}, Counts: watch.ScreenCounts{Submitted: 3, Matched: 2, Unmatched: 1},
+			UnmatchedCompanies: []watch.UnmatchedCompany{{Identifier: "000000019", ACN: str("000000019"), CompanyName: str("Quiet")}, {Identifier: "51824753556"}}}},
 		{"pending delivery", "DeliveryRecord", delivery.Record{ID: webhook.DeliveryID(active.ID, full.ID), NoticeID: full.ID, NoticeSeq: 7,
 			Status: delivery.Pending, Attempts: 1, LastError: str("HTTP 502"), CreatedAt: notice.Timestamp(now), UpdatedAt: notice.Timestamp(now), NextAttemptAt: str(notice.Timestamp(now))}},
 		{"delivered delivery", "DeliveryRecord", delivery.Record{ID: webhook.DeliveryID(active.ID, bare.ID), NoticeID: bare.ID, NoticeSeq: 8,

@@ -29,11 +29,11 @@ func TestScreenCSVJoinBack(t *testing.T) {
 	f := newWatchFixture(t, nil)
 	s, _ := f.screenOK(t, `{"identifiers": ["222222228", "123456780", "333333332", "444444446"]}`)
 	cells := screenCells(s)
-	header := []string{"Loan Ref", "acn", "Borrower", "", "identifier", "result", "screen_acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose"}
+	header := []string{"Loan Ref", "acn", "Borrower", "", "identifier", "result", "screen_acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose", "insolvency", "latest_insolvency_notice_id", "latest_insolvency_published_date", "latest_insolvency_notice_purpose", "notice_purposes"}
 	rows := [][]string{
 		append([]string{"L-003", "222222228", "Gamma", ""}, cells("222222228")...),
 		append([]string{"L-001", "123 456 780", "Alpha, the first", ""}, cells("123456780")...),
-		{"", "", "", "", "", "", "", "", "", "", "", ""},
+		{"", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", ""},
 		append([]string{"L-002", "333333332", "Quiet Co", "extra"}, cells("333333332")...),
 		append([]string{"L-004", "123456780", "Alpha again", ""}, cells("123456780")...),
 	}
@@ -87,7 +87,7 @@ func TestScreenCSVQueryFilters(t *testing.T) {
 			js, _ := json.Marshal(ids)
 			s, _ := f.screenOK(t, `{"identifiers": `+string(js)+`, "filters": `+c.filters+`}`)
 			cells := screenCells(s)
-			want := [][]string{{"submitted", "identifier", "result", "acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose"}}
+			want := [][]string{{"submitted", "identifier", "result", "acn", "company_name", "notice_count", "latest_notice_id", "latest_published_date", "latest_notice_purpose", "insolvency", "latest_insolvency_notice_id", "latest_insolvency_published_date", "latest_insolvency_notice_purpose", "notice_purposes"}}
 			for _, id := range ids {
 				want = append(want, append([]string{id}, cells(id)...))
 			}

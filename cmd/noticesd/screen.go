@@ -16,7 +16,9 @@ const screenAbout = `Screen a CSV file against a running noticesd (POST /v1/matc
 the answer to standard output: every row of FILE in its order, with the
 result columns appended (identifier, result, acn, company_name,
 notice_count, latest_notice_id, latest_published_date,
-latest_notice_purpose). FILE is one ACN or ABN per line, or has a header
+latest_notice_purpose, insolvency, latest_insolvency_notice_id,
+latest_insolvency_published_date, latest_insolvency_notice_purpose,
+notice_purposes). FILE is one ACN or ABN per line, or has a header
 row with a column named acn, abn or identifier; - is standard input.
 
 A file over 50,000 rows (or over --max-bytes) is sent in parts, each with

@@ -60,13 +60,13 @@ func TestScreenCommand(t *testing.T) {
 		out, inErr string
 	}{
 		{"answer", []string{"screen", "--url", base, "--key", acc.ReadKey, "--rows", "1", file}, 0,
-			"Loan Ref,ACN,identifier,result,screen_acn,company_name,notice_count,latest_notice_id,latest_published_date,latest_notice_purpose\r\n" +
-				"L1,004085616,004085616,matched,004085616,CAFÉ PTY LTD,1," + notice.IDFor("S1") + ",2026-11-20,Appointment\r\n" +
-				"L2,004 085 616,004085616,matched,004085616,CAFÉ PTY LTD,1," + notice.IDFor("S1") + ",2026-11-20,Appointment\r\n",
+			"Loan Ref,ACN,identifier,result,screen_acn,company_name,notice_count,latest_notice_id,latest_published_date,latest_notice_purpose,insolvency,latest_insolvency_notice_id,latest_insolvency_published_date,latest_insolvency_notice_purpose,notice_purposes\r\n" +
+				"L1,004085616,004085616,matched,004085616,CAFÉ PTY LTD,1," + notice.IDFor("S1") + ",2026-11-20,Appointment,true," + notice.IDFor("S1") + ",2026-11-20,Appointment,Appointment\r\n" +
+				"L2,004 085 616,004085616,matched,004085616,CAFÉ PTY LTD,1," + notice.IDFor("S1") + ",2026-11-20,Appointment,true," + notice.IDFor("S1") + ",2026-11-20,Appointment,Appointment\r\n",
 			"screen: done: 2 rows in 2 parts"},
 		{"bom and filter", []string{"screen", "--url", base, "--key", acc.ReadKey, "--bom", "--filter", "state=NSW", "--quiet", file}, 0,
-			"\xef\xbb\xbfLoan Ref,ACN,identifier,result,screen_acn,company_name,notice_count,latest_notice_id,latest_published_date,latest_notice_purpose\r\n" +
-				"L1,004085616,004085616,unmatched,,,0,,,\r\nL2,004 085 616,004085616,unmatched,,,0,,,\r\n", ""},
+			"\xef\xbb\xbfLoan Ref,ACN,identifier,result,screen_acn,company_name,notice_count,latest_notice_id,latest_published_date,latest_notice_purpose,insolvency,latest_insolvency_notice_id,latest_insolvency_published_date,latest_insolvency_notice_purpose,notice_purposes\r\n" +
+				"L1,004085616,004085616,unmatched,004085616,,0,,,,false,,,,\r\nL2,004 085 616,004085616,unmatched,004085616,,0,,,,false,,,,\r\n", ""},
 		{"refused", []string{"screen", "--url", base, "--key", "nk_read_wrong", "--quiet", file}, 1, "", "401 Unauthorized: unauthorised: the API key is not recognised"},
 		{"no file", []string{"screen", "--url", base, "--key", "k"}, 2, "", "screen needs one FILE"},
 		{"no url", []string{"screen", "--key", "k", file}, 2, "", "screen needs --url"},

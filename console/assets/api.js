@@ -84,6 +84,11 @@ export async function postCSV(path, text) {
   return (await call(path, { method: 'POST', body: text, headers: { 'Content-Type': 'text/csv', Accept: 'text/csv' } })).text();
 }
 
+/** postCSVBlob is postCSV with the answer's bytes as they came (text() would drop a byte-order mark). */
+export async function postCSVBlob(path, text) {
+  return (await call(path, { method: 'POST', body: text, headers: { 'Content-Type': 'text/csv', Accept: 'text/csv' } })).blob();
+}
+
 /** send sends a JSON body (or none) with method; it resolves to the answer's JSON, or null for 204. */
 export async function send(method, path, body) {
   const opts = { method };

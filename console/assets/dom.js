@@ -59,9 +59,9 @@ export function errorBox(err) {
     h('strong', {}, code === 'error' ? 'Error' : code), ': ', err && err.message ? err.message : String(err));
 }
 
-/** download saves text as a file named name. */
+/** download saves text (a string or a Blob) as a file named name. */
 export function download(name, text, type) {
-  const url = URL.createObjectURL(new Blob([text], { type: type || 'text/csv' }));
+  const url = URL.createObjectURL(text instanceof Blob ? text : new Blob([text], { type: type || 'text/csv' }));
   const a = h('a', { href: url, download: name, class: 'hidden' });
   document.body.append(a);
   a.click();

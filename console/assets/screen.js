@@ -9,11 +9,12 @@ import { parse, records, identifiers } from './csv.js';
 const SHOWN = 200;
 const MAX = 50000;
 
-let last = null; // the last answer, kept while the tab is open: { text, rows, columns, name }
+let last = null; // the last answer, kept while the tab is open: { text, rows, columns, name, body }
 
 // ANSWER are the columns of the service's CSV answer the table shows in its own way; any
 // other column of the answer (the uploaded file's own, kept beside) is shown as it is.
-const ANSWER = ['identifier', 'result', 'acn', 'company_name', 'notice_count', 'latest_notice_id', 'latest_published_date', 'latest_notice_purpose'];
+const ANSWER = ['identifier', 'result', 'acn', 'company_name', 'notice_count', 'latest_notice_id', 'latest_published_date', 'latest_notice_purpose',
+  'insolvency', 'latest_insolvency_notice_id', 'latest_insolvency_published_date', 'latest_insolvency_notice_purpose', 'notice_purposes'];
 
 function summary(rows) {
   const n = { matched: 0, unmatched: 0, unresolved: 0 };
@@ -31,14 +32,15 @@ function resultPanel(res) {
     const own = res.columns.filter((c) => !ANSWER.includes(c));
     fill(table, h('div', { class: 'scrollx' }, h('table', { class: 'results', id: 'screen-table' },
       h('caption', { class: 'vh' }, 'Screen result'),
-      h('thead', {}, h('tr', {}, ['Identifier', ...own, 'Result', 'Company', 'Notices', 'Latest notice'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ['Identifier', ...own, 'Result', 'Company', 'Notices', 'Latest notice', 'Latest insolvency notice'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, list.slice(0, SHOWN).map((r) => h('tr', { class: 'r-' + r.result },
         h('td', { class: 'mono' }, r.identifier),
         own.map((c) => h('td', {}, r[c])),
         h('td', {}, h('span', { class: 'badge ' + r.result }, r.result)),
         h('td', {}, r.acn ? h('a', { href: '#/company/' + r.acn }, r.company_name || r.acn) : '—'),
         h('td', { class: 'num' }, r.notice_count || (r.result === 'unmatched' ? '0' : '—')),
-        h('td', {}, r.latest_notice_id ? `${r.latest_published_date} · ${r.latest_notice_purpose}` : '—')))))),
+        h('td', {}, r.latest_notice_id ? `${r.latest_published_date} · ${r.latest_notice_purpose}` : '—'),
+        h('td', {}, r.latest_insolvency_notice_id ? `${r.latest_insolvency_published_date} · ${r.latest_insolvency_notice_purpose}` : '—')))))),
     list.length > SHOWN ? h('p', { class: 'help' }, `Showing the first ${SHOWN} of ${fmt(list.length)}; the download has every row.`) : null);
   };
   const choice = h('div', { class: 'seg', role: 'radiogroup', 'aria-label': 'Show' });
@@ -53,7 +55,20 @@ function resultPanel(res) {
   }
   const dl = h('button', { type: 'button', class: 'primary', id: 'download' }, 'Download result CSV');
   dl.addEventListener('click', () => download(res.name, res.text));
-  fill(out, h('div', { class: 'resulthead' }, h('h2', { id: 'res-title' }, 'Result'), dl),
+  // Excel (BOM) asks the service again with bom=1: the same answer starting with a UTF-8
+  // byte-order mark, so Excel reads company names with accents right.
+  const excel = h('button', { type: 'button', class: 'ghost', id: 'download-bom' }, 'Excel (BOM)');
+  excel.addEventListener('click', async () => {
+    excel.disabled = true;
+    try {
+      download(res.name, await api.postCSVBlob('/v1/match?bom=1', res.body));
+    } catch (e) {
+      say('Excel download failed: ' + (e.message || e));
+    } finally {
+      excel.disabled = false;
+    }
+  });
+  fill(out, h('div', { class: 'resulthead' }, h('h2', { id: 'res-title' }, 'Result'), h('div', { class: 'row' }, excel, dl)),
     h('dl', { class: 'counts' },
       h('div', { class: 'matched' }, h('dt', {}, 'Matched'), h('dd', { id: 'n-matched' }, fmt(n.matched))),
       h('div', { class: 'unmatched' }, h('dt', {}, 'Unmatched'), h('dd', { id: 'n-unmatched' }, fmt(n.unmatched))),
@@ -109,11 +124,12 @@ export async function screenView(box) {
     go.disabled = true;
     go.textContent = 'Screening…';
     try {
-      const csv = await api.postCSV('/v1/match', body.endsWith('\n') ? body : body + '\n');
+      const sent = body.endsWith('\n') ? body : body + '\n';
+      const csv = await api.postCSV('/v1/match', sent);
       const parsed = parse(csv);
       const rows = records(parsed);
       const base = loaded ? loaded.name.replace(/\.[^.]*$/, '') : 'screen';
-      last = { text: csv, rows, columns: parsed[0] || [], name: `${base}-result.csv` };
+      last = { text: csv, rows, columns: parsed[0] || [], name: `${base}-result.csv`, body: sent };
       fill(result, resultPanel(last));
       const n = summary(rows);
       say(`Screened ${fmt(rows.length)}: ${fmt(n.matched)} matched, ${fmt(n.unmatched)} unmatched, ${fmt(n.unresolved)} unresolved.`);

@@ -32,6 +32,7 @@ type uploadRow struct {
 type screenRow struct {
 	id, result string
 	m          *Matched
+	u          *UnmatchedCompany // when unmatched, if the screen gave it
 }
 
 // screenColumns are the result columns of the CSV answer of POST
@@ -44,8 +45,24 @@ var screenColumns = []struct {
 }{
 	{"identifier", func(r screenRow) string { return r.id }},
 	{"result", func(r screenRow) string { return r.result }},
-	{"acn", matchedCell(func(m *Matched) string { return deref(m.ACN) })},
-	{"company_name", matchedCell(func(m *Matched) string { return deref(m.CompanyName) })},
+	{"acn", func(r screenRow) string {
+		switch {
+		case r.m != nil:
+			return deref(r.m.ACN)
+		case r.u != nil:
+			return deref(r.u.ACN)
+		}
+		return ""
+	}},
+	{"company_name", func(r screenRow) string {
+		switch {
+		case r.m != nil:
+			return deref(r.m.CompanyName)
+		case r.u != nil:
+			return deref(r.u.CompanyName)
+		}
+		return ""
+	}},
 	{"notice_count", func(r screenRow) string {
 		switch {
 		case r.m != nil:
@@ -58,6 +75,34 @@ var screenColumns = []struct {
 	{"latest_notice_id", matchedCell(func(m *Matched) string { return m.LatestNotice.ID })},
 	{"latest_published_date", matchedCell(func(m *Matched) string { return m.LatestNotice.PublishedDate })},
 	{"latest_notice_purpose", matchedCell(func(m *Matched) string { return m.LatestNotice.NoticePurpose })},
+	{"insolvency", func(r screenRow) string {
+		switch {
+		case r.m != nil:
+			return strconv.FormatBool(r.m.Insolvency)
+		case r.result == resultUnmatched:
+			return "false"
+		}
+		return ""
+	}},
+	{"latest_insolvency_notice_id", insolvencyCell(func(n *LatestNotice) string { return n.ID })},
+	{"latest_insolvency_published_date", insolvencyCell(func(n *LatestNotice) string { return n.PublishedDate })},
+	{"latest_insolvency_notice_purpose", insolvencyCell(func(n *LatestNotice) string { return n.NoticePurpose })},
+	{"notice_purposes", matchedCell(func(m *Matched) string { return strings.Join(m.NoticePurposes, PurposeSeparator) })},
+}
+
+// PurposeSeparator joins a match's notice purposes in the notice_purposes
+// column of the CSV answer.
+const PurposeSeparator = "; "
+
+// insolvencyCell is a column whose cell is f of the match's latest
+// insolvency notice, empty unless matched with one.
+func insolvencyCell(f func(n *LatestNotice) string) func(r screenRow) string {
+	return matchedCell(func(m *Matched) string {
+		if m.LatestInsolvencyNotice == nil {
+			return ""
+		}
+		return f(m.LatestInsolvencyNotice)
+	})
 }
 
 // The values of the result column.
@@ -92,6 +137,7 @@ var ScreenCSVColumns = func() []string {
 type results struct {
 	matched   map[string]*Matched
 	unmatched map[string]bool
+	companies map[string]*UnmatchedCompany
 }
 
 func (r *ScreenResult) index() results {
@@ -101,6 +147,10 @@ func (r *ScreenResult) index() results {
 	}
 	for _, u := range r.Unmatched {
 		x.unmatched[u] = true
+	}
+	x.companies = make(map[string]*UnmatchedCompany, len(r.UnmatchedCompanies))
+	for i := range r.UnmatchedCompanies {
+		x.companies[r.UnmatchedCompanies[i].Identifier] = &r.UnmatchedCompanies[i]
 	}
 	return x
 }
@@ -113,7 +163,7 @@ func (x results) row(id string) screenRow {
 	case x.matched[id] != nil:
 		return screenRow{id: id, result: resultMatched, m: x.matched[id]}
 	case x.unmatched[id]:
-		return screenRow{id: id, result: resultUnmatched}
+		return screenRow{id: id, result: resultUnmatched, u: x.companies[id]}
 	}
 	return screenRow{id: id, result: resultUnresolved}
 }
@@ -129,8 +179,8 @@ func appendCells(rec []string, r screenRow) []string {
 // WriteCSV writes the screen as CSV (RFC 4180, CRLF line ends): the
 // header row, then one row per identifier of ids (the request's distinct
 // identifiers) in that order, with its result: matched (with the company
-// and its latest notice), unmatched (notice_count 0, the other cells
-// empty) or unresolved (all cells after result empty). Cells are written
+// and its latest notice), unmatched (the register's ACN and name,
+// notice_count 0, insolvency false, the other cells empty) or unresolved (all cells after result empty). Cells are written
 // by csvout: a company name or notice purpose a spreadsheet would run as a
 // formula gets a leading apostrophe unless raw.
 func (r *ScreenResult) WriteCSV(w *bufio.Writer, ids []ident.ID, raw bool) error {

@@ -14,59 +14,18 @@ const flushAt = 32 << 10
 // of about flushAt bytes: a 50,000-identifier answer (megabytes) is encoded
 // without reflection and never held whole.
 func (r *ScreenResult) WriteJSON(w io.Writer) error {
-	buf := make([]byte, 0, flushAt+1024)
-	flush := func(force bool) error {
-		if len(buf) < flushAt && !force {
-			return nil
+	buf, err := r.encode(make([]byte, 0, flushAt+1024), func(b []byte) ([]byte, error) {
+		if len(b) < flushAt {
+			return b, nil
 		}
-		_, err := w.Write(buf)
-		buf = buf[:0]
+		_, err := w.Write(b)
+		return b[:0], err
+	})
+	if err != nil {
 		return err
 	}
-	strs := func(ss []string) error {
-		if ss == nil {
-			buf = append(buf, "null"...)
-			return nil
-		}
-		buf = append(buf, '[')
-		for i, s := range ss {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = appendString(buf, s)
-			if err := flush(false); err != nil {
-				return err
-			}
-		}
-		buf = append(buf, ']')
-		return nil
-	}
-	buf = append(buf, `{"matched":`...)
-	if r.Matched == nil {
-		buf = append(buf, "null"...)
-	} else {
-		buf = append(buf, '[')
-		for i := range r.Matched {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = r.Matched[i].appendJSON(buf)
-			if err := flush(false); err != nil {
-				return err
-			}
-		}
-		buf = append(buf, ']')
-	}
-	buf = append(buf, `,"unmatched":`...)
-	if err := strs(r.Unmatched); err != nil {
-		return err
-	}
-	buf = append(buf, `,"unresolved":`...)
-	if err := strs(r.Unresolved); err != nil {
-		return err
-	}
-	buf = r.appendCounts(buf)
-	return flush(true)
+	_, err = w.Write(buf)
+	return err
 }
 
 // AppendJSON appends r as JSON to buf, exactly as encoding/json with HTML
@@ -74,27 +33,46 @@ func (r *ScreenResult) WriteJSON(w io.Writer) error {
 // A 50,000-identifier screen answers with megabytes; this writes them
 // without reflection, straight from the fields.
 func (r *ScreenResult) AppendJSON(buf []byte) []byte {
-	buf = append(buf, `{"matched":`...)
-	if r.Matched == nil {
-		buf = append(buf, "null"...)
-	} else {
+	buf, _ = r.encode(buf, nil)
+	return buf
+}
+
+// encode appends r as JSON and a newline to buf. After each element of
+// an array it calls step (when not nil) with the bytes so far, and goes
+// on with the buffer step returns (emptied once written); an error of
+// step ends the encoding.
+func (r *ScreenResult) encode(buf []byte, step func([]byte) ([]byte, error)) ([]byte, error) {
+	var err error
+	array := func(null bool, n int, elem func(b []byte, i int) []byte) {
+		if null {
+			buf = append(buf, "null"...)
+			return
+		}
 		buf = append(buf, '[')
-		for i := range r.Matched {
+		for i := 0; i < n && err == nil; i++ {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = r.Matched[i].appendJSON(buf)
+			buf = elem(buf, i)
+			if step != nil {
+				buf, err = step(buf)
+			}
 		}
 		buf = append(buf, ']')
 	}
+	buf = append(buf, `{"matched":`...)
+	array(r.Matched == nil, len(r.Matched), func(b []byte, i int) []byte { return r.Matched[i].appendJSON(b) })
 	buf = append(buf, `,"unmatched":`...)
-	buf = appendStrings(buf, r.Unmatched)
+	array(r.Unmatched == nil, len(r.Unmatched), func(b []byte, i int) []byte { return appendString(b, r.Unmatched[i]) })
 	buf = append(buf, `,"unresolved":`...)
-	buf = appendStrings(buf, r.Unresolved)
-	return r.appendCounts(buf)
+	array(r.Unresolved == nil, len(r.Unresolved), func(b []byte, i int) []byte { return appendString(b, r.Unresolved[i]) })
+	buf = r.appendCounts(buf)
+	buf = append(buf, `,"unmatched_companies":`...)
+	array(r.UnmatchedCompanies == nil, len(r.UnmatchedCompanies), func(b []byte, i int) []byte { return r.UnmatchedCompanies[i].appendJSON(b) })
+	return append(buf, "}\n"...), err
 }
 
-// appendCounts appends the counts member, the object's end and a newline.
+// appendCounts appends the counts member.
 func (r *ScreenResult) appendCounts(buf []byte) []byte {
 	buf = append(buf, `,"counts":{"submitted":`...)
 	buf = strconv.AppendInt(buf, int64(r.Counts.Submitted), 10)
@@ -104,7 +82,17 @@ func (r *ScreenResult) appendCounts(buf []byte) []byte {
 	buf = strconv.AppendInt(buf, int64(r.Counts.Unmatched), 10)
 	buf = append(buf, `,"unresolved":`...)
 	buf = strconv.AppendInt(buf, int64(r.Counts.Unresolved), 10)
-	return append(buf, "}}\n"...)
+	return append(buf, '}')
+}
+
+func (u *UnmatchedCompany) appendJSON(buf []byte) []byte {
+	buf = append(buf, `{"identifier":`...)
+	buf = appendString(buf, u.Identifier)
+	buf = append(buf, `,"acn":`...)
+	buf = appendNullable(buf, u.ACN)
+	buf = append(buf, `,"company_name":`...)
+	buf = appendNullable(buf, u.CompanyName)
+	return append(buf, '}')
 }
 
 func (m *Matched) appendJSON(buf []byte) []byte {
@@ -116,8 +104,23 @@ func (m *Matched) appendJSON(buf []byte) []byte {
 	buf = appendNullable(buf, m.CompanyName)
 	buf = append(buf, `,"notice_count":`...)
 	buf = strconv.AppendInt(buf, int64(m.NoticeCount), 10)
-	n := &m.LatestNotice
-	buf = append(buf, `,"latest_notice":{"id":`...)
+	buf = append(buf, `,"latest_notice":`...)
+	buf = m.LatestNotice.appendJSON(buf)
+	buf = append(buf, `,"insolvency":`...)
+	buf = strconv.AppendBool(buf, m.Insolvency)
+	buf = append(buf, `,"latest_insolvency_notice":`...)
+	if m.LatestInsolvencyNotice == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = m.LatestInsolvencyNotice.appendJSON(buf)
+	}
+	buf = append(buf, `,"notice_purposes":`...)
+	buf = appendStrings(buf, m.NoticePurposes)
+	return append(buf, '}')
+}
+
+func (n *LatestNotice) appendJSON(buf []byte) []byte {
+	buf = append(buf, `{"id":`...)
 	buf = appendString(buf, n.ID)
 	buf = append(buf, `,"notice_seq":`...)
 	buf = strconv.AppendInt(buf, n.Seq, 10)
@@ -129,7 +132,7 @@ func (m *Matched) appendJSON(buf []byte) []byte {
 	buf = appendString(buf, n.NoticePurpose)
 	buf = append(buf, `,"appointment_type":`...)
 	buf = appendNullable(buf, n.AppointmentType)
-	return append(buf, "}}"...)
+	return append(buf, '}')
 }
 
 func appendStrings(buf []byte, ss []string) []byte {

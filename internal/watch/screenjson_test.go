@@ -29,12 +29,16 @@ func TestScreenAppendJSONMatchesEncodingJSON(t *testing.T) {
 	res := ScreenResult{
 		Matched: []Matched{
 			{Identifier: "004085616", ACN: s("004085616"), CompanyName: s("ALPHA \"MINING\" PTY LTD"), NoticeCount: 3,
-				LatestNotice: LatestNotice{ID: "ntc_abc", Seq: 42, PublishedDate: "2026-11-20", NoticeType: "Appointment", NoticePurpose: "Appointment", AppointmentType: s("Liquidator")}},
-			{Identifier: "53004085616", NoticeCount: 1, LatestNotice: LatestNotice{ID: "ntc_def", Seq: -1}},
+				LatestNotice: LatestNotice{ID: "ntc_abc", Seq: 42, PublishedDate: "2026-11-20", NoticeType: "Appointment", NoticePurpose: "Appointment", AppointmentType: s("Liquidator")},
+				Insolvency:   true, LatestInsolvencyNotice: &LatestNotice{ID: "ntc_ghi", Seq: 7, PublishedDate: "2026-10-01", NoticePurpose: "meeting"},
+				NoticePurposes: []string{"Appointment", "DEREGISTRATION", "meeting"}},
+			{Identifier: "53004085616", NoticeCount: 1, LatestNotice: LatestNotice{ID: "ntc_def", Seq: -1}, NoticePurposes: []string{}},
 		},
 		Unmatched:  []string{"600000002"},
 		Unresolved: []string{},
 		Counts:     ScreenCounts{Submitted: 4, Matched: 2, Unmatched: 1, Unresolved: 0},
+		UnmatchedCompanies: []UnmatchedCompany{{Identifier: "600000002", ACN: s("600000002"), CompanyName: s("BETA <TRADING> PTY LTD")},
+			{Identifier: "43600000002"}},
 	}
 	check := func(name string, r ScreenResult) {
 		t.Helper()
@@ -56,6 +60,9 @@ func TestScreenAppendJSONMatchesEncodingJSON(t *testing.T) {
 		r.Matched[0].CompanyName = s(awkward[i%len(awkward)] + string(b))
 		r.Matched[1].LatestNotice.NoticeType = string(b)
 		r.Unmatched = []string{string(b), awkward[(i+3)%len(awkward)]}
+		r.UnmatchedCompanies = []UnmatchedCompany{{Identifier: string(b), CompanyName: s(awkward[(i+9)%len(awkward)])}}
+		r.Matched[0].NoticePurposes = []string{string(b), awkward[(i+5)%len(awkward)]}
+		r.Matched[0].LatestInsolvencyNotice = &LatestNotice{NoticeType: string(b), AppointmentType: s(awkward[(i+7)%len(awkward)])}
 		check("random", r)
 	}
 }

@@ -886,6 +886,12 @@ func (s *session) screen(a *apiClient, d *testbin.Demo) {
 	if lines := bytes.Count(file2, []byte("\n")); lines != 1001 {
 		s.t.Errorf("the result CSV has %d lines; want a header and 1,000 rows", lines)
 	}
+	// Excel (BOM) saves the API's answer to the same file with bom=1: a byte-order mark first.
+	name, file3 := s.download("#download-bom")
+	want3 := a.post("/v1/match?bom=1", "text/csv", "text/csv", []byte(csv))
+	if name != "loanbook-result.csv" || !bytes.HasPrefix(file3, []byte("\xef\xbb\xbf")) || !bytes.Equal(file3, want3) {
+		s.t.Errorf("Excel (BOM) saved %q (%d bytes, starts %q); the API's bom=1 answer is %d bytes", name, len(file3), file3[:min(3, len(file3))], len(want3))
+	}
 }
 
 // exportSearch: Export CSV on a search saves the API's CSV export of it.

@@ -26,7 +26,7 @@ import (
 // text, so the candidates passing the other filters are read from the
 // NoticeSource and matched there.
 func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
-	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}}
+	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
 	res.Counts.Submitted = len(ids)
 	if len(ids) == 0 {
 		return res, nil
@@ -92,28 +92,38 @@ func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]screenIt
 	return found, counterparts, nil
 }
 
-// fillRegisterNames puts in each match of res (in the order of found) the
-// register's current name of its company (acn), read from the notice
-// source, when it has one; a match without keeps its latest notice's.
+// fillRegisterNames puts in each match and each unmatched company of res
+// (in the order of found) the register's current name of its company
+// (acn), read from the notice source, when it has one; a match without
+// keeps its latest notice's.
 func (s *Store) fillRegisterNames(ctx context.Context, found []screenItem, res *watch.ScreenResult) error {
 	var acns []string
-	var at []int
-	for i, k := 0, 0; i < len(found) && k < len(res.Matched); i++ {
-		if res.Matched[k].Identifier != found[i].self {
+	var at []**string // the names to set
+	k, u := 0, 0
+	for i := range found {
+		o := &found[i]
+		var name **string
+		switch {
+		case k < len(res.Matched) && res.Matched[k].Identifier == o.self:
+			name = &res.Matched[k].CompanyName
+			k++
+		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == o.self:
+			name = &res.UnmatchedCompanies[u].CompanyName
+			u++
+		default:
 			continue
 		}
-		if o := &found[i]; o.acn != "" && o.inRegister {
-			acns, at = append(acns, o.acn), append(at, k)
+		if o.acn != "" && o.inRegister {
+			acns, at = append(acns, o.acn), append(at, name)
 		}
-		k++
 	}
 	names, err := s.registerNames(ctx, acns)
 	if err != nil {
 		return err
 	}
-	for j, k := range at {
+	for j, name := range at {
 		if names[j] != "" {
-			res.Matched[k].CompanyName = &names[j]
+			*name = &names[j]
 		}
 	}
 	return nil
@@ -183,9 +193,14 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 
 	res.Matched = slices.Grow(res.Matched, withNotices(found))
 	strs := make([]string, 0, 3*withNotices(found)) // what the answers point to
+	var purposes []string                           // one identifier's, reused
+	newer := func(n, than *notice.Notice) bool {
+		return than == nil || n.PublishedAt > than.PublishedAt || (n.PublishedAt == than.PublishedAt && n.Seq > than.Seq)
+	}
 	for i, o := range found {
 		var count int
-		var latest *notice.Notice
+		var latest, insolvency *notice.Notice
+		purposes = purposes[:0]
 		for li, l := range [][]int64{o.own, o.theirs} {
 			for _, q := range l {
 				n := sum(q)
@@ -193,12 +208,24 @@ func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screen
 					continue // fails f, or carries both identifiers (counted once)
 				}
 				count++
-				if latest == nil || n.PublishedAt > latest.PublishedAt || (n.PublishedAt == latest.PublishedAt && n.Seq > latest.Seq) {
+				purposes = addPurpose(purposes, n.NoticePurpose)
+				if newer(n, latest) {
 					latest = n
+				}
+				if !n.IsDeregistration() && newer(n, insolvency) {
+					insolvency = n
 				}
 			}
 		}
 		answer(res, ids[i].Kind, &found[i], count, latest, &strs)
+		if count > 0 {
+			m := &res.Matched[len(res.Matched)-1]
+			m.NoticePurposes = sortedPurposes(purposes)
+			if insolvency != nil {
+				l := latestOf(insolvency)
+				m.Insolvency, m.LatestInsolvencyNotice = true, l.notice()
+			}
+		}
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
 	return nil
@@ -222,28 +249,70 @@ func withNotices(found []screenItem) int {
 // appended to strs.
 func answer(res *watch.ScreenResult, kind ident.Kind, o *screenItem, count int, latest *notice.Notice, strs *[]string) {
 	if count == 0 {
-		noMatch(res, o.self, o.inRegister || len(o.own) > 0)
+		noMatch(res, o.self, o.acn, o.inRegister || len(o.own) > 0)
 		return
 	}
-	l := summaryLatest{LatestNotice: watch.LatestNotice{ID: latest.ID, Seq: latest.Seq, PublishedDate: latest.PublishedDate,
-		NoticeType: latest.NoticeType, NoticePurpose: latest.NoticePurpose}, companyName: latest.CompanyName}
-	if latest.AppointmentType != nil {
-		l.app, l.hasApp = *latest.AppointmentType, true
-	}
-	if latest.ACN != nil {
-		l.acn = *latest.ACN
-	}
-	if latest.ABN != nil {
-		l.abn = *latest.ABN
-	}
+	l := latestOf(latest)
 	res.Matched = append(res.Matched, matchOf(ident.ID{Kind: kind, Value: o.self}, o.acn, count, &l, strs))
 }
 
+// latestOf is what a match shows of the summary n as a latest notice.
+func latestOf(n *notice.Notice) summaryLatest {
+	l := summaryLatest{LatestNotice: watch.LatestNotice{ID: n.ID, Seq: n.Seq, PublishedDate: n.PublishedDate,
+		NoticeType: n.NoticeType, NoticePurpose: n.NoticePurpose}, companyName: n.CompanyName}
+	if n.AppointmentType != nil {
+		l.app, l.hasApp = *n.AppointmentType, true
+	}
+	if n.ACN != nil {
+		l.acn = *n.ACN
+	}
+	if n.ABN != nil {
+		l.abn = *n.ABN
+	}
+	return l
+}
+
+// notice is l as a match's latest insolvency notice (its own copy).
+func (l *summaryLatest) notice() *watch.LatestNotice {
+	ln := l.LatestNotice
+	ln.AppointmentType = nil
+	if l.hasApp {
+		app := l.app
+		ln.AppointmentType = &app
+	}
+	return &ln
+}
+
+// addPurpose adds the purpose p to a match's distinct non-empty purposes.
+func addPurpose(purposes []string, p string) []string {
+	if p == "" || slices.Contains(purposes, p) {
+		return purposes
+	}
+	return append(purposes, p)
+}
+
+// sortedPurposes is a match's notice_purposes: a sorted copy of purposes.
+func sortedPurposes(purposes []string) []string {
+	out := slices.Clone(purposes)
+	if out == nil {
+		out = []string{}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // noMatch records an identifier without a notice passing the filters:
-// unmatched when the register or a notice knows it, else unresolved.
-func noMatch(res *watch.ScreenResult, self string, known bool) {
+// unmatched (with its company's ACN acn, "" for none; the register name
+// is filled in later) when the register or a notice knows it, else
+// unresolved.
+func noMatch(res *watch.ScreenResult, self, acn string, known bool) {
 	if known {
 		res.Unmatched = append(res.Unmatched, self)
+		u := watch.UnmatchedCompany{Identifier: self}
+		if acn != "" {
+			u.ACN = &acn
+		}
+		res.UnmatchedCompanies = append(res.UnmatchedCompanies, u)
 	} else {
 		res.Unresolved = append(res.Unresolved, self)
 	}

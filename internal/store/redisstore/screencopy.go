@@ -416,12 +416,16 @@ func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, f notice.Fil
 	}
 	res.Matched = slices.Grow(res.Matched, withNotices)
 	res.Unmatched = slices.Grow(res.Unmatched, known+withNotices)
+	res.UnmatchedCompanies = slices.Grow(res.UnmatchedCompanies, known+withNotices)
 	res.Unresolved = slices.Grow(res.Unresolved, len(items)-withNotices-known)
 	strs := make([]string, 0, 3*withNotices) // what the answers point to
+	var purposes []string                    // one identifier's, reused
 	for i := range items {
 		o := &items[i]
 		own, theirs := o.seqs(arenas)
-		count, best, bestAt := 0, int64(-1), ""
+		count := 0
+		best, insolvency := newest{seq: -1}, newest{seq: -1}
+		purposes = purposes[:0]
 		for li, l := range [2][]int64{own, theirs} {
 			for _, q := range l {
 				if li == 1 && slices.Contains(own, q) {
@@ -431,27 +435,51 @@ func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, f notice.Fil
 					continue
 				}
 				count++
-				if best < 0 {
-					best = q
-					continue
-				}
-				if bestAt == "" {
-					bestAt = n.sums.publishedAt(best)
-				}
-				if at := n.sums.publishedAt(q); at > bestAt || (at == bestAt && q > best) {
-					best, bestAt = q, at
+				best.offer(q, &n.sums)
+				p := n.sums.purpose(q)
+				purposes = addPurpose(purposes, p)
+				if !notice.EqualFoldASCII(p, notice.DeregistrationPurpose) {
+					insolvency.offer(q, &n.sums)
 				}
 			}
 		}
 		if count == 0 {
-			noMatch(res, ids[i].Value, o.has(itemInRegister) || len(own) > 0)
+			noMatch(res, ids[i].Value, o.acn(ids[i], reg), o.has(itemInRegister) || len(own) > 0)
 			continue
 		}
 		var latest summaryLatest
-		n.sums.decodeLatest(best, &latest)
-		res.Matched = append(res.Matched, matchOf(ids[i], o.acn(ids[i], reg), count, &latest, &strs))
+		n.sums.decodeLatest(best.seq, &latest)
+		m := matchOf(ids[i], o.acn(ids[i], reg), count, &latest, &strs)
+		m.NoticePurposes = sortedPurposes(purposes)
+		if insolvency.seq >= 0 {
+			var l summaryLatest
+			n.sums.decodeLatest(insolvency.seq, &l)
+			m.Insolvency, m.LatestInsolvencyNotice = true, l.notice()
+		}
+		res.Matched = append(res.Matched, m)
 	}
 	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
+}
+
+// newest is the newest of a company's passing notices offered so far
+// (seq -1: none): the latest publication, ties by higher seq; published
+// instants are read only to choose between two.
+type newest struct {
+	seq int64
+	at  string // seq's published instant once read
+}
+
+func (b *newest) offer(q int64, sums *summarySlab) {
+	if b.seq < 0 {
+		b.seq = q
+		return
+	}
+	if b.at == "" {
+		b.at = sums.publishedAt(b.seq)
+	}
+	if at := sums.publishedAt(q); at > b.at || (at == b.at && q > b.seq) {
+		b.seq, b.at = q, at
+	}
 }
 
 // codedFilter decides a filter without q or company on summaries' coded
@@ -548,8 +576,9 @@ func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *
 	return arena
 }
 
-// fillNames puts the register name of every match whose company has one
-// in its answer (res.Matched, made without them, in the order of ids): the
+// fillNames puts the register name of every match and unmatched company
+// whose company has one in its answer (res.Matched and
+// res.UnmatchedCompanies, made without them, in the order of ids): the
 // names the register copy holds, and those it lacks read from the notice
 // source (Store.registerNames: Redis keeps no names) and held. It runs
 // with none of the copy's locks held, as that read may be slow. A name the
@@ -557,16 +586,24 @@ func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *
 // match its latest notice's, as the screen from Redis answers then.
 func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, ids []ident.ID, items []copyItem, res *watch.ScreenResult) error {
 	var cos []int32
-	var at []int // res.Matched positions of cos
-	for i, k := 0, 0; i < len(items) && k < len(res.Matched); i++ {
-		if res.Matched[k].Identifier != ids[i].Value {
+	var at []**string // the names of cos to set: a match's or an unmatched company's
+	k, u := 0, 0
+	for i := range items {
+		var name **string
+		switch {
+		case k < len(res.Matched) && res.Matched[k].Identifier == ids[i].Value:
+			name = &res.Matched[k].CompanyName
+			k++
+		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == ids[i].Value:
+			name = &res.UnmatchedCompanies[u].CompanyName
+			u++
+		default:
 			continue
 		}
 		if items[i].has(itemNeedsName) {
 			cos = append(cos, items[i].co)
-			at = append(at, k)
+			at = append(at, name)
 		}
-		k++
 	}
 	names := make([]string, len(cos))
 	if missing := reg.heldNames(cos, names); len(missing) > 0 {
@@ -591,9 +628,9 @@ func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, ids []ident.ID
 		}
 		reg.hold(read, got)
 	}
-	for j, k := range at {
+	for j, name := range at {
 		if names[j] != "" {
-			res.Matched[k].CompanyName = &names[j]
+			*name = &names[j]
 		}
 	}
 	return nil

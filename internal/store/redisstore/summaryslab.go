@@ -287,6 +287,15 @@ func (s *summarySlab) tupleAt(seq int64) (uint64, bool) {
 	return r.uvarint(), true
 }
 
+// purpose returns the notice purpose of seq's summary ("" for none).
+func (s *summarySlab) purpose(seq int64) string {
+	t, ok := s.tupleAt(seq)
+	if !ok {
+		return ""
+	}
+	return s.dict[s.tuples[t][3]]
+}
+
 // publishedAt returns the published instant of seq's summary ("" for
 // none).
 func (s *summarySlab) publishedAt(seq int64) string {

@@ -129,6 +129,9 @@ func TestWriterAndCompanyViews(t *testing.T) {
 	for _, r := range []*watch.ScreenResult{&got, &want} {
 		for i := range r.Matched {
 			r.Matched[i].LatestNotice.Seq = 0
+			if li := r.Matched[i].LatestInsolvencyNotice; li != nil {
+				li.Seq = 0
+			}
 		}
 	}
 	if !reflect.DeepEqual(got, want) || got.Counts.Matched != 5 {

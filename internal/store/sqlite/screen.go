@@ -52,7 +52,7 @@ const (
 )
 
 func (s *Store) screen(ctx context.Context, ids []ident.ID, f notice.Filter, mode screenMode) (watch.ScreenResult, error) {
-	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}}
+	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
 	res.Counts.Submitted = len(ids)
 	if len(ids) == 0 {
 		return res, nil
@@ -72,7 +72,13 @@ func (s *Store) screen(ctx context.Context, ids []ident.ID, f notice.Filter, mod
 	if err := r.readDetails(res.Matched); err != nil {
 		return res, err
 	}
+	if err := r.describeInsolvency(res.Matched); err != nil {
+		return res, err
+	}
 	res.Unmatched, res.Unresolved = r.partition()
+	if res.UnmatchedCompanies, err = r.unmatchedCompanies(); err != nil {
+		return res, err
+	}
 	res.Counts.Matched = len(res.Matched)
 	res.Counts.Unmatched = len(res.Unmatched)
 	res.Counts.Unresolved = len(res.Unresolved)
@@ -106,6 +112,7 @@ type screenRun struct {
 	// count
 	hits      []screenHit
 	unmatched int
+	passed    []int64 // each hit's passing seqs, back to back (hits[k].pFrom:pTo)
 
 	// describeMatched: what SQL still has to read
 	details []screenDetail
@@ -185,18 +192,20 @@ func (r *screenRun) count() {
 	r.hits = make([]screenHit, 0, r.candidates)
 	for i := range r.found {
 		fd := &r.found[i]
-		h := screenHit{pos: int32(i), latest: -1}
+		h := screenHit{pos: int32(i), latest: -1, pFrom: int32(len(r.passed))}
 		var latestOrder int64
 		for _, seq := range r.all[fd.from:fd.to] {
 			m := &r.snap.notes[seq]
 			if !r.passes(seq, m) {
 				continue
 			}
+			r.passed = append(r.passed, seq)
 			h.count++
 			if h.latest < 0 || m.order > latestOrder || (m.order == latestOrder && seq > h.latest) {
 				h.latest, latestOrder = seq, m.order
 			}
 		}
+		h.pTo = int32(len(r.passed))
 		if h.count > 0 {
 			r.hits = append(r.hits, h)
 		} else if fd.known {
@@ -478,6 +487,7 @@ func screenPassing(ctx context.Context, tx *sql.Tx, seqs []int64, f notice.Filte
 type screenHit struct {
 	pos, count        int32 // pos in the submitted identifiers
 	latest            int64
+	pFrom, pTo        int32 // its passing seqs: passed[pFrom:pTo]
 	from, idTo, acnTo int32 // text[from:idTo] is the latest notice's id, text[idTo:acnTo] the ACN
 }
 

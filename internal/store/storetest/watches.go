@@ -604,10 +604,20 @@ func testScreen(t *testing.T, b WatchBackend) {
 	ctx := context.Background()
 	unknown := acnN(9)
 	submitted := []string{ACNDelta, ACNAlpha, unknown, ABNAlpha, ABNDelta, ACNBeta, ABNGamma, ACNGamma, ACNBadCheck, ACNCafe}
+	// ins is the latest insolvency notice ("" for none), purposes the
+	// notice purposes joined with "|".
+	// unmatchedCompanies is what the screen says of each identifier when
+	// it is unmatched: its ACN and the register's name (<nil> for none:
+	// a company the register lacks has neither, though a notice names it).
+	unmatchedCompanies := map[string]string{
+		ACNDelta: ACNDelta + " DELTA SERVICES PTY LTD", ABNDelta: ACNDelta + " DELTA SERVICES PTY LTD",
+		ACNBeta: ACNBeta + " <nil>", ABNGamma: "<nil> <nil>", ACNBadCheck: ACNBadCheck + " <nil>", ACNCafe: ACNCafe + " CAFÉ SOCIÉTÉ PTY LTD",
+	}
 	type m struct {
 		id, acn, name string
 		count         int
-		latest        string
+		latest, ins   string
+		purposes      string
 	}
 	for _, c := range []struct {
 		name       string
@@ -618,30 +628,32 @@ func testScreen(t *testing.T, b WatchBackend) {
 	}{
 		{"defaults (deregistration included)", notice.Filter{IncludeDeregistration: true},
 			[]m{
-				{ACNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 3, "S-006"},
-				{ABNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 3, "S-006"},
-				{ACNBeta, ACNBeta, "BETA TRADING PTY LTD", 1, "S-003"},
-				{ABNGamma, "", "GAMMA HOLDINGS PTY LTD", 1, "S-007"},
-				{ACNBadCheck, ACNBadCheck, "EPSILON PTY LTD", 1, "S-008"},
+				// The latest notice a deregistration, the insolvency notice before it beside it.
+				{ACNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 3, "S-006", "S-002", "Appointment|DEREGISTRATION|meeting"},
+				{ABNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 3, "S-006", "S-002", "Appointment|DEREGISTRATION|meeting"},
+				// Only a deregistration: no insolvency notice.
+				{ACNBeta, ACNBeta, "BETA TRADING PTY LTD", 1, "S-003", "", "Deregistration"},
+				{ABNGamma, "", "GAMMA HOLDINGS PTY LTD", 1, "S-007", "S-007", "Appointment"},
+				{ACNBadCheck, ACNBadCheck, "EPSILON PTY LTD", 1, "S-008", "S-008", "Appointment"},
 				// Two notices published at the same instant: the later seq.
-				{ACNCafe, ACNCafe, "CAFÉ SOCIÉTÉ PTY LTD", 2, "S-005"},
+				{ACNCafe, ACNCafe, "CAFÉ SOCIÉTÉ PTY LTD", 2, "S-005", "S-005", "Dividend"},
 			},
 			[]string{ACNDelta, ABNDelta},
 			[]string{unknown, ACNGamma}},
 		{"without deregistration: a company whose only notice fails is unmatched", notice.Filter{},
 			[]m{
-				{ACNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 2, "S-002"},
-				{ABNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 2, "S-002"},
-				{ABNGamma, "", "GAMMA HOLDINGS PTY LTD", 1, "S-007"},
-				{ACNBadCheck, ACNBadCheck, "EPSILON PTY LTD", 1, "S-008"},
-				{ACNCafe, ACNCafe, "CAFÉ SOCIÉTÉ PTY LTD", 2, "S-005"},
+				{ACNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 2, "S-002", "S-002", "Appointment|meeting"},
+				{ABNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 2, "S-002", "S-002", "Appointment|meeting"},
+				{ABNGamma, "", "GAMMA HOLDINGS PTY LTD", 1, "S-007", "S-007", "Appointment"},
+				{ACNBadCheck, ACNBadCheck, "EPSILON PTY LTD", 1, "S-008", "S-008", "Appointment"},
+				{ACNCafe, ACNCafe, "CAFÉ SOCIÉTÉ PTY LTD", 2, "S-005", "S-005", "Dividend"},
 			},
 			[]string{ACNDelta, ABNDelta, ACNBeta},
 			[]string{unknown, ACNGamma}},
 		{"q and a filter", notice.Filter{IncludeDeregistration: true, Q: mustParse(t, "creditors"), State: []string{"nsw"}},
 			[]m{
-				{ACNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 2, "S-002"},
-				{ABNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 2, "S-002"},
+				{ACNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 2, "S-002", "S-002", "Appointment|meeting"},
+				{ABNAlpha, ACNAlpha, "ALPHA MINING PTY LTD", 2, "S-002", "S-002", "Appointment|meeting"},
 			},
 			[]string{ACNDelta, ABNDelta, ACNBeta, ABNGamma, ACNBadCheck, ACNCafe},
 			[]string{unknown, ACNGamma}},
@@ -653,7 +665,7 @@ func testScreen(t *testing.T, b WatchBackend) {
 			}
 			var got []m
 			for _, x := range res.Matched {
-				g := m{id: x.Identifier, count: x.NoticeCount}
+				g := m{id: x.Identifier, count: x.NoticeCount, purposes: strings.Join(x.NoticePurposes, "|")}
 				if x.ACN != nil {
 					g.acn = *x.ACN
 				}
@@ -665,10 +677,17 @@ func testScreen(t *testing.T, b WatchBackend) {
 					t.Fatalf("latest notice %q of %s: %v", x.LatestNotice.ID, x.Identifier, err)
 				}
 				g.latest = n.SourceID
-				ln := x.LatestNotice
-				if ln.Seq != n.Seq || ln.PublishedDate != n.PublishedDate || ln.NoticeType != n.NoticeType ||
-					ln.NoticePurpose != n.NoticePurpose || deref(ln.AppointmentType) != deref(n.AppointmentType) {
-					t.Errorf("%s latest_notice %+v does not describe %s", x.Identifier, ln, n.SourceID)
+				describes(t, x.Identifier+" latest_notice", x.LatestNotice, n)
+				if x.Insolvency != (x.LatestInsolvencyNotice != nil) {
+					t.Errorf("%s insolvency %v with latest_insolvency_notice %+v", x.Identifier, x.Insolvency, x.LatestInsolvencyNotice)
+				}
+				if li := x.LatestInsolvencyNotice; li != nil {
+					n, err := b.Notices.Notice(ctx, li.ID)
+					if err != nil {
+						t.Fatalf("latest insolvency notice %q of %s: %v", li.ID, x.Identifier, err)
+					}
+					g.ins = n.SourceID
+					describes(t, x.Identifier+" latest_insolvency_notice", *li, n)
 				}
 				got = append(got, g)
 			}
@@ -677,6 +696,18 @@ func testScreen(t *testing.T, b WatchBackend) {
 			}
 			if !slices.Equal(res.Unmatched, c.unmatched) {
 				t.Errorf("unmatched %v, want %v", res.Unmatched, c.unmatched)
+			}
+			// Each unmatched identifier with the register's ACN and name.
+			var companies []string
+			for _, u := range res.UnmatchedCompanies {
+				companies = append(companies, u.Identifier+" "+deref(u.ACN)+" "+deref(u.CompanyName))
+			}
+			var wantCompanies []string
+			for _, id := range c.unmatched {
+				wantCompanies = append(wantCompanies, id+" "+unmatchedCompanies[id])
+			}
+			if !slices.Equal(companies, wantCompanies) {
+				t.Errorf("unmatched_companies %q, want %q", companies, wantCompanies)
 			}
 			if !slices.Equal(res.Unresolved, c.unresolved) {
 				t.Errorf("unresolved %v, want %v", res.Unresolved, c.unresolved)
@@ -693,6 +724,15 @@ func testScreen(t *testing.T, b WatchBackend) {
 			t.Errorf("%+v, %v", res, err)
 		}
 	})
+}
+
+// describes checks that the screen's summary ln describes the notice n.
+func describes(t *testing.T, what string, ln watch.LatestNotice, n notice.Notice) {
+	t.Helper()
+	if ln.Seq != n.Seq || ln.PublishedDate != n.PublishedDate || ln.NoticeType != n.NoticeType ||
+		ln.NoticePurpose != n.NoticePurpose || deref(ln.AppointmentType) != deref(n.AppointmentType) {
+		t.Errorf("%s %+v does not describe %s", what, ln, n.SourceID)
+	}
 }
 
 // testScreenNameless: a company named neither by the register nor by its
