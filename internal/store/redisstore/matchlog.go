@@ -429,16 +429,13 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		if len(es) == 0 {
 			return 0, nil
 		}
-		ns := make([]notice.Notice, len(es))
-		isNew := make([]bool, len(es))
+		ns, isNew, err := summariesOf(es)
+		if err != nil {
+			return 0, err
+		}
 		through := int64(0)
-		for i, e := range es {
-			var ptrs [3]string
-			if err := publog.DecodeSummaryInto(e.Summary, &ns[i], &ptrs); err != nil {
-				return 0, err
-			}
-			ns[i].ACN, ns[i].ABN, ns[i].AppointmentType = clonePtr(ns[i].ACN), clonePtr(ns[i].ABN), clonePtr(ns[i].AppointmentType)
-			if isNew[i] = e.Kind == publog.KindNew; isNew[i] {
+		for i := range ns {
+			if isNew[i] {
 				through = max(through, ns[i].Seq)
 			}
 		}
@@ -468,12 +465,19 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 	}
 }
 
-func clonePtr(p *string) *string {
-	if p == nil {
-		return nil
+// summariesOf decodes log entries' summaries, and says which entries are
+// a notice's first publish (not an amendment).
+func summariesOf(es []publog.Entry) ([]notice.Notice, []bool, error) {
+	ns := make([]notice.Notice, len(es))
+	isNew := make([]bool, len(es))
+	ptrs := make([][3]string, len(es))
+	for i, e := range es {
+		if err := publog.DecodeSummaryInto(e.Summary, &ns[i], &ptrs[i]); err != nil {
+			return nil, nil, err
+		}
+		isNew[i] = e.Kind == publog.KindNew
 	}
-	v := *p
-	return &v
+	return ns, isNew, nil
 }
 
 // commitArgs matches the notices of log entries (sums: their summaries;

@@ -14,7 +14,6 @@ import (
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
-	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
 )
@@ -341,17 +340,13 @@ func TestStaleBatchCommitsNothing(t *testing.T) {
 	if err != nil || len(es) != 3 {
 		t.Fatalf("publish log holds %d entries (%v), want 3", len(es), err)
 	}
-	sums := make([]notice.Notice, len(es))
-	for i, e := range es {
-		var ptrs [3]string
-		if err := publog.DecodeSummaryInto(e.Summary, &sums[i], &ptrs); err != nil {
-			t.Fatal(err)
-		}
-		sums[i].ACN = clonePtr(sums[i].ACN)
+	sums, isNew, err := summariesOf(es)
+	if err != nil {
+		t.Fatal(err)
 	}
 	wsv, _ := f.rdb.Get(ctx, f.rs.key("wsv")).Int64()
 	now := f.clock.Now()
-	keys, args, err := f.rs.commitArgs(ctx, sums, []bool{true, true, true}, now)
+	keys, args, err := f.rs.commitArgs(ctx, sums, isNew, now)
 	if err != nil || len(keys) != 12 {
 		t.Fatalf("worker A matched %v, %v; want 3 pairs", keys, err)
 	}
