@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/noticesd/noticesd/internal/delivery"
@@ -30,6 +31,8 @@ type Attempter struct {
 	RetryUnit time.Duration
 	// Now is the clock of the payload's sent_at and of the outcome.
 	Now func() time.Time
+	// Log, when set, receives each failed attempt at warn level.
+	Log *slog.Logger
 }
 
 // Attempt builds job's body and signs it with the webhook's secret, both
@@ -42,11 +45,12 @@ type Attempter struct {
 // the delivery) and the decision is dead with delivery.WebhookRemoved;
 // when the secret cannot be read, nothing is sent or recorded and the error
 // says why (the delivery is tried again, this attempt uncounted).
-func (a Attempter) Attempt(ctx context.Context, job store.Job) (delivery.Decision, error) {
-	now := a.Now
-	if now == nil {
-		now = time.Now
-	}
+func (a Attempter) Attempt(ctx context.Context, job store.Job) (d delivery.Decision, err error) {
+	defer func() {
+		if err == nil && d.Status != delivery.Delivered && a.Log != nil {
+			a.Log.Warn("delivery attempt failed", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "reason", d.LastError)
+		}
+	}()
 	var sentAt time.Time
 	res := a.Sender.Send(ctx, webhook.Request{
 		URL: job.URL, DeliveryID: job.DeliveryID, Secret: job.Secret,
@@ -54,7 +58,7 @@ func (a Attempter) Attempt(ctx context.Context, job store.Job) (delivery.Decisio
 		// Built once the endpoint's slot is held: delivered_at is the time
 		// of the request, not of the wait for the slot.
 		Build: func() ([]byte, error) {
-			sentAt = now()
+			sentAt = a.Now()
 			body, err := webhook.Payload(job.WatchID, sentAt, job.Notice)
 			if err != nil {
 				return nil, fmt.Errorf("worker: build the body of delivery %s: %w", job.DeliveryID, err)
@@ -73,7 +77,7 @@ func (a Attempter) Attempt(ctx context.Context, job store.Job) (delivery.Decisio
 	}
 	out := store.Outcome{OK: res.OK, LastError: res.LastError, RetryUnit: a.RetryUnit, SentAt: sentAt}
 	// Record the outcome even if shutdown begins now: it is known.
-	if err := a.Ledger.Complete(context.WithoutCancel(ctx), job, out, now()); err != nil {
+	if err := a.Ledger.Complete(context.WithoutCancel(ctx), job, out, a.Now()); err != nil {
 		return delivery.Decision{}, fmt.Errorf("worker: record the outcome of delivery %s attempt %d: %w", job.DeliveryID, job.Attempt, err)
 	}
 	return delivery.Decide(job.Attempt, res.OK, res.LastError, a.RetryUnit), nil

@@ -1,31 +1,22 @@
 // Package worker runs webhook delivery in the embedded mode: a Dispatcher
-// that turns arriving notices into deliveries, and a Worker that attempts
-// them with bounded concurrency and records each outcome.
+// that turns arriving notices into deliveries, a Worker that attempts them
+// with bounded concurrency, and the Attempter both modes' schedulers call.
 //
-// Arrival: a notice arrives when it is first stored and gets its
-// notice_seq, whichever process stored it (the collector inside `serve`, or
-// `noticesd ingest` running beside it). The Dispatcher polls the notices
-// after a durable cursor, matches each against an in-memory matcher.Index of
-// the watches that have a webhook, and hands the matches to Queue.Enqueue,
-// which judges eligibility, creates the deliveries and advances the cursor
-// in one transaction. So every (watch, eligible notice) pair becomes exactly
-// one delivery, across restarts too.
-//
-// Keeping the index current: the store keeps a version of the set of
-// watches with a webhook (it changes when a webhook is registered or a
-// watch with one is deleted or loses it). The Dispatcher compares it before
-// every batch and reloads when it moved; Enqueue re-checks it inside its
-// transaction and refuses a batch matched against an older set, which the
-// Dispatcher then matches again. The index is also rebuilt every
-// ReloadEvery, which picks up register changes (ABN to ACN resolution).
-// Nothing in the API needs to notify the Dispatcher, and changes made by
-// another process are seen the same way.
-//
-// Every part takes a clock (Now), and RunOnce methods do one round
-// synchronously so tests drive the pipeline with a fake clock and no sleeps.
+// The Dispatcher reads the notices after a durable cursor (whichever
+// process stored them), matches them against an in-memory matcher.Index of
+// the watches with a webhook, and hands the matches to Queue.Enqueue, which
+// creates the deliveries and advances the cursor in one transaction: every
+// (watch, eligible notice) pair becomes exactly one delivery, across
+// restarts too. The index is rebuilt when the store's version of the set of
+// watches with a webhook moved (Enqueue refuses a batch matched against an
+// older set, which is then matched again; changes made by another process
+// are seen the same way) and every ReloadEvery (register changes). Every
+// part takes a clock, and RunOnce does one round synchronously, so tests
+// drive the pipeline with a fake clock and no sleeps.
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,20 +93,10 @@ func NewDispatcher(cfg DispatcherConfig) (*Dispatcher, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Poll <= 0 {
-		cfg.Poll = DefaultPoll
-	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = DefaultBatch
-	}
-	if cfg.ReloadEvery <= 0 {
-		cfg.ReloadEvery = DefaultReloadEvery
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Dispatcher{cfg: cfg, log: log}, nil
+	Default(&cfg.Poll, DefaultPoll)
+	Default(&cfg.Batch, DefaultBatch)
+	Default(&cfg.ReloadEvery, DefaultReloadEvery)
+	return &Dispatcher{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
 }
 
 // RunOnce matches every notice that arrived since the cursor, batch by

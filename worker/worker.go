@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/webhook"
 )
@@ -61,9 +61,10 @@ type Config struct {
 // records the outcome. Build it with New; run it with Start and Shutdown,
 // or drive it step by step with RunOnce.
 type Worker struct {
-	cfg  Config
-	log  *slog.Logger
-	wake chan struct{}
+	cfg       Config
+	log       *slog.Logger
+	wake      chan struct{}
+	attempter Attempter
 
 	stop   chan struct{}
 	done   chan struct{}
@@ -78,31 +79,27 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Sender == nil {
 		return nil, errors.New("worker: Config.Sender is nil; build one with webhook.NewSender")
 	}
-	if cfg.RetryUnit <= 0 {
-		cfg.RetryUnit = 10 * time.Minute
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = DefaultConcurrency
+	Default(&cfg.RetryUnit, 10*time.Minute)
+	Default(&cfg.Concurrency, DefaultConcurrency)
+	Default(&cfg.PerWatch, DefaultPerWatch)
+	// An attempt may first wait for its endpoint's slot behind the others
+	// claimed with it (several watches can share an endpoint).
+	Default(&cfg.Lease, time.Duration(cfg.Concurrency/cfg.PerWatch+1)*cfg.Sender.Timeout()+leaseMargin)
+	Default(&cfg.IdlePoll, DefaultIdlePoll)
+	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	a := Attempter{Sender: cfg.Sender, Ledger: cfg.Queue, RetryUnit: cfg.RetryUnit, Now: cfg.Now, Log: log}
+	return &Worker{cfg: cfg, log: log, wake: make(chan struct{}, 1), attempter: a}, nil
+}
+
+// Default sets *v to def when *v is not positive: how the Configs of
+// this package and of package scheduler default a field left zero.
+func Default[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
 	}
-	if cfg.PerWatch <= 0 {
-		cfg.PerWatch = DefaultPerWatch
-	}
-	if cfg.Lease <= 0 {
-		// An attempt may first wait for its endpoint's slot behind the
-		// others claimed with it (several watches can share an endpoint).
-		cfg.Lease = time.Duration(cfg.Concurrency/cfg.PerWatch+1)*cfg.Sender.Timeout() + leaseMargin
-	}
-	if cfg.IdlePoll <= 0 {
-		cfg.IdlePoll = DefaultIdlePoll
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Worker{cfg: cfg, log: log, wake: make(chan struct{}, 1)}, nil
 }
 
 // Wake tells a running Worker that deliveries may have become due (it
@@ -137,41 +134,20 @@ func (w *Worker) RunOnce(ctx context.Context) (attempted int, err error) {
 		return 0, fmt.Errorf("worker: claim due deliveries: %w", err)
 	}
 	var wg sync.WaitGroup
-	errc := make(chan error, len(jobs))
-	for _, j := range jobs {
-		wg.Go(func() {
-			if err := w.attempt(ctx, j); err != nil {
-				errc <- err
-			}
-		})
+	errs := make([]error, len(jobs))
+	for i, j := range jobs {
+		wg.Go(func() { errs[i] = w.attempt(ctx, j) })
 	}
 	wg.Wait()
-	close(errc)
-	return len(jobs), errors.Join(collect(errc)...)
-}
-
-func collect(c <-chan error) []error {
-	var out []error
-	for err := range c {
-		out = append(out, err)
-	}
-	return out
+	return len(jobs), errors.Join(errs...)
 }
 
 // attempt makes one attempt of job and records its outcome. When ctx ends
 // first (shutdown) nothing is recorded: the lease stays and Recover at the
 // next start makes the delivery due again.
 func (w *Worker) attempt(ctx context.Context, job store.Job) error {
-	a := Attempter{Sender: w.cfg.Sender, Ledger: w.cfg.Queue, RetryUnit: w.cfg.RetryUnit, Now: w.cfg.Now}
-	d, err := a.Attempt(ctx, job)
-	if errors.Is(err, ErrInterrupted) {
-		return nil
-	}
-	if err != nil {
+	if _, err := w.attempter.Attempt(ctx, job); !errors.Is(err, ErrInterrupted) {
 		return err
-	}
-	if d.Status != delivery.Delivered {
-		w.log.Warn("delivery attempt failed", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "reason", d.LastError)
 	}
 	return nil
 }
@@ -255,7 +231,11 @@ func (w *Worker) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-w.stop:
-			w.drain(results, &total, finish)
+			// Wait for the attempts in flight: they end within the
+			// Sender's timeout, or when Shutdown's deadline cancels them.
+			for total > 0 {
+				finish(<-results)
+			}
 			return
 		case f := <-results:
 			finish(f)
@@ -271,14 +251,6 @@ func (w *Worker) loop(ctx context.Context) {
 				more = false
 			}
 		}
-	}
-}
-
-// drain waits for the attempts in flight to finish (they end within the
-// Sender's timeout, or when Shutdown's deadline cancels them).
-func (w *Worker) drain(results <-chan finished, total *int, finish func(finished)) {
-	for *total > 0 {
-		finish(<-results)
 	}
 }
 

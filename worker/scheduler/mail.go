@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -28,37 +27,16 @@ type mailPayload struct {
 	ID string `json:"id"`
 }
 
-// pumpMail turns due mail jobs into tasks, one per attempt (TaskID =
-// job id#attempt), so a retry is a new task and a pump that runs twice
-// (or on two workers) makes the attempt's task once.
-func (s *Scheduler) pumpMail(ctx context.Context) {
-	t := time.NewTicker(max(s.cfg.CheckInterval, 250*time.Millisecond))
-	defer t.Stop()
-	for ctx.Err() == nil {
-		if err := s.PumpMailOnce(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("scheduling mail", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-	}
-}
-
-// PumpMailOnce makes the tasks of the mail jobs due now.
+// PumpMailOnce makes the tasks of the mail jobs due now, one per attempt
+// (TaskID = job id#attempt), so a retry is a new task and a pump that
+// runs twice (or on two workers) makes the attempt's task once.
 func (s *Scheduler) PumpMailOnce(ctx context.Context) error {
 	refs, err := s.cfg.Ledger.TakeDueMail(ctx, s.cfg.Now(), mailLease, 100)
 	if err != nil {
 		return err
 	}
 	for _, r := range refs {
-		b, err := json.Marshal(mailPayload{ID: r.ID})
-		if err != nil {
-			return err
-		}
-		_, err = s.client.EnqueueContext(ctx, asynq.NewTask(MailTaskType, b), asynq.TaskID(r.ID+"#"+strconv.Itoa(r.Attempts+1)),
-			asynq.Queue(MailQueueName(s.cfg.Namespace)), asynq.MaxRetry(maxRetry))
-		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		if err := ignoreConflict(s.add(ctx, MailTaskType, MailQueueName(s.cfg.Namespace), r.ID+"#"+strconv.Itoa(r.Attempts+1), mailPayload{ID: r.ID})); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -130,40 +131,23 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Redis == nil || cfg.Ledger == nil || cfg.Sender == nil || cfg.Namespace == "" {
 		return nil, errors.New("scheduler: Config needs Redis, Namespace, Ledger and Sender")
 	}
-	if cfg.RetryUnit <= 0 {
-		cfg.RetryUnit = 10 * time.Minute
-	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = DefaultConcurrency
-	}
-	if cfg.CheckInterval <= 0 {
-		cfg.CheckInterval = DefaultCheckInterval
-	}
-	if cfg.SweepEvery <= 0 {
-		cfg.SweepEvery = DefaultSweepEvery
-	}
-	if cfg.AttemptLease <= 0 {
-		cfg.AttemptLease = DefaultAttemptLease
-	}
-	if cfg.RecoverEvery <= 0 {
-		cfg.RecoverEvery = DefaultRecoverEvery
-	}
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = cfg.Sender.Timeout() + 5*time.Second
-	}
+	worker.Default(&cfg.RetryUnit, 10*time.Minute)
+	worker.Default(&cfg.Concurrency, DefaultConcurrency)
+	worker.Default(&cfg.CheckInterval, DefaultCheckInterval)
+	worker.Default(&cfg.SweepEvery, DefaultSweepEvery)
+	worker.Default(&cfg.AttemptLease, DefaultAttemptLease)
+	worker.Default(&cfg.RecoverEvery, DefaultRecoverEvery)
+	worker.Default(&cfg.ShutdownTimeout, cfg.Sender.Timeout()+5*time.Second)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	s := &Scheduler{cfg: cfg, log: log, queue: QueueName(cfg.Namespace),
 		client:    asynq.NewClientFromRedisClient(cfg.Redis),
 		inspector: asynq.NewInspectorFromRedisClient(cfg.Redis),
 		wake:      make(chan struct{}, 1)}
 	s.overdue = cfg.Sender.Timeout() + leaseMargin
-	s.attempter = worker.Attempter{Sender: cfg.Sender, Ledger: cfg.Ledger, RetryUnit: cfg.RetryUnit, Now: cfg.Now}
+	s.attempter = worker.Attempter{Sender: cfg.Sender, Ledger: cfg.Ledger, RetryUnit: cfg.RetryUnit, Now: cfg.Now, Log: log}
 	queues := map[string]int{s.queue: 1}
 	if cfg.Mail != nil {
 		queues[MailQueueName(cfg.Namespace)] = 1
@@ -209,9 +193,6 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	return min(time.Second<<min(n, 6), maxErrorDelay)
 }
 
-// payload is a task's payload: ids only.
-type payload = redisstore.Ref
-
 // Enqueue makes the task of one delivery, due at once. A delivery that
 // already has a task is not given a second (TaskID = delivery id): a
 // scheduled or retrying one is run now (the ledger's next_attempt_at still
@@ -219,19 +200,14 @@ type payload = redisstore.Ref
 // replaced. It reports false when the task is running and could not be
 // made now.
 func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, error) {
-	b, err := json.Marshal(payload(ref))
-	if err != nil {
-		return false, err
-	}
-	task := asynq.NewTask(TaskType, b)
-	opts := []asynq.Option{asynq.TaskID(ref.DeliveryID), asynq.Queue(s.queue), asynq.MaxRetry(maxRetry)}
-	_, err = s.client.EnqueueContext(ctx, task, opts...)
+	add := func() error { return s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref) }
+	err := add()
 	if !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return err == nil, err
 	}
 	info, err := s.inspector.GetTaskInfo(s.queue, ref.DeliveryID)
 	if errors.Is(err, asynq.ErrTaskNotFound) {
-		_, err = s.client.EnqueueContext(ctx, task, opts...)
+		err = add()
 		return err == nil, ignoreConflict(err)
 	}
 	if err != nil {
@@ -246,10 +222,21 @@ func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, erro
 		if err := s.inspector.DeleteTask(s.queue, ref.DeliveryID); ignoreNotFound(err) != nil {
 			return false, err
 		}
-		_, err = s.client.EnqueueContext(ctx, task, opts...)
+		err = add()
 		return err == nil, ignoreConflict(err)
 	}
 	return true, nil // pending: it runs soon
+}
+
+// add makes a task of type typ named id on queue, v its JSON payload. A
+// task of that id is kept (asynq.ErrTaskIDConflict).
+func (s *Scheduler) add(ctx context.Context, typ, queue, id string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.EnqueueContext(ctx, asynq.NewTask(typ, b), asynq.TaskID(id), asynq.Queue(queue), asynq.MaxRetry(maxRetry))
+	return err
 }
 
 func ignoreConflict(err error) error {
@@ -272,7 +259,7 @@ const maxEarly = 2 * time.Second
 
 // handle is the asynq handler of one delivery task.
 func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
-	var ref payload
+	var ref redisstore.Ref
 	if err := json.Unmarshal(t.Payload(), &ref); err != nil || ref.DeliveryID == "" {
 		return fmt.Errorf("scheduler: task payload %q is not a delivery reference: %v: %w", t.Payload(), err, asynq.SkipRetry)
 	}
@@ -326,9 +313,6 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 		}
 		return err // interrupted (asynq runs it again; the ledger counts it once) or not recorded
 	}
-	if d.Status != delivery.Delivered {
-		s.log.Warn("delivery attempt failed", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "reason", d.LastError)
-	}
 	if d.Status == delivery.Pending {
 		return &retryError{wait: d.Wait, lastError: d.LastError}
 	}
@@ -361,10 +345,14 @@ func (s *Scheduler) hold(ctx context.Context, ref redisstore.Ref, task string) (
 func (s *Scheduler) Start(ctx context.Context) error {
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TaskType, s.handle)
-	loops := []func(context.Context){s.pump, s.sweep, s.recoverAttempts}
+	loops := []func(context.Context){
+		s.every(s.cfg.CheckInterval, s.wake, "scheduling deliveries", s.PumpOnce),
+		s.every(s.cfg.SweepEvery, nil, "sweeping pending deliveries", uncounted(s.SweepOnce)),
+		s.every(s.cfg.RecoverEvery, nil, "recovering delivery attempts whose worker stopped", uncounted(s.RecoverOnce)),
+	}
 	if s.cfg.Mail != nil {
 		mux.HandleFunc(MailTaskType, s.handleMail)
-		loops = append(loops, s.pumpMail)
+		loops = append(loops, s.every(max(s.cfg.CheckInterval, 250*time.Millisecond), nil, "scheduling mail", s.PumpMailOnce))
 	}
 	if err := s.server.Start(mux); err != nil {
 		return fmt.Errorf("scheduler: start the asynq server: %w", err)
@@ -405,19 +393,31 @@ func (s *Scheduler) Wake() {
 	}
 }
 
-// pump moves due outbox entries to asynq tasks.
-func (s *Scheduler) pump(ctx context.Context) {
-	t := time.NewTicker(s.cfg.CheckInterval)
-	defer t.Stop()
-	for ctx.Err() == nil {
-		if err := s.PumpOnce(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("scheduling deliveries", "err", err)
+// every returns a loop that runs once, then again each interval later
+// (or as soon as wake fires), until its context ends, logging failures as
+// what.
+func (s *Scheduler) every(interval time.Duration, wake <-chan struct{}, what string, once func(context.Context) error) func(context.Context) {
+	return func(ctx context.Context) {
+		for ctx.Err() == nil {
+			if err := once(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn(what, "err", err)
+			}
+			t := time.NewTimer(interval)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			case <-wake:
+			}
+			t.Stop()
 		}
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		case <-s.wake:
-		}
+	}
+}
+
+// uncounted drops the count of a step that reports one.
+func uncounted(once func(context.Context) (int, error)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := once(ctx)
+		return err
 	}
 }
 
@@ -449,18 +449,6 @@ func (s *Scheduler) PumpOnce(ctx context.Context) error {
 		if len(refs) < 500 {
 			return nil
 		}
-	}
-}
-
-// sweep gives a task to every overdue pending delivery that has none.
-func (s *Scheduler) sweep(ctx context.Context) {
-	for ctx.Err() == nil {
-		if n, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("sweeping pending deliveries", "err", err)
-		} else if n > 0 {
-			s.log.Info("pending deliveries without a task were scheduled again", "deliveries", n)
-		}
-		sleep(ctx, s.cfg.SweepEvery)
 	}
 }
 
@@ -503,21 +491,10 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if len(lost) > 0 {
+		s.log.Info("pending deliveries without a task were scheduled again", "deliveries", len(lost))
 		s.Wake()
 	}
 	return len(lost), nil
-}
-
-// recoverAttempts runs RecoverOnce every RecoverEvery.
-func (s *Scheduler) recoverAttempts(ctx context.Context) {
-	for ctx.Err() == nil {
-		if n, err := s.RecoverOnce(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("recovering delivery attempts whose worker stopped", "err", err)
-		} else if n > 0 {
-			s.log.Info("delivery attempts whose worker stopped were handed to recovery tasks", "attempts", n)
-		}
-		sleep(ctx, s.cfg.RecoverEvery)
-	}
 }
 
 // RecoverOnce gives a recovery task to every attempt whose lease ran out
@@ -534,15 +511,12 @@ func (s *Scheduler) RecoverOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	for _, l := range lapsed {
-		b, err := json.Marshal(payload(l.Ref))
-		if err != nil {
+		if err := ignoreConflict(s.add(ctx, TaskType, s.queue, l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10), l.Ref)); err != nil {
 			return 0, err
 		}
-		_, err = s.client.EnqueueContext(ctx, asynq.NewTask(TaskType, b), asynq.TaskID(l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10)),
-			asynq.Queue(s.queue), asynq.MaxRetry(maxRetry))
-		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-			return 0, err
-		}
+	}
+	if len(lapsed) > 0 {
+		s.log.Info("delivery attempts whose worker stopped were handed to recovery tasks", "attempts", len(lapsed))
 	}
 	return len(lapsed), nil
 }
@@ -570,15 +544,6 @@ func (s *Scheduler) dropStaleServers(ctx context.Context) error {
 	return nil
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
 // Counts are the delivery queue's task counts, from asynq's Inspector.
 type Counts struct {
 	Pending   int `json:"pending"`
@@ -604,9 +569,6 @@ func QueueCounts(rdb redis.UniversalClient, namespace string) (Counts, error) {
 		return Counts{}, nil
 	}
 	info, err := insp.GetQueueInfo(QueueName(namespace))
-	if errors.Is(err, asynq.ErrQueueNotFound) {
-		return Counts{}, nil
-	}
 	if err != nil {
 		return Counts{}, fmt.Errorf("scheduler: read the delivery queue: %w", err)
 	}
