@@ -10,7 +10,7 @@
 // restarts too. The index is rebuilt when the store's version of the set of
 // watches with a webhook moved (Enqueue refuses a batch matched against an
 // older set, which is then matched again; changes made by another process
-// are seen the same way) and every ReloadEvery (register changes). Every
+// are seen the same way) and every few minutes (register changes). Every
 // part takes a clock, and RunOnce does one round synchronously, so tests
 // drive the pipeline with a fake clock and no sleeps.
 package worker
@@ -39,9 +39,9 @@ const (
 	DefaultPoll = 250 * time.Millisecond
 	// DefaultBatch is how many notices one Enqueue covers.
 	DefaultBatch = 500
-	// DefaultReloadEvery is how often the watch index is rebuilt even when
-	// its version did not move.
-	DefaultReloadEvery = 5 * time.Minute
+	// reloadEvery is how often the watch index is rebuilt even when its
+	// version did not move.
+	reloadEvery = 5 * time.Minute
 	// staleRetries bounds how often one batch is matched again after the
 	// watch set changed under it before RunOnce gives up until next time.
 	staleRetries = 5
@@ -57,9 +57,6 @@ type DispatcherConfig struct {
 	Poll time.Duration
 	// Batch is the most notices matched per Enqueue; 0 means DefaultBatch.
 	Batch int
-	// ReloadEvery forces a rebuild of the watch index this often; 0 means
-	// DefaultReloadEvery.
-	ReloadEvery time.Duration
 	// OnEnqueued is called after deliveries were created (Worker.Wake).
 	OnEnqueued func()
 	// Logger receives failures; nil discards them.
@@ -95,7 +92,6 @@ func NewDispatcher(cfg DispatcherConfig) (*Dispatcher, error) {
 	}
 	Default(&cfg.Poll, DefaultPoll)
 	Default(&cfg.Batch, DefaultBatch)
-	Default(&cfg.ReloadEvery, DefaultReloadEvery)
 	return &Dispatcher{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
 }
 
@@ -121,75 +117,67 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (created int, err error) {
 // step matches one batch. more reports whether a full batch was read (so
 // more notices may be waiting).
 func (d *Dispatcher) step(ctx context.Context) (created int, more bool, err error) {
-	q := d.cfg.Queue
 	if !d.haveCur {
-		c, err := q.ArrivalCursor(ctx)
+		c, err := d.cfg.Queue.ArrivalCursor(ctx)
 		if err != nil {
 			return 0, false, fmt.Errorf("worker: read the arrival cursor: %w", err)
 		}
 		d.cursor, d.haveCur = c, true
 	}
-	if err := d.ensureWatchSet(ctx); err != nil {
-		return 0, false, err
-	}
-	if d.index.Len() == 0 {
-		// No watch has a webhook: skip to the latest notice without reading
-		// any. Enqueue's version check makes this safe against a webhook
-		// registered meanwhile (its registration queues its own backlog).
-		latest, err := q.LatestSeq(ctx)
-		if err != nil {
-			return 0, false, fmt.Errorf("worker: read the latest notice_seq: %w", err)
-		}
-		if latest <= d.cursor {
-			return 0, false, nil
-		}
-		_, err = q.Enqueue(ctx, nil, latest, d.version, d.cfg.Now())
-		if errors.Is(err, store.ErrWatchSetChanged) {
-			d.loaded = false
-			return 0, true, nil
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("worker: advance the arrival cursor to %d: %w", latest, err)
-		}
-		d.cursor = latest
-		return 0, false, nil
-	}
-	ns, err := q.NoticesAfter(ctx, d.cursor, d.cfg.Batch)
-	if err != nil {
-		return 0, false, fmt.Errorf("worker: read notices after seq %d: %w", d.cursor, err)
-	}
-	if len(ns) == 0 {
-		return 0, false, nil
-	}
-	through := ns[len(ns)-1].Seq
 	for try := 0; ; try++ {
 		if err := d.ensureWatchSet(ctx); err != nil {
+			return 0, false, err
+		}
+		ns, through, err := d.next(ctx)
+		if err != nil || through <= d.cursor {
 			return 0, false, err
 		}
 		arrivals, err := d.match(ctx, ns)
 		if err != nil {
 			return 0, false, err
 		}
-		created, err = q.Enqueue(ctx, arrivals, through, d.version, d.cfg.Now())
+		created, err = d.cfg.Queue.Enqueue(ctx, arrivals, through, d.version, d.cfg.Now())
 		if errors.Is(err, store.ErrWatchSetChanged) && try < staleRetries {
 			d.loaded = false // reload and match the batch again
 			continue
 		}
 		if err != nil {
-			return 0, false, fmt.Errorf("worker: enqueue deliveries for notices %d..%d: %w", ns[0].Seq, through, err)
+			return 0, false, fmt.Errorf("worker: enqueue deliveries for notices %d..%d: %w", d.cursor+1, through, err)
 		}
-		break
+		d.cursor = through
+		return created, len(ns) == d.cfg.Batch, nil
 	}
-	d.cursor = through
-	return created, len(ns) == d.cfg.Batch, nil
+}
+
+// next reads the batch after the cursor: its notices and the notice_seq
+// the cursor moves to once they are matched. When no watch has a webhook
+// it reads no notice and skips to the latest; Enqueue's version check
+// makes that safe against a webhook registered meanwhile (its
+// registration queues its own backlog).
+func (d *Dispatcher) next(ctx context.Context) ([]notice.Notice, int64, error) {
+	if d.index.Len() == 0 {
+		latest, err := d.cfg.Queue.LatestSeq(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("worker: read the latest notice_seq: %w", err)
+		}
+		return nil, latest, nil
+	}
+	ns, err := d.cfg.Queue.NoticesAfter(ctx, d.cursor, d.cfg.Batch)
+	if err != nil {
+		return nil, 0, fmt.Errorf("worker: read notices after seq %d: %w", d.cursor, err)
+	}
+	if len(ns) == 0 {
+		return nil, d.cursor, nil
+	}
+	return ns, ns[len(ns)-1].Seq, nil
 }
 
 // ensureWatchSet rebuilds the index when the store's version moved, when
-// it was never loaded, or when it is older than ReloadEvery.
+// it was never loaded, or when it is older than reloadEvery.
 func (d *Dispatcher) ensureWatchSet(ctx context.Context) error {
 	q := d.cfg.Queue
 	now := d.cfg.Now()
-	if d.loaded && now.Sub(d.loadedAt) < d.cfg.ReloadEvery {
+	if d.loaded && now.Sub(d.loadedAt) < reloadEvery {
 		v, err := q.WatchSetVersion(ctx)
 		if err != nil {
 			return fmt.Errorf("worker: read the watch set version: %w", err)
@@ -212,9 +200,6 @@ func (d *Dispatcher) ensureWatchSet(ctx context.Context) error {
 
 // match returns the arrivals of ns that matched at least one watch.
 func (d *Dispatcher) match(ctx context.Context, ns []notice.Notice) ([]store.Arrival, error) {
-	if d.index.Len() == 0 {
-		return nil, nil
-	}
 	var abns []string
 	for i := range ns {
 		if ns[i].ABN == nil {

@@ -17,14 +17,14 @@ import (
 const (
 	// DefaultConcurrency is the most delivery attempts in flight at once.
 	DefaultConcurrency = 16
-	// DefaultPerWatch is the most attempts in flight for one watch (so for
-	// one endpoint, which the Sender also bounds per host).
-	DefaultPerWatch = 4
+	// perWatch is the most attempts in flight for one watch (so for one
+	// endpoint, which the Sender also bounds per host).
+	perWatch = 4
 	// DefaultIdlePoll is the longest the Worker sleeps without looking at
 	// the queue, when nothing is due sooner and nobody woke it.
 	DefaultIdlePoll = time.Second
-	// leaseMargin is added to the default lease, so a live attempt's lease
-	// outlives it and it is never claimed twice.
+	// leaseMargin is added to the lease, so a live attempt's lease outlives
+	// it and it is never claimed twice.
 	leaseMargin = 30 * time.Second
 )
 
@@ -41,14 +41,6 @@ type Config struct {
 	Now func() time.Time
 	// Concurrency bounds attempts in flight; 0 means DefaultConcurrency.
 	Concurrency int
-	// PerWatch bounds attempts in flight per watch; 0 means
-	// DefaultPerWatch.
-	PerWatch int
-	// Lease is how long a claimed delivery is reserved for its attempt; 0
-	// means (Concurrency/PerWatch + 1) Sender timeouts plus 30 s, which
-	// covers waiting for a busy endpoint. Leases matter only while the
-	// process lives: Start releases all of them (Recover).
-	Lease time.Duration
 	// IdlePoll is the longest sleep between looks at the queue; 0 means
 	// DefaultIdlePoll.
 	IdlePoll time.Duration
@@ -65,6 +57,12 @@ type Worker struct {
 	log       *slog.Logger
 	wake      chan struct{}
 	attempter Attempter
+	// lease is how long a claimed delivery is reserved for its attempt:
+	// (Concurrency/perWatch + 1) Sender timeouts plus leaseMargin, as an
+	// attempt may first wait for its endpoint's slot behind the others
+	// claimed with it. Leases matter only while the process lives: Start
+	// releases all of them (Recover).
+	lease time.Duration
 
 	stop   chan struct{}
 	done   chan struct{}
@@ -84,14 +82,11 @@ func New(cfg Config) (*Worker, error) {
 	}
 	Default(&cfg.RetryUnit, 10*time.Minute)
 	Default(&cfg.Concurrency, DefaultConcurrency)
-	Default(&cfg.PerWatch, DefaultPerWatch)
-	// An attempt may first wait for its endpoint's slot behind the others
-	// claimed with it (several watches can share an endpoint).
-	Default(&cfg.Lease, time.Duration(cfg.Concurrency/cfg.PerWatch+1)*cfg.Sender.Timeout()+leaseMargin)
 	Default(&cfg.IdlePoll, DefaultIdlePoll)
 	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	a := Attempter{Sender: cfg.Sender, Ledger: cfg.Queue, RetryUnit: cfg.RetryUnit, Now: cfg.Now, Log: log}
-	return &Worker{cfg: cfg, log: log, wake: make(chan struct{}, 1), attempter: a}, nil
+	lease := time.Duration(cfg.Concurrency/perWatch+1)*cfg.Sender.Timeout() + leaseMargin
+	return &Worker{cfg: cfg, log: log, wake: make(chan struct{}, 1), attempter: a, lease: lease}, nil
 }
 
 // Default sets *v to def when *v is not positive: how the Configs of
@@ -124,11 +119,11 @@ func (w *Worker) Recover(ctx context.Context) (int, error) {
 }
 
 // RunOnce claims the deliveries due now (up to Concurrency, at most
-// PerWatch per watch), attempts them concurrently, records every outcome
+// perWatch per watch), attempts them concurrently, records every outcome
 // and returns how many it attempted.
 func (w *Worker) RunOnce(ctx context.Context) (attempted int, err error) {
 	jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{
-		Limit: w.cfg.Concurrency, Lease: w.cfg.Lease, PerWatch: w.cfg.PerWatch,
+		Limit: w.cfg.Concurrency, Lease: w.lease, PerWatch: perWatch,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("worker: claim due deliveries: %w", err)
@@ -199,7 +194,7 @@ func (w *Worker) loop(ctx context.Context) {
 		free := w.cfg.Concurrency - total
 		if free > 0 && (total == 0 || free >= max(1, w.cfg.Concurrency/4)) {
 			jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{
-				Limit: free, Lease: w.cfg.Lease, PerWatch: w.cfg.PerWatch, InFlight: inFlight,
+				Limit: free, Lease: w.lease, PerWatch: perWatch, InFlight: inFlight,
 			})
 			if err != nil && ctx.Err() == nil {
 				w.log.Error("claiming due deliveries failed; retrying", "err", err)

@@ -123,44 +123,10 @@ type Outcome struct {
 	RetryUnit time.Duration
 }
 
-// The delivery seam, split by responsibility. The embedded backend
-// (store/sqlite) implements every part and drives them with its SQL claim
-// loop (Queue); the scale backend (store/redisstore) keeps its own arrival
-// matching (the match log's stream) and implements the Ledger, driven by
-// asynq tasks. Both schedulers call the same attempt handler
-// (worker.Attempter), and the retry, dead and deactivation rules are
-// delivery.Decide and delivery.Deactivates, applied by each Ledger.
-
-// ArrivalLog is where arrivals are read: the durable cursor of what was
-// already matched and the notices after it.
-type ArrivalLog interface {
-	// ArrivalCursor is the highest notice_seq already matched (durable).
-	ArrivalCursor(ctx context.Context) (int64, error)
-	// NoticesAfter returns up to limit notices with notice_seq > seq,
-	// ascending: the arrivals still to match.
-	NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error)
-	// LatestSeq returns the highest notice_seq stored (0 when none).
-	LatestSeq(ctx context.Context) (int64, error)
-}
-
-// WatchSource is the set of watches with a webhook that arrivals are
-// matched against.
-type WatchSource interface {
-	// WatchSet returns the watches with a webhook, for the matcher.
-	WatchSet(ctx context.Context) (WatchSet, error)
-	// WatchSetVersion returns the current WatchSet version cheaply, so the
-	// matcher reloads only when it changed.
-	WatchSetVersion(ctx context.Context) (int64, error)
-	// ResolveABNs returns the register ACNs of each given ABN that the
-	// register knows, sorted and distinct (ABNs it does not know are absent
-	// from the map). An ABN held by several register rows with different
-	// ACNs resolves to every one of them: the one rule that webhook
-	// matching and Watches.Matches share (docs/webhooks.md).
-	ResolveABNs(ctx context.Context, abns []string) (map[string][]string, error)
-}
-
 // Ledger is the durable record of deliveries that an attempt's outcome is
-// written to, whichever scheduler ran the attempt.
+// written to, whichever scheduler ran the attempt (worker.Attempter): the
+// embedded backend's Queue, or the scale backend's Redis ledger driven by
+// asynq tasks.
 type Ledger interface {
 	// Complete records an attempt's outcome at now by delivery.Decide:
 	// delivered, rescheduled after delivery.RetryWait, or dead after the
@@ -178,16 +144,32 @@ type Ledger interface {
 	Signing(ctx context.Context, job Job) (url, secret string, err error)
 }
 
-// Queue is the embedded backend's delivery queue: the arrival log, the
-// watch source and the ledger, scheduled by an SQL claim/lease loop that
-// the worker drives.
+// Queue is the embedded backend's delivery queue: the arrivals, the
+// watches with a webhook they are matched against and the ledger,
+// scheduled by an SQL claim/lease loop that the worker drives.
 //
 // One process drives a queue at a time (the worker of `noticesd serve`);
 // Recover assumes no other worker holds leases.
 type Queue interface {
-	ArrivalLog
-	WatchSource
 	Ledger
+	// ArrivalCursor is the highest notice_seq already matched (durable).
+	ArrivalCursor(ctx context.Context) (int64, error)
+	// NoticesAfter returns up to limit notices with notice_seq > seq,
+	// ascending: the arrivals still to match.
+	NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error)
+	// LatestSeq returns the highest notice_seq stored (0 when none).
+	LatestSeq(ctx context.Context) (int64, error)
+	// WatchSet returns the watches with a webhook, for the matcher.
+	WatchSet(ctx context.Context) (WatchSet, error)
+	// WatchSetVersion returns the current WatchSet version cheaply, so the
+	// matcher reloads only when it changed.
+	WatchSetVersion(ctx context.Context) (int64, error)
+	// ResolveABNs returns the register ACNs of each given ABN that the
+	// register knows, sorted and distinct (ABNs it does not know are absent
+	// from the map). An ABN held by several register rows with different
+	// ACNs resolves to every one of them: the one rule that webhook
+	// matching and Watches.Matches share (docs/webhooks.md).
+	ResolveABNs(ctx context.Context, abns []string) (map[string][]string, error)
 	// Enqueue creates one pending delivery for each eligible (watch,
 	// notice) pair, at most once per pair ever, and advances the arrival
 	// cursor to through, in one transaction. Eligibility is

@@ -39,10 +39,10 @@ const TaskType = "webhook:deliver"
 const (
 	// DefaultConcurrency is the most attempts one process runs at once.
 	DefaultConcurrency = 32
-	// DefaultCheckInterval is how often asynq moves due scheduled and
-	// retry tasks to pending, and how often the outbox is pumped: a retry
-	// is never more than this (plus a round trip) late.
-	DefaultCheckInterval = 100 * time.Millisecond
+	// checkInterval is how often asynq moves due scheduled and retry tasks
+	// to pending, and how often the outbox is pumped: a retry is never
+	// more than this (plus a round trip) late.
+	checkInterval = 100 * time.Millisecond
 	// DefaultSweepEvery is how often pending deliveries are checked for a
 	// task of their own.
 	DefaultSweepEvery = 30 * time.Second
@@ -61,11 +61,11 @@ const (
 	// (reading the notice, recording the outcome) once it has its
 	// endpoint's slot.
 	leaseMargin = 5 * time.Second
-	// DefaultAttemptLease is how long an attempt is held in the ledger
-	// without a renewal (renewed every third of it while it runs): a
-	// worker that died mid-attempt has it made again by another at most
-	// this long (plus RecoverEvery) after its last renewal.
-	DefaultAttemptLease = 10 * time.Second
+	// attemptLease is how long an attempt is held in the ledger without a
+	// renewal (renewed every third of it while it runs): a worker that
+	// died mid-attempt has it made again by another at most this long
+	// (plus RecoverEvery) after its last renewal.
+	attemptLease = 10 * time.Second
 )
 
 // QueueName is the asynq queue of the namespace's deliveries.
@@ -83,14 +83,10 @@ type Config struct {
 	// Concurrency bounds the attempts in flight in this process; 0 means
 	// DefaultConcurrency. The Sender bounds those to one receiver host.
 	Concurrency int
-	// CheckInterval: see DefaultCheckInterval.
-	CheckInterval time.Duration
 	// SweepEvery: see DefaultSweepEvery.
 	SweepEvery time.Duration
 	// RecoverEvery: see DefaultRecoverEvery.
 	RecoverEvery time.Duration
-	// AttemptLease: see DefaultAttemptLease.
-	AttemptLease time.Duration
 	// ShutdownTimeout bounds how long Shutdown waits for attempts in
 	// flight; 0 means the Sender's timeout plus 5 s. Attempts still running
 	// then are handed back to asynq and run again (same delivery id).
@@ -133,9 +129,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	worker.Default(&cfg.RetryUnit, 10*time.Minute)
 	worker.Default(&cfg.Concurrency, DefaultConcurrency)
-	worker.Default(&cfg.CheckInterval, DefaultCheckInterval)
 	worker.Default(&cfg.SweepEvery, DefaultSweepEvery)
-	worker.Default(&cfg.AttemptLease, DefaultAttemptLease)
 	worker.Default(&cfg.RecoverEvery, DefaultRecoverEvery)
 	worker.Default(&cfg.ShutdownTimeout, cfg.Sender.Timeout()+5*time.Second)
 	if cfg.Now == nil {
@@ -156,7 +150,7 @@ func New(cfg Config) (*Scheduler, error) {
 		Concurrency:              cfg.Concurrency,
 		Queues:                   queues,
 		RetryDelayFunc:           retryDelay,
-		DelayedTaskCheckInterval: cfg.CheckInterval,
+		DelayedTaskCheckInterval: checkInterval,
 		TaskCheckInterval:        taskCheckInterval,
 		ShutdownTimeout:          cfg.ShutdownTimeout,
 		LogLevel:                 asynq.WarnLevel,
@@ -267,7 +261,7 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 	task, _ := asynq.GetTaskID(ctx)
 	for {
 		var err error
-		if b, err = s.cfg.Ledger.Begin(ctx, ref, s.cfg.Now(), redisstore.Hold{Task: task, Lease: s.cfg.AttemptLease}); err != nil {
+		if b, err = s.cfg.Ledger.Begin(ctx, ref, s.cfg.Now(), redisstore.Hold{Task: task, Lease: attemptLease}); err != nil {
 			if ctx.Err() == nil {
 				// A secret no key opens, Redis unreachable: asynq retries the
 				// task, and the operator must see why in the worker's log.
@@ -320,14 +314,14 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 }
 
 // hold renews the lease of task's attempt of ref every third of
-// AttemptLease until the returned release is called. When the attempt is
+// attemptLease until the returned release is called. When the attempt is
 // no longer task's (its lease ran out in a stall and a recovery task took
 // it over) the returned context is cancelled: this attempt then records
 // nothing (worker.ErrInterrupted) and its task finds the attempt busy.
 func (s *Scheduler) hold(ctx context.Context, ref redisstore.Ref, task string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	stop := lease.Keep(s.cfg.AttemptLease/3, func(rctx context.Context) {
-		held, err := s.cfg.Ledger.Renew(rctx, ref, task, s.cfg.Now().Add(s.cfg.AttemptLease))
+	stop := lease.Keep(attemptLease/3, func(rctx context.Context) {
+		held, err := s.cfg.Ledger.Renew(rctx, ref, task, s.cfg.Now().Add(attemptLease))
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
@@ -346,13 +340,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TaskType, s.handle)
 	loops := []func(context.Context){
-		s.every(s.cfg.CheckInterval, s.wake, "scheduling deliveries", s.PumpOnce),
+		s.every(checkInterval, s.wake, "scheduling deliveries", s.PumpOnce),
 		s.every(s.cfg.SweepEvery, nil, "sweeping pending deliveries", uncounted(s.SweepOnce)),
 		s.every(s.cfg.RecoverEvery, nil, "recovering delivery attempts whose worker stopped", uncounted(s.RecoverOnce)),
 	}
 	if s.cfg.Mail != nil {
 		mux.HandleFunc(MailTaskType, s.handleMail)
-		loops = append(loops, s.every(max(s.cfg.CheckInterval, 250*time.Millisecond), nil, "scheduling mail", s.PumpMailOnce))
+		loops = append(loops, s.every(250*time.Millisecond, nil, "scheduling mail", s.PumpMailOnce))
 	}
 	if err := s.server.Start(mux); err != nil {
 		return fmt.Errorf("scheduler: start the asynq server: %w", err)
@@ -506,7 +500,7 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 // task, when asynq runs it again, finds the attempt held (busy) or done
 // and ends. It returns how many attempts it handed on.
 func (s *Scheduler) RecoverOnce(ctx context.Context) (int, error) {
-	lapsed, err := s.cfg.Ledger.LapsedAttempts(ctx, s.cfg.Now(), s.cfg.AttemptLease, 100)
+	lapsed, err := s.cfg.Ledger.LapsedAttempts(ctx, s.cfg.Now(), attemptLease, 100)
 	if err != nil {
 		return 0, err
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/config"
-	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/elastic"
 	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
@@ -37,16 +36,9 @@ type Store struct {
 	rdb   *redis.Client
 }
 
-// Compile-time checks: the parts fill the seams the API and ingest use.
+// Compile-time checks of what redisstore finds by type assertion (the
+// other seams are checked where the parts are handed out).
 var (
-	_ store.Notices              = (*elastic.Store)(nil)
-	_ store.Accounts             = (*redisstore.Store)(nil)
-	_ store.Watches              = (*redisstore.Store)(nil)
-	_ store.Webhooks             = (*redisstore.Store)(nil)
-	_ store.Ledger               = (*redisstore.Store)(nil)
-	_ store.NoticeWriter         = redisstore.Ingest{}
-	_ store.RegisterWriter       = redisstore.Ingest{}
-	_ redisstore.NoticeSource    = (*elastic.Store)(nil)
 	_ redisstore.StoredWriter    = (*elastic.Store)(nil)
 	_ redisstore.RegisterIndexer = (*elastic.Store)(nil)
 )
@@ -134,12 +126,7 @@ func (s *Store) Writer() redisstore.Ingest {
 func (s *Store) Client() *redis.Client { return s.rdb }
 
 // Close closes the Redis connection.
-func (s *Store) Close() error {
-	if s.rdb == nil {
-		return errors.New("scale: store not open")
-	}
-	return s.rdb.Close()
-}
+func (s *Store) Close() error { return s.rdb.Close() }
 
 // writerName names this process in the writer lease, for a writer that
 // waits for it: host, pid and command.
