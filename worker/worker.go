@@ -167,9 +167,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
-// finished reports the end of one attempt to the loop.
-type finished struct{ watchID string }
-
 // loop claims while slots are free and sleeps until a slot frees, a
 // delivery falls due, Wake is called, or IdlePoll passes.
 func (w *Worker) loop(ctx context.Context) {
@@ -178,15 +175,18 @@ func (w *Worker) loop(ctx context.Context) {
 		wg       sync.WaitGroup
 		inFlight = map[string]int{}
 		total    int
-		results  = make(chan finished, w.cfg.Concurrency)
+		finished = make(chan string, w.cfg.Concurrency) // the watch id of each attempt that ended
 		timer    = time.NewTimer(0)
 	)
 	defer timer.Stop()
+	// On return, wait for the attempts in flight: they end within the
+	// Sender's timeout, or when Shutdown's deadline cancels them (never
+	// blocked on finished, which has room for every one).
 	defer wg.Wait()
-	finish := func(f finished) {
+	finish := func(watchID string) {
 		total--
-		if inFlight[f.watchID]--; inFlight[f.watchID] <= 0 {
-			delete(inFlight, f.watchID)
+		if inFlight[watchID]--; inFlight[watchID] <= 0 {
+			delete(inFlight, watchID)
 		}
 	}
 	for {
@@ -206,7 +206,7 @@ func (w *Worker) loop(ctx context.Context) {
 					if err := w.attempt(ctx, j); err != nil {
 						w.log.Error("delivery attempt", "err", err)
 					}
-					results <- finished{j.WatchID}
+					finished <- j.WatchID
 				})
 			}
 			if len(jobs) == free {
@@ -226,25 +226,16 @@ func (w *Worker) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-w.stop:
-			// Wait for the attempts in flight: they end within the
-			// Sender's timeout, or when Shutdown's deadline cancels them.
-			for total > 0 {
-				finish(<-results)
-			}
 			return
-		case f := <-results:
-			finish(f)
+		case id := <-finished:
+			finish(id)
 		case <-w.wake:
 		case <-timer.C:
 		}
-		// Take every other finished attempt without blocking.
-		for more := true; more; {
-			select {
-			case f := <-results:
-				finish(f)
-			default:
-				more = false
-			}
+		// Take every other finished attempt without blocking (the loop is
+		// finished's only reader).
+		for len(finished) > 0 {
+			finish(<-finished)
 		}
 	}
 }

@@ -112,10 +112,6 @@ type Scheduler struct {
 	inspector *asynq.Inspector
 	server    *asynq.Server
 	attempter worker.Attempter
-	// overdue is how long past its due time a delivery with a live task
-	// may still wait for its attempt's outcome: the Sender's timeout plus
-	// leaseMargin.
-	overdue time.Duration
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -140,7 +136,6 @@ func New(cfg Config) (*Scheduler, error) {
 		client:    asynq.NewClientFromRedisClient(cfg.Redis),
 		inspector: asynq.NewInspectorFromRedisClient(cfg.Redis),
 		wake:      make(chan struct{}, 1)}
-	s.overdue = cfg.Sender.Timeout() + leaseMargin
 	s.attempter = worker.Attempter{Sender: cfg.Sender, Ledger: cfg.Ledger, RetryUnit: cfg.RetryUnit, Now: cfg.Now, Log: log}
 	queues := map[string]int{s.queue: 1}
 	if cfg.Mail != nil {
@@ -463,7 +458,7 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	if err := s.dropStaleServers(ctx); err != nil {
 		s.log.Warn("dropping stopped worker processes from asynq's server list", "err", err)
 	}
-	refs, err := s.cfg.Ledger.Pending(ctx, s.cfg.Now().Add(-s.overdue))
+	refs, err := s.cfg.Ledger.Pending(ctx, s.cfg.Now().Add(-s.cfg.Sender.Timeout()-leaseMargin))
 	if err != nil {
 		return 0, err
 	}
