@@ -35,16 +35,14 @@ type Attempter struct {
 	Log *slog.Logger
 }
 
-// Attempt builds job's body and signs it with the webhook's secret, both
-// once the endpoint's slot is held (so delivered_at is the time of the
-// request, and a rotation while the attempt waited is honoured:
-// Ledger.Signing), sends it, records the outcome in the Ledger
-// and returns what delivery.Decide made of it. When ctx ends before the
-// outcome is known it records nothing and returns ErrInterrupted. When the
-// webhook is gone by then nothing is sent or recorded (its removal ended
-// the delivery) and the decision is dead with delivery.WebhookRemoved;
-// when the secret cannot be read, nothing is sent or recorded and the error
-// says why (the delivery is tried again, this attempt uncounted).
+// Attempt builds job's body and signs it with the webhook's current secret
+// (Ledger.Signing) once the endpoint's slot is held, sends it, records the
+// outcome in the Ledger and returns what delivery.Decide made of it. When
+// ctx ends before the outcome is known it records nothing and returns
+// ErrInterrupted. When the webhook is gone by then nothing is sent or
+// recorded and the decision is dead with delivery.WebhookRemoved; when the
+// secret cannot be read, nothing is sent or recorded and the error says
+// why (the delivery is tried again, this attempt uncounted).
 func (a Attempter) Attempt(ctx context.Context, job store.Job) (d delivery.Decision, err error) {
 	defer func() {
 		if err == nil && d.Status != delivery.Delivered && a.Log != nil {

@@ -261,18 +261,8 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 // Shutdown stops the background loop and waits for the round in progress
 // (an interrupted round writes nothing: Enqueue is one transaction).
 func (d *Dispatcher) Shutdown(ctx context.Context) error {
-	if d.stop == nil {
-		return nil
+	if err := stopAndWait(ctx, d.stop, d.done); err != nil {
+		return fmt.Errorf("worker: dispatcher did not stop in time: %w", err)
 	}
-	select {
-	case <-d.stop:
-	default:
-		close(d.stop)
-	}
-	select {
-	case <-d.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("worker: dispatcher did not stop in time: %w", ctx.Err())
-	}
+	return nil
 }

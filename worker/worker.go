@@ -244,20 +244,29 @@ func (w *Worker) loop(ctx context.Context) {
 // and be recorded. When ctx ends first, the remaining attempts are
 // cancelled and left unrecorded: Recover at the next start retries them.
 func (w *Worker) Shutdown(ctx context.Context) error {
-	if w.stop == nil {
-		return nil
-	}
-	select {
-	case <-w.stop:
-	default:
-		close(w.stop)
-	}
-	select {
-	case <-w.done:
-		return nil
-	case <-ctx.Done():
+	if err := stopAndWait(ctx, w.stop, w.done); err != nil {
 		w.cancel()
 		<-w.done
-		return fmt.Errorf("worker: delivery attempts still in flight at the shutdown deadline were cancelled; they are retried at the next start: %w", ctx.Err())
+		return fmt.Errorf("worker: delivery attempts still in flight at the shutdown deadline were cancelled; they are retried at the next start: %w", err)
+	}
+	return nil
+}
+
+// stopAndWait closes stop (once) and waits until done is closed or ctx
+// ends (its error). A part never started (stop nil) has nothing to stop.
+func stopAndWait(ctx context.Context, stop, done chan struct{}) error {
+	if stop == nil {
+		return nil
+	}
+	select {
+	case <-stop:
+	default:
+		close(stop)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

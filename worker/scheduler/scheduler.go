@@ -1,12 +1,10 @@
 // Package scheduler runs scale mode's webhook delivery on asynq: one task
-// per delivery (TaskID = the delivery id, payload the ids only), retried by
-// asynq after exactly n x NOTICES_DELIVERY_RETRY_UNIT, each attempt made by
-// the same handler as the embedded mode (worker.Attempter) against the
-// Redis delivery ledger (redisstore). Arrival matching records the
-// deliveries (redisstore.ArrivalMatcher); around the asynq server this
-// runs the pump of the ledger's outbox (new and released deliveries become
-// tasks) and a sweep that gives a task to any pending delivery that lost
-// its own. Any number of processes may run one.
+// per delivery (TaskID = the delivery id, payload the ids only), retried
+// after exactly n x NOTICES_DELIVERY_RETRY_UNIT, each attempt made by
+// worker.Attempter against the Redis delivery ledger (redisstore). Around
+// the asynq server it runs the pump of the ledger's outbox and a sweep
+// that gives a task to a pending delivery that lost its own. Any number of
+// processes may run one.
 package scheduler
 
 import (
@@ -96,10 +94,9 @@ type Config struct {
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Mail, when set (NOTICES_SMTP_URL), sends alert_email mail as asynq
-	// tasks of type MailTaskType on the queue MailQueueName: a pump turns
-	// the Redis mail queue's due jobs into tasks, and each task makes one
-	// attempt with Mail.Attempt. Its digests are queued by its own loop
-	// (mailer.Config.DigestsOnly), which the caller runs.
+	// tasks (MailTaskType, on MailQueueName), one attempt each with
+	// Mail.Attempt. Its digests are queued by its own loop, which the
+	// caller runs (mailer.Config.DigestsOnly).
 	Mail *mailer.Mailer
 }
 
@@ -168,12 +165,11 @@ func (e *retryError) Error() string {
 // reason than the endpoint (Redis or Elasticsearch unreachable) runs again.
 const maxErrorDelay = time.Minute
 
-// retryDelay is asynq's RetryDelayFunc: the ledger's wait (n x the retry
-// unit after failed attempt n, delivery.RetryWait) when the handler
-// decided a retry; else (a backend unreachable, an attempt a crash cut
-// short) one second, doubling with each such run up to maxErrorDelay, so
-// an outage does not spend the task's runs in minutes. A task that does
-// spend them is archived, and the sweep puts it back (SweepOnce).
+// retryDelay is asynq's RetryDelayFunc: the ledger's wait
+// (delivery.RetryWait) when the handler decided a retry; else (a backend
+// unreachable, an attempt a crash cut short) one second, doubling with
+// each such run up to maxErrorDelay. A task that spends its runs is
+// archived, and the sweep puts it back (SweepOnce).
 func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	var re *retryError
 	if errors.As(err, &re) {
@@ -182,12 +178,10 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	return min(time.Second<<min(n, 6), maxErrorDelay)
 }
 
-// Enqueue makes the task of one delivery, due at once. A delivery that
-// already has a task is not given a second (TaskID = delivery id): a
-// scheduled or retrying one is run now (the ledger's next_attempt_at still
-// decides when the attempt is made), a finished or archived one is
-// replaced. It reports false when the task is running and could not be
-// made now.
+// Enqueue makes the task of one delivery, due at once. A delivery's
+// existing task (TaskID = delivery id) is run now when scheduled or
+// retrying (the ledger still decides when the attempt is made), replaced
+// when finished or archived. It reports false when the task is running.
 func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, error) {
 	add := func() error { return s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref) }
 	err := add()
@@ -279,9 +273,7 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 	}
 	if b.State != redisstore.BeginAttempt {
 		// Done, held until the watch is reactivated, or busy: another task
-		// holds the attempt (a recovery task took over from a worker that
-		// died, whose own task asynq ran again later), and it, or the
-		// recovery of its lease, carries the delivery on.
+		// holds the attempt and carries the delivery on.
 		return nil
 	}
 	ctx, release := s.hold(ctx, ref, task)
@@ -309,10 +301,9 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 }
 
 // hold renews the lease of task's attempt of ref every third of
-// attemptLease until the returned release is called. When the attempt is
-// no longer task's (its lease ran out in a stall and a recovery task took
-// it over) the returned context is cancelled: this attempt then records
-// nothing (worker.ErrInterrupted) and its task finds the attempt busy.
+// attemptLease until release. When the attempt is no longer task's (taken
+// over after a stall) the returned context is cancelled: the attempt
+// records nothing (worker.ErrInterrupted).
 func (s *Scheduler) hold(ctx context.Context, ref redisstore.Ref, task string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := lease.Keep(attemptLease/3, func(rctx context.Context) {
@@ -442,13 +433,11 @@ func (s *Scheduler) PumpOnce(ctx context.Context) error {
 }
 
 // SweepOnce finishes watch changes a stopped process left half done
-// (redisstore.Store.Reconcile: releases after a reactivation, owed
-// deactivations), then puts in the outbox every pending delivery overdue
-// by more than one attempt (the Sender's timeout plus leaseMargin: a
-// delivery with a live task is begun when due and its attempt ends within
-// that) without a live asynq task (none, or one archived or completed),
-// and returns how many it found. Deliveries not due yet are not looked at:
-// the cost follows the deliveries that are due, not every pending one.
+// (redisstore.Store.Reconcile), then puts in the outbox every pending
+// delivery overdue by more than one attempt (the Sender's timeout plus
+// leaseMargin) without a live asynq task (none, or one archived or
+// completed), and returns how many it found. Only overdue deliveries are
+// looked at, so the cost follows them, not every pending one.
 func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	if n, err := s.cfg.Ledger.Reconcile(ctx, s.cfg.Now()); err != nil {
 		return 0, err
@@ -465,14 +454,12 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	var lost []redisstore.Ref
 	for _, r := range refs {
 		info, err := s.inspector.GetTaskInfo(s.queue, r.DeliveryID)
-		switch {
-		case errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound):
-			lost = append(lost, r)
-		case err != nil:
+		if ignoreNotFound(err) != nil {
 			return 0, err
-		case info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted:
-			// The task gave up (its runs spent in an outage) or ended while
-			// the delivery is still due: Enqueue replaces it.
+		}
+		// No task, or one that gave up (its runs spent in an outage) or
+		// ended while the delivery is still due: Enqueue replaces it.
+		if err != nil || info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted {
 			lost = append(lost, r)
 		}
 	}
@@ -486,14 +473,13 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	return len(lost), nil
 }
 
-// RecoverOnce gives a recovery task to every attempt whose lease ran out
-// without an outcome (redisstore.Store.LapsedAttempts): its worker died
-// mid-attempt, and asynq would hand that worker's task on only after its
-// own lease recovery (a minute or more). The recovery task, named
-// <delivery id>@<lease end ms> so each lapse gets one, takes the attempt
-// over in the ledger under the same attempt number; the dead worker's
-// task, when asynq runs it again, finds the attempt held (busy) or done
-// and ends. It returns how many attempts it handed on.
+// RecoverOnce gives a recovery task, <delivery id>@<lease end ms>, to
+// every attempt whose lease ran out without an outcome
+// (redisstore.Store.LapsedAttempts: its worker died, and asynq would hand
+// its task on only after a minute or more). The recovery task takes the
+// attempt over under the same attempt number; the dead worker's task,
+// when asynq runs it again, finds it busy or done. It returns how many
+// attempts it handed on.
 func (s *Scheduler) RecoverOnce(ctx context.Context) (int, error) {
 	lapsed, err := s.cfg.Ledger.LapsedAttempts(ctx, s.cfg.Now(), attemptLease, 100)
 	if err != nil {
@@ -547,9 +533,7 @@ type Counts struct {
 func QueueCounts(rdb redis.UniversalClient, namespace string) (Counts, error) {
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	// asynq registers a queue with its first task, and GetQueueInfo's
-	// error for one it does not know wraps no exported sentinel (it is
-	// asynq's internal NOT_FOUND, not ErrQueueNotFound): a fresh namespace
-	// is told apart by the list of known queues instead.
+	// error for one it does not know wraps no exported sentinel.
 	queues, err := insp.Queues()
 	if err != nil {
 		return Counts{}, fmt.Errorf("scheduler: list the queues: %w", err)
