@@ -61,7 +61,7 @@ type Worker struct {
 	// (Concurrency/perWatch + 1) Sender timeouts plus leaseMargin, as an
 	// attempt may first wait for its endpoint's slot behind the others
 	// claimed with it. Leases matter only while the process lives: Start
-	// releases all of them (Recover).
+	// releases all of them (Queue.Recover).
 	lease time.Duration
 
 	stop   chan struct{}
@@ -106,18 +106,6 @@ func (w *Worker) Wake() {
 	}
 }
 
-// Recover makes the deliveries whose attempt was in flight when the
-// previous process stopped due now. The interrupted attempt is uncounted
-// and is not a failure: it may or may not have reached the endpoint, which
-// deduplicates on X-Notices-Delivery. Start calls it.
-func (w *Worker) Recover(ctx context.Context) (int, error) {
-	n, err := w.cfg.Queue.Recover(ctx, w.cfg.Now())
-	if err != nil {
-		return 0, fmt.Errorf("worker: recover deliveries in flight at the last stop: %w", err)
-	}
-	return n, nil
-}
-
 // RunOnce claims the deliveries due now (up to Concurrency, at most
 // perWatch per watch), attempts them concurrently, records every outcome
 // and returns how many it attempted.
@@ -138,8 +126,8 @@ func (w *Worker) RunOnce(ctx context.Context) (attempted int, err error) {
 }
 
 // attempt makes one attempt of job and records its outcome. When ctx ends
-// first (shutdown) nothing is recorded: the lease stays and Recover at the
-// next start makes the delivery due again.
+// first (shutdown) nothing is recorded: the lease stays and the next Start
+// makes the delivery due again.
 func (w *Worker) attempt(ctx context.Context, job store.Job) error {
 	if _, err := w.attempter.Attempt(ctx, job); !errors.Is(err, ErrInterrupted) {
 		return err
@@ -147,15 +135,18 @@ func (w *Worker) attempt(ctx context.Context, job store.Job) error {
 	return nil
 }
 
-// Start recovers interrupted attempts and runs the Worker in the
-// background until Shutdown.
+// Start makes the deliveries whose attempt was in flight when the previous
+// process stopped due now (Queue.Recover: the interrupted attempt is
+// uncounted and is not a failure; it may or may not have reached the
+// endpoint, which deduplicates on X-Notices-Delivery), then runs the
+// Worker in the background until Shutdown.
 func (w *Worker) Start(ctx context.Context) error {
 	if w.stop != nil {
 		return errors.New("worker: Worker started twice")
 	}
-	n, err := w.Recover(ctx)
+	n, err := w.cfg.Queue.Recover(ctx, w.cfg.Now())
 	if err != nil {
-		return err
+		return fmt.Errorf("worker: recover deliveries in flight at the last stop: %w", err)
 	}
 	if n > 0 {
 		w.log.Info("delivery attempts interrupted at the last stop are due again", "deliveries", n)
@@ -242,7 +233,7 @@ func (w *Worker) loop(ctx context.Context) {
 
 // Shutdown stops claiming and waits for the attempts in flight to finish
 // and be recorded. When ctx ends first, the remaining attempts are
-// cancelled and left unrecorded: Recover at the next start retries them.
+// cancelled and left unrecorded: the next Start retries them.
 func (w *Worker) Shutdown(ctx context.Context) error {
 	if err := stopAndWait(ctx, w.stop, w.done); err != nil {
 		w.cancel()

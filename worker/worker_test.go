@@ -529,7 +529,7 @@ func TestShutdownDeadlineLeavesAttemptForRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := again.Recover(f.ctx); err != nil || n != 1 {
+	if n, err := f.st.Recover(f.ctx, time.Now()); err != nil || n != 1 {
 		t.Fatalf("Recover = %d, %v; want 1", n, err)
 	}
 	if n, err := again.RunOnce(f.ctx); err != nil || n != 1 {

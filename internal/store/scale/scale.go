@@ -1,10 +1,10 @@
 // Package scale is the scale-out backend (NOTICES_BACKEND=scale) put
-// together: notices and the register in Elasticsearch (store/elastic),
-// notice_seq and the arrival watermark in Redis (store/arrival), and
-// accounts, watches, identifier sets, match logs and delivery records in
-// Redis (store/redisstore), which reads notices through the Elasticsearch
-// store. The composition root opens it with Open and hands its parts to the
-// API, the ingesters and the workers through the seams of package store.
+// together: notices and the register in Elasticsearch (store/elastic), the
+// publish log and its writer lease in Redis (store/publog), and accounts,
+// watches, identifier sets, match logs and delivery records in Redis
+// (store/redisstore), which reads notices through Elasticsearch. The
+// composition root opens it with Open and hands its parts out through the
+// seams of package store.
 package scale
 
 import (
