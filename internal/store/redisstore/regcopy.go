@@ -312,8 +312,15 @@ func (r *regCopy) acn(i int32) string { return string(r.appendACN(nil, i)) }
 func (r *regCopy) isNamed(i int32) bool { return r.named[i/64]&(1<<(i%64)) != 0 }
 
 // heldNames sets names[k] to the name held of company cos[k] and returns
-// the positions k of the companies whose names are not held.
+// the positions k of the companies whose names are not held (all of them
+// without a copy, r nil).
 func (r *regCopy) heldNames(cos []int32, names []string) (missing []int) {
+	if r == nil {
+		for k := range cos {
+			missing = append(missing, k)
+		}
+		return missing
+	}
 	r.nameMu.RLock()
 	defer r.nameMu.RUnlock()
 	for k, co := range cos {
@@ -327,8 +334,11 @@ func (r *regCopy) heldNames(cos []int32, names []string) (missing []int) {
 }
 
 // hold keeps the names of companies cos (read from the notice source's
-// register).
+// register); without a copy (r nil) it does nothing.
 func (r *regCopy) hold(cos []int32, names []string) {
+	if r == nil {
+		return
+	}
 	r.nameMu.Lock()
 	defer r.nameMu.Unlock()
 	if r.nameIx == nil {

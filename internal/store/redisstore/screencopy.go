@@ -245,12 +245,10 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 				c.wake()
 			}
 		}
-		var done bool
-		if c.keepReg && reg != nil && reg.v == regV {
-			done, err = c.screenCopy(ctx, ids, f, reg, synced, res)
-		} else {
-			done, err = c.screenRedisRegister(ctx, ids, f, synced, res)
+		if !c.keepReg || reg == nil || reg.v != regV {
+			reg = nil // the register read from Redis
 		}
+		done, err := c.answer(ctx, ids, f, reg, synced, res)
 		if done || err != nil {
 			return err
 		}
@@ -260,85 +258,91 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	}
 }
 
-// screenRedisRegister answers a screen with the register read from Redis
-// (Store.registerLookups) and the notices from synced; done is false,
-// with res untouched, when synced was dropped or replaced meanwhile.
-func (c *ScreenCopy) screenRedisRegister(ctx context.Context, ids []ident.ID, f notice.Filter, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
-	found, counterparts, err := c.s.registerLookups(ctx, ids)
-	if err != nil {
-		return true, err
+// answer answers a screen from the notice copy synced and the register
+// copy reg, or with reg nil the register read from Redis
+// (Store.registerLookups); done is false, with res untouched, when synced
+// was dropped or replaced since it was brought up to date.
+func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
+	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), arenas: make([][]int64, lookupParts(len(ids))), reg: reg}
+	if reg == nil {
+		if l.found, err = c.s.registerLookups(ctx, ids); err != nil {
+			return true, err
+		}
 	}
 	unlock := c.readLock()
 	defer unlock()
 	if c.n != synced {
 		return false, nil
 	}
-	for i := range found {
-		o := &found[i]
-		o.own = synced.post.get(o.self, nil)
-		for _, v := range counterparts[i] {
-			o.theirs = synced.post.get(v, o.theirs)
-		}
-		if len(counterparts[i]) > 1 {
-			o.theirs = sortedSet(o.theirs)
-		}
-	}
-	err = c.s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
-		for i, q := range seqs {
-			have[i] = synced.sums.decode(q, &into[i], &ptrs[i])
-		}
-		unlock() // a q filter reads the notice source next: not under the lock
-		return nil
-	}, res)
-	unlock()
-	if err != nil {
-		return true, err
-	}
-	c.fromRedis.Add(1)
-	return true, c.s.fillRegisterNames(ctx, found, res)
-}
-
-// screenCopy answers a screen wholly from the copy: the register copy reg
-// (current) and the notice copy n; done is false, with res untouched,
-// when n was dropped or replaced since it was brought up to date.
-func (c *ScreenCopy) screenCopy(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
-	unlock := c.readLock()
-	defer unlock()
-	n := c.n
-	if n != synced {
-		return false, nil
-	}
-	items := make([]copyItem, len(ids))
-	arenas := make([][]int64, lookupParts(len(ids)))
-	lookupAll(len(ids), func(part, lo, hi int) {
-		arenas[part] = lookupRange(uint8(part), ids[lo:hi], items[lo:hi], reg, n)
-	})
-	// The answer is made without the register names; fillNames puts them
-	// in once the lock is released (a name not held is read over the
-	// network, and no screen or sync may wait for that).
-	if f.Q == nil && f.Company == nil {
-		copyResult(ids, items, arenas, f, n, reg, res)
-	} else {
-		found := screenItems(ids, items, arenas, reg)
-		err := c.s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
-			for i, q := range seqs {
-				have[i] = n.sums.decode(q, &into[i], &ptrs[i])
-			}
-			// A q filter reads the notice source next: not under the lock (the
-			// decoded strings stay valid, see summarySlab).
-			unlock()
-			return nil
-		}, res)
-		if err != nil {
+	lookupAll(len(ids), func(part, lo, hi int) { l.arenas[part] = l.lookup(synced, part, lo, hi) })
+	v := &summaryView{f: f, slab: &synced.sums, memo: make([]int8, len(synced.sums.tuples))}
+	if f.Q != nil || f.Company != nil {
+		v.decoded = true
+		if v.passed, err = c.decodePassing(ctx, l.arenas, synced, f, unlock); err != nil {
 			return true, err
 		}
 	}
+	// The answer is made without the register names; fillNames puts them
+	// in once the lock is released (a name not held is read over the
+	// network, and no screen or sync may wait for that).
+	screenAnswer(l, v, res)
 	unlock()
-	if err := c.fillNames(ctx, reg, ids, items, res); err != nil {
+	if err := c.fillNames(ctx, l, res); err != nil {
 		return true, err
 	}
-	c.fromCopy.Add(1)
+	if reg == nil {
+		c.fromRedis.Add(1)
+	} else {
+		c.fromCopy.Add(1)
+	}
 	return true, nil
+}
+
+// decodePassing decodes the summaries in n of the seqs in arenas under
+// the copy's read lock, which unlock then releases, and returns those
+// passing f, by seq. A q filter reads the text of the notices passing the
+// rest from the notice source (not under the lock: the decoded strings
+// stay valid, see summarySlab).
+func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *noticeCopy, f notice.Filter, unlock func()) ([]notice.Notice, error) {
+	seqs := sortedSet(slices.Concat(arenas...))
+	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
+	ptrs := make([][3]string, len(seqs))
+	noQ := f
+	noQ.Q = nil
+	passed := decoded[:0]
+	for i, q := range seqs {
+		if n.sums.decode(q, &decoded[i], &ptrs[i]) && matcher.FilterMatches(noQ, &decoded[i], nil) {
+			passed = append(passed, decoded[i])
+		}
+	}
+	unlock()
+	if f.Q == nil || len(passed) == 0 {
+		return passed, nil
+	}
+	want := make([]int64, len(passed))
+	for i := range passed {
+		want[i] = passed[i].Seq
+	}
+	full, err := c.s.source.NoticesBySeq(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	text := make(map[int64]bool, len(full))
+	for i := range full {
+		text[full[i].Seq] = matcher.FilterMatches(f, &full[i], nil)
+	}
+	return slices.DeleteFunc(passed, func(n notice.Notice) bool { return !text[n.Seq] }), nil
+}
+
+// screenLookup is what a screen found of its identifiers ids: items[i] of
+// ids[i], its seqs in arenas, its company from the register copy reg or,
+// when reg is nil, from the register in Redis (found[i]).
+type screenLookup struct {
+	ids    []ident.ID
+	items  []copyItem
+	arenas [][]int64
+	reg    *regCopy
+	found  []regLookup
 }
 
 // copyItem is what the copy found of one identifier, without a pointer
@@ -369,10 +373,13 @@ func (o *copyItem) seqs(arenas [][]int64) (own, theirs []int64) {
 	return a[o.from:o.mid:o.mid], a[o.mid:o.to:o.to]
 }
 
-// acn returns the ACN the answer shows for the identifier id ("" for
-// none): an ACN itself, or an ABN's register ACN.
-func (o *copyItem) acn(id ident.ID, reg *regCopy) string {
+// acn returns the ACN the answer shows for identifier i ("" for none):
+// an ACN itself, or an ABN's register ACN.
+func (l *screenLookup) acn(i int) string {
+	id, o := l.ids[i], &l.items[i]
 	switch {
+	case l.reg == nil:
+		return l.found[i].acn
 	case id.Kind == ident.ACN:
 		return id.Value
 	case !o.has(itemHasCo):
@@ -380,151 +387,35 @@ func (o *copyItem) acn(id ident.ID, reg *regCopy) string {
 	case o.has(itemACNSuffix):
 		return id.Value[2:]
 	}
-	return reg.acn(o.co)
+	return l.reg.acn(o.co)
 }
 
-// screenItems turns the copy's items into the screenItems of
-// Store.screenResult (for a filter with q or company), without the
-// register names (fillNames puts them in the answer).
-func screenItems(ids []ident.ID, items []copyItem, arenas [][]int64, reg *regCopy) []screenItem {
-	found := make([]screenItem, len(items))
-	for i := range items {
-		o := &items[i]
-		own, theirs := o.seqs(arenas)
-		found[i] = screenItem{self: ids[i].Value, acn: o.acn(ids[i], reg),
-			inRegister: o.has(itemInRegister), own: own, theirs: theirs}
-	}
-	return found
-}
-
-// copyResult is Store.screenResult for a filter without q or company,
-// answered from the copy under its read lock: each candidate's filters are
-// decided on its summary's combination of coded fields (once per
-// combination, by matcher.FilterMatches, so with its semantics), published
-// instants are read only to choose between two passing notices, and only
-// each match's latest notice is decoded, straight into its answer. The
-// register names are left out (fillNames puts them in).
-func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, f notice.Filter, n *noticeCopy, reg *regCopy, res *watch.ScreenResult) {
-	pass := codedFilter{f: f, slab: &n.sums, memo: make([]int8, len(n.sums.tuples))}
-	withNotices, known := 0, 0 // upper bounds of the matched and unmatched
-	for i := range items {
-		if o := &items[i]; o.to > o.from {
-			withNotices++
-		} else if o.has(itemInRegister) {
-			known++
-		}
-	}
-	res.Matched = slices.Grow(res.Matched, withNotices)
-	res.Unmatched = slices.Grow(res.Unmatched, known+withNotices)
-	res.UnmatchedCompanies = slices.Grow(res.UnmatchedCompanies, known+withNotices)
-	res.Unresolved = slices.Grow(res.Unresolved, len(items)-withNotices-known)
-	strs := make([]string, 0, 3*withNotices) // what the answers point to
-	var purposes []string                    // one identifier's, reused
-	for i := range items {
-		o := &items[i]
-		own, theirs := o.seqs(arenas)
-		count := 0
-		best, insolvency := newest{seq: -1}, newest{seq: -1}
-		purposes = purposes[:0]
-		for li, l := range [2][]int64{own, theirs} {
-			for _, q := range l {
-				if li == 1 && slices.Contains(own, q) {
-					continue // carries both identifiers (counted once)
-				}
-				if !pass.passes(q) {
-					continue
-				}
-				count++
-				best.offer(q, &n.sums)
-				p := n.sums.purpose(q)
-				purposes = addPurpose(purposes, p)
-				if !notice.EqualFoldASCII(p, notice.DeregistrationPurpose) {
-					insolvency.offer(q, &n.sums)
-				}
-			}
-		}
-		if count == 0 {
-			noMatch(res, ids[i].Value, o.acn(ids[i], reg), o.has(itemInRegister) || len(own) > 0)
-			continue
-		}
-		var latest summaryLatest
-		n.sums.decodeLatest(best.seq, &latest)
-		m := matchOf(ids[i], o.acn(ids[i], reg), count, &latest, &strs)
-		m.NoticePurposes = sortedPurposes(purposes)
-		if insolvency.seq >= 0 {
-			var l summaryLatest
-			n.sums.decodeLatest(insolvency.seq, &l)
-			m.Insolvency, m.LatestInsolvencyNotice = true, l.notice()
-		}
-		res.Matched = append(res.Matched, m)
-	}
-	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
-}
-
-// newest is the newest of a company's passing notices offered so far
-// (seq -1: none): the latest publication, ties by higher seq; published
-// instants are read only to choose between two.
-type newest struct {
-	seq int64
-	at  string // seq's published instant once read
-}
-
-func (b *newest) offer(q int64, sums *summarySlab) {
-	if b.seq < 0 {
-		b.seq = q
-		return
-	}
-	if b.at == "" {
-		b.at = sums.publishedAt(b.seq)
-	}
-	if at := sums.publishedAt(q); at > b.at || (at == b.at && q > b.seq) {
-		b.seq, b.at = q, at
-	}
-}
-
-// codedFilter decides a filter without q or company on summaries' coded
-// fields, remembering the answer for each combination (memo: 0 not yet
-// decided, 1 passes, -1 fails).
-type codedFilter struct {
-	f    notice.Filter
-	slab *summarySlab
-	memo []int8
-}
-
-// passes reports whether seq has a summary that passes the filter.
-func (c *codedFilter) passes(seq int64) bool {
-	t, ok := c.slab.tupleAt(seq)
-	if !ok {
-		return false
-	}
-	if p := c.memo[t]; p != 0 {
-		return p > 0
-	}
-	var n notice.Notice
-	c.slab.decodeCodes(c.slab.tuples[t], &n, new(string))
-	p := matcher.FilterMatches(c.f, &n, nil)
-	c.memo[t] = -1
-	if p {
-		c.memo[t] = 1
-	}
-	return p
-}
-
-// lookupRange finds, for each of ids, its register counterparts and the
-// seqs of the notices carrying it or them, into items (of the same
-// length), from the register copy reg and the notice copy n, and returns
-// the arena backing the items' seqs. A company's prefix-form ABN is
-// looked up by its number, without making its string.
-func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *noticeCopy) []int64 {
-	arena := make([]int64, 0, len(ids)) // backs every item's seq lists
-	var acns []string                   // an ABN's register ACNs, reused
-	for i, id := range ids {
-		o := copyItem{arena: part}
+// lookup finds, for each of ids[lo:hi], its register counterparts and the
+// seqs of the notices carrying it or them in the notice copy n, into its
+// item, and returns the arena (number part) backing the items' seqs. A
+// company's prefix-form ABN is looked up by its number, without making
+// its string.
+func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
+	reg := l.reg
+	arena := make([]int64, 0, hi-lo) // backs every item's seq lists
+	var acns []string                // an ABN's register ACNs, reused
+	for i := lo; i < hi; i++ {
+		id := l.ids[i]
+		o := copyItem{arena: uint8(part)}
 		o.from = int32(len(arena))
 		arena = n.post.get(id.Value, arena)
 		o.mid = int32(len(arena))
 		others := 0
-		if id.Kind == ident.ACN {
+		switch {
+		case reg == nil:
+			if l.found[i].known {
+				o.flags = itemInRegister | itemNeedsName
+			}
+			for _, v := range l.found[i].others {
+				arena = n.post.get(v, arena)
+			}
+			others = len(l.found[i].others)
+		case id.Kind == ident.ACN:
 			if co, ok := reg.company(id.Value); ok {
 				o.co, o.flags = co, itemHasCo
 				if reg.isNamed(co) {
@@ -539,15 +430,17 @@ func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *
 					others++
 				}
 			}
-		} else if co, ok := reg.prefixCompany(id.Value); ok && len(reg.moreACNs[id.Value]) == 0 {
-			// Nearly every ABN: its one ACN is its last nine digits.
-			o.co, o.flags = co, itemHasCo|itemInRegister|itemACNSuffix
-			if reg.isNamed(co) {
-				o.flags |= itemNeedsName
+		default:
+			if co, ok := reg.prefixCompany(id.Value); ok && len(reg.moreACNs[id.Value]) == 0 {
+				// Nearly every ABN: its one ACN is its last nine digits.
+				o.co, o.flags = co, itemHasCo|itemInRegister|itemACNSuffix
+				if reg.isNamed(co) {
+					o.flags |= itemNeedsName
+				}
+				arena = n.post.get(id.Value[2:], arena)
+				others = 1
+				break
 			}
-			arena = n.post.get(id.Value[2:], arena)
-			others = 1
-		} else {
 			acns = reg.appendACNsOf(acns[:0], id.Value)
 			if acn := primaryACN(id.Value, acns); acn != "" {
 				o.flags = itemInRegister
@@ -571,47 +464,48 @@ func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *
 			o.to = o.mid + int32(len(sortedSet(arena[o.mid:o.to])))
 			arena = arena[:o.to]
 		}
-		items[i] = o
+		l.items[i] = o
 	}
 	return arena
 }
 
 // fillNames puts the register name of every match and unmatched company
 // whose company has one in its answer (res.Matched and
-// res.UnmatchedCompanies, made without them, in the order of ids): the
-// names the register copy holds, and those it lacks read from the notice
-// source (Store.registerNames: Redis keeps no names) and held. It runs
-// with none of the copy's locks held, as that read may be slow. A name the
-// source lacks (its register not yet the copy's generation) leaves the
-// match its latest notice's, as the screen from Redis answers then.
-func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, ids []ident.ID, items []copyItem, res *watch.ScreenResult) error {
-	var cos []int32
-	var at []**string // the names of cos to set: a match's or an unmatched company's
+// res.UnmatchedCompanies, made without them, in the order of l.ids): the
+// names the register copy holds, and those it lacks (all, when the
+// register was read from Redis) read from the notice source
+// (Store.registerNames: Redis keeps no names) and held. It runs with none
+// of the copy's locks held, as that read may be slow. A name the source
+// lacks (its register not yet the copy's generation) leaves the match its
+// latest notice's.
+func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.ScreenResult) error {
+	var need []int    // the items whose names are wanted
+	var cos []int32   // their companies
+	var at []**string // their names to set: a match's or an unmatched company's
 	k, u := 0, 0
-	for i := range items {
+	for i := range l.items {
 		var name **string
 		switch {
-		case k < len(res.Matched) && res.Matched[k].Identifier == ids[i].Value:
+		case k < len(res.Matched) && res.Matched[k].Identifier == l.ids[i].Value:
 			name = &res.Matched[k].CompanyName
 			k++
-		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == ids[i].Value:
+		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == l.ids[i].Value:
 			name = &res.UnmatchedCompanies[u].CompanyName
 			u++
 		default:
 			continue
 		}
-		if items[i].has(itemNeedsName) {
-			cos = append(cos, items[i].co)
-			at = append(at, name)
+		if l.items[i].has(itemNeedsName) {
+			need, cos, at = append(need, i), append(cos, l.items[i].co), append(at, name)
 		}
 	}
-	names := make([]string, len(cos))
-	if missing := reg.heldNames(cos, names); len(missing) > 0 {
+	names := make([]string, len(need))
+	if missing := l.reg.heldNames(cos, names); len(missing) > 0 {
 		acns := make([]string, len(missing))
 		var read []int32
 		var got []string
 		for j, k := range missing {
-			acns[j] = reg.acn(cos[k])
+			acns[j] = l.acn(need[k])
 		}
 		if c.s.stopBefore != nil {
 			c.s.stopBefore("read-names")
@@ -626,7 +520,7 @@ func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, ids []ident.ID
 				read, got = append(read, cos[k]), append(got, fetched[j])
 			}
 		}
-		reg.hold(read, got)
+		l.reg.hold(read, got)
 	}
 	for j, name := range at {
 		if names[j] != "" {
