@@ -61,7 +61,7 @@ func BenchmarkScreenCopySize(b *testing.B) {
 				abn := "51" + a
 				n.ABN = &abn
 			}
-			nc.apply(n.Seq, publog.EncodeSummary(&n))
+			nc.apply([]publog.Entry{{ID: "1-0", Summary: publog.EncodeSummary(&n)}})
 		}
 		// A replica that has screened every company with notices holds
 		// their names (fillNames): the most it holds.

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -649,7 +648,7 @@ const changeBatch = 1000
 // notice copy's position, in one round trip when the log has nothing new,
 // and returns the copy it brought up to date: nil when there is no notice
 // copy, or the log was trimmed past it (then the copy is dropped, to be
-// reloaded).
+// reloaded, and counted: Loads).
 func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy, err error) {
 	s := c.s
 	c.syncMu.Lock()
@@ -657,10 +656,6 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	c.mu.RLock()
 	n := c.n
 	c.mu.RUnlock()
-	var last string
-	if n != nil {
-		last = n.last
-	}
 	keys := s.log.Keys()
 	var (
 		vCmd, trimCmd *redis.StringCmd
@@ -670,7 +665,7 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 		vCmd = p.Get(ctx, s.key("reg", "v"))
 		if n != nil {
 			trimCmd = p.Get(ctx, keys.Trimmed)
-			xCmd = p.XRangeN(ctx, keys.Log, "("+last, "+", changeBatch)
+			xCmd = p.XRangeN(ctx, keys.Log, "("+n.last, "+", changeBatch)
 		}
 		return nil
 	})
@@ -681,59 +676,26 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	if n == nil {
 		return regV, nil, nil
 	}
-	if t := trimCmd.Val(); t != "" && publog.IDLess(last, t) {
-		// Entries past the copy may have been trimmed away: reload.
-		c.dropBehind()
-		return regV, nil, nil
-	}
 	page := publog.EntriesOf(xCmd.Val())
-	var entries []publog.Entry
-	for {
-		entries = append(entries, page...)
-		if len(page) < changeBatch {
-			break
+	for gone := trimCmd.Val() != "" && publog.IDLess(n.last, trimCmd.Val()); !gone; {
+		if len(page) > 0 {
+			c.mu.Lock()
+			n.apply(page)
+			c.mu.Unlock()
 		}
-		var gone bool
-		if page, gone, err = s.log.Read(ctx, page[len(page)-1].ID, changeBatch); err != nil {
+		if len(page) < changeBatch {
+			return regV, n, nil
+		}
+		if page, gone, err = s.log.Read(ctx, n.last, changeBatch); err != nil {
 			return "", nil, err
 		}
-		if gone {
-			c.dropBehind()
-			return regV, nil, nil
-		}
 	}
-	if len(entries) == 0 {
-		return regV, n, nil
-	}
-	c.mu.Lock()
-	for _, e := range entries {
-		if seq, ok := summarySeq(e.Summary); ok {
-			n.apply(seq, e.Summary)
-		}
-	}
-	n.last = entries[len(entries)-1].ID
-	c.mu.Unlock()
-	return regV, n, nil
-}
-
-// dropBehind drops the notice copy, which found the publish log trimmed
-// past its position, to be reloaded, and counts it (Loads).
-func (c *ScreenCopy) dropBehind() {
+	// Entries past the copy may have been trimmed away: reload.
 	c.behind.Add(1)
 	c.mu.Lock()
 	c.n = nil
 	c.mu.Unlock()
-}
-
-// summarySeq reads the notice_seq of a summary (its second field).
-func summarySeq(sum string) (int64, bool) {
-	_, rest, ok := strings.Cut(sum, "\x1f")
-	if !ok {
-		return 0, false
-	}
-	f, _, _ := strings.Cut(rest, "\x1f")
-	seq, err := strconv.ParseInt(f, 10, 64)
-	return seq, err == nil
+	return regV, nil, nil
 }
 
 // scanCount is HSCAN's COUNT when a register copy loads.
