@@ -179,17 +179,8 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // nineDigits parses a 9-digit ACN.
 func nineDigits(s string) (uint32, bool) {
-	if len(s) != 9 {
-		return 0, false
-	}
-	var n uint32
-	for i := 0; i < 9; i++ {
-		if !isDigit(s[i]) {
-			return 0, false
-		}
-		n = n*10 + uint32(s[i]-'0')
-	}
-	return n, true
+	k, ok := idKey(s)
+	return uint32(k >> 1), ok && len(s) == 9
 }
 
 // build returns the copy of generation v; the builder is spent.

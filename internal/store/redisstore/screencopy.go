@@ -149,37 +149,21 @@ func (c *ScreenCopy) lockLoad(ctx context.Context) error {
 
 func (c *ScreenCopy) unlockLoad() { <-c.loading }
 
-// refresh brings the copy up to date: it follows the change log (or
-// reloads the notices when the copy is behind a trimmed log) and, when it
-// keeps the register, loads the current register generation when the
-// copy has another.
+// refresh brings the copy up to date: the notices (notices) and, when it
+// keeps the register, the current register generation.
 func (c *ScreenCopy) refresh(ctx context.Context) error {
+	regV, _, err := c.notices(ctx)
+	if err != nil || !c.keepReg {
+		return err
+	}
 	if err := c.lockLoad(ctx); err != nil {
 		return err
 	}
 	defer c.unlockLoad()
-	for try := 0; try < 3; try++ {
-		regV, n, err := c.sync(ctx)
-		if err != nil {
-			return err
-		}
-		if n == nil {
-			if err := c.loadNotices(ctx); err != nil {
-				return err
-			}
-			continue
-		}
-		if !c.keepReg {
-			return nil
-		}
-		if r := c.reg.Load(); r != nil && r.v == regV {
-			return nil
-		}
-		if err := c.loadRegister(ctx, regV); err != nil {
-			return err
-		}
+	if r := c.reg.Load(); r != nil && r.v == regV {
+		return nil
 	}
-	return nil
+	return c.loadRegister(ctx, regV)
 }
 
 // maxLoads is the most times one screen loads the notice copy (or finds

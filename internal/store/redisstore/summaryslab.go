@@ -96,42 +96,29 @@ func (s *summarySlab) setWhere(seq int64, l uint64) {
 	s.far[seq] = l
 }
 
-// code returns v's dictionary code, adding it when new.
-func (s *summarySlab) code(v string) uint64 {
-	if c, ok := s.dictIx[v]; ok {
+// intern returns v's number in list (its index), adding it when new.
+func intern[K comparable](ix *map[K]uint64, list *[]K, v K) uint64 {
+	if c, ok := (*ix)[v]; ok {
 		return c
 	}
-	if s.dictIx == nil {
-		s.dictIx = map[string]uint64{}
+	if *ix == nil {
+		*ix = map[K]uint64{}
 	}
-	c := uint64(len(s.dict))
-	s.dict = append(s.dict, v)
-	s.dictIx[v] = c
+	c := uint64(len(*list))
+	*list = append(*list, v)
+	(*ix)[v] = c
 	return c
-}
-
-// tuple returns the number of a combination of codes, adding it when new.
-func (s *summarySlab) tuple(c [7]uint64) uint64 {
-	if t, ok := s.tupleIx[c]; ok {
-		return t
-	}
-	if s.tupleIx == nil {
-		s.tupleIx = map[[7]uint64]uint64{}
-	}
-	t := uint64(len(s.tuples))
-	s.tuples = append(s.tuples, c)
-	s.tupleIx[c] = t
-	return t
 }
 
 // encode appends n's summary to b and returns its tuple.
 func (s *summarySlab) encode(b []byte, n *notice.Notice) ([]byte, uint64) {
+	code := func(v string) uint64 { return intern(&s.dictIx, &s.dict, v) }
 	app := uint64(0)
 	if n.AppointmentType != nil {
-		app = s.code(*n.AppointmentType) + 1
+		app = code(*n.AppointmentType) + 1
 	}
-	t := s.tuple([7]uint64{s.code(n.PublishedDate), s.code(n.NoticeType), s.code(n.NoticeCode),
-		s.code(n.NoticePurpose), s.code(n.State), s.code(n.Status), app})
+	t := intern(&s.tupleIx, &s.tuples, [7]uint64{code(n.PublishedDate), code(n.NoticeType), code(n.NoticeCode),
+		code(n.NoticePurpose), code(n.State), code(n.Status), app})
 	b = binary.AppendUvarint(b, t)
 	id := publog.Idents(n)
 	for _, v := range [5]string{n.ID, n.PublishedAt, id[0], id[1], n.CompanyName} {
@@ -146,6 +133,16 @@ func (s *summarySlab) put(seq int64, n *notice.Notice) {
 	s.remove(seq)
 	var buf [256]byte
 	enc, t := s.encode(buf[:0], n)
+	s.setWhere(seq, s.add(enc))
+	if seq >= 0 && seq < int64(len(s.tupleOf)) {
+		s.tupleOf[seq] = uint32(t)
+	}
+	s.count++
+}
+
+// add appends an encoded summary to the last chunk (a new one when it is
+// full) and returns its location.
+func (s *summarySlab) add(enc []byte) uint64 {
 	last := len(s.chunks) - 1
 	if last < 0 || len(s.chunks[last])+len(enc) > cap(s.chunks[last]) {
 		s.chunks = append(s.chunks, make([]byte, 0, max(chunkSize, len(enc))))
@@ -153,12 +150,8 @@ func (s *summarySlab) put(seq int64, n *notice.Notice) {
 	}
 	off := len(s.chunks[last])
 	s.chunks[last] = append(s.chunks[last], enc...)
-	s.setWhere(seq, loc(last, off))
-	if seq >= 0 && seq < int64(len(s.tupleOf)) {
-		s.tupleOf[seq] = uint32(t)
-	}
-	s.count++
 	s.live += len(enc)
+	return loc(last, off)
 }
 
 // remove drops seq's summary, if any, compacting the chunks when most of
@@ -185,19 +178,9 @@ func (s *summarySlab) compact() {
 	old := s.chunks
 	s.chunks, s.live, s.dead = nil, 0, 0
 	move := func(l uint64) uint64 {
-		r := summaryReader{s: s, b: old[int(l>>32)-1], pos: int(uint32(l))}
-		start := r.pos
-		r.skip()
-		enc := r.b[start:r.pos]
-		last := len(s.chunks) - 1
-		if last < 0 || len(s.chunks[last])+len(enc) > cap(s.chunks[last]) {
-			s.chunks = append(s.chunks, make([]byte, 0, max(chunkSize, len(enc))))
-			last++
-		}
-		off := len(s.chunks[last])
-		s.chunks[last] = append(s.chunks[last], enc...)
-		s.live += len(enc)
-		return loc(last, off)
+		chunk, off := unloc(l)
+		r := summaryReader{s: s, b: old[chunk], pos: off}
+		return s.add(r.b[off : off+r.skip()])
 	}
 	for q, l := range s.dense {
 		if l != 0 {
