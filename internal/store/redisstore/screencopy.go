@@ -22,31 +22,21 @@ import (
 )
 
 // ScreenCopy is a replica's in-memory copy of what the bulk screen reads:
-// the published notices' summaries with an index of them by identifier
-// (noticeCopy), always, and with Options.ScreenCopy (NOTICES_SCREEN_COPY)
-// the current register generation (regCopy). Redis keeps no copy of the
-// notices: the notice copy is loaded from the notice source
-// (NoticeSource.NoticeSummaries: Elasticsearch, one point in time) and
-// then follows the publish log (package publog: the publish script
-// appends one entry per notice, with its summary). With the register copy
-// too a screen of 50,000 identifiers costs one round trip to Redis.
+// the published notices' summaries indexed by identifier (noticeCopy),
+// loaded from the notice source (NoticeSource.NoticeSummaries) and then
+// following the publish log, and with Options.ScreenCopy the current
+// register generation (regCopy), so a screen of 50,000 identifiers costs
+// one round trip to Redis.
 //
-// Freshness is exact. Each screen first reads, in one pipeline, the
+// Freshness is exact: each screen first reads, in one pipeline, the
 // register generation (reg:v) and the publish log past the copy's
-// position; new entries are applied before the screen runs, so a screen
-// that starts after a publish sees its notices. A notice copy not loaded
-// yet, or behind a publish log trimmed past its position
-// (NOTICES_PUBLISH_LOG_RETENTION), is loaded again by the screen that
-// finds it so, which waits for the load (within its context; one load at
-// a time, which every waiting screen shares). A register copy of another
-// generation, or none, makes the screen read the register from Redis
-// (Store.registerLookups) while the copy reloads in the background; a new
-// register is built aside and swapped in whole, so no screen mixes two
-// generations.
-//
-// Start loads the copy in the background and keeps it near the head of
-// the publish log (every second), so screens rarely apply more than a few
-// entries; Shutdown stops it.
+// position, and applies what is new. A notice copy not loaded, or behind
+// a log trimmed past its position, is loaded by the screen that finds it
+// so (one load at a time, shared by every waiting screen). A register
+// copy of another generation, or none, makes the screen read the register
+// from Redis while the copy reloads in the background; a new register is
+// swapped in whole, so no screen mixes two generations. Start keeps the
+// copy near the head of the log in the background; Shutdown stops it.
 type ScreenCopy struct {
 	s       *Store
 	keepReg bool // Options.ScreenCopy: hold the register too
@@ -54,21 +44,18 @@ type ScreenCopy struct {
 
 	reg atomic.Pointer[regCopy]
 
-	// syncMu serialises reading and applying the change log, and
-	// swapping the notice copy; mu guards n against screens reading it.
+	// syncMu serialises reading and applying the publish log, and swapping
+	// the notice copy; mu guards n against screens reading it.
 	syncMu sync.Mutex
 	mu     sync.RWMutex
-	n      *noticeCopy // nil: not loaded, or behind a trimmed change log
+	n      *noticeCopy // nil: not loaded, or behind a trimmed publish log
 
 	loading chan struct{} // holds a token while a load runs: one at a time
 	kick    chan struct{}
 	stop    context.CancelFunc
 	done    chan struct{}
 
-	// fromCopy and fromRedis count the screens answered with the register
-	// from the copy and from Redis; loads counts the notice copy's loads,
-	// behind the times it found itself behind the publish log's retention
-	// (and dropped itself to reload).
+	// what Counts and Loads return
 	fromCopy, fromRedis atomic.Int64
 	loads, behind       atomic.Int64
 }
@@ -80,13 +67,11 @@ func newScreenCopy(s *Store, keepReg, wait bool) *ScreenCopy {
 // ScreenCopy returns the store's in-memory screen copy.
 func (s *Store) ScreenCopy() *ScreenCopy { return s.screenCopy }
 
-// refreshEvery is how often a started copy follows the change log and the
-// register generation without being asked.
+// refreshEvery is how often a started copy refreshes without being asked.
 const refreshEvery = time.Second
 
 // Start loads the copy in the background and keeps it fresh until
-// Shutdown. Screens read the register from Redis until it is loaded, and
-// wait for the notices' load.
+// Shutdown.
 func (c *ScreenCopy) Start(ctx context.Context) error {
 	ctx, c.stop = context.WithCancel(context.WithoutCancel(ctx))
 	c.done = make(chan struct{})
@@ -95,7 +80,7 @@ func (c *ScreenCopy) Start(ctx context.Context) error {
 		t := time.NewTicker(refreshEvery)
 		defer t.Stop()
 		for {
-			_ = c.refresh(ctx) // on an error (Redis down) retry at the next tick
+			_, _, _ = c.refresh(ctx) // on an error (Redis down) retry at the next tick
 			select {
 			case <-ctx.Done():
 				return
@@ -130,8 +115,8 @@ func (c *ScreenCopy) Counts() (fromCopy, fromRedis int64) {
 }
 
 // Loads returns how many times the notice copy was loaded, and how many
-// times it found itself behind the publish log's retention (entries past
-// it trimmed away) and was dropped to be loaded again.
+// times it was dropped to be loaded again, behind the publish log's
+// retention.
 func (c *ScreenCopy) Loads() (loads, behind int64) {
 	return c.loads.Load(), c.behind.Load()
 }
@@ -149,30 +134,29 @@ func (c *ScreenCopy) lockLoad(ctx context.Context) error {
 
 func (c *ScreenCopy) unlockLoad() { <-c.loading }
 
-// refresh brings the copy up to date: the notices (notices) and, when it
-// keeps the register, the current register generation.
-func (c *ScreenCopy) refresh(ctx context.Context) error {
-	regV, _, err := c.notices(ctx)
+// refresh brings the copy up to date, as notices does, and when it keeps
+// the register loads the current generation.
+func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *noticeCopy, err error) {
+	regV, n, err = c.notices(ctx)
 	if err != nil || !c.keepReg {
-		return err
+		return regV, n, err
 	}
 	if err := c.lockLoad(ctx); err != nil {
-		return err
+		return "", nil, err
 	}
 	defer c.unlockLoad()
-	if r := c.reg.Load(); r != nil && r.v == regV {
-		return nil
+	if r := c.reg.Load(); r == nil || r.v != regV {
+		err = c.loadRegister(ctx, regV)
 	}
-	return c.loadRegister(ctx, regV)
+	return regV, n, err
 }
 
-// maxLoads is the most times one screen loads the notice copy (or finds
-// it swapped under it) before it gives up.
+// maxLoads is the most times one screen loads the notice copy, or finds
+// it swapped, before it gives up.
 const maxLoads = 3
 
 // notices brings the notice copy up to date and returns it with the
-// register generation, first loading it (and waiting within ctx) when
-// there is none or it is behind a trimmed publish log.
+// register generation, first loading it when there is none.
 func (c *ScreenCopy) notices(ctx context.Context) (regV string, n *noticeCopy, err error) {
 	for try := 0; ; try++ {
 		if regV, n, err = c.sync(ctx); err != nil || n != nil {
@@ -215,20 +199,16 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 			return err
 		}
 		reg := c.reg.Load()
-		if c.keepReg && (reg == nil || reg.v != regV) {
-			if c.wait {
-				if err := c.refresh(ctx); err != nil {
-					return err
-				}
-				if regV, synced, err = c.notices(ctx); err != nil {
-					return err
-				}
-				reg = c.reg.Load()
-			} else {
-				c.wake()
+		if c.keepReg && c.wait && (reg == nil || reg.v != regV) {
+			if regV, synced, err = c.refresh(ctx); err != nil {
+				return err
 			}
+			reg = c.reg.Load()
 		}
 		if !c.keepReg || reg == nil || reg.v != regV {
+			if c.keepReg {
+				c.wake()
+			}
 			reg = nil // the register read from Redis
 		}
 		done, err := c.answer(ctx, ids, f, reg, synced, res)
