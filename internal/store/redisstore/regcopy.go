@@ -61,14 +61,8 @@ const maxHeldName = 1<<18 - 1
 
 // add appends a name (at most maxHeldName bytes) and returns its index.
 func (h *nameChunks) add(name string) uint32 {
-	last := len(h.chunks) - 1
-	if last < 0 || len(h.chunks[last])+len(name) > cap(h.chunks[last]) {
-		h.chunks = append(h.chunks, make([]byte, 0, chunkSize))
-		last++
-	}
-	off := len(h.chunks[last])
-	h.chunks[last] = append(h.chunks[last], name...)
-	h.locs = append(h.locs, uint64(last)<<40|uint64(off)<<18|uint64(len(name)))
+	chunk, off := appendChunk(&h.chunks, name)
+	h.locs = append(h.locs, uint64(chunk)<<40|uint64(off)<<18|uint64(len(name)))
 	return uint32(len(h.locs) - 1)
 }
 

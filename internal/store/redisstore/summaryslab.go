@@ -18,22 +18,19 @@ import (
 // in tuples (seven codes into dict: published date, type, code, purpose,
 // state, status, and the appointment type plus one, 0 for none), then
 // five length-prefixed strings (id, published instant, acn, abn, company
-// name; an empty acn or abn is none, as in encodeSummary). About 90 bytes a
-// notice, half what the text encoding takes (BenchmarkScreenCopySize).
-// Beside each seq's location, tupleOf holds its combination, so a screen
-// decides the filters of a seq without reading its summary.
+// name; an empty acn or abn is none). About 90 bytes a notice
+// (BenchmarkScreenCopySize). Beside each seq's location, tupleOf holds its
+// combination, so a screen decides a seq's filters without reading it.
 //
-// Chunks are append-only and a written byte is never changed: a summary
-// replaced or removed only counts as dead, and when more than half the
-// bytes are dead a compaction copies the live ones into new chunks. So
-// strings decoded from a chunk (decode aliases them, to allocate nothing
-// per notice) stay valid after the lock guarding the slab is released.
+// Chunks are append-only: a summary replaced or removed only counts as
+// dead, and when more than half the bytes are dead a compaction copies the
+// live ones into new chunks. So strings decoded from a chunk (aliasing it)
+// stay valid after the lock guarding the slab is released.
 type summarySlab struct {
 	dense   []uint64         // seq -> location, 0 for none
 	tupleOf []uint32         // seq -> its tuple, for the seqs of dense
-	far     map[int64]uint64 // seqs beyond denseLimit of dense
+	far     map[int64]uint64 // seqs beyond dense
 	chunks  [][]byte
-	count   int // summaries held
 	live    int // bytes of the summaries held
 	dead    int // bytes of replaced or removed summaries
 	dict    []string
@@ -68,13 +65,9 @@ func (s *summarySlab) setWhere(seq int64, l uint64) {
 		return
 	}
 	if seq >= 0 && seq <= 2*int64(len(s.dense))+1<<16 && l != 0 {
-		size := max(seq+1, 2*int64(len(s.dense)))
-		grown := make([]uint64, size)
-		copy(grown, s.dense)
-		s.dense = grown
-		tuples := make([]uint32, size)
-		copy(tuples, s.tupleOf)
-		s.tupleOf = tuples
+		more := max(seq+1, 2*int64(len(s.dense))) - int64(len(s.dense))
+		s.dense = append(s.dense, make([]uint64, more)...)
+		s.tupleOf = append(s.tupleOf, make([]uint32, more)...)
 		s.dense[seq] = l
 		for q, fl := range s.far { // now in the dense range
 			if q >= 0 && q < int64(len(s.dense)) {
@@ -133,25 +126,24 @@ func (s *summarySlab) put(seq int64, n *notice.Notice) {
 	s.remove(seq)
 	var buf [256]byte
 	enc, t := s.encode(buf[:0], n)
-	s.setWhere(seq, s.add(enc))
+	s.setWhere(seq, loc(appendChunk(&s.chunks, enc)))
+	s.live += len(enc)
 	if seq >= 0 && seq < int64(len(s.tupleOf)) {
 		s.tupleOf[seq] = uint32(t)
 	}
-	s.count++
 }
 
-// add appends an encoded summary to the last chunk (a new one when it is
-// full) and returns its location.
-func (s *summarySlab) add(enc []byte) uint64 {
-	last := len(s.chunks) - 1
-	if last < 0 || len(s.chunks[last])+len(enc) > cap(s.chunks[last]) {
-		s.chunks = append(s.chunks, make([]byte, 0, max(chunkSize, len(enc))))
+// appendChunk appends b to the last of chunks (a new chunk when it is
+// full) and returns where it went.
+func appendChunk[B []byte | string](chunks *[][]byte, b B) (chunk, off int) {
+	last := len(*chunks) - 1
+	if last < 0 || len((*chunks)[last])+len(b) > cap((*chunks)[last]) {
+		*chunks = append(*chunks, make([]byte, 0, max(chunkSize, len(b))))
 		last++
 	}
-	off := len(s.chunks[last])
-	s.chunks[last] = append(s.chunks[last], enc...)
-	s.live += len(enc)
-	return loc(last, off)
+	off = len((*chunks)[last])
+	(*chunks)[last] = append((*chunks)[last], b...)
+	return last, off
 }
 
 // remove drops seq's summary, if any, compacting the chunks when most of
@@ -164,7 +156,6 @@ func (s *summarySlab) remove(seq int64) {
 	r := s.reader(l)
 	size := r.skip()
 	s.setWhere(seq, 0)
-	s.count--
 	s.live -= size
 	s.dead += size
 	if s.dead > s.live && s.dead > chunkSize {
@@ -179,8 +170,10 @@ func (s *summarySlab) compact() {
 	s.chunks, s.live, s.dead = nil, 0, 0
 	move := func(l uint64) uint64 {
 		chunk, off := unloc(l)
-		r := summaryReader{s: s, b: old[chunk], pos: off}
-		return s.add(r.b[off : off+r.skip()])
+		r := summaryReader{b: old[chunk], pos: off}
+		enc := r.b[off : off+r.skip()]
+		s.live += len(enc)
+		return loc(appendChunk(&s.chunks, enc))
 	}
 	for q, l := range s.dense {
 		if l != 0 {
@@ -294,12 +287,11 @@ func (s *summarySlab) publishedAt(seq int64) string {
 
 func (s *summarySlab) reader(l uint64) summaryReader {
 	chunk, off := unloc(l)
-	return summaryReader{s: s, b: s.chunks[chunk], pos: off}
+	return summaryReader{b: s.chunks[chunk], pos: off}
 }
 
 // summaryReader reads one encoded summary.
 type summaryReader struct {
-	s   *summarySlab
 	b   []byte
 	pos int
 }
