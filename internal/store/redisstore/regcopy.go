@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"unsafe"
 )
@@ -88,15 +87,9 @@ const dirShift = 14
 // buildDir returns the directory of sorted ACNs.
 func buildDir(acns []uint32) []uint32 {
 	dir := make([]uint32, 1<<(30-dirShift)+1)
-	b := 0
-	for i, a := range acns {
-		for b <= int(a>>dirShift) && b < len(dir) {
-			dir[b] = uint32(i)
-			b++
-		}
-	}
-	for ; b < len(dir); b++ {
-		dir[b] = uint32(len(acns))
+	for b := range dir {
+		i, _ := slices.BinarySearch(acns, uint32(b)<<dirShift)
+		dir[b] = uint32(i)
 	}
 	return dir
 }
@@ -233,10 +226,7 @@ func (b *regBuilder) build(v string) *regCopy {
 			r.named[j/64] |= 1 << (j % 64)
 		}
 	}
-	r.abnPrefix = make([]uint8, companies)
-	for i := range r.abnPrefix {
-		r.abnPrefix[i] = noABN
-	}
+	r.abnPrefix = slices.Repeat([]uint8{noABN}, companies)
 	for _, p := range b.prefixed {
 		i, _ := slices.BinarySearch(r.acns, p.acn)
 		if r.abnPrefix[i] == noABN || r.abnPrefix[i] == p.p {
@@ -245,7 +235,7 @@ func (b *regBuilder) build(v string) *regCopy {
 		}
 		// A second prefix-form ABN (an ABN entry names one ACN, so this is
 		// another ABN of the same company).
-		abn := string([]byte{'0' + p.p/10, '0' + p.p%10}) + r.acn(int32(i))
+		abn := r.prefixABN(int32(i), p.p)
 		if slices.Contains(r.moreABNs[int32(i)], abn) {
 			continue
 		}
@@ -281,11 +271,8 @@ func (r *regCopy) appendACN(b []byte, i int32) []byte {
 	if int(i) >= len(r.acns) {
 		return append(b, r.oddACNs[int(i)-len(r.acns)]...)
 	}
-	n := len(b)
-	b = strconv.AppendUint(b, uint64(r.acns[i]), 10)
-	for len(b)-n < 9 { // leading zeros
-		b = append(b[:n+1], b[n:]...)
-		b[n] = '0'
+	for k, v := uint32(100_000_000), r.acns[i]; k > 0; k /= 10 {
+		b = append(b, byte('0'+v/k%10))
 	}
 	return b
 }
@@ -336,13 +323,16 @@ func (r *regCopy) hold(cos []int32, names []string) {
 	}
 }
 
+// prefixABN returns the ABN made of the two digits p and company i's ACN.
+func (r *regCopy) prefixABN(i int32, p uint8) string {
+	return string(r.appendACN([]byte{'0' + p/10, '0' + p%10}, i))
+}
+
 // abnsOf returns the register ABNs of company i (reg:<v>:acnabn).
 func (r *regCopy) abnsOf(i int32) []string {
 	var out []string
 	if p := r.abnPrefix[i]; p != noABN {
-		b := make([]byte, 0, 11)
-		b = append(b, '0'+p/10, '0'+p%10)
-		out = append(out, string(r.appendACN(b, i)))
+		out = append(out, r.prefixABN(i, p))
 	}
 	return append(out, r.moreABNs[i]...)
 }
@@ -370,9 +360,6 @@ func (r *regCopy) prefixCompany(abn string) (int32, bool) {
 	p := r.abnPrefix[i]
 	return i, p != noABN && abn[0] == '0'+p/10 && abn[1] == '0'+p%10
 }
-
-// acnsOf returns the register ACNs of an ABN (reg:<v>:abn).
-func (r *regCopy) acnsOf(abn string) []string { return r.appendACNsOf(nil, abn) }
 
 // appendACNsOf appends the register ACNs of an ABN to out.
 func (r *regCopy) appendACNsOf(out []string, abn string) []string {

@@ -575,7 +575,7 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 			}
 			addABNs(v)
 		} else {
-			acns := reg.acnsOf(v)
+			acns := reg.appendACNsOf(nil, v)
 			if r := primaryACN(v, acns); r != "" {
 				companies[r] = struct{}{}
 				known = true
