@@ -226,7 +226,7 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 // (Store.registerLookups); done is false, with res untouched, when synced
 // was dropped or replaced since it was brought up to date.
 func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
-	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), arenas: make([][]int64, lookupParts(len(ids))), reg: reg}
+	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), reg: reg}
 	if reg == nil {
 		if l.found, err = c.s.registerLookups(ctx, ids); err != nil {
 			return true, err
@@ -237,7 +237,7 @@ func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter
 	if c.n != synced {
 		return false, nil
 	}
-	lookupAll(len(ids), func(part, lo, hi int) { l.arenas[part] = l.lookup(synced, part, lo, hi) })
+	l.arenas = lookupAll(len(ids), func(part, lo, hi int) []int64 { return l.lookup(synced, part, lo, hi) })
 	v := &summaryView{f: f, slab: &synced.sums, memo: make([]int8, len(synced.sums.tuples))}
 	if f.Q != nil || f.Company != nil {
 		v.decoded = true
@@ -498,36 +498,23 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 // so that a test can split small screens.)
 var parallelFrom = 4096
 
-// lookupParts is the number of ranges lookupAll splits n into: one per
-// processor, at most 256 (copyItem.arena), one when n is small.
-func lookupParts(n int) int {
-	parts := min(runtime.GOMAXPROCS(0), 256)
-	if n < parallelFrom || parts < 2 {
-		return 1
-	}
-	step := (n + parts - 1) / parts
-	return (n + step - 1) / step
-}
-
-// lookupAll runs each over [0, n) split into lookupParts(n) ranges,
-// numbered from 0, and waits for them all. The copy's maps are only read
+// lookupAll runs each over [0, n), n > 0, split into ranges numbered from
+// 0 (one per processor, at most 256: copyItem.arena; one when n is small),
+// and returns their answers by number. The copy's maps are only read
 // meanwhile (the caller holds the read lock).
-func lookupAll(n int, each func(part, lo, hi int)) {
-	parts := lookupParts(n)
-	if parts == 1 {
-		each(0, 0, n)
-		return
+func lookupAll(n int, each func(part, lo, hi int) []int64) [][]int64 {
+	parts := min(runtime.GOMAXPROCS(0), 256)
+	if n < parallelFrom {
+		parts = 1
 	}
-	var wg sync.WaitGroup
 	step := (n + parts - 1) / parts
-	for part, lo := 0, 0; lo < n; part, lo = part+1, lo+step {
-		wg.Add(1)
-		go func(part, lo, hi int) {
-			defer wg.Done()
-			each(part, lo, hi)
-		}(part, lo, min(lo+step, n))
+	out := make([][]int64, (n+step-1)/step)
+	var wg sync.WaitGroup
+	for part := range out {
+		wg.Go(func() { out[part] = each(part, part*step, min(part*step+step, n)) })
 	}
 	wg.Wait()
+	return out
 }
 
 // expand is Store.expand answered from the copy, when the copy is current
