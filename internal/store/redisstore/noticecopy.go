@@ -11,14 +11,11 @@ import (
 )
 
 // noticeCopy is a replica's copy of the published notices' summaries
-// (seq -> summary) with an index of them by identifier: which seqs carry
-// each ACN or ABN value. It is loaded from the notice source
-// (NoticeSource.NoticeSummaries) and follows the publish log. The
-// summaries are kept encoded in a slab (summarySlab), without a string or
-// pointer per notice. The index is kept as a function of the summaries
-// (put removes a seq from the values of its old summary and adds it to
-// those of the new), so putting a seq's current summary again, in any
-// order, leaves it exact.
+// (seq -> summary, encoded in a summarySlab) with an index of them by
+// identifier: which seqs carry each ACN or ABN value. The index is a
+// function of the summaries (put removes a seq from the values of its old
+// summary and adds it to those of the new), so putting a seq's current
+// summary again, in any order, leaves it exact.
 type noticeCopy struct {
 	sums summarySlab
 	post postings

@@ -9,26 +9,21 @@ import (
 )
 
 // regCopy is one register generation held in memory for the bulk screen:
-// what its ids strings and the hashes reg:<v>:odd and reg:<v>:abn hold
-// (reg:<v>:acnabn is the inverse of abn), compactly and without pointers
-// for the bulk of it:
+// what its ids strings and the hashes reg:<v>:odd and reg:<v>:abn hold,
+// compactly and without pointers for the bulk of it:
 //
 //   - acns: the register's 9-digit ACNs, sorted, as uint32; company i is
-//     acns[i]. ACNs of another form (none in the real register) are kept
-//     as strings in odd and numbered after them;
+//     acns[i]. ACNs of another form are kept as strings in odd and
+//     numbered after them;
 //   - abnPrefix: per company, the two digits its ABN starts with when the
 //     ABN is those two digits followed by the ACN (nearly every company),
 //     or noABN; any other ABN, or a second one, is in moreABNs/moreACNs;
-//   - named: one bit per company, set when it has a current name (its
-//     named bit).
+//   - named: one bit per company, set when it has a current name.
 //
-// The names themselves are not loaded: a screen needs only those of the
-// companies it matches, which ScreenCopy.fillNames reads from the notice
-// source (Elasticsearch) the first time and holds here (nameIx, held), so a
-// national register costs about 10 bytes a company plus the names of
-// the companies with notices (BenchmarkScreenCopySize measures it).
-// Apart from the names held, a regCopy is never changed once built: a
-// new register generation is a new regCopy, swapped in whole.
+// Names are read from the notice source when a screen first needs them
+// (ScreenCopy.fillNames) and held (nameIx, held): about 10 bytes a company
+// plus the names of those with notices (BenchmarkScreenCopySize). Apart
+// from the names held, a regCopy is never changed once built.
 type regCopy struct {
 	v         string // the generation (reg:v), "" for none loaded ever
 	acns      []uint32
@@ -45,10 +40,9 @@ type regCopy struct {
 	held   nameChunks
 }
 
-// nameChunks holds names back to back in append-only chunks of bytes,
-// each name found by one packed location: no string header or allocation
-// per name. A written byte is never changed, so a string read from a
-// chunk stays valid after the lock is released.
+// nameChunks holds names back to back in append-only chunks (a string
+// read from one stays valid after the lock is released), each found by
+// one packed location: no string header or allocation per name.
 type nameChunks struct {
 	chunks [][]byte
 	locs   []uint64 // chunk<<40 | offset<<18 | length
@@ -96,8 +90,7 @@ func buildDir(acns []uint32) []uint32 {
 
 // regBuilder builds a regCopy from a generation's ids strings and its
 // hashes' entries, in any order and with repeats (HSCAN may return an
-// entry twice). It keeps the ABN pairs as numbers, so a 4,000,000-row load
-// does not hold millions of small strings.
+// entry twice), keeping the ABN pairs as numbers where it can.
 type regBuilder struct {
 	entries  []regEntry
 	oddNames map[string]bool // ACNs not of 9 digits: whether each has a name
@@ -173,9 +166,7 @@ func nineDigits(s string) (uint32, bool) {
 // build returns the copy of generation v; the builder is spent.
 func (b *regBuilder) build(v string) *regCopy {
 	r := &regCopy{v: v, odd: map[string]int32{}, moreABNs: map[int32][]string{}, moreACNs: map[string][]int32{}}
-	// Every ACN has an entry (RegisterLoad.Add writes one per ACN); an
-	// ACN only an ABN names is kept too, nameless, as Redis would answer
-	// it.
+	// An ACN only an ABN names is kept too, nameless, as Redis answers it.
 	has := func(acn uint32) bool {
 		_, ok := slices.BinarySearchFunc(b.entries, acn, func(e regEntry, t uint32) int { return cmp.Compare(e.acn, t) })
 		return ok
@@ -233,8 +224,7 @@ func (b *regBuilder) build(v string) *regCopy {
 			r.abnPrefix[i] = p.p
 			continue
 		}
-		// A second prefix-form ABN (an ABN entry names one ACN, so this is
-		// another ABN of the same company).
+		// Another prefix-form ABN of the same company.
 		abn := r.prefixABN(int32(i), p.p)
 		if slices.Contains(r.moreABNs[int32(i)], abn) {
 			continue

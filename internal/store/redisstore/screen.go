@@ -16,16 +16,12 @@ import (
 // Screen is the bulk screen of POST /v1/match, with the embedded store's
 // semantics (see sqlite.Store.Screen): each normalised, distinct
 // identifier lands in Matched, Unmatched or Unresolved, in the order
-// given. The notices come from the replica's in-memory copy
-// (screencopy.go: loaded from the notice source, following the publish
-// log; a screen that finds it not loaded waits for its load); the
-// register from the copy too when it holds a current one
-// (Options.ScreenCopy: one round trip to Redis), else from Redis
-// (registerLookups: the generation, then one pipelined round trip
-// whatever the number of identifiers). Filters are applied to the
-// summaries with package matcher's semantics; a q needs the notices'
-// text, so the candidates passing the other filters are read from the
-// NoticeSource and matched there.
+// given. The notices come from the replica's in-memory copy (ScreenCopy),
+// the register from the copy too when it holds a current one, else from
+// Redis (registerLookups: one pipelined round trip). Filters are applied
+// to the summaries with package matcher's semantics; a q needs the
+// notices' text, read from the NoticeSource for the candidates passing
+// the other filters.
 func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
 	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
 	res.Counts.Submitted = len(ids)
@@ -87,8 +83,7 @@ func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]regLooku
 // summaryView is what a screen's answer reads of the notices: the
 // summaries of the copy's slab passing a filter without q or company,
 // decided on their coded fields, or, with decoded, the notices passing a
-// filter with q or company, decoded beforehand (the slab may change once
-// the screen releases the copy's lock to read their text).
+// filter with q or company, decoded before the copy's lock is released.
 type summaryView struct {
 	f       notice.Filter
 	slab    *summarySlab
@@ -304,9 +299,8 @@ type summaryLatest struct {
 
 // matchOf is the answer of identifier id, whose company's ACN per the
 // register is acn, that count notices passing the filters matched, latest
-// the newest; its company name is the latest notice's, which the register's
-// current name replaces afterwards (fillRegisterNames, fillNames). The
-// strings it points to are appended to strs.
+// the newest; its company name is the latest notice's (fillNames puts in
+// the register's). The strings it points to are appended to strs.
 func matchOf(id ident.ID, acn string, count int, latest *summaryLatest, strs *[]string) watch.Matched {
 	point := func(v string) *string {
 		*strs = append(*strs, v)
@@ -317,9 +311,8 @@ func matchOf(id ident.ID, acn string, count int, latest *summaryLatest, strs *[]
 	if latest.hasApp {
 		m.LatestNotice.AppointmentType = point(latest.app)
 	}
-	// The company's ACN (for an ABN the register's, else the latest
-	// notice's when that notice carries the ABN) and its name (the latest
-	// notice's here).
+	// For an ABN the register's ACN, else the latest notice's when that
+	// notice carries the ABN.
 	switch {
 	case acn != "":
 		m.ACN = point(acn)

@@ -222,9 +222,8 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 }
 
 // answer answers a screen from the notice copy synced and the register
-// copy reg, or with reg nil the register read from Redis
-// (Store.registerLookups); done is false, with res untouched, when synced
-// was dropped or replaced since it was brought up to date.
+// copy reg (nil: the register read from Redis); done is false, with res
+// untouched, when synced was dropped or replaced since its sync.
 func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
 	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), reg: reg}
 	if reg == nil {
@@ -262,10 +261,9 @@ func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter
 }
 
 // decodePassing decodes the summaries in n of the seqs in arenas under
-// the copy's read lock, which unlock then releases, and returns those
-// passing f, by seq. A q filter reads the text of the notices passing the
-// rest from the notice source (not under the lock: the decoded strings
-// stay valid, see summarySlab).
+// the copy's read lock, releases it (unlock) and returns those passing f,
+// by seq; for a q, the text of those passing the rest is read from the
+// notice source (the decoded strings stay valid: see summarySlab).
 func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *noticeCopy, f notice.Filter, unlock func()) ([]notice.Notice, error) {
 	seqs := sortedSet(slices.Concat(arenas...))
 	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
@@ -308,12 +306,11 @@ type screenLookup struct {
 	found  []regLookup
 }
 
-// copyItem is what the copy found of one identifier, without a pointer
+// copyItem is what a screen found of one identifier, without a pointer
 // (50,000 of them cost the garbage collector nothing): its seqs are
 // arenas[arena][from:mid] (its own notices) and [mid:to] (its
-// counterparts'), its company co (when hasCo) the one whose ACN the
-// answer shows and whose name (when needsName and it matched) fillNames
-// puts in the answer.
+// counterparts'), its company co (when hasCo) the one whose ACN and name
+// the answer shows.
 type copyItem struct {
 	from, mid, to int32
 	co            int32
@@ -354,10 +351,8 @@ func (l *screenLookup) acn(i int) string {
 }
 
 // lookup finds, for each of ids[lo:hi], its register counterparts and the
-// seqs of the notices carrying it or them in the notice copy n, into its
-// item, and returns the arena (number part) backing the items' seqs. A
-// company's prefix-form ABN is looked up by its number, without making
-// its string.
+// seqs of the notices carrying it or them in n, into its item, and
+// returns the arena (number part) backing their seqs.
 func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 	reg := l.reg
 	arena := make([]int64, 0, hi-lo) // backs every item's seq lists
@@ -432,15 +427,12 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 	return arena
 }
 
-// fillNames puts the register name of every match and unmatched company
-// whose company has one in its answer (res.Matched and
-// res.UnmatchedCompanies, made without them, in the order of l.ids): the
-// names the register copy holds, and those it lacks (all, when the
-// register was read from Redis) read from the notice source
-// (Store.registerNames: Redis keeps no names) and held. It runs with none
-// of the copy's locks held, as that read may be slow. A name the source
-// lacks (its register not yet the copy's generation) leaves the match its
-// latest notice's.
+// fillNames puts in res (made without them, in the order of l.ids) the
+// register name of every match's and unmatched company's company that has
+// one: those the register copy holds, the others read from the notice
+// source (Store.registerNames) and held. It runs with none of the copy's
+// locks held, as that read may be slow. A name the source lacks leaves
+// the match its latest notice's.
 func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.ScreenResult) error {
 	var need []int    // the items whose names are wanted
 	var cos []int32   // their companies
@@ -517,10 +509,9 @@ func lookupAll(n int, each func(part, lo, hi int) []int64) [][]int64 {
 	return out
 }
 
-// expand is Store.expand answered from the copy, when the copy is current
-// (done false otherwise: the caller reads Redis). The register, the
-// ABNs of every ACN involved and which identifiers notices carry come
-// from the copy; the rules are Store.expand's.
+// expand is Store.expand answered from the copy, with Store.expand's
+// rules, when the copy is current (done false otherwise: the caller reads
+// Redis).
 func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, done bool, err error) {
 	if !c.keepReg {
 		return exp, false, nil
@@ -652,14 +643,11 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 // scanCount is HSCAN's COUNT when a register copy loads.
 const scanCount = 10000
 
-// loadNotices builds a new notice copy from the notice source and swaps
-// it in at the publish log position read before the source is read; the
-// next sync brings it to the head of the log before a screen uses it (a
-// screen only uses the copy its own sync brought up to date). The source
-// is read up to the seq published when the position was read, so a
-// notice written but not yet published is left to its log entry; a
-// notice published while the source is read is in the log past that
-// position, and applying a seq's current summary again is harmless.
+// loadNotices builds a new notice copy from the notice source, up to the
+// seq published, and swaps it in at the publish log position read before
+// (a notice published meanwhile is in the log past it, and applying a
+// seq's current summary again is harmless); the next sync brings it to
+// the head of the log before a screen uses it.
 func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 	s := c.s
 	head, err := s.log.Head(ctx)
