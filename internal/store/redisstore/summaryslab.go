@@ -11,8 +11,7 @@ import (
 // summarySlab holds the notice summaries of a screen copy by seq without
 // a string, map entry or pointer per notice: each summary is encoded into
 // a chunk of bytes, and a seq's location is one uint64 of a slice indexed
-// by seq (seqs are handed out densely from 1), or of a map for a seq far
-// above the others.
+// by seq (publog hands seqs out densely from 1).
 //
 // An encoded summary is a uvarint naming its combination of coded fields
 // in tuples (seven codes into dict: published date, type, code, purpose,
@@ -27,9 +26,8 @@ import (
 // live ones into new chunks. So strings decoded from a chunk (aliasing it)
 // stay valid after the lock guarding the slab is released.
 type summarySlab struct {
-	dense   []uint64         // seq -> location, 0 for none
-	tupleOf []uint32         // seq -> its tuple, for the seqs of dense
-	far     map[int64]uint64 // seqs beyond dense
+	dense   []uint64 // seq -> location, 0 for none
+	tupleOf []uint32 // seq -> its tuple
 	chunks  [][]byte
 	live    int // bytes of the summaries held
 	dead    int // bytes of replaced or removed summaries
@@ -53,40 +51,18 @@ func (s *summarySlab) where(seq int64) uint64 {
 	if seq >= 0 && seq < int64(len(s.dense)) {
 		return s.dense[seq]
 	}
-	return s.far[seq]
+	return 0
 }
 
-// setWhere records seq's location (0: none). Seqs up to twice the dense
-// range plus 65,536 extend it; a seq beyond goes to the map, so one stray
-// seq never allocates a huge slice.
+// setWhere records seq's location, first growing the dense range (at
+// least twofold) to hold it.
 func (s *summarySlab) setWhere(seq int64, l uint64) {
-	if seq >= 0 && seq < int64(len(s.dense)) {
-		s.dense[seq] = l
-		return
-	}
-	if seq >= 0 && seq <= 2*int64(len(s.dense))+1<<16 && l != 0 {
+	if seq >= int64(len(s.dense)) {
 		more := max(seq+1, 2*int64(len(s.dense))) - int64(len(s.dense))
 		s.dense = append(s.dense, make([]uint64, more)...)
 		s.tupleOf = append(s.tupleOf, make([]uint32, more)...)
-		s.dense[seq] = l
-		for q, fl := range s.far { // now in the dense range
-			if q >= 0 && q < int64(len(s.dense)) {
-				s.dense[q] = fl
-				r := s.reader(fl)
-				s.tupleOf[q] = uint32(r.uvarint())
-				delete(s.far, q)
-			}
-		}
-		return
 	}
-	if l == 0 {
-		delete(s.far, seq)
-		return
-	}
-	if s.far == nil {
-		s.far = map[int64]uint64{}
-	}
-	s.far[seq] = l
+	s.dense[seq] = l
 }
 
 // intern returns v's number in list (its index), adding it when new.
@@ -128,9 +104,7 @@ func (s *summarySlab) put(seq int64, n *notice.Notice) {
 	enc, t := s.encode(buf[:0], n)
 	s.setWhere(seq, loc(appendChunk(&s.chunks, enc)))
 	s.live += len(enc)
-	if seq >= 0 && seq < int64(len(s.tupleOf)) {
-		s.tupleOf[seq] = uint32(t)
-	}
+	s.tupleOf[seq] = uint32(t)
 }
 
 // appendChunk appends b to the last of chunks (a new chunk when it is
@@ -179,9 +153,6 @@ func (s *summarySlab) compact() {
 		if l != 0 {
 			s.dense[q] = move(l)
 		}
-	}
-	for q, l := range s.far {
-		s.far[q] = move(l)
 	}
 }
 
@@ -249,18 +220,12 @@ func (s *summarySlab) decodeCodes(c [7]uint64, n *notice.Notice, app *string) {
 	}
 }
 
-// tupleAt returns the tuple of seq's summary (false: none), for a seq
-// of the dense range without reading the summary.
+// tupleAt returns the tuple of seq's summary (false: none).
 func (s *summarySlab) tupleAt(seq int64) (uint64, bool) {
-	l := s.where(seq)
-	if l == 0 {
+	if s.where(seq) == 0 {
 		return 0, false
 	}
-	if seq < int64(len(s.tupleOf)) {
-		return uint64(s.tupleOf[seq]), true
-	}
-	r := s.reader(l)
-	return r.uvarint(), true
+	return uint64(s.tupleOf[seq]), true
 }
 
 // purpose returns the notice purpose of seq's summary ("" for none).
