@@ -61,7 +61,7 @@ func BenchmarkScreenCopySize(b *testing.B) {
 				abn := "51" + a
 				n.ABN = &abn
 			}
-			nc.apply(n.Seq, publog.EncodeSummary(&n))
+			nc.apply([]publog.Entry{{ID: "1-0", Summary: publog.EncodeSummary(&n)}})
 		}
 		// A replica that has screened every company with notices holds
 		// their names (fillNames): the most it holds.
@@ -79,7 +79,7 @@ func BenchmarkScreenCopySize(b *testing.B) {
 		}
 		noticeBuild := time.Since(start)
 		noticeHeap := heap() - base - regHeap
-		if _, ok := reg.company(fmt.Sprintf("%09d", 100_000_000)); !ok || nc.sums.count != notices {
+		if _, ok := reg.company(fmt.Sprintf("%09d", 100_000_000)); !ok || slabCount(&nc.sums) != notices {
 			b.Fatal("copy incomplete")
 		}
 		b.ReportMetric(float64(regHeap)/(1<<20), "register-MiB")

@@ -3,20 +3,19 @@ package redisstore
 import (
 	"math/bits"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
 // noticeCopy is a replica's copy of the published notices' summaries
-// (seq -> summary) with an index of them by identifier: which seqs carry
-// each ACN or ABN value. It is loaded from the notice source
-// (NoticeSource.NoticeSummaries) and follows the publish log. The
-// summaries are kept encoded in a slab (summarySlab), without a string or
-// pointer per notice. The index is kept as a function of the summaries
-// (put removes a seq from the values of its old summary and adds it to
-// those of the new), so putting a seq's current summary again, in any
-// order, leaves it exact.
+// (seq -> summary, encoded in a summarySlab) with an index of them by
+// identifier: which seqs carry each ACN or ABN value. The index is a
+// function of the summaries (put removes a seq from the values of its old
+// summary and adds it to those of the new), so putting a seq's current
+// summary again, in any order, leaves it exact.
 type noticeCopy struct {
 	sums summarySlab
 	post postings
@@ -27,16 +26,31 @@ func newNoticeCopy() *noticeCopy {
 	return &noticeCopy{post: newPostings()}
 }
 
-// apply sets seq's summary (as publog.EncodeSummary writes it; "" removes
-// it). An unreadable summary removes the seq.
-func (n *noticeCopy) apply(seq int64, sum string) {
-	var dec notice.Notice
-	var ptrs [3]string
-	if sum == "" || publog.DecodeSummaryInto(sum, &dec, &ptrs) != nil {
-		n.remove(seq)
-		return
+// apply applies publish log entries, in order, and moves the copy's
+// position past them. An entry's summary is its notice's as published
+// (publog.EncodeSummary); an unreadable one removes its seq.
+func (n *noticeCopy) apply(entries []publog.Entry) {
+	for _, e := range entries {
+		var dec notice.Notice
+		var ptrs [3]string
+		if err := publog.DecodeSummaryInto(e.Summary, &dec, &ptrs); err == nil {
+			n.put(dec.Seq, &dec)
+		} else if seq, ok := summarySeq(e.Summary); ok {
+			n.remove(seq)
+		}
+		n.last = e.ID
 	}
-	n.put(seq, &dec)
+}
+
+// summarySeq reads the notice_seq of a summary (its second field).
+func summarySeq(sum string) (int64, bool) {
+	_, rest, ok := strings.Cut(sum, "\x1f")
+	if !ok {
+		return 0, false
+	}
+	f, _, _ := strings.Cut(rest, "\x1f")
+	seq, err := strconv.ParseInt(f, 10, 64)
+	return seq, err == nil
 }
 
 // put sets seq's summary to the summary fields of notice dec (kept

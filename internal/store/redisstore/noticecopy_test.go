@@ -149,7 +149,7 @@ func TestRegCopy(t *testing.T) {
 		"77999999999": {"999999999"},
 		"51223456789": nil, // not in the register, though formed from an ACN
 	} {
-		if got := r.acnsOf(abn); !sameSet(got, want) {
+		if got := r.appendACNsOf(nil, abn); !sameSet(got, want) {
 			t.Errorf("ACNs of %s: %v, want %v", abn, got, want)
 		}
 	}

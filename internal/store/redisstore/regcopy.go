@@ -4,32 +4,26 @@ import (
 	"cmp"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"unsafe"
 )
 
 // regCopy is one register generation held in memory for the bulk screen:
-// what its ids strings and the hashes reg:<v>:odd and reg:<v>:abn hold
-// (reg:<v>:acnabn is the inverse of abn), compactly and without pointers
-// for the bulk of it:
+// what its ids strings and the hashes reg:<v>:odd and reg:<v>:abn hold,
+// compactly and without pointers for the bulk of it:
 //
 //   - acns: the register's 9-digit ACNs, sorted, as uint32; company i is
-//     acns[i]. ACNs of another form (none in the real register) are kept
-//     as strings in odd and numbered after them;
+//     acns[i]. ACNs of another form are kept as strings in odd and
+//     numbered after them;
 //   - abnPrefix: per company, the two digits its ABN starts with when the
 //     ABN is those two digits followed by the ACN (nearly every company),
 //     or noABN; any other ABN, or a second one, is in moreABNs/moreACNs;
-//   - named: one bit per company, set when it has a current name (its
-//     named bit).
+//   - named: one bit per company, set when it has a current name.
 //
-// The names themselves are not loaded: a screen needs only those of the
-// companies it matches, which ScreenCopy.fillNames reads from the notice
-// source (Elasticsearch) the first time and holds here (nameIx, held), so a
-// national register costs about 10 bytes a company plus the names of
-// the companies with notices (BenchmarkScreenCopySize measures it).
-// Apart from the names held, a regCopy is never changed once built: a
-// new register generation is a new regCopy, swapped in whole.
+// Names are read from the notice source when a screen first needs them
+// (ScreenCopy.fillNames) and held (nameIx, held): about 10 bytes a company
+// plus the names of those with notices (BenchmarkScreenCopySize). Apart
+// from the names held, a regCopy is never changed once built.
 type regCopy struct {
 	v         string // the generation (reg:v), "" for none loaded ever
 	acns      []uint32
@@ -46,10 +40,9 @@ type regCopy struct {
 	held   nameChunks
 }
 
-// nameChunks holds names back to back in append-only chunks of bytes,
-// each name found by one packed location: no string header or allocation
-// per name. A written byte is never changed, so a string read from a
-// chunk stays valid after the lock is released.
+// nameChunks holds names back to back in append-only chunks (a string
+// read from one stays valid after the lock is released), each found by
+// one packed location: no string header or allocation per name.
 type nameChunks struct {
 	chunks [][]byte
 	locs   []uint64 // chunk<<40 | offset<<18 | length
@@ -61,14 +54,8 @@ const maxHeldName = 1<<18 - 1
 
 // add appends a name (at most maxHeldName bytes) and returns its index.
 func (h *nameChunks) add(name string) uint32 {
-	last := len(h.chunks) - 1
-	if last < 0 || len(h.chunks[last])+len(name) > cap(h.chunks[last]) {
-		h.chunks = append(h.chunks, make([]byte, 0, chunkSize))
-		last++
-	}
-	off := len(h.chunks[last])
-	h.chunks[last] = append(h.chunks[last], name...)
-	h.locs = append(h.locs, uint64(last)<<40|uint64(off)<<18|uint64(len(name)))
+	chunk, off := appendChunk(&h.chunks, name)
+	h.locs = append(h.locs, uint64(chunk)<<40|uint64(off)<<18|uint64(len(name)))
 	return uint32(len(h.locs) - 1)
 }
 
@@ -94,23 +81,16 @@ const dirShift = 14
 // buildDir returns the directory of sorted ACNs.
 func buildDir(acns []uint32) []uint32 {
 	dir := make([]uint32, 1<<(30-dirShift)+1)
-	b := 0
-	for i, a := range acns {
-		for b <= int(a>>dirShift) && b < len(dir) {
-			dir[b] = uint32(i)
-			b++
-		}
-	}
-	for ; b < len(dir); b++ {
-		dir[b] = uint32(len(acns))
+	for b := range dir {
+		i, _ := slices.BinarySearch(acns, uint32(b)<<dirShift)
+		dir[b] = uint32(i)
 	}
 	return dir
 }
 
 // regBuilder builds a regCopy from a generation's ids strings and its
 // hashes' entries, in any order and with repeats (HSCAN may return an
-// entry twice). It keeps the ABN pairs as numbers, so a 4,000,000-row load
-// does not hold millions of small strings.
+// entry twice), keeping the ABN pairs as numbers where it can.
 type regBuilder struct {
 	entries  []regEntry
 	oddNames map[string]bool // ACNs not of 9 digits: whether each has a name
@@ -179,25 +159,14 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // nineDigits parses a 9-digit ACN.
 func nineDigits(s string) (uint32, bool) {
-	if len(s) != 9 {
-		return 0, false
-	}
-	var n uint32
-	for i := 0; i < 9; i++ {
-		if !isDigit(s[i]) {
-			return 0, false
-		}
-		n = n*10 + uint32(s[i]-'0')
-	}
-	return n, true
+	k, ok := idKey(s)
+	return uint32(k >> 1), ok && len(s) == 9
 }
 
 // build returns the copy of generation v; the builder is spent.
 func (b *regBuilder) build(v string) *regCopy {
 	r := &regCopy{v: v, odd: map[string]int32{}, moreABNs: map[int32][]string{}, moreACNs: map[string][]int32{}}
-	// Every ACN has an entry (RegisterLoad.Add writes one per ACN); an
-	// ACN only an ABN names is kept too, nameless, as Redis would answer
-	// it.
+	// An ACN only an ABN names is kept too, nameless, as Redis answers it.
 	has := func(acn uint32) bool {
 		_, ok := slices.BinarySearchFunc(b.entries, acn, func(e regEntry, t uint32) int { return cmp.Compare(e.acn, t) })
 		return ok
@@ -248,19 +217,15 @@ func (b *regBuilder) build(v string) *regCopy {
 			r.named[j/64] |= 1 << (j % 64)
 		}
 	}
-	r.abnPrefix = make([]uint8, companies)
-	for i := range r.abnPrefix {
-		r.abnPrefix[i] = noABN
-	}
+	r.abnPrefix = slices.Repeat([]uint8{noABN}, companies)
 	for _, p := range b.prefixed {
 		i, _ := slices.BinarySearch(r.acns, p.acn)
 		if r.abnPrefix[i] == noABN || r.abnPrefix[i] == p.p {
 			r.abnPrefix[i] = p.p
 			continue
 		}
-		// A second prefix-form ABN (an ABN entry names one ACN, so this is
-		// another ABN of the same company).
-		abn := string([]byte{'0' + p.p/10, '0' + p.p%10}) + r.acn(int32(i))
+		// Another prefix-form ABN of the same company.
+		abn := r.prefixABN(int32(i), p.p)
 		if slices.Contains(r.moreABNs[int32(i)], abn) {
 			continue
 		}
@@ -296,11 +261,8 @@ func (r *regCopy) appendACN(b []byte, i int32) []byte {
 	if int(i) >= len(r.acns) {
 		return append(b, r.oddACNs[int(i)-len(r.acns)]...)
 	}
-	n := len(b)
-	b = strconv.AppendUint(b, uint64(r.acns[i]), 10)
-	for len(b)-n < 9 { // leading zeros
-		b = append(b[:n+1], b[n:]...)
-		b[n] = '0'
+	for k, v := uint32(100_000_000), r.acns[i]; k > 0; k /= 10 {
+		b = append(b, byte('0'+v/k%10))
 	}
 	return b
 }
@@ -312,8 +274,15 @@ func (r *regCopy) acn(i int32) string { return string(r.appendACN(nil, i)) }
 func (r *regCopy) isNamed(i int32) bool { return r.named[i/64]&(1<<(i%64)) != 0 }
 
 // heldNames sets names[k] to the name held of company cos[k] and returns
-// the positions k of the companies whose names are not held.
+// the positions k of the companies whose names are not held (all of them
+// without a copy, r nil).
 func (r *regCopy) heldNames(cos []int32, names []string) (missing []int) {
+	if r == nil {
+		for k := range cos {
+			missing = append(missing, k)
+		}
+		return missing
+	}
 	r.nameMu.RLock()
 	defer r.nameMu.RUnlock()
 	for k, co := range cos {
@@ -327,8 +296,11 @@ func (r *regCopy) heldNames(cos []int32, names []string) (missing []int) {
 }
 
 // hold keeps the names of companies cos (read from the notice source's
-// register).
+// register); without a copy (r nil) it does nothing.
 func (r *regCopy) hold(cos []int32, names []string) {
+	if r == nil {
+		return
+	}
 	r.nameMu.Lock()
 	defer r.nameMu.Unlock()
 	if r.nameIx == nil {
@@ -341,13 +313,16 @@ func (r *regCopy) hold(cos []int32, names []string) {
 	}
 }
 
+// prefixABN returns the ABN made of the two digits p and company i's ACN.
+func (r *regCopy) prefixABN(i int32, p uint8) string {
+	return string(r.appendACN([]byte{'0' + p/10, '0' + p%10}, i))
+}
+
 // abnsOf returns the register ABNs of company i (reg:<v>:acnabn).
 func (r *regCopy) abnsOf(i int32) []string {
 	var out []string
 	if p := r.abnPrefix[i]; p != noABN {
-		b := make([]byte, 0, 11)
-		b = append(b, '0'+p/10, '0'+p%10)
-		out = append(out, string(r.appendACN(b, i)))
+		out = append(out, r.prefixABN(i, p))
 	}
 	return append(out, r.moreABNs[i]...)
 }
@@ -375,9 +350,6 @@ func (r *regCopy) prefixCompany(abn string) (int32, bool) {
 	p := r.abnPrefix[i]
 	return i, p != noABN && abn[0] == '0'+p/10 && abn[1] == '0'+p%10
 }
-
-// acnsOf returns the register ACNs of an ABN (reg:<v>:abn).
-func (r *regCopy) acnsOf(abn string) []string { return r.appendACNsOf(nil, abn) }
 
 // appendACNsOf appends the register ACNs of an ABN to out.
 func (r *regCopy) appendACNsOf(out []string, abn string) []string {

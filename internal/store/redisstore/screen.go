@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -15,16 +16,12 @@ import (
 // Screen is the bulk screen of POST /v1/match, with the embedded store's
 // semantics (see sqlite.Store.Screen): each normalised, distinct
 // identifier lands in Matched, Unmatched or Unresolved, in the order
-// given. The notices come from the replica's in-memory copy
-// (screencopy.go: loaded from the notice source, following the publish
-// log; a screen that finds it not loaded waits for its load); the
-// register from the copy too when it holds a current one
-// (Options.ScreenCopy: one round trip to Redis), else from Redis
-// (registerLookups: the generation, then one pipelined round trip
-// whatever the number of identifiers). Filters are applied to the
-// summaries with package matcher's semantics; a q needs the notices'
-// text, so the candidates passing the other filters are read from the
-// NoticeSource and matched there.
+// given. The notices come from the replica's in-memory copy (ScreenCopy),
+// the register from the copy too when it holds a current one, else from
+// Redis (registerLookups: one pipelined round trip). Filters are applied
+// to the summaries with package matcher's semantics; a q needs the
+// notices' text, read from the NoticeSource for the candidates passing
+// the other filters.
 func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
 	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
 	res.Counts.Submitted = len(ids)
@@ -34,22 +31,19 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (wa
 	return res, s.screenCopy.screen(ctx, ids, f, &res)
 }
 
-// screenItem is what a screen found of one identifier.
-type screenItem struct {
-	self        string
-	acn         string // the company's ACN: the ACN itself, or the register's for an ABN
-	inRegister  bool
-	own, theirs []int64 // seqs of the notices carrying self / others
+// regLookup is what the register in Redis says of one identifier.
+type regLookup struct {
+	acn    string   // the company's ACN: the ACN itself, or the register's for an ABN ("" for none)
+	known  bool     // the register knows it
+	others []string // the values whose notices count as its counterparts' (an ACN's register ABNs, an ABN's register ACNs)
 }
 
-// registerLookups finds each identifier's register counterparts in Redis,
-// in one pipelined round trip: the items without their notices, and for
-// each the values whose notices count as its counterparts' (an ACN's
-// register ABNs, an ABN's register ACNs).
-func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]screenItem, [][]string, error) {
+// registerLookups reads what the register in Redis says of each
+// identifier, in one pipelined round trip.
+func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]regLookup, error) {
 	reg, err := s.currentRegister(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var acns, abns []string
 	for _, id := range ids {
@@ -69,196 +63,91 @@ func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]screenIt
 		return nil
 	})
 	if err != nil {
-		return nil, nil, s.fail("look up identifiers", err)
+		return nil, s.fail("look up identifiers", err)
 	}
 	cos, abnACN := companies(), acnsOf()
-	found := make([]screenItem, len(ids))
-	counterparts := make([][]string, len(ids))
-	ai, bi := 0, 0
+	found := make([]regLookup, len(ids))
 	for i, id := range ids {
-		o := screenItem{self: id.Value}
 		if id.Kind == ident.ACN {
-			counterparts[i] = cos[ai].abns
-			o.acn, o.inRegister = id.Value, cos[ai].named
-			ai++
+			found[i] = regLookup{acn: id.Value, known: cos[0].named, others: cos[0].abns}
+			cos = cos[1:]
 		} else {
-			counterparts[i] = abnACN[bi]
-			o.acn = primaryACN(id.Value, counterparts[i])
-			o.inRegister = o.acn != ""
-			bi++
+			acn := primaryACN(id.Value, abnACN[0])
+			found[i] = regLookup{acn: acn, known: acn != "", others: abnACN[0]}
+			abnACN = abnACN[1:]
 		}
-		found[i] = o
 	}
-	return found, counterparts, nil
+	return found, nil
 }
 
-// fillRegisterNames puts in each match and each unmatched company of res
-// (in the order of found) the register's current name of its company
-// (acn), read from the notice source, when it has one; a match without
-// keeps its latest notice's.
-func (s *Store) fillRegisterNames(ctx context.Context, found []screenItem, res *watch.ScreenResult) error {
-	var acns []string
-	var at []**string // the names to set
-	k, u := 0, 0
-	for i := range found {
-		o := &found[i]
-		var name **string
-		switch {
-		case k < len(res.Matched) && res.Matched[k].Identifier == o.self:
-			name = &res.Matched[k].CompanyName
-			k++
-		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == o.self:
-			name = &res.UnmatchedCompanies[u].CompanyName
-			u++
-		default:
-			continue
-		}
-		if o.acn != "" && o.inRegister {
-			acns, at = append(acns, o.acn), append(at, name)
-		}
-	}
-	names, err := s.registerNames(ctx, acns)
-	if err != nil {
-		return err
-	}
-	for j, name := range at {
-		if names[j] != "" {
-			*name = &names[j]
-		}
-	}
-	return nil
+// summaryView is what a screen's answer reads of the notices: the
+// summaries of the copy's slab passing a filter without q or company,
+// decided on their coded fields, or, with decoded, the notices passing a
+// filter with q or company, decoded before the copy's lock is released.
+type summaryView struct {
+	f       notice.Filter
+	slab    *summarySlab
+	memo    []int8 // per tuple of slab: 0 not yet decided, 1 passes, -1 fails
+	decoded bool
+	passed  []notice.Notice // with decoded: the notices passing, by seq
 }
 
-// screenResult fills res from what was found of each identifier;
-// summaries decodes the summaries of seqs into into (pointer fields into
-// ptrs) and marks in have the seqs that have one, from Redis or the copy.
-func (s *Store) screenResult(ctx context.Context, ids []ident.ID, found []screenItem, f notice.Filter,
-	summaries func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error, res *watch.ScreenResult) error {
-	total := 0
-	for _, o := range found {
-		total += len(o.own) + len(o.theirs)
-	}
-	seqs := make([]int64, 0, total)
-	for _, o := range found {
-		seqs = append(seqs, o.own...)
-		seqs = append(seqs, o.theirs...)
-	}
-	seqs = sortedSet(seqs)
-	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
-	ptrs := make([][3]string, len(seqs))
-	have := make([]bool, len(seqs))
-	if err := summaries(seqs, decoded, ptrs, have); err != nil {
-		return err
-	}
-	// Which notices pass f: pass[i] for seqs[i].
-	pass := have
-	noQ := f
-	noQ.Q = nil
-	var needText []int64
-	for i := range seqs {
-		if !pass[i] {
-			continue
-		}
-		n := &decoded[i]
-		if !matcher.FilterMatches(noQ, n, nil) {
-			pass[i] = false
-			continue
-		}
-		if f.Q != nil {
-			needText = append(needText, n.Seq)
-		}
-	}
-	if f.Q != nil && len(needText) > 0 {
-		full, err := s.source.NoticesBySeq(ctx, needText)
-		if err != nil {
-			return err
-		}
-		textPass := make(map[int64]bool, len(full))
-		for i := range full {
-			textPass[full[i].Seq] = matcher.FilterMatches(f, &full[i], nil)
-		}
-		for i := range seqs {
-			pass[i] = pass[i] && textPass[seqs[i]]
-		}
-	} else if f.Q != nil {
-		clear(pass)
-	}
-	// sum returns the summary of seq when it passes f.
-	sum := func(q int64) *notice.Notice {
-		if i, ok := slices.BinarySearch(seqs, q); ok && pass[i] {
-			return &decoded[i]
-		}
+// get returns the notice of seq among the passed (nil for none).
+func (v *summaryView) get(seq int64) *notice.Notice {
+	i, ok := slices.BinarySearchFunc(v.passed, seq, func(n notice.Notice, q int64) int { return cmp.Compare(n.Seq, q) })
+	if !ok {
 		return nil
 	}
-
-	res.Matched = slices.Grow(res.Matched, withNotices(found))
-	strs := make([]string, 0, 3*withNotices(found)) // what the answers point to
-	var purposes []string                           // one identifier's, reused
-	newer := func(n, than *notice.Notice) bool {
-		return than == nil || n.PublishedAt > than.PublishedAt || (n.PublishedAt == than.PublishedAt && n.Seq > than.Seq)
-	}
-	for i, o := range found {
-		var count int
-		var latest, insolvency *notice.Notice
-		purposes = purposes[:0]
-		for li, l := range [][]int64{o.own, o.theirs} {
-			for _, q := range l {
-				n := sum(q)
-				if n == nil || (li == 1 && slices.Contains(o.own, q)) {
-					continue // fails f, or carries both identifiers (counted once)
-				}
-				count++
-				purposes = addPurpose(purposes, n.NoticePurpose)
-				if newer(n, latest) {
-					latest = n
-				}
-				if !n.IsDeregistration() && newer(n, insolvency) {
-					insolvency = n
-				}
-			}
-		}
-		answer(res, ids[i].Kind, &found[i], count, latest, &strs)
-		if count > 0 {
-			m := &res.Matched[len(res.Matched)-1]
-			m.NoticePurposes = sortedPurposes(purposes)
-			if insolvency != nil {
-				l := latestOf(insolvency)
-				m.Insolvency, m.LatestInsolvencyNotice = true, l.notice()
-			}
-		}
-	}
-	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
-	return nil
+	return &v.passed[i]
 }
 
-// withNotices counts the identifiers that found notices.
-func withNotices(found []screenItem) int {
-	n := 0
-	for i := range found {
-		if len(found[i].own)+len(found[i].theirs) > 0 {
-			n++
-		}
+// passes reports whether seq has a summary that passes the filter.
+func (v *summaryView) passes(seq int64) bool {
+	if v.decoded {
+		return v.get(seq) != nil
 	}
-	return n
+	t, ok := v.slab.tupleAt(seq)
+	if !ok {
+		return false
+	}
+	if p := v.memo[t]; p != 0 {
+		return p > 0
+	}
+	var n notice.Notice
+	v.slab.decodeCodes(v.slab.tuples[t], &n, new(string))
+	p := matcher.FilterMatches(v.f, &n, nil)
+	v.memo[t] = -1
+	if p {
+		v.memo[t] = 1
+	}
+	return p
 }
 
-// answer records one identifier's answer in res: matched when count
-// notices passed the filters (latest the newest of them: latest
-// publication, ties by higher seq), else unmatched when the register or a
-// notice knows it, else unresolved. The strings a match points to are
-// appended to strs.
-func answer(res *watch.ScreenResult, kind ident.Kind, o *screenItem, count int, latest *notice.Notice, strs *[]string) {
-	if count == 0 {
-		noMatch(res, o.self, o.acn, o.inRegister || len(o.own) > 0)
+// purpose returns the notice purpose of seq, which passes.
+func (v *summaryView) purpose(seq int64) string {
+	if v.decoded {
+		return v.get(seq).NoticePurpose
+	}
+	return v.slab.purpose(seq)
+}
+
+// publishedAt returns the published instant of seq, which passes.
+func (v *summaryView) publishedAt(seq int64) string {
+	if v.decoded {
+		return v.get(seq).PublishedAt
+	}
+	return v.slab.publishedAt(seq)
+}
+
+// latest sets l to what a match shows of seq, which passes, as its
+// latest notice.
+func (v *summaryView) latest(seq int64, l *summaryLatest) {
+	if !v.decoded {
+		v.slab.decodeLatest(seq, l)
 		return
 	}
-	l := latestOf(latest)
-	res.Matched = append(res.Matched, matchOf(ident.ID{Kind: kind, Value: o.self}, o.acn, count, &l, strs))
-}
-
-// latestOf is what a match shows of the summary n as a latest notice.
-func latestOf(n *notice.Notice) summaryLatest {
-	l := summaryLatest{LatestNotice: watch.LatestNotice{ID: n.ID, Seq: n.Seq, PublishedDate: n.PublishedDate,
+	n := v.get(seq)
+	*l = summaryLatest{LatestNotice: watch.LatestNotice{ID: n.ID, Seq: n.Seq, PublishedDate: n.PublishedDate,
 		NoticeType: n.NoticeType, NoticePurpose: n.NoticePurpose}, companyName: n.CompanyName}
 	if n.AppointmentType != nil {
 		l.app, l.hasApp = *n.AppointmentType, true
@@ -269,7 +158,88 @@ func latestOf(n *notice.Notice) summaryLatest {
 	if n.ABN != nil {
 		l.abn = *n.ABN
 	}
-	return l
+}
+
+// screenAnswer fills res from what a screen found of its identifiers (l)
+// and the summaries passing its filter (v): published instants are read
+// only to choose between two passing notices, and only each match's
+// latest notices are decoded, straight into its answer. The register
+// names are left out (fillNames puts them in).
+func screenAnswer(l *screenLookup, v *summaryView, res *watch.ScreenResult) {
+	withNotices, known := 0, 0 // upper bounds of the matched and unmatched
+	for i := range l.items {
+		if o := &l.items[i]; o.to > o.from {
+			withNotices++
+		} else if o.has(itemInRegister) {
+			known++
+		}
+	}
+	res.Matched = slices.Grow(res.Matched, withNotices)
+	res.Unmatched = slices.Grow(res.Unmatched, known+withNotices)
+	res.UnmatchedCompanies = slices.Grow(res.UnmatchedCompanies, known+withNotices)
+	res.Unresolved = slices.Grow(res.Unresolved, len(l.items)-withNotices-known)
+	strs := make([]string, 0, 3*withNotices) // what the answers point to
+	var purposes []string                    // one identifier's, reused
+	for i := range l.items {
+		o := &l.items[i]
+		own, theirs := o.seqs(l.arenas)
+		count := 0
+		best, insolvency := newest{seq: -1}, newest{seq: -1}
+		purposes = purposes[:0]
+		for li, seqs := range [2][]int64{own, theirs} {
+			for _, q := range seqs {
+				if li == 1 && slices.Contains(own, q) {
+					continue // carries both identifiers (counted once)
+				}
+				if !v.passes(q) {
+					continue
+				}
+				count++
+				best.offer(q, v)
+				p := v.purpose(q)
+				purposes = addPurpose(purposes, p)
+				if !notice.EqualFoldASCII(p, notice.DeregistrationPurpose) {
+					insolvency.offer(q, v)
+				}
+			}
+		}
+		if count == 0 {
+			noMatch(res, l.ids[i].Value, l.acn(i), o.has(itemInRegister) || len(own) > 0)
+			continue
+		}
+		var latest summaryLatest
+		v.latest(best.seq, &latest)
+		m := matchOf(l.ids[i], l.acn(i), count, &latest, &strs)
+		m.NoticePurposes = sortedPurposes(purposes)
+		if insolvency.seq >= 0 {
+			var in summaryLatest
+			v.latest(insolvency.seq, &in)
+			m.Insolvency, m.LatestInsolvencyNotice = true, in.notice()
+		}
+		res.Matched = append(res.Matched, m)
+	}
+	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
+}
+
+// newest is the newest of a company's passing notices offered so far
+// (seq -1: none): the latest publication, ties by higher seq; published
+// instants are read only to choose between two.
+type newest struct {
+	seq int64
+	at  string // seq's published instant once read
+}
+
+func (b *newest) offer(q int64, v *summaryView) {
+	if b.seq < 0 {
+		b.seq = q
+		return
+	}
+	if b.at == "" {
+		b.at = v.publishedAt(b.seq)
+	}
+	if at := v.publishedAt(q); at > b.at || (at == b.at && q > b.seq) {
+		b.seq, b.at = q, at
+	}
 }
 
 // notice is l as a match's latest insolvency notice (its own copy).
@@ -329,9 +299,8 @@ type summaryLatest struct {
 
 // matchOf is the answer of identifier id, whose company's ACN per the
 // register is acn, that count notices passing the filters matched, latest
-// the newest; its company name is the latest notice's, which the register's
-// current name replaces afterwards (fillRegisterNames, fillNames). The
-// strings it points to are appended to strs.
+// the newest; its company name is the latest notice's (fillNames puts in
+// the register's). The strings it points to are appended to strs.
 func matchOf(id ident.ID, acn string, count int, latest *summaryLatest, strs *[]string) watch.Matched {
 	point := func(v string) *string {
 		*strs = append(*strs, v)
@@ -342,9 +311,8 @@ func matchOf(id ident.ID, acn string, count int, latest *summaryLatest, strs *[]
 	if latest.hasApp {
 		m.LatestNotice.AppointmentType = point(latest.app)
 	}
-	// The company's ACN (for an ABN the register's, else the latest
-	// notice's when that notice carries the ABN) and its name (the latest
-	// notice's here).
+	// For an ABN the register's ACN, else the latest notice's when that
+	// notice carries the ABN.
 	switch {
 	case acn != "":
 		m.ACN = point(acn)

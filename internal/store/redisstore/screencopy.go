@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,31 +22,21 @@ import (
 )
 
 // ScreenCopy is a replica's in-memory copy of what the bulk screen reads:
-// the published notices' summaries with an index of them by identifier
-// (noticeCopy), always, and with Options.ScreenCopy (NOTICES_SCREEN_COPY)
-// the current register generation (regCopy). Redis keeps no copy of the
-// notices: the notice copy is loaded from the notice source
-// (NoticeSource.NoticeSummaries: Elasticsearch, one point in time) and
-// then follows the publish log (package publog: the publish script
-// appends one entry per notice, with its summary). With the register copy
-// too a screen of 50,000 identifiers costs one round trip to Redis.
+// the published notices' summaries indexed by identifier (noticeCopy),
+// loaded from the notice source (NoticeSource.NoticeSummaries) and then
+// following the publish log, and with Options.ScreenCopy the current
+// register generation (regCopy), so a screen of 50,000 identifiers costs
+// one round trip to Redis.
 //
-// Freshness is exact. Each screen first reads, in one pipeline, the
+// Freshness is exact: each screen first reads, in one pipeline, the
 // register generation (reg:v) and the publish log past the copy's
-// position; new entries are applied before the screen runs, so a screen
-// that starts after a publish sees its notices. A notice copy not loaded
-// yet, or behind a publish log trimmed past its position
-// (NOTICES_PUBLISH_LOG_RETENTION), is loaded again by the screen that
-// finds it so, which waits for the load (within its context; one load at
-// a time, which every waiting screen shares). A register copy of another
-// generation, or none, makes the screen read the register from Redis
-// (Store.registerLookups) while the copy reloads in the background; a new
-// register is built aside and swapped in whole, so no screen mixes two
-// generations.
-//
-// Start loads the copy in the background and keeps it near the head of
-// the publish log (every second), so screens rarely apply more than a few
-// entries; Shutdown stops it.
+// position, and applies what is new. A notice copy not loaded, or behind
+// a log trimmed past its position, is loaded by the screen that finds it
+// so (one load at a time, shared by every waiting screen). A register
+// copy of another generation, or none, makes the screen read the register
+// from Redis while the copy reloads in the background; a new register is
+// swapped in whole, so no screen mixes two generations. Start keeps the
+// copy near the head of the log in the background; Shutdown stops it.
 type ScreenCopy struct {
 	s       *Store
 	keepReg bool // Options.ScreenCopy: hold the register too
@@ -55,21 +44,18 @@ type ScreenCopy struct {
 
 	reg atomic.Pointer[regCopy]
 
-	// syncMu serialises reading and applying the change log, and
-	// swapping the notice copy; mu guards n against screens reading it.
+	// syncMu serialises reading and applying the publish log, and swapping
+	// the notice copy; mu guards n against screens reading it.
 	syncMu sync.Mutex
 	mu     sync.RWMutex
-	n      *noticeCopy // nil: not loaded, or behind a trimmed change log
+	n      *noticeCopy // nil: not loaded, or behind a trimmed publish log
 
 	loading chan struct{} // holds a token while a load runs: one at a time
 	kick    chan struct{}
 	stop    context.CancelFunc
 	done    chan struct{}
 
-	// fromCopy and fromRedis count the screens answered with the register
-	// from the copy and from Redis; loads counts the notice copy's loads,
-	// behind the times it found itself behind the publish log's retention
-	// (and dropped itself to reload).
+	// what Counts and Loads return
 	fromCopy, fromRedis atomic.Int64
 	loads, behind       atomic.Int64
 }
@@ -81,13 +67,11 @@ func newScreenCopy(s *Store, keepReg, wait bool) *ScreenCopy {
 // ScreenCopy returns the store's in-memory screen copy.
 func (s *Store) ScreenCopy() *ScreenCopy { return s.screenCopy }
 
-// refreshEvery is how often a started copy follows the change log and the
-// register generation without being asked.
+// refreshEvery is how often a started copy refreshes without being asked.
 const refreshEvery = time.Second
 
 // Start loads the copy in the background and keeps it fresh until
-// Shutdown. Screens read the register from Redis until it is loaded, and
-// wait for the notices' load.
+// Shutdown.
 func (c *ScreenCopy) Start(ctx context.Context) error {
 	ctx, c.stop = context.WithCancel(context.WithoutCancel(ctx))
 	c.done = make(chan struct{})
@@ -96,7 +80,7 @@ func (c *ScreenCopy) Start(ctx context.Context) error {
 		t := time.NewTicker(refreshEvery)
 		defer t.Stop()
 		for {
-			_ = c.refresh(ctx) // on an error (Redis down) retry at the next tick
+			_, _, _ = c.refresh(ctx) // on an error (Redis down) retry at the next tick
 			select {
 			case <-ctx.Done():
 				return
@@ -131,8 +115,8 @@ func (c *ScreenCopy) Counts() (fromCopy, fromRedis int64) {
 }
 
 // Loads returns how many times the notice copy was loaded, and how many
-// times it found itself behind the publish log's retention (entries past
-// it trimmed away) and was dropped to be loaded again.
+// times it was dropped to be loaded again, behind the publish log's
+// retention.
 func (c *ScreenCopy) Loads() (loads, behind int64) {
 	return c.loads.Load(), c.behind.Load()
 }
@@ -150,46 +134,29 @@ func (c *ScreenCopy) lockLoad(ctx context.Context) error {
 
 func (c *ScreenCopy) unlockLoad() { <-c.loading }
 
-// refresh brings the copy up to date: it follows the change log (or
-// reloads the notices when the copy is behind a trimmed log) and, when it
-// keeps the register, loads the current register generation when the
-// copy has another.
-func (c *ScreenCopy) refresh(ctx context.Context) error {
+// refresh brings the copy up to date, as notices does, and when it keeps
+// the register loads the current generation.
+func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *noticeCopy, err error) {
+	regV, n, err = c.notices(ctx)
+	if err != nil || !c.keepReg {
+		return regV, n, err
+	}
 	if err := c.lockLoad(ctx); err != nil {
-		return err
+		return "", nil, err
 	}
 	defer c.unlockLoad()
-	for try := 0; try < 3; try++ {
-		regV, n, err := c.sync(ctx)
-		if err != nil {
-			return err
-		}
-		if n == nil {
-			if err := c.loadNotices(ctx); err != nil {
-				return err
-			}
-			continue
-		}
-		if !c.keepReg {
-			return nil
-		}
-		if r := c.reg.Load(); r != nil && r.v == regV {
-			return nil
-		}
-		if err := c.loadRegister(ctx, regV); err != nil {
-			return err
-		}
+	if r := c.reg.Load(); r == nil || r.v != regV {
+		err = c.loadRegister(ctx, regV)
 	}
-	return nil
+	return regV, n, err
 }
 
-// maxLoads is the most times one screen loads the notice copy (or finds
-// it swapped under it) before it gives up.
+// maxLoads is the most times one screen loads the notice copy, or finds
+// it swapped, before it gives up.
 const maxLoads = 3
 
 // notices brings the notice copy up to date and returns it with the
-// register generation, first loading it (and waiting within ctx) when
-// there is none or it is behind a trimmed publish log.
+// register generation, first loading it when there is none.
 func (c *ScreenCopy) notices(ctx context.Context) (regV string, n *noticeCopy, err error) {
 	for try := 0; ; try++ {
 		if regV, n, err = c.sync(ctx); err != nil || n != nil {
@@ -232,25 +199,19 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 			return err
 		}
 		reg := c.reg.Load()
-		if c.keepReg && (reg == nil || reg.v != regV) {
-			if c.wait {
-				if err := c.refresh(ctx); err != nil {
-					return err
-				}
-				if regV, synced, err = c.notices(ctx); err != nil {
-					return err
-				}
-				reg = c.reg.Load()
-			} else {
+		if c.keepReg && c.wait && (reg == nil || reg.v != regV) {
+			if regV, synced, err = c.refresh(ctx); err != nil {
+				return err
+			}
+			reg = c.reg.Load()
+		}
+		if !c.keepReg || reg == nil || reg.v != regV {
+			if c.keepReg {
 				c.wake()
 			}
+			reg = nil // the register read from Redis
 		}
-		var done bool
-		if c.keepReg && reg != nil && reg.v == regV {
-			done, err = c.screenCopy(ctx, ids, f, reg, synced, res)
-		} else {
-			done, err = c.screenRedisRegister(ctx, ids, f, synced, res)
-		}
+		done, err := c.answer(ctx, ids, f, reg, synced, res)
 		if done || err != nil {
 			return err
 		}
@@ -260,93 +221,96 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	}
 }
 
-// screenRedisRegister answers a screen with the register read from Redis
-// (Store.registerLookups) and the notices from synced; done is false,
-// with res untouched, when synced was dropped or replaced meanwhile.
-func (c *ScreenCopy) screenRedisRegister(ctx context.Context, ids []ident.ID, f notice.Filter, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
-	found, counterparts, err := c.s.registerLookups(ctx, ids)
-	if err != nil {
-		return true, err
+// answer answers a screen from the notice copy synced and the register
+// copy reg (nil: the register read from Redis); done is false, with res
+// untouched, when synced was dropped or replaced since its sync.
+func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
+	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), reg: reg}
+	if reg == nil {
+		if l.found, err = c.s.registerLookups(ctx, ids); err != nil {
+			return true, err
+		}
 	}
 	unlock := c.readLock()
 	defer unlock()
 	if c.n != synced {
 		return false, nil
 	}
-	for i := range found {
-		o := &found[i]
-		o.own = synced.post.get(o.self, nil)
-		for _, v := range counterparts[i] {
-			o.theirs = synced.post.get(v, o.theirs)
-		}
-		if len(counterparts[i]) > 1 {
-			o.theirs = sortedSet(o.theirs)
-		}
-	}
-	err = c.s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
-		for i, q := range seqs {
-			have[i] = synced.sums.decode(q, &into[i], &ptrs[i])
-		}
-		unlock() // a q filter reads the notice source next: not under the lock
-		return nil
-	}, res)
-	unlock()
-	if err != nil {
-		return true, err
-	}
-	c.fromRedis.Add(1)
-	return true, c.s.fillRegisterNames(ctx, found, res)
-}
-
-// screenCopy answers a screen wholly from the copy: the register copy reg
-// (current) and the notice copy n; done is false, with res untouched,
-// when n was dropped or replaced since it was brought up to date.
-func (c *ScreenCopy) screenCopy(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
-	unlock := c.readLock()
-	defer unlock()
-	n := c.n
-	if n != synced {
-		return false, nil
-	}
-	items := make([]copyItem, len(ids))
-	arenas := make([][]int64, lookupParts(len(ids)))
-	lookupAll(len(ids), func(part, lo, hi int) {
-		arenas[part] = lookupRange(uint8(part), ids[lo:hi], items[lo:hi], reg, n)
-	})
-	// The answer is made without the register names; fillNames puts them
-	// in once the lock is released (a name not held is read over the
-	// network, and no screen or sync may wait for that).
-	if f.Q == nil && f.Company == nil {
-		copyResult(ids, items, arenas, f, n, reg, res)
-	} else {
-		found := screenItems(ids, items, arenas, reg)
-		err := c.s.screenResult(ctx, ids, found, f, func(seqs []int64, into []notice.Notice, ptrs [][3]string, have []bool) error {
-			for i, q := range seqs {
-				have[i] = n.sums.decode(q, &into[i], &ptrs[i])
-			}
-			// A q filter reads the notice source next: not under the lock (the
-			// decoded strings stay valid, see summarySlab).
-			unlock()
-			return nil
-		}, res)
-		if err != nil {
+	l.arenas = lookupAll(len(ids), func(part, lo, hi int) []int64 { return l.lookup(synced, part, lo, hi) })
+	v := &summaryView{f: f, slab: &synced.sums, memo: make([]int8, len(synced.sums.tuples))}
+	if f.Q != nil || f.Company != nil {
+		v.decoded = true
+		if v.passed, err = c.decodePassing(ctx, l.arenas, synced, f, unlock); err != nil {
 			return true, err
 		}
 	}
+	// The answer is made without the register names; fillNames puts them
+	// in once the lock is released (a name not held is read over the
+	// network, and no screen or sync may wait for that).
+	screenAnswer(l, v, res)
 	unlock()
-	if err := c.fillNames(ctx, reg, ids, items, res); err != nil {
+	if err := c.fillNames(ctx, l, res); err != nil {
 		return true, err
 	}
-	c.fromCopy.Add(1)
+	if reg == nil {
+		c.fromRedis.Add(1)
+	} else {
+		c.fromCopy.Add(1)
+	}
 	return true, nil
 }
 
-// copyItem is what the copy found of one identifier, without a pointer
+// decodePassing decodes the summaries in n of the seqs in arenas under
+// the copy's read lock, releases it (unlock) and returns those passing f,
+// by seq; for a q, the text of those passing the rest is read from the
+// notice source (the decoded strings stay valid: see summarySlab).
+func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *noticeCopy, f notice.Filter, unlock func()) ([]notice.Notice, error) {
+	seqs := sortedSet(slices.Concat(arenas...))
+	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
+	ptrs := make([][3]string, len(seqs))
+	noQ := f
+	noQ.Q = nil
+	passed := decoded[:0]
+	for i, q := range seqs {
+		if n.sums.decode(q, &decoded[i], &ptrs[i]) && matcher.FilterMatches(noQ, &decoded[i], nil) {
+			passed = append(passed, decoded[i])
+		}
+	}
+	unlock()
+	if f.Q == nil || len(passed) == 0 {
+		return passed, nil
+	}
+	want := make([]int64, len(passed))
+	for i := range passed {
+		want[i] = passed[i].Seq
+	}
+	full, err := c.s.source.NoticesBySeq(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	text := make(map[int64]bool, len(full))
+	for i := range full {
+		text[full[i].Seq] = matcher.FilterMatches(f, &full[i], nil)
+	}
+	return slices.DeleteFunc(passed, func(n notice.Notice) bool { return !text[n.Seq] }), nil
+}
+
+// screenLookup is what a screen found of its identifiers ids: items[i] of
+// ids[i], its seqs in arenas, its company from the register copy reg or,
+// when reg is nil, from the register in Redis (found[i]).
+type screenLookup struct {
+	ids    []ident.ID
+	items  []copyItem
+	arenas [][]int64
+	reg    *regCopy
+	found  []regLookup
+}
+
+// copyItem is what a screen found of one identifier, without a pointer
 // (50,000 of them cost the garbage collector nothing): its seqs are
 // arenas[arena][from:mid] (its own notices) and [mid:to] (its
-// counterparts'), its company co (when hasCo) the one whose ACN the
-// answer shows and whose name (when needsName and it matched) fillNames
-// puts in the answer.
+// counterparts'), its company co (when hasCo) the one whose ACN and name
+// the answer shows.
 type copyItem struct {
 	from, mid, to int32
 	co            int32
@@ -369,10 +333,13 @@ func (o *copyItem) seqs(arenas [][]int64) (own, theirs []int64) {
 	return a[o.from:o.mid:o.mid], a[o.mid:o.to:o.to]
 }
 
-// acn returns the ACN the answer shows for the identifier id ("" for
-// none): an ACN itself, or an ABN's register ACN.
-func (o *copyItem) acn(id ident.ID, reg *regCopy) string {
+// acn returns the ACN the answer shows for identifier i ("" for none):
+// an ACN itself, or an ABN's register ACN.
+func (l *screenLookup) acn(i int) string {
+	id, o := l.ids[i], &l.items[i]
 	switch {
+	case l.reg == nil:
+		return l.found[i].acn
 	case id.Kind == ident.ACN:
 		return id.Value
 	case !o.has(itemHasCo):
@@ -380,151 +347,33 @@ func (o *copyItem) acn(id ident.ID, reg *regCopy) string {
 	case o.has(itemACNSuffix):
 		return id.Value[2:]
 	}
-	return reg.acn(o.co)
+	return l.reg.acn(o.co)
 }
 
-// screenItems turns the copy's items into the screenItems of
-// Store.screenResult (for a filter with q or company), without the
-// register names (fillNames puts them in the answer).
-func screenItems(ids []ident.ID, items []copyItem, arenas [][]int64, reg *regCopy) []screenItem {
-	found := make([]screenItem, len(items))
-	for i := range items {
-		o := &items[i]
-		own, theirs := o.seqs(arenas)
-		found[i] = screenItem{self: ids[i].Value, acn: o.acn(ids[i], reg),
-			inRegister: o.has(itemInRegister), own: own, theirs: theirs}
-	}
-	return found
-}
-
-// copyResult is Store.screenResult for a filter without q or company,
-// answered from the copy under its read lock: each candidate's filters are
-// decided on its summary's combination of coded fields (once per
-// combination, by matcher.FilterMatches, so with its semantics), published
-// instants are read only to choose between two passing notices, and only
-// each match's latest notice is decoded, straight into its answer. The
-// register names are left out (fillNames puts them in).
-func copyResult(ids []ident.ID, items []copyItem, arenas [][]int64, f notice.Filter, n *noticeCopy, reg *regCopy, res *watch.ScreenResult) {
-	pass := codedFilter{f: f, slab: &n.sums, memo: make([]int8, len(n.sums.tuples))}
-	withNotices, known := 0, 0 // upper bounds of the matched and unmatched
-	for i := range items {
-		if o := &items[i]; o.to > o.from {
-			withNotices++
-		} else if o.has(itemInRegister) {
-			known++
-		}
-	}
-	res.Matched = slices.Grow(res.Matched, withNotices)
-	res.Unmatched = slices.Grow(res.Unmatched, known+withNotices)
-	res.UnmatchedCompanies = slices.Grow(res.UnmatchedCompanies, known+withNotices)
-	res.Unresolved = slices.Grow(res.Unresolved, len(items)-withNotices-known)
-	strs := make([]string, 0, 3*withNotices) // what the answers point to
-	var purposes []string                    // one identifier's, reused
-	for i := range items {
-		o := &items[i]
-		own, theirs := o.seqs(arenas)
-		count := 0
-		best, insolvency := newest{seq: -1}, newest{seq: -1}
-		purposes = purposes[:0]
-		for li, l := range [2][]int64{own, theirs} {
-			for _, q := range l {
-				if li == 1 && slices.Contains(own, q) {
-					continue // carries both identifiers (counted once)
-				}
-				if !pass.passes(q) {
-					continue
-				}
-				count++
-				best.offer(q, &n.sums)
-				p := n.sums.purpose(q)
-				purposes = addPurpose(purposes, p)
-				if !notice.EqualFoldASCII(p, notice.DeregistrationPurpose) {
-					insolvency.offer(q, &n.sums)
-				}
-			}
-		}
-		if count == 0 {
-			noMatch(res, ids[i].Value, o.acn(ids[i], reg), o.has(itemInRegister) || len(own) > 0)
-			continue
-		}
-		var latest summaryLatest
-		n.sums.decodeLatest(best.seq, &latest)
-		m := matchOf(ids[i], o.acn(ids[i], reg), count, &latest, &strs)
-		m.NoticePurposes = sortedPurposes(purposes)
-		if insolvency.seq >= 0 {
-			var l summaryLatest
-			n.sums.decodeLatest(insolvency.seq, &l)
-			m.Insolvency, m.LatestInsolvencyNotice = true, l.notice()
-		}
-		res.Matched = append(res.Matched, m)
-	}
-	res.Counts.Matched, res.Counts.Unmatched, res.Counts.Unresolved = len(res.Matched), len(res.Unmatched), len(res.Unresolved)
-}
-
-// newest is the newest of a company's passing notices offered so far
-// (seq -1: none): the latest publication, ties by higher seq; published
-// instants are read only to choose between two.
-type newest struct {
-	seq int64
-	at  string // seq's published instant once read
-}
-
-func (b *newest) offer(q int64, sums *summarySlab) {
-	if b.seq < 0 {
-		b.seq = q
-		return
-	}
-	if b.at == "" {
-		b.at = sums.publishedAt(b.seq)
-	}
-	if at := sums.publishedAt(q); at > b.at || (at == b.at && q > b.seq) {
-		b.seq, b.at = q, at
-	}
-}
-
-// codedFilter decides a filter without q or company on summaries' coded
-// fields, remembering the answer for each combination (memo: 0 not yet
-// decided, 1 passes, -1 fails).
-type codedFilter struct {
-	f    notice.Filter
-	slab *summarySlab
-	memo []int8
-}
-
-// passes reports whether seq has a summary that passes the filter.
-func (c *codedFilter) passes(seq int64) bool {
-	t, ok := c.slab.tupleAt(seq)
-	if !ok {
-		return false
-	}
-	if p := c.memo[t]; p != 0 {
-		return p > 0
-	}
-	var n notice.Notice
-	c.slab.decodeCodes(c.slab.tuples[t], &n, new(string))
-	p := matcher.FilterMatches(c.f, &n, nil)
-	c.memo[t] = -1
-	if p {
-		c.memo[t] = 1
-	}
-	return p
-}
-
-// lookupRange finds, for each of ids, its register counterparts and the
-// seqs of the notices carrying it or them, into items (of the same
-// length), from the register copy reg and the notice copy n, and returns
-// the arena backing the items' seqs. A company's prefix-form ABN is
-// looked up by its number, without making its string.
-func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *noticeCopy) []int64 {
-	arena := make([]int64, 0, len(ids)) // backs every item's seq lists
-	var acns []string                   // an ABN's register ACNs, reused
-	for i, id := range ids {
-		o := copyItem{arena: part}
+// lookup finds, for each of ids[lo:hi], its register counterparts and the
+// seqs of the notices carrying it or them in n, into its item, and
+// returns the arena (number part) backing their seqs.
+func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
+	reg := l.reg
+	arena := make([]int64, 0, hi-lo) // backs every item's seq lists
+	var acns []string                // an ABN's register ACNs, reused
+	for i := lo; i < hi; i++ {
+		id := l.ids[i]
+		o := copyItem{arena: uint8(part)}
 		o.from = int32(len(arena))
 		arena = n.post.get(id.Value, arena)
 		o.mid = int32(len(arena))
 		others := 0
-		if id.Kind == ident.ACN {
+		switch {
+		case reg == nil:
+			if l.found[i].known {
+				o.flags = itemInRegister | itemNeedsName
+			}
+			for _, v := range l.found[i].others {
+				arena = n.post.get(v, arena)
+			}
+			others = len(l.found[i].others)
+		case id.Kind == ident.ACN:
 			if co, ok := reg.company(id.Value); ok {
 				o.co, o.flags = co, itemHasCo
 				if reg.isNamed(co) {
@@ -539,15 +388,17 @@ func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *
 					others++
 				}
 			}
-		} else if co, ok := reg.prefixCompany(id.Value); ok && len(reg.moreACNs[id.Value]) == 0 {
-			// Nearly every ABN: its one ACN is its last nine digits.
-			o.co, o.flags = co, itemHasCo|itemInRegister|itemACNSuffix
-			if reg.isNamed(co) {
-				o.flags |= itemNeedsName
+		default:
+			if co, ok := reg.prefixCompany(id.Value); ok && len(reg.moreACNs[id.Value]) == 0 {
+				// Nearly every ABN: its one ACN is its last nine digits.
+				o.co, o.flags = co, itemHasCo|itemInRegister|itemACNSuffix
+				if reg.isNamed(co) {
+					o.flags |= itemNeedsName
+				}
+				arena = n.post.get(id.Value[2:], arena)
+				others = 1
+				break
 			}
-			arena = n.post.get(id.Value[2:], arena)
-			others = 1
-		} else {
 			acns = reg.appendACNsOf(acns[:0], id.Value)
 			if acn := primaryACN(id.Value, acns); acn != "" {
 				o.flags = itemInRegister
@@ -571,47 +422,45 @@ func lookupRange(part uint8, ids []ident.ID, items []copyItem, reg *regCopy, n *
 			o.to = o.mid + int32(len(sortedSet(arena[o.mid:o.to])))
 			arena = arena[:o.to]
 		}
-		items[i] = o
+		l.items[i] = o
 	}
 	return arena
 }
 
-// fillNames puts the register name of every match and unmatched company
-// whose company has one in its answer (res.Matched and
-// res.UnmatchedCompanies, made without them, in the order of ids): the
-// names the register copy holds, and those it lacks read from the notice
-// source (Store.registerNames: Redis keeps no names) and held. It runs
-// with none of the copy's locks held, as that read may be slow. A name the
-// source lacks (its register not yet the copy's generation) leaves the
-// match its latest notice's, as the screen from Redis answers then.
-func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, ids []ident.ID, items []copyItem, res *watch.ScreenResult) error {
-	var cos []int32
-	var at []**string // the names of cos to set: a match's or an unmatched company's
+// fillNames puts in res (made without them, in the order of l.ids) the
+// register name of every match's and unmatched company's company that has
+// one: those the register copy holds, the others read from the notice
+// source (Store.registerNames) and held. It runs with none of the copy's
+// locks held, as that read may be slow. A name the source lacks leaves
+// the match its latest notice's.
+func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.ScreenResult) error {
+	var need []int    // the items whose names are wanted
+	var cos []int32   // their companies
+	var at []**string // their names to set: a match's or an unmatched company's
 	k, u := 0, 0
-	for i := range items {
+	for i := range l.items {
 		var name **string
 		switch {
-		case k < len(res.Matched) && res.Matched[k].Identifier == ids[i].Value:
+		case k < len(res.Matched) && res.Matched[k].Identifier == l.ids[i].Value:
 			name = &res.Matched[k].CompanyName
 			k++
-		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == ids[i].Value:
+		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == l.ids[i].Value:
 			name = &res.UnmatchedCompanies[u].CompanyName
 			u++
 		default:
 			continue
 		}
-		if items[i].has(itemNeedsName) {
-			cos = append(cos, items[i].co)
-			at = append(at, name)
+		if l.items[i].has(itemNeedsName) {
+			need, cos, at = append(need, i), append(cos, l.items[i].co), append(at, name)
 		}
 	}
-	names := make([]string, len(cos))
-	if missing := reg.heldNames(cos, names); len(missing) > 0 {
+	names := make([]string, len(need))
+	if missing := l.reg.heldNames(cos, names); len(missing) > 0 {
 		acns := make([]string, len(missing))
 		var read []int32
 		var got []string
 		for j, k := range missing {
-			acns[j] = reg.acn(cos[k])
+			acns[j] = l.acn(need[k])
 		}
 		if c.s.stopBefore != nil {
 			c.s.stopBefore("read-names")
@@ -626,7 +475,7 @@ func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, ids []ident.ID
 				read, got = append(read, cos[k]), append(got, fetched[j])
 			}
 		}
-		reg.hold(read, got)
+		l.reg.hold(read, got)
 	}
 	for j, name := range at {
 		if names[j] != "" {
@@ -641,42 +490,28 @@ func (c *ScreenCopy) fillNames(ctx context.Context, reg *regCopy, ids []ident.ID
 // so that a test can split small screens.)
 var parallelFrom = 4096
 
-// lookupParts is the number of ranges lookupAll splits n into: one per
-// processor, at most 256 (copyItem.arena), one when n is small.
-func lookupParts(n int) int {
-	parts := min(runtime.GOMAXPROCS(0), 256)
-	if n < parallelFrom || parts < 2 {
-		return 1
-	}
-	step := (n + parts - 1) / parts
-	return (n + step - 1) / step
-}
-
-// lookupAll runs each over [0, n) split into lookupParts(n) ranges,
-// numbered from 0, and waits for them all. The copy's maps are only read
+// lookupAll runs each over [0, n), n > 0, split into ranges numbered from
+// 0 (one per processor, at most 256: copyItem.arena; one when n is small),
+// and returns their answers by number. The copy's maps are only read
 // meanwhile (the caller holds the read lock).
-func lookupAll(n int, each func(part, lo, hi int)) {
-	parts := lookupParts(n)
-	if parts == 1 {
-		each(0, 0, n)
-		return
+func lookupAll(n int, each func(part, lo, hi int) []int64) [][]int64 {
+	parts := min(runtime.GOMAXPROCS(0), 256)
+	if n < parallelFrom {
+		parts = 1
 	}
-	var wg sync.WaitGroup
 	step := (n + parts - 1) / parts
-	for part, lo := 0, 0; lo < n; part, lo = part+1, lo+step {
-		wg.Add(1)
-		go func(part, lo, hi int) {
-			defer wg.Done()
-			each(part, lo, hi)
-		}(part, lo, min(lo+step, n))
+	out := make([][]int64, (n+step-1)/step)
+	var wg sync.WaitGroup
+	for part := range out {
+		wg.Go(func() { out[part] = each(part, part*step, min(part*step+step, n)) })
 	}
 	wg.Wait()
+	return out
 }
 
-// expand is Store.expand answered from the copy, when the copy is current
-// (done false otherwise: the caller reads Redis). The register, the
-// ABNs of every ACN involved and which identifiers notices carry come
-// from the copy; the rules are Store.expand's.
+// expand is Store.expand answered from the copy, with Store.expand's
+// rules, when the copy is current (done false otherwise: the caller reads
+// Redis).
 func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, done bool, err error) {
 	if !c.keepReg {
 		return exp, false, nil
@@ -718,7 +553,7 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 			}
 			addABNs(v)
 		} else {
-			acns := reg.acnsOf(v)
+			acns := reg.appendACNsOf(nil, v)
 			if r := primaryACN(v, acns); r != "" {
 				companies[r] = struct{}{}
 				known = true
@@ -755,7 +590,7 @@ const changeBatch = 1000
 // notice copy's position, in one round trip when the log has nothing new,
 // and returns the copy it brought up to date: nil when there is no notice
 // copy, or the log was trimmed past it (then the copy is dropped, to be
-// reloaded).
+// reloaded, and counted: Loads).
 func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy, err error) {
 	s := c.s
 	c.syncMu.Lock()
@@ -763,10 +598,6 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	c.mu.RLock()
 	n := c.n
 	c.mu.RUnlock()
-	var last string
-	if n != nil {
-		last = n.last
-	}
 	keys := s.log.Keys()
 	var (
 		vCmd, trimCmd *redis.StringCmd
@@ -776,7 +607,7 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 		vCmd = p.Get(ctx, s.key("reg", "v"))
 		if n != nil {
 			trimCmd = p.Get(ctx, keys.Trimmed)
-			xCmd = p.XRangeN(ctx, keys.Log, "("+last, "+", changeBatch)
+			xCmd = p.XRangeN(ctx, keys.Log, "("+n.last, "+", changeBatch)
 		}
 		return nil
 	})
@@ -787,72 +618,36 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	if n == nil {
 		return regV, nil, nil
 	}
-	if t := trimCmd.Val(); t != "" && publog.IDLess(last, t) {
-		// Entries past the copy may have been trimmed away: reload.
-		c.dropBehind()
-		return regV, nil, nil
-	}
 	page := publog.EntriesOf(xCmd.Val())
-	var entries []publog.Entry
-	for {
-		entries = append(entries, page...)
-		if len(page) < changeBatch {
-			break
+	for gone := trimCmd.Val() != "" && publog.IDLess(n.last, trimCmd.Val()); !gone; {
+		if len(page) > 0 {
+			c.mu.Lock()
+			n.apply(page)
+			c.mu.Unlock()
 		}
-		var gone bool
-		if page, gone, err = s.log.Read(ctx, page[len(page)-1].ID, changeBatch); err != nil {
+		if len(page) < changeBatch {
+			return regV, n, nil
+		}
+		if page, gone, err = s.log.Read(ctx, n.last, changeBatch); err != nil {
 			return "", nil, err
 		}
-		if gone {
-			c.dropBehind()
-			return regV, nil, nil
-		}
 	}
-	if len(entries) == 0 {
-		return regV, n, nil
-	}
-	c.mu.Lock()
-	for _, e := range entries {
-		if seq, ok := summarySeq(e.Summary); ok {
-			n.apply(seq, e.Summary)
-		}
-	}
-	n.last = entries[len(entries)-1].ID
-	c.mu.Unlock()
-	return regV, n, nil
-}
-
-// dropBehind drops the notice copy, which found the publish log trimmed
-// past its position, to be reloaded, and counts it (Loads).
-func (c *ScreenCopy) dropBehind() {
+	// Entries past the copy may have been trimmed away: reload.
 	c.behind.Add(1)
 	c.mu.Lock()
 	c.n = nil
 	c.mu.Unlock()
-}
-
-// summarySeq reads the notice_seq of a summary (its second field).
-func summarySeq(sum string) (int64, bool) {
-	_, rest, ok := strings.Cut(sum, "\x1f")
-	if !ok {
-		return 0, false
-	}
-	f, _, _ := strings.Cut(rest, "\x1f")
-	seq, err := strconv.ParseInt(f, 10, 64)
-	return seq, err == nil
+	return regV, nil, nil
 }
 
 // scanCount is HSCAN's COUNT when a register copy loads.
 const scanCount = 10000
 
-// loadNotices builds a new notice copy from the notice source and swaps
-// it in at the publish log position read before the source is read; the
-// next sync brings it to the head of the log before a screen uses it (a
-// screen only uses the copy its own sync brought up to date). The source
-// is read up to the seq published when the position was read, so a
-// notice written but not yet published is left to its log entry; a
-// notice published while the source is read is in the log past that
-// position, and applying a seq's current summary again is harmless.
+// loadNotices builds a new notice copy from the notice source, up to the
+// seq published, and swaps it in at the publish log position read before
+// (a notice published meanwhile is in the log past it, and applying a
+// seq's current summary again is harmless); the next sync brings it to
+// the head of the log before a screen uses it.
 func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 	s := c.s
 	head, err := s.log.Head(ctx)

@@ -27,7 +27,7 @@ var copyTmpl = notice.Notice{PublishedAt: "2026-11-20T01:00:00Z", PublishedDate:
 func replica(t *testing.T, f fixture) *Store {
 	t.Helper()
 	r := f.sameNamespace(t, Options{ScreenCopy: true})
-	if err := r.ScreenCopy().refresh(context.Background()); err != nil {
+	if _, _, err := r.ScreenCopy().refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -187,7 +187,7 @@ func TestScreenCopyRegisterReplacement(t *testing.T) {
 	}
 	r := f.sameNamespace(t, Options{ScreenCopy: true})
 	cp := r.ScreenCopy()
-	if err := cp.refresh(ctx); err != nil {
+	if _, _, err := cp.refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := cp.Start(ctx); err != nil {
@@ -267,7 +267,7 @@ func TestScreenCopyRegisterReplacement(t *testing.T) {
 	if seen[""] > 0 {
 		t.Errorf("%d screens mixed two registers (%v)", seen[""], seen)
 	}
-	if err := cp.refresh(ctx); err != nil {
+	if _, _, err := cp.refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	res = screenBoth(t, f, r, ids)

@@ -11,29 +11,24 @@ import (
 // summarySlab holds the notice summaries of a screen copy by seq without
 // a string, map entry or pointer per notice: each summary is encoded into
 // a chunk of bytes, and a seq's location is one uint64 of a slice indexed
-// by seq (seqs are handed out densely from 1), or of a map for a seq far
-// above the others.
+// by seq (publog hands seqs out densely from 1).
 //
 // An encoded summary is a uvarint naming its combination of coded fields
 // in tuples (seven codes into dict: published date, type, code, purpose,
 // state, status, and the appointment type plus one, 0 for none), then
 // five length-prefixed strings (id, published instant, acn, abn, company
-// name; an empty acn or abn is none, as in encodeSummary). About 90 bytes a
-// notice, half what the text encoding takes (BenchmarkScreenCopySize).
-// Beside each seq's location, tupleOf holds its combination, so a screen
-// decides the filters of a seq without reading its summary.
+// name; an empty acn or abn is none). About 90 bytes a notice
+// (BenchmarkScreenCopySize). Beside each seq's location, tupleOf holds its
+// combination, so a screen decides a seq's filters without reading it.
 //
-// Chunks are append-only and a written byte is never changed: a summary
-// replaced or removed only counts as dead, and when more than half the
-// bytes are dead a compaction copies the live ones into new chunks. So
-// strings decoded from a chunk (decode aliases them, to allocate nothing
-// per notice) stay valid after the lock guarding the slab is released.
+// Chunks are append-only: a summary replaced or removed only counts as
+// dead, and when more than half the bytes are dead a compaction copies the
+// live ones into new chunks. So strings decoded from a chunk (aliasing it)
+// stay valid after the lock guarding the slab is released.
 type summarySlab struct {
-	dense   []uint64         // seq -> location, 0 for none
-	tupleOf []uint32         // seq -> its tuple, for the seqs of dense
-	far     map[int64]uint64 // seqs beyond denseLimit of dense
+	dense   []uint64 // seq -> location, 0 for none
+	tupleOf []uint32 // seq -> its tuple
 	chunks  [][]byte
-	count   int // summaries held
 	live    int // bytes of the summaries held
 	dead    int // bytes of replaced or removed summaries
 	dict    []string
@@ -56,82 +51,43 @@ func (s *summarySlab) where(seq int64) uint64 {
 	if seq >= 0 && seq < int64(len(s.dense)) {
 		return s.dense[seq]
 	}
-	return s.far[seq]
+	return 0
 }
 
-// setWhere records seq's location (0: none). Seqs up to twice the dense
-// range plus 65,536 extend it; a seq beyond goes to the map, so one stray
-// seq never allocates a huge slice.
+// setWhere records seq's location, first growing the dense range (at
+// least twofold) to hold it.
 func (s *summarySlab) setWhere(seq int64, l uint64) {
-	if seq >= 0 && seq < int64(len(s.dense)) {
-		s.dense[seq] = l
-		return
+	if seq >= int64(len(s.dense)) {
+		more := max(seq+1, 2*int64(len(s.dense))) - int64(len(s.dense))
+		s.dense = append(s.dense, make([]uint64, more)...)
+		s.tupleOf = append(s.tupleOf, make([]uint32, more)...)
 	}
-	if seq >= 0 && seq <= 2*int64(len(s.dense))+1<<16 && l != 0 {
-		size := max(seq+1, 2*int64(len(s.dense)))
-		grown := make([]uint64, size)
-		copy(grown, s.dense)
-		s.dense = grown
-		tuples := make([]uint32, size)
-		copy(tuples, s.tupleOf)
-		s.tupleOf = tuples
-		s.dense[seq] = l
-		for q, fl := range s.far { // now in the dense range
-			if q >= 0 && q < int64(len(s.dense)) {
-				s.dense[q] = fl
-				r := s.reader(fl)
-				s.tupleOf[q] = uint32(r.uvarint())
-				delete(s.far, q)
-			}
-		}
-		return
-	}
-	if l == 0 {
-		delete(s.far, seq)
-		return
-	}
-	if s.far == nil {
-		s.far = map[int64]uint64{}
-	}
-	s.far[seq] = l
+	s.dense[seq] = l
 }
 
-// code returns v's dictionary code, adding it when new.
-func (s *summarySlab) code(v string) uint64 {
-	if c, ok := s.dictIx[v]; ok {
+// intern returns v's number in list (its index), adding it when new.
+func intern[K comparable](ix *map[K]uint64, list *[]K, v K) uint64 {
+	if c, ok := (*ix)[v]; ok {
 		return c
 	}
-	if s.dictIx == nil {
-		s.dictIx = map[string]uint64{}
+	if *ix == nil {
+		*ix = map[K]uint64{}
 	}
-	c := uint64(len(s.dict))
-	s.dict = append(s.dict, v)
-	s.dictIx[v] = c
+	c := uint64(len(*list))
+	*list = append(*list, v)
+	(*ix)[v] = c
 	return c
-}
-
-// tuple returns the number of a combination of codes, adding it when new.
-func (s *summarySlab) tuple(c [7]uint64) uint64 {
-	if t, ok := s.tupleIx[c]; ok {
-		return t
-	}
-	if s.tupleIx == nil {
-		s.tupleIx = map[[7]uint64]uint64{}
-	}
-	t := uint64(len(s.tuples))
-	s.tuples = append(s.tuples, c)
-	s.tupleIx[c] = t
-	return t
 }
 
 // encode appends n's summary to b and returns its tuple.
 func (s *summarySlab) encode(b []byte, n *notice.Notice) ([]byte, uint64) {
+	code := func(v string) uint64 { return intern(&s.dictIx, &s.dict, v) }
 	app := uint64(0)
 	if n.AppointmentType != nil {
-		app = s.code(*n.AppointmentType) + 1
+		app = code(*n.AppointmentType) + 1
 	}
-	t := s.tuple([7]uint64{s.code(n.PublishedDate), s.code(n.NoticeType), s.code(n.NoticeCode),
-		s.code(n.NoticePurpose), s.code(n.State), s.code(n.Status), app})
+	t := intern(&s.tupleIx, &s.tuples, [7]uint64{code(n.PublishedDate), code(n.NoticeType), code(n.NoticeCode),
+		code(n.NoticePurpose), code(n.State), code(n.Status), app})
 	b = binary.AppendUvarint(b, t)
 	id := publog.Idents(n)
 	for _, v := range [5]string{n.ID, n.PublishedAt, id[0], id[1], n.CompanyName} {
@@ -146,19 +102,22 @@ func (s *summarySlab) put(seq int64, n *notice.Notice) {
 	s.remove(seq)
 	var buf [256]byte
 	enc, t := s.encode(buf[:0], n)
-	last := len(s.chunks) - 1
-	if last < 0 || len(s.chunks[last])+len(enc) > cap(s.chunks[last]) {
-		s.chunks = append(s.chunks, make([]byte, 0, max(chunkSize, len(enc))))
+	s.setWhere(seq, loc(appendChunk(&s.chunks, enc)))
+	s.live += len(enc)
+	s.tupleOf[seq] = uint32(t)
+}
+
+// appendChunk appends b to the last of chunks (a new chunk when it is
+// full) and returns where it went.
+func appendChunk[B []byte | string](chunks *[][]byte, b B) (chunk, off int) {
+	last := len(*chunks) - 1
+	if last < 0 || len((*chunks)[last])+len(b) > cap((*chunks)[last]) {
+		*chunks = append(*chunks, make([]byte, 0, max(chunkSize, len(b))))
 		last++
 	}
-	off := len(s.chunks[last])
-	s.chunks[last] = append(s.chunks[last], enc...)
-	s.setWhere(seq, loc(last, off))
-	if seq >= 0 && seq < int64(len(s.tupleOf)) {
-		s.tupleOf[seq] = uint32(t)
-	}
-	s.count++
-	s.live += len(enc)
+	off = len((*chunks)[last])
+	(*chunks)[last] = append((*chunks)[last], b...)
+	return last, off
 }
 
 // remove drops seq's summary, if any, compacting the chunks when most of
@@ -171,7 +130,6 @@ func (s *summarySlab) remove(seq int64) {
 	r := s.reader(l)
 	size := r.skip()
 	s.setWhere(seq, 0)
-	s.count--
 	s.live -= size
 	s.dead += size
 	if s.dead > s.live && s.dead > chunkSize {
@@ -185,27 +143,16 @@ func (s *summarySlab) compact() {
 	old := s.chunks
 	s.chunks, s.live, s.dead = nil, 0, 0
 	move := func(l uint64) uint64 {
-		r := summaryReader{s: s, b: old[int(l>>32)-1], pos: int(uint32(l))}
-		start := r.pos
-		r.skip()
-		enc := r.b[start:r.pos]
-		last := len(s.chunks) - 1
-		if last < 0 || len(s.chunks[last])+len(enc) > cap(s.chunks[last]) {
-			s.chunks = append(s.chunks, make([]byte, 0, max(chunkSize, len(enc))))
-			last++
-		}
-		off := len(s.chunks[last])
-		s.chunks[last] = append(s.chunks[last], enc...)
+		chunk, off := unloc(l)
+		r := summaryReader{b: old[chunk], pos: off}
+		enc := r.b[off : off+r.skip()]
 		s.live += len(enc)
-		return loc(last, off)
+		return loc(appendChunk(&s.chunks, enc))
 	}
 	for q, l := range s.dense {
 		if l != 0 {
 			s.dense[q] = move(l)
 		}
-	}
-	for q, l := range s.far {
-		s.far[q] = move(l)
 	}
 }
 
@@ -273,18 +220,12 @@ func (s *summarySlab) decodeCodes(c [7]uint64, n *notice.Notice, app *string) {
 	}
 }
 
-// tupleAt returns the tuple of seq's summary (false: none), for a seq
-// of the dense range without reading the summary.
+// tupleAt returns the tuple of seq's summary (false: none).
 func (s *summarySlab) tupleAt(seq int64) (uint64, bool) {
-	l := s.where(seq)
-	if l == 0 {
+	if s.where(seq) == 0 {
 		return 0, false
 	}
-	if seq < int64(len(s.tupleOf)) {
-		return uint64(s.tupleOf[seq]), true
-	}
-	r := s.reader(l)
-	return r.uvarint(), true
+	return uint64(s.tupleOf[seq]), true
 }
 
 // purpose returns the notice purpose of seq's summary ("" for none).
@@ -311,12 +252,11 @@ func (s *summarySlab) publishedAt(seq int64) string {
 
 func (s *summarySlab) reader(l uint64) summaryReader {
 	chunk, off := unloc(l)
-	return summaryReader{s: s, b: s.chunks[chunk], pos: off}
+	return summaryReader{b: s.chunks[chunk], pos: off}
 }
 
 // summaryReader reads one encoded summary.
 type summaryReader struct {
-	s   *summarySlab
 	b   []byte
 	pos int
 }
