@@ -172,8 +172,10 @@ func readRegister(b testing.TB, path string) []notice.RegisterRow {
 
 // serialBatch is BenchmarkESIngestNotices' batch: one UpsertNotices call
 // at a time, 5,000 notices each, as in the figures docs/benchmarks.md
-// records for it.
-const serialBatch = 5000
+// records for it (NOTICES_BENCH_NOTICE_BATCH sets another, e.g. scale
+// ingest's 20,000). The raw loops that make each batch searchable
+// (RawRefreshed, RawWaitFor) use the same batch.
+var serialBatch = benchEnvInt("NOTICES_BENCH_NOTICE_BATCH", 5000)
 
 func BenchmarkESIngestNotices(b *testing.B) {
 	files := benchFiles(b)
@@ -200,6 +202,65 @@ func BenchmarkESIngestNoticesRaw(b *testing.B) {
 	}
 	id := func(i int) string { return ns[i].ID }
 	benchLoads(b, "notices", docs, warmNotices, func(s *Store, docs [][]byte) { rawBulk(b, s, s.Alias(mappings.Notices), id, docs) })
+}
+
+// BenchmarkESIngestNoticesRawRefreshed is BenchmarkESIngestNoticesRaw
+// that also makes each serialBatch of documents searchable before it sends
+// the next (a bare BulkIndexer closed and a refresh, per batch): what the
+// engine alone costs for the store's guarantee that a batch is searchable
+// before it is published, without any Redis step.
+func BenchmarkESIngestNoticesRawRefreshed(b *testing.B) {
+	files := benchFiles(b)
+	ns := readNotices(b, files.Notices)
+	docs := make([][]byte, len(ns))
+	for i, n := range ns {
+		n.Seq = int64(i + 1)
+		docs[i], _ = json.Marshal(esdoc.NewNotice(n, 1))
+	}
+	benchLoads(b, "notices", docs, warmNotices, func(s *Store, docs [][]byte) {
+		for i := 0; i < len(docs); i += serialBatch {
+			id := func(j int) string { return ns[i+j].ID }
+			rawBulk(b, s, s.Alias(mappings.Notices), id, docs[i:min(i+serialBatch, len(docs))])
+		}
+	})
+}
+
+// BenchmarkESIngestNoticesRawWaitFor is BenchmarkESIngestNoticesRawRefreshed
+// with each batch's bulk requests sent with refresh=wait_for (the index
+// refreshed every second, Elasticsearch's default) instead of an explicit
+// refresh: a batch is searchable when its requests are answered.
+func BenchmarkESIngestNoticesRawWaitFor(b *testing.B) {
+	files := benchFiles(b)
+	ns := readNotices(b, files.Notices)
+	docs := make([][]byte, len(ns))
+	for i, n := range ns {
+		n.Seq = int64(i + 1)
+		docs[i], _ = json.Marshal(esdoc.NewNotice(n, 1))
+	}
+	benchLoads(b, "notices", docs, warmNotices, func(s *Store, docs [][]byte) {
+		ctx := context.Background()
+		index := s.Alias(mappings.Notices)
+		if err := s.do(ctx, s.cfg.Timeout, http.MethodPut, "/"+index+"/_settings", map[string]any{"index": map[string]any{"refresh_interval": "1s"}}, nil); err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < len(docs); i += serialBatch {
+			bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{Client: s.es, Index: index, NumWorkers: s.cfg.BulkWorkers, QueueSizeMultiplier: bulkQueue, FlushBytes: registerFlushBytes, FilterPath: bulkFilterPath, Refresh: "wait_for"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for j, d := range docs[i:min(i+serialBatch, len(docs))] {
+				if err := bi.Add(ctx, esutil.BulkIndexerItem{Action: "index", DocumentID: ns[i+j].ID, Body: bytesReader(d)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := bi.Close(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if st := bi.Stats(); st.NumFailed > 0 {
+				b.Fatalf("%d raw bulk items failed", st.NumFailed)
+			}
+		}
+	})
 }
 
 // Warm-up loads: how many notices and register rows (at most) benchWarm's
