@@ -172,8 +172,10 @@ func readRegister(b testing.TB, path string) []notice.RegisterRow {
 
 // serialBatch is BenchmarkESIngestNotices' batch: one UpsertNotices call
 // at a time, 5,000 notices each, as in the figures docs/benchmarks.md
-// records for it.
-const serialBatch = 5000
+// records for it (NOTICES_BENCH_NOTICE_BATCH sets another, e.g. scale
+// ingest's 20,000). The raw loops that make each batch searchable
+// (RawRefreshed, RawWaitFor) use the same batch.
+var serialBatch = benchEnvInt("NOTICES_BENCH_NOTICE_BATCH", 5000)
 
 func BenchmarkESIngestNotices(b *testing.B) {
 	files := benchFiles(b)
@@ -190,7 +192,33 @@ func BenchmarkESIngestNotices(b *testing.B) {
 
 // BenchmarkESIngestNoticesRaw sends the same documents with a bare
 // BulkIndexer into an index of the same mapping, then refreshes.
-func BenchmarkESIngestNoticesRaw(b *testing.B) {
+func BenchmarkESIngestNoticesRaw(b *testing.B) { benchRawNotices(b, rawAtEnd) }
+
+// BenchmarkESIngestNoticesRawRefreshed is BenchmarkESIngestNoticesRaw
+// that also makes each serialBatch of documents searchable before it sends
+// the next (a bare BulkIndexer closed and a refresh, per batch): what the
+// engine alone costs for the store's guarantee that a batch is searchable
+// before it is published, without any Redis step.
+func BenchmarkESIngestNoticesRawRefreshed(b *testing.B) { benchRawNotices(b, rawRefreshEach) }
+
+// BenchmarkESIngestNoticesRawWaitFor is BenchmarkESIngestNoticesRawRefreshed
+// with each batch's bulk requests sent with refresh=wait_for (the index
+// refreshed every second, Elasticsearch's default) instead of an explicit
+// refresh: a batch is searchable when its requests are answered.
+func BenchmarkESIngestNoticesRawWaitFor(b *testing.B) { benchRawNotices(b, rawWaitFor) }
+
+// rawSearchable is when a raw notice load makes its documents searchable.
+type rawSearchable int
+
+const (
+	rawAtEnd       rawSearchable = iota // one refresh after the last batch
+	rawRefreshEach                      // a refresh after each serialBatch
+	rawWaitFor                          // refresh=wait_for on each batch's requests
+)
+
+// benchRawNotices times the sample's notices, encoded as the store's
+// documents before the clock starts, sent by bare BulkIndexers.
+func benchRawNotices(b *testing.B, how rawSearchable) {
 	files := benchFiles(b)
 	ns := readNotices(b, files.Notices)
 	docs := make([][]byte, len(ns))
@@ -198,8 +226,23 @@ func BenchmarkESIngestNoticesRaw(b *testing.B) {
 		n.Seq = int64(i + 1)
 		docs[i], _ = json.Marshal(esdoc.NewNotice(n, 1))
 	}
-	id := func(i int) string { return ns[i].ID }
-	benchLoads(b, "notices", docs, warmNotices, func(s *Store, docs [][]byte) { rawBulk(b, s, s.Alias(mappings.Notices), id, docs) })
+	benchLoads(b, "notices", docs, warmNotices, func(s *Store, docs [][]byte) {
+		index := s.Alias(mappings.Notices)
+		if how == rawAtEnd {
+			rawBulk(b, s, index, func(i int) string { return ns[i].ID }, docs, false)
+			return
+		}
+		if how == rawWaitFor {
+			err := s.do(context.Background(), s.cfg.Timeout, http.MethodPut, "/"+index+"/_settings", map[string]any{"index": map[string]any{"refresh_interval": "1s"}}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := 0; i < len(docs); i += serialBatch {
+			id := func(j int) string { return ns[i+j].ID }
+			rawBulk(b, s, index, id, docs[i:min(i+serialBatch, len(docs))], how == rawWaitFor)
+		}
+	})
 }
 
 // Warm-up loads: how many notices and register rows (at most) benchWarm's
@@ -284,12 +327,18 @@ func reportIngest(b *testing.B, n int, start time.Time, cpu time.Duration) {
 	}
 }
 
-func rawBulk(b *testing.B, s *Store, index string, id func(int) string, docs [][]byte) {
+// rawBulk sends docs with a bare BulkIndexer and refreshes index, or with
+// waitFor sends them with refresh=wait_for instead.
+func rawBulk(b *testing.B, s *Store, index string, id func(int) string, docs [][]byte, waitFor bool) {
 	ctx := context.Background()
+	refresh := ""
+	if waitFor {
+		refresh = "wait_for"
+	}
 	// The store's worker count, queue and response filter; the flush size of a
 	// register load (the notices path sizes each batch's requests to share
 	// it among the workers, about the same).
-	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{Client: s.es, Index: index, NumWorkers: s.cfg.BulkWorkers, QueueSizeMultiplier: bulkQueue, FlushBytes: registerFlushBytes, FilterPath: bulkFilterPath})
+	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{Client: s.es, Index: index, NumWorkers: s.cfg.BulkWorkers, QueueSizeMultiplier: bulkQueue, FlushBytes: registerFlushBytes, FilterPath: bulkFilterPath, Refresh: refresh})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -303,6 +352,9 @@ func rawBulk(b *testing.B, s *Store, index string, id func(int) string, docs [][
 	}
 	if st := bi.Stats(); st.NumFailed > 0 {
 		b.Fatalf("%d raw bulk items failed", st.NumFailed)
+	}
+	if waitFor {
+		return
 	}
 	if err := s.refresh(ctx, index); err != nil {
 		b.Fatal(err)
@@ -352,13 +404,13 @@ func BenchmarkESIngestRegisterRaw(b *testing.B) {
 	}
 	noID := func(int) string { return "" } // ids chosen by Elasticsearch, as the store's
 	w := min(len(docs), warmRegisterRows/registerBlockRows)
-	benchWarm(b, fmt.Sprint(min(len(rows), w*registerBlockRows), " register rows"), func(s *Store) { rawBulk(b, s, fresh(s), noID, docs[:w]) })
+	benchWarm(b, fmt.Sprint(min(len(rows), w*registerBlockRows), " register rows"), func(s *Store) { rawBulk(b, s, fresh(s), noID, docs[:w], false) })
 	for range b.N {
 		s := benchOpen(b)
 		index := fresh(s)
 		benchSettle(b)
 		start, cpu := time.Now(), processCPU()
-		rawBulk(b, s, index, noID, docs)
+		rawBulk(b, s, index, noID, docs, false)
 		reportIngest(b, len(rows), start, cpu)
 	}
 }
