@@ -7,7 +7,11 @@
 //
 // With -doc it writes the whole document (replacing it); without -doc, to
 // stdout. The raw output is kept beside it by scripts/bench.sh
-// (docs/benchmarks.txt).
+// (docs/benchmarks.txt). A run of one part (BENCH_PARTS) passes the last
+// raw output as -previous: the benchmarks this run did not run keep their
+// figures from it (say so in -run), and -raw-out receives the merged raw
+// output (those benchmarks' lines, then this run's), so the document and
+// docs/benchmarks.txt stay whole.
 package main
 
 import (
@@ -39,6 +43,7 @@ type result struct {
 	name    string
 	metrics map[string]string
 	order   []string
+	line    string // as go test printed it
 }
 
 func main() {
@@ -48,8 +53,23 @@ func main() {
 	run := flag.String("run", "", "what ran and how long each part took (markdown list items)")
 	notes := flag.String("notes", "", "markdown file appended after the results")
 	doc := flag.String("doc", "", "the document to write (replaced); stdout when empty")
+	previous := flag.String("previous", "", "an earlier run's raw output: its benchmarks this run did not run are kept")
+	rawOut := flag.String("raw-out", "", "with -previous, where to write the merged raw output (replaced)")
 	flag.Parse()
-	results, _ := parse(os.Stdin)
+	results, raw := parse(os.Stdin)
+	if *previous != "" {
+		var kept int
+		var err error
+		results, raw, kept, err = withPrevious(results, raw, *previous)
+		if err == nil && *rawOut != "" {
+			err = writeDoc(*rawOut, []byte(raw))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "benchreport: %d benchmarks kept from %s (not run this time)\n", kept, *previous)
+	}
 	var gen bytes.Buffer
 	w := bufio.NewWriter(&gen)
 	write(w, results, readTargets(*targets), *rows, *dataset, *run, *notes)
@@ -144,6 +164,50 @@ servers. Run it on a quiet machine ("Machine" gives the load averages this run s
 compare figures within one run (each stands beside its raw engine or floor).
 `
 
+// withPrevious adds to this run's results and raw output those of the raw
+// output at path whose benchmarks this run did not run (keptFrom), before
+// this run's; it returns how many it kept.
+func withPrevious(now []result, raw, path string) ([]result, string, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	defer f.Close()
+	old, _ := parse(f)
+	kept := keptFrom(old, now)
+	return append(kept, now...), rawOf(kept) + raw, len(kept), nil
+}
+
+// keptFrom returns the results of old whose benchmark (package and name)
+// is not among now's, in old's order.
+func keptFrom(old, now []result) []result {
+	ran := map[string]bool{}
+	for _, r := range now {
+		ran[r.pkg+" "+r.name] = true
+	}
+	var out []result
+	for _, r := range old {
+		if !ran[r.pkg+" "+r.name] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// rawOf is the raw output of results: each line after its package's.
+func rawOf(results []result) string {
+	var b strings.Builder
+	pkg := ""
+	for _, r := range results {
+		if r.pkg != pkg {
+			pkg = r.pkg
+			b.WriteString("pkg: " + pkg + "\n")
+		}
+		b.WriteString(r.line + "\n")
+	}
+	return b.String()
+}
+
 func shortPkg(p string) string { return strings.TrimPrefix(p, "github.com/noticesd/noticesd/") }
 
 func parse(r io.Reader) ([]result, string) {
@@ -170,7 +234,7 @@ func parse(r io.Reader) ([]result, string) {
 		if i := strings.LastIndex(name, "-"); i > 0 {
 			name = name[:i]
 		}
-		res := result{pkg: pkg, name: name, metrics: map[string]string{}}
+		res := result{pkg: pkg, name: name, metrics: map[string]string{}, line: line}
 		for i := 2; i+1 < len(f); i += 2 {
 			res.metrics[f[i+1]] = f[i]
 			res.order = append(res.order, f[i+1])
