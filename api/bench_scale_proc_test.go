@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,31 +38,6 @@ func (sr *scaleRead) procEnv(extra ...string) []string {
 	}, extra...)
 }
 
-// startProc runs the built noticesd with args and env until stop, which
-// interrupts it and waits for it to end (killing it after 30 s).
-func startProc(b *testing.B, bin string, env []string, args ...string) (pid int, stop func()) {
-	b.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	stop = func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	b.Cleanup(stop)
-	return cmd.Process.Pid, stop
-}
-
 // redisMemory runs a `noticesd worker` on the loaded namespace until
 // arrival matching has reached the publish log's head, stops it, and
 // reports Redis's INFO memory: used_memory (used-MiB) and
@@ -75,7 +49,7 @@ func (sr *scaleRead) redisMemory(b *testing.B) {
 	ctx := context.Background()
 	bin := testbin.Build(b)
 	start := time.Now()
-	_, stop := startProc(b, bin, sr.procEnv(), "worker")
+	_, stop := testbin.Start(b, bin, sr.procEnv(), "worker")
 	keys := sr.st.Redis.Log().Keys()
 	rdb := sr.st.Client()
 	testbin.WaitFor(b, 20*time.Minute, "the worker to match every arrival", func() bool {
@@ -116,7 +90,7 @@ func (sr *scaleRead) serveRSS(b *testing.B) {
 			setting = "on"
 		}
 		addr := testbin.FreeAddr(b)
-		pid, stop := startProc(b, bin, sr.procEnv("NOTICES_ADDR="+addr, "NOTICES_SCREEN_COPY="+setting), "serve")
+		pid, stop := testbin.Start(b, bin, sr.procEnv("NOTICES_ADDR="+addr, "NOTICES_SCREEN_COPY="+setting), "serve")
 		hb := sr.httpBench
 		hb.base = "http://" + addr
 		hb.cl = &http.Client{Timeout: 10 * time.Minute}
