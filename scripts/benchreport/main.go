@@ -44,6 +44,7 @@ type result struct {
 	metrics map[string]string
 	order   []string
 	line    string // as go test printed it
+	kept    bool   // from the previous run's raw output (-previous)
 }
 
 func main() {
@@ -175,6 +176,9 @@ func withPrevious(now []result, raw, path string) ([]result, string, int, error)
 	defer f.Close()
 	old, _ := parse(f)
 	kept := keptFrom(old, now)
+	for i := range kept {
+		kept[i].kept = true
+	}
 	return append(kept, now...), rawOf(kept) + raw, len(kept), nil
 }
 
@@ -374,6 +378,7 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 	fmt.Fprintf(w, "Embedded: the store call on SQLite (POST /v1/match through the API). Latencies in ms; \"not run\" where a part did not run.\n\n")
 	fmt.Fprintf(w, "| request | embedded p50 | embedded p99 | scale: API p50 | API p99 | raw p50 | raw p99 | API / raw | scale target | verdict |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|\n")
+	marked := false
 	for _, line := range strings.Split(string(b), "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -384,6 +389,9 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 			continue
 		}
 		label, kind := f[0], f[1]
+		// A figure kept from the previous run is marked, and no ratio is
+		// drawn between figures of two runs.
+		prevRun := map[string]bool{}
 		get := func(ref, unit string) string {
 			if ref == "-" {
 				return ""
@@ -393,6 +401,7 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 				return "not run"
 			}
 			v, _ := r.metric(unit)
+			prevRun[ref] = r.kept
 			return v
 		}
 		_, scaleName, _ := strings.Cut(f[3], " ")
@@ -417,12 +426,25 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 			cells[0], cells[2], cells[4] = withUnit(get(f[2], kind)), withUnit(get(f[3], kind)), withUnit(get(f[4], kind))
 		}
 		cells[6] = ratio(cells[2], cells[4])
+		scaleRaw := f[4]
+		if kind == "latency" && f[4] == "-" {
+			scaleRaw = f[3]
+		}
+		if prevRun[f[3]] != prevRun[scaleRaw] {
+			cells[6] = ""
+		}
 		if kind == "latency" {
 			// The benchmark's own ratio, as measured (the one the table
 			// of all results judges): p50s rounded to two decimals would
 			// show 1.302 as 1.30 and call it met.
 			if x := get(f[3], "x-raw"); x != "" && x != "not run" {
 				cells[6] = x
+			}
+		}
+		for i, ref := range []string{f[2], f[2], f[3], f[3], scaleRaw, scaleRaw} {
+			if prevRun[ref] && cells[i] != "" {
+				cells[i] += " " + prevMark
+				marked = true
 			}
 		}
 		target, verdict := "", ""
@@ -443,7 +465,13 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label,
 			cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], target, verdict)
 	}
+	if marked {
+		fmt.Fprintf(w, "\n%s: the previous run's figure, kept from its raw output (a part or benchmark not run this time); no ratio is drawn between two runs' figures.\n", prevMark)
+	}
 }
+
+// prevMark marks a side-by-side figure kept from the previous run.
+const prevMark = "(prev)"
 
 // ratio is a/b to two decimals when both are numbers.
 func ratio(a, b string) string {
