@@ -34,7 +34,7 @@ parts=" ${BENCH_PARTS:-embedded scale} "
 mkdir -p "$NOTICES_BENCH_DIR"
 raw=$(mktemp)
 runinfo=$(mktemp)
-trap 'rm -f "$raw" "$runinfo"' EXIT
+trap 'rm -f "$raw" "$raw.prev" "$runinfo"' EXIT
 echo "== benchmarks on $NOTICES_BENCH_NOTICES notices / $NOTICES_BENCH_REGISTER register rows (data in $NOTICES_BENCH_DIR; parts:$parts)"
 echo "- Load average at the start of the run: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$runinfo"
 # One package at a time: they share two cores and the dataset.
@@ -70,7 +70,7 @@ if [[ $parts == *" scale "* ]]; then
     export NOTICES_SERVICES_RUN
     export NOTICES_SERVICES_OWNER=$$   # services.sh's watchdog stops them if this script dies hard
     export NOTICES_ES_JAVA_OPTS=${NOTICES_ES_JAVA_OPTS:--Xms1g -Xmx1g}
-    trap './scripts/services.sh stop || true; rm -rf "$NOTICES_SERVICES_RUN" "$raw" "$runinfo"' EXIT
+    trap './scripts/services.sh stop || true; rm -rf "$NOTICES_SERVICES_RUN" "$raw" "$raw.prev" "$runinfo"' EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
     wanted=()
@@ -110,8 +110,17 @@ if [[ $parts == *" scale "* ]]; then
   echo "- Scale part: $(minutes $((SECONDS - t0))) min; load average at its end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$runinfo"
 fi
 
-cp "$raw" "${out%.md}.txt"   # kept even if the report cannot be written
-go run ./scripts/benchreport -targets scripts/bench-targets.tsv -rows scripts/bench-rows.tsv -notes scripts/bench-notes.md \
+# A run of one part keeps the other part's figures from the last raw output
+# (docs/benchmarks.txt), in the document and in the raw output it rewrites.
+prev=()
+if [[ $parts != *" embedded "* || $parts != *" scale "* ]] && [ -s "${out%.md}.txt" ]; then
+  cp "${out%.md}.txt" "$raw.prev"
+  prev=(-previous "$raw.prev" -raw-out "${out%.md}.txt")
+  echo "- Parts not run this time (BENCH_PARTS=\"${parts# }\"): their figures are the previous run's, kept from \`${out%.md}.txt\`" >>"$runinfo"
+else
+  cp "$raw" "${out%.md}.txt"   # kept even if the report cannot be written
+fi
+go run ./scripts/benchreport -targets scripts/bench-targets.tsv -rows scripts/bench-rows.tsv -notes scripts/bench-notes.md "${prev[@]}" \
   -run "$(cat "$runinfo")" \
   -dataset "$NOTICES_BENCH_NOTICES notices and $NOTICES_BENCH_REGISTER register rows from \`noticesd sample\` (seed 1). Embedded: ingested through the real ingest path into one SQLite file (WAL, FTS5). Scale: the same files through \`noticesd ingest\`'s scale-mode path into one local Elasticsearch node and Redis (the indices' mappings from \`mappings/\`)." \
   -doc "$out" <"$raw"

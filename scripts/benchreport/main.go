@@ -7,7 +7,11 @@
 //
 // With -doc it writes the whole document (replacing it); without -doc, to
 // stdout. The raw output is kept beside it by scripts/bench.sh
-// (docs/benchmarks.txt).
+// (docs/benchmarks.txt). A run of one part (BENCH_PARTS) passes the last
+// raw output as -previous: the benchmarks this run did not run keep their
+// figures from it (say so in -run), and -raw-out receives the merged raw
+// output (those benchmarks' lines, then this run's), so the document and
+// docs/benchmarks.txt stay whole.
 package main
 
 import (
@@ -39,6 +43,8 @@ type result struct {
 	name    string
 	metrics map[string]string
 	order   []string
+	line    string // as go test printed it
+	kept    bool   // from the previous run's raw output (-previous)
 }
 
 func main() {
@@ -48,8 +54,23 @@ func main() {
 	run := flag.String("run", "", "what ran and how long each part took (markdown list items)")
 	notes := flag.String("notes", "", "markdown file appended after the results")
 	doc := flag.String("doc", "", "the document to write (replaced); stdout when empty")
+	previous := flag.String("previous", "", "an earlier run's raw output: its benchmarks this run did not run are kept")
+	rawOut := flag.String("raw-out", "", "with -previous, where to write the merged raw output (replaced)")
 	flag.Parse()
-	results, _ := parse(os.Stdin)
+	results, raw := parse(os.Stdin)
+	if *previous != "" {
+		var kept int
+		var err error
+		results, raw, kept, err = withPrevious(results, raw, *previous)
+		if err == nil && *rawOut != "" {
+			err = writeDoc(*rawOut, []byte(raw))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "benchreport: %d benchmarks kept from %s (not run this time)\n", kept, *previous)
+	}
 	var gen bytes.Buffer
 	w := bufio.NewWriter(&gen)
 	write(w, results, readTargets(*targets), *rows, *dataset, *run, *notes)
@@ -144,6 +165,53 @@ servers. Run it on a quiet machine ("Machine" gives the load averages this run s
 compare figures within one run (each stands beside its raw engine or floor).
 `
 
+// withPrevious adds to this run's results and raw output those of the raw
+// output at path whose benchmarks this run did not run (keptFrom), before
+// this run's; it returns how many it kept.
+func withPrevious(now []result, raw, path string) ([]result, string, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	defer f.Close()
+	old, _ := parse(f)
+	kept := keptFrom(old, now)
+	for i := range kept {
+		kept[i].kept = true
+	}
+	return append(kept, now...), rawOf(kept) + raw, len(kept), nil
+}
+
+// keptFrom returns the results of old whose benchmark (package and name)
+// is not among now's, in old's order.
+func keptFrom(old, now []result) []result {
+	ran := map[string]bool{}
+	for _, r := range now {
+		ran[r.pkg+" "+r.name] = true
+	}
+	var out []result
+	for _, r := range old {
+		if !ran[r.pkg+" "+r.name] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// rawOf is the raw output of results: each line after its package's.
+func rawOf(results []result) string {
+	var b strings.Builder
+	pkg := ""
+	for _, r := range results {
+		if r.pkg != pkg {
+			pkg = r.pkg
+			b.WriteString("pkg: " + pkg + "\n")
+		}
+		b.WriteString(r.line + "\n")
+	}
+	return b.String()
+}
+
 func shortPkg(p string) string { return strings.TrimPrefix(p, "github.com/noticesd/noticesd/") }
 
 func parse(r io.Reader) ([]result, string) {
@@ -170,7 +238,7 @@ func parse(r io.Reader) ([]result, string) {
 		if i := strings.LastIndex(name, "-"); i > 0 {
 			name = name[:i]
 		}
-		res := result{pkg: pkg, name: name, metrics: map[string]string{}}
+		res := result{pkg: pkg, name: name, metrics: map[string]string{}, line: line}
 		for i := 2; i+1 < len(f); i += 2 {
 			res.metrics[f[i+1]] = f[i]
 			res.order = append(res.order, f[i+1])
@@ -310,6 +378,7 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 	fmt.Fprintf(w, "Embedded: the store call on SQLite (POST /v1/match through the API). Latencies in ms; \"not run\" where a part did not run.\n\n")
 	fmt.Fprintf(w, "| request | embedded p50 | embedded p99 | scale: API p50 | API p99 | raw p50 | raw p99 | API / raw | scale target | verdict |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|\n")
+	marked := false
 	for _, line := range strings.Split(string(b), "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -320,6 +389,9 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 			continue
 		}
 		label, kind := f[0], f[1]
+		// A figure kept from the previous run is marked, and no ratio is
+		// drawn between figures of two runs.
+		prevRun := map[string]bool{}
 		get := func(ref, unit string) string {
 			if ref == "-" {
 				return ""
@@ -329,6 +401,7 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 				return "not run"
 			}
 			v, _ := r.metric(unit)
+			prevRun[ref] = r.kept
 			return v
 		}
 		_, scaleName, _ := strings.Cut(f[3], " ")
@@ -353,12 +426,25 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 			cells[0], cells[2], cells[4] = withUnit(get(f[2], kind)), withUnit(get(f[3], kind)), withUnit(get(f[4], kind))
 		}
 		cells[6] = ratio(cells[2], cells[4])
+		scaleRaw := f[4]
+		if kind == "latency" && f[4] == "-" {
+			scaleRaw = f[3]
+		}
+		if prevRun[f[3]] != prevRun[scaleRaw] {
+			cells[6] = ""
+		}
 		if kind == "latency" {
 			// The benchmark's own ratio, as measured (the one the table
 			// of all results judges): p50s rounded to two decimals would
 			// show 1.302 as 1.30 and call it met.
 			if x := get(f[3], "x-raw"); x != "" && x != "not run" {
 				cells[6] = x
+			}
+		}
+		for i, ref := range []string{f[2], f[2], f[3], f[3], scaleRaw, scaleRaw} {
+			if prevRun[ref] && cells[i] != "" {
+				cells[i] += " " + prevMark
+				marked = true
 			}
 		}
 		target, verdict := "", ""
@@ -379,7 +465,13 @@ func sideBySide(w io.Writer, results []result, tg map[string]target, path string
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label,
 			cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], target, verdict)
 	}
+	if marked {
+		fmt.Fprintf(w, "\n%s: the previous run's figure, kept from its raw output (a part or benchmark not run this time); no ratio is drawn between two runs' figures.\n", prevMark)
+	}
 }
+
+// prevMark marks a side-by-side figure kept from the previous run.
+const prevMark = "(prev)"
 
 // ratio is a/b to two decimals when both are numbers.
 func ratio(a, b string) string {

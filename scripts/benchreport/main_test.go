@@ -90,3 +90,54 @@ func TestDocumentWithinMaxLines(t *testing.T) {
 		t.Errorf("the table of all results lacks the register ingest row with its verdict:\n%s", doc)
 	}
 }
+
+// TestPreviousRunKept: a run of one part (BENCH_PARTS=scale) keeps the
+// other part's figures from the previous raw output, in the document and
+// in the merged raw output, and a benchmark it ran again shows this run's
+// figure only.
+func TestPreviousRunKept(t *testing.T) {
+	prev := filepath.Join(t.TempDir(), "benchmarks.txt")
+	old := "pkg: github.com/noticesd/noticesd/internal/store/sqlite\n" +
+		"BenchmarkCompany-2 \t 1\t 1 ns/op\t 0.2070 p50-ms\t 0.7650 p99-ms\n" +
+		"pkg: github.com/noticesd/noticesd/api\n" +
+		"BenchmarkScale/Company-2 \t 1\t 1 ns/op\t 3.663 p50-ms\t 17.54 p99-ms\t 3.201 raw-p50-ms\t 15.44 raw-p99-ms\t 1.144 x-raw\n" +
+		"pkg: github.com/noticesd/noticesd/internal/store/elastic\n" +
+		"BenchmarkESIngestNoticesRaw-2 \t 1\t 1 ns/op\t 14976 rows/s\n"
+	if err := os.WriteFile(prev, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := "pkg: github.com/noticesd/noticesd/api\n" +
+		"BenchmarkScale/Company-2 \t 1\t 1 ns/op\t 2.500 p50-ms\t 9.000 p99-ms\t 2.400 raw-p50-ms\t 8.000 raw-p99-ms\t 1.042 x-raw\n" +
+		"BenchmarkScale/IngestNotices-2 \t 1\t 1 ns/op\t 1843 rows/s\n"
+	results, raw := parse(strings.NewReader(now))
+	results, raw, kept, err := withPrevious(results, raw, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept != 2 {
+		t.Errorf("kept %d benchmarks, want 2 (the embedded one and the bare ingest loop)", kept)
+	}
+	rows := filepath.Join(t.TempDir(), "rows.tsv")
+	if err := os.WriteFile(rows, []byte("company view\tlatency\tinternal/store/sqlite BenchmarkCompany\tapi BenchmarkScale/Company\t-\n"+
+		"notice ingest\trows/s\t-\tapi BenchmarkScale/IngestNotices\tinternal/store/elastic BenchmarkESIngestNoticesRaw\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	write(&b, results, map[string]target{}, rows, "", "", "")
+	doc := b.String()
+	for _, want := range []string{"| company view | 0.2070 (prev) | 0.7650 (prev) | 2.500 | 9.000 | 2.400 | 8.000 | 1.042 |",
+		// No ratio between this run's figure and the previous run's.
+		"| notice ingest |  |  | 1843 rows/s |  | 14976 rows/s (prev) |  |  |", "(prev): the previous run's figure",
+		"| internal/store/sqlite `BenchmarkCompany` | 0.2070 p50-ms, 0.7650 p99-ms |"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the document lacks %q:\n%s", want, doc)
+		}
+	}
+	if strings.Contains(doc, "3.663") {
+		t.Errorf("the document holds the previous run's figure of a benchmark run again:\n%s", doc)
+	}
+	again, _ := parse(strings.NewReader(raw))
+	if len(again) != 4 || again[0].name != "BenchmarkCompany" || again[2].metrics["p50-ms"] != "2.500" {
+		t.Errorf("merged raw output:\n%s\nwant the embedded benchmark, then this run's", raw)
+	}
+}

@@ -22,7 +22,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -321,24 +320,8 @@ func startServe(b *testing.B, bin string, env []string) server {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(append(os.Environ(), env...), "NOTICES_ADDR="+addr)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	s := server{base: "http://" + addr, pid: cmd.Process.Pid}
+	pid, _ := testbin.Start(b, bin, append(slices.Clip(env), "NOTICES_ADDR="+addr), "serve")
+	s := server{base: "http://" + addr, pid: pid}
 	deadline := time.Now().Add(2 * time.Minute) // the company index loads at start
 	for {
 		res, err := http.Get(s.base + "/health")

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Build builds cmd/noticesd (with the sqlite_fts5 tag) into a temporary
@@ -51,6 +52,33 @@ func Run(tb testing.TB, bin string, env []string, args ...string) []byte {
 		tb.Fatalf("noticesd %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
 	}
 	return out
+}
+
+// Start runs the binary with args and env added to the environment, its
+// stderr to the test's, and returns its pid and stop, which interrupts it
+// and waits for it to end (killing it after 30 s); stop runs when tb ends
+// too, and may run more than once.
+func Start(tb testing.TB, bin string, env []string, args ...string) (pid int, stop func()) {
+	tb.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	stop = func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	tb.Cleanup(stop)
+	return cmd.Process.Pid, stop
 }
 
 // RSS is the resident set of process pid in bytes (VmRSS of
