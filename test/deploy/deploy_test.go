@@ -634,6 +634,14 @@ func TestComposeConfig(t *testing.T) {
 	if out, err := secured.CombinedOutput(); err != nil {
 		t.Errorf("%s -f compose.yaml -f compose.secured.yaml config: %v\n%s", strings.Join(client, " "), err, out)
 	}
+	// And the replicated one on top of both.
+	replicated := exec.Command(client[0], append(client[1:], "-f", compose, "-f", filepath.Join(dir, "compose.secured.yaml"),
+		"-f", filepath.Join(dir, "compose.replicated.yaml"), "config", "-q")...)
+	replicated.Dir = dir
+	replicated.Env = secured.Env
+	if out, err := replicated.CombinedOutput(); err != nil {
+		t.Errorf("%s -f compose.yaml -f compose.secured.yaml -f compose.replicated.yaml config: %v\n%s", strings.Join(client, " "), err, out)
+	}
 	raw, err := os.ReadFile(compose)
 	if err != nil {
 		t.Fatal(err)
