@@ -79,15 +79,19 @@ func checkout(t *testing.T, dir string) {
 // TestQuickstartOperator runs every command of docs/quickstart-operator.md,
 // block by block, in a copy of the checkout (composeShim says what changes
 // for this engine): the secrets made by scripts/compose-secrets.sh,
-// compose.yaml with compose.secured.yaml (Elasticsearch with security on,
-// HTTPS and the file-realm user of the least-privilege role; Redis on TLS
-// only with the default user off and the ACL user), the demo's first
-// search, the inspect and the CLI's check, then production: fresh volumes,
-// an account, the register and notices loaded from files, and down. Between
-// the blocks it checks what the page promises: every service healthy (api,
-// worker, worker2), the search answering notices, Elasticsearch refusing a
-// request without credentials over HTTPS verified against the compose CA,
-// and no password in `docker inspect`.
+// compose.yaml with compose.secured.yaml and compose.replicated.yaml (two
+// Elasticsearch nodes with security on, HTTPS, TLS between them and the
+// file-realm user of the least-privilege role; Redis on TLS only with the
+// default user off and the ACL user, a replica and three Sentinels), the
+// demo's first search and screen, the inspect, the CLI's check and the
+// replication checks, a node stopped, then production: fresh volumes, an
+// account, the register and notices loaded from files, and down. Between
+// the blocks it checks what the page promises: every service healthy, the
+// search and the screen answering, the cluster green on 2 nodes, the
+// replica online, the Sentinels naming the primary, searches answering with
+// elasticsearch2 stopped (yellow), every production index with one replica,
+// Elasticsearch refusing a request without credentials over HTTPS verified
+// against the compose CA, and no password in `docker inspect`.
 func TestQuickstartOperator(t *testing.T) {
 	client := composeClient(t)
 	blocks := testbin.ShellBlocks(t, "docs/quickstart-operator.md", "")
