@@ -211,8 +211,8 @@ func TestQuickstartOperator(t *testing.T) {
 	s.waitHealthy("quickstart demo")
 	t.Logf("quickstart: %s from the demo's `up` to every service healthy", time.Since(start).Round(time.Second))
 	if out := run("/v1/match"); !strings.Contains(out, `"id":"ntc_`) || !strings.Contains(out, `"matched":[{`) ||
-		!strings.Contains(out, `"unmatched":["123456780"]`) {
-		t.Fatalf("the quickstart's first search printed no notice, or its screen did not match the notice's company and leave 123456780 unmatched:\n%s", out)
+		!strings.Contains(out, `"unresolved":["123456780"]`) {
+		t.Fatalf("the quickstart's first search printed no notice, or its screen did not match the notice's company and find 123456780 unresolved (not an ACN):\n%s", out)
 	}
 	out := run("accounts list")
 	for _, want := range []string{"https://noticesd@", "rediss://noticesd@", "/run/secrets/es_password", "/run/secrets/redis_password",
