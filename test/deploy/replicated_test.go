@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"gopkg.in/yaml.v3"
 )
 
 // TestComposeReplicatedFile: compose.replicated.yaml gives noticesd both
@@ -20,26 +17,10 @@ import (
 // with TLS, the ACL file and AOF, and three Sentinels with quorum 2; keys go
 // in as secrets, certificates read-only.
 func TestComposeReplicatedFile(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(root(t), "compose.replicated.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cf composeFile
-	if err := yaml.Unmarshal(raw, &cf); err != nil {
-		t.Fatalf("compose.replicated.yaml: %v", err)
-	}
+	cf := loadOverride(t, "compose.replicated.yaml")
 	for _, name := range []string{"init", "api", "worker"} {
 		s := cf.Services[name]
-		for k, v := range s.Environment {
-			if !settingKnown(k) {
-				t.Errorf("%s sets %s, which is not in config.Settings", name, k)
-			}
-			if u, err := url.Parse(v); err == nil && u.User != nil {
-				if _, has := u.User.Password(); has {
-					t.Errorf("%s: %s=%q carries a password in the environment", name, k, v)
-				}
-			}
-		}
+		checkNoticesdEnv(t, name, s)
 		if urls := strings.Split(s.Environment["NOTICES_ELASTICSEARCH_URL"], ","); len(urls) < 2 || !strings.HasPrefix(urls[1], "https://noticesd@") {
 			t.Errorf("%s: NOTICES_ELASTICSEARCH_URL=%q, want every node's https:// URL", name, s.Environment["NOTICES_ELASTICSEARCH_URL"])
 		}
@@ -92,21 +73,7 @@ func TestComposeReplicatedFile(t *testing.T) {
 			t.Errorf("%s: volumes %v, want a named volume at /data first (it keeps what it learns)", name, s.Volumes)
 		}
 	}
-	for name, s := range cf.Services {
-		for _, v := range s.Volumes {
-			if strings.HasPrefix(v, "${") && !strings.HasSuffix(v, ":ro") {
-				t.Errorf("%s mounts %q read-write; TLS material is mounted read-only", name, v)
-			}
-			if strings.Contains(v, "key") {
-				t.Errorf("%s mounts %q as a volume; a private key goes in as a secret", name, v)
-			}
-		}
-	}
-	for name, sec := range cf.Secrets {
-		if !strings.HasPrefix(sec.File, "${NOTICES_SECRETS_DIR:-./secrets}/") {
-			t.Errorf("secret %s is the file %q, want one under ${NOTICES_SECRETS_DIR:-./secrets} (scripts/compose-secrets.sh)", name, sec.File)
-		}
-	}
+	checkSecretFiles(t, cf)
 }
 
 // TestComposeSecretsScript runs scripts/compose-secrets.sh in an empty
