@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Makes what compose.secured.yaml mounts, in DIR (default ./secrets, made mode 700): a CA of your
-# own, the HTTPS certificate of Elasticsearch and the TLS certificate of Redis it signs (names:
-# the compose service names, localhost and 127.0.0.1, plus EXTRA_SANS, e.g.
-# "DNS:es.example.internal,IP:10.0.0.5"), random passwords for noticesd's user on both, Redis's
-# ACL file (the password as its SHA-256 only), and Elasticsearch's file-realm files: the role
+# own, the certificates it signs of each Elasticsearch node (HTTPS, and TLS between the nodes:
+# elasticsearch, elasticsearch2) and of each Redis server (redis, redis-replica, and one for the
+# three Sentinels redis-sentinel1..3); names: the compose service names, localhost and 127.0.0.1,
+# plus EXTRA_SANS, e.g. "DNS:es.example.internal,IP:10.0.0.5"; usages: server and client, as
+# nodes and replicas dial each other with them), random passwords for noticesd's user on both
+# and for the Sentinels, Redis's ACL file (the password as its SHA-256 only), the replicas'
+# login to the primary (redis_replication.conf), and Elasticsearch's file-realm files: the role
 # noticesd needs (roles.yml), the user (users, a bcrypt hash made by the Elasticsearch image's own
 # elasticsearch-users) and users_roles. docs/operating.md ("Secured Elasticsearch and Redis with
-# compose") walks through it; make test-deploy runs it (test/deployrun).
+# compose") walks through it; make test-deploy runs it (test/deployrun). compose.secured.yaml uses
+# the files of elasticsearch and redis; compose.replicated.yaml the others too.
 #
 #   scripts/compose-secrets.sh [DIR]
 #
@@ -32,23 +36,26 @@ if [ ! -s ca-key.pem ]; then
     -subj "/CN=noticesd compose CA" -keyout ca-key.pem -out tls/ca.pem 2>/dev/null
   chmod 600 ca-key.pem
 fi
-# cert NAME: tls/NAME.pem and NAME-key.pem, for the host NAME (the compose service)
+# cert NAME [SANS]: tls/NAME.pem and NAME-key.pem, for the host NAME (the compose service) and SANS
 cert() {
   local name=$1
   [ -s "tls/$name.pem" ] && [ -s "$name-key.pem" ] && return
   say "the certificate of $name"
-  local sans="DNS:$name,DNS:localhost,IP:127.0.0.1${EXTRA_SANS:+,$EXTRA_SANS}"
+  local sans="DNS:$name,DNS:localhost,IP:127.0.0.1${2:+,$2}${EXTRA_SANS:+,$EXTRA_SANS}"
   openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$name" \
     -keyout "$name-key.pem" -out "$name.csr" 2>/dev/null
   openssl x509 -req -in "$name.csr" -CA tls/ca.pem -CAkey ca-key.pem -CAcreateserial -days "$DAYS" \
-    -extfile <(printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$sans") -out "tls/$name.pem" 2>/dev/null
+    -extfile <(printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$sans") -out "tls/$name.pem" 2>/dev/null
   rm -f "$name.csr" tls/ca.srl ca.srl
   chmod 644 "$name-key.pem"
 }
 cert elasticsearch
+cert elasticsearch2
 cert redis
+cert redis-replica
+cert redis-sentinel DNS:redis-sentinel1,DNS:redis-sentinel2,DNS:redis-sentinel3
 
-for f in es_password redis_password; do
+for f in es_password redis_password redis_sentinel_password; do
   [ -s "$f" ] || { say "a random $f"; openssl rand -hex 24 >"$f"; }
   chmod 644 "$f"
 done
@@ -56,6 +63,11 @@ done
 if [ ! -s redis_users.acl ]; then
   say "redis_users.acl: default user off, noticesd with the rule docs/operating.md gives"
   printf 'user default off\nuser noticesd on #%s ~* &* +@all\n' "$(tr -d '\n' <redis_password | sha256sum | cut -d' ' -f1)" >redis_users.acl
+fi
+
+if [ ! -s redis_replication.conf ]; then
+  say "redis_replication.conf: how a replica logs in to the primary (noticesd's user)"
+  printf 'masteruser noticesd\nmasterauth %s\n' "$(tr -d '\n' <redis_password)" >redis_replication.conf
 fi
 
 if [ ! -s es_roles.yml ]; then
@@ -79,5 +91,5 @@ if [ ! -s es_users ]; then
     grep "^noticesd:" config/users' <es_password >es_users.tmp || { rm -f es_users.tmp; echo "compose-secrets: elasticsearch-users in $ES_IMAGE failed (above)" >&2; exit 1; }
   mv es_users.tmp es_users
 fi
-chmod 644 es_users es_users_roles es_roles.yml redis_users.acl
+chmod 644 es_users es_users_roles es_roles.yml redis_users.acl redis_replication.conf
 say "done: $(pwd)"

@@ -634,6 +634,14 @@ func TestComposeConfig(t *testing.T) {
 	if out, err := secured.CombinedOutput(); err != nil {
 		t.Errorf("%s -f compose.yaml -f compose.secured.yaml config: %v\n%s", strings.Join(client, " "), err, out)
 	}
+	// And the replicated one on top of both.
+	replicated := exec.Command(client[0], append(client[1:], "-f", compose, "-f", filepath.Join(dir, "compose.secured.yaml"),
+		"-f", filepath.Join(dir, "compose.replicated.yaml"), "config", "-q")...)
+	replicated.Dir = dir
+	replicated.Env = secured.Env
+	if out, err := replicated.CombinedOutput(); err != nil {
+		t.Errorf("%s -f compose.yaml -f compose.secured.yaml -f compose.replicated.yaml config: %v\n%s", strings.Join(client, " "), err, out)
+	}
 	raw, err := os.ReadFile(compose)
 	if err != nil {
 		t.Fatal(err)
@@ -647,32 +655,46 @@ func TestComposeConfig(t *testing.T) {
 	}
 }
 
+// loadOverride reads one of the override files beside compose.yaml.
+func loadOverride(t *testing.T, name string) composeFile {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf composeFile
+	if err := yaml.Unmarshal(raw, &cf); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return cf
+}
+
+// checkNoticesdEnv: every variable an override gives the noticesd service
+// name is a setting the binary reads, and no URL carries a password.
+func checkNoticesdEnv(t *testing.T, name string, s service) {
+	t.Helper()
+	for k, v := range s.Environment {
+		if !settingKnown(k) {
+			t.Errorf("%s sets %s, which is not in config.Settings", name, k)
+		}
+		if u, err := url.Parse(v); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				t.Errorf("%s: %s=%q carries a password in the environment", name, k, v)
+			}
+		}
+	}
+}
+
 // TestComposeSecuredFile: compose.secured.yaml sets only settings the
 // binary reads, gives noticesd no password in an environment variable (the
 // URLs name the user only; the passwords are *_PASSWORD_FILE secrets), puts
 // Elasticsearch on HTTPS with security on and Redis on TLS only with an ACL
 // file, and mounts private keys as secrets and certificates read-only.
 func TestComposeSecuredFile(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(root(t), "compose.secured.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cf composeFile
-	if err := yaml.Unmarshal(raw, &cf); err != nil {
-		t.Fatalf("compose.secured.yaml: %v", err)
-	}
+	cf := loadOverride(t, "compose.secured.yaml")
 	for _, name := range []string{"init", "api", "worker"} {
 		s := cf.Services[name]
-		for k, v := range s.Environment {
-			if !settingKnown(k) {
-				t.Errorf("%s sets %s, which is not in config.Settings", name, k)
-			}
-			if u, err := url.Parse(v); err == nil && u.User != nil {
-				if _, has := u.User.Password(); has {
-					t.Errorf("%s: %s=%q carries a password in the environment", name, k, v)
-				}
-			}
-		}
+		checkNoticesdEnv(t, name, s)
 		for _, k := range []string{"NOTICES_ELASTICSEARCH_PASSWORD_FILE", "NOTICES_REDIS_PASSWORD_FILE"} {
 			if !strings.HasPrefix(s.Environment[k], "/run/secrets/") {
 				t.Errorf("%s: %s=%q, want a compose secret under /run/secrets", name, k, s.Environment[k])
@@ -696,9 +718,17 @@ func TestComposeSecuredFile(t *testing.T) {
 			t.Errorf("redis command %q lacks %q", cmd, want)
 		}
 	}
-	for name, s := range map[string]service{"elasticsearch": es, "redis": redis} {
+	checkSecretFiles(t, cf)
+}
+
+// checkSecretFiles: an override mounts files of the host (TLS material)
+// read-only, private keys only as secrets, and takes every secret from
+// ${NOTICES_SECRETS_DIR:-./secrets}, where scripts/compose-secrets.sh makes them.
+func checkSecretFiles(t *testing.T, cf composeFile) {
+	t.Helper()
+	for name, s := range cf.Services {
 		for _, v := range s.Volumes {
-			if !strings.HasSuffix(v, ":ro") {
+			if strings.HasPrefix(v, "${") && !strings.HasSuffix(v, ":ro") {
 				t.Errorf("%s mounts %q read-write; TLS material is mounted read-only", name, v)
 			}
 			if strings.Contains(v, "key") {

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,7 +43,8 @@ docker() {
   for a in "${f[@]}"; do files+=(-f "$a"); done
   for a in "$@"; do [ "$a" = --build ] && a=--no-build; args+=("$a"); done
   "${client[@]}" -p "$QUICKSTART_PROJECT" "${files[@]}" \
-    -f test/deployrun/compose.hostnet.yaml -f test/deployrun/compose.secured-hostnet.yaml "${args[@]}"
+    -f test/deployrun/compose.hostnet.yaml -f test/deployrun/compose.secured-hostnet.yaml \
+    -f test/deployrun/compose.replicated-hostnet.yaml "${args[@]}"
 }
 `
 
@@ -77,15 +79,19 @@ func checkout(t *testing.T, dir string) {
 // TestQuickstartOperator runs every command of docs/quickstart-operator.md,
 // block by block, in a copy of the checkout (composeShim says what changes
 // for this engine): the secrets made by scripts/compose-secrets.sh,
-// compose.yaml with compose.secured.yaml (Elasticsearch with security on,
-// HTTPS and the file-realm user of the least-privilege role; Redis on TLS
-// only with the default user off and the ACL user), the demo's first
-// search, the inspect and the CLI's check, then production: fresh volumes,
-// an account, the register and notices loaded from files, and down. Between
-// the blocks it checks what the page promises: every service healthy (api,
-// worker, worker2), the search answering notices, Elasticsearch refusing a
-// request without credentials over HTTPS verified against the compose CA,
-// and no password in `docker inspect`.
+// compose.yaml with compose.secured.yaml and compose.replicated.yaml (two
+// Elasticsearch nodes with security on, HTTPS, TLS between them and the
+// file-realm user of the least-privilege role; Redis on TLS only with the
+// default user off and the ACL user, a replica and three Sentinels), the
+// demo's first search and screen, the inspect, the CLI's check and the
+// replication checks, a node stopped, then production: fresh volumes, an
+// account, the register and notices loaded from files, and down. Between
+// the blocks it checks what the page promises: every service healthy, the
+// search and the screen answering, the cluster green on 2 nodes, the
+// replica online, the Sentinels naming the primary, searches answering with
+// elasticsearch2 stopped (yellow), every production index with one replica,
+// Elasticsearch refusing a request without credentials over HTTPS verified
+// against the compose CA, and no password in `docker inspect`.
 func TestQuickstartOperator(t *testing.T) {
 	client := composeClient(t)
 	blocks := testbin.ShellBlocks(t, "docs/quickstart-operator.md", "")
@@ -127,7 +133,7 @@ func TestQuickstartOperator(t *testing.T) {
 	}
 
 	secrets := filepath.Join(dir, "secrets")
-	esPort, apiPort := freePort(t), freePort(t)
+	esPort, apiPort, redisPort := freePort(t), freePort(t), freePort(t)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "NOTICES_") || strings.HasPrefix(kv, "DEMO=") ||
 			strings.HasPrefix(kv, "COMPOSE_") || strings.HasPrefix(kv, "SAMPLE_")
@@ -136,14 +142,20 @@ func TestQuickstartOperator(t *testing.T) {
 		"QUICKSTART_PROJECT="+quickstartProject, "NOTICES_SECRETS_DIR="+secrets,
 		"NOTICES_PORT="+strconv.Itoa(apiPort),
 		"TEST_ES_PORT="+strconv.Itoa(esPort), "TEST_ES_TRANSPORT_PORT="+strconv.Itoa(freePort(t)),
-		"TEST_REDIS_PORT="+strconv.Itoa(freePort(t)), "TEST_API_PORT="+strconv.Itoa(apiPort),
+		"TEST_REDIS_PORT="+strconv.Itoa(redisPort), "TEST_API_PORT="+strconv.Itoa(apiPort),
 		"TEST_API_METRICS_PORT="+strconv.Itoa(freePort(t)),
 		"TEST_WORKER1_METRICS_PORT="+strconv.Itoa(freePort(t)), "TEST_WORKER2_METRICS_PORT="+strconv.Itoa(freePort(t)),
 		"TEST_CA_FILE="+filepath.Join(secrets, "tls", "ca.pem"), "TEST_NOFILE="+nofile(t),
+		"TEST_ES2_PORT="+strconv.Itoa(freePort(t)), "TEST_ES2_TRANSPORT_PORT="+strconv.Itoa(freePort(t)),
+		"TEST_REDIS2_PORT="+strconv.Itoa(freePort(t)), "TEST_SENTINEL1_PORT="+strconv.Itoa(freePort(t)),
+		"TEST_SENTINEL2_PORT="+strconv.Itoa(freePort(t)), "TEST_SENTINEL3_PORT="+strconv.Itoa(freePort(t)),
 	)
 	s := &stack{t: t, client: client, env: env, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort),
 		file: filepath.Join(dir, "compose.yaml"), project: quickstartProject, dir: dir,
-		overrides: []string{"compose.secured.yaml", "test/deployrun/compose.hostnet.yaml", "test/deployrun/compose.secured-hostnet.yaml"}}
+		overrides: []string{"compose.secured.yaml", "compose.replicated.yaml", "test/deployrun/compose.hostnet.yaml",
+			"test/deployrun/compose.secured-hostnet.yaml", "test/deployrun/compose.replicated-hostnet.yaml"},
+		services: []string{"elasticsearch", "elasticsearch2", "redis", "redis-replica", "redis-sentinel1", "redis-sentinel2",
+			"redis-sentinel3", "api", "worker", "worker2"}}
 	_, _ = s.composeErr("down", "-v", "--remove-orphans")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -198,12 +210,29 @@ func TestQuickstartOperator(t *testing.T) {
 	run("DEMO=on")
 	s.waitHealthy("quickstart demo")
 	t.Logf("quickstart: %s from the demo's `up` to every service healthy", time.Since(start).Round(time.Second))
-	if out := run("/v1/notices?q=liquidator"); !strings.Contains(out, `"id":"ntc_`) && !strings.Contains(out, `"id": "ntc_`) {
-		t.Fatalf("the quickstart's first search printed no notice:\n%s", out)
+	if out := run("/v1/match"); !strings.Contains(out, `"id":"ntc_`) || !strings.Contains(out, `"matched":[{`) ||
+		!strings.Contains(out, `"unresolved":["123456780"]`) {
+		t.Fatalf("the quickstart's first search printed no notice, or its screen did not match the notice's company and find 123456780 unresolved (not an ACN):\n%s", out)
 	}
-	if out := run("accounts list"); !strings.Contains(out, "https://noticesd@") || !strings.Contains(out, "rediss://noticesd@") ||
-		!strings.Contains(out, "/run/secrets/es_password") || !strings.Contains(out, "/run/secrets/redis_password") {
-		t.Fatalf("the quickstart's inspect does not show the URLs with the user and the password files:\n%s", out)
+	out := run("accounts list")
+	for _, want := range []string{"https://noticesd@", "rediss://noticesd@", "/run/secrets/es_password", "/run/secrets/redis_password",
+		"NOTICES_REDIS_SENTINELS=", "/run/secrets/redis_sentinel_password"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the quickstart's inspect does not show %q (the URLs with the user, the Sentinels and the password files):\n%s", want, out)
+		}
+	}
+	// Replicated: two nodes and every copy assigned, the primary with its
+	// replica online, the Sentinels naming the primary (127.0.0.1 and its port here).
+	for _, want := range []string{`"number_of_nodes" : 2`, `"status" : "green"`, "connected_slaves:1", "state=online",
+		fmt.Sprintf("127.0.0.1\n%d\n", redisPort)} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the quickstart's replication checks do not show %q:\n%s", want, out)
+		}
+	}
+	// One node lost: searches answer, the cluster is yellow on the node left.
+	if out := run("stop elasticsearch2"); !strings.Contains(out, "search: HTTP 200") ||
+		!strings.Contains(out, `"status":"yellow"`) || !strings.Contains(out, `"number_of_nodes":1`) {
+		t.Fatalf("with elasticsearch2 stopped, the quickstart's search did not answer 200 or the cluster was not yellow on one node:\n%s", out)
 	}
 	if out := run("accounts create"); !strings.Contains(out, `"read_key"`) ||
 		!strings.Contains(out, "register: read 1500 inserted 1500 updated 0 rejected 0") ||
@@ -229,18 +258,47 @@ func TestQuickstartOperator(t *testing.T) {
 		t.Fatalf("Elasticsearch without credentials: HTTP %d, want 401", res.StatusCode)
 	}
 	t.Logf("quickstart: Elasticsearch answers HTTPS (certificate of the compose CA) and 401 without credentials")
-	for _, f := range []string{"es_password", "redis_password"} {
+	// Production's indices (made by the ingest run in api) have their replica
+	// on the other node: both nodes green, every index with one replica.
+	esPassword, err := os.ReadFile(filepath.Join(secrets, "es_password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	esGet := func(path string) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", esPort, path), nil)
+		req.SetBasicAuth("noticesd", strings.TrimSpace(string(esPassword)))
+		res, err := (&http.Client{Timeout: 150 * time.Second, Transport: hc.Transport}).Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: HTTP %d: %s", path, res.StatusCode, b)
+		}
+		return string(b)
+	}
+	if h := esGet("/_cluster/health?wait_for_status=green&timeout=120s"); !strings.Contains(h, `"number_of_nodes":2`) || !strings.Contains(h, `"status":"green"`) {
+		t.Fatalf("after production's up, the cluster is not green on two nodes: %s", h)
+	}
+	replicas := esGet("/notices-*/_settings/index.number_of_replicas?flat_settings=true")
+	if n, ones := strings.Count(replicas, `"index.number_of_replicas"`), strings.Count(replicas, `"index.number_of_replicas":"1"`); n < 2 || n != ones {
+		t.Fatalf("production's indices: want each (notices and register at least) with number_of_replicas 1, got %s", replicas)
+	}
+	t.Logf("quickstart: production's cluster green on 2 nodes, every index with one replica: %s", replicas)
+	for _, f := range []string{"es_password", "redis_password", "redis_sentinel_password"} {
 		pw, err := os.ReadFile(filepath.Join(secrets, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, svc := range []string{"api", "worker", "elasticsearch", "redis"} {
+		for _, svc := range []string{"api", "worker", "elasticsearch", "elasticsearch2", "redis", "redis-replica", "redis-sentinel1"} {
 			if out := docker(t, "inspect", s.container(svc)); strings.Contains(out, strings.TrimSpace(string(pw))) {
 				t.Fatalf("docker inspect %s shows the content of %s", svc, f)
 			}
 		}
 	}
-	t.Logf("quickstart: docker inspect of api, worker, elasticsearch and redis shows neither password")
+	t.Logf("quickstart: docker inspect of api, worker, both Elasticsearch nodes, the Redis primary, its replica and a Sentinel shows no password")
 
 	last := blocks[len(blocks)-1]
 	if strings.TrimSpace(last) != "docker compose down" {
