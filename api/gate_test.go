@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/testservers"
@@ -39,7 +40,7 @@ func newScaleLimits(t *testing.T, f *fixture) (*limit.Redis, *redisstore.Store, 
 	}
 	ns := testservers.Namespace(t)
 	t.Cleanup(func() {
-		for _, pattern := range []string{ns + ":*", limit.RateKey(ns, "*")} {
+		for _, pattern := range []string{ns + ":*", keyspace.Prefix(ns) + "*"} {
 			if keys, _ := rdb.Keys(ctx, pattern).Result(); len(keys) > 0 {
 				rdb.Del(ctx, keys...)
 			}

@@ -1,5 +1,7 @@
 package publog
 
+import "github.com/noticesd/noticesd/internal/keyspace"
+
 // Keys are the Redis keys of one namespace's write path, built here and
 // nowhere else. The writer's own keys share the hash tag {<ns>}, so the
 // scripts that touch them run in one slot on a Redis Cluster. Old* are
@@ -43,7 +45,7 @@ type Keys struct {
 
 // KeysFor returns the keys of namespace ns.
 func KeysFor(ns string) Keys {
-	tag := "{" + ns + "}:"
+	tag, old := keyspace.Prefix(ns), keyspace.OldPrefix(ns)
 	return Keys{
 		Writer:       tag + "writer",
 		Queue:        tag + "writer:queue",
@@ -56,8 +58,8 @@ func KeysFor(ns string) Keys {
 		Version:      tag + "dv",
 		MatchAt:      tag + "match:at",
 		MatchThrough: tag + "match:through",
-		OldSeq:       ns + ":arrival:seq",
-		OldWatermark: ns + ":arrival:watermark",
-		OldVersion:   ns + ":arrival:dv",
+		OldSeq:       old + "arrival:seq",
+		OldWatermark: old + "arrival:watermark",
+		OldVersion:   old + "arrival:dv",
 	}
 }
