@@ -683,7 +683,7 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 		if err := s.indexKeys(ctx, id, ixAdded, ixRemoved); err != nil {
 			return n, err
 		}
-		if err := refreshScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, exp.regv, joinList(exp.keys), joinList(exp.ixABNs)).Err(); err != nil {
+		if err := refreshScript.Run(ctx, s.rdb, []string{s.key("w", id), s.key("w", id, "keys"), s.key("wsv")}, exp.regv, joinList(exp.keys), joinList(exp.ixABNs)).Err(); err != nil {
 			return n, s.fail("refresh watch keys", err)
 		}
 		n++
@@ -724,11 +724,12 @@ func diffKeys(was, now []string) (added, removed []string) {
 
 // refreshScript installs a watch's re-expanded keys once its
 // reverse-index entries are updated, and bumps the watch-set version.
-// KEYS: w:<id>. ARGV: ns, regv, keys comma-joined, ixabn comma-joined.
+// KEYS: w:<id>, w:<id>:keys, wsv. ARGV: regv, keys comma-joined, ixabn
+// comma-joined.
 var refreshScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('SET', KEYS[1] .. ':keys', ARGV[3])
-redis.call('HSET', KEYS[1], 'regv', ARGV[2], 'ixabn', ARGV[4])
-redis.call('INCR', ARGV[1] .. 'wsv')
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[1], 'regv', ARGV[1], 'ixabn', ARGV[3])
+redis.call('INCR', KEYS[3])
 return 1
 `)
