@@ -41,13 +41,17 @@ const trashRecords = 1000
 // set and removes from the account's union those no remaining watch of the
 // account holds. Concurrent creates are exact: a create adds its companies
 // to the union and its set under the account's watches in one script, so
-// a company it shares is seen held. KEYS: trash:<id>:co,
-// acct:<a>:watches, acct:<a>:companies. ARGV: ns, companies.
+// a company it shares is seen held. The account's watches were read
+// before, their w:<w>:co passed: the script returns -1 (read again) when
+// the account's watches are no longer those. KEYS: trash:<id>:co,
+// acct:<a>:watches, acct:<a>:companies, then w:<w>:co of each watch.
+// ARGV: the watch ids comma-joined, companies.
 var uncountScript = redis.NewScript(`
+if table.concat(redis.call('ZRANGE', KEYS[2], 0, -1), ',') ~= ARGV[1] then return -1 end
 local m = {unpack(ARGV, 2)}
 local held = {}
-for _, w in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-  local r = redis.call('SMISMEMBER', ARGV[1] .. 'w:' .. w .. ':co', unpack(m))
+for j = 4, #KEYS do
+  local r = redis.call('SMISMEMBER', KEYS[j], unpack(m))
   for i = 1, #m do if r[i] == 1 then held[i] = true end end
 end
 local gone = {}
@@ -133,20 +137,27 @@ func (s *Store) uncount(ctx context.Context, co, acc string) error {
 				return s.fail("delete watch", err)
 			}
 			for len(members) > 0 {
-				ws, err := s.rdb.ZCard(ctx, keys[1]).Result()
+				ws, err := s.rdb.ZRange(ctx, keys[1], 0, -1).Result()
 				if err != nil {
 					return s.fail("delete watch", err)
 				}
-				n := min(len(members), 2000, max(50, trashWork/int(ws+1)))
+				n := min(len(members), 2000, max(50, trashWork/(len(ws)+1)))
+				wkeys := keys
+				for _, w := range ws {
+					wkeys = append(wkeys, s.key("w", w, "co"))
+				}
 				args := make([]any, 0, n+1)
-				args = append(args, s.ns)
+				args = append(args, joinList(ws))
 				for _, m := range members[:n] {
 					args = append(args, m)
 				}
-				if err := uncountScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+				done, err := uncountScript.Run(ctx, s.rdb, wkeys, args...).Int()
+				if err != nil {
 					return s.fail("delete watch", err)
 				}
-				members = members[n:]
+				if done >= 0 { // else the account's watches changed: read them again
+					members = members[n:]
+				}
 			}
 			if cursor = next; cursor == 0 {
 				break
