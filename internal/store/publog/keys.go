@@ -39,13 +39,14 @@ type Keys struct {
 	MatchThrough string
 
 	// OldSeq, OldWatermark and OldVersion are the counters of the fenced
-	// writer this one replaced.
+	// writer this one replaced, once the namespace's keys are upgraded to
+	// the tagged prefix (redisstore.UpgradeKeys renames "<ns>:arrival:*").
 	OldSeq, OldWatermark, OldVersion string
 }
 
 // KeysFor returns the keys of namespace ns.
 func KeysFor(ns string) Keys {
-	tag, old := keyspace.Prefix(ns), keyspace.OldPrefix(ns)
+	tag := keyspace.Prefix(ns)
 	return Keys{
 		Writer:       tag + "writer",
 		Queue:        tag + "writer:queue",
@@ -58,8 +59,8 @@ func KeysFor(ns string) Keys {
 		Version:      tag + "dv",
 		MatchAt:      tag + "match:at",
 		MatchThrough: tag + "match:through",
-		OldSeq:       old + "arrival:seq",
-		OldWatermark: old + "arrival:watermark",
-		OldVersion:   old + "arrival:dv",
+		OldSeq:       tag + "arrival:seq",
+		OldWatermark: tag + "arrival:watermark",
+		OldVersion:   tag + "arrival:dv",
 	}
 }
