@@ -31,14 +31,14 @@ var _ store.Accounts = (*Store)(nil)
 func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal, error) {
 	var p account.Principal
 	h := account.HashKey(key)
-	k, err := s.rdb.HMGet(ctx, s.key("apikey", h), "account", "kind", "hash").Result()
+	k, err := s.rdb.HMGet(ctx, s.key(apikeyKey, h), "account", "kind", "hash").Result()
 	if err == nil && (k[0] == nil || subtle.ConstantTimeCompare([]byte(str(k[2])), []byte(h)) != 1) {
 		return p, account.ErrUnknownKey()
 	}
 	if err != nil {
 		return p, s.fail("authenticate", err)
 	}
-	a, err := s.rdb.HMGet(ctx, s.key("acct", str(k[0])), "name", "plan", "active", "created_at").Result()
+	a, err := s.rdb.HMGet(ctx, s.key(acctKey, str(k[0])), "name", "plan", "active", "created_at").Result()
 	if err == nil && a[0] == nil {
 		return p, account.ErrUnknownKey()
 	}
@@ -57,16 +57,16 @@ func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.C
 	if err != nil {
 		return account.Created{}, err
 	}
-	seq, err := s.rdb.Incr(ctx, s.key("acct", "seq")).Result()
+	seq, err := s.rdb.Incr(ctx, s.key(acctKey, "seq")).Result()
 	if err != nil {
 		return account.Created{}, s.fail("create account", err)
 	}
 	c := newKeys(account.NewID("acc_"))
-	ak := s.key("acct", c.AccountID)
+	ak := s.key(acctKey, c.AccountID)
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, ak, "name", name, "plan", plan, "active", "1", "created_at", notice.Timestamp(s.clock()),
 			"keys", account.HashKey(c.AccountKey)+","+account.HashKey(c.ReadKey))
-		p.ZAdd(ctx, s.key("accts"), redis.Z{Score: float64(seq), Member: c.AccountID})
+		p.ZAdd(ctx, s.key(acctsKey), redis.Z{Score: float64(seq), Member: c.AccountID})
 		s.addKeys(ctx, p, c)
 		return nil
 	})
@@ -87,20 +87,20 @@ func (s *Store) addKeys(ctx context.Context, p redis.Pipeliner, c account.Create
 		kind account.KeyKind
 	}{{c.AccountKey, account.AccountKey}, {c.ReadKey, account.ReadKey}} {
 		h := account.HashKey(k.key)
-		p.HSet(ctx, s.key("apikey", h), "account", c.AccountID, "kind", k.kind.String(), "hash", h)
+		p.HSet(ctx, s.key(apikeyKey, h), "account", c.AccountID, "kind", k.kind.String(), "hash", h)
 	}
 }
 
 // ListAccounts returns every account, oldest first.
 func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
-	ids, err := s.rdb.ZRange(ctx, s.key("accts"), 0, -1).Result()
+	ids, err := s.rdb.ZRange(ctx, s.key(acctsKey), 0, -1).Result()
 	if err != nil {
 		return nil, s.fail("list accounts", err)
 	}
 	cmds := make([]*redis.SliceCmd, len(ids))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HMGet(ctx, s.key("acct", id), "name", "plan", "active", "created_at")
+			cmds[i] = p.HMGet(ctx, s.key(acctKey, id), "name", "plan", "active", "created_at")
 		}
 		return nil
 	})
@@ -139,7 +139,7 @@ func (s *Store) SetSubscription(ctx context.Context, accountID string, active bo
 	if active {
 		v = "1"
 	}
-	n, err := setSubscriptionScript.Run(ctx, s.rdb, []string{s.key("acct", accountID), s.key(lapsedKey)}, v, accountID).Int()
+	n, err := setSubscriptionScript.Run(ctx, s.rdb, []string{s.key(acctKey, accountID), s.key(lapsedKey)}, v, accountID).Int()
 	if err != nil {
 		return s.fail("set subscription", err)
 	}
@@ -167,16 +167,16 @@ return 1
 // soon as this returns.
 func (s *Store) RotateKeys(ctx context.Context, accountID string) (account.Created, error) {
 	c := newKeys(accountID)
-	acct := s.key("acct", accountID)
+	acct := s.key(acctKey, accountID)
 	ah, rh := account.HashKey(c.AccountKey), account.HashKey(c.ReadKey)
 	for {
 		old, err := s.rdb.HGet(ctx, acct, "keys").Result()
 		if err != nil && err != redis.Nil {
 			return account.Created{}, s.fail("rotate keys of "+accountID, err)
 		}
-		keys := []string{acct, s.key("apikey", ah), s.key("apikey", rh)}
+		keys := []string{acct, s.key(apikeyKey, ah), s.key(apikeyKey, rh)}
 		for _, h := range splitList(old) {
-			keys = append(keys, s.key("apikey", h))
+			keys = append(keys, s.key(apikeyKey, h))
 		}
 		n, err := rotateScript.Run(ctx, s.rdb, keys, accountID, ah, rh, old).Int()
 		if err != nil {

@@ -27,25 +27,6 @@ import (
 // ZCARD mq and ZCARD mdead (mail.go). A namespace written before these
 // keys existed gets them computed once from the records, by
 // rebuildGaugesScript, the first time the gauges are read.
-const (
-	lapsedKey    = "acct:lapsed"
-	winactiveKey = "winactive"
-	// wrel is the set of reactivated watches whose held deliveries are not
-	// yet released, and wdeact the hash of watches owed a deactivation
-	// (id -> {"n", "e", "at"}): the second steps of two-step changes,
-	// finished by Reconcile if the process making them stopped first.
-	wrelKey   = "wrel"
-	wdeactKey = "wdeact"
-	dstatKey  = "dstat"
-	ddueKey   = "ddue"
-	// dlease holds the attempts in flight by the end of their lease (ms):
-	// one whose lease ran out was cut short (its worker died) and is run
-	// again by a recovery task (ledger.go, LapsedAttempts).
-	dleaseKey = "dlease"
-	// wait is the mark an acknowledged write increments on the connection
-	// it then sends WAIT on (durable.go).
-	waitMarkKey = "wait"
-)
 
 var _ store.GaugeSource = (*Store)(nil)
 
@@ -69,14 +50,14 @@ func (s *Store) Gauges(ctx context.Context) (store.Gauges, error) {
 func (s *Store) readGauges(ctx context.Context) (g store.Gauges, ok bool, err error) {
 	now := s.clock().UnixMilli()
 	p := s.rdb.Pipeline()
-	accts := p.ZCard(ctx, s.key("accts"))
+	accts := p.ZCard(ctx, s.key(acctsKey))
 	lapsed := p.SCard(ctx, s.key(lapsedKey))
-	watches := p.SCard(ctx, s.key("watches"))
+	watches := p.SCard(ctx, s.key(watchesKey))
 	inactive := p.SCard(ctx, s.key(winactiveKey))
 	stat := p.HMGet(ctx, s.key(dstatKey), "v", "pending", "delivered", "dead", "retry")
 	due := p.ZCount(ctx, s.key(ddueKey), "-inf", strconv.FormatInt(now, 10))
-	mailPending := p.ZCard(ctx, s.key("mq"))
-	mailDead := p.ZCard(ctx, s.key("mdead"))
+	mailPending := p.ZCard(ctx, s.key(mailQueueKey))
+	mailDead := p.ZCard(ctx, s.key(mailDeadKey))
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return g, false, s.fail("read gauges", err)
 	}
@@ -110,18 +91,18 @@ func (s *Store) RebuildGauges(ctx context.Context) error {
 		var accts *redis.StringSliceCmd
 		var watches *redis.StringSliceCmd
 		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			accts, watches = p.ZRange(ctx, s.key("accts"), 0, -1), p.SMembers(ctx, s.key("watches"))
+			accts, watches = p.ZRange(ctx, s.key(acctsKey), 0, -1), p.SMembers(ctx, s.key(watchesKey))
 			return nil
 		}); err != nil {
 			return s.fail("compute gauges", err)
 		}
-		keys := []string{s.key(lapsedKey), s.key(winactiveKey), s.key(dstatKey), s.key(ddueKey), s.key("accts"), s.key("watches")}
+		keys := []string{s.key(lapsedKey), s.key(winactiveKey), s.key(dstatKey), s.key(ddueKey), s.key(acctsKey), s.key(watchesKey)}
 		args := []any{joinList(accts.Val()), len(accts.Val())}
 		for _, id := range accts.Val() {
-			keys, args = append(keys, s.key("acct", id)), append(args, id)
+			keys, args = append(keys, s.key(acctKey, id)), append(args, id)
 		}
 		for _, id := range watches.Val() {
-			keys, args = append(keys, s.key("w", id), s.key("dr", id)), append(args, id)
+			keys, args = append(keys, s.key(watchKey, id), s.key(recordsKey, id)), append(args, id)
 		}
 		n, err := rebuildGaugesScript.Run(ctx, s.rdb, keys, args...).Int()
 		if err != nil || n == 1 {

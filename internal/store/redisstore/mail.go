@@ -43,7 +43,7 @@ var _ store.Mail = (*Store)(nil)
 
 // LastDigestWindow reads the last digest window run (key mdw, unix ms).
 func (s *Store) LastDigestWindow(ctx context.Context) (time.Time, error) {
-	ms, err := s.rdb.Get(ctx, s.key("mdw")).Int64()
+	ms, err := s.rdb.Get(ctx, s.key(digestsKey)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return time.Time{}, nil
 	}
@@ -62,19 +62,19 @@ return 1
 
 // SetDigestWindow records window as run, never moving it back.
 func (s *Store) SetDigestWindow(ctx context.Context, window time.Time) error {
-	return s.fail("record the digest window", setWindowScript.Run(ctx, s.rdb, []string{s.key("mdw")}, window.UnixMilli()).Err())
+	return s.fail("record the digest window", setWindowScript.Run(ctx, s.rdb, []string{s.key(digestsKey)}, window.UnixMilli()).Err())
 }
 
 // DigestTargets lists the watches with an alert_email whose create has
 // finished.
 func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {
-	ids, err := s.rdb.SMembers(ctx, s.key("watches")).Result()
+	ids, err := s.rdb.SMembers(ctx, s.key(watchesKey)).Result()
 	if err != nil {
 		return nil, s.fail("list watches", err)
 	}
 	var out []mail.Target
 	for _, id := range ids {
-		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc", "eseq", "dseq", "a0").Result()
+		v, err := s.rdb.HMGet(ctx, s.key(watchKey, id), "account", "doc", "eseq", "dseq", "a0").Result()
 		if err != nil {
 			return nil, s.fail("read watch", err)
 		}
@@ -119,7 +119,7 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 		return false, err
 	}
 	n, err := queueDigestScript.Run(ctx, s.rdb,
-		[]string{s.key("mail", job.ID), s.key("mq"), s.key("mpd", job.WatchID), s.key("w", job.WatchID)},
+		[]string{s.key(mailKey, job.ID), s.key(mailQueueKey), s.key(digestKey, job.WatchID), s.key(watchKey, job.WatchID)},
 		job.ID, b, job.Kind, job.WatchID, now.UnixMilli(), notice.Timestamp(now)).Int()
 	if err != nil {
 		return false, s.fail("queue a digest", err)
@@ -167,7 +167,7 @@ return out
 // dueMail returns up to limit ids of the jobs due at now, and the keys
 // of each (mail:<id>, and with watches w:<watch> after it) after mq.
 func (s *Store) dueMail(ctx context.Context, now time.Time, limit int, watches bool) (ids []string, keys []string, owners []string, err error) {
-	ids, err = s.rdb.ZRangeByScore(ctx, s.key("mq"), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
+	ids, err = s.rdb.ZRangeByScore(ctx, s.key(mailQueueKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
 	if err != nil || len(ids) == 0 {
 		return nil, nil, nil, err
 	}
@@ -176,19 +176,19 @@ func (s *Store) dueMail(ctx context.Context, now time.Time, limit int, watches b
 		cmds = make([]*redis.StringCmd, len(ids))
 		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
-				cmds[i] = p.HGet(ctx, s.key("mail", id), "watch")
+				cmds[i] = p.HGet(ctx, s.key(mailKey, id), "watch")
 			}
 			return nil
 		}); err != nil && err != redis.Nil {
 			return nil, nil, nil, err
 		}
 	}
-	keys = []string{s.key("mq")}
+	keys = []string{s.key(mailQueueKey)}
 	for i, id := range ids {
-		keys = append(keys, s.key("mail", id))
+		keys = append(keys, s.key(mailKey, id))
 		if watches {
 			owners = append(owners, cmds[i].Val())
-			keys = append(keys, s.key("w", cmds[i].Val()))
+			keys = append(keys, s.key(watchKey, cmds[i].Val()))
 		}
 	}
 	return ids, keys, owners, nil
@@ -268,7 +268,7 @@ func (s *Store) CompleteMail(ctx context.Context, job mail.Job, out mail.Outcome
 		through = job.Digest.ThroughSeq
 	}
 	err := completeMailScript.Run(ctx, s.rdb,
-		[]string{s.key("mail", job.ID), s.key("mq"), s.key("mpd", job.WatchID), s.key("w", job.WatchID), s.key("mdead"), s.key("mlasterr")},
+		[]string{s.key(mailKey, job.ID), s.key(mailQueueKey), s.key(digestKey, job.WatchID), s.key(watchKey, job.WatchID), s.key(mailDeadKey), s.key(mailErrKey)},
 		job.ID, job.Token, outcome, out.Err, next.UnixMilli(), through, notice.Timestamp(now), mail.Retention.Milliseconds(), now.UnixMilli()).Err()
 	return s.fail("record a mail outcome", err)
 }
@@ -276,16 +276,16 @@ func (s *Store) CompleteMail(ctx context.Context, job mail.Job, out mail.Outcome
 // PruneMail forgets dead jobs that died before before (their hashes
 // expire by themselves after mail.Retention).
 func (s *Store) PruneMail(ctx context.Context, before time.Time) error {
-	return s.fail("prune the mail queue", s.rdb.ZRemRangeByScore(ctx, s.key("mdead"), "-inf", "("+strconv.FormatInt(before.UnixMilli(), 10)).Err())
+	return s.fail("prune the mail queue", s.rdb.ZRemRangeByScore(ctx, s.key(mailDeadKey), "-inf", "("+strconv.FormatInt(before.UnixMilli(), 10)).Err())
 }
 
 // MailStatus counts the queue.
 func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 	var st mail.QueueStatus
 	p := s.rdb.Pipeline()
-	pending := p.ZCard(ctx, s.key("mq"))
-	dead := p.ZCard(ctx, s.key("mdead"))
-	last := p.Get(ctx, s.key("mlasterr"))
+	pending := p.ZCard(ctx, s.key(mailQueueKey))
+	dead := p.ZCard(ctx, s.key(mailDeadKey))
+	last := p.Get(ctx, s.key(mailErrKey))
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return st, s.fail("read the mail queue", err)
 	}
@@ -326,7 +326,7 @@ return 1
 // pending deliveries.
 func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr string, now time.Time) error {
 	for {
-		raw, err := s.rdb.HGet(ctx, s.key("w", watchID), "doc").Result()
+		raw, err := s.rdb.HGet(ctx, s.key(watchKey, watchID), "doc").Result()
 		if errors.Is(err, redis.Nil) {
 			return s.fail("drop a deactivation", s.rdb.HDel(ctx, s.key(wdeactKey), watchID).Err())
 		}
@@ -351,7 +351,7 @@ func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr s
 			return err
 		}
 		ok, err := deactivateScript.Run(ctx, s.rdb,
-			[]string{s.key("w", watchID), s.key("dr", watchID), s.key("mail", id), s.key("mq"), s.key(winactiveKey), s.key(wdeactKey), s.key(wrelKey)},
+			[]string{s.key(watchKey, watchID), s.key(recordsKey, watchID), s.key(mailKey, id), s.key(mailQueueKey), s.key(winactiveKey), s.key(wdeactKey), s.key(wrelKey)},
 			raw, doc, id, alert, now.UnixMilli(), notice.Timestamp(now), watchID).Int()
 		if err != nil {
 			return s.fail("deactivate watch", err)
@@ -438,7 +438,7 @@ func (s *Store) TakeDueMail(ctx context.Context, now time.Time, lease time.Durat
 // now+lease. ok is false when the job is no longer pending or its watch
 // was deleted (the mail is dropped).
 func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease time.Duration) (mail.Job, bool, error) {
-	k := s.key("mail", id)
+	k := s.key(mailKey, id)
 	watch, err := s.rdb.HGet(ctx, k, "watch").Result()
 	if err == redis.Nil {
 		return mail.Job{}, false, nil
@@ -446,7 +446,7 @@ func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease t
 	if err != nil {
 		return mail.Job{}, false, s.fail("begin a mail attempt", err)
 	}
-	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key("mq"), k, s.key("w", watch)}, id, now.Add(lease).UnixMilli(),
+	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key(mailQueueKey), k, s.key(watchKey, watch)}, id, now.Add(lease).UnixMilli(),
 		mail.Retention.Milliseconds(), watch).StringSlice()
 	if err != nil {
 		return mail.Job{}, false, s.fail("begin a mail attempt", err)

@@ -156,11 +156,6 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.fail("ping", s.rdb.Ping(ctx).Err())
 }
 
-// key returns the namespaced key of the parts joined by ':'.
-func (s *Store) key(parts ...string) string {
-	return s.ns + strings.Join(parts, ":")
-}
-
 // fail wraps a Redis error: an unreachable or stalled server becomes
 // errs.BackendUnavailable (HTTP 503), anything else a plain error (500).
 func (s *Store) fail(what string, err error) error {

@@ -323,7 +323,7 @@ return tonumber(cseq)
 // recordMissed records the deliveries of the watch's logged notices in
 // (from, through] (CreateDeliveries: each pair gets one delivery ever).
 func (s *Store) recordMissed(ctx context.Context, id string, from, through int64) error {
-	seqs, err := s.rdb.ZRangeByScore(ctx, s.key("wm", id), &redis.ZRangeBy{Min: "(" + itoa(from), Max: itoa(through)}).Result()
+	seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, id), &redis.ZRangeBy{Min: "(" + itoa(from), Max: itoa(through)}).Result()
 	if err != nil {
 		return s.fail("create watch", err)
 	}
@@ -368,14 +368,14 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	if err != nil {
 		return w, err
 	}
-	stageCo := s.key("stage", w.ID, "co")
+	stageCo := s.key(stageKey, w.ID, "co")
 	if err := s.saddBatched(ctx, stageCo, exp.companies, stageTTL); err != nil {
 		return w, err
 	}
 	create := func() ([]any, error) {
-		res, err := createScript.Run(ctx, s.rdb, []string{s.key("acct", w.AccountID, "watches"),
-			s.key("acct", w.AccountID, "companies"), s.key("w", w.ID), stageCo, s.key("w", w.ID, "co"),
-			s.key("wpend"), s.key("watches"), s.key(winactiveKey), s.key("w", w.ID, "keys"), s.key("fo")},
+		res, err := createScript.Run(ctx, s.rdb, []string{s.key(acctKey, w.AccountID, "watches"),
+			s.key(acctKey, w.AccountID, "companies"), s.key(watchKey, w.ID), stageCo, s.key(watchKey, w.ID, "co"),
+			s.key(createsKey), s.key(watchesKey), s.key(winactiveKey), s.key(watchKey, w.ID, "keys"), s.key(filterOnlyKey)},
 			plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs),
 			s.clock().Add(createLease).UnixMilli()).Slice()
 		if err != nil {
@@ -447,7 +447,7 @@ const leaseRenewal = createLease / 4
 // undone.
 func (s *Store) renewCreateLease(id string) (stop func()) {
 	return lease.Keep(s.leaseRenewal, func(ctx context.Context) {
-		s.rdb.ZAddXX(ctx, s.key("wpend"), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
+		s.rdb.ZAddXX(ctx, s.key(createsKey), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
 	})
 }
 
@@ -473,13 +473,13 @@ return acc
 // now): the client never had a 201, and a create either happens whole or
 // not at all, as in the embedded store. It returns how many it undid.
 func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, s.key("wpend"), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
+	ids, err := s.rdb.ZRangeByScore(ctx, s.key(createsKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
 	if err != nil {
 		return 0, s.fail("read the unfinished watch creates", err)
 	}
 	done := 0
 	for _, id := range ids {
-		acc, err := claimStalledScript.Run(ctx, s.rdb, []string{s.key("wpend"), s.key("w", id)},
+		acc, err := claimStalledScript.Run(ctx, s.rdb, []string{s.key(createsKey), s.key(watchKey, id)},
 			now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Text()
 		if errors.Is(err, redis.Nil) {
 			continue // renewed or finished since the read
@@ -523,7 +523,7 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 	if s.stopBefore != nil && s.stopBefore("activate") {
 		return errStopped
 	}
-	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID), s.log.Keys().MatchThrough, s.key("wsv")}).Int64()
+	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.log.Keys().MatchThrough, s.key(watchSetKey)}).Int64()
 	if err != nil {
 		return s.fail("create watch", err)
 	}
@@ -545,7 +545,7 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 	if s.stopBefore != nil && s.stopBefore("finish") {
 		return errStopped
 	}
-	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID), s.key("wpend")}, w.ID, through).Int()
+	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.key(createsKey)}, w.ID, through).Int()
 	if err != nil {
 		return s.fail("create watch", err)
 	}
@@ -623,7 +623,7 @@ func (s *Store) indexKeys(ctx context.Context, id string, added, removed []strin
 		cmds := make([]*redis.BoolCmd, len(part))
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range part {
-				cmds[i] = p.HSetNX(ctx, s.key("rix", rixBucket(k)), k, id)
+				cmds[i] = p.HSetNX(ctx, s.key(rixKey, rixBucket(k)), k, id)
 			}
 			return nil
 		})
@@ -633,7 +633,7 @@ func (s *Store) indexKeys(ctx context.Context, id string, added, removed []strin
 		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, c := range cmds {
 				if !c.Val() {
-					p.SAdd(ctx, s.key("rixs", part[i]), id)
+					p.SAdd(ctx, s.key(rixsKey, part[i]), id)
 				}
 			}
 			return nil
@@ -647,7 +647,7 @@ func (s *Store) indexKeys(ctx context.Context, id string, added, removed []strin
 		keys, args := make([]string, 0, 2*len(chunk)), make([]any, 0, 1+len(chunk))
 		args = append(args, id)
 		for _, k := range chunk {
-			keys, args = append(keys, s.key("rix", rixBucket(k)), s.key("rixs", k)), append(args, k)
+			keys, args = append(keys, s.key(rixKey, rixBucket(k)), s.key(rixsKey, k)), append(args, k)
 		}
 		if err := rixRemoveScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 			return s.fail("index watch", err)
@@ -674,7 +674,7 @@ func shown(accountID string, v []any) bool {
 // Watch returns one watch of the account, or errs.NotFound (also for a
 // watch of another account, and for one whose create has not finished).
 func (s *Store) Watch(ctx context.Context, accountID, id string) (watch.Watch, error) {
-	v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "a0", "doc").Result()
+	v, err := s.rdb.HMGet(ctx, s.key(watchKey, id), "account", "a0", "doc").Result()
 	if err != nil {
 		return watch.Watch{}, s.fail("read watch", err)
 	}
@@ -687,14 +687,14 @@ func (s *Store) Watch(ctx context.Context, accountID, id string) (watch.Watch, e
 // ListWatches returns the account's watches whose create has finished,
 // oldest first (ties by id).
 func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watch, error) {
-	ids, err := s.rdb.ZRange(ctx, s.key("acct", accountID, "watches"), 0, -1).Result()
+	ids, err := s.rdb.ZRange(ctx, s.key(acctKey, accountID, "watches"), 0, -1).Result()
 	if err != nil {
 		return nil, s.fail("list watches", err)
 	}
 	docs := make([]*redis.SliceCmd, len(ids))
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			docs[i] = p.HMGet(ctx, s.key("w", id), "account", "a0", "doc")
+			docs[i] = p.HMGet(ctx, s.key(watchKey, id), "account", "a0", "doc")
 		}
 		return nil
 	}); err != nil {
@@ -819,11 +819,11 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 	if finishedOnly {
 		only = "1"
 	}
-	t := func(part string) string { return s.key("trash", id, part) }
-	keys := []string{s.key("w", id), s.key("mpd", id), s.key("mq"), s.key("acct", accountID, "watches"), s.key("fo"),
-		s.key("watches"), s.key(winactiveKey), s.key(wrelKey), s.key(wdeactKey), s.key("wpend"), t("acct"),
-		s.key("w", id, "keys"), t("keys"), s.key("w", id, "co"), t("co"), s.key("dr", id), t("dr"), t("ixabn"),
-		s.key("trash"), s.key("wm", id), s.key("dl", id), s.key("df", id), s.key("wsv")}
+	t := func(part string) string { return s.key(trashKey, id, part) }
+	keys := []string{s.key(watchKey, id), s.key(digestKey, id), s.key(mailQueueKey), s.key(acctKey, accountID, "watches"), s.key(filterOnlyKey),
+		s.key(watchesKey), s.key(winactiveKey), s.key(wrelKey), s.key(wdeactKey), s.key(createsKey), t("acct"),
+		s.key(watchKey, id, "keys"), t("keys"), s.key(watchKey, id, "co"), t("co"), s.key(recordsKey, id), t("dr"), t("ixabn"),
+		s.key(trashKey), s.key(matchLogKey, id), s.key(deliveriesKey, id), s.key(finalKey, id), s.key(watchSetKey)}
 	var n int
 	for n = -1; n == -1; {
 		var digest, alert *redis.StringCmd
@@ -840,7 +840,7 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 			s.clock().Add(createLease).UnixMilli(), digest.Val(), alert.Val()}
 		for _, job := range slices.Compact([]string{digest.Val(), alert.Val()}) {
 			if job != "" {
-				jobKeys, args = append(jobKeys, s.key("mail", job)), append(args, job)
+				jobKeys, args = append(jobKeys, s.key(mailKey, job)), append(args, job)
 			}
 		}
 		var err error
