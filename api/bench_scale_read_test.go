@@ -26,6 +26,7 @@ import (
 	"github.com/noticesd/noticesd/ingest"
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/sample"
@@ -813,7 +814,7 @@ func (sr *scaleRead) match(b *testing.B) {
 	ids = ids[:min(50000, len(ids))]
 	body, _ := json.Marshal(map[string]any{"identifiers": ids})
 	rdb := sr.st.Client()
-	pre := sr.ns + ":"
+	pre := keyspace.Prefix(sr.ns)
 	v, err := rdb.Get(ctx, pre+"reg:v").Result()
 	if err != nil {
 		b.Fatal(err)

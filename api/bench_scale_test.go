@@ -18,6 +18,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
@@ -130,7 +131,7 @@ func BenchmarkHTTPMatch50kScale(b *testing.B) {
 	ctx := context.Background()
 	sb := newScaleBench(b, 50000)
 	body, _ := json.Marshal(map[string]any{"identifiers": sb.ids})
-	v, err := sb.rdb.Get(ctx, sb.ns+":reg:v").Result()
+	v, err := sb.rdb.Get(ctx, keyspace.Prefix(sb.ns)+"reg:v").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func BenchmarkHTTPMatch50kScale(b *testing.B) {
 	httpP50 := p50(rounds, func() { sb.do(b, http.MethodPost, "/v1/match", body) })
 	raw := p50(rounds, func() {
 		_, err := sb.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			reg := sb.ns + ":reg:" + v + ":"
+			reg := keyspace.Prefix(sb.ns) + "reg:" + v + ":"
 			hmget(p, reg+"name", acns)
 			hmget(p, reg+"acnabn", acns)
 			hmget(p, reg+"abn", abns)
@@ -185,7 +186,7 @@ func BenchmarkHTTPMatch50kScale(b *testing.B) {
 	})
 	roundTrip := p50(rounds, func() {
 		_, err := sb.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Get(ctx, sb.ns+":reg:v")
+			p.Get(ctx, keyspace.Prefix(sb.ns)+"reg:v")
 			p.Get(ctx, sb.ns+":nlog:n")
 			p.XRangeN(ctx, sb.ns+":nlog", "1000000-0", "+", 1000)
 			return nil

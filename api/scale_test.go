@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/config"
-	"github.com/noticesd/noticesd/internal/limit"
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
 	"github.com/noticesd/noticesd/internal/store"
@@ -94,7 +94,7 @@ func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, *redis.Client
 	}
 	ns := testservers.Namespace(t)
 	t.Cleanup(func() {
-		for _, pattern := range []string{ns + ":*", "{" + ns + "}:*", limit.RateKey(ns, "*")} {
+		for _, pattern := range []string{ns + ":*", keyspace.Prefix(ns) + "*"} {
 			iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 			for iter.Next(ctx) {
 				rdb.Unlink(ctx, iter.Val())

@@ -11,6 +11,7 @@ import (
 	"github.com/noticesd/noticesd/api"
 	"github.com/noticesd/noticesd/internal/collector"
 	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/lease"
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/metrics"
@@ -93,11 +94,11 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 
 // collectorLeaseKey is the Redis key of the lease that lets one serve
 // replica of a namespace run the collector.
-func collectorLeaseKey(ns string) string { return ns + ":collector:lease" }
+func collectorLeaseKey(ns string) string { return keyspace.Prefix(ns) + "collector:lease" }
 
 // collectorStateKey is the Redis key of the collector's feed state (ETag,
 // Last-Modified, since cursor), written only by the lease holder.
-func collectorStateKey(ns string) string { return ns + ":collector:state" }
+func collectorStateKey(ns string) string { return keyspace.Prefix(ns) + "collector:state" }
 
 // collectorState is the feed state of a scale-mode collector: a Redis
 // record only the collector lease's holder writes, so every serve

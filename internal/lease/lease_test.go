@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -111,7 +112,7 @@ func TestSetIfHeld(t *testing.T) {
 	ctx := context.Background()
 	rdb := client(t)
 	ns := testservers.Namespace(t)
-	key, rec := ns+":collector:lease", ns+":collector:state"
+	key, rec := keyspace.Prefix(ns)+"collector:lease", keyspace.Prefix(ns)+"collector:state"
 	a := New(rdb, key, time.Minute)
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func TestSetIfHeld(t *testing.T) {
 	if a.Held() {
 		t.Error("Held() is still true after a refused write")
 	}
-	if b, err := New(rdb, key, time.Minute).Record(ns + ":nothing").Load(ctx); b != nil || err != nil {
+	if b, err := New(rdb, key, time.Minute).Record(keyspace.Prefix(ns) + "nothing").Load(ctx); b != nil || err != nil {
 		t.Errorf("Load of a missing record = %q, %v; want nil, nil", b, err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/keyspace"
 )
 
 // The request rate in Redis: a GCRA bucket (generic cell rate algorithm)
@@ -17,10 +19,9 @@ import (
 // replicas of both versions share one bucket during an upgrade.
 
 // RateKey is the Redis key of the rate bucket of key in namespace ns:
-// "rate:<ns>:limit:rate:<key>" (the "rate:" in front is redis_rate's, kept
-// so buckets outlive an upgrade; the one exception to the namespace-first
-// rule of the key layout).
-func RateKey(ns, key string) string { return "rate:" + ns + ":limit:rate:" + key }
+// "{<ns>}:limit:rate:<key>", under the namespace's hash tag like every
+// key of it (package keyspace).
+func RateKey(ns, key string) string { return keyspace.Prefix(ns) + "limit:rate:" + key }
 
 // GCRALua defines the Lua function gcra(key, burst, rate, period), which
 // takes one token of the bucket at key (a KEYS entry of the calling

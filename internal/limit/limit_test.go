@@ -144,7 +144,7 @@ func TestReleasedSlotIsFreeAtOnce(t *testing.T) {
 		if err := l.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		for _, key := range []string{ns + ":limit:heavy:acct_a", ns + ":limit:heavy"} {
+		for _, key := range limit.HeavyKeys(ns, "acct_a") {
 			if n := rdb.ZCard(ctx, key).Val(); n != 0 {
 				t.Errorf("%s holds %d leases after Flush, want 0", key, n)
 			}
@@ -159,7 +159,7 @@ func TestRedisLeasesOfADeadReplicaExpire(t *testing.T) {
 	ctx := context.Background()
 	l, rdb, ns := limittest.Redis(t, 2)
 	now := time.Now().UnixMilli()
-	for _, key := range []string{ns + ":limit:heavy:acct_a", ns + ":limit:heavy"} {
+	for _, key := range limit.HeavyKeys(ns, "acct_a") {
 		if err := rdb.ZAdd(ctx, key, redis.Z{Score: float64(now - 1000), Member: "dead-1"}, redis.Z{Score: float64(now - 1), Member: "dead-2"}).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -167,10 +167,10 @@ func TestRedisLeasesOfADeadReplicaExpire(t *testing.T) {
 	rel, d, err := l.Acquire(ctx, "acct_a", 1)
 	mustAllow(t, d, err, "slot held only by expired leases")
 	defer rel()
-	if n := rdb.ZCard(ctx, ns+":limit:heavy").Val(); n != 1 {
+	if n := rdb.ZCard(ctx, limit.HeavyKeys(ns, "")[1]).Val(); n != 1 {
 		t.Fatalf("global set holds %d leases, want only the live one", n)
 	}
-	if err := rdb.ZAdd(ctx, ns+":limit:heavy", redis.Z{Score: float64(now + time.Hour.Milliseconds()), Member: "live-other"}).Err(); err != nil {
+	if err := rdb.ZAdd(ctx, limit.HeavyKeys(ns, "")[1], redis.Z{Score: float64(now + time.Hour.Milliseconds()), Member: "live-other"}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	_, d, err = l.Acquire(ctx, "acct_b", 1)

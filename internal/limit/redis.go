@@ -20,9 +20,9 @@ const DefaultLease = 30 * time.Second
 // bucket in Redis (gcra.go) and heavy slots are leases in sorted sets, so
 // every replica shares the same limits. It is safe for concurrent use.
 //
-// Keys: the heavy sets are HeavyKeys's "<namespace>:limit:heavy:<key>" and
-// "<namespace>:limit:heavy"; the rate buckets are RateKey's
-// "rate:<namespace>:limit:rate:<key>". All expire.
+// Keys: the heavy sets are HeavyKeys's "{<namespace>}:limit:heavy:<key>"
+// and "{<namespace>}:limit:heavy"; the rate buckets are RateKey's
+// "{<namespace>}:limit:rate:<key>". All expire.
 type Redis struct {
 	rdb    redis.UniversalClient
 	ns     string

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/lease"
 )
 
 // HeavyKeys are the Redis keys of key's heavy slots in namespace ns: the
-// key's own set "<ns>:limit:heavy:<key>" and the service's
-// "<ns>:limit:heavy", in the order SlotLua's take_slot takes them.
+// key's own set "{<ns>}:limit:heavy:<key>" and the service's
+// "{<ns>}:limit:heavy", in the order SlotLua's take_slot takes them.
 func HeavyKeys(ns, key string) []string {
-	return []string{ns + ":limit:heavy:" + key, ns + ":limit:heavy"}
+	p := keyspace.Prefix(ns)
+	return []string{p + "limit:heavy:" + key, p + "limit:heavy"}
 }
 
 // SlotLua defines the Lua function take_slot(keyset, allset, token,

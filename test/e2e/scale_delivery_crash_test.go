@@ -21,6 +21,7 @@ import (
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/scale"
@@ -116,7 +117,7 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	defer func() {
 		_ = st.Elastic.Drop(ctx)
 		rdb := st.Client()
-		for _, pat := range []string{ns + ":*", "asynq:{" + scheduler.QueueName(ns) + "}*"} {
+		for _, pat := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "asynq:{" + scheduler.QueueName(ns) + "}*"} {
 			iter := rdb.Scan(ctx, 0, pat, 1000).Iterator()
 			for iter.Next(ctx) {
 				rdb.Unlink(ctx, iter.Val())

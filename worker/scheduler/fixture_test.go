@@ -21,6 +21,7 @@ import (
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/mailer"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
@@ -93,7 +94,7 @@ func newHarness(t testing.TB) *harness {
 // dropNamespace removes every key of a namespace and its asynq queue.
 func dropNamespace(rdb *redis.Client, ns string) {
 	ctx := context.Background()
-	for _, pat := range []string{ns + ":*", "asynq:{" + QueueName(ns) + "}*", "asynq:{" + MailQueueName(ns) + "}*"} {
+	for _, pat := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "asynq:{" + QueueName(ns) + "}*", "asynq:{" + MailQueueName(ns) + "}*"} {
 		iter := rdb.Scan(ctx, 0, pat, 1000).Iterator()
 		for iter.Next(ctx) {
 			rdb.Unlink(ctx, iter.Val())

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/internal/watch"
@@ -50,7 +51,7 @@ func TestFirstAttemptSignedOnceSecretsSealed(t *testing.T) {
 	}
 	// No Redis value of the namespace holds the secret in the clear.
 	ctx := context.Background()
-	iter := h.rdb.Scan(ctx, 0, h.ns+":*", 1000).Iterator()
+	iter := h.rdb.Scan(ctx, 0, keyspace.Prefix(h.ns)+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
 		if typ, _ := h.rdb.Type(ctx, key).Result(); typ == "hash" {
@@ -93,7 +94,7 @@ func TestRetryScheduleThenDead(t *testing.T) {
 	if k := len(h.recv.of(id)); k != delivery.MaxAttempts {
 		t.Errorf("%d attempts, want exactly %d", k, delivery.MaxAttempts)
 	}
-	if f, _ := h.rdb.HGet(context.Background(), h.ns+":w:"+w.ID, "failures").Int(); f != 1 {
+	if f, _ := h.rdb.HGet(context.Background(), keyspace.Prefix(h.ns)+"w:"+w.ID, "failures").Int(); f != 1 {
 		t.Errorf("consecutive failed notices %d, want 1", f)
 	}
 }
@@ -201,7 +202,7 @@ func TestDeactivationAfterTenResetHeldAndReactivation(t *testing.T) {
 		}
 		return true
 	})
-	if f, _ := h.rdb.HGet(ctx, h.ns+":w:"+w.ID, "failures").Int(); f != 0 {
+	if f, _ := h.rdb.HGet(ctx, keyspace.Prefix(h.ns)+"w:"+w.ID, "failures").Int(); f != 0 {
 		t.Errorf("consecutive failed notices %d after reactivation and success, want 0", f)
 	}
 }

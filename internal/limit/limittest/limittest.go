@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
@@ -25,7 +26,7 @@ func Redis(t *testing.T, global int) (*limit.Redis, *redis.Client, string) {
 	ns := testservers.Namespace(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		for _, pattern := range []string{ns + ":*", "rate:" + ns + ":*"} {
+		for _, pattern := range []string{keyspace.Prefix(ns) + "*"} {
 			if keys, _ := rdb.Keys(ctx, pattern).Result(); len(keys) > 0 {
 				rdb.Del(ctx, keys...)
 			}

@@ -1,5 +1,7 @@
 package publog
 
+import "github.com/noticesd/noticesd/internal/keyspace"
+
 // Keys are the Redis keys of one namespace's write path, built here and
 // nowhere else. The writer's own keys share the hash tag {<ns>}, so the
 // scripts that touch them run in one slot on a Redis Cluster. Old* are
@@ -37,13 +39,14 @@ type Keys struct {
 	MatchThrough string
 
 	// OldSeq, OldWatermark and OldVersion are the counters of the fenced
-	// writer this one replaced.
+	// writer this one replaced, once the namespace's keys are upgraded to
+	// the tagged prefix (redisstore.UpgradeKeys renames "<ns>:arrival:*").
 	OldSeq, OldWatermark, OldVersion string
 }
 
 // KeysFor returns the keys of namespace ns.
 func KeysFor(ns string) Keys {
-	tag := "{" + ns + "}:"
+	tag := keyspace.Prefix(ns)
 	return Keys{
 		Writer:       tag + "writer",
 		Queue:        tag + "writer:queue",
@@ -56,8 +59,8 @@ func KeysFor(ns string) Keys {
 		Version:      tag + "dv",
 		MatchAt:      tag + "match:at",
 		MatchThrough: tag + "match:through",
-		OldSeq:       ns + ":arrival:seq",
-		OldWatermark: ns + ":arrival:watermark",
-		OldVersion:   ns + ":arrival:dv",
+		OldSeq:       tag + "arrival:seq",
+		OldWatermark: tag + "arrival:watermark",
+		OldVersion:   tag + "arrival:dv",
 	}
 }

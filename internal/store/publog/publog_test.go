@@ -177,9 +177,9 @@ func TestLapsedLeaseIsRefused(t *testing.T) {
 func TestCountersCarryOver(t *testing.T) {
 	ctx := context.Background()
 	l, rdb, ns := newLog(t, Options{})
-	rdb.Set(ctx, ns+":arrival:seq", 42, 0)
-	rdb.Set(ctx, ns+":arrival:watermark", 40, 0)
-	rdb.Set(ctx, ns+":arrival:dv", 7, 0)
+	rdb.Set(ctx, "{"+ns+"}:arrival:seq", 42, 0)
+	rdb.Set(ctx, "{"+ns+"}:arrival:watermark", 40, 0)
+	rdb.Set(ctx, "{"+ns+"}:arrival:dv", 7, 0)
 	le, err := l.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

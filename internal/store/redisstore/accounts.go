@@ -23,30 +23,30 @@ var _ store.Accounts = (*Store)(nil)
 //
 // Keys are stored only as hex SHA-256 (account.HashKey).
 
-// authScript reads a key's record and its account in one round trip.
-var authScript = redis.NewScript(`
-local k = redis.call('HMGET', KEYS[1], 'account', 'kind', 'hash')
-if not k[1] then return false end
-local a = redis.call('HMGET', ARGV[1] .. 'acct:' .. k[1], 'name', 'plan', 'active', 'created_at')
-if not a[1] then return false end
-return {k[1], k[2], k[3], a[1], a[2], a[3], a[4]}
-`)
-
 // Authenticate returns the principal owning key, or errs.Unauthorised. The
 // stored hash is compared in constant time; a lapsed subscription shows as
-// Principal.Account.Active false.
+// Principal.Account.Active false. The key's record and its account are two
+// reads (the account's key is named by the record): a rotation between
+// them answers as if the request had come just before it.
 func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal, error) {
 	var p account.Principal
 	h := account.HashKey(key)
-	v, err := authScript.Run(ctx, s.rdb, []string{s.key("apikey", h)}, s.ns).StringSlice()
-	if err == redis.Nil || (err == nil && subtle.ConstantTimeCompare([]byte(v[2]), []byte(h)) != 1) {
+	k, err := s.rdb.HMGet(ctx, s.key(apikeyKey, h), "account", "kind", "hash").Result()
+	if err == nil && (k[0] == nil || subtle.ConstantTimeCompare([]byte(str(k[2])), []byte(h)) != 1) {
 		return p, account.ErrUnknownKey()
 	}
 	if err != nil {
 		return p, s.fail("authenticate", err)
 	}
-	p.Account = account.Account{ID: v[0], Name: v[3], Plan: v[4], Active: v[5] == "1", CreatedAt: v[6]}
-	p.Kind = account.ParseKind(v[1])
+	a, err := s.rdb.HMGet(ctx, s.key(acctKey, str(k[0])), "name", "plan", "active", "created_at").Result()
+	if err == nil && a[0] == nil {
+		return p, account.ErrUnknownKey()
+	}
+	if err != nil {
+		return p, s.fail("authenticate", err)
+	}
+	p.Account = account.Account{ID: str(k[0]), Name: str(a[0]), Plan: str(a[1]), Active: str(a[2]) == "1", CreatedAt: str(a[3])}
+	p.Kind = account.ParseKind(str(k[1]))
 	return p, nil
 }
 
@@ -57,16 +57,16 @@ func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.C
 	if err != nil {
 		return account.Created{}, err
 	}
-	seq, err := s.rdb.Incr(ctx, s.key("acct", "seq")).Result()
+	seq, err := s.rdb.Incr(ctx, s.key(acctKey, "seq")).Result()
 	if err != nil {
 		return account.Created{}, s.fail("create account", err)
 	}
 	c := newKeys(account.NewID("acc_"))
-	ak := s.key("acct", c.AccountID)
+	ak := s.key(acctKey, c.AccountID)
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, ak, "name", name, "plan", plan, "active", "1", "created_at", notice.Timestamp(s.clock()),
 			"keys", account.HashKey(c.AccountKey)+","+account.HashKey(c.ReadKey))
-		p.ZAdd(ctx, s.key("accts"), redis.Z{Score: float64(seq), Member: c.AccountID})
+		p.ZAdd(ctx, s.key(acctsKey), redis.Z{Score: float64(seq), Member: c.AccountID})
 		s.addKeys(ctx, p, c)
 		return nil
 	})
@@ -87,20 +87,20 @@ func (s *Store) addKeys(ctx context.Context, p redis.Pipeliner, c account.Create
 		kind account.KeyKind
 	}{{c.AccountKey, account.AccountKey}, {c.ReadKey, account.ReadKey}} {
 		h := account.HashKey(k.key)
-		p.HSet(ctx, s.key("apikey", h), "account", c.AccountID, "kind", k.kind.String(), "hash", h)
+		p.HSet(ctx, s.key(apikeyKey, h), "account", c.AccountID, "kind", k.kind.String(), "hash", h)
 	}
 }
 
 // ListAccounts returns every account, oldest first.
 func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
-	ids, err := s.rdb.ZRange(ctx, s.key("accts"), 0, -1).Result()
+	ids, err := s.rdb.ZRange(ctx, s.key(acctsKey), 0, -1).Result()
 	if err != nil {
 		return nil, s.fail("list accounts", err)
 	}
 	cmds := make([]*redis.SliceCmd, len(ids))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HMGet(ctx, s.key("acct", id), "name", "plan", "active", "created_at")
+			cmds[i] = p.HMGet(ctx, s.key(acctKey, id), "name", "plan", "active", "created_at")
 		}
 		return nil
 	})
@@ -139,7 +139,7 @@ func (s *Store) SetSubscription(ctx context.Context, accountID string, active bo
 	if active {
 		v = "1"
 	}
-	n, err := setSubscriptionScript.Run(ctx, s.rdb, []string{s.key("acct", accountID), s.key(lapsedKey)}, v, accountID).Int()
+	n, err := setSubscriptionScript.Run(ctx, s.rdb, []string{s.key(acctKey, accountID), s.key(lapsedKey)}, v, accountID).Int()
 	if err != nil {
 		return s.fail("set subscription", err)
 	}
@@ -149,14 +149,17 @@ func (s *Store) SetSubscription(ctx context.Context, accountID string, active bo
 	return s.replicated(ctx, "subscription change")
 }
 
-// rotateScript swaps an account's key records in one step.
+// rotateScript swaps an account's key records in one step, if its keys
+// are still those read before (else -1: read again). KEYS: acct:<id>,
+// apikey:<new account key>, apikey:<new read key>, then apikey:<h> of
+// each old key. ARGV: account id, the two new hashes, the keys field read.
 var rotateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local old = redis.call('HGET', KEYS[1], 'keys') or ''
-for h in string.gmatch(old, '[^,]+') do redis.call('DEL', ARGV[1] .. 'apikey:' .. h) end
-redis.call('HSET', KEYS[1], 'keys', ARGV[3] .. ',' .. ARGV[5])
-redis.call('HSET', ARGV[1] .. 'apikey:' .. ARGV[3], 'account', ARGV[2], 'kind', 'account', 'hash', ARGV[3])
-redis.call('HSET', ARGV[1] .. 'apikey:' .. ARGV[5], 'account', ARGV[2], 'kind', 'read', 'hash', ARGV[5])
+if (redis.call('HGET', KEYS[1], 'keys') or '') ~= ARGV[4] then return -1 end
+for i = 4, #KEYS do redis.call('DEL', KEYS[i]) end
+redis.call('HSET', KEYS[1], 'keys', ARGV[2] .. ',' .. ARGV[3])
+redis.call('HSET', KEYS[2], 'account', ARGV[1], 'kind', 'account', 'hash', ARGV[2])
+redis.call('HSET', KEYS[3], 'account', ARGV[1], 'kind', 'read', 'hash', ARGV[3])
 return 1
 `)
 
@@ -164,15 +167,28 @@ return 1
 // soon as this returns.
 func (s *Store) RotateKeys(ctx context.Context, accountID string) (account.Created, error) {
 	c := newKeys(accountID)
-	n, err := rotateScript.Run(ctx, s.rdb, []string{s.key("acct", accountID)}, s.ns, accountID,
-		account.HashKey(c.AccountKey), "", account.HashKey(c.ReadKey)).Int()
-	if err != nil {
-		return account.Created{}, s.fail("rotate keys of "+accountID, err)
+	acct := s.key(acctKey, accountID)
+	ah, rh := account.HashKey(c.AccountKey), account.HashKey(c.ReadKey)
+	for {
+		old, err := s.rdb.HGet(ctx, acct, "keys").Result()
+		if err != nil && err != redis.Nil {
+			return account.Created{}, s.fail("rotate keys of "+accountID, err)
+		}
+		keys := []string{acct, s.key(apikeyKey, ah), s.key(apikeyKey, rh)}
+		for _, h := range splitList(old) {
+			keys = append(keys, s.key(apikeyKey, h))
+		}
+		n, err := rotateScript.Run(ctx, s.rdb, keys, accountID, ah, rh, old).Int()
+		if err != nil {
+			return account.Created{}, s.fail("rotate keys of "+accountID, err)
+		}
+		if n == 0 {
+			return account.Created{}, noAccount(accountID)
+		}
+		if n == 1 {
+			return c, s.replicated(ctx, "key rotation")
+		}
 	}
-	if n == 0 {
-		return account.Created{}, noAccount(accountID)
-	}
-	return c, s.replicated(ctx, "key rotation")
 }
 
 func noAccount(id string) error { return account.ErrNoAccount(id) }

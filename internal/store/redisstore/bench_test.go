@@ -296,14 +296,14 @@ func BenchmarkMatchOneNotice(b *testing.B) {
 			keys[i] = acn(w*per + i)
 		}
 		doc, _ := encodeWatch(watch.Watch{ID: id, AccountID: "acc_bench", Active: true, Identifiers: keys[:1]})
-		if err := f.rdb.HSet(ctx, f.rs.key("w", id), "account", "acc_bench", "doc", doc, "cseq", "0", "eseq", "0").Err(); err != nil {
+		if err := f.rdb.HSet(ctx, f.rs.key(watchKey, id), "account", "acc_bench", "doc", doc, "cseq", "0", "eseq", "0").Err(); err != nil {
 			b.Fatal(err)
 		}
 		if err := f.rs.indexKeys(ctx, id, keys, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
-	mem, _ := f.rdb.MemoryUsage(ctx, f.rs.key("rix", rixBucket(acn(0)))).Result()
+	mem, _ := f.rdb.MemoryUsage(ctx, f.rs.key(rixKey, rixBucket(acn(0)))).Result()
 	b.Logf("built %d watches / %d identifiers in %v; one index bucket takes %d bytes (x %d buckets: about %d MB)",
 		watches, watches*per, time.Since(start).Round(time.Second), mem, rixBuckets, mem*rixBuckets>>20)
 	b.Run("store", func(b *testing.B) {
@@ -332,11 +332,11 @@ func BenchmarkMatchOneNotice(b *testing.B) {
 			i++
 			start := time.Now()
 			f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				p.SMembers(ctx, f.rs.key("fo"))
+				p.SMembers(ctx, f.rs.key(filterOnlyKey))
 				reg.queueACNsOf(ctx, p, []string{*n.ABN})
 				for _, k := range []string{*n.ACN, *n.ABN} {
-					p.HGet(ctx, f.rs.key("rix", rixBucket(k)), k)
-					p.SMembers(ctx, f.rs.key("rixs", k))
+					p.HGet(ctx, f.rs.key(rixKey, rixBucket(k)), k)
+					p.SMembers(ctx, f.rs.key(rixsKey, k))
 				}
 				return nil
 			})

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -32,7 +33,7 @@ func TestReplicatedCoversOtherConnections(t *testing.T) {
 	t.Run("no replica: no WAIT, no write", func(t *testing.T) {
 		rdb := dial(testservers.Redis(t))
 		ns := testservers.Namespace(t)
-		s := &Store{rdb: rdb, ns: ns + ":"}
+		s := &Store{rdb: rdb, ns: keyspace.Prefix(ns)}
 		if err := s.replicated(ctx, "test write"); err != nil {
 			t.Fatal(err)
 		}

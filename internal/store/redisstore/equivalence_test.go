@@ -274,11 +274,11 @@ func TestIndexByACNMatchesArrivalsAsEmbedded(t *testing.T) {
 		ws = append(ws, pair{ew, rw})
 	}
 	for _, k := range []string{shared, other, "51" + acn(3)} {
-		if v, _ := f.rdb.HGet(ctx, f.rs.key("rix", rixBucket(k)), k).Result(); v != "" {
+		if v, _ := f.rdb.HGet(ctx, f.rs.key(rixKey, rixBucket(k)), k).Result(); v != "" {
 			t.Errorf("register ABN %s is in the reverse index (watch %s); register companies are indexed by ACN", k, v)
 		}
 	}
-	if v, _ := f.rdb.HGet(ctx, f.rs.key("rix", rixBucket(stranger)), stranger).Result(); v != ws[4].r {
+	if v, _ := f.rdb.HGet(ctx, f.rs.key(rixKey, rixBucket(stranger)), stranger).Result(); v != ws[4].r {
 		t.Errorf("the unresolved ABN %s is indexed for %q, want its watch %s", stranger, v, ws[4].r)
 	}
 	// Notices arrive after the watches: only ABNs, or only the ACN.
@@ -305,7 +305,7 @@ func TestIndexByACNMatchesArrivalsAsEmbedded(t *testing.T) {
 		if len(em.Notices) == 0 {
 			t.Errorf("watch on %v: the embedded store matches nothing (the test proves little)", books[i])
 		}
-		logged, err := f.rdb.ZCard(ctx, f.rs.key("wm", w.r)).Result()
+		logged, err := f.rdb.ZCard(ctx, f.rs.key(matchLogKey, w.r)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,11 +319,11 @@ func TestIndexByACNMatchesArrivalsAsEmbedded(t *testing.T) {
 	}
 	// A watch written before ixabn existed: every match key indexed.
 	old := ws[0].r
-	keys, err := f.rdb.Get(ctx, f.rs.key("w", old, "keys")).Result()
+	keys, err := f.rdb.Get(ctx, f.rs.key(watchKey, old, "keys")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.rdb.HDel(ctx, f.rs.key("w", old), "ixabn").Err(); err != nil {
+	if err := f.rdb.HDel(ctx, f.rs.key(watchKey, old), "ixabn").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.rs.indexKeys(ctx, old, splitList(keys), nil); err != nil {
@@ -335,10 +335,10 @@ func TestIndexByACNMatchesArrivalsAsEmbedded(t *testing.T) {
 		}
 	}
 	for _, k := range append(splitList(keys), acn(1), acn(2), acn(3), acn(40), stranger) {
-		if v, _ := f.rdb.HGet(ctx, f.rs.key("rix", rixBucket(k)), k).Result(); v != "" {
+		if v, _ := f.rdb.HGet(ctx, f.rs.key(rixKey, rixBucket(k)), k).Result(); v != "" {
 			t.Errorf("after every watch was deleted, key %s is still indexed for %s", k, v)
 		}
-		if n, _ := f.rdb.SCard(ctx, f.rs.key("rixs", k)).Result(); n != 0 {
+		if n, _ := f.rdb.SCard(ctx, f.rs.key(rixsKey, k)).Result(); n != 0 {
 			t.Errorf("after every watch was deleted, key %s still has %d further watches", k, n)
 		}
 	}

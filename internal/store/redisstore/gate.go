@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"crypto/subtle"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -100,7 +99,7 @@ func (s *Store) SlotGate(l *limit.Redis) func(ctx context.Context, key string, e
 // when the slot was not tried.
 func (s *Store) gate(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, claim *limit.SlotClaim) (p account.Principal, taken bool, d limit.Decision, n int64, err error) {
 	h := account.HashKey(key)
-	keys := []string{s.key("apikey", h), s.key("acct", expect.Account.ID), limit.RateKey(strings.TrimSuffix(s.ns, ":"), bucket)}
+	keys := []string{s.key(apikeyKey, h), s.key(acctKey, expect.Account.ID), limit.RateKey(s.name, bucket)}
 	args := append([]any{expect.Account.ID, expect.Kind.String(), expect.Account.Plan}, r.GCRAArgs()...)
 	if claim != nil {
 		keys, args = append(keys, claim.Keys...), append(args, claim.Args...)

@@ -27,25 +27,6 @@ import (
 // ZCARD mq and ZCARD mdead (mail.go). A namespace written before these
 // keys existed gets them computed once from the records, by
 // rebuildGaugesScript, the first time the gauges are read.
-const (
-	lapsedKey    = "acct:lapsed"
-	winactiveKey = "winactive"
-	// wrel is the set of reactivated watches whose held deliveries are not
-	// yet released, and wdeact the hash of watches owed a deactivation
-	// (id -> {"n", "e", "at"}): the second steps of two-step changes,
-	// finished by Reconcile if the process making them stopped first.
-	wrelKey   = "wrel"
-	wdeactKey = "wdeact"
-	dstatKey  = "dstat"
-	ddueKey   = "ddue"
-	// dlease holds the attempts in flight by the end of their lease (ms):
-	// one whose lease ran out was cut short (its worker died) and is run
-	// again by a recovery task (ledger.go, LapsedAttempts).
-	dleaseKey = "dlease"
-	// wait is the mark an acknowledged write increments on the connection
-	// it then sends WAIT on (durable.go).
-	waitMarkKey = "wait"
-)
 
 var _ store.GaugeSource = (*Store)(nil)
 
@@ -69,14 +50,14 @@ func (s *Store) Gauges(ctx context.Context) (store.Gauges, error) {
 func (s *Store) readGauges(ctx context.Context) (g store.Gauges, ok bool, err error) {
 	now := s.clock().UnixMilli()
 	p := s.rdb.Pipeline()
-	accts := p.ZCard(ctx, s.key("accts"))
+	accts := p.ZCard(ctx, s.key(acctsKey))
 	lapsed := p.SCard(ctx, s.key(lapsedKey))
-	watches := p.SCard(ctx, s.key("watches"))
+	watches := p.SCard(ctx, s.key(watchesKey))
 	inactive := p.SCard(ctx, s.key(winactiveKey))
 	stat := p.HMGet(ctx, s.key(dstatKey), "v", "pending", "delivered", "dead", "retry")
 	due := p.ZCount(ctx, s.key(ddueKey), "-inf", strconv.FormatInt(now, 10))
-	mailPending := p.ZCard(ctx, s.key("mq"))
-	mailDead := p.ZCard(ctx, s.key("mdead"))
+	mailPending := p.ZCard(ctx, s.key(mailQueueKey))
+	mailDead := p.ZCard(ctx, s.key(mailDeadKey))
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return g, false, s.fail("read gauges", err)
 	}
@@ -102,18 +83,41 @@ func (s *Store) readGauges(ctx context.Context) (g store.Gauges, ok bool, err er
 // (atomic: no state change interleaves), replacing what they held. Gauges
 // runs it once on a namespace that never had them; it costs time in
 // proportion to the accounts, watches and deliveries stored and holds
-// Redis meanwhile.
+// Redis meanwhile. The accounts and watches are read first, so their keys
+// go in KEYS; the script refuses (-1) when they changed meanwhile, and
+// they are read again.
 func (s *Store) RebuildGauges(ctx context.Context) error {
-	err := rebuildGaugesScript.Run(ctx, s.rdb,
-		[]string{s.key(lapsedKey), s.key(winactiveKey), s.key(dstatKey), s.key(ddueKey)}, s.ns).Err()
-	return s.fail("compute gauges", err)
+	for {
+		var accts *redis.StringSliceCmd
+		var watches *redis.StringSliceCmd
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			accts, watches = p.ZRange(ctx, s.key(acctsKey), 0, -1), p.SMembers(ctx, s.key(watchesKey))
+			return nil
+		}); err != nil {
+			return s.fail("compute gauges", err)
+		}
+		keys := []string{s.key(lapsedKey), s.key(winactiveKey), s.key(dstatKey), s.key(ddueKey), s.key(acctsKey), s.key(watchesKey)}
+		args := []any{joinList(accts.Val()), len(accts.Val())}
+		for _, id := range accts.Val() {
+			keys, args = append(keys, s.key(acctKey, id)), append(args, id)
+		}
+		for _, id := range watches.Val() {
+			keys, args = append(keys, s.key(watchKey, id), s.key(recordsKey, id)), append(args, id)
+		}
+		n, err := rebuildGaugesScript.Run(ctx, s.rdb, keys, args...).Int()
+		if err != nil || n == 1 {
+			return s.fail("compute gauges", err)
+		}
+	}
 }
 
 // rebuildGaugesScript recomputes the gauge keys. KEYS: acct:lapsed,
-// winactive, dstat, ddue. ARGV: ns. next_attempt_at (layout
+// winactive, dstat, ddue, accts, watches, acct:<a> of each account, then
+// w:<id> and dr:<id> of each watch. ARGV: the account ids comma-joined,
+// their number, the account ids, the watch ids. It returns -1 when the
+// accounts or watches are not those passed. next_attempt_at (layout
 // notice.TimestampLayout, UTC) becomes unix ms by the civil-date formula.
 var rebuildGaugesScript = redis.NewScript(`
-local ns = ARGV[1]
 local function ms(ts)
   local y, mo, d, h, mi, s, f = string.match(ts, '^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)%.(%d+)Z$')
   y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
@@ -126,15 +130,22 @@ local function ms(ts)
   local days = era * 146097 + doe - 719468
   return ((days * 24 + tonumber(h)) * 60 + tonumber(mi)) * 60000 + tonumber(s) * 1000 + tonumber(f)
 end
+if table.concat(redis.call('ZRANGE', KEYS[5], 0, -1), ',') ~= ARGV[1] then return -1 end
+local na = tonumber(ARGV[2])
+if redis.call('SCARD', KEYS[6]) ~= #ARGV - 2 - na then return -1 end
+for i = 3 + na, #ARGV do
+  if redis.call('SISMEMBER', KEYS[6], ARGV[i]) == 0 then return -1 end
+end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-for _, id in ipairs(redis.call('ZRANGE', ns .. 'accts', 0, -1)) do
-  if redis.call('HGET', ns .. 'acct:' .. id, 'active') == '0' then redis.call('SADD', KEYS[1], id) end
+for i = 1, na do
+  if redis.call('HGET', KEYS[6 + i], 'active') == '0' then redis.call('SADD', KEYS[1], ARGV[2 + i]) end
 end
 local c = {pending = 0, delivered = 0, dead = 0, retry = 0}
-for _, id in ipairs(redis.call('SMEMBERS', ns .. 'watches')) do
-  local doc = redis.call('HGET', ns .. 'w:' .. id, 'doc')
+for j = 1, #ARGV - 2 - na do
+  local id, wk, dk = ARGV[2 + na + j], KEYS[5 + na + 2 * j], KEYS[6 + na + 2 * j]
+  local doc = redis.call('HGET', wk, 'doc')
   if doc and not cjson.decode(doc).active then redis.call('SADD', KEYS[2], id) end
-  for _, raw in ipairs(redis.call('HVALS', ns .. 'dr:' .. id)) do
+  for _, raw in ipairs(redis.call('HVALS', dk)) do
     local r = cjson.decode(raw)
     c[r.status] = (c[r.status] or 0) + 1
     if r.status == 'pending' then

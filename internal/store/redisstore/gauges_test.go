@@ -82,7 +82,7 @@ func TestGaugesContract(t *testing.T) {
 func pendingByScan(t *testing.T, f fixture) []Ref {
 	t.Helper()
 	ctx := context.Background()
-	ids, err := f.rdb.SMembers(ctx, f.rs.key("watches")).Result()
+	ids, err := f.rdb.SMembers(ctx, f.rs.key(watchesKey)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,7 +174,7 @@ func deliveredPairs(t testing.TB, f fixture, watchIDs ...string) map[string]int 
 // recordsOf reads every delivery record of the watch.
 func recordsOf(t testing.TB, f fixture, watchID string) []delivery.Record {
 	t.Helper()
-	recs, err := f.rdb.HVals(context.Background(), f.rs.key("dr", watchID)).Result()
+	recs, err := f.rdb.HVals(context.Background(), f.rs.key(recordsKey, watchID)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

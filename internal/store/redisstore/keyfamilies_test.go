@@ -11,6 +11,8 @@ import (
 
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/keyspace"
+	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
 )
@@ -94,27 +96,7 @@ func TestKeyFamiliesDocumented(t *testing.T) {
 	}
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	storetest.Load(t, f.backend().Backend)
-	accountID, watchID := f.alphaWatch(t)
-	f.failDeliveries(t, accountID, watchID) // ten dead notices: deactivation, alert mail
-	otherAccount, other := f.alphaWatch(t)
-	f.failDeliveriesN(t, otherAccount, other, 0)
-	f.deliver(t, other, "KEYS-OK", true)
-	f.deliver(t, other, "KEYS-RETRY", false)
-	if _, err := f.rs.MatchArrivals(ctx, 500); err != nil {
-		t.Fatal(err)
-	}
-	plan := account.DefaultPlans()["enterprise"]
-	doomed, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: append(idsOf(t, storetest.ACNAlpha),
-		ident.ID{Kind: ident.ACN, Value: acn(3)})}, accountID, f.clock.Now()), plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.rs.stopBefore = func(step string) bool { return step == "delete-chunks" }
-	if err := f.rs.DeleteWatch(ctx, accountID, doomed.ID); err != errStopped {
-		t.Fatalf("delete: %v, want stopped after its first step", err)
-	}
-	f.rs.stopBefore = nil
+	familyWorkload(t, f)
 
 	patterns := make([]*regexp.Regexp, len(families))
 	for i, p := range families {
@@ -147,4 +129,78 @@ func TestKeyFamiliesDocumented(t *testing.T) {
 		t.Errorf("the workload left keys of only %d families: %v", len(seen), seen)
 	}
 	t.Logf("%d of %d documented families seen", len(seen), len(families))
+}
+
+// familyWorkload leaves keys of most families in f's namespace: accounts,
+// a register load, notices, watches, arrival matching, deliveries
+// delivered, failed and dead, a deactivation and its alert, a delete
+// stopped after its first step.
+func familyWorkload(t *testing.T, f fixture) {
+	t.Helper()
+	ctx := context.Background()
+	storetest.Load(t, f.backend().Backend)
+	accountID, watchID := f.alphaWatch(t)
+	f.failDeliveries(t, accountID, watchID) // ten dead notices: deactivation, alert mail
+	otherAccount, other := f.alphaWatch(t)
+	f.failDeliveriesN(t, otherAccount, other, 0)
+	f.deliver(t, other, "KEYS-OK", true)
+	f.deliver(t, other, "KEYS-RETRY", false)
+	if _, err := f.rs.MatchArrivals(ctx, 500); err != nil {
+		t.Fatal(err)
+	}
+	plan := account.DefaultPlans()["enterprise"]
+	doomed, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: append(idsOf(t, storetest.ACNAlpha),
+		ident.ID{Kind: ident.ACN, Value: acn(3)})}, accountID, f.clock.Now()), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rs.stopBefore = func(step string) bool { return step == "delete-chunks" }
+	if err := f.rs.DeleteWatch(ctx, accountID, doomed.ID); err != errStopped {
+		t.Fatalf("delete: %v, want stopped after its first step", err)
+	}
+	f.rs.stopBefore = nil
+}
+
+// TestKeysShareOneSlot: every key the families workload, a request's rate
+// token and a held heavy slot leave for the namespace starts with its
+// prefix {ns}: and hashes to the one Redis Cluster slot of its tag; none
+// is left under the old prefix "ns:" (or the rate buckets' old
+// "rate:ns:").
+func TestKeysShareOneSlot(t *testing.T) {
+	ctx := context.Background()
+	f, l, c, want := newGateFixture(t, 2, "One Slot Co")
+	familyWorkload(t, f)
+	bucket := want.Account.ID + ":read"
+	_, taken, _, slot, err := f.rs.SlotGate(l)(ctx, c.ReadKey, want, bucket, limit.Rate{PerSecond: 1, Burst: 5}, bucket, 1)
+	if err != nil || !taken || !slot.Decision.Allowed {
+		t.Fatalf("gate: taken %v, slot %+v, %v", taken, slot, err)
+	}
+	defer slot.Release()
+
+	prefix := keyspace.Prefix(f.ns)
+	n := 0
+	iter := f.rdb.Scan(ctx, 0, "*"+f.ns+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		if strings.HasPrefix(k, "asynq:") {
+			continue // asynq's own keys, tagged by queue
+		}
+		n++
+		if !strings.HasPrefix(k, prefix) {
+			t.Errorf("key %s is not under %s", k, prefix)
+		} else if keyspace.Slot(k) != keyspace.Slot(prefix) {
+			t.Errorf("key %s hashes to slot %d, not the namespace's %d", k, keyspace.Slot(k), keyspace.Slot(prefix))
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 40 {
+		t.Errorf("the workload left only %d keys", n)
+	}
+	for _, k := range append(limit.HeavyKeys(f.ns, bucket), limit.RateKey(f.ns, bucket)) {
+		if f.rdb.Exists(ctx, k).Val() != 1 {
+			t.Errorf("%s was not written: the test did not reach the limiter's keys", k)
+		}
+	}
 }

@@ -94,7 +94,7 @@ func (s *Store) pendingArgs(watchID string, n *notice.Notice, now time.Time) ([]
 	}
 	ref := Ref{WatchID: watchID, DeliveryID: r.ID, NoticeSeq: n.Seq}
 	member := fmt.Sprintf("%020d|%s", n.Seq, r.ID)
-	return []string{s.key("dr", watchID), s.key("dl", watchID), s.key("w", watchID), s.key("dq"), s.key(dstatKey), s.key(ddueKey)},
+	return []string{s.key(recordsKey, watchID), s.key(deliveriesKey, watchID), s.key(watchKey, watchID), s.key(outboxKey), s.key(dstatKey), s.key(ddueKey)},
 		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli()}, nil
 }
 
@@ -149,7 +149,7 @@ func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time
 		}
 		eseq, ok := eseqs[p.WatchID]
 		if !ok {
-			v, err := s.rdb.HMGet(ctx, s.key("w", p.WatchID), "eseq", "secret").Result()
+			v, err := s.rdb.HMGet(ctx, s.key(watchKey, p.WatchID), "eseq", "secret").Result()
 			if err != nil {
 				return 0, s.fail("read watch", err)
 			}
@@ -201,7 +201,7 @@ return ms
 // are hidden from other pumps for lease, after which, if the pump has not
 // removed them (Scheduled) because it died, they are due again.
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Ref, error) {
-	ms, err := claimDueScript.Run(ctx, s.rdb, []string{s.key("dq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit).StringSlice()
+	ms, err := claimDueScript.Run(ctx, s.rdb, []string{s.key(outboxKey)}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit).StringSlice()
 	if err != nil {
 		return nil, s.fail("read the delivery outbox", err)
 	}
@@ -210,7 +210,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 		if r, ok := parseRef(m); ok {
 			out = append(out, r)
 		} else {
-			_ = s.rdb.ZRem(ctx, s.key("dq"), m).Err()
+			_ = s.rdb.ZRem(ctx, s.key(outboxKey), m).Err()
 		}
 	}
 	return out, nil
@@ -225,14 +225,14 @@ func (s *Store) Scheduled(ctx context.Context, refs []Ref) error {
 	for i, r := range refs {
 		ms[i] = r.member()
 	}
-	return s.fail("update the delivery outbox", s.rdb.ZRem(ctx, s.key("dq"), ms...).Err())
+	return s.fail("update the delivery outbox", s.rdb.ZRem(ctx, s.key(outboxKey), ms...).Err())
 }
 
 // Postpone moves refs' outbox entries to at (their task could not be made
 // yet).
 func (s *Store) Postpone(ctx context.Context, refs []Ref, at time.Time) error {
 	for _, r := range refs {
-		if err := s.rdb.ZAddXX(ctx, s.key("dq"), redis.Z{Score: float64(at.UnixMilli()), Member: r.member()}).Err(); err != nil {
+		if err := s.rdb.ZAddXX(ctx, s.key(outboxKey), redis.Z{Score: float64(at.UnixMilli()), Member: r.member()}).Err(); err != nil {
 			return s.fail("update the delivery outbox", err)
 		}
 	}
@@ -280,7 +280,7 @@ func (s *Store) Pending(ctx context.Context, dueBy time.Time) ([]Ref, error) {
 // Reschedule puts refs in the outbox, due at now (the sweep's repair).
 func (s *Store) Reschedule(ctx context.Context, refs []Ref, now time.Time) error {
 	for _, r := range refs {
-		if err := s.rdb.ZAddNX(ctx, s.key("dq"), redis.Z{Score: float64(now.UnixMilli()), Member: r.member()}).Err(); err != nil {
+		if err := s.rdb.ZAddNX(ctx, s.key(outboxKey), redis.Z{Score: float64(now.UnixMilli()), Member: r.member()}).Err(); err != nil {
 			return s.fail("update the delivery outbox", err)
 		}
 	}
@@ -388,7 +388,7 @@ func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time, hold Hold) (B
 	if hold.Lease > 0 {
 		until = now.Add(hold.Lease).UnixMilli()
 	}
-	v, err := beginScript.Run(ctx, s.rdb, []string{s.key("dr", ref.WatchID), s.key("w", ref.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(dleaseKey)},
+	v, err := beginScript.Run(ctx, s.rdb, []string{s.key(recordsKey, ref.WatchID), s.key(watchKey, ref.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(dleaseKey)},
 		ref.DeliveryID, notice.Timestamp(now), now.UnixMilli(), ref.member(), hold.Task, until).Slice()
 	if err != nil {
 		return Begun{}, s.fail("begin a delivery attempt", err)
@@ -432,7 +432,7 @@ return 1
 // holds it (the attempt ended, or its lease ran out and a recovery task
 // took it over): the caller should stop.
 func (s *Store) Renew(ctx context.Context, ref Ref, task string, until time.Time) (bool, error) {
-	n, err := renewScript.Run(ctx, s.rdb, []string{s.key("dr", ref.WatchID), s.key(dleaseKey)},
+	n, err := renewScript.Run(ctx, s.rdb, []string{s.key(recordsKey, ref.WatchID), s.key(dleaseKey)},
 		ref.DeliveryID, task, until.UnixMilli(), ref.member()).Int()
 	if err != nil {
 		return false, s.fail("renew a delivery attempt's lease", err)
@@ -593,7 +593,7 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	if !out.SentAt.IsZero() {
 		deliveredAt = notice.Timestamp(out.SentAt)
 	}
-	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key("dr", job.WatchID), s.key("w", job.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(wdeactKey), s.key("dl", job.WatchID), s.key("df", job.WatchID), s.key(dleaseKey)},
+	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key(recordsKey, job.WatchID), s.key(watchKey, job.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(wdeactKey), s.key(deliveriesKey, job.WatchID), s.key(finalKey, job.WatchID), s.key(dleaseKey)},
 		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, notice.Timestamp(next), next.UnixMilli(), job.WatchID, delivery.DeactivateAfter, deliveredAt,
 		delivery.KeepRecords, stamp(now.Add(-delivery.KeepAge)).UnixMilli(), delivery.TrimStep).Int()
 	if err != nil {
@@ -614,7 +614,7 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 // URL comes with a new secret (registration makes one), so the watch's
 // document, which holds its identifiers, is read only after a change.
 func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string, err error) {
-	sealed, err := s.rdb.HGet(ctx, s.key("w", job.WatchID), "secret").Result()
+	sealed, err := s.rdb.HGet(ctx, s.key(watchKey, job.WatchID), "secret").Result()
 	if errors.Is(err, redis.Nil) || err == nil && sealed == "" {
 		return "", "", noWebhook(job.WatchID)
 	}
@@ -627,7 +627,7 @@ func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string,
 	if secret == job.Secret {
 		return job.URL, secret, nil
 	}
-	raw, err := s.rdb.HGet(ctx, s.key("w", job.WatchID), "doc").Result()
+	raw, err := s.rdb.HGet(ctx, s.key(watchKey, job.WatchID), "doc").Result()
 	if errors.Is(err, redis.Nil) {
 		return "", "", noWebhook(job.WatchID)
 	}
@@ -661,7 +661,7 @@ return 1
 // hold holds the watch's pending deliveries: their tasks find the watch
 // inactive and do nothing.
 func (s *Store) hold(ctx context.Context, watchID string, now time.Time) error {
-	return s.fail("hold deliveries", holdScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key(ddueKey)}, notice.Timestamp(now), watchID).Err())
+	return s.fail("hold deliveries", holdScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(ddueKey)}, notice.Timestamp(now), watchID).Err())
 }
 
 // releaseScript makes every held delivery of an active watch due at once
@@ -696,7 +696,7 @@ return n
 // Release makes every held delivery of the watch due at now (it was just
 // reactivated): all of them at once, without the two-day window check.
 func (s *Store) Release(ctx context.Context, watchID string, now time.Time) (int, error) {
-	n, err := releaseScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("dq"), s.key(ddueKey), s.key(wrelKey), s.key("w", watchID), s.key(dleaseKey)},
+	n, err := releaseScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(outboxKey), s.key(ddueKey), s.key(wrelKey), s.key(watchKey, watchID), s.key(dleaseKey)},
 		notice.Timestamp(now), now.UnixMilli(), watchID).Int()
 	return n, s.fail("release held deliveries", err)
 }
@@ -767,7 +767,7 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 		if err := json.Unmarshal([]byte(raw), &d); err != nil {
 			return done, fmt.Errorf("redisstore: deactivation owed to watch %s is unreadable (%q): %w", id, raw, err)
 		}
-		failures, err := s.rdb.HGet(ctx, s.key("w", id), "failures").Int()
+		failures, err := s.rdb.HGet(ctx, s.key(watchKey, id), "failures").Int()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return done, s.fail("read a watch's failures", err)
 		}
@@ -801,7 +801,3 @@ func (s *Store) NoticeBySeq(ctx context.Context, seq int64) (notice.Notice, bool
 	}
 	return ns[0], true, nil
 }
-
-// MatchedStream is the key of the stream of matched (watch, notice_seq)
-// pairs that arrival matching hands to delivery.
-func (s *Store) MatchedStream() string { return s.key("matched") }

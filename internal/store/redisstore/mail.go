@@ -43,7 +43,7 @@ var _ store.Mail = (*Store)(nil)
 
 // LastDigestWindow reads the last digest window run (key mdw, unix ms).
 func (s *Store) LastDigestWindow(ctx context.Context) (time.Time, error) {
-	ms, err := s.rdb.Get(ctx, s.key("mdw")).Int64()
+	ms, err := s.rdb.Get(ctx, s.key(digestsKey)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return time.Time{}, nil
 	}
@@ -62,19 +62,19 @@ return 1
 
 // SetDigestWindow records window as run, never moving it back.
 func (s *Store) SetDigestWindow(ctx context.Context, window time.Time) error {
-	return s.fail("record the digest window", setWindowScript.Run(ctx, s.rdb, []string{s.key("mdw")}, window.UnixMilli()).Err())
+	return s.fail("record the digest window", setWindowScript.Run(ctx, s.rdb, []string{s.key(digestsKey)}, window.UnixMilli()).Err())
 }
 
 // DigestTargets lists the watches with an alert_email whose create has
 // finished.
 func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {
-	ids, err := s.rdb.SMembers(ctx, s.key("watches")).Result()
+	ids, err := s.rdb.SMembers(ctx, s.key(watchesKey)).Result()
 	if err != nil {
 		return nil, s.fail("list watches", err)
 	}
 	var out []mail.Target
 	for _, id := range ids {
-		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "doc", "eseq", "dseq", "a0").Result()
+		v, err := s.rdb.HMGet(ctx, s.key(watchKey, id), "account", "doc", "eseq", "dseq", "a0").Result()
 		if err != nil {
 			return nil, s.fail("read watch", err)
 		}
@@ -119,7 +119,7 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 		return false, err
 	}
 	n, err := queueDigestScript.Run(ctx, s.rdb,
-		[]string{s.key("mail", job.ID), s.key("mq"), s.key("mpd", job.WatchID), s.key("w", job.WatchID)},
+		[]string{s.key(mailKey, job.ID), s.key(mailQueueKey), s.key(digestKey, job.WatchID), s.key(watchKey, job.WatchID)},
 		job.ID, b, job.Kind, job.WatchID, now.UnixMilli(), notice.Timestamp(now)).Int()
 	if err != nil {
 		return false, s.fail("queue a digest", err)
@@ -127,20 +127,28 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 	return n == 1, nil
 }
 
-// claimMailScript leases up to ARGV[3] jobs due at ARGV[1] (ms) until
-// ARGV[2] (ms), counting each attempt; the mail of a deleted watch is
-// dropped (status deleted). KEYS: mq. ARGV[4]: the mail key prefix,
-// ARGV[5]: the watch key prefix, ARGV[6]: retention ms. Returns {id, job, attempts, held, ...}.
+// claimMailScript leases the jobs passed that are still due at ARGV[1]
+// (ms) until ARGV[2] (ms), counting each attempt; the mail of a deleted
+// watch is dropped (status deleted). KEYS: mq, then mail:<id> and
+// w:<watch> of each job. ARGV: now ms, lease end ms, retention ms, then
+// each job's id and watch (read before, with mq: a job another claimer
+// took meanwhile is no longer due and is left alone). Returns {id, job,
+// attempts, held, ...}.
 var claimMailScript = redis.NewScript(`
 local out = {}
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))) do
-  local k = ARGV[4] .. id
-  if redis.call('HGET', k, 'status') ~= 'pending' then
+for i = 4, #ARGV, 2 do
+  local id, k, wk = ARGV[i], KEYS[i - 2], KEYS[i - 1]
+  local due = redis.call('ZSCORE', KEYS[1], id)
+  if not due or tonumber(due) > tonumber(ARGV[1]) then
+    -- taken meanwhile
+  elseif redis.call('HGET', k, 'status') ~= 'pending' then
     redis.call('ZREM', KEYS[1], id)
-  elseif redis.call('EXISTS', ARGV[5] .. redis.call('HGET', k, 'watch')) == 0 then
+  elseif redis.call('HGET', k, 'watch') ~= ARGV[i + 1] then
+    -- not the job read (cannot happen: a job's watch never changes)
+  elseif redis.call('EXISTS', wk) == 0 then
     -- the watch was deleted: its mail goes with it, as embedded
     redis.call('HSET', k, 'status', 'deleted')
-    redis.call('PEXPIRE', k, ARGV[6])
+    redis.call('PEXPIRE', k, ARGV[3])
     redis.call('ZREM', KEYS[1], id)
   else
     local n = redis.call('HINCRBY', k, 'attempts', 1)
@@ -156,9 +164,47 @@ end
 return out
 `)
 
+// dueMail returns up to limit ids of the jobs due at now, and the keys
+// of each (mail:<id>, and with watches w:<watch> after it) after mq.
+func (s *Store) dueMail(ctx context.Context, now time.Time, limit int, watches bool) (ids []string, keys []string, owners []string, err error) {
+	ids, err = s.rdb.ZRangeByScore(ctx, s.key(mailQueueKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
+	if err != nil || len(ids) == 0 {
+		return nil, nil, nil, err
+	}
+	var cmds []*redis.StringCmd
+	if watches {
+		cmds = make([]*redis.StringCmd, len(ids))
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = p.HGet(ctx, s.key(mailKey, id), "watch")
+			}
+			return nil
+		}); err != nil && err != redis.Nil {
+			return nil, nil, nil, err
+		}
+	}
+	keys = []string{s.key(mailQueueKey)}
+	for i, id := range ids {
+		keys = append(keys, s.key(mailKey, id))
+		if watches {
+			owners = append(owners, cmds[i].Val())
+			keys = append(keys, s.key(watchKey, cmds[i].Val()))
+		}
+	}
+	return ids, keys, owners, nil
+}
+
 // ClaimMail leases due pending jobs.
 func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
-	v, err := claimMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit, s.key("mail")+":", s.key("w")+":", mail.Retention.Milliseconds()).StringSlice()
+	ids, keys, owners, err := s.dueMail(ctx, now, limit, true)
+	if err != nil || len(ids) == 0 {
+		return nil, s.fail("claim mail", err)
+	}
+	args := []any{now.UnixMilli(), now.Add(lease).UnixMilli(), mail.Retention.Milliseconds()}
+	for i, id := range ids {
+		args = append(args, id, owners[i])
+	}
+	v, err := claimMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
 		return nil, s.fail("claim mail", err)
 	}
@@ -222,7 +268,7 @@ func (s *Store) CompleteMail(ctx context.Context, job mail.Job, out mail.Outcome
 		through = job.Digest.ThroughSeq
 	}
 	err := completeMailScript.Run(ctx, s.rdb,
-		[]string{s.key("mail", job.ID), s.key("mq"), s.key("mpd", job.WatchID), s.key("w", job.WatchID), s.key("mdead"), s.key("mlasterr")},
+		[]string{s.key(mailKey, job.ID), s.key(mailQueueKey), s.key(digestKey, job.WatchID), s.key(watchKey, job.WatchID), s.key(mailDeadKey), s.key(mailErrKey)},
 		job.ID, job.Token, outcome, out.Err, next.UnixMilli(), through, notice.Timestamp(now), mail.Retention.Milliseconds(), now.UnixMilli()).Err()
 	return s.fail("record a mail outcome", err)
 }
@@ -230,16 +276,16 @@ func (s *Store) CompleteMail(ctx context.Context, job mail.Job, out mail.Outcome
 // PruneMail forgets dead jobs that died before before (their hashes
 // expire by themselves after mail.Retention).
 func (s *Store) PruneMail(ctx context.Context, before time.Time) error {
-	return s.fail("prune the mail queue", s.rdb.ZRemRangeByScore(ctx, s.key("mdead"), "-inf", "("+strconv.FormatInt(before.UnixMilli(), 10)).Err())
+	return s.fail("prune the mail queue", s.rdb.ZRemRangeByScore(ctx, s.key(mailDeadKey), "-inf", "("+strconv.FormatInt(before.UnixMilli(), 10)).Err())
 }
 
 // MailStatus counts the queue.
 func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 	var st mail.QueueStatus
 	p := s.rdb.Pipeline()
-	pending := p.ZCard(ctx, s.key("mq"))
-	dead := p.ZCard(ctx, s.key("mdead"))
-	last := p.Get(ctx, s.key("mlasterr"))
+	pending := p.ZCard(ctx, s.key(mailQueueKey))
+	dead := p.ZCard(ctx, s.key(mailDeadKey))
+	last := p.Get(ctx, s.key(mailErrKey))
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return st, s.fail("read the mail queue", err)
 	}
@@ -280,7 +326,7 @@ return 1
 // pending deliveries.
 func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr string, now time.Time) error {
 	for {
-		raw, err := s.rdb.HGet(ctx, s.key("w", watchID), "doc").Result()
+		raw, err := s.rdb.HGet(ctx, s.key(watchKey, watchID), "doc").Result()
 		if errors.Is(err, redis.Nil) {
 			return s.fail("drop a deactivation", s.rdb.HDel(ctx, s.key(wdeactKey), watchID).Err())
 		}
@@ -305,7 +351,7 @@ func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr s
 			return err
 		}
 		ok, err := deactivateScript.Run(ctx, s.rdb,
-			[]string{s.key("w", watchID), s.key("dr", watchID), s.key("mail", id), s.key("mq"), s.key(winactiveKey), s.key(wdeactKey), s.key(wrelKey)},
+			[]string{s.key(watchKey, watchID), s.key(recordsKey, watchID), s.key(mailKey, id), s.key(mailQueueKey), s.key(winactiveKey), s.key(wdeactKey), s.key(wrelKey)},
 			raw, doc, id, alert, now.UnixMilli(), notice.Timestamp(now), watchID).Int()
 		if err != nil {
 			return s.fail("deactivate watch", err)
@@ -339,19 +385,25 @@ type MailRef struct {
 	Attempts int
 }
 
-// takeDueMailScript hides up to ARGV[3] jobs due at ARGV[1] (ms) until
-// ARGV[2] (ms) from other pumps. KEYS: mq. ARGV[4]: the mail key prefix.
+// takeDueMailScript hides the jobs passed that are still due at ARGV[1]
+// (ms) until ARGV[2] (ms) from other pumps. KEYS: mq, then mail:<id> of
+// each job. ARGV: now ms, lease end ms, the job ids (read before, with
+// mq: one another pump took meanwhile is no longer due, and left alone).
 // Returns {id, attempts, ...}.
 var takeDueMailScript = redis.NewScript(`
 local out = {}
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))) do
-  local st = redis.call('HMGET', ARGV[4] .. id, 'status', 'attempts')
-  if st[1] ~= 'pending' then
-    redis.call('ZREM', KEYS[1], id)
-  else
-    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
-    out[#out + 1] = id
-    out[#out + 1] = st[2] or '0'
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  local due = redis.call('ZSCORE', KEYS[1], id)
+  if due and tonumber(due) <= tonumber(ARGV[1]) then
+    local st = redis.call('HMGET', KEYS[i - 1], 'status', 'attempts')
+    if st[1] ~= 'pending' then
+      redis.call('ZREM', KEYS[1], id)
+    else
+      redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
+      out[#out + 1] = id
+      out[#out + 1] = st[2] or '0'
+    end
   end
 end
 return out
@@ -361,7 +413,15 @@ return out
 // scheduler: they are hidden until now+lease; a job whose attempt has not
 // completed by then (its worker died) is due again and gets a task again.
 func (s *Store) TakeDueMail(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]MailRef, error) {
-	v, err := takeDueMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit, s.key("mail")+":").StringSlice()
+	ids, keys, _, err := s.dueMail(ctx, now, limit, false)
+	if err != nil || len(ids) == 0 {
+		return nil, s.fail("read the mail queue", err)
+	}
+	args := []any{now.UnixMilli(), now.Add(lease).UnixMilli()}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	v, err := takeDueMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
 		return nil, s.fail("read the mail queue", err)
 	}
@@ -378,8 +438,16 @@ func (s *Store) TakeDueMail(ctx context.Context, now time.Time, lease time.Durat
 // now+lease. ok is false when the job is no longer pending or its watch
 // was deleted (the mail is dropped).
 func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease time.Duration) (mail.Job, bool, error) {
-	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key("mq")}, id, now.Add(lease).UnixMilli(), s.key("mail")+":", s.key("w")+":",
-		mail.Retention.Milliseconds()).StringSlice()
+	k := s.key(mailKey, id)
+	watch, err := s.rdb.HGet(ctx, k, "watch").Result()
+	if err == redis.Nil {
+		return mail.Job{}, false, nil
+	}
+	if err != nil {
+		return mail.Job{}, false, s.fail("begin a mail attempt", err)
+	}
+	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key(mailQueueKey), k, s.key(watchKey, watch)}, id, now.Add(lease).UnixMilli(),
+		mail.Retention.Milliseconds(), watch).StringSlice()
 	if err != nil {
 		return mail.Job{}, false, s.fail("begin a mail attempt", err)
 	}
@@ -389,15 +457,16 @@ func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease t
 	return decodeMailJob(id, v[0], v[1], v[2])
 }
 
-// beginMailScript counts an attempt of job ARGV[1]. KEYS: mq. ARGV: id,
-// lease end ms, mail key prefix, watch key prefix, retention ms. Returns {job, attempts,
-// held} or {} when there is nothing to send.
+// beginMailScript counts an attempt of job ARGV[1]. KEYS: mq, mail:<id>,
+// w:<watch>. ARGV: id, lease end ms, retention ms, the job's watch (read
+// before; a job's watch never changes). Returns {job, attempts, held} or
+// {} when there is nothing to send.
 var beginMailScript = redis.NewScript(`
-local k = ARGV[3] .. ARGV[1]
-if redis.call('HGET', k, 'status') ~= 'pending' then return {} end
-if redis.call('EXISTS', ARGV[4] .. redis.call('HGET', k, 'watch')) == 0 then
+local k = KEYS[2]
+if redis.call('HGET', k, 'status') ~= 'pending' or redis.call('HGET', k, 'watch') ~= ARGV[4] then return {} end
+if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('HSET', k, 'status', 'deleted')
-  redis.call('PEXPIRE', k, ARGV[5])
+  redis.call('PEXPIRE', k, ARGV[3])
   redis.call('ZREM', KEYS[1], ARGV[1])
   return {}
 end

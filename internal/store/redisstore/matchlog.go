@@ -109,7 +109,7 @@ func (s *Store) backfillKeys(ctx context.Context, id string, keys []string, f no
 			for i, q := range seqs {
 				args[i] = q
 			}
-			if err := addLogScript.Run(ctx, s.rdb, []string{s.key("w", id), s.key("wm", id)}, args...).Err(); err != nil {
+			if err := addLogScript.Run(ctx, s.rdb, []string{s.key(watchKey, id), s.key(matchLogKey, id)}, args...).Err(); err != nil {
 				return s.fail("backfill matches", err)
 			}
 			if len(seqs) < backfillPage {
@@ -152,7 +152,7 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 	var w *redis.SliceCmd
 	var m *redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		w = p.HMGet(ctx, s.key("w", id), "account", "a0")
+		w = p.HMGet(ctx, s.key(watchKey, id), "account", "a0")
 		m = p.Get(ctx, s.log.Keys().MatchThrough)
 		return nil
 	})
@@ -179,7 +179,7 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 	var kept []notice.Notice
 	for len(kept) <= limit {
 		want := limit + 1 - len(kept)
-		seqs, err := s.rdb.ZRangeByScore(ctx, s.key("wm", id), &redis.ZRangeBy{
+		seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, id), &redis.ZRangeBy{
 			Min: "(" + itoa(after), Max: itoa(vis), Count: int64(want)}).Result()
 		if err != nil {
 			return page, s.fail("read matches", err)
@@ -250,10 +250,10 @@ func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice
 	looks := make([][]held, len(ns))
 	var fo *redis.BoolCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		fo = p.SIsMember(ctx, s.key("fo"), id)
+		fo = p.SIsMember(ctx, s.key(filterOnlyKey), id)
 		for i, ks := range nkeys {
 			for _, v := range ks {
-				looks[i] = append(looks[i], held{p.HGet(ctx, s.key("rix", rixBucket(v)), v), p.SIsMember(ctx, s.key("rixs", v), id)})
+				looks[i] = append(looks[i], held{p.HGet(ctx, s.key(rixKey, rixBucket(v)), v), p.SIsMember(ctx, s.key(rixsKey, v), id)})
 			}
 		}
 		return nil
@@ -402,7 +402,7 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		var ac, vc *redis.StringCmd
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			ac = p.Get(ctx, k.MatchAt)
-			vc = p.Get(ctx, s.key("wsv"))
+			vc = p.Get(ctx, s.key(watchSetKey))
 			return nil
 		})
 		if err != nil && err != redis.Nil {
@@ -447,7 +447,7 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		keys = append([]string{k.MatchAt, k.MatchThrough, s.key("wsv"), s.key("dq"), s.key(dstatKey), s.key(ddueKey)}, keys...)
+		keys = append([]string{k.MatchAt, k.MatchThrough, s.key(watchSetKey), s.key(outboxKey), s.key(dstatKey), s.key(ddueKey)}, keys...)
 		args = append([]any{at, es[len(es)-1].ID, through, wsv, now.UnixMilli()}, args...)
 		res, err := commitScript.Run(ctx, s.rdb, keys, args...).Int()
 		if err != nil {
@@ -536,7 +536,7 @@ func (s *Store) commitArgs(ctx context.Context, sums []notice.Notice, isNew []bo
 				return nil, nil, err
 			}
 			// pendingArgs: keys dr, dl, w, ...; args id, record, score, member, outbox member, due.
-			keys = append(keys, s.key("w", w), s.key("wm", w), dk[0], dk[1])
+			keys = append(keys, s.key(watchKey, w), s.key(matchLogKey, w), dk[0], dk[1])
 			args = append(args, n.Seq, boolArg(fresh), da[0], da[1], da[2], da[3], da[4])
 		}
 	}
@@ -568,10 +568,10 @@ func (s *Store) candidates(ctx context.Context, ns []notice.Notice) ([][]string,
 	looks := make([][]lookup, len(ns))
 	var fo *redis.StringSliceCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		fo = p.SMembers(ctx, s.key("fo"))
+		fo = p.SMembers(ctx, s.key(filterOnlyKey))
 		for i, ks := range nkeys {
 			for _, v := range ks {
-				looks[i] = append(looks[i], lookup{p.HGet(ctx, s.key("rix", rixBucket(v)), v), p.SMembers(ctx, s.key("rixs", v))})
+				looks[i] = append(looks[i], lookup{p.HGet(ctx, s.key(rixKey, rixBucket(v)), v), p.SMembers(ctx, s.key(rixsKey, v))})
 			}
 		}
 		return nil
@@ -616,7 +616,7 @@ func (s *Store) loadFilters(ctx context.Context, ids map[string]bool) error {
 	docs := make([]*redis.StringCmd, len(list))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range list {
-			docs[i] = p.HGet(ctx, s.key("w", id), "doc")
+			docs[i] = p.HGet(ctx, s.key(watchKey, id), "doc")
 		}
 		return nil
 	})
@@ -650,13 +650,13 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 	if err != nil || reg.v == "" {
 		return 0, err
 	}
-	ids, err := s.rdb.SMembers(ctx, s.key("watches")).Result()
+	ids, err := s.rdb.SMembers(ctx, s.key(watchesKey)).Result()
 	if err != nil {
 		return 0, s.fail("refresh watch keys", err)
 	}
 	n := 0
 	for _, id := range ids {
-		v, err := s.rdb.HMGet(ctx, s.key("w", id), "regv", "doc", "ixabn").Result()
+		v, err := s.rdb.HMGet(ctx, s.key(watchKey, id), "regv", "doc", "ixabn").Result()
 		if err != nil {
 			return n, s.fail("refresh watch keys", err)
 		}
@@ -674,7 +674,7 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		oldKeys, err := s.rdb.Get(ctx, s.key("w", id, "keys")).Result()
+		oldKeys, err := s.rdb.Get(ctx, s.key(watchKey, id, "keys")).Result()
 		if err != nil && err != redis.Nil {
 			return n, s.fail("refresh watch keys", err)
 		}
@@ -683,7 +683,7 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 		if err := s.indexKeys(ctx, id, ixAdded, ixRemoved); err != nil {
 			return n, err
 		}
-		if err := refreshScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, exp.regv, joinList(exp.keys), joinList(exp.ixABNs)).Err(); err != nil {
+		if err := refreshScript.Run(ctx, s.rdb, []string{s.key(watchKey, id), s.key(watchKey, id, "keys"), s.key(watchSetKey)}, exp.regv, joinList(exp.keys), joinList(exp.ixABNs)).Err(); err != nil {
 			return n, s.fail("refresh watch keys", err)
 		}
 		n++
@@ -724,11 +724,12 @@ func diffKeys(was, now []string) (added, removed []string) {
 
 // refreshScript installs a watch's re-expanded keys once its
 // reverse-index entries are updated, and bumps the watch-set version.
-// KEYS: w:<id>. ARGV: ns, regv, keys comma-joined, ixabn comma-joined.
+// KEYS: w:<id>, w:<id>:keys, wsv. ARGV: regv, keys comma-joined, ixabn
+// comma-joined.
 var refreshScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('SET', KEYS[1] .. ':keys', ARGV[3])
-redis.call('HSET', KEYS[1], 'regv', ARGV[2], 'ixabn', ARGV[4])
-redis.call('INCR', ARGV[1] .. 'wsv')
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[1], 'regv', ARGV[1], 'ixabn', ARGV[3])
+redis.call('INCR', KEYS[3])
 return 1
 `)

@@ -129,7 +129,7 @@ func TestQuotaAcrossProcesses(t *testing.T) {
 					t.Errorf("listed %d watches (%v), want %d from either process", len(list), err, c.want)
 				}
 			}
-			n, err := f.rdb.SCard(ctx, f.rs.key("acct", acc.AccountID, "companies")).Result()
+			n, err := f.rdb.SCard(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Result()
 			if err != nil || n > int64(c.plan.Companies) {
 				t.Errorf("the account counts %d companies (%v), over the plan's %d", n, err, c.plan.Companies)
 			}
@@ -286,7 +286,7 @@ func TestGaplessMatches(t *testing.T) {
 		}
 	}
 	// The late watch: exactly the notices that arrived after it was created.
-	eseq, err := f.rdb.HGet(ctx, f.rs.key("w", late.ID), "eseq").Int64()
+	eseq, err := f.rdb.HGet(ctx, f.rs.key(watchKey, late.ID), "eseq").Int64()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestStaleBatchCommitsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wsv, _ := f.rdb.Get(ctx, f.rs.key("wsv")).Int64()
+	wsv, _ := f.rdb.Get(ctx, f.rs.key(watchSetKey)).Int64()
 	now := f.clock.Now()
 	keys, args, err := f.rs.commitArgs(ctx, sums, isNew, now)
 	if err != nil || len(keys) != 12 {
@@ -357,19 +357,19 @@ func TestStaleBatchCommitsNothing(t *testing.T) {
 	}
 	// Worker A's stale commit.
 	k := f.rs.log.Keys()
-	keys = append([]string{k.MatchAt, k.MatchThrough, f.rs.key("wsv"), f.rs.key("dq"), f.rs.key(dstatKey), f.rs.key(ddueKey)}, keys...)
+	keys = append([]string{k.MatchAt, k.MatchThrough, f.rs.key(watchSetKey), f.rs.key(outboxKey), f.rs.key(dstatKey), f.rs.key(ddueKey)}, keys...)
 	args = append([]any{"0-0", es[2].ID, sums[2].Seq, wsv, now.UnixMilli()}, args...)
 	res, err := commitScript.Run(ctx, f.rdb, keys, args...).Int()
 	if err != nil || res != -1 {
 		t.Errorf("stale commit returned %d, %v; want -1 (refused)", res, err)
 	}
-	if n, _ := f.rdb.ZCard(ctx, f.rs.key("wm", w.ID)).Result(); n != 3 {
+	if n, _ := f.rdb.ZCard(ctx, f.rs.key(matchLogKey, w.ID)).Result(); n != 3 {
 		t.Errorf("match log holds %d, want 3", n)
 	}
 	if got := deliveredPairs(t, f, w.ID); len(got) != 3 {
 		t.Errorf("deliveries recorded for %v, want the 3 notices once each", got)
 	}
-	if n, _ := f.rdb.ZCard(ctx, f.rs.key("dq")).Result(); n != 3 {
+	if n, _ := f.rdb.ZCard(ctx, f.rs.key(outboxKey)).Result(); n != 3 {
 		t.Errorf("outbox holds %d, want 3", n)
 	}
 }
@@ -400,10 +400,10 @@ func TestCreateFailingLateWritesNothing(t *testing.T) {
 	if list, _ := f.rs.ListWatches(ctx, acc.AccountID); len(list) != 0 {
 		t.Errorf("the failed create left %d watches", len(list))
 	}
-	if n, _ := f.rdb.SCard(ctx, f.rs.key("acct", acc.AccountID, "companies")).Result(); n != 0 {
+	if n, _ := f.rdb.SCard(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Result(); n != 0 {
 		t.Errorf("the failed create left %d companies counted", n)
 	}
-	if v, _ := f.rdb.HGet(ctx, f.rs.key("rix", rixBucket(acn(1))), acn(1)).Result(); v != "" {
+	if v, _ := f.rdb.HGet(ctx, f.rs.key(rixKey, rixBucket(acn(1))), acn(1)).Result(); v != "" {
 		t.Errorf("the failed create left reverse-index entry %q", v)
 	}
 }

@@ -140,7 +140,7 @@ var regParts = []string{"idparts", "acnabn", "abn", "odd"}
 
 // idsKey returns the key of ids string b of generation v.
 func (s *Store) idsKey(v string, b uint32) string {
-	return s.key("reg", v, "ids", strconv.FormatUint(uint64(b), 10))
+	return s.key(regKey, v, "ids", strconv.FormatUint(uint64(b), 10))
 }
 
 // regKeys returns the keys of register generation v: its parts, its ids
@@ -148,23 +148,23 @@ func (s *Store) idsKey(v string, b uint32) string {
 // before (reg:<v>:name), so a generation an older version loaded goes
 // whole.
 func (s *Store) regKeys(ctx context.Context, v string) ([]string, error) {
-	bs, err := s.rdb.SMembers(ctx, s.key("reg", v, "idparts")).Result()
+	bs, err := s.rdb.SMembers(ctx, s.key(regKey, v, "idparts")).Result()
 	if err != nil {
 		return nil, s.fail("read the register's parts", err)
 	}
 	out := make([]string, 0, len(regParts)+len(bs)+1)
 	for _, p := range regParts {
-		out = append(out, s.key("reg", v, p))
+		out = append(out, s.key(regKey, v, p))
 	}
 	for _, b := range bs {
-		out = append(out, s.key("reg", v, "ids", b))
+		out = append(out, s.key(regKey, v, "ids", b))
 	}
-	return append(out, s.key("reg", v, "name")), nil
+	return append(out, s.key(regKey, v, "name")), nil
 }
 
 // BeginRegister starts writing a new register generation.
 func (s *Store) BeginRegister(ctx context.Context) (*RegisterLoad, error) {
-	v, err := s.rdb.Incr(ctx, s.key("reg", "next")).Result()
+	v, err := s.rdb.Incr(ctx, s.key(regKey, "next")).Result()
 	if err != nil {
 		return nil, s.fail("begin register load", err)
 	}
@@ -209,7 +209,7 @@ func (l *RegisterLoad) mark(acn string) (uint8, func(uint8)) {
 // through addPairsScript, which appends a value its list lacks.
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	s := l.s
-	acnabn, abn, odd := s.key("reg", l.v, "acnabn"), s.key("reg", l.v, "abn"), s.key("reg", l.v, "odd")
+	acnabn, abn, odd := s.key(regKey, l.v, "acnabn"), s.key(regKey, l.v, "abn"), s.key(regKey, l.v, "odd")
 	var firstACN, firstABN, againACN, againABN, oddFields []any
 	bitfields := map[uint32][]any{} // b -> SET ops
 	type pair struct{ acn, abn string }
@@ -281,7 +281,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 				p.BitField(ctx, key, ops[lo:min(lo+4*batch, len(ops))]...)
 			}
 			if _, ok := l.parts[b]; !ok {
-				p.SAdd(ctx, s.key("reg", l.v, "idparts"), b)
+				p.SAdd(ctx, s.key(regKey, l.v, "idparts"), b)
 			}
 			p.Expire(ctx, key, loadingRegisterTTL*time.Second)
 		}
@@ -313,7 +313,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	}
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, part := range regParts {
-			p.Expire(ctx, s.key("reg", l.v, part), loadingRegisterTTL*time.Second)
+			p.Expire(ctx, s.key(regKey, l.v, part), loadingRegisterTTL*time.Second)
 		}
 		return nil
 	})
@@ -394,7 +394,7 @@ func (l *RegisterLoad) switchTo(ctx context.Context) error {
 		marked = "1"
 	}
 	for try := 0; ; try++ {
-		old, err := s.rdb.Get(ctx, s.key("reg", "v")).Result()
+		old, err := s.rdb.Get(ctx, s.key(regKey, "v")).Result()
 		if err != nil && err != redis.Nil {
 			return s.fail("switch register", err)
 		}
@@ -402,7 +402,7 @@ func (l *RegisterLoad) switchTo(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		keys := append([]string{s.key("reg", "v"), s.key("reg", "pending")}, gen...)
+		keys := append([]string{s.key(regKey, "v"), s.key(regKey, "pending")}, gen...)
 		if old != "" && old != l.v {
 			oldKeys, err := s.regKeys(ctx, old)
 			if err != nil {
@@ -421,7 +421,7 @@ func (l *RegisterLoad) switchTo(ctx context.Context) error {
 			break
 		}
 		if try == 10 {
-			return fmt.Errorf("redisstore: register load %s: %s kept changing during the switch", l.v, s.key("reg", "v"))
+			return fmt.Errorf("redisstore: register load %s: %s kept changing during the switch", l.v, s.key(regKey, "v"))
 		}
 	}
 	if _, err := s.RefreshWatchKeys(ctx); err != nil {
@@ -451,7 +451,7 @@ type register struct {
 }
 
 func (s *Store) currentRegister(ctx context.Context) (register, error) {
-	v, err := s.rdb.Get(ctx, s.key("reg", "v")).Result()
+	v, err := s.rdb.Get(ctx, s.key(regKey, "v")).Result()
 	if err == redis.Nil {
 		return register{s: s}, nil
 	}
@@ -472,7 +472,7 @@ func (r register) queueCompanies(ctx context.Context, p redis.Pipeliner, acns []
 		return func() []regCompany { return make([]regCompany, len(acns)) }
 	}
 	codes := r.queueCodes(ctx, p, acns)
-	more := queueHMGet(ctx, p, r.s.key("reg", r.v, "acnabn"), acns)
+	more := queueHMGet(ctx, p, r.s.key(regKey, r.v, "acnabn"), acns)
 	var odd []string
 	var oddAt []int
 	for i, a := range acns {
@@ -480,7 +480,7 @@ func (r register) queueCompanies(ctx context.Context, p redis.Pipeliner, acns []
 			odd, oddAt = append(odd, a), append(oddAt, i)
 		}
 	}
-	oddNamed := queueHMGet(ctx, p, r.s.key("reg", r.v, "odd"), odd)
+	oddNamed := queueHMGet(ctx, p, r.s.key(regKey, r.v, "odd"), odd)
 	return func() []regCompany {
 		c, m, o := codes(), more(), oddNamed()
 		out := make([]regCompany, len(acns))
@@ -513,7 +513,7 @@ func (r register) queueACNsOf(ctx context.Context, p redis.Pipeliner, abns []str
 		}
 	}
 	codes := r.queueCodes(ctx, p, formed)
-	more := queueHMGet(ctx, p, r.s.key("reg", r.v, "abn"), abns)
+	more := queueHMGet(ctx, p, r.s.key(regKey, r.v, "abn"), abns)
 	return func() [][]string {
 		c, m := codes(), more()
 		out := make([][]string, len(abns))

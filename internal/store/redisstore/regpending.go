@@ -56,8 +56,8 @@ func (s *Store) markRegisterPending(ctx context.Context, p PendingRegister) (sto
 		return nil, err
 	}
 	_, err = s.rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
-		pp.Set(ctx, s.key("reg", "pending"), b, 0)
-		pp.Set(ctx, s.key("reg", "pending", "lease"), p.Version, pendingLease)
+		pp.Set(ctx, s.key(regKey, "pending"), b, 0)
+		pp.Set(ctx, s.key(regKey, "pending", "lease"), p.Version, pendingLease)
 		return nil
 	})
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *Store) markRegisterPending(ctx context.Context, p PendingRegister) (sto
 				return
 			case <-t.C:
 				rctx, cancel := context.WithTimeout(context.Background(), pendingLease/3)
-				s.rdb.PExpire(rctx, s.key("reg", "pending", "lease"), pendingLease)
+				s.rdb.PExpire(rctx, s.key(regKey, "pending", "lease"), pendingLease)
 				cancel()
 			}
 		}
@@ -104,7 +104,7 @@ return 1`)
 // stillPending returns nil when the marker names generation v, else an
 // error wrapping errStaleGeneration.
 func (s *Store) stillPending(ctx context.Context, v string) error {
-	raw, err := s.rdb.Get(ctx, s.key("reg", "pending")).Result()
+	raw, err := s.rdb.Get(ctx, s.key(regKey, "pending")).Result()
 	if err != nil && err != redis.Nil {
 		return s.fail("read the register load's marker", err)
 	}
@@ -119,12 +119,12 @@ func (s *Store) stillPending(ctx context.Context, v string) error {
 // pending one.
 func (s *Store) staleLoad(v string) error {
 	return fmt.Errorf("redisstore: register load %s was abandoned while it ran (its lease on %s lapsed and the load was dropped, or a newer load took over): %w; run the load again",
-		v, s.key("reg", "pending"), errStaleGeneration)
+		v, s.key(regKey, "pending"), errStaleGeneration)
 }
 
 func (s *Store) clearRegisterPending(ctx context.Context, v string) error {
 	return s.fail("clear the register load's marker",
-		clearPendingScript.Run(ctx, s.rdb, []string{s.key("reg", "pending"), s.key("reg", "pending", "lease")}, v).Err())
+		clearPendingScript.Run(ctx, s.rdb, []string{s.key(regKey, "pending"), s.key(regKey, "pending", "lease")}, v).Err())
 }
 
 // CompleteRegister finishes a register load whose loader died between its
@@ -136,7 +136,7 @@ func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
 	if !ok {
 		return "", nil
 	}
-	vals, err := s.rdb.MGet(ctx, s.key("reg", "pending"), s.key("reg", "pending", "lease")).Result()
+	vals, err := s.rdb.MGet(ctx, s.key(regKey, "pending"), s.key(regKey, "pending", "lease")).Result()
 	if err != nil {
 		return "", s.fail("read the register load's marker", err)
 	}
@@ -146,7 +146,7 @@ func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
 	raw, _ := vals[0].(string)
 	var p PendingRegister
 	if err := json.Unmarshal([]byte(raw), &p); err != nil || p.Version == "" {
-		return "", fmt.Errorf("redisstore: the register load marker %s is unreadable (%q); delete it after checking that no register load runs", s.key("reg", "pending"), raw)
+		return "", fmt.Errorf("redisstore: the register load marker %s is unreadable (%q); delete it after checking that no register load runs", s.key(regKey, "pending"), raw)
 	}
 	live, err := ri.RegisterIndices(ctx)
 	if err != nil {
@@ -165,7 +165,7 @@ func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
 	// has not switched or renewed its lease meanwhile, so a loader that
 	// resumes later finds its generation no longer pending and its switch
 	// is refused (switchRegisterScript) rather than naming deleted keys.
-	taken, err := abandonPendingScript.Run(ctx, s.rdb, []string{s.key("reg", "pending"), s.key("reg", "pending", "lease"), s.key("reg", "v")}, p.Version).Int()
+	taken, err := abandonPendingScript.Run(ctx, s.rdb, []string{s.key(regKey, "pending"), s.key(regKey, "pending", "lease"), s.key(regKey, "v")}, p.Version).Int()
 	if err != nil {
 		return "", s.fail("drop the register load's marker", err)
 	}

@@ -78,7 +78,7 @@ func TestRegisterLoadIsOneGeneration(t *testing.T) {
 				t.Fatalf("CompleteRegister while the loader's lease runs = %q, %v; want nothing done", how, err)
 			}
 			// Its lease runs out (a dead loader renews nothing).
-			if err := rdb.Del(ctx, rs.key("reg", "pending", "lease")).Err(); err != nil {
+			if err := rdb.Del(ctx, rs.key(regKey, "pending", "lease")).Err(); err != nil {
 				t.Fatal(err)
 			}
 			how, err := rs.CompleteRegister(ctx)
@@ -93,7 +93,7 @@ func TestRegisterLoadIsOneGeneration(t *testing.T) {
 					t.Errorf("%s: company view has it %v, screen has it %v; want both %v", v.acn, view, screen, v.want)
 				}
 			}
-			if n, _ := rdb.Exists(ctx, rs.key("reg", "pending")).Result(); n != 0 {
+			if n, _ := rdb.Exists(ctx, rs.key(regKey, "pending")).Result(); n != 0 {
 				t.Error("the marker is still there after CompleteRegister")
 			}
 			if how, err := rs.CompleteRegister(ctx); err != nil || how != "" {
@@ -112,7 +112,7 @@ func TestResumedLoaderDoesNotSwitchToDroppedGeneration(t *testing.T) {
 	ctx := context.Background()
 	rdb := redisClient(t)
 	_, rs, oldRows := registeredScaleStores(t, rdb)
-	before, err := rdb.Get(ctx, rs.key("reg", "v")).Result()
+	before, err := rdb.Get(ctx, rs.key(regKey, "v")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestResumedLoaderDoesNotSwitchToDroppedGeneration(t *testing.T) {
 	}
 	l.marked = true
 	stop() // the loader stalls: nothing renews its lease
-	if err := rdb.Del(ctx, rs.key("reg", "pending", "lease")).Err(); err != nil {
+	if err := rdb.Del(ctx, rs.key(regKey, "pending", "lease")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if how, err := rs.CompleteRegister(ctx); err != nil || how != "dropped" {
@@ -141,7 +141,7 @@ func TestResumedLoaderDoesNotSwitchToDroppedGeneration(t *testing.T) {
 	if err := l.Commit(ctx); err == nil {
 		t.Error("the resumed loader's switch to its dropped generation succeeded")
 	}
-	if now, _ := rdb.Get(ctx, rs.key("reg", "v")).Result(); now != before {
+	if now, _ := rdb.Get(ctx, rs.key(regKey, "v")).Result(); now != before {
 		t.Errorf("reg:v = %q after the refused switch; want the generation before the load, %q", now, before)
 	}
 	res, err := rs.Screen(ctx, idsOf(t, oldRows[0].ACN), notice.Filter{})
@@ -188,7 +188,7 @@ func TestStalledLoaderDoesNotSwapElasticsearch(t *testing.T) {
 	newACN := acn(4244)
 	rs.stopBefore = func(step string) bool {
 		if step == "register-commit" { // stalled here past its lease
-			if err := rdb.Del(ctx, rs.key("reg", "pending", "lease")).Err(); err != nil {
+			if err := rdb.Del(ctx, rs.key(regKey, "pending", "lease")).Err(); err != nil {
 				t.Fatal(err)
 			}
 			if how, err := rs.CompleteRegister(ctx); err != nil || how != "dropped" {

@@ -46,7 +46,7 @@ func BenchmarkRegisterBytesPerRow(b *testing.B) {
 		}
 		took := time.Since(start)
 		var total, keys int64
-		iter := f.rdb.Scan(ctx, 0, f.rs.key("reg", l.v, "*"), 1000).Iterator()
+		iter := f.rdb.Scan(ctx, 0, f.rs.key(regKey, l.v, "*"), 1000).Iterator()
 		for iter.Next(ctx) {
 			m, err := f.rdb.MemoryUsage(ctx, iter.Val(), 0).Result()
 			if err != nil {

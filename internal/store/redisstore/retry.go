@@ -16,7 +16,7 @@ import (
 // WebhookTarget returns the URL and current secret of the account's
 // watch's webhook: store.NoWebhook when it has none.
 func (s *Store) WebhookTarget(ctx context.Context, accountID, watchID string) (url, secret string, err error) {
-	v, err := s.rdb.HMGet(ctx, s.key("w", watchID), "account", "a0", "doc", "secret").Result()
+	v, err := s.rdb.HMGet(ctx, s.key(watchKey, watchID), "account", "a0", "doc", "secret").Result()
 	if err != nil {
 		return "", "", s.fail("read a webhook", err)
 	}
@@ -86,15 +86,15 @@ return {'ok', out}
 // archived task of that id, runs a scheduled one now and waits for an
 // active one to end), and the sweep gives it a task if that is lost.
 func (s *Store) RetryDelivery(ctx context.Context, accountID, watchID, deliveryID string, now time.Time) (delivery.Record, error) {
-	v, err := s.rdb.HMGet(ctx, s.key("w", watchID), "account", "a0").Result()
+	v, err := s.rdb.HMGet(ctx, s.key(watchKey, watchID), "account", "a0").Result()
 	if err != nil {
 		return delivery.Record{}, s.fail("retry a delivery", err)
 	}
 	if !shown(accountID, v) {
 		return delivery.Record{}, noWatch(watchID)
 	}
-	res, err := retryScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key("w", watchID), s.key(dstatKey), s.key(ddueKey),
-		s.key("dq"), s.key("df", watchID), s.key(dleaseKey)}, deliveryID, notice.Timestamp(now), now.UnixMilli(), watchID).StringSlice()
+	res, err := retryScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(watchKey, watchID), s.key(dstatKey), s.key(ddueKey),
+		s.key(outboxKey), s.key(finalKey, watchID), s.key(dleaseKey)}, deliveryID, notice.Timestamp(now), now.UnixMilli(), watchID).StringSlice()
 	if err != nil {
 		return delivery.Record{}, s.fail("retry a delivery", err)
 	}

@@ -604,7 +604,7 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 		xCmd          *redis.XMessageSliceCmd
 	)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		vCmd = p.Get(ctx, s.key("reg", "v"))
+		vCmd = p.Get(ctx, s.key(regKey, "v"))
 		if n != nil {
 			trimCmd = p.Get(ctx, keys.Trimmed)
 			xCmd = p.XRangeN(ctx, keys.Log, "("+n.last, "+", changeBatch)
@@ -683,14 +683,14 @@ func (c *ScreenCopy) loadRegister(ctx context.Context, v string) error {
 	s := c.s
 	b := newRegBuilder()
 	if v != "" {
-		parts, err := s.rdb.SMembers(ctx, s.key("reg", v, "idparts")).Result()
+		parts, err := s.rdb.SMembers(ctx, s.key(regKey, v, "idparts")).Result()
 		if err != nil {
 			return s.fail("load the screen copy", err)
 		}
 		for _, part := range parts {
 			n, err := strconv.ParseUint(part, 10, 32)
 			if err != nil {
-				return fmt.Errorf("redisstore: %s holds %q, not the number of an ids string", s.key("reg", v, "idparts"), part)
+				return fmt.Errorf("redisstore: %s holds %q, not the number of an ids string", s.key(regKey, v, "idparts"), part)
 			}
 			bits, err := s.rdb.Get(ctx, s.idsKey(v, uint32(n))).Bytes()
 			if err != nil && err != redis.Nil {
@@ -698,15 +698,15 @@ func (c *ScreenCopy) loadRegister(ctx context.Context, v string) error {
 			}
 			b.idsPart(uint32(n), bits)
 		}
-		if err := hscan(ctx, s, s.key("reg", v, "odd"), func(acn, named string) { b.entry(acn, named == "1") }); err != nil {
+		if err := hscan(ctx, s, s.key(regKey, v, "odd"), func(acn, named string) { b.entry(acn, named == "1") }); err != nil {
 			return err
 		}
-		if err := hscan(ctx, s, s.key("reg", v, "abn"), b.abn); err != nil {
+		if err := hscan(ctx, s, s.key(regKey, v, "abn"), b.abn); err != nil {
 			return err
 		}
 	}
 	r := b.build(v)
-	cur, err := s.rdb.Get(ctx, s.key("reg", "v")).Result()
+	cur, err := s.rdb.Get(ctx, s.key(regKey, "v")).Result()
 	if err != nil && err != redis.Nil {
 		return s.fail("load the screen copy", err)
 	}

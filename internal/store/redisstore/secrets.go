@@ -54,7 +54,7 @@ func (s *Store) SealSecrets(ctx context.Context) (int, error) {
 	if s.secrets == nil {
 		return 0, nil
 	}
-	ids, err := s.rdb.SMembers(ctx, s.key("watches")).Result()
+	ids, err := s.rdb.SMembers(ctx, s.key(watchesKey)).Result()
 	if err != nil {
 		return 0, s.fail("read the watches to seal their secrets", err)
 	}
@@ -65,7 +65,7 @@ func (s *Store) SealSecrets(ctx context.Context) (int, error) {
 		vals := make([]*redis.StringCmd, len(part))
 		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range part {
-				vals[i] = p.HGet(ctx, s.key("w", id), "secret")
+				vals[i] = p.HGet(ctx, s.key(watchKey, id), "secret")
 			}
 			return nil
 		}); err != nil && !errors.Is(err, redis.Nil) {
@@ -80,7 +80,7 @@ func (s *Store) SealSecrets(ctx context.Context) (int, error) {
 			if err != nil {
 				return sealed, err
 			}
-			ok, err := resealScript.Run(ctx, s.rdb, []string{s.key("w", id)}, old, s.secrets.Seal(plain, id)).Int()
+			ok, err := resealScript.Run(ctx, s.rdb, []string{s.key(watchKey, id)}, old, s.secrets.Seal(plain, id)).Int()
 			if err != nil {
 				return sealed, s.fail("seal a webhook secret", err)
 			}

@@ -47,7 +47,7 @@ func TestSealSecretsUnderNewKey(t *testing.T) {
 		}
 	}
 	open := func(b *secretbox.Box) *Store {
-		rs, err := New(f.rdb, strings.TrimSuffix(f.rs.ns, ":"), f.notices, Options{Secrets: b, Clock: f.clock.Now})
+		rs, err := New(f.rdb, f.rs.name, f.notices, Options{Secrets: b, Clock: f.clock.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

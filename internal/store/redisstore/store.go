@@ -1,6 +1,6 @@
 // Package redisstore is the scale-mode backend of accounts, watches, quotas,
 // the identifier sets of the bulk screen and the watch match log, on Redis
-// (go-redis v9). Every key lives under "<namespace>:"; docs/redis.md
+// (go-redis v9). Every key lives under "{<namespace>}:"; docs/redis.md
 // describes the layout. Notices themselves live elsewhere (Elasticsearch in
 // scale mode): what this package needs of them goes through NoticeSource.
 //
@@ -21,6 +21,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
 	"github.com/noticesd/noticesd/internal/store/publog"
@@ -62,7 +63,8 @@ const MaxTerms = 65536
 // processes may share one Redis.
 type Store struct {
 	rdb    redis.UniversalClient
-	ns     string // "<namespace>:"
+	name   string // the namespace
+	ns     string // its keys' prefix, "{<namespace>}:" (keyspace.Prefix)
 	source NoticeSource
 	plans  map[string]account.Plan
 	clock  func() time.Time
@@ -126,7 +128,7 @@ type Options struct {
 	Log *publog.Log
 }
 
-// New returns a store on rdb with every key under namespace + ":".
+// New returns a store on rdb with every key under "{namespace}:".
 func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Options) (*Store, error) {
 	if namespace == "" || strings.ContainsAny(namespace, ": \t\n") {
 		return nil, fmt.Errorf("redisstore: namespace %q must be non-empty without ':' or spaces (NOTICES_NAMESPACE)", namespace)
@@ -134,7 +136,7 @@ func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Opt
 	if source == nil {
 		return nil, errors.New("redisstore: a NoticeSource is required")
 	}
-	s := &Store{rdb: rdb, ns: namespace + ":", source: source, plans: o.Plans, clock: o.Clock,
+	s := &Store{rdb: rdb, name: namespace, ns: keyspace.Prefix(namespace), source: source, plans: o.Plans, clock: o.Clock,
 		matchOnRead: !o.NoMatchOnRead, secrets: o.Secrets, leaseRenewal: leaseRenewal, log: o.Log}
 	if s.log == nil {
 		s.log = publog.New(rdb, namespace, publog.Options{})
@@ -152,11 +154,6 @@ func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Opt
 // Ping checks that Redis answers.
 func (s *Store) Ping(ctx context.Context) error {
 	return s.fail("ping", s.rdb.Ping(ctx).Err())
-}
-
-// key returns the namespaced key of the parts joined by ':'.
-func (s *Store) key(parts ...string) string {
-	return s.ns + strings.Join(parts, ":")
 }
 
 // fail wraps a Redis error: an unreachable or stalled server becomes

@@ -63,9 +63,9 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 	}
 	counted := func() (int64, []string) {
 		t.Helper()
-		co := f.rdb.SMembers(ctx, f.rs.key("acct", acc.AccountID, "companies")).Val()
+		co := f.rdb.SMembers(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Val()
 		slices.Sort(co)
-		return f.rdb.ZCard(ctx, f.rs.key("acct", acc.AccountID, "watches")).Val(), co
+		return f.rdb.ZCard(ctx, f.rs.key(acctKey, acc.AccountID, "watches")).Val(), co
 	}
 	sweep := startSweeper(t, f)
 	began := f.clock.Now()
@@ -97,9 +97,9 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 		t.Fatalf("during both creates the account counts %d watches, companies %v; want 2 and both", n, co)
 	}
 	liveID := func() string {
-		ids := f.rdb.ZRange(ctx, f.rs.key("wpend"), 0, -1).Val()
+		ids := f.rdb.ZRange(ctx, f.rs.key(createsKey), 0, -1).Val()
 		for _, id := range ids {
-			if f.rdb.SIsMember(ctx, f.rs.key("w", id, "co"), acn(2)).Val() {
+			if f.rdb.SIsMember(ctx, f.rs.key(watchKey, id, "co"), acn(2)).Val() {
 				return id
 			}
 		}
@@ -115,7 +115,7 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 		f.clock.Advance(d)
 		want := float64(f.clock.Now().Add(createLease).UnixMilli())
 		for deadline := time.Now().Add(10 * time.Second); ; {
-			sc, err := f.rdb.ZScore(ctx, f.rs.key("wpend"), liveID).Result()
+			sc, err := f.rdb.ZScore(ctx, f.rs.key(createsKey), liveID).Result()
 			if err != nil {
 				t.Fatalf("the live create's wpend entry: %v (undone)", err)
 			}
@@ -165,7 +165,7 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 	if n, co := counted(); n != 1 || !slices.Equal(co, []string{acn(2)}) {
 		t.Fatalf("at the end the account counts %d watches, companies %v; want 1 and [%s]", n, co, acn(2))
 	}
-	if k := f.rdb.ZCard(ctx, f.rs.key("wpend")).Val(); k != 0 {
+	if k := f.rdb.ZCard(ctx, f.rs.key(createsKey)).Val(); k != 0 {
 		t.Fatalf("%d creates left in wpend", k)
 	}
 }
@@ -191,7 +191,7 @@ func TestSweeperFinishesDeadDelete(t *testing.T) {
 		t.Fatalf("the delete that dies: %v; want errStopped", err)
 	}
 	f.rs.stopBefore = nil
-	companies := func() int64 { return f.rdb.SCard(ctx, f.rs.key("acct", acc.AccountID, "companies")).Val() }
+	companies := func() int64 { return f.rdb.SCard(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Val() }
 	if c := companies(); c != 1 {
 		t.Fatalf("after the dead delete's first step the account counts %d companies; want 1 (not yet freed)", c)
 	}

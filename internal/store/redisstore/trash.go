@@ -41,13 +41,17 @@ const trashRecords = 1000
 // set and removes from the account's union those no remaining watch of the
 // account holds. Concurrent creates are exact: a create adds its companies
 // to the union and its set under the account's watches in one script, so
-// a company it shares is seen held. KEYS: trash:<id>:co,
-// acct:<a>:watches, acct:<a>:companies. ARGV: ns, companies.
+// a company it shares is seen held. The account's watches were read
+// before, their w:<w>:co passed: the script returns -1 (read again) when
+// the account's watches are no longer those. KEYS: trash:<id>:co,
+// acct:<a>:watches, acct:<a>:companies, then w:<w>:co of each watch.
+// ARGV: the watch ids comma-joined, companies.
 var uncountScript = redis.NewScript(`
+if table.concat(redis.call('ZRANGE', KEYS[2], 0, -1), ',') ~= ARGV[1] then return -1 end
 local m = {unpack(ARGV, 2)}
 local held = {}
-for _, w in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-  local r = redis.call('SMISMEMBER', ARGV[1] .. 'w:' .. w .. ':co', unpack(m))
+for j = 4, #KEYS do
+  local r = redis.call('SMISMEMBER', KEYS[j], unpack(m))
   for i = 1, #m do if r[i] == 1 then held[i] = true end end
 end
 local gone = {}
@@ -81,7 +85,7 @@ return 1
 // account's count, its delivery records from the gauges; then the trash
 // keys and the trash entry. It may run again, or after a crash anywhere.
 func (s *Store) finishDelete(ctx context.Context, id string) error {
-	t := func(part string) string { return s.key("trash", id, part) }
+	t := func(part string) string { return s.key(trashKey, id, part) }
 	v, err := s.rdb.MGet(ctx, t("keys"), t("ixabn"), t("acct")).Result()
 	if err != nil {
 		return s.fail("delete watch", err)
@@ -115,7 +119,7 @@ func (s *Store) finishDelete(ctx context.Context, id string) error {
 	}
 	p := s.rdb.TxPipeline()
 	p.Unlink(ctx, t("keys"), t("ixabn"), t("co"), t("dr"), t("acct"))
-	p.ZRem(ctx, s.key("trash"), id)
+	p.ZRem(ctx, s.key(trashKey), id)
 	_, err = p.Exec(ctx)
 	return s.fail("delete watch", err)
 }
@@ -125,7 +129,7 @@ func (s *Store) finishDelete(ctx context.Context, id string) error {
 // ever sparser table as the set drains): at most 2,000 a script, fewer
 // when the account has many watches, each checked against every one.
 func (s *Store) uncount(ctx context.Context, co, acc string) error {
-	keys := []string{co, s.key("acct", acc, "watches"), s.key("acct", acc, "companies")}
+	keys := []string{co, s.key(acctKey, acc, "watches"), s.key(acctKey, acc, "companies")}
 	for {
 		for cursor := uint64(0); ; {
 			members, next, err := s.rdb.SScan(ctx, co, cursor, "*", 2000).Result()
@@ -133,20 +137,27 @@ func (s *Store) uncount(ctx context.Context, co, acc string) error {
 				return s.fail("delete watch", err)
 			}
 			for len(members) > 0 {
-				ws, err := s.rdb.ZCard(ctx, keys[1]).Result()
+				ws, err := s.rdb.ZRange(ctx, keys[1], 0, -1).Result()
 				if err != nil {
 					return s.fail("delete watch", err)
 				}
-				n := min(len(members), 2000, max(50, trashWork/int(ws+1)))
+				n := min(len(members), 2000, max(50, trashWork/(len(ws)+1)))
+				wkeys := keys
+				for _, w := range ws {
+					wkeys = append(wkeys, s.key(watchKey, w, "co"))
+				}
 				args := make([]any, 0, n+1)
-				args = append(args, s.ns)
+				args = append(args, joinList(ws))
 				for _, m := range members[:n] {
 					args = append(args, m)
 				}
-				if err := uncountScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+				done, err := uncountScript.Run(ctx, s.rdb, wkeys, args...).Int()
+				if err != nil {
 					return s.fail("delete watch", err)
 				}
-				members = members[n:]
+				if done >= 0 { // else the account's watches changed: read them again
+					members = members[n:]
+				}
 			}
 			if cursor = next; cursor == 0 {
 				break
@@ -164,7 +175,7 @@ func (s *Store) uncount(ctx context.Context, co, acc string) error {
 // function that stops renewing.
 func (s *Store) renewTrashLease(id string) (stop func()) {
 	return lease.Keep(s.leaseRenewal, func(ctx context.Context) {
-		s.rdb.ZAddXX(ctx, s.key("trash"), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
+		s.rdb.ZAddXX(ctx, s.key(trashKey), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
 	})
 }
 
@@ -195,13 +206,13 @@ func (s *Store) sweepTrash(ctx context.Context, now time.Time) (int, error) {
 // finishStalledDeletes finishes the deletes in the trash zset whose lease
 // ran out by now (their deleter stopped), and returns how many.
 func (s *Store) finishStalledDeletes(ctx context.Context, now time.Time) (int, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, s.key("trash"), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
+	ids, err := s.rdb.ZRangeByScore(ctx, s.key(trashKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
 	if err != nil {
 		return 0, s.fail("read the unfinished watch deletes", err)
 	}
 	done := 0
 	for _, id := range ids {
-		ok, err := claimTrashScript.Run(ctx, s.rdb, []string{s.key("trash")}, now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Int()
+		ok, err := claimTrashScript.Run(ctx, s.rdb, []string{s.key(trashKey)}, now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Int()
 		if err != nil {
 			return done, s.fail("finish a watch delete", err)
 		}
@@ -222,7 +233,7 @@ func (s *Store) finishStalledDeletes(ctx context.Context, now time.Time) (int, e
 // adoptOldTrash puts in the trash zset (due at once) every deleted watch
 // whose trash:<id>:keys a version before the zset left behind.
 func (s *Store) adoptOldTrash(ctx context.Context) error {
-	prefix, suffix := s.key("trash")+":", ":keys"
+	prefix, suffix := s.key(trashKey)+":", ":keys"
 	for cursor := uint64(0); ; {
 		keys, next, err := s.rdb.Scan(ctx, cursor, prefix+"*"+suffix, 1000).Result()
 		if err != nil {
@@ -230,7 +241,7 @@ func (s *Store) adoptOldTrash(ctx context.Context) error {
 		}
 		for _, k := range keys {
 			id := strings.TrimSuffix(strings.TrimPrefix(k, prefix), suffix)
-			if err := s.rdb.ZAddNX(ctx, s.key("trash"), redis.Z{Score: 0, Member: id}).Err(); err != nil {
+			if err := s.rdb.ZAddNX(ctx, s.key(trashKey), redis.Z{Score: 0, Member: id}).Err(); err != nil {
 				return s.fail("look for unfinished watch deletes", err)
 			}
 		}

@@ -42,7 +42,7 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 	}
 	companies := func() []string {
 		t.Helper()
-		m, err := f.rdb.SMembers(ctx, f.rs.key("acct", accountID, "companies")).Result()
+		m, err := f.rdb.SMembers(ctx, f.rs.key(acctKey, accountID, "companies")).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 	}
 	trashKeys := func() []string {
 		t.Helper()
-		k, err := f.rdb.Keys(ctx, f.rs.key("trash")+"*").Result()
+		k, err := f.rdb.Keys(ctx, f.rs.key(trashKey)+"*").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,8 +75,8 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 	if err := f.rs.indexKeys(ctx, old, []string{acn(7)}, nil); err != nil {
 		t.Fatal(err)
 	}
-	f.rdb.Set(ctx, f.rs.key("trash", old, "keys"), acn(7), 0)
-	f.rdb.Set(ctx, f.rs.key("trash", old, "ixabn"), "", 0)
+	f.rdb.Set(ctx, f.rs.key(trashKey, old, "keys"), acn(7), 0)
+	f.rdb.Set(ctx, f.rs.key(trashKey, old, "ixabn"), "", 0)
 
 	// Within the deleter's lease the sweep leaves the deletes alone.
 	if n, err := f.rs.sweepTrash(ctx, f.clock.Now()); err != nil || n != 1 {
@@ -118,11 +118,11 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 
 // indexHolders returns the watches the reverse index names for key k.
 func (s *Store) indexHolders(ctx context.Context, k string) ([]string, error) {
-	first, err := s.rdb.HGet(ctx, s.key("rix", rixBucket(k)), k).Result()
+	first, err := s.rdb.HGet(ctx, s.key(rixKey, rixBucket(k)), k).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	more, err := s.rdb.SMembers(ctx, s.key("rixs", k)).Result()
+	more, err := s.rdb.SMembers(ctx, s.key(rixsKey, k)).Result()
 	if err != nil {
 		return nil, err
 	}

@@ -262,21 +262,21 @@ func sortedKeys(m map[string]struct{}) []string {
 // by element: a 1,000,000-company watch blocks Redis for a fraction of a
 // second. A refusal leaves the stage in place, so the create can be asked
 // again after undoing a dead create (CreateWatch drops it once refused).
-// KEYS: acct:<a>:watches, acct:<a>:companies, w:<id>, stage:<id>:co.
-// ARGV: ns, watch limit, company limit, watch id, score, doc, account,
+// KEYS: acct:<a>:watches, acct:<a>:companies, w:<id>, stage:<id>:co,
+// w:<id>:co, wpend, watches, winactive, w:<id>:keys, fo.
+// ARGV: watch limit, company limit, watch id, score, doc, account,
 // match keys (comma-joined, "" for a filter-only watch), regv, eseq,
 // ixabn, the creator's lease (ms).
 var createScript = redis.NewScript(`
-local ns = ARGV[1]
 local n = redis.call('ZCARD', KEYS[1])
-if n >= tonumber(ARGV[2]) then
+if n >= tonumber(ARGV[1]) then
   return {'watch_limit', n}
 end
 local staged = redis.call('SCARD', KEYS[4])
 if staged > 0 then
   local current = redis.call('SCARD', KEYS[2])
   local adding = staged - redis.call('SINTERCARD', 2, KEYS[4], KEYS[2])
-  if current + adding > tonumber(ARGV[3]) then
+  if current + adding > tonumber(ARGV[2]) then
     return {'quota', current, adding}
   end
   if adding > 0 then
@@ -291,18 +291,18 @@ if staged > 0 then
       redis.call('SUNIONSTORE', KEYS[2], KEYS[2], KEYS[4])
     end
   end
-  redis.call('RENAME', KEYS[4], KEYS[3] .. ':co')
-  redis.call('PERSIST', KEYS[3] .. ':co')
+  redis.call('RENAME', KEYS[4], KEYS[5])
+  redis.call('PERSIST', KEYS[5])
 end
-redis.call('HSET', KEYS[3], 'account', ARGV[7], 'doc', ARGV[6], 'regv', ARGV[9], 'eseq', ARGV[10], 'ixabn', ARGV[11])
-redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
-redis.call('ZADD', ns .. 'wpend', ARGV[12], ARGV[4])
-redis.call('SADD', ns .. 'watches', ARGV[4])
-if not cjson.decode(ARGV[6]).active then redis.call('SADD', ns .. 'winactive', ARGV[4]) end
-if ARGV[8] ~= '' then
-  redis.call('SET', KEYS[3] .. ':keys', ARGV[8])
+redis.call('HSET', KEYS[3], 'account', ARGV[6], 'doc', ARGV[5], 'regv', ARGV[8], 'eseq', ARGV[9], 'ixabn', ARGV[10])
+redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
+redis.call('ZADD', KEYS[6], ARGV[11], ARGV[3])
+redis.call('SADD', KEYS[7], ARGV[3])
+if not cjson.decode(ARGV[5]).active then redis.call('SADD', KEYS[8], ARGV[3]) end
+if ARGV[7] ~= '' then
+  redis.call('SET', KEYS[9], ARGV[7])
 else
-  redis.call('SADD', ns .. 'fo', ARGV[4])
+  redis.call('SADD', KEYS[10], ARGV[3])
 end
 return {'ok'}
 `)
@@ -323,7 +323,7 @@ return tonumber(cseq)
 // recordMissed records the deliveries of the watch's logged notices in
 // (from, through] (CreateDeliveries: each pair gets one delivery ever).
 func (s *Store) recordMissed(ctx context.Context, id string, from, through int64) error {
-	seqs, err := s.rdb.ZRangeByScore(ctx, s.key("wm", id), &redis.ZRangeBy{Min: "(" + itoa(from), Max: itoa(through)}).Result()
+	seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, id), &redis.ZRangeBy{Min: "(" + itoa(from), Max: itoa(through)}).Result()
 	if err != nil {
 		return s.fail("create watch", err)
 	}
@@ -368,14 +368,15 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	if err != nil {
 		return w, err
 	}
-	stageCo := s.key("stage", w.ID, "co")
+	stageCo := s.key(stageKey, w.ID, "co")
 	if err := s.saddBatched(ctx, stageCo, exp.companies, stageTTL); err != nil {
 		return w, err
 	}
 	create := func() ([]any, error) {
-		res, err := createScript.Run(ctx, s.rdb, []string{s.key("acct", w.AccountID, "watches"),
-			s.key("acct", w.AccountID, "companies"), s.key("w", w.ID), stageCo},
-			s.ns, plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs),
+		res, err := createScript.Run(ctx, s.rdb, []string{s.key(acctKey, w.AccountID, "watches"),
+			s.key(acctKey, w.AccountID, "companies"), s.key(watchKey, w.ID), stageCo, s.key(watchKey, w.ID, "co"),
+			s.key(createsKey), s.key(watchesKey), s.key(winactiveKey), s.key(watchKey, w.ID, "keys"), s.key(filterOnlyKey)},
+			plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs),
 			s.clock().Add(createLease).UnixMilli()).Slice()
 		if err != nil {
 			return nil, s.fail("create watch", err)
@@ -446,7 +447,7 @@ const leaseRenewal = createLease / 4
 // undone.
 func (s *Store) renewCreateLease(id string) (stop func()) {
 	return lease.Keep(s.leaseRenewal, func(ctx context.Context) {
-		s.rdb.ZAddXX(ctx, s.key("wpend"), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
+		s.rdb.ZAddXX(ctx, s.key(createsKey), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
 	})
 }
 
@@ -472,13 +473,13 @@ return acc
 // now): the client never had a 201, and a create either happens whole or
 // not at all, as in the embedded store. It returns how many it undid.
 func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, s.key("wpend"), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
+	ids, err := s.rdb.ZRangeByScore(ctx, s.key(createsKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
 	if err != nil {
 		return 0, s.fail("read the unfinished watch creates", err)
 	}
 	done := 0
 	for _, id := range ids {
-		acc, err := claimStalledScript.Run(ctx, s.rdb, []string{s.key("wpend"), s.key("w", id)},
+		acc, err := claimStalledScript.Run(ctx, s.rdb, []string{s.key(createsKey), s.key(watchKey, id)},
 			now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Text()
 		if errors.Is(err, redis.Nil) {
 			continue // renewed or finished since the read
@@ -522,7 +523,7 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 	if s.stopBefore != nil && s.stopBefore("activate") {
 		return errStopped
 	}
-	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID), s.log.Keys().MatchThrough, s.key("wsv")}).Int64()
+	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.log.Keys().MatchThrough, s.key(watchSetKey)}).Int64()
 	if err != nil {
 		return s.fail("create watch", err)
 	}
@@ -544,7 +545,7 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 	if s.stopBefore != nil && s.stopBefore("finish") {
 		return errStopped
 	}
-	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.key("w", w.ID), s.key("wpend")}, w.ID, through).Int()
+	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.key(createsKey)}, w.ID, through).Int()
 	if err != nil {
 		return s.fail("create watch", err)
 	}
@@ -596,14 +597,15 @@ func rixBucket(k string) string {
 	return strconv.FormatUint(uint64(h.Sum32()%rixBuckets), 16)
 }
 
-// rixRemoveScript removes one watch id from many keys.
-// ARGV: ns, watch id, then (bucket, key) pairs.
+// rixRemoveScript removes one watch id from many index keys.
+// KEYS: rix:<bucket> and rixs:<key> of each key, in turn. ARGV: watch id,
+// then the keys.
 var rixRemoveScript = redis.NewScript(`
-local ns, id = ARGV[1], ARGV[2]
-for i = 3, #ARGV, 2 do
-  local b, k = ns .. 'rix:' .. ARGV[i], ARGV[i + 1]
+local id = ARGV[1]
+for i = 2, #ARGV do
+  local b, k = KEYS[2 * i - 3], ARGV[i]
   if redis.call('HGET', b, k) == id then redis.call('HDEL', b, k) end
-  redis.call('SREM', ns .. 'rixs:' .. k, id)
+  redis.call('SREM', KEYS[2 * i - 2], id)
 end
 return 1
 `)
@@ -621,7 +623,7 @@ func (s *Store) indexKeys(ctx context.Context, id string, added, removed []strin
 		cmds := make([]*redis.BoolCmd, len(part))
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range part {
-				cmds[i] = p.HSetNX(ctx, s.key("rix", rixBucket(k)), k, id)
+				cmds[i] = p.HSetNX(ctx, s.key(rixKey, rixBucket(k)), k, id)
 			}
 			return nil
 		})
@@ -631,7 +633,7 @@ func (s *Store) indexKeys(ctx context.Context, id string, added, removed []strin
 		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, c := range cmds {
 				if !c.Val() {
-					p.SAdd(ctx, s.key("rixs", part[i]), id)
+					p.SAdd(ctx, s.key(rixsKey, part[i]), id)
 				}
 			}
 			return nil
@@ -642,12 +644,12 @@ func (s *Store) indexKeys(ctx context.Context, id string, added, removed []strin
 	}
 	for i := 0; i < len(removed); i += rixChunk {
 		chunk := removed[i:min(i+rixChunk, len(removed))]
-		args := make([]any, 0, 2+2*len(chunk))
-		args = append(args, s.ns, id)
+		keys, args := make([]string, 0, 2*len(chunk)), make([]any, 0, 1+len(chunk))
+		args = append(args, id)
 		for _, k := range chunk {
-			args = append(args, rixBucket(k), k)
+			keys, args = append(keys, s.key(rixKey, rixBucket(k)), s.key(rixsKey, k)), append(args, k)
 		}
-		if err := rixRemoveScript.Run(ctx, s.rdb, nil, args...).Err(); err != nil {
+		if err := rixRemoveScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 			return s.fail("index watch", err)
 		}
 	}
@@ -672,7 +674,7 @@ func shown(accountID string, v []any) bool {
 // Watch returns one watch of the account, or errs.NotFound (also for a
 // watch of another account, and for one whose create has not finished).
 func (s *Store) Watch(ctx context.Context, accountID, id string) (watch.Watch, error) {
-	v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "a0", "doc").Result()
+	v, err := s.rdb.HMGet(ctx, s.key(watchKey, id), "account", "a0", "doc").Result()
 	if err != nil {
 		return watch.Watch{}, s.fail("read watch", err)
 	}
@@ -685,14 +687,14 @@ func (s *Store) Watch(ctx context.Context, accountID, id string) (watch.Watch, e
 // ListWatches returns the account's watches whose create has finished,
 // oldest first (ties by id).
 func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watch, error) {
-	ids, err := s.rdb.ZRange(ctx, s.key("acct", accountID, "watches"), 0, -1).Result()
+	ids, err := s.rdb.ZRange(ctx, s.key(acctKey, accountID, "watches"), 0, -1).Result()
 	if err != nil {
 		return nil, s.fail("list watches", err)
 	}
 	docs := make([]*redis.SliceCmd, len(ids))
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			docs[i] = p.HMGet(ctx, s.key("w", id), "account", "a0", "doc")
+			docs[i] = p.HMGet(ctx, s.key(watchKey, id), "account", "a0", "doc")
 		}
 		return nil
 	}); err != nil {
@@ -745,45 +747,51 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 // recording the account in trash:<id>:acct and the id in the trash zset
 // with the deleter's lease. finishDelete then does that work in bounded
 // chunks; the sweep finishes a delete whose deleter stopped (trash.go).
-// KEYS: w:<id>. ARGV: ns, account, id, mail retention ms, "1" to delete
-// only a watch whose create has finished (shown), the deleter's lease (ms).
+// The watch's pending mail ids (mpd:<id>, the malert field) are read
+// first and passed with their keys; the script returns -1 when either
+// changed meanwhile, and the delete reads them again.
+// KEYS: w:<id>, mpd:<id>, mq, acct:<a>:watches, fo, watches, winactive,
+// wrel, wdeact, wpend, trash:<id>:acct, w:<id>:keys, trash:<id>:keys,
+// w:<id>:co, trash:<id>:co, dr:<id>, trash:<id>:dr, trash:<id>:ixabn,
+// trash, wm:<id>, dl:<id>, df:<id>, wsv, then mail:<job> of each job.
+// ARGV: account, id, mail retention ms, "1" to delete only a watch whose
+// create has finished (shown), the deleter's lease (ms), the digest job
+// id read ("" for none), the alert job id read, then the id of each job.
 var deleteScript = redis.NewScript(`
-local ns, id = ARGV[1], ARGV[3]
+local id = ARGV[2]
 local acc = redis.call('HGET', KEYS[1], 'account')
-if acc ~= ARGV[2] then return 0 end
-if ARGV[5] == '1' and redis.call('HEXISTS', KEYS[1], 'a0') == 0 then return 0 end
-for _, job in ipairs({redis.call('GET', ns .. 'mpd:' .. id), redis.call('HGET', KEYS[1], 'malert')}) do
-  if job then
-    local k = ns .. 'mail:' .. job
-    if redis.call('HGET', k, 'status') == 'pending' then
-      redis.call('HSET', k, 'status', 'deleted')
-      redis.call('HDEL', k, 'token')
-      redis.call('PEXPIRE', k, ARGV[4])
-      redis.call('ZREM', ns .. 'mq', job)
-    end
+if acc ~= ARGV[1] then return 0 end
+if ARGV[4] == '1' and redis.call('HEXISTS', KEYS[1], 'a0') == 0 then return 0 end
+if (redis.call('GET', KEYS[2]) or '') ~= ARGV[6] or (redis.call('HGET', KEYS[1], 'malert') or '') ~= ARGV[7] then return -1 end
+for i = 24, #KEYS do
+  local k, job = KEYS[i], ARGV[i - 16]
+  if redis.call('HGET', k, 'status') == 'pending' then
+    redis.call('HSET', k, 'status', 'deleted')
+    redis.call('HDEL', k, 'token')
+    redis.call('PEXPIRE', k, ARGV[3])
+    redis.call('ZREM', KEYS[3], job)
   end
 end
-redis.call('DEL', ns .. 'mpd:' .. id)
-redis.call('ZREM', ns .. 'acct:' .. acc .. ':watches', id)
-redis.call('SREM', ns .. 'fo', id)
-redis.call('SREM', ns .. 'watches', id)
-redis.call('SREM', ns .. 'winactive', id)
-redis.call('SREM', ns .. 'wrel', id)
-redis.call('HDEL', ns .. 'wdeact', id)
-redis.call('ZREM', ns .. 'wpend', id)
-local trash = ns .. 'trash:' .. id
-redis.call('SET', trash .. ':acct', acc)
-for _, m in ipairs({{KEYS[1] .. ':keys', trash .. ':keys'}, {KEYS[1] .. ':co', trash .. ':co'}, {ns .. 'dr:' .. id, trash .. ':dr'}}) do
-  if redis.call('EXISTS', m[1]) == 1 then
-    redis.call('RENAME', m[1], m[2])
-    redis.call('PERSIST', m[2])
+redis.call('DEL', KEYS[2])
+redis.call('ZREM', KEYS[4], id)
+redis.call('SREM', KEYS[5], id)
+redis.call('SREM', KEYS[6], id)
+redis.call('SREM', KEYS[7], id)
+redis.call('SREM', KEYS[8], id)
+redis.call('HDEL', KEYS[9], id)
+redis.call('ZREM', KEYS[10], id)
+redis.call('SET', KEYS[11], acc)
+for i = 12, 16, 2 do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('RENAME', KEYS[i], KEYS[i + 1])
+    redis.call('PERSIST', KEYS[i + 1])
   end
 end
 local ix = redis.call('HGET', KEYS[1], 'ixabn')
-if ix then redis.call('SET', trash .. ':ixabn', ix) end
-redis.call('ZADD', ns .. 'trash', ARGV[6], id)
-redis.call('UNLINK', KEYS[1], ns .. 'wm:' .. id, ns .. 'dl:' .. id, ns .. 'df:' .. id)
-redis.call('INCR', ns .. 'wsv')
+if ix then redis.call('SET', KEYS[18], ix) end
+redis.call('ZADD', KEYS[19], ARGV[5], id)
+redis.call('UNLINK', KEYS[1], KEYS[20], KEYS[21], KEYS[22])
+redis.call('INCR', KEYS[23])
 return 1
 `)
 
@@ -811,10 +819,34 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 	if finishedOnly {
 		only = "1"
 	}
-	n, err := deleteScript.Run(ctx, s.rdb, []string{s.key("w", id)}, s.ns, accountID, id, mail.Retention.Milliseconds(), only,
-		s.clock().Add(createLease).UnixMilli()).Int()
-	if err != nil {
-		return s.fail("delete watch", err)
+	t := func(part string) string { return s.key(trashKey, id, part) }
+	keys := []string{s.key(watchKey, id), s.key(digestKey, id), s.key(mailQueueKey), s.key(acctKey, accountID, "watches"), s.key(filterOnlyKey),
+		s.key(watchesKey), s.key(winactiveKey), s.key(wrelKey), s.key(wdeactKey), s.key(createsKey), t("acct"),
+		s.key(watchKey, id, "keys"), t("keys"), s.key(watchKey, id, "co"), t("co"), s.key(recordsKey, id), t("dr"), t("ixabn"),
+		s.key(trashKey), s.key(matchLogKey, id), s.key(deliveriesKey, id), s.key(finalKey, id), s.key(watchSetKey)}
+	var n int
+	for n = -1; n == -1; {
+		var digest, alert *redis.StringCmd
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			digest, alert = p.Get(ctx, keys[1]), p.HGet(ctx, keys[0], "malert")
+			return nil
+		})
+		for _, c := range []*redis.StringCmd{digest, alert} {
+			if err := c.Err(); err != nil && err != redis.Nil {
+				return s.fail("delete watch", err)
+			}
+		}
+		jobKeys, args := keys, []any{accountID, id, mail.Retention.Milliseconds(), only,
+			s.clock().Add(createLease).UnixMilli(), digest.Val(), alert.Val()}
+		for _, job := range slices.Compact([]string{digest.Val(), alert.Val()}) {
+			if job != "" {
+				jobKeys, args = append(jobKeys, s.key(mailKey, job)), append(args, job)
+			}
+		}
+		var err error
+		if n, err = deleteScript.Run(ctx, s.rdb, jobKeys, args...).Int(); err != nil {
+			return s.fail("delete watch", err)
+		}
 	}
 	if n == 0 {
 		return watchNotFound(id)

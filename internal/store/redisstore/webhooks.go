@@ -73,7 +73,7 @@ return 1
 func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound func(string) error,
 	change func(w *watch.Watch) (fields []string, err error)) (watch.Watch, error) {
 	for {
-		v, err := s.rdb.HMGet(ctx, s.key("w", id), "account", "a0", "doc").Result()
+		v, err := s.rdb.HMGet(ctx, s.key(watchKey, id), "account", "a0", "doc").Result()
 		if err != nil {
 			return watch.Watch{}, s.fail("update watch", err)
 		}
@@ -96,7 +96,7 @@ func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound 
 		for _, f := range fields {
 			args = append(args, f)
 		}
-		ok, err := casWatchScript.Run(ctx, s.rdb, []string{s.key("w", id), s.key(winactiveKey), s.key(wrelKey)}, args...).Int()
+		ok, err := casWatchScript.Run(ctx, s.rdb, []string{s.key(watchKey, id), s.key(winactiveKey), s.key(wrelKey)}, args...).Int()
 		if err != nil {
 			return w, s.fail("update watch", err)
 		}
@@ -132,11 +132,11 @@ func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret 
 			return w, err
 		}
 	}
-	cseq, err := s.rdb.HGet(ctx, s.key("w", watchID), "eseq").Int64()
+	cseq, err := s.rdb.HGet(ctx, s.key(watchKey, watchID), "eseq").Int64()
 	if err != nil && err != redis.Nil {
 		return w, s.fail("register webhook", err)
 	}
-	seqs, err := s.rdb.ZRangeByScore(ctx, s.key("wm", watchID), &redis.ZRangeBy{Min: "(" + itoa(cseq), Max: "+inf"}).Result()
+	seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, watchID), &redis.ZRangeBy{Min: "(" + itoa(cseq), Max: "+inf"}).Result()
 	if err != nil {
 		return w, s.fail("register webhook", err)
 	}
@@ -218,7 +218,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 	if err != nil {
 		return err
 	}
-	err = deadScript.Run(ctx, s.rdb, []string{s.key("dr", watchID), s.key(dstatKey), s.key(ddueKey), s.key("dl", watchID), s.key("df", watchID)}, delivery.WebhookRemoved, notice.Timestamp(now), watchID).Err()
+	err = deadScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(dstatKey), s.key(ddueKey), s.key(deliveriesKey, watchID), s.key(finalKey, watchID)}, delivery.WebhookRemoved, notice.Timestamp(now), watchID).Err()
 	if err != nil {
 		return s.fail("cancel deliveries", err)
 	}
@@ -229,14 +229,14 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 // next_attempt_at is null while an attempt is in flight, held or finished,
 // as the embedded store shows it.
 func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit int) ([]delivery.Record, error) {
-	v, err := s.rdb.HMGet(ctx, s.key("w", watchID), "account", "a0").Result()
+	v, err := s.rdb.HMGet(ctx, s.key(watchKey, watchID), "account", "a0").Result()
 	if err != nil {
 		return nil, s.fail("list deliveries", err)
 	}
 	if !shown(accountID, v) {
 		return nil, noWatch(watchID)
 	}
-	members, err := s.rdb.ZRevRange(ctx, s.key("dl", watchID), 0, int64(limit)-1).Result()
+	members, err := s.rdb.ZRevRange(ctx, s.key(deliveriesKey, watchID), 0, int64(limit)-1).Result()
 	if err != nil {
 		return nil, s.fail("list deliveries", err)
 	}
@@ -244,7 +244,7 @@ func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit
 	for i, m := range members {
 		ids[i] = m[21:]
 	}
-	raw, err := s.hmget(ctx, s.key("dr", watchID), ids)
+	raw, err := s.hmget(ctx, s.key(recordsKey, watchID), ids)
 	if err != nil {
 		return nil, err
 	}

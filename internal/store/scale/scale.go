@@ -56,6 +56,11 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	if err != nil {
 		return nil, err
 	}
+	// Keys an older version wrote under "<ns>:" move under "{<ns>}:" first.
+	if _, err := redisstore.UpgradeKeys(ctx, rdb, cfg.Namespace); err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
 	plog := publog.New(rdb, cfg.Namespace, publog.Options{Retention: cfg.PublishLogRetention, LeaseTTL: cfg.WriterLease, Who: writerName(),
 		Waiting: func(who string) {
 			slog.Info("waiting for the notice writer lease (one writer at a time)", "held_by", who)
