@@ -337,7 +337,11 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 		written, _, err = a.UpsertStored(ctx, synthBatch("STALLED", 0, 5))
 		done <- err
 	}()
-	<-stopped
+	select { // writer A ends before its hook only when a call failed: say so, not hang
+	case <-stopped:
+	case err := <-done:
+		t.Fatalf("writer A returned before its Elasticsearch write: %v", err)
+	}
 	p := &seqPoller{s: owner, seen: map[string][]int64{}}
 	p.poll(t)
 	if len(p.seen) != 0 {
