@@ -56,15 +56,22 @@ func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		return r, err
 	}
 	// A notice store that does not publish: each notice is read back and
-	// published here.
-	r, err := c.Notices.UpsertNotices(ctx, batch)
+	// published here, all under the writer lease, as that store hands
+	// seqs out when it stores: a writer publishing a later seq before
+	// another's stored one would raise Published past a notice arrival
+	// matching has not seen, and a matches poller would step over it.
+	le, err := c.Redis.log.Acquire(ctx)
 	if err != nil {
-		return r, err
+		return store.UpsertResult{}, err
 	}
-	stored, err := c.readBack(ctx, batch)
+	r, err := c.Notices.UpsertNotices(ctx, batch)
 	if err == nil {
-		err = c.Redis.PublishStored(ctx, stored)
+		var stored []notice.Notice
+		if stored, err = c.readBack(ctx, batch); err == nil {
+			err = publishStored(ctx, le, stored)
+		}
 	}
+	le.Release(ctx, err == nil)
 	return r, err
 }
 

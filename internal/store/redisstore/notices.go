@@ -22,21 +22,23 @@ func (s *Store) PublishStored(ctx context.Context, ns []notice.Notice) error {
 	if err != nil {
 		return err
 	}
+	err = publishStored(ctx, le, ns)
+	le.Release(ctx, err == nil)
+	return err
+}
+
+// publishStored publishes ns as new notices under le.
+func publishStored(ctx context.Context, le *publog.Lease, ns []notice.Notice) error {
 	var through int64
 	kinds := make([]publog.Kind, len(ns))
 	for i := range ns {
 		if ns[i].Seq <= 0 {
-			le.Release(ctx, true)
 			return fmt.Errorf("redisstore: publish notice %s: it has no notice_seq; publish notices as stored", ns[i].ID)
 		}
 		kinds[i] = publog.KindNew
 		through = max(through, ns[i].Seq)
 	}
-	if err := le.Publish(ctx, ns, kinds, through); err != nil {
-		return err
-	}
-	le.Release(ctx, true)
-	return nil
+	return le.Publish(ctx, ns, kinds, through)
 }
 
 // Log returns the namespace's writer lease and publish log.
