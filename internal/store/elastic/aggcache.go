@@ -14,15 +14,13 @@ const (
 	aggCacheMaxAge  = 30 * time.Second
 )
 
-// aggCache keeps the answers of the aggregation reads (GET /v1/filters and
-// /v1/stats) of one process, keyed by the exact request sent to
-// Elasticsearch, for as long as the notices' data version (Redis,
-// publog.Log.DataVersion) stays what it was when the answer was
-// read. Every writer moves the version on once its writes are searchable
-// (a notice batch, a reindex's swap and catch-up, a register swap), so an
-// answer is never kept past a write that could change it; a write whose
-// outcome its writer never learnt (a bulk request that timed out on a hung
-// node, then landed) is bounded by aggCacheMaxAge, the notices index's own
+// aggCache keeps the answers of the aggregation reads (/v1/filters and
+// /v1/stats) of one process, keyed by the exact request, while the
+// notices' data version (publog.Log.DataVersion) stays what it was when
+// the answer was read. Every writer moves the version on once its writes
+// are searchable, so an answer is never kept past a write that could
+// change it; a write its writer never saw land (a bulk request that timed
+// out, then landed) is bounded by aggCacheMaxAge, the notices index's
 // refresh interval.
 type aggCache struct {
 	max          int
@@ -99,10 +97,8 @@ func (s *Store) AggCacheReads() (hits, misses int64) {
 }
 
 // dataChanged moves the notices' data version on after a write became
-// searchable (see aggCache). It comes after a step that cannot be undone
-// (the write, an alias move), so a failure does not fail that step: kept
-// answers then live out their aggCacheMaxAge, as after a write nobody
-// announced.
+// searchable (aggCache). It follows a step that cannot be undone, so its
+// failure is ignored: kept answers then live out their aggCacheMaxAge.
 func (s *Store) dataChanged(ctx context.Context) {
 	_ = s.log.Changed(context.WithoutCancel(ctx))
 }

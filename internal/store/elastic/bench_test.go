@@ -3,7 +3,6 @@ package elastic
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -224,7 +223,7 @@ func benchRawNotices(b *testing.B, how rawSearchable) {
 	docs := make([][]byte, len(ns))
 	for i, n := range ns {
 		n.Seq = int64(i + 1)
-		docs[i], _ = json.Marshal(esdoc.NewNotice(n, 1))
+		docs[i] = esdoc.AppendNotice(nil, &n, 1, nil)
 	}
 	benchLoads(b, "notices", docs, warmNotices, func(s *Store, docs [][]byte) {
 		index := s.Alias(mappings.Notices)

@@ -35,17 +35,15 @@ func nodeURLs(list string) []string {
 }
 
 // newClient makes the Elasticsearch client of cfg: every node of cfg.URL
-// in its pool (requests go round them, and one that fails with a
-// connection error or an overloaded node's answer is retried on the
-// next), HTTPS verified against cfg.CACert or cfg.CAFingerprint, and the
-// user:password of the URLs or cfg.APIKey on every request.
+// in its pool (a connection error or an overloaded node's answer is
+// retried on the next), HTTPS verified against cfg.CACert or
+// cfg.CAFingerprint, and the URLs' user:password or cfg.APIKey.
 func newClient(cfg Config) (*elasticsearch.Client, error) {
 	raw := nodeURLs(cfg.URL)
 	if len(raw) == 0 {
 		return nil, errors.New("elastic: no Elasticsearch URL")
 	}
-	// The credentials leave the URLs: the client sends them as its
-	// Username and Password, and a URL in a message never holds them.
+	// The credentials leave the URLs (no message shows them).
 	urls := make([]string, len(raw))
 	var user, password string
 	for i, r := range raw {
@@ -60,11 +58,9 @@ func newClient(cfg Config) (*elasticsearch.Client, error) {
 		}
 		urls[i] = u.String()
 	}
-	// net/http's default transport keeps 2 idle connections per host:
-	// an API replica under concurrent reads, or a load with its bulk
-	// workers and two batches in flight, would open and close a
-	// connection for most requests. And it asks for gzip, which on a
-	// local network costs both ends more CPU than the bytes it saves
+	// net/http's default keeps 2 idle connections per host (concurrent
+	// reads or bulk workers would reconnect for most requests) and asks
+	// for gzip, which on a local network costs more CPU than it saves
 	// (measured: an aggregation answer about 6% sooner without).
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
@@ -74,9 +70,8 @@ func newClient(cfg Config) (*elasticsearch.Client, error) {
 		return nil, err
 	}
 	tr.TLSClientConfig = tlsConf
-	// Several nodes (nodes.go): a connection to a node that does not
-	// answer gives up after nodeDialTimeout, not net/http's 30 s, so that
-	// it costs a retry on another node rather than the request's timeout.
+	// A node that does not accept gives up after nodeDialTimeout, not
+	// net/http's 30 s: a retry on another node, not the request's timeout.
 	tr.DialContext = (&net.Dialer{Timeout: nodeDialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	var intercept []elastictransport.InterceptorFunc
 	if cfg.counts != nil {
@@ -87,12 +82,10 @@ func newClient(cfg Config) (*elasticsearch.Client, error) {
 		Username:  user,
 		Password:  password,
 		APIKey:    cfg.APIKey,
-		// With several nodes, a request is tried on each before it fails.
-		// Every transport error is retried (the client's default), so a
-		// node refusing connections or gone mid-request sends the request
-		// to the next one.
+		// A request is tried on each node before it fails; every transport
+		// error is retried (the client's default).
 		MaxRetries:    max(2, len(urls)),
-		RetryOnStatus: []int{502, 503, 504, 429},
+		RetryOnStatus: retryOnStatus,
 		Transport:     tr,
 		Interceptors:  intercept,
 	})
@@ -114,9 +107,8 @@ func tlsConfig(cfg Config) (*tls.Config, error) {
 		if err != nil || len(want) != sha256.Size {
 			return nil, errors.New("elastic: the CA fingerprint is not 64 hex digits")
 		}
-		// The chain is not verified against roots: the pinned certificate
-		// is the trust. VerifyConnection runs on every handshake, resumed
-		// or not.
+		// The pinned certificate is the trust; VerifyConnection runs on
+		// every handshake, resumed or not.
 		c.InsecureSkipVerify = true
 		c.VerifyConnection = func(cs tls.ConnectionState) error {
 			seen := make([]string, 0, len(cs.PeerCertificates))
@@ -182,11 +174,9 @@ type AccessError struct {
 
 func (e *AccessError) Error() string { return e.Detail }
 
-// Privileges the store needs: the cluster's health (/_cluster/health),
-// and on every index and alias of its namespace to create, delete and
-// re-alias indices, change their settings, refresh and flush them
-// (manage), to search, count and get (read) and to index and bulk-load
-// (write). docs/operating.md's "Secured Elasticsearch" gives the role.
+// Privileges the store needs: the cluster's health, and on its namespace's
+// indices manage, read and write (docs/operating.md, "Secured
+// Elasticsearch").
 var (
 	clusterPrivileges = []string{"monitor"}
 	indexPrivileges   = []string{"manage", "read", "write"}
@@ -194,12 +184,9 @@ var (
 
 // checkAccess asks the node, before anything else, whether the store can
 // work: the TLS handshake, the credentials and the privileges on the
-// namespace (POST /_security/user/_has_privileges). A node without
-// security answers that call with an error that is not 401 or 403, and
-// passes. A node that cannot be reached is errs.BackendUnavailable, as
-// for any call.
+// namespace (_has_privileges; a node without security answers it with an
+// error that is not 401 or 403, and passes).
 func (s *Store) checkAccess(ctx context.Context) error {
-	// withAttempts: a retry on another node is counted (nodes.go).
 	ctx, cancel := context.WithTimeout(withAttempts(ctx), s.cfg.Timeout)
 	defer cancel()
 	body, _ := json.Marshal(map[string]any{
@@ -222,18 +209,14 @@ func (s *Store) checkAccess(ctx context.Context) error {
 		}
 		return unavailable(err)
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, res.Body)
-		_ = res.Body.Close()
-	}()
+	defer drainClose(res.Body)
 	node := res.Request.URL.Host
 	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
 	switch res.StatusCode {
 	case http.StatusOK:
 	case http.StatusBadRequest:
-		// A TLS server that answers plain text rather than closing (Go's,
-		// nginx's: a proxy in front of the node) says 400; the handshake
-		// tells it from any other 400, which passes as before.
+		// A TLS server (a proxy) answering plain text says 400; the
+		// handshake tells it from any other 400, which passes.
 		if ae := wantsTLS(ctx, res.Request.URL, true); ae != nil {
 			return ae
 		}
@@ -287,17 +270,12 @@ func securityOn(raw []byte) bool {
 	return !strings.Contains(esReason(raw), "Security must be explicitly enabled")
 }
 
-// esReason is the reason of an Elasticsearch error answer (its raw text,
-// trimmed, when it is not one).
+// esReason is the type and reason of an Elasticsearch error answer (its
+// raw text, trimmed and cut at 200 bytes, when it is not one).
 func esReason(raw []byte) string {
-	var doc struct {
-		Error struct {
-			Type   string `json:"type"`
-			Reason string `json:"reason"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(raw, &doc) == nil && doc.Error.Reason != "" {
-		return doc.Error.Type + ": " + doc.Error.Reason
+	e := errorOf(0, raw)
+	if e.Type != "" && e.Reason != "" {
+		return e.Type + ": " + e.Reason
 	}
 	s := strings.TrimSpace(string(raw))
 	if len(s) > 200 {
@@ -313,29 +291,21 @@ func closedEarly(err error) bool {
 }
 
 // wantsTLS returns the AccessError of an http URL whose node speaks TLS,
-// nil when u is https, suspect is false, or a TLS handshake with the node
-// fails for another reason than its certificate. An Elasticsearch node
-// with TLS on its HTTP port closes a plain-text connection without a
-// word, which the client sees as EOF (suspect), not as a refusal: the
-// handshake (the certificate unchecked, since only the protocol is asked)
-// tells which.
+// else nil. A node with TLS closes a plain-text connection without a word
+// (EOF: suspect); a handshake, the certificate unchecked, tells which.
 func wantsTLS(ctx context.Context, u *url.URL, suspect bool) *AccessError {
 	if !suspect || u == nil || u.Scheme != "http" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeDialTimeout)
 	defer cancel()
-	// No certificate is checked and nothing is sent: the handshake only
-	// asks whether the node speaks TLS.
 	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}
 	conn, err := d.DialContext(ctx, "tcp", u.Host)
 	var alert tls.AlertError
 	switch {
 	case err == nil:
 		_ = conn.Close()
-	case errors.As(err, &alert):
-		// The node answered the handshake with an alert (it wants a client
-		// certificate, say): it speaks TLS all the same.
+	case errors.As(err, &alert): // an alert is TLS all the same
 	default:
 		return nil
 	}

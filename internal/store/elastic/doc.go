@@ -39,12 +39,3 @@ func noticeOf(src json.RawMessage) (notice.Notice, error) {
 	}
 	return d.Notice, nil
 }
-
-// collectedAt decodes collected_at of a hit's _source.
-func collectedAt(src json.RawMessage) (string, error) {
-	var d struct {
-		CollectedAt string `json:"collected_at"`
-	}
-	err := json.Unmarshal(src, &d)
-	return d.CollectedAt, err
-}

@@ -9,7 +9,7 @@ import (
 	"github.com/noticesd/noticesd/internal/query"
 )
 
-// ftsField is the folded full-text field (see esdoc.Notice).
+// ftsField is the folded full-text field (see esdoc.AppendNotice).
 const ftsField = "fts"
 
 // maxPhraseExpansions bounds the words a phrase's trailing prefix expands
@@ -50,14 +50,7 @@ func compileQ(n query.Node) obj {
 				must = append(must, compileQ(c))
 			}
 		}
-		b := obj{}
-		if len(must) > 0 {
-			b["must"] = must
-		}
-		if len(mustNot) > 0 {
-			b["must_not"] = mustNot
-		}
-		return obj{"bool": b}
+		return boolOf("must", must, "must_not", mustNot)
 	case query.Or:
 		if len(n.Children) == 0 {
 			return matchNone
@@ -76,14 +69,11 @@ func compileQ(n query.Node) obj {
 
 // textQuery matches the folded tokens of text consecutively in one field,
 // the last as a prefix when prefix is set. The text is folded here too (as
-// FTS5 folds a query's tokens), so unfolded input matches as well.
-//
-// The phrases are analysed by the field's own analyzer: on a mapping
-// version 3 index the whitespace analyzer, which splits the folded text at
-// its spaces only, so its tokens are query.Fold's; on a version 2 index
-// (before `noticesd reindex`) the standard analyzer, which splits some of
-// them further (docs/elasticsearch.md). A prefix query is not analysed:
-// its value is the folded word, one token of Fold's.
+// FTS5 folds a query's tokens), so unfolded input matches as well. The
+// phrases are analysed by the field's analyzer: since mapping version 3
+// the whitespace analyzer, whose tokens are query.Fold's; before, the
+// standard one, which splits some further (docs/elasticsearch.md). A
+// prefix query is not analysed: its value is one folded word.
 func textQuery(text string, prefix bool) obj {
 	folded := query.Fold(text)
 	if folded == "" {
@@ -129,18 +119,9 @@ func (s *Store) filterQuery(ctx context.Context, f notice.Filter) (obj, error) {
 	if !f.IncludeDeregistration {
 		filter = append(filter, obj{"term": obj{"dereg": false}})
 	}
-	for _, fv := range []struct {
-		field  string
-		values []string
-	}{
-		{"appointment_type", f.AppointmentType},
-		{"notice_purpose", f.NoticePurpose},
-		{"notice_code", f.NoticeCode},
-		{"state", f.State},
-		{"status", f.Status},
-	} {
-		if len(fv.values) > 0 {
-			filter = append(filter, anyOf(fv.field, fv.values))
+	for i, values := range [][]string{f.AppointmentType, f.NoticePurpose, f.NoticeCode, f.State, f.Status} {
+		if len(values) > 0 {
+			filter = append(filter, anyOf(facetFields[i], values))
 		}
 	}
 	if f.From != "" || f.To != "" {
@@ -160,17 +141,22 @@ func (s *Store) filterQuery(ctx context.Context, f notice.Filter) (obj, error) {
 		}
 		filter = append(filter, c)
 	}
-	b := obj{}
-	if len(must) > 0 {
-		b["must"] = must
-	}
-	if len(filter) > 0 {
-		b["filter"] = filter
-	}
-	if len(b) == 0 {
+	if len(must) == 0 && len(filter) == 0 {
 		return matchAll, nil
 	}
-	return obj{"bool": b}, nil
+	return boolOf("must", must, "filter", filter), nil
+}
+
+// boolOf is the bool query of two clause lists, each left out when empty.
+func boolOf(k1 string, l1 []obj, k2 string, l2 []obj) obj {
+	b := obj{}
+	if len(l1) > 0 {
+		b[k1] = l1
+	}
+	if len(l2) > 0 {
+		b[k2] = l2
+	}
+	return obj{"bool": b}
 }
 
 // companyQuery selects the notices of one company: those carrying the

@@ -2,7 +2,6 @@ package elastic
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
@@ -13,10 +12,8 @@ import (
 var exportPage = scanPage
 
 // ExportNotices opens an export (store.Notices): a point in time on the
-// notices alias, so every page reads the same view of the index while
-// notices are written and refreshed, paged with search_after on the
-// search's own sort (which ends on the unique notice_seq), never a deep
-// from. The total is counted first in the point in time; more than max is
+// notices alias, paged with search_after on the search's own sort (ending
+// on the unique notice_seq). The total is counted first; more than max is
 // export_too_large and the point in time is closed at once.
 func (s *Store) ExportNotices(ctx context.Context, q notice.SearchQuery, max int) (store.NoticeExport, error) {
 	order, err := sortFor(q.Sort, q.Q)
@@ -32,7 +29,8 @@ func (s *Store) ExportNotices(ctx context.Context, q notice.SearchQuery, max int
 		return nil, err
 	}
 	e := &export{pit: pit, query: query, order: order}
-	ans, err := e.search(ctx, obj{"size": 0, "track_total_hits": true})
+	var ans noticePage
+	err = e.search(ctx, obj{"size": 0, "track_total_hits": true}, &ans)
 	if err == nil && ans.Hits.Total.Value > int64(max) {
 		err = store.ExportTooLarge(ans.Hits.Total.Value, max)
 	}
@@ -55,13 +53,9 @@ type export struct {
 }
 
 // search runs body with the export's query and sort in its point in time.
-func (e *export) search(ctx context.Context, body obj) (*searchAnswer, error) {
+func (e *export) search(ctx context.Context, body obj, ans *noticePage) error {
 	body["query"], body["sort"] = e.query, e.order
-	path := "/_search"
-	if len(e.order) > 0 && e.order[0]["_score"] != nil {
-		path += "?search_type=dfs_query_then_fetch"
-	}
-	return e.pit.search(ctx, path, body)
+	return e.pit.search(ctx, searchPath("", e.order), body, ans)
 }
 
 func (e *export) Total() int64 { return e.total }
@@ -74,17 +68,11 @@ func (e *export) Next(ctx context.Context) ([]notice.Notice, error) {
 	if e.after != nil {
 		b["search_after"] = e.after
 	}
-	ans, err := e.search(ctx, b)
-	if err != nil {
+	var ans noticePage
+	if err := e.search(ctx, b, &ans); err != nil {
 		return nil, err
 	}
 	hs := ans.Hits.Hits
-	ns := make([]notice.Notice, len(hs))
-	for i, h := range hs {
-		if ns[i], err = noticeOf(h.Source); err != nil {
-			return nil, fmt.Errorf("elastic: decode notice %s: %w", h.ID, err)
-		}
-	}
 	if len(hs) > 0 {
 		e.after = hs[len(hs)-1].Sort
 	}
@@ -92,7 +80,7 @@ func (e *export) Next(ctx context.Context) ([]notice.Notice, error) {
 	if len(hs) == 0 {
 		e.read = e.total // the view cannot shrink; stop rather than loop
 	}
-	return ns, nil
+	return ans.notices(), nil
 }
 
 // Close closes the point in time.

@@ -34,18 +34,13 @@ type Health struct {
 var versionInName = regexp.MustCompile(`-v(\d+)-[^-]*$`)
 
 // Health reports the cluster status, each alias's index with its mapping
-// version and document count, and the age of the newest notice. Every
-// call has the store's timeout; an unreachable node gives
-// errs.BackendUnavailable.
+// version and document count, and the age of the newest notice.
 func (s *Store) Health(ctx context.Context) (Health, error) {
 	h := Health{NewestAge: -1, Indices: []IndexHealth{}}
-	var cluster struct {
-		Status string `json:"status"`
-	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_cluster/health", nil, &cluster); err != nil {
+	var err error
+	if h.Cluster, err = s.clusterStatus(ctx); err != nil {
 		return h, err
 	}
-	h.Cluster = cluster.Status
 	for _, kind := range []string{mappings.Notices, mappings.Register} {
 		alias := s.Alias(kind)
 		names, err := s.aliasIndices(ctx, alias)
@@ -72,35 +67,38 @@ func (s *Store) Health(ctx context.Context) (Health, error) {
 			h.Indices = append(h.Indices, ih)
 		}
 	}
-	ans, err := s.search(ctx, s.Alias(mappings.Notices), obj{"size": 1, "sort": []obj{{"notice_seq": "desc"}},
-		"_source": []string{"collected_at"}, "track_total_hits": false})
-	if err != nil {
+	var newest noticePage
+	if err := s.searchRead(ctx, "/"+s.Alias(mappings.Notices)+"/_search", obj{"size": 1, "sort": []obj{{"notice_seq": "desc"}},
+		"_source": []string{"notice.collected_at"}, "track_total_hits": false}, &newest); err != nil {
 		return h, err
 	}
-	if len(ans.Hits.Hits) > 0 {
-		n, err := collectedAt(ans.Hits.Hits[0].Source)
-		if err == nil && n != "" {
-			h.NewestCollectedAt = n
-			if t, err := time.Parse(time.RFC3339Nano, n); err == nil {
-				h.NewestAge = s.now().Sub(t).Seconds()
-			}
+	if ns := newest.notices(); len(ns) > 0 && ns[0].CollectedAt != "" {
+		h.NewestCollectedAt = ns[0].CollectedAt
+		if t, err := time.Parse(time.RFC3339Nano, ns[0].CollectedAt); err == nil {
+			h.NewestAge = s.now().Sub(t).Seconds()
 		}
 	}
 	return h, nil
 }
 
-// Ping checks that the cluster answers and is not red (a red cluster has
-// primary shards missing: some notices cannot be read). It is /health's
-// "search" check in scale mode.
+// Ping checks that the cluster answers and is not red (primary shards
+// missing: some notices cannot be read): /health's "search" check.
 func (s *Store) Ping(ctx context.Context) error {
-	var cluster struct {
-		Status string `json:"status"`
-	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_cluster/health", nil, &cluster); err != nil {
+	status, err := s.clusterStatus(ctx)
+	if err != nil {
 		return err
 	}
-	if cluster.Status == "red" {
+	if status == "red" {
 		return errs.New(errs.BackendUnavailable, "the Elasticsearch cluster is red (primary shards unassigned)")
 	}
 	return nil
+}
+
+// clusterStatus is the cluster's status: green, yellow or red.
+func (s *Store) clusterStatus(ctx context.Context) (string, error) {
+	var cluster struct {
+		Status string `json:"status"`
+	}
+	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_cluster/health", nil, &cluster)
+	return cluster.Status, err
 }

@@ -38,9 +38,8 @@ func msearchBody(items []msearchItem) ([]byte, error) {
 }
 
 // msearch sends items in one _msearch request, which Elasticsearch runs
-// concurrently, and returns their answers in order: several searches for
-// one round trip. Each answer is checked as searchRead checks one: a
-// search that failed, or that some shard did not answer, fails the call.
+// concurrently, and returns their answers in order. Each is checked as
+// searchRead checks one: a failed or partial search fails the call.
 func (s *Store) msearch(ctx context.Context, items []msearchItem) ([]searchAnswer, error) {
 	body, err := msearchBody(items)
 	if err != nil {
@@ -65,11 +64,7 @@ func (s *Store) msearch(ctx context.Context, items []msearchItem) ([]searchAnswe
 	out := make([]searchAnswer, len(items))
 	for i, r := range ans.Responses {
 		if r.Error != nil {
-			e := &esError{Status: r.Status, Type: r.Error.Type, Reason: r.Error.Reason}
-			if r.Status == http.StatusTooManyRequests || r.Status >= 500 {
-				return nil, unavailable(e)
-			}
-			return nil, searchError(e)
+			return nil, searchError((&esError{Status: r.Status, Type: r.Error.Type, Reason: r.Error.Reason}).classified())
 		}
 		if err := r.complete(); err != nil {
 			return nil, err

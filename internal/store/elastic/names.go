@@ -14,12 +14,10 @@ import (
 var errTooManyNames = errors.New("too many names")
 
 // CompaniesByName finds register companies by the words of one of their
-// names. The register blocks (mapping version 4) index their rows' folded
-// names in names; the blocks holding every word (the last as a prefix)
-// are read in row order and their rows checked one by one, since a block
-// holds 16 rows of different companies, and notice.RankNames ranks the
-// matching ones, as on every backend. Reading stops, and the search is
-// refused, past notice.MaxNameRows matching rows.
+// names: the blocks whose names hold every word (the last as a prefix) are
+// read in row order, their rows checked one by one (a block holds 16
+// companies' rows) and ranked as on every backend (notice.AnswerNames).
+// Past notice.MaxNameRows matching rows the search is refused.
 func (s *Store) CompaniesByName(ctx context.Context, q notice.NameQuery) (notice.NamePage, error) {
 	if len(q.Words) == 0 {
 		return notice.NamePage{Companies: []notice.NameMatch{}}, nil
@@ -32,7 +30,7 @@ func (s *Store) CompaniesByName(ctx context.Context, q notice.NameQuery) (notice
 	must = append(must, obj{"prefix": obj{"names": q.Words[last]}})
 	body := obj{"query": obj{"bool": obj{"filter": must}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"row", "data"}}
 	var found []notice.RankRow
-	err := s.pages(ctx, s.Alias(mappings.Register), body, 1<<30, func(hs []hit) error {
+	err := s.pages(ctx, s.Alias(mappings.Register), body, 1<<30, nil, func(hs []hit) error {
 		for _, h := range hs {
 			first, rows, err := registerRowsOf(h.Source)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,14 +13,8 @@ import (
 	"github.com/elastic/go-elasticsearch/v8"
 )
 
-// The store's client spreads requests over the nodes of Config.URL and, when
-// a node fails (connection refused or reset, no answer, or 502/503/504/429),
-// sends the request again to another node (conn.go). nodeCounts counts
-// those failures per node and the retries they cost, for /metrics; probes
-// ask each node on its own whether it answers, for /health and /ready.
-
-// nodeCounts counts, through the transport's interceptor, the requests
-// that failed on each node and the attempts that were retries.
+// nodeCounts counts, through the transport's interceptor, the attempts
+// that failed on each node and those that were retries (/metrics).
 type nodeCounts struct {
 	retries  atomic.Int64
 	mu       sync.Mutex
@@ -29,21 +24,14 @@ type nodeCounts struct {
 // attemptsKey carries a request's attempt counter (withAttempts).
 type attemptsKey struct{}
 
-// withAttempts gives the request sent with ctx an attempt counter, so that
-// the interceptor tells the transport's retries from first attempts.
+// withAttempts gives the request sent with ctx an attempt counter, which
+// tells the transport's retries from first attempts.
 func withAttempts(ctx context.Context) context.Context {
 	return context.WithValue(ctx, attemptsKey{}, new(atomic.Int32))
 }
 
-// retryStatus reports whether the transport retries an answer of this
-// status on another node (conn.go's RetryOnStatus).
-func retryStatus(code int) bool {
-	switch code {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
-		return true
-	}
-	return false
-}
+// retryOnStatus are the answers the transport retries on another node.
+var retryOnStatus = []int{http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests}
 
 // intercept is the transport's interceptor: it sees every attempt, after
 // the transport has chosen its node (req.URL.Host).
@@ -53,7 +41,7 @@ func (c *nodeCounts) intercept(next elastictransport.RoundTripFunc) elastictrans
 			c.retries.Add(1)
 		}
 		res, err := next(req)
-		if err != nil || retryStatus(res.StatusCode) {
+		if err != nil || slices.Contains(retryOnStatus, res.StatusCode) {
 			c.mu.Lock()
 			c.failures[req.URL.Host]++
 			c.mu.Unlock()
@@ -63,9 +51,8 @@ func (c *nodeCounts) intercept(next elastictransport.RoundTripFunc) elastictrans
 }
 
 // NodeCounts returns how many requests were sent again to another node
-// (retries) and, by node (host:port, every configured node present), how
-// many attempts failed on it: no connection, no answer, or an answer the
-// client retries (502, 503, 504, 429). For /metrics.
+// and, by node (host:port, every configured node present), how many
+// attempts failed on it (no connection, no answer, or retryOnStatus).
 func (s *Store) NodeCounts() (retries int64, failures map[string]int64) {
 	c := s.counts
 	c.mu.Lock()
@@ -86,8 +73,7 @@ type nodeProbe struct {
 	es   *elasticsearch.Client
 }
 
-// newProbes makes a client of each node of cfg.URL, with cfg's
-// connection settings (conn.go) and no retries on another node.
+// newProbes makes a client of each node of cfg.URL alone.
 func newProbes(cfg Config) ([]nodeProbe, error) {
 	var out []nodeProbe
 	for _, raw := range nodeURLs(cfg.URL) {
@@ -118,10 +104,8 @@ type NodeStatus struct {
 // nodeProbeTimeout bounds each node's probe.
 const nodeProbeTimeout = 3 * time.Second
 
-// Nodes asks every configured node, side by side, whether it answers, in
-// the order of Config.URL. A node answers when it returns its own view of
-// the cluster health (a node cut off from the cluster answers too: the
-// cluster's state is /health's search check).
+// Nodes asks every configured node, side by side, whether it answers its
+// own view of the cluster health (/health, /ready), in Config.URL's order.
 func (s *Store) Nodes(ctx context.Context) []NodeStatus {
 	out := make([]NodeStatus, len(s.probes))
 	var wg sync.WaitGroup

@@ -21,8 +21,7 @@ type pointInTime struct {
 }
 
 // openPIT opens a point in time on the notices alias for what (the
-// error's wording). One opened without a shard would page without its
-// notices: refused, as searches are (searchRead).
+// error's wording); one missing a shard is refused, as searches are.
 func (s *Store) openPIT(ctx context.Context, what string) (*pointInTime, error) {
 	var ans struct {
 		shardStatus
@@ -40,44 +39,18 @@ func (s *Store) openPIT(ctx context.Context, what string) (*pointInTime, error) 
 	return &pointInTime{s: s, id: ans.ID}, nil
 }
 
-// pitAnswer is a search answer in a point in time: with its shard status
-// and the point in time's id, which Elasticsearch may renew.
-type pitAnswer interface {
-	shardAnswer
-	pitID() string
-}
-
-// pitField is the point in time's id of an answer (pitAnswer).
-type pitField struct {
-	PitID string `json:"pit_id"`
-}
-
-func (f *pitField) pitID() string { return f.PitID }
-
-// searchInto runs body in the point in time (path "/_search" with its
+// search runs body in the point in time (path "/_search" with its
 // parameters), decoding the answer into out and keeping the point in
-// time's id current.
-func (p *pointInTime) searchInto(ctx context.Context, path string, body obj, out pitAnswer) error {
+// time's id current (Elasticsearch may renew it).
+func (p *pointInTime) search(ctx context.Context, path string, body obj, out shardAnswer) error {
 	body["pit"] = obj{"id": p.id, "keep_alive": pitKeepAlive}
 	if err := p.s.searchRead(ctx, path, body, out); err != nil {
 		return err
 	}
-	if id := out.pitID(); id != "" {
+	if id := out.shards().PitID; id != "" {
 		p.id = id
 	}
 	return nil
-}
-
-// search is searchInto for an answer of hits.
-func (p *pointInTime) search(ctx context.Context, path string, body obj) (*searchAnswer, error) {
-	var ans struct {
-		searchAnswer
-		pitField
-	}
-	if err := p.searchInto(ctx, path, body, &ans); err != nil {
-		return nil, err
-	}
-	return &ans.searchAnswer, nil
 }
 
 // close closes the point in time.

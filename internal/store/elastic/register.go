@@ -3,13 +3,13 @@ package elastic
 import (
 	"bytes"
 	"context"
-
 	"fmt"
-	gojson "github.com/goccy/go-json"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
@@ -17,16 +17,12 @@ import (
 )
 
 // registerBlock is one register document (mapping version 4): up to
-// registerBlockRows consecutive rows of the file. Row is the position in
-// the file of the first (rows are read in file order: the order of a
-// company's names), Rows how many it holds, ACN and ABN the rows'
-// identifiers (what reads look up; empty ones left out), Names their
-// company names folded (query.Fold; mapping version 4: what the company
-// name search looks up, CompaniesByName), Data the rows.
-// Elasticsearch's work per document (its id, sequence number, version and
-// stored fields, the bulk item) is then shared by 16 rows: a bare bulk loop
-// loaded 1,000,000 rows about twice as fast (docs/benchmarks.md,
-// 2026-11-24).
+// registerBlockRows consecutive rows of the file. Row is the file position
+// of the first (file order is the order of a company's names), ACN and ABN
+// the rows' non-empty identifiers and Names their folded company names
+// (what reads look up), Data the rows. Elasticsearch's work per document
+// is then shared by 16 rows: a bare bulk loop loaded 1,000,000 rows about
+// twice as fast (docs/benchmarks.md, 2026-11-24).
 type registerBlock struct {
 	Row   int64                `json:"row"`
 	Rows  int                  `json:"rows"`
@@ -42,11 +38,9 @@ type registerBlock struct {
 const registerBlockRows = 16
 
 // registerRowsWith decodes the rows of a register document (of any
-// mapping version) whose field (acn or abn) is value: a block holds the
-// other rows of its stretch of the file too. A row is decoded only when
-// its JSON holds value as a string (a value of digits, as every ACN and
-// ABN looked up is, is written as it is), so a lookup does not decode the
-// other 15 rows of its block.
+// mapping version) whose field (acn or abn) is value. A row is decoded
+// only when its JSON holds value as a string (digits are written as they
+// are), so a lookup does not decode the other 15 rows of its block.
 func registerRowsWith(src []byte, field, value string) ([]notice.RegisterRow, error) {
 	_, raws, err := registerRaws(src)
 	if err != nil {
@@ -83,10 +77,8 @@ func digits(s string) bool {
 }
 
 // registerRaws splits a register document of any mapping version into
-// its first row's position and its rows' JSON: one pass over a block
-// (go-json, as the answers are decoded: a lookup decodes about 5 KB a
-// block); a document of version 1 or 2, one row a document (its row is
-// under "data" as an object), fails that and is read whole.
+// its first row's position and its rows' JSON (a version 1 or 2 document
+// holds one row, an object under "data").
 func registerRaws(src []byte) (int64, []gojson.RawMessage, error) {
 	var d struct {
 		Row  int64               `json:"row"`
@@ -122,11 +114,9 @@ func registerRowsOf(src []byte) (int64, []notice.RegisterRow, error) {
 }
 
 // RegisterLoad is a register replacement in progress: rows go into a new
-// versioned index, created with load settings (no periodic refresh,
-// background translog syncs: nobody reads it yet); Commit puts the
-// mapping file's settings back, refreshes and flushes it, and moves the register alias to it
-// in one _aliases call, then deletes the old index. Readers see the old
-// register until then.
+// versioned index created with loadSettings; Commit ends the load
+// (endLoad), moves the register alias to it in one _aliases call and
+// deletes the old index. Readers see the old register until then.
 type RegisterLoad struct {
 	s      *Store
 	ix     mappings.Index
@@ -160,10 +150,9 @@ func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
 // Index names the index the load fills.
 func (l *RegisterLoad) Index() string { return l.index }
 
-// Add appends rows to the new register. The rows are queued to the load's
-// bulk indexer, whose workers send them while the caller reads the next
-// ones; a row Elasticsearch refuses fails a later Add or Commit, named by
-// its row number.
+// Add appends rows to the new register, queued to the load's bulk indexer
+// whose workers send them while the caller reads the next ones; a row
+// Elasticsearch refuses fails a later Add or Commit, named by its number.
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -179,10 +168,8 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 		block := rows[i:min(i+registerBlockRows, len(rows))]
 		first := l.rows + int64(i)
 		body := appendRegisterBlock(make([]byte, 0, 360*len(block)), first, block)
-		// No document id: nothing reads register documents by id (reads
-		// search acn or abn, in row order), and Elasticsearch indexes a
-		// document whose id it chooses without first looking the id up.
-		// Commit checks that the index holds exactly the rows sent.
+		// No document id (nothing reads one): Elasticsearch then indexes
+		// without looking the id up. Commit counts the rows.
 		op := registerOp(l.index, first, block, body)
 		if err := l.stream.add(actx, op); err != nil {
 			l.abandon()
@@ -207,8 +194,8 @@ func (l *RegisterLoad) abandon() {
 }
 
 // finish waits for every row sent and settles the refused ones (429s sent
-// again); its error names the rows still refused.
-// Once it has run, it returns the same answer again.
+// again); its error names the rows still refused. Once it has run, it
+// returns the same answer again.
 func (l *RegisterLoad) finish(ctx context.Context) error {
 	if l.stream == nil {
 		return l.err
@@ -248,7 +235,7 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if held != l.rows {
 		return fmt.Errorf("elastic: the new register %s holds %d rows where %d were sent; it is not swapped in (run the load again)", l.index, held, l.rows)
 	}
-	if err := l.s.registerLive(ctx, l.index); err != nil {
+	if err := l.s.registerLive(ctx, l.index, nil); err != nil {
 		return err
 	}
 	l.done = true
@@ -256,9 +243,8 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 }
 
 // registerOp is the write of a register block (body, its encoding) into
-// index; refused, it is split into one write per row. The split decodes
-// the rows from body rather than keeping the caller's slice, which the
-// caller may reuse once Add returns.
+// index; refused, it is split into one write per row, decoded from body
+// (the caller may reuse block once Add returns).
 func registerOp(index string, first int64, block []notice.RegisterRow, body []byte) bulkOp {
 	op := bulkOp{Index: index, Action: "index", Body: body, What: blockName(first, block)}
 	if len(block) > 1 {
@@ -330,18 +316,12 @@ func (s *Store) newRegisterIndex(ctx context.Context) (mappings.Index, string, e
 	return ix, name, nil
 }
 
-// registerLive moves the register alias to a loaded index (deleting the
-// one it leaves) and, as company filters resolve through the register,
-// drops the answers kept from before (dataChanged).
-func (s *Store) registerLive(ctx context.Context, index string) error {
-	return s.registerLiveFrom(ctx, index, nil)
-}
-
-// registerLiveFrom is registerLive, moving the alias only if it still names
-// exactly the indices from (nil: whatever it names now); otherwise the
-// _aliases call fails and nothing changes.
-func (s *Store) registerLiveFrom(ctx context.Context, index string, from []string) error {
-	old, err := s.moveAliasFrom(ctx, s.Alias(mappings.Register), index, from, nil)
+// registerLive moves the register alias to a loaded index from exactly
+// the indices from (nil: whatever it names now; moveAlias), deletes those
+// and, as company filters resolve through the register, drops the answers
+// kept from before (dataChanged).
+func (s *Store) registerLive(ctx context.Context, index string, from []string) error {
+	old, err := s.moveAlias(ctx, s.Alias(mappings.Register), index, from, nil)
 	if err != nil {
 		return err
 	}
@@ -358,23 +338,18 @@ func (l *RegisterLoad) Rollback() error {
 	}
 	l.done = true
 	l.abandon()
-	err := l.s.do(context.Background(), l.s.cfg.BulkTimeout, http.MethodDelete, "/"+l.index, nil, nil)
-	if err != nil && !isNotFound(err) {
+	if err := l.s.deleteIndex(context.Background(), l.index); err != nil {
 		return fmt.Errorf("elastic: drop abandoned register index %s: %w", l.index, err)
 	}
 	return nil
 }
 
-// moveAlias points alias at index alone, in one _aliases call (with extra
-// actions appended), and returns the other indices it pointed to.
-func (s *Store) moveAlias(ctx context.Context, alias, index string, extra []map[string]any) ([]string, error) {
-	return s.moveAliasFrom(ctx, alias, index, nil, extra)
-}
-
-// moveAliasFrom is moveAlias taking alias off exactly the indices from
-// (nil: those it names now). Each removal must find the alias there, so a
-// move by someone else since from was read fails the whole call.
-func (s *Store) moveAliasFrom(ctx context.Context, alias, index string, from []string, extra []map[string]any) ([]string, error) {
+// moveAlias points alias at index alone, taking it off exactly the indices
+// from (nil: those it names now), in one _aliases call with extra actions
+// appended, and returns the other indices it pointed to. Each removal must
+// find the alias there, so a move by someone else since from was read
+// fails the whole call.
+func (s *Store) moveAlias(ctx context.Context, alias, index string, from []string, extra []map[string]any) ([]string, error) {
 	cur := from
 	if cur == nil {
 		var err error
@@ -387,8 +362,6 @@ func (s *Store) moveAliasFrom(ctx context.Context, alias, index string, from []s
 	for _, o := range cur {
 		if o != index {
 			old = append(old, o)
-			// must_exist: a concurrent move makes this call fail instead
-			// of undoing the other.
 			actions = append(actions, map[string]any{"remove": map[string]any{"index": o, "alias": alias, "must_exist": true}})
 		}
 	}
@@ -402,23 +375,21 @@ func (s *Store) moveAliasFrom(ctx context.Context, alias, index string, from []s
 // dropIndices deletes indices an alias no longer points to.
 func (s *Store) dropIndices(ctx context.Context, alias string, old []string) error {
 	for _, o := range old {
-		if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodDelete, "/"+o, nil, nil); err != nil && !isNotFound(err) {
+		if err := s.deleteIndex(ctx, o); err != nil {
 			return fmt.Errorf("elastic: alias %s moved, but deleting the old index %s failed (delete it by hand): %w", alias, o, err)
 		}
 	}
 	return nil
 }
 
-// staleLoadAge is how old a register index with no alias must be before a
-// new load or reindex takes it for one left by a load that was killed
-// (a load of the national register takes minutes; one still running
-// after this long is not waited for) and deletes it.
+// staleLoadAge is how old a register index with no alias must be for a
+// new load or reindex to take it for a killed load's and delete it (a
+// national register load takes minutes).
 const staleLoadAge = 6 * time.Hour
 
-// dropStaleLoads deletes the namespace's register indices that no alias
-// points to and that were created over staleLoadAge ago: what a killed
-// register load or reindex left. A load in progress has no alias either,
-// which is why only old ones go. It returns the indices it deleted.
+// dropStaleLoads deletes, and returns, the namespace's register indices
+// that no alias points to, created over staleLoadAge ago (a load in
+// progress has no alias either).
 func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
 	var rows []struct {
 		Index   string `json:"index"`
@@ -445,7 +416,7 @@ func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
 		if a, ok := aliased[r.Index]; !ok || len(a.Aliases) > 0 {
 			continue
 		}
-		if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodDelete, "/"+r.Index, nil, nil); err != nil && !isNotFound(err) {
+		if err := s.deleteIndex(ctx, r.Index); err != nil {
 			return dropped, fmt.Errorf("elastic: delete %s, a register index left by a load that did not finish: %w", r.Index, err)
 		}
 		dropped = append(dropped, r.Index)
@@ -453,9 +424,8 @@ func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
 	return dropped, nil
 }
 
-// RegisterIndices returns the indices the register alias names now: the
-// register the company view reads (redisstore.RegisterIndexer, which
-// finishes a register load whose process died between its two commits).
+// RegisterIndices returns the indices the register alias names now
+// (redisstore.RegisterIndexer).
 func (s *Store) RegisterIndices(ctx context.Context) ([]string, error) {
 	return s.aliasIndices(ctx, s.Alias(mappings.Register))
 }
@@ -465,10 +435,8 @@ const namesChunk = 10000
 
 // RegisterNames returns the current name of each of acns: that of its
 // first register row marked current, else of its first row ("" for an ACN
-// the register lacks), as the bulk screen names a company. Redis keeps no
-// register names: the scale store's screen reads a matched company's name
-// here (redisstore.RegisterNamer). One query of the register blocks
-// holding the ACNs (in file order) per namesChunk ACNs.
+// the register lacks), as the bulk screen names a company
+// (redisstore.RegisterNamer). One query per namesChunk ACNs.
 func (s *Store) RegisterNames(ctx context.Context, acns []string) ([]string, error) {
 	out := make([]string, len(acns))
 	for lo := 0; lo < len(acns); lo += namesChunk {
@@ -480,7 +448,7 @@ func (s *Store) RegisterNames(ctx context.Context, acns []string) ([]string, err
 		decided := make(map[string]bool, len(part)) // a current row named it
 		seen := make(map[string]bool, len(part))
 		body := obj{"query": obj{"terms": obj{"acn": part}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"row", "data"}}
-		err := s.pages(ctx, s.Alias(mappings.Register), body, 1<<30, func(hs []hit) error {
+		err := s.pages(ctx, s.Alias(mappings.Register), body, 1<<30, nil, func(hs []hit) error {
 			for _, h := range hs {
 				_, rows, err := registerRowsOf(h.Source)
 				if err != nil {

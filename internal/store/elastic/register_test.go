@@ -293,7 +293,7 @@ func TestReindexPacksRegisterVersion2(t *testing.T) {
 	if err := s.refresh(ctx, v2Index); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.registerLive(ctx, v2Index); err != nil {
+	if err := s.registerLive(ctx, v2Index, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("version 2", func(t *testing.T) { checkBlockRegister(t, s) })

@@ -15,9 +15,8 @@ import (
 )
 
 // writeGrace bounds how long before a reindex starts a notice write may
-// have been stamped (indexed_at) and still be landing: writes that did not
-// yet see the reindex's index are copied again after the swap if they are
-// this recent.
+// have been stamped (indexed_at) and still be landing: the catch-up copies
+// writes this recent again.
 const writeGrace = 5 * time.Minute
 
 // ReindexProgress reports a reindex step: kind is the index kind, done and
@@ -35,43 +34,35 @@ type ReindexResult struct {
 	CaughtUp int64
 }
 
-// reindexHook, when set by a test, runs between the copy and the alias
-// swap of the notices; afterSwapHook, when set, runs right after the swap
-// and an error from it stops the reindex there, as a crash would.
+// Test hooks: reindexHook runs between the notices' copy and swap;
+// afterSwapHook right after the swap (an error stops the reindex there, as
+// a crash would); registerCopyHook between the register copy and its
+// alias move; catchUpCopiedHook after the catch-up's copy, before the old
+// indices are dropped.
 var (
-	reindexHook   func()
-	afterSwapHook func(old []string) error
-	// registerCopyHook, when set by a test, runs between the register
-	// copy and its alias move.
-	registerCopyHook func()
-	// catchUpCopiedHook, when set by a test, runs after the catch-up's
-	// copy, before the old indices are dropped.
+	reindexHook       func()
+	afterSwapHook     func(old []string) error
+	registerCopyHook  func()
 	catchUpCopiedHook func(old []string)
 )
 
 // Reindex rebuilds both indices from the current mappings into new
-// versioned indices and moves the aliases, one atomic _aliases call each;
-// the old indices are deleted afterwards. Each notice document is written
-// anew from its notice (rebuildNoticeDoc), so its folded texts are those
-// of the current tokeniser. Searches go on against the old
-// index until the swap and the new one after; neither is ever incomplete.
+// versioned indices and moves the aliases, one atomic _aliases call each,
+// then deletes the old indices. Each notice document is written anew
+// (rebuildNoticeDoc), folded by the current tokeniser. Searches read the
+// old index until the swap and the new one after; neither is incomplete.
 //
-// Notices written meanwhile are not lost: while the new index is being
-// filled it carries the alias <ns>-notices-next, and UpsertNotices writes
-// to it as well as to the live alias; copies and writes carry external_gte
-// versions (the writer's milliseconds), so whichever lands last, the newest
-// version wins. After the swap, notices stamped since the reindex began
-// (less writeGrace) are copied again from the old index, for writers that
-// started their batch before the next alias existed.
+// Notices written meanwhile are not lost: while the new index is filled
+// it carries the alias <ns>-notices-next, which UpsertNotices writes to as
+// well; copies and writes carry external_gte versions, so the newest
+// version wins. The swap puts a filtered alias (catchUpAlias: indexed_at
+// since the start, less writeGrace) on the old index, and the catch-up
+// copies what it shows again (writers that began before the next alias
+// existed), then deletes the old index. A reindex stopped in between
+// leaves that alias, and the next one finishes the catch-up first.
 //
-// The swap also puts a filtered alias (catchUpAlias) on the old index, in
-// the same _aliases call; the catch-up reads through it and deletes the old
-// index at its end. A reindex stopped between the two (a crash, a lost
-// node) leaves that alias, and the next reindex finishes the catch-up
-// before anything else, so those notices are never lost.
-//
-// A register load committed during the reindex's register copy makes the
-// register's alias move fail: the load's register is kept, the copy is
+// A register load committed during the register copy makes the
+// register's alias move fail: the load's register is kept, the copy
 // dropped, and the error says to run reindex again.
 func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexResult, error) {
 	var res ReindexResult
@@ -104,11 +95,10 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		return res, fmt.Errorf("elastic: create %s: %w", res.Notices, err)
 	}
 	abandon := func(err error) (ReindexResult, error) {
-		_ = s.do(context.WithoutCancel(ctx), s.cfg.BulkTimeout, "DELETE", "/"+res.Notices, nil, nil)
+		_ = s.deleteIndex(context.WithoutCancel(ctx), res.Notices)
 		return res, err
 	}
-	order := []obj{{"notice_seq": "asc"}, {"id": "asc"}}
-	res.NoticesCopied, err = s.copyDocs(ctx, s.Alias(mappings.Notices), res.Notices, matchAll, order, "notices", rebuildNoticeDoc, progress)
+	res.NoticesCopied, err = s.copyDocs(ctx, s.Alias(mappings.Notices), res.Notices, "notices", progress)
 	if err != nil {
 		return abandon(err)
 	}
@@ -123,7 +113,7 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		extra = append(extra, map[string]any{"add": map[string]any{"index": o, "alias": s.catchUpAlias(),
 			"filter": obj{"range": obj{"indexed_at": obj{"gte": start}}}}})
 	}
-	if _, err := s.moveAlias(ctx, s.Alias(mappings.Notices), res.Notices, extra); err != nil {
+	if _, err := s.moveAlias(ctx, s.Alias(mappings.Notices), res.Notices, nil, extra); err != nil {
 		return abandon(err)
 	}
 	// Reads now go to the new index (without what the catch-up brings).
@@ -139,10 +129,8 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	}
 	res.CaughtUp += n
 
-	// Register: loads replace it whole, so a copy and a swap suffice. The
-	// copy reads the index the alias names now, and the swap moves the
-	// alias only if it still names that index: a register load committed
-	// meanwhile is newer than the copy, so it is kept and the copy dropped.
+	// Register: loads replace it whole, so a copy and a swap, moving the
+	// alias only if it still names the copied index, suffice.
 	src, err := s.aliasIndices(ctx, s.Alias(mappings.Register))
 	if err != nil {
 		return res, err
@@ -163,10 +151,10 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		err = s.endLoad(ctx, rix, res.Register)
 	}
 	if err == nil {
-		err = s.registerLiveFrom(ctx, res.Register, src)
+		err = s.registerLive(ctx, res.Register, src)
 	}
 	if err != nil {
-		_ = s.do(context.WithoutCancel(ctx), s.cfg.BulkTimeout, "DELETE", "/"+res.Register, nil, nil)
+		_ = s.deleteIndex(context.WithoutCancel(ctx), res.Register)
 		if moved, _ := s.aliasIndices(context.WithoutCancel(ctx), s.Alias(mappings.Register)); len(moved) == 1 && moved[0] != src[0] {
 			return res, fmt.Errorf("elastic: a register load committed during the reindex, so its register (%s) is kept and the reindex's copy dropped; the notices were reindexed; run reindex again to rebuild the register from the current mapping: %w", moved[0], err)
 		}
@@ -176,9 +164,7 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 }
 
 // copyRegister copies the register rows of index from into index, in row
-// order, as the blocks of the current mapping (a register of mapping
-// version 1 or 2, one row a document, is packed into blocks of
-// registerBlockRows), and returns the rows copied.
+// order, as blocks of the current mapping, and returns the rows copied.
 func (s *Store) copyRegister(ctx context.Context, from, index string, progress ReindexProgress) (int64, error) {
 	total, err := s.registerRowCount(ctx, from)
 	if err != nil {
@@ -211,7 +197,7 @@ func (s *Store) copyRegister(ctx context.Context, from, index string, progress R
 		progress("register", done, max(total, done))
 		return nil
 	}
-	err = s.pages(ctx, from, obj{"query": matchAll, "sort": []obj{{"row": "asc"}}}, math.MaxInt, func(hs []hit) error {
+	err = s.pages(ctx, from, obj{"query": matchAll, "sort": []obj{{"row": "asc"}}}, math.MaxInt, nil, func(hs []hit) error {
 		for _, h := range hs {
 			row, rows, err := registerRowsOf(h.Source)
 			if err != nil {
@@ -231,10 +217,8 @@ func (s *Store) copyRegister(ctx context.Context, from, index string, progress R
 }
 
 // rebuildNoticeDoc is the document a reindex writes for a notice document
-// (its _source): the document of its notice, as the writer makes it now,
-// with its indexed_at kept. What is derived from the notice follows the
-// current code: the texts folded by today's query.Fold (a document written
-// before a change of the tokeniser was folded by the old one).
+// (its _source): its notice's as the writer makes it now (folded by
+// today's query.Fold), with its indexed_at kept.
 func rebuildNoticeDoc(src json.RawMessage) ([]byte, error) {
 	var d struct {
 		IndexedAt int64         `json:"indexed_at"`
@@ -253,22 +237,19 @@ func rebuildNoticeDoc(src json.RawMessage) ([]byte, error) {
 	return esdoc.AppendNotice(make([]byte, 0, len(src)), &n, d.IndexedAt, nil), nil
 }
 
-// catchUp copies the notices visible through catchUpAlias (those written
-// to an old index since its reindex began) into index, then deletes the
-// old indices, which removes the alias. Without the alias it does nothing.
-// It returns the notices copied.
+// catchUp copies the notices visible through catchUpAlias into index, then
+// deletes the old indices (and with them the alias), and returns the
+// notices copied. Without the alias it does nothing.
 func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgress) (int64, error) {
 	old, err := s.aliasIndices(ctx, s.catchUpAlias())
 	if err != nil || len(old) == 0 {
 		return 0, err
 	}
 	for _, o := range old {
-		// A write to the old index resolved before the swap may still be
-		// in flight: had it landed after the copy below, it would be lost
-		// with the index. A write block returns once every write in flight
-		// to o has ended, and refuses later ones, which the writer sends
-		// again through the live alias, now the new index (settle,
-		// writeBlocked); the refresh makes the ended ones visible.
+		// A write to o still in flight would be lost with it: a write
+		// block returns once every such write has ended and refuses later
+		// ones, which the writer sends again through the live alias
+		// (writeBlocked); the refresh makes the ended ones visible.
 		if err := s.do(ctx, s.cfg.Timeout, http.MethodPut, "/"+o+"/_block/write", nil, nil); err != nil {
 			return 0, fmt.Errorf("elastic: block writes to %s before catching up from it: %w", o, err)
 		}
@@ -276,8 +257,7 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 			return 0, err
 		}
 	}
-	order := []obj{{"notice_seq": "asc"}, {"id": "asc"}}
-	n, err := s.copyDocs(ctx, s.catchUpAlias(), index, matchAll, order, "notices (catch-up)", rebuildNoticeDoc, progress)
+	n, err := s.copyDocs(ctx, s.catchUpAlias(), index, "notices (catch-up)", progress)
 	if err == nil && catchUpCopiedHook != nil {
 		catchUpCopiedHook(old)
 	}
@@ -291,27 +271,22 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 	return n, s.dropIndices(ctx, s.Alias(mappings.Notices), old)
 }
 
-// copyDocs copies the documents of from matching query into index, in
-// order (search_after), keeping ids and external versions. With rebuild,
-// each document is written as rebuild makes it from its _source; without,
-// as it is.
-func (s *Store) copyDocs(ctx context.Context, from, index string, query obj, order []obj, kind string,
-	rebuild func(json.RawMessage) ([]byte, error), progress ReindexProgress) (int64, error) {
-	count, err := s.search(ctx, from, obj{"query": query, "size": 0, "track_total_hits": true})
+// copyDocs copies the notice documents of from into index in notice_seq
+// order, rebuilt (rebuildNoticeDoc), keeping ids and external versions.
+func (s *Store) copyDocs(ctx context.Context, from, index, kind string, progress ReindexProgress) (int64, error) {
+	count, err := s.search(ctx, from, obj{"query": matchAll, "size": 0, "track_total_hits": true})
 	if err != nil {
 		return 0, err
 	}
 	total := count.Hits.Total.Value
 	var done int64
-	err = s.pages(ctx, from, obj{"query": query, "sort": order, "version": true}, math.MaxInt, func(hs []hit) error {
+	order := []obj{{"notice_seq": "asc"}, {"id": "asc"}}
+	err = s.pages(ctx, from, obj{"query": matchAll, "sort": order, "version": true}, math.MaxInt, nil, func(hs []hit) error {
 		ops := make([]bulkOp, len(hs))
 		for i, h := range hs {
-			body := []byte(h.Source)
-			if rebuild != nil {
-				var err error
-				if body, err = rebuild(h.Source); err != nil {
-					return fmt.Errorf("elastic: %s document %s: %w", kind, h.ID, err)
-				}
+			body, err := rebuildNoticeDoc(h.Source)
+			if err != nil {
+				return fmt.Errorf("elastic: %s document %s: %w", kind, h.ID, err)
 			}
 			ops[i] = bulkOp{Index: index, Action: "index", ID: h.ID, Body: body, Version: h.Version, What: kind + " document " + h.ID}
 		}

@@ -313,7 +313,7 @@ func TestReindexFromVersion2(t *testing.T) {
 	if err := s.createIndex(ctx, v2, v2Index, "", nil); err != nil {
 		t.Fatal(err)
 	}
-	old, err := s.moveAlias(ctx, alias, v2Index, nil)
+	old, err := s.moveAlias(ctx, alias, v2Index, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,8 @@ func TestReindexFromVersion2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fts := esdoc.FTS(stale)
+	fts := []string{query.Fold(stale.CompanyName), query.Fold(stale.NoticeType), query.Fold(stale.Text),
+		query.Fold(notice.PractitionerText(stale.Practitioners))}
 	fts[2] = strings.ReplaceAll(fts[2], "\u037f", "\u03f3")
 	body := esdoc.AppendNotice(nil, &stale, time.Now().Add(-time.Hour).UnixMilli(), fts)
 	if err := s.bulk(ctx, []bulkOp{{Index: alias, Action: "index", ID: stale.ID, Version: time.Now().UnixMilli(), Body: body, What: "stale"}}); err != nil {

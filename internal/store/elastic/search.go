@@ -32,22 +32,19 @@ var (
 	sortSeqAsc        = []obj{{"notice_seq": "asc"}}
 )
 
-// noticesSearch is the search path of notices read in order: a relevance
-// order is scored with the term statistics of the whole index
-// (dfs_query_then_fetch), so that the scores, and the order, do not depend
-// on which shard a notice is in. Elasticsearch skips that extra phase when
-// the index has one shard.
-func (s *Store) noticesSearch(order []obj) string {
-	path := "/" + s.Alias(mappings.Notices) + "/_search"
+// searchPath is the _search path under prefix (an index, or none in a
+// point in time) of notices read in order: a relevance order is scored
+// with the whole index's term statistics (dfs_query_then_fetch), so that
+// it does not depend on the shard a notice is in.
+func searchPath(prefix string, order []obj) string {
 	if len(order) > 0 && order[0]["_score"] != nil {
-		path += "?search_type=dfs_query_then_fetch"
+		return prefix + "/_search?search_type=dfs_query_then_fetch"
 	}
-	return path
+	return prefix + "/_search"
 }
 
-// noticeSource limits a notice hit's _source to the notice itself: the
-// folded copies of its texts (fts) and the filter fields, which would about
-// double every answer to be sent and decoded, are not read back.
+// noticeSource limits a notice hit's _source to the notice itself (the
+// fts and filter fields would about double every answer).
 var noticeSource = []string{"notice"}
 
 // Search returns one page of matching notices and the exact total.
@@ -93,12 +90,11 @@ func sortFor(key string, q query.Node) ([]obj, error) {
 }
 
 // page returns hits offset..offset+limit of query in order, and the exact
-// total. A page ending inside the result window is one from/size search;
-// past it, search_after steps over the earlier hits reading only their
-// sort values.
+// total: one from/size search inside the result window, past it
+// search_after steps over the earlier hits' sort values.
 func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit int) ([]notice.Notice, int64, error) {
 	body := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "from": offset, "_source": noticeSource}
-	path := s.noticesSearch(order)
+	path := searchPath("/"+s.Alias(mappings.Notices), order)
 	if offset+limit <= window {
 		return s.searchNotices(ctx, path, body)
 	}
@@ -111,8 +107,8 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 		if after != nil {
 			b["search_after"] = after
 		}
-		ans, err := s.searchAt(ctx, path, b)
-		if err != nil {
+		var ans searchAnswer
+		if err := s.searchRead(ctx, path, b, &ans); err != nil {
 			return nil, 0, err
 		}
 		total = ans.Hits.Total.Value
@@ -130,8 +126,9 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 	return s.searchNotices(ctx, path, b)
 }
 
-// noticePage is a search answer whose hits' sources hold only the notice
-// (noticeSource), decoded straight into notices.
+// noticePage is a search answer of notices (noticeSource, or part of it),
+// decoded straight into notices in one pass (most of the API's own CPU on
+// a search).
 type noticePage struct {
 	shardStatus
 	Hits struct {
@@ -142,27 +139,31 @@ type noticePage struct {
 			Source struct {
 				Notice notice.Notice `json:"notice"`
 			} `json:"_source"`
+			Sort []any `json:"sort"`
 		} `json:"hits"`
 	} `json:"hits"`
 }
 
-// searchNotices runs a notice search whose hits carry the notice
-// (noticeSource) and returns them with the total, decoding the answer in
-// one pass (a page of notices is most of what the API spends on a search
-// besides Elasticsearch).
+// notices returns the page's notices.
+func (p *noticePage) notices() []notice.Notice {
+	ns := make([]notice.Notice, len(p.Hits.Hits))
+	for i := range p.Hits.Hits {
+		ns[i] = p.Hits.Hits[i].Source.Notice
+		if ns[i].Practitioners == nil {
+			ns[i].Practitioners = []notice.Practitioner{}
+		}
+	}
+	return ns
+}
+
+// searchNotices runs a search of notices (noticeSource) and returns them
+// with the total.
 func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]notice.Notice, int64, error) {
 	var ans noticePage
 	if err := s.searchRead(ctx, path, body, &ans); err != nil {
 		return nil, 0, err
 	}
-	ns := make([]notice.Notice, len(ans.Hits.Hits))
-	for i := range ans.Hits.Hits {
-		ns[i] = ans.Hits.Hits[i].Source.Notice
-		if ns[i].Practitioners == nil {
-			ns[i].Practitioners = []notice.Practitioner{}
-		}
-	}
-	return ns, ans.Hits.Total.Value, nil
+	return ans.notices(), ans.Hits.Total.Value, nil
 }
 
 // scanNotices returns the notices matching query in order (a sort ending
@@ -177,21 +178,20 @@ func scanBody(query obj, order []obj) obj {
 }
 
 // scanNoticesFrom is scanNotices given the answer to its first page, if
-// read already (pagesFrom).
+// read already (pages).
 func (s *Store) scanNoticesFrom(ctx context.Context, query obj, order []obj, max int, first *searchAnswer) ([]notice.Notice, error) {
 	out := []notice.Notice{}
-	err := s.pagesFrom(ctx, s.Alias(mappings.Notices), scanBody(query, order), max, first, func(hs []hit) error {
-		ns, err := notices(hs)
-		out = append(out, ns...)
-		return err
+	err := s.pages(ctx, s.Alias(mappings.Notices), scanBody(query, order), max, first, func(hs []hit) error {
+		for _, h := range hs {
+			n, err := noticeOf(h.Source)
+			if err != nil {
+				return fmt.Errorf("elastic: decode notice %s: %w", h.ID, err)
+			}
+			out = append(out, n)
+		}
+		return nil
 	})
 	return out, err
-}
-
-// pages reads the hits of body (query and a sort ending on a unique field)
-// page by page with search_after, up to max, handing each page to fn.
-func (s *Store) pages(ctx context.Context, index string, body obj, max int, fn func([]hit) error) error {
-	return s.pagesFrom(ctx, index, body, max, nil, fn)
 }
 
 // pageBody is the search of the page of body after after (nil: the first
@@ -207,10 +207,11 @@ func pageBody(body obj, read, max int, after []any) obj {
 	return b
 }
 
-// pagesFrom is pages given the answer to its first page (pageBody(body, 0,
-// max, nil)) when first is not nil: read in one _msearch with other
-// searches (Company).
-func (s *Store) pagesFrom(ctx context.Context, index string, body obj, max int, first *searchAnswer, fn func([]hit) error) error {
+// pages reads the hits of body (query and a sort ending on a unique field)
+// page by page with search_after, up to max, handing each page to fn.
+// first, when not nil, is the answer to the first page (pageBody(body, 0,
+// max, nil)), read already in an _msearch with other searches (Company).
+func (s *Store) pages(ctx context.Context, index string, body obj, max int, first *searchAnswer, fn func([]hit) error) error {
 	var after []any
 	for read := 0; read < max; {
 		ans := first
@@ -235,93 +236,52 @@ func (s *Store) pagesFrom(ctx context.Context, index string, body obj, max int, 
 	return nil
 }
 
+// search runs body on index (searchRead).
 func (s *Store) search(ctx context.Context, index string, body obj) (*searchAnswer, error) {
-	return s.searchAt(ctx, "/"+index+"/_search", body)
-}
-
-// searchAt is search with the whole path (an index and parameters).
-func (s *Store) searchAt(ctx context.Context, path string, body obj) (*searchAnswer, error) {
 	var ans searchAnswer
-	if err := s.searchRead(ctx, path, body, &ans); err != nil {
+	if err := s.searchRead(ctx, "/"+index+"/_search", body, &ans); err != nil {
 		return nil, err
 	}
 	return &ans, nil
 }
 
-func notices(hs []hit) ([]notice.Notice, error) {
-	out := make([]notice.Notice, len(hs))
-	for i, h := range hs {
-		n, err := noticeOf(h.Source)
-		if err != nil {
-			return nil, fmt.Errorf("elastic: decode notice %s: %w", h.ID, err)
-		}
-		out[i] = n
-	}
-	return out, nil
-}
-
 // Notice returns one notice by its public id, or errs.NotFound.
 func (s *Store) Notice(ctx context.Context, id string) (notice.Notice, error) {
-	ns, err := s.NoticesByID(ctx, []string{id})
-	if err != nil {
-		return notice.Notice{}, err
-	}
-	if len(ns) == 0 {
-		return notice.Notice{}, errs.New(errs.NotFound, "no notice has id %s; ids look like ntc_ followed by 16 characters, as returned by search", errs.Quote(id))
-	}
-	return ns[0], nil
-}
-
-// NoticesByID returns the stored notices among ids, in the order given
-// (ids not stored are left out).
-func (s *Store) NoticesByID(ctx context.Context, ids []string) ([]notice.Notice, error) {
-	if len(ids) == 0 {
-		return []notice.Notice{}, nil
-	}
+	// _mget on the alias: a get by id would refuse one naming several
+	// indices.
 	var ans struct {
 		Docs []struct {
-			ID     string          `json:"_id"`
 			Found  bool            `json:"found"`
 			Source json.RawMessage `json:"_source"`
 		} `json:"docs"`
 	}
 	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+s.Alias(mappings.Notices)+"/_mget?_source=notice",
-		obj{"ids": ids}, &ans); err != nil {
-		return nil, err
+		obj{"ids": []string{id}}, &ans); err != nil {
+		return notice.Notice{}, err
 	}
-	out := make([]notice.Notice, 0, len(ans.Docs))
-	for _, d := range ans.Docs {
-		if !d.Found {
-			continue
-		}
-		n, err := noticeOf(d.Source)
-		if err != nil {
-			return nil, fmt.Errorf("elastic: decode notice %s: %w", d.ID, err)
-		}
-		out = append(out, n)
+	if len(ans.Docs) == 0 || !ans.Docs[0].Found {
+		return notice.Notice{}, errs.New(errs.NotFound, "no notice has id %s; ids look like ntc_ followed by 16 characters, as returned by search", errs.Quote(id))
 	}
-	return out, nil
+	n, err := noticeOf(ans.Docs[0].Source)
+	if err != nil {
+		return notice.Notice{}, fmt.Errorf("elastic: decode notice %s: %w", id, err)
+	}
+	return n, nil
 }
 
-// NoticesThrough returns up to limit notices with after < notice_seq <=
-// through, ascending by notice_seq (deregistration notices included).
-func (s *Store) NoticesThrough(ctx context.Context, after, through int64, limit int) ([]notice.Notice, error) {
-	if limit <= 0 || through <= after {
-		return []notice.Notice{}, nil
-	}
-	q := obj{"bool": obj{"filter": []obj{{"range": obj{"notice_seq": obj{"gt": after, "lte": through}}}}}}
-	return s.scanNotices(ctx, q, sortSeqAsc, limit)
-}
-
-// NoticesAfter returns up to limit notices with notice_seq > seq that are
-// published (seq at most Published), ascending by notice_seq: what a
-// matcher following the arrivals reads next.
+// NoticesAfter returns up to limit published notices (notice_seq at most
+// Published) with notice_seq > seq, ascending by notice_seq
+// (deregistration notices included).
 func (s *Store) NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error) {
 	wm, err := s.Published(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return s.NoticesThrough(ctx, seq, wm, limit)
+	if limit <= 0 || wm <= seq {
+		return []notice.Notice{}, nil
+	}
+	q := obj{"bool": obj{"filter": []obj{{"range": obj{"notice_seq": obj{"gt": seq, "lte": wm}}}}}}
+	return s.scanNotices(ctx, q, sortSeqAsc, limit)
 }
 
 // registerRows returns the register rows whose field (acn or abn) is
@@ -340,10 +300,10 @@ func registerBody(field, value string) obj {
 }
 
 // registerRowsFrom is registerRows given the answer to its first page, if
-// read already (pagesFrom).
+// read already (pages).
 func (s *Store) registerRowsFrom(ctx context.Context, field, value string, first *searchAnswer) ([]notice.RegisterRow, error) {
 	var out []notice.RegisterRow
-	err := s.pagesFrom(ctx, s.Alias(mappings.Register), registerBody(field, value), window, first, func(hs []hit) error {
+	err := s.pages(ctx, s.Alias(mappings.Register), registerBody(field, value), window, first, func(hs []hit) error {
 		for _, h := range hs {
 			rows, err := registerRowsWith(h.Source, field, value)
 			if err != nil {
@@ -356,12 +316,14 @@ func (s *Store) registerRowsFrom(ctx context.Context, field, value string, first
 	return out, err
 }
 
-// facetFields are the fields /v1/filters counts, in FilterCounts order.
+// facetFields are the fields /v1/filters counts and filterQuery filters
+// on, in FilterCounts order.
 var facetFields = []string{"appointment_type", "notice_purpose", "notice_code", "state", "status"}
 
 // maxBuckets sizes the terms aggregations so that every value comes back.
 const maxBuckets = 10000
 
+// termsAgg is a terms or date_histogram aggregation's answer.
 type termsAgg struct {
 	Other   int64 `json:"sum_other_doc_count"`
 	Buckets []struct {
@@ -371,6 +333,18 @@ type termsAgg struct {
 	} `json:"buckets"`
 }
 
+// counts sums a's buckets by key, leaving out field's "" when it is
+// appointment_type (no appointment).
+func (a termsAgg) counts(field string) map[string]int64 {
+	m := map[string]int64{}
+	for _, b := range a.Buckets {
+		if k := bucketKey(b.Key, b.KeyAsString); k != "" || field != "appointment_type" {
+			m[k] += b.Count
+		}
+	}
+	return m
+}
+
 // aggregate runs one size-0 search of f with aggs and decodes each
 // aggregation's buckets.
 func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64, map[string]termsAgg, error) {
@@ -378,8 +352,6 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 	if err != nil {
 		return 0, nil, err
 	}
-	// Decoded straight into the buckets (terms and date_histogram
-	// buckets have the same shape), in one pass over the answer.
 	var ans struct {
 		shardStatus
 		Hits struct {
@@ -394,8 +366,7 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 		return 0, nil, fmt.Errorf("elastic: encode an aggregation: %w", err)
 	}
 	// The kept answer for this exact request, if the data has not changed
-	// since it was read (aggCache). Without the version (Redis not
-	// answering) the request goes to Elasticsearch.
+	// since (aggCache); without the version (Redis down), none.
 	version := int64(-1)
 	if s.aggs != nil {
 		if v, err := s.log.DataVersion(ctx); err == nil {
@@ -447,15 +418,7 @@ func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCoun
 	}
 	lists := make([][]notice.ValueCount, len(facetFields))
 	for i, fld := range facetFields {
-		m := map[string]int64{}
-		for _, b := range res[fld].Buckets {
-			k := bucketKey(b.Key, b.KeyAsString)
-			if fld == "appointment_type" && k == "" {
-				continue
-			}
-			m[k] += b.Count
-		}
-		lists[i] = notice.SortedCounts(m) // folds spellings that differ only in case
+		lists[i] = notice.SortedCounts(res[fld].counts(fld))
 	}
 	return notice.FilterCounts{Total: total, AppointmentType: lists[0], NoticePurpose: lists[1],
 		NoticeCode: lists[2], State: lists[3], Status: lists[4]}, nil
@@ -489,20 +452,13 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 		return notice.Stats{}, err
 	}
 	out.Total = total
-	if out.GroupBy == "month" {
-		// One bucket per month, in order, from the date_histogram.
+	if out.GroupBy == "month" { // one bucket per month, in order
 		for _, b := range res["g"].Buckets {
 			out.Data = append(out.Data, notice.Bucket{Key: bucketKey(b.Key, b.KeyAsString), Count: b.Count})
 		}
 		return out, nil
 	}
-	m := map[string]int64{}
-	for _, b := range res["g"].Buckets {
-		if k := bucketKey(b.Key, b.KeyAsString); k != "" || out.GroupBy != "appointment_type" {
-			m[k] += b.Count
-		}
-	}
-	out.Data = notice.FoldedBuckets(m) // by exact spelling, folded
+	out.Data = notice.FoldedBuckets(res["g"].counts(out.GroupBy)) // by exact spelling, folded
 	return out, nil
 }
 

@@ -12,10 +12,11 @@ import (
 
 // shardStatus is the part of a search-type answer (_search, _count, a
 // response of _msearch, _pit) that says whether every shard answered:
-// Elasticsearch answers 200 with the hits of the shards that did, and
-// those of a failed or timed-out shard simply missing.
+// Elasticsearch answers 200 without the hits of a failed or timed-out
+// shard. PitID is the point in time's id of an answer in one (pit.go).
 type shardStatus struct {
-	TimedOut bool `json:"timed_out"`
+	PitID    string `json:"pit_id"`
+	TimedOut bool   `json:"timed_out"`
 	Shards   struct {
 		Total    int `json:"total"`
 		Failed   int `json:"failed"`
@@ -37,7 +38,7 @@ func (st *shardStatus) shards() *shardStatus { return st }
 
 // complete returns nil when every shard answered in time, else the
 // partial-answer error (backend_unavailable): an answer missing a shard
-// misses notices, and searches, deliveries and repairs must not act on it.
+// misses notices, which nothing may act on.
 func (st *shardStatus) complete() error {
 	switch {
 	case st.Shards.Failed > 0:
@@ -60,23 +61,12 @@ func partial(detail error) error {
 }
 
 // noPartial adds allow_partial_search_results=false to a search path: a
-// shard that fails (or is missing) fails the whole search, which
-// Elasticsearch then answers with an error rather than with the other
-// shards' hits.
+// shard that fails (or is missing) fails the whole search.
 func noPartial(path string) string {
 	if strings.Contains(path, "?") {
 		return path + "&allow_partial_search_results=false"
 	}
 	return path + "?allow_partial_search_results=false"
-}
-
-// partialRefused reports whether an error answer is Elasticsearch refusing
-// to answer from some shards only (allow_partial_search_results=false):
-// search_phase_execution_exception "Partial shards failure", whose status
-// is the failed shards' (400 for a query a shard could not run). Missing
-// shards are refused with 503, already backend_unavailable (do).
-func partialRefused(e *esError) bool {
-	return e.Type == "search_phase_execution_exception" && e.Reason == "Partial shards failure"
 }
 
 // searchRead sends one search-type request (a _search or _pit path, with
@@ -91,8 +81,7 @@ func (s *Store) searchRead(ctx context.Context, path string, body any, out shard
 }
 
 // searchError explains a refused search: a shard failed (the search would
-// be partial), or else the query translation and the parser disagree,
-// which is ours to fix.
+// be partial), or else our query translation is wrong.
 func searchError(err error) error {
 	if _, ok := errs.As(err); ok {
 		return err
@@ -104,10 +93,13 @@ func searchError(err error) error {
 }
 
 // partialError is the partial-answer error (backend_unavailable) when err is
-// Elasticsearch refusing a partial answer, else nil.
+// Elasticsearch refusing a partial answer (noPartial): a
+// search_phase_execution_exception "Partial shards failure", whose status
+// is the failed shards' (400 for a query a shard could not run; missing
+// shards are a 503, already backend_unavailable), else nil.
 func partialError(err error) error {
 	var e *esError
-	if errors.As(err, &e) && partialRefused(e) {
+	if errors.As(err, &e) && e.Type == "search_phase_execution_exception" && e.Reason == "Partial shards failure" {
 		return partial(e)
 	}
 	return nil

@@ -2,7 +2,6 @@ package elastic
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -14,9 +13,8 @@ import (
 // server's default limit is 65,536).
 const seqChunk = 10000
 
-// LatestSeq is the highest notice_seq published (publog): every notice
-// published at or below it is searchable. With NoticesAfter, NoticesBySeq
-// and MatchingSeqs it makes the store the Redis backend's notice source.
+// LatestSeq is the highest notice_seq published (publog): every notice at
+// or below it is searchable (redisstore.NoticeSource).
 func (s *Store) LatestSeq(ctx context.Context) (int64, error) { return s.Published(ctx) }
 
 // Published returns the highest notice_seq published.
@@ -46,9 +44,8 @@ func (s *Store) NoticesBySeq(ctx context.Context, seqs []int64) ([]notice.Notice
 }
 
 // MatchingSeqs returns up to limit seqs in (after, through], ascending, of
-// the notices passing f whose acn or abn is one of keys; with keys nil, of
-// every notice passing f (a filter-only watch). Keys are split into terms
-// queries of at most seqChunk values.
+// the notices passing f whose acn or abn is one of keys (keys nil: every
+// notice passing f, for a filter-only watch).
 func (s *Store) MatchingSeqs(ctx context.Context, keys []string, f notice.Filter, after, through int64, limit int) ([]int64, error) {
 	if limit <= 0 || through <= after || (keys != nil && len(keys) == 0) {
 		return []int64{}, nil
@@ -68,7 +65,7 @@ func (s *Store) MatchingSeqs(ctx context.Context, keys []string, f notice.Filter
 	}
 	body := obj{"query": obj{"bool": obj{"filter": filter}}, "sort": sortSeqAsc, "_source": false}
 	out := make([]int64, 0, min(limit, 1024))
-	err = s.pages(ctx, s.Alias(mappings.Notices), body, limit, func(hs []hit) error {
+	err = s.pages(ctx, s.Alias(mappings.Notices), body, limit, nil, func(hs []hit) error {
 		for _, h := range hs {
 			if len(h.Sort) == 0 {
 				return fmt.Errorf("elastic: matching seqs: a hit without its sort value")
@@ -97,8 +94,7 @@ func sortInt(v any) (int64, error) {
 }
 
 // summaryFields are the fields of a notice the Redis store's screen copy
-// keeps (publog.EncodeSummary): the only part of _source NoticeSummaries
-// reads.
+// keeps (publog.EncodeSummary), all NoticeSummaries reads.
 var summaryFields = []string{"notice.id", "notice.notice_seq", "notice.published_date", "notice.published_at",
 	"notice.notice_type", "notice.notice_code", "notice.notice_purpose", "notice.appointment_type",
 	"notice.state", "notice.status", "notice.acn", "notice.abn", "notice.company_name"}
@@ -107,27 +103,11 @@ var summaryFields = []string{"notice.id", "notice.notice_seq", "notice.published
 // variable so a test can cross pages on a few notices).
 var summaryPage = 10000
 
-// summaryAnswer is a page of NoticeSummaries, decoded in one pass.
-type summaryAnswer struct {
-	shardStatus
-	pitField
-	Hits struct {
-		Hits []struct {
-			Source struct {
-				Notice notice.Notice `json:"notice"`
-			} `json:"_source"`
-			Sort []any `json:"sort"`
-		} `json:"hits"`
-	} `json:"hits"`
-}
-
 // NoticeSummaries calls fn with every notice whose notice_seq is at most
-// through, ascending by seq, each holding only the fields of a screen
-// summary (id, seq, dates, type, code, purpose, appointment type, state,
-// status, acn, abn, company name): the load of the Redis store's screen
-// copy. It reads one point in time, paged with search_after on
-// notice_seq, so a notice written meanwhile is seen whole or not at all.
-// The notice fn is given is reused: fn must copy what it keeps.
+// through, ascending by seq, holding only summaryFields: the load of the
+// Redis store's screen copy. It reads one point in time, so a notice
+// written meanwhile is seen whole or not at all. fn must copy what it
+// keeps of the notice it is given.
 func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*notice.Notice) error) error {
 	pit, err := s.openPIT(ctx, "the screen copy's load")
 	if err != nil {
@@ -141,8 +121,8 @@ func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*not
 		if after != nil {
 			body["search_after"] = after
 		}
-		var ans summaryAnswer
-		if err := pit.searchInto(ctx, "/_search", body, &ans); err != nil {
+		var ans noticePage
+		if err := pit.search(ctx, "/_search", body, &ans); err != nil {
 			return err
 		}
 		hs := ans.Hits.Hits
@@ -171,19 +151,18 @@ func (s *Store) CarriedIdentifiers(ctx context.Context, ids []string) (map[strin
 		body := obj{"size": 0, "track_total_hits": false,
 			"query": obj{"bool": obj{"should": []obj{{"terms": obj{"acn": part}}, {"terms": obj{"abn": part}}}, "minimum_should_match": 1}},
 			"aggs":  obj{"acn": agg("acn"), "abn": agg("abn")}}
-		ans, err := s.search(ctx, s.Alias(mappings.Notices), body)
-		if err != nil {
-			return nil, err
-		}
-		for _, field := range []string{"acn", "abn"} {
-			var a struct {
+		var ans struct {
+			shardStatus
+			Aggregations map[string]struct {
 				Buckets []struct {
 					Key string `json:"key"`
 				} `json:"buckets"`
-			}
-			if err := json.Unmarshal(ans.Aggregations[field], &a); err != nil {
-				return nil, fmt.Errorf("elastic: carried identifiers: decode the %s aggregation: %w", field, err)
-			}
+			} `json:"aggregations"`
+		}
+		if err := s.searchRead(ctx, "/"+s.Alias(mappings.Notices)+"/_search", body, &ans); err != nil {
+			return nil, err
+		}
+		for _, a := range ans.Aggregations {
 			for _, b := range a.Buckets {
 				out[b.Key] = true
 			}

@@ -1,17 +1,14 @@
 // Package elastic is the scale backend's notice and register store: the
 // store.Notices, store.NoticeWriter and store.RegisterWriter seams over
-// Elasticsearch 8 (go-elasticsearch), with notice_seq allocation and the
-// arrival watermark in Redis (package arrival).
+// Elasticsearch 8 (go-elasticsearch), with the writer lease, notice_seq and
+// the publish log in Redis (package publog).
 //
 // Indices are defined by package mappings and named
 // <ns>-<kind>-v<version>-<suffix>; the store reads and writes only through
-// the aliases <ns>-notices and <ns>-register (and, while `noticesd reindex`
-// runs, also writes to <ns>-notices-next). Only core Elasticsearch features
-// are used (whitespace analyzer, keyword/date/long fields, bool, match_phrase,
-// prefix, terms, range, terms and date_histogram aggregations,
-// search_after, aliases, bulk), so the same mappings run on the bare
-// integration-test distribution and on the full one. See
-// docs/elasticsearch.md.
+// the aliases <ns>-notices and <ns>-register (and <ns>-notices-next while
+// `noticesd reindex` runs). Only core Elasticsearch features are used, so
+// the same mappings run on the bare integration-test distribution and on
+// the full one. See docs/elasticsearch.md.
 package elastic
 
 import (
@@ -71,10 +68,8 @@ type Config struct {
 	// Now is the clock collected_at is stamped with (time.Now when nil).
 	Now func() time.Time
 	// BulkWorkers is the number of concurrent bulk requests of a load (3
-	// when 0: on a 2-core node, one more than its write threads, so that
-	// a worker is filling its next request while the node indexes the
-	// others; measured 10-13% faster register loads than 2, see
-	// docs/benchmarks.md).
+	// when 0: one more than a 2-core node's write threads; measured 10-13%
+	// faster register loads than 2, docs/benchmarks.md).
 	BulkWorkers int
 	// AggCache is how many answers of the aggregation reads (filters and
 	// stats) the store keeps while the notices' data version does not
@@ -97,8 +92,7 @@ type Store struct {
 	now  func() time.Time
 	log  *publog.Log
 	aggs *aggCache // nil: none
-	// counts are the node failures and retries of es; probes ask each
-	// configured node on its own whether it answers (nodes.go).
+	// counts and probes: nodes.go.
 	counts *nodeCounts
 	probes []nodeProbe
 }
@@ -110,10 +104,9 @@ var (
 )
 
 // Open connects to Elasticsearch and makes sure both aliases exist (an
-// empty first index of the current mapping version behind each). When
-// Elasticsearch cannot be reached it fails with errs.BackendUnavailable;
-// later calls fail the same way while it is down and recover when it
-// answers again.
+// empty first index of the current mapping version behind each). An
+// unreachable Elasticsearch is errs.BackendUnavailable, at Open and in
+// every later call while it is down.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Namespace == "" || strings.ToLower(cfg.Namespace) != cfg.Namespace {
 		return nil, fmt.Errorf("elastic: namespace %q must be non-empty lower case", cfg.Namespace)
@@ -164,11 +157,9 @@ func (s *Store) Alias(kind string) string { return s.ns + "-" + kind }
 // nextAlias names the notices index a reindex is filling.
 func (s *Store) nextAlias() string { return s.ns + "-" + mappings.Notices + "-next" }
 
-// catchUpAlias marks, from the swap on, the old notices index of a reindex
-// whose catch-up is not done yet. Its filter (indexed_at since the reindex
-// began, less writeGrace) is the catch-up's query, kept in the cluster
-// state, so a reindex that dies before the catch-up ends is finished by
-// the next one.
+// catchUpAlias marks the old notices index of a reindex whose catch-up is
+// not done; its filter is the catch-up's query, kept in the cluster state
+// so that the next reindex finishes it (Reindex).
 func (s *Store) catchUpAlias() string { return s.ns + "-" + mappings.Notices + "-catchup" }
 
 // indexName names a new index of a kind.
@@ -207,9 +198,8 @@ func (s *Store) ensureAliases(ctx context.Context) error {
 }
 
 // createIndex creates an index from its definition, with alias (as the
-// write index) when alias is not "" and the given settings over the file's.
-// Every index the store creates (the first ones, a reindex's, a register
-// load's) has Config.Replicas replicas, whatever the file says.
+// write index) when alias is not "" and settings over the file's, and
+// always Config.Replicas replicas.
 func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias string, settings map[string]any) error {
 	var body map[string]any
 	if err := json.Unmarshal(ix.Body, &body); err != nil {
@@ -230,20 +220,16 @@ func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias 
 	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPut, "/"+name, body, nil)
 }
 
-// loadSettings are the settings of an index being bulk-loaded before any
-// reader or writer sees it (a register load, a reindex's register copy):
-// no periodic refresh (no segment is made until the load ends) and the
-// translog synced in the background rather than on every bulk request (a
-// crash loses at most the load, which is not yet live and is simply run
-// again). Such an index is created with createIndex(..., loadSettings), and
-// endLoad puts the settings of the mapping file back before it goes live.
+// loadSettings are the settings of an index bulk-loaded before anyone
+// reads it (a register load or copy): no periodic refresh and background
+// translog syncs (a crash loses at most the load, which is not live yet
+// and is run again). endLoad puts the mapping file's back.
 var loadSettings = map[string]any{"refresh_interval": "-1", "translog.durability": "async"}
 
 // endLoad ends a bulk load into an index created with loadSettings: it puts
-// back the refresh interval of the mapping file (the default when the file
-// sets none) and per-request translog syncs, then refreshes (every document
-// searchable) and flushes (every document in a Lucene commit on disk), so
-// the index can go live with nothing that a crash could lose.
+// back the mapping file's refresh interval and per-request translog
+// syncs, then refreshes and flushes, so that the index goes live with
+// nothing a crash could lose.
 func (s *Store) endLoad(ctx context.Context, ix mappings.Index, name string) error {
 	var body struct {
 		Settings map[string]any `json:"settings"`
@@ -261,15 +247,10 @@ func (s *Store) endLoad(ctx context.Context, ix mappings.Index, name string) err
 	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPost, "/"+name+"/_flush", nil, nil)
 }
 
+// aliasExists reports whether alias names some index.
 func (s *Store) aliasExists(ctx context.Context, alias string) (bool, error) {
-	err := s.do(ctx, s.cfg.Timeout, http.MethodHead, "/_alias/"+alias, nil, nil)
-	if err == nil {
-		return true, nil
-	}
-	if isNotFound(err) {
-		return false, nil
-	}
-	return false, err
+	names, err := s.aliasIndices(ctx, alias)
+	return len(names) > 0, err
 }
 
 // aliasIndices returns the indices an alias points to ([] when none).
@@ -304,11 +285,19 @@ func (s *Store) Drop(ctx context.Context) error {
 		return err
 	}
 	for _, r := range rows {
-		if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodDelete, "/"+r.Index, nil, nil); err != nil && !isNotFound(err) {
+		if err := s.deleteIndex(ctx, r.Index); err != nil {
 			return err
 		}
 	}
 	s.dataChanged(ctx)
+	return nil
+}
+
+// deleteIndex deletes an index; one already gone is no error.
+func (s *Store) deleteIndex(ctx context.Context, name string) error {
+	if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodDelete, "/"+name, nil, nil); err != nil && !isNotFound(err) {
+		return err
+	}
 	return nil
 }
 
@@ -321,6 +310,30 @@ type esError struct {
 
 func (e *esError) Error() string {
 	return fmt.Sprintf("elasticsearch answered %d %s: %s", e.Status, e.Type, e.Reason)
+}
+
+// errorOf decodes an error answer of status (its raw text, trimmed, as the
+// reason when it is not one).
+func errorOf(status int, raw []byte) *esError {
+	var doc struct {
+		Error struct {
+			Type   string `json:"type"`
+			Reason string `json:"reason"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &doc) == nil && doc.Error.Type != "" {
+		return &esError{Status: status, Type: doc.Error.Type, Reason: doc.Error.Reason}
+	}
+	return &esError{Status: status, Reason: strings.TrimSpace(string(raw))}
+}
+
+// classified is e as do returns it: an overloaded node's answer (429, 5xx)
+// is errs.BackendUnavailable.
+func (e *esError) classified() error {
+	if e.Status == http.StatusTooManyRequests || e.Status >= 500 {
+		return unavailable(e)
+	}
+	return e
 }
 
 func isNotFound(err error) bool {
@@ -341,9 +354,9 @@ func unavailable(err error) error {
 }
 
 // do sends one request with a timeout and decodes a JSON answer into out
-// (when not nil). body is JSON-encoded unless it is []byte or io.Reader.
-// An unreachable or overloaded node, or the timeout, gives
-// errs.BackendUnavailable; another error answer an *esError.
+// (when not nil). body is JSON-encoded unless it is []byte. An unreachable
+// or overloaded node, or the timeout, gives errs.BackendUnavailable;
+// another error answer an *esError.
 func (s *Store) do(ctx context.Context, timeout time.Duration, method, path string, body, out any) error {
 	ctx, cancel := context.WithTimeout(withAttempts(ctx), timeout)
 	defer cancel()
@@ -352,8 +365,6 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 	case nil:
 	case []byte:
 		r = bytes.NewReader(b)
-	case io.Reader:
-		r = b
 	default:
 		buf, err := gojson.Marshal(b)
 		if err != nil {
@@ -376,32 +387,10 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 	if err != nil {
 		return unavailable(err)
 	}
-	// Every answer is read to its end before it is closed: a decoder stops
-	// at the JSON value's end, a chunked answer's last chunk is then still
-	// unread, and a body closed before its end closes the connection
-	// instead of returning it to the pool.
-	defer func() {
-		_, _ = io.Copy(io.Discard, res.Body)
-		_ = res.Body.Close()
-	}()
+	defer drainClose(res.Body)
 	if res.StatusCode >= 300 {
 		raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
-		e := &esError{Status: res.StatusCode}
-		var doc struct {
-			Error struct {
-				Type   string `json:"type"`
-				Reason string `json:"reason"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(raw, &doc) == nil && doc.Error.Type != "" {
-			e.Type, e.Reason = doc.Error.Type, doc.Error.Reason
-		} else {
-			e.Reason = strings.TrimSpace(string(raw))
-		}
-		if res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500 {
-			return unavailable(e)
-		}
-		return e
+		return errorOf(res.StatusCode, raw).classified()
 	}
 	if out == nil {
 		return nil
@@ -417,6 +406,15 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 		return fmt.Errorf("elastic: decode answer of %s %s: %w", method, path, err)
 	}
 	return nil
+}
+
+// drainClose reads an answer to its end and closes it: a decoder stops at
+// the JSON value's end, a chunked answer's last chunk is then still unread,
+// and a body closed before its end closes the connection instead of
+// returning it to the pool.
+func drainClose(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, body)
+	_ = body.Close()
 }
 
 // readError is readWhole's error when reading (not decoding) failed.

@@ -11,15 +11,12 @@ import (
 )
 
 // takeOver publishes what the writers before le left written but not
-// published (le.Dirty: one died or stalled between its write and its
-// publish). One look at Elasticsearch after a refresh: the documents above
-// the published seq are new notices (seqs handed out but never written are
-// simply skipped), and the documents written since the first such writer
-// began (indexed_at, less writeGrace for clocks apart) under its epoch or
-// a later one (their external version) are amendments it may have made.
-// Publishing them again when they were published is harmless; the publish
-// ends the takeover (dirty is cleared, published rises to what was
-// allocated).
+// published (le.Dirty: one died or stalled between write and publish),
+// from one search after a refresh: documents above the published seq are
+// new notices, and documents written since that writer began (indexed_at,
+// less writeGrace for clocks apart) under its epoch or a later one (their
+// external version) are amendments it may have made. Publishing one again
+// is harmless; the publish ends the takeover.
 func (s *Store) takeOver(ctx context.Context, le *publog.Lease) error {
 	if err := s.refresh(ctx, s.Alias(mappings.Notices)); err != nil {
 		return err
@@ -33,7 +30,7 @@ func (s *Store) takeOver(ctx context.Context, le *publog.Lease) error {
 		"sort": sortSeqAsc, "_source": noticeSource, "version": true}
 	var ns []notice.Notice
 	var kinds []publog.Kind
-	err := s.pages(ctx, s.Alias(mappings.Notices), body, math.MaxInt, func(hs []hit) error {
+	err := s.pages(ctx, s.Alias(mappings.Notices), body, math.MaxInt, nil, func(hs []hit) error {
 		for _, h := range hs {
 			n, err := noticeOf(h.Source)
 			if err != nil {

@@ -1,10 +1,9 @@
-// Package esdoc is the notice document noticesd indexes in Elasticsearch
-// (mappings/notices.json) and its encoder, which writes byte for byte what
-// encoding/json writes for it without reflection: a load encodes a million
-// of them on the cores Elasticsearch indexes them on. It is a package of
-// its own so that fuzzing the encoder (FuzzAppendNotice, in make test)
-// builds and instruments a few packages, not the Elasticsearch store's
-// test binary with its servers' clients.
+// Package esdoc encodes the notice document noticesd indexes in
+// Elasticsearch (mappings/notices.json) byte for byte as encoding/json
+// writes the reference type in notice_test.go, without reflection: a load
+// encodes a million of them on the cores Elasticsearch indexes them on. It
+// is a package of its own so that fuzzing the encoder (FuzzAppendNotice,
+// in make test) builds a few packages, not the store's test binary.
 package esdoc
 
 import (
@@ -15,68 +14,13 @@ import (
 	"github.com/noticesd/noticesd/internal/query"
 )
 
-// Notice is a notice as indexed: the notice itself (not indexed, the
-// answer of every read) and the fields searched, filtered, sorted and
-// aggregated on. fts holds the four searchable texts (company name, notice
-// type, text, practitioner names and firms), each folded by query.Fold to
-// the tokens SQLite's unicode61 tokeniser makes, joined by spaces (where the
-// field's whitespace analyzer splits them), one array element each so a
-// phrase never spans two.
-type Notice struct {
-	ID              string        `json:"id"`
-	SourceID        string        `json:"source_id"`
-	Seq             int64         `json:"notice_seq"`
-	PublishedDate   string        `json:"published_date"`
-	PublishedAt     string        `json:"published_at"`
-	CollectedAt     string        `json:"collected_at"`
-	IndexedAt       int64         `json:"indexed_at"`
-	ACN             *string       `json:"acn,omitempty"`
-	ABN             *string       `json:"abn,omitempty"`
-	AppointmentType *string       `json:"appointment_type,omitempty"`
-	NoticePurpose   string        `json:"notice_purpose"`
-	NoticeCode      string        `json:"notice_code"`
-	State           string        `json:"state"`
-	Status          string        `json:"status"`
-	Dereg           bool          `json:"dereg"`
-	FTS             []string      `json:"fts"`
-	Notice          notice.Notice `json:"notice"`
-}
-
-// NewNotice is the document of a notice (its texts folded here).
-func NewNotice(n notice.Notice, indexedAt int64) Notice {
-	return NoticeWith(n, indexedAt, FTS(n))
-}
-
-// FTS is the fts field of a notice: its four searchable texts, each
-// folded by query.Fold. (The writer folds them straight into each
-// document: appendFTS.)
-func FTS(n notice.Notice) []string {
-	return []string{query.Fold(n.CompanyName), query.Fold(n.NoticeType), query.Fold(n.Text),
-		query.Fold(notice.PractitionerText(n.Practitioners))}
-}
-
-// NoticeWith is the document of a notice whose texts are already
-// folded (FTS).
-func NoticeWith(n notice.Notice, indexedAt int64, fts []string) Notice {
-	if n.Practitioners == nil {
-		n.Practitioners = []notice.Practitioner{}
-	}
-	return Notice{
-		ID: n.ID, SourceID: n.SourceID, Seq: n.Seq, PublishedDate: n.PublishedDate,
-		PublishedAt: n.PublishedAt, CollectedAt: n.CollectedAt, IndexedAt: indexedAt,
-		ACN: n.ACN, ABN: n.ABN, AppointmentType: n.AppointmentType,
-		NoticePurpose: n.NoticePurpose, NoticeCode: n.NoticeCode, State: n.State, Status: n.Status,
-		Dereg:  n.IsDeregistration(),
-		FTS:    fts,
-		Notice: n,
-	}
-}
-
-// AppendNotice appends the JSON of NoticeWith(n, indexedAt, fts) to
-// buf, byte for byte what encoding/json writes (TestAppendNotice, which
-// also fails when notice.Notice or notice.Practitioner gains a field this
-// does not write), without reflection. A nil fts is FTS(n), folded
-// straight into buf (appendFTS).
+// AppendNotice appends the document of n to buf, byte for byte what
+// encoding/json writes for it (TestAppendNotice, which also fails when
+// notice.Notice or notice.Practitioner gains a field this does not write).
+// Its fts field holds the four searchable texts (company name, notice
+// type, text, practitioners) folded by query.Fold, one element each so a
+// phrase never spans two: fts, or when nil n's own, folded straight into
+// buf (appendFTS).
 func AppendNotice(buf []byte, n *notice.Notice, indexedAt int64, fts []string) []byte {
 	buf = AppendField(buf, `{"id":`, n.ID)
 	buf = AppendField(buf, `,"source_id":`, n.SourceID)
@@ -128,7 +72,7 @@ func AppendNotice(buf []byte, n *notice.Notice, indexedAt int64, fts []string) [
 	buf = AppendField(buf, `,"state":`, n.State)
 	buf = AppendField(buf, `,"status":`, n.Status)
 	buf = AppendField(buf, `,"text":`, n.Text)
-	buf = append(buf, `,"practitioners":[`...) // never null: NoticeWith makes nil empty
+	buf = append(buf, `,"practitioners":[`...) // never null: a nil list is written empty
 	for i := range n.Practitioners {
 		p := &n.Practitioners[i]
 		if i > 0 {
@@ -143,7 +87,7 @@ func AppendNotice(buf []byte, n *notice.Notice, indexedAt int64, fts []string) [
 	return append(buf, "}}"...)
 }
 
-// appendFTS appends the elements of FTS(n) as JSON strings, each
+// appendFTS appends the fts field's elements as JSON strings, each
 // folded straight into buf (query.AppendFold), with no string made and no
 // escaping pass: a folded text is ASCII letters, digits and spaces and the
 // UTF-8 of letters and digits, none of which JSON escapes

@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/query"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 )
 
 // TestAppendNotice: the hand-written encoder writes what encoding/json
-// writes for a Notice, for the contract suite's notices, a notice with
+// writes for a document, for the contract suite's notices, a notice with
 // every optional field nil and one with strings that need escaping; and
 // notice.Notice and notice.Practitioner still have the fields it writes.
 func TestAppendNotice(t *testing.T) {
@@ -24,8 +25,8 @@ func TestAppendNotice(t *testing.T) {
 	ns := append(storetest.Notices(t), notice.Notice{SourceID: "bare"}, odd)
 	for i, n := range ns {
 		n.Seq = int64(i + 1)
-		fts := FTS(n)
-		want, err := json.Marshal(NoticeWith(n, 1700000000000+int64(i), fts))
+		fts := ftsOf(n)
+		want, err := json.Marshal(documentWith(n, 1700000000000+int64(i), fts))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,14 +41,14 @@ func TestAppendNotice(t *testing.T) {
 
 // FuzzAppendNotice: whatever a notice's texts hold, the document with
 // its texts folded straight into it (appendFTS, no escaping pass) is what
-// encoding/json writes for NewNotice.
+// encoding/json writes for newDocument.
 func FuzzAppendNotice(f *testing.F) {
 	f.Add("Acme Pty Ltd", "Winding up", "Café \"quoted\" <&> \u2028 \xff 日本", "Zoë O'Brien")
 	f.Add("\x00\x1f", "\u2029", "ΑΘΗΝΑ Москва \ue000 a\u0301b", "A & B")
 	f.Fuzz(func(t *testing.T, name, kind, text, practitioner string) {
 		n := notice.Notice{ID: "ntc_x", SourceID: "s", Seq: 1, CompanyName: name, NoticeType: kind, Text: text,
 			Practitioners: []notice.Practitioner{{Name: practitioner, Firm: text, Role: "liquidator"}}}
-		want, err := json.Marshal(NewNotice(n, 1))
+		want, err := json.Marshal(newDocument(n, 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,4 +56,62 @@ func FuzzAppendNotice(f *testing.F) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
+}
+
+// document is a notice as indexed, the reference AppendNotice is checked
+// against: the notice itself (not indexed, the
+// answer of every read) and the fields searched, filtered, sorted and
+// aggregated on. fts holds the four searchable texts (company name, notice
+// type, text, practitioner names and firms), each folded by query.Fold to
+// the tokens SQLite's unicode61 tokeniser makes, joined by spaces (where the
+// field's whitespace analyzer splits them), one array element each so a
+// phrase never spans two.
+type document struct {
+	ID              string        `json:"id"`
+	SourceID        string        `json:"source_id"`
+	Seq             int64         `json:"notice_seq"`
+	PublishedDate   string        `json:"published_date"`
+	PublishedAt     string        `json:"published_at"`
+	CollectedAt     string        `json:"collected_at"`
+	IndexedAt       int64         `json:"indexed_at"`
+	ACN             *string       `json:"acn,omitempty"`
+	ABN             *string       `json:"abn,omitempty"`
+	AppointmentType *string       `json:"appointment_type,omitempty"`
+	NoticePurpose   string        `json:"notice_purpose"`
+	NoticeCode      string        `json:"notice_code"`
+	State           string        `json:"state"`
+	Status          string        `json:"status"`
+	Dereg           bool          `json:"dereg"`
+	FTS             []string      `json:"fts"`
+	Notice          notice.Notice `json:"notice"`
+}
+
+// newDocument is the document of a notice (its texts folded here).
+func newDocument(n notice.Notice, indexedAt int64) document {
+	return documentWith(n, indexedAt, ftsOf(n))
+}
+
+// ftsOf is the fts field of a notice: its four searchable texts, each
+// folded by query.Fold. (The writer folds them straight into each
+// document: appendFTS.)
+func ftsOf(n notice.Notice) []string {
+	return []string{query.Fold(n.CompanyName), query.Fold(n.NoticeType), query.Fold(n.Text),
+		query.Fold(notice.PractitionerText(n.Practitioners))}
+}
+
+// documentWith is the document of a notice whose texts are already
+// folded (ftsOf).
+func documentWith(n notice.Notice, indexedAt int64, fts []string) document {
+	if n.Practitioners == nil {
+		n.Practitioners = []notice.Practitioner{}
+	}
+	return document{
+		ID: n.ID, SourceID: n.SourceID, Seq: n.Seq, PublishedDate: n.PublishedDate,
+		PublishedAt: n.PublishedAt, CollectedAt: n.CollectedAt, IndexedAt: indexedAt,
+		ACN: n.ACN, ABN: n.ABN, AppointmentType: n.AppointmentType,
+		NoticePurpose: n.NoticePurpose, NoticeCode: n.NoticeCode, State: n.State, Status: n.Status,
+		Dereg:  n.IsDeregistration(),
+		FTS:    fts,
+		Notice: n,
+	}
 }
