@@ -114,11 +114,8 @@ func (s *Store) Nodes(ctx context.Context) []NodeStatus {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, min(nodeProbeTimeout, s.cfg.Timeout))
 			defer cancel()
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/_cluster/health?local=true", nil)
-			if err != nil {
-				return
-			}
-			res, err := p.es.Perform(req)
+			health := p.es.Cluster.Health
+			res, err := health(health.WithContext(ctx), health.WithLocal(true))
 			if err != nil {
 				return
 			}
