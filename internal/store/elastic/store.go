@@ -249,8 +249,14 @@ func (s *Store) endLoad(ctx context.Context, ix mappings.Index, name string) err
 
 // aliasExists reports whether alias names some index.
 func (s *Store) aliasExists(ctx context.Context, alias string) (bool, error) {
-	names, err := s.aliasIndices(ctx, alias)
-	return len(names) > 0, err
+	err := s.do(ctx, s.cfg.Timeout, http.MethodHead, "/_alias/"+alias, nil, nil)
+	if err == nil {
+		return true, nil
+	}
+	if isNotFound(err) {
+		return false, nil
+	}
+	return false, err
 }
 
 // aliasIndices returns the indices an alias points to ([] when none).
