@@ -8,7 +8,6 @@ import (
 	gojson "github.com/goccy/go-json"
 
 	"github.com/noticesd/noticesd/internal/ident"
-	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/query"
 )
 
@@ -23,7 +22,7 @@ func TestRequestBodiesAsEncodingJSON(t *testing.T) {
 	acn := "004085616"
 	bodies := map[string]obj{
 		"search": {"query": compileQ(q), "sort": sortPublishedDesc, "track_total_hits": true, "size": 20, "from": 0},
-		"company": {"query": companyQueryOf(ident.ID{Value: acn, Kind: ident.ACN}, []notice.RegisterRow{{ACN: acn}}),
+		"company": {"query": companyQueryWith(ident.ID{Value: acn, Kind: ident.ACN}, nil),
 			"sort": sortPublishedDesc, "size": scanPage},
 		"aggs": {"query": obj{"match_all": obj{}}, "size": 0, "track_total_hits": true,
 			"aggs": obj{"state": obj{"terms": obj{"field": "state", "size": maxBuckets}}}},

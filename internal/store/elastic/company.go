@@ -28,17 +28,17 @@ func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error
 	if err != nil {
 		return notice.Company{}, err
 	}
-	own, err := s.registerRowsFrom(ctx, req.field, id.Value, &ans[0])
+	own, err := s.registerRows(ctx, req.field, id.Value, &ans[0])
 	if err != nil {
 		return notice.Company{}, err
 	}
 	others := othersOf(id, own)
 	var ns []notice.Notice
-	if subset(others, req.guess) {
-		ns, err = s.scanNoticesFrom(ctx, companyQueryWith(id, req.guess), sortPublishedDesc, 1<<30, &ans[1])
+	if !slices.ContainsFunc(others, func(v string) bool { return !slices.Contains(req.guess, v) }) { // others within guess
+		ns, err = s.scanNotices(ctx, companyQueryWith(id, req.guess), sortPublishedDesc, 1<<30, &ans[1])
 		ns = slices.DeleteFunc(ns, func(n notice.Notice) bool { return !ofCompany(n, id, others) })
 	} else {
-		ns, err = s.scanNotices(ctx, companyQueryWith(id, others), sortPublishedDesc, 1<<30)
+		ns, err = s.scanNotices(ctx, companyQueryWith(id, others), sortPublishedDesc, 1<<30, nil)
 	}
 	if err != nil {
 		return notice.Company{}, err
@@ -47,9 +47,9 @@ func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error
 	regs := own
 	if id.Kind == ident.ABN && len(own) > 0 {
 		if own[0].ACN == req.guessACN {
-			regs, err = s.registerRowsFrom(ctx, "acn", req.guessACN, &ans[2])
+			regs, err = s.registerRows(ctx, "acn", req.guessACN, &ans[2])
 		} else {
-			regs, err = s.registerRows(ctx, "acn", own[0].ACN)
+			regs, err = s.registerRows(ctx, "acn", own[0].ACN, nil)
 		}
 		if err != nil {
 			return notice.Company{}, err
@@ -101,16 +101,12 @@ func companySearches(s *Store, id ident.ID) companyRequest {
 // by the ACN; ident.ABNFromACN gives the first of them); for an ABN of 11
 // digits, the ACN it ends with.
 func guessOthers(id ident.ID) []string {
-	if !digitsOnly(id.Value) {
+	switch {
+	case !digits(id.Value):
 		return nil
-	}
-	if id.Kind == ident.ABN {
-		if len(id.Value) != 11 {
-			return nil
-		}
+	case id.Kind == ident.ABN && len(id.Value) == 11:
 		return []string{id.Value[2:]}
-	}
-	if len(id.Value) != 9 {
+	case id.Kind == ident.ABN || len(id.Value) != 9:
 		return nil
 	}
 	var out []string
@@ -120,25 +116,6 @@ func guessOthers(id ident.ID) []string {
 		}
 	}
 	return out
-}
-
-func digitsOnly(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// subset reports whether every one of a is in b.
-func subset(a, b []string) bool {
-	for _, v := range a {
-		if !slices.Contains(b, v) {
-			return false
-		}
-	}
-	return true
 }
 
 // ofCompany reports whether n is one of the notices companyQueryWith(id,

@@ -167,17 +167,11 @@ func (s *Store) companyQuery(ctx context.Context, id ident.ID) (obj, error) {
 	if id.Kind == ident.ABN {
 		field = "abn"
 	}
-	rows, err := s.registerRows(ctx, field, id.Value)
+	rows, err := s.registerRows(ctx, field, id.Value, nil)
 	if err != nil {
 		return nil, err
 	}
-	return companyQueryOf(id, rows), nil
-}
-
-// companyQueryOf is companyQuery given the register rows carrying id
-// (read once by the caller).
-func companyQueryOf(id ident.ID, rows []notice.RegisterRow) obj {
-	return companyQueryWith(id, othersOf(id, rows))
+	return companyQueryWith(id, othersOf(id, rows)), nil
 }
 
 // othersOf is the company's other identifiers the register rows carrying

@@ -28,7 +28,7 @@ func (s *Store) ExportNotices(ctx context.Context, q notice.SearchQuery, max int
 	if err != nil {
 		return nil, err
 	}
-	e := &export{pit: pit, query: query, order: order}
+	e := &export{pit: pit, query: query, order: order, source: noticeSource}
 	var ans noticePage
 	err = e.search(ctx, obj{"size": 0, "track_total_hits": true}, &ans)
 	if err == nil && ans.Hits.Total.Value > int64(max) {
@@ -42,14 +42,16 @@ func (s *Store) ExportNotices(ctx context.Context, q notice.SearchQuery, max int
 	return e, nil
 }
 
-// export is an open export of the Elasticsearch store.
+// export is an open export of the Elasticsearch store (or the screen
+// copy's load, NoticeSummaries): query read in order in a point in time.
 type export struct {
-	pit   *pointInTime
-	query obj
-	order []obj
-	total int64
-	read  int64
-	after []any
+	pit    *pointInTime
+	query  obj
+	order  []obj
+	source []string // the _source fields read
+	total  int64
+	read   int64
+	after  []any
 }
 
 // search runs body with the export's query and sort in its point in time.
@@ -64,23 +66,30 @@ func (e *export) Next(ctx context.Context) ([]notice.Notice, error) {
 	if e.read >= e.total {
 		return []notice.Notice{}, nil
 	}
-	b := obj{"size": min(int64(exportPage), e.total-e.read), "track_total_hits": false, "_source": noticeSource}
-	if e.after != nil {
-		b["search_after"] = e.after
-	}
 	var ans noticePage
-	if err := e.search(ctx, b, &ans); err != nil {
+	if err := e.next(ctx, min(int64(exportPage), e.total-e.read), &ans); err != nil {
 		return nil, err
 	}
-	hs := ans.Hits.Hits
-	if len(hs) > 0 {
-		e.after = hs[len(hs)-1].Sort
-	}
-	e.read += int64(len(hs))
-	if len(hs) == 0 {
+	e.read += int64(len(ans.Hits.Hits))
+	if len(ans.Hits.Hits) == 0 {
 		e.read = e.total // the view cannot shrink; stop rather than loop
 	}
 	return ans.notices(), nil
+}
+
+// next reads the page of size hits after the last one read into ans.
+func (e *export) next(ctx context.Context, size int64, ans *noticePage) error {
+	b := obj{"size": size, "track_total_hits": false, "_source": e.source}
+	if e.after != nil {
+		b["search_after"] = e.after
+	}
+	if err := e.search(ctx, b, ans); err != nil {
+		return err
+	}
+	if hs := ans.Hits.Hits; len(hs) > 0 {
+		e.after = hs[len(hs)-1].Sort
+	}
+	return nil
 }
 
 // Close closes the point in time.

@@ -20,19 +20,14 @@ type msearchItem struct {
 // naming the index and asking for no partial results, then the search.
 func msearchBody(items []msearchItem) ([]byte, error) {
 	var buf bytes.Buffer
+	enc := gojson.NewEncoder(&buf) // a value a line
 	for _, it := range items {
-		head, err := gojson.Marshal(obj{"index": it.index, "allow_partial_search_results": false})
-		if err != nil {
+		if err := enc.Encode(obj{"index": it.index, "allow_partial_search_results": false}); err != nil {
 			return nil, err
 		}
-		body, err := gojson.Marshal(it.body)
-		if err != nil {
+		if err := enc.Encode(it.body); err != nil {
 			return nil, err
 		}
-		buf.Write(head)
-		buf.WriteByte('\n')
-		buf.Write(body)
-		buf.WriteByte('\n')
 	}
 	return buf.Bytes(), nil
 }

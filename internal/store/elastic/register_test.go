@@ -204,7 +204,7 @@ func checkBlockRegister(t *testing.T, s *Store) {
 		{"acn", "000000999", []string{}},
 	} {
 		t.Run(c.field+" "+c.value, func(t *testing.T) {
-			got, err := s.registerRows(ctx, c.field, c.value)
+			got, err := s.registerRows(ctx, c.field, c.value, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

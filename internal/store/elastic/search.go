@@ -166,20 +166,15 @@ func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]not
 	return ans.notices(), ans.Hits.Total.Value, nil
 }
 
-// scanNotices returns the notices matching query in order (a sort ending
-// on a unique field), up to max, with search_after.
-func (s *Store) scanNotices(ctx context.Context, query obj, order []obj, max int) ([]notice.Notice, error) {
-	return s.scanNoticesFrom(ctx, query, order, max, nil)
-}
-
 // scanBody is the search scanNotices pages through.
 func scanBody(query obj, order []obj) obj {
 	return obj{"query": query, "sort": order, "_source": noticeSource}
 }
 
-// scanNoticesFrom is scanNotices given the answer to its first page, if
-// read already (pages).
-func (s *Store) scanNoticesFrom(ctx context.Context, query obj, order []obj, max int, first *searchAnswer) ([]notice.Notice, error) {
+// scanNotices returns the notices matching query in order (a sort ending
+// on a unique field), up to max, with search_after (pages: first, if not
+// nil, is the first page's answer).
+func (s *Store) scanNotices(ctx context.Context, query obj, order []obj, max int, first *searchAnswer) ([]notice.Notice, error) {
 	out := []notice.Notice{}
 	err := s.pages(ctx, s.Alias(mappings.Notices), scanBody(query, order), max, first, func(hs []hit) error {
 		for _, h := range hs {
@@ -281,16 +276,7 @@ func (s *Store) NoticesAfter(ctx context.Context, seq int64, limit int) ([]notic
 		return []notice.Notice{}, nil
 	}
 	q := obj{"bool": obj{"filter": []obj{{"range": obj{"notice_seq": obj{"gt": seq, "lte": wm}}}}}}
-	return s.scanNotices(ctx, q, sortSeqAsc, limit)
-}
-
-// registerRows returns the register rows whose field (acn or abn) is
-// value, in file order.
-func (s *Store) registerRows(ctx context.Context, field, value string) ([]notice.RegisterRow, error) {
-	if value == "" {
-		return nil, nil
-	}
-	return s.registerRowsFrom(ctx, field, value, nil)
+	return s.scanNotices(ctx, q, sortSeqAsc, limit, nil)
 }
 
 // registerBody is the search registerRows pages through. Only the rows
@@ -299,10 +285,14 @@ func registerBody(field, value string) obj {
 	return obj{"query": obj{"term": obj{field: value}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"data"}}
 }
 
-// registerRowsFrom is registerRows given the answer to its first page, if
-// read already (pages).
-func (s *Store) registerRowsFrom(ctx context.Context, field, value string, first *searchAnswer) ([]notice.RegisterRow, error) {
+// registerRows returns the register rows whose field (acn or abn) is
+// value, in file order (pages: first, if not nil, is the first page's
+// answer).
+func (s *Store) registerRows(ctx context.Context, field, value string, first *searchAnswer) ([]notice.RegisterRow, error) {
 	var out []notice.RegisterRow
+	if value == "" {
+		return nil, nil
+	}
 	err := s.pages(ctx, s.Alias(mappings.Register), registerBody(field, value), window, first, func(hs []hit) error {
 		for _, h := range hs {
 			rows, err := registerRowsWith(h.Source, field, value)

@@ -26,7 +26,7 @@ func (s *Store) NoticesBySeq(ctx context.Context, seqs []int64) ([]notice.Notice
 	bySeq := make(map[int64]notice.Notice, len(seqs))
 	for start := 0; start < len(seqs); start += seqChunk {
 		part := seqs[start:min(start+seqChunk, len(seqs))]
-		ns, err := s.scanNotices(ctx, obj{"terms": obj{"notice_seq": part}}, sortSeqAsc, len(part))
+		ns, err := s.scanNotices(ctx, obj{"terms": obj{"notice_seq": part}}, sortSeqAsc, len(part), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -114,15 +114,10 @@ func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*not
 		return err
 	}
 	defer pit.close()
-	query := obj{"range": obj{"notice_seq": obj{"lte": through}}}
-	var after []any
+	e := &export{pit: pit, query: obj{"range": obj{"notice_seq": obj{"lte": through}}}, order: sortSeqAsc, source: summaryFields}
 	for {
-		body := obj{"query": query, "sort": sortSeqAsc, "size": summaryPage, "track_total_hits": false, "_source": summaryFields}
-		if after != nil {
-			body["search_after"] = after
-		}
 		var ans noticePage
-		if err := pit.search(ctx, "/_search", body, &ans); err != nil {
+		if err := e.next(ctx, int64(summaryPage), &ans); err != nil {
 			return err
 		}
 		hs := ans.Hits.Hits
@@ -134,7 +129,6 @@ func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*not
 		if len(hs) < summaryPage {
 			return nil
 		}
-		after = hs[len(hs)-1].Sort
 	}
 }
 
