@@ -7,21 +7,18 @@ import (
 	"time"
 )
 
-// Defaults of Config.AggCache and the age past which a kept answer is
-// read again whatever the data version says.
+// Config.AggCache's default, and the age past which a kept answer is read
+// again whatever the data version.
 const (
 	DefaultAggCache = 1000
 	aggCacheMaxAge  = 30 * time.Second
 )
 
-// aggCache keeps the answers of the aggregation reads (/v1/filters and
-// /v1/stats) of one process, keyed by the exact request, while the
-// notices' data version (publog.Log.DataVersion) stays what it was when
-// the answer was read. Every writer moves the version on once its writes
-// are searchable, so an answer is never kept past a write that could
-// change it; a write its writer never saw land (a bulk request that timed
-// out, then landed) is bounded by aggCacheMaxAge, the notices index's
-// refresh interval.
+// aggCache keeps the answers of /v1/filters and /v1/stats, keyed by the
+// exact request, while the notices' data version (publog.Log.DataVersion)
+// is the one they were read at. Writers move it on once their writes are
+// searchable; a write its writer never saw land (a timed-out bulk request)
+// is bounded by aggCacheMaxAge, the index's refresh interval.
 type aggCache struct {
 	max          int
 	mu           sync.Mutex
@@ -30,16 +27,14 @@ type aggCache struct {
 	hits, misses atomic.Int64
 }
 
-// aggAnswer is one kept answer. Its buckets are shared by every reader and
-// never changed.
+// aggAnswer is one kept answer, shared by every reader, never changed.
 type aggAnswer struct {
 	total int64
 	aggs  map[string]termsAgg
 	at    time.Time
 }
 
-// newAggCache returns a cache of up to max answers, or nil (no cache) when
-// max is negative.
+// newAggCache returns a cache of up to max answers (nil when negative).
 func newAggCache(max int) *aggCache {
 	if max < 0 {
 		return nil
@@ -50,8 +45,7 @@ func newAggCache(max int) *aggCache {
 	return &aggCache{max: max, m: map[string]aggAnswer{}}
 }
 
-// get returns the answer kept for key at data version v, if it is not
-// older than aggCacheMaxAge at now.
+// get returns the answer kept for key at data version v, if still young.
 func (c *aggCache) get(v int64, key string, now time.Time) (aggAnswer, bool) {
 	c.mu.Lock()
 	a, ok := c.m[key]
@@ -65,8 +59,8 @@ func (c *aggCache) get(v int64, key string, now time.Time) (aggAnswer, bool) {
 	return a, ok
 }
 
-// put keeps an answer read at data version v. A newer version drops every
-// answer kept; an answer read at an older one is not kept.
+// put keeps an answer read at data version v; a newer v drops every other,
+// an older one is not kept.
 func (c *aggCache) put(v int64, key string, a aggAnswer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,8 +81,7 @@ func (c *aggCache) put(v int64, key string, a aggAnswer) {
 }
 
 // AggCacheReads returns how many filters and stats reads this store
-// answered from its answer cache (hits) and from Elasticsearch (misses).
-// Both are 0 without a cache.
+// answered from its cache (hits) and from Elasticsearch (misses).
 func (s *Store) AggCacheReads() (hits, misses int64) {
 	if s.aggs == nil {
 		return 0, 0
@@ -96,9 +89,9 @@ func (s *Store) AggCacheReads() (hits, misses int64) {
 	return s.aggs.hits.Load(), s.aggs.misses.Load()
 }
 
-// dataChanged moves the notices' data version on after a write became
-// searchable (aggCache). It follows a step that cannot be undone, so its
-// failure is ignored: kept answers then live out their aggCacheMaxAge.
+// dataChanged moves the data version on after a write became searchable;
+// it follows a step that cannot be undone, so a failure is ignored (kept
+// answers live out their aggCacheMaxAge).
 func (s *Store) dataChanged(ctx context.Context) {
 	_ = s.log.Changed(context.WithoutCancel(ctx))
 }

@@ -11,17 +11,12 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// Company returns the company view; see store.Notices. An ABN is resolved
-// to the first ACN the register gives it.
-//
-// The view's notices are those carrying id or an identifier of the other
-// kind that the register rows carrying id give (companyQueryOf), so they
-// depend on those rows. They are read together anyway, in one _msearch
-// (companySearches): the notices of id or of the identifiers the register
-// almost always gives (guessOthers: an ACN's ABN is two check digits
-// followed by it), kept only when the rows give no other identifier, and
-// filtered to the ones the rows do give. A register giving another
-// identifier costs a second request, the exact one.
+// Company returns the company view (store.Notices); an ABN is resolved to
+// the first ACN the register gives it. Its notices (companyQuery) depend
+// on its register rows, but both are read in one _msearch
+// (companySearches), the notices by the identifiers the register almost
+// always gives (guessOthers), then filtered to the ones the rows give; a
+// register giving another costs a second request, the exact one.
 func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error) {
 	req := companySearches(s, id)
 	ans, err := s.msearch(ctx, req.searches)
@@ -62,20 +57,13 @@ func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error
 	return notice.BuildCompany(id, regs, ns), nil
 }
 
-// companyRequest is what Company sends first, in one _msearch.
+// companyRequest is what Company sends first, in one _msearch: the first
+// pages of id's register rows (in field), of the notices of id or guess
+// (guessOthers), and for an ABN of guessACN's rows (the company's own).
 type companyRequest struct {
-	// field is the register field id is looked up in (acn or abn).
-	field string
-	// guess is the other identifiers the notices are read with
-	// (guessOthers).
-	guess []string
-	// guessACN, for an ABN, is the ACN whose register rows are read as
-	// the company's own (the third search), "" when none is.
-	guessACN string
-	// searches: the register rows carrying id, the notices of id or
-	// guess, and for an ABN the register rows of guessACN; each the first
-	// page of what registerRows and scanNotices page through.
-	searches []msearchItem
+	field, guessACN string
+	guess           []string
+	searches        []msearchItem
 }
 
 // companySearches is the _msearch of id's company view.
@@ -96,10 +84,9 @@ func companySearches(s *Store, id ident.ID) companyRequest {
 	return r
 }
 
-// guessOthers is the other identifiers the register almost always gives a
-// company: for an ACN, the ABNs formed from it (two check digits followed
-// by the ACN; ident.ABNFromACN gives the first of them); for an ABN of 11
-// digits, the ACN it ends with.
+// guessOthers is the identifiers the register almost always gives a
+// company: an ACN's ABNs (two check digits followed by it), an ABN's ACN
+// (what it ends with).
 func guessOthers(id ident.ID) []string {
 	switch {
 	case !digits(id.Value):
@@ -118,10 +105,8 @@ func guessOthers(id ident.ID) []string {
 	return out
 }
 
-// ofCompany reports whether n is one of the notices companyQueryWith(id,
-// others) selects: it carries id, or one of others of the other kind (the
-// fields the query's term and terms match are the notice's own acn and
-// abn, stored as they are).
+// ofCompany reports whether companyQueryWith(id, others) selects n (its
+// acn and abn are stored as they are).
 func ofCompany(n notice.Notice, id ident.ID, others []string) bool {
 	own, other := n.ACN, n.ABN
 	if id.Kind == ident.ABN {

@@ -34,10 +34,9 @@ func nodeURLs(list string) []string {
 	return out
 }
 
-// newClient makes the Elasticsearch client of cfg: every node of cfg.URL
-// in its pool (a connection error or an overloaded node's answer is
-// retried on the next), HTTPS verified against cfg.CACert or
-// cfg.CAFingerprint, and the URLs' user:password or cfg.APIKey.
+// newClient makes the client of cfg: every node of cfg.URL in its pool (a
+// failure retried on the next), HTTPS verified (tlsConfig), and the URLs'
+// user:password or cfg.APIKey.
 func newClient(cfg Config) (*elasticsearch.Client, error) {
 	raw := nodeURLs(cfg.URL)
 	if len(raw) == 0 {
@@ -59,9 +58,8 @@ func newClient(cfg Config) (*elasticsearch.Client, error) {
 		urls[i] = u.String()
 	}
 	// net/http's default keeps 2 idle connections per host (concurrent
-	// reads or bulk workers would reconnect for most requests) and asks
-	// for gzip, which on a local network costs more CPU than it saves
-	// (measured: an aggregation answer about 6% sooner without).
+	// requests would reconnect) and asks for gzip, which costs more CPU
+	// than it saves on a local network (an aggregation 6% sooner without).
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
 	tr.DisableCompression = true
@@ -70,21 +68,19 @@ func newClient(cfg Config) (*elasticsearch.Client, error) {
 		return nil, err
 	}
 	tr.TLSClientConfig = tlsConf
-	// A node that does not accept gives up after nodeDialTimeout, not
-	// net/http's 30 s: a retry on another node, not the request's timeout.
+	// A node that does not accept is given up after nodeDialTimeout (not
+	// 30 s), for a retry on another node within the request's timeout.
 	tr.DialContext = (&net.Dialer{Timeout: nodeDialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	var intercept []elastictransport.InterceptorFunc
 	if cfg.counts != nil {
 		intercept = append(intercept, cfg.counts.intercept)
 	}
 	es, err := elasticsearch.NewClient(elasticsearch.Config{
-		Addresses: urls,
-		Username:  user,
-		Password:  password,
-		APIKey:    cfg.APIKey,
-		// A request is tried on each node before it fails; every transport
-		// error is retried (the client's default).
-		MaxRetries:    max(2, len(urls)),
+		Addresses:     urls,
+		Username:      user,
+		Password:      password,
+		APIKey:        cfg.APIKey,
+		MaxRetries:    max(2, len(urls)), // each node, on any transport error
 		RetryOnStatus: retryOnStatus,
 		Transport:     tr,
 		Interceptors:  intercept,
@@ -95,10 +91,9 @@ func newClient(cfg Config) (*elasticsearch.Client, error) {
 	return es, nil
 }
 
-// tlsConfig is the TLS of the connections to https nodes: the system's
-// roots, or cfg.CACert's, or (cfg.CAFingerprint) any chain in which the
-// node presents a certificate of that SHA-256 fingerprint, as
-// Elasticsearch's own clients pin the CA it prints at its first start.
+// tlsConfig is the TLS of https nodes: the system's roots, cfg.CACert's, or
+// (cfg.CAFingerprint) any chain holding a certificate of that SHA-256, as
+// Elasticsearch's clients pin the CA it prints at its first start.
 func tlsConfig(cfg Config) (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12}
 	switch {
@@ -107,9 +102,7 @@ func tlsConfig(cfg Config) (*tls.Config, error) {
 		if err != nil || len(want) != sha256.Size {
 			return nil, errors.New("elastic: the CA fingerprint is not 64 hex digits")
 		}
-		// The pinned certificate is the trust; VerifyConnection runs on
-		// every handshake, resumed or not.
-		c.InsecureSkipVerify = true
+		c.InsecureSkipVerify = true // the pin is the trust, checked on every handshake
 		c.VerifyConnection = func(cs tls.ConnectionState) error {
 			seen := make([]string, 0, len(cs.PeerCertificates))
 			for _, cert := range cs.PeerCertificates {
@@ -131,8 +124,7 @@ func tlsConfig(cfg Config) (*tls.Config, error) {
 	return c, nil
 }
 
-// fingerprintError: no certificate the node presented has the pinned
-// fingerprint.
+// fingerprintError: no certificate the node presented has the pinned one.
 type fingerprintError struct{ seen []string }
 
 func (e *fingerprintError) Error() string {
@@ -158,9 +150,9 @@ const (
 	ProblemWantsTLS
 )
 
-// AccessError is a refusal at Open that only the settings can fix, as
-// opposed to a node that is down: its certificate is not trusted, it
-// refuses the credentials, or they lack privileges. It holds no secret.
+// AccessError is a refusal at Open that only the settings can fix (not a
+// node that is down): an untrusted certificate, refused credentials, or
+// missing privileges. It holds no secret.
 type AccessError struct {
 	Problem Problem
 	// Node is the host:port that refused.
@@ -174,18 +166,16 @@ type AccessError struct {
 
 func (e *AccessError) Error() string { return e.Detail }
 
-// Privileges the store needs: the cluster's health, and on its namespace's
-// indices manage, read and write (docs/operating.md, "Secured
-// Elasticsearch").
+// Privileges the store needs (docs/operating.md, "Secured Elasticsearch").
 var (
 	clusterPrivileges = []string{"monitor"}
 	indexPrivileges   = []string{"manage", "read", "write"}
 )
 
-// checkAccess asks the node, before anything else, whether the store can
-// work: the TLS handshake, the credentials and the privileges on the
-// namespace (_has_privileges; a node without security answers it with an
-// error that is not 401 or 403, and passes).
+// checkAccess asks the node, first, whether the store can work: the TLS
+// handshake, the credentials and the privileges on the namespace
+// (_has_privileges; a node without security answers another error, and
+// passes).
 func (s *Store) checkAccess(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(withAttempts(ctx), s.cfg.Timeout)
 	defer cancel()
@@ -264,14 +254,14 @@ func (s *Store) checkAccess(ctx context.Context) error {
 		Detail: fmt.Sprintf("the Elasticsearch user %s lacks privileges noticesd needs: %s", ans.User, strings.Join(missing, ", "))}
 }
 
-// securityOn reports whether an error answer of _has_privileges is not
-// the one of a node whose security is off.
+// securityOn reports whether an error answer of _has_privileges is not a
+// node's whose security is off.
 func securityOn(raw []byte) bool {
 	return !strings.Contains(esReason(raw), "Security must be explicitly enabled")
 }
 
-// esReason is the type and reason of an Elasticsearch error answer (its
-// raw text, trimmed and cut at 200 bytes, when it is not one).
+// esReason is an error answer's type and reason (else its text, trimmed,
+// cut at 200 bytes).
 func esReason(raw []byte) string {
 	e := errorOf(0, raw)
 	if e.Type != "" && e.Reason != "" {
@@ -284,15 +274,14 @@ func esReason(raw []byte) string {
 	return s
 }
 
-// closedEarly reports whether err is a connection the node closed or reset
-// before answering: what a node speaking TLS does with plain HTTP.
+// closedEarly reports whether the node closed or reset the connection
+// before answering, as a TLS node does to plain HTTP.
 func closedEarly(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // wantsTLS returns the AccessError of an http URL whose node speaks TLS,
-// else nil. A node with TLS closes a plain-text connection without a word
-// (EOF: suspect); a handshake, the certificate unchecked, tells which.
+// else nil: when suspect (EOF), a handshake, unchecked, tells.
 func wantsTLS(ctx context.Context, u *url.URL, suspect bool) *AccessError {
 	if !suspect || u == nil || u.Scheme != "http" {
 		return nil
@@ -313,8 +302,7 @@ func wantsTLS(ctx context.Context, u *url.URL, suspect bool) *AccessError {
 		Detail: fmt.Sprintf("%s speaks TLS (HTTPS), not plain HTTP", u.Host)}
 }
 
-// tlsProblem returns the AccessError of a failed TLS handshake, or nil when
-// err is another failure.
+// tlsProblem returns the AccessError of a failed TLS handshake, else nil.
 func tlsProblem(err error, node string) *AccessError {
 	var (
 		fp      *fingerprintError

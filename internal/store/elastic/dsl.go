@@ -13,9 +13,8 @@ import (
 const ftsField = "fts"
 
 // maxPhraseExpansions bounds the words a phrase's trailing prefix expands
-// to (match_phrase_prefix's max_expansions). FTS5 expands without a bound;
-// a prefix matching more words than this at the end of a phrase may find
-// fewer notices here (docs/elasticsearch.md).
+// to; FTS5 has no bound, so past it a phrase may find fewer notices here
+// (docs/elasticsearch.md).
 const maxPhraseExpansions = 10000
 
 type obj = map[string]any
@@ -25,11 +24,10 @@ var (
 	matchNone = obj{"match_none": obj{}}
 )
 
-// compileQ translates a parsed q into query DSL over the folded text, with
-// the semantics of query.Match: a word is a token of any field, a phrase
-// consecutive tokens within one field, a prefix any token starting with
-// it; And/Or/Not as bool must/should/must_not (a bool with only must_not
-// matches every notice but those).
+// compileQ translates a parsed q into query DSL over the folded text, as
+// query.Match: a word is a token of any field, a phrase consecutive tokens
+// of one field, a prefix any token starting with it; And/Or/Not as bool
+// must/should/must_not.
 func compileQ(n query.Node) obj {
 	switch n := query.Deref(n).(type) {
 	case nil:
@@ -67,13 +65,11 @@ func compileQ(n query.Node) obj {
 	}
 }
 
-// textQuery matches the folded tokens of text consecutively in one field,
-// the last as a prefix when prefix is set. The text is folded here too (as
-// FTS5 folds a query's tokens), so unfolded input matches as well. The
-// phrases are analysed by the field's analyzer: since mapping version 3
-// the whitespace analyzer, whose tokens are query.Fold's; before, the
-// standard one, which splits some further (docs/elasticsearch.md). A
-// prefix query is not analysed: its value is one folded word.
+// textQuery matches the tokens of text, folded here too (as FTS5 folds a
+// query's), consecutively in one field, the last as a prefix when prefix
+// is set. Phrases go through the field's analyzer (whitespace since
+// mapping version 3: query.Fold's tokens; docs/elasticsearch.md); a
+// prefix query is one folded word, not analysed.
 func textQuery(text string, prefix bool) obj {
 	folded := query.Fold(text)
 	if folded == "" {
@@ -89,8 +85,7 @@ func textQuery(text string, prefix bool) obj {
 }
 
 // ranked reports whether relevance can rank q: as in the embedded store,
-// only a q with a positive full-text part (one FTS5 can express) is
-// ranked; any other sorts as published_desc.
+// only a q FTS5 can express (with a positive part).
 func ranked(q query.Node) bool {
 	if q == nil {
 		return false
@@ -109,8 +104,7 @@ func anyOf(field string, values []string) obj {
 	return obj{"bool": obj{"should": should, "minimum_should_match": 1}}
 }
 
-// filterQuery translates a filter into one bool query; q scores (must),
-// the rest filters.
+// filterQuery translates a filter into one bool query; q scores (must).
 func (s *Store) filterQuery(ctx context.Context, f notice.Filter) (obj, error) {
 	var must, filter []obj
 	if f.Q != nil {
@@ -159,9 +153,8 @@ func boolOf(k1 string, l1 []obj, k2 string, l2 []obj) obj {
 	return obj{"bool": b}
 }
 
-// companyQuery selects the notices of one company: those carrying the
-// identifier, and those carrying the other identifier the register holds
-// for it (ACN -> its ABNs, ABN -> its ACNs).
+// companyQuery selects the notices of one company: those carrying id or
+// an identifier of the other kind its register rows give (othersOf).
 func (s *Store) companyQuery(ctx context.Context, id ident.ID) (obj, error) {
 	field := "acn"
 	if id.Kind == ident.ABN {
@@ -174,9 +167,8 @@ func (s *Store) companyQuery(ctx context.Context, id ident.ID) (obj, error) {
 	return companyQueryWith(id, othersOf(id, rows)), nil
 }
 
-// othersOf is the company's other identifiers the register rows carrying
-// id give: an ACN's ABNs, an ABN's ACNs (of the rows with an ABN), each
-// once, in row order.
+// othersOf is the identifiers of the other kind the rows carrying id give
+// (an ACN's ABNs, an ABN's ACNs), each once, in row order.
 func othersOf(id ident.ID, rows []notice.RegisterRow) []string {
 	var others []string
 	seen := map[string]bool{}
@@ -193,8 +185,7 @@ func othersOf(id ident.ID, rows []notice.RegisterRow) []string {
 	return others
 }
 
-// companyQueryWith selects the notices carrying id or one of others (the
-// other kind of identifier).
+// companyQueryWith selects the notices carrying id or one of others.
 func companyQueryWith(id ident.ID, others []string) obj {
 	field, other := "acn", "abn"
 	if id.Kind == ident.ABN {

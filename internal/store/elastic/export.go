@@ -7,14 +7,13 @@ import (
 	"github.com/noticesd/noticesd/internal/store"
 )
 
-// exportPage is how many hits one search_after step of an export reads; a
-// variable so tests can cross several pages on the sample.
+// exportPage is how many hits one step of an export reads (tests set it
+// lower).
 var exportPage = scanPage
 
-// ExportNotices opens an export (store.Notices): a point in time on the
-// notices alias, paged with search_after on the search's own sort (ending
-// on the unique notice_seq). The total is counted first; more than max is
-// export_too_large and the point in time is closed at once.
+// ExportNotices opens an export (store.Notices): a point in time paged
+// with search_after on the search's sort (ending on notice_seq). The total
+// is counted first: more than max is export_too_large.
 func (s *Store) ExportNotices(ctx context.Context, q notice.SearchQuery, max int) (store.NoticeExport, error) {
 	order, err := sortFor(q.Sort, q.Q)
 	if err != nil {

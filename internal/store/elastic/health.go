@@ -48,9 +48,7 @@ func (s *Store) Health(ctx context.Context) (Health, error) {
 			return h, err
 		}
 		for _, name := range names {
-			// _count takes no allow_partial_search_results: its
-			// _shards is checked.
-			var count struct {
+			var count struct { // no allow_partial_search_results: _shards checked
 				shardStatus
 				Count int64 `json:"count"`
 			}
@@ -82,7 +80,7 @@ func (s *Store) Health(ctx context.Context) (Health, error) {
 }
 
 // Ping checks that the cluster answers and is not red (primary shards
-// missing: some notices cannot be read): /health's "search" check.
+// missing): /health's "search" check.
 func (s *Store) Ping(ctx context.Context) error {
 	status, err := s.clusterStatus(ctx)
 	if err != nil {

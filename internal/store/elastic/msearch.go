@@ -9,15 +9,14 @@ import (
 	gojson "github.com/goccy/go-json"
 )
 
-// msearchItem is one search of an _msearch: the index (or alias) it reads
-// and its body.
+// msearchItem is one search of an _msearch.
 type msearchItem struct {
 	index string
 	body  obj
 }
 
-// msearchBody is the NDJSON body of an _msearch of items: a header line
-// naming the index and asking for no partial results, then the search.
+// msearchBody is the NDJSON body of an _msearch of items, each asking for
+// no partial results.
 func msearchBody(items []msearchItem) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := gojson.NewEncoder(&buf) // a value a line
@@ -32,9 +31,8 @@ func msearchBody(items []msearchItem) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// msearch sends items in one _msearch request, which Elasticsearch runs
-// concurrently, and returns their answers in order. Each is checked as
-// searchRead checks one: a failed or partial search fails the call.
+// msearch sends items in one _msearch (run concurrently) and returns their
+// answers in order, each checked as searchRead checks one.
 func (s *Store) msearch(ctx context.Context, items []msearchItem) ([]searchAnswer, error) {
 	body, err := msearchBody(items)
 	if err != nil {

@@ -9,15 +9,13 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// errTooManyNames stops reading the blocks of a name search once more
-// than notice.MaxNameRows rows match.
+// errTooManyNames stops a name search past notice.MaxNameRows rows.
 var errTooManyNames = errors.New("too many names")
 
 // CompaniesByName finds register companies by the words of one of their
-// names: the blocks whose names hold every word (the last as a prefix) are
-// read in row order, their rows checked one by one (a block holds 16
-// companies' rows) and ranked as on every backend (notice.AnswerNames).
-// Past notice.MaxNameRows matching rows the search is refused.
+// names: the blocks whose names hold every word (the last as a prefix),
+// in row order, their rows checked one by one and ranked as on every
+// backend (notice.AnswerNames); past notice.MaxNameRows rows, refused.
 func (s *Store) CompaniesByName(ctx context.Context, q notice.NameQuery) (notice.NamePage, error) {
 	if len(q.Words) == 0 {
 		return notice.NamePage{Companies: []notice.NameMatch{}}, nil

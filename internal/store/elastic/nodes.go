@@ -13,8 +13,8 @@ import (
 	"github.com/elastic/go-elasticsearch/v8"
 )
 
-// nodeCounts counts, through the transport's interceptor, the attempts
-// that failed on each node and those that were retries (/metrics).
+// nodeCounts counts the attempts that failed on each node and the retries
+// (/metrics), through the transport's interceptor.
 type nodeCounts struct {
 	retries  atomic.Int64
 	mu       sync.Mutex
@@ -24,8 +24,8 @@ type nodeCounts struct {
 // attemptsKey carries a request's attempt counter (withAttempts).
 type attemptsKey struct{}
 
-// withAttempts gives the request sent with ctx an attempt counter, which
-// tells the transport's retries from first attempts.
+// withAttempts gives the request sent with ctx an attempt counter, to tell
+// retries from first attempts.
 func withAttempts(ctx context.Context) context.Context {
 	return context.WithValue(ctx, attemptsKey{}, new(atomic.Int32))
 }
@@ -33,8 +33,7 @@ func withAttempts(ctx context.Context) context.Context {
 // retryOnStatus are the answers the transport retries on another node.
 var retryOnStatus = []int{http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests}
 
-// intercept is the transport's interceptor: it sees every attempt, after
-// the transport has chosen its node (req.URL.Host).
+// intercept sees every attempt, its node chosen (req.URL.Host).
 func (c *nodeCounts) intercept(next elastictransport.RoundTripFunc) elastictransport.RoundTripFunc {
 	return func(req *http.Request) (*http.Response, error) {
 		if a, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok && a.Add(1) > 1 {
@@ -51,8 +50,8 @@ func (c *nodeCounts) intercept(next elastictransport.RoundTripFunc) elastictrans
 }
 
 // NodeCounts returns how many requests were sent again to another node
-// and, by node (host:port, every configured node present), how many
-// attempts failed on it (no connection, no answer, or retryOnStatus).
+// and, by node (host:port, every configured one), how many attempts
+// failed on it (no connection, no answer, or retryOnStatus).
 func (s *Store) NodeCounts() (retries int64, failures map[string]int64) {
 	c := s.counts
 	c.mu.Lock()
@@ -69,7 +68,7 @@ func (s *Store) NodeCounts() (retries int64, failures map[string]int64) {
 
 // nodeProbe asks one node, and only it, whether it answers.
 type nodeProbe struct {
-	host string // host:port, never credentials
+	host string // host:port
 	es   *elasticsearch.Client
 }
 
@@ -96,16 +95,17 @@ func newProbes(cfg Config) ([]nodeProbe, error) {
 type NodeStatus struct {
 	// Node is the node's host:port (never its credentials).
 	Node string
-	// Reachable is true when the node answered its cluster health (from
-	// its own view of the cluster state) within the timeout.
+	// Reachable: the node answered its own view of the cluster health in
+	// time.
 	Reachable bool
 }
 
-// nodeProbeTimeout bounds each node's probe.
-const nodeProbeTimeout = 3 * time.Second
+// nodeProbeTimeout bounds each node's probe; nodeDialTimeout a new
+// connection to a node (conn.go), failed over to another past it.
+const nodeProbeTimeout, nodeDialTimeout = 3 * time.Second, 2 * time.Second
 
-// Nodes asks every configured node, side by side, whether it answers its
-// own view of the cluster health (/health, /ready), in Config.URL's order.
+// Nodes asks every configured node at once whether it answers (/health,
+// /ready), in Config.URL's order.
 func (s *Store) Nodes(ctx context.Context) []NodeStatus {
 	out := make([]NodeStatus, len(s.probes))
 	var wg sync.WaitGroup
@@ -126,7 +126,3 @@ func (s *Store) Nodes(ctx context.Context) []NodeStatus {
 	wg.Wait()
 	return out
 }
-
-// nodeDialTimeout bounds a new connection to a node (conn.go): a node that
-// does not accept within it is failed over to another.
-const nodeDialTimeout = 2 * time.Second

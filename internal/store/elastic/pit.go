@@ -8,13 +8,12 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// pitKeepAlive is how long a point in time outlives the last search that
-// used it: one page must be read and handled within it.
+// pitKeepAlive is how long a point in time outlives its last search: one
+// page must be read and handled within it.
 const pitKeepAlive = "2m"
 
 // pointInTime is an open point in time on the notices alias: every search
-// in it reads the same view of the index while notices are written and
-// refreshed.
+// in it reads the same view of the index, whatever is written meanwhile.
 type pointInTime struct {
 	s  *Store
 	id string
@@ -40,8 +39,7 @@ func (s *Store) openPIT(ctx context.Context, what string) (*pointInTime, error) 
 }
 
 // search runs body in the point in time (path "/_search" with its
-// parameters), decoding the answer into out and keeping the point in
-// time's id current (Elasticsearch may renew it).
+// parameters) into out, keeping the id current (Elasticsearch may renew it).
 func (p *pointInTime) search(ctx context.Context, path string, body obj, out shardAnswer) error {
 	body["pit"] = obj{"id": p.id, "keep_alive": pitKeepAlive}
 	if err := p.s.searchRead(ctx, path, body, out); err != nil {

@@ -17,12 +17,10 @@ import (
 )
 
 // registerBlock is one register document (mapping version 4): up to
-// registerBlockRows consecutive rows of the file. Row is the file position
-// of the first (file order is the order of a company's names), ACN and ABN
-// the rows' non-empty identifiers and Names their folded company names
-// (what reads look up), Data the rows. Elasticsearch's work per document
-// is then shared by 16 rows: a bare bulk loop loaded 1,000,000 rows about
-// twice as fast (docs/benchmarks.md, 2026-11-24).
+// registerBlockRows consecutive rows of the file, Row the first's position
+// (file order orders a company's names), ACN, ABN and Names (folded) what
+// reads look up, Data the rows. 16 rows a document loaded twice as fast as
+// one (docs/benchmarks.md, 2026-11-24).
 type registerBlock struct {
 	Row   int64                `json:"row"`
 	Rows  int                  `json:"rows"`
@@ -32,15 +30,13 @@ type registerBlock struct {
 	Data  []notice.RegisterRow `json:"data"`
 }
 
-// registerBlockRows is how many rows a register document holds at most.
-// A company view reads the blocks holding the company's rows, so a block
-// is kept small: 16 rows are about 5 KB of JSON.
+// registerBlockRows is how many rows a register document holds at most,
+// kept small (about 5 KB) as a company view reads its rows' blocks.
 const registerBlockRows = 16
 
-// registerRowsWith decodes the rows of a register document (of any
-// mapping version) whose field (acn or abn) is value. A row is decoded
-// only when its JSON holds value as a string (digits are written as they
-// are), so a lookup does not decode the other 15 rows of its block.
+// registerRowsWith decodes the rows of a register document whose field
+// (acn or abn) is value, skipping a row whose JSON lacks the digits
+// value quoted: a lookup does not decode its block's other 15 rows.
 func registerRowsWith(src []byte, field, value string) ([]notice.RegisterRow, error) {
 	_, raws, err := registerRaws(src)
 	if err != nil {
@@ -76,9 +72,8 @@ func digits(s string) bool {
 	return s != ""
 }
 
-// registerRaws splits a register document of any mapping version into
-// its first row's position and its rows' JSON (a version 1 or 2 document
-// holds one row, an object under "data").
+// registerRaws splits a register document of any mapping version into its
+// first row's position and its rows' JSON (versions 1 and 2: one row).
 func registerRaws(src []byte) (int64, []gojson.RawMessage, error) {
 	var d struct {
 		Row  int64               `json:"row"`
@@ -114,8 +109,7 @@ func registerRowsOf(src []byte) (int64, []notice.RegisterRow, error) {
 }
 
 // RegisterLoad is a register replacement in progress: rows go into a new
-// versioned index created with loadSettings; Commit ends the load
-// (endLoad), moves the register alias to it in one _aliases call and
+// index (loadSettings); Commit ends the load, moves the alias to it and
 // deletes the old index. Readers see the old register until then.
 type RegisterLoad struct {
 	s      *Store
@@ -128,8 +122,7 @@ type RegisterLoad struct {
 	err    error       // the load's failure, once the stream has ended with one
 }
 
-// registerFlushBytes is the size of a register load's bulk requests
-// (smaller requests, more of them in flight: see Config.BulkWorkers).
+// registerFlushBytes is the size of a register load's bulk requests.
 const registerFlushBytes = 2 << 20
 
 var _ store.RegisterLoad = (*RegisterLoad)(nil)
@@ -150,14 +143,14 @@ func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
 // Index names the index the load fills.
 func (l *RegisterLoad) Index() string { return l.index }
 
-// Add appends rows to the new register, queued to the load's bulk indexer
-// whose workers send them while the caller reads the next ones; a row
-// Elasticsearch refuses fails a later Add or Commit, named by its number.
+// Add appends rows to the new register, sent in the background while the
+// caller reads the next ones; a refused row fails a later Add or Commit,
+// named by its number.
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.done {
-		return fmt.Errorf("elastic: register load %s is already committed or rolled back; begin a new one", l.index)
+	if err := l.ended(); err != nil {
+		return err
 	}
 	if l.stream == nil || l.stream.refusedSoFar() {
 		return l.finish(ctx)
@@ -168,10 +161,8 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 		block := rows[i:min(i+registerBlockRows, len(rows))]
 		first := l.rows + int64(i)
 		body := appendRegisterBlock(make([]byte, 0, 360*len(block)), first, block)
-		// No document id (nothing reads one): Elasticsearch then indexes
-		// without looking the id up. Commit counts the rows.
-		op := registerOp(l.index, first, block, body)
-		if err := l.stream.add(actx, op); err != nil {
+		// No document id: indexed without an id lookup; Commit counts.
+		if err := l.stream.add(actx, registerOp(l.index, first, block, body)); err != nil {
 			l.abandon()
 			l.err = err
 			return err
@@ -181,8 +172,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	return nil
 }
 
-// abandon stops the load's bulk indexer, waiting at most BulkTimeout for
-// the requests under way.
+// abandon stops the load's sending, waiting at most BulkTimeout.
 func (l *RegisterLoad) abandon() {
 	if l.stream == nil {
 		return
@@ -194,8 +184,7 @@ func (l *RegisterLoad) abandon() {
 }
 
 // finish waits for every row sent and settles the refused ones (429s sent
-// again); its error names the rows still refused. Once it has run, it
-// returns the same answer again.
+// again), its error naming the rows still refused; then the same again.
 func (l *RegisterLoad) finish(ctx context.Context) error {
 	if l.stream == nil {
 		return l.err
@@ -219,8 +208,8 @@ func (l *RegisterLoad) finish(ctx context.Context) error {
 func (l *RegisterLoad) Commit(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.done {
-		return fmt.Errorf("elastic: register load %s is already committed or rolled back; begin a new one", l.index)
+	if err := l.ended(); err != nil {
+		return err
 	}
 	if err := l.finish(ctx); err != nil {
 		return err
@@ -242,9 +231,17 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	return nil
 }
 
+// ended is the error of a call after Commit or Rollback.
+func (l *RegisterLoad) ended() error {
+	if l.done {
+		return fmt.Errorf("elastic: register load %s is already committed or rolled back; begin a new one", l.index)
+	}
+	return nil
+}
+
 // registerOp is the write of a register block (body, its encoding) into
 // index; refused, it is split into one write per row, decoded from body
-// (the caller may reuse block once Add returns).
+// (block may be reused once Add returns).
 func registerOp(index string, first int64, block []notice.RegisterRow, body []byte) bulkOp {
 	op := bulkOp{Index: index, Action: "index", Body: body, What: blockName(first, block)}
 	if len(block) > 1 {
@@ -264,8 +261,8 @@ func registerOp(index string, first int64, block []notice.RegisterRow, body []by
 	return op
 }
 
-// blockName names a block in error messages by its rows (1-based, as
-// lines of the register file after its header) and first ACN.
+// blockName names a block by its rows (1-based, after the file's header)
+// and first ACN.
 func blockName(first int64, block []notice.RegisterRow) string {
 	from := strconv.FormatInt(first+1, 10)
 	if len(block) == 1 {
@@ -274,8 +271,8 @@ func blockName(first int64, block []notice.RegisterRow) string {
 	return "register rows " + from + "-" + strconv.FormatInt(first+int64(len(block)), 10) + " (from ACN " + block[0].ACN + ")"
 }
 
-// registerRowCount is how many rows a register index holds: the sum of
-// its documents' rows (a version 1 or 2 document, without rows, is one).
+// registerRowCount is how many rows a register index holds (a version 1
+// or 2 document, without rows, is one).
 func (s *Store) registerRowCount(ctx context.Context, index string) (int64, error) {
 	var ans struct {
 		shardStatus
@@ -298,9 +295,8 @@ func (s *Store) registerRowCount(ctx context.Context, index string) (int64, erro
 	return int64(ans.Aggregations.Rows.Value) + ans.Aggregations.Single.DocCount, nil
 }
 
-// newRegisterIndex creates the index a register load or a reindex fills,
-// from the current mapping file and with loadSettings, after deleting what
-// killed loads left (dropStaleLoads).
+// newRegisterIndex creates the index a register load or a reindex fills
+// (loadSettings), after deleting killed loads' (dropStaleLoads).
 func (s *Store) newRegisterIndex(ctx context.Context) (mappings.Index, string, error) {
 	ix, err := mappings.Load(mappings.Register)
 	if err != nil {
@@ -317,9 +313,8 @@ func (s *Store) newRegisterIndex(ctx context.Context) (mappings.Index, string, e
 }
 
 // registerLive moves the register alias to a loaded index from exactly
-// the indices from (nil: whatever it names now; moveAlias), deletes those
-// and, as company filters resolve through the register, drops the answers
-// kept from before (dataChanged).
+// the indices from (moveAlias), deletes those and drops the kept answers
+// (dataChanged: company filters resolve through the register).
 func (s *Store) registerLive(ctx context.Context, index string, from []string) error {
 	old, err := s.moveAlias(ctx, s.Alias(mappings.Register), index, from, nil)
 	if err != nil {
@@ -345,10 +340,9 @@ func (l *RegisterLoad) Rollback() error {
 }
 
 // moveAlias points alias at index alone, taking it off exactly the indices
-// from (nil: those it names now), in one _aliases call with extra actions
-// appended, and returns the other indices it pointed to. Each removal must
-// find the alias there, so a move by someone else since from was read
-// fails the whole call.
+// from (nil: those it names now), in one _aliases call with extra actions,
+// and returns the others it named. Each removal must find the alias, so a
+// move by someone else since fails the whole call.
 func (s *Store) moveAlias(ctx context.Context, alias, index string, from []string, extra []map[string]any) ([]string, error) {
 	cur := from
 	if cur == nil {
@@ -382,14 +376,12 @@ func (s *Store) dropIndices(ctx context.Context, alias string, old []string) err
 	return nil
 }
 
-// staleLoadAge is how old a register index with no alias must be for a
-// new load or reindex to take it for a killed load's and delete it (a
-// national register load takes minutes).
+// staleLoadAge is how old an unaliased register index must be to be taken
+// for a killed load's (a national load takes minutes).
 const staleLoadAge = 6 * time.Hour
 
-// dropStaleLoads deletes, and returns, the namespace's register indices
-// that no alias points to, created over staleLoadAge ago (a load in
-// progress has no alias either).
+// dropStaleLoads deletes, and returns, the register indices without an
+// alias created over staleLoadAge ago.
 func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
 	var rows []struct {
 		Index   string `json:"index"`
@@ -433,10 +425,9 @@ func (s *Store) RegisterIndices(ctx context.Context) ([]string, error) {
 // namesChunk is the most ACNs one RegisterNames query looks up.
 const namesChunk = 10000
 
-// RegisterNames returns the current name of each of acns: that of its
-// first register row marked current, else of its first row ("" for an ACN
-// the register lacks), as the bulk screen names a company
-// (redisstore.RegisterNamer). One query per namesChunk ACNs.
+// RegisterNames returns the name of each of acns: its first current
+// register row's, else its first row's ("" when none), as the bulk screen
+// names a company (redisstore.RegisterNamer).
 func (s *Store) RegisterNames(ctx context.Context, acns []string) ([]string, error) {
 	out := make([]string, len(acns))
 	for lo := 0; lo < len(acns); lo += namesChunk {

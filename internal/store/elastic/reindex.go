@@ -14,8 +14,8 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// writeGrace bounds how long before a reindex starts a notice write may
-// have been stamped (indexed_at) and still be landing: the catch-up copies
+// writeGrace bounds how long before a reindex starts a write may have
+// been stamped (indexed_at) and still be landing: the catch-up copies
 // writes this recent again.
 const writeGrace = 5 * time.Minute
 
@@ -23,22 +23,17 @@ const writeGrace = 5 * time.Minute
 // total count what is copied (notices, register rows).
 type ReindexProgress func(kind string, done, total int64)
 
-// ReindexResult says what a reindex did.
+// ReindexResult says what a reindex did: the new indices, the notices and
+// register rows copied, and the notices copied again after the swap
+// (CaughtUp: written during the reindex without seeing it).
 type ReindexResult struct {
-	// Notices and Register name the new indices; NoticesCopied counts the
-	// notices copied, RegisterCopied the register rows.
-	Notices, Register             string
-	NoticesCopied, RegisterCopied int64
-	// CaughtUp counts notices copied again after the swap (written during
-	// the reindex without seeing it).
-	CaughtUp int64
+	Notices, Register                       string
+	NoticesCopied, RegisterCopied, CaughtUp int64
 }
 
-// Test hooks: reindexHook runs between the notices' copy and swap;
-// afterSwapHook right after the swap (an error stops the reindex there, as
-// a crash would); registerCopyHook between the register copy and its
-// alias move; catchUpCopiedHook after the catch-up's copy, before the old
-// indices are dropped.
+// Test hooks: between the notices' copy and swap; right after the swap
+// (an error stops there, as a crash would); between the register copy and
+// its alias move; after the catch-up's copy, before the old indices go.
 var (
 	reindexHook       func()
 	afterSwapHook     func(old []string) error
@@ -46,31 +41,27 @@ var (
 	catchUpCopiedHook func(old []string)
 )
 
-// Reindex rebuilds both indices from the current mappings into new
-// versioned indices and moves the aliases, one atomic _aliases call each,
-// then deletes the old indices. Each notice document is written anew
-// (rebuildNoticeDoc), folded by the current tokeniser. Searches read the
-// old index until the swap and the new one after; neither is incomplete.
+// Reindex rebuilds both indices from the current mappings (each notice
+// document written anew, rebuildNoticeDoc) into new indices, moves each
+// alias in one atomic _aliases call and deletes the old indices. Searches
+// read the old index until the swap and the new one after.
 //
-// Notices written meanwhile are not lost: while the new index is filled
-// it carries the alias <ns>-notices-next, which UpsertNotices writes to as
-// well; copies and writes carry external_gte versions, so the newest
-// version wins. The swap puts a filtered alias (catchUpAlias: indexed_at
-// since the start, less writeGrace) on the old index, and the catch-up
-// copies what it shows again (writers that began before the next alias
-// existed), then deletes the old index. A reindex stopped in between
-// leaves that alias, and the next one finishes the catch-up first.
+// Notices written meanwhile are not lost: the new index carries the alias
+// <ns>-notices-next, which UpsertNotices writes to as well, with
+// external_gte versions (the newest wins). The swap puts catchUpAlias
+// (indexed_at since the start, less writeGrace) on the old index; the
+// catch-up copies what it shows again (writers that began before the next
+// alias existed), then deletes it. A reindex stopped in between leaves the
+// alias, and the next one finishes the catch-up first.
 //
-// A register load committed during the register copy makes the
-// register's alias move fail: the load's register is kept, the copy
-// dropped, and the error says to run reindex again.
+// A register load committed during the register copy makes the alias move
+// fail: the load's register is kept, and the error says to run again.
 func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexResult, error) {
 	var res ReindexResult
 	if progress == nil {
 		progress = func(string, int64, int64) {}
 	}
-	// A catch-up left by a reindex that stopped after its swap.
-	n, err := s.catchUp(ctx, s.Alias(mappings.Notices), progress)
+	n, err := s.catchUp(ctx, s.Alias(mappings.Notices), progress) // one a stopped reindex left
 	if err != nil {
 		return res, err
 	}
@@ -116,21 +107,19 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	if _, err := s.moveAlias(ctx, s.Alias(mappings.Notices), res.Notices, nil, extra); err != nil {
 		return abandon(err)
 	}
-	// Reads now go to the new index (without what the catch-up brings).
-	s.dataChanged(ctx)
+	s.dataChanged(ctx) // reads go to the new index
 	if afterSwapHook != nil {
 		if err := afterSwapHook(old); err != nil {
 			return res, err
 		}
 	}
-	// Catch up on writes that went to the old index only.
 	if n, err = s.catchUp(ctx, res.Notices, progress); err != nil {
 		return res, err
 	}
 	res.CaughtUp += n
 
-	// Register: loads replace it whole, so a copy and a swap, moving the
-	// alias only if it still names the copied index, suffice.
+	// Register: loads replace it whole, so a copy, and a swap only if the
+	// alias still names the copied index.
 	src, err := s.aliasIndices(ctx, s.Alias(mappings.Register))
 	if err != nil {
 		return res, err
@@ -163,8 +152,8 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	return res, nil
 }
 
-// copyRegister copies the register rows of index from into index, in row
-// order, as blocks of the current mapping, and returns the rows copied.
+// copyRegister copies the rows of from into index, in row order, as blocks
+// of the current mapping, and returns the rows copied.
 func (s *Store) copyRegister(ctx context.Context, from, index string, progress ReindexProgress) (int64, error) {
 	total, err := s.registerRowCount(ctx, from)
 	if err != nil {
@@ -216,9 +205,8 @@ func (s *Store) copyRegister(ctx context.Context, from, index string, progress R
 	return done, err
 }
 
-// rebuildNoticeDoc is the document a reindex writes for a notice document
-// (its _source): its notice's as the writer makes it now (folded by
-// today's query.Fold), with its indexed_at kept.
+// rebuildNoticeDoc is a notice document (its _source) as the writer makes
+// it now (today's query.Fold), its indexed_at kept.
 func rebuildNoticeDoc(src json.RawMessage) ([]byte, error) {
 	var d struct {
 		IndexedAt int64         `json:"indexed_at"`
@@ -237,19 +225,17 @@ func rebuildNoticeDoc(src json.RawMessage) ([]byte, error) {
 	return esdoc.AppendNotice(make([]byte, 0, len(src)), &n, d.IndexedAt, nil), nil
 }
 
-// catchUp copies the notices visible through catchUpAlias into index, then
-// deletes the old indices (and with them the alias), and returns the
-// notices copied. Without the alias it does nothing.
+// catchUp copies the notices visible through catchUpAlias (if any) into
+// index, then deletes the old indices and so the alias.
 func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgress) (int64, error) {
 	old, err := s.aliasIndices(ctx, s.catchUpAlias())
 	if err != nil || len(old) == 0 {
 		return 0, err
 	}
 	for _, o := range old {
-		// A write to o still in flight would be lost with it: a write
-		// block returns once every such write has ended and refuses later
-		// ones, which the writer sends again through the live alias
-		// (writeBlocked); the refresh makes the ended ones visible.
+		// A write in flight to o would be lost: a write block waits for
+		// those and refuses later ones (sent again through the live alias,
+		// writeBlocked); the refresh makes the ended ones visible.
 		if err := s.do(ctx, s.cfg.Timeout, http.MethodPut, "/"+o+"/_block/write", nil, nil); err != nil {
 			return 0, fmt.Errorf("elastic: block writes to %s before catching up from it: %w", o, err)
 		}
@@ -271,8 +257,8 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 	return n, s.dropIndices(ctx, s.Alias(mappings.Notices), old)
 }
 
-// copyDocs copies the notice documents of from into index in notice_seq
-// order, rebuilt (rebuildNoticeDoc), keeping ids and external versions.
+// copyDocs copies the notice documents of from into index, rebuilt,
+// keeping ids and external versions.
 func (s *Store) copyDocs(ctx context.Context, from, index, kind string, progress ReindexProgress) (int64, error) {
 	count, err := s.search(ctx, from, obj{"query": matchAll, "size": 0, "track_total_hits": true})
 	if err != nil {

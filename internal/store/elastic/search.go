@@ -16,15 +16,11 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// window is Elasticsearch's max_result_window: pages ending past it are
-// reached with search_after.
-const window = 10000
-
+// window is Elasticsearch's max_result_window (past it, search_after);
 // scanPage is how many hits one search_after step reads.
-const scanPage = 1000
+const window, scanPage = 10000, 1000
 
-// Publication orders, as in the embedded store: published_date, then
-// published_at, ties on notice_seq descending.
+// Publication orders, as in the embedded store (ties on notice_seq desc).
 var (
 	sortPublishedDesc = []obj{{"published_date": "desc"}, {"published_at": "desc"}, {"notice_seq": "desc"}}
 	sortPublishedAsc  = []obj{{"published_date": "asc"}, {"published_at": "asc"}, {"notice_seq": "desc"}}
@@ -32,10 +28,9 @@ var (
 	sortSeqAsc        = []obj{{"notice_seq": "asc"}}
 )
 
-// searchPath is the _search path under prefix (an index, or none in a
-// point in time) of notices read in order: a relevance order is scored
-// with the whole index's term statistics (dfs_query_then_fetch), so that
-// it does not depend on the shard a notice is in.
+// searchPath is the _search path under prefix (an index, or "" in a point
+// in time) for order: relevance is scored with the whole index's term
+// statistics (dfs_query_then_fetch), whatever shard a notice is in.
 func searchPath(prefix string, order []obj) string {
 	if len(order) > 0 && order[0]["_score"] != nil {
 		return prefix + "/_search?search_type=dfs_query_then_fetch"
@@ -53,12 +48,9 @@ func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.Search
 	if err != nil {
 		return notice.SearchPage{}, err
 	}
-	limit, page := q.Limit, q.Page
+	limit, page := q.Limit, max(q.Page, 1)
 	if limit <= 0 {
 		limit = 20
-	}
-	if page <= 0 {
-		page = 1
 	}
 	query, err := s.filterQuery(ctx, q.Filter)
 	if err != nil {
@@ -80,10 +72,10 @@ func sortFor(key string, q query.Node) ([]obj, error) {
 	case notice.SortPublishedAsc:
 		return sortPublishedAsc, nil
 	case notice.SortRelevance:
-		if !ranked(q) {
-			return sortPublishedDesc, nil
+		if ranked(q) {
+			return sortRelevance, nil
 		}
-		return sortRelevance, nil
+		return sortPublishedDesc, nil
 	}
 	return nil, errs.New(errs.InvalidParameter, "sort %q is not one of %s, %s, %s", key,
 		notice.SortPublishedDesc, notice.SortPublishedAsc, notice.SortRelevance)
@@ -127,8 +119,7 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 }
 
 // noticePage is a search answer of notices (noticeSource, or part of it),
-// decoded straight into notices in one pass (most of the API's own CPU on
-// a search).
+// decoded straight into notices in one pass: most of a search's own CPU.
 type noticePage struct {
 	shardStatus
 	Hits struct {
@@ -156,8 +147,7 @@ func (p *noticePage) notices() []notice.Notice {
 	return ns
 }
 
-// searchNotices runs a search of notices (noticeSource) and returns them
-// with the total.
+// searchNotices runs a search of notices and returns them and the total.
 func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]notice.Notice, int64, error) {
 	var ans noticePage
 	if err := s.searchRead(ctx, path, body, &ans); err != nil {
@@ -166,7 +156,6 @@ func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]not
 	return ans.notices(), ans.Hits.Total.Value, nil
 }
 
-// scanBody is the search scanNotices pages through.
 func scanBody(query obj, order []obj) obj {
 	return obj{"query": query, "sort": order, "_source": noticeSource}
 }
@@ -189,8 +178,8 @@ func (s *Store) scanNotices(ctx context.Context, query obj, order []obj, max int
 	return out, err
 }
 
-// pageBody is the search of the page of body after after (nil: the first
-// page) when read hits of at most max have been read.
+// pageBody is body's page after after (nil: the first) when read of max
+// hits are read.
 func pageBody(body obj, read, max int, after []any) obj {
 	b := obj{"size": min(scanPage, max-read), "track_total_hits": false}
 	for k, v := range body {
@@ -202,10 +191,10 @@ func pageBody(body obj, read, max int, after []any) obj {
 	return b
 }
 
-// pages reads the hits of body (query and a sort ending on a unique field)
-// page by page with search_after, up to max, handing each page to fn.
-// first, when not nil, is the answer to the first page (pageBody(body, 0,
-// max, nil)), read already in an _msearch with other searches (Company).
+// pages hands fn the hits of body (query and a sort ending on a unique
+// field) page by page with search_after, up to max. first, when not nil,
+// is the first page's answer (pageBody(body, 0, max, nil)), read in an
+// _msearch (Company).
 func (s *Store) pages(ctx context.Context, index string, body obj, max int, first *searchAnswer, fn func([]hit) error) error {
 	var after []any
 	for read := 0; read < max; {
@@ -242,9 +231,7 @@ func (s *Store) search(ctx context.Context, index string, body obj) (*searchAnsw
 
 // Notice returns one notice by its public id, or errs.NotFound.
 func (s *Store) Notice(ctx context.Context, id string) (notice.Notice, error) {
-	// _mget on the alias: a get by id would refuse one naming several
-	// indices.
-	var ans struct {
+	var ans struct { // _mget: a get refuses an alias of several indices
 		Docs []struct {
 			Found  bool            `json:"found"`
 			Source json.RawMessage `json:"_source"`
@@ -279,8 +266,8 @@ func (s *Store) NoticesAfter(ctx context.Context, seq int64, limit int) ([]notic
 	return s.scanNotices(ctx, q, sortSeqAsc, limit, nil)
 }
 
-// registerBody is the search registerRows pages through. Only the rows
-// come back: a block's acn and abn lists are for the term query.
+// registerBody is the search registerRows pages through (only the rows
+// come back).
 func registerBody(field, value string) obj {
 	return obj{"query": obj{"term": obj{field: value}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"data"}}
 }
@@ -323,8 +310,7 @@ type termsAgg struct {
 	} `json:"buckets"`
 }
 
-// counts sums a's buckets by key, leaving out field's "" when it is
-// appointment_type (no appointment).
+// counts sums a's buckets by key, but appointment_type's "" (none).
 func (a termsAgg) counts(field string) map[string]int64 {
 	m := map[string]int64{}
 	for _, b := range a.Buckets {
@@ -335,8 +321,7 @@ func (a termsAgg) counts(field string) map[string]int64 {
 	return m
 }
 
-// aggregate runs one size-0 search of f with aggs and decodes each
-// aggregation's buckets.
+// aggregate runs one size-0 search of f with aggs.
 func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64, map[string]termsAgg, error) {
 	query, err := s.filterQuery(ctx, f)
 	if err != nil {
@@ -355,9 +340,7 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 	if err != nil {
 		return 0, nil, fmt.Errorf("elastic: encode an aggregation: %w", err)
 	}
-	// The kept answer for this exact request, if the data has not changed
-	// since (aggCache); without the version (Redis down), none.
-	version := int64(-1)
+	version := int64(-1) // aggCache's, unknown when Redis is down
 	if s.aggs != nil {
 		if v, err := s.log.DataVersion(ctx); err == nil {
 			version = v
@@ -414,10 +397,9 @@ func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCoun
 		NoticeCode: lists[2], State: lists[3], Status: lists[4]}, nil
 }
 
-// Stats counts the matching notices grouped by one field. Months come
-// from a date_histogram over published_date (already the Sydney calendar
-// date, so UTC month buckets are Sydney months), with extended_bounds over
-// from..to so empty months come back as 0.
+// Stats counts the matching notices grouped by one field. Months are a
+// date_histogram of published_date (a Sydney date, so UTC months are
+// Sydney's), with extended_bounds over from..to for empty months.
 func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, error) {
 	out := notice.Stats{GroupBy: q.GroupBy, Data: []notice.Bucket{}}
 	if out.GroupBy == "" {
@@ -455,31 +437,27 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 // IndexStatus reports the number of notices, the latest notice_seq and the
 // latest published_date.
 func (s *Store) IndexStatus(ctx context.Context) (notice.IndexStatus, error) {
-	var st notice.IndexStatus
-	ans, err := s.search(ctx, s.Alias(mappings.Notices), obj{"size": 0, "track_total_hits": true, "aggs": obj{
-		"seq":  obj{"max": obj{"field": "notice_seq"}},
-		"date": obj{"max": obj{"field": "published_date", "format": "yyyy-MM-dd"}},
-	}})
-	if err != nil {
-		return st, err
-	}
-	st.Notices = ans.Hits.Total.Value
-	var seq, date struct {
+	type maxAgg struct {
 		Value         *float64 `json:"value"`
 		ValueAsString string   `json:"value_as_string"`
 	}
-	if err := json.Unmarshal(ans.Aggregations["seq"], &seq); err != nil {
-		return st, fmt.Errorf("elastic: decode index status: %w", err)
+	var ans struct {
+		noticePage
+		Aggregations struct{ Seq, Date maxAgg } `json:"aggregations"`
 	}
-	if err := json.Unmarshal(ans.Aggregations["date"], &date); err != nil {
-		return st, fmt.Errorf("elastic: decode index status: %w", err)
+	body := obj{"size": 0, "track_total_hits": true, "aggs": obj{
+		"seq":  obj{"max": obj{"field": "notice_seq"}},
+		"date": obj{"max": obj{"field": "published_date", "format": "yyyy-MM-dd"}},
+	}}
+	if err := s.searchRead(ctx, "/"+s.Alias(mappings.Notices)+"/_search", body, &ans); err != nil {
+		return notice.IndexStatus{}, err
 	}
-	if seq.Value != nil {
+	st := notice.IndexStatus{Notices: ans.Hits.Total.Value}
+	if seq := ans.Aggregations.Seq; seq.Value != nil {
 		st.LatestNoticeSeq = int64(*seq.Value)
 	}
-	if date.Value != nil && date.ValueAsString != "" {
-		d := date.ValueAsString
-		st.LatestPublishedDate = &d
+	if date := ans.Aggregations.Date; date.Value != nil && date.ValueAsString != "" {
+		st.LatestPublishedDate = &date.ValueAsString
 	}
 	return st, nil
 }

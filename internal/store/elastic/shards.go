@@ -10,10 +10,9 @@ import (
 	"github.com/noticesd/noticesd/internal/errs"
 )
 
-// shardStatus is the part of a search-type answer (_search, _count, a
-// response of _msearch, _pit) that says whether every shard answered:
-// Elasticsearch answers 200 without the hits of a failed or timed-out
-// shard. PitID is the point in time's id of an answer in one (pit.go).
+// shardStatus is the part of a search-type answer (_search, _count,
+// _msearch's, _pit) that says whether every shard answered: a 200 may lack
+// a failed or timed-out shard's hits. PitID: a point in time's (pit.go).
 type shardStatus struct {
 	PitID    string `json:"pit_id"`
 	TimedOut bool   `json:"timed_out"`
@@ -37,8 +36,7 @@ type shardAnswer interface{ shards() *shardStatus }
 func (st *shardStatus) shards() *shardStatus { return st }
 
 // complete returns nil when every shard answered in time, else the
-// partial-answer error (backend_unavailable): an answer missing a shard
-// misses notices, which nothing may act on.
+// partial-answer error: nothing may act on an answer missing notices.
 func (st *shardStatus) complete() error {
 	switch {
 	case st.Shards.Failed > 0:
@@ -69,10 +67,9 @@ func noPartial(path string) string {
 	return path + "?allow_partial_search_results=false"
 }
 
-// searchRead sends one search-type request (a _search or _pit path, with
-// its parameters) asking for no partial results, decodes the answer into
-// out and checks that every shard answered: a partial answer, refused by
-// Elasticsearch or seen in _shards, is backend_unavailable.
+// searchRead sends one search-type request (a _search or _pit path)
+// asking for no partial results, decodes the answer into out and checks
+// that every shard answered: a partial answer is backend_unavailable.
 func (s *Store) searchRead(ctx context.Context, path string, body any, out shardAnswer) error {
 	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, noPartial(path), body, out); err != nil {
 		return searchError(err)
@@ -92,11 +89,9 @@ func searchError(err error) error {
 	return fmt.Errorf("elastic: search refused by Elasticsearch (a query translation bug; please report the request): %w", err)
 }
 
-// partialError is the partial-answer error (backend_unavailable) when err is
-// Elasticsearch refusing a partial answer (noPartial): a
-// search_phase_execution_exception "Partial shards failure", whose status
-// is the failed shards' (400 for a query a shard could not run; missing
-// shards are a 503, already backend_unavailable), else nil.
+// partialError is the partial-answer error when err is Elasticsearch
+// refusing a partial answer (noPartial: "Partial shards failure", with the
+// failed shards' status, such as 400; missing shards are a 503), else nil.
 func partialError(err error) error {
 	var e *esError
 	if errors.As(err, &e) && e.Type == "search_phase_execution_exception" && e.Reason == "Partial shards failure" {

@@ -9,15 +9,15 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// seqChunk is the most seqs or identifiers one terms query carries (the
-// server's default limit is 65,536).
+// seqChunk is the most seqs or identifiers a terms query carries (the
+// server's limit: 65,536).
 const seqChunk = 10000
 
-// LatestSeq is the highest notice_seq published (publog): every notice at
-// or below it is searchable (redisstore.NoticeSource).
+// LatestSeq is Published (redisstore.NoticeSource).
 func (s *Store) LatestSeq(ctx context.Context) (int64, error) { return s.Published(ctx) }
 
-// Published returns the highest notice_seq published.
+// Published returns the highest notice_seq published: every notice at or
+// below it is searchable.
 func (s *Store) Published(ctx context.Context) (int64, error) { return s.log.Published(ctx) }
 
 // NoticesBySeq returns the notices with the given seqs in that order; a
@@ -93,21 +93,19 @@ func sortInt(v any) (int64, error) {
 	}
 }
 
-// summaryFields are the fields of a notice the Redis store's screen copy
-// keeps (publog.EncodeSummary), all NoticeSummaries reads.
+// summaryFields are the fields the screen copy keeps (publog.EncodeSummary).
 var summaryFields = []string{"notice.id", "notice.notice_seq", "notice.published_date", "notice.published_at",
 	"notice.notice_type", "notice.notice_code", "notice.notice_purpose", "notice.appointment_type",
 	"notice.state", "notice.status", "notice.acn", "notice.abn", "notice.company_name"}
 
-// summaryPage is how many notices one step of NoticeSummaries reads (a
-// variable so a test can cross pages on a few notices).
+// summaryPage is how many notices one step of NoticeSummaries reads (tests
+// set it lower).
 var summaryPage = 10000
 
 // NoticeSummaries calls fn with every notice whose notice_seq is at most
-// through, ascending by seq, holding only summaryFields: the load of the
-// Redis store's screen copy. It reads one point in time, so a notice
-// written meanwhile is seen whole or not at all. fn must copy what it
-// keeps of the notice it is given.
+// through, ascending, holding only summaryFields (the screen copy's load),
+// from one point in time: a notice written meanwhile is seen whole or not
+// at all. fn must copy what it keeps.
 func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*notice.Notice) error) error {
 	pit, err := s.openPIT(ctx, "the screen copy's load")
 	if err != nil {
@@ -132,9 +130,8 @@ func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*not
 	}
 }
 
-// CarriedIdentifiers returns which of ids (ACN or ABN values) some stored
-// notice carries as its acn or abn: one terms aggregation on each field
-// per seqChunk identifiers.
+// CarriedIdentifiers returns which of ids (ACNs or ABNs) some stored
+// notice carries as its acn or abn.
 func (s *Store) CarriedIdentifiers(ctx context.Context, ids []string) (map[string]bool, error) {
 	out := make(map[string]bool)
 	for start := 0; start < len(ids); start += seqChunk {

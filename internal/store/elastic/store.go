@@ -1,14 +1,11 @@
-// Package elastic is the scale backend's notice and register store: the
-// store.Notices, store.NoticeWriter and store.RegisterWriter seams over
-// Elasticsearch 8 (go-elasticsearch), with the writer lease, notice_seq and
-// the publish log in Redis (package publog).
-//
-// Indices are defined by package mappings and named
-// <ns>-<kind>-v<version>-<suffix>; the store reads and writes only through
-// the aliases <ns>-notices and <ns>-register (and <ns>-notices-next while
-// `noticesd reindex` runs). Only core Elasticsearch features are used, so
-// the same mappings run on the bare integration-test distribution and on
-// the full one. See docs/elasticsearch.md.
+// Package elastic is the scale backend's notice and register store
+// (store.Notices, store.NoticeWriter, store.RegisterWriter) over
+// Elasticsearch 8, with the writer lease, notice_seq and the publish log in
+// Redis (package publog). Indices (package mappings) are named
+// <ns>-<kind>-v<version>-<suffix> and used only through the aliases
+// <ns>-notices and <ns>-register (and <ns>-notices-next during a reindex).
+// Only core features are used, so the bare test distribution runs the same
+// mappings. See docs/elasticsearch.md.
 package elastic
 
 import (
@@ -40,16 +37,14 @@ const (
 
 // Config says how to reach Elasticsearch and Redis.
 type Config struct {
-	// URL is the Elasticsearch base URL, or the URLs of several nodes,
-	// comma-separated (NOTICES_ELASTICSEARCH_URL): requests are spread
-	// over them and retried on another node when one fails (conn.go).
+	// URL is the Elasticsearch URL, or several nodes' comma-separated
+	// (NOTICES_ELASTICSEARCH_URL); a failed request is retried on another.
 	URL string
 	// Replicas is the number of replicas of each index the store creates
 	// (NOTICES_ELASTICSEARCH_REPLICAS; 0: none).
 	Replicas int
 	// APIKey is the encoded id:key of an API key sent on every request
-	// (NOTICES_ELASTICSEARCH_API_KEY); "" sends none (or the URL's
-	// user:password).
+	// (NOTICES_ELASTICSEARCH_API_KEY); "": none, or the URL's user:password.
 	APIKey string
 	// CACert is the PEM of the CAs an https node's certificate must chain
 	// to (NOTICES_ELASTICSEARCH_CA_FILE); CAFingerprint instead pins the
@@ -59,8 +54,7 @@ type Config struct {
 	CAFingerprint string
 	// Namespace prefixes every index and alias.
 	Namespace string
-	// Log is the writer lease, notice_seq and the publish log (Redis):
-	// every notice write goes through it.
+	// Log is the writer lease, notice_seq and the publish log (Redis).
 	Log *publog.Log
 	// Timeout bounds every read and small call; BulkTimeout every bulk
 	// request, refresh and index creation.
@@ -68,32 +62,27 @@ type Config struct {
 	// Now is the clock collected_at is stamped with (time.Now when nil).
 	Now func() time.Time
 	// BulkWorkers is the number of concurrent bulk requests of a load (3
-	// when 0: one more than a 2-core node's write threads; measured 10-13%
-	// faster register loads than 2, docs/benchmarks.md).
+	// when 0: 10-13% faster register loads than 2, docs/benchmarks.md).
 	BulkWorkers int
-	// AggCache is how many answers of the aggregation reads (filters and
-	// stats) the store keeps while the notices' data version does not
-	// change (aggCache): DefaultAggCache when 0, none when negative.
+	// AggCache is how many filters and stats answers the store keeps
+	// (aggCache): DefaultAggCache when 0, none when negative.
 	AggCache int
 
-	// counts is fed by the client's interceptor (nodes.go); set by Open.
-	counts *nodeCounts
+	counts *nodeCounts // set by Open (nodes.go)
 }
 
-// maxIdleConns is how many connections to Elasticsearch a store keeps
-// open between requests.
+// maxIdleConns is how many idle connections to Elasticsearch a store keeps.
 const maxIdleConns = 64
 
 // Store is the Elasticsearch notice and register store of one namespace.
 type Store struct {
-	es   *elasticsearch.Client
-	cfg  Config
-	ns   string
-	now  func() time.Time
-	log  *publog.Log
-	aggs *aggCache // nil: none
-	// counts and probes: nodes.go.
-	counts *nodeCounts
+	es     *elasticsearch.Client
+	cfg    Config
+	ns     string
+	now    func() time.Time
+	log    *publog.Log
+	aggs   *aggCache   // nil: none
+	counts *nodeCounts // nodes.go
 	probes []nodeProbe
 }
 
@@ -104,9 +93,8 @@ var (
 )
 
 // Open connects to Elasticsearch and makes sure both aliases exist (an
-// empty first index of the current mapping version behind each). An
-// unreachable Elasticsearch is errs.BackendUnavailable, at Open and in
-// every later call while it is down.
+// empty first index behind each). An unreachable Elasticsearch is
+// errs.BackendUnavailable, at Open and in every call while it is down.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Namespace == "" || strings.ToLower(cfg.Namespace) != cfg.Namespace {
 		return nil, fmt.Errorf("elastic: namespace %q must be non-empty lower case", cfg.Namespace)
@@ -158,8 +146,7 @@ func (s *Store) Alias(kind string) string { return s.ns + "-" + kind }
 func (s *Store) nextAlias() string { return s.ns + "-" + mappings.Notices + "-next" }
 
 // catchUpAlias marks the old notices index of a reindex whose catch-up is
-// not done; its filter is the catch-up's query, kept in the cluster state
-// so that the next reindex finishes it (Reindex).
+// not done, with the catch-up's query as its filter (Reindex).
 func (s *Store) catchUpAlias() string { return s.ns + "-" + mappings.Notices + "-catchup" }
 
 // indexName names a new index of a kind.
@@ -173,8 +160,7 @@ func (s *Store) newSuffix() string {
 }
 
 // ensureAliases creates the first index of each kind when its alias is
-// missing. The first index has a fixed name, so two processes starting at
-// once create it once.
+// missing, under a fixed name: two processes starting at once create one.
 func (s *Store) ensureAliases(ctx context.Context) error {
 	all, err := mappings.All()
 	if err != nil {
@@ -183,14 +169,12 @@ func (s *Store) ensureAliases(ctx context.Context) error {
 	for _, ix := range all {
 		alias := s.Alias(ix.Kind)
 		exists, err := s.aliasExists(ctx, alias)
+		if err == nil && !exists {
+			if err = s.createIndex(ctx, ix, s.indexName(ix, "0"), alias, nil); isAlreadyExists(err) {
+				err = nil
+			}
+		}
 		if err != nil {
-			return err
-		}
-		if exists {
-			continue
-		}
-		err = s.createIndex(ctx, ix, s.indexName(ix, "0"), alias, nil)
-		if err != nil && !isAlreadyExists(err) {
 			return err
 		}
 	}
@@ -220,16 +204,14 @@ func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias 
 	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPut, "/"+name, body, nil)
 }
 
-// loadSettings are the settings of an index bulk-loaded before anyone
-// reads it (a register load or copy): no periodic refresh and background
-// translog syncs (a crash loses at most the load, which is not live yet
-// and is run again). endLoad puts the mapping file's back.
+// loadSettings are those of an index bulk-loaded before anyone reads it (a
+// register load or copy): no periodic refresh, background translog syncs
+// (a crash loses only the load, run again). endLoad puts the file's back.
 var loadSettings = map[string]any{"refresh_interval": "-1", "translog.durability": "async"}
 
-// endLoad ends a bulk load into an index created with loadSettings: it puts
-// back the mapping file's refresh interval and per-request translog
-// syncs, then refreshes and flushes, so that the index goes live with
-// nothing a crash could lose.
+// endLoad ends a load into an index created with loadSettings: the file's
+// refresh interval and per-request translog syncs back, then a refresh and
+// a flush, so that it goes live with nothing a crash could lose.
 func (s *Store) endLoad(ctx context.Context, ix mappings.Index, name string) error {
 	var body struct {
 		Settings map[string]any `json:"settings"`
@@ -250,13 +232,10 @@ func (s *Store) endLoad(ctx context.Context, ix mappings.Index, name string) err
 // aliasExists reports whether alias names some index.
 func (s *Store) aliasExists(ctx context.Context, alias string) (bool, error) {
 	err := s.do(ctx, s.cfg.Timeout, http.MethodHead, "/_alias/"+alias, nil, nil)
-	if err == nil {
-		return true, nil
-	}
 	if isNotFound(err) {
 		return false, nil
 	}
-	return false, err
+	return err == nil, err
 }
 
 // aliasIndices returns the indices an alias points to ([] when none).
@@ -318,8 +297,8 @@ func (e *esError) Error() string {
 	return fmt.Sprintf("elasticsearch answered %d %s: %s", e.Status, e.Type, e.Reason)
 }
 
-// errorOf decodes an error answer of status (its raw text, trimmed, as the
-// reason when it is not one).
+// errorOf decodes an error answer (its raw text, trimmed, as the reason
+// when it is not one).
 func errorOf(status int, raw []byte) *esError {
 	var doc struct {
 		Error struct {
@@ -333,8 +312,7 @@ func errorOf(status int, raw []byte) *esError {
 	return &esError{Status: status, Reason: strings.TrimSpace(string(raw))}
 }
 
-// classified is e as do returns it: an overloaded node's answer (429, 5xx)
-// is errs.BackendUnavailable.
+// classified is e as do returns it: 429 and 5xx are BackendUnavailable.
 func (e *esError) classified() error {
 	if e.Status == http.StatusTooManyRequests || e.Status >= 500 {
 		return unavailable(e)
@@ -360,9 +338,9 @@ func unavailable(err error) error {
 }
 
 // do sends one request with a timeout and decodes a JSON answer into out
-// (when not nil). body is JSON-encoded unless it is []byte. An unreachable
-// or overloaded node, or the timeout, gives errs.BackendUnavailable;
-// another error answer an *esError.
+// (when not nil); body is JSON-encoded unless it is []byte. An unreachable
+// or overloaded node or the timeout is BackendUnavailable, another error
+// answer an *esError.
 func (s *Store) do(ctx context.Context, timeout time.Duration, method, path string, body, out any) error {
 	ctx, cancel := context.WithTimeout(withAttempts(ctx), timeout)
 	defer cancel()
@@ -414,10 +392,9 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 	return nil
 }
 
-// drainClose reads an answer to its end and closes it: a decoder stops at
-// the JSON value's end, a chunked answer's last chunk is then still unread,
-// and a body closed before its end closes the connection instead of
-// returning it to the pool.
+// drainClose reads an answer to its end and closes it: a chunked answer's
+// last chunk is still unread after the JSON, and a body closed before its
+// end closes the connection instead of returning it to the pool.
 func drainClose(body io.ReadCloser) {
 	_, _ = io.Copy(io.Discard, body)
 	_ = body.Close()
@@ -430,11 +407,9 @@ func (e readError) Error() string { return e.err.Error() }
 func (e readError) Unwrap() error { return e.err }
 
 // readWhole reads r whole into a pooled buffer and hands it to decode
-// (which must not keep it). go-json is about three times encoding/json's
-// speed on a page of notices, the largest piece of the API's CPU on a
-// search (docs/elasticsearch.md); answers are read whole first because
-// go-json's stream decoder, fed by the body's reads, spent most of its
-// time refilling (docs/benchmarks.md, 2026-11-24).
+// (which must not keep it): go-json, three times encoding/json's speed on
+// a page of notices, spent most of its time refilling when it streamed
+// from the body (docs/benchmarks.md, 2026-11-24).
 func readWhole(r io.Reader, decode func([]byte) error) error {
 	buf := answerBuffers.Get().(*bytes.Buffer)
 	defer func() {
@@ -449,10 +424,8 @@ func readWhole(r io.Reader, decode func([]byte) error) error {
 	return decode(buf.Bytes())
 }
 
-// answerBuffers holds the buffers answers are read into (do); go-json
-// decodes from its own copy, so a buffer is free again once decoded.
+// answerBuffers holds the buffers answers are read into, up to
+// maxPooledAnswer bytes (a bigger answer's buffer is let go).
 var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// maxPooledAnswer is the largest buffer kept for reuse (a deep page or a
-// company with many notices reads more, and lets it go).
 const maxPooledAnswer = 1 << 20

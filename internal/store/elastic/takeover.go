@@ -10,13 +10,11 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// takeOver publishes what the writers before le left written but not
-// published (le.Dirty: one died or stalled between write and publish),
-// from one search after a refresh: documents above the published seq are
-// new notices, and documents written since that writer began (indexed_at,
-// less writeGrace for clocks apart) under its epoch or a later one (their
-// external version) are amendments it may have made. Publishing one again
-// is harmless; the publish ends the takeover.
+// takeOver publishes what writers before le left written but unpublished
+// (le.Dirty), from one search after a refresh: documents above the
+// published seq are new notices, documents written since that writer began
+// (indexed_at, less writeGrace) under its epoch or a later one (external
+// version) amendments it may have made. Publishing one again is harmless.
 func (s *Store) takeOver(ctx context.Context, le *publog.Lease) error {
 	if err := s.refresh(ctx, s.Alias(mappings.Notices)); err != nil {
 		return err

@@ -1,9 +1,8 @@
-// Package esdoc encodes the notice document noticesd indexes in
-// Elasticsearch (mappings/notices.json) byte for byte as encoding/json
-// writes the reference type in notice_test.go, without reflection: a load
-// encodes a million of them on the cores Elasticsearch indexes them on. It
-// is a package of its own so that fuzzing the encoder (FuzzAppendNotice,
-// in make test) builds a few packages, not the store's test binary.
+// Package esdoc encodes the notice document indexed in Elasticsearch
+// (mappings/notices.json) byte for byte as encoding/json writes the
+// reference type in notice_test.go, without reflection (a load encodes a
+// million on the cores Elasticsearch indexes on). A package of its own, so
+// fuzzing it (FuzzAppendNotice) builds a few packages, not the store's.
 package esdoc
 
 import (
@@ -14,13 +13,10 @@ import (
 	"github.com/noticesd/noticesd/internal/query"
 )
 
-// AppendNotice appends the document of n to buf, byte for byte what
-// encoding/json writes for it (TestAppendNotice, which also fails when
-// notice.Notice or notice.Practitioner gains a field this does not write).
-// Its fts field holds the four searchable texts (company name, notice
-// type, text, practitioners) folded by query.Fold, one element each so a
-// phrase never spans two: fts, or when nil n's own, folded straight into
-// buf (appendFTS).
+// AppendNotice appends the document of n to buf (TestAppendNotice also
+// fails when notice.Notice gains a field this does not write). Its fts
+// field holds the four searchable texts folded, one element each so that a
+// phrase never spans two: fts, or when nil n's own (appendFTS).
 func AppendNotice(buf []byte, n *notice.Notice, indexedAt int64, fts []string) []byte {
 	buf = AppendField(buf, `{"id":`, n.ID)
 	buf = AppendField(buf, `,"source_id":`, n.SourceID)
@@ -87,13 +83,11 @@ func AppendNotice(buf []byte, n *notice.Notice, indexedAt int64, fts []string) [
 	return append(buf, "}}"...)
 }
 
-// appendFTS appends the fts field's elements as JSON strings, each
-// folded straight into buf (query.AppendFold), with no string made and no
-// escaping pass: a folded text is ASCII letters, digits and spaces and the
-// UTF-8 of letters and digits, none of which JSON escapes
-// (FuzzAppendNotice). Folding them into strings took 2.1 of a
-// 1,000,000-notice load's 27.2 client CPU-seconds, before they were escaped
-// like any other text (docs/benchmarks.md, 2026-11-24).
+// appendFTS appends the fts elements folded straight into buf
+// (query.AppendFold), unescaped: folded text is letters, digits and
+// spaces, which JSON never escapes (FuzzAppendNotice). Folding into strings
+// cost 2.1 of a million-notice load's 27.2 client CPU-seconds
+// (docs/benchmarks.md, 2026-11-24).
 func appendFTS(buf []byte, n *notice.Notice) []byte {
 	buf = append(query.AppendFold(append(buf, '"'), n.CompanyName), `","`...)
 	buf = append(query.AppendFold(buf, n.NoticeType), `","`...)
@@ -109,18 +103,15 @@ func appendOptional(buf []byte, key string, v *string) []byte {
 	return AppendField(buf, key, *v)
 }
 
-// AppendField appends key and v as a JSON string: a member of a document
-// being written by hand (the notice's here, the register block's in the
-// store).
+// AppendField appends key and v as a JSON string (a member of a document
+// written by hand).
 func AppendField(buf []byte, key, v string) []byte {
 	return AppendString(append(buf, key...), v)
 }
 
-// AppendString appends s as a JSON string byte for byte as json.Marshal
-// writes it (jsontext.AppendString, HTML escaping on). Notice texts hold
-// quotes and ampersands often enough that handing such strings to
-// encoding/json cost a tenth of an ingest's client CPU (docs/benchmarks.md,
-// 2026-11-24).
+// AppendString appends s as json.Marshal writes it (HTML escaping on);
+// encoding/json cost a tenth of an ingest's client CPU on notice texts
+// (docs/benchmarks.md, 2026-11-24).
 func AppendString(buf []byte, s string) []byte {
 	return jsontext.AppendString(buf, s, true)
 }
