@@ -237,15 +237,14 @@ func (s *Store) checkAccess(ctx context.Context) error {
 		return nil
 	}
 	var missing []string
-	for p, ok := range ans.Cluster {
-		if !ok {
-			missing = append(missing, "cluster:"+p)
-		}
+	privs := map[string]map[string]bool{"cluster": ans.Cluster}
+	for names, p := range ans.Index {
+		privs["index "+names] = p
 	}
-	for names, privs := range ans.Index {
-		for p, ok := range privs {
+	for on, ps := range privs {
+		for p, ok := range ps {
 			if !ok {
-				missing = append(missing, "index "+names+":"+p)
+				missing = append(missing, on+":"+p)
 			}
 		}
 	}

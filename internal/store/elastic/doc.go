@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/noticesd/noticesd/internal/notice"
 )
@@ -26,13 +27,13 @@ type searchAnswer struct {
 	Aggregations map[string]json.RawMessage `json:"aggregations"`
 }
 
-// noticeOf decodes the notice of a hit's _source.
-func noticeOf(src json.RawMessage) (notice.Notice, error) {
+// noticeOf decodes the notice of document id's _source.
+func noticeOf(id string, src json.RawMessage) (notice.Notice, error) {
 	var d struct {
 		Notice notice.Notice `json:"notice"`
 	}
 	if err := json.Unmarshal(src, &d); err != nil {
-		return notice.Notice{}, err
+		return notice.Notice{}, fmt.Errorf("elastic: decode notice %s: %w", id, err)
 	}
 	if d.Notice.Practitioners == nil {
 		d.Notice.Practitioners = []notice.Practitioner{}

@@ -383,35 +383,28 @@ const staleLoadAge = 6 * time.Hour
 // dropStaleLoads deletes, and returns, the register indices without an
 // alias created over staleLoadAge ago.
 func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
-	var rows []struct {
-		Index   string `json:"index"`
-		Created string `json:"creation.date"`
+	var indices map[string]struct {
+		Aliases  map[string]any `json:"aliases"`
+		Settings struct {
+			Index struct {
+				Created string `json:"creation_date"`
+			} `json:"index"`
+		} `json:"settings"`
 	}
-	pattern := s.ns + "-" + mappings.Register + "-v*"
-	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_cat/indices/"+pattern+"?format=json&h=index,creation.date&expand_wildcards=all", nil, &rows)
+	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+s.ns+"-"+mappings.Register+"-v*?expand_wildcards=all&filter_path=*.aliases,*.settings.index.creation_date", nil, &indices)
 	if err != nil && !isNotFound(err) {
 		return nil, fmt.Errorf("elastic: list the register indices: %w", err)
 	}
-	var aliased map[string]struct {
-		Aliases map[string]any `json:"aliases"`
-	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+pattern+"/_alias?expand_wildcards=all", nil, &aliased); err != nil && !isNotFound(err) {
-		return nil, fmt.Errorf("elastic: read the register indices' aliases: %w", err)
-	}
 	cutoff := s.now().Add(-staleLoadAge).UnixMilli()
 	var dropped []string
-	for _, r := range rows {
-		ms, err := strconv.ParseInt(r.Created, 10, 64)
-		if err != nil || ms > cutoff {
+	for name, ix := range indices {
+		if ms, err := strconv.ParseInt(ix.Settings.Index.Created, 10, 64); err != nil || ms > cutoff || len(ix.Aliases) > 0 {
 			continue
 		}
-		if a, ok := aliased[r.Index]; !ok || len(a.Aliases) > 0 {
-			continue
+		if err := s.deleteIndex(ctx, name); err != nil {
+			return dropped, fmt.Errorf("elastic: delete %s, a register index left by a load that did not finish: %w", name, err)
 		}
-		if err := s.deleteIndex(ctx, r.Index); err != nil {
-			return dropped, fmt.Errorf("elastic: delete %s, a register index left by a load that did not finish: %w", r.Index, err)
-		}
-		dropped = append(dropped, r.Index)
+		dropped = append(dropped, name)
 	}
 	return dropped, nil
 }

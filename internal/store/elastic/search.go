@@ -167,9 +167,9 @@ func (s *Store) scanNotices(ctx context.Context, query obj, order []obj, max int
 	out := []notice.Notice{}
 	err := s.pages(ctx, s.Alias(mappings.Notices), scanBody(query, order), max, first, func(hs []hit) error {
 		for _, h := range hs {
-			n, err := noticeOf(h.Source)
+			n, err := noticeOf(h.ID, h.Source)
 			if err != nil {
-				return fmt.Errorf("elastic: decode notice %s: %w", h.ID, err)
+				return err
 			}
 			out = append(out, n)
 		}
@@ -244,11 +244,7 @@ func (s *Store) Notice(ctx context.Context, id string) (notice.Notice, error) {
 	if len(ans.Docs) == 0 || !ans.Docs[0].Found {
 		return notice.Notice{}, errs.New(errs.NotFound, "no notice has id %s; ids look like ntc_ followed by 16 characters, as returned by search", errs.Quote(id))
 	}
-	n, err := noticeOf(ans.Docs[0].Source)
-	if err != nil {
-		return notice.Notice{}, fmt.Errorf("elastic: decode notice %s: %w", id, err)
-	}
-	return n, nil
+	return noticeOf(id, ans.Docs[0].Source)
 }
 
 // NoticesAfter returns up to limit published notices (notice_seq at most
@@ -328,12 +324,7 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 		return 0, nil, err
 	}
 	var ans struct {
-		shardStatus
-		Hits struct {
-			Total struct {
-				Value int64 `json:"value"`
-			} `json:"total"`
-		} `json:"hits"`
+		noticePage                       // the total
 		Aggregations map[string]termsAgg `json:"aggregations"`
 	}
 	body, err := gojson.Marshal(obj{"query": query, "size": 0, "track_total_hits": true, "aggs": aggs})
@@ -389,12 +380,9 @@ func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCoun
 	if err != nil {
 		return notice.FilterCounts{}, err
 	}
-	lists := make([][]notice.ValueCount, len(facetFields))
-	for i, fld := range facetFields {
-		lists[i] = notice.SortedCounts(res[fld].counts(fld))
-	}
-	return notice.FilterCounts{Total: total, AppointmentType: lists[0], NoticePurpose: lists[1],
-		NoticeCode: lists[2], State: lists[3], Status: lists[4]}, nil
+	c := func(fld string) []notice.ValueCount { return notice.SortedCounts(res[fld].counts(fld)) }
+	return notice.FilterCounts{Total: total, AppointmentType: c(facetFields[0]), NoticePurpose: c(facetFields[1]),
+		NoticeCode: c(facetFields[2]), State: c(facetFields[3]), Status: c(facetFields[4])}, nil
 }
 
 // Stats counts the matching notices grouped by one field. Months are a

@@ -2,7 +2,6 @@ package elastic
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/noticesd/noticesd/internal/notice"
@@ -30,9 +29,9 @@ func (s *Store) takeOver(ctx context.Context, le *publog.Lease) error {
 	var kinds []publog.Kind
 	err := s.pages(ctx, s.Alias(mappings.Notices), body, math.MaxInt, nil, func(hs []hit) error {
 		for _, h := range hs {
-			n, err := noticeOf(h.Source)
+			n, err := noticeOf(h.ID, h.Source)
 			if err != nil {
-				return fmt.Errorf("elastic: decode notice %s: %w", h.ID, err)
+				return err
 			}
 			switch {
 			case n.Seq > le.Published:
