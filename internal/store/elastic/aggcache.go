@@ -7,8 +7,7 @@ import (
 	"time"
 )
 
-// Config.AggCache's default, and the age past which a kept answer is read
-// again whatever the data version.
+// Config.AggCache's default; the age past which a kept answer is read again.
 const (
 	DefaultAggCache = 1000
 	aggCacheMaxAge  = 30 * time.Second
@@ -59,8 +58,7 @@ func (c *aggCache) get(v int64, key string, now time.Time) (aggAnswer, bool) {
 	return a, ok
 }
 
-// put keeps an answer read at data version v; a newer v drops every other,
-// an older one is not kept.
+// put keeps an answer read at data version v (a newer v drops the others).
 func (c *aggCache) put(v int64, key string, a aggAnswer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -80,8 +78,7 @@ func (c *aggCache) put(v int64, key string, a aggAnswer) {
 	c.m[key] = a
 }
 
-// AggCacheReads returns how many filters and stats reads this store
-// answered from its cache (hits) and from Elasticsearch (misses).
+// AggCacheReads returns the filters and stats reads answered from the cache.
 func (s *Store) AggCacheReads() (hits, misses int64) {
 	if s.aggs == nil {
 		return 0, 0
@@ -89,9 +86,8 @@ func (s *Store) AggCacheReads() (hits, misses int64) {
 	return s.aggs.hits.Load(), s.aggs.misses.Load()
 }
 
-// dataChanged moves the data version on after a write became searchable;
-// it follows a step that cannot be undone, so a failure is ignored (kept
-// answers live out their aggCacheMaxAge).
+// dataChanged moves the data version on after a write became searchable
+// (a failure is ignored: kept answers live out their aggCacheMaxAge).
 func (s *Store) dataChanged(ctx context.Context) {
 	_ = s.log.Changed(context.WithoutCancel(ctx))
 }

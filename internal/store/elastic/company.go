@@ -105,8 +105,7 @@ func guessOthers(id ident.ID) []string {
 	return out
 }
 
-// ofCompany reports whether companyQueryWith(id, others) selects n (its
-// acn and abn are stored as they are).
+// ofCompany reports whether companyQueryWith(id, others) selects n.
 func ofCompany(n notice.Notice, id ident.ID, others []string) bool {
 	own, other := n.ACN, n.ABN
 	if id.Kind == ident.ABN {

@@ -35,8 +35,7 @@ func nodeURLs(list string) []string {
 }
 
 // newClient makes the client of cfg: every node of cfg.URL in its pool (a
-// failure retried on the next), HTTPS verified (tlsConfig), and the URLs'
-// user:password or cfg.APIKey.
+// failure retried on the next), tlsConfig, and user:password or APIKey.
 func newClient(cfg Config) (*elasticsearch.Client, error) {
 	raw := nodeURLs(cfg.URL)
 	if len(raw) == 0 {
@@ -136,18 +135,11 @@ type Problem int
 
 // Problems of an AccessError.
 const (
-	// ProblemTLS: the node's certificate is not trusted (CA or fingerprint).
-	ProblemTLS Problem = iota + 1
-	// ProblemNotTLS: an https URL reached a node that does not speak TLS.
-	ProblemNotTLS
-	// ProblemCredentials: the node refused the credentials (401), or asked
-	// for some and none were given.
-	ProblemCredentials
-	// ProblemPrivileges: the credentials lack privileges the store needs
-	// (403, or missing in _has_privileges).
-	ProblemPrivileges
-	// ProblemWantsTLS: an http URL reached a node that speaks TLS.
-	ProblemWantsTLS
+	ProblemTLS         Problem = iota + 1 // the node's certificate is not trusted (CA or fingerprint)
+	ProblemNotTLS                         // an https URL reached a node without TLS
+	ProblemCredentials                    // credentials refused (401), or asked for and none given
+	ProblemPrivileges                     // privileges the store needs lacking (403, _has_privileges)
+	ProblemWantsTLS                       // an http URL reached a node that speaks TLS
 )
 
 // AccessError is a refusal at Open that only the settings can fix (not a
@@ -155,10 +147,8 @@ const (
 // missing privileges. It holds no secret.
 type AccessError struct {
 	Problem Problem
-	// Node is the host:port that refused.
-	Node string
-	// Detail says what happened, in words for an operator.
-	Detail string
+	Node    string // the host:port that refused
+	Detail  string // what happened, in words for an operator
 	// Missing lists the privileges lacking (ProblemPrivileges), such as
 	// "cluster:monitor" or "index notices-*:manage".
 	Missing []string
@@ -174,8 +164,7 @@ var (
 
 // checkAccess asks the node, first, whether the store can work: the TLS
 // handshake, the credentials and the privileges on the namespace
-// (_has_privileges; a node without security answers another error, and
-// passes).
+// (_has_privileges; a node without security answers another error: pass).
 func (s *Store) checkAccess(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(withAttempts(ctx), s.cfg.Timeout)
 	defer cancel()
@@ -253,14 +242,12 @@ func (s *Store) checkAccess(ctx context.Context) error {
 		Detail: fmt.Sprintf("the Elasticsearch user %s lacks privileges noticesd needs: %s", ans.User, strings.Join(missing, ", "))}
 }
 
-// securityOn reports whether an error answer of _has_privileges is not a
-// node's whose security is off.
+// securityOn reports whether a _has_privileges error is not "security off".
 func securityOn(raw []byte) bool {
 	return !strings.Contains(esReason(raw), "Security must be explicitly enabled")
 }
 
-// esReason is an error answer's type and reason (else its text, trimmed,
-// cut at 200 bytes).
+// esReason is an error answer's type and reason, else its text (cut).
 func esReason(raw []byte) string {
 	e := errorOf(0, raw)
 	if e.Type != "" && e.Reason != "" {
@@ -273,8 +260,7 @@ func esReason(raw []byte) string {
 	return s
 }
 
-// closedEarly reports whether the node closed or reset the connection
-// before answering, as a TLS node does to plain HTTP.
+// closedEarly reports whether the node closed the connection unanswered (TLS to HTTP).
 func closedEarly(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }

@@ -24,7 +24,6 @@ type searchAnswer struct {
 		} `json:"total"`
 		Hits []hit `json:"hits"`
 	} `json:"hits"`
-	Aggregations map[string]json.RawMessage `json:"aggregations"`
 }
 
 // noticeOf decodes the notice of document id's _source.

@@ -84,8 +84,7 @@ func textQuery(text string, prefix bool) obj {
 	return obj{"match_phrase_prefix": obj{ftsField: obj{"query": folded, "max_expansions": maxPhraseExpansions}}}
 }
 
-// ranked reports whether relevance can rank q: as in the embedded store,
-// only a q FTS5 can express (with a positive part).
+// ranked reports whether relevance ranks q (a q FTS5 can express, as embedded).
 func ranked(q query.Node) bool {
 	if q == nil {
 		return false
@@ -153,8 +152,7 @@ func boolOf(k1 string, l1 []obj, k2 string, l2 []obj) obj {
 	return obj{"bool": b}
 }
 
-// companyQuery selects the notices of one company: those carrying id or
-// an identifier of the other kind its register rows give (othersOf).
+// companyQuery selects the notices of id's company (id or othersOf its rows).
 func (s *Store) companyQuery(ctx context.Context, id ident.ID) (obj, error) {
 	field := "acn"
 	if id.Kind == ident.ABN {
@@ -167,8 +165,7 @@ func (s *Store) companyQuery(ctx context.Context, id ident.ID) (obj, error) {
 	return companyQueryWith(id, othersOf(id, rows)), nil
 }
 
-// othersOf is the identifiers of the other kind the rows carrying id give
-// (an ACN's ABNs, an ABN's ACNs), each once, in row order.
+// othersOf is the other kind's identifiers the rows carrying id give, each once.
 func othersOf(id ident.ID, rows []notice.RegisterRow) []string {
 	var others []string
 	seen := map[string]bool{}

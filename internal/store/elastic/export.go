@@ -7,8 +7,7 @@ import (
 	"github.com/noticesd/noticesd/internal/store"
 )
 
-// exportPage is how many hits one step of an export reads (tests set it
-// lower).
+// exportPage is how many hits one step of an export reads (tests lower it).
 var exportPage = scanPage
 
 // ExportNotices opens an export (store.Notices): a point in time paged
@@ -41,8 +40,7 @@ func (s *Store) ExportNotices(ctx context.Context, q notice.SearchQuery, max int
 	return e, nil
 }
 
-// export is an open export of the Elasticsearch store (or the screen
-// copy's load, NoticeSummaries): query read in order in a point in time.
+// export reads query in order in a point in time (exports, NoticeSummaries).
 type export struct {
 	pit    *pointInTime
 	query  obj

@@ -21,20 +21,15 @@ type IndexHealth struct {
 
 // Health is what /health can show of the search backend.
 type Health struct {
-	// Cluster is the cluster's status: green, yellow or red.
-	Cluster string        `json:"cluster"`
-	Indices []IndexHealth `json:"indices"`
-	// NewestCollectedAt is the collected_at of the notice with the highest
-	// notice_seq ("" when there is none).
-	NewestCollectedAt string `json:"newest_collected_at"`
-	// NewestAge is how long ago that was, in seconds (-1 when none).
-	NewestAge float64 `json:"newest_age_seconds"`
+	Cluster           string        `json:"cluster"` // green, yellow or red
+	Indices           []IndexHealth `json:"indices"`
+	NewestCollectedAt string        `json:"newest_collected_at"` // of the highest notice_seq ("": none)
+	NewestAge         float64       `json:"newest_age_seconds"`  // seconds since then (-1: none)
 }
 
 var versionInName = regexp.MustCompile(`-v(\d+)-[^-]*$`)
 
-// Health reports the cluster status, each alias's index with its mapping
-// version and document count, and the age of the newest notice.
+// Health reports the cluster status, the aliases' indices and the newest notice.
 func (s *Store) Health(ctx context.Context) (Health, error) {
 	h := Health{NewestAge: -1, Indices: []IndexHealth{}}
 	var err error
@@ -79,8 +74,7 @@ func (s *Store) Health(ctx context.Context) (Health, error) {
 	return h, nil
 }
 
-// Ping checks that the cluster answers and is not red (primary shards
-// missing): /health's "search" check.
+// Ping checks that the cluster answers and is not red (/health's "search").
 func (s *Store) Ping(ctx context.Context) error {
 	status, err := s.clusterStatus(ctx)
 	if err != nil {

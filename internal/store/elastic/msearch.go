@@ -15,8 +15,7 @@ type msearchItem struct {
 	body  obj
 }
 
-// msearchBody is the NDJSON body of an _msearch of items, each asking for
-// no partial results.
+// msearchBody is the NDJSON of an _msearch of items, with no partial results.
 func msearchBody(items []msearchItem) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := gojson.NewEncoder(&buf) // a value a line
@@ -31,8 +30,7 @@ func msearchBody(items []msearchItem) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// msearch sends items in one _msearch (run concurrently) and returns their
-// answers in order, each checked as searchRead checks one.
+// msearch sends items in one _msearch and returns the checked answers in order.
 func (s *Store) msearch(ctx context.Context, items []msearchItem) ([]searchAnswer, error) {
 	body, err := msearchBody(items)
 	if err != nil {
@@ -41,11 +39,8 @@ func (s *Store) msearch(ctx context.Context, items []msearchItem) ([]searchAnswe
 	var ans struct {
 		Responses []struct {
 			searchAnswer
-			Status int `json:"status"`
-			Error  *struct {
-				Type   string `json:"type"`
-				Reason string `json:"reason"`
-			} `json:"error"`
+			Status int      `json:"status"`
+			Error  *esError `json:"error"`
 		} `json:"responses"`
 	}
 	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/_msearch", body, &ans); err != nil {
@@ -57,7 +52,8 @@ func (s *Store) msearch(ctx context.Context, items []msearchItem) ([]searchAnswe
 	out := make([]searchAnswer, len(items))
 	for i, r := range ans.Responses {
 		if r.Error != nil {
-			return nil, searchError((&esError{Status: r.Status, Type: r.Error.Type, Reason: r.Error.Reason}).classified())
+			r.Error.Status = r.Status
+			return nil, searchError(r.Error.classified())
 		}
 		if err := r.complete(); err != nil {
 			return nil, err

@@ -13,8 +13,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8"
 )
 
-// nodeCounts counts the attempts that failed on each node and the retries
-// (/metrics), through the transport's interceptor.
+// nodeCounts counts the failed attempts by node and the retries (/metrics).
 type nodeCounts struct {
 	retries  atomic.Int64
 	mu       sync.Mutex
@@ -24,8 +23,7 @@ type nodeCounts struct {
 // attemptsKey carries a request's attempt counter (withAttempts).
 type attemptsKey struct{}
 
-// withAttempts gives the request sent with ctx an attempt counter, to tell
-// retries from first attempts.
+// withAttempts gives ctx's request an attempt counter, to tell the retries.
 func withAttempts(ctx context.Context) context.Context {
 	return context.WithValue(ctx, attemptsKey{}, new(atomic.Int32))
 }
@@ -49,9 +47,8 @@ func (c *nodeCounts) intercept(next elastictransport.RoundTripFunc) elastictrans
 	}
 }
 
-// NodeCounts returns how many requests were sent again to another node
-// and, by node (host:port, every configured one), how many attempts
-// failed on it (no connection, no answer, or retryOnStatus).
+// NodeCounts returns how many requests were retried on another node and
+// how many attempts failed on each configured node (host:port).
 func (s *Store) NodeCounts() (retries int64, failures map[string]int64) {
 	c := s.counts
 	c.mu.Lock()
@@ -93,19 +90,15 @@ func newProbes(cfg Config) ([]nodeProbe, error) {
 
 // NodeStatus is whether one configured node answers.
 type NodeStatus struct {
-	// Node is the node's host:port (never its credentials).
-	Node string
-	// Reachable: the node answered its own view of the cluster health in
-	// time.
-	Reachable bool
+	Node      string // host:port (never credentials)
+	Reachable bool   // it answered its own view of the cluster health in time
 }
 
 // nodeProbeTimeout bounds each node's probe; nodeDialTimeout a new
 // connection to a node (conn.go), failed over to another past it.
 const nodeProbeTimeout, nodeDialTimeout = 3 * time.Second, 2 * time.Second
 
-// Nodes asks every configured node at once whether it answers (/health,
-// /ready), in Config.URL's order.
+// Nodes asks every configured node at once whether it answers (/health).
 func (s *Store) Nodes(ctx context.Context) []NodeStatus {
 	out := make([]NodeStatus, len(s.probes))
 	var wg sync.WaitGroup

@@ -12,15 +12,13 @@ import (
 // page must be read and handled within it.
 const pitKeepAlive = "2m"
 
-// pointInTime is an open point in time on the notices alias: every search
-// in it reads the same view of the index, whatever is written meanwhile.
+// pointInTime is a point in time on the notices alias: its searches see one view.
 type pointInTime struct {
 	s  *Store
 	id string
 }
 
-// openPIT opens a point in time on the notices alias for what (the
-// error's wording); one missing a shard is refused, as searches are.
+// openPIT opens a point in time (what names it in errors), refused partial.
 func (s *Store) openPIT(ctx context.Context, what string) (*pointInTime, error) {
 	var ans struct {
 		shardStatus
@@ -38,8 +36,7 @@ func (s *Store) openPIT(ctx context.Context, what string) (*pointInTime, error) 
 	return &pointInTime{s: s, id: ans.ID}, nil
 }
 
-// search runs body in the point in time (path "/_search" with its
-// parameters) into out, keeping the id current (Elasticsearch may renew it).
+// search runs body in the point in time into out, keeping its id current.
 func (p *pointInTime) search(ctx context.Context, path string, body obj, out shardAnswer) error {
 	body["pit"] = obj{"id": p.id, "keep_alive": pitKeepAlive}
 	if err := p.s.searchRead(ctx, path, body, out); err != nil {

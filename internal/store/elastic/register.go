@@ -30,8 +30,7 @@ type registerBlock struct {
 	Data  []notice.RegisterRow `json:"data"`
 }
 
-// registerBlockRows is how many rows a register document holds at most,
-// kept small (about 5 KB) as a company view reads its rows' blocks.
+// registerBlockRows is a document's most rows, kept small (5 KB) for company views.
 const registerBlockRows = 16
 
 // registerRowsWith decodes the rows of a register document whose field
@@ -92,8 +91,7 @@ func registerRaws(src []byte) (int64, []gojson.RawMessage, error) {
 	return one.Row, []gojson.RawMessage{one.Data}, nil
 }
 
-// registerRowsOf decodes a register document of any mapping version into
-// its first row's position and its rows.
+// registerRowsOf decodes a register document into its first row and rows.
 func registerRowsOf(src []byte) (int64, []notice.RegisterRow, error) {
 	row, raws, err := registerRaws(src)
 	if err != nil {
@@ -143,9 +141,8 @@ func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
 // Index names the index the load fills.
 func (l *RegisterLoad) Index() string { return l.index }
 
-// Add appends rows to the new register, sent in the background while the
-// caller reads the next ones; a refused row fails a later Add or Commit,
-// named by its number.
+// Add appends rows to the new register, sent in the background; a refused
+// row fails a later Add or Commit, named by its number.
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -239,9 +236,8 @@ func (l *RegisterLoad) ended() error {
 	return nil
 }
 
-// registerOp is the write of a register block (body, its encoding) into
-// index; refused, it is split into one write per row, decoded from body
-// (block may be reused once Add returns).
+// registerOp writes a register block (body, its encoding) into index;
+// refused, it splits into a write per row, decoded from body.
 func registerOp(index string, first int64, block []notice.RegisterRow, body []byte) bulkOp {
 	op := bulkOp{Index: index, Action: "index", Body: body, What: blockName(first, block)}
 	if len(block) > 1 {
@@ -261,8 +257,7 @@ func registerOp(index string, first int64, block []notice.RegisterRow, body []by
 	return op
 }
 
-// blockName names a block by its rows (1-based, after the file's header)
-// and first ACN.
+// blockName names a block by its rows (1-based) and first ACN.
 func blockName(first int64, block []notice.RegisterRow) string {
 	from := strconv.FormatInt(first+1, 10)
 	if len(block) == 1 {
@@ -271,8 +266,7 @@ func blockName(first int64, block []notice.RegisterRow) string {
 	return "register rows " + from + "-" + strconv.FormatInt(first+int64(len(block)), 10) + " (from ACN " + block[0].ACN + ")"
 }
 
-// registerRowCount is how many rows a register index holds (a version 1
-// or 2 document, without rows, is one).
+// registerRowCount is how many rows a register index holds (v1-2: a row a document).
 func (s *Store) registerRowCount(ctx context.Context, index string) (int64, error) {
 	var ans struct {
 		shardStatus
@@ -295,8 +289,7 @@ func (s *Store) registerRowCount(ctx context.Context, index string) (int64, erro
 	return int64(ans.Aggregations.Rows.Value) + ans.Aggregations.Single.DocCount, nil
 }
 
-// newRegisterIndex creates the index a register load or a reindex fills
-// (loadSettings), after deleting killed loads' (dropStaleLoads).
+// newRegisterIndex creates a register index to load, after dropStaleLoads.
 func (s *Store) newRegisterIndex(ctx context.Context) (mappings.Index, string, error) {
 	ix, err := mappings.Load(mappings.Register)
 	if err != nil {
@@ -312,9 +305,8 @@ func (s *Store) newRegisterIndex(ctx context.Context) (mappings.Index, string, e
 	return ix, name, nil
 }
 
-// registerLive moves the register alias to a loaded index from exactly
-// the indices from (moveAlias), deletes those and drops the kept answers
-// (dataChanged: company filters resolve through the register).
+// registerLive moves the register alias to index from exactly from
+// (moveAlias), deletes those and drops the kept answers (company filters).
 func (s *Store) registerLive(ctx context.Context, index string, from []string) error {
 	old, err := s.moveAlias(ctx, s.Alias(mappings.Register), index, from, nil)
 	if err != nil {
@@ -380,8 +372,7 @@ func (s *Store) dropIndices(ctx context.Context, alias string, old []string) err
 // for a killed load's (a national load takes minutes).
 const staleLoadAge = 6 * time.Hour
 
-// dropStaleLoads deletes, and returns, the register indices without an
-// alias created over staleLoadAge ago.
+// dropStaleLoads deletes and returns the unaliased register indices older than staleLoadAge.
 func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
 	var indices map[string]struct {
 		Aliases  map[string]any `json:"aliases"`
@@ -409,8 +400,7 @@ func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
 	return dropped, nil
 }
 
-// RegisterIndices returns the indices the register alias names now
-// (redisstore.RegisterIndexer).
+// RegisterIndices returns the register alias's indices (RegisterIndexer).
 func (s *Store) RegisterIndices(ctx context.Context) ([]string, error) {
 	return s.aliasIndices(ctx, s.Alias(mappings.Register))
 }
@@ -418,9 +408,8 @@ func (s *Store) RegisterIndices(ctx context.Context) ([]string, error) {
 // namesChunk is the most ACNs one RegisterNames query looks up.
 const namesChunk = 10000
 
-// RegisterNames returns the name of each of acns: its first current
-// register row's, else its first row's ("" when none), as the bulk screen
-// names a company (redisstore.RegisterNamer).
+// RegisterNames returns the name of each of acns as the bulk screen names a
+// company: its first current row's, else its first row's, else "".
 func (s *Store) RegisterNames(ctx context.Context, acns []string) ([]string, error) {
 	out := make([]string, len(acns))
 	for lo := 0; lo < len(acns); lo += namesChunk {

@@ -14,9 +14,8 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// writeGrace bounds how long before a reindex starts a write may have
-// been stamped (indexed_at) and still be landing: the catch-up copies
-// writes this recent again.
+// writeGrace bounds how long before a reindex a write may have been stamped
+// (indexed_at) and still be landing: the catch-up copies those again.
 const writeGrace = 5 * time.Minute
 
 // ReindexProgress reports a reindex step: kind is the index kind, done and
@@ -31,14 +30,12 @@ type ReindexResult struct {
 	NoticesCopied, RegisterCopied, CaughtUp int64
 }
 
-// Test hooks: between the notices' copy and swap; right after the swap
-// (an error stops there, as a crash would); between the register copy and
-// its alias move; after the catch-up's copy, before the old indices go.
+// Reindex's test hooks.
 var (
-	reindexHook       func()
-	afterSwapHook     func(old []string) error
-	registerCopyHook  func()
-	catchUpCopiedHook func(old []string)
+	reindexHook       func()                   // between the notices' copy and swap
+	afterSwapHook     func(old []string) error // after the swap (an error stops there, as a crash)
+	registerCopyHook  func()                   // between the register copy and its alias move
+	catchUpCopiedHook func(old []string)       // after the catch-up's copy, before the old indices go
 )
 
 // Reindex rebuilds both indices from the current mappings (each notice
@@ -152,8 +149,7 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	return res, nil
 }
 
-// copyRegister copies the rows of from into index, in row order, as blocks
-// of the current mapping, and returns the rows copied.
+// copyRegister copies from's rows into index in order, as current blocks.
 func (s *Store) copyRegister(ctx context.Context, from, index string, progress ReindexProgress) (int64, error) {
 	total, err := s.registerRowCount(ctx, from)
 	if err != nil {
@@ -215,18 +211,13 @@ func rebuildNoticeDoc(src json.RawMessage) ([]byte, error) {
 	if err := json.Unmarshal(src, &d); err != nil {
 		return nil, err
 	}
-	n := d.Notice
-	if n.ID == "" {
+	if d.Notice.ID == "" {
 		return nil, errors.New("no notice in the document")
 	}
-	if n.Practitioners == nil {
-		n.Practitioners = []notice.Practitioner{}
-	}
-	return esdoc.AppendNotice(make([]byte, 0, len(src)), &n, d.IndexedAt, nil), nil
+	return esdoc.AppendNotice(make([]byte, 0, len(src)), &d.Notice, d.IndexedAt, nil), nil
 }
 
-// catchUp copies the notices visible through catchUpAlias (if any) into
-// index, then deletes the old indices and so the alias.
+// catchUp copies catchUpAlias's notices into index, then deletes its indices.
 func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgress) (int64, error) {
 	old, err := s.aliasIndices(ctx, s.catchUpAlias())
 	if err != nil || len(old) == 0 {
@@ -257,8 +248,7 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 	return n, s.dropIndices(ctx, s.Alias(mappings.Notices), old)
 }
 
-// copyDocs copies the notice documents of from into index, rebuilt,
-// keeping ids and external versions.
+// copyDocs copies from's notices into index, rebuilt, ids and versions kept.
 func (s *Store) copyDocs(ctx context.Context, from, index, kind string, progress ReindexProgress) (int64, error) {
 	count, err := s.search(ctx, from, obj{"query": matchAll, "size": 0, "track_total_hits": true})
 	if err != nil {

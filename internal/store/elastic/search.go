@@ -38,8 +38,7 @@ func searchPath(prefix string, order []obj) string {
 	return prefix + "/_search"
 }
 
-// noticeSource limits a notice hit's _source to the notice itself (the
-// fts and filter fields would about double every answer).
+// noticeSource reads a hit's notice alone (fts and filter fields would double it).
 var noticeSource = []string{"notice"}
 
 // Search returns one page of matching notices and the exact total.
@@ -63,8 +62,7 @@ func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.Search
 	return notice.SearchPage{Notices: ns, Total: total}, nil
 }
 
-// sortFor validates a sort key; relevance is published_desc for a q
-// without a positive full-text part.
+// sortFor validates a sort key (relevance is published_desc unless ranked).
 func sortFor(key string, q query.Node) ([]obj, error) {
 	switch key {
 	case notice.SortPublishedDesc, "":
@@ -262,8 +260,7 @@ func (s *Store) NoticesAfter(ctx context.Context, seq int64, limit int) ([]notic
 	return s.scanNotices(ctx, q, sortSeqAsc, limit, nil)
 }
 
-// registerBody is the search registerRows pages through (only the rows
-// come back).
+// registerBody is the search registerRows pages through.
 func registerBody(field, value string) obj {
 	return obj{"query": obj{"term": obj{field: value}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"data"}}
 }
@@ -289,8 +286,7 @@ func (s *Store) registerRows(ctx context.Context, field, value string, first *se
 	return out, err
 }
 
-// facetFields are the fields /v1/filters counts and filterQuery filters
-// on, in FilterCounts order.
+// facetFields are the filter fields, in FilterCounts order.
 var facetFields = []string{"appointment_type", "notice_purpose", "notice_code", "state", "status"}
 
 // maxBuckets sizes the terms aggregations so that every value comes back.
@@ -369,8 +365,7 @@ func bucketKey(raw json.RawMessage, asString string) string {
 	return string(raw)
 }
 
-// Filters counts the values of each filter field among the matching
-// notices, merging spellings that differ only in case (notice.SortedCounts).
+// Filters counts each filter field's values among the matching notices.
 func (s *Store) Filters(ctx context.Context, f notice.Filter) (notice.FilterCounts, error) {
 	aggs := obj{}
 	for _, fld := range facetFields {

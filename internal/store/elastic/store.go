@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,15 +54,12 @@ type Config struct {
 	// NOTICES_ELASTICSEARCH_CA_FINGERPRINT). Neither: the system's roots.
 	CACert        []byte
 	CAFingerprint string
-	// Namespace prefixes every index and alias.
-	Namespace string
-	// Log is the writer lease, notice_seq and the publish log (Redis).
-	Log *publog.Log
+	Namespace     string      // prefixes every index and alias
+	Log           *publog.Log // the writer lease, notice_seq and the publish log (Redis)
 	// Timeout bounds every read and small call; BulkTimeout every bulk
 	// request, refresh and index creation.
 	Timeout, BulkTimeout time.Duration
-	// Now is the clock collected_at is stamped with (time.Now when nil).
-	Now func() time.Time
+	Now                  func() time.Time // stamps collected_at (time.Now when nil)
 	// BulkWorkers is the number of concurrent bulk requests of a load (3
 	// when 0: 10-13% faster register loads than 2, docs/benchmarks.md).
 	BulkWorkers int
@@ -111,9 +110,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.BulkWorkers <= 0 {
 		cfg.BulkWorkers = 3
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	cfg.counts = &nodeCounts{failures: map[string]int64{}}
 	es, err := newClient(cfg)
@@ -124,7 +122,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: now, log: cfg.Log, aggs: newAggCache(cfg.AggCache),
+	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: cfg.Now, log: cfg.Log, aggs: newAggCache(cfg.AggCache),
 		counts: cfg.counts, probes: probes}
 	if err := s.checkAccess(ctx); err != nil {
 		return nil, err
@@ -238,21 +236,14 @@ func (s *Store) aliasExists(ctx context.Context, alias string) (bool, error) {
 	return err == nil, err
 }
 
-// aliasIndices returns the indices an alias points to ([] when none).
+// aliasIndices returns the indices an alias points to (nil when none).
 func (s *Store) aliasIndices(ctx context.Context, alias string) ([]string, error) {
 	var out map[string]any
 	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_alias/"+alias, nil, &out)
 	if isNotFound(err) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(out))
-	for k := range out {
-		names = append(names, k)
-	}
-	return names, nil
+	return slices.Collect(maps.Keys(out)), err
 }
 
 // refresh makes writes to target searchable.
@@ -288,9 +279,9 @@ func (s *Store) deleteIndex(ctx context.Context, name string) error {
 
 // esError is an error answer of Elasticsearch.
 type esError struct {
-	Status int
-	Type   string
-	Reason string
+	Status int    `json:"-"`
+	Type   string `json:"type"`
+	Reason string `json:"reason"`
 }
 
 func (e *esError) Error() string {
@@ -301,13 +292,11 @@ func (e *esError) Error() string {
 // when it is not one).
 func errorOf(status int, raw []byte) *esError {
 	var doc struct {
-		Error struct {
-			Type   string `json:"type"`
-			Reason string `json:"reason"`
-		} `json:"error"`
+		Error esError `json:"error"`
 	}
 	if json.Unmarshal(raw, &doc) == nil && doc.Error.Type != "" {
-		return &esError{Status: status, Type: doc.Error.Type, Reason: doc.Error.Reason}
+		doc.Error.Status = status
+		return &doc.Error
 	}
 	return &esError{Status: status, Reason: strings.TrimSpace(string(raw))}
 }

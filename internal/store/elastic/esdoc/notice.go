@@ -103,8 +103,7 @@ func appendOptional(buf []byte, key string, v *string) []byte {
 	return AppendField(buf, key, *v)
 }
 
-// AppendField appends key and v as a JSON string (a member of a document
-// written by hand).
+// AppendField appends key and v as a JSON string.
 func AppendField(buf []byte, key, v string) []byte {
 	return AppendString(append(buf, key...), v)
 }
