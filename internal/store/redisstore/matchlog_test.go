@@ -167,6 +167,7 @@ func TestGaplessMatches(t *testing.T) {
 
 	const perIngester, ingesters = 150, 2
 	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // a failed test ends after its ingesters and workers
 	var ingested atomic.Int64
 	for g := 0; g < ingesters; g++ {
 		wg.Add(1)
@@ -187,6 +188,7 @@ func TestGaplessMatches(t *testing.T) {
 		m := &ArrivalMatcher{Store: f.sameNamespace(t, Options{NoMatchOnRead: true}), Idle: time.Millisecond, Batch: 7,
 			OnError: func(err error) { t.Error(err) }}
 		m.Start(ctx)
+		t.Cleanup(func() { _ = m.Shutdown(ctx) })
 		workers = append(workers, m)
 	}
 	// A watch created mid-ingest: backfill and arrival matching together
