@@ -17,27 +17,9 @@ import (
 	"github.com/noticesd/noticesd/internal/watch"
 )
 
-// The mail queue of scale mode (issue 17):
-//
-//	mail:<job id>   hash: job (the mail.Job JSON), kind, watch, status
-//	                (pending, sent, dead, deleted: its watch was deleted
-//	                before it was sent), attempts, token (the current
-//	                claim), last_error, updated_at, held (deactivation
-//	                alerts: the pending deliveries counted by the script
-//	                that deactivated the watch)
-//	mq              zset of pending job ids by due time in ms; a claim
-//	                moves the score to the lease's end, so a job whose
-//	                claimer died is due again then
-//	mpd:<watch>     the id of the watch's pending digest, if any
-//	mdead           zset of dead job ids by the time they died (ms)
-//	mlasterr        the latest SMTP error
-//	mdw             the last digest window whose digests were all queued
-//	                (unix ms)
-//	w:<watch>       field dseq: the end of the last accepted digest
-//
-// The alert is queued by the script that deactivates the watch (so once
-// per deactivation). A finished job's hash expires after mail.Retention,
-// long after its digest window could be queued again (only on its own day).
+// The mail queue of scale mode (keys mail:<id>, mq, mpd, mdead, mlasterr,
+// mdw and the watch's dseq: docs/redis.md). The alert is queued by the
+// script that deactivates the watch, so once per deactivation.
 
 var _ store.Mail = (*Store)(nil)
 
@@ -127,22 +109,22 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 	return n == 1, nil
 }
 
-// claimMailScript leases the jobs passed that are still due at ARGV[1]
-// (ms) until ARGV[2] (ms), counting each attempt; the mail of a deleted
-// watch is dropped (status deleted). KEYS: mq, then mail:<id> and
-// w:<watch> of each job. ARGV: now ms, lease end ms, retention ms, then
-// each job's id and watch (read before, with mq: a job another claimer
-// took meanwhile is no longer due and is left alone). Returns {id, job,
-// attempts, held, ...}.
+// claimMailScript counts an attempt of each job passed that is pending
+// (and, unless ARGV[1] is '', still due at ARGV[1] ms: one another
+// claimer took meanwhile is left alone) and leases it until ARGV[2] ms;
+// the mail of a deleted watch is dropped (status deleted). KEYS: mq, then
+// mail:<id> and w:<watch> of each job. ARGV: due-by ms or '', lease end
+// ms, retention ms, then each job's id and watch (read before; a job's
+// watch never changes). Returns {id, job, attempts, held, ...}.
 var claimMailScript = redis.NewScript(`
 local out = {}
 for i = 4, #ARGV, 2 do
   local id, k, wk = ARGV[i], KEYS[i - 2], KEYS[i - 1]
   local due = redis.call('ZSCORE', KEYS[1], id)
-  if not due or tonumber(due) > tonumber(ARGV[1]) then
+  if ARGV[1] ~= '' and (not due or tonumber(due) > tonumber(ARGV[1])) then
     -- taken meanwhile
   elseif redis.call('HGET', k, 'status') ~= 'pending' then
-    redis.call('ZREM', KEYS[1], id)
+    if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], id) end
   elseif redis.call('HGET', k, 'watch') ~= ARGV[i + 1] then
     -- not the job read (cannot happen: a job's watch never changes)
   elseif redis.call('EXISTS', wk) == 0 then
@@ -200,57 +182,70 @@ func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease t
 	if err != nil || len(ids) == 0 {
 		return nil, s.fail("claim mail", err)
 	}
-	args := []any{now.UnixMilli(), now.Add(lease).UnixMilli(), mail.Retention.Milliseconds()}
+	return s.startMail(ctx, "claim mail", keys, itoa(now.UnixMilli()), now.Add(lease), ids, owners)
+}
+
+// startMail runs claimMailScript on the jobs ids of the watches owners
+// (keys: mq, then each job's) and decodes the jobs it began.
+func (s *Store) startMail(ctx context.Context, what string, keys []string, dueBy string, until time.Time, ids, owners []string) ([]mail.Job, error) {
+	args := []any{dueBy, until.UnixMilli(), mail.Retention.Milliseconds()}
 	for i, id := range ids {
 		args = append(args, id, owners[i])
 	}
 	v, err := claimMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
-		return nil, s.fail("claim mail", err)
+		return nil, s.fail(what, err)
 	}
 	var jobs []mail.Job
 	for i := 0; i+3 < len(v); i += 4 {
-		j, _, err := decodeMailJob(v[i], v[i+1], v[i+2], v[i+3])
-		if err != nil {
-			return nil, err
+		var j mail.Job
+		if err := json.Unmarshal([]byte(v[i+1]), &j); err != nil {
+			return nil, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", v[i], err)
+		}
+		// The attempt number is also the claim token.
+		j.Attempt, _ = strconv.Atoi(v[i+2])
+		j.Token = v[i+2]
+		if j.Deactivated != nil && v[i+3] != "" {
+			j.Deactivated.Held, _ = strconv.Atoi(v[i+3])
 		}
 		jobs = append(jobs, j)
 	}
 	return jobs, nil
 }
 
-// completeMailScript records an outcome. KEYS: mail:<id>, mq, mpd:<watch>,
-// w:<watch>, mdead, mlasterr. ARGV: id, token, outcome (sent, retry,
-// dead), error, next ms, through seq (digests; 0 otherwise), now
-// timestamp, retention ms, now ms.
+// completeMailScript records an outcome. KEYS: mail:<id>, mq,
+// mpd:<watch>, w:<watch>, mdead, mlasterr. ARGV: id, token, outcome (sent,
+// retry, dead), error, next ms, through seq (digests; 0 otherwise), now
+// timestamp, retention ms, now ms. A failure counts only for the current
+// claim (token); a success always.
 var completeMailScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
-if ARGV[3] == 'sent' then
-  redis.call('HSET', KEYS[1], 'status', 'sent', 'updated_at', ARGV[7])
-  redis.call('PEXPIRE', KEYS[1], ARGV[8])
-  redis.call('HDEL', KEYS[1], 'token')
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
-  local through = tonumber(ARGV[6])
-  if through > 0 and redis.call('EXISTS', KEYS[4]) == 1 then
-    local cur = tonumber(redis.call('HGET', KEYS[4], 'dseq') or '0')
-    if through > cur then redis.call('HSET', KEYS[4], 'dseq', through) end
-  end
-  return 1
+local k = KEYS[1]
+if redis.call('HGET', k, 'status') ~= 'pending' then return 0 end
+local sent = ARGV[3] == 'sent'
+if not sent then
+  if redis.call('HGET', k, 'token') ~= ARGV[2] then return 0 end
+  redis.call('HSET', k, 'last_error', ARGV[4])
+  redis.call('SET', KEYS[6], ARGV[4])
 end
-if redis.call('HGET', KEYS[1], 'token') ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], 'last_error', ARGV[4], 'updated_at', ARGV[7])
-redis.call('SET', KEYS[6], ARGV[4])
-redis.call('HDEL', KEYS[1], 'token')
+redis.call('HSET', k, 'updated_at', ARGV[7])
+redis.call('HDEL', k, 'token')
 if ARGV[3] == 'retry' then
   redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
   return 1
 end
-redis.call('HSET', KEYS[1], 'status', 'dead')
-redis.call('PEXPIRE', KEYS[1], ARGV[8])
+redis.call('HSET', k, 'status', ARGV[3])
+redis.call('PEXPIRE', k, ARGV[8])
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZADD', KEYS[5], ARGV[9], ARGV[1])
 if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
+if not sent then
+  redis.call('ZADD', KEYS[5], ARGV[9], ARGV[1])
+  return 1
+end
+local through = tonumber(ARGV[6])
+if through > 0 and redis.call('EXISTS', KEYS[4]) == 1 then
+  local cur = tonumber(redis.call('HGET', KEYS[4], 'dseq') or '0')
+  if through > cur then redis.call('HSET', KEYS[4], 'dseq', through) end
+end
 return 1
 `)
 
@@ -357,7 +352,7 @@ func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr s
 			return s.fail("deactivate watch", err)
 		}
 		if ok == 1 {
-			return s.hold(ctx, watchID, now)
+			return s.hold(ctx, watchID)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -446,48 +441,9 @@ func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease t
 	if err != nil {
 		return mail.Job{}, false, s.fail("begin a mail attempt", err)
 	}
-	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key(mailQueueKey), k, s.key(watchKey, watch)}, id, now.Add(lease).UnixMilli(),
-		mail.Retention.Milliseconds(), watch).StringSlice()
-	if err != nil {
-		return mail.Job{}, false, s.fail("begin a mail attempt", err)
+	jobs, err := s.startMail(ctx, "begin a mail attempt", []string{s.key(mailQueueKey), k, s.key(watchKey, watch)}, "", now.Add(lease), []string{id}, []string{watch})
+	if err != nil || len(jobs) == 0 {
+		return mail.Job{}, false, err
 	}
-	if len(v) < 3 {
-		return mail.Job{}, false, nil
-	}
-	return decodeMailJob(id, v[0], v[1], v[2])
-}
-
-// beginMailScript counts an attempt of job ARGV[1]. KEYS: mq, mail:<id>,
-// w:<watch>. ARGV: id, lease end ms, retention ms, the job's watch (read
-// before; a job's watch never changes). Returns {job, attempts, held} or
-// {} when there is nothing to send.
-var beginMailScript = redis.NewScript(`
-local k = KEYS[2]
-if redis.call('HGET', k, 'status') ~= 'pending' or redis.call('HGET', k, 'watch') ~= ARGV[4] then return {} end
-if redis.call('EXISTS', KEYS[3]) == 0 then
-  redis.call('HSET', k, 'status', 'deleted')
-  redis.call('PEXPIRE', k, ARGV[3])
-  redis.call('ZREM', KEYS[1], ARGV[1])
-  return {}
-end
-local n = redis.call('HINCRBY', k, 'attempts', 1)
-redis.call('HSET', k, 'token', tostring(n))
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-local v = redis.call('HMGET', k, 'job', 'held')
-return {v[1], tostring(n), v[2] or ''}
-`)
-
-// decodeMailJob reads a claimed job: its JSON, the attempt number (also
-// its claim token) and the held count of an alert.
-func decodeMailJob(id, raw, attempt, held string) (mail.Job, bool, error) {
-	var j mail.Job
-	if err := json.Unmarshal([]byte(raw), &j); err != nil {
-		return j, false, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", id, err)
-	}
-	j.Attempt, _ = strconv.Atoi(attempt)
-	j.Token = attempt
-	if j.Deactivated != nil && held != "" {
-		j.Deactivated.Held, _ = strconv.Atoi(held)
-	}
-	return j, true, nil
+	return jobs[0], true, nil
 }

@@ -18,22 +18,9 @@ import (
 
 var _ store.Webhooks = (*Store)(nil)
 
-// Webhook and delivery-record keys:
-//
-//	w:<id>        fields secret (the current signing secret, sealed with
-//	              secretbox: see secrets.go) and failures
-//	              (consecutive failed notices) beside the watch
-//	dr:<id>       hash delivery id -> delivery.Record (JSON)
-//	dl:<id>       zset of "<notice_seq, 20 digits>|<delivery id>" by
-//	              created_at in ms: the watch's deliveries, newest first
-//	              with ZREVRANGE (ties by higher notice_seq, as embedded)
-//	df:<id>       zset: the members of dl:<id> whose record is final
-//	              (delivered, dead), same scores: completeScript trims
-//	              the oldest beyond delivery.KeepRecords that are older
-//	              than delivery.KeepAge
-//
-// Attempts, retries and their state changes are the ledger's (ledger.go),
-// driven by the asynq tasks of `noticesd worker` (worker/scheduler).
+// Webhook registrations (the watch's w:<id> fields secret and failures)
+// and delivery records (dr, dl, df: docs/redis.md). Attempts are the
+// ledger's (ledger.go).
 
 func noWatch(id string) error {
 	return errs.New(errs.NotFound, "no watch %s in this account; list your watches with GET /v1/watches", errs.Quote(id))
@@ -43,13 +30,10 @@ func noWebhook(id string) error {
 	return errs.New(errs.NotFound, "watch %s has no webhook; register one with POST /v1/watches/%s/webhook", errs.Quote(id), id)
 }
 
-// casWatchScript replaces a watch's doc if it is still what was read, and
-// sets extra fields, keeping the set of inactive watches (a gauge) in
-// step. A watch turned back on enters wrel, the watches whose held
-// deliveries are still to be released (Release takes it out; the
-// scheduler's sweep finishes what a crash left, Reconcile). KEYS: w:<id>,
-// winactive, wrel. ARGV: old doc, new doc, field, value, ... The watch id
-// is the key's last part.
+// casWatchScript replaces a watch's doc if it is still what was read, sets
+// extra fields, and keeps winactive in step; a watch turned back on
+// enters wrel until Release (or Reconcile) releases its held deliveries.
+// KEYS: w:<id>, winactive, wrel. ARGV: old doc, new doc, field, value, ...
 var casWatchScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'doc', ARGV[2])
@@ -109,6 +93,19 @@ func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound 
 	}
 }
 
+// ownWatch reads fields of the account's watch, or noWatch when it is
+// not the account's or its create has not finished (shown).
+func (s *Store) ownWatch(ctx context.Context, accountID, watchID, what string, fields ...string) ([]any, error) {
+	v, err := s.rdb.HMGet(ctx, s.key(watchKey, watchID), append([]string{"account", "a0"}, fields...)...).Result()
+	if err != nil {
+		return nil, s.fail(what, err)
+	}
+	if !shown(accountID, v) {
+		return nil, noWatch(watchID)
+	}
+	return v[2:], nil
+}
+
 func stamp(now time.Time) time.Time { return now.UTC().Truncate(time.Millisecond) }
 
 // SetWebhook registers or replaces the watch's webhook at now and creates
@@ -148,15 +145,14 @@ func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret 
 	if err != nil {
 		return w, err
 	}
+	var owed []pending
 	for i := range matched {
-		n := &matched[i]
-		pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
-		if err != nil || !delivery.Eligible(n.Seq, cseq, pub, now) {
-			continue
+		if eligible(&matched[i], cseq, now) {
+			owed = append(owed, pending{watchID, &matched[i]})
 		}
-		if _, err := s.addPending(ctx, watchID, n, now); err != nil {
-			return w, err
-		}
+	}
+	if _, err := s.recordPending(ctx, "record delivery", owed, now); err != nil {
+		return w, err
 	}
 	return w, s.replicated(ctx, "webhook registration")
 }
@@ -181,25 +177,21 @@ func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret str
 }
 
 // deadScript marks every pending delivery of a watch dead, adding it to
-// the watch's final records (df:<watch>, trimmed by completeScript).
-// KEYS: dr:<watch>, dstat, ddue, dl:<watch>, df:<watch>. ARGV: last_error,
-// updated_at, watch id.
-var deadScript = redis.NewScript(`
+// its final records (df, trimmed by completeScript). KEYS: dr:<watch>,
+// dstat, ddue, dl:<watch>, df:<watch>. ARGV: last_error, updated_at,
+// watch id.
+var deadScript = redis.NewScript(ledgerLua + `
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local r = cjson.decode(all[i + 1])
   if r.status == 'pending' then
-    redis.call('HINCRBY', KEYS[2], 'pending', -1)
-    redis.call('HINCRBY', KEYS[2], 'dead', 1)
-    if (r.attempts or 0) > 0 then redis.call('HINCRBY', KEYS[2], 'retry', -1) end
-    redis.call('ZREM', KEYS[3], ARGV[3] .. '|' .. all[i] .. '|' .. string.format('%d', r.notice_seq))
+    leave(KEYS[2], KEYS[3], gm(ARGV[3], all[i], r), r, 'dead')
     r.status = 'dead'
     r.last_error = ARGV[1]
     r.updated_at = ARGV[2]
     r.next_attempt_at = nil
     redis.call('HSET', KEYS[1], all[i], cjson.encode(r))
-    local m = string.format('%020d', r.notice_seq) .. '|' .. all[i]
-    redis.call('ZADD', KEYS[5], redis.call('ZSCORE', KEYS[4], m) or 0, m)
+    final(KEYS[4], KEYS[5], all[i], r)
   end
 end
 return 1
@@ -229,12 +221,8 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 // next_attempt_at is null while an attempt is in flight, held or finished,
 // as the embedded store shows it.
 func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit int) ([]delivery.Record, error) {
-	v, err := s.rdb.HMGet(ctx, s.key(watchKey, watchID), "account", "a0").Result()
-	if err != nil {
-		return nil, s.fail("list deliveries", err)
-	}
-	if !shown(accountID, v) {
-		return nil, noWatch(watchID)
+	if _, err := s.ownWatch(ctx, accountID, watchID, "list deliveries"); err != nil {
+		return nil, err
 	}
 	members, err := s.rdb.ZRevRange(ctx, s.key(deliveriesKey, watchID), 0, int64(limit)-1).Result()
 	if err != nil {
