@@ -18,19 +18,16 @@ import (
 	"github.com/noticesd/noticesd/internal/webhook"
 )
 
-// The delivery ledger of scale mode: records, outbox and gauge keys are
-// described in docs/redis.md ("Key layout"). Begin starts an attempt,
-// Complete records its outcome by the rules of package delivery.
+// The delivery ledger of scale mode (keys: docs/redis.md).
 
 var _ store.Ledger = (*Store)(nil)
 
-// ledgerLua is the Lua the ledger's scripts share: a record's gauge member
-// (<watch>|<delivery id>|<notice seq>: ddue, dq, dlease) and list member
-// (<notice seq, 20 digits>|<delivery id>: dl, df); whether a field is set;
-// dropping an attempt's lease; leave counts a pending record out into
-// status (dstat, ddue); final adds it to the watch's final records (df),
-// scored as in dl.
+// ledgerLua is the Lua the ledger's scripts share: rec reads record
+// ARGV[1] of dr (KEYS[1]); gm and lm make a record's gauge member (ddue,
+// dq, dlease) and list member (dl, df); leave counts a pending record out
+// into status; final adds it to df, scored as in dl.
 const ledgerLua = `
+local function rec() local raw = redis.call('HGET', KEYS[1], ARGV[1]) return raw and cjson.decode(raw) end
 local function gm(w, id, r) return w .. '|' .. id .. '|' .. string.format('%d', r.notice_seq) end
 local function lm(id, r) return string.format('%020d', r.notice_seq) .. '|' .. id end
 local function set(v) return v ~= nil and v ~= cjson.null end
@@ -103,10 +100,9 @@ func (s *Store) pendingArgs(watchID string, n *notice.Notice, now time.Time) ([]
 		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli()}, nil
 }
 
-// recordPending records the pending delivery of each pair's notice to its
-// watch at now (once per pair) in one round trip, and returns how many it
-// created. The script's source goes with each call (Redis caches it
-// compiled), so no NOSCRIPT can arise in the pipeline.
+// recordPending records the pending deliveries (once per pair) in one
+// round trip and returns how many it created. EVAL, not EVALSHA: no
+// NOSCRIPT can arise in the pipeline.
 func (s *Store) recordPending(ctx context.Context, what string, pairs []pending, now time.Time) (int, error) {
 	if len(pairs) == 0 {
 		return 0, nil
@@ -138,19 +134,15 @@ type pending struct {
 	n       *notice.Notice
 }
 
-// eligible reports whether n, published at its published_at, is owed a
-// delivery by a watch whose deliveries start after eseq (delivery.Eligible
-// judged at).
+// eligible is delivery.Eligible of n judged at.
 func eligible(n *notice.Notice, eseq int64, at time.Time) bool {
 	pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
 	return err == nil && delivery.Eligible(n.Seq, eseq, pub, at)
 }
 
 // CreateDeliveries creates the deliveries of matched (watch, notice_seq)
-// pairs that are eligible at now: the watch has a webhook, the notice
-// arrived after the watch was created and was published within
-// delivery.Window (delivery.Eligible). Each pair gets at most one delivery
-// ever, however often it is handed in. It returns how many it created.
+// pairs eligible at now (delivery.Eligible, of a watch with a webhook),
+// at most one per pair ever, and returns how many it created.
 func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time) (int, error) {
 	if len(pairs) == 0 {
 		return 0, nil
@@ -195,16 +187,15 @@ func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time
 }
 
 // claimScript takes up to ARGV[3] members of the zset KEYS[1] scored at or
-// before ARGV[1] (ms) and scores them ARGV[2], so no other caller takes
-// them until then. Returns member, score pairs.
+// before ARGV[1] (ms), hidden until ARGV[2]. Returns member, score pairs.
 var claimScript = redis.NewScript(`
 local ms = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
 for i = 1, #ms, 2 do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ms[i]) end
 return ms
 `)
 
-// claim runs claimScript on the gauge zset key: the refs taken, each with
-// its score before; a member that is no ref is dropped.
+// claim runs claimScript on key: the refs and their scores before; a
+// member that is no ref is dropped.
 func (s *Store) claim(ctx context.Context, key, what string, now, until time.Time, limit int) ([]Lapsed, error) {
 	v, err := claimScript.Run(ctx, s.rdb, []string{key}, now.UnixMilli(), until.UnixMilli(), limit).StringSlice()
 	if err != nil {
@@ -223,9 +214,9 @@ func (s *Store) claim(ctx context.Context, key, what string, now, until time.Tim
 	return out, nil
 }
 
-// ClaimDue takes up to limit outbox entries due at now for one pump: they
-// are hidden from other pumps for lease, after which, if the pump has not
-// removed them (Scheduled) because it died, they are due again.
+// ClaimDue takes up to limit outbox entries due at now for one pump,
+// hidden from other pumps for lease (due again if the pump died before
+// Scheduled).
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Ref, error) {
 	got, err := s.claim(ctx, s.key(outboxKey), "read the delivery outbox", now, now.Add(lease), limit)
 	if err != nil {
@@ -243,8 +234,7 @@ func (s *Store) Scheduled(ctx context.Context, refs []Ref) error {
 	return s.outbox(ctx, refs, nil, time.Time{})
 }
 
-// Postpone moves refs' outbox entries to at (their task could not be made
-// yet).
+// Postpone moves refs' outbox entries to at (no task could be made yet).
 func (s *Store) Postpone(ctx context.Context, refs []Ref, at time.Time) error {
 	return s.outbox(ctx, refs, &redis.ZAddArgs{XX: true}, at)
 }
@@ -254,8 +244,7 @@ func (s *Store) Reschedule(ctx context.Context, refs []Ref, now time.Time) error
 	return s.outbox(ctx, refs, &redis.ZAddArgs{NX: true}, now)
 }
 
-// outbox removes refs from the outbox (add nil), or adds them due at at
-// with add's flags.
+// outbox removes refs (add nil) or adds them at at with add's flags.
 func (s *Store) outbox(ctx context.Context, refs []Ref, add *redis.ZAddArgs, at time.Time) error {
 	if len(refs) == 0 {
 		return nil
@@ -276,11 +265,8 @@ func (s *Store) outbox(ctx context.Context, refs []Ref, add *redis.ZAddArgs, at 
 	return s.fail("update the delivery outbox", err)
 }
 
-// Pending lists the pending deliveries of active watches with a webhook
-// due at or before dueBy (not held): what must have an asynq task by then
-// (the scheduler's sweep). It reads the gauge key ddue, computing it first
-// in a namespace written before it existed, so the cost is the deliveries
-// due by dueBy, not every pending one or every record kept.
+// Pending lists the pending deliveries (not held) due by dueBy: what must
+// have an asynq task by then. It reads ddue, so the cost follows those.
 func (s *Store) Pending(ctx context.Context, dueBy time.Time) ([]Ref, error) {
 	computed, err := s.rdb.HExists(ctx, s.key(dstatKey), "v").Result()
 	if err != nil {
@@ -313,17 +299,14 @@ func (s *Store) Pending(ctx context.Context, dueBy time.Time) ([]Ref, error) {
 const (
 	// BeginAttempt: the attempt may go ahead with the returned Job.
 	BeginAttempt = "attempt"
-	// BeginDone: the delivery is no longer pending (delivered, dead,
-	// webhook removed, watch deleted): nothing to do.
+	// BeginDone: the delivery is no longer pending.
 	BeginDone = "done"
-	// BeginHeld: the watch is inactive; the delivery is held until its
-	// reactivation puts it back in the outbox.
+	// BeginHeld: the watch is inactive; reactivation releases it.
 	BeginHeld = "held"
-	// BeginEarly: the attempt is not due yet (asynq schedules by whole
-	// seconds); wait Until and begin again.
+	// BeginEarly: not due yet (asynq schedules by whole seconds); wait
+	// Until and begin again.
 	BeginEarly = "early"
-	// BeginBusy: another task holds the attempt under a live lease and
-	// carries the delivery on.
+	// BeginBusy: another task holds the attempt under a live lease.
 	BeginBusy = "busy"
 )
 
@@ -338,19 +321,16 @@ type Begun struct {
 }
 
 // beginScript starts an attempt of a pending delivery of an active watch
-// with a webhook, counting it unless one was begun and never finished
-// (cut off by a crash). Task ARGV[5] holds it until ARGV[6] (ms; 0: no
-// lease), in the record and in dlease: while the lease runs another task
-// is told 'busy'; after, it is taken over under the same number. A done or
-// held delivery leaves dlease. KEYS: dr:<watch>, w:<watch>, dstat, ddue,
+// with a webhook, counting it unless one was begun and never finished (a
+// crash). Task ARGV[5] holds it until ARGV[6] (ms; 0: no lease), in the
+// record and dlease; after that it is taken over under the same number.
+// KEYS: dr:<watch>, w:<watch>, dstat, ddue,
 // dlease. ARGV: delivery id, now timestamp, now ms, gauge member, holder,
 // lease end ms. Returns {state, attempt, sealed secret, url, next_attempt_at}.
 var beginScript = redis.NewScript(ledgerLua + `
 local function done() redis.call('ZREM', KEYS[5], ARGV[4]) return {'done'} end
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return done() end
-local r = cjson.decode(raw)
-if r.status ~= 'pending' then return done() end
+local r = rec()
+if not r or r.status ~= 'pending' then return done() end
 local v = redis.call('HMGET', KEYS[2], 'doc', 'secret')
 if not v[1] or not v[2] then return done() end
 local w = cjson.decode(v[1])
@@ -387,20 +367,15 @@ return {'attempt', n, v[2], w.webhook_url, next}
 type Hold struct {
 	// Task is the asynq task id making the attempt.
 	Task string
-	// Lease bounds the attempt; 0 takes no lease (the attempt is never
-	// taken over, and never refused as busy).
+	// Lease bounds the attempt; 0 takes none (never taken over or busy).
 	Lease time.Duration
 }
 
-// Begin starts an attempt of the delivery ref at now, reading the webhook
-// URL, the current secret and the watch's state at this moment (a
-// rotation applies to every later attempt, a removed webhook ends the
-// delivery, an inactive watch holds it). The attempt is counted here;
-// Complete records its outcome. hold's task holds it for hold.Lease
-// (Renew extends it): another task beginning it meanwhile gets BeginBusy;
-// once the lease ran out without an outcome (the worker died),
-// LapsedAttempts hands it to a recovery task, which takes it over under
-// the same attempt number.
+// Begin starts and counts an attempt of the delivery ref at now, reading
+// the webhook URL, the current secret and the watch's state now; Complete
+// records its outcome. hold's task holds it for hold.Lease (Renew extends
+// it); once the lease ran out without an outcome, LapsedAttempts hands it
+// to a recovery task, which takes it over under the same number.
 func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time, hold Hold) (Begun, error) {
 	until := int64(0)
 	if hold.Lease > 0 {
@@ -434,20 +409,17 @@ func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time, hold Hold) (B
 // (ms) if task ARGV[2] still holds it. KEYS: dr:<watch>, dlease. ARGV:
 // delivery id, holder, lease end ms, gauge member.
 var renewScript = redis.NewScript(ledgerLua + `
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return 0 end
-local r = cjson.decode(raw)
-if r.status ~= 'pending' or r.holder ~= ARGV[2] or not set(r.inflight) then return 0 end
+local r = rec()
+if not r or r.status ~= 'pending' or r.holder ~= ARGV[2] or not set(r.inflight) then return 0 end
 r.lease = ARGV[3]
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 return 1
 `)
 
-// Renew extends the lease of the attempt of ref that task holds to until
-// while the attempt runs (it may wait for its endpoint's slot longer than
-// any fixed lease). False: task no longer holds it (the attempt ended, or
-// a recovery task took it over) and should stop.
+// Renew extends the lease of task's attempt of ref to until (an attempt
+// may wait for its endpoint's slot longer than any fixed lease). False:
+// task no longer holds it and should stop.
 func (s *Store) Renew(ctx context.Context, ref Ref, task string, until time.Time) (bool, error) {
 	n, err := renewScript.Run(ctx, s.rdb, []string{s.key(recordsKey, ref.WatchID), s.key(dleaseKey)},
 		ref.DeliveryID, task, until.UnixMilli(), ref.member()).Int()
@@ -462,10 +434,9 @@ type Lapsed struct {
 	LeaseMS int64
 }
 
-// LapsedAttempts takes up to limit attempts whose lease ran out at or
-// before now without an outcome (their worker died mid-attempt), hidden
-// from other callers for claim, after which, if no task took one over, it
-// is handed out again. One call reads only the lapsed attempts.
+// LapsedAttempts takes up to limit attempts whose lease ran out by now
+// without an outcome (their worker died), hidden from other callers for
+// claim. One call reads only the lapsed attempts.
 func (s *Store) LapsedAttempts(ctx context.Context, now time.Time, claim time.Duration, limit int) ([]Lapsed, error) {
 	return s.claim(ctx, s.key(dleaseKey), "read the lapsed delivery attempts", now, now.Add(claim), limit)
 }
@@ -475,18 +446,13 @@ func (s *Store) LapsedAttempts(ctx context.Context, now time.Time, claim time.Du
 // df:<watch>, dlease. ARGV: delivery id, attempt n, status, last_error,
 // updated_at, next_attempt_at, next_attempt_at ms, watch id,
 // delivery.DeactivateAfter, delivered_at, delivery.KeepRecords, the
-// KeepAge cutoff (created_at ms), delivery.TrimStep. A final outcome adds
-// the record to df and removes, among the oldest TrimStep final records
-// beyond the newest KeepRecords, those created before the cutoff (trim).
-// Returns the watch's consecutive failed notices after a dead outcome, -1
-// otherwise; a dead outcome bringing an active watch to DeactivateAfter
-// records the deactivation it owes in wdeact in the same step (deactivate
-// clears it, and so does a delivered outcome).
+// KeepAge cutoff (created_at ms), delivery.TrimStep. A final outcome is
+// added to df and trims it (docs/redis.md, "Bounds"). Returns the
+// watch's consecutive failed notices after a dead outcome, else -1; one
+// that reaches DeactivateAfter records the deactivation owed in wdeact.
 var completeScript = redis.NewScript(ledgerLua + `
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return -1 end
-local r = cjson.decode(raw)
-if r.status ~= 'pending' then return -1 end
+local r = rec()
+if not r or r.status ~= 'pending' then return -1 end
 local n = tonumber(ARGV[2])
 local member = gm(ARGV[8], ARGV[1], r)
 local function trim()
@@ -549,10 +515,7 @@ return f
 `)
 
 // Complete records the outcome of job (begun by Begin) at now by
-// delivery.Decide: delivered (the watch's consecutive failures start
-// again), rescheduled after the retry wait, or dead, which counts a failed
-// notice and deactivates the watch when delivery.Deactivates (its pending
-// deliveries are then held).
+// delivery.Decide, deactivating the watch when delivery.Deactivates.
 func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, now time.Time) error {
 	d := delivery.Decide(job.Attempt, out.OK, out.LastError, out.RetryUnit)
 	ts, next := notice.Timestamp(now), now.Add(d.Wait)
@@ -573,9 +536,8 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 }
 
 // Signing returns the current webhook URL and secret of job's watch (see
-// store.Ledger), or errs.NotFound when the watch or its webhook is gone.
-// Every change of URL comes with a new secret, so the watch's document
-// (which holds its identifiers) is read only when the secret changed.
+// store.Ledger). Every new URL comes with a new secret, so the watch's
+// document (large: its identifiers) is read only when the secret changed.
 func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string, err error) {
 	k := s.key(watchKey, job.WatchID)
 	sealed, err := s.rdb.HGet(ctx, k, "secret").Result()
@@ -619,16 +581,13 @@ end
 return 1
 `)
 
-// hold holds the watch's pending deliveries: their tasks find the watch
-// inactive and do nothing.
+// hold holds the watch's pending deliveries.
 func (s *Store) hold(ctx context.Context, watchID string) error {
 	return s.fail("hold deliveries", holdScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(ddueKey)}, watchID).Err())
 }
 
-// releaseScript makes every held delivery of an active watch due at once,
-// in the outbox, without the window check, and takes the watch out of
-// wrel (only that, for a watch deleted or switched off again meanwhile).
-// KEYS: dr:<watch>, dq, ddue, wrel, w:<watch>, dlease. ARGV: now
+// releaseScript makes every held delivery of an active watch due at once
+// (in the outbox) and takes the watch out of wrel. KEYS: dr:<watch>, dq, ddue, wrel, w:<watch>, dlease. ARGV: now
 // timestamp, now ms, watch id.
 var releaseScript = redis.NewScript(ledgerLua + `
 redis.call('SREM', KEYS[4], ARGV[3])
@@ -673,13 +632,10 @@ func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, n
 	return err
 }
 
-// Reconcile finishes what a stopped process (or a lost connection) left
-// half done: a register load between its two commits (CompleteRegister),
-// creates whose creator stopped (wpend), deletes whose deleter stopped
-// (trash), releases of watches turned back on (wrel), and deactivations
-// owed (wdeact) while the watch's consecutive failed notices still reach
-// delivery.DeactivateAfter. The scheduler's sweep calls it; it returns how
-// many changes it finished.
+// Reconcile finishes what a stopped process left half done: a register
+// load between its commits, creates (wpend), deletes (trash), releases
+// (wrel) and deactivations still owed (wdeact), and returns how many
+// changes it finished. The scheduler's sweep calls it.
 func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 	how, err := s.CompleteRegister(ctx)
 	if err != nil {
@@ -741,8 +697,7 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 }
 
 // NoticeBySeq returns the notice with notice_seq seq from the notice
-// source (ok false when it no longer has it): a body is built at attempt
-// time, so an amended notice is sent as amended.
+// source (ok false when it no longer has it).
 func (s *Store) NoticeBySeq(ctx context.Context, seq int64) (notice.Notice, bool, error) {
 	ns, err := s.source.NoticesBySeq(ctx, []int64{seq})
 	if err != nil || len(ns) == 0 {

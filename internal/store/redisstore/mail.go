@@ -81,7 +81,7 @@ func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {
 }
 
 // queueDigestScript stores a digest job unless its id exists, the watch is
-// gone or it has a digest pending. KEYS: mail:<id>, mq, mpd:<watch>,
+// gone or has a digest pending. KEYS: mail:<id>, mq, mpd:<watch>,
 // w:<watch>. ARGV: id, job JSON, kind, watch, now ms, now timestamp.
 var queueDigestScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[4]) == 0 then return 0 end
@@ -112,12 +112,15 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 // claimMailScript counts an attempt of each job passed that is pending
 // (and, unless ARGV[1] is '', still due at ARGV[1] ms: one another
 // claimer took meanwhile is left alone) and leases it until ARGV[2] ms;
-// the mail of a deleted watch is dropped (status deleted). KEYS: mq, then
-// mail:<id> and w:<watch> of each job. ARGV: due-by ms or '', lease end
-// ms, retention ms, then each job's id and watch (read before; a job's
-// watch never changes). Returns {id, job, attempts, held, ...}.
+// the mail of a deleted watch is dropped (status deleted). With ARGV[3]
+// '' it only leases each (the asynq pump: its task counts the attempt).
+// KEYS: mq, then mail:<id> and w:<watch> of each job. ARGV: due-by ms or
+// '', lease end ms, retention ms or '', then each job's id and watch (read
+// before; a job's watch never changes). Returns {id, job, attempts, held,
+// ...}.
 var claimMailScript = redis.NewScript(`
 local out = {}
+local function push(a, b, c, d) out[#out + 1] = a out[#out + 1] = b out[#out + 1] = c out[#out + 1] = d end
 for i = 4, #ARGV, 2 do
   local id, k, wk = ARGV[i], KEYS[i - 2], KEYS[i - 1]
   local due = redis.call('ZSCORE', KEYS[1], id)
@@ -125,6 +128,9 @@ for i = 4, #ARGV, 2 do
     -- taken meanwhile
   elseif redis.call('HGET', k, 'status') ~= 'pending' then
     if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], id) end
+  elseif ARGV[3] == '' then
+    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
+    push(id, '', redis.call('HGET', k, 'attempts') or '0', '')
   elseif redis.call('HGET', k, 'watch') ~= ARGV[i + 1] then
     -- not the job read (cannot happen: a job's watch never changes)
   elseif redis.call('EXISTS', wk) == 0 then
@@ -137,72 +143,71 @@ for i = 4, #ARGV, 2 do
     redis.call('HSET', k, 'token', tostring(n))
     redis.call('ZADD', KEYS[1], ARGV[2], id)
     local v = redis.call('HMGET', k, 'job', 'held')
-    out[#out + 1] = id
-    out[#out + 1] = v[1]
-    out[#out + 1] = tostring(n)
-    out[#out + 1] = v[2] or ''
+    push(id, v[1], tostring(n), v[2] or '')
   end
 end
 return out
 `)
 
-// dueMail returns up to limit ids of the jobs due at now, and the keys
-// of each (mail:<id>, and with watches w:<watch> after it) after mq.
-func (s *Store) dueMail(ctx context.Context, now time.Time, limit int, watches bool) (ids []string, keys []string, owners []string, err error) {
+// dueMail returns up to limit ids of the jobs due at now and the watch of
+// each.
+func (s *Store) dueMail(ctx context.Context, now time.Time, limit int) (ids, owners []string, err error) {
 	ids, err = s.rdb.ZRangeByScore(ctx, s.key(mailQueueKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
 	if err != nil || len(ids) == 0 {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	var cmds []*redis.StringCmd
-	if watches {
-		cmds = make([]*redis.StringCmd, len(ids))
-		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, id := range ids {
-				cmds[i] = p.HGet(ctx, s.key(mailKey, id), "watch")
-			}
-			return nil
-		}); err != nil && err != redis.Nil {
-			return nil, nil, nil, err
+	cmds := make([]*redis.StringCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGet(ctx, s.key(mailKey, id), "watch")
 		}
+		return nil
+	}); err != nil && err != redis.Nil {
+		return nil, nil, err
 	}
-	keys = []string{s.key(mailQueueKey)}
+	owners = make([]string, len(ids))
+	for i, c := range cmds {
+		owners[i] = c.Val()
+	}
+	return ids, owners, nil
+}
+
+// runMail runs claimMailScript on the jobs ids of the watches owners.
+func (s *Store) runMail(ctx context.Context, what, dueBy string, until time.Time, count bool, ids, owners []string) ([]string, error) {
+	keys, args := []string{s.key(mailQueueKey)}, []any{dueBy, until.UnixMilli(), ""}
+	if count {
+		args[2] = mail.Retention.Milliseconds()
+	}
 	for i, id := range ids {
-		keys = append(keys, s.key(mailKey, id))
-		if watches {
-			owners = append(owners, cmds[i].Val())
-			keys = append(keys, s.key(watchKey, cmds[i].Val()))
-		}
+		keys = append(keys, s.key(mailKey, id), s.key(watchKey, owners[i]))
+		args = append(args, id, owners[i])
 	}
-	return ids, keys, owners, nil
+	v, err := claimMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
+	return v, s.fail(what, err)
 }
 
 // ClaimMail leases due pending jobs.
 func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
-	ids, keys, owners, err := s.dueMail(ctx, now, limit, true)
+	ids, owners, err := s.dueMail(ctx, now, limit)
 	if err != nil || len(ids) == 0 {
 		return nil, s.fail("claim mail", err)
 	}
-	return s.startMail(ctx, "claim mail", keys, itoa(now.UnixMilli()), now.Add(lease), ids, owners)
+	v, err := s.runMail(ctx, "claim mail", itoa(now.UnixMilli()), now.Add(lease), true, ids, owners)
+	if err != nil {
+		return nil, err
+	}
+	return decodeMail(v)
 }
 
-// startMail runs claimMailScript on the jobs ids of the watches owners
-// (keys: mq, then each job's) and decodes the jobs it began.
-func (s *Store) startMail(ctx context.Context, what string, keys []string, dueBy string, until time.Time, ids, owners []string) ([]mail.Job, error) {
-	args := []any{dueBy, until.UnixMilli(), mail.Retention.Milliseconds()}
-	for i, id := range ids {
-		args = append(args, id, owners[i])
-	}
-	v, err := claimMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
-	if err != nil {
-		return nil, s.fail(what, err)
-	}
+// decodeMail reads claimMailScript's jobs; the attempt number is also the
+// claim token.
+func decodeMail(v []string) ([]mail.Job, error) {
 	var jobs []mail.Job
 	for i := 0; i+3 < len(v); i += 4 {
 		var j mail.Job
 		if err := json.Unmarshal([]byte(v[i+1]), &j); err != nil {
 			return nil, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", v[i], err)
 		}
-		// The attempt number is also the claim token.
 		j.Attempt, _ = strconv.Atoi(v[i+2])
 		j.Token = v[i+2]
 		if j.Deactivated != nil && v[i+3] != "" {
@@ -291,10 +296,9 @@ func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 	return st, nil
 }
 
-// deactivateScript switches a watch off (compare-and-set of its doc) and,
-// when it has an alert_email, queues its deactivation alert in the same
-// step, counting its pending deliveries; the deactivation is no longer
-// owed (wdeact) and nothing is left to release (wrel). KEYS: w:<watch>,
+// deactivateScript switches a watch off (compare-and-set of its doc),
+// takes it out of wdeact and wrel and, when it has an alert_email, queues
+// its deactivation alert counting its pending deliveries. KEYS: w:<watch>,
 // dr:<watch>, mail:<alert id>, mq, winactive, wdeact, wrel. ARGV: old doc,
 // new doc, alert id, alert job JSON ("" when the watch has no
 // alert_email), now ms, now timestamp, watch id.
@@ -316,9 +320,8 @@ end
 return 1
 `)
 
-// deactivate switches a watch off after n consecutive failed notices,
-// queueing its deactivation alert in the same script, and holds its
-// pending deliveries.
+// deactivate switches a watch off after n consecutive failed notices and
+// holds its pending deliveries.
 func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr string, now time.Time) error {
 	for {
 		raw, err := s.rdb.HGet(ctx, s.key(watchKey, watchID), "doc").Result()
@@ -373,75 +376,45 @@ func alertJob(w watch.Watch, reason, lastErr string, now time.Time) (string, str
 }
 
 // MailRef names a due mail job for the asynq scheduler: its id and the
-// attempts made so far (its task id is id#attempts+1, one task per
-// attempt).
+// attempts made so far.
 type MailRef struct {
 	ID       string
 	Attempts int
 }
 
-// takeDueMailScript hides the jobs passed that are still due at ARGV[1]
-// (ms) until ARGV[2] (ms) from other pumps. KEYS: mq, then mail:<id> of
-// each job. ARGV: now ms, lease end ms, the job ids (read before, with
-// mq: one another pump took meanwhile is no longer due, and left alone).
-// Returns {id, attempts, ...}.
-var takeDueMailScript = redis.NewScript(`
-local out = {}
-for i = 3, #ARGV do
-  local id = ARGV[i]
-  local due = redis.call('ZSCORE', KEYS[1], id)
-  if due and tonumber(due) <= tonumber(ARGV[1]) then
-    local st = redis.call('HMGET', KEYS[i - 1], 'status', 'attempts')
-    if st[1] ~= 'pending' then
-      redis.call('ZREM', KEYS[1], id)
-    else
-      redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
-      out[#out + 1] = id
-      out[#out + 1] = st[2] or '0'
-    end
-  end
-end
-return out
-`)
-
 // TakeDueMail takes up to limit jobs due at now for one pump of the asynq
-// scheduler: they are hidden until now+lease; a job whose attempt has not
-// completed by then (its worker died) is due again and gets a task again.
+// scheduler, hidden until now+lease (due again if the attempt's worker
+// died).
 func (s *Store) TakeDueMail(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]MailRef, error) {
-	ids, keys, _, err := s.dueMail(ctx, now, limit, false)
+	ids, owners, err := s.dueMail(ctx, now, limit)
 	if err != nil || len(ids) == 0 {
 		return nil, s.fail("read the mail queue", err)
 	}
-	args := []any{now.UnixMilli(), now.Add(lease).UnixMilli()}
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	v, err := takeDueMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
-	if err != nil {
-		return nil, s.fail("read the mail queue", err)
-	}
-	out := make([]MailRef, 0, len(v)/2)
-	for i := 0; i+1 < len(v); i += 2 {
-		n, _ := strconv.Atoi(v[i+1])
+	v, err := s.runMail(ctx, "read the mail queue", itoa(now.UnixMilli()), now.Add(lease), false, ids, owners)
+	out := make([]MailRef, 0, len(v)/4)
+	for i := 0; i+3 < len(v); i += 4 {
+		n, _ := strconv.Atoi(v[i+2])
 		out = append(out, MailRef{ID: v[i], Attempts: n})
 	}
-	return out, nil
+	return out, err
 }
 
-// BeginMail starts an attempt of one job (an asynq task's): it is counted
-// and given a claim token, and the job stays hidden from the pump until
-// now+lease. ok is false when the job is no longer pending or its watch
-// was deleted (the mail is dropped).
+// BeginMail starts an attempt of one job (an asynq task's), counted and
+// hidden from the pump until now+lease. ok is false when the job is no
+// longer pending or its watch was deleted (the mail is dropped).
 func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease time.Duration) (mail.Job, bool, error) {
-	k := s.key(mailKey, id)
-	watch, err := s.rdb.HGet(ctx, k, "watch").Result()
+	watch, err := s.rdb.HGet(ctx, s.key(mailKey, id), "watch").Result()
 	if err == redis.Nil {
 		return mail.Job{}, false, nil
 	}
 	if err != nil {
 		return mail.Job{}, false, s.fail("begin a mail attempt", err)
 	}
-	jobs, err := s.startMail(ctx, "begin a mail attempt", []string{s.key(mailQueueKey), k, s.key(watchKey, watch)}, "", now.Add(lease), []string{id}, []string{watch})
+	v, err := s.runMail(ctx, "begin a mail attempt", "", now.Add(lease), true, []string{id}, []string{watch})
+	if err != nil {
+		return mail.Job{}, false, err
+	}
+	jobs, err := decodeMail(v)
 	if err != nil || len(jobs) == 0 {
 		return mail.Job{}, false, err
 	}

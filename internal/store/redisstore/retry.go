@@ -42,9 +42,8 @@ func (s *Store) WebhookTarget(ctx context.Context, accountID, watchID string) (u
 // delivery id, now timestamp, now ms, watch id. Returns {'ok', record},
 // {'missing'}, {'status', status} or {'nohook'}.
 var retryScript = redis.NewScript(ledgerLua + `
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return {'missing'} end
-local r = cjson.decode(raw)
+local r = rec()
+if not r then return {'missing'} end
 if r.status ~= 'dead' then return {'status', r.status} end
 local v = redis.call('HMGET', KEYS[2], 'doc', 'secret')
 if not v[1] or not v[2] or v[2] == '' then return {'nohook'} end

@@ -50,10 +50,9 @@ end
 return 1
 `)
 
-// modifyWatch applies change to the account's watch as a compare-and-set,
-// retried if another write won; change also returns fields of w:<id> to
-// set (name, value pairs; "" deletes one). A watch of another account is
-// reported by notFound.
+// modifyWatch applies change to the account's watch as a compare-and-set
+// (retried if another write won); change also returns w:<id> fields to set
+// (name, value pairs; "" deletes one). Another account's is notFound.
 func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound func(string) error,
 	change func(w *watch.Watch) (fields []string, err error)) (watch.Watch, error) {
 	for {
@@ -109,9 +108,7 @@ func (s *Store) ownWatch(ctx context.Context, accountID, watchID, what string, f
 func stamp(now time.Time) time.Time { return now.UTC().Truncate(time.Millisecond) }
 
 // SetWebhook registers or replaces the watch's webhook at now and creates
-// pending deliveries for the matches that arrived after the watch was
-// created and were published within delivery.Window (never twice for one
-// notice).
+// the pending deliveries its matches are owed (store.Webhooks).
 func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret string, now time.Time) (watch.Watch, error) {
 	sealed, err := s.sealSecret(watchID, secret)
 	if err != nil {
@@ -176,8 +173,8 @@ func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret str
 	return w, s.replicated(ctx, "webhook secret rotation")
 }
 
-// deadScript marks every pending delivery of a watch dead, adding it to
-// its final records (df, trimmed by completeScript). KEYS: dr:<watch>,
+// deadScript marks every pending delivery of a watch dead (and final).
+// KEYS: dr:<watch>,
 // dstat, ddue, dl:<watch>, df:<watch>. ARGV: last_error, updated_at,
 // watch id.
 var deadScript = redis.NewScript(ledgerLua + `
@@ -217,9 +214,8 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 	return s.replicated(ctx, "webhook removal")
 }
 
-// Deliveries lists the watch's most recent deliveries, newest first.
-// next_attempt_at is null while an attempt is in flight, held or finished,
-// as the embedded store shows it.
+// Deliveries lists the watch's most recent deliveries, newest first;
+// next_attempt_at is null while an attempt is in flight, as embedded.
 func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit int) ([]delivery.Record, error) {
 	if _, err := s.ownWatch(ctx, accountID, watchID, "list deliveries"); err != nil {
 		return nil, err
