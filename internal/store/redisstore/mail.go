@@ -110,14 +110,14 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 }
 
 // claimMailScript counts an attempt of each job passed that is pending
-// (and, unless ARGV[1] is ”, still due at ARGV[1] ms: one another
+// (and, with ARGV[1] not empty, still due at ARGV[1] ms: one another
 // claimer took meanwhile is left alone) and leases it until ARGV[2] ms;
 // the mail of a deleted watch is dropped (status deleted). With ARGV[3]
-// ” it only leases each (the asynq pump: its task counts the attempt).
-// KEYS: mq, then mail:<id> and w:<watch> of each job. ARGV: due-by ms or
-// ”, lease end ms, retention ms or ”, then each job's id and watch (read
-// before; a job's watch never changes). Returns {id, job, attempts, held,
-// ...}.
+// empty it only leases each (the asynq pump: its task counts the
+// attempt). KEYS: mq, then mail:<id> and w:<watch> of each job. ARGV:
+// due-by ms or empty, lease end ms, retention ms or empty, then each job's
+// id and watch (read before; a job's watch never changes). Returns {id,
+// job, attempts, held, ...}.
 var claimMailScript = redis.NewScript(`
 local out = {}
 local function push(a, b, c, d) out[#out + 1] = a out[#out + 1] = b out[#out + 1] = c out[#out + 1] = d end
