@@ -1,9 +1,8 @@
 // Package scheduler runs scale mode's webhook delivery on asynq: one task
-// per delivery (TaskID = the delivery id, payload the ids only), each
-// attempt made by worker.Attempter against the Redis delivery ledger
-// (redisstore), beside the pump of the ledger's outbox, the sweep and the
-// recovery of lapsed attempts (docs/architecture.md, "How an arrival
-// becomes a delivery in scale mode"). Any number of processes may run one.
+// per delivery (TaskID = the delivery id), each attempt made by
+// worker.Attempter against the Redis delivery ledger (docs/architecture.md,
+// "How an arrival becomes a delivery in scale mode"). Any number of
+// processes may run one.
 package scheduler
 
 import (
@@ -73,7 +72,7 @@ type Config struct {
 	// RetryUnit is NOTICES_DELIVERY_RETRY_UNIT; 0 means 10 minutes.
 	RetryUnit time.Duration
 	// Concurrency bounds the attempts in flight in this process; 0 means
-	// DefaultConcurrency. The Sender bounds those to one receiver host.
+	// DefaultConcurrency.
 	Concurrency int
 	// SweepEvery: see DefaultSweepEvery.
 	SweepEvery time.Duration
@@ -169,10 +168,9 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	return min(time.Second<<min(n, 6), maxErrorDelay)
 }
 
-// Enqueue makes the task of one delivery, due at once. A delivery's
-// existing task (TaskID = delivery id) is run now when scheduled or
-// retrying (the ledger still decides when the attempt is made), replaced
-// when finished or archived. It reports false when the task is running.
+// Enqueue makes the task of one delivery, due at once: an existing one is
+// run now when scheduled or retrying (the ledger still decides when the
+// attempt is made), replaced when finished or archived. False: it runs.
 func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, error) {
 	add := func() error { return s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref) }
 	if err := add(); !errors.Is(err, asynq.ErrTaskIDConflict) {
@@ -198,8 +196,8 @@ func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, erro
 	return err == nil, ignoreConflict(err)
 }
 
-// add makes a task of type typ named id on queue, v its JSON payload. A
-// task of that id is kept (asynq.ErrTaskIDConflict).
+// add makes a task of type typ named id on queue, v its JSON payload (a
+// task of that id is kept: asynq.ErrTaskIDConflict).
 func (s *Scheduler) add(ctx context.Context, typ, queue, id string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -326,7 +324,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 }
 
 // Shutdown stops taking work and waits for attempts in flight (up to
-// ShutdownTimeout; asynq hands the rest back to the queue).
+// ShutdownTimeout; the rest go back to the queue).
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	if s.cancel == nil {
 		return nil
@@ -456,9 +454,8 @@ func (s *Scheduler) RecoverOnce(ctx context.Context) error {
 // the unix second each heartbeat expires (on the real clock).
 var asynqServerLists = []string{"asynq:servers", "asynq:workers"}
 
-// staleServerAge is how long past its heartbeat's expiry a process stays
-// in asynq's global lists of worker processes: it was killed (asynq drops
-// one that stops cleanly).
+// staleServerAge is how long past its heartbeat's expiry a killed process
+// stays listed (asynq drops one that stops cleanly).
 const staleServerAge = time.Hour
 
 // dropStaleServers removes from asynq's server lists the processes whose
