@@ -100,50 +100,16 @@ func (s *Store) pendingArgs(watchID string, n *notice.Notice, now time.Time) ([]
 		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli()}, nil
 }
 
-// recordPending records the pending deliveries (once per pair) in one
-// round trip and returns how many it created. EVAL, not EVALSHA: no
-// NOSCRIPT can arise in the pipeline.
-func (s *Store) recordPending(ctx context.Context, what string, pairs []pending, now time.Time) (int, error) {
-	if len(pairs) == 0 {
-		return 0, nil
-	}
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(pairs))
-	for i, p := range pairs {
-		keys, args, err := s.pendingArgs(p.watchID, p.n, now)
-		if err != nil {
-			return 0, err
-		}
-		cmds[i] = createDeliveryScript.Eval(ctx, pipe, keys, args...)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, s.fail(what, err)
-	}
-	created := 0
-	for _, c := range cmds {
-		if k, _ := c.Int(); k == 1 {
-			created++
-		}
-	}
-	return created, nil
-}
-
-// pending is a delivery recordPending records.
-type pending struct {
-	watchID string
-	n       *notice.Notice
-}
-
-// eligible is delivery.Eligible of n judged at.
-func eligible(n *notice.Notice, eseq int64, at time.Time) bool {
-	pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
-	return err == nil && delivery.Eligible(n.Seq, eseq, pub, at)
-}
-
 // CreateDeliveries creates the deliveries of matched (watch, notice_seq)
-// pairs eligible at now (delivery.Eligible, of a watch with a webhook),
-// at most one per pair ever, and returns how many it created.
+// pairs eligible at now (delivery.Eligible judged at arrival, of a watch
+// with a webhook), at most one per pair ever, and returns how many it
+// created.
 func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time) (int, error) {
+	return s.createDeliveries(ctx, "record deliveries", pairs, now, true)
+}
+
+// createDeliveries is CreateDeliveries, judged at arrival or at now.
+func (s *Store) createDeliveries(ctx context.Context, what string, pairs []Ref, now time.Time, atArrival bool) (int, error) {
 	if len(pairs) == 0 {
 		return 0, nil
 	}
@@ -161,7 +127,8 @@ func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time
 		bySeq[ns[i].Seq] = &ns[i]
 	}
 	eseqs := map[string]int64{}
-	var owed []pending
+	pipe := s.rdb.Pipeline()
+	var cmds []*redis.Cmd
 	for _, p := range pairs {
 		n := bySeq[p.NoticeSeq]
 		if n == nil {
@@ -179,11 +146,33 @@ func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time
 			}
 			eseqs[p.WatchID] = eseq
 		}
-		if eseq >= 0 && eligible(n, eseq, delivery.JudgedAt(n.CollectedAt, now)) {
-			owed = append(owed, pending{p.WatchID, n})
+		at := now
+		if atArrival {
+			at = delivery.JudgedAt(n.CollectedAt, now)
+		}
+		if pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt); err != nil || eseq < 0 || !delivery.Eligible(n.Seq, eseq, pub, at) {
+			continue
+		}
+		keys, args, err := s.pendingArgs(p.WatchID, n, now)
+		if err != nil {
+			return 0, err
+		}
+		// EVAL, not EVALSHA: no NOSCRIPT can arise in the pipeline.
+		cmds = append(cmds, createDeliveryScript.Eval(ctx, pipe, keys, args...))
+	}
+	if len(cmds) == 0 {
+		return 0, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, s.fail(what, err)
+	}
+	created := 0
+	for _, c := range cmds {
+		if k, _ := c.Int(); k == 1 {
+			created++
 		}
 	}
-	return s.recordPending(ctx, "record deliveries", owed, now)
+	return created, nil
 }
 
 // claimScript takes up to ARGV[3] members of the zset KEYS[1] scored at or

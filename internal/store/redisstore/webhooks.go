@@ -134,21 +134,12 @@ func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret 
 	if err != nil {
 		return w, s.fail("register webhook", err)
 	}
-	ns := make([]int64, len(seqs))
+	pairs := make([]Ref, len(seqs))
 	for i, q := range seqs {
-		ns[i], _ = strconv.ParseInt(q, 10, 64)
+		pairs[i].WatchID = watchID
+		pairs[i].NoticeSeq, _ = strconv.ParseInt(q, 10, 64)
 	}
-	matched, err := s.source.NoticesBySeq(ctx, ns)
-	if err != nil {
-		return w, err
-	}
-	var owed []pending
-	for i := range matched {
-		if eligible(&matched[i], cseq, now) {
-			owed = append(owed, pending{watchID, &matched[i]})
-		}
-	}
-	if _, err := s.recordPending(ctx, "record delivery", owed, now); err != nil {
+	if _, err := s.createDeliveries(ctx, "record delivery", pairs, now, false); err != nil {
 		return w, err
 	}
 	return w, s.replicated(ctx, "webhook registration")
@@ -174,9 +165,8 @@ func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret str
 }
 
 // deadScript marks every pending delivery of a watch dead (and final).
-// KEYS: dr:<watch>,
-// dstat, ddue, dl:<watch>, df:<watch>. ARGV: last_error, updated_at,
-// watch id.
+// KEYS: dr:<watch>, dstat, ddue, dl:<watch>, df:<watch>. ARGV:
+// last_error, updated_at, watch id.
 var deadScript = redis.NewScript(ledgerLua + `
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
