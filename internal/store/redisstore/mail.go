@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,11 +71,7 @@ func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {
 		if w.AlertEmail == nil || *w.AlertEmail == "" {
 			continue
 		}
-		seq := str(v[3])
-		if seq == "" {
-			seq = str(v[2])
-		}
-		sent, _ := strconv.ParseInt(seq, 10, 64)
+		sent, _ := strconv.ParseInt(cmp.Or(str(v[3]), str(v[2])), 10, 64) // dseq, else eseq
 		out = append(out, mail.Target{WatchID: id, AccountID: str(v[0]), Name: w.Name, Email: *w.AlertEmail, SentSeq: sent})
 	}
 	return out, nil
