@@ -16,7 +16,7 @@ import (
 // WebhookTarget returns the URL and current secret of the account's
 // watch's webhook: store.NoWebhook when it has none.
 func (s *Store) WebhookTarget(ctx context.Context, accountID, watchID string) (url, secret string, err error) {
-	v, err := s.ownWatch(ctx, accountID, watchID, "read a webhook", "doc", "secret")
+	v, err := s.ownWatch(ctx, accountID, watchID, "read a webhook", noWatch, "doc", "secret")
 	if err != nil {
 		return "", "", err
 	}
@@ -76,7 +76,7 @@ return {'ok', out}
 // makes its task as a new delivery's (Scheduler.Enqueue replaces a
 // finished task of that id), and the sweep gives it one if that is lost.
 func (s *Store) RetryDelivery(ctx context.Context, accountID, watchID, deliveryID string, now time.Time) (delivery.Record, error) {
-	if _, err := s.ownWatch(ctx, accountID, watchID, "retry a delivery"); err != nil {
+	if _, err := s.ownWatch(ctx, accountID, watchID, "retry a delivery", noWatch); err != nil {
 		return delivery.Record{}, err
 	}
 	res, err := retryScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(watchKey, watchID), s.key(dstatKey), s.key(ddueKey),

@@ -56,14 +56,11 @@ return 1
 func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound func(string) error,
 	change func(w *watch.Watch) (fields []string, err error)) (watch.Watch, error) {
 	for {
-		v, err := s.rdb.HMGet(ctx, s.key(watchKey, id), "account", "a0", "doc").Result()
+		v, err := s.ownWatch(ctx, accountID, id, "update watch", notFound, "doc")
 		if err != nil {
-			return watch.Watch{}, s.fail("update watch", err)
+			return watch.Watch{}, err
 		}
-		if !shown(accountID, v) {
-			return watch.Watch{}, notFound(id)
-		}
-		w, err := decodeWatch(str(v[2]))
+		w, err := decodeWatch(str(v[0]))
 		if err != nil {
 			return w, err
 		}
@@ -75,7 +72,7 @@ func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound 
 		if err != nil {
 			return w, err
 		}
-		args := []any{str(v[2]), doc}
+		args := []any{str(v[0]), doc}
 		for _, f := range fields {
 			args = append(args, f)
 		}
@@ -92,15 +89,15 @@ func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound 
 	}
 }
 
-// ownWatch reads fields of the account's watch, or noWatch when it is
+// ownWatch reads fields of the account's watch, or notFound when it is
 // not the account's or its create has not finished (shown).
-func (s *Store) ownWatch(ctx context.Context, accountID, watchID, what string, fields ...string) ([]any, error) {
+func (s *Store) ownWatch(ctx context.Context, accountID, watchID, what string, notFound func(string) error, fields ...string) ([]any, error) {
 	v, err := s.rdb.HMGet(ctx, s.key(watchKey, watchID), append([]string{"account", "a0"}, fields...)...).Result()
 	if err != nil {
 		return nil, s.fail(what, err)
 	}
 	if !shown(accountID, v) {
-		return nil, noWatch(watchID)
+		return nil, notFound(watchID)
 	}
 	return v[2:], nil
 }
@@ -207,7 +204,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 // Deliveries lists the watch's most recent deliveries, newest first;
 // next_attempt_at is null while an attempt is in flight, as embedded.
 func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit int) ([]delivery.Record, error) {
-	if _, err := s.ownWatch(ctx, accountID, watchID, "list deliveries"); err != nil {
+	if _, err := s.ownWatch(ctx, accountID, watchID, "list deliveries", noWatch); err != nil {
 		return nil, err
 	}
 	members, err := s.rdb.ZRevRange(ctx, s.key(deliveriesKey, watchID), 0, int64(limit)-1).Result()
