@@ -15,13 +15,12 @@ import (
 
 // ErrInterrupted is returned by Attempter.Attempt when its context ended
 // before the attempt had an outcome: nothing was recorded, and the
-// scheduler retries the delivery (the embedded one at its next start, asynq
-// after its lease).
+// scheduler retries the delivery.
 var ErrInterrupted = errors.New("worker: the delivery attempt was interrupted before it had an outcome")
 
 // Attempter makes one delivery attempt and records its outcome: the one
-// attempt handler that both schedulers call, the embedded SQL claim loop
-// (Worker) and the asynq task handler of `noticesd worker`.
+// attempt handler of both schedulers (Worker, and package scheduler's
+// asynq tasks).
 type Attempter struct {
 	// Sender sends the signed request.
 	Sender *webhook.Sender
@@ -38,11 +37,10 @@ type Attempter struct {
 // Attempt builds job's body and signs it with the webhook's current secret
 // (Ledger.Signing) once the endpoint's slot is held, sends it, records the
 // outcome in the Ledger and returns what delivery.Decide made of it. When
-// ctx ends before the outcome is known it records nothing and returns
-// ErrInterrupted. When the webhook is gone by then nothing is sent or
-// recorded and the decision is dead with delivery.WebhookRemoved; when the
-// secret cannot be read, nothing is sent or recorded and the error says
-// why (the delivery is tried again, this attempt uncounted).
+// ctx ends first it records nothing and returns ErrInterrupted. When the
+// webhook is gone nothing is sent or recorded and the decision is dead
+// (delivery.WebhookRemoved); when the secret cannot be read, the error
+// says why and the delivery is tried again.
 func (a Attempter) Attempt(ctx context.Context, job store.Job) (d delivery.Decision, err error) {
 	defer func() {
 		if err == nil && d.Status != delivery.Delivered && a.Log != nil {
@@ -53,8 +51,7 @@ func (a Attempter) Attempt(ctx context.Context, job store.Job) (d delivery.Decis
 	res := a.Sender.Send(ctx, webhook.Request{
 		URL: job.URL, DeliveryID: job.DeliveryID, Secret: job.Secret,
 		Current: func(ctx context.Context) (string, string, error) { return a.Ledger.Signing(ctx, job) },
-		// Built once the endpoint's slot is held: delivered_at is the time
-		// of the request, not of the wait for the slot.
+		// Built once the slot is held: delivered_at is the request's time.
 		Build: func() ([]byte, error) {
 			sentAt = a.Now()
 			body, err := webhook.Payload(job.WatchID, sentAt, job.Notice)

@@ -1,18 +1,9 @@
 // Package worker runs webhook delivery in the embedded mode: a Dispatcher
-// that turns arriving notices into deliveries, a Worker that attempts them
-// with bounded concurrency, and the Attempter both modes' schedulers call.
-//
-// The Dispatcher reads the notices after a durable cursor (whichever
-// process stored them), matches them against an in-memory matcher.Index of
-// the watches with a webhook, and hands the matches to Queue.Enqueue, which
-// creates the deliveries and advances the cursor in one transaction: every
-// (watch, eligible notice) pair becomes exactly one delivery, across
-// restarts too. The index is rebuilt when the store's version of the set of
-// watches with a webhook moved (Enqueue refuses a batch matched against an
-// older set, which is then matched again; changes made by another process
-// are seen the same way) and every few minutes (register changes). Every
-// part takes a clock, and RunOnce does one round synchronously, so tests
-// drive the pipeline with a fake clock and no sleeps.
+// that turns arriving notices into deliveries (docs/architecture.md, "How
+// an arrival becomes a delivery"), a Worker that attempts them with
+// bounded concurrency, and the Attempter both modes' schedulers call.
+// Every part takes a clock and has a synchronous RunOnce, so tests drive
+// it with a fake clock and no sleeps.
 package worker
 
 import (
@@ -33,17 +24,15 @@ import (
 
 // Dispatcher defaults.
 const (
-	// DefaultPoll is how often the Dispatcher looks for new notices; with
-	// the Worker woken at once, a notice is attempted well within the two
-	// seconds the issue allows.
+	// DefaultPoll is how often the Dispatcher looks for new notices.
 	DefaultPoll = 250 * time.Millisecond
 	// DefaultBatch is how many notices one Enqueue covers.
 	DefaultBatch = 500
 	// reloadEvery is how often the watch index is rebuilt even when its
-	// version did not move.
+	// version did not move (register changes).
 	reloadEvery = 5 * time.Minute
 	// staleRetries bounds how often one batch is matched again after the
-	// watch set changed under it before RunOnce gives up until next time.
+	// watch set changed under it, until the next round.
 	staleRetries = 5
 )
 
@@ -63,9 +52,11 @@ type DispatcherConfig struct {
 	Logger *slog.Logger
 }
 
-// Dispatcher matches arriving notices to watches and enqueues deliveries.
-// Build it with NewDispatcher; run it with Start and Shutdown, or drive it
-// step by step with RunOnce.
+// Dispatcher matches the notices after a durable cursor against an
+// in-memory matcher.Index of the watches with a webhook and hands the
+// matches to Queue.Enqueue, which creates the deliveries and advances the
+// cursor in one transaction. Build it with NewDispatcher; run it with
+// Start and Shutdown, or step by step with RunOnce.
 type Dispatcher struct {
 	cfg DispatcherConfig
 	log *slog.Logger
@@ -96,9 +87,8 @@ func NewDispatcher(cfg DispatcherConfig) (*Dispatcher, error) {
 }
 
 // RunOnce matches every notice that arrived since the cursor, batch by
-// batch, and returns how many deliveries it created. It stops at the first
-// error; the cursor then stays before the failed batch, which the next
-// round retries.
+// batch, and returns how many deliveries it created. At the first error
+// the cursor stays before the failed batch, which the next round retries.
 func (d *Dispatcher) RunOnce(ctx context.Context) (created int, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -114,8 +104,7 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (created int, err error) {
 	}
 }
 
-// step matches one batch. more reports whether a full batch was read (so
-// more notices may be waiting).
+// step matches one batch; more: a full batch was read.
 func (d *Dispatcher) step(ctx context.Context) (created int, more bool, err error) {
 	if !d.haveCur {
 		c, err := d.cfg.Queue.ArrivalCursor(ctx)
@@ -150,10 +139,9 @@ func (d *Dispatcher) step(ctx context.Context) (created int, more bool, err erro
 }
 
 // next reads the batch after the cursor: its notices and the notice_seq
-// the cursor moves to once they are matched. When no watch has a webhook
-// it reads no notice and skips to the latest; Enqueue's version check
-// makes that safe against a webhook registered meanwhile (its
-// registration queues its own backlog).
+// the cursor moves to. With no watch with a webhook it skips to the
+// latest; Enqueue's version check makes that safe against a webhook
+// registered meanwhile (its registration queues its own backlog).
 func (d *Dispatcher) next(ctx context.Context) ([]notice.Notice, int64, error) {
 	if d.index.Len() == 0 {
 		latest, err := d.cfg.Queue.LatestSeq(ctx)
@@ -172,8 +160,8 @@ func (d *Dispatcher) next(ctx context.Context) ([]notice.Notice, int64, error) {
 	return ns, ns[len(ns)-1].Seq, nil
 }
 
-// ensureWatchSet rebuilds the index when the store's version moved, when
-// it was never loaded, or when it is older than reloadEvery.
+// ensureWatchSet rebuilds the index when the store's version moved or it
+// is older than reloadEvery.
 func (d *Dispatcher) ensureWatchSet(ctx context.Context) error {
 	q := d.cfg.Queue
 	now := d.cfg.Now()
@@ -227,8 +215,8 @@ func (d *Dispatcher) match(ctx context.Context, ns []notice.Notice) ([]store.Arr
 	return out, nil
 }
 
-// Start runs the Dispatcher in the background until Shutdown: a round
-// every Poll. Failures are logged and retried on the next round.
+// Start runs a round every Poll in the background until Shutdown;
+// failures are logged and retried on the next round.
 func (d *Dispatcher) Start(ctx context.Context) error {
 	if d.stop != nil {
 		return errors.New("worker: Dispatcher started twice")
@@ -236,30 +224,19 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.stop, d.done = make(chan struct{}), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
+		<-d.stop
+		cancel()
+	}()
+	go func() {
 		defer close(d.done)
-		defer cancel()
-		go func() {
-			<-d.stop
-			cancel()
-		}()
-		t := time.NewTicker(d.cfg.Poll)
-		defer t.Stop()
-		for {
-			if _, err := d.RunOnce(ctx); err != nil && ctx.Err() == nil {
-				d.log.Error("matching arrived notices failed; retrying", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+		Every(ctx, d.cfg.Poll, nil, func(ctx context.Context) error { _, err := d.RunOnce(ctx); return err },
+			func(err error) { d.log.Error("matching arrived notices failed; retrying", "err", err) })
 	}()
 	return nil
 }
 
-// Shutdown stops the background loop and waits for the round in progress
-// (an interrupted round writes nothing: Enqueue is one transaction).
+// Shutdown stops the loop and waits for the round in progress (an
+// interrupted round writes nothing: Enqueue is one transaction).
 func (d *Dispatcher) Shutdown(ctx context.Context) error {
 	if err := stopAndWait(ctx, d.stop, d.done); err != nil {
 		return fmt.Errorf("worker: dispatcher did not stop in time: %w", err)

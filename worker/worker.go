@@ -17,14 +17,13 @@ import (
 const (
 	// DefaultConcurrency is the most delivery attempts in flight at once.
 	DefaultConcurrency = 16
-	// perWatch is the most attempts in flight for one watch (so for one
-	// endpoint, which the Sender also bounds per host).
+	// perWatch is the most attempts in flight for one watch.
 	perWatch = 4
 	// DefaultIdlePoll is the longest the Worker sleeps without looking at
-	// the queue, when nothing is due sooner and nobody woke it.
+	// the queue.
 	DefaultIdlePoll = time.Second
-	// leaseMargin is added to the lease, so a live attempt's lease outlives
-	// it and it is never claimed twice.
+	// leaseMargin makes a live attempt's lease outlive it, so it is never
+	// claimed twice.
 	leaseMargin = 30 * time.Second
 )
 
@@ -32,12 +31,10 @@ const (
 type Config struct {
 	Queue  store.Queue
 	Sender *webhook.Sender
-	// RetryUnit scales the retry schedule (NOTICES_DELIVERY_RETRY_UNIT):
-	// after failed attempt n the next is n x RetryUnit later. 0 means 10
-	// minutes.
+	// RetryUnit scales the retry schedule (NOTICES_DELIVERY_RETRY_UNIT);
+	// 0 means 10 minutes.
 	RetryUnit time.Duration
-	// Now is the clock of claims, delivered_at and outcomes; nil means
-	// time.Now.
+	// Now is the clock of claims and outcomes; nil means time.Now.
 	Now func() time.Time
 	// Concurrency bounds attempts in flight; 0 means DefaultConcurrency.
 	Concurrency int
@@ -48,20 +45,17 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Worker attempts due deliveries: it claims them from the Queue, builds
-// and signs each body at attempt time, sends it with the webhook.Sender and
-// records the outcome. Build it with New; run it with Start and Shutdown,
-// or drive it step by step with RunOnce.
+// Worker attempts the Queue's due deliveries through an Attempter. Build
+// it with New; run it with Start and Shutdown, or step by step with
+// RunOnce.
 type Worker struct {
 	cfg       Config
 	log       *slog.Logger
 	wake      chan struct{}
 	attempter Attempter
-	// lease is how long a claimed delivery is reserved for its attempt:
-	// (Concurrency/perWatch + 1) Sender timeouts plus leaseMargin, as an
-	// attempt may first wait for its endpoint's slot behind the others
-	// claimed with it. Leases matter only while the process lives: Start
-	// releases all of them (Queue.Recover).
+	// lease is how long a claimed delivery is reserved: (Concurrency/perWatch
+	// + 1) Sender timeouts plus leaseMargin, as an attempt may first wait
+	// for its endpoint's slot behind the others claimed with it.
 	lease time.Duration
 
 	stop   chan struct{}
@@ -97,22 +91,46 @@ func Default[T int | time.Duration](v *T, def T) {
 	}
 }
 
-// Wake tells a running Worker that deliveries may have become due (it
-// otherwise finds them within IdlePoll). It never blocks.
-func (w *Worker) Wake() {
+// Signal sends on a wake-up channel of capacity one without blocking.
+func Signal(wake chan struct{}) {
 	select {
-	case w.wake <- struct{}{}:
+	case wake <- struct{}{}:
 	default:
 	}
+}
+
+// Every runs once, then again each interval later (or as soon as wake
+// fires), until ctx ends; failed gets its errors while ctx lasts.
+func Every(ctx context.Context, interval time.Duration, wake <-chan struct{}, once func(context.Context) error, failed func(error)) {
+	for ctx.Err() == nil {
+		if err := once(ctx); err != nil && ctx.Err() == nil {
+			failed(err)
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-wake:
+		}
+		t.Stop()
+	}
+}
+
+// Wake tells a running Worker that deliveries may have become due (it
+// otherwise finds them within IdlePoll). It never blocks.
+func (w *Worker) Wake() { Signal(w.wake) }
+
+// claim claims up to limit due deliveries, at most perWatch per watch
+// counting inFlight.
+func (w *Worker) claim(ctx context.Context, limit int, inFlight map[string]int) ([]store.Job, error) {
+	return w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{Limit: limit, Lease: w.lease, PerWatch: perWatch, InFlight: inFlight})
 }
 
 // RunOnce claims the deliveries due now (up to Concurrency, at most
 // perWatch per watch), attempts them concurrently, records every outcome
 // and returns how many it attempted.
 func (w *Worker) RunOnce(ctx context.Context) (attempted int, err error) {
-	jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{
-		Limit: w.cfg.Concurrency, Lease: w.lease, PerWatch: perWatch,
-	})
+	jobs, err := w.claim(ctx, w.cfg.Concurrency, nil)
 	if err != nil {
 		return 0, fmt.Errorf("worker: claim due deliveries: %w", err)
 	}
@@ -125,9 +143,8 @@ func (w *Worker) RunOnce(ctx context.Context) (attempted int, err error) {
 	return len(jobs), errors.Join(errs...)
 }
 
-// attempt makes one attempt of job and records its outcome. When ctx ends
-// first (shutdown) nothing is recorded: the lease stays and the next Start
-// makes the delivery due again.
+// attempt makes one attempt of job. When ctx ends first (shutdown) nothing
+// is recorded: the lease stays and the next Start makes it due again.
 func (w *Worker) attempt(ctx context.Context, job store.Job) error {
 	if _, err := w.attempter.Attempt(ctx, job); !errors.Is(err, ErrInterrupted) {
 		return err
@@ -137,9 +154,8 @@ func (w *Worker) attempt(ctx context.Context, job store.Job) error {
 
 // Start makes the deliveries whose attempt was in flight when the previous
 // process stopped due now (Queue.Recover: the interrupted attempt is
-// uncounted and is not a failure; it may or may not have reached the
-// endpoint, which deduplicates on X-Notices-Delivery), then runs the
-// Worker in the background until Shutdown.
+// uncounted; the endpoint deduplicates on X-Notices-Delivery), then runs
+// the Worker in the background until Shutdown.
 func (w *Worker) Start(ctx context.Context) error {
 	if w.stop != nil {
 		return errors.New("worker: Worker started twice")
@@ -170,9 +186,8 @@ func (w *Worker) loop(ctx context.Context) {
 		timer    = time.NewTimer(0)
 	)
 	defer timer.Stop()
-	// On return, wait for the attempts in flight: they end within the
-	// Sender's timeout, or when Shutdown's deadline cancels them (never
-	// blocked on finished, which has room for every one).
+	// On return, wait for the attempts in flight (never blocked on
+	// finished, which has room for every one).
 	defer wg.Wait()
 	finish := func(watchID string) {
 		total--
@@ -184,9 +199,7 @@ func (w *Worker) loop(ctx context.Context) {
 		// Claim when enough slots are free to be worth a transaction.
 		free := w.cfg.Concurrency - total
 		if free > 0 && (total == 0 || free >= max(1, w.cfg.Concurrency/4)) {
-			jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{
-				Limit: free, Lease: w.lease, PerWatch: perWatch, InFlight: inFlight,
-			})
+			jobs, err := w.claim(ctx, free, inFlight)
 			if err != nil && ctx.Err() == nil {
 				w.log.Error("claiming due deliveries failed; retrying", "err", err)
 			}
@@ -206,8 +219,8 @@ func (w *Worker) loop(ctx context.Context) {
 		}
 		sleep := w.cfg.IdlePoll
 		if next, ok, err := w.cfg.Queue.NextDue(ctx); err == nil && ok {
-			// A due delivery that was not claimed belongs to a busy watch;
-			// a finishing attempt wakes the loop for it.
+			// A due delivery not claimed belongs to a busy watch, whose
+			// finishing attempt wakes the loop.
 			if d := next.Sub(w.cfg.Now()); d > 0 && d < sleep {
 				sleep = d
 			}
@@ -223,17 +236,16 @@ func (w *Worker) loop(ctx context.Context) {
 		case <-w.wake:
 		case <-timer.C:
 		}
-		// Take every other finished attempt without blocking (the loop is
-		// finished's only reader).
+		// Take every other finished attempt (the loop is the only reader).
 		for len(finished) > 0 {
 			finish(<-finished)
 		}
 	}
 }
 
-// Shutdown stops claiming and waits for the attempts in flight to finish
-// and be recorded. When ctx ends first, the remaining attempts are
-// cancelled and left unrecorded: the next Start retries them.
+// Shutdown stops claiming and waits for the attempts in flight to be
+// recorded. When ctx ends first, the rest are cancelled and left
+// unrecorded: the next Start retries them.
 func (w *Worker) Shutdown(ctx context.Context) error {
 	if err := stopAndWait(ctx, w.stop, w.done); err != nil {
 		w.cancel()

@@ -16,13 +16,11 @@ import (
 // answers errs.NotFound for a watch of another account.
 type Webhooks interface {
 	// SetWebhook registers or replaces the watch's webhook URL and secret at
-	// time now. Matches that arrived after the watch was created and were
-	// published within delivery.Window of now get deliveries (never older
-	// ones); a delivery that already exists for a (watch, notice) is kept.
+	// now. Matches that arrived after the watch was created and were
+	// published within delivery.Window get deliveries, once per notice.
 	SetWebhook(ctx context.Context, accountID, watchID, url, secret string, now time.Time) (watch.Watch, error)
-	// RotateSecret replaces the secret; the old one stops being used at
-	// once, also for retries already scheduled. errs.NotFound when the
-	// watch has no webhook.
+	// RotateSecret replaces the secret, at once also for retries already
+	// scheduled. errs.NotFound when the watch has no webhook.
 	RotateSecret(ctx context.Context, accountID, watchID, secret string, now time.Time) (watch.Watch, error)
 	// DeleteWebhook stops delivery: pending deliveries become dead with
 	// last_error delivery.WebhookRemoved. errs.NotFound when the watch has
@@ -34,13 +32,10 @@ type Webhooks interface {
 	// webhook (for a test delivery). NoWebhook when the watch has none.
 	WebhookTarget(ctx context.Context, accountID, watchID string) (url, secret string, err error)
 	// RetryDelivery makes a dead delivery of the watch pending again at
-	// now, under the same delivery id, with its attempts starting again
-	// from 0 (the full retry schedule applies anew), and returns the
-	// record. It is due at once when the watch is active and held
-	// otherwise, and it is scheduled as a new delivery is (one durable
-	// write: a crash loses nothing). errs.NotFound for a delivery the
-	// watch does not have; DeliveryNotDead for one that is not dead;
-	// NoWebhook when the watch has no webhook to send it to.
+	// now (same id, attempts from 0; due at once, or held while the watch
+	// is inactive) in one durable write, and returns the record.
+	// errs.NotFound for a delivery the watch does not have;
+	// DeliveryNotDead for one not dead; NoWebhook without a webhook.
 	RetryDelivery(ctx context.Context, accountID, watchID, deliveryID string, now time.Time) (delivery.Record, error)
 }
 
@@ -67,15 +62,13 @@ type Arrival struct {
 	Watches []string
 }
 
-// WatchSet is what the arrival matcher needs of the watches that have a
-// webhook, at one version of the watch set.
+// WatchSet is the watches with a webhook at one version of the set.
 type WatchSet struct {
 	// Version changes whenever a watch gains a webhook or a watch with one
-	// is deleted or loses it (see Queue.WatchSetVersion).
+	// is deleted or loses it.
 	Version int64
 	// Entries are the watches with a webhook, active or not, every
-	// register ACN of each of their ABNs added to Identifiers (see
-	// matcher.Entry).
+	// register ACN of their ABNs added to Identifiers.
 	Entries []matcher.Entry
 }
 
@@ -88,11 +81,10 @@ type Job struct {
 	DeliveryID string
 	WatchID    string
 	URL        string
-	Secret     string // the secret current at claim time (Ledger.Signing reads it again before signing)
+	Secret     string // the secret current at claim time (Ledger.Signing reads it again)
 	Attempt    int    // 1-based number of this attempt
-	// Token identifies this claim: a lease that expires mid-attempt and is
-	// claimed again gives a new attempt with a new token, and Complete
-	// tells the current attempt's outcome from the stale one's by it.
+	// Token identifies this claim, so Complete tells the current attempt's
+	// outcome from that of one whose lease expired.
 	Token  string
 	Notice notice.Notice
 }
@@ -114,42 +106,31 @@ type ClaimRequest struct {
 type Outcome struct {
 	OK        bool
 	LastError string
-	// SentAt is when the attempt's request was sent: the delivered_at its
-	// body carries, and so the record's delivered_at when OK. Zero: the
-	// time the outcome is recorded.
+	// SentAt is when the request was sent, the delivered_at its body
+	// carries (zero: when the outcome is recorded).
 	SentAt time.Time
-	// RetryUnit scales the retry schedule: after failed attempt n the next
-	// is n x RetryUnit later (delivery.RetryWait).
+	// RetryUnit scales the retry schedule (delivery.RetryWait).
 	RetryUnit time.Duration
 }
 
-// Ledger is the durable record of deliveries that an attempt's outcome is
-// written to, whichever scheduler ran the attempt (worker.Attempter): the
-// embedded backend's Queue, or the scale backend's Redis ledger driven by
-// asynq tasks.
+// Ledger is the durable record of deliveries that worker.Attempter writes
+// an attempt's outcome to: the embedded Queue, or scale mode's Redis
+// ledger driven by asynq tasks.
 type Ledger interface {
-	// Complete records an attempt's outcome at now by delivery.Decide:
-	// delivered, rescheduled after delivery.RetryWait, or dead after the
-	// last attempt; dead and delivered notices update the watch's
-	// consecutive-failure count, which deactivates the watch when
-	// delivery.Deactivates. An outcome for a delivery that is no longer
-	// pending (delivered, dead, webhook removed, watch deleted) is
-	// ignored; see each backend for attempts that lost their claim.
+	// Complete records an attempt's outcome at now by delivery.Decide
+	// (delivered, retried, dead), keeping the watch's consecutive-failure
+	// count, which deactivates it when delivery.Deactivates. An outcome
+	// for a delivery no longer pending is ignored.
 	Complete(ctx context.Context, job Job, out Outcome, now time.Time) error
 	// Signing returns the webhook URL and secret of job's watch as they
-	// are now, read just before the attempt is signed: an attempt that
-	// waited while the secret was rotated (or the webhook replaced) goes
-	// out signed with the new secret. errs.NotFound when the watch or its
-	// webhook is gone (its pending deliveries ended with it).
+	// are now, just before the attempt is signed (a rotation while it
+	// waited applies). errs.NotFound when the watch or its webhook is gone.
 	Signing(ctx context.Context, job Job) (url, secret string, err error)
 }
 
 // Queue is the embedded backend's delivery queue: the arrivals, the
-// watches with a webhook they are matched against and the ledger,
-// scheduled by an SQL claim/lease loop that the worker drives.
-//
-// One process drives a queue at a time (the worker of `noticesd serve`);
-// Recover assumes no other worker holds leases.
+// watches with a webhook they are matched against and the ledger, driven
+// by one process at a time (the worker of `noticesd serve`).
 type Queue interface {
 	Ledger
 	// ArrivalCursor is the highest notice_seq already matched (durable).
@@ -161,38 +142,27 @@ type Queue interface {
 	LatestSeq(ctx context.Context) (int64, error)
 	// WatchSet returns the watches with a webhook, for the matcher.
 	WatchSet(ctx context.Context) (WatchSet, error)
-	// WatchSetVersion returns the current WatchSet version cheaply, so the
-	// matcher reloads only when it changed.
+	// WatchSetVersion returns the current WatchSet version cheaply.
 	WatchSetVersion(ctx context.Context) (int64, error)
-	// ResolveABNs returns the register ACNs of each given ABN that the
-	// register knows, sorted and distinct (ABNs it does not know are absent
-	// from the map). An ABN held by several register rows with different
-	// ACNs resolves to every one of them: the one rule that webhook
-	// matching and Watches.Matches share (docs/webhooks.md).
+	// ResolveABNs returns the register ACNs of each given ABN the register
+	// knows, sorted and distinct: every one of an ABN held by several rows,
+	// as Watches.Matches resolves it (docs/webhooks.md).
 	ResolveABNs(ctx context.Context, abns []string) (map[string][]string, error)
-	// Enqueue creates one pending delivery for each eligible (watch,
-	// notice) pair, at most once per pair ever, and advances the arrival
-	// cursor to through, in one transaction. Eligibility is
-	// delivery.Eligible at now; watches without a webhook (or deleted) get
-	// nothing. Deliveries for inactive watches are created held: they wait
-	// for reactivation. When the watch set is no longer at version (the
-	// arrivals were matched against an older set) nothing is written and
-	// the error is ErrWatchSetChanged.
+	// Enqueue creates one pending delivery for each pair eligible at now
+	// (delivery.Eligible; held for an inactive watch), at most once per
+	// pair ever, and advances the arrival cursor to through, in one
+	// transaction. When the watch set is no longer at version nothing is
+	// written and the error is ErrWatchSetChanged.
 	Enqueue(ctx context.Context, arrivals []Arrival, through, version int64, now time.Time) (created int, err error)
 	// Recover releases every lease (attempts in flight when a previous
-	// process stopped): those deliveries are due at now. The interrupted
-	// attempt is uncounted. Only one process may drive a queue: the caller
-	// holds the data directory's serve lock (or the backend's equivalent).
+	// process stopped), uncounted and due at now. The caller holds the
+	// data directory's serve lock: no other worker holds leases.
 	Recover(ctx context.Context, now time.Time) (released int, err error)
-	// Claim leases due deliveries (next attempt at or before now, watch
-	// active with a webhook) until now+req.Lease and returns them; see
-	// ClaimRequest for the bounds. It is fair across watches: the watches
-	// with due deliveries are served in the order of each one's oldest due
-	// delivery, one delivery of each per round, each watch's oldest first,
-	// so every due delivery of every watch progresses however large
-	// another watch's backlog. A lease that expires without Complete makes
-	// the delivery due again. Each claimed Job carries the URL and secret
-	// current at claim time.
+	// Claim leases due deliveries of active watches with a webhook until
+	// now+req.Lease and returns them, fair across watches: one of each
+	// watch per round, watches in the order of their oldest due delivery,
+	// so no backlog holds up another watch. A lease that expires without
+	// Complete makes the delivery due again.
 	Claim(ctx context.Context, now time.Time, req ClaimRequest) ([]Job, error)
 	// NextDue returns when the next delivery becomes due, if any.
 	NextDue(ctx context.Context) (time.Time, bool, error)

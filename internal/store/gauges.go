@@ -2,9 +2,8 @@ package store
 
 import "context"
 
-// Gauges are the operational counts /metrics reports at scrape time: what
-// is stored now, read from the backend rather than kept by the process, so
-// every replica of the scale backend reports the same shared numbers.
+// Gauges are the stored counts /metrics reports at scrape time, read from
+// the backend so every replica reports the same numbers.
 type Gauges struct {
 	// AccountsActive and AccountsLapsed count accounts by subscription.
 	AccountsActive, AccountsLapsed int64
@@ -15,11 +14,10 @@ type Gauges struct {
 	DeliveriesPending, DeliveriesDelivered, DeliveriesDead int64
 	// QueueDue counts pending deliveries due now (the queue depth).
 	QueueDue int64
-	// RetryBacklog counts pending deliveries that have failed at least
-	// once and wait for a retry.
+	// RetryBacklog counts pending deliveries that failed at least once.
 	RetryBacklog int64
-	// MailPending and MailDead count alert_email mail jobs waiting to be
-	// accepted by the SMTP server and given up (docs/email.md).
+	// MailPending and MailDead count alert_email mail jobs pending and
+	// given up.
 	MailPending, MailDead int64
 }
 

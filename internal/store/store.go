@@ -1,8 +1,6 @@
 // Package store defines the seams between the API and its backends: domain
-// verbs over domain types, never a backend's query language. The embedded
-// SQLite backend (store/sqlite) implements all of them; the scale-out
-// backends implement the same interfaces, and storetest runs one contract
-// suite against each.
+// verbs over domain types, never a backend's query language. storetest
+// runs one contract suite against each backend.
 package store
 
 import (
@@ -34,12 +32,10 @@ type Notices interface {
 	Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, error)
 	// IndexStatus reports the size and freshness of the notice index.
 	IndexStatus(ctx context.Context) (notice.IndexStatus, error)
-	// ExportNotices opens an export of every notice matching q, in q's
-	// sort (q.Limit and q.Page are ignored), read from one consistent view
-	// of the notices: a notice stored or changed while the export runs is
-	// neither repeated nor skipped. When more than max notices match it
-	// returns errs.ExportTooLarge naming the count, and nothing stays open.
-	// The caller must Close the export.
+	// ExportNotices opens an export of every notice matching q in q's sort
+	// (ignoring q.Limit and q.Page) from one consistent view of the
+	// notices; errs.ExportTooLarge when more than max match. The caller
+	// must Close it.
 	ExportNotices(ctx context.Context, q notice.SearchQuery, max int) (NoticeExport, error)
 }
 
@@ -50,8 +46,7 @@ type NoticeExport interface {
 	Total() int64
 	// Next returns the next batch, or an empty batch when all were read.
 	Next(ctx context.Context) ([]notice.Notice, error)
-	// Close releases what the export holds (a read transaction, a point
-	// in time).
+	// Close releases what the export holds.
 	Close() error
 }
 
@@ -67,15 +62,13 @@ type UpsertResult struct {
 	Updated  int
 }
 
-// NoticeWriter stores notices. Notices arrive with ID and PublishedDate set
-// and Seq/CollectedAt empty; a new source_id gets the next notice_seq and
-// collected_at = now, a known one is updated in place keeping both.
+// NoticeWriter stores notices (ID and PublishedDate set): a new source_id
+// gets the next notice_seq and collected_at now, a known one keeps both.
 type NoticeWriter interface {
 	UpsertNotices(ctx context.Context, batch []notice.Notice) (UpsertResult, error)
 }
 
-// BatchSizer is a NoticeWriter with a default batch size of its own (scale
-// mode's, which refreshes and publishes once per batch).
+// BatchSizer is a NoticeWriter with a default batch size of its own.
 type BatchSizer interface {
 	NoticeBatch() int
 }
@@ -97,9 +90,8 @@ type RegisterWriter interface {
 
 // Accounts manages accounts and authenticates keys.
 type Accounts interface {
-	// Authenticate returns the principal owning key, or errs.Unauthorised.
-	// A lapsed subscription is reported by Principal.Account.Active, not as
-	// an error.
+	// Authenticate returns the principal owning key, or errs.Unauthorised
+	// (a lapsed subscription is Principal.Account.Active false).
 	Authenticate(ctx context.Context, key string) (account.Principal, error)
 	// CreateAccount creates an account on a plan and returns its new keys.
 	CreateAccount(ctx context.Context, name, plan string) (account.Created, error)
@@ -119,10 +111,8 @@ type ItemError struct {
 	Reason string
 }
 
-// BatchError is returned by a NoticeWriter that stores a batch item by item
-// (the Elasticsearch backend) when some notices were refused: the others
-// are stored and counted in the UpsertResult returned with it. Ingest
-// reports each refused notice with its line number and goes on.
+// BatchError is a NoticeWriter's refusal of some notices of a batch stored
+// item by item; the others are stored and counted in its UpsertResult.
 type BatchError struct {
 	Items []ItemError
 }

@@ -14,23 +14,19 @@ import (
 type MatchPage struct {
 	// Notices have notice_seq > since, ascending.
 	Notices []notice.Notice
-	// NextSince is the cursor for the next poll: the last notice's seq, or
-	// since itself when the page is empty.
+	// NextSince is the cursor for the next poll: the last notice's seq (or
+	// since, for an empty page).
 	NextSince int64
 	HasMore   bool
 }
 
-// Watches stores watches and answers match history and bulk screens. Every
-// method taking an accountID answers errs.NotFound for a watch of another
-// account, exactly as for a missing one.
+// Watches stores watches and answers match history and bulk screens. A
+// watch of another account is errs.NotFound, as a missing one.
 type Watches interface {
-	// CreateWatch stores w (ID, timestamps and fields already set by
-	// watch.New) if plan allows: errs.WatchLimitReached when the account has
-	// plan.Watches watches, errs.QuotaExceeded when the distinct companies
-	// across the account's watches would exceed plan.Companies (the message
-	// names the limit, the current count and the attempted addition). The
-	// checks and the write are one atomic step; a rejected call writes
-	// nothing. It returns the stored watch with Unresolved filled in.
+	// CreateWatch stores w (made by watch.New) if plan allows, in one
+	// atomic step: errs.WatchLimitReached at plan.Watches watches,
+	// errs.QuotaExceeded when the account's distinct companies would
+	// exceed plan.Companies. It returns the watch with Unresolved filled.
 	CreateWatch(ctx context.Context, w watch.Watch, plan account.Plan) (watch.Watch, error)
 	// Watch returns one watch of the account.
 	Watch(ctx context.Context, accountID, id string) (watch.Watch, error)

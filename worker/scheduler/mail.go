@@ -10,13 +10,12 @@ import (
 	"github.com/hibiken/asynq"
 )
 
-// MailTaskType is the asynq type of one attempt to send an alert_email
-// email.
+// MailTaskType is the asynq type of one attempt to send an alert_email.
 const MailTaskType = "mail:send"
 
-// mailLease is how long a mail job taken by the pump, or begun by a task,
-// stays hidden from the pump: longer than one SMTP attempt (30 s), so only
-// a job whose worker died gets a task again.
+// mailLease hides a mail job taken by the pump or begun by a task from the
+// pump: longer than one SMTP attempt (30 s), so only a job whose worker
+// died gets a task again.
 const mailLease = 2 * time.Minute
 
 // MailQueueName is the asynq queue of the namespace's mail.
@@ -43,10 +42,9 @@ func (s *Scheduler) PumpMailOnce(ctx context.Context) error {
 	return nil
 }
 
-// handleMail makes one attempt of a mail job. The outcome (sent, retry
-// after mail.RetryWait, dead) is recorded in the Redis mail queue, which
-// schedules the next attempt; an error here (Redis unreachable) has asynq
-// run the task again.
+// handleMail makes one attempt of a mail job; the Redis mail queue records
+// its outcome and schedules the next attempt. An error (Redis unreachable)
+// has asynq run the task again.
 func (s *Scheduler) handleMail(ctx context.Context, t *asynq.Task) error {
 	var p mailPayload
 	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.ID == "" {

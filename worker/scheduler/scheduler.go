@@ -1,9 +1,7 @@
 // Package scheduler runs scale mode's webhook delivery on asynq: one task
-// per delivery (TaskID = the delivery id, payload the ids only), retried
-// after exactly n x NOTICES_DELIVERY_RETRY_UNIT, each attempt made by
-// worker.Attempter against the Redis delivery ledger (redisstore). Around
-// the asynq server it runs the pump of the ledger's outbox and a sweep
-// that gives a task to a pending delivery that lost its own. Any number of
+// per delivery (TaskID = the delivery id), each attempt made by
+// worker.Attempter against the Redis delivery ledger (docs/architecture.md,
+// "How an arrival becomes a delivery in scale mode"). Any number of
 // processes may run one.
 package scheduler
 
@@ -38,31 +36,26 @@ const (
 	// DefaultConcurrency is the most attempts one process runs at once.
 	DefaultConcurrency = 32
 	// checkInterval is how often asynq moves due scheduled and retry tasks
-	// to pending, and how often the outbox is pumped: a retry is never
-	// more than this (plus a round trip) late.
+	// to pending and the outbox is pumped: a retry is at most this late.
 	checkInterval = 100 * time.Millisecond
 	// DefaultSweepEvery is how often pending deliveries are checked for a
 	// task of their own.
 	DefaultSweepEvery = 30 * time.Second
-	// DefaultRecoverEvery is how often the attempts whose lease ran out
-	// (their worker died mid-attempt) are looked for: a recovery task
-	// makes such an attempt again at most this long after its lease.
+	// DefaultRecoverEvery is how often attempts whose lease ran out (their
+	// worker died) are handed to recovery tasks.
 	DefaultRecoverEvery = time.Second
-	// maxRetry is asynq's retry bound: the ledger decides when a delivery
-	// is dead (delivery.MaxAttempts), asynq only carries it there, also
-	// across attempts a crash cut short, so this is never what ends one.
+	// maxRetry is asynq's retry bound, never what ends a delivery: the
+	// ledger decides when one is dead.
 	maxRetry = 1000
 	// taskCheckInterval is how long an idle asynq processor waits before
-	// looking for a pending task again: short, so a new task starts at once.
+	// looking for a pending task: short, so a new task starts at once.
 	taskCheckInterval = 10 * time.Millisecond
-	// leaseMargin is added to the Sender's timeout to bound one attempt
-	// (reading the notice, recording the outcome) once it has its
-	// endpoint's slot.
+	// leaseMargin bounds the rest of an attempt (reading the notice,
+	// recording the outcome) beside the Sender's timeout.
 	leaseMargin = 5 * time.Second
 	// attemptLease is how long an attempt is held in the ledger without a
-	// renewal (renewed every third of it while it runs): a worker that
-	// died mid-attempt has it made again by another at most this long
-	// (plus RecoverEvery) after its last renewal.
+	// renewal (every third of it while it runs): a dead worker's attempt
+	// is made again at most this long (plus RecoverEvery) after.
 	attemptLease = 10 * time.Second
 )
 
@@ -79,24 +72,23 @@ type Config struct {
 	// RetryUnit is NOTICES_DELIVERY_RETRY_UNIT; 0 means 10 minutes.
 	RetryUnit time.Duration
 	// Concurrency bounds the attempts in flight in this process; 0 means
-	// DefaultConcurrency. The Sender bounds those to one receiver host.
+	// DefaultConcurrency.
 	Concurrency int
 	// SweepEvery: see DefaultSweepEvery.
 	SweepEvery time.Duration
 	// RecoverEvery: see DefaultRecoverEvery.
 	RecoverEvery time.Duration
 	// ShutdownTimeout bounds how long Shutdown waits for attempts in
-	// flight; 0 means the Sender's timeout plus 5 s. Attempts still running
-	// then are handed back to asynq and run again (same delivery id).
+	// flight (then handed back to asynq); 0 means the Sender's timeout
+	// plus 5 s.
 	ShutdownTimeout time.Duration
 	// Now is the clock of outcomes; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Mail, when set (NOTICES_SMTP_URL), sends alert_email mail as asynq
-	// tasks (MailTaskType, on MailQueueName), one attempt each with
-	// Mail.Attempt. Its digests are queued by its own loop, which the
-	// caller runs (mailer.Config.DigestsOnly).
+	// tasks (MailTaskType on MailQueueName), one Mail.Attempt each; the
+	// caller runs its digest loop (mailer.Config.DigestsOnly).
 	Mail *mailer.Mailer
 }
 
@@ -161,15 +153,13 @@ func (e *retryError) Error() string {
 	return fmt.Sprintf("attempt failed (%s); next attempt in %s", e.lastError, e.wait)
 }
 
-// maxErrorDelay caps the wait before a task whose run failed for another
-// reason than the endpoint (Redis or Elasticsearch unreachable) runs again.
+// maxErrorDelay caps the wait before a task that failed for another
+// reason than the endpoint (a backend unreachable) runs again.
 const maxErrorDelay = time.Minute
 
-// retryDelay is asynq's RetryDelayFunc: the ledger's wait
-// (delivery.RetryWait) when the handler decided a retry; else (a backend
-// unreachable, an attempt a crash cut short) one second, doubling with
-// each such run up to maxErrorDelay. A task that spends its runs is
-// archived, and the sweep puts it back (SweepOnce).
+// retryDelay is asynq's RetryDelayFunc: the ledger's wait when the handler
+// decided a retry; else one second, doubling with each run up to
+// maxErrorDelay.
 func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	var re *retryError
 	if errors.As(err, &re) {
@@ -178,41 +168,36 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	return min(time.Second<<min(n, 6), maxErrorDelay)
 }
 
-// Enqueue makes the task of one delivery, due at once. A delivery's
-// existing task (TaskID = delivery id) is run now when scheduled or
-// retrying (the ledger still decides when the attempt is made), replaced
-// when finished or archived. It reports false when the task is running.
+// Enqueue makes the task of one delivery, due at once: an existing one is
+// run now when scheduled or retrying (the ledger still decides when the
+// attempt is made), replaced when finished or archived. False: it runs.
 func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, error) {
 	add := func() error { return s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref) }
-	err := add()
-	if !errors.Is(err, asynq.ErrTaskIDConflict) {
+	if err := add(); !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return err == nil, err
 	}
 	info, err := s.inspector.GetTaskInfo(s.queue, ref.DeliveryID)
-	if errors.Is(err, asynq.ErrTaskNotFound) {
-		err = add()
-		return err == nil, ignoreConflict(err)
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, asynq.ErrTaskNotFound):
+	case err != nil:
 		return false, err
-	}
-	switch info.State {
-	case asynq.TaskStateActive:
+	case info.State == asynq.TaskStateActive:
 		return false, nil
-	case asynq.TaskStateScheduled, asynq.TaskStateRetry:
+	case info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry:
 		return true, ignoreNotFound(s.inspector.RunTask(s.queue, ref.DeliveryID))
-	case asynq.TaskStateArchived, asynq.TaskStateCompleted:
-		if err := s.inspector.DeleteTask(s.queue, ref.DeliveryID); ignoreNotFound(err) != nil {
+	case info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted:
+		if err := ignoreNotFound(s.inspector.DeleteTask(s.queue, ref.DeliveryID)); err != nil {
 			return false, err
 		}
-		err = add()
-		return err == nil, ignoreConflict(err)
+	default:
+		return true, nil // pending: it runs soon
 	}
-	return true, nil // pending: it runs soon
+	err = add()
+	return err == nil, ignoreConflict(err)
 }
 
-// add makes a task of type typ named id on queue, v its JSON payload. A
-// task of that id is kept (asynq.ErrTaskIDConflict).
+// add makes a task of type typ named id on queue, v its JSON payload (a
+// task of that id is kept: asynq.ErrTaskIDConflict).
 func (s *Scheduler) add(ctx context.Context, typ, queue, id string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -251,9 +236,7 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 	for {
 		var err error
 		if b, err = s.cfg.Ledger.Begin(ctx, ref, s.cfg.Now(), redisstore.Hold{Task: task, Lease: attemptLease}); err != nil {
-			if ctx.Err() == nil {
-				// A secret no key opens, Redis unreachable: asynq retries the
-				// task, and the operator must see why in the worker's log.
+			if ctx.Err() == nil { // a secret no key opens, Redis unreachable: the operator must see why
 				s.log.Warn("delivery attempt not begun", "watch", ref.WatchID, "delivery", ref.DeliveryID, "err", err)
 			}
 			return err
@@ -272,9 +255,7 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 		}
 	}
 	if b.State != redisstore.BeginAttempt {
-		// Done, held until the watch is reactivated, or busy: another task
-		// holds the attempt and carries the delivery on.
-		return nil
+		return nil // done, held, or busy (another task carries it on)
 	}
 	ctx, release := s.hold(ctx, ref, task)
 	defer release()
@@ -301,9 +282,8 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 }
 
 // hold renews the lease of task's attempt of ref every third of
-// attemptLease until release. When the attempt is no longer task's (taken
-// over after a stall) the returned context is cancelled: the attempt
-// records nothing (worker.ErrInterrupted).
+// attemptLease until release, and cancels the returned context when the
+// attempt is no longer task's (taken over after a stall).
 func (s *Scheduler) hold(ctx context.Context, ref redisstore.Ref, task string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := lease.Keep(attemptLease/3, func(rctx context.Context) {
@@ -320,15 +300,14 @@ func (s *Scheduler) hold(ctx context.Context, ref redisstore.Ref, task string) (
 	return ctx, func() { stop(); cancel() }
 }
 
-// Start starts the asynq server, the outbox pump, the sweep and the
-// recovery of lapsed attempts.
+// Start starts the asynq server and the loops around it.
 func (s *Scheduler) Start(ctx context.Context) error {
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TaskType, s.handle)
 	loops := []func(context.Context){
 		s.every(checkInterval, s.wake, "scheduling deliveries", s.PumpOnce),
 		s.every(s.cfg.SweepEvery, nil, "sweeping pending deliveries", uncounted(s.SweepOnce)),
-		s.every(s.cfg.RecoverEvery, nil, "recovering delivery attempts whose worker stopped", uncounted(s.RecoverOnce)),
+		s.every(s.cfg.RecoverEvery, nil, "recovering delivery attempts whose worker stopped", s.RecoverOnce),
 	}
 	if s.cfg.Mail != nil {
 		mux.HandleFunc(MailTaskType, s.handleMail)
@@ -345,7 +324,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 }
 
 // Shutdown stops taking work and waits for attempts in flight (up to
-// ShutdownTimeout; asynq hands the rest back to the queue).
+// ShutdownTimeout; the rest go back to the queue).
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	if s.cancel == nil {
 		return nil
@@ -366,39 +345,19 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 }
 
 // Wake makes the pump look at the outbox now.
-func (s *Scheduler) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Scheduler) Wake() { worker.Signal(s.wake) }
 
-// every returns a loop that runs once, then again each interval later
-// (or as soon as wake fires), until its context ends, logging failures as
-// what.
+// every returns a loop that runs once, then again each interval later (or
+// as soon as wake fires) until its context ends, logging failures as what.
 func (s *Scheduler) every(interval time.Duration, wake <-chan struct{}, what string, once func(context.Context) error) func(context.Context) {
 	return func(ctx context.Context) {
-		for ctx.Err() == nil {
-			if err := once(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn(what, "err", err)
-			}
-			t := time.NewTimer(interval)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			case <-wake:
-			}
-			t.Stop()
-		}
+		worker.Every(ctx, interval, wake, once, func(err error) { s.log.Warn(what, "err", err) })
 	}
 }
 
 // uncounted drops the count of a step that reports one.
 func uncounted(once func(context.Context) (int, error)) func(context.Context) error {
-	return func(ctx context.Context) error {
-		_, err := once(ctx)
-		return err
-	}
+	return func(ctx context.Context) error { _, err := once(ctx); return err }
 }
 
 // PumpOnce makes the tasks of every due outbox entry.
@@ -435,9 +394,7 @@ func (s *Scheduler) PumpOnce(ctx context.Context) error {
 // SweepOnce finishes watch changes a stopped process left half done
 // (redisstore.Store.Reconcile), then puts in the outbox every pending
 // delivery overdue by more than one attempt (the Sender's timeout plus
-// leaseMargin) without a live asynq task (none, or one archived or
-// completed), and returns how many it found. Only overdue deliveries are
-// looked at, so the cost follows them, not every pending one.
+// leaseMargin) without a live asynq task, and returns how many it found.
 func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	if n, err := s.cfg.Ledger.Reconcile(ctx, s.cfg.Now()); err != nil {
 		return 0, err
@@ -457,8 +414,7 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 		if ignoreNotFound(err) != nil {
 			return 0, err
 		}
-		// No task, or one that gave up (its runs spent in an outage) or
-		// ended while the delivery is still due: Enqueue replaces it.
+		// No task, or one that gave up or ended: Enqueue replaces it.
 		if err != nil || info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted {
 			lost = append(lost, r)
 		}
@@ -474,41 +430,36 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 }
 
 // RecoverOnce gives a recovery task, <delivery id>@<lease end ms>, to
-// every attempt whose lease ran out without an outcome
-// (redisstore.Store.LapsedAttempts: its worker died, and asynq would hand
-// its task on only after a minute or more). The recovery task takes the
-// attempt over under the same attempt number; the dead worker's task,
-// when asynq runs it again, finds it busy or done. It returns how many
-// attempts it handed on.
-func (s *Scheduler) RecoverOnce(ctx context.Context) (int, error) {
+// every attempt whose lease ran out without an outcome (its worker died;
+// asynq would hand its task on only after a minute or more). The recovery
+// task takes the attempt over under the same number; the dead worker's
+// task, when asynq runs it again, finds it busy or done.
+func (s *Scheduler) RecoverOnce(ctx context.Context) error {
 	lapsed, err := s.cfg.Ledger.LapsedAttempts(ctx, s.cfg.Now(), attemptLease, 100)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	for _, l := range lapsed {
 		if err := ignoreConflict(s.add(ctx, TaskType, s.queue, l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10), l.Ref)); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	if len(lapsed) > 0 {
 		s.log.Info("delivery attempts whose worker stopped were handed to recovery tasks", "attempts", len(lapsed))
 	}
-	return len(lapsed), nil
+	return nil
 }
 
-// asynqServerLists are asynq's global lists of worker processes, each
-// member scored by the unix second its heartbeat expires (asynq renews it
-// every few seconds and removes it when the process stops cleanly).
+// asynqServerLists are asynq's global lists of worker processes, scored by
+// the unix second each heartbeat expires (on the real clock).
 var asynqServerLists = []string{"asynq:servers", "asynq:workers"}
 
-// staleServerAge is how long past its heartbeat's expiry a process's
-// member is dropped: it was killed, and asynq keeps it otherwise.
+// staleServerAge is how long past its heartbeat's expiry a killed process
+// stays listed (asynq drops one that stops cleanly).
 const staleServerAge = time.Hour
 
 // dropStaleServers removes from asynq's server lists the processes whose
-// heartbeat expired over staleServerAge ago (their own keys have expired
-// already), so a worker killed rather than stopped does not stay listed
-// for good. The scores are on the real clock, as asynq writes them.
+// heartbeat expired over staleServerAge ago.
 func (s *Scheduler) dropStaleServers(ctx context.Context) error {
 	before := strconv.FormatInt(time.Now().Add(-staleServerAge).Unix(), 10)
 	for _, k := range asynqServerLists {
@@ -532,8 +483,8 @@ type Counts struct {
 // the first task).
 func QueueCounts(rdb redis.UniversalClient, namespace string) (Counts, error) {
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	// asynq registers a queue with its first task, and GetQueueInfo's
-	// error for one it does not know wraps no exported sentinel.
+	// asynq registers a queue with its first task; GetQueueInfo's error for
+	// an unknown one wraps no exported sentinel.
 	queues, err := insp.Queues()
 	if err != nil {
 		return Counts{}, fmt.Errorf("scheduler: list the queues: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,26 +18,31 @@ import (
 	"github.com/noticesd/noticesd/internal/webhook"
 )
 
-// The delivery ledger of scale mode. Records live in dr:<watch> (see
-// webhooks.go); besides the fields of delivery.Record each record keeps
-// "inflight", the number of an attempt begun and not yet finished, so an
-// attempt interrupted by a crash is not counted twice when asynq runs the
-// task again, and "holder" and "lease", the task making that attempt and
-// the end of its lease (ms), kept in dleaseKey too (Begin, Renew,
-// LapsedAttempts).
-//
-//	dq    zset: the outbox of deliveries that need an asynq task, members
-//	      "<watch>|<delivery id>|<notice seq>", score the due time in ms.
-//	      A delivery is added in the same script that creates or releases
-//	      it; the scheduler's pump enqueues the task (TaskID = delivery id)
-//	      and only then removes the member, so a crash in between enqueues
-//	      it again, which asynq refuses as a duplicate id.
-//
-// Attempts: Begin (the attempt's URL, current secret and the watch's state,
-// read at attempt time), then Complete with the outcome, by the rules of
-// package delivery.
+// The delivery ledger of scale mode (keys: docs/redis.md).
 
 var _ store.Ledger = (*Store)(nil)
+
+// ledgerLua is the Lua the ledger's scripts share: rec reads record
+// ARGV[1] of dr (KEYS[1]); gm and lm make a record's gauge member (ddue,
+// dq, dlease) and list member (dl, df); leave counts a pending record out
+// into status; final adds it to df, scored as in dl.
+const ledgerLua = `
+local function rec() local raw = redis.call('HGET', KEYS[1], ARGV[1]) return raw and cjson.decode(raw) end
+local function gm(w, id, r) return w .. '|' .. id .. '|' .. string.format('%d', r.notice_seq) end
+local function lm(id, r) return string.format('%020d', r.notice_seq) .. '|' .. id end
+local function set(v) return v ~= nil and v ~= cjson.null end
+local function unlease(r) r.inflight = nil r.holder = nil r.lease = nil end
+local function leave(kstat, kdue, m, r, status)
+  redis.call('HINCRBY', kstat, 'pending', -1)
+  redis.call('HINCRBY', kstat, status, 1)
+  if (r.attempts or 0) > 0 then redis.call('HINCRBY', kstat, 'retry', -1) end
+  redis.call('ZREM', kdue, m)
+end
+local function final(kdl, kdf, id, r)
+  local m = lm(id, r)
+  redis.call('ZADD', kdf, redis.call('ZSCORE', kdl, m) or 0, m)
+end
+`
 
 // Ref names one delivery: what an asynq task carries.
 type Ref struct {
@@ -47,24 +53,20 @@ type Ref struct {
 
 func (r Ref) member() string { return r.WatchID + "|" + r.DeliveryID + "|" + itoa(r.NoticeSeq) }
 
-// parseRef reads an outbox member.
+// parseRef reads a gauge or outbox member.
 func parseRef(m string) (Ref, bool) {
 	p := strings.Split(m, "|")
 	if len(p) != 3 {
 		return Ref{}, false
 	}
 	seq, err := strconv.ParseInt(p[2], 10, 64)
-	if err != nil {
-		return Ref{}, false
-	}
-	return Ref{WatchID: p[0], DeliveryID: p[1], NoticeSeq: seq}, true
+	return Ref{WatchID: p[0], DeliveryID: p[1], NoticeSeq: seq}, err == nil
 }
 
-// createDeliveryScript records a pending delivery unless the pair has one: due at
-// once (and put in the outbox) when the watch is active, held otherwise.
+// createDeliveryScript records a pending delivery unless the pair has one:
+// due at once (and in the outbox) when the watch is active, held otherwise.
 // KEYS: dr:<watch>, dl:<watch>, w:<watch>, dq, dstat, ddue. ARGV: delivery
-// id, record JSON (next_attempt_at set), list score, list member, outbox
-// member, due ms.
+// id, record JSON, list score, list member, gauge member, due ms.
 var createDeliveryScript = redis.NewScript(`
 local doc = redis.call('HGET', KEYS[3], 'doc')
 if not doc then return 0 end
@@ -98,40 +100,25 @@ func (s *Store) pendingArgs(watchID string, n *notice.Notice, now time.Time) ([]
 		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli()}, nil
 }
 
-// addPending records the pending delivery of n to the watch at now (once
-// per pair): due at once when the watch is active, held otherwise. It
-// reports whether it created one.
-func (s *Store) addPending(ctx context.Context, watchID string, n *notice.Notice, now time.Time) (bool, error) {
-	keys, args, err := s.pendingArgs(watchID, n, now)
-	if err != nil {
-		return false, err
-	}
-	k, err := createDeliveryScript.Run(ctx, s.rdb, keys, args...).Int()
-	if err != nil {
-		return false, s.fail("record delivery", err)
-	}
-	return k == 1, nil
+// CreateDeliveries creates the deliveries of matched (watch, notice_seq)
+// pairs eligible at now (delivery.Eligible judged at arrival, of a watch
+// with a webhook), at most one per pair ever, and returns how many it
+// created.
+func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time) (int, error) {
+	return s.createDeliveries(ctx, "record deliveries", pairs, now, true)
 }
 
-// CreateDeliveries creates the deliveries of matched (watch, notice_seq)
-// pairs (from the <namespace>:matched stream) that are eligible at now:
-// the watch has a webhook, the notice arrived after the watch was created
-// and was published within delivery.Window (delivery.Eligible). Each pair
-// gets at most one delivery ever, however often it is handed in. It
-// returns how many it created.
-func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time) (int, error) {
+// createDeliveries is CreateDeliveries, judged at arrival or at now.
+func (s *Store) createDeliveries(ctx context.Context, what string, pairs []Ref, now time.Time, atArrival bool) (int, error) {
 	if len(pairs) == 0 {
 		return 0, nil
 	}
 	seqs := make([]int64, 0, len(pairs))
-	seen := map[int64]bool{}
 	for _, p := range pairs {
-		if !seen[p.NoticeSeq] {
-			seen[p.NoticeSeq] = true
-			seqs = append(seqs, p.NoticeSeq)
-		}
+		seqs = append(seqs, p.NoticeSeq)
 	}
-	ns, err := s.source.NoticesBySeq(ctx, seqs)
+	slices.Sort(seqs)
+	ns, err := s.source.NoticesBySeq(ctx, slices.Compact(seqs))
 	if err != nil {
 		return 0, err
 	}
@@ -159,26 +146,25 @@ func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time
 			}
 			eseqs[p.WatchID] = eseq
 		}
-		if eseq < 0 {
-			continue
+		at := now
+		if atArrival {
+			at = delivery.JudgedAt(n.CollectedAt, now)
 		}
-		pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
-		if err != nil || !delivery.Eligible(n.Seq, eseq, pub, delivery.JudgedAt(n.CollectedAt, now)) {
+		if pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt); err != nil || eseq < 0 || !delivery.Eligible(n.Seq, eseq, pub, at) {
 			continue
 		}
 		keys, args, err := s.pendingArgs(p.WatchID, n, now)
 		if err != nil {
 			return 0, err
 		}
-		// One round trip for the batch: the script's source is sent with
-		// each call (Redis caches it compiled), so no NOSCRIPT can arise.
+		// EVAL, not EVALSHA: no NOSCRIPT can arise in the pipeline.
 		cmds = append(cmds, createDeliveryScript.Eval(ctx, pipe, keys, args...))
 	}
 	if len(cmds) == 0 {
 		return 0, nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, s.fail("record deliveries", err)
+		return 0, s.fail(what, err)
 	}
 	created := 0
 	for _, c := range cmds {
@@ -189,66 +175,87 @@ func (s *Store) CreateDeliveries(ctx context.Context, pairs []Ref, now time.Time
 	return created, nil
 }
 
-// claimDueScript takes up to ARGV[3] outbox entries due at ARGV[1] (ms)
-// and hides them from other pumps until ARGV[2] (ms). KEYS: dq.
-var claimDueScript = redis.NewScript(`
-local ms = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
-for _, m in ipairs(ms) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], m) end
+// claimScript takes up to ARGV[3] members of the zset KEYS[1] scored at or
+// before ARGV[1] (ms), hidden until ARGV[2]. Returns member, score pairs.
+var claimScript = redis.NewScript(`
+local ms = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
+for i = 1, #ms, 2 do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ms[i]) end
 return ms
 `)
 
-// ClaimDue takes up to limit outbox entries due at now for one pump: they
-// are hidden from other pumps for lease, after which, if the pump has not
-// removed them (Scheduled) because it died, they are due again.
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Ref, error) {
-	ms, err := claimDueScript.Run(ctx, s.rdb, []string{s.key(outboxKey)}, now.UnixMilli(), now.Add(lease).UnixMilli(), limit).StringSlice()
+// claim runs claimScript on key: the refs and their scores before; a
+// member that is no ref is dropped.
+func (s *Store) claim(ctx context.Context, key, what string, now, until time.Time, limit int) ([]Lapsed, error) {
+	v, err := claimScript.Run(ctx, s.rdb, []string{key}, now.UnixMilli(), until.UnixMilli(), limit).StringSlice()
 	if err != nil {
-		return nil, s.fail("read the delivery outbox", err)
+		return nil, s.fail(what, err)
 	}
-	out := make([]Ref, 0, len(ms))
-	for _, m := range ms {
-		if r, ok := parseRef(m); ok {
-			out = append(out, r)
-		} else {
-			_ = s.rdb.ZRem(ctx, s.key(outboxKey), m).Err()
+	var out []Lapsed
+	for i := 0; i+1 < len(v); i += 2 {
+		r, ok := parseRef(v[i])
+		ms, err := strconv.ParseInt(v[i+1], 10, 64)
+		if !ok || err != nil {
+			_ = s.rdb.ZRem(ctx, key, v[i]).Err()
+			continue
 		}
+		out = append(out, Lapsed{Ref: r, LeaseMS: ms})
+	}
+	return out, nil
+}
+
+// ClaimDue takes up to limit outbox entries due at now for one pump,
+// hidden from other pumps for lease (due again if the pump died before
+// Scheduled).
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Ref, error) {
+	got, err := s.claim(ctx, s.key(outboxKey), "read the delivery outbox", now, now.Add(lease), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Ref, len(got))
+	for i, l := range got {
+		out[i] = l.Ref
 	}
 	return out, nil
 }
 
 // Scheduled removes refs from the outbox once their tasks exist.
 func (s *Store) Scheduled(ctx context.Context, refs []Ref) error {
+	return s.outbox(ctx, refs, nil, time.Time{})
+}
+
+// Postpone moves refs' outbox entries to at (no task could be made yet).
+func (s *Store) Postpone(ctx context.Context, refs []Ref, at time.Time) error {
+	return s.outbox(ctx, refs, &redis.ZAddArgs{XX: true}, at)
+}
+
+// Reschedule puts refs in the outbox, due at now (the sweep's repair).
+func (s *Store) Reschedule(ctx context.Context, refs []Ref, now time.Time) error {
+	return s.outbox(ctx, refs, &redis.ZAddArgs{NX: true}, now)
+}
+
+// outbox removes refs (add nil) or adds them at at with add's flags.
+func (s *Store) outbox(ctx context.Context, refs []Ref, add *redis.ZAddArgs, at time.Time) error {
 	if len(refs) == 0 {
 		return nil
 	}
-	ms := make([]any, len(refs))
-	for i, r := range refs {
-		ms[i] = r.member()
-	}
-	return s.fail("update the delivery outbox", s.rdb.ZRem(ctx, s.key(outboxKey), ms...).Err())
-}
-
-// Postpone moves refs' outbox entries to at (their task could not be made
-// yet).
-func (s *Store) Postpone(ctx context.Context, refs []Ref, at time.Time) error {
+	var ms []any
 	for _, r := range refs {
-		if err := s.rdb.ZAddXX(ctx, s.key(outboxKey), redis.Z{Score: float64(at.UnixMilli()), Member: r.member()}).Err(); err != nil {
-			return s.fail("update the delivery outbox", err)
+		ms = append(ms, r.member())
+		if add != nil {
+			add.Members = append(add.Members, redis.Z{Score: float64(at.UnixMilli()), Member: r.member()})
 		}
 	}
-	return nil
+	var err error
+	if add == nil {
+		err = s.rdb.ZRem(ctx, s.key(outboxKey), ms...).Err()
+	} else {
+		err = s.rdb.ZAddArgs(ctx, s.key(outboxKey), *add).Err()
+	}
+	return s.fail("update the delivery outbox", err)
 }
 
-// Pending lists the pending deliveries of active watches with a webhook
-// that were due at or before dueBy (not held): what must have an asynq
-// task by then. The scheduler's sweep compares them with the tasks that
-// exist, after a crash or a lost task, so none stays pending without a
-// scheduled attempt; it passes a dueBy in the past, so a delivery whose
-// attempt is not due yet (a retry minutes or hours away) is not looked at.
-// It reads the gauge key ddue (gauges.go), which every delivery script
-// keeps to exactly that set scored by the due time, computing it first in
-// a namespace written before it existed: the cost is the number of
-// deliveries due by dueBy, not of every pending one or every record kept.
+// Pending lists the pending deliveries (not held) due by dueBy: what must
+// have an asynq task by then. It reads ddue, so the cost follows those.
 func (s *Store) Pending(ctx context.Context, dueBy time.Time) ([]Ref, error) {
 	computed, err := s.rdb.HExists(ctx, s.key(dstatKey), "v").Result()
 	if err != nil {
@@ -277,32 +284,18 @@ func (s *Store) Pending(ctx context.Context, dueBy time.Time) ([]Ref, error) {
 	}
 }
 
-// Reschedule puts refs in the outbox, due at now (the sweep's repair).
-func (s *Store) Reschedule(ctx context.Context, refs []Ref, now time.Time) error {
-	for _, r := range refs {
-		if err := s.rdb.ZAddNX(ctx, s.key(outboxKey), redis.Z{Score: float64(now.UnixMilli()), Member: r.member()}).Err(); err != nil {
-			return s.fail("update the delivery outbox", err)
-		}
-	}
-	return nil
-}
-
 // Begin outcomes.
 const (
 	// BeginAttempt: the attempt may go ahead with the returned Job.
 	BeginAttempt = "attempt"
-	// BeginDone: the delivery is no longer pending (delivered, dead,
-	// webhook removed, watch deleted): nothing to do.
+	// BeginDone: the delivery is no longer pending.
 	BeginDone = "done"
-	// BeginHeld: the watch is inactive; the delivery is held until it is
-	// reactivated, which puts it back in the outbox.
+	// BeginHeld: the watch is inactive; reactivation releases it.
 	BeginHeld = "held"
-	// BeginEarly: the attempt is not due yet (asynq schedules by whole
-	// seconds); wait Until and begin again.
+	// BeginEarly: not due yet (asynq schedules by whole seconds); wait
+	// Until and begin again.
 	BeginEarly = "early"
-	// BeginBusy: another task holds the attempt and its lease runs: this
-	// task has nothing to do (the holder, or the recovery of its lease,
-	// carries the delivery on).
+	// BeginBusy: another task holds the attempt under a live lease.
 	BeginBusy = "busy"
 )
 
@@ -317,27 +310,21 @@ type Begun struct {
 }
 
 // beginScript starts an attempt of a pending delivery of an active watch
-// with a webhook, counting it (an attempt begun and never finished, cut
-// off by a crash, is not counted again). The attempt is held by task
-// ARGV[5] until ARGV[6] (ms; 0: no lease), recorded in the record
-// ("holder", "lease") and in dlease: while the lease runs, another task
-// is told 'busy'; once it ran out, the attempt is taken over (its worker
-// died) with the same number. A delivery that is done or held leaves
-// dlease. KEYS: dr:<watch>, w:<watch>, dstat, ddue, dlease. ARGV: delivery
-// id, now (timestamp), now ms, gauge member (<watch>|<delivery id>|<notice
-// seq>), holder, lease end ms.
-// Returns {state, attempt, sealed secret, url, next_attempt_at}.
-var beginScript = redis.NewScript(`
+// with a webhook, counting it unless one was begun and never finished (a
+// crash). Task ARGV[5] holds it until ARGV[6] (ms; 0: no lease), in the
+// record and dlease; after that it is taken over under the same number.
+// KEYS: dr:<watch>, w:<watch>, dstat, ddue,
+// dlease. ARGV: delivery id, now timestamp, now ms, gauge member, holder,
+// lease end ms. Returns {state, attempt, sealed secret, url, next_attempt_at}.
+var beginScript = redis.NewScript(ledgerLua + `
 local function done() redis.call('ZREM', KEYS[5], ARGV[4]) return {'done'} end
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return done() end
-local r = cjson.decode(raw)
-if r.status ~= 'pending' then return done() end
+local r = rec()
+if not r or r.status ~= 'pending' then return done() end
 local v = redis.call('HMGET', KEYS[2], 'doc', 'secret')
 if not v[1] or not v[2] then return done() end
 local w = cjson.decode(v[1])
 if not w.active then
-  if r.next_attempt_at ~= nil and r.next_attempt_at ~= cjson.null then
+  if set(r.next_attempt_at) then
     r.next_attempt_at = nil
     redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
     redis.call('ZREM', KEYS[4], ARGV[4])
@@ -346,10 +333,10 @@ if not w.active then
   return {'held'}
 end
 local next = ''
-if r.next_attempt_at ~= nil and r.next_attempt_at ~= cjson.null then next = r.next_attempt_at end
+if set(r.next_attempt_at) then next = r.next_attempt_at end
 if next ~= '' and next > ARGV[2] then return {'early', 0, '', '', next} end
 local n = r.inflight
-if n == nil or n == cjson.null then
+if not set(n) then
   n = (r.attempts or 0) + 1
   if n == 1 then redis.call('HINCRBY', KEYS[3], 'retry', 1) end
   r.attempts = n
@@ -369,20 +356,15 @@ return {'attempt', n, v[2], w.webhook_url, next}
 type Hold struct {
 	// Task is the asynq task id making the attempt.
 	Task string
-	// Lease bounds the attempt; 0 takes no lease (the attempt is never
-	// taken over, and never refused as busy).
+	// Lease bounds the attempt; 0 takes none (never taken over or busy).
 	Lease time.Duration
 }
 
-// Begin starts an attempt of the delivery ref at now: it reads the
-// webhook URL, the current secret (opened with the store's secret box) and
-// the watch's state at this moment, so a rotation applies to every later
-// attempt, a removed webhook ends the delivery and an inactive watch holds
-// it. The attempt is counted here; Complete records its outcome. hold's
-// task holds the attempt for hold.Lease (Renew extends it): another task
-// that begins it meanwhile is answered BeginBusy; once the lease ran out
-// without an outcome (the worker died), LapsedAttempts hands it to a
-// recovery task, which takes it over under the same attempt number.
+// Begin starts and counts an attempt of the delivery ref at now, reading
+// the webhook URL, the current secret and the watch's state now; Complete
+// records its outcome. hold's task holds it for hold.Lease (Renew extends
+// it); once the lease ran out without an outcome, LapsedAttempts hands it
+// to a recovery task, which takes it over under the same number.
 func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time, hold Hold) (Begun, error) {
 	until := int64(0)
 	if hold.Lease > 0 {
@@ -412,32 +394,25 @@ func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time, hold Hold) (B
 	return b, nil
 }
 
-// renewScript moves the lease of the attempt in flight of a delivery to
-// ARGV[3] (ms) if task ARGV[2] still holds it. KEYS: dr:<watch>, dlease.
-// ARGV: delivery id, holder, lease end ms, gauge member.
-var renewScript = redis.NewScript(`
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return 0 end
-local r = cjson.decode(raw)
-if r.status ~= 'pending' or r.holder ~= ARGV[2] or r.inflight == nil or r.inflight == cjson.null then return 0 end
+// renewScript moves the lease of a delivery's attempt in flight to ARGV[3]
+// (ms) if task ARGV[2] still holds it. KEYS: dr:<watch>, dlease. ARGV:
+// delivery id, holder, lease end ms, gauge member.
+var renewScript = redis.NewScript(ledgerLua + `
+local r = rec()
+if not r or r.status ~= 'pending' or r.holder ~= ARGV[2] or not set(r.inflight) then return 0 end
 r.lease = ARGV[3]
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 return 1
 `)
 
-// Renew extends the lease of the attempt of ref that task holds to until,
-// while the attempt runs (an attempt may wait for its endpoint's slot
-// longer than any fixed lease). It reports false when task no longer
-// holds it (the attempt ended, or its lease ran out and a recovery task
-// took it over): the caller should stop.
+// Renew extends the lease of task's attempt of ref to until (an attempt
+// may wait for its endpoint's slot longer than any fixed lease). False:
+// task no longer holds it and should stop.
 func (s *Store) Renew(ctx context.Context, ref Ref, task string, until time.Time) (bool, error) {
 	n, err := renewScript.Run(ctx, s.rdb, []string{s.key(recordsKey, ref.WatchID), s.key(dleaseKey)},
 		ref.DeliveryID, task, until.UnixMilli(), ref.member()).Int()
-	if err != nil {
-		return false, s.fail("renew a delivery attempt's lease", err)
-	}
-	return n == 1, nil
+	return n == 1, s.fail("renew a delivery attempt's lease", err)
 }
 
 // Lapsed is an attempt whose lease ran out without an outcome.
@@ -448,64 +423,29 @@ type Lapsed struct {
 	LeaseMS int64
 }
 
-// claimLapsedScript takes up to ARGV[3] members of dlease whose lease
-// ended at or before ARGV[1] (ms) and moves them to ARGV[2], so another
-// worker does not take them too. KEYS: dlease. Returns member, score pairs.
-var claimLapsedScript = redis.NewScript(`
-local ms = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
-for i = 1, #ms, 2 do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ms[i]) end
-return ms
-`)
-
-// LapsedAttempts takes up to limit attempts whose lease ran out at or
-// before now without an outcome (their worker died mid-attempt): each is
-// hidden from other callers for claim, after which, if no task took it
-// over meanwhile, it is handed out again. The cost is one call that reads
-// only the lapsed attempts.
+// LapsedAttempts takes up to limit attempts whose lease ran out by now
+// without an outcome (their worker died), hidden from other callers for
+// claim. One call reads only the lapsed attempts.
 func (s *Store) LapsedAttempts(ctx context.Context, now time.Time, claim time.Duration, limit int) ([]Lapsed, error) {
-	v, err := claimLapsedScript.Run(ctx, s.rdb, []string{s.key(dleaseKey)}, now.UnixMilli(), now.Add(claim).UnixMilli(), limit).StringSlice()
-	if err != nil {
-		return nil, s.fail("read the lapsed delivery attempts", err)
-	}
-	var out []Lapsed
-	for i := 0; i+1 < len(v); i += 2 {
-		r, ok := parseRef(v[i])
-		ms, err := strconv.ParseInt(v[i+1], 10, 64)
-		if !ok || err != nil {
-			_ = s.rdb.ZRem(ctx, s.key(dleaseKey), v[i]).Err()
-			continue
-		}
-		out = append(out, Lapsed{Ref: r, LeaseMS: ms})
-	}
-	return out, nil
+	return s.claim(ctx, s.key(dleaseKey), "read the lapsed delivery attempts", now, now.Add(claim), limit)
 }
 
-// completeScript records an attempt's outcome as decided by
-// delivery.Decide. KEYS: dr:<watch>, w:<watch>, dstat, ddue, wdeact,
-// dl:<watch>, df:<watch>, dlease. ARGV: delivery id, attempt n, status, last_error,
+// completeScript records an attempt's outcome as delivery.Decide made it.
+// KEYS: dr:<watch>, w:<watch>, dstat, ddue, wdeact, dl:<watch>,
+// df:<watch>, dlease. ARGV: delivery id, attempt n, status, last_error,
 // updated_at, next_attempt_at, next_attempt_at ms, watch id,
-// delivery.DeactivateAfter, delivered_at (the time the delivered body was
-// sent), delivery.KeepRecords, the KeepAge cutoff (created_at ms),
-// delivery.TrimStep.
-// A final outcome (delivered, dead) adds the record to df:<watch>, the
-// watch's final records by created_at, and removes, among the oldest
-// TrimStep of those beyond its newest KeepRecords, the ones created
-// before the cutoff (final()): a watch keeps its newest KeepRecords final
-// records, every pending one, and every one of the last KeepAge.
-// Returns the watch's consecutive failed notices after a dead outcome, -1
-// otherwise. A dead outcome that brings an active watch to
-// DeactivateAfter records the deactivation it owes in wdeact, in the same
-// step (deactivate clears it); a delivered one clears it.
-var completeScript = redis.NewScript(`
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return -1 end
-local r = cjson.decode(raw)
-if r.status ~= 'pending' then return -1 end
+// delivery.DeactivateAfter, delivered_at, delivery.KeepRecords, the
+// KeepAge cutoff (created_at ms), delivery.TrimStep. A final outcome is
+// added to df and trims it (docs/redis.md, "Bounds"). Returns the
+// watch's consecutive failed notices after a dead outcome, else -1; one
+// that reaches DeactivateAfter records the deactivation owed in wdeact.
+var completeScript = redis.NewScript(ledgerLua + `
+local r = rec()
+if not r or r.status ~= 'pending' then return -1 end
 local n = tonumber(ARGV[2])
-local member = ARGV[8] .. '|' .. ARGV[1] .. '|' .. string.format('%d', r.notice_seq)
-local function final()
-  local m = string.format('%020d', r.notice_seq) .. '|' .. ARGV[1]
-  redis.call('ZADD', KEYS[7], redis.call('ZSCORE', KEYS[6], m) or 0, m)
+local member = gm(ARGV[8], ARGV[1], r)
+local function trim()
+  final(KEYS[6], KEYS[7], ARGV[1], r)
   local over = redis.call('ZCARD', KEYS[7]) - tonumber(ARGV[11])
   if over <= 0 then return end
   local ms = redis.call('ZRANGE', KEYS[7], 0, math.min(over, tonumber(ARGV[13])) - 1, 'WITHSCORES')
@@ -522,39 +462,17 @@ local function final()
     end
   end
 end
-local function leave(status)
-  redis.call('HINCRBY', KEYS[3], 'pending', -1)
-  redis.call('HINCRBY', KEYS[3], status, 1)
-  if (r.attempts or 0) > 0 then redis.call('HINCRBY', KEYS[3], 'retry', -1) end
-  redis.call('ZREM', KEYS[4], member)
-end
 r.updated_at = ARGV[5]
-if ARGV[3] == 'delivered' then
-  leave('delivered')
-  r.status = 'delivered'
-  r.delivered_at = ARGV[10]
-  r.next_attempt_at = nil
-  r.inflight = nil
-  r.holder = nil
-  r.lease = nil
-  redis.call('ZREM', KEYS[8], member)
-  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
-  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'failures', 0) end
-  redis.call('HDEL', KEYS[5], ARGV[8])
-  final()
-  return -1
-end
-if r.inflight ~= n then
+local ok = ARGV[3] == 'delivered'
+if not ok and r.inflight ~= n then
   -- a stale attempt: the newer one owns the schedule
   r.last_error = 'attempt ' .. n .. ': ' .. ARGV[4]
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
   return -1
 end
-r.inflight = nil
-r.holder = nil
-r.lease = nil
+unlease(r)
 redis.call('ZREM', KEYS[8], member)
-r.last_error = ARGV[4]
+if ok then r.delivered_at = ARGV[10] else r.last_error = ARGV[4] end
 if ARGV[3] == 'pending' then
   local doc = redis.call('HGET', KEYS[2], 'doc')
   if doc and cjson.decode(doc).active then
@@ -567,11 +485,16 @@ if ARGV[3] == 'pending' then
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
   return -1
 end
-leave('dead')
-r.status = 'dead'
+leave(KEYS[3], KEYS[4], member, r, ARGV[3])
+r.status = ARGV[3]
 r.next_attempt_at = nil
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
-final()
+trim()
+if ok then
+  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'failures', 0) end
+  redis.call('HDEL', KEYS[5], ARGV[8])
+  return -1
+end
 if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
 local f = redis.call('HINCRBY', KEYS[2], 'failures', 1)
 if f >= tonumber(ARGV[9]) and cjson.decode(redis.call('HGET', KEYS[2], 'doc')).active then
@@ -581,14 +504,10 @@ return f
 `)
 
 // Complete records the outcome of job (begun by Begin) at now by
-// delivery.Decide: delivered (the watch's consecutive failures start
-// again), rescheduled after the retry wait, or dead, which counts a failed
-// notice and deactivates the watch when delivery.Deactivates (its pending
-// deliveries are then held).
+// delivery.Decide, deactivating the watch when delivery.Deactivates.
 func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, now time.Time) error {
 	d := delivery.Decide(job.Attempt, out.OK, out.LastError, out.RetryUnit)
-	ts := notice.Timestamp(now)
-	next := now.Add(d.Wait)
+	ts, next := notice.Timestamp(now), now.Add(d.Wait)
 	deliveredAt := ts
 	if !out.SentAt.IsZero() {
 		deliveredAt = notice.Timestamp(out.SentAt)
@@ -599,35 +518,28 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	if err != nil {
 		return s.fail("record a delivery outcome", err)
 	}
-	if failures < 0 || !delivery.Deactivates(failures) {
-		return nil
-	}
-	if s.stopBefore != nil && s.stopBefore("deactivate") {
+	if failures < 0 || !delivery.Deactivates(failures) || s.stopBefore != nil && s.stopBefore("deactivate") {
 		return nil
 	}
 	return s.deactivate(ctx, job.WatchID, failures, d.LastError, now)
 }
 
 // Signing returns the current webhook URL and secret of job's watch (see
-// store.Ledger), or errs.NotFound when the watch or its webhook is gone.
-// Only the secret is read while it is the one job carries: every change of
-// URL comes with a new secret (registration makes one), so the watch's
-// document, which holds its identifiers, is read only after a change.
+// store.Ledger). Every new URL comes with a new secret, so the watch's
+// document (large: its identifiers) is read only when the secret changed.
 func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string, err error) {
-	sealed, err := s.rdb.HGet(ctx, s.key(watchKey, job.WatchID), "secret").Result()
+	k := s.key(watchKey, job.WatchID)
+	sealed, err := s.rdb.HGet(ctx, k, "secret").Result()
 	if errors.Is(err, redis.Nil) || err == nil && sealed == "" {
 		return "", "", noWebhook(job.WatchID)
 	}
 	if err != nil {
 		return "", "", s.fail("read a webhook secret", err)
 	}
-	if secret, err = s.openSecret(job.WatchID, sealed); err != nil {
-		return "", "", err
+	if secret, err = s.openSecret(job.WatchID, sealed); err != nil || secret == job.Secret {
+		return job.URL, secret, err
 	}
-	if secret == job.Secret {
-		return job.URL, secret, nil
-	}
-	raw, err := s.rdb.HGet(ctx, s.key(watchKey, job.WatchID), "doc").Result()
+	raw, err := s.rdb.HGet(ctx, k, "doc").Result()
 	if errors.Is(err, redis.Nil) {
 		return "", "", noWebhook(job.WatchID)
 	}
@@ -635,55 +547,50 @@ func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string,
 		return "", "", s.fail("read a webhook URL", err)
 	}
 	w, err := decodeWatch(raw)
+	if err == nil && w.WebhookURL == nil {
+		err = noWebhook(job.WatchID)
+	}
 	if err != nil {
 		return "", "", err
-	}
-	if w.WebhookURL == nil {
-		return "", "", noWebhook(job.WatchID)
 	}
 	return *w.WebhookURL, secret, nil
 }
 
 // holdScript holds every pending delivery of a watch (next_attempt_at
-// null). KEYS: dr:<watch>, ddue. ARGV: updated_at, watch id.
-var holdScript = redis.NewScript(`
+// null). KEYS: dr:<watch>, ddue. ARGV: watch id.
+var holdScript = redis.NewScript(ledgerLua + `
 for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
   local r = cjson.decode(raw)
-  if r.status == 'pending' and r.next_attempt_at ~= nil and r.next_attempt_at ~= cjson.null then
+  if r.status == 'pending' and set(r.next_attempt_at) then
     r.next_attempt_at = nil
     redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
-    redis.call('ZREM', KEYS[2], ARGV[2] .. '|' .. r.id .. '|' .. string.format('%d', r.notice_seq))
+    redis.call('ZREM', KEYS[2], gm(ARGV[1], r.id, r))
   end
 end
 return 1
 `)
 
-// hold holds the watch's pending deliveries: their tasks find the watch
-// inactive and do nothing.
-func (s *Store) hold(ctx context.Context, watchID string, now time.Time) error {
-	return s.fail("hold deliveries", holdScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(ddueKey)}, notice.Timestamp(now), watchID).Err())
+// hold holds the watch's pending deliveries.
+func (s *Store) hold(ctx context.Context, watchID string) error {
+	return s.fail("hold deliveries", holdScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(ddueKey)}, watchID).Err())
 }
 
 // releaseScript makes every held delivery of an active watch due at once
-// and puts it in the outbox, without the window check, and takes the watch
-// out of wrel. A watch deleted or switched off again meanwhile is only
-// taken out. KEYS: dr:<watch>, dq, ddue, wrel, w:<watch>, dlease. ARGV: now
+// (in the outbox) and takes the watch out of wrel. KEYS: dr:<watch>, dq, ddue, wrel, w:<watch>, dlease. ARGV: now
 // timestamp, now ms, watch id.
-var releaseScript = redis.NewScript(`
+var releaseScript = redis.NewScript(ledgerLua + `
 redis.call('SREM', KEYS[4], ARGV[3])
 local doc = redis.call('HGET', KEYS[5], 'doc')
 if not doc or not cjson.decode(doc).active then return 0 end
 local n = 0
 for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
   local r = cjson.decode(raw)
-  if r.status == 'pending' and (r.next_attempt_at == nil or r.next_attempt_at == cjson.null) then
+  if r.status == 'pending' and not set(r.next_attempt_at) then
     r.next_attempt_at = ARGV[1]
     r.updated_at = ARGV[1]
-    r.inflight = nil
-    r.holder = nil
-    r.lease = nil
+    unlease(r)
     redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
-    local m = ARGV[3] .. '|' .. r.id .. '|' .. string.format('%d', r.notice_seq)
+    local m = gm(ARGV[3], r.id, r)
     redis.call('ZREM', KEYS[6], m)
     redis.call('ZADD', KEYS[2], ARGV[2], m)
     redis.call('ZADD', KEYS[3], ARGV[2], m)
@@ -701,48 +608,36 @@ func (s *Store) Release(ctx context.Context, watchID string, now time.Time) (int
 	return n, s.fail("release held deliveries", err)
 }
 
-// Options in steps.
-
 // deliveryStateChanged holds a deactivated watch's pending deliveries and
 // releases a reactivated one's (UpdateWatch).
 func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, now bool, at time.Time) error {
-	switch {
-	case was && !now:
-		return s.hold(ctx, watchID, at)
-	case !was && now:
-		if s.stopBefore != nil && s.stopBefore("release") {
-			return nil
-		}
-		_, err := s.Release(ctx, watchID, at)
-		return err
+	if was && !now {
+		return s.hold(ctx, watchID)
 	}
-	return nil
+	if was || !now || s.stopBefore != nil && s.stopBefore("release") {
+		return nil
+	}
+	_, err := s.Release(ctx, watchID, at)
+	return err
 }
 
-// Reconcile finishes the changes that a stopped process (or a lost
-// connection) left half done: it finishes a register load that died
-// between its two commits (CompleteRegister), undoes every create whose creator stopped
-// before finishing it (wpend, lease run out), finishes every delete whose
-// deleter stopped before removing the watch's remains (trash, sweepTrash), releases the held deliveries
-// of every watch turned back on (wrel), and switches off every watch owed
-// a deactivation (wdeact) whose consecutive failed notices still reach
-// delivery.DeactivateAfter. The scheduler's sweep calls it; it
-// returns how many changes it finished.
+// Reconcile finishes what a stopped process left half done: a register
+// load between its commits, creates (wpend), deletes (trash), releases
+// (wrel) and deactivations still owed (wdeact), and returns how many
+// changes it finished. The scheduler's sweep calls it.
 func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
-	repaired := 0
-	// A register load that died between its two commits (regpending.go).
-	if how, err := s.CompleteRegister(ctx); err != nil {
-		return repaired, err
-	} else if how != "" {
-		repaired++
+	how, err := s.CompleteRegister(ctx)
+	if err != nil {
+		return 0, err
 	}
-	// A create that cannot be undone now must not hold up the rest.
-	done, undoErr := s.undoStalledCreates(ctx, now)
-	done += repaired
-	// Deletes whose deleter stopped before removing the watch's remains;
-	// one that cannot be finished now must not hold up the rest either.
+	done := 0
+	if how != "" {
+		done++
+	}
+	// A create or delete that cannot be finished now must not hold up the rest.
+	undone, undoErr := s.undoStalledCreates(ctx, now)
 	swept, trashErr := s.sweepTrash(ctx, now)
-	done += swept
+	done += undone + swept
 	undoErr = errors.Join(undoErr, trashErr)
 	rel, err := s.rdb.SMembers(ctx, s.key(wrelKey)).Result()
 	if err != nil {
@@ -790,10 +685,8 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 	return done, undoErr
 }
 
-// NoticeBySeq returns the notice with notice_seq seq from the store's
-// notice source (ok false when the source no longer has it): the body of
-// an attempt is built at attempt time, so an amended notice is sent as
-// amended.
+// NoticeBySeq returns the notice with notice_seq seq from the notice
+// source (ok false when it no longer has it).
 func (s *Store) NoticeBySeq(ctx context.Context, seq int64) (notice.Notice, bool, error) {
 	ns, err := s.source.NoticesBySeq(ctx, []int64{seq})
 	if err != nil || len(ns) == 0 {

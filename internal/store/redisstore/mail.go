@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,27 +18,9 @@ import (
 	"github.com/noticesd/noticesd/internal/watch"
 )
 
-// The mail queue of scale mode (issue 17):
-//
-//	mail:<job id>   hash: job (the mail.Job JSON), kind, watch, status
-//	                (pending, sent, dead, deleted: its watch was deleted
-//	                before it was sent), attempts, token (the current
-//	                claim), last_error, updated_at, held (deactivation
-//	                alerts: the pending deliveries counted by the script
-//	                that deactivated the watch)
-//	mq              zset of pending job ids by due time in ms; a claim
-//	                moves the score to the lease's end, so a job whose
-//	                claimer died is due again then
-//	mpd:<watch>     the id of the watch's pending digest, if any
-//	mdead           zset of dead job ids by the time they died (ms)
-//	mlasterr        the latest SMTP error
-//	mdw             the last digest window whose digests were all queued
-//	                (unix ms)
-//	w:<watch>       field dseq: the end of the last accepted digest
-//
-// The alert is queued by the script that deactivates the watch (so once
-// per deactivation). A finished job's hash expires after mail.Retention,
-// long after its digest window could be queued again (only on its own day).
+// The mail queue of scale mode (keys mail:<id>, mq, mpd, mdead, mlasterr,
+// mdw and the watch's dseq: docs/redis.md). The alert is queued by the
+// script that deactivates the watch, so once per deactivation.
 
 var _ store.Mail = (*Store)(nil)
 
@@ -88,18 +71,14 @@ func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {
 		if w.AlertEmail == nil || *w.AlertEmail == "" {
 			continue
 		}
-		seq := str(v[3])
-		if seq == "" {
-			seq = str(v[2])
-		}
-		sent, _ := strconv.ParseInt(seq, 10, 64)
+		sent, _ := strconv.ParseInt(cmp.Or(str(v[3]), str(v[2])), 10, 64) // dseq, else eseq
 		out = append(out, mail.Target{WatchID: id, AccountID: str(v[0]), Name: w.Name, Email: *w.AlertEmail, SentSeq: sent})
 	}
 	return out, nil
 }
 
 // queueDigestScript stores a digest job unless its id exists, the watch is
-// gone or it has a digest pending. KEYS: mail:<id>, mq, mpd:<watch>,
+// gone or has a digest pending. KEYS: mail:<id>, mq, mpd:<watch>,
 // w:<watch>. ARGV: id, job JSON, kind, watch, now ms, now timestamp.
 var queueDigestScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[4]) == 0 then return 0 end
@@ -127,22 +106,28 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 	return n == 1, nil
 }
 
-// claimMailScript leases the jobs passed that are still due at ARGV[1]
-// (ms) until ARGV[2] (ms), counting each attempt; the mail of a deleted
-// watch is dropped (status deleted). KEYS: mq, then mail:<id> and
-// w:<watch> of each job. ARGV: now ms, lease end ms, retention ms, then
-// each job's id and watch (read before, with mq: a job another claimer
-// took meanwhile is no longer due and is left alone). Returns {id, job,
-// attempts, held, ...}.
+// claimMailScript counts an attempt of each job passed that is pending
+// (and, with ARGV[1] not empty, still due at ARGV[1] ms: one another
+// claimer took meanwhile is left alone) and leases it until ARGV[2] ms;
+// the mail of a deleted watch is dropped (status deleted). With ARGV[3]
+// empty it only leases each (the asynq pump: its task counts the
+// attempt). KEYS: mq, then mail:<id> and w:<watch> of each job. ARGV:
+// due-by ms or empty, lease end ms, retention ms or empty, then each job's
+// id and watch (read before; a job's watch never changes). Returns {id,
+// job, attempts, held, ...}.
 var claimMailScript = redis.NewScript(`
 local out = {}
+local function push(a, b, c, d) out[#out + 1] = a out[#out + 1] = b out[#out + 1] = c out[#out + 1] = d end
 for i = 4, #ARGV, 2 do
   local id, k, wk = ARGV[i], KEYS[i - 2], KEYS[i - 1]
   local due = redis.call('ZSCORE', KEYS[1], id)
-  if not due or tonumber(due) > tonumber(ARGV[1]) then
+  if ARGV[1] ~= '' and (not due or tonumber(due) > tonumber(ARGV[1])) then
     -- taken meanwhile
   elseif redis.call('HGET', k, 'status') ~= 'pending' then
-    redis.call('ZREM', KEYS[1], id)
+    if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], id) end
+  elseif ARGV[3] == '' then
+    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
+    push(id, '', redis.call('HGET', k, 'attempts') or '0', '')
   elseif redis.call('HGET', k, 'watch') ~= ARGV[i + 1] then
     -- not the job read (cannot happen: a job's watch never changes)
   elseif redis.call('EXISTS', wk) == 0 then
@@ -155,102 +140,114 @@ for i = 4, #ARGV, 2 do
     redis.call('HSET', k, 'token', tostring(n))
     redis.call('ZADD', KEYS[1], ARGV[2], id)
     local v = redis.call('HMGET', k, 'job', 'held')
-    out[#out + 1] = id
-    out[#out + 1] = v[1]
-    out[#out + 1] = tostring(n)
-    out[#out + 1] = v[2] or ''
+    push(id, v[1], tostring(n), v[2] or '')
   end
 end
 return out
 `)
 
-// dueMail returns up to limit ids of the jobs due at now, and the keys
-// of each (mail:<id>, and with watches w:<watch> after it) after mq.
-func (s *Store) dueMail(ctx context.Context, now time.Time, limit int, watches bool) (ids []string, keys []string, owners []string, err error) {
+// dueMail returns up to limit ids of the jobs due at now and the watch of
+// each.
+func (s *Store) dueMail(ctx context.Context, now time.Time, limit int) (ids, owners []string, err error) {
 	ids, err = s.rdb.ZRangeByScore(ctx, s.key(mailQueueKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
 	if err != nil || len(ids) == 0 {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	var cmds []*redis.StringCmd
-	if watches {
-		cmds = make([]*redis.StringCmd, len(ids))
-		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, id := range ids {
-				cmds[i] = p.HGet(ctx, s.key(mailKey, id), "watch")
-			}
-			return nil
-		}); err != nil && err != redis.Nil {
-			return nil, nil, nil, err
+	cmds := make([]*redis.StringCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGet(ctx, s.key(mailKey, id), "watch")
 		}
+		return nil
+	}); err != nil && err != redis.Nil {
+		return nil, nil, err
 	}
-	keys = []string{s.key(mailQueueKey)}
+	owners = make([]string, len(ids))
+	for i, c := range cmds {
+		owners[i] = c.Val()
+	}
+	return ids, owners, nil
+}
+
+// runMail runs claimMailScript on the jobs ids of the watches owners.
+func (s *Store) runMail(ctx context.Context, what, dueBy string, until time.Time, count bool, ids, owners []string) ([]string, error) {
+	keys, args := []string{s.key(mailQueueKey)}, []any{dueBy, until.UnixMilli(), ""}
+	if count {
+		args[2] = mail.Retention.Milliseconds()
+	}
 	for i, id := range ids {
-		keys = append(keys, s.key(mailKey, id))
-		if watches {
-			owners = append(owners, cmds[i].Val())
-			keys = append(keys, s.key(watchKey, cmds[i].Val()))
-		}
+		keys = append(keys, s.key(mailKey, id), s.key(watchKey, owners[i]))
+		args = append(args, id, owners[i])
 	}
-	return ids, keys, owners, nil
+	v, err := claimMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
+	return v, s.fail(what, err)
 }
 
 // ClaimMail leases due pending jobs.
 func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
-	ids, keys, owners, err := s.dueMail(ctx, now, limit, true)
+	ids, owners, err := s.dueMail(ctx, now, limit)
 	if err != nil || len(ids) == 0 {
 		return nil, s.fail("claim mail", err)
 	}
-	args := []any{now.UnixMilli(), now.Add(lease).UnixMilli(), mail.Retention.Milliseconds()}
-	for i, id := range ids {
-		args = append(args, id, owners[i])
-	}
-	v, err := claimMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
+	v, err := s.runMail(ctx, "claim mail", itoa(now.UnixMilli()), now.Add(lease), true, ids, owners)
 	if err != nil {
-		return nil, s.fail("claim mail", err)
+		return nil, err
 	}
+	return decodeMail(v)
+}
+
+// decodeMail reads claimMailScript's jobs; the attempt number is also the
+// claim token.
+func decodeMail(v []string) ([]mail.Job, error) {
 	var jobs []mail.Job
 	for i := 0; i+3 < len(v); i += 4 {
-		j, _, err := decodeMailJob(v[i], v[i+1], v[i+2], v[i+3])
-		if err != nil {
-			return nil, err
+		var j mail.Job
+		if err := json.Unmarshal([]byte(v[i+1]), &j); err != nil {
+			return nil, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", v[i], err)
+		}
+		j.Attempt, _ = strconv.Atoi(v[i+2])
+		j.Token = v[i+2]
+		if j.Deactivated != nil && v[i+3] != "" {
+			j.Deactivated.Held, _ = strconv.Atoi(v[i+3])
 		}
 		jobs = append(jobs, j)
 	}
 	return jobs, nil
 }
 
-// completeMailScript records an outcome. KEYS: mail:<id>, mq, mpd:<watch>,
-// w:<watch>, mdead, mlasterr. ARGV: id, token, outcome (sent, retry,
-// dead), error, next ms, through seq (digests; 0 otherwise), now
-// timestamp, retention ms, now ms.
+// completeMailScript records an outcome. KEYS: mail:<id>, mq,
+// mpd:<watch>, w:<watch>, mdead, mlasterr. ARGV: id, token, outcome (sent,
+// retry, dead), error, next ms, through seq (digests; 0 otherwise), now
+// timestamp, retention ms, now ms. A failure counts only for the current
+// claim (token); a success always.
 var completeMailScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
-if ARGV[3] == 'sent' then
-  redis.call('HSET', KEYS[1], 'status', 'sent', 'updated_at', ARGV[7])
-  redis.call('PEXPIRE', KEYS[1], ARGV[8])
-  redis.call('HDEL', KEYS[1], 'token')
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
-  local through = tonumber(ARGV[6])
-  if through > 0 and redis.call('EXISTS', KEYS[4]) == 1 then
-    local cur = tonumber(redis.call('HGET', KEYS[4], 'dseq') or '0')
-    if through > cur then redis.call('HSET', KEYS[4], 'dseq', through) end
-  end
-  return 1
+local k = KEYS[1]
+if redis.call('HGET', k, 'status') ~= 'pending' then return 0 end
+local sent = ARGV[3] == 'sent'
+if not sent then
+  if redis.call('HGET', k, 'token') ~= ARGV[2] then return 0 end
+  redis.call('HSET', k, 'last_error', ARGV[4])
+  redis.call('SET', KEYS[6], ARGV[4])
 end
-if redis.call('HGET', KEYS[1], 'token') ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], 'last_error', ARGV[4], 'updated_at', ARGV[7])
-redis.call('SET', KEYS[6], ARGV[4])
-redis.call('HDEL', KEYS[1], 'token')
+redis.call('HSET', k, 'updated_at', ARGV[7])
+redis.call('HDEL', k, 'token')
 if ARGV[3] == 'retry' then
   redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
   return 1
 end
-redis.call('HSET', KEYS[1], 'status', 'dead')
-redis.call('PEXPIRE', KEYS[1], ARGV[8])
+redis.call('HSET', k, 'status', ARGV[3])
+redis.call('PEXPIRE', k, ARGV[8])
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZADD', KEYS[5], ARGV[9], ARGV[1])
 if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
+if not sent then
+  redis.call('ZADD', KEYS[5], ARGV[9], ARGV[1])
+  return 1
+end
+local through = tonumber(ARGV[6])
+if through > 0 and redis.call('EXISTS', KEYS[4]) == 1 then
+  local cur = tonumber(redis.call('HGET', KEYS[4], 'dseq') or '0')
+  if through > cur then redis.call('HSET', KEYS[4], 'dseq', through) end
+end
 return 1
 `)
 
@@ -296,10 +293,9 @@ func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 	return st, nil
 }
 
-// deactivateScript switches a watch off (compare-and-set of its doc) and,
-// when it has an alert_email, queues its deactivation alert in the same
-// step, counting its pending deliveries; the deactivation is no longer
-// owed (wdeact) and nothing is left to release (wrel). KEYS: w:<watch>,
+// deactivateScript switches a watch off (compare-and-set of its doc),
+// takes it out of wdeact and wrel and, when it has an alert_email, queues
+// its deactivation alert counting its pending deliveries. KEYS: w:<watch>,
 // dr:<watch>, mail:<alert id>, mq, winactive, wdeact, wrel. ARGV: old doc,
 // new doc, alert id, alert job JSON ("" when the watch has no
 // alert_email), now ms, now timestamp, watch id.
@@ -321,9 +317,8 @@ end
 return 1
 `)
 
-// deactivate switches a watch off after n consecutive failed notices,
-// queueing its deactivation alert in the same script, and holds its
-// pending deliveries.
+// deactivate switches a watch off after n consecutive failed notices and
+// holds its pending deliveries.
 func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr string, now time.Time) error {
 	for {
 		raw, err := s.rdb.HGet(ctx, s.key(watchKey, watchID), "doc").Result()
@@ -357,7 +352,7 @@ func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr s
 			return s.fail("deactivate watch", err)
 		}
 		if ok == 1 {
-			return s.hold(ctx, watchID, now)
+			return s.hold(ctx, watchID)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -378,116 +373,47 @@ func alertJob(w watch.Watch, reason, lastErr string, now time.Time) (string, str
 }
 
 // MailRef names a due mail job for the asynq scheduler: its id and the
-// attempts made so far (its task id is id#attempts+1, one task per
-// attempt).
+// attempts made so far.
 type MailRef struct {
 	ID       string
 	Attempts int
 }
 
-// takeDueMailScript hides the jobs passed that are still due at ARGV[1]
-// (ms) until ARGV[2] (ms) from other pumps. KEYS: mq, then mail:<id> of
-// each job. ARGV: now ms, lease end ms, the job ids (read before, with
-// mq: one another pump took meanwhile is no longer due, and left alone).
-// Returns {id, attempts, ...}.
-var takeDueMailScript = redis.NewScript(`
-local out = {}
-for i = 3, #ARGV do
-  local id = ARGV[i]
-  local due = redis.call('ZSCORE', KEYS[1], id)
-  if due and tonumber(due) <= tonumber(ARGV[1]) then
-    local st = redis.call('HMGET', KEYS[i - 1], 'status', 'attempts')
-    if st[1] ~= 'pending' then
-      redis.call('ZREM', KEYS[1], id)
-    else
-      redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
-      out[#out + 1] = id
-      out[#out + 1] = st[2] or '0'
-    end
-  end
-end
-return out
-`)
-
 // TakeDueMail takes up to limit jobs due at now for one pump of the asynq
-// scheduler: they are hidden until now+lease; a job whose attempt has not
-// completed by then (its worker died) is due again and gets a task again.
+// scheduler, hidden until now+lease (due again if the attempt's worker
+// died).
 func (s *Store) TakeDueMail(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]MailRef, error) {
-	ids, keys, _, err := s.dueMail(ctx, now, limit, false)
+	ids, owners, err := s.dueMail(ctx, now, limit)
 	if err != nil || len(ids) == 0 {
 		return nil, s.fail("read the mail queue", err)
 	}
-	args := []any{now.UnixMilli(), now.Add(lease).UnixMilli()}
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	v, err := takeDueMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
-	if err != nil {
-		return nil, s.fail("read the mail queue", err)
-	}
-	out := make([]MailRef, 0, len(v)/2)
-	for i := 0; i+1 < len(v); i += 2 {
-		n, _ := strconv.Atoi(v[i+1])
+	v, err := s.runMail(ctx, "read the mail queue", itoa(now.UnixMilli()), now.Add(lease), false, ids, owners)
+	out := make([]MailRef, 0, len(v)/4)
+	for i := 0; i+3 < len(v); i += 4 {
+		n, _ := strconv.Atoi(v[i+2])
 		out = append(out, MailRef{ID: v[i], Attempts: n})
 	}
-	return out, nil
+	return out, err
 }
 
-// BeginMail starts an attempt of one job (an asynq task's): it is counted
-// and given a claim token, and the job stays hidden from the pump until
-// now+lease. ok is false when the job is no longer pending or its watch
-// was deleted (the mail is dropped).
+// BeginMail starts an attempt of one job (an asynq task's), counted and
+// hidden from the pump until now+lease. ok is false when the job is no
+// longer pending or its watch was deleted (the mail is dropped).
 func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease time.Duration) (mail.Job, bool, error) {
-	k := s.key(mailKey, id)
-	watch, err := s.rdb.HGet(ctx, k, "watch").Result()
+	watch, err := s.rdb.HGet(ctx, s.key(mailKey, id), "watch").Result()
 	if err == redis.Nil {
 		return mail.Job{}, false, nil
 	}
 	if err != nil {
 		return mail.Job{}, false, s.fail("begin a mail attempt", err)
 	}
-	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key(mailQueueKey), k, s.key(watchKey, watch)}, id, now.Add(lease).UnixMilli(),
-		mail.Retention.Milliseconds(), watch).StringSlice()
+	v, err := s.runMail(ctx, "begin a mail attempt", "", now.Add(lease), true, []string{id}, []string{watch})
 	if err != nil {
-		return mail.Job{}, false, s.fail("begin a mail attempt", err)
+		return mail.Job{}, false, err
 	}
-	if len(v) < 3 {
-		return mail.Job{}, false, nil
+	jobs, err := decodeMail(v)
+	if err != nil || len(jobs) == 0 {
+		return mail.Job{}, false, err
 	}
-	return decodeMailJob(id, v[0], v[1], v[2])
-}
-
-// beginMailScript counts an attempt of job ARGV[1]. KEYS: mq, mail:<id>,
-// w:<watch>. ARGV: id, lease end ms, retention ms, the job's watch (read
-// before; a job's watch never changes). Returns {job, attempts, held} or
-// {} when there is nothing to send.
-var beginMailScript = redis.NewScript(`
-local k = KEYS[2]
-if redis.call('HGET', k, 'status') ~= 'pending' or redis.call('HGET', k, 'watch') ~= ARGV[4] then return {} end
-if redis.call('EXISTS', KEYS[3]) == 0 then
-  redis.call('HSET', k, 'status', 'deleted')
-  redis.call('PEXPIRE', k, ARGV[3])
-  redis.call('ZREM', KEYS[1], ARGV[1])
-  return {}
-end
-local n = redis.call('HINCRBY', k, 'attempts', 1)
-redis.call('HSET', k, 'token', tostring(n))
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-local v = redis.call('HMGET', k, 'job', 'held')
-return {v[1], tostring(n), v[2] or ''}
-`)
-
-// decodeMailJob reads a claimed job: its JSON, the attempt number (also
-// its claim token) and the held count of an alert.
-func decodeMailJob(id, raw, attempt, held string) (mail.Job, bool, error) {
-	var j mail.Job
-	if err := json.Unmarshal([]byte(raw), &j); err != nil {
-		return j, false, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", id, err)
-	}
-	j.Attempt, _ = strconv.Atoi(attempt)
-	j.Token = attempt
-	if j.Deactivated != nil && held != "" {
-		j.Deactivated.Held, _ = strconv.Atoi(held)
-	}
-	return j, true, nil
+	return jobs[0], true, nil
 }

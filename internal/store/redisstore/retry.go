@@ -16,56 +16,48 @@ import (
 // WebhookTarget returns the URL and current secret of the account's
 // watch's webhook: store.NoWebhook when it has none.
 func (s *Store) WebhookTarget(ctx context.Context, accountID, watchID string) (url, secret string, err error) {
-	v, err := s.rdb.HMGet(ctx, s.key(watchKey, watchID), "account", "a0", "doc", "secret").Result()
-	if err != nil {
-		return "", "", s.fail("read a webhook", err)
-	}
-	if !shown(accountID, v) {
-		return "", "", noWatch(watchID)
-	}
-	w, err := decodeWatch(str(v[2]))
+	v, err := s.ownWatch(ctx, accountID, watchID, "read a webhook", noWatch, "doc", "secret")
 	if err != nil {
 		return "", "", err
 	}
-	if w.WebhookURL == nil || str(v[3]) == "" {
+	w, err := decodeWatch(str(v[0]))
+	if err != nil {
+		return "", "", err
+	}
+	if w.WebhookURL == nil || str(v[1]) == "" {
 		return "", "", store.NoWebhook(watchID)
 	}
-	if secret, err = s.openSecret(watchID, str(v[3])); err != nil {
+	if secret, err = s.openSecret(watchID, str(v[1])); err != nil {
 		return "", "", err
 	}
 	return *w.WebhookURL, secret, nil
 }
 
-// retryScript makes a dead delivery pending again, the way
-// createDeliveryScript makes a new one: attempts 0, due at once and put in
-// the outbox (dq, whose pump makes its asynq task) when the watch is
-// active, held otherwise; last_error is kept until the next outcome. It
-// leaves the watch's final records (df) and any stale lease (dlease), and
-// keeps the dstat counts in step (dead -1, pending +1; retry counts
-// deliveries with attempts, so it is unchanged). KEYS: dr:<watch>,
-// w:<watch>, dstat, ddue, dq, df:<watch>, dlease. ARGV: delivery id, now
-// (timestamp), now ms, watch id. Returns {'ok', record}, {'missing'},
-// {'status', status} or {'nohook'}.
-var retryScript = redis.NewScript(`
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return {'missing'} end
-local r = cjson.decode(raw)
+// retryScript makes a dead delivery pending again as createDeliveryScript
+// makes a new one: attempts 0, due at once and in the outbox when the
+// watch is active, held otherwise; last_error is kept until the next
+// outcome. It takes the record out of df and dlease, and moves dstat from
+// dead to pending (retry counts deliveries with attempts: unchanged).
+// KEYS: dr:<watch>, w:<watch>, dstat, ddue, dq, df:<watch>, dlease. ARGV:
+// delivery id, now timestamp, now ms, watch id. Returns {'ok', record},
+// {'missing'}, {'status', status} or {'nohook'}.
+var retryScript = redis.NewScript(ledgerLua + `
+local r = rec()
+if not r then return {'missing'} end
 if r.status ~= 'dead' then return {'status', r.status} end
 local v = redis.call('HMGET', KEYS[2], 'doc', 'secret')
 if not v[1] or not v[2] or v[2] == '' then return {'nohook'} end
 local w = cjson.decode(v[1])
-if w.webhook_url == nil or w.webhook_url == cjson.null then return {'nohook'} end
-local m = ARGV[4] .. '|' .. ARGV[1] .. '|' .. string.format('%d', r.notice_seq)
+if not set(w.webhook_url) then return {'nohook'} end
+local m = gm(ARGV[4], ARGV[1], r)
 r.status = 'pending'
 r.attempts = 0
 r.updated_at = ARGV[2]
 r.delivered_at = nil
-r.inflight = nil
-r.holder = nil
-r.lease = nil
+unlease(r)
 redis.call('HINCRBY', KEYS[3], 'dead', -1)
 redis.call('HINCRBY', KEYS[3], 'pending', 1)
-redis.call('ZREM', KEYS[6], string.format('%020d', r.notice_seq) .. '|' .. ARGV[1])
+redis.call('ZREM', KEYS[6], lm(ARGV[1], r))
 redis.call('ZREM', KEYS[7], m)
 if w.active then
   r.next_attempt_at = ARGV[2]
@@ -80,18 +72,12 @@ return {'ok', out}
 `)
 
 // RetryDelivery makes a dead delivery of the account's watch pending again
-// at now, in one script (retryScript): same delivery id, attempts from 0.
-// Its task is made by the scheduler's outbox pump, as a new delivery's is
-// (task id = the delivery id; Scheduler.Enqueue replaces a finished or
-// archived task of that id, runs a scheduled one now and waits for an
-// active one to end), and the sweep gives it a task if that is lost.
+// at now in one script: same delivery id, attempts from 0. The outbox pump
+// makes its task as a new delivery's (Scheduler.Enqueue replaces a
+// finished task of that id), and the sweep gives it one if that is lost.
 func (s *Store) RetryDelivery(ctx context.Context, accountID, watchID, deliveryID string, now time.Time) (delivery.Record, error) {
-	v, err := s.rdb.HMGet(ctx, s.key(watchKey, watchID), "account", "a0").Result()
-	if err != nil {
-		return delivery.Record{}, s.fail("retry a delivery", err)
-	}
-	if !shown(accountID, v) {
-		return delivery.Record{}, noWatch(watchID)
+	if _, err := s.ownWatch(ctx, accountID, watchID, "retry a delivery", noWatch); err != nil {
+		return delivery.Record{}, err
 	}
 	res, err := retryScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(watchKey, watchID), s.key(dstatKey), s.key(ddueKey),
 		s.key(outboxKey), s.key(finalKey, watchID), s.key(dleaseKey)}, deliveryID, notice.Timestamp(now), now.UnixMilli(), watchID).StringSlice()

@@ -18,22 +18,9 @@ import (
 
 var _ store.Webhooks = (*Store)(nil)
 
-// Webhook and delivery-record keys:
-//
-//	w:<id>        fields secret (the current signing secret, sealed with
-//	              secretbox: see secrets.go) and failures
-//	              (consecutive failed notices) beside the watch
-//	dr:<id>       hash delivery id -> delivery.Record (JSON)
-//	dl:<id>       zset of "<notice_seq, 20 digits>|<delivery id>" by
-//	              created_at in ms: the watch's deliveries, newest first
-//	              with ZREVRANGE (ties by higher notice_seq, as embedded)
-//	df:<id>       zset: the members of dl:<id> whose record is final
-//	              (delivered, dead), same scores: completeScript trims
-//	              the oldest beyond delivery.KeepRecords that are older
-//	              than delivery.KeepAge
-//
-// Attempts, retries and their state changes are the ledger's (ledger.go),
-// driven by the asynq tasks of `noticesd worker` (worker/scheduler).
+// Webhook registrations (the watch's w:<id> fields secret and failures)
+// and delivery records (dr, dl, df: docs/redis.md). Attempts are the
+// ledger's (ledger.go).
 
 func noWatch(id string) error {
 	return errs.New(errs.NotFound, "no watch %s in this account; list your watches with GET /v1/watches", errs.Quote(id))
@@ -43,13 +30,10 @@ func noWebhook(id string) error {
 	return errs.New(errs.NotFound, "watch %s has no webhook; register one with POST /v1/watches/%s/webhook", errs.Quote(id), id)
 }
 
-// casWatchScript replaces a watch's doc if it is still what was read, and
-// sets extra fields, keeping the set of inactive watches (a gauge) in
-// step. A watch turned back on enters wrel, the watches whose held
-// deliveries are still to be released (Release takes it out; the
-// scheduler's sweep finishes what a crash left, Reconcile). KEYS: w:<id>,
-// winactive, wrel. ARGV: old doc, new doc, field, value, ... The watch id
-// is the key's last part.
+// casWatchScript replaces a watch's doc if it is still what was read, sets
+// extra fields, and keeps winactive in step; a watch turned back on
+// enters wrel until Release (or Reconcile) releases its held deliveries.
+// KEYS: w:<id>, winactive, wrel. ARGV: old doc, new doc, field, value, ...
 var casWatchScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'doc', ARGV[2])
@@ -66,21 +50,17 @@ end
 return 1
 `)
 
-// modifyWatch applies change to the account's watch as a compare-and-set,
-// retried if another write won; change also returns fields of w:<id> to
-// set (name, value pairs; "" deletes one). A watch of another account is
-// reported by notFound.
+// modifyWatch applies change to the account's watch as a compare-and-set
+// (retried if another write won); change also returns w:<id> fields to set
+// (name, value pairs; "" deletes one). Another account's is notFound.
 func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound func(string) error,
 	change func(w *watch.Watch) (fields []string, err error)) (watch.Watch, error) {
 	for {
-		v, err := s.rdb.HMGet(ctx, s.key(watchKey, id), "account", "a0", "doc").Result()
+		v, err := s.ownWatch(ctx, accountID, id, "update watch", notFound, "doc")
 		if err != nil {
-			return watch.Watch{}, s.fail("update watch", err)
+			return watch.Watch{}, err
 		}
-		if !shown(accountID, v) {
-			return watch.Watch{}, notFound(id)
-		}
-		w, err := decodeWatch(str(v[2]))
+		w, err := decodeWatch(str(v[0]))
 		if err != nil {
 			return w, err
 		}
@@ -92,7 +72,7 @@ func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound 
 		if err != nil {
 			return w, err
 		}
-		args := []any{str(v[2]), doc}
+		args := []any{str(v[0]), doc}
 		for _, f := range fields {
 			args = append(args, f)
 		}
@@ -109,12 +89,23 @@ func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound 
 	}
 }
 
+// ownWatch reads fields of the account's watch, or notFound when it is
+// not the account's or its create has not finished (shown).
+func (s *Store) ownWatch(ctx context.Context, accountID, watchID, what string, notFound func(string) error, fields ...string) ([]any, error) {
+	v, err := s.rdb.HMGet(ctx, s.key(watchKey, watchID), append([]string{"account", "a0"}, fields...)...).Result()
+	if err != nil {
+		return nil, s.fail(what, err)
+	}
+	if !shown(accountID, v) {
+		return nil, notFound(watchID)
+	}
+	return v[2:], nil
+}
+
 func stamp(now time.Time) time.Time { return now.UTC().Truncate(time.Millisecond) }
 
 // SetWebhook registers or replaces the watch's webhook at now and creates
-// pending deliveries for the matches that arrived after the watch was
-// created and were published within delivery.Window (never twice for one
-// notice).
+// the pending deliveries its matches are owed (store.Webhooks).
 func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret string, now time.Time) (watch.Watch, error) {
 	sealed, err := s.sealSecret(watchID, secret)
 	if err != nil {
@@ -140,23 +131,13 @@ func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret 
 	if err != nil {
 		return w, s.fail("register webhook", err)
 	}
-	ns := make([]int64, len(seqs))
+	pairs := make([]Ref, len(seqs))
 	for i, q := range seqs {
-		ns[i], _ = strconv.ParseInt(q, 10, 64)
+		pairs[i].WatchID = watchID
+		pairs[i].NoticeSeq, _ = strconv.ParseInt(q, 10, 64)
 	}
-	matched, err := s.source.NoticesBySeq(ctx, ns)
-	if err != nil {
+	if _, err := s.createDeliveries(ctx, "record delivery", pairs, now, false); err != nil {
 		return w, err
-	}
-	for i := range matched {
-		n := &matched[i]
-		pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt)
-		if err != nil || !delivery.Eligible(n.Seq, cseq, pub, now) {
-			continue
-		}
-		if _, err := s.addPending(ctx, watchID, n, now); err != nil {
-			return w, err
-		}
 	}
 	return w, s.replicated(ctx, "webhook registration")
 }
@@ -180,26 +161,21 @@ func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret str
 	return w, s.replicated(ctx, "webhook secret rotation")
 }
 
-// deadScript marks every pending delivery of a watch dead, adding it to
-// the watch's final records (df:<watch>, trimmed by completeScript).
-// KEYS: dr:<watch>, dstat, ddue, dl:<watch>, df:<watch>. ARGV: last_error,
-// updated_at, watch id.
-var deadScript = redis.NewScript(`
+// deadScript marks every pending delivery of a watch dead (and final).
+// KEYS: dr:<watch>, dstat, ddue, dl:<watch>, df:<watch>. ARGV:
+// last_error, updated_at, watch id.
+var deadScript = redis.NewScript(ledgerLua + `
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local r = cjson.decode(all[i + 1])
   if r.status == 'pending' then
-    redis.call('HINCRBY', KEYS[2], 'pending', -1)
-    redis.call('HINCRBY', KEYS[2], 'dead', 1)
-    if (r.attempts or 0) > 0 then redis.call('HINCRBY', KEYS[2], 'retry', -1) end
-    redis.call('ZREM', KEYS[3], ARGV[3] .. '|' .. all[i] .. '|' .. string.format('%d', r.notice_seq))
+    leave(KEYS[2], KEYS[3], gm(ARGV[3], all[i], r), r, 'dead')
     r.status = 'dead'
     r.last_error = ARGV[1]
     r.updated_at = ARGV[2]
     r.next_attempt_at = nil
     redis.call('HSET', KEYS[1], all[i], cjson.encode(r))
-    local m = string.format('%020d', r.notice_seq) .. '|' .. all[i]
-    redis.call('ZADD', KEYS[5], redis.call('ZSCORE', KEYS[4], m) or 0, m)
+    final(KEYS[4], KEYS[5], all[i], r)
   end
 end
 return 1
@@ -225,16 +201,11 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 	return s.replicated(ctx, "webhook removal")
 }
 
-// Deliveries lists the watch's most recent deliveries, newest first.
-// next_attempt_at is null while an attempt is in flight, held or finished,
-// as the embedded store shows it.
+// Deliveries lists the watch's most recent deliveries, newest first;
+// next_attempt_at is null while an attempt is in flight, as embedded.
 func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit int) ([]delivery.Record, error) {
-	v, err := s.rdb.HMGet(ctx, s.key(watchKey, watchID), "account", "a0").Result()
-	if err != nil {
-		return nil, s.fail("list deliveries", err)
-	}
-	if !shown(accountID, v) {
-		return nil, noWatch(watchID)
+	if _, err := s.ownWatch(ctx, accountID, watchID, "list deliveries", noWatch); err != nil {
+		return nil, err
 	}
 	members, err := s.rdb.ZRevRange(ctx, s.key(deliveriesKey, watchID), 0, int64(limit)-1).Result()
 	if err != nil {
