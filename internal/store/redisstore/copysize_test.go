@@ -41,17 +41,20 @@ func BenchmarkScreenCopySize(b *testing.B) {
 	for b.Loop() {
 		base, baseSys := heap(), sys()
 		start := time.Now()
-		rb := newRegBuilder()
+		var rb regBuilder
 		for i := 0; i < companies; i++ {
 			a := fmt.Sprintf("%09d", 100_000_000+i*7)
 			rb.entry(a, true)
 			rb.abn("51"+a, a)
 		}
-		reg := rb.build("1")
+		reg, err := rb.build("1")
+		if err != nil {
+			b.Fatal(err)
+		}
 		regBuild := time.Since(start)
 		regHeap := heap() - base
 		start = time.Now()
-		nc := newNoticeCopy()
+		nc := &noticeCopy{}
 		for i := 0; i < notices; i++ {
 			n := tmpl[i%len(tmpl)]
 			n.Seq = int64(i + 1)

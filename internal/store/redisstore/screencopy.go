@@ -21,22 +21,20 @@ import (
 	"github.com/noticesd/noticesd/matcher"
 )
 
-// ScreenCopy is a replica's in-memory copy of what the bulk screen reads:
-// the published notices' summaries indexed by identifier (noticeCopy),
-// loaded from the notice source (NoticeSource.NoticeSummaries) and then
-// following the publish log, and with Options.ScreenCopy the current
-// register generation (regCopy), so a screen of 50,000 identifiers costs
-// one round trip to Redis.
+// ScreenCopy is a replica's in-memory copy of what the bulk screen reads
+// (docs/redis.md, "The replica's in-memory copy"): the published notices'
+// summaries indexed by identifier (noticeCopy), loaded from the notice
+// source and then following the publish log, and with Options.ScreenCopy
+// the current register generation (regCopy).
 //
 // Freshness is exact: each screen first reads, in one pipeline, the
-// register generation (reg:v) and the publish log past the copy's
-// position, and applies what is new. A notice copy not loaded, or behind
-// a log trimmed past its position, is loaded by the screen that finds it
-// so (one load at a time, shared by every waiting screen). A register
-// copy of another generation, or none, makes the screen read the register
-// from Redis while the copy reloads in the background; a new register is
-// swapped in whole, so no screen mixes two generations. Start keeps the
-// copy near the head of the log in the background; Shutdown stops it.
+// register generation and the publish log past the copy's position, and
+// applies what is new. A notice copy not loaded, or behind a log trimmed
+// past its position, is loaded by the screen that finds it so (one load at
+// a time, shared). A register copy of another generation, or none, makes
+// the screen read the register from Redis while the copy reloads aside and
+// is swapped in whole. Start keeps the copy fresh in the background;
+// Shutdown stops it.
 type ScreenCopy struct {
 	s       *Store
 	keepReg bool // Options.ScreenCopy: hold the register too
@@ -55,9 +53,7 @@ type ScreenCopy struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 
-	// what Counts and Loads return
-	fromCopy, fromRedis atomic.Int64
-	loads, behind       atomic.Int64
+	fromCopy, fromRedis, loads, behind atomic.Int64 // what Counts and Loads return
 }
 
 func newScreenCopy(s *Store, keepReg, wait bool) *ScreenCopy {
@@ -134,11 +130,10 @@ func (c *ScreenCopy) lockLoad(ctx context.Context) error {
 
 func (c *ScreenCopy) unlockLoad() { <-c.loading }
 
-// refresh brings the copy up to date, as notices does, and when it keeps
-// the register loads the current generation.
+// refresh brings the notice copy up to date (notices) and, when it keeps
+// the register, loads the current generation.
 func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *noticeCopy, err error) {
-	regV, n, err = c.notices(ctx)
-	if err != nil || !c.keepReg {
+	if regV, n, err = c.notices(ctx); err != nil || !c.keepReg {
 		return regV, n, err
 	}
 	if err := c.lockLoad(ctx); err != nil {
@@ -181,12 +176,16 @@ func (c *ScreenCopy) notices(ctx context.Context) (regV string, n *noticeCopy, e
 	}
 }
 
-// readLock takes the copy's read lock and returns its release, which may
-// be called again (only the first call releases).
-func (c *ScreenCopy) readLock() (unlock func()) {
-	c.mu.RLock()
-	var once sync.Once
-	return func() { once.Do(c.mu.RUnlock) }
+// current returns the register copy when it is generation v, else nil,
+// asking the loader for v when the copy keeps the register.
+func (c *ScreenCopy) current(v string) *regCopy {
+	if r := c.reg.Load(); r != nil && r.v == v {
+		return r
+	}
+	if c.keepReg {
+		c.wake()
+	}
+	return nil
 }
 
 // screen answers a screen from the copy into res: the notices from the
@@ -198,21 +197,14 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 		if err != nil {
 			return err
 		}
-		reg := c.reg.Load()
-		if c.keepReg && c.wait && (reg == nil || reg.v != regV) {
+		reg := c.current(regV)
+		if reg == nil && c.keepReg && c.wait {
 			if regV, synced, err = c.refresh(ctx); err != nil {
 				return err
 			}
-			reg = c.reg.Load()
+			reg = c.current(regV)
 		}
-		if !c.keepReg || reg == nil || reg.v != regV {
-			if c.keepReg {
-				c.wake()
-			}
-			reg = nil // the register read from Redis
-		}
-		done, err := c.answer(ctx, ids, f, reg, synced, res)
-		if done || err != nil {
+		if done, err := c.answer(ctx, ids, f, reg, synced, res); done || err != nil {
 			return err
 		}
 		if try == maxLoads {
@@ -231,7 +223,9 @@ func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter
 			return true, err
 		}
 	}
-	unlock := c.readLock()
+	c.mu.RLock()
+	var once sync.Once
+	unlock := func() { once.Do(c.mu.RUnlock) } // released once, by whichever comes first
 	defer unlock()
 	if c.n != synced {
 		return false, nil
@@ -359,8 +353,7 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 	var acns []string                // an ABN's register ACNs, reused
 	for i := lo; i < hi; i++ {
 		id := l.ids[i]
-		o := copyItem{arena: uint8(part)}
-		o.from = int32(len(arena))
+		o := copyItem{arena: uint8(part), from: int32(len(arena))}
 		arena = n.post.get(id.Value, arena)
 		o.mid = int32(len(arena))
 		others := 0
@@ -374,19 +367,21 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 			}
 			others = len(l.found[i].others)
 		case id.Kind == ident.ACN:
-			if co, ok := reg.company(id.Value); ok {
-				o.co, o.flags = co, itemHasCo
-				if reg.isNamed(co) {
-					o.flags |= itemInRegister | itemNeedsName
-				}
-				if k, ok := reg.prefixABNKey(co); ok {
-					arena = n.post.getKey(k, arena)
-					others++
-				}
-				for _, b := range reg.moreABNs[co] {
-					arena = n.post.get(b, arena)
-					others++
-				}
+			co, ok := reg.company(id.Value)
+			if !ok {
+				break
+			}
+			o.co, o.flags = co, itemHasCo
+			if reg.isNamed(co) {
+				o.flags |= itemInRegister | itemNeedsName
+			}
+			if k, ok := reg.prefixABNKey(co); ok {
+				arena = n.post.getKey(k, arena)
+				others++
+			}
+			for _, b := range reg.moreABNs[co] {
+				arena = n.post.get(b, arena)
+				others++
 			}
 		default:
 			if co, ok := reg.prefixCompany(id.Value); ok && len(reg.moreACNs[id.Value]) == 0 {
@@ -404,7 +399,7 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 				o.flags = itemInRegister
 				if co, ok := reg.company(acn); ok {
 					o.co, o.flags = co, o.flags|itemHasCo
-					if len(id.Value) == 11 && acn == id.Value[2:] {
+					if acn == id.Value[2:] {
 						o.flags |= itemACNSuffix
 					}
 					if reg.isNamed(co) {
@@ -440,13 +435,11 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 	k, u := 0, 0
 	for i := range l.items {
 		var name **string
-		switch {
-		case k < len(res.Matched) && res.Matched[k].Identifier == l.ids[i].Value:
-			name = &res.Matched[k].CompanyName
-			k++
-		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == l.ids[i].Value:
-			name = &res.UnmatchedCompanies[u].CompanyName
-			u++
+		switch v := l.ids[i].Value; {
+		case k < len(res.Matched) && res.Matched[k].Identifier == v:
+			name, k = &res.Matched[k].CompanyName, k+1
+		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == v:
+			name, u = &res.UnmatchedCompanies[u].CompanyName, u+1
 		default:
 			continue
 		}
@@ -457,8 +450,6 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 	names := make([]string, len(need))
 	if missing := l.reg.heldNames(cos, names); len(missing) > 0 {
 		acns := make([]string, len(missing))
-		var read []int32
-		var got []string
 		for j, k := range missing {
 			acns[j] = l.acn(need[k])
 		}
@@ -469,10 +460,11 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 		if err != nil {
 			return err
 		}
+		var read []int32
+		var got []string
 		for j, k := range missing {
-			names[k] = fetched[j]
-			if fetched[j] != "" {
-				read, got = append(read, cos[k]), append(got, fetched[j])
+			if names[k] = fetched[j]; names[k] != "" {
+				read, got = append(read, cos[k]), append(got, names[k])
 			}
 		}
 		l.reg.hold(read, got)
@@ -520,52 +512,42 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 	if err != nil {
 		return exp, true, err
 	}
-	reg := c.reg.Load()
-	if synced == nil || reg == nil || reg.v != regV {
+	reg := c.current(regV)
+	if synced == nil || reg == nil {
 		c.wake()
 		return exp, false, nil
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n := c.n
-	if n != synced {
+	if c.n != synced {
 		return exp, false, nil
 	}
 	exp.regv = regV
 	keys := make(map[string]struct{}, len(ids)*2)
 	companies := make(map[string]struct{}, len(ids))
-	addABNs := func(acn string) {
-		keys[acn] = struct{}{}
-		if co, ok := reg.company(acn); ok {
-			for _, b := range reg.abnsOf(co) {
-				keys[b] = struct{}{}
-			}
-		}
-	}
-	var buf []int64
+	var acns []string // the identifier's register ACNs, or the ACN itself
+	var seqs []int64
 	for _, v := range ids {
 		keys[v] = struct{}{}
-		known := false
+		company, known := v, false
 		if len(v) == 9 {
-			companies[v] = struct{}{}
-			if co, ok := reg.company(v); ok {
-				known = reg.isNamed(co)
-			}
-			addABNs(v)
+			co, ok := reg.company(v)
+			known, acns = ok && reg.isNamed(co), append(acns[:0], v)
+		} else if acns = reg.appendACNsOf(acns[:0], v); len(acns) > 0 {
+			company, known = primaryACN(v, acns), true
 		} else {
-			acns := reg.appendACNsOf(nil, v)
-			if r := primaryACN(v, acns); r != "" {
-				companies[r] = struct{}{}
-				known = true
-			} else {
-				companies[v] = struct{}{}
-				exp.ixABNs = append(exp.ixABNs, v)
-			}
-			for _, a := range acns {
-				addABNs(a)
+			exp.ixABNs = append(exp.ixABNs, v)
+		}
+		companies[company] = struct{}{}
+		for _, a := range acns {
+			keys[a] = struct{}{}
+			if co, ok := reg.company(a); ok {
+				for _, b := range reg.abnsOf(co) {
+					keys[b] = struct{}{}
+				}
 			}
 		}
-		if buf = n.post.get(v, buf[:0]); !known && len(buf) == 0 {
+		if seqs = synced.post.get(v, seqs[:0]); !known && len(seqs) == 0 {
 			exp.unresolved = append(exp.unresolved, v)
 		}
 	}
@@ -598,24 +580,19 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	c.mu.RLock()
 	n := c.n
 	c.mu.RUnlock()
-	keys := s.log.Keys()
-	var (
-		vCmd, trimCmd *redis.StringCmd
-		xCmd          *redis.XMessageSliceCmd
-	)
+	var vCmd, trimCmd *redis.StringCmd
+	var xCmd *redis.XMessageSliceCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		vCmd = p.Get(ctx, s.key(regKey, "v"))
 		if n != nil {
-			trimCmd = p.Get(ctx, keys.Trimmed)
-			xCmd = p.XRangeN(ctx, keys.Log, "("+n.last, "+", changeBatch)
+			trimCmd, xCmd = p.Get(ctx, s.log.Keys().Trimmed), p.XRangeN(ctx, s.log.Keys().Log, "("+n.last, "+", changeBatch)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", nil, s.fail("read the publish log", err)
 	}
-	regV = vCmd.Val()
-	if n == nil {
+	if regV = vCmd.Val(); n == nil {
 		return regV, nil, nil
 	}
 	page := publog.EntriesOf(xCmd.Val())
@@ -640,27 +617,22 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	return regV, nil, nil
 }
 
-// scanCount is HSCAN's COUNT when a register copy loads.
-const scanCount = 10000
-
 // loadNotices builds a new notice copy from the notice source, up to the
 // seq published, and swaps it in at the publish log position read before
 // (a notice published meanwhile is in the log past it, and applying a
 // seq's current summary again is harmless); the next sync brings it to
 // the head of the log before a screen uses it.
 func (c *ScreenCopy) loadNotices(ctx context.Context) error {
-	s := c.s
-	head, err := s.log.Head(ctx)
+	head, err := c.s.log.Head(ctx)
 	if err != nil {
 		return err
 	}
-	through, err := s.log.Published(ctx)
+	through, err := c.s.log.Published(ctx)
 	if err != nil {
 		return err
 	}
-	fresh := newNoticeCopy()
-	fresh.last = head
-	err = s.source.NoticeSummaries(ctx, through, func(n *notice.Notice) error {
+	fresh := &noticeCopy{last: head}
+	err = c.s.source.NoticeSummaries(ctx, through, func(n *notice.Notice) error {
 		fresh.put(n.Seq, n)
 		return nil
 	})
@@ -676,12 +648,15 @@ func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 	return nil
 }
 
+// scanCount is HSCAN's COUNT when a register copy loads.
+const scanCount = 10000
+
 // loadRegister builds the copy of register generation v aside and swaps
 // it in whole, when v is still the current generation: the ACNs of its
-// ids strings (each read whole), its odd ACNs and its other ABNs (abn).
+// ids strings (each read whole), of its odd hash and its other ABNs (abn).
 func (c *ScreenCopy) loadRegister(ctx context.Context, v string) error {
 	s := c.s
-	b := newRegBuilder()
+	var b regBuilder
 	if v != "" {
 		parts, err := s.rdb.SMembers(ctx, s.key(regKey, v, "idparts")).Result()
 		if err != nil {
@@ -698,40 +673,34 @@ func (c *ScreenCopy) loadRegister(ctx context.Context, v string) error {
 			}
 			b.idsPart(uint32(n), bits)
 		}
-		if err := hscan(ctx, s, s.key(regKey, v, "odd"), func(acn, named string) { b.entry(acn, named == "1") }); err != nil {
-			return err
-		}
-		if err := hscan(ctx, s, s.key(regKey, v, "abn"), b.abn); err != nil {
-			return err
+		for _, h := range []struct {
+			part string
+			each func(field, value string)
+		}{{"odd", func(acn, named string) { b.entry(acn, named == "1") }}, {"abn", b.abn}} {
+			for cursor := uint64(0); ; {
+				kv, next, err := s.rdb.HScan(ctx, s.key(regKey, v, h.part), cursor, "", scanCount).Result()
+				if err != nil {
+					return s.fail("load the screen copy", err)
+				}
+				for i := 0; i+1 < len(kv); i += 2 {
+					h.each(kv[i], kv[i+1]) // HSCAN may return a field twice
+				}
+				if cursor = next; cursor == 0 {
+					break
+				}
+			}
 		}
 	}
-	r := b.build(v)
+	r, err := b.build(v)
+	if err != nil {
+		return err
+	}
 	cur, err := s.rdb.Get(ctx, s.key(regKey, "v")).Result()
 	if err != nil && err != redis.Nil {
 		return s.fail("load the screen copy", err)
 	}
-	if cur != v {
-		return nil // replaced meanwhile: the next refresh loads the new one
+	if cur == v { // else replaced meanwhile: the next refresh loads the new one
+		c.reg.Store(r)
 	}
-	c.reg.Store(r)
 	return nil
-}
-
-// hscan calls each for every field and value of a hash (a field may come
-// twice).
-func hscan(ctx context.Context, s *Store, key string, each func(field, value string)) error {
-	var cursor uint64
-	for {
-		kv, next, err := s.rdb.HScan(ctx, key, cursor, "", scanCount).Result()
-		if err != nil {
-			return s.fail("load the screen copy", err)
-		}
-		for i := 0; i+1 < len(kv); i += 2 {
-			each(kv[i], kv[i+1])
-		}
-		if next == 0 {
-			return nil
-		}
-		cursor = next
-	}
 }
