@@ -76,7 +76,16 @@ func BenchmarkScreenCopySize(b *testing.B) {
 			}
 			cos, names = append(cos, co), append(names, fmt.Sprintf("COMPANY %07d HOLDINGS PTY LTD", i*4%companies))
 			if len(cos) == cap(cos) || i == notices-1 {
-				reg.hold(cos, names)
+				read := func(missing []int) ([]string, error) {
+					out := make([]string, len(missing))
+					for j, k := range missing {
+						out[j] = names[k]
+					}
+					return out, nil
+				}
+				if err := reg.names(cos, make([]string, len(cos)), read); err != nil {
+					b.Fatal(err)
+				}
 				cos, names = cos[:0], names[:0]
 			}
 		}

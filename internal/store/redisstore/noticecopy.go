@@ -129,7 +129,10 @@ func (p *postings) remove(v string, seq int64) {
 	case !ok || !found:
 	case x < 0:
 		i := -x - 1
-		l := deleteSeq(p.lists[i], seq)
+		l := p.lists[i]
+		if j, found := slices.BinarySearch(l, seq); found {
+			l = slices.Delete(l, j, j+1)
+		}
 		if len(l) > 1 {
 			p.lists[i] = l
 			return
@@ -201,13 +204,6 @@ func (p *postings) getKey(k uint64, buf []int64) []int64 {
 func insertSeq(l []int64, seq int64) []int64 {
 	if i, found := slices.BinarySearch(l, seq); !found {
 		return slices.Insert(l, i, seq)
-	}
-	return l
-}
-
-func deleteSeq(l []int64, seq int64) []int64 {
-	if i, found := slices.BinarySearch(l, seq); found {
-		return slices.Delete(l, i, i+1)
 	}
 	return l
 }

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -132,14 +133,21 @@ func TestRegCopy(t *testing.T) {
 		if r.isNamed(i) != (c.name != "") || r.acn(i) != c.acn {
 			t.Errorf("%s: named %v acn %q", c.acn, r.isNamed(i), r.acn(i))
 		}
-		// Names are held once read (fillNames), per company.
-		got := make([]string, 1)
-		if missing := r.heldNames([]int32{i}, got); len(missing) != 1 {
-			t.Errorf("%s: a name held before any was read", c.acn)
+		// A name is read once and then held, per company (fillNames);
+		// an empty one is read each time.
+		reads := 0
+		read := func(missing []int) ([]string, error) {
+			reads++
+			return slices.Repeat([]string{c.name}, len(missing)), nil
 		}
-		r.hold([]int32{i, i}, []string{c.name, "a repeat is not held"})
-		if missing := r.heldNames([]int32{i}, got); len(missing) != 0 || got[0] != c.name {
-			t.Errorf("%s: held name %q (missing %v), want %q", c.acn, got[0], missing, c.name)
+		for range 2 {
+			got := make([]string, 2)
+			if err := r.names([]int32{i, i}, got, read); err != nil || got[0] != c.name || got[1] != c.name {
+				t.Errorf("%s: names %q (%v), want %q", c.acn, got, err, c.name)
+			}
+		}
+		if want := map[bool]int{true: 1, false: 2}[c.name != ""]; reads != want {
+			t.Errorf("%s: name read %d times, want %d", c.acn, reads, want)
 		}
 		if got := r.abnsOf(i); !sameSet(got, c.abns) {
 			t.Errorf("%s: ABNs %v, want %v", c.acn, got, c.abns)

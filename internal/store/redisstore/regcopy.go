@@ -72,7 +72,7 @@ const dirShift = 14
 // not hold: the screen then reads that register from Redis.
 type regBuilder struct {
 	entries  []regEntry
-	prefixed []prefixPair // ABN = two digits followed by its ACN
+	prefixed []prefixPair // of reg:<v>:abn: ABN = two digits followed by its ACN
 	pairs    []abnPair    // every other (ABN, ACN)
 	bad      string
 }
@@ -80,6 +80,7 @@ type regBuilder struct {
 type regEntry struct {
 	acn   uint32
 	named bool
+	p     uint8 // the two digits of its formed ABN, noABN for none
 }
 
 type prefixPair struct {
@@ -104,7 +105,7 @@ func (b *regBuilder) nine(acn string) (uint32, bool) {
 // entry adds an ACN, named or not (a field of reg:<v>:odd).
 func (b *regBuilder) entry(acn string, named bool) {
 	if n, ok := b.nine(acn); ok {
-		b.entries = append(b.entries, regEntry{acn: n, named: named})
+		b.entries = append(b.entries, regEntry{acn: n, named: named, p: noABN})
 	}
 }
 
@@ -118,11 +119,11 @@ func (b *regBuilder) idsPart(part uint32, bits []byte) {
 			if code == 0 {
 				continue
 			}
-			acn := slotNumber(part*slotsPerPart + uint32(4*i+k))
-			b.entries = append(b.entries, regEntry{acn: acn, named: code&2 != 0})
+			e := regEntry{acn: slotNumber(part*slotsPerPart + uint32(4*i+k)), named: code&2 != 0, p: noABN}
 			if code&1 != 0 {
-				b.prefixed = append(b.prefixed, prefixPair{acn: acn, p: formedPrefix(acn)})
+				e.p = formedPrefix(e.acn)
 			}
+			b.entries = append(b.entries, e)
 		}
 	}
 }
@@ -164,7 +165,7 @@ func (b *regBuilder) build(v string) (*regCopy, error) {
 	n := len(b.entries)
 	addMissing := func(acn uint32) {
 		if _, ok := slices.BinarySearchFunc(b.entries[:n], regEntry{acn: acn}, byACN); !ok {
-			b.entries = append(b.entries, regEntry{acn: acn})
+			b.entries = append(b.entries, regEntry{acn: acn, p: noABN})
 		}
 	}
 	for _, p := range b.prefixed {
@@ -178,9 +179,9 @@ func (b *regBuilder) build(v string) (*regCopy, error) {
 	}
 	n = len(b.entries)
 	r := &regCopy{v: v, acns: make([]uint32, n), acnDir: make([]uint32, 1<<(30-dirShift)+1), named: make([]uint64, (n+63)/64),
-		abnPrefix: slices.Repeat([]uint8{noABN}, n), moreABNs: map[int32][]string{}, moreACNs: map[string][]int32{}}
+		abnPrefix: make([]uint8, n), moreABNs: map[int32][]string{}, moreACNs: map[string][]int32{}}
 	for i, e := range b.entries {
-		r.acns[i] = e.acn
+		r.acns[i], r.abnPrefix[i] = e.acn, e.p
 		if e.named {
 			r.named[i/64] |= 1 << (i % 64)
 		}
@@ -236,13 +237,13 @@ func (r *regCopy) acn(i int32) string { return string(r.appendACN(nil, i)) }
 
 func (r *regCopy) isNamed(i int32) bool { return r.named[i/64]&(1<<(i%64)) != 0 }
 
-// heldNames sets names[k] to the name held of company cos[k] and returns
-// the positions k of the companies whose names are not held (all of them
-// without a copy, r nil).
-func (r *regCopy) heldNames(cos []int32, names []string) (missing []int) {
+// names sets names[k] to the name of company cos[k]: the one held, else
+// the one read (read is given the positions of those not held), which is
+// then held unless empty. Without a copy (r nil) every name is read.
+func (r *regCopy) names(cos []int32, names []string, read func(missing []int) ([]string, error)) error {
+	var missing []int
 	if r != nil {
 		r.nameMu.RLock()
-		defer r.nameMu.RUnlock()
 	}
 	for k, co := range cos {
 		if r != nil && r.nameIx != nil && r.nameIx[co] != 0 {
@@ -251,25 +252,29 @@ func (r *regCopy) heldNames(cos []int32, names []string) (missing []int) {
 			missing = append(missing, k)
 		}
 	}
-	return missing
-}
-
-// hold keeps the names of companies cos (read from the notice source's
-// register); without a copy (r nil) it does nothing.
-func (r *regCopy) hold(cos []int32, names []string) {
-	if r == nil {
-		return
+	if r != nil {
+		r.nameMu.RUnlock()
 	}
-	r.nameMu.Lock()
-	defer r.nameMu.Unlock()
-	if r.nameIx == nil {
-		r.nameIx = make([]uint32, len(r.acns))
+	if len(missing) == 0 {
+		return nil
 	}
-	for k, co := range cos {
-		if r.nameIx[co] == 0 && len(names[k]) <= maxHeldName {
-			r.nameIx[co] = r.held.add(names[k]) + 1
+	got, err := read(missing)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		r.nameMu.Lock()
+		defer r.nameMu.Unlock()
+		if r.nameIx == nil {
+			r.nameIx = make([]uint32, len(r.acns))
 		}
 	}
+	for j, k := range missing {
+		if names[k] = got[j]; r != nil && r.nameIx[cos[k]] == 0 && names[k] != "" && len(names[k]) <= maxHeldName {
+			r.nameIx[cos[k]] = r.held.add(names[k]) + 1
+		}
+	}
+	return nil
 }
 
 // prefixABN returns the ABN made of the two digits p and company i's ACN.

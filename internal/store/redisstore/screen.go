@@ -175,14 +175,24 @@ func screenAnswer(l *screenLookup, v *summaryView, res *watch.ScreenResult) {
 				count++
 				best.offer(q, v)
 				p := v.purpose(q)
-				purposes = addPurpose(purposes, p)
+				if p != "" && !slices.Contains(purposes, p) {
+					purposes = append(purposes, p)
+				}
 				if !notice.EqualFoldASCII(p, notice.DeregistrationPurpose) {
 					insolvency.offer(q, v)
 				}
 			}
 		}
-		if count == 0 {
-			noMatch(res, l.ids[i].Value, l.acn(i), o.has(itemInRegister) || len(own) > 0)
+		switch self := l.ids[i].Value; {
+		case count == 0 && !o.has(itemInRegister) && len(own) == 0:
+			res.Unresolved = append(res.Unresolved, self)
+			continue
+		case count == 0: // known to the register or a notice: unmatched
+			u := watch.UnmatchedCompany{Identifier: self}
+			if acn := l.acn(i); acn != "" {
+				u.ACN = &acn
+			}
+			res.Unmatched, res.UnmatchedCompanies = append(res.Unmatched, self), append(res.UnmatchedCompanies, u)
 			continue
 		}
 		var latest, in notice.Notice
@@ -218,31 +228,6 @@ func (b *newest) offer(q int64, v *summaryView) {
 	if at := v.publishedAt(q); at > b.at || (at == b.at && q > b.seq) {
 		b.seq, b.at = q, at
 	}
-}
-
-// addPurpose adds the purpose p to a match's distinct non-empty purposes.
-func addPurpose(purposes []string, p string) []string {
-	if p == "" || slices.Contains(purposes, p) {
-		return purposes
-	}
-	return append(purposes, p)
-}
-
-// noMatch records an identifier without a notice passing the filters:
-// unmatched (with its company's ACN acn, "" for none; the register name
-// is filled in later) when the register or a notice knows it, else
-// unresolved.
-func noMatch(res *watch.ScreenResult, self, acn string, known bool) {
-	if !known {
-		res.Unresolved = append(res.Unresolved, self)
-		return
-	}
-	res.Unmatched = append(res.Unmatched, self)
-	u := watch.UnmatchedCompany{Identifier: self}
-	if acn != "" {
-		u.ACN = &acn
-	}
-	res.UnmatchedCompanies = append(res.UnmatchedCompanies, u)
 }
 
 // latestOf is what a match shows of its notice n, the strings it points

@@ -24,17 +24,11 @@ import (
 // ScreenCopy is a replica's in-memory copy of what the bulk screen reads
 // (docs/redis.md, "The replica's in-memory copy"): the published notices'
 // summaries indexed by identifier (noticeCopy), loaded from the notice
-// source and then following the publish log, and with Options.ScreenCopy
-// the current register generation (regCopy).
-//
-// Freshness is exact: each screen first reads, in one pipeline, the
-// register generation and the publish log past the copy's position, and
-// applies what is new. A notice copy not loaded, or behind a log trimmed
-// past its position, is loaded by the screen that finds it so (one load at
-// a time, shared). A register copy of another generation, or none, makes
-// the screen read the register from Redis while the copy reloads aside and
-// is swapped in whole. Start keeps the copy fresh in the background;
-// Shutdown stops it.
+// source and following the publish log, and with Options.ScreenCopy the
+// current register generation (regCopy). Each screen first applies what
+// the log holds past the copy, so it is exact; without a current register
+// copy it reads the register from Redis. Start keeps the copy fresh in the
+// background; Shutdown stops it.
 type ScreenCopy struct {
 	s       *Store
 	keepReg bool // Options.ScreenCopy: hold the register too
@@ -66,8 +60,7 @@ func (s *Store) ScreenCopy() *ScreenCopy { return s.screenCopy }
 // refreshEvery is how often a started copy refreshes without being asked.
 const refreshEvery = time.Second
 
-// Start loads the copy in the background and keeps it fresh until
-// Shutdown.
+// Start loads the copy in the background and keeps it fresh until Shutdown.
 func (c *ScreenCopy) Start(ctx context.Context) error {
 	ctx, c.stop = context.WithCancel(context.WithoutCancel(ctx))
 	c.done = make(chan struct{})
@@ -111,24 +104,22 @@ func (c *ScreenCopy) Counts() (fromCopy, fromRedis int64) {
 }
 
 // Loads returns how many times the notice copy was loaded, and how many
-// times it was dropped to be loaded again, behind the publish log's
-// retention.
+// times it was dropped, behind the publish log's retention, to be loaded.
 func (c *ScreenCopy) Loads() (loads, behind int64) {
 	return c.loads.Load(), c.behind.Load()
 }
 
-// lockLoad takes the load token, waiting within ctx while another load
-// runs.
-func (c *ScreenCopy) lockLoad(ctx context.Context) error {
+// load runs do holding the load token (one load at a time), waiting
+// within ctx for another load.
+func (c *ScreenCopy) load(ctx context.Context, do func() error) error {
 	select {
 	case c.loading <- struct{}{}:
-		return nil
 	case <-ctx.Done():
 		return c.s.fail("wait for the screen copy's load", ctx.Err())
 	}
+	defer func() { <-c.loading }()
+	return do()
 }
-
-func (c *ScreenCopy) unlockLoad() { <-c.loading }
 
 // refresh brings the notice copy up to date (notices) and, when it keeps
 // the register, loads the current generation.
@@ -136,14 +127,12 @@ func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *noticeCopy, e
 	if regV, n, err = c.notices(ctx); err != nil || !c.keepReg {
 		return regV, n, err
 	}
-	if err := c.lockLoad(ctx); err != nil {
-		return "", nil, err
-	}
-	defer c.unlockLoad()
-	if r := c.reg.Load(); r == nil || r.v != regV {
-		err = c.loadRegister(ctx, regV)
-	}
-	return regV, n, err
+	return regV, n, c.load(ctx, func() error {
+		if r := c.reg.Load(); r != nil && r.v == regV {
+			return nil
+		}
+		return c.loadRegister(ctx, regV)
+	})
 }
 
 // maxLoads is the most times one screen loads the notice copy, or finds
@@ -160,17 +149,7 @@ func (c *ScreenCopy) notices(ctx context.Context) (regV string, n *noticeCopy, e
 		if try == maxLoads {
 			return "", nil, errs.New(errs.BackendUnavailable, "the bulk screen's copy of the notices fell behind the publish log's retention (NOTICES_PUBLISH_LOG_RETENTION) during each of its last %d loads; retry shortly, and if this persists raise the retention above a load's duration", maxLoads)
 		}
-		if err := c.lockLoad(ctx); err != nil {
-			return "", nil, err
-		}
-		c.mu.RLock()
-		loaded := c.n != nil
-		c.mu.RUnlock()
-		if !loaded {
-			err = c.loadNotices(ctx)
-		}
-		c.unlockLoad()
-		if err != nil {
+		if err := c.load(ctx, func() error { return c.loadNotices(ctx) }); err != nil {
 			return "", nil, err
 		}
 	}
@@ -188,9 +167,9 @@ func (c *ScreenCopy) current(v string) *regCopy {
 	return nil
 }
 
-// screen answers a screen from the copy into res: the notices from the
-// notice copy (loaded first when it is not), the register from the
-// register copy when it is current, else from Redis.
+// screen answers a screen into res: the notices from the notice copy
+// (loaded first when it is not), the register from the register copy when
+// it is current, else from Redis.
 func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter, res *watch.ScreenResult) error {
 	for try := 0; ; try++ {
 		regV, synced, err := c.notices(ctx)
@@ -254,10 +233,10 @@ func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter
 	return true, nil
 }
 
-// decodePassing decodes the summaries in n of the seqs in arenas under
-// the copy's read lock, releases it (unlock) and returns those passing f,
-// by seq; for a q, the text of those passing the rest is read from the
-// notice source (the decoded strings stay valid: see summarySlab).
+// decodePassing decodes the summaries of the seqs in arenas, releases the
+// copy's read lock (unlock) and returns those passing f, by seq; a q is
+// matched on the text of those passing the rest, read from the notice
+// source (the decoded strings stay valid: see summarySlab).
 func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *noticeCopy, f notice.Filter, unlock func()) ([]notice.Notice, error) {
 	seqs := sortedSet(slices.Concat(arenas...))
 	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
@@ -289,9 +268,9 @@ func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *not
 	return slices.DeleteFunc(passed, func(n notice.Notice) bool { return !text[n.Seq] }), nil
 }
 
-// screenLookup is what a screen found of its identifiers ids: items[i] of
-// ids[i], its seqs in arenas, its company from the register copy reg or,
-// when reg is nil, from the register in Redis (found[i]).
+// screenLookup is what a screen found of its identifiers: items[i] of
+// ids[i], its seqs in arenas, its company from reg or, when reg is nil,
+// from the register in Redis (found[i]).
 type screenLookup struct {
 	ids    []ident.ID
 	items  []copyItem
@@ -301,10 +280,8 @@ type screenLookup struct {
 }
 
 // copyItem is what a screen found of one identifier, without a pointer
-// (50,000 of them cost the garbage collector nothing): its seqs are
-// arenas[arena][from:mid] (its own notices) and [mid:to] (its
-// counterparts'), its company co (when hasCo) the one whose ACN and name
-// the answer shows.
+// (50,000 of them cost the garbage collector nothing): its own notices'
+// seqs are arenas[arena][from:mid], its counterparts' [mid:to].
 type copyItem struct {
 	from, mid, to int32
 	co            int32
@@ -344,9 +321,8 @@ func (l *screenLookup) acn(i int) string {
 	return l.reg.acn(o.co)
 }
 
-// lookup finds, for each of ids[lo:hi], its register counterparts and the
-// seqs of the notices carrying it or them in n, into its item, and
-// returns the arena (number part) backing their seqs.
+// lookup fills the items of ids[lo:hi] from n and returns the arena
+// (number part) backing their seqs.
 func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 	reg := l.reg
 	arena := make([]int64, 0, hi-lo) // backs every item's seq lists
@@ -422,12 +398,10 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 	return arena
 }
 
-// fillNames puts in res (made without them, in the order of l.ids) the
-// register name of every match's and unmatched company's company that has
-// one: those the register copy holds, the others read from the notice
-// source (Store.registerNames) and held. It runs with none of the copy's
-// locks held, as that read may be slow. A name the source lacks leaves
-// the match its latest notice's.
+// fillNames puts the register names in res (made without them, in the
+// order of l.ids), held or read from the notice source (registerNames),
+// with none of the copy's locks held, as that read may be slow. A name the
+// source lacks leaves the match its latest notice's.
 func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.ScreenResult) error {
 	var need []int    // the items whose names are wanted
 	var cos []int32   // their companies
@@ -448,7 +422,7 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 		}
 	}
 	names := make([]string, len(need))
-	if missing := l.reg.heldNames(cos, names); len(missing) > 0 {
+	err := l.reg.names(cos, names, func(missing []int) ([]string, error) {
 		acns := make([]string, len(missing))
 		for j, k := range missing {
 			acns[j] = l.acn(need[k])
@@ -456,18 +430,10 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 		if c.s.stopBefore != nil {
 			c.s.stopBefore("read-names")
 		}
-		fetched, err := c.s.registerNames(ctx, acns)
-		if err != nil {
-			return err
-		}
-		var read []int32
-		var got []string
-		for j, k := range missing {
-			if names[k] = fetched[j]; names[k] != "" {
-				read, got = append(read, cos[k]), append(got, names[k])
-			}
-		}
-		l.reg.hold(read, got)
+		return c.s.registerNames(ctx, acns)
+	})
+	if err != nil {
+		return err
 	}
 	for j, name := range at {
 		if names[j] != "" {
@@ -484,8 +450,7 @@ var parallelFrom = 4096
 
 // lookupAll runs each over [0, n), n > 0, split into ranges numbered from
 // 0 (one per processor, at most 256: copyItem.arena; one when n is small),
-// and returns their answers by number. The copy's maps are only read
-// meanwhile (the caller holds the read lock).
+// and returns their answers by number.
 func lookupAll(n int, each func(part, lo, hi int) []int64) [][]int64 {
 	parts := min(runtime.GOMAXPROCS(0), 256)
 	if n < parallelFrom {
@@ -501,9 +466,8 @@ func lookupAll(n int, each func(part, lo, hi int) []int64) [][]int64 {
 	return out
 }
 
-// expand is Store.expand answered from the copy, with Store.expand's
-// rules, when the copy is current (done false otherwise: the caller reads
-// Redis).
+// expand is Store.expand answered from the copy when it is current (done
+// false otherwise: the caller reads Redis).
 func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, done bool, err error) {
 	if !c.keepReg {
 		return exp, false, nil
@@ -556,8 +520,7 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 	return exp, true, nil
 }
 
-// wake asks the background loader to refresh the copy now (a no-op when
-// it is already asked).
+// wake asks the background loader to refresh the copy now.
 func (c *ScreenCopy) wake() {
 	select {
 	case c.kick <- struct{}{}:
@@ -569,17 +532,14 @@ func (c *ScreenCopy) wake() {
 const changeBatch = 1000
 
 // sync reads the register generation and applies the publish log past the
-// notice copy's position, in one round trip when the log has nothing new,
-// and returns the copy it brought up to date: nil when there is no notice
-// copy, or the log was trimmed past it (then the copy is dropped, to be
-// reloaded, and counted: Loads).
+// notice copy, in one round trip when the log has nothing new, and returns
+// the copy it brought up to date: nil when there is none, or the log was
+// trimmed past it (then the copy is dropped, to be reloaded).
 func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy, err error) {
 	s := c.s
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	c.mu.RLock()
-	n := c.n
-	c.mu.RUnlock()
+	n := c.n // written only under syncMu
 	var vCmd, trimCmd *redis.StringCmd
 	var xCmd *redis.XMessageSliceCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -617,12 +577,17 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	return regV, nil, nil
 }
 
-// loadNotices builds a new notice copy from the notice source, up to the
-// seq published, and swaps it in at the publish log position read before
-// (a notice published meanwhile is in the log past it, and applying a
-// seq's current summary again is harmless); the next sync brings it to
-// the head of the log before a screen uses it.
+// loadNotices builds a new notice copy, unless there is one, from the
+// notice source up to the seq published, at the publish log position read
+// before: a notice published meanwhile is in the log past it, and applying
+// a seq's current summary again is harmless.
 func (c *ScreenCopy) loadNotices(ctx context.Context) error {
+	c.mu.RLock()
+	loaded := c.n != nil
+	c.mu.RUnlock()
+	if loaded {
+		return nil
+	}
 	head, err := c.s.log.Head(ctx)
 	if err != nil {
 		return err
@@ -652,8 +617,7 @@ func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 const scanCount = 10000
 
 // loadRegister builds the copy of register generation v aside and swaps
-// it in whole, when v is still the current generation: the ACNs of its
-// ids strings (each read whole), of its odd hash and its other ABNs (abn).
+// it in whole if v is still current.
 func (c *ScreenCopy) loadRegister(ctx context.Context, v string) error {
 	s := c.s
 	var b regBuilder

@@ -9,24 +9,19 @@ import (
 )
 
 // summarySlab holds the notice summaries of a screen copy by seq without
-// a string, map entry or pointer per notice: each summary is encoded into
-// a chunk of bytes, and a seq's location is one uint64 of a slice indexed
-// by seq (publog hands seqs out densely from 1).
-//
-// An encoded summary is a uvarint naming its combination of coded fields
-// in tuples (seven codes into dict: published date, type, code, purpose,
-// state, status, and the appointment type plus one, 0 for none), then the
-// five length-prefixed strings of a summary (an empty acn or abn is none).
-// Beside each seq's location, tupleOf holds its combination, so a screen
-// decides a seq's filters without reading it.
+// a string, map entry or pointer per notice (docs/redis.md, "The notices"):
+// each is encoded into a chunk as a uvarint naming its combination of
+// coded fields in tuples (seven codes into dict: published date, type,
+// code, purpose, state, status, and the appointment type plus one, 0 for
+// none), then the five strings of a summary, each length-prefixed.
 //
 // Chunks are append-only: a summary replaced or removed only counts as
-// dead, and when more than half the bytes are dead a compaction copies the
-// live ones into new chunks. So strings decoded from a chunk (aliasing it)
-// stay valid after the lock guarding the slab is released.
+// dead, and once most bytes are dead the live ones are copied into new
+// chunks. So strings decoded from a chunk (aliasing it) stay valid after
+// the lock guarding the slab is released.
 type summarySlab struct {
-	dense   []uint64 // seq -> location: chunk+1 <<32 | offset, 0 for none
-	tupleOf []uint32 // seq -> its tuple
+	dense   []uint64 // seq (publog hands them out densely) -> location: chunk+1 <<32 | offset, 0 for none
+	tupleOf []uint32 // seq -> its tuple: a screen decides a seq's filters without reading it
 	chunks  [][]byte
 	live    int // bytes of the summaries held
 	dead    int // bytes of replaced or removed summaries
@@ -112,8 +107,8 @@ func (s *summarySlab) remove(seq int64) [2]string {
 	}
 	r := read(s.chunks, l)
 	s.dense[seq] = 0
-	s.live -= r.size
-	s.dead += r.size
+	s.live -= len(r.enc)
+	s.dead += len(r.enc)
 	if s.dead > s.live && s.dead > chunkSize {
 		// The old chunks stay as they are for whoever still holds
 		// strings decoded from them.
@@ -121,10 +116,9 @@ func (s *summarySlab) remove(seq int64) [2]string {
 		s.chunks, s.live, s.dead = nil, 0, 0
 		for q, l := range s.dense {
 			if l != 0 {
-				size := read(old, l).size
-				off := int(uint32(l))
-				s.dense[q] = loc(appendChunk(&s.chunks, old[l>>32-1][off:off+size]))
-				s.live += size
+				enc := read(old, l).enc
+				s.dense[q] = loc(appendChunk(&s.chunks, enc))
+				s.live += len(enc)
 			}
 		}
 	}
@@ -132,22 +126,34 @@ func (s *summarySlab) remove(seq int64) [2]string {
 }
 
 // summary is one encoded summary read: its tuple, its strings (id,
-// published instant, acn, abn, company name; aliasing its chunk, never
-// changed once written) and its encoded size.
+// published instant, acn, abn, company name) and its bytes, aliasing its
+// chunk (never changed once written).
 type summary struct {
 	tuple uint64
 	str   [5]string
-	size  int
+	enc   []byte
 }
 
 // read reads the summary at location l (not 0) of chunks.
 func read(chunks [][]byte, l uint64) (s summary) {
-	r := summaryReader{b: chunks[l>>32-1], pos: int(uint32(l))}
-	s.tuple = r.uvarint()
-	for i := range s.str {
-		s.str[i] = r.str()
+	b, pos := chunks[l>>32-1], int(uint32(l))
+	next := func() int {
+		if c := b[pos]; c < 0x80 { // one byte: nearly every code and length
+			pos++
+			return int(c)
+		}
+		v, n := binary.Uvarint(b[pos:])
+		pos += n
+		return int(v)
 	}
-	s.size = r.pos - int(uint32(l))
+	s.tuple = uint64(next())
+	for i := range s.str {
+		if n := next(); n > 0 {
+			s.str[i] = unsafe.String(&b[pos], n)
+			pos += n
+		}
+	}
+	s.enc = b[int(uint32(l)):pos]
 	return s
 }
 
@@ -196,28 +202,3 @@ func (s *summarySlab) tupleAt(seq int64) (uint64, bool) {
 // publishedAt returns the published instant of seq's summary, which
 // exists.
 func (s *summarySlab) publishedAt(seq int64) string { return read(s.chunks, s.where(seq)).str[1] }
-
-// summaryReader reads one encoded summary.
-type summaryReader struct {
-	b   []byte
-	pos int
-}
-
-func (r *summaryReader) uvarint() uint64 {
-	if c := r.b[r.pos]; c < 0x80 { // one byte: nearly every code and length
-		r.pos++
-		return uint64(c)
-	}
-	v, n := binary.Uvarint(r.b[r.pos:])
-	r.pos += n
-	return v
-}
-
-func (r *summaryReader) str() string {
-	n := int(r.uvarint())
-	if n == 0 {
-		return ""
-	}
-	r.pos += n
-	return unsafe.String(&r.b[r.pos-n], n)
-}
