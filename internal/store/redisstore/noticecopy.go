@@ -56,7 +56,6 @@ func (n *noticeCopy) put(seq int64, dec *notice.Notice) {
 	n.sums.put(seq, dec)
 }
 
-// remove drops seq's summary and its index entries, if any.
 func (n *noticeCopy) remove(seq int64) {
 	for _, v := range n.sums.remove(seq) {
 		n.post.remove(v, seq)
@@ -109,9 +108,11 @@ func (p *postings) add(v string, seq int64) {
 		p.ids[k] = seq
 		p.see(k)
 	case x < 0:
-		p.lists[-x-1] = insertSeq(p.lists[-x-1], seq)
+		if i, found := slices.BinarySearch(p.lists[-x-1], seq); !found {
+			p.lists[-x-1] = slices.Insert(p.lists[-x-1], i, seq)
+		}
 	case x != seq:
-		l := insertSeq([]int64{x}, seq)
+		l := []int64{min(x, seq), max(x, seq)}
 		if n := len(p.free); n > 0 {
 			p.ids[k], p.free = p.free[n-1], p.free[:n-1]
 			p.lists[-p.ids[k]-1] = l
@@ -149,7 +150,6 @@ func (p *postings) remove(v string, seq int64) {
 	}
 }
 
-// get appends the seqs carrying v to buf.
 func (p *postings) get(v string, buf []int64) []int64 {
 	if k, ok := idKey(v); ok {
 		return p.getKey(k, buf)
@@ -157,7 +157,6 @@ func (p *postings) get(v string, buf []int64) []int64 {
 	return buf
 }
 
-// seenBit returns the word and bit of seen that stand for key k.
 func (p *postings) seenBit(k uint64) (int, uint64) {
 	h := (k * 0x9E3779B97F4A7C15) >> (64 - bits.TrailingZeros(uint(len(p.seen)*64)))
 	return int(h / 64), 1 << (h % 64)
@@ -168,11 +167,7 @@ func (p *postings) seenBit(k uint64) (int, uint64) {
 // set) when it holds fewer than 2 per key added.
 func (p *postings) see(k uint64) {
 	if p.added++; p.added*2 > len(p.seen)*64 {
-		size := 1024
-		for size < 4*len(p.ids) {
-			size *= 2
-		}
-		p.seen, p.added = make([]uint64, size/64), len(p.ids)
+		p.seen, p.added = make([]uint64, 1<<bits.Len(uint(max(1024, 4*len(p.ids))-1))/64), len(p.ids)
 		for q := range p.ids {
 			w, b := p.seenBit(q)
 			p.seen[w] |= b
@@ -185,10 +180,7 @@ func (p *postings) see(k uint64) {
 
 // getKey appends the seqs carrying the value of key k (idKey) to buf.
 func (p *postings) getKey(k uint64, buf []int64) []int64 {
-	if len(p.seen) == 0 {
-		return buf
-	}
-	if w, b := p.seenBit(k); p.seen[w]&b == 0 {
+	if w, b := p.seenBit(k); len(p.seen) == 0 || p.seen[w]&b == 0 {
 		return buf
 	}
 	x, ok := p.ids[k]
@@ -201,14 +193,6 @@ func (p *postings) getKey(k uint64, buf []int64) []int64 {
 	return append(buf, x)
 }
 
-func insertSeq(l []int64, seq int64) []int64 {
-	if i, found := slices.BinarySearch(l, seq); !found {
-		return slices.Insert(l, i, seq)
-	}
-	return l
-}
-
-// sortedSet sorts seqs and drops repeats.
 func sortedSet(seqs []int64) []int64 {
 	slices.Sort(seqs)
 	return slices.Compact(seqs)

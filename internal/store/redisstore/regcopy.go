@@ -42,13 +42,6 @@ type nameChunks struct {
 // notice source each time).
 const maxHeldName = 1<<18 - 1
 
-// add appends a name (at most maxHeldName bytes) and returns its index.
-func (h *nameChunks) add(name string) uint32 {
-	chunk, off := appendChunk(&h.chunks, name)
-	h.locs = append(h.locs, uint64(chunk)<<40|uint64(off)<<18|uint64(len(name)))
-	return uint32(len(h.locs) - 1)
-}
-
 func (h *nameChunks) get(i uint32) string {
 	l := h.locs[i]
 	if l&maxHeldName == 0 {
@@ -77,21 +70,21 @@ type regBuilder struct {
 	bad      string
 }
 
-type regEntry struct {
-	acn   uint32
-	named bool
-	p     uint8 // the two digits of its formed ABN, noABN for none
-}
-
-type prefixPair struct {
-	acn uint32
-	p   uint8
-}
-
-type abnPair struct {
-	abn string
-	acn uint32
-}
+type (
+	regEntry struct {
+		acn   uint32
+		named bool
+		p     uint8 // the two digits of its formed ABN, noABN for none
+	}
+	prefixPair struct {
+		acn uint32
+		p   uint8
+	}
+	abnPair struct {
+		abn string
+		acn uint32
+	}
+)
 
 // nine parses a nine-digit ACN, noting one of another form in bad.
 func (b *regBuilder) nine(acn string) (uint32, bool) {
@@ -144,7 +137,6 @@ func (b *regBuilder) abn(abn, acns string) {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// nineDigits parses a 9-digit ACN.
 func nineDigits(s string) (uint32, bool) {
 	k, ok := idKey(s)
 	return uint32(k >> 1), ok && len(s) == 9
@@ -206,7 +198,6 @@ func (b *regBuilder) build(v string) (*regCopy, error) {
 	return r, nil
 }
 
-// pair adds abn to company i's further ABNs, once.
 func (r *regCopy) pair(abn string, i int32) {
 	if !slices.Contains(r.moreACNs[abn], i) {
 		r.moreABNs[i] = append(r.moreABNs[i], abn)
@@ -225,7 +216,6 @@ func (r *regCopy) company(acn string) (int32, bool) {
 	return int32(lo) + int32(i), found
 }
 
-// appendACN appends company i's ACN to b.
 func (r *regCopy) appendACN(b []byte, i int32) []byte {
 	for k, v := uint32(100_000_000), r.acns[i]; k > 0; k /= 10 {
 		b = append(b, byte('0'+v/k%10))
@@ -271,7 +261,9 @@ func (r *regCopy) names(cos []int32, names []string, read func(missing []int) ([
 	}
 	for j, k := range missing {
 		if names[k] = got[j]; r != nil && r.nameIx[cos[k]] == 0 && names[k] != "" && len(names[k]) <= maxHeldName {
-			r.nameIx[cos[k]] = r.held.add(names[k]) + 1
+			chunk, off := appendChunk(&r.held.chunks, names[k])
+			r.held.locs = append(r.held.locs, uint64(chunk)<<40|uint64(off)<<18|uint64(len(names[k])))
+			r.nameIx[cos[k]] = uint32(len(r.held.locs))
 		}
 	}
 	return nil
@@ -300,18 +292,15 @@ func (r *regCopy) prefixABNKey(i int32) (uint64, bool) {
 // prefixCompany returns the company whose prefix-form ABN abn is, if
 // any (its ACN is abn's last nine digits).
 func (r *regCopy) prefixCompany(abn string) (int32, bool) {
-	if len(abn) != 11 {
-		return 0, false
+	if len(abn) == 11 {
+		if i, ok := r.company(abn[2:]); ok {
+			p := r.abnPrefix[i]
+			return i, p != noABN && abn[0] == '0'+p/10 && abn[1] == '0'+p%10
+		}
 	}
-	i, ok := r.company(abn[2:])
-	if !ok {
-		return 0, false
-	}
-	p := r.abnPrefix[i]
-	return i, p != noABN && abn[0] == '0'+p/10 && abn[1] == '0'+p%10
+	return 0, false
 }
 
-// appendACNsOf appends the register ACNs of an ABN to out.
 func (r *regCopy) appendACNsOf(out []string, abn string) []string {
 	if _, ok := r.prefixCompany(abn); ok {
 		out = append(out, abn[2:])

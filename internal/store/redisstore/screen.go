@@ -83,7 +83,6 @@ type summaryView struct {
 	passed  []notice.Notice // with decoded: the notices passing, by seq
 }
 
-// get returns the notice of seq among the passed (nil for none).
 func (v *summaryView) get(seq int64) *notice.Notice {
 	if i, ok := slices.BinarySearchFunc(v.passed, seq, func(n notice.Notice, q int64) int { return cmp.Compare(n.Seq, q) }); ok {
 		return &v.passed[i]
@@ -91,7 +90,6 @@ func (v *summaryView) get(seq int64) *notice.Notice {
 	return nil
 }
 
-// passes reports whether seq has a summary that passes the filter.
 func (v *summaryView) passes(seq int64) bool {
 	if v.decoded {
 		return v.get(seq) != nil
@@ -124,7 +122,7 @@ func (v *summaryView) publishedAt(seq int64) string {
 	if v.decoded {
 		return v.get(seq).PublishedAt
 	}
-	return v.slab.publishedAt(seq)
+	return read(v.slab.chunks, v.slab.where(seq)).str[1]
 }
 
 // latest returns seq, which passes, as a notice: decoded into n (the zero
@@ -163,7 +161,8 @@ func screenAnswer(l *screenLookup, v *summaryView, res *watch.ScreenResult) {
 	var purposes []string // one identifier's, reused
 	for i := range l.items {
 		o := &l.items[i]
-		own, theirs := o.seqs(l.arenas)
+		a := l.arenas[o.arena]
+		own, theirs := a[o.from:o.mid:o.mid], a[o.mid:o.to:o.to]
 		count := 0
 		best, insolvency := newest{seq: -1}, newest{seq: -1}
 		purposes = purposes[:0]
@@ -183,7 +182,8 @@ func screenAnswer(l *screenLookup, v *summaryView, res *watch.ScreenResult) {
 				}
 			}
 		}
-		switch self := l.ids[i].Value; {
+		self := l.ids[i].Value
+		switch {
 		case count == 0 && !o.has(itemInRegister) && len(own) == 0:
 			res.Unresolved = append(res.Unresolved, self)
 			continue
@@ -197,9 +197,20 @@ func screenAnswer(l *screenLookup, v *summaryView, res *watch.ScreenResult) {
 		}
 		var latest, in notice.Notice
 		var ptrs, inPtrs [3]string
-		m := matchOf(l.ids[i], l.acn(i), count, v.latest(best.seq, &latest, &ptrs), point)
-		m.NoticePurposes = append([]string{}, purposes...)
+		n := v.latest(best.seq, &latest, &ptrs)
+		m := watch.Matched{Identifier: self, NoticeCount: count, LatestNotice: latestOf(n, point), NoticePurposes: append([]string{}, purposes...)}
 		slices.Sort(m.NoticePurposes)
+		// For an ABN the register's ACN, else the latest notice's when that
+		// notice carries the ABN.
+		switch acn := l.acn(i); {
+		case acn != "":
+			m.ACN = point(acn)
+		case l.ids[i].Kind == ident.ABN && n.ABN != nil && *n.ABN == self && n.ACN != nil:
+			m.ACN = point(*n.ACN)
+		}
+		if n.CompanyName != "" { // fillNames puts in the register's; no name anywhere is null, as the embedded store answers
+			m.CompanyName = point(n.CompanyName)
+		}
 		if insolvency.seq >= 0 {
 			ln := latestOf(v.latest(insolvency.seq, &in, &inPtrs), point)
 			m.Insolvency, m.LatestInsolvencyNotice = true, &ln
@@ -238,24 +249,4 @@ func latestOf(n *notice.Notice, point func(string) *string) watch.LatestNotice {
 		ln.AppointmentType = point(*n.AppointmentType)
 	}
 	return ln
-}
-
-// matchOf is the answer of identifier id, whose company's ACN per the
-// register is acn, that count notices passing the filters matched, latest
-// the newest; its company name is the latest notice's (fillNames puts in
-// the register's).
-func matchOf(id ident.ID, acn string, count int, latest *notice.Notice, point func(string) *string) watch.Matched {
-	m := watch.Matched{Identifier: id.Value, NoticeCount: count, LatestNotice: latestOf(latest, point)}
-	// For an ABN the register's ACN, else the latest notice's when that
-	// notice carries the ABN.
-	switch {
-	case acn != "":
-		m.ACN = point(acn)
-	case id.Kind == ident.ABN && latest.ABN != nil && *latest.ABN == id.Value && latest.ACN != nil:
-		m.ACN = point(*latest.ACN)
-	}
-	if latest.CompanyName != "" { // no name anywhere is null, as the embedded store answers
-		m.CompanyName = point(latest.CompanyName)
-	}
-	return m
 }

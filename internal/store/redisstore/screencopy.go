@@ -293,16 +293,9 @@ const (
 	itemHasCo      uint8 = 1 << iota // co is the identifier's company (its ACN's, or an ABN's primary ACN's)
 	itemInRegister                   // the register knows it
 	itemNeedsName                    // co has a current name (shown when it matches)
-	itemACNSuffix                    // an ABN whose company's ACN is its last nine digits
 )
 
 func (o *copyItem) has(f uint8) bool { return o.flags&f != 0 }
-
-// seqs returns the item's own and counterparts' seqs.
-func (o *copyItem) seqs(arenas [][]int64) (own, theirs []int64) {
-	a := arenas[o.arena]
-	return a[o.from:o.mid:o.mid], a[o.mid:o.to:o.to]
-}
 
 // acn returns the ACN the answer shows for identifier i ("" for none):
 // an ACN itself, or an ABN's register ACN.
@@ -315,8 +308,9 @@ func (l *screenLookup) acn(i int) string {
 		return id.Value
 	case !o.has(itemHasCo):
 		return ""
-	case o.has(itemACNSuffix):
-		return id.Value[2:]
+	}
+	if n, _ := nineDigits(id.Value[2:]); n == l.reg.acns[o.co] {
+		return id.Value[2:] // nearly every ABN: no string made
 	}
 	return l.reg.acn(o.co)
 }
@@ -362,7 +356,7 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 		default:
 			if co, ok := reg.prefixCompany(id.Value); ok && len(reg.moreACNs[id.Value]) == 0 {
 				// Nearly every ABN: its one ACN is its last nine digits.
-				o.co, o.flags = co, itemHasCo|itemInRegister|itemACNSuffix
+				o.co, o.flags = co, itemHasCo|itemInRegister
 				if reg.isNamed(co) {
 					o.flags |= itemNeedsName
 				}
@@ -375,9 +369,6 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 				o.flags = itemInRegister
 				if co, ok := reg.company(acn); ok {
 					o.co, o.flags = co, o.flags|itemHasCo
-					if acn == id.Value[2:] {
-						o.flags |= itemACNSuffix
-					}
 					if reg.isNamed(co) {
 						o.flags |= itemNeedsName
 					}
@@ -637,17 +628,14 @@ func (c *ScreenCopy) loadRegister(ctx context.Context, v string) error {
 			}
 			b.idsPart(uint32(n), bits)
 		}
-		for _, h := range []struct {
-			part string
-			each func(field, value string)
-		}{{"odd", func(acn, named string) { b.entry(acn, named == "1") }}, {"abn", b.abn}} {
+		for part, each := range map[string]func(field, value string){"odd": func(acn, named string) { b.entry(acn, named == "1") }, "abn": b.abn} {
 			for cursor := uint64(0); ; {
-				kv, next, err := s.rdb.HScan(ctx, s.key(regKey, v, h.part), cursor, "", scanCount).Result()
+				kv, next, err := s.rdb.HScan(ctx, s.key(regKey, v, part), cursor, "", scanCount).Result()
 				if err != nil {
 					return s.fail("load the screen copy", err)
 				}
 				for i := 0; i+1 < len(kv); i += 2 {
-					h.each(kv[i], kv[i+1]) // HSCAN may return a field twice
+					each(kv[i], kv[i+1]) // HSCAN may return a field twice
 				}
 				if cursor = next; cursor == 0 {
 					break

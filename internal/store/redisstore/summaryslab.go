@@ -37,7 +37,6 @@ const chunkSize = 1 << 22
 
 func loc(chunk, off int) uint64 { return uint64(chunk+1)<<32 | uint64(off) }
 
-// where returns seq's location (0 for none).
 func (s *summarySlab) where(seq int64) uint64 {
 	if seq >= 0 && seq < int64(len(s.dense)) {
 		return s.dense[seq]
@@ -191,14 +190,9 @@ func (s *summarySlab) decodeCodes(c [7]uint64, n *notice.Notice, app *string) {
 	}
 }
 
-// tupleAt returns the tuple of seq's summary (false: none).
 func (s *summarySlab) tupleAt(seq int64) (uint64, bool) {
 	if s.where(seq) == 0 {
 		return 0, false
 	}
 	return uint64(s.tupleOf[seq]), true
 }
-
-// publishedAt returns the published instant of seq's summary, which
-// exists.
-func (s *summarySlab) publishedAt(seq int64) string { return read(s.chunks, s.where(seq)).str[1] }
