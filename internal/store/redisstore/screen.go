@@ -94,10 +94,10 @@ func (v *summaryView) passes(seq int64) bool {
 	if v.decoded {
 		return v.get(seq) != nil
 	}
-	t, ok := v.slab.tupleAt(seq)
-	if !ok {
+	if v.slab.where(seq) == 0 {
 		return false
 	}
+	t := v.slab.tupleOf[seq]
 	if v.memo[t] == 0 {
 		var n notice.Notice
 		v.slab.decodeCodes(v.slab.tuples[t], &n, new(string))

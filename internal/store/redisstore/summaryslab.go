@@ -189,10 +189,3 @@ func (s *summarySlab) decodeCodes(c [7]uint64, n *notice.Notice, app *string) {
 		n.AppointmentType = app
 	}
 }
-
-func (s *summarySlab) tupleAt(seq int64) (uint64, bool) {
-	if s.where(seq) == 0 {
-		return 0, false
-	}
-	return uint64(s.tupleOf[seq]), true
-}

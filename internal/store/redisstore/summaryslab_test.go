@@ -34,8 +34,8 @@ func slabHas(t *testing.T, s *summarySlab, seq int64, want notice.Notice) {
 		t.Fatalf("seq %d decoded as\n%+v\nwant\n%+v", seq, got, w)
 	}
 	// The tuple kept beside the location is the summary's own.
-	if tp, ok := s.tupleAt(seq); !ok || tp != read(s.chunks, s.where(seq)).tuple {
-		t.Fatalf("seq %d: tupleAt %d, %v disagrees with its summary", seq, tp, ok)
+	if tp := s.tupleOf[seq]; uint64(tp) != read(s.chunks, s.where(seq)).tuple {
+		t.Fatalf("seq %d: tupleOf %d disagrees with its summary", seq, tp)
 	}
 	if at := read(s.chunks, s.where(seq)).str[1]; at != got.PublishedAt {
 		t.Fatalf("seq %d: published instant %q, want %q", seq, at, got.PublishedAt)
