@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -123,7 +124,8 @@ func (b *regBuilder) idsPart(part uint32, bits []byte) {
 
 // abn adds an entry of reg:<v>:abn: an ABN and its comma-joined ACNs.
 func (b *regBuilder) abn(abn, acns string) {
-	for _, a := range splitList(acns) {
+	for a, rest, more := "", acns, true; more; {
+		a, rest, more = strings.Cut(rest, ",")
 		n, ok := b.nine(a)
 		switch {
 		case !ok:
@@ -239,6 +241,9 @@ func (r *regCopy) names(cos []int32, names []string, read func(missing []int) ([
 		if r != nil && r.nameIx != nil && r.nameIx[co] != 0 {
 			names[k] = r.held.get(r.nameIx[co] - 1)
 		} else {
+			if missing == nil {
+				missing = make([]int, 0, len(cos)-k)
+			}
 			missing = append(missing, k)
 		}
 	}
