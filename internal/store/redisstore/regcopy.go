@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -144,10 +143,11 @@ func nineDigits(s string) (uint32, bool) {
 	return uint32(k >> 1), ok && len(s) == 9
 }
 
-// build returns the copy of generation v; the builder is spent.
-func (b *regBuilder) build(v string) (*regCopy, error) {
+// build returns the copy of generation v (nil when it holds a bad ACN);
+// the builder is spent.
+func (b *regBuilder) build(v string) *regCopy {
 	if b.bad != "" {
-		return nil, fmt.Errorf("redisstore: register generation %s holds the ACN %q, not of nine digits, which the screen copy does not hold", v, b.bad)
+		return nil
 	}
 	byACN := func(x, y regEntry) int { return cmp.Compare(x.acn, y.acn) }
 	sortEntries := func() {
@@ -197,7 +197,7 @@ func (b *regBuilder) build(v string) (*regCopy, error) {
 		r.pair(p.abn, int32(i))
 	}
 	*b = regBuilder{}
-	return r, nil
+	return r
 }
 
 func (r *regCopy) pair(abn string, i int32) {

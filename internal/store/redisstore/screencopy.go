@@ -34,7 +34,8 @@ type ScreenCopy struct {
 	keepReg bool // Options.ScreenCopy: hold the register too
 	wait    bool // Options.ScreenCopyWait
 
-	reg atomic.Pointer[regCopy]
+	reg     atomic.Pointer[regCopy]
+	refused string // a register generation the copy cannot hold (regBuilder.bad), under the load token
 
 	// syncMu serialises reading and applying the publish log, and swapping
 	// the notice copy; mu guards n against screens reading it.
@@ -128,7 +129,7 @@ func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *noticeCopy, e
 		return regV, n, err
 	}
 	return regV, n, c.load(ctx, func() error {
-		if r := c.reg.Load(); r != nil && r.v == regV {
+		if r := c.reg.Load(); (r != nil && r.v == regV) || (regV != "" && regV == c.refused) {
 			return nil
 		}
 		return c.loadRegister(ctx, regV)
@@ -643,9 +644,10 @@ func (c *ScreenCopy) loadRegister(ctx context.Context, v string) error {
 			}
 		}
 	}
-	r, err := b.build(v)
-	if err != nil {
-		return err
+	r := b.build(v)
+	if r == nil { // screens read this generation from Redis
+		c.refused = v
+		return nil
 	}
 	cur, err := s.rdb.Get(ctx, s.key(regKey, "v")).Result()
 	if err != nil && err != redis.Nil {
