@@ -41,7 +41,7 @@ func BenchmarkScreenCopySize(b *testing.B) {
 	for b.Loop() {
 		base, baseSys := heap(), sys()
 		start := time.Now()
-		rb := newRegBuilder()
+		var rb regBuilder
 		for i := 0; i < companies; i++ {
 			a := fmt.Sprintf("%09d", 100_000_000+i*7)
 			rb.entry(a, true)
@@ -51,7 +51,7 @@ func BenchmarkScreenCopySize(b *testing.B) {
 		regBuild := time.Since(start)
 		regHeap := heap() - base
 		start = time.Now()
-		nc := newNoticeCopy()
+		nc := &noticeCopy{}
 		for i := 0; i < notices; i++ {
 			n := tmpl[i%len(tmpl)]
 			n.Seq = int64(i + 1)
@@ -65,7 +65,7 @@ func BenchmarkScreenCopySize(b *testing.B) {
 		}
 		// A replica that has screened every company with notices holds
 		// their names (fillNames): the most it holds.
-		cos, names := make([]int32, 0, 1024), make([]string, 0, 1024)
+		cos, names, got := make([]int32, 0, 1024), make([]string, 0, 1024), make([]string, 1024)
 		for i := 0; i < notices; i++ {
 			co, ok := reg.company(fmt.Sprintf("%09d", 100_000_000+(i*4%companies)*7))
 			if !ok {
@@ -73,7 +73,15 @@ func BenchmarkScreenCopySize(b *testing.B) {
 			}
 			cos, names = append(cos, co), append(names, fmt.Sprintf("COMPANY %07d HOLDINGS PTY LTD", i*4%companies))
 			if len(cos) == cap(cos) || i == notices-1 {
-				reg.hold(cos, names)
+				read := func(missing []int) ([]string, error) {
+					if len(missing) != len(names) {
+						b.Fatal("a company's name held before it was read")
+					}
+					return names, nil
+				}
+				if err := reg.names(cos, got[:len(cos)], read); err != nil {
+					b.Fatal(err)
+				}
 				cos, names = cos[:0], names[:0]
 			}
 		}

@@ -22,10 +22,6 @@ type noticeCopy struct {
 	last string // the id of the last publish log entry applied
 }
 
-func newNoticeCopy() *noticeCopy {
-	return &noticeCopy{post: newPostings()}
-}
-
 // apply applies publish log entries, in order, and moves the copy's
 // position past them. An entry's summary is its notice's as published
 // (publog.EncodeSummary); an unreadable one removes its seq.
@@ -45,12 +41,9 @@ func (n *noticeCopy) apply(entries []publog.Entry) {
 // summarySeq reads the notice_seq of a summary (its second field).
 func summarySeq(sum string) (int64, bool) {
 	_, rest, ok := strings.Cut(sum, "\x1f")
-	if !ok {
-		return 0, false
-	}
 	f, _, _ := strings.Cut(rest, "\x1f")
 	seq, err := strconv.ParseInt(f, 10, 64)
-	return seq, err == nil
+	return seq, ok && err == nil
 }
 
 // put sets seq's summary to the summary fields of notice dec (kept
@@ -58,45 +51,32 @@ func summarySeq(sum string) (int64, bool) {
 func (n *noticeCopy) put(seq int64, dec *notice.Notice) {
 	n.remove(seq)
 	for _, v := range publog.Idents(dec) {
-		if v != "" {
-			n.post.add(v, seq)
-		}
+		n.post.add(v, seq)
 	}
 	n.sums.put(seq, dec)
 }
 
-// remove drops seq's summary and its index entries, if any.
 func (n *noticeCopy) remove(seq int64) {
-	if old, ok := n.sums.idents(seq); ok {
-		for _, v := range old {
-			if v != "" {
-				n.post.remove(v, seq)
-			}
-		}
-		n.sums.remove(seq)
+	for _, v := range n.sums.remove(seq) {
+		n.post.remove(v, seq)
 	}
 }
 
-// postings maps an identifier value to the seqs carrying it. A 9- or
-// 11-digit value (every ACN and ABN the screen is asked) is a number key
-// in ids, whose value is the one seq carrying it (nearly all values), or
+// postings maps an identifier value to the seqs carrying it. Only 9- and
+// 11-digit values are kept, as a number key (idKey): every identifier a
+// screen or a watch asks is one (ident.Normalise), as is every notice's
+// (ingest's). A key's value is the one seq carrying it (nearly all), or
 // -(i+1) for lists[i] when two or more do: one pointer-free map slot per
 // value and one map lookup per get. Beside the map, seen has one bit per
-// hash of every number key added (a bit is never cleared until seen is
-// rebuilt from the map): a clear bit means the key has no seqs, so most
-// of a screen's identifiers without notices cost one bit test instead of
-// a map lookup.
+// hash of every key added (a bit is never cleared until seen is rebuilt
+// from the map): a clear bit means the key has no seqs, so most of a
+// screen's identifiers without notices cost one bit test, not a lookup.
 type postings struct {
 	ids   map[uint64]int64
-	seen  []uint64           // a power of two of bits, at least 2 per key added
-	added int                // keys added to seen since it was built
-	lists [][]int64          // sorted seqs of values with two or more
-	free  []int64            // unused indexes of lists
-	odd   map[string][]int64 // values of any other form, sorted
-}
-
-func newPostings() postings {
-	return postings{ids: map[uint64]int64{}, odd: map[string][]int64{}}
+	seen  []uint64  // a power of two of bits, at least 2 per key added
+	added int       // keys added to seen since it was built
+	lists [][]int64 // sorted seqs of values with two or more
+	free  []int64   // unused lists, as ids holds them: -(i+1) for lists[i]
 }
 
 // idKey packs a 9- or 11-digit value into a number, keeping its length.
@@ -111,18 +91,16 @@ func idKey(v string) (uint64, bool) {
 		}
 		k = k*10 + uint64(v[i]-'0')
 	}
-	k <<= 1
-	if len(v) == 11 {
-		k |= 1
-	}
-	return k, true
+	return k<<1 | uint64(len(v)-9)/2, true
 }
 
 func (p *postings) add(v string, seq int64) {
 	k, ok := idKey(v)
 	if !ok {
-		p.odd[v] = insertSeq(p.odd[v], seq)
 		return
+	}
+	if p.ids == nil {
+		p.ids = map[uint64]int64{}
 	}
 	x, ok := p.ids[k]
 	switch {
@@ -130,14 +108,14 @@ func (p *postings) add(v string, seq int64) {
 		p.ids[k] = seq
 		p.see(k)
 	case x < 0:
-		p.lists[-x-1] = insertSeq(p.lists[-x-1], seq)
+		if i, found := slices.BinarySearch(p.lists[-x-1], seq); !found {
+			p.lists[-x-1] = slices.Insert(p.lists[-x-1], i, seq)
+		}
 	case x != seq:
-		l := insertSeq([]int64{x}, seq)
+		l := []int64{min(x, seq), max(x, seq)}
 		if n := len(p.free); n > 0 {
-			i := p.free[n-1]
-			p.free = p.free[:n-1]
-			p.lists[i] = l
-			p.ids[k] = -i - 1
+			p.ids[k], p.free = p.free[n-1], p.free[:n-1]
+			p.lists[-p.ids[k]-1] = l
 		} else {
 			p.lists = append(p.lists, l)
 			p.ids[k] = -int64(len(p.lists))
@@ -147,26 +125,21 @@ func (p *postings) add(v string, seq int64) {
 
 func (p *postings) remove(v string, seq int64) {
 	k, ok := idKey(v)
-	if !ok {
-		if l := deleteSeq(p.odd[v], seq); len(l) > 0 {
-			p.odd[v] = l
-		} else {
-			delete(p.odd, v)
-		}
-		return
-	}
-	x, ok := p.ids[k]
+	x, found := p.ids[k]
 	switch {
-	case !ok:
+	case !ok || !found:
 	case x < 0:
 		i := -x - 1
-		l := deleteSeq(p.lists[i], seq)
+		l := p.lists[i]
+		if j, found := slices.BinarySearch(l, seq); found {
+			l = slices.Delete(l, j, j+1)
+		}
 		if len(l) > 1 {
 			p.lists[i] = l
 			return
 		}
 		p.lists[i] = nil
-		p.free = append(p.free, i)
+		p.free = append(p.free, x)
 		if len(l) == 1 {
 			p.ids[k] = l[0]
 		} else {
@@ -177,16 +150,13 @@ func (p *postings) remove(v string, seq int64) {
 	}
 }
 
-// get appends the seqs carrying v to buf.
 func (p *postings) get(v string, buf []int64) []int64 {
-	k, ok := idKey(v)
-	if !ok {
-		return append(buf, p.odd[v]...)
+	if k, ok := idKey(v); ok {
+		return p.getKey(k, buf)
 	}
-	return p.getKey(k, buf)
+	return buf
 }
 
-// seenBit returns the word and bit of seen that stand for key k.
 func (p *postings) seenBit(k uint64) (int, uint64) {
 	h := (k * 0x9E3779B97F4A7C15) >> (64 - bits.TrailingZeros(uint(len(p.seen)*64)))
 	return int(h / 64), 1 << (h % 64)
@@ -197,11 +167,7 @@ func (p *postings) seenBit(k uint64) (int, uint64) {
 // set) when it holds fewer than 2 per key added.
 func (p *postings) see(k uint64) {
 	if p.added++; p.added*2 > len(p.seen)*64 {
-		size := 1024
-		for size < 4*len(p.ids) {
-			size *= 2
-		}
-		p.seen, p.added = make([]uint64, size/64), len(p.ids)
+		p.seen, p.added = make([]uint64, 1<<bits.Len(uint(max(1024, 4*len(p.ids))-1))/64), len(p.ids)
 		for q := range p.ids {
 			w, b := p.seenBit(q)
 			p.seen[w] |= b
@@ -214,10 +180,7 @@ func (p *postings) see(k uint64) {
 
 // getKey appends the seqs carrying the value of key k (idKey) to buf.
 func (p *postings) getKey(k uint64, buf []int64) []int64 {
-	if len(p.seen) == 0 {
-		return buf
-	}
-	if w, b := p.seenBit(k); p.seen[w]&b == 0 {
+	if w, b := p.seenBit(k); len(p.seen) == 0 || p.seen[w]&b == 0 {
 		return buf
 	}
 	x, ok := p.ids[k]
@@ -230,23 +193,6 @@ func (p *postings) getKey(k uint64, buf []int64) []int64 {
 	return append(buf, x)
 }
 
-func insertSeq(l []int64, seq int64) []int64 {
-	i, found := slices.BinarySearch(l, seq)
-	if found {
-		return l
-	}
-	return slices.Insert(l, i, seq)
-}
-
-func deleteSeq(l []int64, seq int64) []int64 {
-	i, found := slices.BinarySearch(l, seq)
-	if !found {
-		return l
-	}
-	return slices.Delete(l, i, i+1)
-}
-
-// sortedSet sorts seqs and drops repeats.
 func sortedSet(seqs []int64) []int64 {
 	slices.Sort(seqs)
 	return slices.Compact(seqs)

@@ -3,14 +3,15 @@ package redisstore
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 )
 
 // TestPostings: values gain and lose seqs through one seq, several (a
-// list, whose slot is reused once freed) and none, for number keys and
-// values of any other form.
+// list, whose slot is reused once freed) and none, for 9- and 11-digit
+// values; a value of another form is not kept (no identifier asked is one).
 func TestPostings(t *testing.T) {
-	p := newPostings()
+	var p postings
 	steps := []struct {
 		name  string
 		do    func()
@@ -28,8 +29,8 @@ func TestPostings(t *testing.T) {
 		{"a list again reuses the slot", func() { p.add("123456789", 8) }, "123456789", []int64{5, 8}, 1},
 		{"remove a seq it lacks", func() { p.remove("123456789", 7) }, "123456789", []int64{5, 8}, 1},
 		{"remove all", func() { p.remove("123456789", 5); p.remove("123456789", 8) }, "123456789", nil, 0},
-		{"odd value", func() { p.add("ABC", 2); p.add("ABC", 1) }, "ABC", []int64{1, 2}, 0},
-		{"odd value removed", func() { p.remove("ABC", 1); p.remove("ABC", 2) }, "ABC", nil, 0},
+		{"a value of another form is not kept", func() { p.add("ABC", 2); p.add("12345678X", 1) }, "ABC", nil, 0},
+		{"nor removed", func() { p.remove("ABC", 2); p.remove("12345678X", 1) }, "12345678X", nil, 0},
 		{"the other key kept", func() {}, "00123456789", []int64{9}, 0},
 	}
 	for _, s := range steps {
@@ -43,8 +44,8 @@ func TestPostings(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := p.odd["ABC"]; ok || len(p.ids) != 1 {
-		t.Errorf("emptied values kept: odd %v, ids %v", p.odd, p.ids)
+	if len(p.ids) != 1 {
+		t.Errorf("emptied values kept: ids %v", p.ids)
 	}
 }
 
@@ -53,7 +54,7 @@ func TestPostings(t *testing.T) {
 // empty, after values are removed and added again, and for values never
 // added (which get none, bit set or not).
 func TestPostingsSeen(t *testing.T) {
-	p := newPostings()
+	var p postings
 	value := func(i int) string { return fmt.Sprintf("%09d", i*7919) }
 	check := func(t *testing.T, have func(i int) bool) {
 		t.Helper()
@@ -101,7 +102,7 @@ func TestPostingsSeen(t *testing.T) {
 // order) answers as the hashes would: ACNs with leading zeros, an ABN
 // shared by two ACNs, a company with two ABNs, an ACN only an ABN names.
 func TestRegCopy(t *testing.T) {
-	b := newRegBuilder()
+	var b regBuilder
 	for range 2 { // HSCAN may return an entry twice
 		b.entry("000000019", true)
 		b.entry("123456780", true)
@@ -129,14 +130,21 @@ func TestRegCopy(t *testing.T) {
 		if r.isNamed(i) != (c.name != "") || r.acn(i) != c.acn {
 			t.Errorf("%s: named %v acn %q", c.acn, r.isNamed(i), r.acn(i))
 		}
-		// Names are held once read (fillNames), per company.
-		got := make([]string, 1)
-		if missing := r.heldNames([]int32{i}, got); len(missing) != 1 {
-			t.Errorf("%s: a name held before any was read", c.acn)
+		// A name is read once and then held, per company (fillNames);
+		// an empty one is read each time.
+		reads := 0
+		read := func(missing []int) ([]string, error) {
+			reads++
+			return slices.Repeat([]string{c.name}, len(missing)), nil
 		}
-		r.hold([]int32{i, i}, []string{c.name, "a repeat is not held"})
-		if missing := r.heldNames([]int32{i}, got); len(missing) != 0 || got[0] != c.name {
-			t.Errorf("%s: held name %q (missing %v), want %q", c.acn, got[0], missing, c.name)
+		for range 2 {
+			got := make([]string, 2)
+			if err := r.names([]int32{i, i}, got, read); err != nil || got[0] != c.name || got[1] != c.name {
+				t.Errorf("%s: names %q (%v), want %q", c.acn, got, err, c.name)
+			}
+		}
+		if want := map[bool]int{true: 1, false: 2}[c.name != ""]; reads != want {
+			t.Errorf("%s: name read %d times, want %d", c.acn, reads, want)
 		}
 		if got := r.abnsOf(i); !sameSet(got, c.abns) {
 			t.Errorf("%s: ABNs %v, want %v", c.acn, got, c.abns)
@@ -155,6 +163,25 @@ func TestRegCopy(t *testing.T) {
 	}
 	if _, ok := r.company("323456789"); ok {
 		t.Error("an ACN outside the register was found")
+	}
+}
+
+// TestRegCopyRefusesOtherACNs: a generation holding an ACN not of nine
+// digits (ingest refuses them; the Redis layout keeps them in odd and
+// abn) is not held by the copy, so the screen reads it from Redis.
+func TestRegCopyRefusesOtherACNs(t *testing.T) {
+	for name, add := range map[string]func(b *regBuilder){
+		"odd":         func(b *regBuilder) { b.entry("12345", true) },
+		"abn":         func(b *regBuilder) { b.abn("77000000019", "000000019,0012345") },
+		"nine digits": func(b *regBuilder) { b.entry("123456789", true); b.abn("51123456789", "123456789") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b regBuilder
+			add(&b)
+			if r := b.build("3"); (r == nil) != (name != "nine digits") {
+				t.Errorf("build gave a copy: %v", r != nil)
+			}
+		})
 	}
 }
 

@@ -3,33 +3,23 @@ package redisstore
 import (
 	"cmp"
 	"slices"
-	"sort"
+	"strings"
 	"sync"
 	"unsafe"
 )
 
-// regCopy is one register generation held in memory for the bulk screen:
-// what its ids strings and the hashes reg:<v>:odd and reg:<v>:abn hold,
-// compactly and without pointers for the bulk of it:
-//
-//   - acns: the register's 9-digit ACNs, sorted, as uint32; company i is
-//     acns[i]. ACNs of another form are kept as strings in odd and
-//     numbered after them;
-//   - abnPrefix: per company, the two digits its ABN starts with when the
-//     ABN is those two digits followed by the ACN (nearly every company),
-//     or noABN; any other ABN, or a second one, is in moreABNs/moreACNs;
-//   - named: one bit per company, set when it has a current name.
-//
-// Names are read from the notice source when a screen first needs them
-// (ScreenCopy.fillNames) and held (nameIx, held): about 10 bytes a company
-// plus the names of those with notices (BenchmarkScreenCopySize). Apart
-// from the names held, a regCopy is never changed once built.
+// regCopy is one register generation held in memory for the bulk screen
+// (docs/redis.md, "The replica's in-memory copy"), without pointers for
+// the bulk of it: company i is the ACN acns[i]; abnPrefix[i] is the two
+// digits its ABN starts with when the ABN is those digits followed by the
+// ACN (nearly every company), else noABN, any other or second ABN being in
+// moreABNs/moreACNs; named has one bit per company with a current name.
+// The names a screen needs are read from the notice source the first time
+// (ScreenCopy.fillNames) and held; apart from them a regCopy never changes.
 type regCopy struct {
 	v         string // the generation (reg:v), "" for none loaded ever
 	acns      []uint32
 	acnDir    []uint32 // acnDir[b]: the first index of acns whose top bits (acn>>dirShift) are b or more
-	odd       map[string]int32
-	oddACNs   []string
 	abnPrefix []uint8
 	moreABNs  map[int32][]string
 	moreACNs  map[string][]int32
@@ -52,22 +42,12 @@ type nameChunks struct {
 // notice source each time).
 const maxHeldName = 1<<18 - 1
 
-// add appends a name (at most maxHeldName bytes) and returns its index.
-func (h *nameChunks) add(name string) uint32 {
-	chunk, off := appendChunk(&h.chunks, name)
-	h.locs = append(h.locs, uint64(chunk)<<40|uint64(off)<<18|uint64(len(name)))
-	return uint32(len(h.locs) - 1)
-}
-
-// get returns name i.
 func (h *nameChunks) get(i uint32) string {
 	l := h.locs[i]
-	n := int(l & maxHeldName)
-	if n == 0 {
+	if l&maxHeldName == 0 {
 		return ""
 	}
-	c := h.chunks[l>>40]
-	return unsafe.String(&c[int(l>>18)&(chunkSize-1)], n)
+	return unsafe.String(&h.chunks[l>>40][int(l>>18)&(chunkSize-1)], int(l&maxHeldName))
 }
 
 // noABN marks a company without a prefix-form ABN.
@@ -78,46 +58,48 @@ const noABN = 255
 // register) instead of the whole array.
 const dirShift = 14
 
-// buildDir returns the directory of sorted ACNs.
-func buildDir(acns []uint32) []uint32 {
-	dir := make([]uint32, 1<<(30-dirShift)+1)
-	for b := range dir {
-		i, _ := slices.BinarySearch(acns, uint32(b)<<dirShift)
-		dir[b] = uint32(i)
-	}
-	return dir
-}
-
-// regBuilder builds a regCopy from a generation's ids strings and its
-// hashes' entries, in any order and with repeats (HSCAN may return an
-// entry twice), keeping the ABN pairs as numbers where it can.
+// regBuilder builds a regCopy from a generation's ids strings and hash
+// entries, in any order and with repeats (HSCAN may return an entry
+// twice). Every register ACN is nine digits (ingest's register parser
+// refuses others); bad is the first of another form, which the copy does
+// not hold: the screen then reads that register from Redis.
 type regBuilder struct {
 	entries  []regEntry
-	oddNames map[string]bool // ACNs not of 9 digits: whether each has a name
-	prefixed []prefixPair    // ABN = two digits followed by its one ACN
-	pairs    [][2]string     // every other (ABN, ACN)
+	prefixed []prefixPair // of reg:<v>:abn: ABN = two digits followed by its ACN
+	pairs    []abnPair    // every other (ABN, ACN)
+	bad      string
 }
 
-type regEntry struct {
-	acn   uint32
-	named bool
-}
-
-type prefixPair struct {
-	acn uint32
-	p   uint8
-}
-
-func newRegBuilder() *regBuilder { return &regBuilder{oddNames: map[string]bool{}} }
-
-// entry adds an ACN, named or not.
-func (b *regBuilder) entry(acn string, named bool) {
-	n, ok := nineDigits(acn)
-	if !ok {
-		b.oddNames[acn] = named
-		return
+type (
+	regEntry struct {
+		acn   uint32
+		named bool
+		p     uint8 // the two digits of its formed ABN, noABN for none
 	}
-	b.entries = append(b.entries, regEntry{acn: n, named: named})
+	prefixPair struct {
+		acn uint32
+		p   uint8
+	}
+	abnPair struct {
+		abn string
+		acn uint32
+	}
+)
+
+// nine parses a nine-digit ACN, noting one of another form in bad.
+func (b *regBuilder) nine(acn string) (uint32, bool) {
+	n, ok := nineDigits(acn)
+	if !ok && b.bad == "" {
+		b.bad = acn
+	}
+	return n, ok
+}
+
+// entry adds an ACN, named or not (a field of reg:<v>:odd).
+func (b *regBuilder) entry(acn string, named bool) {
+	if n, ok := b.nine(acn); ok {
+		b.entries = append(b.entries, regEntry{acn: n, named: named, p: noABN})
+	}
 }
 
 // idsPart adds the entries of ids string part (its bytes: 2 bits a slot,
@@ -125,192 +107,171 @@ func (b *regBuilder) entry(acn string, named bool) {
 // formed (its formed ABN).
 func (b *regBuilder) idsPart(part uint32, bits []byte) {
 	for i, c := range bits {
-		if c == 0 {
-			continue
-		}
-		for k := 0; k < 4; k++ {
+		for k := 0; c != 0 && k < 4; k++ {
 			code := c >> (6 - 2*k) & 3
 			if code == 0 {
 				continue
 			}
-			acn := slotNumber(part*slotsPerPart + uint32(4*i+k))
-			b.entries = append(b.entries, regEntry{acn: acn, named: code&2 != 0})
+			e := regEntry{acn: slotNumber(part*slotsPerPart + uint32(4*i+k)), named: code&2 != 0, p: noABN}
 			if code&1 != 0 {
-				b.prefixed = append(b.prefixed, prefixPair{acn: acn, p: formedPrefix(acn)})
+				e.p = formedPrefix(e.acn)
 			}
+			b.entries = append(b.entries, e)
 		}
 	}
 }
 
 // abn adds an entry of reg:<v>:abn: an ABN and its comma-joined ACNs.
 func (b *regBuilder) abn(abn, acns string) {
-	if len(abn) == 11 && acns == abn[2:] && isDigit(abn[0]) && isDigit(abn[1]) {
-		if n, ok := nineDigits(acns); ok {
+	for a, rest, more := "", acns, true; more; {
+		a, rest, more = strings.Cut(rest, ",")
+		n, ok := b.nine(a)
+		switch {
+		case !ok:
+		case len(abn) == 11 && abn[2:] == a && isDigit(abn[0]) && isDigit(abn[1]):
 			b.prefixed = append(b.prefixed, prefixPair{acn: n, p: (abn[0]-'0')*10 + abn[1] - '0'})
-			return
+		default:
+			b.pairs = append(b.pairs, abnPair{abn: abn, acn: n})
 		}
-	}
-	for _, a := range splitList(acns) {
-		b.pairs = append(b.pairs, [2]string{abn, a})
 	}
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// nineDigits parses a 9-digit ACN.
 func nineDigits(s string) (uint32, bool) {
 	k, ok := idKey(s)
 	return uint32(k >> 1), ok && len(s) == 9
 }
 
-// build returns the copy of generation v; the builder is spent.
+// build returns the copy of generation v (nil when it holds a bad ACN);
+// the builder is spent.
 func (b *regBuilder) build(v string) *regCopy {
-	r := &regCopy{v: v, odd: map[string]int32{}, moreABNs: map[int32][]string{}, moreACNs: map[string][]int32{}}
-	// An ACN only an ABN names is kept too, nameless, as Redis answers it.
-	has := func(acn uint32) bool {
-		_, ok := slices.BinarySearchFunc(b.entries, acn, func(e regEntry, t uint32) int { return cmp.Compare(e.acn, t) })
-		return ok
+	if b.bad != "" {
+		return nil
 	}
+	byACN := func(x, y regEntry) int { return cmp.Compare(x.acn, y.acn) }
 	sortEntries := func() {
-		slices.SortFunc(b.entries, func(x, y regEntry) int { return cmp.Compare(x.acn, y.acn) })
+		slices.SortFunc(b.entries, byACN)
 		b.entries = slices.CompactFunc(b.entries, func(x, y regEntry) bool { return x.acn == y.acn })
 	}
 	sortEntries()
-	var missing []regEntry
-	for _, p := range b.prefixed {
-		if !has(p.acn) {
-			missing = append(missing, regEntry{acn: p.acn})
+	// An ACN only an ABN names is kept too, nameless, as Redis answers it.
+	n := len(b.entries)
+	addMissing := func(acn uint32) {
+		if _, ok := slices.BinarySearchFunc(b.entries[:n], regEntry{acn: acn}, byACN); !ok {
+			b.entries = append(b.entries, regEntry{acn: acn, p: noABN})
 		}
+	}
+	for _, p := range b.prefixed {
+		addMissing(p.acn)
 	}
 	for _, p := range b.pairs {
-		if n, ok := nineDigits(p[1]); ok && !has(n) {
-			missing = append(missing, regEntry{acn: n})
-		} else if _, known := b.oddNames[p[1]]; !ok && !known {
-			b.oddNames[p[1]] = false
-		}
+		addMissing(p.acn)
 	}
-	if len(missing) > 0 {
-		b.entries = append(b.entries, missing...)
+	if len(b.entries) > n {
 		sortEntries()
 	}
-	r.acns = make([]uint32, len(b.entries))
+	n = len(b.entries)
+	r := &regCopy{v: v, acns: make([]uint32, n), acnDir: make([]uint32, 1<<(30-dirShift)+1), named: make([]uint64, (n+63)/64),
+		abnPrefix: make([]uint8, n), moreABNs: map[int32][]string{}, moreACNs: map[string][]int32{}}
 	for i, e := range b.entries {
-		r.acns[i] = e.acn
-	}
-	r.acnDir = buildDir(r.acns)
-	for a := range b.oddNames {
-		r.oddACNs = append(r.oddACNs, a)
-	}
-	sort.Strings(r.oddACNs)
-	for i, a := range r.oddACNs {
-		r.odd[a] = int32(len(r.acns) + i)
-	}
-	companies := len(r.acns) + len(r.oddACNs)
-	r.named = make([]uint64, (companies+63)/64)
-	for i, e := range b.entries {
+		r.acns[i], r.abnPrefix[i] = e.acn, e.p
 		if e.named {
 			r.named[i/64] |= 1 << (i % 64)
 		}
 	}
-	for i, a := range r.oddACNs {
-		if j := len(r.acns) + i; b.oddNames[a] {
-			r.named[j/64] |= 1 << (j % 64)
-		}
+	for d := range r.acnDir {
+		i, _ := slices.BinarySearch(r.acns, uint32(d)<<dirShift)
+		r.acnDir[d] = uint32(i)
 	}
-	r.abnPrefix = slices.Repeat([]uint8{noABN}, companies)
 	for _, p := range b.prefixed {
 		i, _ := slices.BinarySearch(r.acns, p.acn)
 		if r.abnPrefix[i] == noABN || r.abnPrefix[i] == p.p {
 			r.abnPrefix[i] = p.p
-			continue
+		} else { // another prefix-form ABN of the company
+			r.pair(r.prefixABN(int32(i), p.p), int32(i))
 		}
-		// Another prefix-form ABN of the same company.
-		abn := r.prefixABN(int32(i), p.p)
-		if slices.Contains(r.moreABNs[int32(i)], abn) {
-			continue
-		}
-		r.moreABNs[int32(i)] = append(r.moreABNs[int32(i)], abn)
-		r.moreACNs[abn] = append(r.moreACNs[abn], int32(i))
 	}
 	for _, p := range b.pairs {
-		i, _ := r.company(p[1])
-		if slices.Contains(r.moreACNs[p[0]], i) {
-			continue // a repeated HSCAN entry
-		}
-		r.moreABNs[i] = append(r.moreABNs[i], p[0])
-		r.moreACNs[p[0]] = append(r.moreACNs[p[0]], i)
+		i, _ := slices.BinarySearch(r.acns, p.acn)
+		r.pair(p.abn, int32(i))
 	}
 	*b = regBuilder{}
 	return r
 }
 
-// company returns the index of a register ACN.
-func (r *regCopy) company(acn string) (int32, bool) {
-	if n, ok := nineDigits(acn); ok {
-		b := n >> dirShift
-		lo, hi := r.acnDir[b], r.acnDir[b+1]
-		i, found := slices.BinarySearch(r.acns[lo:hi], n)
-		return int32(lo) + int32(i), found
+func (r *regCopy) pair(abn string, i int32) {
+	if !slices.Contains(r.moreACNs[abn], i) {
+		r.moreABNs[i] = append(r.moreABNs[i], abn)
+		r.moreACNs[abn] = append(r.moreACNs[abn], i)
 	}
-	i, ok := r.odd[acn]
-	return i, ok
 }
 
-// appendACN appends company i's ACN to b.
-func (r *regCopy) appendACN(b []byte, i int32) []byte {
-	if int(i) >= len(r.acns) {
-		return append(b, r.oddACNs[int(i)-len(r.acns)]...)
+// company returns the index of a register ACN.
+func (r *regCopy) company(acn string) (int32, bool) {
+	n, ok := nineDigits(acn)
+	if !ok {
+		return 0, false
 	}
+	lo, hi := r.acnDir[n>>dirShift], r.acnDir[n>>dirShift+1]
+	i, found := slices.BinarySearch(r.acns[lo:hi], n)
+	return int32(lo) + int32(i), found
+}
+
+func (r *regCopy) appendACN(b []byte, i int32) []byte {
 	for k, v := uint32(100_000_000), r.acns[i]; k > 0; k /= 10 {
 		b = append(b, byte('0'+v/k%10))
 	}
 	return b
 }
 
-// acn returns company i's ACN.
 func (r *regCopy) acn(i int32) string { return string(r.appendACN(nil, i)) }
 
-// isNamed reports whether company i has a current name.
 func (r *regCopy) isNamed(i int32) bool { return r.named[i/64]&(1<<(i%64)) != 0 }
 
-// heldNames sets names[k] to the name held of company cos[k] and returns
-// the positions k of the companies whose names are not held (all of them
-// without a copy, r nil).
-func (r *regCopy) heldNames(cos []int32, names []string) (missing []int) {
-	if r == nil {
-		for k := range cos {
-			missing = append(missing, k)
-		}
-		return missing
+// names sets names[k] to the name of company cos[k]: the one held, else
+// the one read (read is given the positions of those not held), which is
+// then held unless empty. Without a copy (r nil) every name is read.
+func (r *regCopy) names(cos []int32, names []string, read func(missing []int) ([]string, error)) error {
+	var missing []int
+	if r != nil {
+		r.nameMu.RLock()
 	}
-	r.nameMu.RLock()
-	defer r.nameMu.RUnlock()
 	for k, co := range cos {
-		if r.nameIx != nil && r.nameIx[co] != 0 {
+		if r != nil && r.nameIx != nil && r.nameIx[co] != 0 {
 			names[k] = r.held.get(r.nameIx[co] - 1)
 		} else {
+			if missing == nil {
+				missing = make([]int, 0, len(cos)-k)
+			}
 			missing = append(missing, k)
 		}
 	}
-	return missing
-}
-
-// hold keeps the names of companies cos (read from the notice source's
-// register); without a copy (r nil) it does nothing.
-func (r *regCopy) hold(cos []int32, names []string) {
-	if r == nil {
-		return
+	if r != nil {
+		r.nameMu.RUnlock()
 	}
-	r.nameMu.Lock()
-	defer r.nameMu.Unlock()
-	if r.nameIx == nil {
-		r.nameIx = make([]uint32, len(r.abnPrefix))
+	if len(missing) == 0 {
+		return nil
 	}
-	for k, co := range cos {
-		if r.nameIx[co] == 0 && len(names[k]) <= maxHeldName {
-			r.nameIx[co] = r.held.add(names[k]) + 1
+	got, err := read(missing)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		r.nameMu.Lock()
+		defer r.nameMu.Unlock()
+		if r.nameIx == nil {
+			r.nameIx = make([]uint32, len(r.acns))
 		}
 	}
+	for j, k := range missing {
+		if names[k] = got[j]; r != nil && r.nameIx[cos[k]] == 0 && names[k] != "" && len(names[k]) <= maxHeldName {
+			chunk, off := appendChunk(&r.held.chunks, names[k])
+			r.held.locs = append(r.held.locs, uint64(chunk)<<40|uint64(off)<<18|uint64(len(names[k])))
+			r.nameIx[cos[k]] = uint32(len(r.held.locs))
+		}
+	}
+	return nil
 }
 
 // prefixABN returns the ABN made of the two digits p and company i's ACN.
@@ -320,38 +281,31 @@ func (r *regCopy) prefixABN(i int32, p uint8) string {
 
 // abnsOf returns the register ABNs of company i (reg:<v>:acnabn).
 func (r *regCopy) abnsOf(i int32) []string {
-	var out []string
 	if p := r.abnPrefix[i]; p != noABN {
-		out = append(out, r.prefixABN(i, p))
+		return append([]string{r.prefixABN(i, p)}, r.moreABNs[i]...)
 	}
-	return append(out, r.moreABNs[i]...)
+	return r.moreABNs[i]
 }
 
 // prefixABNKey returns the postings key (idKey) of company i's
 // prefix-form ABN, if it has one.
 func (r *regCopy) prefixABNKey(i int32) (uint64, bool) {
 	p := r.abnPrefix[i]
-	if p == noABN || int(i) >= len(r.acns) {
-		return 0, false
-	}
-	return (uint64(p)*1_000_000_000+uint64(r.acns[i]))<<1 | 1, true
+	return (uint64(p)*1_000_000_000+uint64(r.acns[i]))<<1 | 1, p != noABN
 }
 
 // prefixCompany returns the company whose prefix-form ABN abn is, if
 // any (its ACN is abn's last nine digits).
 func (r *regCopy) prefixCompany(abn string) (int32, bool) {
-	if len(abn) != 11 {
-		return 0, false
+	if len(abn) == 11 {
+		if i, ok := r.company(abn[2:]); ok {
+			p := r.abnPrefix[i]
+			return i, p != noABN && abn[0] == '0'+p/10 && abn[1] == '0'+p%10
+		}
 	}
-	i, ok := r.company(abn[2:])
-	if !ok {
-		return 0, false
-	}
-	p := r.abnPrefix[i]
-	return i, p != noABN && abn[0] == '0'+p/10 && abn[1] == '0'+p%10
+	return 0, false
 }
 
-// appendACNsOf appends the register ACNs of an ABN to out.
 func (r *regCopy) appendACNsOf(out []string, abn string) []string {
 	if _, ok := r.prefixCompany(abn); ok {
 		out = append(out, abn[2:])

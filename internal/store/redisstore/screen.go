@@ -16,12 +16,8 @@ import (
 // Screen is the bulk screen of POST /v1/match, with the embedded store's
 // semantics (see sqlite.Store.Screen): each normalised, distinct
 // identifier lands in Matched, Unmatched or Unresolved, in the order
-// given. The notices come from the replica's in-memory copy (ScreenCopy),
-// the register from the copy too when it holds a current one, else from
-// Redis (registerLookups: one pipelined round trip). Filters are applied
-// to the summaries with package matcher's semantics; a q needs the
-// notices' text, read from the NoticeSource for the candidates passing
-// the other filters.
+// given. It is answered from the replica's in-memory copy (ScreenCopy),
+// the register read from Redis when the copy holds no current one.
 func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
 	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
 	res.Counts.Submitted = len(ids)
@@ -53,28 +49,23 @@ func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]regLooku
 			abns = append(abns, id.Value)
 		}
 	}
-	var (
-		companies func() []regCompany
-		acnsOf    func() [][]string
-	)
+	var companies func() []regCompany
+	var acnsOf func() [][]string
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		companies = reg.queueCompanies(ctx, p, acns)
-		acnsOf = reg.queueACNsOf(ctx, p, abns)
+		companies, acnsOf = reg.queueCompanies(ctx, p, acns), reg.queueACNsOf(ctx, p, abns)
 		return nil
 	})
 	if err != nil {
 		return nil, s.fail("look up identifiers", err)
 	}
-	cos, abnACN := companies(), acnsOf()
+	cos, abnACNs := companies(), acnsOf()
 	found := make([]regLookup, len(ids))
 	for i, id := range ids {
 		if id.Kind == ident.ACN {
-			found[i] = regLookup{acn: id.Value, known: cos[0].named, others: cos[0].abns}
-			cos = cos[1:]
+			found[i], cos = regLookup{acn: id.Value, known: cos[0].named, others: cos[0].abns}, cos[1:]
 		} else {
-			acn := primaryACN(id.Value, abnACN[0])
-			found[i] = regLookup{acn: acn, known: acn != "", others: abnACN[0]}
-			abnACN = abnACN[1:]
+			acn := primaryACN(id.Value, abnACNs[0])
+			found[i], abnACNs = regLookup{acn: acn, known: acn != "", others: abnACNs[0]}, abnACNs[1:]
 		}
 	}
 	return found, nil
@@ -92,35 +83,30 @@ type summaryView struct {
 	passed  []notice.Notice // with decoded: the notices passing, by seq
 }
 
-// get returns the notice of seq among the passed (nil for none).
 func (v *summaryView) get(seq int64) *notice.Notice {
-	i, ok := slices.BinarySearchFunc(v.passed, seq, func(n notice.Notice, q int64) int { return cmp.Compare(n.Seq, q) })
-	if !ok {
-		return nil
+	if i, ok := slices.BinarySearchFunc(v.passed, seq, func(n notice.Notice, q int64) int { return cmp.Compare(n.Seq, q) }); ok {
+		return &v.passed[i]
 	}
-	return &v.passed[i]
+	return nil
 }
 
-// passes reports whether seq has a summary that passes the filter.
 func (v *summaryView) passes(seq int64) bool {
 	if v.decoded {
 		return v.get(seq) != nil
 	}
-	t, ok := v.slab.tupleAt(seq)
-	if !ok {
+	if v.slab.where(seq) == 0 {
 		return false
 	}
-	if p := v.memo[t]; p != 0 {
-		return p > 0
+	t := v.slab.tupleOf[seq]
+	if v.memo[t] == 0 {
+		var n notice.Notice
+		v.slab.decodeCodes(v.slab.tuples[t], &n, new(string))
+		v.memo[t] = -1
+		if matcher.FilterMatches(v.f, &n, nil) {
+			v.memo[t] = 1
+		}
 	}
-	var n notice.Notice
-	v.slab.decodeCodes(v.slab.tuples[t], &n, new(string))
-	p := matcher.FilterMatches(v.f, &n, nil)
-	v.memo[t] = -1
-	if p {
-		v.memo[t] = 1
-	}
-	return p
+	return v.memo[t] > 0
 }
 
 // purpose returns the notice purpose of seq, which passes.
@@ -128,7 +114,7 @@ func (v *summaryView) purpose(seq int64) string {
 	if v.decoded {
 		return v.get(seq).NoticePurpose
 	}
-	return v.slab.purpose(seq)
+	return v.slab.dict[v.slab.tuples[v.slab.tupleOf[seq]][3]]
 }
 
 // publishedAt returns the published instant of seq, which passes.
@@ -136,28 +122,17 @@ func (v *summaryView) publishedAt(seq int64) string {
 	if v.decoded {
 		return v.get(seq).PublishedAt
 	}
-	return v.slab.publishedAt(seq)
+	return read(v.slab.chunks, v.slab.where(seq)).str[1]
 }
 
-// latest sets l to what a match shows of seq, which passes, as its
-// latest notice.
-func (v *summaryView) latest(seq int64, l *summaryLatest) {
-	if !v.decoded {
-		v.slab.decodeLatest(seq, l)
-		return
+// latest returns seq, which passes, as a notice: decoded into n (the zero
+// Notice) and ptrs unless it was already.
+func (v *summaryView) latest(seq int64, n *notice.Notice, ptrs *[3]string) *notice.Notice {
+	if v.decoded {
+		return v.get(seq)
 	}
-	n := v.get(seq)
-	*l = summaryLatest{LatestNotice: watch.LatestNotice{ID: n.ID, Seq: n.Seq, PublishedDate: n.PublishedDate,
-		NoticeType: n.NoticeType, NoticePurpose: n.NoticePurpose}, companyName: n.CompanyName}
-	if n.AppointmentType != nil {
-		l.app, l.hasApp = *n.AppointmentType, true
-	}
-	if n.ACN != nil {
-		l.acn = *n.ACN
-	}
-	if n.ABN != nil {
-		l.abn = *n.ABN
-	}
+	v.slab.decode(seq, n, ptrs)
+	return n
 }
 
 // screenAnswer fills res from what a screen found of its identifiers (l)
@@ -178,43 +153,67 @@ func screenAnswer(l *screenLookup, v *summaryView, res *watch.ScreenResult) {
 	res.Unmatched = slices.Grow(res.Unmatched, known+withNotices)
 	res.UnmatchedCompanies = slices.Grow(res.UnmatchedCompanies, known+withNotices)
 	res.Unresolved = slices.Grow(res.Unresolved, len(l.items)-withNotices-known)
-	strs := make([]string, 0, 3*withNotices) // what the answers point to
-	var purposes []string                    // one identifier's, reused
+	strs := make([]string, 0, 4*withNotices) // what the answers point to
+	point := func(s string) *string {
+		strs = append(strs, s)
+		return &strs[len(strs)-1]
+	}
+	var purposes []string // one identifier's, reused
 	for i := range l.items {
 		o := &l.items[i]
-		own, theirs := o.seqs(l.arenas)
+		a := l.arenas[o.arena]
+		own, theirs := a[o.from:o.mid:o.mid], a[o.mid:o.to:o.to]
 		count := 0
 		best, insolvency := newest{seq: -1}, newest{seq: -1}
 		purposes = purposes[:0]
 		for li, seqs := range [2][]int64{own, theirs} {
 			for _, q := range seqs {
-				if li == 1 && slices.Contains(own, q) {
-					continue // carries both identifiers (counted once)
-				}
-				if !v.passes(q) {
-					continue
+				if (li == 1 && slices.Contains(own, q)) || !v.passes(q) {
+					continue // carries both identifiers (counted once), or filtered out
 				}
 				count++
 				best.offer(q, v)
 				p := v.purpose(q)
-				purposes = addPurpose(purposes, p)
+				if p != "" && !slices.Contains(purposes, p) {
+					purposes = append(purposes, p)
+				}
 				if !notice.EqualFoldASCII(p, notice.DeregistrationPurpose) {
 					insolvency.offer(q, v)
 				}
 			}
 		}
-		if count == 0 {
-			noMatch(res, l.ids[i].Value, l.acn(i), o.has(itemInRegister) || len(own) > 0)
+		self := l.ids[i].Value
+		switch {
+		case count == 0 && !o.has(itemInRegister) && len(own) == 0:
+			res.Unresolved = append(res.Unresolved, self)
+			continue
+		case count == 0: // known to the register or a notice: unmatched
+			u := watch.UnmatchedCompany{Identifier: self}
+			if acn := l.acn(i); acn != "" {
+				u.ACN = &acn
+			}
+			res.Unmatched, res.UnmatchedCompanies = append(res.Unmatched, self), append(res.UnmatchedCompanies, u)
 			continue
 		}
-		var latest summaryLatest
-		v.latest(best.seq, &latest)
-		m := matchOf(l.ids[i], l.acn(i), count, &latest, &strs)
-		m.NoticePurposes = sortedPurposes(purposes)
+		var latest, in notice.Notice
+		var ptrs, inPtrs [3]string
+		n := v.latest(best.seq, &latest, &ptrs)
+		m := watch.Matched{Identifier: self, NoticeCount: count, LatestNotice: latestOf(n, point), NoticePurposes: append([]string{}, purposes...)}
+		slices.Sort(m.NoticePurposes)
+		// For an ABN the register's ACN, else the latest notice's when that
+		// notice carries the ABN.
+		switch acn := l.acn(i); {
+		case acn != "":
+			m.ACN = point(acn)
+		case l.ids[i].Kind == ident.ABN && n.ABN != nil && *n.ABN == self && n.ACN != nil:
+			m.ACN = point(*n.ACN)
+		}
+		if n.CompanyName != "" { // fillNames puts in the register's; no name anywhere is null, as the embedded store answers
+			m.CompanyName = point(n.CompanyName)
+		}
 		if insolvency.seq >= 0 {
-			var in summaryLatest
-			v.latest(insolvency.seq, &in)
-			m.Insolvency, m.LatestInsolvencyNotice = true, in.notice()
+			ln := latestOf(v.latest(insolvency.seq, &in, &inPtrs), point)
+			m.Insolvency, m.LatestInsolvencyNotice = true, &ln
 		}
 		res.Matched = append(res.Matched, m)
 	}
@@ -242,85 +241,12 @@ func (b *newest) offer(q int64, v *summaryView) {
 	}
 }
 
-// notice is l as a match's latest insolvency notice (its own copy).
-func (l *summaryLatest) notice() *watch.LatestNotice {
-	ln := l.LatestNotice
-	ln.AppointmentType = nil
-	if l.hasApp {
-		app := l.app
-		ln.AppointmentType = &app
+// latestOf is what a match shows of its notice n, the strings it points
+// to made by point.
+func latestOf(n *notice.Notice, point func(string) *string) watch.LatestNotice {
+	ln := watch.LatestNotice{ID: n.ID, Seq: n.Seq, PublishedDate: n.PublishedDate, NoticeType: n.NoticeType, NoticePurpose: n.NoticePurpose}
+	if n.AppointmentType != nil {
+		ln.AppointmentType = point(*n.AppointmentType)
 	}
-	return &ln
-}
-
-// addPurpose adds the purpose p to a match's distinct non-empty purposes.
-func addPurpose(purposes []string, p string) []string {
-	if p == "" || slices.Contains(purposes, p) {
-		return purposes
-	}
-	return append(purposes, p)
-}
-
-// sortedPurposes is a match's notice_purposes: a sorted copy of purposes.
-func sortedPurposes(purposes []string) []string {
-	out := slices.Clone(purposes)
-	if out == nil {
-		out = []string{}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// noMatch records an identifier without a notice passing the filters:
-// unmatched (with its company's ACN acn, "" for none; the register name
-// is filled in later) when the register or a notice knows it, else
-// unresolved.
-func noMatch(res *watch.ScreenResult, self, acn string, known bool) {
-	if known {
-		res.Unmatched = append(res.Unmatched, self)
-		u := watch.UnmatchedCompany{Identifier: self}
-		if acn != "" {
-			u.ACN = &acn
-		}
-		res.UnmatchedCompanies = append(res.UnmatchedCompanies, u)
-	} else {
-		res.Unresolved = append(res.Unresolved, self)
-	}
-}
-
-// summaryLatest is what a match shows of its latest notice, from its
-// summary: the answer's fields, and the notice's appointment type (when
-// hasApp), ACN and ABN ("" for none) and company name.
-type summaryLatest struct {
-	watch.LatestNotice
-	app, acn, abn, companyName string
-	hasApp                     bool
-}
-
-// matchOf is the answer of identifier id, whose company's ACN per the
-// register is acn, that count notices passing the filters matched, latest
-// the newest; its company name is the latest notice's (fillNames puts in
-// the register's). The strings it points to are appended to strs.
-func matchOf(id ident.ID, acn string, count int, latest *summaryLatest, strs *[]string) watch.Matched {
-	point := func(v string) *string {
-		*strs = append(*strs, v)
-		return &(*strs)[len(*strs)-1]
-	}
-	m := watch.Matched{Identifier: id.Value, NoticeCount: count, LatestNotice: latest.LatestNotice}
-	m.LatestNotice.AppointmentType = nil
-	if latest.hasApp {
-		m.LatestNotice.AppointmentType = point(latest.app)
-	}
-	// For an ABN the register's ACN, else the latest notice's when that
-	// notice carries the ABN.
-	switch {
-	case acn != "":
-		m.ACN = point(acn)
-	case id.Kind == ident.ABN && latest.abn != "" && latest.abn == id.Value && latest.acn != "":
-		m.ACN = point(latest.acn)
-	}
-	if name := latest.companyName; name != "" { // no name anywhere is null, as the embedded store answers
-		m.CompanyName = point(name)
-	}
-	return m
+	return ln
 }

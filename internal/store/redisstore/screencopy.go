@@ -21,28 +21,21 @@ import (
 	"github.com/noticesd/noticesd/matcher"
 )
 
-// ScreenCopy is a replica's in-memory copy of what the bulk screen reads:
-// the published notices' summaries indexed by identifier (noticeCopy),
-// loaded from the notice source (NoticeSource.NoticeSummaries) and then
-// following the publish log, and with Options.ScreenCopy the current
-// register generation (regCopy), so a screen of 50,000 identifiers costs
-// one round trip to Redis.
-//
-// Freshness is exact: each screen first reads, in one pipeline, the
-// register generation (reg:v) and the publish log past the copy's
-// position, and applies what is new. A notice copy not loaded, or behind
-// a log trimmed past its position, is loaded by the screen that finds it
-// so (one load at a time, shared by every waiting screen). A register
-// copy of another generation, or none, makes the screen read the register
-// from Redis while the copy reloads in the background; a new register is
-// swapped in whole, so no screen mixes two generations. Start keeps the
-// copy near the head of the log in the background; Shutdown stops it.
+// ScreenCopy is a replica's in-memory copy of what the bulk screen reads
+// (docs/redis.md, "The replica's in-memory copy"): the published notices'
+// summaries indexed by identifier (noticeCopy), loaded from the notice
+// source and following the publish log, and with Options.ScreenCopy the
+// current register generation (regCopy). Each screen first applies what
+// the log holds past the copy, so it is exact; without a current register
+// copy it reads the register from Redis. Start keeps the copy fresh in the
+// background; Shutdown stops it.
 type ScreenCopy struct {
 	s       *Store
 	keepReg bool // Options.ScreenCopy: hold the register too
 	wait    bool // Options.ScreenCopyWait
 
-	reg atomic.Pointer[regCopy]
+	reg     atomic.Pointer[regCopy]
+	refused string // a register generation the copy cannot hold (regBuilder.bad), under the load token
 
 	// syncMu serialises reading and applying the publish log, and swapping
 	// the notice copy; mu guards n against screens reading it.
@@ -55,9 +48,7 @@ type ScreenCopy struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 
-	// what Counts and Loads return
-	fromCopy, fromRedis atomic.Int64
-	loads, behind       atomic.Int64
+	fromCopy, fromRedis, loads, behind atomic.Int64 // what Counts and Loads return
 }
 
 func newScreenCopy(s *Store, keepReg, wait bool) *ScreenCopy {
@@ -70,8 +61,7 @@ func (s *Store) ScreenCopy() *ScreenCopy { return s.screenCopy }
 // refreshEvery is how often a started copy refreshes without being asked.
 const refreshEvery = time.Second
 
-// Start loads the copy in the background and keeps it fresh until
-// Shutdown.
+// Start loads the copy in the background and keeps it fresh until Shutdown.
 func (c *ScreenCopy) Start(ctx context.Context) error {
 	ctx, c.stop = context.WithCancel(context.WithoutCancel(ctx))
 	c.done = make(chan struct{})
@@ -115,40 +105,35 @@ func (c *ScreenCopy) Counts() (fromCopy, fromRedis int64) {
 }
 
 // Loads returns how many times the notice copy was loaded, and how many
-// times it was dropped to be loaded again, behind the publish log's
-// retention.
+// times it was dropped, behind the publish log's retention, to be loaded.
 func (c *ScreenCopy) Loads() (loads, behind int64) {
 	return c.loads.Load(), c.behind.Load()
 }
 
-// lockLoad takes the load token, waiting within ctx while another load
-// runs.
-func (c *ScreenCopy) lockLoad(ctx context.Context) error {
+// load runs do holding the load token (one load at a time), waiting
+// within ctx for another load.
+func (c *ScreenCopy) load(ctx context.Context, do func() error) error {
 	select {
 	case c.loading <- struct{}{}:
-		return nil
 	case <-ctx.Done():
 		return c.s.fail("wait for the screen copy's load", ctx.Err())
 	}
+	defer func() { <-c.loading }()
+	return do()
 }
 
-func (c *ScreenCopy) unlockLoad() { <-c.loading }
-
-// refresh brings the copy up to date, as notices does, and when it keeps
-// the register loads the current generation.
+// refresh brings the notice copy up to date (notices) and, when it keeps
+// the register, loads the current generation.
 func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *noticeCopy, err error) {
-	regV, n, err = c.notices(ctx)
-	if err != nil || !c.keepReg {
+	if regV, n, err = c.notices(ctx); err != nil || !c.keepReg {
 		return regV, n, err
 	}
-	if err := c.lockLoad(ctx); err != nil {
-		return "", nil, err
-	}
-	defer c.unlockLoad()
-	if r := c.reg.Load(); r == nil || r.v != regV {
-		err = c.loadRegister(ctx, regV)
-	}
-	return regV, n, err
+	return regV, n, c.load(ctx, func() error {
+		if r := c.reg.Load(); (r != nil && r.v == regV) || (regV != "" && regV == c.refused) {
+			return nil
+		}
+		return c.loadRegister(ctx, regV)
+	})
 }
 
 // maxLoads is the most times one screen loads the notice copy, or finds
@@ -165,54 +150,41 @@ func (c *ScreenCopy) notices(ctx context.Context) (regV string, n *noticeCopy, e
 		if try == maxLoads {
 			return "", nil, errs.New(errs.BackendUnavailable, "the bulk screen's copy of the notices fell behind the publish log's retention (NOTICES_PUBLISH_LOG_RETENTION) during each of its last %d loads; retry shortly, and if this persists raise the retention above a load's duration", maxLoads)
 		}
-		if err := c.lockLoad(ctx); err != nil {
-			return "", nil, err
-		}
-		c.mu.RLock()
-		loaded := c.n != nil
-		c.mu.RUnlock()
-		if !loaded {
-			err = c.loadNotices(ctx)
-		}
-		c.unlockLoad()
-		if err != nil {
+		if err := c.load(ctx, func() error { return c.loadNotices(ctx) }); err != nil {
 			return "", nil, err
 		}
 	}
 }
 
-// readLock takes the copy's read lock and returns its release, which may
-// be called again (only the first call releases).
-func (c *ScreenCopy) readLock() (unlock func()) {
-	c.mu.RLock()
-	var once sync.Once
-	return func() { once.Do(c.mu.RUnlock) }
+// current returns the register copy when it is generation v, else nil,
+// asking the loader for v when the copy keeps the register.
+func (c *ScreenCopy) current(v string) *regCopy {
+	if r := c.reg.Load(); r != nil && r.v == v {
+		return r
+	}
+	if c.keepReg {
+		c.wake()
+	}
+	return nil
 }
 
-// screen answers a screen from the copy into res: the notices from the
-// notice copy (loaded first when it is not), the register from the
-// register copy when it is current, else from Redis.
+// screen answers a screen into res: the notices from the notice copy
+// (loaded first when it is not), the register from the register copy when
+// it is current, else from Redis.
 func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter, res *watch.ScreenResult) error {
 	for try := 0; ; try++ {
 		regV, synced, err := c.notices(ctx)
 		if err != nil {
 			return err
 		}
-		reg := c.reg.Load()
-		if c.keepReg && c.wait && (reg == nil || reg.v != regV) {
+		reg := c.current(regV)
+		if reg == nil && c.keepReg && c.wait {
 			if regV, synced, err = c.refresh(ctx); err != nil {
 				return err
 			}
-			reg = c.reg.Load()
+			reg = c.current(regV)
 		}
-		if !c.keepReg || reg == nil || reg.v != regV {
-			if c.keepReg {
-				c.wake()
-			}
-			reg = nil // the register read from Redis
-		}
-		done, err := c.answer(ctx, ids, f, reg, synced, res)
-		if done || err != nil {
+		if done, err := c.answer(ctx, ids, f, reg, synced, res); done || err != nil {
 			return err
 		}
 		if try == maxLoads {
@@ -231,7 +203,9 @@ func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter
 			return true, err
 		}
 	}
-	unlock := c.readLock()
+	c.mu.RLock()
+	var once sync.Once
+	unlock := func() { once.Do(c.mu.RUnlock) } // released once, by whichever comes first
 	defer unlock()
 	if c.n != synced {
 		return false, nil
@@ -260,10 +234,10 @@ func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter
 	return true, nil
 }
 
-// decodePassing decodes the summaries in n of the seqs in arenas under
-// the copy's read lock, releases it (unlock) and returns those passing f,
-// by seq; for a q, the text of those passing the rest is read from the
-// notice source (the decoded strings stay valid: see summarySlab).
+// decodePassing decodes the summaries of the seqs in arenas, releases the
+// copy's read lock (unlock) and returns those passing f, by seq; a q is
+// matched on the text of those passing the rest, read from the notice
+// source (the decoded strings stay valid: see summarySlab).
 func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *noticeCopy, f notice.Filter, unlock func()) ([]notice.Notice, error) {
 	seqs := sortedSet(slices.Concat(arenas...))
 	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
@@ -295,9 +269,9 @@ func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *not
 	return slices.DeleteFunc(passed, func(n notice.Notice) bool { return !text[n.Seq] }), nil
 }
 
-// screenLookup is what a screen found of its identifiers ids: items[i] of
-// ids[i], its seqs in arenas, its company from the register copy reg or,
-// when reg is nil, from the register in Redis (found[i]).
+// screenLookup is what a screen found of its identifiers: items[i] of
+// ids[i], its seqs in arenas, its company from reg or, when reg is nil,
+// from the register in Redis (found[i]).
 type screenLookup struct {
 	ids    []ident.ID
 	items  []copyItem
@@ -307,10 +281,8 @@ type screenLookup struct {
 }
 
 // copyItem is what a screen found of one identifier, without a pointer
-// (50,000 of them cost the garbage collector nothing): its seqs are
-// arenas[arena][from:mid] (its own notices) and [mid:to] (its
-// counterparts'), its company co (when hasCo) the one whose ACN and name
-// the answer shows.
+// (50,000 of them cost the garbage collector nothing): its own notices'
+// seqs are arenas[arena][from:mid], its counterparts' [mid:to].
 type copyItem struct {
 	from, mid, to int32
 	co            int32
@@ -322,16 +294,9 @@ const (
 	itemHasCo      uint8 = 1 << iota // co is the identifier's company (its ACN's, or an ABN's primary ACN's)
 	itemInRegister                   // the register knows it
 	itemNeedsName                    // co has a current name (shown when it matches)
-	itemACNSuffix                    // an ABN whose company's ACN is its last nine digits
 )
 
 func (o *copyItem) has(f uint8) bool { return o.flags&f != 0 }
-
-// seqs returns the item's own and counterparts' seqs.
-func (o *copyItem) seqs(arenas [][]int64) (own, theirs []int64) {
-	a := arenas[o.arena]
-	return a[o.from:o.mid:o.mid], a[o.mid:o.to:o.to]
-}
 
 // acn returns the ACN the answer shows for identifier i ("" for none):
 // an ACN itself, or an ABN's register ACN.
@@ -344,23 +309,22 @@ func (l *screenLookup) acn(i int) string {
 		return id.Value
 	case !o.has(itemHasCo):
 		return ""
-	case o.has(itemACNSuffix):
-		return id.Value[2:]
+	}
+	if n, _ := nineDigits(id.Value[2:]); n == l.reg.acns[o.co] {
+		return id.Value[2:] // nearly every ABN: no string made
 	}
 	return l.reg.acn(o.co)
 }
 
-// lookup finds, for each of ids[lo:hi], its register counterparts and the
-// seqs of the notices carrying it or them in n, into its item, and
-// returns the arena (number part) backing their seqs.
+// lookup fills the items of ids[lo:hi] from n and returns the arena
+// (number part) backing their seqs.
 func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 	reg := l.reg
 	arena := make([]int64, 0, hi-lo) // backs every item's seq lists
 	var acns []string                // an ABN's register ACNs, reused
 	for i := lo; i < hi; i++ {
 		id := l.ids[i]
-		o := copyItem{arena: uint8(part)}
-		o.from = int32(len(arena))
+		o := copyItem{arena: uint8(part), from: int32(len(arena))}
 		arena = n.post.get(id.Value, arena)
 		o.mid = int32(len(arena))
 		others := 0
@@ -374,24 +338,26 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 			}
 			others = len(l.found[i].others)
 		case id.Kind == ident.ACN:
-			if co, ok := reg.company(id.Value); ok {
-				o.co, o.flags = co, itemHasCo
-				if reg.isNamed(co) {
-					o.flags |= itemInRegister | itemNeedsName
-				}
-				if k, ok := reg.prefixABNKey(co); ok {
-					arena = n.post.getKey(k, arena)
-					others++
-				}
-				for _, b := range reg.moreABNs[co] {
-					arena = n.post.get(b, arena)
-					others++
-				}
+			co, ok := reg.company(id.Value)
+			if !ok {
+				break
+			}
+			o.co, o.flags = co, itemHasCo
+			if reg.isNamed(co) {
+				o.flags |= itemInRegister | itemNeedsName
+			}
+			if k, ok := reg.prefixABNKey(co); ok {
+				arena = n.post.getKey(k, arena)
+				others++
+			}
+			for _, b := range reg.moreABNs[co] {
+				arena = n.post.get(b, arena)
+				others++
 			}
 		default:
 			if co, ok := reg.prefixCompany(id.Value); ok && len(reg.moreACNs[id.Value]) == 0 {
 				// Nearly every ABN: its one ACN is its last nine digits.
-				o.co, o.flags = co, itemHasCo|itemInRegister|itemACNSuffix
+				o.co, o.flags = co, itemHasCo|itemInRegister
 				if reg.isNamed(co) {
 					o.flags |= itemNeedsName
 				}
@@ -404,9 +370,6 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 				o.flags = itemInRegister
 				if co, ok := reg.company(acn); ok {
 					o.co, o.flags = co, o.flags|itemHasCo
-					if len(id.Value) == 11 && acn == id.Value[2:] {
-						o.flags |= itemACNSuffix
-					}
 					if reg.isNamed(co) {
 						o.flags |= itemNeedsName
 					}
@@ -427,12 +390,10 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 	return arena
 }
 
-// fillNames puts in res (made without them, in the order of l.ids) the
-// register name of every match's and unmatched company's company that has
-// one: those the register copy holds, the others read from the notice
-// source (Store.registerNames) and held. It runs with none of the copy's
-// locks held, as that read may be slow. A name the source lacks leaves
-// the match its latest notice's.
+// fillNames puts the register names in res (made without them, in the
+// order of l.ids), held or read from the notice source (registerNames),
+// with none of the copy's locks held, as that read may be slow. A name the
+// source lacks leaves the match its latest notice's.
 func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.ScreenResult) error {
 	var need []int    // the items whose names are wanted
 	var cos []int32   // their companies
@@ -440,13 +401,11 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 	k, u := 0, 0
 	for i := range l.items {
 		var name **string
-		switch {
-		case k < len(res.Matched) && res.Matched[k].Identifier == l.ids[i].Value:
-			name = &res.Matched[k].CompanyName
-			k++
-		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == l.ids[i].Value:
-			name = &res.UnmatchedCompanies[u].CompanyName
-			u++
+		switch v := l.ids[i].Value; {
+		case k < len(res.Matched) && res.Matched[k].Identifier == v:
+			name, k = &res.Matched[k].CompanyName, k+1
+		case u < len(res.UnmatchedCompanies) && res.UnmatchedCompanies[u].Identifier == v:
+			name, u = &res.UnmatchedCompanies[u].CompanyName, u+1
 		default:
 			continue
 		}
@@ -455,27 +414,18 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 		}
 	}
 	names := make([]string, len(need))
-	if missing := l.reg.heldNames(cos, names); len(missing) > 0 {
+	err := l.reg.names(cos, names, func(missing []int) ([]string, error) {
 		acns := make([]string, len(missing))
-		var read []int32
-		var got []string
 		for j, k := range missing {
 			acns[j] = l.acn(need[k])
 		}
 		if c.s.stopBefore != nil {
 			c.s.stopBefore("read-names")
 		}
-		fetched, err := c.s.registerNames(ctx, acns)
-		if err != nil {
-			return err
-		}
-		for j, k := range missing {
-			names[k] = fetched[j]
-			if fetched[j] != "" {
-				read, got = append(read, cos[k]), append(got, fetched[j])
-			}
-		}
-		l.reg.hold(read, got)
+		return c.s.registerNames(ctx, acns)
+	})
+	if err != nil {
+		return err
 	}
 	for j, name := range at {
 		if names[j] != "" {
@@ -492,8 +442,7 @@ var parallelFrom = 4096
 
 // lookupAll runs each over [0, n), n > 0, split into ranges numbered from
 // 0 (one per processor, at most 256: copyItem.arena; one when n is small),
-// and returns their answers by number. The copy's maps are only read
-// meanwhile (the caller holds the read lock).
+// and returns their answers by number.
 func lookupAll(n int, each func(part, lo, hi int) []int64) [][]int64 {
 	parts := min(runtime.GOMAXPROCS(0), 256)
 	if n < parallelFrom {
@@ -509,9 +458,8 @@ func lookupAll(n int, each func(part, lo, hi int) []int64) [][]int64 {
 	return out
 }
 
-// expand is Store.expand answered from the copy, with Store.expand's
-// rules, when the copy is current (done false otherwise: the caller reads
-// Redis).
+// expand is Store.expand answered from the copy when it is current (done
+// false otherwise: the caller reads Redis).
 func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, done bool, err error) {
 	if !c.keepReg {
 		return exp, false, nil
@@ -520,52 +468,42 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 	if err != nil {
 		return exp, true, err
 	}
-	reg := c.reg.Load()
-	if synced == nil || reg == nil || reg.v != regV {
+	reg := c.current(regV)
+	if synced == nil || reg == nil {
 		c.wake()
 		return exp, false, nil
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n := c.n
-	if n != synced {
+	if c.n != synced {
 		return exp, false, nil
 	}
 	exp.regv = regV
 	keys := make(map[string]struct{}, len(ids)*2)
 	companies := make(map[string]struct{}, len(ids))
-	addABNs := func(acn string) {
-		keys[acn] = struct{}{}
-		if co, ok := reg.company(acn); ok {
-			for _, b := range reg.abnsOf(co) {
-				keys[b] = struct{}{}
-			}
-		}
-	}
-	var buf []int64
+	var acns []string // the identifier's register ACNs, or the ACN itself
+	var seqs []int64
 	for _, v := range ids {
 		keys[v] = struct{}{}
-		known := false
+		company, known := v, false
 		if len(v) == 9 {
-			companies[v] = struct{}{}
-			if co, ok := reg.company(v); ok {
-				known = reg.isNamed(co)
-			}
-			addABNs(v)
+			co, ok := reg.company(v)
+			known, acns = ok && reg.isNamed(co), append(acns[:0], v)
+		} else if acns = reg.appendACNsOf(acns[:0], v); len(acns) > 0 {
+			company, known = primaryACN(v, acns), true
 		} else {
-			acns := reg.appendACNsOf(nil, v)
-			if r := primaryACN(v, acns); r != "" {
-				companies[r] = struct{}{}
-				known = true
-			} else {
-				companies[v] = struct{}{}
-				exp.ixABNs = append(exp.ixABNs, v)
-			}
-			for _, a := range acns {
-				addABNs(a)
+			exp.ixABNs = append(exp.ixABNs, v)
+		}
+		companies[company] = struct{}{}
+		for _, a := range acns {
+			keys[a] = struct{}{}
+			if co, ok := reg.company(a); ok {
+				for _, b := range reg.abnsOf(co) {
+					keys[b] = struct{}{}
+				}
 			}
 		}
-		if buf = n.post.get(v, buf[:0]); !known && len(buf) == 0 {
+		if seqs = synced.post.get(v, seqs[:0]); !known && len(seqs) == 0 {
 			exp.unresolved = append(exp.unresolved, v)
 		}
 	}
@@ -574,8 +512,7 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 	return exp, true, nil
 }
 
-// wake asks the background loader to refresh the copy now (a no-op when
-// it is already asked).
+// wake asks the background loader to refresh the copy now.
 func (c *ScreenCopy) wake() {
 	select {
 	case c.kick <- struct{}{}:
@@ -587,35 +524,27 @@ func (c *ScreenCopy) wake() {
 const changeBatch = 1000
 
 // sync reads the register generation and applies the publish log past the
-// notice copy's position, in one round trip when the log has nothing new,
-// and returns the copy it brought up to date: nil when there is no notice
-// copy, or the log was trimmed past it (then the copy is dropped, to be
-// reloaded, and counted: Loads).
+// notice copy, in one round trip when the log has nothing new, and returns
+// the copy it brought up to date: nil when there is none, or the log was
+// trimmed past it (then the copy is dropped, to be reloaded).
 func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy, err error) {
 	s := c.s
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	c.mu.RLock()
-	n := c.n
-	c.mu.RUnlock()
-	keys := s.log.Keys()
-	var (
-		vCmd, trimCmd *redis.StringCmd
-		xCmd          *redis.XMessageSliceCmd
-	)
+	n := c.n // written only under syncMu
+	var vCmd, trimCmd *redis.StringCmd
+	var xCmd *redis.XMessageSliceCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		vCmd = p.Get(ctx, s.key(regKey, "v"))
 		if n != nil {
-			trimCmd = p.Get(ctx, keys.Trimmed)
-			xCmd = p.XRangeN(ctx, keys.Log, "("+n.last, "+", changeBatch)
+			trimCmd, xCmd = p.Get(ctx, s.log.Keys().Trimmed), p.XRangeN(ctx, s.log.Keys().Log, "("+n.last, "+", changeBatch)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", nil, s.fail("read the publish log", err)
 	}
-	regV = vCmd.Val()
-	if n == nil {
+	if regV = vCmd.Val(); n == nil {
 		return regV, nil, nil
 	}
 	page := publog.EntriesOf(xCmd.Val())
@@ -640,27 +569,27 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	return regV, nil, nil
 }
 
-// scanCount is HSCAN's COUNT when a register copy loads.
-const scanCount = 10000
-
-// loadNotices builds a new notice copy from the notice source, up to the
-// seq published, and swaps it in at the publish log position read before
-// (a notice published meanwhile is in the log past it, and applying a
-// seq's current summary again is harmless); the next sync brings it to
-// the head of the log before a screen uses it.
+// loadNotices builds a new notice copy, unless there is one, from the
+// notice source up to the seq published, at the publish log position read
+// before: a notice published meanwhile is in the log past it, and applying
+// a seq's current summary again is harmless.
 func (c *ScreenCopy) loadNotices(ctx context.Context) error {
-	s := c.s
-	head, err := s.log.Head(ctx)
+	c.mu.RLock()
+	loaded := c.n != nil
+	c.mu.RUnlock()
+	if loaded {
+		return nil
+	}
+	head, err := c.s.log.Head(ctx)
 	if err != nil {
 		return err
 	}
-	through, err := s.log.Published(ctx)
+	through, err := c.s.log.Published(ctx)
 	if err != nil {
 		return err
 	}
-	fresh := newNoticeCopy()
-	fresh.last = head
-	err = s.source.NoticeSummaries(ctx, through, func(n *notice.Notice) error {
+	fresh := &noticeCopy{last: head}
+	err = c.s.source.NoticeSummaries(ctx, through, func(n *notice.Notice) error {
 		fresh.put(n.Seq, n)
 		return nil
 	})
@@ -676,12 +605,14 @@ func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 	return nil
 }
 
+// scanCount is HSCAN's COUNT when a register copy loads.
+const scanCount = 10000
+
 // loadRegister builds the copy of register generation v aside and swaps
-// it in whole, when v is still the current generation: the ACNs of its
-// ids strings (each read whole), its odd ACNs and its other ABNs (abn).
+// it in whole if v is still current.
 func (c *ScreenCopy) loadRegister(ctx context.Context, v string) error {
 	s := c.s
-	b := newRegBuilder()
+	var b regBuilder
 	if v != "" {
 		parts, err := s.rdb.SMembers(ctx, s.key(regKey, v, "idparts")).Result()
 		if err != nil {
@@ -698,40 +629,32 @@ func (c *ScreenCopy) loadRegister(ctx context.Context, v string) error {
 			}
 			b.idsPart(uint32(n), bits)
 		}
-		if err := hscan(ctx, s, s.key(regKey, v, "odd"), func(acn, named string) { b.entry(acn, named == "1") }); err != nil {
-			return err
-		}
-		if err := hscan(ctx, s, s.key(regKey, v, "abn"), b.abn); err != nil {
-			return err
+		for part, each := range map[string]func(field, value string){"odd": func(acn, named string) { b.entry(acn, named == "1") }, "abn": b.abn} {
+			for cursor := uint64(0); ; {
+				kv, next, err := s.rdb.HScan(ctx, s.key(regKey, v, part), cursor, "", scanCount).Result()
+				if err != nil {
+					return s.fail("load the screen copy", err)
+				}
+				for i := 0; i+1 < len(kv); i += 2 {
+					each(kv[i], kv[i+1]) // HSCAN may return a field twice
+				}
+				if cursor = next; cursor == 0 {
+					break
+				}
+			}
 		}
 	}
 	r := b.build(v)
+	if r == nil { // screens read this generation from Redis
+		c.refused = v
+		return nil
+	}
 	cur, err := s.rdb.Get(ctx, s.key(regKey, "v")).Result()
 	if err != nil && err != redis.Nil {
 		return s.fail("load the screen copy", err)
 	}
-	if cur != v {
-		return nil // replaced meanwhile: the next refresh loads the new one
+	if cur == v { // else replaced meanwhile: the next refresh loads the new one
+		c.reg.Store(r)
 	}
-	c.reg.Store(r)
 	return nil
-}
-
-// hscan calls each for every field and value of a hash (a field may come
-// twice).
-func hscan(ctx context.Context, s *Store, key string, each func(field, value string)) error {
-	var cursor uint64
-	for {
-		kv, next, err := s.rdb.HScan(ctx, key, cursor, "", scanCount).Result()
-		if err != nil {
-			return s.fail("load the screen copy", err)
-		}
-		for i := 0; i+1 < len(kv); i += 2 {
-			each(kv[i], kv[i+1])
-		}
-		if next == 0 {
-			return nil
-		}
-		cursor = next
-	}
 }

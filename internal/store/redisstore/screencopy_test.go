@@ -301,10 +301,9 @@ func TestScreenCopyNotLoadedReadsRedis(t *testing.T) {
 	// Wait (for a condition, not a time) until the background load has
 	// made the copy current; a screen before that reads Redis.
 	for i := 0; ; i++ {
-		if err := cp.lockLoad(ctx); err != nil { // held by a load under way: the wait
+		if err := cp.load(ctx, func() error { return nil }); err != nil { // the token is held by a load under way: the wait
 			t.Fatal(err)
 		}
-		cp.unlockLoad()
 		_, fromRedis := cp.Counts()
 		got, err := r.Screen(ctx, ids, noFilter())
 		if err != nil {
@@ -573,4 +572,41 @@ func twoCompanies(t *testing.T) (fixture, composite) {
 		notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"},
 		notice.RegisterRow{CompanyName: "TWO PTY LTD", ACN: acn(2), ABN: "51" + acn(2), CurrentNameIndicator: "Y"})
 	return f, c
+}
+
+// TestScreenCopyOddRegister: a register generation holding an ACN not of
+// nine digits (ingest refuses them; RegisterLoad.Add takes them) is not
+// copied: a replica whose screens wait for the register copy reads that
+// generation from Redis instead, answering as a store without the copy,
+// and notes the generation so as not to load it at each refresh.
+func TestScreenCopyOddRegister(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	c := composite{notices: f.notices, rs: f.rs}
+	commitRegister(t, c, notice.RegisterRow{CompanyName: "ONE PTY LTD", ACN: acn(1), ABN: "51" + acn(1), CurrentNameIndicator: "Y"},
+		notice.RegisterRow{CompanyName: "ODD PTY LTD", ACN: "12345", ABN: "51" + acn(2), CurrentNameIndicator: "Y"})
+	if _, err := c.UpsertNotices(ctx, []notice.Notice{genNotice(t, copyTmpl, "ODD", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	r := f.sameNamespace(t, Options{ScreenCopy: true, ScreenCopyWait: true})
+	ids := idsOf(t, acn(1), "51"+acn(1), "51"+acn(2), acn(3))
+	want, err := f.rs.Screen(ctx, ids, noFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		got, err := r.Screen(ctx, ids, noFilter())
+		if err != nil {
+			t.Fatalf("screen %d: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, want) || got.Counts.Matched != 2 || got.Counts.Unmatched != 1 {
+			t.Fatalf("screen %d:\ngot  %+v\nwant %+v", i, got, want)
+		}
+		if fromCopy, fromRedis := r.ScreenCopy().Counts(); fromCopy != 0 || fromRedis != int64(i+1) {
+			t.Fatalf("screen %d: %d from the copy, %d from Redis; want every one from Redis", i, fromCopy, fromRedis)
+		}
+	}
+	if r.ScreenCopy().refused == "" || r.ScreenCopy().reg.Load() != nil {
+		t.Fatal("the odd generation was not refused")
+	}
 }

@@ -9,25 +9,19 @@ import (
 )
 
 // summarySlab holds the notice summaries of a screen copy by seq without
-// a string, map entry or pointer per notice: each summary is encoded into
-// a chunk of bytes, and a seq's location is one uint64 of a slice indexed
-// by seq (publog hands seqs out densely from 1).
-//
-// An encoded summary is a uvarint naming its combination of coded fields
-// in tuples (seven codes into dict: published date, type, code, purpose,
-// state, status, and the appointment type plus one, 0 for none), then
-// five length-prefixed strings (id, published instant, acn, abn, company
-// name; an empty acn or abn is none). About 90 bytes a notice
-// (BenchmarkScreenCopySize). Beside each seq's location, tupleOf holds its
-// combination, so a screen decides a seq's filters without reading it.
+// a string, map entry or pointer per notice (docs/redis.md, "The notices"):
+// each is encoded into a chunk as a uvarint naming its combination of
+// coded fields in tuples (seven codes into dict: published date, type,
+// code, purpose, state, status, and the appointment type plus one, 0 for
+// none), then the five strings of a summary, each length-prefixed.
 //
 // Chunks are append-only: a summary replaced or removed only counts as
-// dead, and when more than half the bytes are dead a compaction copies the
-// live ones into new chunks. So strings decoded from a chunk (aliasing it)
-// stay valid after the lock guarding the slab is released.
+// dead, and once most bytes are dead the live ones are copied into new
+// chunks. So strings decoded from a chunk (aliasing it) stay valid after
+// the lock guarding the slab is released.
 type summarySlab struct {
-	dense   []uint64 // seq -> location, 0 for none
-	tupleOf []uint32 // seq -> its tuple
+	dense   []uint64 // seq (publog hands them out densely) -> location: chunk+1 <<32 | offset, 0 for none
+	tupleOf []uint32 // seq -> its tuple: a screen decides a seq's filters without reading it
 	chunks  [][]byte
 	live    int // bytes of the summaries held
 	dead    int // bytes of replaced or removed summaries
@@ -41,28 +35,13 @@ type summarySlab struct {
 // own).
 const chunkSize = 1 << 22
 
-// loc packs a chunk index and an offset into it; 0 is no summary.
 func loc(chunk, off int) uint64 { return uint64(chunk+1)<<32 | uint64(off) }
 
-func unloc(l uint64) (chunk, off int) { return int(l>>32) - 1, int(uint32(l)) }
-
-// where returns seq's location (0 for none).
 func (s *summarySlab) where(seq int64) uint64 {
 	if seq >= 0 && seq < int64(len(s.dense)) {
 		return s.dense[seq]
 	}
 	return 0
-}
-
-// setWhere records seq's location, first growing the dense range (at
-// least twofold) to hold it.
-func (s *summarySlab) setWhere(seq int64, l uint64) {
-	if seq >= int64(len(s.dense)) {
-		more := max(seq+1, 2*int64(len(s.dense))) - int64(len(s.dense))
-		s.dense = append(s.dense, make([]uint64, more)...)
-		s.tupleOf = append(s.tupleOf, make([]uint32, more)...)
-	}
-	s.dense[seq] = l
 }
 
 // intern returns v's number in list (its index), adding it when new.
@@ -79,8 +58,9 @@ func intern[K comparable](ix *map[K]uint64, list *[]K, v K) uint64 {
 	return c
 }
 
-// encode appends n's summary to b and returns its tuple.
-func (s *summarySlab) encode(b []byte, n *notice.Notice) ([]byte, uint64) {
+// put sets seq's summary (replacing any).
+func (s *summarySlab) put(seq int64, n *notice.Notice) {
+	s.remove(seq)
 	code := func(v string) uint64 { return intern(&s.dictIx, &s.dict, v) }
 	app := uint64(0)
 	if n.AppointmentType != nil {
@@ -88,23 +68,20 @@ func (s *summarySlab) encode(b []byte, n *notice.Notice) ([]byte, uint64) {
 	}
 	t := intern(&s.tupleIx, &s.tuples, [7]uint64{code(n.PublishedDate), code(n.NoticeType), code(n.NoticeCode),
 		code(n.NoticePurpose), code(n.State), code(n.Status), app})
-	b = binary.AppendUvarint(b, t)
+	var buf [256]byte
+	enc := binary.AppendUvarint(buf[:0], t)
 	id := publog.Idents(n)
 	for _, v := range [5]string{n.ID, n.PublishedAt, id[0], id[1], n.CompanyName} {
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
+		enc = binary.AppendUvarint(enc, uint64(len(v)))
+		enc = append(enc, v...)
 	}
-	return b, t
-}
-
-// put sets seq's summary (replacing any).
-func (s *summarySlab) put(seq int64, n *notice.Notice) {
-	s.remove(seq)
-	var buf [256]byte
-	enc, t := s.encode(buf[:0], n)
-	s.setWhere(seq, loc(appendChunk(&s.chunks, enc)))
+	if seq >= int64(len(s.dense)) { // grow the dense range, at least twofold
+		more := max(seq+1, 2*int64(len(s.dense))) - int64(len(s.dense))
+		s.dense = append(s.dense, make([]uint64, more)...)
+		s.tupleOf = append(s.tupleOf, make([]uint32, more)...)
+	}
+	s.dense[seq], s.tupleOf[seq] = loc(appendChunk(&s.chunks, enc)), uint32(t)
 	s.live += len(enc)
-	s.tupleOf[seq] = uint32(t)
 }
 
 // appendChunk appends b to the last of chunks (a new chunk when it is
@@ -120,54 +97,63 @@ func appendChunk[B []byte | string](chunks *[][]byte, b B) (chunk, off int) {
 	return last, off
 }
 
-// remove drops seq's summary, if any, compacting the chunks when most of
-// their bytes are dead.
-func (s *summarySlab) remove(seq int64) {
+// remove drops seq's summary, if any, and returns its acn and abn ("" for
+// none), compacting the chunks when most of their bytes are dead.
+func (s *summarySlab) remove(seq int64) [2]string {
 	l := s.where(seq)
 	if l == 0 {
-		return
+		return [2]string{}
 	}
-	r := s.reader(l)
-	size := r.skip()
-	s.setWhere(seq, 0)
-	s.live -= size
-	s.dead += size
+	r := read(s.chunks, l)
+	s.dense[seq] = 0
+	s.live -= len(r.enc)
+	s.dead += len(r.enc)
 	if s.dead > s.live && s.dead > chunkSize {
-		s.compact()
-	}
-}
-
-// compact copies the live summaries into new chunks. The old chunks are
-// left as they are for whoever still holds strings decoded from them.
-func (s *summarySlab) compact() {
-	old := s.chunks
-	s.chunks, s.live, s.dead = nil, 0, 0
-	move := func(l uint64) uint64 {
-		chunk, off := unloc(l)
-		r := summaryReader{b: old[chunk], pos: off}
-		enc := r.b[off : off+r.skip()]
-		s.live += len(enc)
-		return loc(appendChunk(&s.chunks, enc))
-	}
-	for q, l := range s.dense {
-		if l != 0 {
-			s.dense[q] = move(l)
+		// The old chunks stay as they are for whoever still holds
+		// strings decoded from them.
+		old := s.chunks
+		s.chunks, s.live, s.dead = nil, 0, 0
+		for q, l := range s.dense {
+			if l != 0 {
+				enc := read(old, l).enc
+				s.dense[q] = loc(appendChunk(&s.chunks, enc))
+				s.live += len(enc)
+			}
 		}
 	}
+	return [2]string{r.str[2], r.str[3]}
 }
 
-// idents returns the acn and abn of seq's summary ("" when absent) and
-// whether it has one.
-func (s *summarySlab) idents(seq int64) ([2]string, bool) {
-	l := s.where(seq)
-	if l == 0 {
-		return [2]string{}, false
+// summary is one encoded summary read: its tuple, its strings (id,
+// published instant, acn, abn, company name) and its bytes, aliasing its
+// chunk (never changed once written).
+type summary struct {
+	tuple uint64
+	str   [5]string
+	enc   []byte
+}
+
+// read reads the summary at location l (not 0) of chunks.
+func read(chunks [][]byte, l uint64) (s summary) {
+	b, pos := chunks[l>>32-1], int(uint32(l))
+	next := func() int {
+		if c := b[pos]; c < 0x80 { // one byte: nearly every code and length
+			pos++
+			return int(c)
+		}
+		v, n := binary.Uvarint(b[pos:])
+		pos += n
+		return int(v)
 	}
-	r := s.reader(l)
-	r.uvarint()
-	r.str()
-	r.str()
-	return [2]string{r.str(), r.str()}, true
+	s.tuple = uint64(next())
+	for i := range s.str {
+		if n := next(); n > 0 {
+			s.str[i] = unsafe.String(&b[pos], n)
+			pos += n
+		}
+	}
+	s.enc = b[int(uint32(l)):pos]
+	return s
 }
 
 // decode decodes seq's summary into n, which must be the zero Notice
@@ -180,33 +166,17 @@ func (s *summarySlab) decode(seq int64, n *notice.Notice, ptrs *[3]string) bool 
 	if l == 0 {
 		return false
 	}
-	r := s.reader(l)
+	r := read(s.chunks, l)
 	n.Seq = seq
-	s.decodeCodes(s.tuples[r.uvarint()], n, &ptrs[0])
-	n.ID, n.PublishedAt = r.str(), r.str()
-	if ptrs[1] = r.str(); ptrs[1] != "" {
+	s.decodeCodes(s.tuples[r.tuple], n, &ptrs[0])
+	n.ID, n.PublishedAt, n.CompanyName = r.str[0], r.str[1], r.str[4]
+	if ptrs[1] = r.str[2]; ptrs[1] != "" {
 		n.ACN = &ptrs[1]
 	}
-	if ptrs[2] = r.str(); ptrs[2] != "" {
+	if ptrs[2] = r.str[3]; ptrs[2] != "" {
 		n.ABN = &ptrs[2]
 	}
-	n.CompanyName = r.str()
 	return true
-}
-
-// decodeLatest decodes seq's summary, which must exist, into l (a match's
-// latest notice); l's strings point into the slab's chunks.
-func (s *summarySlab) decodeLatest(seq int64, l *summaryLatest) {
-	r := s.reader(s.where(seq))
-	c := &s.tuples[r.uvarint()]
-	l.Seq = seq
-	l.PublishedDate, l.NoticeType, l.NoticePurpose = s.dict[c[0]], s.dict[c[1]], s.dict[c[3]]
-	if c[6] != 0 {
-		l.app, l.hasApp = s.dict[c[6]-1], true
-	}
-	l.ID = r.str()
-	r.pos += int(r.uvarint()) // the published instant
-	l.acn, l.abn, l.companyName = r.str(), r.str(), r.str()
 }
 
 // decodeCodes sets n's coded fields from codes (as a summary holds
@@ -218,77 +188,4 @@ func (s *summarySlab) decodeCodes(c [7]uint64, n *notice.Notice, app *string) {
 		*app = s.dict[c[6]-1]
 		n.AppointmentType = app
 	}
-}
-
-// tupleAt returns the tuple of seq's summary (false: none).
-func (s *summarySlab) tupleAt(seq int64) (uint64, bool) {
-	if s.where(seq) == 0 {
-		return 0, false
-	}
-	return uint64(s.tupleOf[seq]), true
-}
-
-// purpose returns the notice purpose of seq's summary ("" for none).
-func (s *summarySlab) purpose(seq int64) string {
-	t, ok := s.tupleAt(seq)
-	if !ok {
-		return ""
-	}
-	return s.dict[s.tuples[t][3]]
-}
-
-// publishedAt returns the published instant of seq's summary ("" for
-// none).
-func (s *summarySlab) publishedAt(seq int64) string {
-	l := s.where(seq)
-	if l == 0 {
-		return ""
-	}
-	r := s.reader(l)
-	r.uvarint()
-	r.str() // id
-	return r.str()
-}
-
-func (s *summarySlab) reader(l uint64) summaryReader {
-	chunk, off := unloc(l)
-	return summaryReader{b: s.chunks[chunk], pos: off}
-}
-
-// summaryReader reads one encoded summary.
-type summaryReader struct {
-	b   []byte
-	pos int
-}
-
-func (r *summaryReader) uvarint() uint64 {
-	if c := r.b[r.pos]; c < 0x80 { // one byte: nearly every code and length
-		r.pos++
-		return uint64(c)
-	}
-	v, n := binary.Uvarint(r.b[r.pos:])
-	r.pos += n
-	return v
-}
-
-// str returns the next string, aliasing the chunk (never changed once
-// written).
-func (r *summaryReader) str() string {
-	n := int(r.uvarint())
-	if n == 0 {
-		return ""
-	}
-	v := unsafe.String(&r.b[r.pos], n)
-	r.pos += n
-	return v
-}
-
-// skip reads past the whole summary and returns its size.
-func (r *summaryReader) skip() int {
-	start := r.pos
-	r.uvarint()
-	for range 5 {
-		r.pos += int(r.uvarint())
-	}
-	return r.pos - start
 }

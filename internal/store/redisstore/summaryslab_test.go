@@ -34,12 +34,11 @@ func slabHas(t *testing.T, s *summarySlab, seq int64, want notice.Notice) {
 		t.Fatalf("seq %d decoded as\n%+v\nwant\n%+v", seq, got, w)
 	}
 	// The tuple kept beside the location is the summary's own.
-	r := s.reader(s.where(seq))
-	if tp, ok := s.tupleAt(seq); !ok || tp != r.uvarint() {
-		t.Fatalf("seq %d: tupleAt %d, %v disagrees with its summary", seq, tp, ok)
+	if tp := s.tupleOf[seq]; uint64(tp) != read(s.chunks, s.where(seq)).tuple {
+		t.Fatalf("seq %d: tupleOf %d disagrees with its summary", seq, tp)
 	}
-	if s.publishedAt(seq) != got.PublishedAt {
-		t.Fatalf("seq %d: publishedAt %q, want %q", seq, s.publishedAt(seq), got.PublishedAt)
+	if at := read(s.chunks, s.where(seq)).str[1]; at != got.PublishedAt {
+		t.Fatalf("seq %d: published instant %q, want %q", seq, at, got.PublishedAt)
 	}
 }
 
@@ -101,8 +100,8 @@ func TestSummarySlab(t *testing.T) {
 	if s.decode(3, &none, &ptrs) {
 		t.Fatal("a removed seq decoded")
 	}
-	if _, ok := s.idents(3); ok {
-		t.Fatal("a removed seq has identifiers")
+	if got := s.remove(3); got != ([2]string{}) {
+		t.Fatalf("a removed seq removed again has identifiers %v", got)
 	}
 	if n := slabCount(&s); n != len(want) {
 		t.Fatalf("count %d, want %d", n, len(want))
@@ -130,9 +129,11 @@ func TestSummarySlab(t *testing.T) {
 	}
 	for seq, n := range want {
 		slabHas(t, &s, seq, n)
-		id := publog.Idents(&n)
-		if got, ok := s.idents(seq); !ok || got != id {
-			t.Fatalf("seq %d: identifiers %v, want %v", seq, got, id)
+		if got, id := s.remove(seq), publog.Idents(&n); got != id {
+			t.Fatalf("seq %d: removed with identifiers %v, want %v", seq, got, id)
 		}
+	}
+	if n := slabCount(&s); n != 0 {
+		t.Fatalf("%d summaries left after removing every one", n)
 	}
 }
