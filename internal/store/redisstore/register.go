@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -14,42 +13,21 @@ import (
 	"github.com/noticesd/noticesd/internal/store"
 )
 
-// Register keys, one generation per load (<v> from reg:next). The register
-// itself (names, status, former names) is in the notice store
-// (Elasticsearch): Redis keeps only the identifier sets the bulk screen and
-// watch matching read, compactly:
-//
-//	reg:v                the generation readers use
-//	reg:<v>:ids:<b>      string: 2 bits per ACN (BITFIELD u2 #<slot>), for the
-//	                     ACNs of nine digits with a valid check digit whose
-//	                     first eight digits, as a number, are b*65000 + slot:
-//	                     bit 1 named (its current name is not empty), bit 0
-//	                     formed (one of its ABNs is formedABN of it)
-//	reg:<v>:idparts      set of the b of every ids string written
-//	reg:<v>:acnabn       hash ACN -> its ABNs but the formed one (comma-joined, file order)
-//	reg:<v>:abn          hash ABN -> its ACNs but the one it is formed of (comma-joined, file order)
-//	reg:<v>:odd          hash ACN -> "1" named or "0", for ACNs not of that form
-//
-// Nearly every register company has the ABN formed of its ACN (the
-// smallest two-digit prefix that makes the two a valid ABN) or none, so a
-// national register (the ACNs issued to date span about 70,000,000 slots)
-// costs about 22 MiB of ids strings and small hashes: 5.8 bytes a row of
-// the 4,000,000-row sample register (BenchmarkRegisterBytesPerRow). An ABN is normally held by one ACN's
-// rows, but the register may give one ABN to rows of several ACNs (and
-// one ACN several ABNs): every one is kept, so the screen and watch match
-// keys use all of them, as the embedded store does.
-//
-// A load writes a new generation and Commit switches reg:v in one step; the
-// old generation expires after oldRegisterTTL, so a screen that read the
-// old version finishes on consistent data. Until its Commit a generation's
-// keys expire loadingRegisterTTL after the last Add that wrote them, so a
-// load that was killed leaves nothing behind for long; Commit makes them
-// persistent.
+// The register's identifier sets, one generation per load (<v> from
+// reg:next): reg:<v>:ids:<b> strings of 2 bits per ACN (named, formed),
+// their b in reg:<v>:idparts, and the hashes acnabn, abn and odd for what
+// the bits cannot say (docs/redis.md, key table and "Register and notice
+// sets"). The names are in the notice store. A load's keys expire
+// loadingRegisterTTL after its last Add until Commit switches reg:v and
+// makes them persistent; the old generation expires oldRegisterTTL later,
+// so a screen that read it finishes on consistent data.
 
 const (
 	oldRegisterTTL     = 600   // seconds
 	loadingRegisterTTL = 86400 // seconds
 )
+
+var _ store.RegisterLoad = (*RegisterLoad)(nil)
 
 // RegisterLoad is a register replacement in progress. It implements
 // store.RegisterLoad.
@@ -61,7 +39,7 @@ type RegisterLoad struct {
 	// (regpending.go); its switch then checks that it still is.
 	marked bool
 	// acns marks what this load has read and written of each ACN of the
-	// ids strings (by its slot), oddACNs of the others: see the marks.
+	// ids strings (by its slot), oddACNs of the others.
 	acns    map[uint32]uint8
 	oddACNs map[string]uint8
 	// abns are the ABNs whose field of abn this load has written.
@@ -70,16 +48,17 @@ type RegisterLoad struct {
 	parts map[uint32]struct{}
 }
 
-// The marks of RegisterLoad.acns.
+// The marks of RegisterLoad.acns. The low two bits are the ACN's ids code
+// (named<<1 | formed) as read so far, the next two the code written.
 const (
-	acnSeen          uint8 = 1 << iota // a row of the ACN was read (its first row names it unless a current row comes)
-	acnCurrent                         // its first current row was read: its name is decided
-	acnNamedBit                        // the name decided so far is not empty
-	acnFormedBit                       // its formed ABN was read
-	acnPaired                          // its field of acnabn exists
-	acnWritten                         // its ids entry (or odd field) was written ...
-	acnWrittenNamed                    // ... with named set
-	acnWrittenFormed                   // ... with formed set
+	acnFormedBit uint8 = 1 << iota // its formed ABN was read
+	acnNamedBit                    // the name decided so far is not empty
+	_                              // the code written (acnWritten set) ...
+	_
+	acnWritten // its ids entry (or odd field) was written
+	acnSeen    // a row of the ACN was read (its first row names it unless a current row comes)
+	acnCurrent // its first current row was read: its name is decided
+	acnPaired  // its field of acnabn exists
 )
 
 // slotsPerPart is how many ACN slots one ids string holds (2 bits each:
@@ -133,8 +112,6 @@ func formedOf(abn string) (string, bool) {
 	return abn[2:], true
 }
 
-var _ store.RegisterLoad = (*RegisterLoad)(nil)
-
 // The parts of a register generation (regKeys), but its ids strings.
 var regParts = []string{"idparts", "acnabn", "abn", "odd"}
 
@@ -144,9 +121,8 @@ func (s *Store) idsKey(v string, b uint32) string {
 }
 
 // regKeys returns the keys of register generation v: its parts, its ids
-// strings (read from reg:<v>:idparts) and the names hash of the layout
-// before (reg:<v>:name), so a generation an older version loaded goes
-// whole.
+// strings (read from reg:<v>:idparts) and, for a generation an older
+// version loaded (an upgrade path only), its names hash reg:<v>:name.
 func (s *Store) regKeys(ctx context.Context, v string) ([]string, error) {
 	bs, err := s.rdb.SMembers(ctx, s.key(regKey, v, "idparts")).Result()
 	if err != nil {
@@ -197,16 +173,11 @@ func (l *RegisterLoad) mark(acn string) (uint8, func(uint8)) {
 
 // Add writes rows into the new generation: whether each ACN is named (its
 // first row marked current, else its first row, has a name, as the
-// embedded store and the company view name it), whether it holds its
-// formed ABN, and every other ACN <-> ABN pair.
-//
-// The load remembers what it read and wrote of each ACN (l.acns), so an
-// ACN's ids entry is written only when it changes, usually once (one
-// BITFIELD for the batch's entries of each ids string). A pair whose field
-// (the ACN's in acnabn, the ABN's in abn) this load has not written yet
-// starts the field's list with a multi-field HSET; the rest (an ACN's
-// second ABN, an ABN of several ACNs, a pair repeated in a later batch) go
-// through addPairsScript, which appends a value its list lacks.
+// embedded store names it), whether it holds its formed ABN, and every
+// other ACN <-> ABN pair. An ACN's ids entry is written only when its code
+// changes (the marks); a pair starts its field's list with a multi-field
+// HSET when the load has not written that field yet, else goes through
+// addPairsScript (docs/redis.md, "Write path").
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	s := l.s
 	acnabn, abn, odd := s.key(regKey, l.v, "acnabn"), s.key(regKey, l.v, "abn"), s.key(regKey, l.v, "odd")
@@ -219,16 +190,11 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 			continue
 		}
 		m, keep := l.mark(r.ACN)
-		switch {
-		case m&acnCurrent != 0:
-			// Its name is decided.
-		case r.IsCurrent():
-			m = (m | acnCurrent | acnSeen) &^ acnNamedBit
-			if r.CompanyName != "" {
-				m |= acnNamedBit
+		if cur := r.IsCurrent(); m&acnCurrent == 0 && (cur || m&acnSeen == 0) {
+			m = (m | acnSeen) &^ acnNamedBit
+			if cur {
+				m |= acnCurrent
 			}
-		case m&acnSeen == 0:
-			m |= acnSeen
 			if r.CompanyName != "" {
 				m |= acnNamedBit
 			}
@@ -253,23 +219,13 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 				}
 			}
 		}
-		named, formed := m&acnNamedBit != 0, m&acnFormedBit != 0
-		if m&acnWritten == 0 || named != (m&acnWrittenNamed != 0) || formed != (m&acnWrittenFormed != 0) {
-			m = (m | acnWritten) &^ (acnWrittenNamed | acnWrittenFormed)
-			code := 0
-			if named {
-				m |= acnWrittenNamed
-				code |= 2
-			}
-			if formed {
-				m |= acnWrittenFormed
-				code |= 1
-			}
+		if code := m & 3; m&acnWritten == 0 || m>>2&3 != code {
+			m = m&^(3<<2) | code<<2 | acnWritten
 			if numeric {
 				b := slot / slotsPerPart
 				bitfields[b] = append(bitfields[b], "SET", "u2", "#"+strconv.FormatUint(uint64(slot%slotsPerPart), 10), code)
 			} else {
-				oddFields = append(oddFields, r.ACN, strconv.Itoa(code>>1))
+				oddFields = append(oddFields, r.ACN, strconv.Itoa(int(code>>1)))
 			}
 		}
 		keep(m)
@@ -342,16 +298,13 @@ func primaryACN(abn string, acns []string) string {
 
 // switchRegisterScript makes generation ARGV[1] the one readers use (its
 // keys persistent) and lets the old one, ARGV[2] ("" for none), expire. It
-// answers "moved" without changing anything when reg:v no longer names the
-// old generation (read just before: the caller reads it again and
-// retries), and "stale" when ARGV[4] is "1" (the load wrote the pending
-// marker) and the marker no longer names ARGV[1]: the load's lease lapsed
-// and CompleteRegister dropped its generation, or a newer load took over.
-// A generation readers use already is switched to again harmlessly.
-// KEYS: reg:v, reg:pending, the new generation's keys (regKeys), then
-// the old one's (none when ARGV[2] is ""). ARGV: the generation, the old
-// one, the old one's TTL, "1" when marked, the number of the new
-// generation's keys.
+// answers "moved" when reg:v no longer names the old generation (the
+// caller reads it again), and "stale" when the load is marked (ARGV[4]
+// "1") and the marker no longer names ARGV[1]: its lease lapsed and
+// CompleteRegister dropped it, or a newer load took over. KEYS: reg:v,
+// reg:pending, the new generation's keys (regKeys), then the old one's.
+// ARGV: the generation, the old one, its TTL, marked, the number of the
+// new generation's keys.
 var switchRegisterScript = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1]) or ''
 if cur ~= ARGV[2] then return 'moved' end
@@ -369,10 +322,6 @@ for i = 3 + n, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
 return 'ok'
 `)
 
-// errStaleGeneration is a switch refused because the load's generation is
-// no longer the pending one.
-var errStaleGeneration = errors.New("the register load's generation is no longer the pending one")
-
 // Commit switches readers to the new generation in one step, then brings
 // the watches' match keys up to date with it (RefreshWatchKeys).
 func (l *RegisterLoad) Commit(ctx context.Context) error {
@@ -389,10 +338,6 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 // whose generation is no longer the pending one is refused.
 func (l *RegisterLoad) switchTo(ctx context.Context) error {
 	s := l.s
-	marked := "0"
-	if l.marked {
-		marked = "1"
-	}
 	for try := 0; ; try++ {
 		old, err := s.rdb.Get(ctx, s.key(regKey, "v")).Result()
 		if err != nil && err != redis.Nil {
@@ -410,7 +355,7 @@ func (l *RegisterLoad) switchTo(ctx context.Context) error {
 			}
 			keys = append(keys, oldKeys...)
 		}
-		how, err := switchRegisterScript.Run(ctx, s.rdb, keys, l.v, old, oldRegisterTTL, marked, len(gen)).Text()
+		how, err := switchRegisterScript.Run(ctx, s.rdb, keys, l.v, old, oldRegisterTTL, boolArg(l.marked), len(gen)).Text()
 		if err != nil {
 			return s.fail("switch register", err)
 		}
@@ -593,25 +538,23 @@ func queueHMGet(ctx context.Context, p redis.Pipeliner, key string, fields []str
 	}
 }
 
-// companies reads the entries of acns in one round trip per roundTrip
-// ACNs.
+// companies reads the entries of acns, roundTrip ACNs a round trip.
 func (r register) companies(ctx context.Context, acns []string) ([]regCompany, error) {
-	return inRoundTrips(ctx, r.s, acns, func(p redis.Pipeliner, part []string) func() []regCompany {
+	return inRoundTrips(ctx, r.s, "read the register", acns, func(p redis.Pipeliner, part []string) func() []regCompany {
 		return r.queueCompanies(ctx, p, part)
 	})
 }
 
-// acnsOf reads the register ACNs of abns in one round trip per roundTrip
-// ABNs.
+// acnsOf reads the register ACNs of abns, roundTrip ABNs a round trip.
 func (r register) acnsOf(ctx context.Context, abns []string) ([][]string, error) {
-	return inRoundTrips(ctx, r.s, abns, func(p redis.Pipeliner, part []string) func() [][]string {
+	return inRoundTrips(ctx, r.s, "read the register", abns, func(p redis.Pipeliner, part []string) func() [][]string {
 		return r.queueACNsOf(ctx, p, part)
 	})
 }
 
 // inRoundTrips runs queue's reads of ids in one pipeline per roundTrip of
 // them and returns their answers, in order.
-func inRoundTrips[T any](ctx context.Context, s *Store, ids []string, queue func(p redis.Pipeliner, part []string) func() []T) ([]T, error) {
+func inRoundTrips[T any](ctx context.Context, s *Store, what string, ids []string, queue func(p redis.Pipeliner, part []string) func() []T) ([]T, error) {
 	out := make([]T, 0, len(ids))
 	for lo := 0; lo < len(ids); lo += roundTrip {
 		var got func() []T
@@ -620,22 +563,11 @@ func inRoundTrips[T any](ctx context.Context, s *Store, ids []string, queue func
 			return nil
 		})
 		if err != nil {
-			return nil, s.fail("read the register", err)
+			return nil, s.fail(what, err)
 		}
 		out = append(out, got()...)
 	}
 	return out, nil
-}
-
-// RegisterACNsOf returns the register ACNs of each of abns in the current
-// generation (nil for none): what watch matching resolves a notice's ABN
-// to.
-func (s *Store) RegisterACNsOf(ctx context.Context, abns []string) ([][]string, error) {
-	reg, err := s.currentRegister(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return reg.acnsOf(ctx, abns)
 }
 
 // batch is the most fields or members of one command; roundTrip the most
@@ -650,26 +582,9 @@ const (
 // hmget is HMGET over any number of fields: batch fields a command,
 // roundTrip fields a pipeline.
 func (s *Store) hmget(ctx context.Context, key string, fields []string) ([]string, error) {
-	out := make([]string, 0, len(fields))
-	for lo := 0; lo < len(fields); lo += roundTrip {
-		part := fields[lo:min(lo+roundTrip, len(fields))]
-		var cmds []*redis.SliceCmd
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := 0; i < len(part); i += batch {
-				cmds = append(cmds, p.HMGet(ctx, key, part[i:min(i+batch, len(part))]...))
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, s.fail("read stored records", err)
-		}
-		for _, c := range cmds {
-			for _, v := range c.Val() {
-				out = append(out, str(v))
-			}
-		}
-	}
-	return out, nil
+	return inRoundTrips(ctx, s, "read stored records", fields, func(p redis.Pipeliner, part []string) func() []string {
+		return queueHMGet(ctx, p, key, part)
+	})
 }
 
 // RegisterNamer is a notice source that holds the register's names (the
