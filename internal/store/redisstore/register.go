@@ -249,6 +249,9 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 				p.HSet(ctx, w.key, w.fields[lo:min(lo+2*batch, len(w.fields))]...)
 			}
 		}
+		for _, part := range regParts {
+			p.Expire(ctx, s.key(regKey, l.v, part), loadingRegisterTTL*time.Second)
+		}
 		return nil
 	})
 	if err != nil {
@@ -267,13 +270,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 			}
 		}
 	}
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, part := range regParts {
-			p.Expire(ctx, s.key(regKey, l.v, part), loadingRegisterTTL*time.Second)
-		}
-		return nil
-	})
-	return s.fail("write register rows", err)
+	return nil
 }
 
 // primaryACN is the ACN an ABN resolves to among acns (its register ACNs),
@@ -474,8 +471,8 @@ func (r register) queueACNsOf(ctx context.Context, p redis.Pipeliner, abns []str
 	}
 }
 
-// queueCodes adds to p the reads of the ids entries of acns (one
-// BITFIELD_RO per ids string and batch) and returns the function that
+// queueCodes adds to p the reads of the ids entries of acns (BITFIELD_RO
+// of up to batch entries of one ids string) and returns the function that
 // gives each ACN's code (named<<1 | formed; 0 for an ACN without a slot)
 // once p has run.
 func (r register) queueCodes(ctx context.Context, p redis.Pipeliner, acns []string) func() []int64 {
@@ -483,30 +480,20 @@ func (r register) queueCodes(ctx context.Context, p redis.Pipeliner, acns []stri
 		cmd *redis.IntSliceCmd
 		at  []int
 	}
-	var reads []read
-	byPart := map[uint32]int{} // b -> the read under way for it
-	ops := map[uint32][]any{}
+	at, ops := map[uint32][]int{}, map[uint32][]any{} // by ids string b
 	for i, a := range acns {
-		slot, ok := regSlot(a)
-		if !ok {
-			continue
+		if slot, ok := regSlot(a); ok {
+			b := slot / slotsPerPart
+			at[b] = append(at[b], i)
+			ops[b] = append(ops[b], "u2", "#"+strconv.FormatUint(uint64(slot%slotsPerPart), 10))
 		}
-		b := slot / slotsPerPart
-		k, ok := byPart[b]
-		if !ok || len(reads[k].at) == batch {
-			if ok {
-				reads[k].cmd = p.BitFieldRO(ctx, r.s.idsKey(r.v, b), ops[b]...)
-			}
-			k = len(reads)
-			byPart[b] = k
-			reads = append(reads, read{})
-			ops[b] = nil
-		}
-		reads[k].at = append(reads[k].at, i)
-		ops[b] = append(ops[b], "u2", "#"+strconv.FormatUint(uint64(slot%slotsPerPart), 10))
 	}
-	for b, k := range byPart {
-		reads[k].cmd = p.BitFieldRO(ctx, r.s.idsKey(r.v, b), ops[b]...)
+	var reads []read
+	for b, is := range at {
+		for lo := 0; lo < len(is); lo += batch {
+			hi := min(lo+batch, len(is))
+			reads = append(reads, read{p.BitFieldRO(ctx, r.s.idsKey(r.v, b), ops[b][2*lo:2*hi]...), is[lo:hi]})
+		}
 	}
 	return func() []int64 {
 		out := make([]int64, len(acns))
