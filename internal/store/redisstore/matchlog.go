@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -77,8 +78,8 @@ func (s *Store) backfillKeys(ctx context.Context, id string, keys []string, f no
 	return nil
 }
 
-// backfill fills a new watch's log up to the arrival watermark and
-// returns that watermark (the watch's a0 once its create finishes).
+// backfill fills a watch's log up to the published seq and returns it (a
+// new watch's a0 once its create finishes).
 func (s *Store) backfill(ctx context.Context, id string, keys []string, f notice.Filter) (int64, error) {
 	through, err := s.source.LatestSeq(ctx)
 	if err != nil {
@@ -122,12 +123,10 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 	if since >= vis {
 		return page, nil
 	}
-	// A logged notice is shown only if it matches now, as the embedded
-	// store evaluates a watch when read (docs/redis.md, "Same answers as
-	// the embedded store").
+	// Pages are refilled from the log while stillMatching drops notices.
 	after := since
 	var kept []notice.Notice
-	for len(kept) <= limit {
+	for more := true; more && len(kept) <= limit; {
 		want := limit + 1 - len(kept)
 		seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, id), &redis.ZRangeBy{
 			Min: "(" + itoa(after), Max: itoa(vis), Count: int64(want)}).Result()
@@ -137,44 +136,36 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 		if len(seqs) == 0 {
 			break
 		}
+		more = len(seqs) == want
 		ns := make([]int64, len(seqs))
 		for i, q := range seqs {
 			ns[i], _ = strconv.ParseInt(q, 10, 64)
 		}
 		after = ns[len(ns)-1]
 		got, err := s.source.NoticesBySeq(ctx, ns)
+		if err == nil {
+			got, err = s.stillMatching(ctx, id, got)
+		}
 		if err != nil {
 			return page, err
 		}
-		ok, err := s.stillMatching(ctx, id, got)
-		if err != nil {
-			return page, err
-		}
-		for i := range got {
-			if ok[i] {
-				kept = append(kept, got[i])
-			}
-		}
-		if len(seqs) < want {
-			break
-		}
+		kept = append(kept, got...)
 	}
 	page.HasMore = behind || len(kept) > limit
-	kept = kept[:min(limit, len(kept))]
-	page.Notices = kept
-	if n := len(kept); n > 0 {
-		page.NextSince = kept[n-1].Seq
+	page.Notices = kept[:min(limit, len(kept))]
+	if n := len(page.Notices); n > 0 {
+		page.NextSince = page.Notices[n-1].Seq
 	}
 	return page, nil
 }
 
-// stillMatching reports for each notice whether it matches watch id now:
-// the watch's filters, and (unless the watch is filter-only) the notice's
-// acn or abn among the watch's current match keys.
-func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice) ([]bool, error) {
-	out := make([]bool, len(ns))
+// stillMatching returns the notices that match watch id now, as the
+// embedded store evaluates a watch when read (docs/redis.md, "Same answers
+// as the embedded store"): its filters, and (unless the watch is
+// filter-only) the notice's acn or abn among its current match keys.
+func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice) ([]notice.Notice, error) {
 	if len(ns) == 0 {
-		return out, nil
+		return nil, nil
 	}
 	f, ok := s.filters.get(id)
 	if !ok {
@@ -182,7 +173,7 @@ func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice
 			return nil, err
 		}
 		if f, ok = s.filters.get(id); !ok {
-			return out, nil // deleted meanwhile
+			return nil, nil // deleted meanwhile
 		}
 	}
 	fo, looks, err := indexLookups(ctx, s, ns, "read matches", func(p redis.Pipeliner, set string) *redis.BoolCmd {
@@ -191,12 +182,15 @@ func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice
 	if err != nil {
 		return nil, err
 	}
+	var out []notice.Notice
 	for i := range ns {
 		keyed := fo.Val()
 		for _, h := range looks[i] {
 			keyed = keyed || h.first.Val() == id || h.more.Val()
 		}
-		out[i] = keyed && matcher.FilterMatches(f, &ns[i], nil)
+		if keyed && matcher.FilterMatches(f, &ns[i], nil) {
+			out = append(out, ns[i])
+		}
 	}
 	return out, nil
 }
@@ -295,23 +289,22 @@ func (s *Store) catchUpSome(ctx context.Context, batches int) (done bool, err er
 
 const arrivalBatch = 500
 
-// maxReadCatchUp bounds the arrival matching one matches read does in
-// batches of arrivalBatch (4,000 notices, about 0.6 s on the benchmark
-// machine): the rest is the workers' (noticesd worker) or the next
-// read's, so one poll never carries the matching of a whole load.
+// maxReadCatchUp bounds the batches one matches read matches (4,000
+// notices, about 0.6 s): one poll never carries the matching of a whole
+// load (docs/redis.md, "A poll does bounded work").
 const maxReadCatchUp = 8
 
-// commitScript commits the matching of one range of the publish log, only
-// if the match cursor and the watch-set version are what the matcher
-// read: each (watch, seq) pair joins the watch's log, a pair owed a
-// delivery (deliver "1": new and within the delivery window; above the
-// watch's eseq and cseq; a webhook) gets its pending record, in the outbox
-// when the watch is active; the cursor moves and through rises. KEYS: match:at, match:through, wsv, dq, dstat, ddue, then per pair
-// w:<watch>, wm:<watch>, dr:<watch>, dl:<watch>. ARGV: expected cursor, new
-// cursor, through, expected wsv, due (ms), then per pair seq, deliver ("1"
-// or "0"), delivery id, record JSON, list score, list member, outbox
-// member. It returns the pairs logged, -1 when another matcher committed
-// the range, -2 when the watches changed meanwhile.
+// commitScript commits the matching of one range of the publish log if the
+// cursor and the watch-set version are still what the matcher read: each
+// (watch, seq) pair joins the watch's log; a pair owed a delivery (deliver
+// "1": new, within the delivery window; above the watch's eseq and cseq; a
+// webhook) gets its pending record, in the outbox when the watch is
+// active; the cursor moves and through rises. KEYS: match:at,
+// match:through, wsv, dq, dstat, ddue, then per pair the watch's w, wm, dr,
+// dl. ARGV: expected cursor, new cursor, through, expected wsv, due (ms),
+// then per pair seq, deliver, delivery id, record JSON, list score, list
+// member, outbox member. It returns the pairs logged, -1 when another
+// matcher committed the range, -2 when the watches changed meanwhile.
 var commitScript = redis.NewScript(`
 if (redis.call('GET', KEYS[1]) or '0-0') ~= ARGV[1] then return -1 end
 if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[4]) then return -2 end
@@ -362,10 +355,7 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		if err != nil && err != redis.Nil {
 			return 0, s.fail("read the match cursor", err)
 		}
-		at := ac.Val()
-		if at == "" {
-			at = "0-0"
-		}
+		at := cmp.Or(ac.Val(), "0-0")
 		wsv, _ := strconv.ParseInt(vc.Val(), 10, 64)
 		// Published is read before the log: when the read below reaches
 		// the log's end, every notice at or below it has been read.
@@ -407,13 +397,11 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return 0, s.fail("commit matches", err)
 		}
-		switch {
-		case res == -1:
-			return 0, nil // another matcher committed this range
-		case res == -2 && attempt < 20:
+		if res == -2 && attempt < 20 {
 			continue // the watches changed while matching: again
-		case res == -2:
-			return 0, nil
+		}
+		if res < 0 {
+			return 0, nil // -1: another matcher committed this range
 		}
 		return len(es), nil
 	}
@@ -518,19 +506,13 @@ func (s *Store) candidates(ctx context.Context, ns []notice.Notice) ([][]string,
 	for i, ls := range looks {
 		ws := slices.Clone(fo.Val())
 		for _, l := range ls {
-			if v := l.first.Val(); v != "" {
-				ws = append(ws, v)
-			}
-			ws = append(ws, l.more.Val()...)
+			ws = append(append(ws, l.first.Val()), l.more.Val()...)
 		}
-		seen := map[string]bool{}
-		for _, w := range ws {
-			if !seen[w] {
-				seen[w] = true
-				cands[i] = append(cands[i], w)
-				if _, ok := s.filters.get(w); !ok {
-					need[w] = true
-				}
+		slices.Sort(ws)
+		cands[i] = slices.DeleteFunc(slices.Compact(ws), func(w string) bool { return w == "" })
+		for _, w := range cands[i] {
+			if _, ok := s.filters.get(w); !ok {
+				need[w] = true
 			}
 		}
 	}
