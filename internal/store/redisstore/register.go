@@ -378,12 +378,12 @@ func (l *RegisterLoad) Rollback() error {
 		return nil
 	}
 	l.done = true
-	s := l.s
-	keys, err := s.regKeys(context.Background(), l.v)
+	ctx := context.Background()
+	keys, err := l.s.regKeys(ctx, l.v)
 	if err != nil {
 		return err
 	}
-	return s.fail("drop register load", s.rdb.Unlink(context.Background(), keys...).Err())
+	return l.s.fail("drop register load", l.s.rdb.Unlink(ctx, keys...).Err())
 }
 
 // register is one generation of the register, for lookups.
@@ -447,24 +447,19 @@ func (r register) queueACNsOf(ctx context.Context, p redis.Pipeliner, abns []str
 	if r.v == "" || len(abns) == 0 {
 		return func() [][]string { return make([][]string, len(abns)) }
 	}
-	var formed []string
-	var formedAt []int
+	formed := make([]string, len(abns)) // "" (no slot, code 0) when not a formed ABN
 	for i, b := range abns {
-		if a, ok := formedOf(b); ok {
-			formed, formedAt = append(formed, a), append(formedAt, i)
-		}
+		formed[i], _ = formedOf(b)
 	}
 	codes := r.queueCodes(ctx, p, formed)
 	more := queueHMGet(ctx, p, r.s.key(regKey, r.v, "abn"), abns)
 	return func() [][]string {
 		c, m := codes(), more()
 		out := make([][]string, len(abns))
-		for j, i := range formedAt {
-			if c[j]&1 != 0 {
-				out[i] = append(out[i], formed[j])
-			}
-		}
 		for i := range abns {
+			if c[i]&1 != 0 {
+				out[i] = append(out[i], formed[i])
+			}
 			out[i] = append(out[i], splitList(m[i])...)
 		}
 		return out
