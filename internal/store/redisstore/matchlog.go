@@ -237,15 +237,10 @@ func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string,
 	var at []int
 	for i := range ns {
 		id := publog.Idents(&ns[i])
-		for _, v := range id {
-			if v != "" {
-				out[i] = append(out[i], v)
-			}
-		}
 		if id[1] != "" {
-			abns = append(abns, id[1])
-			at = append(at, i)
+			abns, at = append(abns, id[1]), append(at, i)
 		}
+		out[i] = slices.DeleteFunc(id[:], func(v string) bool { return v == "" })
 	}
 	if len(abns) == 0 {
 		return out, nil
@@ -259,9 +254,8 @@ func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string,
 		return nil, err
 	}
 	for j, acns := range res {
-		i := at[j]
 		for _, a := range acns {
-			if !slices.Contains(out[i], a) {
+			if i := at[j]; !slices.Contains(out[i], a) {
 				out[i] = append(out[i], a)
 			}
 		}
