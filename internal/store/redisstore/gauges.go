@@ -21,13 +21,11 @@ var _ store.GaugeSource = (*Store)(nil)
 // reports for the same state, in one pipelined round trip.
 func (s *Store) Gauges(ctx context.Context) (store.Gauges, error) {
 	g, ok, err := s.readGauges(ctx)
-	if err != nil || ok {
-		return g, err
+	if err == nil && !ok { // never computed in this namespace
+		if err = s.RebuildGauges(ctx); err == nil {
+			g, _, err = s.readGauges(ctx)
+		}
 	}
-	if err := s.RebuildGauges(ctx); err != nil { // never computed in this namespace
-		return g, err
-	}
-	g, _, err = s.readGauges(ctx)
 	return g, err
 }
 

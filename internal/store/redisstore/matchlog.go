@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -49,9 +48,14 @@ return 1
 
 const backfillPage = 10000
 
-// backfillKeys adds to the watch's log the notices up to through passing f
-// and carrying one of keys (nil: filter-only), MaxTerms keys per query.
-func (s *Store) backfillKeys(ctx context.Context, id string, keys []string, f notice.Filter, through int64) error {
+// backfill adds to the watch's log the notices up to the published seq
+// passing f and carrying one of keys (nil: filter-only), MaxTerms keys a
+// query, and returns that seq (a new watch's a0 once its create finishes).
+func (s *Store) backfill(ctx context.Context, id string, keys []string, f notice.Filter) (int64, error) {
+	through, err := s.source.LatestSeq(ctx)
+	if err != nil {
+		return 0, err
+	}
 	chunks := [][]string{keys}
 	if keys != nil {
 		chunks = slices.Collect(slices.Chunk(keys, MaxTerms))
@@ -60,7 +64,7 @@ func (s *Store) backfillKeys(ctx context.Context, id string, keys []string, f no
 		for after, n := int64(0), backfillPage; n == backfillPage; {
 			seqs, err := s.source.MatchingSeqs(ctx, chunk, f, after, through, backfillPage)
 			if err != nil {
-				return err
+				return through, err
 			}
 			if n = len(seqs); n == 0 {
 				break
@@ -70,22 +74,12 @@ func (s *Store) backfillKeys(ctx context.Context, id string, keys []string, f no
 				args[i] = q
 			}
 			if err := addLogScript.Run(ctx, s.rdb, []string{s.key(watchKey, id), s.key(matchLogKey, id)}, args...).Err(); err != nil {
-				return s.fail("backfill matches", err)
+				return through, s.fail("backfill matches", err)
 			}
 			after = seqs[n-1]
 		}
 	}
-	return nil
-}
-
-// backfill fills a watch's log up to the published seq and returns it (a
-// new watch's a0 once its create finishes).
-func (s *Store) backfill(ctx context.Context, id string, keys []string, f notice.Filter) (int64, error) {
-	through, err := s.source.LatestSeq(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return through, s.backfillKeys(ctx, id, keys, f, through)
+	return through, nil
 }
 
 // Matches returns up to limit notices of the watch's match log with
@@ -457,13 +451,10 @@ func (s *Store) commitArgs(ctx context.Context, sums []notice.Notice, isNew []bo
 		}
 		for _, w := range cands[i] {
 			f, ok := s.filters.get(w)
-			if !ok {
-				continue
-			}
-			if doc == nil && f.Q != nil {
+			if ok && doc == nil && f.Q != nil {
 				doc = matcher.DocFor(n)
 			}
-			if !matcher.FilterMatches(f, n, doc) {
+			if !ok || !matcher.FilterMatches(f, n, doc) {
 				continue
 			}
 			dk, da, err := s.pendingArgs(w, n, now)
@@ -519,11 +510,10 @@ func (s *Store) loadFilters(ctx context.Context, ids map[string]bool) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	list := slices.Collect(maps.Keys(ids))
-	docs := make([]*redis.StringCmd, len(list))
+	var docs []*redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range list {
-			docs[i] = p.HGet(ctx, s.key(watchKey, id), "doc")
+		for id := range ids {
+			docs = append(docs, p.HGet(ctx, s.key(watchKey, id), "doc"))
 		}
 		return nil
 	})

@@ -97,14 +97,12 @@ func formedPrefix(acn uint32) uint8 {
 	return uint8(10 + (89-rest%89)%89)
 }
 
-// formedABN returns the ABN formed of a nine-digit ACN.
 func formedABN(acn string) string {
 	n, _ := nineDigits(acn)
 	p := formedPrefix(n)
 	return string([]byte{'0' + p/10, '0' + p%10}) + acn
 }
 
-// formedOf returns the ACN whose formed ABN abn is, if abn is one.
 func formedOf(abn string) (string, bool) {
 	if len(abn) != 11 || !ident.ValidACN(abn[2:]) || formedABN(abn[2:]) != abn {
 		return "", false
@@ -112,10 +110,8 @@ func formedOf(abn string) (string, bool) {
 	return abn[2:], true
 }
 
-// The parts of a register generation (regKeys), but its ids strings.
 var regParts = []string{"idparts", "acnabn", "abn", "odd"}
 
-// idsKey returns the key of ids string b of generation v.
 func (s *Store) idsKey(v string, b uint32) string {
 	return s.key(regKey, v, "ids", strconv.FormatUint(uint64(b), 10))
 }
@@ -319,21 +315,16 @@ for i = 3 + n, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
 return 'ok'
 `)
 
-// Commit switches readers to the new generation in one step, then brings
-// the watches' match keys up to date with it (RefreshWatchKeys).
+// Commit switches readers to the new generation in one step (again,
+// harmlessly, when they read it already), brings the watches' match keys
+// up to date with it (RefreshWatchKeys) and clears the load's pending
+// marker (regpending.go). A marked load whose generation is no longer the
+// pending one is refused.
 func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if l.done {
 		return fmt.Errorf("redisstore: register load %s already finished", l.v)
 	}
 	l.done = true
-	return l.switchTo(ctx)
-}
-
-// switchTo switches readers to the load's generation (again, harmlessly,
-// when they read it already), brings the watches' match keys up to date,
-// and clears the load's pending marker (regpending.go). A marked load
-// whose generation is no longer the pending one is refused.
-func (l *RegisterLoad) switchTo(ctx context.Context) error {
 	s := l.s
 	for try := 0; ; try++ {
 		old, err := s.rdb.Get(ctx, s.key(regKey, "v")).Result()
@@ -400,8 +391,7 @@ func (s *Store) currentRegister(ctx context.Context) (register, error) {
 	return register{s: s, v: v}, s.fail("read register version", err)
 }
 
-// regCompany is what a register generation's identifier sets say of one
-// ACN.
+// regCompany is what a generation's identifier sets say of one ACN.
 type regCompany struct {
 	named bool     // its current name is not empty
 	abns  []string // its register ABNs, the formed one first
@@ -466,10 +456,9 @@ func (r register) queueACNsOf(ctx context.Context, p redis.Pipeliner, abns []str
 	}
 }
 
-// queueCodes adds to p the reads of the ids entries of acns (BITFIELD_RO
-// of up to batch entries of one ids string) and returns the function that
-// gives each ACN's code (named<<1 | formed; 0 for an ACN without a slot)
-// once p has run.
+// queueCodes adds to p the reads of the ids entries of acns and returns
+// the function that gives each ACN's code (named<<1 | formed; 0 for an ACN
+// without a slot) once p has run.
 func (r register) queueCodes(ctx context.Context, p redis.Pipeliner, acns []string) func() []int64 {
 	type read struct {
 		cmd *redis.IntSliceCmd
@@ -501,9 +490,8 @@ func (r register) queueCodes(ctx context.Context, p redis.Pipeliner, acns []stri
 	}
 }
 
-// queueHMGet adds to p HMGETs of fields of key (batch fields a command)
-// and returns the function that gives their values ("" for a missing
-// field) once p has run.
+// queueHMGet adds to p HMGETs of fields of key and returns the function
+// that gives their values ("" for a missing field) once p has run.
 func queueHMGet(ctx context.Context, p redis.Pipeliner, key string, fields []string) func() []string {
 	var cmds []*redis.SliceCmd
 	for i := 0; i < len(fields); i += batch {

@@ -131,7 +131,7 @@ func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
 	load := &RegisterLoad{s: s, v: p.Version, marked: true}
 	if slices.Contains(live, p.Index) {
 		// The company view reads the new register: switch Redis to it.
-		if err := load.switchTo(ctx); err != nil {
+		if err := load.Commit(ctx); err != nil {
 			return "", err
 		}
 		return "switched", nil
