@@ -18,11 +18,10 @@ type NoticeStore interface {
 	Notice(ctx context.Context, id string) (notice.Notice, error)
 }
 
-// Ingest is scale mode's write path: notices and register loads go to the
-// notice store, which publishes the notices it writes (package publog),
-// and what the Redis store keeps beside them (the register generation and
-// the watches' match keys) follows. It implements store.NoticeWriter and
-// store.RegisterWriter.
+// Ingest is scale mode's write path (store.NoticeWriter and
+// store.RegisterWriter): notices and register loads go to the notice
+// store, which publishes the notices it writes (package publog), and the
+// Redis store's register generation and watch match keys follow.
 type Ingest struct {
 	Notices NoticeStore
 	Redis   *Store
@@ -105,7 +104,7 @@ func (l bothLoads) Add(ctx context.Context, rows []notice.RegisterRow) error {
 // Commit commits the notice store's side, then Redis's. With an
 // Elasticsearch load (one that names its index) a marker written first
 // lets a restart finish a load whose process died between the two
-// (regpending.go), so both stores end on one register.
+// (regpending.go).
 func (l bothLoads) Commit(ctx context.Context) error {
 	s := l.b.s
 	if ix, ok := l.a.(interface{ Index() string }); ok {

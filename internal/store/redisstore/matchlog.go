@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -608,10 +609,7 @@ func diffKeys(was, now []string) (added, removed []string) {
 		}
 		delete(in, k)
 	}
-	for k := range in {
-		removed = append(removed, k)
-	}
-	return added, removed
+	return added, slices.Collect(maps.Keys(in))
 }
 
 // refreshScript installs a watch's re-expanded keys once its
