@@ -10,23 +10,10 @@ import (
 	"github.com/noticesd/noticesd/internal/store"
 )
 
-// The gauges of /metrics in scale mode are read from keys kept exact by the
-// scripts that change the state they count, so a scrape costs a handful of
-// O(1) or O(log n) commands in one round trip, whatever the data size:
-//
-//	acct:lapsed  set: the lapsed accounts (setSubscriptionScript)
-//	winactive    set: the inactive watches (createScript, casWatchScript,
-//	             deactivateScript, deleteScript)
-//	dstat        hash: pending, delivered, dead (deliveries by status),
-//	             retry (pending deliveries with at least one attempt),
-//	             v (set once the counts were computed from the records)
-//	ddue         zset: the pending deliveries that are not held,
-//	             "<watch>|<delivery id>|<notice seq>" by next_attempt_at ms
-//
-// Accounts and watches in total are ZCARD accts and SCARD watches; mail is
-// ZCARD mq and ZCARD mdead (mail.go). A namespace written before these
-// keys existed gets them computed once from the records, by
-// rebuildGaugesScript, the first time the gauges are read.
+// The gauges of /metrics in scale mode are read from keys the scripts that
+// change the state they count keep exact (acct:lapsed, winactive, dstat,
+// ddue: docs/redis.md's key table), so a scrape is a handful of O(1) or
+// O(log n) commands in one round trip whatever the data size.
 
 var _ store.GaugeSource = (*Store)(nil)
 
@@ -34,14 +21,11 @@ var _ store.GaugeSource = (*Store)(nil)
 // reports for the same state, in one pipelined round trip.
 func (s *Store) Gauges(ctx context.Context) (store.Gauges, error) {
 	g, ok, err := s.readGauges(ctx)
-	if err != nil || ok {
-		return g, err
+	if err == nil && !ok { // never computed in this namespace
+		if err = s.RebuildGauges(ctx); err == nil {
+			g, _, err = s.readGauges(ctx)
+		}
 	}
-	// Never computed in this namespace: compute once, then read.
-	if err := s.RebuildGauges(ctx); err != nil {
-		return g, err
-	}
-	g, _, err = s.readGauges(ctx)
 	return g, err
 }
 
@@ -79,17 +63,15 @@ func (s *Store) readGauges(ctx context.Context) (g store.Gauges, ok bool, err er
 	return g, true, nil
 }
 
-// RebuildGauges computes the gauge keys from the records, in one script
-// (atomic: no state change interleaves), replacing what they held. Gauges
-// runs it once on a namespace that never had them; it costs time in
-// proportion to the accounts, watches and deliveries stored and holds
-// Redis meanwhile. The accounts and watches are read first, so their keys
-// go in KEYS; the script refuses (-1) when they changed meanwhile, and
-// they are read again.
+// RebuildGauges computes the gauge keys from the records in one script
+// (no state change interleaves), replacing what they held: once, on a
+// namespace that never had them (a new one, or one an older version
+// wrote). It holds Redis for time in proportion to the accounts, watches
+// and deliveries stored. The accounts and watches are read first for
+// KEYS, and again when the script finds they changed (-1).
 func (s *Store) RebuildGauges(ctx context.Context) error {
 	for {
-		var accts *redis.StringSliceCmd
-		var watches *redis.StringSliceCmd
+		var accts, watches *redis.StringSliceCmd
 		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			accts, watches = p.ZRange(ctx, s.key(acctsKey), 0, -1), p.SMembers(ctx, s.key(watchesKey))
 			return nil

@@ -1,10 +1,13 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
 // NoticeStore is the notice side scale mode writes through: it stores
@@ -15,11 +18,10 @@ type NoticeStore interface {
 	Notice(ctx context.Context, id string) (notice.Notice, error)
 }
 
-// Ingest is scale mode's write path: notices and register loads go to the
-// notice store, which publishes the notices it writes (package publog),
-// and what the Redis store keeps beside them (the register generation and
-// the watches' match keys) follows. It implements store.NoticeWriter and
-// store.RegisterWriter.
+// Ingest is scale mode's write path (store.NoticeWriter and
+// store.RegisterWriter): notices and register loads go to the notice
+// store, which publishes the notices it writes (package publog), and the
+// Redis store's register generation and watch match keys follow.
 type Ingest struct {
 	Notices NoticeStore
 	Redis   *Store
@@ -48,8 +50,8 @@ type StoredWriter interface {
 
 // UpsertNotices stores and publishes the batch. When some notices were
 // refused (a *store.BatchError), the ones written are still published and
-// the error returned. Arrival matching follows what is published, amended
-// notices included (MatchArrivals).
+// the error returned. A notice store that does not publish (the SQLite
+// store, in tests) has each notice read back and published here.
 func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
 	if sw, ok := c.Notices.(StoredWriter); ok {
 		_, r, err := sw.UpsertStored(ctx, batch)
@@ -65,31 +67,15 @@ func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 		return store.UpsertResult{}, err
 	}
 	r, err := c.Notices.UpsertNotices(ctx, batch)
+	stored := make([]notice.Notice, len(batch))
+	for i := 0; i < len(batch) && err == nil; i++ {
+		stored[i], err = c.Notices.Notice(ctx, cmp.Or(batch[i].ID, notice.IDFor(batch[i].SourceID)))
+	}
 	if err == nil {
-		var stored []notice.Notice
-		if stored, err = c.readBack(ctx, batch); err == nil {
-			err = publishStored(ctx, le, stored)
-		}
+		err = publishStored(ctx, le, stored)
 	}
 	le.Release(ctx, err == nil)
 	return r, err
-}
-
-// readBack reads the batch's notices as stored.
-func (c Ingest) readBack(ctx context.Context, batch []notice.Notice) ([]notice.Notice, error) {
-	stored := make([]notice.Notice, 0, len(batch))
-	for _, n := range batch {
-		id := n.ID
-		if id == "" {
-			id = notice.IDFor(n.SourceID)
-		}
-		got, err := c.Notices.Notice(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		stored = append(stored, got)
-	}
-	return stored, nil
 }
 
 // BeginRegister starts a register load on both stores.
@@ -114,8 +100,7 @@ type bothLoads struct {
 }
 
 // Add sends rows to both at once: Redis writes its part while the notice
-// store encodes and queues its own (which waits whenever the bulk
-// requests under way fill its workers). Both must succeed.
+// store encodes and queues its own. Both must succeed.
 func (l bothLoads) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	redisErr := make(chan error, 1)
 	go func() { redisErr <- l.b.Add(ctx, rows) }()
@@ -129,14 +114,13 @@ func (l bothLoads) Add(ctx context.Context, rows []notice.RegisterRow) error {
 // Commit commits the notice store's side, then Redis's. With an
 // Elasticsearch load (one that names its index) a marker written first
 // lets a restart finish a load whose process died between the two
-// (regpending.go), so both stores end on one register.
+// (regpending.go).
 func (l bothLoads) Commit(ctx context.Context) error {
 	s := l.b.s
 	if ix, ok := l.a.(interface{ Index() string }); ok {
 		stop, err := s.markRegisterPending(ctx, PendingRegister{Version: l.b.v, Index: ix.Index()})
 		if err != nil {
-			l.a.Rollback()
-			l.b.Rollback()
+			l.Rollback()
 			return err
 		}
 		defer stop()
@@ -145,12 +129,11 @@ func (l bothLoads) Commit(ctx context.Context) error {
 	if s.stopBefore != nil && s.stopBefore("register-commit") {
 		return errStoppedBetween
 	}
+	// A loader that stalled past its lease may have had its load dropped
+	// (CompleteRegister): then the alias must not move.
 	if l.b.marked {
-		// A loader that stalled past its lease may have had its load
-		// dropped (CompleteRegister): then the alias must not move.
 		if err := s.stillPending(ctx, l.b.v); err != nil {
-			l.a.Rollback()
-			l.b.Rollback()
+			l.Rollback()
 			return err
 		}
 	}
@@ -172,3 +155,34 @@ func (l bothLoads) Rollback() error {
 	}
 	return err
 }
+
+// PublishStored publishes, as new notices under the writer lease, notices
+// a notice store has stored (seqs set) but does not publish itself (the
+// SQLite store, as tests use it; the Elasticsearch store publishes what it
+// writes).
+func (s *Store) PublishStored(ctx context.Context, ns []notice.Notice) error {
+	le, err := s.log.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	err = publishStored(ctx, le, ns)
+	le.Release(ctx, err == nil)
+	return err
+}
+
+// publishStored publishes ns as new notices under le.
+func publishStored(ctx context.Context, le *publog.Lease, ns []notice.Notice) error {
+	var through int64
+	kinds := make([]publog.Kind, len(ns))
+	for i := range ns {
+		if ns[i].Seq <= 0 {
+			return fmt.Errorf("redisstore: publish notice %s: it has no notice_seq; publish notices as stored", ns[i].ID)
+		}
+		kinds[i] = publog.KindNew
+		through = max(through, ns[i].Seq)
+	}
+	return le.Publish(ctx, ns, kinds, through)
+}
+
+// Log returns the namespace's writer lease and publish log.
+func (s *Store) Log() *publog.Log { return s.log }

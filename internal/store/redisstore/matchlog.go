@@ -1,8 +1,11 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,63 +21,24 @@ import (
 	"github.com/noticesd/noticesd/matcher"
 )
 
-// The match log. Each watch's matches are a zset wm:<id> of notice seqs,
-// filled two ways:
-//   - the backfill, when the watch is created: every notice up to the
-//     published seq read just after the watch was activated (its a0),
-//     found through NoticeSource.MatchingSeqs in chunks of at most MaxTerms
-//     keys;
-//   - arrival matching (MatchArrivals), which follows the publish log
-//     (package publog) from its cursor match:at: each entry's notice is
-//     matched against the reverse index rix:<key> and the filter-only set
-//     fo with package matcher's filter semantics, then one Lua script
-//     appends the pairs to the logs, records the deliveries they are owed
-//     and moves the cursor, only if the cursor and the watch-set version
-//     wsv are still what the matcher read. An entry is therefore matched by
-//     exactly one committed batch, whatever the number of workers, and a
-//     worker dying mid-batch commits nothing. The log is never trimmed
-//     past the cursor.
-//
-// Matches shows a watch's log only up to max(a0, match:through): below
-// that every match is in the log, so a poller following next_since never
-// misses one; nothing is exposed above it.
-//
-// Deliveries: a pair whose notice is new (not an amendment), arrived after
-// the watch was created (seq above eseq, the published seq read before the
-// watch was written) and after its activation (cseq, the cursor then) gets
-// its pending delivery in the same commit; the pairs between eseq and cseq
-// were found by the backfill, and CreateWatch records theirs
-// (CreateDeliveries). A pending delivery of an active watch is also put in
-// the outbox dq, from which the worker's pump makes its asynq task.
+// Each watch's match log wm:<id> is filled by its backfill at creation
+// and by arrival matching (MatchArrivals), which follows the publish log
+// from the cursor match:at; Matches shows a log up to max(a0,
+// match:through), below which it is complete (docs/redis.md, "Match log
+// and arrival matching").
 
 // filterCache holds the watches' filters, which never change after
 // creation, for arrival matching.
-type filterCache struct {
-	mu sync.RWMutex
-	m  map[string]notice.Filter
-}
+type filterCache struct{ m sync.Map }
 
 func (c *filterCache) get(id string) (notice.Filter, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	f, ok := c.m[id]
+	v, ok := c.m.Load(id)
+	f, _ := v.(notice.Filter)
 	return f, ok
 }
 
-func (c *filterCache) put(id string, f notice.Filter) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]notice.Filter{}
-	}
-	c.m[id] = f
-}
-
-func (c *filterCache) drop(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, id)
-}
+func (c *filterCache) put(id string, f notice.Filter) { c.m.Store(id, f) }
+func (c *filterCache) drop(id string)                 { c.m.Delete(id) }
 
 // addLogScript appends seqs to a watch's log if the watch still exists.
 var addLogScript = redis.NewScript(`
@@ -85,50 +49,38 @@ return 1
 
 const backfillPage = 10000
 
-// backfillKeys adds to the watch's log the notices up to through passing f
-// and carrying one of keys (nil: filter-only), MaxTerms keys per query.
-func (s *Store) backfillKeys(ctx context.Context, id string, keys []string, f notice.Filter, through int64) error {
-	chunks := [][]string{keys}
-	if keys != nil {
-		chunks = nil
-		for i := 0; i < len(keys); i += MaxTerms {
-			chunks = append(chunks, keys[i:min(i+MaxTerms, len(keys))])
-		}
-	}
-	for _, chunk := range chunks {
-		var after int64
-		for {
-			seqs, err := s.source.MatchingSeqs(ctx, chunk, f, after, through, backfillPage)
-			if err != nil {
-				return err
-			}
-			if len(seqs) == 0 {
-				break
-			}
-			args := make([]any, len(seqs))
-			for i, q := range seqs {
-				args[i] = q
-			}
-			if err := addLogScript.Run(ctx, s.rdb, []string{s.key(watchKey, id), s.key(matchLogKey, id)}, args...).Err(); err != nil {
-				return s.fail("backfill matches", err)
-			}
-			if len(seqs) < backfillPage {
-				break
-			}
-			after = seqs[len(seqs)-1]
-		}
-	}
-	return nil
-}
-
-// backfill fills a new watch's log up to the arrival watermark and
-// returns that watermark (the watch's a0 once its create finishes).
+// backfill adds to the watch's log the notices up to the published seq
+// passing f and carrying one of keys (nil: filter-only), MaxTerms keys a
+// query, and returns that seq (a new watch's a0 once its create finishes).
 func (s *Store) backfill(ctx context.Context, id string, keys []string, f notice.Filter) (int64, error) {
 	through, err := s.source.LatestSeq(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return through, s.backfillKeys(ctx, id, keys, f, through)
+	chunks := [][]string{keys}
+	if keys != nil {
+		chunks = slices.Collect(slices.Chunk(keys, MaxTerms))
+	}
+	for _, chunk := range chunks {
+		for after, n := int64(0), backfillPage; n == backfillPage; {
+			seqs, err := s.source.MatchingSeqs(ctx, chunk, f, after, through, backfillPage)
+			if err != nil {
+				return through, err
+			}
+			if n = len(seqs); n == 0 {
+				break
+			}
+			args := make([]any, n)
+			for i, q := range seqs {
+				args[i] = q
+			}
+			if err := addLogScript.Run(ctx, s.rdb, []string{s.key(watchKey, id), s.key(matchLogKey, id)}, args...).Err(); err != nil {
+				return through, s.fail("backfill matches", err)
+			}
+			after = seqs[n-1]
+		}
+	}
+	return through, nil
 }
 
 // Matches returns up to limit notices of the watch's match log with
@@ -138,15 +90,12 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 	if limit <= 0 {
 		limit = 100
 	}
-	behind := false
+	behind := false // arrivals left unmatched: the page is complete up to the cursor, poll again at once
 	if s.matchOnRead {
 		done, err := s.catchUpSome(ctx, maxReadCatchUp)
 		if err != nil {
 			return page, err
 		}
-		// Arrivals are left unmatched (no worker runs, or a large load
-		// just landed): the page is complete up to the cursor matching
-		// reached, and the caller is told to poll again at once.
 		behind = !done
 	}
 	var w *redis.SliceCmd
@@ -169,15 +118,10 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 	if since >= vis {
 		return page, nil
 	}
-	// The log holds every notice that matched when it was logged; a notice
-	// amended since, or a register load that dropped the key it matched
-	// by, can make it no longer match. The embedded store evaluates the
-	// watch at read time, so each logged notice is checked again here and
-	// shown only if it matches now (docs/redis.md, "Same answers as the
-	// embedded store").
+	// Pages are refilled from the log while stillMatching drops notices.
 	after := since
 	var kept []notice.Notice
-	for len(kept) <= limit {
+	for more := true; more && len(kept) <= limit; {
 		want := limit + 1 - len(kept)
 		seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, id), &redis.ZRangeBy{
 			Min: "(" + itoa(after), Max: itoa(vis), Count: int64(want)}).Result()
@@ -187,48 +131,36 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 		if len(seqs) == 0 {
 			break
 		}
+		more = len(seqs) == want
 		ns := make([]int64, len(seqs))
 		for i, q := range seqs {
 			ns[i], _ = strconv.ParseInt(q, 10, 64)
 		}
 		after = ns[len(ns)-1]
 		got, err := s.source.NoticesBySeq(ctx, ns)
+		if err == nil {
+			got, err = s.stillMatching(ctx, id, got)
+		}
 		if err != nil {
 			return page, err
 		}
-		ok, err := s.stillMatching(ctx, id, got)
-		if err != nil {
-			return page, err
-		}
-		for i := range got {
-			if ok[i] {
-				kept = append(kept, got[i])
-			}
-		}
-		if len(seqs) < want {
-			break
-		}
+		kept = append(kept, got...)
 	}
-	if len(kept) > limit {
-		page.HasMore = true
-		kept = kept[:limit]
-	}
-	page.HasMore = page.HasMore || behind
-	page.Notices = kept
-	if n := len(kept); n > 0 {
-		page.NextSince = kept[n-1].Seq
+	page.HasMore = behind || len(kept) > limit
+	page.Notices = kept[:min(limit, len(kept))]
+	if n := len(page.Notices); n > 0 {
+		page.NextSince = page.Notices[n-1].Seq
 	}
 	return page, nil
 }
 
-// stillMatching reports for each notice whether it matches watch id now:
-// the watch's filters, and (unless the watch is filter-only) the notice's
-// acn or abn among the watch's current match keys, read from the reverse
-// index in one pipeline.
-func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice) ([]bool, error) {
-	out := make([]bool, len(ns))
+// stillMatching returns the notices that match watch id now, as the
+// embedded store evaluates a watch when read (docs/redis.md, "Same answers
+// as the embedded store"): its filters, and (unless the watch is
+// filter-only) the notice's acn or abn among its current match keys.
+func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice) ([]notice.Notice, error) {
 	if len(ns) == 0 {
-		return out, nil
+		return nil, nil
 	}
 	f, ok := s.filters.get(id)
 	if !ok {
@@ -236,75 +168,89 @@ func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice
 			return nil, err
 		}
 		if f, ok = s.filters.get(id); !ok {
-			return out, nil // deleted meanwhile
+			return nil, nil // deleted meanwhile
 		}
 	}
-	type held struct {
-		first *redis.StringCmd
-		more  *redis.BoolCmd
-	}
-	nkeys, err := s.noticeKeys(ctx, ns)
+	fo, looks, err := indexLookups(ctx, s, ns, "read matches", func(p redis.Pipeliner, set string) *redis.BoolCmd {
+		return p.SIsMember(ctx, set, id)
+	})
 	if err != nil {
 		return nil, err
 	}
-	looks := make([][]held, len(ns))
-	var fo *redis.BoolCmd
+	var out []notice.Notice
+	for i := range ns {
+		keyed := fo.Val()
+		for _, h := range looks[i] {
+			keyed = keyed || h.first.Val() == id || h.more.Val()
+		}
+		if keyed && matcher.FilterMatches(f, &ns[i], nil) {
+			out = append(out, ns[i])
+		}
+	}
+	return out, nil
+}
+
+// holders are the reverse index's answers for one key: the first watch
+// holding it (its rix field) and what set asked of the further ones.
+type holders[C any] struct {
+	first *redis.StringCmd
+	more  C
+}
+
+// indexLookups asks, in one pipeline, set(p, fo) and for each notice's
+// reverse-index keys (noticeKeys) who holds each: the rix field and
+// set(p, rixs:<key>).
+func indexLookups[C any](ctx context.Context, s *Store, ns []notice.Notice, what string, set func(p redis.Pipeliner, key string) C) (C, [][]holders[C], error) {
+	var fo C
+	nkeys, err := s.noticeKeys(ctx, ns)
+	if err != nil {
+		return fo, nil, err
+	}
+	looks := make([][]holders[C], len(ns))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		fo = p.SIsMember(ctx, s.key(filterOnlyKey), id)
+		fo = set(p, s.key(filterOnlyKey))
 		for i, ks := range nkeys {
 			for _, v := range ks {
-				looks[i] = append(looks[i], held{p.HGet(ctx, s.key(rixKey, rixBucket(v)), v), p.SIsMember(ctx, s.key(rixsKey, v), id)})
+				looks[i] = append(looks[i], holders[C]{p.HGet(ctx, s.key(rixKey, rixBucket(v)), v), set(p, s.key(rixsKey, v))})
 			}
 		}
 		return nil
 	})
 	if err != nil && err != redis.Nil {
-		return nil, s.fail("read matches", err)
+		return fo, nil, s.fail(what, err)
 	}
-	filterOnly := fo.Val()
-	for i := range ns {
-		keyed := filterOnly
-		for _, h := range looks[i] {
-			if h.first.Val() == id || h.more.Val() {
-				keyed = true
-			}
-		}
-		out[i] = keyed && matcher.FilterMatches(f, &ns[i], nil)
-	}
-	return out, nil
+	return fo, looks, nil
 }
 
 // noticeKeys returns for each notice the reverse-index keys it matches
-// by: its acn, its abn, and every register ACN of its abn (watches index
-// a register company by its ACN alone, indexKeysOf), read from the
-// current register generation (RegisterACNsOf: one round trip).
+// by: its acn, its abn, and every register ACN of its abn in the current
+// generation (watches index a register company by its ACN alone,
+// indexKeysOf).
 func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string, error) {
 	out := make([][]string, len(ns))
 	var abns []string
 	var at []int
 	for i := range ns {
 		id := publog.Idents(&ns[i])
-		for _, v := range id {
-			if v != "" {
-				out[i] = append(out[i], v)
-			}
-		}
 		if id[1] != "" {
-			abns = append(abns, id[1])
-			at = append(at, i)
+			abns, at = append(abns, id[1]), append(at, i)
 		}
+		out[i] = slices.DeleteFunc(id[:], func(v string) bool { return v == "" })
 	}
 	if len(abns) == 0 {
 		return out, nil
 	}
-	res, err := s.RegisterACNsOf(ctx, abns)
+	reg, err := s.currentRegister(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := reg.acnsOf(ctx, abns)
 	if err != nil {
 		return nil, err
 	}
 	for j, acns := range res {
-		i := at[j]
 		for _, a := range acns {
-			if !slices.Contains(out[i], a) {
+			if i := at[j]; !slices.Contains(out[i], a) {
 				out[i] = append(out[i], a)
 			}
 		}
@@ -312,15 +258,10 @@ func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string,
 	return out, nil
 }
 
-// CatchUp matches every published notice not yet matched (MatchArrivals
-// until nothing is left).
+// CatchUp matches every published notice not yet matched.
 func (s *Store) CatchUp(ctx context.Context) error {
-	for {
-		n, err := s.MatchArrivals(ctx, arrivalBatch)
-		if err != nil || n == 0 {
-			return err
-		}
-	}
+	_, err := s.catchUpSome(ctx, math.MaxInt)
+	return err
 }
 
 // catchUpSome matches published notices not yet matched, at most batches
@@ -337,25 +278,22 @@ func (s *Store) catchUpSome(ctx context.Context, batches int) (done bool, err er
 
 const arrivalBatch = 500
 
-// maxReadCatchUp bounds the arrival matching one matches read does in
-// batches of arrivalBatch (4,000 notices, about 0.6 s on the benchmark
-// machine): the rest is the workers' (noticesd worker) or the next
-// read's, so one poll never carries the matching of a whole load.
+// maxReadCatchUp bounds the batches one matches read matches (4,000
+// notices, about 0.6 s): one poll never carries the matching of a whole
+// load (docs/redis.md, "A poll does bounded work").
 const maxReadCatchUp = 8
 
-// commitScript commits the matching of one range of the publish log, only
-// if the match cursor and the watch-set version are what the matcher
-// read: each (watch, seq) pair joins the watch's log, and a pair owed a
-// delivery (a new notice, published within the delivery window, above the
-// watch's creation and activation marks, to a watch with a webhook) gets
-// its pending delivery record, in the outbox when the watch is active.
-// Then the cursor moves to the range's last entry and through rises.
-// KEYS: match:at, match:through, wsv, dq, dstat, ddue, then per pair
-// w:<watch>, wm:<watch>, dr:<watch>, dl:<watch>. ARGV: expected cursor, new
-// cursor, through, expected wsv, due (ms), then per pair seq, deliver ("1"
-// or "0"), delivery id, record JSON, list score, list member, outbox
-// member. It returns the pairs logged, -1 when another matcher committed
-// the range, -2 when the watches changed meanwhile.
+// commitScript commits the matching of one range of the publish log if the
+// cursor and the watch-set version are still what the matcher read: each
+// (watch, seq) pair joins the watch's log; a pair owed a delivery (deliver
+// "1": new, within the delivery window; above the watch's eseq and cseq; a
+// webhook) gets its pending record, in the outbox when the watch is
+// active; the cursor moves and through rises. KEYS: match:at,
+// match:through, wsv, dq, dstat, ddue, then per pair the watch's w, wm, dr,
+// dl. ARGV: expected cursor, new cursor, through, expected wsv, due (ms),
+// then per pair seq, deliver, delivery id, record JSON, list score, list
+// member, outbox member. It returns the pairs logged, -1 when another
+// matcher committed the range, -2 when the watches changed meanwhile.
 var commitScript = redis.NewScript(`
 if (redis.call('GET', KEYS[1]) or '0-0') ~= ARGV[1] then return -1 end
 if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[4]) then return -2 end
@@ -391,11 +329,9 @@ return added
 // MatchArrivals matches the next entries of the publish log (up to limit)
 // not yet matched and commits them (commitScript); it returns how many
 // entries it moved the cursor past (0: nothing to do, or another matcher
-// got there first). A new notice's pairs may be owed deliveries; an
-// amended notice joins the logs of the watches it matches now and is
-// never delivered again. Any number of workers may call it concurrently:
-// an entry is committed by exactly one batch, and a matcher dying
-// mid-batch commits nothing.
+// got there first). An amended notice joins the logs of the watches it
+// matches now and is never delivered again. Any number of workers may call
+// it concurrently: an entry is committed by exactly one batch.
 func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 	k := s.log.Keys()
 	for attempt := 0; ; attempt++ {
@@ -408,10 +344,7 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		if err != nil && err != redis.Nil {
 			return 0, s.fail("read the match cursor", err)
 		}
-		at := ac.Val()
-		if at == "" {
-			at = "0-0"
-		}
+		at := cmp.Or(ac.Val(), "0-0")
 		wsv, _ := strconv.ParseInt(vc.Val(), 10, 64)
 		// Published is read before the log: when the read below reaches
 		// the log's end, every notice at or below it has been read.
@@ -453,13 +386,11 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return 0, s.fail("commit matches", err)
 		}
-		switch {
-		case res == -1:
-			return 0, nil // another matcher committed this range
-		case res == -2 && attempt < 20:
+		if res == -2 && attempt < 20 {
 			continue // the watches changed while matching: again
-		case res == -2:
-			return 0, nil
+		}
+		if res < 0 {
+			return 0, nil // -1: another matcher committed this range
 		}
 		return len(es), nil
 	}
@@ -482,9 +413,8 @@ func summariesOf(es []publog.Entry) ([]notice.Notice, []bool, error) {
 
 // commitArgs matches the notices of log entries (sums: their summaries;
 // isNew parallel) and returns commitScript's per-pair keys and arguments.
-// The candidates come from the reverse index by the summaries'
-// identifiers; the filters are then checked against the notices as stored,
-// read from the source only for notices that have a candidate.
+// The filters are checked against the notices as stored, read from the
+// source only for notices that have a candidate.
 func (s *Store) commitArgs(ctx context.Context, sums []notice.Notice, isNew []bool, now time.Time) ([]string, []any, error) {
 	cands, err := s.candidates(ctx, sums)
 	if err != nil {
@@ -522,20 +452,17 @@ func (s *Store) commitArgs(ctx context.Context, sums []notice.Notice, isNew []bo
 		}
 		for _, w := range cands[i] {
 			f, ok := s.filters.get(w)
-			if !ok {
-				continue
-			}
-			if doc == nil && f.Q != nil {
+			if ok && doc == nil && f.Q != nil {
 				doc = matcher.DocFor(n)
 			}
-			if !matcher.FilterMatches(f, n, doc) {
+			if !ok || !matcher.FilterMatches(f, n, doc) {
 				continue
 			}
 			dk, da, err := s.pendingArgs(w, n, now)
 			if err != nil {
 				return nil, nil, err
 			}
-			// pendingArgs: keys dr, dl, w, ...; args id, record, score, member, outbox member, due.
+			// pendingArgs: keys dr, dl, ...; args id, record, score, member, outbox member.
 			keys = append(keys, s.key(watchKey, w), s.key(matchLogKey, w), dk[0], dk[1])
 			args = append(args, n.Seq, boolArg(fresh), da[0], da[1], da[2], da[3], da[4])
 		}
@@ -551,52 +478,27 @@ func boolArg(b bool) string {
 }
 
 // candidates returns for each notice the watches that may match it: those
-// holding one of its reverse-index keys (noticeKeys) and the filter-only
-// ones, each with its filter in the cache.
+// holding one of its reverse-index keys and the filter-only ones, each
+// with its filter in the cache.
 func (s *Store) candidates(ctx context.Context, ns []notice.Notice) ([][]string, error) {
-	if len(ns) == 0 {
-		return nil, nil
-	}
-	type lookup struct {
-		first *redis.StringCmd
-		more  *redis.StringSliceCmd
-	}
-	nkeys, err := s.noticeKeys(ctx, ns)
+	fo, looks, err := indexLookups(ctx, s, ns, "match arrivals", func(p redis.Pipeliner, set string) *redis.StringSliceCmd {
+		return p.SMembers(ctx, set)
+	})
 	if err != nil {
 		return nil, err
-	}
-	looks := make([][]lookup, len(ns))
-	var fo *redis.StringSliceCmd
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		fo = p.SMembers(ctx, s.key(filterOnlyKey))
-		for i, ks := range nkeys {
-			for _, v := range ks {
-				looks[i] = append(looks[i], lookup{p.HGet(ctx, s.key(rixKey, rixBucket(v)), v), p.SMembers(ctx, s.key(rixsKey, v))})
-			}
-		}
-		return nil
-	})
-	if err != nil && err != redis.Nil {
-		return nil, s.fail("match arrivals", err)
 	}
 	cands := make([][]string, len(ns))
 	need := map[string]bool{}
 	for i, ls := range looks {
-		seen := map[string]bool{}
 		ws := slices.Clone(fo.Val())
 		for _, l := range ls {
-			if v := l.first.Val(); v != "" {
-				ws = append(ws, v)
-			}
-			ws = append(ws, l.more.Val()...)
+			ws = append(append(ws, l.first.Val()), l.more.Val()...)
 		}
-		for _, w := range ws {
-			if !seen[w] {
-				seen[w] = true
-				cands[i] = append(cands[i], w)
-				if _, ok := s.filters.get(w); !ok {
-					need[w] = true
-				}
+		slices.Sort(ws)
+		cands[i] = slices.DeleteFunc(slices.Compact(ws), func(w string) bool { return w == "" })
+		for _, w := range cands[i] {
+			if _, ok := s.filters.get(w); !ok {
+				need[w] = true
 			}
 		}
 	}
@@ -609,14 +511,10 @@ func (s *Store) loadFilters(ctx context.Context, ids map[string]bool) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	list := make([]string, 0, len(ids))
-	for id := range ids {
-		list = append(list, id)
-	}
-	docs := make([]*redis.StringCmd, len(list))
+	var docs []*redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range list {
-			docs[i] = p.HGet(ctx, s.key(watchKey, id), "doc")
+		for id := range ids {
+			docs = append(docs, p.HGet(ctx, s.key(watchKey, id), "doc"))
 		}
 		return nil
 	})
@@ -643,8 +541,7 @@ func (s *Store) loadFilters(ctx context.Context, ids map[string]bool) error {
 // RefreshWatchKeys re-expands the match keys of every watch expanded
 // against an older register generation and backfills the notices the new
 // keys bring; it returns how many watches it rewrote. Register commits run
-// it. Quota counts are not recomputed (companies stay counted as resolved
-// at creation), and matches already in a log stay there.
+// it. Quota counts and logged matches stay as they are.
 func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 	reg, err := s.currentRegister(ctx)
 	if err != nil || reg.v == "" {
@@ -689,14 +586,10 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 		n++
 		if len(added) > 0 {
 			f, err := w.Filters.NoticeFilter()
-			if err != nil {
-				return n, err
+			if err == nil {
+				_, err = s.backfill(ctx, id, added, f)
 			}
-			through, err := s.source.LatestSeq(ctx)
 			if err != nil {
-				return n, err
-			}
-			if err := s.backfillKeys(ctx, id, added, f, through); err != nil {
 				return n, err
 			}
 		}
@@ -716,10 +609,7 @@ func diffKeys(was, now []string) (added, removed []string) {
 		}
 		delete(in, k)
 	}
-	for k := range in {
-		removed = append(removed, k)
-	}
-	return added, removed
+	return added, slices.Collect(maps.Keys(in))
 }
 
 // refreshScript installs a watch's re-expanded keys once its

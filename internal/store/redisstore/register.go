@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -14,42 +13,21 @@ import (
 	"github.com/noticesd/noticesd/internal/store"
 )
 
-// Register keys, one generation per load (<v> from reg:next). The register
-// itself (names, status, former names) is in the notice store
-// (Elasticsearch): Redis keeps only the identifier sets the bulk screen and
-// watch matching read, compactly:
-//
-//	reg:v                the generation readers use
-//	reg:<v>:ids:<b>      string: 2 bits per ACN (BITFIELD u2 #<slot>), for the
-//	                     ACNs of nine digits with a valid check digit whose
-//	                     first eight digits, as a number, are b*65000 + slot:
-//	                     bit 1 named (its current name is not empty), bit 0
-//	                     formed (one of its ABNs is formedABN of it)
-//	reg:<v>:idparts      set of the b of every ids string written
-//	reg:<v>:acnabn       hash ACN -> its ABNs but the formed one (comma-joined, file order)
-//	reg:<v>:abn          hash ABN -> its ACNs but the one it is formed of (comma-joined, file order)
-//	reg:<v>:odd          hash ACN -> "1" named or "0", for ACNs not of that form
-//
-// Nearly every register company has the ABN formed of its ACN (the
-// smallest two-digit prefix that makes the two a valid ABN) or none, so a
-// national register (the ACNs issued to date span about 70,000,000 slots)
-// costs about 22 MiB of ids strings and small hashes: 5.8 bytes a row of
-// the 4,000,000-row sample register (BenchmarkRegisterBytesPerRow). An ABN is normally held by one ACN's
-// rows, but the register may give one ABN to rows of several ACNs (and
-// one ACN several ABNs): every one is kept, so the screen and watch match
-// keys use all of them, as the embedded store does.
-//
-// A load writes a new generation and Commit switches reg:v in one step; the
-// old generation expires after oldRegisterTTL, so a screen that read the
-// old version finishes on consistent data. Until its Commit a generation's
-// keys expire loadingRegisterTTL after the last Add that wrote them, so a
-// load that was killed leaves nothing behind for long; Commit makes them
-// persistent.
+// The register's identifier sets, one generation per load (<v> from
+// reg:next): reg:<v>:ids:<b> strings of 2 bits per ACN (named, formed),
+// their b in reg:<v>:idparts, and the hashes acnabn, abn and odd for what
+// the bits cannot say (docs/redis.md, key table and "Register and notice
+// sets"). The names are in the notice store. A load's keys expire
+// loadingRegisterTTL after its last Add until Commit switches reg:v and
+// makes them persistent; the old generation expires oldRegisterTTL later,
+// so a screen that read it finishes on consistent data.
 
 const (
 	oldRegisterTTL     = 600   // seconds
 	loadingRegisterTTL = 86400 // seconds
 )
+
+var _ store.RegisterLoad = (*RegisterLoad)(nil)
 
 // RegisterLoad is a register replacement in progress. It implements
 // store.RegisterLoad.
@@ -61,7 +39,7 @@ type RegisterLoad struct {
 	// (regpending.go); its switch then checks that it still is.
 	marked bool
 	// acns marks what this load has read and written of each ACN of the
-	// ids strings (by its slot), oddACNs of the others: see the marks.
+	// ids strings (by its slot), oddACNs of the others.
 	acns    map[uint32]uint8
 	oddACNs map[string]uint8
 	// abns are the ABNs whose field of abn this load has written.
@@ -70,16 +48,17 @@ type RegisterLoad struct {
 	parts map[uint32]struct{}
 }
 
-// The marks of RegisterLoad.acns.
+// The marks of RegisterLoad.acns. The low two bits are the ACN's ids code
+// (named<<1 | formed) as read so far, the next two the code written.
 const (
-	acnSeen          uint8 = 1 << iota // a row of the ACN was read (its first row names it unless a current row comes)
-	acnCurrent                         // its first current row was read: its name is decided
-	acnNamedBit                        // the name decided so far is not empty
-	acnFormedBit                       // its formed ABN was read
-	acnPaired                          // its field of acnabn exists
-	acnWritten                         // its ids entry (or odd field) was written ...
-	acnWrittenNamed                    // ... with named set
-	acnWrittenFormed                   // ... with formed set
+	acnFormedBit uint8 = 1 << iota // its formed ABN was read
+	acnNamedBit                    // the name decided so far is not empty
+	_                              // the code written (acnWritten set) ...
+	_
+	acnWritten // its ids entry (or odd field) was written
+	acnSeen    // a row of the ACN was read (its first row names it unless a current row comes)
+	acnCurrent // its first current row was read: its name is decided
+	acnPaired  // its field of acnabn exists
 )
 
 // slotsPerPart is how many ACN slots one ids string holds (2 bits each:
@@ -118,14 +97,12 @@ func formedPrefix(acn uint32) uint8 {
 	return uint8(10 + (89-rest%89)%89)
 }
 
-// formedABN returns the ABN formed of a nine-digit ACN.
 func formedABN(acn string) string {
 	n, _ := nineDigits(acn)
 	p := formedPrefix(n)
 	return string([]byte{'0' + p/10, '0' + p%10}) + acn
 }
 
-// formedOf returns the ACN whose formed ABN abn is, if abn is one.
 func formedOf(abn string) (string, bool) {
 	if len(abn) != 11 || !ident.ValidACN(abn[2:]) || formedABN(abn[2:]) != abn {
 		return "", false
@@ -133,20 +110,15 @@ func formedOf(abn string) (string, bool) {
 	return abn[2:], true
 }
 
-var _ store.RegisterLoad = (*RegisterLoad)(nil)
-
-// The parts of a register generation (regKeys), but its ids strings.
 var regParts = []string{"idparts", "acnabn", "abn", "odd"}
 
-// idsKey returns the key of ids string b of generation v.
 func (s *Store) idsKey(v string, b uint32) string {
 	return s.key(regKey, v, "ids", strconv.FormatUint(uint64(b), 10))
 }
 
 // regKeys returns the keys of register generation v: its parts, its ids
-// strings (read from reg:<v>:idparts) and the names hash of the layout
-// before (reg:<v>:name), so a generation an older version loaded goes
-// whole.
+// strings (read from reg:<v>:idparts) and, for a generation an older
+// version loaded (an upgrade path only), its names hash reg:<v>:name.
 func (s *Store) regKeys(ctx context.Context, v string) ([]string, error) {
 	bs, err := s.rdb.SMembers(ctx, s.key(regKey, v, "idparts")).Result()
 	if err != nil {
@@ -197,16 +169,11 @@ func (l *RegisterLoad) mark(acn string) (uint8, func(uint8)) {
 
 // Add writes rows into the new generation: whether each ACN is named (its
 // first row marked current, else its first row, has a name, as the
-// embedded store and the company view name it), whether it holds its
-// formed ABN, and every other ACN <-> ABN pair.
-//
-// The load remembers what it read and wrote of each ACN (l.acns), so an
-// ACN's ids entry is written only when it changes, usually once (one
-// BITFIELD for the batch's entries of each ids string). A pair whose field
-// (the ACN's in acnabn, the ABN's in abn) this load has not written yet
-// starts the field's list with a multi-field HSET; the rest (an ACN's
-// second ABN, an ABN of several ACNs, a pair repeated in a later batch) go
-// through addPairsScript, which appends a value its list lacks.
+// embedded store names it), whether it holds its formed ABN, and every
+// other ACN <-> ABN pair. An ACN's ids entry is written only when its code
+// changes (the marks); a pair starts its field's list with a multi-field
+// HSET when the load has not written that field yet, else goes through
+// addPairsScript (docs/redis.md, "Write path").
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	s := l.s
 	acnabn, abn, odd := s.key(regKey, l.v, "acnabn"), s.key(regKey, l.v, "abn"), s.key(regKey, l.v, "odd")
@@ -219,16 +186,11 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 			continue
 		}
 		m, keep := l.mark(r.ACN)
-		switch {
-		case m&acnCurrent != 0:
-			// Its name is decided.
-		case r.IsCurrent():
-			m = (m | acnCurrent | acnSeen) &^ acnNamedBit
-			if r.CompanyName != "" {
-				m |= acnNamedBit
+		if cur := r.IsCurrent(); m&acnCurrent == 0 && (cur || m&acnSeen == 0) {
+			m = (m | acnSeen) &^ acnNamedBit
+			if cur {
+				m |= acnCurrent
 			}
-		case m&acnSeen == 0:
-			m |= acnSeen
 			if r.CompanyName != "" {
 				m |= acnNamedBit
 			}
@@ -253,23 +215,13 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 				}
 			}
 		}
-		named, formed := m&acnNamedBit != 0, m&acnFormedBit != 0
-		if m&acnWritten == 0 || named != (m&acnWrittenNamed != 0) || formed != (m&acnWrittenFormed != 0) {
-			m = (m | acnWritten) &^ (acnWrittenNamed | acnWrittenFormed)
-			code := 0
-			if named {
-				m |= acnWrittenNamed
-				code |= 2
-			}
-			if formed {
-				m |= acnWrittenFormed
-				code |= 1
-			}
+		if code := m & 3; m&acnWritten == 0 || m>>2&3 != code {
+			m = m&^(3<<2) | code<<2 | acnWritten
 			if numeric {
 				b := slot / slotsPerPart
 				bitfields[b] = append(bitfields[b], "SET", "u2", "#"+strconv.FormatUint(uint64(slot%slotsPerPart), 10), code)
 			} else {
-				oddFields = append(oddFields, r.ACN, strconv.Itoa(code>>1))
+				oddFields = append(oddFields, r.ACN, strconv.Itoa(int(code>>1)))
 			}
 		}
 		keep(m)
@@ -293,6 +245,9 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 				p.HSet(ctx, w.key, w.fields[lo:min(lo+2*batch, len(w.fields))]...)
 			}
 		}
+		for _, part := range regParts {
+			p.Expire(ctx, s.key(regKey, l.v, part), loadingRegisterTTL*time.Second)
+		}
 		return nil
 	})
 	if err != nil {
@@ -311,13 +266,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 			}
 		}
 	}
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, part := range regParts {
-			p.Expire(ctx, s.key(regKey, l.v, part), loadingRegisterTTL*time.Second)
-		}
-		return nil
-	})
-	return s.fail("write register rows", err)
+	return nil
 }
 
 // primaryACN is the ACN an ABN resolves to among acns (its register ACNs),
@@ -342,16 +291,13 @@ func primaryACN(abn string, acns []string) string {
 
 // switchRegisterScript makes generation ARGV[1] the one readers use (its
 // keys persistent) and lets the old one, ARGV[2] ("" for none), expire. It
-// answers "moved" without changing anything when reg:v no longer names the
-// old generation (read just before: the caller reads it again and
-// retries), and "stale" when ARGV[4] is "1" (the load wrote the pending
-// marker) and the marker no longer names ARGV[1]: the load's lease lapsed
-// and CompleteRegister dropped its generation, or a newer load took over.
-// A generation readers use already is switched to again harmlessly.
-// KEYS: reg:v, reg:pending, the new generation's keys (regKeys), then
-// the old one's (none when ARGV[2] is ""). ARGV: the generation, the old
-// one, the old one's TTL, "1" when marked, the number of the new
-// generation's keys.
+// answers "moved" when reg:v no longer names the old generation (the
+// caller reads it again), and "stale" when the load is marked (ARGV[4]
+// "1") and the marker no longer names ARGV[1]: its lease lapsed and
+// CompleteRegister dropped it, or a newer load took over. KEYS: reg:v,
+// reg:pending, the new generation's keys (regKeys), then the old one's.
+// ARGV: the generation, the old one, its TTL, marked, the number of the
+// new generation's keys.
 var switchRegisterScript = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1]) or ''
 if cur ~= ARGV[2] then return 'moved' end
@@ -369,30 +315,17 @@ for i = 3 + n, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
 return 'ok'
 `)
 
-// errStaleGeneration is a switch refused because the load's generation is
-// no longer the pending one.
-var errStaleGeneration = errors.New("the register load's generation is no longer the pending one")
-
-// Commit switches readers to the new generation in one step, then brings
-// the watches' match keys up to date with it (RefreshWatchKeys).
+// Commit switches readers to the new generation in one step (again,
+// harmlessly, when they read it already), brings the watches' match keys
+// up to date with it (RefreshWatchKeys) and clears the load's pending
+// marker (regpending.go). A marked load whose generation is no longer the
+// pending one is refused.
 func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if l.done {
 		return fmt.Errorf("redisstore: register load %s already finished", l.v)
 	}
 	l.done = true
-	return l.switchTo(ctx)
-}
-
-// switchTo switches readers to the load's generation (again, harmlessly,
-// when they read it already), brings the watches' match keys up to date,
-// and clears the load's pending marker (regpending.go). A marked load
-// whose generation is no longer the pending one is refused.
-func (l *RegisterLoad) switchTo(ctx context.Context) error {
 	s := l.s
-	marked := "0"
-	if l.marked {
-		marked = "1"
-	}
 	for try := 0; ; try++ {
 		old, err := s.rdb.Get(ctx, s.key(regKey, "v")).Result()
 		if err != nil && err != redis.Nil {
@@ -410,7 +343,7 @@ func (l *RegisterLoad) switchTo(ctx context.Context) error {
 			}
 			keys = append(keys, oldKeys...)
 		}
-		how, err := switchRegisterScript.Run(ctx, s.rdb, keys, l.v, old, oldRegisterTTL, marked, len(gen)).Text()
+		how, err := switchRegisterScript.Run(ctx, s.rdb, keys, l.v, old, oldRegisterTTL, boolArg(l.marked), len(gen)).Text()
 		if err != nil {
 			return s.fail("switch register", err)
 		}
@@ -436,12 +369,12 @@ func (l *RegisterLoad) Rollback() error {
 		return nil
 	}
 	l.done = true
-	s := l.s
-	keys, err := s.regKeys(context.Background(), l.v)
+	ctx := context.Background()
+	keys, err := l.s.regKeys(ctx, l.v)
 	if err != nil {
 		return err
 	}
-	return s.fail("drop register load", s.rdb.Unlink(context.Background(), keys...).Err())
+	return l.s.fail("drop register load", l.s.rdb.Unlink(ctx, keys...).Err())
 }
 
 // register is one generation of the register, for lookups.
@@ -458,8 +391,7 @@ func (s *Store) currentRegister(ctx context.Context) (register, error) {
 	return register{s: s, v: v}, s.fail("read register version", err)
 }
 
-// regCompany is what a register generation's identifier sets say of one
-// ACN.
+// regCompany is what a generation's identifier sets say of one ACN.
 type regCompany struct {
 	named bool     // its current name is not empty
 	abns  []string // its register ABNs, the formed one first
@@ -505,63 +437,47 @@ func (r register) queueACNsOf(ctx context.Context, p redis.Pipeliner, abns []str
 	if r.v == "" || len(abns) == 0 {
 		return func() [][]string { return make([][]string, len(abns)) }
 	}
-	var formed []string
-	var formedAt []int
+	formed := make([]string, len(abns)) // "" (no slot, code 0) when not a formed ABN
 	for i, b := range abns {
-		if a, ok := formedOf(b); ok {
-			formed, formedAt = append(formed, a), append(formedAt, i)
-		}
+		formed[i], _ = formedOf(b)
 	}
 	codes := r.queueCodes(ctx, p, formed)
 	more := queueHMGet(ctx, p, r.s.key(regKey, r.v, "abn"), abns)
 	return func() [][]string {
 		c, m := codes(), more()
 		out := make([][]string, len(abns))
-		for j, i := range formedAt {
-			if c[j]&1 != 0 {
-				out[i] = append(out[i], formed[j])
-			}
-		}
 		for i := range abns {
+			if c[i]&1 != 0 {
+				out[i] = append(out[i], formed[i])
+			}
 			out[i] = append(out[i], splitList(m[i])...)
 		}
 		return out
 	}
 }
 
-// queueCodes adds to p the reads of the ids entries of acns (one
-// BITFIELD_RO per ids string and batch) and returns the function that
-// gives each ACN's code (named<<1 | formed; 0 for an ACN without a slot)
-// once p has run.
+// queueCodes adds to p the reads of the ids entries of acns and returns
+// the function that gives each ACN's code (named<<1 | formed; 0 for an ACN
+// without a slot) once p has run.
 func (r register) queueCodes(ctx context.Context, p redis.Pipeliner, acns []string) func() []int64 {
 	type read struct {
 		cmd *redis.IntSliceCmd
 		at  []int
 	}
-	var reads []read
-	byPart := map[uint32]int{} // b -> the read under way for it
-	ops := map[uint32][]any{}
+	at, ops := map[uint32][]int{}, map[uint32][]any{} // by ids string b
 	for i, a := range acns {
-		slot, ok := regSlot(a)
-		if !ok {
-			continue
+		if slot, ok := regSlot(a); ok {
+			b := slot / slotsPerPart
+			at[b] = append(at[b], i)
+			ops[b] = append(ops[b], "u2", "#"+strconv.FormatUint(uint64(slot%slotsPerPart), 10))
 		}
-		b := slot / slotsPerPart
-		k, ok := byPart[b]
-		if !ok || len(reads[k].at) == batch {
-			if ok {
-				reads[k].cmd = p.BitFieldRO(ctx, r.s.idsKey(r.v, b), ops[b]...)
-			}
-			k = len(reads)
-			byPart[b] = k
-			reads = append(reads, read{})
-			ops[b] = nil
-		}
-		reads[k].at = append(reads[k].at, i)
-		ops[b] = append(ops[b], "u2", "#"+strconv.FormatUint(uint64(slot%slotsPerPart), 10))
 	}
-	for b, k := range byPart {
-		reads[k].cmd = p.BitFieldRO(ctx, r.s.idsKey(r.v, b), ops[b]...)
+	var reads []read
+	for b, is := range at {
+		for lo := 0; lo < len(is); lo += batch {
+			hi := min(lo+batch, len(is))
+			reads = append(reads, read{p.BitFieldRO(ctx, r.s.idsKey(r.v, b), ops[b][2*lo:2*hi]...), is[lo:hi]})
+		}
 	}
 	return func() []int64 {
 		out := make([]int64, len(acns))
@@ -574,9 +490,8 @@ func (r register) queueCodes(ctx context.Context, p redis.Pipeliner, acns []stri
 	}
 }
 
-// queueHMGet adds to p HMGETs of fields of key (batch fields a command)
-// and returns the function that gives their values ("" for a missing
-// field) once p has run.
+// queueHMGet adds to p HMGETs of fields of key and returns the function
+// that gives their values ("" for a missing field) once p has run.
 func queueHMGet(ctx context.Context, p redis.Pipeliner, key string, fields []string) func() []string {
 	var cmds []*redis.SliceCmd
 	for i := 0; i < len(fields); i += batch {
@@ -593,25 +508,23 @@ func queueHMGet(ctx context.Context, p redis.Pipeliner, key string, fields []str
 	}
 }
 
-// companies reads the entries of acns in one round trip per roundTrip
-// ACNs.
+// companies reads the entries of acns, roundTrip ACNs a round trip.
 func (r register) companies(ctx context.Context, acns []string) ([]regCompany, error) {
-	return inRoundTrips(ctx, r.s, acns, func(p redis.Pipeliner, part []string) func() []regCompany {
+	return inRoundTrips(ctx, r.s, "read the register", acns, func(p redis.Pipeliner, part []string) func() []regCompany {
 		return r.queueCompanies(ctx, p, part)
 	})
 }
 
-// acnsOf reads the register ACNs of abns in one round trip per roundTrip
-// ABNs.
+// acnsOf reads the register ACNs of abns, roundTrip ABNs a round trip.
 func (r register) acnsOf(ctx context.Context, abns []string) ([][]string, error) {
-	return inRoundTrips(ctx, r.s, abns, func(p redis.Pipeliner, part []string) func() [][]string {
+	return inRoundTrips(ctx, r.s, "read the register", abns, func(p redis.Pipeliner, part []string) func() [][]string {
 		return r.queueACNsOf(ctx, p, part)
 	})
 }
 
 // inRoundTrips runs queue's reads of ids in one pipeline per roundTrip of
 // them and returns their answers, in order.
-func inRoundTrips[T any](ctx context.Context, s *Store, ids []string, queue func(p redis.Pipeliner, part []string) func() []T) ([]T, error) {
+func inRoundTrips[T any](ctx context.Context, s *Store, what string, ids []string, queue func(p redis.Pipeliner, part []string) func() []T) ([]T, error) {
 	out := make([]T, 0, len(ids))
 	for lo := 0; lo < len(ids); lo += roundTrip {
 		var got func() []T
@@ -620,22 +533,11 @@ func inRoundTrips[T any](ctx context.Context, s *Store, ids []string, queue func
 			return nil
 		})
 		if err != nil {
-			return nil, s.fail("read the register", err)
+			return nil, s.fail(what, err)
 		}
 		out = append(out, got()...)
 	}
 	return out, nil
-}
-
-// RegisterACNsOf returns the register ACNs of each of abns in the current
-// generation (nil for none): what watch matching resolves a notice's ABN
-// to.
-func (s *Store) RegisterACNsOf(ctx context.Context, abns []string) ([][]string, error) {
-	reg, err := s.currentRegister(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return reg.acnsOf(ctx, abns)
 }
 
 // batch is the most fields or members of one command; roundTrip the most
@@ -650,26 +552,9 @@ const (
 // hmget is HMGET over any number of fields: batch fields a command,
 // roundTrip fields a pipeline.
 func (s *Store) hmget(ctx context.Context, key string, fields []string) ([]string, error) {
-	out := make([]string, 0, len(fields))
-	for lo := 0; lo < len(fields); lo += roundTrip {
-		part := fields[lo:min(lo+roundTrip, len(fields))]
-		var cmds []*redis.SliceCmd
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := 0; i < len(part); i += batch {
-				cmds = append(cmds, p.HMGet(ctx, key, part[i:min(i+batch, len(part))]...))
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, s.fail("read stored records", err)
-		}
-		for _, c := range cmds {
-			for _, v := range c.Val() {
-				out = append(out, str(v))
-			}
-		}
-	}
-	return out, nil
+	return inRoundTrips(ctx, s, "read stored records", fields, func(p redis.Pipeliner, part []string) func() []string {
+		return queueHMGet(ctx, p, key, part)
+	})
 }
 
 // RegisterNamer is a notice source that holds the register's names (the

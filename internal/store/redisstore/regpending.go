@@ -9,25 +9,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/lease"
 )
 
-// One register generation everywhere. A scale-mode register load commits
-// in two stores: Elasticsearch moves its register alias to the new index
-// (the company view reads it), then Redis switches reg:v to the new
-// generation (the bulk screen and watch matching read it). A process that
-// dies between the two leaves them on different registers. So before the
-// first step the load writes
-//
-//	reg:pending        JSON {"v": Redis generation, "index": Elasticsearch index}
-//	reg:pending:lease  the loader's lease on it (pendingLease, renewed
-//	                   while the Elasticsearch step runs)
-//
-// and the Redis step deletes both. CompleteRegister, run when any scale
-// process opens its stores and by the workers' sweep, finishes what a dead
-// loader (marker present, lease gone) left: if the register alias names
-// the marker's index, the Elasticsearch step happened and the Redis switch
-// is made; otherwise it did not, and the unused Redis generation is
-// dropped. Either way both stores are on one register again.
+// One register generation everywhere (docs/redis.md, "Register and notice
+// sets"): before Elasticsearch moves its register alias, a load writes the
+// marker reg:pending (PendingRegister) and its lease reg:pending:lease;
+// the Redis switch deletes both. CompleteRegister finishes what a dead
+// loader left: the switch when the alias names the marker's index, else a
+// drop of the unused Redis generation.
 
 // pendingLease is how long a register load's marker is protected without
 // renewal: longer than any one call of the Elasticsearch commit step.
@@ -48,6 +39,11 @@ type RegisterIndexer interface {
 	RegisterIndices(ctx context.Context) ([]string, error)
 }
 
+// pendingKeys returns reg:pending, reg:pending:lease and reg:v.
+func (s *Store) pendingKeys() []string {
+	return []string{s.key(regKey, "pending"), s.key(regKey, "pending", "lease"), s.key(regKey, "v")}
+}
+
 // markRegisterPending writes the marker and its lease before the
 // Elasticsearch step of a load, and returns the renewal's stop.
 func (s *Store) markRegisterPending(ctx context.Context, p PendingRegister) (stop func(), err error) {
@@ -55,54 +51,38 @@ func (s *Store) markRegisterPending(ctx context.Context, p PendingRegister) (sto
 	if err != nil {
 		return nil, err
 	}
-	_, err = s.rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
-		pp.Set(ctx, s.key(regKey, "pending"), b, 0)
-		pp.Set(ctx, s.key(regKey, "pending", "lease"), p.Version, pendingLease)
+	k := s.pendingKeys()
+	if _, err := s.rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
+		pp.Set(ctx, k[0], b, 0)
+		pp.Set(ctx, k[1], p.Version, pendingLease)
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, s.fail("mark the register load pending", err)
 	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(pendingLease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				rctx, cancel := context.WithTimeout(context.Background(), pendingLease/3)
-				s.rdb.PExpire(rctx, s.key(regKey, "pending", "lease"), pendingLease)
-				cancel()
-			}
-		}
-	}()
-	return func() { close(done); <-finished }, nil
+	return lease.Keep(pendingLease/3, func(ctx context.Context) { s.rdb.PExpire(ctx, k[1], pendingLease) }), nil
 }
+
+// dropPendingScript deletes the marker of generation ARGV[1] and its lease
+// and answers 1, or 0 when the marker names another generation. With
+// ARGV[2] "1" (a dead loader's load abandoned) it also answers 0 while the
+// lease lives or readers use the generation. KEYS: reg:pending,
+// reg:pending:lease, reg:v.
+var dropPendingScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if not cur or (ARGV[2] == '1' and (redis.call('EXISTS', KEYS[2]) == 1 or redis.call('GET', KEYS[3]) == ARGV[1])) then return 0 end
+local ok, m = pcall(cjson.decode, cur)
+if not ok or type(m) ~= 'table' or m.v ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1`)
 
 // clearRegisterPending deletes the marker of generation v (and its lease)
 // once Redis has switched to it, or the load was rolled back.
-var clearPendingScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur and cjson.decode(cur).v == ARGV[1] then redis.call('DEL', KEYS[1], KEYS[2]) end
-return 1`)
+func (s *Store) clearRegisterPending(ctx context.Context, v string) error {
+	return s.fail("clear the register load's marker", dropPendingScript.Run(ctx, s.rdb, s.pendingKeys(), v, "0").Err())
+}
 
-// abandonPendingScript deletes the marker of generation ARGV[1] when it
-// still names it, its lease is gone and readers do not use it, and answers
-// 1 when it did. KEYS: reg:pending, reg:pending:lease, reg:v.
-var abandonPendingScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if not cur or redis.call('EXISTS', KEYS[2]) == 1 or redis.call('GET', KEYS[3]) == ARGV[1] then return 0 end
-local ok, m = pcall(cjson.decode, cur)
-if not ok or type(m) ~= 'table' or m.v ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-return 1`)
-
-// stillPending returns nil when the marker names generation v, else an
-// error wrapping errStaleGeneration.
+// stillPending returns nil when the marker names generation v, else
+// staleLoad's error.
 func (s *Store) stillPending(ctx context.Context, v string) error {
 	raw, err := s.rdb.Get(ctx, s.key(regKey, "pending")).Result()
 	if err != nil && err != redis.Nil {
@@ -118,13 +98,8 @@ func (s *Store) stillPending(ctx context.Context, v string) error {
 // staleLoad is the error of a load whose generation is no longer the
 // pending one.
 func (s *Store) staleLoad(v string) error {
-	return fmt.Errorf("redisstore: register load %s was abandoned while it ran (its lease on %s lapsed and the load was dropped, or a newer load took over): %w; run the load again",
-		v, s.key(regKey, "pending"), errStaleGeneration)
-}
-
-func (s *Store) clearRegisterPending(ctx context.Context, v string) error {
-	return s.fail("clear the register load's marker",
-		clearPendingScript.Run(ctx, s.rdb, []string{s.key(regKey, "pending"), s.key(regKey, "pending", "lease")}, v).Err())
+	return fmt.Errorf("redisstore: register load %s was abandoned while it ran (its lease on %s lapsed and the load was dropped, or a newer load took over): the register load's generation is no longer the pending one; run the load again",
+		v, s.key(regKey, "pending"))
 }
 
 // CompleteRegister finishes a register load whose loader died between its
@@ -136,7 +111,8 @@ func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
 	if !ok {
 		return "", nil
 	}
-	vals, err := s.rdb.MGet(ctx, s.key(regKey, "pending"), s.key(regKey, "pending", "lease")).Result()
+	k := s.pendingKeys()
+	vals, err := s.rdb.MGet(ctx, k[0], k[1]).Result()
 	if err != nil {
 		return "", s.fail("read the register load's marker", err)
 	}
@@ -146,7 +122,7 @@ func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
 	raw, _ := vals[0].(string)
 	var p PendingRegister
 	if err := json.Unmarshal([]byte(raw), &p); err != nil || p.Version == "" {
-		return "", fmt.Errorf("redisstore: the register load marker %s is unreadable (%q); delete it after checking that no register load runs", s.key(regKey, "pending"), raw)
+		return "", fmt.Errorf("redisstore: the register load marker %s is unreadable (%q); delete it after checking that no register load runs", k[0], raw)
 	}
 	live, err := ri.RegisterIndices(ctx)
 	if err != nil {
@@ -155,22 +131,18 @@ func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
 	load := &RegisterLoad{s: s, v: p.Version, marked: true}
 	if slices.Contains(live, p.Index) {
 		// The company view reads the new register: switch Redis to it.
-		if err := load.switchTo(ctx); err != nil {
+		if err := load.Commit(ctx); err != nil {
 			return "", err
 		}
 		return "switched", nil
 	}
-	// The swap never happened: the old register stands on both sides.
-	// The marker goes first, in one step with the checks that the loader
-	// has not switched or renewed its lease meanwhile, so a loader that
-	// resumes later finds its generation no longer pending and its switch
-	// is refused (switchRegisterScript) rather than naming deleted keys.
-	taken, err := abandonPendingScript.Run(ctx, s.rdb, []string{s.key(regKey, "pending"), s.key(regKey, "pending", "lease"), s.key(regKey, "v")}, p.Version).Int()
-	if err != nil {
-		return "", s.fail("drop the register load's marker", err)
-	}
-	if taken == 0 {
-		return "", nil // the loader came back meanwhile
+	// The swap never happened. The marker goes first, checking that the
+	// loader has not switched or renewed its lease meanwhile, so a loader
+	// that resumes finds its switch refused (switchRegisterScript) rather
+	// than naming deleted keys.
+	taken, err := dropPendingScript.Run(ctx, s.rdb, k, p.Version, "1").Int()
+	if err != nil || taken == 0 {
+		return "", s.fail("drop the register load's marker", err) // 0: the loader came back meanwhile
 	}
 	if err := load.Rollback(); err != nil {
 		return "", err

@@ -1,15 +1,15 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
 )
 
 // ArrivalMatcher follows the publish log in a loop (MatchArrivals): what
-// `noticesd worker` runs in scale mode. Any number of them, in any number
-// of processes, may run against one Redis; each notice is still matched
-// exactly once.
+// `noticesd worker` runs in scale mode. Any number of them may run against
+// one Redis; each notice is still matched exactly once.
 type ArrivalMatcher struct {
 	// Store is the store to match for.
 	Store *Store
@@ -36,37 +36,28 @@ func (m *ArrivalMatcher) Start(ctx context.Context) {
 	if m.done != nil {
 		return
 	}
-	idle, n := m.Idle, m.Batch
-	if idle <= 0 {
-		idle = 200 * time.Millisecond
-	}
-	if n <= 0 {
-		n = arrivalBatch
-	}
+	idle, n := cmp.Or(max(m.Idle, 0), 200*time.Millisecond), cmp.Or(max(m.Batch, 0), arrivalBatch)
 	ctx, m.cancel = context.WithCancel(ctx)
 	m.done = make(chan struct{})
 	go func() {
 		defer close(m.done)
-		t := time.NewTimer(0)
-		defer t.Stop()
-		for {
+		for wait := time.Duration(0); ; {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-time.After(wait):
 			}
 			moved, err := m.Store.MatchArrivals(ctx, n)
 			if err != nil && ctx.Err() == nil && m.OnError != nil {
 				m.OnError(err)
 			}
-			wait := idle
+			wait = idle
 			if moved > 0 && err == nil {
 				wait = 0 // more may be waiting
 				if m.Matched != nil {
 					m.Matched()
 				}
 			}
-			t.Reset(wait)
 		}
 	}()
 }
