@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"strconv"
@@ -14,14 +15,8 @@ import (
 
 var _ store.Accounts = (*Store)(nil)
 
-// Account keys:
-//
-//	acct:<id>          hash name, plan, active (1/0), created_at, keys (the two key hashes, comma-joined)
-//	accts              zset of account ids by creation number (oldest first)
-//	acct:seq           creation counter
-//	apikey:<sha256>    hash account, kind (account/read), hash
-//
-// Keys are stored only as hex SHA-256 (account.HashKey).
+// Account keys (acct:<id>, accts, acct:seq, apikey:<sha256>): docs/redis.md.
+// API keys are stored only as hex SHA-256 (account.HashKey).
 
 // Authenticate returns the principal owning key, or errs.Unauthorised. The
 // stored hash is compared in constant time; a lapsed subscription shows as
@@ -62,12 +57,13 @@ func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.C
 		return account.Created{}, s.fail("create account", err)
 	}
 	c := newKeys(account.NewID("acc_"))
-	ak := s.key(acctKey, c.AccountID)
+	ah, rh := account.HashKey(c.AccountKey), account.HashKey(c.ReadKey)
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, ak, "name", name, "plan", plan, "active", "1", "created_at", notice.Timestamp(s.clock()),
-			"keys", account.HashKey(c.AccountKey)+","+account.HashKey(c.ReadKey))
+		p.HSet(ctx, s.key(acctKey, c.AccountID), "name", name, "plan", plan, "active", "1", "created_at", notice.Timestamp(s.clock()),
+			"keys", ah+","+rh)
 		p.ZAdd(ctx, s.key(acctsKey), redis.Z{Score: float64(seq), Member: c.AccountID})
-		s.addKeys(ctx, p, c)
+		p.HSet(ctx, s.key(apikeyKey, ah), "account", c.AccountID, "kind", account.AccountKey.String(), "hash", ah)
+		p.HSet(ctx, s.key(apikeyKey, rh), "account", c.AccountID, "kind", account.ReadKey.String(), "hash", rh)
 		return nil
 	})
 	if err != nil {
@@ -79,16 +75,6 @@ func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.C
 func newKeys(accountID string) account.Created {
 	return account.Created{AccountID: accountID,
 		AccountKey: account.NewKey(account.AccountKeyPrefix), ReadKey: account.NewKey(account.ReadKeyPrefix)}
-}
-
-func (s *Store) addKeys(ctx context.Context, p redis.Pipeliner, c account.Created) {
-	for _, k := range []struct {
-		key  string
-		kind account.KeyKind
-	}{{c.AccountKey, account.AccountKey}, {c.ReadKey, account.ReadKey}} {
-		h := account.HashKey(k.key)
-		p.HSet(ctx, s.key(apikeyKey, h), "account", c.AccountID, "kind", k.kind.String(), "hash", h)
-	}
 }
 
 // ListAccounts returns every account, oldest first.
@@ -135,16 +121,9 @@ return 1
 
 // SetSubscription activates or lapses an account's subscription.
 func (s *Store) SetSubscription(ctx context.Context, accountID string, active bool) error {
-	v := "0"
-	if active {
-		v = "1"
-	}
-	n, err := setSubscriptionScript.Run(ctx, s.rdb, []string{s.key(acctKey, accountID), s.key(lapsedKey)}, v, accountID).Int()
-	if err != nil {
-		return s.fail("set subscription", err)
-	}
-	if n == 0 {
-		return noAccount(accountID)
+	n, err := setSubscriptionScript.Run(ctx, s.rdb, []string{s.key(acctKey, accountID), s.key(lapsedKey)}, boolArg(active), accountID).Int()
+	if err != nil || n == 0 {
+		return cmp.Or(s.fail("set subscription", err), account.ErrNoAccount(accountID))
 	}
 	return s.replicated(ctx, "subscription change")
 }
@@ -167,30 +146,23 @@ return 1
 // soon as this returns.
 func (s *Store) RotateKeys(ctx context.Context, accountID string) (account.Created, error) {
 	c := newKeys(accountID)
-	acct := s.key(acctKey, accountID)
+	acct, what := s.key(acctKey, accountID), "rotate keys of "+accountID
 	ah, rh := account.HashKey(c.AccountKey), account.HashKey(c.ReadKey)
-	for {
+	n, err := s.casRun(ctx, what, rotateScript, func() ([]string, []any, error) {
 		old, err := s.rdb.HGet(ctx, acct, "keys").Result()
 		if err != nil && err != redis.Nil {
-			return account.Created{}, s.fail("rotate keys of "+accountID, err)
+			return nil, nil, s.fail(what, err)
 		}
 		keys := []string{acct, s.key(apikeyKey, ah), s.key(apikeyKey, rh)}
 		for _, h := range splitList(old) {
 			keys = append(keys, s.key(apikeyKey, h))
 		}
-		n, err := rotateScript.Run(ctx, s.rdb, keys, accountID, ah, rh, old).Int()
-		if err != nil {
-			return account.Created{}, s.fail("rotate keys of "+accountID, err)
-		}
-		if n == 0 {
-			return account.Created{}, noAccount(accountID)
-		}
-		if n == 1 {
-			return c, s.replicated(ctx, "key rotation")
-		}
+		return keys, []any{accountID, ah, rh, old}, nil
+	})
+	if err != nil || n == 0 {
+		return account.Created{}, cmp.Or(err, account.ErrNoAccount(accountID))
 	}
+	return c, s.replicated(ctx, "key rotation")
 }
-
-func noAccount(id string) error { return account.ErrNoAccount(id) }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -10,25 +10,19 @@ import (
 	"github.com/noticesd/noticesd/internal/limit"
 )
 
-// gateScript checks an API key and, when it still belongs to the
-// principal the caller expects (account, key kind and plan) and that account
-// is active, takes one request token of its rate bucket and, when asked
-// and the token is allowed, a heavy slot: the key check, the rate and the
-// heavy slot of an authenticated request in one round trip.
-//
+// gateScript checks an API key and, when it still belongs to the principal
+// the caller expects (account, key kind and plan) and that account is
+// active, takes a token of its rate bucket and, when asked and the token is
+// allowed, a heavy slot: an authenticated request's key check, rate and
+// heavy slot in one round trip. Otherwise it takes nothing: the caller
+// knows what to do (take the right principal's token and slot, or refuse).
 // KEYS: apikey:<sha256>, acct:<expected id>, the expected principal's rate
-// bucket (limit.RateKey), then, for a heavy slot, limit.HeavyKeys of the
-// expected principal (its set and the service's). ARGV: expected id,
-// expected kind, expected plan, then limit.Rate.GCRAArgs (burst, rate,
-// period; rate 0: no limit), then, for a heavy slot, limit.SlotClaim.Args
-// (token, lease, per-key cap, global cap).
-// Returns false for an unknown key; else {account, kind, hash, name, plan,
-// active, created_at, taken (1 when the token was taken), allowed, retry
-// after, other, slot (take_slot's 0 taken, 1 key full, 2 all full; -1 not
-// tried)}. No token and no slot are taken when the record is not the
-// expected one (the account id, kind or plan differ) or the account is
-// lapsed: the caller knows what to do then (take the right principal's
-// token and slot, or refuse); no slot when the token is refused.
+// bucket (limit.RateKey)[, for a slot its limit.HeavyKeys]. ARGV: expected
+// id, kind, plan, limit.Rate.GCRAArgs (rate 0: no limit)[, for a slot
+// limit.SlotClaim.Args]. Returns false for an unknown key; else {account,
+// kind, hash, name, plan, active, created_at, taken (1: token taken),
+// allowed, retry after, other, slot (take_slot's 0 taken, 1 key full, 2 all
+// full; -1 not tried)}.
 var gateScript = redis.NewScript(limit.GCRALua + limit.SlotLua + `
 local k = redis.call('HMGET', KEYS[1], 'account', 'kind', 'hash')
 if not k[1] then return false end

@@ -13,18 +13,12 @@ import (
 	"github.com/noticesd/noticesd/internal/keyspace"
 )
 
-// The upgrade of a namespace written before its keys were tagged: older
-// versions kept the Redis store's keys under "<ns>:" (the publish log's
-// were already under "{<ns>}:"). UpgradeKeys renames each to the same name
-// under "{<ns>}:", once, before the store is used:
-//
-//	{ns}:layout        "tagged" once every key of the namespace is under {ns}:
-//	{ns}:layout:lock   the process upgrading, while it does (expires)
-//
-// RENAME keeps a key's value and time to live and costs O(1), so a
-// namespace of millions of keys is upgraded in a few seconds. Every step
-// is a RENAMENX of a key still under the old prefix, so an upgrade
-// interrupted anywhere is finished by the next start.
+// The upgrade of a namespace written before its keys were tagged
+// ({ns}:layout, {ns}:layout:lock: docs/redis.md, "Upgrading from the
+// untagged layout"). RENAME keeps a key's value and time to live and costs
+// O(1), so millions of keys move in seconds; every step is a RENAMENX of a
+// key still under the old prefix, so the next start finishes an upgrade
+// interrupted anywhere.
 
 const (
 	layoutTagged  = "tagged"
@@ -82,17 +76,21 @@ func UpgradeKeys(ctx context.Context, rdb redis.UniversalClient, namespace strin
 	}
 }
 
-// moveOldKeys renames every key under the old prefix until a full SCAN
-// finds none, renewing the lock between batches.
+// moveOldKeys renames every key under the old prefix, a SCAN page at a
+// time with the lock renewed before each, until a full SCAN finds none.
 func moveOldKeys(ctx context.Context, rdb redis.UniversalClient, namespace, lock, token string) (int, error) {
 	old, p := keyspace.OldPrefix(namespace), keyspace.Prefix(namespace)
-	pattern := globEscape(old) + "*"
 	moved := 0
 	for {
 		found := 0
-		iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
-		var batch []string
-		flush := func() error {
+		err := scanPages(func(c uint64) ([]string, uint64, error) {
+			keys, next, err := rdb.Scan(ctx, c, globEscape(old)+"*", 1000).Result()
+			if err != nil {
+				err = fmt.Errorf("redisstore: scan the keys of namespace %s: %w", namespace, err)
+			}
+			return keys, next, err
+		}, func(batch []string) error {
+			found += len(batch)
 			if len(batch) == 0 {
 				return nil
 			}
@@ -119,25 +117,10 @@ func moveOldKeys(ctx context.Context, rdb redis.UniversalClient, namespace, lock
 					moved++
 				}
 			}
-			batch = batch[:0]
 			return nil
-		}
-		for iter.Next(ctx) {
-			found++
-			if batch = append(batch, iter.Val()); len(batch) == 1000 {
-				if err := flush(); err != nil {
-					return moved, err
-				}
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return moved, fmt.Errorf("redisstore: scan the keys of namespace %s: %w", namespace, err)
-		}
-		if err := flush(); err != nil {
+		})
+		if err != nil || found == 0 {
 			return moved, err
-		}
-		if found == 0 {
-			return moved, nil
 		}
 	}
 }

@@ -1,11 +1,13 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +17,6 @@ import (
 
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/errs"
-	"github.com/noticesd/noticesd/internal/lease"
 	"github.com/noticesd/noticesd/internal/mail"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
@@ -24,36 +25,9 @@ import (
 
 var _ store.Watches = (*Store)(nil)
 
-// Watch keys:
-//
-//	w:<id>                 hash account, doc (storedWatch JSON), regv (register
-//	                       generation of its keys), eseq (arrival watermark
-//	                       before it was written), cseq (match cursor at
-//	                       activation), a0 (backfilled through; absent until
-//	                       the backfill is done), secret, failures
-//	w:<id>:co              set: the companies it counts
-//	w:<id>:keys            its match keys, comma-joined
-//	                       (w:<id> field ixabn: the ABN identifiers the
-//	                       register did not resolve, comma-joined; its
-//	                       reverse-index keys are the ACNs among its match
-//	                       keys and these, see indexKeysOf)
-//	wm:<id>                zset: its match log (member and score notice_seq)
-//	acct:<id>:watches      zset of the account's watch ids by created_at (ms)
-//	acct:<id>:companies    set: the union of its watches' companies (the quota count)
-//	watches                set of every watch id
-//	rix:<bucket>           hash match key -> the first watch holding it (reverse index)
-//	rixs:<key>             set: the further watches holding the key
-//	fo                     set of the filter-only watches
-//	wrel                   set: watches turned back on whose held deliveries
-//	                       are not yet released (Reconcile finishes them)
-//	wdeact                 hash: watch id -> the deactivation it is owed
-//	                       (Reconcile finishes it)
-//	wpend                  zset: watches whose create has not finished, score
-//	                       the creator's lease (ms); Reconcile undoes a create
-//	                       whose lease ran out (its creator stopped)
-//	wsv                    watch-set version, bumped by every create, delete
-//	                       and key refresh (arrival matching commits only
-//	                       against the version it matched with)
+// A watch's keys (w:<id> and its fields, w:<id>:co, w:<id>:keys, wm:<id>,
+// the reverse index rix/rixs, wpend, wsv...) are described in
+// docs/redis.md's key table.
 
 // storedWatch is a watch as kept in w:<id> doc.
 type storedWatch struct {
@@ -162,17 +136,11 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	if err != nil || len(ids) == 0 {
 		return exp, err
 	}
-	var acns, abns []string
-	for _, v := range ids {
-		if len(v) == 9 {
-			acns = append(acns, v)
-		} else {
-			abns = append(abns, v)
-		}
-	}
-	// The three lookups are independent: the notice source's on two
-	// connections at once with Redis's. On notices means carried by a
-	// notice now (as the embedded store and the screen copy count it).
+	acns := slices.DeleteFunc(slices.Clone(ids), func(v string) bool { return len(v) != 9 })
+	abns := slices.DeleteFunc(slices.Clone(ids), func(v string) bool { return len(v) == 9 })
+	// The notice source's lookup runs beside Redis's. On notices means
+	// carried by a notice now (as the embedded store and the screen copy
+	// count it).
 	var onNotices map[string]bool
 	carriedErr := make(chan error, 1)
 	go func() {
@@ -206,6 +174,7 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	regCos = append(cos, regCos...)
 	keys := make(map[string]struct{}, len(ids)*2)
 	companies := make(map[string]struct{}, len(ids))
+	known := make(map[string]bool, len(ids))
 	for _, v := range ids {
 		keys[v] = struct{}{}
 	}
@@ -214,20 +183,18 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 		for _, b := range regCos[i].abns {
 			keys[b] = struct{}{}
 		}
-	}
-	known := make(map[string]bool, len(ids))
-	for i, v := range acns {
-		companies[v] = struct{}{}
-		known[v] = cos[i].named
+		if i < len(acns) { // an identifier: counts as itself
+			companies[a], known[a] = struct{}{}, regCos[i].named
+		}
 	}
 	for i, v := range abns {
-		if resolved[i] != "" {
-			companies[resolved[i]] = struct{}{}
-			known[v] = true
-		} else {
-			companies[v] = struct{}{}
+		c := resolved[i]
+		known[v] = c != ""
+		if c == "" {
+			c = v
 			exp.ixABNs = append(exp.ixABNs, v)
 		}
+		companies[c] = struct{}{}
 	}
 	slices.Sort(exp.ixABNs)
 	for _, v := range ids {
@@ -243,17 +210,8 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 // processors.
 func sortBoth(a, b map[string]struct{}) ([]string, []string) {
 	sorted := make(chan []string, 1)
-	go func() { sorted <- sortedKeys(b) }()
-	return sortedKeys(a), <-sorted
-}
-
-func sortedKeys(m map[string]struct{}) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+	go func() { sorted <- slices.Sorted(maps.Keys(b)) }()
+	return slices.Sorted(maps.Keys(a)), <-sorted
 }
 
 // createScript checks the plan's limits and writes the watch in one step.
@@ -336,7 +294,7 @@ func (s *Store) recordMissed(ctx context.Context, id string, from, through int64
 	return err
 }
 
-const stageTTL = 3600 // seconds; a stage left by a crashed create expires
+const stageTTL = time.Hour // a stage left by a crashed create expires
 
 // CreateWatch stores w if plan allows. The identifiers are resolved first
 // (a few pipelined reads) and the companies and match keys staged in Redis;
@@ -369,35 +327,30 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 		return w, err
 	}
 	stageCo := s.key(stageKey, w.ID, "co")
-	if err := s.saddBatched(ctx, stageCo, exp.companies, stageTTL); err != nil {
+	if err := s.saddBatched(ctx, stageCo, exp.companies); err != nil {
 		return w, err
 	}
-	create := func() ([]any, error) {
-		res, err := createScript.Run(ctx, s.rdb, []string{s.key(acctKey, w.AccountID, "watches"),
+	var res []any
+	for try := 0; try < 2; try++ {
+		res, err = createScript.Run(ctx, s.rdb, []string{s.key(acctKey, w.AccountID, "watches"),
 			s.key(acctKey, w.AccountID, "companies"), s.key(watchKey, w.ID), stageCo, s.key(watchKey, w.ID, "co"),
 			s.key(createsKey), s.key(watchesKey), s.key(winactiveKey), s.key(watchKey, w.ID, "keys"), s.key(filterOnlyKey)},
 			plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs),
 			s.clock().Add(createLease).UnixMilli()).Slice()
 		if err != nil {
-			return nil, s.fail("create watch", err)
+			return w, s.fail("create watch", err)
 		}
-		return res, nil
-	}
-	res, err := create()
-	if err != nil {
-		return w, err
-	}
-	if refused := str(res[0]); refused == "watch_limit" || refused == "quota" {
+		if str(res[0]) == "ok" || try > 0 {
+			break
+		}
 		// A create whose process died still counts until it is undone: if
-		// any such is past its lease, undo it now and ask again, rather
-		// than refuse for a watch that will never exist.
-		if undone, err := s.undoStalledCreates(ctx, s.clock()); err == nil && undone > 0 {
-			if res, err = create(); err != nil {
-				return w, err
-			}
+		// any such is past its lease, undo it now and ask again (once),
+		// rather than refuse for a watch that will never exist.
+		if undone, err := s.undoStalledCreates(ctx, s.clock()); err != nil || undone == 0 {
+			break
 		}
 	}
-	if refused := str(res[0]); refused == "watch_limit" || refused == "quota" {
+	if str(res[0]) != "ok" {
 		// Best effort: the stage expires after stageTTL anyway.
 		_ = s.rdb.Del(context.WithoutCancel(ctx), stageCo).Err()
 	}
@@ -412,7 +365,7 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 			plan.Name, plan.Companies, res[1].(int64), res[2].(int64))
 	}
 	s.filters.put(w.ID, f)
-	renewing := s.renewCreateLease(w.ID)
+	renewing := s.renewLease(s.key(createsKey), w.ID)
 	err = s.finishCreate(ctx, w, exp.keys, exp.index(), f, eseq)
 	renewing()
 	if errors.Is(err, errStopped) {
@@ -426,75 +379,6 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 		return w, err
 	}
 	return w, s.replicated(ctx, "watch create")
-}
-
-// createLease is how long a create may go without renewing its entry in
-// wpend before it is taken for stopped and undone (by the Sweeper every
-// serve replica runs, by Reconcile, or at once by a create of the same
-// account that the stalled one would otherwise refuse); a live create
-// renews it every leaseRenewal (1.5 s), so it is taken for stopped only
-// after four renewals in a row failed. A create whose process died stops
-// counting against the plan within createLease + sweepEvery (7 s). A
-// delete's trash entry has the same lease.
-const createLease = 6 * time.Second
-
-// leaseRenewal is how often a live create or delete renews its lease.
-const leaseRenewal = createLease / 4
-
-// renewCreateLease keeps the watch's wpend entry ahead of the clock while
-// its create runs, and returns the function that stops doing so. It only
-// updates an entry that is still there (ZADD XX): an undone create stays
-// undone.
-func (s *Store) renewCreateLease(id string) (stop func()) {
-	return lease.Keep(s.leaseRenewal, func(ctx context.Context) {
-		s.rdb.ZAddXX(ctx, s.key(createsKey), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
-	})
-}
-
-// claimStalledScript takes the wpend entry of watch ARGV[3] if its lease
-// ran out by ARGV[1] (ms), giving it a new one to ARGV[2] so one sweep
-// undoes it, and returns the watch's account: "" when the watch is gone
-// (the entry is dropped), nil when the entry is not stalled.
-// KEYS: wpend, w:<id>.
-var claimStalledScript = redis.NewScript(`
-local sc = redis.call('ZSCORE', KEYS[1], ARGV[3])
-if not sc or tonumber(sc) > tonumber(ARGV[1]) then return false end
-local acc = redis.call('HGET', KEYS[2], 'account')
-if not acc then
-  redis.call('ZREM', KEYS[1], ARGV[3])
-  return ''
-end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-return acc
-`)
-
-// undoStalledCreates deletes the watches whose create stopped before it
-// finished (its creator crashed or lost Redis, so its lease ran out by
-// now): the client never had a 201, and a create either happens whole or
-// not at all, as in the embedded store. It returns how many it undid.
-func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, s.key(createsKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
-	if err != nil {
-		return 0, s.fail("read the unfinished watch creates", err)
-	}
-	done := 0
-	for _, id := range ids {
-		acc, err := claimStalledScript.Run(ctx, s.rdb, []string{s.key(createsKey), s.key(watchKey, id)},
-			now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Text()
-		if errors.Is(err, redis.Nil) {
-			continue // renewed or finished since the read
-		}
-		if err != nil {
-			return done, s.fail("undo an unfinished watch create", err)
-		}
-		if acc != "" {
-			if err := s.deleteWatch(ctx, acc, id, false); err != nil && !errs.Is(err, errs.NotFound) {
-				return done, err
-			}
-		}
-		done++
-	}
-	return done, nil
 }
 
 // errStopped is what a create returns where a test's stopBefore stopped it.
@@ -556,31 +440,21 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 	return nil
 }
 
-// saddBatched adds members to a set (after emptying it) with a TTL in
-// seconds, in pipelines of at most roundTrip members.
-func (s *Store) saddBatched(ctx context.Context, key string, members []string, ttl int) error {
-	if err := s.rdb.Del(ctx, key).Err(); err != nil {
-		return s.fail("stage watch", err)
-	}
-	for lo := 0; lo < len(members); lo += roundTrip {
+// saddBatched empties the set key and adds members to it, with a time to
+// live of stageTTL, in pipelines of at most roundTrip members.
+func (s *Store) saddBatched(ctx context.Context, key string, members []string) error {
+	err := s.rdb.Del(ctx, key).Err()
+	for lo := 0; err == nil && lo < len(members); lo += roundTrip {
 		part := members[lo:min(lo+roundTrip, len(members))]
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := 0; i < len(part); i += batch {
-				chunk := part[i:min(i+batch, len(part))]
-				args := make([]any, len(chunk))
-				for j, m := range chunk {
-					args[j] = m
-				}
-				p.SAdd(ctx, key, args...)
+				p.SAdd(ctx, key, anys(part[i:min(i+batch, len(part))])...)
 			}
-			p.Expire(ctx, key, time.Duration(ttl)*time.Second)
+			p.Expire(ctx, key, stageTTL)
 			return nil
 		})
-		if err != nil {
-			return s.fail("stage watch", err)
-		}
 	}
-	return nil
+	return s.fail("stage watch", err)
 }
 
 // The reverse index: rix:<bucket> is a hash from index key (a watch's ACNs
@@ -618,42 +492,36 @@ const rixChunk = 500
 // indexKeys adds the watch to the reverse index for each added key and
 // removes it for each removed one.
 func (s *Store) indexKeys(ctx context.Context, id string, added, removed []string) error {
-	for lo := 0; lo < len(added); lo += roundTrip {
+	var err error
+	for lo := 0; err == nil && lo < len(added); lo += roundTrip {
 		part := added[lo:min(lo+roundTrip, len(added))]
 		cmds := make([]*redis.BoolCmd, len(part))
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range part {
 				cmds[i] = p.HSetNX(ctx, s.key(rixKey, rixBucket(k)), k, id)
 			}
 			return nil
 		})
-		if err != nil {
-			return s.fail("index watch", err)
-		}
-		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, c := range cmds {
-				if !c.Val() {
-					p.SAdd(ctx, s.key(rixsKey, part[i]), id)
+		if err == nil {
+			_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i, c := range cmds {
+					if !c.Val() {
+						p.SAdd(ctx, s.key(rixsKey, part[i]), id)
+					}
 				}
-			}
-			return nil
-		})
-		if err != nil {
-			return s.fail("index watch", err)
+				return nil
+			})
 		}
 	}
-	for i := 0; i < len(removed); i += rixChunk {
-		chunk := removed[i:min(i+rixChunk, len(removed))]
-		keys, args := make([]string, 0, 2*len(chunk)), make([]any, 0, 1+len(chunk))
-		args = append(args, id)
+	for lo := 0; err == nil && lo < len(removed); lo += rixChunk {
+		chunk := removed[lo:min(lo+rixChunk, len(removed))]
+		keys := make([]string, 0, 2*len(chunk))
 		for _, k := range chunk {
-			keys, args = append(keys, s.key(rixKey, rixBucket(k)), s.key(rixsKey, k)), append(args, k)
+			keys = append(keys, s.key(rixKey, rixBucket(k)), s.key(rixsKey, k))
 		}
-		if err := rixRemoveScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
-			return s.fail("index watch", err)
-		}
+		err = rixRemoveScript.Run(ctx, s.rdb, keys, append([]any{id}, anys(chunk)...)...).Err()
 	}
-	return nil
+	return s.fail("index watch", err)
 }
 
 func watchNotFound(id string) error {
@@ -815,17 +683,12 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 	if accountID == "" {
 		return watchNotFound(id)
 	}
-	only := "0"
-	if finishedOnly {
-		only = "1"
-	}
 	t := func(part string) string { return s.key(trashKey, id, part) }
 	keys := []string{s.key(watchKey, id), s.key(digestKey, id), s.key(mailQueueKey), s.key(acctKey, accountID, "watches"), s.key(filterOnlyKey),
 		s.key(watchesKey), s.key(winactiveKey), s.key(wrelKey), s.key(wdeactKey), s.key(createsKey), t("acct"),
 		s.key(watchKey, id, "keys"), t("keys"), s.key(watchKey, id, "co"), t("co"), s.key(recordsKey, id), t("dr"), t("ixabn"),
 		s.key(trashKey), s.key(matchLogKey, id), s.key(deliveriesKey, id), s.key(finalKey, id), s.key(watchSetKey)}
-	var n int
-	for n = -1; n == -1; {
+	n, err := s.casRun(ctx, "delete watch", deleteScript, func() ([]string, []any, error) {
 		var digest, alert *redis.StringCmd
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			digest, alert = p.Get(ctx, keys[1]), p.HGet(ctx, keys[0], "malert")
@@ -833,29 +696,26 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 		})
 		for _, c := range []*redis.StringCmd{digest, alert} {
 			if err := c.Err(); err != nil && err != redis.Nil {
-				return s.fail("delete watch", err)
+				return nil, nil, s.fail("delete watch", err)
 			}
 		}
-		jobKeys, args := keys, []any{accountID, id, mail.Retention.Milliseconds(), only,
+		jobKeys, args := keys, []any{accountID, id, mail.Retention.Milliseconds(), boolArg(finishedOnly),
 			s.clock().Add(createLease).UnixMilli(), digest.Val(), alert.Val()}
 		for _, job := range slices.Compact([]string{digest.Val(), alert.Val()}) {
 			if job != "" {
 				jobKeys, args = append(jobKeys, s.key(mailKey, job)), append(args, job)
 			}
 		}
-		var err error
-		if n, err = deleteScript.Run(ctx, s.rdb, jobKeys, args...).Int(); err != nil {
-			return s.fail("delete watch", err)
-		}
-	}
-	if n == 0 {
-		return watchNotFound(id)
+		return jobKeys, args, nil
+	})
+	if err != nil || n == 0 {
+		return cmp.Or(err, watchNotFound(id))
 	}
 	s.filters.drop(id)
 	if s.stopBefore != nil && s.stopBefore("delete-chunks") {
 		return errStopped
 	}
-	stop := s.renewTrashLease(id)
+	stop := s.renewLease(s.key(trashKey), id)
 	defer stop()
 	return s.finishDelete(ctx, id)
 }
