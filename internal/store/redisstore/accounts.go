@@ -15,14 +15,12 @@ import (
 
 var _ store.Accounts = (*Store)(nil)
 
-// Account keys (acct:<id>, accts, acct:seq, apikey:<sha256>): docs/redis.md.
-// API keys are stored only as hex SHA-256 (account.HashKey).
-
-// Authenticate returns the principal owning key, or errs.Unauthorised. The
-// stored hash is compared in constant time; a lapsed subscription shows as
-// Principal.Account.Active false. The key's record and its account are two
-// reads (the account's key is named by the record): a rotation between
-// them answers as if the request had come just before it.
+// Authenticate returns the principal owning key, or errs.Unauthorised. API
+// keys are stored only as hex SHA-256 (account.HashKey), compared in
+// constant time; a lapsed subscription shows as Principal.Account.Active
+// false. The key's record and its account are two reads (the record names
+// the account): a rotation between them answers as if the request came
+// first.
 func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal, error) {
 	var p account.Principal
 	h := account.HashKey(key)
@@ -84,22 +82,19 @@ func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
 		return nil, s.fail("list accounts", err)
 	}
 	cmds := make([]*redis.SliceCmd, len(ids))
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			cmds[i] = p.HMGet(ctx, s.key(acctKey, id), "name", "plan", "active", "created_at")
 		}
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, s.fail("list accounts", err)
 	}
 	out := []account.Account{}
 	for i, c := range cmds {
-		v := c.Val()
-		if v[0] == nil {
-			continue
+		if v := c.Val(); v[0] != nil {
+			out = append(out, account.Account{ID: ids[i], Name: str(v[0]), Plan: str(v[1]), Active: str(v[2]) == "1", CreatedAt: str(v[3])})
 		}
-		out = append(out, account.Account{ID: ids[i], Name: str(v[0]), Plan: str(v[1]), Active: str(v[2]) == "1", CreatedAt: str(v[3])})
 	}
 	return out, nil
 }

@@ -31,8 +31,7 @@ import (
 // store implements it in scale mode (the SQLite store does too, for tests).
 type NoticeSource interface {
 	// LatestSeq is the highest notice_seq published (package publog):
-	// every notice published at or below it is readable through this
-	// source.
+	// every notice at or below it is readable through this source.
 	LatestSeq(ctx context.Context) (int64, error)
 	// NoticesBySeq returns the notices with the given seqs in that order
 	// (a seq no notice has is left out).
@@ -42,15 +41,13 @@ type NoticeSource interface {
 	// (never more than MaxTerms keys per call); keys nil means every notice
 	// passing f.
 	MatchingSeqs(ctx context.Context, keys []string, f notice.Filter, after, through int64, limit int) ([]int64, error)
-	// NoticeSummaries calls fn with every notice whose notice_seq is at
-	// most through, ascending by seq, each holding at least the fields of
-	// its summary (publog.EncodeSummary), read from one view of the
-	// notices: the load of the screen copy (screencopy.go). The notice fn
-	// is given may be reused once fn returns.
+	// NoticeSummaries calls fn with every notice up to seq through,
+	// ascending, each with at least its summary's fields
+	// (publog.EncodeSummary), from one view of the notices (the screen
+	// copy's load). The notice fn is given may be reused once fn returns.
 	NoticeSummaries(ctx context.Context, through int64, fn func(*notice.Notice) error) error
-	// CarriedIdentifiers returns which of ids (ACN or ABN values) some
-	// stored notice carries as its acn or abn (watch creation's "on a
-	// notice now").
+	// CarriedIdentifiers returns which of ids (ACNs or ABNs) a stored
+	// notice carries as its acn or abn.
 	CarriedIdentifiers(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
@@ -93,9 +90,8 @@ type Options struct {
 	Plans map[string]account.Plan
 	// Clock stamps accounts; default time.Now.
 	Clock func() time.Time
-	// Secrets seals webhook secrets at rest (NOTICES_SECRET_KEY), as the
-	// SQLite store does. Without one the store refuses to store a webhook
-	// secret.
+	// Secrets seals webhook secrets at rest (NOTICES_SECRET_KEY); without
+	// it the store refuses to store a webhook secret.
 	Secrets *secretbox.Box
 	// NoMatchOnRead stops Matches from matching pending arrivals itself
 	// before reading; then only workers (MatchArrivals) fill the logs.
@@ -106,12 +102,11 @@ type Options struct {
 	// another register generation, screens read the register from Redis.
 	ScreenCopy bool
 	// ScreenCopyWait makes a screen that finds the register copy out of
-	// date (not loaded, a new register) reload it and wait, instead of
-	// reading the register from Redis. For tests and benchmarks, which
-	// must exercise the copy deterministically.
+	// date reload it and wait instead of reading Redis: tests and
+	// benchmarks exercise the copy deterministically.
 	ScreenCopyWait bool
-	// Log is the namespace's writer lease and publish log (the one the
-	// notice store writes through); default publog.New with its defaults.
+	// Log is the namespace's writer lease and publish log, the notice
+	// store's; default publog.New with its defaults.
 	Log *publog.Log
 }
 

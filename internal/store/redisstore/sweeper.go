@@ -12,26 +12,21 @@ import (
 	"github.com/noticesd/noticesd/internal/lease"
 )
 
-// createLease is how long a create (its wpend entry) or a delete (its
-// trash entry) may go without renewing before it is taken for stopped and
-// undone or finished (by the Sweeper every serve replica runs, by
-// Reconcile, or at once by a create of the same account that a stalled
-// create would otherwise refuse). A live one renews every leaseRenewal, so
-// it is taken for stopped only after four renewals in a row failed; a
-// create whose process died stops counting against the plan within
-// createLease + sweepEvery (7 s).
-const createLease = 6 * time.Second
-
-// leaseRenewal is how often a live create or delete renews its lease.
-const leaseRenewal = createLease / 4
-
-// sweepEvery is how often a Sweeper looks for stalled creates and deletes.
-const sweepEvery = time.Second
+// A create (its wpend entry) or a delete (its trash entry) that has not
+// renewed its lease for createLease is taken for stopped and undone or
+// finished by a sweep (the Sweeper every sweepEvery, Reconcile, or a create
+// of the account it would refuse). A live one renews every leaseRenewal,
+// so only four failed renewals in a row lose it; a dead create stops
+// counting against its plan within createLease + sweepEvery (7 s).
+const (
+	createLease  = 6 * time.Second
+	leaseRenewal = createLease / 4
+	sweepEvery   = time.Second
+)
 
 // renewLease keeps id's entry in the lease zset (wpend or trash) ahead of
-// the clock while its create or delete runs, and returns the function that
-// stops. It only updates an entry still there (ZADD XX): an undone create
-// stays undone.
+// the clock until stopped, only while it is there (ZADD XX): an undone
+// create stays undone.
 func (s *Store) renewLease(zset, id string) (stop func()) {
 	return lease.Keep(s.leaseRenewal, func(ctx context.Context) {
 		s.rdb.ZAddXX(ctx, zset, redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
@@ -59,9 +54,8 @@ return acc
 `)
 
 // sweepLapsed claims each entry of the lease zset (up to 100) whose lease
-// ran out by now and calls finish with it and the account claimScript
-// returned; it returns how many it claimed. what names the entries
-// ("creates", "deletes") and step the claim, in errors.
+// ran out by now, calls finish with it and claimScript's answer, and
+// returns how many it claimed. what and step name the read and the claim.
 func (s *Store) sweepLapsed(ctx context.Context, now time.Time, zset, what, step string, finish func(id, acc string) error) (int, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, zset, &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
 	if err != nil {
@@ -89,16 +83,12 @@ func (s *Store) sweepLapsed(ctx context.Context, now time.Time, zset, what, step
 }
 
 // undoStalledCreates deletes the watches whose create stopped before it
-// finished (its lease ran out by now): the client never had a 201, and a
-// create happens whole or not at all, as in the embedded store. It returns
-// how many it undid.
+// finished: the client never had a 201, and a create happens whole or not
+// at all, as in the embedded store. It returns how many it undid.
 func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, error) {
 	return s.sweepLapsed(ctx, now, s.key(createsKey), "creates", "undo an unfinished watch create", func(id, acc string) error {
-		if acc == "" {
-			return nil
-		}
-		if err := s.deleteWatch(ctx, acc, id, false); err != nil && !errs.Is(err, errs.NotFound) {
-			return err
+		if err := s.deleteWatch(ctx, acc, id, false); !errs.Is(err, errs.NotFound) {
+			return err // nil too; a gone watch ("") is not found
 		}
 		return nil
 	})
@@ -115,10 +105,9 @@ func (s *Store) SweepStalled(ctx context.Context, now time.Time) (int, error) {
 
 // Sweeper is a part of `serve` in scale mode: every sweepEvery it runs
 // SweepStalled, so a create or delete cut short by a dead replica stops
-// holding its account's watch count and companies within createLease +
-// sweepEvery, without waiting for the worker's Reconcile (every 30 s).
-// Every replica runs one; claimScript gives each stalled change to one
-// sweep. A sweep that finds nothing costs two ZRANGEBYSCORE calls.
+// counting against its plan within seconds, not at the worker's Reconcile
+// (every 30 s). Every replica runs one; claimScript gives each stalled
+// change to one sweep. Finding nothing costs two ZRANGEBYSCORE calls.
 type Sweeper struct {
 	s   *Store
 	log *slog.Logger

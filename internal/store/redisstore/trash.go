@@ -8,30 +8,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A deleted watch's remains (trash, trash:<id>:*: docs/redis.md) are
-// removed by finishDelete in bounded chunks. Every step is idempotent, so
-// a delete interrupted anywhere is finished by the sweep exactly as by the
-// deleter.
-
-// trashWork bounds the work of one chunk script: membership checks of
-// companies against the account's other watches, or records uncounted.
-// A chunk of this size runs for a few milliseconds; the slow-log test of
-// TestMillionCompanyWatch checks none reaches 50 ms.
-const trashWork = 5_000
-
-// trashRecords is about how many delivery records of a deleted watch one
-// dropRecordsScript call takes out of the gauges (the HSCAN count).
-const trashRecords = 1000
+// trashWork bounds one uncountScript call's membership checks, and
+// trashRecords (the HSCAN count) about how many records one
+// dropRecordsScript call takes out: a few milliseconds each
+// (TestMillionCompanyWatch checks the slow log for 50 ms).
+const (
+	trashWork    = 5_000
+	trashRecords = 1000
+)
 
 // uncountScript takes companies ARGV[2..] out of a deleted watch's trash
-// set and removes from the account's union those no remaining watch of the
-// account holds. Concurrent creates are exact: a create adds its companies
-// to the union and its set under the account's watches in one script, so
-// a company it shares is seen held. The account's watches were read
-// before, their w:<w>:co passed: the script returns -1 (read again) when
-// the account's watches are no longer those. KEYS: trash:<id>:co,
-// acct:<a>:watches, acct:<a>:companies, then w:<w>:co of each watch.
-// ARGV: the watch ids comma-joined, companies.
+// set and out of the account's union unless a remaining watch holds them
+// (a create writes its set and the union in one script, so this is exact
+// beside concurrent creates). The account's watches were read before (-1:
+// changed). KEYS: trash:<id>:co, acct:<a>:watches, acct:<a>:companies,
+// then w:<w>:co of each watch. ARGV: the watch ids comma-joined, companies.
 var uncountScript = redis.NewScript(`
 if table.concat(redis.call('ZRANGE', KEYS[2], 0, -1), ',') ~= ARGV[1] then return -1 end
 local m = {unpack(ARGV, 2)}
@@ -48,8 +39,7 @@ return #m
 `)
 
 // dropRecordsScript takes a deleted watch's delivery records ARGV[2..] out
-// of its trash hash and out of the delivery gauges. KEYS: trash:<id>:dr,
-// dstat, ddue. ARGV: watch id, delivery ids.
+// of its trash hash and the gauges. KEYS: trash:<id>:dr, dstat, ddue.
 var dropRecordsScript = redis.NewScript(`
 for i = 2, #ARGV do
   local raw = redis.call('HGET', KEYS[1], ARGV[i])
@@ -66,10 +56,10 @@ end
 return 1
 `)
 
-// finishDelete removes what a deleted watch left in trash:<id>:* in
-// bounded chunks: its reverse-index entries, its companies from the
-// account's count, its delivery records from the gauges; then the trash
-// keys and the trash entry. It may run again, or after a crash anywhere.
+// finishDelete removes a deleted watch's remains (trash:<id>:*) in bounded
+// chunks: its reverse-index entries, its companies from the account's
+// count, its records from the gauges, then the trash keys and entry. Every
+// step is idempotent: the sweep finishes a delete stopped anywhere.
 func (s *Store) finishDelete(ctx context.Context, id string) error {
 	t := func(part string) string { return s.key(trashKey, id, part) }
 	v, err := s.rdb.MGet(ctx, t("keys"), t("ixabn"), t("acct")).Result()
@@ -105,10 +95,10 @@ func (s *Store) finishDelete(ctx context.Context, id string) error {
 	return s.fail("delete watch", err)
 }
 
-// uncount takes the companies of a deleted watch (its trash set co) out
-// of account acc's union in chunks read with SSCAN (SPOP would probe an
-// ever sparser table as the set drains): at most 2,000 a script, fewer
-// when the account has many watches, each checked against every one.
+// uncount takes the companies of a deleted watch (trash set co) out of
+// account acc's union, at most 2,000 a script and fewer when the account
+// has many watches, read with SSCAN (SPOP would probe an ever sparser
+// table as the set drains).
 func (s *Store) uncount(ctx context.Context, co, acc string) error {
 	keys := []string{co, s.key(acctKey, acc, "watches"), s.key(acctKey, acc, "companies")}
 	for {
@@ -149,12 +139,25 @@ func (s *Store) uncount(ctx context.Context, co, acc string) error {
 
 // sweepTrash finishes the deletes whose deleter stopped before removing
 // the watch's remains (its trash lease ran out by now), and returns how
-// many. The first sweep of a process also adopts remains an older version
-// left without a trash entry (trash:<id>:keys alone), found by one SCAN.
+// many. The first sweep of a process also puts in the trash zset (due at
+// once) the remains an older version left without an entry
+// (trash:<id>:keys alone), found by one SCAN.
 func (s *Store) sweepTrash(ctx context.Context, now time.Time) (int, error) {
 	if !s.trashScanned.Load() {
-		if err := s.adoptOldTrash(ctx); err != nil {
-			return 0, err
+		prefix, suffix := s.key(trashKey)+":", ":keys"
+		err := scanPages(func(c uint64) ([]string, uint64, error) {
+			return s.rdb.Scan(ctx, c, prefix+"*"+suffix, 1000).Result()
+		}, func(keys []string) error {
+			for _, k := range keys {
+				id := strings.TrimSuffix(strings.TrimPrefix(k, prefix), suffix)
+				if err := s.rdb.ZAddNX(ctx, s.key(trashKey), redis.Z{Score: 0, Member: id}).Err(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, s.fail("look for unfinished watch deletes", err)
 		}
 		s.trashScanned.Store(true)
 	}
@@ -167,22 +170,4 @@ func (s *Store) finishStalledDeletes(ctx context.Context, now time.Time) (int, e
 		defer stop()
 		return s.finishDelete(ctx, id)
 	})
-}
-
-// adoptOldTrash puts in the trash zset (due at once) every deleted watch
-// whose trash:<id>:keys a version before the zset left behind.
-func (s *Store) adoptOldTrash(ctx context.Context) error {
-	prefix, suffix := s.key(trashKey)+":", ":keys"
-	err := scanPages(func(c uint64) ([]string, uint64, error) {
-		return s.rdb.Scan(ctx, c, prefix+"*"+suffix, 1000).Result()
-	}, func(keys []string) error {
-		for _, k := range keys {
-			id := strings.TrimSuffix(strings.TrimPrefix(k, prefix), suffix)
-			if err := s.rdb.ZAddNX(ctx, s.key(trashKey), redis.Z{Score: 0, Member: id}).Err(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return s.fail("look for unfinished watch deletes", err)
 }

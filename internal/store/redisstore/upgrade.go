@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -13,17 +12,7 @@ import (
 	"github.com/noticesd/noticesd/internal/keyspace"
 )
 
-// The upgrade of a namespace written before its keys were tagged
-// ({ns}:layout, {ns}:layout:lock: docs/redis.md, "Upgrading from the
-// untagged layout"). RENAME keeps a key's value and time to live and costs
-// O(1), so millions of keys move in seconds; every step is a RENAMENX of a
-// key still under the old prefix, so the next start finishes an upgrade
-// interrupted anywhere.
-
-const (
-	layoutTagged  = "tagged"
-	upgradeLockMs = 30_000
-)
+const layoutTagged, upgradeLockMs = "tagged", 30_000
 
 // upgradeLockScript takes the upgrade lock, or renews it while this
 // process holds it. KEYS: layout:lock. ARGV: token, ttl ms.
@@ -35,19 +24,17 @@ return 1
 `)
 
 // UpgradeKeys moves the keys an older version wrote under "<namespace>:"
-// to "{<namespace>}:" (package keyspace), so that none is orphaned, and
-// returns how many it moved. Once done it marks the namespace
-// ({ns}:layout), and later calls cost one GET. One process upgrades at a
-// time (a lock with a time to live); the others wait for it. A key
-// present under both names (a process of the older version still writing
-// after the upgrade began) stops the upgrade with an error naming it:
-// nothing is overwritten.
+// to "{<namespace>}:" (docs/redis.md, "Upgrading from the untagged
+// layout") and returns how many it moved; once the mark {ns}:layout says
+// so, a call costs one GET. One process upgrades at a time, under a lock;
+// the others wait. Each step is a RENAMENX (O(1), value and time to live
+// kept) of a key still under the old name, so the next start finishes an
+// interrupted upgrade; a key under both names (an older version still
+// writing) stops it with an error naming both: nothing is overwritten.
 func UpgradeKeys(ctx context.Context, rdb redis.UniversalClient, namespace string) (int, error) {
 	p := keyspace.Prefix(namespace)
 	mark, lock := p+"layout", p+"layout:lock"
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
+	token := rand.Text()
 	for {
 		v, err := rdb.Get(ctx, mark).Result()
 		if err != nil && err != redis.Nil {
@@ -126,13 +113,4 @@ func moveOldKeys(ctx context.Context, rdb redis.UniversalClient, namespace, lock
 }
 
 // globEscape escapes the characters SCAN's MATCH treats as a pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+var globEscape = strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`, `\`, `\\`).Replace

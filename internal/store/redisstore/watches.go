@@ -25,11 +25,8 @@ import (
 
 var _ store.Watches = (*Store)(nil)
 
-// A watch's keys (w:<id> and its fields, w:<id>:co, w:<id>:keys, wm:<id>,
-// the reverse index rix/rixs, wpend, wsv...) are described in
-// docs/redis.md's key table.
-
-// storedWatch is a watch as kept in w:<id> doc.
+// storedWatch is a watch as kept in w:<id> doc (w:<id>'s other fields and
+// the other keys of a watch: docs/redis.md's key table).
 type storedWatch struct {
 	ID                string        `json:"id"`
 	AccountID         string        `json:"account_id"`
@@ -45,7 +42,6 @@ type storedWatch struct {
 	UpdatedAt         time.Time     `json:"updated_at"`
 }
 
-// storedFilters is the filters' stored form (watch.StoredFilters).
 type storedFilters = watch.StoredFilters
 
 func encodeWatch(w watch.Watch) (string, error) {
@@ -75,19 +71,13 @@ func nonNil(s []string) []string {
 }
 
 // expansion is what a watch's identifiers mean against the register and
-// the notices (the same rules as the embedded store).
+// the notices (the embedded store's rules, docs/redis.md "Quotas").
 type expansion struct {
-	// keys: every identifier, the ACN each ABN resolves to, and the
-	// register ABN of every such ACN and of each identifier that is an ACN.
-	keys []string
-	// companies for the quota: an ACN counts as itself, an ABN as the ACN
-	// the register resolves it to, else as itself.
-	companies []string
-	// unresolved: identifiers neither the register nor any notice holds,
-	// in the given order.
-	unresolved []string
-	// ixABNs: the ABN identifiers the register does not resolve to an
-	// ACN, sorted; with the ACNs among keys, the watch's reverse-index keys.
+	keys       []string // match keys: the identifiers and their register ACNs and ABNs
+	companies  []string // what the watch counts for the quota
+	unresolved []string // identifiers neither the register nor a notice holds, in order
+	// ixABNs: the ABN identifiers the register does not resolve, sorted;
+	// with the ACNs among keys, the watch's reverse-index keys.
 	ixABNs []string
 	regv   string
 }
@@ -95,12 +85,10 @@ type expansion struct {
 // index returns the expansion's reverse-index keys (indexKeysOf).
 func (e expansion) index() []string { return indexKeysOf(e.keys, e.ixABNs) }
 
-// indexKeysOf returns the reverse-index keys of a watch with match keys
-// keys and unresolved ABN identifiers ixABNs: every ACN among the keys
-// and those ABNs. A register company is indexed by its ACN alone; its
-// ABNs, also match keys, are found at match time through the register
-// (noticeKeys resolves a notice's ABN to its ACNs), which halves the index
-// writes of a book of register companies.
+// indexKeysOf returns the reverse-index keys of a watch: every ACN among
+// its match keys and its unresolved ABN identifiers. A register company's
+// ABNs are found at match time through the register instead (noticeKeys),
+// which halves the index writes of a book of register companies.
 func indexKeysOf(keys, ixABNs []string) []string {
 	out := make([]string, 0, len(keys)/2+len(ixABNs))
 	for _, k := range keys {
@@ -122,9 +110,8 @@ func storedIndexKeys(keys string, ixabn any) []string {
 }
 
 // expand resolves normalised, distinct identifiers: from the screen copy
-// when it holds a current register, else in a few pipelined round trips
-// to Redis beside one question to the notice source (which identifiers a
-// notice carries).
+// when it holds a current register, else in a few round trips to Redis
+// beside one question to the notice source.
 func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	if len(ids) > 0 {
 		if exp, done, err := s.screenCopy.expand(ctx, ids); done || err != nil {
@@ -138,9 +125,8 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	}
 	acns := slices.DeleteFunc(slices.Clone(ids), func(v string) bool { return len(v) != 9 })
 	abns := slices.DeleteFunc(slices.Clone(ids), func(v string) bool { return len(v) == 9 })
-	// The notice source's lookup runs beside Redis's. On notices means
-	// carried by a notice now (as the embedded store and the screen copy
-	// count it).
+	// Known from the notices means carried by a notice now (as the
+	// embedded store and the screen copy count it).
 	var onNotices map[string]bool
 	carriedErr := make(chan error, 1)
 	go func() {
@@ -159,8 +145,7 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	if err != nil {
 		return exp, err
 	}
-	// Every ACN involved (every register ACN of each ABN), for its
-	// register ABNs.
+	// Every ACN involved, for its register ABNs.
 	all := slices.Clone(acns)
 	resolved := make([]string, len(abns))
 	for i, l := range abnACNs {
@@ -206,37 +191,29 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	return exp, nil
 }
 
-// sortBoth returns the sorted keys of a and of b, the two sorts on two
-// processors.
+// sortBoth returns the sorted keys of a and of b, sorted in parallel.
 func sortBoth(a, b map[string]struct{}) ([]string, []string) {
 	sorted := make(chan []string, 1)
 	go func() { sorted <- slices.Sorted(maps.Keys(b)) }()
 	return slices.Sorted(maps.Keys(a)), <-sorted
 }
 
-// createScript checks the plan's limits and writes the watch in one step.
-// The watch's companies were staged (stage:<id>:co) beforehand, so the
-// script works on whole sets with SINTERCARD and SUNIONSTORE, never element
-// by element: a 1,000,000-company watch blocks Redis for a fraction of a
-// second. A refusal leaves the stage in place, so the create can be asked
-// again after undoing a dead create (CreateWatch drops it once refused).
+// createScript checks the plan's limits and writes the watch in one step,
+// on the companies staged before (stage:<id>:co) as whole sets, never
+// element by element in Lua (docs/redis.md "Quotas"). A refusal leaves the
+// stage, so the create can be asked again after undoing a dead create.
 // KEYS: acct:<a>:watches, acct:<a>:companies, w:<id>, stage:<id>:co,
-// w:<id>:co, wpend, watches, winactive, w:<id>:keys, fo.
-// ARGV: watch limit, company limit, watch id, score, doc, account,
-// match keys (comma-joined, "" for a filter-only watch), regv, eseq,
-// ixabn, the creator's lease (ms).
+// w:<id>:co, wpend, watches, winactive, w:<id>:keys, fo. ARGV: watch
+// limit, company limit, watch id, score, doc, account, match keys
+// (comma-joined, "" for a filter-only watch), regv, eseq, ixabn, lease (ms).
 var createScript = redis.NewScript(`
 local n = redis.call('ZCARD', KEYS[1])
-if n >= tonumber(ARGV[1]) then
-  return {'watch_limit', n}
-end
+if n >= tonumber(ARGV[1]) then return {'watch_limit', n} end
 local staged = redis.call('SCARD', KEYS[4])
 if staged > 0 then
   local current = redis.call('SCARD', KEYS[2])
   local adding = staged - redis.call('SINTERCARD', 2, KEYS[4], KEYS[2])
-  if current + adding > tonumber(ARGV[2]) then
-    return {'quota', current, adding}
-  end
+  if current + adding > tonumber(ARGV[2]) then return {'quota', current, adding} end
   if adding > 0 then
     if staged < current then
       -- SADD in chunks costs O(staged); SUNIONSTORE would rewrite the
@@ -257,18 +234,13 @@ redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
 redis.call('ZADD', KEYS[6], ARGV[11], ARGV[3])
 redis.call('SADD', KEYS[7], ARGV[3])
 if not cjson.decode(ARGV[5]).active then redis.call('SADD', KEYS[8], ARGV[3]) end
-if ARGV[7] ~= '' then
-  redis.call('SET', KEYS[9], ARGV[7])
-else
-  redis.call('SADD', KEYS[10], ARGV[3])
-end
+if ARGV[7] ~= '' then redis.call('SET', KEYS[9], ARGV[7]) else redis.call('SADD', KEYS[10], ARGV[3]) end
 return {'ok'}
 `)
 
-// activateScript makes a written watch visible to arrival matching: its
-// reverse-index entries are all in place, so from the cursor read here on
-// every committed batch has matched against them (the wsv bump makes any
-// batch matched against the older set retry). It returns the cursor.
+// activateScript makes an indexed watch visible to arrival matching: every
+// batch committed from the cursor it returns on matched against it (the
+// wsv bump makes a batch matched against the older set retry).
 // KEYS: w:<id>, match:through, wsv.
 var activateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
@@ -278,31 +250,13 @@ redis.call('INCR', KEYS[3])
 return tonumber(cseq)
 `)
 
-// recordMissed records the deliveries of the watch's logged notices in
-// (from, through] (CreateDeliveries: each pair gets one delivery ever).
-func (s *Store) recordMissed(ctx context.Context, id string, from, through int64) error {
-	seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, id), &redis.ZRangeBy{Min: "(" + itoa(from), Max: itoa(through)}).Result()
-	if err != nil {
-		return s.fail("create watch", err)
-	}
-	refs := make([]Ref, 0, len(seqs))
-	for _, q := range seqs {
-		n, _ := strconv.ParseInt(q, 10, 64)
-		refs = append(refs, Ref{WatchID: id, NoticeSeq: n})
-	}
-	_, err = s.CreateDeliveries(ctx, refs, s.clock())
-	return err
-}
-
 const stageTTL = time.Hour // a stage left by a crashed create expires
 
-// CreateWatch stores w if plan allows. The identifiers are resolved first
-// (a few pipelined reads) and the companies and match keys staged in Redis;
-// the watch count, the company quota and the write of the watch are then
-// one Lua script, so concurrent creates from any number of processes cannot
-// overshoot and a rejected create writes nothing. Then the reverse index
-// is written, the watch activated for arrival matching, and its match log
-// backfilled with the notices published before.
+// CreateWatch stores w if plan allows: its identifiers resolved and its
+// companies staged, one script checks the watch count and the company
+// quota and writes it (so concurrent creates of any number of processes
+// cannot overshoot, and a refused create writes nothing); finishCreate
+// does the rest.
 func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Plan) (watch.Watch, error) {
 	if w.ID == "" || w.AccountID == "" {
 		return w, fmt.Errorf("redisstore: create watch: the watch needs an ID and an AccountID; build it with watch.New")
@@ -320,8 +274,7 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	if err != nil {
 		return w, err
 	}
-	// eseq: the notices at or below it arrived before the watch (never
-	// handed to delivery).
+	// Notices at or below eseq arrived before the watch: never delivered.
 	eseq, err := s.source.LatestSeq(ctx)
 	if err != nil {
 		return w, err
@@ -372,9 +325,8 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 		return w, err // a simulated crash: no cleanup (tests)
 	}
 	if err != nil {
-		// Undo the write (best effort, also when ctx has ended), so the
-		// caller can retry without the quota counting this watch twice.
-		// Should this fail too, Reconcile undoes it once the lease is out.
+		// Undo it (best effort, also when ctx has ended) so a retry is not
+		// counted twice; failing that, a sweep undoes it after its lease.
 		_ = s.deleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID, false)
 		return w, err
 	}
@@ -384,9 +336,8 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 // errStopped is what a create returns where a test's stopBefore stopped it.
 var errStopped = errors.New("redisstore: stopped here by the test (stopBefore)")
 
-// finishCreateScript marks a watch's create finished: backfilled through
-// ARGV[2] (a0) and out of wpend, unless the create was undone meanwhile.
-// KEYS: w:<id>, wpend. ARGV: watch id, backfilled through.
+// finishCreateScript marks a create finished (a0, out of wpend) unless it
+// was undone meanwhile. KEYS: w:<id>, wpend. ARGV: watch id, a0.
 var finishCreateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 or not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'a0', ARGV[2])
@@ -394,12 +345,10 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 `)
 
-// finishCreate indexes a written watch (by its index keys), activates it
-// for arrival matching, backfills its log (by its match keys), hands to
-// delivery what arrived since eseq but was matched before activation, and
-// only then marks the create finished. Every step may run again (a
-// delivery is made once per pair however often it is handed over), and a
-// create stopped before its last step is undone by Reconcile.
+// finishCreate indexes a written watch, activates it for arrival matching,
+// backfills its log, makes the deliveries activation missed, and only then
+// marks the create finished; a create stopped before that is undone by a
+// sweep (docs/redis.md, "A create happens whole or not at all").
 func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []string, f notice.Filter, eseq int64) error {
 	if err := s.indexKeys(ctx, w.ID, index, nil); err != nil {
 		return err
@@ -419,10 +368,19 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 		return err
 	}
 	// Notices that arrived after eseq but were matched before activation
-	// (cursor at or below cseq) skipped this watch; the backfill found
-	// them, and their deliveries are recorded here.
+	// (at or below cseq) skipped this watch: the backfill found them, and
+	// their deliveries are made here (once per pair, CreateDeliveries).
 	if cseq > eseq {
-		if err := s.recordMissed(ctx, w.ID, eseq, cseq); err != nil {
+		seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, w.ID), &redis.ZRangeBy{Min: "(" + itoa(eseq), Max: itoa(cseq)}).Result()
+		if err != nil {
+			return s.fail("create watch", err)
+		}
+		refs := make([]Ref, len(seqs))
+		for i, q := range seqs {
+			n, _ := strconv.ParseInt(q, 10, 64)
+			refs[i] = Ref{WatchID: w.ID, NoticeSeq: n}
+		}
+		if _, err := s.CreateDeliveries(ctx, refs, s.clock()); err != nil {
 			return err
 		}
 	}
@@ -430,12 +388,9 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 		return errStopped
 	}
 	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.key(createsKey)}, w.ID, through).Int()
-	if err != nil {
-		return s.fail("create watch", err)
-	}
-	if ok == 0 {
-		return errs.New(errs.BackendUnavailable,
-			"the watch's creation stalled for over %s and was undone; create it again", createLease)
+	if err != nil || ok == 0 {
+		return cmp.Or[error](s.fail("create watch", err), errs.New(errs.BackendUnavailable,
+			"the watch's creation stalled for over %s and was undone; create it again", createLease))
 	}
 	return nil
 }
@@ -457,12 +412,10 @@ func (s *Store) saddBatched(ctx context.Context, key string, members []string) e
 	return s.fail("stage watch", err)
 }
 
-// The reverse index: rix:<bucket> is a hash from index key (a watch's ACNs
-// and unresolved ABNs, indexKeysOf) to the first watch that took the key, with 65,536 buckets chosen by FNV-1a of the
-// key (small hashes are stored compactly by Redis, about 40 bytes per key
-// against several hundred for a set per key); the further watches holding
-// a key are in the set rixs:<key>. Matching reads both; adding is HSETNX,
-// or SADD when the key is taken, both plain pipelined commands.
+// The reverse index: rix:<bucket> maps an index key (indexKeysOf) to the
+// first watch holding it, rixs:<key> holds the others. Buckets (FNV-1a)
+// keep the hashes small, which Redis stores compactly: about 40 bytes a
+// key against several hundred for a set per key.
 const rixBuckets = 1 << 16
 
 func rixBucket(k string) string {
@@ -471,9 +424,8 @@ func rixBucket(k string) string {
 	return strconv.FormatUint(uint64(h.Sum32()%rixBuckets), 16)
 }
 
-// rixRemoveScript removes one watch id from many index keys.
-// KEYS: rix:<bucket> and rixs:<key> of each key, in turn. ARGV: watch id,
-// then the keys.
+// rixRemoveScript removes watch ARGV[1] from index keys ARGV[2..].
+// KEYS: rix:<bucket> and rixs:<key> of each key, in turn.
 var rixRemoveScript = redis.NewScript(`
 local id = ARGV[1]
 for i = 2, #ARGV do
@@ -485,8 +437,7 @@ return 1
 `)
 
 // rixChunk is the most index keys one rixRemoveScript call removes: a few
-// milliseconds of work, so removing a 1,000,000-key watch never blocks
-// Redis for long (TestMillionCompanyWatch checks the slow log).
+// milliseconds (TestMillionCompanyWatch checks the slow log).
 const rixChunk = 500
 
 // indexKeys adds the watch to the reverse index for each added key and
@@ -529,12 +480,8 @@ func watchNotFound(id string) error {
 }
 
 // shown reports whether the watch whose w:<id> fields account and a0 are
-// v[0] and v[1] is the account's and its create has finished. A watch is
-// written before its create finishes (index, activation, backfill), and
-// only the create's last step sets a0 (finishCreateScript); until then
-// the watch is hidden from its account, as the embedded store's
-// uncommitted create is, and a create that never finishes is undone by
-// Reconcile without the client having seen it.
+// v[0] and v[1] is the account's and its create has finished (a0 set):
+// until then it is hidden, as the embedded store's uncommitted create is.
 func shown(accountID string, v []any) bool {
 	return accountID != "" && str(v[0]) == accountID && v[1] != nil
 }
@@ -570,7 +517,7 @@ func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watc
 	}
 	out := []watch.Watch{}
 	for _, d := range docs {
-		if v := d.Val(); !shown(accountID, v) {
+		if !shown(accountID, d.Val()) {
 			continue // deleted meanwhile, or its create has not finished
 		}
 		w, err := decodeWatch(str(d.Val()[2]))
@@ -605,26 +552,19 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 	return w, s.replicated(ctx, "watch update")
 }
 
-// deleteScript removes a watch in one short step whatever its size: it
-// takes the watch out of every set that names it, drops its pending mail
-// (the digest of mpd:<id>, the alert named by the watch's malert field),
-// as the embedded store's cascade does, unlinks its hash, match log and
-// delivery list, and renames what still needs work element by element into
-// trash:<id>:* (its match keys and ixabn for the reverse index, its
-// companies for the quota recount, its delivery records for the gauges),
-// recording the account in trash:<id>:acct and the id in the trash zset
-// with the deleter's lease. finishDelete then does that work in bounded
-// chunks; the sweep finishes a delete whose deleter stopped (trash.go).
-// The watch's pending mail ids (mpd:<id>, the malert field) are read
-// first and passed with their keys; the script returns -1 when either
-// changed meanwhile, and the delete reads them again.
+// deleteScript is a delete's first step, short whatever the watch's size
+// (docs/redis.md "Bounds"): the watch leaves every set naming it, its
+// pending mail is dropped (the cascade of the embedded store), its hash,
+// match log and delivery lists are unlinked, and what needs work element by
+// element moves to trash:<id>:* under a trash entry with the deleter's
+// lease, for finishDelete. The mail ids were read before (-1: changed).
 // KEYS: w:<id>, mpd:<id>, mq, acct:<a>:watches, fo, watches, winactive,
 // wrel, wdeact, wpend, trash:<id>:acct, w:<id>:keys, trash:<id>:keys,
 // w:<id>:co, trash:<id>:co, dr:<id>, trash:<id>:dr, trash:<id>:ixabn,
 // trash, wm:<id>, dl:<id>, df:<id>, wsv, then mail:<job> of each job.
-// ARGV: account, id, mail retention ms, "1" to delete only a watch whose
-// create has finished (shown), the deleter's lease (ms), the digest job
-// id read ("" for none), the alert job id read, then the id of each job.
+// ARGV: account, id, mail retention ms, "1" for a finished create only
+// (shown), lease (ms), the digest and alert job ids read ("" for none),
+// then the id of each job.
 var deleteScript = redis.NewScript(`
 local id = ARGV[2]
 local acc = redis.call('HGET', KEYS[1], 'account')
@@ -642,10 +582,7 @@ for i = 24, #KEYS do
 end
 redis.call('DEL', KEYS[2])
 redis.call('ZREM', KEYS[4], id)
-redis.call('SREM', KEYS[5], id)
-redis.call('SREM', KEYS[6], id)
-redis.call('SREM', KEYS[7], id)
-redis.call('SREM', KEYS[8], id)
+for i = 5, 8 do redis.call('SREM', KEYS[i], id) end
 redis.call('HDEL', KEYS[9], id)
 redis.call('ZREM', KEYS[10], id)
 redis.call('SET', KEYS[11], acc)
@@ -664,12 +601,9 @@ return 1
 `)
 
 // DeleteWatch removes a watch with its match log and frees the companies
-// only it counted: one short step makes it gone for every reader, then its
-// reverse-index entries, companies and delivery records are removed in
-// bounded chunks (finishDelete) before the answer, so a 1,000,000-company
-// watch never blocks Redis for long and the quota is exact once it
-// returns. A watch whose create has not finished is not the account's to
-// delete yet (errs.NotFound, as Watch says).
+// only it counted: gone for every reader in one short step, its remains
+// removed in bounded chunks before the answer (so the quota is exact once
+// it returns). A watch whose create has not finished is errs.NotFound.
 func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
 	if err := s.deleteWatch(ctx, accountID, id, true); err != nil {
 		return err
