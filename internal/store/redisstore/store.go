@@ -36,10 +36,9 @@ type NoticeSource interface {
 	// NoticesBySeq returns the notices with the given seqs in that order
 	// (a seq no notice has is left out).
 	NoticesBySeq(ctx context.Context, seqs []int64) ([]notice.Notice, error)
-	// MatchingSeqs returns up to limit notice seqs in (after, through],
-	// ascending, of the notices passing f whose acn or abn is one of keys
-	// (never more than MaxTerms keys per call); keys nil means every notice
-	// passing f.
+	// MatchingSeqs returns up to limit seqs in (after, through], ascending,
+	// of the notices passing f whose acn or abn is one of keys (at most
+	// MaxTerms of them); keys nil means every notice passing f.
 	MatchingSeqs(ctx context.Context, keys []string, f notice.Filter, after, through int64, limit int) ([]int64, error)
 	// NoticeSummaries calls fn with every notice up to seq through,
 	// ascending, each with at least its summary's fields
@@ -59,15 +58,13 @@ const MaxTerms = 65536
 // Store is the Redis backend. It is safe for concurrent use; several
 // processes may share one Redis.
 type Store struct {
-	rdb    redis.UniversalClient
-	name   string // the namespace
-	ns     string // its keys' prefix, "{<namespace>}:" (keyspace.Prefix)
-	source NoticeSource
-	plans  map[string]account.Plan
-	clock  func() time.Time
-	// matchOnRead makes Matches first match the arrivals not yet matched
-	// (unless Options.NoMatchOnRead).
-	matchOnRead  bool
+	rdb          redis.UniversalClient
+	name         string // the namespace
+	ns           string // its keys' prefix, "{<namespace>}:" (keyspace.Prefix)
+	source       NoticeSource
+	plans        map[string]account.Plan
+	clock        func() time.Time
+	matchOnRead  bool // not Options.NoMatchOnRead
 	filters      filterCache
 	secrets      *secretbox.Box
 	screenCopy   *ScreenCopy  // the replica's copy of what the bulk screen reads
@@ -79,9 +76,7 @@ type Store struct {
 	// names also tells it ("read-names"; its answer ignored).
 	stopBefore   func(step string) bool
 	leaseRenewal time.Duration // the constant leaseRenewal; tests shorten it
-	// trashScanned: this process looked for an older version's trash
-	// (sweepTrash).
-	trashScanned atomic.Bool
+	trashScanned atomic.Bool   // this process adopted an older version's trash (sweepTrash)
 }
 
 // Options configure a Store. The zero value of each field is its default.

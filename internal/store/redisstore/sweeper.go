@@ -95,8 +95,7 @@ func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, err
 }
 
 // SweepStalled undoes every create and finishes every delete whose lease
-// ran out by now, and returns how many. One that fails does not hold up
-// the rest.
+// ran out by now, and returns how many; one failing holds up no other.
 func (s *Store) SweepStalled(ctx context.Context, now time.Time) (int, error) {
 	undone, undoErr := s.undoStalledCreates(ctx, now)
 	finished, trashErr := s.finishStalledDeletes(ctx, now)

@@ -82,7 +82,6 @@ type expansion struct {
 	regv   string
 }
 
-// index returns the expansion's reverse-index keys (indexKeysOf).
 func (e expansion) index() []string { return indexKeysOf(e.keys, e.ixABNs) }
 
 // indexKeysOf returns the reverse-index keys of a watch: every ACN among
@@ -99,9 +98,8 @@ func indexKeysOf(keys, ixABNs []string) []string {
 	return append(out, ixABNs...)
 }
 
-// storedIndexKeys is indexKeysOf over a watch's stored keys and its ixabn
-// field as Redis returned it; a watch written before ixabn existed (nil)
-// was indexed by every match key.
+// storedIndexKeys is indexKeysOf over a watch's stored keys and ixabn
+// field; a watch written before ixabn existed (nil) has every key indexed.
 func storedIndexKeys(keys string, ixabn any) []string {
 	if ixabn == nil {
 		return splitList(keys)
@@ -128,21 +126,16 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	// Known from the notices means carried by a notice now (as the
 	// embedded store and the screen copy count it).
 	var onNotices map[string]bool
-	carriedErr := make(chan error, 1)
-	go func() {
-		var err error
-		onNotices, err = s.source.CarriedIdentifiers(ctx, ids)
-		carriedErr <- err
-	}()
+	var carriedErr error
+	carried := make(chan struct{})
+	go func() { onNotices, carriedErr = s.source.CarriedIdentifiers(ctx, ids); close(carried) }()
 	cos, err := reg.companies(ctx, acns)
 	var abnACNs [][]string
 	if err == nil {
 		abnACNs, err = reg.acnsOf(ctx, abns)
 	}
-	if err2 := <-carriedErr; err == nil {
-		err = err2
-	}
-	if err != nil {
+	<-carried
+	if err = cmp.Or(err, carriedErr); err != nil {
 		return exp, err
 	}
 	// Every ACN involved, for its register ABNs.
@@ -440,8 +433,7 @@ return 1
 // milliseconds (TestMillionCompanyWatch checks the slow log).
 const rixChunk = 500
 
-// indexKeys adds the watch to the reverse index for each added key and
-// removes it for each removed one.
+// indexKeys indexes the watch under the keys added and unindexes it under removed.
 func (s *Store) indexKeys(ctx context.Context, id string, added, removed []string) error {
 	var err error
 	for lo := 0; err == nil && lo < len(added); lo += roundTrip {
@@ -529,10 +521,9 @@ func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watc
 	return out, nil
 }
 
-// UpdateWatch applies a validated patch at now (watch.Watch.Apply), as a
-// compare-and-set of the stored watch, retried if another update won.
-// Turning a watch back on also resets its count of consecutive failed
-// deliveries.
+// UpdateWatch applies a validated patch at now (watch.Watch.Apply) as a
+// compare-and-set of the stored watch; turning a watch back on also resets
+// its count of consecutive failed deliveries.
 func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.Patch, now time.Time) (watch.Watch, error) {
 	var wasActive bool
 	w, err := s.modifyWatch(ctx, accountID, id, watchNotFound, func(w *watch.Watch) ([]string, error) {
@@ -554,10 +545,9 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 
 // deleteScript is a delete's first step, short whatever the watch's size
 // (docs/redis.md "Bounds"): the watch leaves every set naming it, its
-// pending mail is dropped (the cascade of the embedded store), its hash,
-// match log and delivery lists are unlinked, and what needs work element by
-// element moves to trash:<id>:* under a trash entry with the deleter's
-// lease, for finishDelete. The mail ids were read before (-1: changed).
+// pending mail is dropped, its hash, log and lists unlinked, and what needs
+// work element by element moves to trash:<id>:* for finishDelete. The mail
+// ids were read before (-1: changed).
 // KEYS: w:<id>, mpd:<id>, mq, acct:<a>:watches, fo, watches, winactive,
 // wrel, wdeact, wpend, trash:<id>:acct, w:<id>:keys, trash:<id>:keys,
 // w:<id>:co, trash:<id>:co, dr:<id>, trash:<id>:dr, trash:<id>:ixabn,
