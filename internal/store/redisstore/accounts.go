@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"strconv"
@@ -14,20 +15,12 @@ import (
 
 var _ store.Accounts = (*Store)(nil)
 
-// Account keys:
-//
-//	acct:<id>          hash name, plan, active (1/0), created_at, keys (the two key hashes, comma-joined)
-//	accts              zset of account ids by creation number (oldest first)
-//	acct:seq           creation counter
-//	apikey:<sha256>    hash account, kind (account/read), hash
-//
-// Keys are stored only as hex SHA-256 (account.HashKey).
-
-// Authenticate returns the principal owning key, or errs.Unauthorised. The
-// stored hash is compared in constant time; a lapsed subscription shows as
-// Principal.Account.Active false. The key's record and its account are two
-// reads (the account's key is named by the record): a rotation between
-// them answers as if the request had come just before it.
+// Authenticate returns the principal owning key, or errs.Unauthorised. API
+// keys are stored only as hex SHA-256 (account.HashKey), compared in
+// constant time; a lapsed subscription shows as Principal.Account.Active
+// false. The key's record and its account are two reads (the record names
+// the account): a rotation between them answers as if the request came
+// first.
 func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal, error) {
 	var p account.Principal
 	h := account.HashKey(key)
@@ -62,12 +55,13 @@ func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.C
 		return account.Created{}, s.fail("create account", err)
 	}
 	c := newKeys(account.NewID("acc_"))
-	ak := s.key(acctKey, c.AccountID)
+	ah, rh := account.HashKey(c.AccountKey), account.HashKey(c.ReadKey)
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, ak, "name", name, "plan", plan, "active", "1", "created_at", notice.Timestamp(s.clock()),
-			"keys", account.HashKey(c.AccountKey)+","+account.HashKey(c.ReadKey))
+		p.HSet(ctx, s.key(acctKey, c.AccountID), "name", name, "plan", plan, "active", "1", "created_at", notice.Timestamp(s.clock()),
+			"keys", ah+","+rh)
 		p.ZAdd(ctx, s.key(acctsKey), redis.Z{Score: float64(seq), Member: c.AccountID})
-		s.addKeys(ctx, p, c)
+		p.HSet(ctx, s.key(apikeyKey, ah), "account", c.AccountID, "kind", account.AccountKey.String(), "hash", ah)
+		p.HSet(ctx, s.key(apikeyKey, rh), "account", c.AccountID, "kind", account.ReadKey.String(), "hash", rh)
 		return nil
 	})
 	if err != nil {
@@ -81,16 +75,6 @@ func newKeys(accountID string) account.Created {
 		AccountKey: account.NewKey(account.AccountKeyPrefix), ReadKey: account.NewKey(account.ReadKeyPrefix)}
 }
 
-func (s *Store) addKeys(ctx context.Context, p redis.Pipeliner, c account.Created) {
-	for _, k := range []struct {
-		key  string
-		kind account.KeyKind
-	}{{c.AccountKey, account.AccountKey}, {c.ReadKey, account.ReadKey}} {
-		h := account.HashKey(k.key)
-		p.HSet(ctx, s.key(apikeyKey, h), "account", c.AccountID, "kind", k.kind.String(), "hash", h)
-	}
-}
-
 // ListAccounts returns every account, oldest first.
 func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
 	ids, err := s.rdb.ZRange(ctx, s.key(acctsKey), 0, -1).Result()
@@ -98,22 +82,19 @@ func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
 		return nil, s.fail("list accounts", err)
 	}
 	cmds := make([]*redis.SliceCmd, len(ids))
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			cmds[i] = p.HMGet(ctx, s.key(acctKey, id), "name", "plan", "active", "created_at")
 		}
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, s.fail("list accounts", err)
 	}
 	out := []account.Account{}
 	for i, c := range cmds {
-		v := c.Val()
-		if v[0] == nil {
-			continue
+		if v := c.Val(); v[0] != nil {
+			out = append(out, account.Account{ID: ids[i], Name: str(v[0]), Plan: str(v[1]), Active: str(v[2]) == "1", CreatedAt: str(v[3])})
 		}
-		out = append(out, account.Account{ID: ids[i], Name: str(v[0]), Plan: str(v[1]), Active: str(v[2]) == "1", CreatedAt: str(v[3])})
 	}
 	return out, nil
 }
@@ -135,16 +116,9 @@ return 1
 
 // SetSubscription activates or lapses an account's subscription.
 func (s *Store) SetSubscription(ctx context.Context, accountID string, active bool) error {
-	v := "0"
-	if active {
-		v = "1"
-	}
-	n, err := setSubscriptionScript.Run(ctx, s.rdb, []string{s.key(acctKey, accountID), s.key(lapsedKey)}, v, accountID).Int()
-	if err != nil {
-		return s.fail("set subscription", err)
-	}
-	if n == 0 {
-		return noAccount(accountID)
+	n, err := setSubscriptionScript.Run(ctx, s.rdb, []string{s.key(acctKey, accountID), s.key(lapsedKey)}, boolArg(active), accountID).Int()
+	if err != nil || n == 0 {
+		return cmp.Or(s.fail("set subscription", err), account.ErrNoAccount(accountID))
 	}
 	return s.replicated(ctx, "subscription change")
 }
@@ -167,30 +141,23 @@ return 1
 // soon as this returns.
 func (s *Store) RotateKeys(ctx context.Context, accountID string) (account.Created, error) {
 	c := newKeys(accountID)
-	acct := s.key(acctKey, accountID)
+	acct, what := s.key(acctKey, accountID), "rotate keys of "+accountID
 	ah, rh := account.HashKey(c.AccountKey), account.HashKey(c.ReadKey)
-	for {
+	n, err := s.casRun(ctx, what, rotateScript, func() ([]string, []any, error) {
 		old, err := s.rdb.HGet(ctx, acct, "keys").Result()
 		if err != nil && err != redis.Nil {
-			return account.Created{}, s.fail("rotate keys of "+accountID, err)
+			return nil, nil, s.fail(what, err)
 		}
 		keys := []string{acct, s.key(apikeyKey, ah), s.key(apikeyKey, rh)}
 		for _, h := range splitList(old) {
 			keys = append(keys, s.key(apikeyKey, h))
 		}
-		n, err := rotateScript.Run(ctx, s.rdb, keys, accountID, ah, rh, old).Int()
-		if err != nil {
-			return account.Created{}, s.fail("rotate keys of "+accountID, err)
-		}
-		if n == 0 {
-			return account.Created{}, noAccount(accountID)
-		}
-		if n == 1 {
-			return c, s.replicated(ctx, "key rotation")
-		}
+		return keys, []any{accountID, ah, rh, old}, nil
+	})
+	if err != nil || n == 0 {
+		return account.Created{}, cmp.Or(err, account.ErrNoAccount(accountID))
 	}
+	return c, s.replicated(ctx, "key rotation")
 }
-
-func noAccount(id string) error { return account.ErrNoAccount(id) }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -10,31 +10,23 @@ import (
 	"github.com/noticesd/noticesd/internal/limit"
 )
 
-// gateScript checks an API key and, when it still belongs to the
-// principal the caller expects (account, key kind and plan) and that account
-// is active, takes one request token of its rate bucket and, when asked
-// and the token is allowed, a heavy slot: the key check, the rate and the
-// heavy slot of an authenticated request in one round trip.
-//
+// gateScript checks an API key and, when it still belongs to the principal
+// the caller expects (account, key kind and plan) and that account is
+// active, takes a token of its rate bucket and, when asked and the token is
+// allowed, a heavy slot: an authenticated request's key check, rate and
+// heavy slot in one round trip. Otherwise it takes nothing: the caller
+// knows what to do (take the right principal's token and slot, or refuse).
 // KEYS: apikey:<sha256>, acct:<expected id>, the expected principal's rate
-// bucket (limit.RateKey), then, for a heavy slot, limit.HeavyKeys of the
-// expected principal (its set and the service's). ARGV: expected id,
-// expected kind, expected plan, then limit.Rate.GCRAArgs (burst, rate,
-// period; rate 0: no limit), then, for a heavy slot, limit.SlotClaim.Args
-// (token, lease, per-key cap, global cap).
-// Returns false for an unknown key; else {account, kind, hash, name, plan,
-// active, created_at, taken (1 when the token was taken), allowed, retry
-// after, other, slot (take_slot's 0 taken, 1 key full, 2 all full; -1 not
-// tried)}. No token and no slot are taken when the record is not the
-// expected one (the account id, kind or plan differ) or the account is
-// lapsed: the caller knows what to do then (take the right principal's
-// token and slot, or refuse); no slot when the token is refused.
+// bucket (limit.RateKey)[, for a slot its limit.HeavyKeys]. ARGV: expected
+// id, kind, plan, limit.Rate.GCRAArgs (rate 0: no limit)[, for a slot
+// limit.SlotClaim.Args]. Returns false for an unknown key; else {account,
+// kind, hash, name, plan, active, created_at, taken (1: token taken),
+// allowed, retry after, other, slot (take_slot's 0 taken, 1 key full, 2 all
+// full; -1 not tried)}.
 var gateScript = redis.NewScript(limit.GCRALua + limit.SlotLua + `
 local k = redis.call('HMGET', KEYS[1], 'account', 'kind', 'hash')
 if not k[1] then return false end
-if k[1] ~= ARGV[1] then
-  return {k[1], k[2], k[3], '', '', '', '', 0, 0, '-1', 'other', -1}
-end
+if k[1] ~= ARGV[1] then return {k[1], k[2], k[3], '', '', '', '', 0, 0, '-1', 'other', -1} end
 local a = redis.call('HMGET', KEYS[2], 'name', 'plan', 'active', 'created_at')
 if not a[1] then return false end
 local out = {k[1], k[2], k[3], a[1], a[2], a[3], a[4], 0, 0, '-1', '', -1}
@@ -53,25 +45,22 @@ return out
 `)
 
 // AuthenticateAndAllow is Authenticate and, when the key belongs to the
-// expected principal (the same account, key kind and plan) and its
-// account is active, also limit.Redis's Allow of one token at rate r from
-// the rate bucket of bucket (the limiter's key of that principal), in one
-// Redis round trip (gateScript). taken says whether the token was taken;
-// d is then the rate's answer. When the key is another principal's, p is
-// the right one and no token is taken (the caller takes the right
-// principal's). Unknown keys are errs.Unauthorised, as Authenticate's.
+// expected principal (account, key kind and plan) and the account is
+// active, limit.Redis's Allow of a token at rate r from the bucket of
+// bucket, in one round trip (gateScript). taken says whether the token was
+// taken; d is then the rate's answer. When the key is another principal's,
+// p is the right one and nothing is taken. Unknown keys are
+// errs.Unauthorised.
 func (s *Store) AuthenticateAndAllow(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate) (p account.Principal, taken bool, d limit.Decision, err error) {
 	p, taken, d, _, err = s.gate(ctx, key, expect, bucket, r, nil)
 	return p, taken, d, err
 }
 
-// SlotGate is AuthenticateAndAllow that, when it takes the rate token and
-// the token is allowed, also takes a heavy slot of holder from limiter l
-// (at most perKey at once for holder, 0 for no per-key cap, and one of
-// the service's), in the same script call: the key check, the rate and
-// the slot in one Redis round trip. l must be on this store's Redis.
-// slot.Asked says whether the slot was tried; an allowed slot is l's
-// (renewed and released as l.Acquire's).
+// SlotGate is AuthenticateAndAllow that, when the token is taken and
+// allowed, also takes a heavy slot of holder from l (at most perKey at once
+// for holder, 0 for no cap, and one of the service's) in the same script
+// call. l must be on this store's Redis. slot.Asked says whether the slot
+// was tried; an allowed slot is l's (renewed and released as Acquire's).
 func (s *Store) SlotGate(l *limit.Redis) func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, holder string, perKey int) (account.Principal, bool, limit.Decision, limit.Slot, error) {
 	return func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, holder string, perKey int) (account.Principal, bool, limit.Decision, limit.Slot, error) {
 		c, err := l.Claim(ctx, holder, perKey)

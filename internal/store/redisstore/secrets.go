@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -11,24 +12,22 @@ import (
 )
 
 // Webhook secrets are kept sealed (secretbox, AES-256-GCM, the watch id as
-// additional data) in the secret field of w:<id>, exactly as the SQLite
-// store keeps them: a copy of Redis's AOF or RDB does not let anyone forge
-// our signatures. The store seals on SetWebhook and RotateSecret and opens
-// at each attempt (Begin).
+// additional data) in the secret field of w:<id>, as the SQLite store keeps
+// them: a copy of Redis's AOF or RDB does not let anyone forge our
+// signatures. SetWebhook and RotateSecret seal, each attempt (Begin) opens.
 
 // sealSecret seals a webhook secret of watchID for storage.
 func (s *Store) sealSecret(watchID, secret string) (string, error) {
-	v, err := secretbox.SealStored(s.secrets, secret, watchID)
-	if err != nil {
-		return "", fmt.Errorf("redisstore: %w", err)
-	}
-	return v, nil
+	return secretErr(secretbox.SealStored(s.secrets, secret, watchID))
 }
 
 // openSecret returns the plaintext of a stored webhook secret (a value in
 // the clear, from before secrets were sealed, is returned as it is).
 func (s *Store) openSecret(watchID, stored string) (string, error) {
-	v, err := secretbox.OpenStored(s.secrets, stored, watchID)
+	return secretErr(secretbox.OpenStored(s.secrets, stored, watchID))
+}
+
+func secretErr(v string, err error) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("redisstore: %w", err)
 	}
@@ -58,10 +57,8 @@ func (s *Store) SealSecrets(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, s.fail("read the watches to seal their secrets", err)
 	}
-	const chunk = 1000
 	sealed := 0
-	for start := 0; start < len(ids); start += chunk {
-		part := ids[start:min(start+chunk, len(ids))]
+	for part := range slices.Chunk(ids, 1000) {
 		vals := make([]*redis.StringCmd, len(part))
 		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range part {

@@ -31,26 +31,22 @@ import (
 // store implements it in scale mode (the SQLite store does too, for tests).
 type NoticeSource interface {
 	// LatestSeq is the highest notice_seq published (package publog):
-	// every notice published at or below it is readable through this
-	// source.
+	// every notice at or below it is readable through this source.
 	LatestSeq(ctx context.Context) (int64, error)
 	// NoticesBySeq returns the notices with the given seqs in that order
 	// (a seq no notice has is left out).
 	NoticesBySeq(ctx context.Context, seqs []int64) ([]notice.Notice, error)
-	// MatchingSeqs returns up to limit notice seqs in (after, through],
-	// ascending, of the notices passing f whose acn or abn is one of keys
-	// (never more than MaxTerms keys per call); keys nil means every notice
-	// passing f.
+	// MatchingSeqs returns up to limit seqs in (after, through], ascending,
+	// of the notices passing f whose acn or abn is one of keys (at most
+	// MaxTerms of them); keys nil means every notice passing f.
 	MatchingSeqs(ctx context.Context, keys []string, f notice.Filter, after, through int64, limit int) ([]int64, error)
-	// NoticeSummaries calls fn with every notice whose notice_seq is at
-	// most through, ascending by seq, each holding at least the fields of
-	// its summary (publog.EncodeSummary), read from one view of the
-	// notices: the load of the screen copy (screencopy.go). The notice fn
-	// is given may be reused once fn returns.
+	// NoticeSummaries calls fn with every notice up to seq through,
+	// ascending, each with at least its summary's fields
+	// (publog.EncodeSummary), from one view of the notices (the screen
+	// copy's load). The notice fn is given may be reused once fn returns.
 	NoticeSummaries(ctx context.Context, through int64, fn func(*notice.Notice) error) error
-	// CarriedIdentifiers returns which of ids (ACN or ABN values) some
-	// stored notice carries as its acn or abn (watch creation's "on a
-	// notice now").
+	// CarriedIdentifiers returns which of ids (ACNs or ABNs) a stored
+	// notice carries as its acn or abn.
 	CarriedIdentifiers(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
@@ -62,39 +58,25 @@ const MaxTerms = 65536
 // Store is the Redis backend. It is safe for concurrent use; several
 // processes may share one Redis.
 type Store struct {
-	rdb    redis.UniversalClient
-	name   string // the namespace
-	ns     string // its keys' prefix, "{<namespace>}:" (keyspace.Prefix)
-	source NoticeSource
-	plans  map[string]account.Plan
-	clock  func() time.Time
-	// matchOnRead makes Matches first match the arrivals not yet matched
-	// (see Options.MatchOnRead).
-	matchOnRead bool
-	filters     filterCache
-	secrets     *secretbox.Box
-	// screenCopy is the replica's in-memory copy of what the bulk screen
-	// reads: the notice summaries always, the register with
-	// Options.ScreenCopy.
-	screenCopy *ScreenCopy
-	// log is the namespace's writer lease and publish log.
-	log *publog.Log
-	// replicaCache is the primary's replica count, which decides whether
-	// an acknowledged write waits for a replica (durable.go).
-	replicaCache replicaCount
-	// stopBefore, when set (tests only), is asked before the second step of
-	// a two-step change ("release", "deactivate") and before a create's
-	// activation and its last step ("activate", "finish"); true stops
-	// there, as a crash or a lost connection would. It is also told of a
-	// screen copy's network read of register names ("read-names"; its
-	// answer ignored), where a test stands in for a slow read.
-	stopBefore func(step string) bool
-	// leaseRenewal is how often a live create or delete renews its lease
-	// (the constant leaseRenewal; tests shorten it).
-	leaseRenewal time.Duration
-	// trashScanned is set once this process has looked for the remains of
-	// deletes an older version left without a trash entry (sweepTrash).
-	trashScanned atomic.Bool
+	rdb          redis.UniversalClient
+	name         string // the namespace
+	ns           string // its keys' prefix, "{<namespace>}:" (keyspace.Prefix)
+	source       NoticeSource
+	plans        map[string]account.Plan
+	clock        func() time.Time
+	matchOnRead  bool // not Options.NoMatchOnRead
+	filters      filterCache
+	secrets      *secretbox.Box
+	screenCopy   *ScreenCopy  // the replica's copy of what the bulk screen reads
+	log          *publog.Log  // the namespace's writer lease and publish log
+	replicaCache replicaCount // decides whether a write waits for a replica (durable.go)
+	// stopBefore, when set (tests only), is asked before each named step
+	// of a change made in steps ("activate", "delete-chunks", "release"...);
+	// true stops there, as a crash would. A screen copy's read of register
+	// names also tells it ("read-names"; its answer ignored).
+	stopBefore   func(step string) bool
+	leaseRenewal time.Duration // the constant leaseRenewal; tests shorten it
+	trashScanned atomic.Bool   // this process adopted an older version's trash (sweepTrash)
 }
 
 // Options configure a Store. The zero value of each field is its default.
@@ -103,28 +85,23 @@ type Options struct {
 	Plans map[string]account.Plan
 	// Clock stamps accounts; default time.Now.
 	Clock func() time.Time
-	// Secrets seals webhook secrets at rest (NOTICES_SECRET_KEY), as the
-	// SQLite store does. Without one the store refuses to store a webhook
-	// secret.
+	// Secrets seals webhook secrets at rest (NOTICES_SECRET_KEY); without
+	// it the store refuses to store a webhook secret.
 	Secrets *secretbox.Box
 	// NoMatchOnRead stops Matches from matching pending arrivals itself
 	// before reading; then only workers (MatchArrivals) fill the logs.
 	NoMatchOnRead bool
 	// ScreenCopy keeps an in-memory copy of the register beside the
-	// notice summaries (NOTICES_SCREEN_COPY), loaded by
-	// ScreenCopy().Start; until it is loaded, and whenever it is of another
-	// register generation, screens read the register from Redis. The
-	// notice summaries are held whatever this says (Redis has no copy of
-	// them): a screen that finds them not loaded, or behind a trimmed
-	// publish log, loads them and waits.
+	// notice summaries, which are always held (NOTICES_SCREEN_COPY;
+	// ScreenCopy().Start loads it). Until it is loaded, and while it is of
+	// another register generation, screens read the register from Redis.
 	ScreenCopy bool
 	// ScreenCopyWait makes a screen that finds the register copy out of
-	// date (not loaded, a new register) reload it and wait, instead of
-	// reading the register from Redis. For tests and benchmarks, which
-	// must exercise the copy deterministically.
+	// date reload it and wait instead of reading Redis: tests and
+	// benchmarks exercise the copy deterministically.
 	ScreenCopyWait bool
-	// Log is the namespace's writer lease and publish log (the one the
-	// notice store writes through); default publog.New with its defaults.
+	// Log is the namespace's writer lease and publish log, the notice
+	// store's; default publog.New with its defaults.
 	Log *publog.Log
 }
 
@@ -169,6 +146,46 @@ func (s *Store) fail(what string, err error) error {
 		return errs.New(errs.BackendUnavailable, "Redis (accounts, API keys, quotas and watches) does not answer, so the service could not %s; retry shortly", what)
 	}
 	return fmt.Errorf("redisstore: %s: %w", what, err)
+}
+
+// casRun runs script with the keys and arguments read returns until it
+// answers other than -1. What the script checks was read in Go before
+// (every key a script touches is in KEYS, so keys named by stored values
+// are read first), and -1 says it changed meanwhile: read again.
+func (s *Store) casRun(ctx context.Context, what string, script *redis.Script, read func() ([]string, []any, error)) (int, error) {
+	for {
+		keys, args, err := read()
+		if err != nil {
+			return 0, err
+		}
+		if n, err := script.Run(ctx, s.rdb, keys, args...).Int(); err != nil || n != -1 {
+			return n, s.fail(what, err)
+		}
+	}
+}
+
+// scanPages walks a SCAN-family cursor from 0 until it comes back to 0:
+// scan reads the page at a cursor, page is called with each.
+func scanPages(scan func(cursor uint64) ([]string, uint64, error), page func([]string) error) error {
+	for cursor := uint64(0); ; {
+		items, next, err := scan(cursor)
+		if err == nil {
+			err = page(items)
+		}
+		if err != nil || next == 0 {
+			return err
+		}
+		cursor = next
+	}
+}
+
+// anys returns ss as script or command arguments.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, v := range ss {
+		out[i] = v
+	}
+	return out
 }
 
 func unreachable(err error) bool {

@@ -5,27 +5,112 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/lease"
 )
 
-// sweepEvery is how often a Sweeper looks for stalled creates and deletes.
-// With createLease it bounds how long a create whose process died counts
-// against its account's plan: createLease + sweepEvery (7 s).
-const sweepEvery = time.Second
+// A create (its wpend entry) or a delete (its trash entry) that has not
+// renewed its lease for createLease is taken for stopped and undone or
+// finished by a sweep (the Sweeper every sweepEvery, Reconcile, or a create
+// of the account it would refuse). A live one renews every leaseRenewal,
+// so only four failed renewals in a row lose it; a dead create stops
+// counting against its plan within createLease + sweepEvery (7 s).
+const (
+	createLease  = 6 * time.Second
+	leaseRenewal = createLease / 4
+	sweepEvery   = time.Second
+)
 
-// Sweeper is a part of `serve` in scale mode: every sweepEvery it undoes
-// the watch creates whose creator stopped (their wpend lease ran out) and
-// finishes the deletes whose deleter stopped (their trash lease ran out),
-// so a create or delete cut short by a dead replica stops holding its
-// account's watch count and companies within createLease + sweepEvery,
-// without waiting for the worker's Reconcile (every 30 s) or for a create
-// of the account that it would refuse. Every replica runs one; the claim
-// scripts give each stalled change to one sweep. A sweep that finds
-// nothing stalled costs two ZRANGEBYSCORE calls.
+// renewLease keeps id's entry in the lease zset (wpend or trash) ahead of
+// the clock until stopped, only while it is there (ZADD XX): an undone
+// create stays undone.
+func (s *Store) renewLease(zset, id string) (stop func()) {
+	return lease.Keep(s.leaseRenewal, func(ctx context.Context) {
+		s.rdb.ZAddXX(ctx, zset, redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
+	})
+}
+
+// claimScript takes the entry ARGV[3] of a lease zset if its lease ran out
+// by ARGV[1] (ms), renewing it to ARGV[2] so one sweep has it; nil when it
+// is not lapsed. With KEYS[2] (w:<id>, a create) it returns the watch's
+// account, or drops the entry and returns "" when the watch is gone.
+// KEYS: wpend or trash[, w:<id>].
+var claimScript = redis.NewScript(`
+local sc = redis.call('ZSCORE', KEYS[1], ARGV[3])
+if not sc or tonumber(sc) > tonumber(ARGV[1]) then return false end
+local acc = '1'
+if KEYS[2] then
+  acc = redis.call('HGET', KEYS[2], 'account')
+  if not acc then
+    redis.call('ZREM', KEYS[1], ARGV[3])
+    return ''
+  end
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+return acc
+`)
+
+// sweepLapsed claims each entry of the lease zset (up to 100) whose lease
+// ran out by now, calls finish with it and claimScript's answer, and
+// returns how many it claimed. what and step name the read and the claim.
+func (s *Store) sweepLapsed(ctx context.Context, now time.Time, zset, what, step string, finish func(id, acc string) error) (int, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, zset, &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
+	if err != nil {
+		return 0, s.fail("read the unfinished watch "+what, err)
+	}
+	done := 0
+	for _, id := range ids {
+		keys := []string{zset}
+		if zset == s.key(createsKey) {
+			keys = append(keys, s.key(watchKey, id))
+		}
+		acc, err := claimScript.Run(ctx, s.rdb, keys, now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Text()
+		if errors.Is(err, redis.Nil) {
+			continue // renewed or finished since the read
+		}
+		if err != nil {
+			return done, s.fail(step, err)
+		}
+		if err := finish(id, acc); err != nil {
+			return done, err
+		}
+		done++
+	}
+	return done, nil
+}
+
+// undoStalledCreates deletes the watches whose create stopped before it
+// finished: the client never had a 201, and a create happens whole or not
+// at all, as in the embedded store. It returns how many it undid.
+func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, error) {
+	return s.sweepLapsed(ctx, now, s.key(createsKey), "creates", "undo an unfinished watch create", func(id, acc string) error {
+		if err := s.deleteWatch(ctx, acc, id, false); !errs.Is(err, errs.NotFound) {
+			return err // nil too; a gone watch ("") is not found
+		}
+		return nil
+	})
+}
+
+// SweepStalled undoes every create and finishes every delete whose lease
+// ran out by now, and returns how many; one failing holds up no other.
+func (s *Store) SweepStalled(ctx context.Context, now time.Time) (int, error) {
+	undone, undoErr := s.undoStalledCreates(ctx, now)
+	finished, trashErr := s.finishStalledDeletes(ctx, now)
+	return undone + finished, errors.Join(undoErr, trashErr)
+}
+
+// Sweeper is a part of `serve` in scale mode: every sweepEvery it runs
+// SweepStalled, so a create or delete cut short by a dead replica stops
+// counting against its plan within seconds, not at the worker's Reconcile
+// (every 30 s). Every replica runs one; claimScript gives each stalled
+// change to one sweep. Finding nothing costs two ZRANGEBYSCORE calls.
 type Sweeper struct {
 	s   *Store
 	log *slog.Logger
-	// ticks starts the sweep's timer: a ticker of sweepEvery, or a test's
-	// channel. stop stops it.
+	// ticks starts the sweep's timer (a ticker, or a test's channel).
 	ticks func() (c <-chan time.Time, stop func())
 	// swept, when set (tests), is told each sweep's outcome.
 	swept func(n int, err error)
@@ -89,13 +174,4 @@ func (w *Sweeper) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// SweepStalled undoes every create whose lease ran out by now and finishes
-// every delete whose lease ran out by now; it returns how many. One that
-// fails does not hold up the rest.
-func (s *Store) SweepStalled(ctx context.Context, now time.Time) (int, error) {
-	undone, undoErr := s.undoStalledCreates(ctx, now)
-	finished, trashErr := s.finishStalledDeletes(ctx, now)
-	return undone + finished, errors.Join(undoErr, trashErr)
 }

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -13,23 +12,7 @@ import (
 	"github.com/noticesd/noticesd/internal/keyspace"
 )
 
-// The upgrade of a namespace written before its keys were tagged: older
-// versions kept the Redis store's keys under "<ns>:" (the publish log's
-// were already under "{<ns>}:"). UpgradeKeys renames each to the same name
-// under "{<ns>}:", once, before the store is used:
-//
-//	{ns}:layout        "tagged" once every key of the namespace is under {ns}:
-//	{ns}:layout:lock   the process upgrading, while it does (expires)
-//
-// RENAME keeps a key's value and time to live and costs O(1), so a
-// namespace of millions of keys is upgraded in a few seconds. Every step
-// is a RENAMENX of a key still under the old prefix, so an upgrade
-// interrupted anywhere is finished by the next start.
-
-const (
-	layoutTagged  = "tagged"
-	upgradeLockMs = 30_000
-)
+const layoutTagged, upgradeLockMs = "tagged", 30_000
 
 // upgradeLockScript takes the upgrade lock, or renews it while this
 // process holds it. KEYS: layout:lock. ARGV: token, ttl ms.
@@ -41,19 +24,17 @@ return 1
 `)
 
 // UpgradeKeys moves the keys an older version wrote under "<namespace>:"
-// to "{<namespace>}:" (package keyspace), so that none is orphaned, and
-// returns how many it moved. Once done it marks the namespace
-// ({ns}:layout), and later calls cost one GET. One process upgrades at a
-// time (a lock with a time to live); the others wait for it. A key
-// present under both names (a process of the older version still writing
-// after the upgrade began) stops the upgrade with an error naming it:
-// nothing is overwritten.
+// to "{<namespace>}:" (docs/redis.md, "Upgrading from the untagged
+// layout") and returns how many it moved; once the mark {ns}:layout says
+// so, a call costs one GET. One process upgrades at a time, under a lock;
+// the others wait. Each step is a RENAMENX (O(1), value and time to live
+// kept) of a key still under the old name, so the next start finishes an
+// interrupted upgrade; a key under both names (an older version still
+// writing) stops it with an error naming both: nothing is overwritten.
 func UpgradeKeys(ctx context.Context, rdb redis.UniversalClient, namespace string) (int, error) {
 	p := keyspace.Prefix(namespace)
 	mark, lock := p+"layout", p+"layout:lock"
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
+	token := rand.Text()
 	for {
 		v, err := rdb.Get(ctx, mark).Result()
 		if err != nil && err != redis.Nil {
@@ -82,17 +63,21 @@ func UpgradeKeys(ctx context.Context, rdb redis.UniversalClient, namespace strin
 	}
 }
 
-// moveOldKeys renames every key under the old prefix until a full SCAN
-// finds none, renewing the lock between batches.
+// moveOldKeys renames every key under the old prefix, a SCAN page at a
+// time with the lock renewed before each, until a full SCAN finds none.
 func moveOldKeys(ctx context.Context, rdb redis.UniversalClient, namespace, lock, token string) (int, error) {
 	old, p := keyspace.OldPrefix(namespace), keyspace.Prefix(namespace)
-	pattern := globEscape(old) + "*"
 	moved := 0
 	for {
 		found := 0
-		iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
-		var batch []string
-		flush := func() error {
+		err := scanPages(func(c uint64) ([]string, uint64, error) {
+			keys, next, err := rdb.Scan(ctx, c, globEscape(old)+"*", 1000).Result()
+			if err != nil {
+				err = fmt.Errorf("redisstore: scan the keys of namespace %s: %w", namespace, err)
+			}
+			return keys, next, err
+		}, func(batch []string) error {
+			found += len(batch)
 			if len(batch) == 0 {
 				return nil
 			}
@@ -119,37 +104,13 @@ func moveOldKeys(ctx context.Context, rdb redis.UniversalClient, namespace, lock
 					moved++
 				}
 			}
-			batch = batch[:0]
 			return nil
-		}
-		for iter.Next(ctx) {
-			found++
-			if batch = append(batch, iter.Val()); len(batch) == 1000 {
-				if err := flush(); err != nil {
-					return moved, err
-				}
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return moved, fmt.Errorf("redisstore: scan the keys of namespace %s: %w", namespace, err)
-		}
-		if err := flush(); err != nil {
+		})
+		if err != nil || found == 0 {
 			return moved, err
-		}
-		if found == 0 {
-			return moved, nil
 		}
 	}
 }
 
 // globEscape escapes the characters SCAN's MATCH treats as a pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+var globEscape = strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`, `\`, `\\`).Replace

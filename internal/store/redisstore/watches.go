@@ -1,11 +1,13 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +17,6 @@ import (
 
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/errs"
-	"github.com/noticesd/noticesd/internal/lease"
 	"github.com/noticesd/noticesd/internal/mail"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
@@ -24,38 +25,8 @@ import (
 
 var _ store.Watches = (*Store)(nil)
 
-// Watch keys:
-//
-//	w:<id>                 hash account, doc (storedWatch JSON), regv (register
-//	                       generation of its keys), eseq (arrival watermark
-//	                       before it was written), cseq (match cursor at
-//	                       activation), a0 (backfilled through; absent until
-//	                       the backfill is done), secret, failures
-//	w:<id>:co              set: the companies it counts
-//	w:<id>:keys            its match keys, comma-joined
-//	                       (w:<id> field ixabn: the ABN identifiers the
-//	                       register did not resolve, comma-joined; its
-//	                       reverse-index keys are the ACNs among its match
-//	                       keys and these, see indexKeysOf)
-//	wm:<id>                zset: its match log (member and score notice_seq)
-//	acct:<id>:watches      zset of the account's watch ids by created_at (ms)
-//	acct:<id>:companies    set: the union of its watches' companies (the quota count)
-//	watches                set of every watch id
-//	rix:<bucket>           hash match key -> the first watch holding it (reverse index)
-//	rixs:<key>             set: the further watches holding the key
-//	fo                     set of the filter-only watches
-//	wrel                   set: watches turned back on whose held deliveries
-//	                       are not yet released (Reconcile finishes them)
-//	wdeact                 hash: watch id -> the deactivation it is owed
-//	                       (Reconcile finishes it)
-//	wpend                  zset: watches whose create has not finished, score
-//	                       the creator's lease (ms); Reconcile undoes a create
-//	                       whose lease ran out (its creator stopped)
-//	wsv                    watch-set version, bumped by every create, delete
-//	                       and key refresh (arrival matching commits only
-//	                       against the version it matched with)
-
-// storedWatch is a watch as kept in w:<id> doc.
+// storedWatch is a watch as kept in w:<id> doc (w:<id>'s other fields and
+// the other keys of a watch: docs/redis.md's key table).
 type storedWatch struct {
 	ID                string        `json:"id"`
 	AccountID         string        `json:"account_id"`
@@ -71,7 +42,6 @@ type storedWatch struct {
 	UpdatedAt         time.Time     `json:"updated_at"`
 }
 
-// storedFilters is the filters' stored form (watch.StoredFilters).
 type storedFilters = watch.StoredFilters
 
 func encodeWatch(w watch.Watch) (string, error) {
@@ -101,32 +71,23 @@ func nonNil(s []string) []string {
 }
 
 // expansion is what a watch's identifiers mean against the register and
-// the notices (the same rules as the embedded store).
+// the notices (the embedded store's rules, docs/redis.md "Quotas").
 type expansion struct {
-	// keys: every identifier, the ACN each ABN resolves to, and the
-	// register ABN of every such ACN and of each identifier that is an ACN.
-	keys []string
-	// companies for the quota: an ACN counts as itself, an ABN as the ACN
-	// the register resolves it to, else as itself.
-	companies []string
-	// unresolved: identifiers neither the register nor any notice holds,
-	// in the given order.
-	unresolved []string
-	// ixABNs: the ABN identifiers the register does not resolve to an
-	// ACN, sorted; with the ACNs among keys, the watch's reverse-index keys.
+	keys       []string // match keys: the identifiers and their register ACNs and ABNs
+	companies  []string // what the watch counts for the quota
+	unresolved []string // identifiers neither the register nor a notice holds, in order
+	// ixABNs: the ABN identifiers the register does not resolve, sorted;
+	// with the ACNs among keys, the watch's reverse-index keys.
 	ixABNs []string
 	regv   string
 }
 
-// index returns the expansion's reverse-index keys (indexKeysOf).
 func (e expansion) index() []string { return indexKeysOf(e.keys, e.ixABNs) }
 
-// indexKeysOf returns the reverse-index keys of a watch with match keys
-// keys and unresolved ABN identifiers ixABNs: every ACN among the keys
-// and those ABNs. A register company is indexed by its ACN alone; its
-// ABNs, also match keys, are found at match time through the register
-// (noticeKeys resolves a notice's ABN to its ACNs), which halves the index
-// writes of a book of register companies.
+// indexKeysOf returns the reverse-index keys of a watch: every ACN among
+// its match keys and its unresolved ABN identifiers. A register company's
+// ABNs are found at match time through the register instead (noticeKeys),
+// which halves the index writes of a book of register companies.
 func indexKeysOf(keys, ixABNs []string) []string {
 	out := make([]string, 0, len(keys)/2+len(ixABNs))
 	for _, k := range keys {
@@ -137,9 +98,8 @@ func indexKeysOf(keys, ixABNs []string) []string {
 	return append(out, ixABNs...)
 }
 
-// storedIndexKeys is indexKeysOf over a watch's stored keys and its ixabn
-// field as Redis returned it; a watch written before ixabn existed (nil)
-// was indexed by every match key.
+// storedIndexKeys is indexKeysOf over a watch's stored keys and ixabn
+// field; a watch written before ixabn existed (nil) has every key indexed.
 func storedIndexKeys(keys string, ixabn any) []string {
 	if ixabn == nil {
 		return splitList(keys)
@@ -148,9 +108,8 @@ func storedIndexKeys(keys string, ixabn any) []string {
 }
 
 // expand resolves normalised, distinct identifiers: from the screen copy
-// when it holds a current register, else in a few pipelined round trips
-// to Redis beside one question to the notice source (which identifiers a
-// notice carries).
+// when it holds a current register, else in a few round trips to Redis
+// beside one question to the notice source.
 func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	if len(ids) > 0 {
 		if exp, done, err := s.screenCopy.expand(ctx, ids); done || err != nil {
@@ -162,37 +121,24 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	if err != nil || len(ids) == 0 {
 		return exp, err
 	}
-	var acns, abns []string
-	for _, v := range ids {
-		if len(v) == 9 {
-			acns = append(acns, v)
-		} else {
-			abns = append(abns, v)
-		}
-	}
-	// The three lookups are independent: the notice source's on two
-	// connections at once with Redis's. On notices means carried by a
-	// notice now (as the embedded store and the screen copy count it).
+	acns := slices.DeleteFunc(slices.Clone(ids), func(v string) bool { return len(v) != 9 })
+	abns := slices.DeleteFunc(slices.Clone(ids), func(v string) bool { return len(v) == 9 })
+	// Known from the notices means carried by a notice now (as the
+	// embedded store and the screen copy count it).
 	var onNotices map[string]bool
-	carriedErr := make(chan error, 1)
-	go func() {
-		var err error
-		onNotices, err = s.source.CarriedIdentifiers(ctx, ids)
-		carriedErr <- err
-	}()
+	var carriedErr error
+	carried := make(chan struct{})
+	go func() { onNotices, carriedErr = s.source.CarriedIdentifiers(ctx, ids); close(carried) }()
 	cos, err := reg.companies(ctx, acns)
 	var abnACNs [][]string
 	if err == nil {
 		abnACNs, err = reg.acnsOf(ctx, abns)
 	}
-	if err2 := <-carriedErr; err == nil {
-		err = err2
-	}
-	if err != nil {
+	<-carried
+	if err = cmp.Or(err, carriedErr); err != nil {
 		return exp, err
 	}
-	// Every ACN involved (every register ACN of each ABN), for its
-	// register ABNs.
+	// Every ACN involved, for its register ABNs.
 	all := slices.Clone(acns)
 	resolved := make([]string, len(abns))
 	for i, l := range abnACNs {
@@ -206,6 +152,7 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	regCos = append(cos, regCos...)
 	keys := make(map[string]struct{}, len(ids)*2)
 	companies := make(map[string]struct{}, len(ids))
+	known := make(map[string]bool, len(ids))
 	for _, v := range ids {
 		keys[v] = struct{}{}
 	}
@@ -214,20 +161,18 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 		for _, b := range regCos[i].abns {
 			keys[b] = struct{}{}
 		}
-	}
-	known := make(map[string]bool, len(ids))
-	for i, v := range acns {
-		companies[v] = struct{}{}
-		known[v] = cos[i].named
+		if i < len(acns) { // an identifier: counts as itself
+			companies[a], known[a] = struct{}{}, regCos[i].named
+		}
 	}
 	for i, v := range abns {
-		if resolved[i] != "" {
-			companies[resolved[i]] = struct{}{}
-			known[v] = true
-		} else {
-			companies[v] = struct{}{}
+		c := resolved[i]
+		known[v] = c != ""
+		if c == "" {
+			c = v
 			exp.ixABNs = append(exp.ixABNs, v)
 		}
+		companies[c] = struct{}{}
 	}
 	slices.Sort(exp.ixABNs)
 	for _, v := range ids {
@@ -239,46 +184,29 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	return exp, nil
 }
 
-// sortBoth returns the sorted keys of a and of b, the two sorts on two
-// processors.
+// sortBoth returns the sorted keys of a and of b, sorted in parallel.
 func sortBoth(a, b map[string]struct{}) ([]string, []string) {
 	sorted := make(chan []string, 1)
-	go func() { sorted <- sortedKeys(b) }()
-	return sortedKeys(a), <-sorted
+	go func() { sorted <- slices.Sorted(maps.Keys(b)) }()
+	return slices.Sorted(maps.Keys(a)), <-sorted
 }
 
-func sortedKeys(m map[string]struct{}) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// createScript checks the plan's limits and writes the watch in one step.
-// The watch's companies were staged (stage:<id>:co) beforehand, so the
-// script works on whole sets with SINTERCARD and SUNIONSTORE, never element
-// by element: a 1,000,000-company watch blocks Redis for a fraction of a
-// second. A refusal leaves the stage in place, so the create can be asked
-// again after undoing a dead create (CreateWatch drops it once refused).
+// createScript checks the plan's limits and writes the watch in one step,
+// on the companies staged before (stage:<id>:co) as whole sets, never
+// element by element in Lua (docs/redis.md "Quotas"). A refusal leaves the
+// stage, so the create can be asked again after undoing a dead create.
 // KEYS: acct:<a>:watches, acct:<a>:companies, w:<id>, stage:<id>:co,
-// w:<id>:co, wpend, watches, winactive, w:<id>:keys, fo.
-// ARGV: watch limit, company limit, watch id, score, doc, account,
-// match keys (comma-joined, "" for a filter-only watch), regv, eseq,
-// ixabn, the creator's lease (ms).
+// w:<id>:co, wpend, watches, winactive, w:<id>:keys, fo. ARGV: watch
+// limit, company limit, watch id, score, doc, account, match keys
+// (comma-joined, "" for a filter-only watch), regv, eseq, ixabn, lease (ms).
 var createScript = redis.NewScript(`
 local n = redis.call('ZCARD', KEYS[1])
-if n >= tonumber(ARGV[1]) then
-  return {'watch_limit', n}
-end
+if n >= tonumber(ARGV[1]) then return {'watch_limit', n} end
 local staged = redis.call('SCARD', KEYS[4])
 if staged > 0 then
   local current = redis.call('SCARD', KEYS[2])
   local adding = staged - redis.call('SINTERCARD', 2, KEYS[4], KEYS[2])
-  if current + adding > tonumber(ARGV[2]) then
-    return {'quota', current, adding}
-  end
+  if current + adding > tonumber(ARGV[2]) then return {'quota', current, adding} end
   if adding > 0 then
     if staged < current then
       -- SADD in chunks costs O(staged); SUNIONSTORE would rewrite the
@@ -299,18 +227,13 @@ redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
 redis.call('ZADD', KEYS[6], ARGV[11], ARGV[3])
 redis.call('SADD', KEYS[7], ARGV[3])
 if not cjson.decode(ARGV[5]).active then redis.call('SADD', KEYS[8], ARGV[3]) end
-if ARGV[7] ~= '' then
-  redis.call('SET', KEYS[9], ARGV[7])
-else
-  redis.call('SADD', KEYS[10], ARGV[3])
-end
+if ARGV[7] ~= '' then redis.call('SET', KEYS[9], ARGV[7]) else redis.call('SADD', KEYS[10], ARGV[3]) end
 return {'ok'}
 `)
 
-// activateScript makes a written watch visible to arrival matching: its
-// reverse-index entries are all in place, so from the cursor read here on
-// every committed batch has matched against them (the wsv bump makes any
-// batch matched against the older set retry). It returns the cursor.
+// activateScript makes an indexed watch visible to arrival matching: every
+// batch committed from the cursor it returns on matched against it (the
+// wsv bump makes a batch matched against the older set retry).
 // KEYS: w:<id>, match:through, wsv.
 var activateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
@@ -320,31 +243,13 @@ redis.call('INCR', KEYS[3])
 return tonumber(cseq)
 `)
 
-// recordMissed records the deliveries of the watch's logged notices in
-// (from, through] (CreateDeliveries: each pair gets one delivery ever).
-func (s *Store) recordMissed(ctx context.Context, id string, from, through int64) error {
-	seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, id), &redis.ZRangeBy{Min: "(" + itoa(from), Max: itoa(through)}).Result()
-	if err != nil {
-		return s.fail("create watch", err)
-	}
-	refs := make([]Ref, 0, len(seqs))
-	for _, q := range seqs {
-		n, _ := strconv.ParseInt(q, 10, 64)
-		refs = append(refs, Ref{WatchID: id, NoticeSeq: n})
-	}
-	_, err = s.CreateDeliveries(ctx, refs, s.clock())
-	return err
-}
+const stageTTL = time.Hour // a stage left by a crashed create expires
 
-const stageTTL = 3600 // seconds; a stage left by a crashed create expires
-
-// CreateWatch stores w if plan allows. The identifiers are resolved first
-// (a few pipelined reads) and the companies and match keys staged in Redis;
-// the watch count, the company quota and the write of the watch are then
-// one Lua script, so concurrent creates from any number of processes cannot
-// overshoot and a rejected create writes nothing. Then the reverse index
-// is written, the watch activated for arrival matching, and its match log
-// backfilled with the notices published before.
+// CreateWatch stores w if plan allows: its identifiers resolved and its
+// companies staged, one script checks the watch count and the company
+// quota and writes it (so concurrent creates of any number of processes
+// cannot overshoot, and a refused create writes nothing); finishCreate
+// does the rest.
 func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Plan) (watch.Watch, error) {
 	if w.ID == "" || w.AccountID == "" {
 		return w, fmt.Errorf("redisstore: create watch: the watch needs an ID and an AccountID; build it with watch.New")
@@ -362,42 +267,36 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	if err != nil {
 		return w, err
 	}
-	// eseq: the notices at or below it arrived before the watch (never
-	// handed to delivery).
+	// Notices at or below eseq arrived before the watch: never delivered.
 	eseq, err := s.source.LatestSeq(ctx)
 	if err != nil {
 		return w, err
 	}
 	stageCo := s.key(stageKey, w.ID, "co")
-	if err := s.saddBatched(ctx, stageCo, exp.companies, stageTTL); err != nil {
+	if err := s.saddBatched(ctx, stageCo, exp.companies); err != nil {
 		return w, err
 	}
-	create := func() ([]any, error) {
-		res, err := createScript.Run(ctx, s.rdb, []string{s.key(acctKey, w.AccountID, "watches"),
+	var res []any
+	for try := 0; try < 2; try++ {
+		res, err = createScript.Run(ctx, s.rdb, []string{s.key(acctKey, w.AccountID, "watches"),
 			s.key(acctKey, w.AccountID, "companies"), s.key(watchKey, w.ID), stageCo, s.key(watchKey, w.ID, "co"),
 			s.key(createsKey), s.key(watchesKey), s.key(winactiveKey), s.key(watchKey, w.ID, "keys"), s.key(filterOnlyKey)},
 			plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs),
 			s.clock().Add(createLease).UnixMilli()).Slice()
 		if err != nil {
-			return nil, s.fail("create watch", err)
+			return w, s.fail("create watch", err)
 		}
-		return res, nil
-	}
-	res, err := create()
-	if err != nil {
-		return w, err
-	}
-	if refused := str(res[0]); refused == "watch_limit" || refused == "quota" {
+		if str(res[0]) == "ok" || try > 0 {
+			break
+		}
 		// A create whose process died still counts until it is undone: if
-		// any such is past its lease, undo it now and ask again, rather
-		// than refuse for a watch that will never exist.
-		if undone, err := s.undoStalledCreates(ctx, s.clock()); err == nil && undone > 0 {
-			if res, err = create(); err != nil {
-				return w, err
-			}
+		// any such is past its lease, undo it now and ask again (once),
+		// rather than refuse for a watch that will never exist.
+		if undone, err := s.undoStalledCreates(ctx, s.clock()); err != nil || undone == 0 {
+			break
 		}
 	}
-	if refused := str(res[0]); refused == "watch_limit" || refused == "quota" {
+	if str(res[0]) != "ok" {
 		// Best effort: the stage expires after stageTTL anyway.
 		_ = s.rdb.Del(context.WithoutCancel(ctx), stageCo).Err()
 	}
@@ -412,97 +311,26 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 			plan.Name, plan.Companies, res[1].(int64), res[2].(int64))
 	}
 	s.filters.put(w.ID, f)
-	renewing := s.renewCreateLease(w.ID)
+	renewing := s.renewLease(s.key(createsKey), w.ID)
 	err = s.finishCreate(ctx, w, exp.keys, exp.index(), f, eseq)
 	renewing()
 	if errors.Is(err, errStopped) {
 		return w, err // a simulated crash: no cleanup (tests)
 	}
 	if err != nil {
-		// Undo the write (best effort, also when ctx has ended), so the
-		// caller can retry without the quota counting this watch twice.
-		// Should this fail too, Reconcile undoes it once the lease is out.
+		// Undo it (best effort, also when ctx has ended) so a retry is not
+		// counted twice; failing that, a sweep undoes it after its lease.
 		_ = s.deleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID, false)
 		return w, err
 	}
 	return w, s.replicated(ctx, "watch create")
 }
 
-// createLease is how long a create may go without renewing its entry in
-// wpend before it is taken for stopped and undone (by the Sweeper every
-// serve replica runs, by Reconcile, or at once by a create of the same
-// account that the stalled one would otherwise refuse); a live create
-// renews it every leaseRenewal (1.5 s), so it is taken for stopped only
-// after four renewals in a row failed. A create whose process died stops
-// counting against the plan within createLease + sweepEvery (7 s). A
-// delete's trash entry has the same lease.
-const createLease = 6 * time.Second
-
-// leaseRenewal is how often a live create or delete renews its lease.
-const leaseRenewal = createLease / 4
-
-// renewCreateLease keeps the watch's wpend entry ahead of the clock while
-// its create runs, and returns the function that stops doing so. It only
-// updates an entry that is still there (ZADD XX): an undone create stays
-// undone.
-func (s *Store) renewCreateLease(id string) (stop func()) {
-	return lease.Keep(s.leaseRenewal, func(ctx context.Context) {
-		s.rdb.ZAddXX(ctx, s.key(createsKey), redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
-	})
-}
-
-// claimStalledScript takes the wpend entry of watch ARGV[3] if its lease
-// ran out by ARGV[1] (ms), giving it a new one to ARGV[2] so one sweep
-// undoes it, and returns the watch's account: "" when the watch is gone
-// (the entry is dropped), nil when the entry is not stalled.
-// KEYS: wpend, w:<id>.
-var claimStalledScript = redis.NewScript(`
-local sc = redis.call('ZSCORE', KEYS[1], ARGV[3])
-if not sc or tonumber(sc) > tonumber(ARGV[1]) then return false end
-local acc = redis.call('HGET', KEYS[2], 'account')
-if not acc then
-  redis.call('ZREM', KEYS[1], ARGV[3])
-  return ''
-end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-return acc
-`)
-
-// undoStalledCreates deletes the watches whose create stopped before it
-// finished (its creator crashed or lost Redis, so its lease ran out by
-// now): the client never had a 201, and a create either happens whole or
-// not at all, as in the embedded store. It returns how many it undid.
-func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, s.key(createsKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
-	if err != nil {
-		return 0, s.fail("read the unfinished watch creates", err)
-	}
-	done := 0
-	for _, id := range ids {
-		acc, err := claimStalledScript.Run(ctx, s.rdb, []string{s.key(createsKey), s.key(watchKey, id)},
-			now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Text()
-		if errors.Is(err, redis.Nil) {
-			continue // renewed or finished since the read
-		}
-		if err != nil {
-			return done, s.fail("undo an unfinished watch create", err)
-		}
-		if acc != "" {
-			if err := s.deleteWatch(ctx, acc, id, false); err != nil && !errs.Is(err, errs.NotFound) {
-				return done, err
-			}
-		}
-		done++
-	}
-	return done, nil
-}
-
 // errStopped is what a create returns where a test's stopBefore stopped it.
 var errStopped = errors.New("redisstore: stopped here by the test (stopBefore)")
 
-// finishCreateScript marks a watch's create finished: backfilled through
-// ARGV[2] (a0) and out of wpend, unless the create was undone meanwhile.
-// KEYS: w:<id>, wpend. ARGV: watch id, backfilled through.
+// finishCreateScript marks a create finished (a0, out of wpend) unless it
+// was undone meanwhile. KEYS: w:<id>, wpend. ARGV: watch id, a0.
 var finishCreateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 or not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'a0', ARGV[2])
@@ -510,12 +338,10 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 `)
 
-// finishCreate indexes a written watch (by its index keys), activates it
-// for arrival matching, backfills its log (by its match keys), hands to
-// delivery what arrived since eseq but was matched before activation, and
-// only then marks the create finished. Every step may run again (a
-// delivery is made once per pair however often it is handed over), and a
-// create stopped before its last step is undone by Reconcile.
+// finishCreate indexes a written watch, activates it for arrival matching,
+// backfills its log, makes the deliveries activation missed, and only then
+// marks the create finished; a create stopped before that is undone by a
+// sweep (docs/redis.md, "A create happens whole or not at all").
 func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []string, f notice.Filter, eseq int64) error {
 	if err := s.indexKeys(ctx, w.ID, index, nil); err != nil {
 		return err
@@ -535,10 +361,19 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 		return err
 	}
 	// Notices that arrived after eseq but were matched before activation
-	// (cursor at or below cseq) skipped this watch; the backfill found
-	// them, and their deliveries are recorded here.
+	// (at or below cseq) skipped this watch: the backfill found them, and
+	// their deliveries are made here (once per pair, CreateDeliveries).
 	if cseq > eseq {
-		if err := s.recordMissed(ctx, w.ID, eseq, cseq); err != nil {
+		seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, w.ID), &redis.ZRangeBy{Min: "(" + itoa(eseq), Max: itoa(cseq)}).Result()
+		if err != nil {
+			return s.fail("create watch", err)
+		}
+		refs := make([]Ref, len(seqs))
+		for i, q := range seqs {
+			n, _ := strconv.ParseInt(q, 10, 64)
+			refs[i] = Ref{WatchID: w.ID, NoticeSeq: n}
+		}
+		if _, err := s.CreateDeliveries(ctx, refs, s.clock()); err != nil {
 			return err
 		}
 	}
@@ -546,49 +381,34 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 		return errStopped
 	}
 	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.key(createsKey)}, w.ID, through).Int()
-	if err != nil {
-		return s.fail("create watch", err)
-	}
-	if ok == 0 {
-		return errs.New(errs.BackendUnavailable,
-			"the watch's creation stalled for over %s and was undone; create it again", createLease)
+	if err != nil || ok == 0 {
+		return cmp.Or[error](s.fail("create watch", err), errs.New(errs.BackendUnavailable,
+			"the watch's creation stalled for over %s and was undone; create it again", createLease))
 	}
 	return nil
 }
 
-// saddBatched adds members to a set (after emptying it) with a TTL in
-// seconds, in pipelines of at most roundTrip members.
-func (s *Store) saddBatched(ctx context.Context, key string, members []string, ttl int) error {
-	if err := s.rdb.Del(ctx, key).Err(); err != nil {
-		return s.fail("stage watch", err)
-	}
-	for lo := 0; lo < len(members); lo += roundTrip {
+// saddBatched empties the set key and adds members to it, with a time to
+// live of stageTTL, in pipelines of at most roundTrip members.
+func (s *Store) saddBatched(ctx context.Context, key string, members []string) error {
+	err := s.rdb.Del(ctx, key).Err()
+	for lo := 0; err == nil && lo < len(members); lo += roundTrip {
 		part := members[lo:min(lo+roundTrip, len(members))]
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := 0; i < len(part); i += batch {
-				chunk := part[i:min(i+batch, len(part))]
-				args := make([]any, len(chunk))
-				for j, m := range chunk {
-					args[j] = m
-				}
-				p.SAdd(ctx, key, args...)
+				p.SAdd(ctx, key, anys(part[i:min(i+batch, len(part))])...)
 			}
-			p.Expire(ctx, key, time.Duration(ttl)*time.Second)
+			p.Expire(ctx, key, stageTTL)
 			return nil
 		})
-		if err != nil {
-			return s.fail("stage watch", err)
-		}
 	}
-	return nil
+	return s.fail("stage watch", err)
 }
 
-// The reverse index: rix:<bucket> is a hash from index key (a watch's ACNs
-// and unresolved ABNs, indexKeysOf) to the first watch that took the key, with 65,536 buckets chosen by FNV-1a of the
-// key (small hashes are stored compactly by Redis, about 40 bytes per key
-// against several hundred for a set per key); the further watches holding
-// a key are in the set rixs:<key>. Matching reads both; adding is HSETNX,
-// or SADD when the key is taken, both plain pipelined commands.
+// The reverse index: rix:<bucket> maps an index key (indexKeysOf) to the
+// first watch holding it, rixs:<key> holds the others. Buckets (FNV-1a)
+// keep the hashes small, which Redis stores compactly: about 40 bytes a
+// key against several hundred for a set per key.
 const rixBuckets = 1 << 16
 
 func rixBucket(k string) string {
@@ -597,9 +417,8 @@ func rixBucket(k string) string {
 	return strconv.FormatUint(uint64(h.Sum32()%rixBuckets), 16)
 }
 
-// rixRemoveScript removes one watch id from many index keys.
-// KEYS: rix:<bucket> and rixs:<key> of each key, in turn. ARGV: watch id,
-// then the keys.
+// rixRemoveScript removes watch ARGV[1] from index keys ARGV[2..].
+// KEYS: rix:<bucket> and rixs:<key> of each key, in turn.
 var rixRemoveScript = redis.NewScript(`
 local id = ARGV[1]
 for i = 2, #ARGV do
@@ -611,49 +430,41 @@ return 1
 `)
 
 // rixChunk is the most index keys one rixRemoveScript call removes: a few
-// milliseconds of work, so removing a 1,000,000-key watch never blocks
-// Redis for long (TestMillionCompanyWatch checks the slow log).
+// milliseconds (TestMillionCompanyWatch checks the slow log).
 const rixChunk = 500
 
-// indexKeys adds the watch to the reverse index for each added key and
-// removes it for each removed one.
+// indexKeys indexes the watch under the keys added and unindexes it under removed.
 func (s *Store) indexKeys(ctx context.Context, id string, added, removed []string) error {
-	for lo := 0; lo < len(added); lo += roundTrip {
+	var err error
+	for lo := 0; err == nil && lo < len(added); lo += roundTrip {
 		part := added[lo:min(lo+roundTrip, len(added))]
 		cmds := make([]*redis.BoolCmd, len(part))
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range part {
 				cmds[i] = p.HSetNX(ctx, s.key(rixKey, rixBucket(k)), k, id)
 			}
 			return nil
 		})
-		if err != nil {
-			return s.fail("index watch", err)
-		}
-		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, c := range cmds {
-				if !c.Val() {
-					p.SAdd(ctx, s.key(rixsKey, part[i]), id)
+		if err == nil {
+			_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i, c := range cmds {
+					if !c.Val() {
+						p.SAdd(ctx, s.key(rixsKey, part[i]), id)
+					}
 				}
-			}
-			return nil
-		})
-		if err != nil {
-			return s.fail("index watch", err)
+				return nil
+			})
 		}
 	}
-	for i := 0; i < len(removed); i += rixChunk {
-		chunk := removed[i:min(i+rixChunk, len(removed))]
-		keys, args := make([]string, 0, 2*len(chunk)), make([]any, 0, 1+len(chunk))
-		args = append(args, id)
+	for lo := 0; err == nil && lo < len(removed); lo += rixChunk {
+		chunk := removed[lo:min(lo+rixChunk, len(removed))]
+		keys := make([]string, 0, 2*len(chunk))
 		for _, k := range chunk {
-			keys, args = append(keys, s.key(rixKey, rixBucket(k)), s.key(rixsKey, k)), append(args, k)
+			keys = append(keys, s.key(rixKey, rixBucket(k)), s.key(rixsKey, k))
 		}
-		if err := rixRemoveScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
-			return s.fail("index watch", err)
-		}
+		err = rixRemoveScript.Run(ctx, s.rdb, keys, append([]any{id}, anys(chunk)...)...).Err()
 	}
-	return nil
+	return s.fail("index watch", err)
 }
 
 func watchNotFound(id string) error {
@@ -661,12 +472,8 @@ func watchNotFound(id string) error {
 }
 
 // shown reports whether the watch whose w:<id> fields account and a0 are
-// v[0] and v[1] is the account's and its create has finished. A watch is
-// written before its create finishes (index, activation, backfill), and
-// only the create's last step sets a0 (finishCreateScript); until then
-// the watch is hidden from its account, as the embedded store's
-// uncommitted create is, and a create that never finishes is undone by
-// Reconcile without the client having seen it.
+// v[0] and v[1] is the account's and its create has finished (a0 set):
+// until then it is hidden, as the embedded store's uncommitted create is.
 func shown(accountID string, v []any) bool {
 	return accountID != "" && str(v[0]) == accountID && v[1] != nil
 }
@@ -702,7 +509,7 @@ func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watc
 	}
 	out := []watch.Watch{}
 	for _, d := range docs {
-		if v := d.Val(); !shown(accountID, v) {
+		if !shown(accountID, d.Val()) {
 			continue // deleted meanwhile, or its create has not finished
 		}
 		w, err := decodeWatch(str(d.Val()[2]))
@@ -714,10 +521,9 @@ func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watc
 	return out, nil
 }
 
-// UpdateWatch applies a validated patch at now (watch.Watch.Apply), as a
-// compare-and-set of the stored watch, retried if another update won.
-// Turning a watch back on also resets its count of consecutive failed
-// deliveries.
+// UpdateWatch applies a validated patch at now (watch.Watch.Apply) as a
+// compare-and-set of the stored watch; turning a watch back on also resets
+// its count of consecutive failed deliveries.
 func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.Patch, now time.Time) (watch.Watch, error) {
 	var wasActive bool
 	w, err := s.modifyWatch(ctx, accountID, id, watchNotFound, func(w *watch.Watch) ([]string, error) {
@@ -737,26 +543,18 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 	return w, s.replicated(ctx, "watch update")
 }
 
-// deleteScript removes a watch in one short step whatever its size: it
-// takes the watch out of every set that names it, drops its pending mail
-// (the digest of mpd:<id>, the alert named by the watch's malert field),
-// as the embedded store's cascade does, unlinks its hash, match log and
-// delivery list, and renames what still needs work element by element into
-// trash:<id>:* (its match keys and ixabn for the reverse index, its
-// companies for the quota recount, its delivery records for the gauges),
-// recording the account in trash:<id>:acct and the id in the trash zset
-// with the deleter's lease. finishDelete then does that work in bounded
-// chunks; the sweep finishes a delete whose deleter stopped (trash.go).
-// The watch's pending mail ids (mpd:<id>, the malert field) are read
-// first and passed with their keys; the script returns -1 when either
-// changed meanwhile, and the delete reads them again.
+// deleteScript is a delete's first step, short whatever the watch's size
+// (docs/redis.md "Bounds"): the watch leaves every set naming it, its
+// pending mail is dropped, its hash, log and lists unlinked, and what needs
+// work element by element moves to trash:<id>:* for finishDelete. The mail
+// ids were read before (-1: changed).
 // KEYS: w:<id>, mpd:<id>, mq, acct:<a>:watches, fo, watches, winactive,
 // wrel, wdeact, wpend, trash:<id>:acct, w:<id>:keys, trash:<id>:keys,
 // w:<id>:co, trash:<id>:co, dr:<id>, trash:<id>:dr, trash:<id>:ixabn,
 // trash, wm:<id>, dl:<id>, df:<id>, wsv, then mail:<job> of each job.
-// ARGV: account, id, mail retention ms, "1" to delete only a watch whose
-// create has finished (shown), the deleter's lease (ms), the digest job
-// id read ("" for none), the alert job id read, then the id of each job.
+// ARGV: account, id, mail retention ms, "1" for a finished create only
+// (shown), lease (ms), the digest and alert job ids read ("" for none),
+// then the id of each job.
 var deleteScript = redis.NewScript(`
 local id = ARGV[2]
 local acc = redis.call('HGET', KEYS[1], 'account')
@@ -774,10 +572,7 @@ for i = 24, #KEYS do
 end
 redis.call('DEL', KEYS[2])
 redis.call('ZREM', KEYS[4], id)
-redis.call('SREM', KEYS[5], id)
-redis.call('SREM', KEYS[6], id)
-redis.call('SREM', KEYS[7], id)
-redis.call('SREM', KEYS[8], id)
+for i = 5, 8 do redis.call('SREM', KEYS[i], id) end
 redis.call('HDEL', KEYS[9], id)
 redis.call('ZREM', KEYS[10], id)
 redis.call('SET', KEYS[11], acc)
@@ -796,12 +591,9 @@ return 1
 `)
 
 // DeleteWatch removes a watch with its match log and frees the companies
-// only it counted: one short step makes it gone for every reader, then its
-// reverse-index entries, companies and delivery records are removed in
-// bounded chunks (finishDelete) before the answer, so a 1,000,000-company
-// watch never blocks Redis for long and the quota is exact once it
-// returns. A watch whose create has not finished is not the account's to
-// delete yet (errs.NotFound, as Watch says).
+// only it counted: gone for every reader in one short step, its remains
+// removed in bounded chunks before the answer (so the quota is exact once
+// it returns). A watch whose create has not finished is errs.NotFound.
 func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
 	if err := s.deleteWatch(ctx, accountID, id, true); err != nil {
 		return err
@@ -815,17 +607,12 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 	if accountID == "" {
 		return watchNotFound(id)
 	}
-	only := "0"
-	if finishedOnly {
-		only = "1"
-	}
 	t := func(part string) string { return s.key(trashKey, id, part) }
 	keys := []string{s.key(watchKey, id), s.key(digestKey, id), s.key(mailQueueKey), s.key(acctKey, accountID, "watches"), s.key(filterOnlyKey),
 		s.key(watchesKey), s.key(winactiveKey), s.key(wrelKey), s.key(wdeactKey), s.key(createsKey), t("acct"),
 		s.key(watchKey, id, "keys"), t("keys"), s.key(watchKey, id, "co"), t("co"), s.key(recordsKey, id), t("dr"), t("ixabn"),
 		s.key(trashKey), s.key(matchLogKey, id), s.key(deliveriesKey, id), s.key(finalKey, id), s.key(watchSetKey)}
-	var n int
-	for n = -1; n == -1; {
+	n, err := s.casRun(ctx, "delete watch", deleteScript, func() ([]string, []any, error) {
 		var digest, alert *redis.StringCmd
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			digest, alert = p.Get(ctx, keys[1]), p.HGet(ctx, keys[0], "malert")
@@ -833,29 +620,26 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 		})
 		for _, c := range []*redis.StringCmd{digest, alert} {
 			if err := c.Err(); err != nil && err != redis.Nil {
-				return s.fail("delete watch", err)
+				return nil, nil, s.fail("delete watch", err)
 			}
 		}
-		jobKeys, args := keys, []any{accountID, id, mail.Retention.Milliseconds(), only,
+		jobKeys, args := keys, []any{accountID, id, mail.Retention.Milliseconds(), boolArg(finishedOnly),
 			s.clock().Add(createLease).UnixMilli(), digest.Val(), alert.Val()}
 		for _, job := range slices.Compact([]string{digest.Val(), alert.Val()}) {
 			if job != "" {
 				jobKeys, args = append(jobKeys, s.key(mailKey, job)), append(args, job)
 			}
 		}
-		var err error
-		if n, err = deleteScript.Run(ctx, s.rdb, jobKeys, args...).Int(); err != nil {
-			return s.fail("delete watch", err)
-		}
-	}
-	if n == 0 {
-		return watchNotFound(id)
+		return jobKeys, args, nil
+	})
+	if err != nil || n == 0 {
+		return cmp.Or(err, watchNotFound(id))
 	}
 	s.filters.drop(id)
 	if s.stopBefore != nil && s.stopBefore("delete-chunks") {
 		return errStopped
 	}
-	stop := s.renewTrashLease(id)
+	stop := s.renewLease(s.key(trashKey), id)
 	defer stop()
 	return s.finishDelete(ctx, id)
 }
