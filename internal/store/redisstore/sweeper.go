@@ -33,12 +33,12 @@ func (s *Store) renewLease(zset, id string) (stop func()) {
 	})
 }
 
-// claimScript takes the entry ARGV[3] of a lease zset if its lease ran out
+// lapsedScript takes the entry ARGV[3] of a lease zset if its lease ran out
 // by ARGV[1] (ms), renewing it to ARGV[2] so one sweep has it; nil when it
 // is not lapsed. With KEYS[2] (w:<id>, a create) it returns the watch's
 // account, or drops the entry and returns "" when the watch is gone.
 // KEYS: wpend or trash[, w:<id>].
-var claimScript = redis.NewScript(`
+var lapsedScript = redis.NewScript(`
 local sc = redis.call('ZSCORE', KEYS[1], ARGV[3])
 if not sc or tonumber(sc) > tonumber(ARGV[1]) then return false end
 local acc = '1'
@@ -54,7 +54,7 @@ return acc
 `)
 
 // sweepLapsed claims each entry of the lease zset (up to 100) whose lease
-// ran out by now, calls finish with it and claimScript's answer, and
+// ran out by now, calls finish with it and lapsedScript's answer, and
 // returns how many it claimed. what and step name the read and the claim.
 func (s *Store) sweepLapsed(ctx context.Context, now time.Time, zset, what, step string, finish func(id, acc string) error) (int, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, zset, &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
@@ -67,7 +67,7 @@ func (s *Store) sweepLapsed(ctx context.Context, now time.Time, zset, what, step
 		if zset == s.key(createsKey) {
 			keys = append(keys, s.key(watchKey, id))
 		}
-		acc, err := claimScript.Run(ctx, s.rdb, keys, now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Text()
+		acc, err := lapsedScript.Run(ctx, s.rdb, keys, now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Text()
 		if errors.Is(err, redis.Nil) {
 			continue // renewed or finished since the read
 		}
@@ -105,7 +105,7 @@ func (s *Store) SweepStalled(ctx context.Context, now time.Time) (int, error) {
 // Sweeper is a part of `serve` in scale mode: every sweepEvery it runs
 // SweepStalled, so a create or delete cut short by a dead replica stops
 // counting against its plan within seconds, not at the worker's Reconcile
-// (every 30 s). Every replica runs one; claimScript gives each stalled
+// (every 30 s). Every replica runs one; lapsedScript gives each stalled
 // change to one sweep. Finding nothing costs two ZRANGEBYSCORE calls.
 type Sweeper struct {
 	s   *Store
