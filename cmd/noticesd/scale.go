@@ -217,7 +217,7 @@ func sealSecrets(ctx context.Context, rs *redisstore.Store, log *slog.Logger) er
 // AOF a Redis restart loses what changed since its last snapshot
 // (docs/redis.md). A Redis that refuses CONFIG (managed services) is not
 // checked.
-func warnWithoutAOF(ctx context.Context, rdb *redis.Client, log *slog.Logger) {
+func warnWithoutAOF(ctx context.Context, rdb redis.UniversalClient, log *slog.Logger) {
 	v, err := rdb.ConfigGet(ctx, "appendonly").Result()
 	if err != nil {
 		log.Info("could not check Redis persistence (CONFIG GET appendonly refused); make sure it runs with appendonly yes", "err", err)

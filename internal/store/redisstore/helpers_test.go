@@ -42,7 +42,7 @@ func (c composite) BeginRegister(ctx context.Context) (store.RegisterLoad, error
 var liveTarget *Target
 
 // redisClient returns a client on the test Redis.
-func redisClient(t testing.TB) *redis.Client {
+func redisClient(t testing.TB) redis.UniversalClient {
 	t.Helper()
 	target := liveTarget
 	if target == nil {
@@ -58,7 +58,7 @@ func redisClient(t testing.TB) *redis.Client {
 
 // dropNamespace removes every key of a namespace (the publish log's keys
 // are under {ns}:).
-func dropNamespace(t testing.TB, rdb *redis.Client, ns string) {
+func dropNamespace(t testing.TB, rdb redis.UniversalClient, ns string) {
 	if ns[0] != '{' {
 		dropNamespace(t, rdb, "{"+ns+"}")
 	}
@@ -82,7 +82,7 @@ func dropNamespace(t testing.TB, rdb *redis.Client, ns string) {
 type fixture struct {
 	rs      *Store
 	notices *sqlite.Store
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	ns      string
 	clock   *storetest.Clock
 }

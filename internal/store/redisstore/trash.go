@@ -234,19 +234,17 @@ func (s *Store) finishStalledDeletes(ctx context.Context, now time.Time) (int, e
 // whose trash:<id>:keys a version before the zset left behind.
 func (s *Store) adoptOldTrash(ctx context.Context) error {
 	prefix, suffix := s.key(trashKey)+":", ":keys"
-	for cursor := uint64(0); ; {
-		keys, next, err := s.rdb.Scan(ctx, cursor, prefix+"*"+suffix, 1000).Result()
-		if err != nil {
-			return s.fail("look for unfinished watch deletes", err)
-		}
+	err := scanKeys(ctx, s.rdb, prefix+"*"+suffix, 1000, func(keys []string) error {
 		for _, k := range keys {
 			id := strings.TrimSuffix(strings.TrimPrefix(k, prefix), suffix)
 			if err := s.rdb.ZAddNX(ctx, s.key(trashKey), redis.Z{Score: 0, Member: id}).Err(); err != nil {
-				return s.fail("look for unfinished watch deletes", err)
+				return err
 			}
 		}
-		if cursor = next; cursor == 0 {
-			return nil
-		}
+		return nil
+	})
+	if err != nil {
+		return s.fail("look for unfinished watch deletes", err)
 	}
+	return nil
 }

@@ -90,7 +90,6 @@ func moveOldKeys(ctx context.Context, rdb redis.UniversalClient, namespace, lock
 	moved := 0
 	for {
 		found := 0
-		iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 		var batch []string
 		flush := func() error {
 			if len(batch) == 0 {
@@ -122,15 +121,22 @@ func moveOldKeys(ctx context.Context, rdb redis.UniversalClient, namespace, lock
 			batch = batch[:0]
 			return nil
 		}
-		for iter.Next(ctx) {
-			found++
-			if batch = append(batch, iter.Val()); len(batch) == 1000 {
-				if err := flush(); err != nil {
-					return moved, err
+		var flushErr error
+		err := scanKeys(ctx, rdb, pattern, 1000, func(keys []string) error {
+			for _, k := range keys {
+				found++
+				if batch = append(batch, k); len(batch) == 1000 {
+					if flushErr = flush(); flushErr != nil {
+						return flushErr
+					}
 				}
 			}
+			return nil
+		})
+		if flushErr != nil {
+			return moved, flushErr
 		}
-		if err := iter.Err(); err != nil {
+		if err != nil {
 			return moved, fmt.Errorf("redisstore: scan the keys of namespace %s: %w", namespace, err)
 		}
 		if err := flush(); err != nil {
