@@ -344,11 +344,11 @@ func (clientLog) Printf(ctx context.Context, format string, v ...any) {
 	slog.Default().DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }
 
-// forEachMaster calls fn with the client of each master: every master of
+// ForEachMaster calls fn with the client of each master: every master of
 // a Redis Cluster (at once, its view of the cluster reloaded first), the
 // one server (or Sentinel primary) otherwise. For what a master answers
 // for its own keys only: SCAN, INFO, CONFIG.
-func forEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(ctx context.Context, m *redis.Client) error) error {
+func ForEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(ctx context.Context, m *redis.Client) error) error {
 	switch c := rdb.(type) {
 	case *redis.ClusterClient:
 		return c.ForEachMaster(ctx, fn)
@@ -363,7 +363,7 @@ func forEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(ctx c
 // a time (fn needs no lock).
 func scanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string, count int64, fn func(keys []string) error) error {
 	var mu sync.Mutex
-	return forEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
+	return ForEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
 		for cursor := uint64(0); ; {
 			keys, next, err := m.Scan(ctx, cursor, pattern, count).Result()
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -195,7 +196,7 @@ type Node struct {
 
 // Masters lists the masters of the Redis Cluster rdb is a client of (as
 // its view of the cluster has them, reloaded first), each with whether it
-// answers a PING, sorted by address; nil for any other client. A cluster
+// answers a PING within a second, sorted by address; nil for any other client. A cluster
 // no node of which answers is an error.
 func Masters(ctx context.Context, rdb redis.UniversalClient) ([]Node, error) {
 	c, ok := rdb.(*redis.ClusterClient)
@@ -205,7 +206,9 @@ func Masters(ctx context.Context, rdb redis.UniversalClient) ([]Node, error) {
 	var mu sync.Mutex
 	var out []Node
 	err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		up := m.Ping(ctx).Err() == nil
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		up := m.Ping(pctx).Err() == nil
 		mu.Lock()
 		out = append(out, Node{Addr: m.Options().Addr, Reachable: up})
 		mu.Unlock()
