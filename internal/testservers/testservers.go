@@ -98,7 +98,7 @@ var (
 func unavailable(t testing.TB, server, why string) {
 	t.Helper()
 	msg := "LIVE SUITE NOT RUN: " + t.Name() + " needs " + server + ": " + why +
-		" (run `make test`, or set NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL)"
+		" (run `make test`, or set NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL / NOTICES_TEST_REDIS_CLUSTER_URL)"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
@@ -118,11 +118,11 @@ func reportNotRun(w io.Writer) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n!!! %d LIVE TEST(S) DID NOT RUN in %s (no Elasticsearch/Redis could be had):\n", len(notRun), filepath.Base(os.Args[0]))
+	fmt.Fprintf(&b, "\n!!! %d LIVE TEST(S) DID NOT RUN in %s (no Elasticsearch/Redis/Redis Cluster could be had):\n", len(notRun), filepath.Base(os.Args[0]))
 	for _, n := range notRun {
 		fmt.Fprintf(&b, "!!!   %s\n", n)
 	}
-	b.WriteString("!!! run `make test`, or set NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL\n")
+	b.WriteString("!!! run `make test`, or set NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL / NOTICES_TEST_REDIS_CLUSTER_URL\n")
 	fmt.Fprint(w, b.String())
 	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
 		fmt.Fprint(tty, b.String())

@@ -57,24 +57,27 @@ func redisClient(t testing.TB) redis.UniversalClient {
 }
 
 // dropNamespace removes every key of a namespace (the publish log's keys
-// are under {ns}:).
+// are under {ns}:), on every master of a Redis Cluster.
 func dropNamespace(t testing.TB, rdb redis.UniversalClient, ns string) {
 	if ns[0] != '{' {
 		dropNamespace(t, rdb, "{"+ns+"}")
 	}
 	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, ns+":*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-		if len(keys) == 1000 {
-			rdb.Unlink(ctx, keys...)
-			keys = keys[:0]
+	_ = ForEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
+		iter := m.Scan(ctx, 0, ns+":*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+			if len(keys) == 1000 {
+				m.Unlink(ctx, keys...)
+				keys = keys[:0]
+			}
 		}
-	}
-	if len(keys) > 0 {
-		rdb.Unlink(ctx, keys...)
-	}
+		if len(keys) > 0 {
+			m.Unlink(ctx, keys...)
+		}
+		return nil
+	})
 }
 
 // fixture is a Redis store over a fresh namespace composed with a fresh

@@ -1,0 +1,117 @@
+package redisstore
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/keyspace"
+	"github.com/noticesd/noticesd/internal/testservers"
+)
+
+// TestRedisCluster: against a Redis Cluster of 3 masters with a replica
+// each (testservers.RedisCluster), Connect gives a cluster client; an
+// acknowledged write sends its WAIT to the master owning the namespace's
+// hash slot and to no other master (INFO commandstats of each); and the
+// Redis contract suites (accounts, watches, gauges, mail) pass with every
+// fixture connected to the cluster: every key of a namespace is under its
+// one hash tag, so every script runs in one slot.
+func TestRedisCluster(t *testing.T) {
+	target := ClusterTarget(testservers.RedisCluster(t))
+	ctx := context.Background()
+	t.Run("connect", func(t *testing.T) {
+		rdb, err := Connect(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdb.Close()
+		if _, ok := rdb.(*redis.ClusterClient); !ok {
+			t.Fatalf("Connect gave a %T, want a *redis.ClusterClient", rdb)
+		}
+		masters, err := Masters(ctx, rdb)
+		if err != nil || len(masters) != 3 {
+			t.Fatalf("Masters = %v, %v; want 3", masters, err)
+		}
+		for _, m := range masters {
+			if !m.Reachable {
+				t.Errorf("master %s does not answer", m.Addr)
+			}
+		}
+	})
+	t.Run("WAIT on the namespace's master", func(t *testing.T) {
+		f := newFixtureOn(t, target, Options{})
+		owner, err := MasterFor(ctx, f.rdb, keyspace.Prefix(f.ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := waitCalls(t, f.rdb)
+		const writes = 5
+		for i := range writes {
+			if _, err := f.rs.CreateAccount(ctx, "cluster "+strconv.Itoa(i), "standard"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after := waitCalls(t, f.rdb)
+		for addr, n := range after {
+			got := n - before[addr]
+			switch {
+			case addr == owner.Options().Addr && got < writes:
+				t.Errorf("the namespace's master %s ran WAIT %d times for %d acknowledged writes", addr, got, writes)
+			case addr != owner.Options().Addr && got > 0:
+				t.Errorf("master %s, which holds none of the namespace's keys, ran WAIT %d times", addr, got)
+			}
+		}
+	})
+	liveTarget = &target
+	defer func() { liveTarget = nil }()
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"AccountsContract", TestAccountsContract},
+		{"WatchesContract", TestWatchesContract},
+		{"GaugesContract", TestGaugesContract},
+		{"MailContract", TestMailContract},
+	} {
+		t.Run(c.name, c.run)
+	}
+}
+
+// newFixtureOn is newFixture connected to target.
+func newFixtureOn(t *testing.T, target Target, o Options) fixture {
+	liveTarget = &target
+	defer func() { liveTarget = nil }()
+	return newFixture(t, o)
+}
+
+// waitCalls is the number of WAIT commands each master of the cluster
+// has run (INFO commandstats), by address.
+func waitCalls(t *testing.T, rdb redis.UniversalClient) map[string]int64 {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[string]int64{}
+	err := ForEachMaster(context.Background(), rdb, func(ctx context.Context, m *redis.Client) error {
+		info, err := m.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		var n int64
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_wait:calls="); ok {
+				n, _ = strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			}
+		}
+		mu.Lock()
+		out[m.Options().Addr] = n
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
