@@ -415,9 +415,19 @@ start_redis_cluster() {
     log "redis-cluster already running at $(cat "$RUN/redis-cluster.url")"
     return
   fi
-  local t0 t1 state ports=() addrs=() p i pid deadline version ok url
+  local t0 attempt
   t0=$(now)
   ensure_redis
+  for attempt in 1 2 3; do
+    if start_redis_cluster_once "$t0"; then return; fi
+    [ "$START_FAILURE" = port ] || break
+    log "redis-cluster: a port was taken meanwhile; trying other ports (attempt $((attempt + 1)))"
+  done
+  die "redis-cluster $START_FAILURE" "$START_DETAIL"
+}
+
+start_redis_cluster_once() {
+  local t0=$1 t1 state ports=() addrs=() p i pid deadline version ok url
   state=$(mktemp -d "${TMPDIR:-/tmp}/noticesd-redis-cluster.XXXXXX")
   echo "$state" >"$RUN/redis-cluster.dir"
   for i in 1 2 3 4 5 6; do
@@ -444,20 +454,24 @@ start_redis_cluster() {
   for p in "${ports[@]}"; do
     until [ "$(redis-cli -p "$p" ping 2>/dev/null)" = PONG ]; do
       owner_check
-      if ! alive "$pid" || [ "$SECONDS" -ge "$deadline" ]; then
-        local detail
-        detail="redis-server on port $p (cluster node) did not answer PING: $(tail -n 10 "$state/$p/redis.log" "$state/console.log" 2>/dev/null)"
+      if grep -q 'Address already in use' "$state/$p/redis.log" 2>/dev/null; then
+        START_FAILURE=port START_DETAIL="port $p or its bus port $((p + 10000)) was taken"
         stop_one redis-cluster quiet
-        die "redis-cluster start" "$detail"
+        return 1
+      fi
+      if ! alive "$pid" || [ "$SECONDS" -ge "$deadline" ]; then
+        START_FAILURE=start
+        START_DETAIL="redis-server on port $p (cluster node) did not answer PING: $(tail -n 10 "$state/$p/redis.log" "$state/console.log" 2>/dev/null)"
+        stop_one redis-cluster quiet
+        return 1
       fi
       sleep 0.1
     done
   done
   if ! redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$state/create.log" 2>&1; then
-    local detail
-    detail="redis-cli --cluster create failed: $(tail -n 15 "$state/create.log")"
+    START_FAILURE=create START_DETAIL="redis-cli --cluster create failed: $(tail -n 15 "$state/create.log")"
     stop_one redis-cluster quiet
-    die "redis-cluster create" "$detail"
+    return 1
   fi
   # Ready: every node sees the whole cluster as ok, and every master has its replica.
   until ok=1
@@ -474,8 +488,9 @@ start_redis_cluster() {
     [ -n "$ok" ]; do
     owner_check
     if [ "$SECONDS" -ge "$deadline" ]; then
+      START_FAILURE=health START_DETAIL="the cluster on ports ${ports[*]} was not ok with a synced replica per master within ${WAIT}s"
       stop_one redis-cluster quiet
-      die "redis-cluster health" "the cluster on ports ${ports[*]} was not ok with a replica per master within ${WAIT}s"
+      return 1
     fi
     sleep 0.2
   done
@@ -591,9 +606,21 @@ case "$cmd" in
     mkdir -p "$CACHE" "$RUN"
     [ $# -gt 0 ] || set -- elasticsearch redis
     start_watchdog
-    # Redis is quick; start it first, then Elasticsearch.
-    for s in "$@"; do case "$s" in redis) start_redis ;; redis-cluster) start_redis_cluster ;; elasticsearch|es) ;; *) die usage "unknown service $s" ;; esac; done
+    # Redis is quick; start it first, then Elasticsearch, with the Redis Cluster (a few
+    # seconds) beside it.
+    cluster_pid=
+    for s in "$@"; do
+      case "$s" in
+        redis) start_redis ;;
+        redis-cluster) start_redis_cluster & cluster_pid=$! ;;
+        elasticsearch|es) ;;
+        *) die usage "unknown service $s" ;;
+      esac
+    done
     for s in "$@"; do case "$s" in elasticsearch|es) start_es ;; esac; done
+    if [ -n "$cluster_pid" ] && ! wait "$cluster_pid"; then
+      exit 1  # its FAILED line is printed
+    fi
     owner_check
     write_env
     ;;
