@@ -269,7 +269,25 @@ func searchIDs(c *client, word string, want int) []string {
 	return ids
 }
 
+// TestScaleStack runs the stack of the package doc on a single Redis
+// (NOTICES_REDIS_URL). It runs in parallel with TestScaleStackRedisCluster (each on a namespace
+// and ports of its own): most of either is waiting (asynq's recoverer,
+// the retry schedule), so the pair costs make test little more than one.
 func TestScaleStack(t *testing.T) {
+	t.Parallel()
+	scaleStack(t, "NOTICES_REDIS_URL="+testservers.Redis(t))
+}
+
+// TestScaleStackRedisCluster is TestScaleStack with Redis a Redis Cluster
+// of 3 masters with a replica each (NOTICES_REDIS_CLUSTER_URL): the
+// namespace's keys are in one hash slot, asynq's queues in theirs.
+func TestScaleStackRedisCluster(t *testing.T) {
+	t.Parallel()
+	scaleStack(t, "NOTICES_REDIS_CLUSTER_URL="+testservers.RedisCluster(t))
+}
+
+// scaleStack runs the stack with redis, the setting naming its Redis.
+func scaleStack(t *testing.T, redis string) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs the whole scale stack")
 	}
@@ -281,7 +299,7 @@ func TestScaleStack(t *testing.T) {
 	if out := testbin.Run(t, bin, nil, "--help"); !bytes.Contains(out, []byte("\n  worker ")) {
 		t.Fatalf("this binary has no `noticesd worker` command:\n%s", out)
 	}
-	esURL, redisURL, ns := testservers.Elasticsearch(t), testservers.Redis(t), testservers.Namespace(t)
+	esURL, ns := testservers.Elasticsearch(t), testservers.Namespace(t)
 	dir := t.TempDir()
 
 	rcv := testbin.NewReceiver(t)
@@ -290,7 +308,7 @@ func TestScaleStack(t *testing.T) {
 	common := []string{
 		"NOTICES_BACKEND=scale",
 		"NOTICES_ELASTICSEARCH_URL=" + esURL,
-		"NOTICES_REDIS_URL=" + redisURL,
+		redis,
 		"NOTICES_NAMESPACE=" + ns,
 		"NOTICES_SECRET_KEY=" + config.DevelopmentSecretKey,
 		"NOTICES_WEBHOOK_ALLOW_PRIVATE=true",
