@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
@@ -114,4 +117,20 @@ func waitCalls(t *testing.T, rdb redis.UniversalClient) map[string]int64 {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestClusterTargetErrors: a cluster URL go-redis refuses is a setting
+// error naming NOTICES_REDIS_CLUSTER_URL (exit 2) without its password,
+// and a cluster none of whose nodes answers is backend_unavailable saying
+// to correct NOTICES_REDIS_CLUSTER_URL.
+func TestClusterTargetErrors(t *testing.T) {
+	_, err := Dial(ClusterTarget("redis://u:hunter2@127.0.0.1:1?addr=127.0.0.1:2&pool=3"))
+	var se *config.SettingError
+	if !errors.As(err, &se) || se.Setting != "NOTICES_REDIS_CLUSTER_URL" || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("Dial with an unknown option: %v; want a setting error naming NOTICES_REDIS_CLUSTER_URL, no password", err)
+	}
+	_, err = Connect(context.Background(), ClusterTarget("redis://u:hunter2@127.0.0.1:1?addr=127.0.0.1:2"))
+	if !errs.Is(err, errs.BackendUnavailable) || !strings.Contains(err.Error(), "NOTICES_REDIS_CLUSTER_URL") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("Connect to no cluster: %v; want backend_unavailable naming NOTICES_REDIS_CLUSTER_URL, no password", err)
+	}
 }
