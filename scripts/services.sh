@@ -275,20 +275,28 @@ start_es() {
     log "elasticsearch already running at $(cat "$RUN/elasticsearch.url")"
     return
   fi
-  local t0 attempt
+  local t0
   t0=$(now)
   ensure_java
   ensure_es
-  for attempt in 1 2 3; do
-    if start_es_once "$t0"; then return; fi
-    [ "$START_FAILURE" = port ] || break
-    log "elasticsearch: port taken meanwhile; trying other ports (attempt $((attempt + 1)))"
-  done
-  die "elasticsearch $START_FAILURE" "$START_DETAIL"
+  with_port_retries elasticsearch start_es_once "$t0"
 }
 
 START_FAILURE=
 START_DETAIL=
+# with_port_retries NAME START_ONCE ARGS...: START_ONCE ARGS up to three times while it fails
+# for a port taken meanwhile (START_FAILURE=port); any other failure stops with its
+# START_FAILURE and START_DETAIL.
+with_port_retries() {
+  local name=$1 attempt
+  shift
+  for attempt in 1 2 3; do
+    if "$@"; then return; fi
+    [ "$START_FAILURE" = port ] || break
+    log "$name: port taken meanwhile; trying other ports (attempt $((attempt + 1)))"
+  done
+  die "$name $START_FAILURE" "$START_DETAIL"
+}
 start_es_once() {
   local t0=$1 state http transport pid deadline body version t1
   state=$(mktemp -d "${TMPDIR:-/tmp}/noticesd-es.XXXXXX")
@@ -415,15 +423,10 @@ start_redis_cluster() {
     log "redis-cluster already running at $(cat "$RUN/redis-cluster.url")"
     return
   fi
-  local t0 attempt
+  local t0
   t0=$(now)
   ensure_redis
-  for attempt in 1 2 3; do
-    if start_redis_cluster_once "$t0"; then return; fi
-    [ "$START_FAILURE" = port ] || break
-    log "redis-cluster: a port was taken meanwhile; trying other ports (attempt $((attempt + 1)))"
-  done
-  die "redis-cluster $START_FAILURE" "$START_DETAIL"
+  with_port_retries redis-cluster start_redis_cluster_once "$t0"
 }
 
 start_redis_cluster_once() {

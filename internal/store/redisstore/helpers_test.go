@@ -41,6 +41,22 @@ func (c composite) BeginRegister(ctx context.Context) (store.RegisterLoad, error
 // testservers.Redis (TestSecuredRedis: TLS and an ACL user).
 var liveTarget *Target
 
+// suite is a live test, run by name as a subtest.
+type suite struct {
+	name string
+	run  func(*testing.T)
+}
+
+// runOn runs suites as subtests of t with every fixture connected to
+// target (liveTarget).
+func runOn(t *testing.T, target Target, suites ...suite) {
+	liveTarget = &target
+	defer func() { liveTarget = nil }()
+	for _, s := range suites {
+		t.Run(s.name, s.run)
+	}
+}
+
 // redisClient returns a client on the test Redis.
 func redisClient(t testing.TB) redis.UniversalClient {
 	t.Helper()

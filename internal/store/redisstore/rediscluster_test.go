@@ -20,7 +20,8 @@ import (
 // each (testservers.RedisCluster), Connect gives a cluster client; an
 // acknowledged write sends its WAIT to the master owning the namespace's
 // hash slot and to no other master (INFO commandstats of each); and the
-// Redis contract suites (accounts, watches, gauges, mail) pass with every
+// Redis contract suites (accounts, watches, with the screen copy too,
+// gauges, mail) and the webhook records and half-done changes pass with every
 // fixture connected to the cluster: every key of a namespace is under its
 // one hash tag, so every script runs in one slot.
 func TestRedisCluster(t *testing.T) {
@@ -69,19 +70,14 @@ func TestRedisCluster(t *testing.T) {
 			}
 		}
 	})
-	liveTarget = &target
-	defer func() { liveTarget = nil }()
-	for _, c := range []struct {
-		name string
-		run  func(*testing.T)
-	}{
-		{"AccountsContract", TestAccountsContract},
-		{"WatchesContract", TestWatchesContract},
-		{"GaugesContract", TestGaugesContract},
-		{"MailContract", TestMailContract},
-	} {
-		t.Run(c.name, c.run)
-	}
+	runOn(t, target,
+		suite{"AccountsContract", TestAccountsContract},
+		suite{"WatchesContract", TestWatchesContract},
+		suite{"WatchesContractScreenCopy", TestWatchesContractScreenCopy},
+		suite{"GaugesContract", TestGaugesContract},
+		suite{"MailContract", TestMailContract},
+		suite{"WebhookRecords", TestWebhookRecords},
+		suite{"ReconcileFinishesHalfDoneChanges", TestReconcileFinishesHalfDoneChanges})
 }
 
 // newFixtureOn is newFixture connected to target.
