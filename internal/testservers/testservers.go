@@ -16,6 +16,10 @@
 //     Maven Central test zip, redis-server from Debian), on free loopback
 //     ports, one of each per test binary.
 //
+// RedisCluster hands out a Redis Cluster (3 masters, a replica each) the
+// same way, from NOTICES_TEST_REDIS_CLUSTER_URL or scripts/services.sh
+// (no Docker image makes one).
+//
 // A package whose tests use these servers calls Main from its TestMain, which
 // stops what this package started and prints which live suites did not run:
 //
