@@ -2,9 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/config"
+	"github.com/noticesd/noticesd/internal/keyspace"
+	"github.com/noticesd/noticesd/internal/store/redisstore"
+	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // TestRedisClusterExclusive: NOTICES_REDIS_CLUSTER_URL beside
@@ -27,5 +38,76 @@ func TestRedisClusterExclusive(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want %d naming NOTICES_REDIS_CLUSTER_URL and %s", code, stderr.String(), exitUsage, other.env)
 			}
 		})
+	}
+}
+
+// TestRedisProbeOnCluster: on a Redis Cluster, the store check of /health
+// and /ready PINGs the master holding the namespace's keys, every time
+// (the cluster client alone sends a keyless PING to the next master in
+// turn), and the AOF warning names the masters without appendonly.
+func TestRedisProbeOnCluster(t *testing.T) {
+	t.Setenv("NOTICES_BACKEND", "scale")
+	t.Setenv("NOTICES_ELASTICSEARCH_URL", testservers.Elasticsearch(t))
+	t.Setenv("NOTICES_REDIS_CLUSTER_URL", testservers.RedisCluster(t))
+	t.Setenv("NOTICES_NAMESPACE", testservers.Namespace(t))
+	cfg, err := config.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := openScale(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = st.Elastic.Drop(context.Background())
+		st.Close()
+	})
+	owner, err := redisstore.MasterFor(ctx, st.Client(), keyspace.Prefix(cfg.Namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pings := func() map[string]int64 {
+		var mu sync.Mutex
+		out := map[string]int64{}
+		err := redisstore.ForEachMaster(ctx, st.Client(), func(ctx context.Context, m *redis.Client) error {
+			info, err := m.Info(ctx, "commandstats").Result()
+			if err != nil {
+				return err
+			}
+			var n int64
+			for _, line := range strings.Split(info, "\n") {
+				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_ping:calls="); ok {
+					n, _ = strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				}
+			}
+			mu.Lock()
+			out[m.Options().Addr] = n
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	probe := redisProbe(st, keyspace.Prefix(cfg.Namespace))
+	before := pings()
+	const calls = 9
+	for range calls {
+		if err := probe(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for addr, n := range pings() {
+		got := n - before[addr]
+		if addr == owner.Options().Addr && got < calls || addr != owner.Options().Addr && got > 0 {
+			t.Errorf("master %s (the namespace's: %v) answered %d of the %d probes", addr, addr == owner.Options().Addr, got, calls)
+		}
+	}
+	var logs bytes.Buffer
+	warnWithoutAOF(ctx, st.Client(), slog.New(slog.NewTextHandler(&logs, nil)))
+	if !strings.Contains(logs.String(), "appendonly no") || !strings.Contains(logs.String(), "masters=") {
+		t.Errorf("the test cluster runs without appendonly; want a warning naming its masters, log %q", logs.String())
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/noticesd/noticesd/api"
 	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/metrics"
@@ -45,5 +47,22 @@ func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource 
 			out.Masters = append(out.Masters, api.RedisNode{Node: n.Addr, Reachable: n.Reachable})
 		}
 		return out, nil
+	}
+}
+
+// redisProbe is a check of /health and /ready: the Redis store's PING, and
+// on a Redis Cluster a PING of the master holding key's slot (the cluster
+// client sends a keyless PING to the next master round the cluster, so a
+// lost master would make the check answer one time in three).
+func redisProbe(st *scale.Store, key string) api.Check {
+	if _, cluster := st.Client().(*redis.ClusterClient); !cluster {
+		return st.Redis.Ping
+	}
+	return func(ctx context.Context) error {
+		m, err := redisstore.MasterFor(ctx, st.Client(), key)
+		if err != nil {
+			return err
+		}
+		return m.Ping(ctx).Err()
 	}
 }

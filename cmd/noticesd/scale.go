@@ -19,6 +19,7 @@ import (
 	"github.com/noticesd/noticesd/internal/store/elastic"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/scale"
+	"github.com/noticesd/noticesd/worker/scheduler"
 )
 
 // openScale opens the scale backend of NOTICES_NAMESPACE: notices and the
@@ -59,8 +60,8 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 	deps.Watches = st.Redis
 	deps.Checks = map[string]api.Check{
 		"search": st.Elastic.Ping,
-		"store":  st.Redis.Ping,
-		"queue":  st.Redis.Ping,
+		"store":  redisProbe(st, keyspace.Prefix(cfg.Namespace)),
+		"queue":  redisProbe(st, "asynq:{"+scheduler.QueueName(cfg.Namespace)+"}"),
 	}
 	deps.Search = searchStatus(st.Elastic)
 	deps.SearchNodes = searchNodes(st.Elastic)
