@@ -5,9 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -68,28 +66,7 @@ func TestRedisProbeOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	pings := func() map[string]int64 {
-		var mu sync.Mutex
-		out := map[string]int64{}
-		err := redisstore.ForEachMaster(ctx, st.Client(), func(ctx context.Context, m *redis.Client) error {
-			info, err := m.Info(ctx, "commandstats").Result()
-			if err != nil {
-				return err
-			}
-			var n int64
-			for _, line := range strings.Split(info, "\n") {
-				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_ping:calls="); ok {
-					n, _ = strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-				}
-			}
-			mu.Lock()
-			out[m.Options().Addr] = n
-			mu.Unlock()
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return testservers.CommandCalls(t, st.Client().(*redis.ClusterClient), "ping")
 	}
 	probe := redisProbe(st, keyspace.Prefix(cfg.Namespace))
 	before := pings()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -91,4 +92,33 @@ func cleanRedisCluster(ctx context.Context, url, ns string, maxKeys int64) error
 		return err
 	}
 	return cleanQueueNames(ctx, rdb, ns)
+}
+
+// CommandCalls is how many times each master of the Redis Cluster rdb is a
+// client of has run the command name (INFO commandstats, cmdstat_<name>
+// calls), by address: to see where the client sent a command.
+func CommandCalls(tb testing.TB, rdb *redis.ClusterClient, name string) map[string]int64 {
+	tb.Helper()
+	var mu sync.Mutex
+	out := map[string]int64{}
+	err := rdb.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		info, err := m.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		var n int64
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+name+":calls="); ok {
+				n, _ = strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			}
+		}
+		mu.Lock()
+		out[m.Options().Addr] = n
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -52,14 +51,14 @@ func TestRedisCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := waitCalls(t, f.rdb)
+		before := testservers.CommandCalls(t, f.rdb.(*redis.ClusterClient), "wait")
 		const writes = 5
 		for i := range writes {
 			if _, err := f.rs.CreateAccount(ctx, "cluster "+strconv.Itoa(i), "standard"); err != nil {
 				t.Fatal(err)
 			}
 		}
-		after := waitCalls(t, f.rdb)
+		after := testservers.CommandCalls(t, f.rdb.(*redis.ClusterClient), "wait")
 		for addr, n := range after {
 			got := n - before[addr]
 			switch {
@@ -85,34 +84,6 @@ func newFixtureOn(t *testing.T, target Target, o Options) fixture {
 	liveTarget = &target
 	defer func() { liveTarget = nil }()
 	return newFixture(t, o)
-}
-
-// waitCalls is the number of WAIT commands each master of the cluster
-// has run (INFO commandstats), by address.
-func waitCalls(t *testing.T, rdb redis.UniversalClient) map[string]int64 {
-	t.Helper()
-	var mu sync.Mutex
-	out := map[string]int64{}
-	err := ForEachMaster(context.Background(), rdb, func(ctx context.Context, m *redis.Client) error {
-		info, err := m.Info(ctx, "commandstats").Result()
-		if err != nil {
-			return err
-		}
-		var n int64
-		for _, line := range strings.Split(info, "\n") {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_wait:calls="); ok {
-				n, _ = strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-			}
-		}
-		mu.Lock()
-		out[m.Options().Addr] = n
-		mu.Unlock()
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestClusterTargetErrors: a cluster URL go-redis refuses is a setting
