@@ -55,7 +55,7 @@ func isScriptCall(name string) bool {
 
 // commandStats reads INFO commandstats: the calls of script commands and
 // of every command (those run inside scripts included).
-func commandStats(b *testing.B, rdb *redis.Client) (scripts, all int64) {
+func commandStats(b *testing.B, rdb redis.UniversalClient) (scripts, all int64) {
 	b.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {

@@ -32,7 +32,7 @@ import (
 // screen without q, so the notice source is an empty SQLite store.
 type scaleBench struct {
 	httpBench
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	rs   *redisstore.Store
 	sq   *sqlite.Store
 	ns   string

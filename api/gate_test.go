@@ -31,7 +31,7 @@ func scaleWiring(l *limit.Redis, rs *redisstore.Store) limitWiring {
 
 // newScaleLimits builds scaleLimits's parts, with the Redis client (for
 // counting its commands and reading its keys) and the namespace.
-func newScaleLimits(t *testing.T, f *fixture) (*limit.Redis, *redisstore.Store, *redis.Client, string) {
+func newScaleLimits(t *testing.T, f *fixture) (*limit.Redis, *redisstore.Store, redis.UniversalClient, string) {
 	t.Helper()
 	ctx := context.Background()
 	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(t)))

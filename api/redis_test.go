@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -13,6 +14,8 @@ import (
 // neither probe fail (the store checks say whether Redis answers).
 func TestRedisStatus(t *testing.T) {
 	primary := RedisStatus{Primary: "127.0.0.1:26380", Reconnects: 3, Failovers: 1}
+	cluster := RedisStatus{Primary: "127.0.0.1:7001", Reconnects: 1, Masters: []RedisNode{
+		{Node: "127.0.0.1:7000", Reachable: true}, {Node: "127.0.0.1:7001", Reachable: true}, {Node: "127.0.0.1:7002", Reachable: false}}}
 	tests := []struct {
 		name  string
 		redis RedisSource
@@ -20,6 +23,7 @@ func TestRedisStatus(t *testing.T) {
 	}{
 		{"embedded: no block", nil, nil},
 		{"scale: the primary in use", func(context.Context) (RedisStatus, error) { return primary, nil }, &primary},
+		{"cluster: its masters, one silent", func(context.Context) (RedisStatus, error) { return cluster, nil }, &cluster},
 		{"unreadable: no block, still ready", func(context.Context) (RedisStatus, error) {
 			return RedisStatus{}, errors.New("ERR unknown command 'CLIENT'")
 		}, nil},
@@ -41,7 +45,7 @@ func TestRedisStatus(t *testing.T) {
 				switch {
 				case tt.want == nil && body.Redis != nil:
 					t.Errorf("%s: redis block %+v, want none; body %s", path, *body.Redis, res.body)
-				case tt.want != nil && (body.Redis == nil || *body.Redis != *tt.want):
+				case tt.want != nil && (body.Redis == nil || !reflect.DeepEqual(*body.Redis, *tt.want)):
 					t.Errorf("%s: redis block %+v, want %+v; body %s", path, body.Redis, *tt.want, res.body)
 				}
 			}

@@ -81,7 +81,7 @@ func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store
 
 // scaleRedisStore is scaleStores's Redis store, with its client and
 // namespace (for a limit.Redis beside it, as cmd/noticesd wires them).
-func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, *redis.Client, string) {
+func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, redis.UniversalClient, string) {
 	t.Helper()
 	ctx := context.Background()
 	url := scaleRedisURL

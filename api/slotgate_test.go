@@ -47,7 +47,7 @@ func TestHeavyGateOneCommand(t *testing.T) {
 	var cmds redisCommands
 	var (
 		lim *limit.Redis
-		rdb *redis.Client
+		rdb redis.UniversalClient
 		ns  string
 	)
 	f := newLimitFixtureOn(t, func(t *testing.T, f *fixture) limitWiring {

@@ -4,7 +4,10 @@
 # fallback in internal/testservers, and by hand.
 #
 #   scripts/services.sh install                 download / install what is missing, start nothing
-#   scripts/services.sh start [elasticsearch] [redis]   (both when none is named)
+#   scripts/services.sh start [elasticsearch] [redis] [redis-cluster]
+#                                               (elasticsearch and redis when none is named;
+#                                               redis-cluster: 3 masters + 3 replicas, Redis
+#                                               Cluster mode, for NOTICES_TEST_REDIS_CLUSTER_URL)
 #   scripts/services.sh status                  what runs, where, which version
 #   scripts/services.sh env                     `export NOTICES_TEST_..._URL=...` lines for the shell
 #   scripts/services.sh stop                    stop everything this run directory started
@@ -219,6 +222,22 @@ free_port() {
   die port "found no free port in 20000-59999"
 }
 
+# free_cluster_port: sets PORT to a free loopback port whose cluster bus port (PORT+10000)
+# is free too, both below 65536.
+free_cluster_port() {
+  local i
+  for i in $(seq 1 50); do
+    free_port
+    [ "$PORT" -lt 55535 ] || continue
+    case "$TAKEN" in *" $((PORT + 10000)) "*) continue ;; esac
+    awk -v p="$(printf '%04X' $((PORT + 10000)))" 'FNR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == p) found = 1 } END { exit !found }' \
+      /proc/net/tcp /proc/net/tcp6 2>/dev/null && continue
+    TAKEN="$TAKEN$((PORT + 10000)) "
+    return
+  done
+  die port "found no free port pair (PORT, PORT+10000) below 55535"
+}
+
 # http_get PORT PATH: the body of a GET on 127.0.0.1:PORT; fails unless the status is 200.
 # Plain bash (/dev/tcp), so that a fresh machine needs no curl.
 http_get_raw() {
@@ -256,20 +275,28 @@ start_es() {
     log "elasticsearch already running at $(cat "$RUN/elasticsearch.url")"
     return
   fi
-  local t0 attempt
+  local t0
   t0=$(now)
   ensure_java
   ensure_es
-  for attempt in 1 2 3; do
-    if start_es_once "$t0"; then return; fi
-    [ "$START_FAILURE" = port ] || break
-    log "elasticsearch: port taken meanwhile; trying other ports (attempt $((attempt + 1)))"
-  done
-  die "elasticsearch $START_FAILURE" "$START_DETAIL"
+  with_port_retries elasticsearch start_es_once "$t0"
 }
 
 START_FAILURE=
 START_DETAIL=
+# with_port_retries NAME START_ONCE ARGS...: START_ONCE ARGS up to three times while it fails
+# for a port taken meanwhile (START_FAILURE=port); any other failure stops with its
+# START_FAILURE and START_DETAIL.
+with_port_retries() {
+  local name=$1 attempt
+  shift
+  for attempt in 1 2 3; do
+    if "$@"; then return; fi
+    [ "$START_FAILURE" = port ] || break
+    log "$name: port taken meanwhile; trying other ports (attempt $((attempt + 1)))"
+  done
+  die "$name $START_FAILURE" "$START_DETAIL"
+}
 start_es_once() {
   local t0=$1 state http transport pid deadline body version t1
   state=$(mktemp -d "${TMPDIR:-/tmp}/noticesd-es.XXXXXX")
@@ -386,10 +413,103 @@ start_redis() {
   die "redis $START_FAILURE" "$START_DETAIL"
 }
 
+# start_redis_cluster: a Redis Cluster of 3 masters and 3 replicas (one each), six
+# redis-server --cluster-enabled yes processes in one session, each with its own directory,
+# joined by redis-cli --cluster create; ready once every node says cluster_state:ok and
+# every master has its replica, synced. Its URL is go-redis's cluster form (redis.ParseClusterURL):
+# redis://127.0.0.1:P1?addr=127.0.0.1:P2&addr=127.0.0.1:P3.
+start_redis_cluster() {
+  if [ -s "$RUN/redis-cluster.url" ] && alive "$(cat "$RUN/redis-cluster.pid" 2>/dev/null)"; then
+    log "redis-cluster already running at $(cat "$RUN/redis-cluster.url")"
+    return
+  fi
+  local t0
+  t0=$(now)
+  ensure_redis
+  with_port_retries redis-cluster start_redis_cluster_once "$t0"
+}
+
+start_redis_cluster_once() {
+  local t0=$1 t1 state ports=() addrs=() p i pid deadline version ok url
+  state=$(mktemp -d "${TMPDIR:-/tmp}/noticesd-redis-cluster.XXXXXX")
+  echo "$state" >"$RUN/redis-cluster.dir"
+  for i in 1 2 3 4 5 6; do
+    free_cluster_port
+    ports+=("$PORT")
+    addrs+=("127.0.0.1:$PORT")
+    mkdir -p "$state/$PORT"
+  done
+  t1=$(now)
+  (
+    cd "$state"
+    # One session for the six: stop_one ends them together.
+    exec setsid env APPENDONLY="$REDIS_APPENDONLY" bash -c '
+      for p in "$@"; do
+        redis-server --bind 127.0.0.1 --port "$p" --cluster-enabled yes --cluster-config-file nodes.conf \
+          --cluster-node-timeout 2000 --save "" --appendonly "$APPENDONLY" --dir "$PWD/$p" \
+          --logfile "$PWD/$p/redis.log" --daemonize no &
+      done
+      wait' cluster "${ports[@]}"
+  ) >"$state/console.log" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$RUN/redis-cluster.pid"
+  deadline=$((SECONDS + WAIT))
+  for p in "${ports[@]}"; do
+    until [ "$(redis-cli -p "$p" ping 2>/dev/null)" = PONG ]; do
+      owner_check
+      if grep -q 'Address already in use' "$state/$p/redis.log" 2>/dev/null; then
+        START_FAILURE=port START_DETAIL="port $p or its bus port $((p + 10000)) was taken"
+        stop_one redis-cluster quiet
+        return 1
+      fi
+      if ! alive "$pid" || [ "$SECONDS" -ge "$deadline" ]; then
+        START_FAILURE=start
+        START_DETAIL="redis-server on port $p (cluster node) did not answer PING: $(tail -n 10 "$state/$p/redis.log" "$state/console.log" 2>/dev/null)"
+        stop_one redis-cluster quiet
+        return 1
+      fi
+      sleep 0.1
+    done
+  done
+  if ! redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$state/create.log" 2>&1; then
+    START_FAILURE=create START_DETAIL="redis-cli --cluster create failed: $(tail -n 15 "$state/create.log")"
+    stop_one redis-cluster quiet
+    return 1
+  fi
+  # Ready: every node sees the whole cluster as ok, and every master has its replica.
+  until ok=1
+    for p in "${ports[@]}"; do
+      redis-cli -p "$p" cluster info 2>/dev/null | tr -d '\r' | grep -qx 'cluster_state:ok' || ok=
+      redis-cli -p "$p" cluster info 2>/dev/null | tr -d '\r' | grep -qx 'cluster_known_nodes:6' || ok=
+      # (a replica counts once its first sync is done: WAIT is answered from then on)
+      if redis-cli -p "$p" info replication 2>/dev/null | tr -d '\r' | grep -qx 'role:master'; then
+        redis-cli -p "$p" info replication 2>/dev/null | tr -d '\r' | grep -q '^slave0:.*state=online' || ok=
+      else
+        redis-cli -p "$p" info replication 2>/dev/null | tr -d '\r' | grep -qx 'master_link_status:up' || ok=
+      fi
+    done
+    [ -n "$ok" ]; do
+    owner_check
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      START_FAILURE=health START_DETAIL="the cluster on ports ${ports[*]} was not ok with a synced replica per master within ${WAIT}s"
+      stop_one redis-cluster quiet
+      return 1
+    fi
+    sleep 0.2
+  done
+  version=$(redis-cli -p "${ports[0]}" info server | tr -d '\r' | awk -F: '$1 == "redis_version" { print $2 }')
+  url="redis://${addrs[0]}?addr=${addrs[1]}&addr=${addrs[2]}"
+  echo "$url" >"$RUN/redis-cluster.url"
+  echo "$version" >"$RUN/redis-cluster.version"
+  echo "local processes, 3 masters + 3 replicas on ports ${ports[*]}; $REDIS_ORIGIN; started in $(since "$t1") s ($(since "$t0") s with install checks)" >"$RUN/redis-cluster.about"
+  log "redis-cluster $version ready at $url in $(since "$t1") s (3 masters + 3 replicas, ports ${ports[*]}; session $pid)"
+}
+
 write_env() {
   {
     [ -s "$RUN/elasticsearch.url" ] && echo "export NOTICES_TEST_ELASTICSEARCH_URL=$(cat "$RUN/elasticsearch.url")"
     [ -s "$RUN/redis.url" ] && echo "export NOTICES_TEST_REDIS_URL=$(cat "$RUN/redis.url")"
+    [ -s "$RUN/redis-cluster.url" ] && echo "export NOTICES_TEST_REDIS_CLUSTER_URL='$(cat "$RUN/redis-cluster.url")'"
     true
   } >"$RUN/services.env"
 }
@@ -446,6 +566,7 @@ stop_one() {
 stop_all() {
   stop_one elasticsearch
   stop_one redis
+  stop_one redis-cluster
   local w
   w=$(cat "$RUN/watchdog.pid" 2>/dev/null || true)
   # (not when the watchdog itself is stopping us: it execs `stop-owned`, keeping its pid)
@@ -461,7 +582,8 @@ drop_owned_run() {
 
 status() {
   local name any=
-  for name in elasticsearch redis; do
+  for name in elasticsearch redis redis-cluster; do
+    [ "$name" = redis-cluster ] && [ ! -e "$RUN/redis-cluster.pid" ] && continue  # started only when asked for
     if [ -s "$RUN/$name.url" ] && alive "$(cat "$RUN/$name.pid" 2>/dev/null)"; then
       echo "$name $(cat "$RUN/$name.version" 2>/dev/null) running at $(cat "$RUN/$name.url") (session $(cat "$RUN/$name.pid")): $(cat "$RUN/$name.about" 2>/dev/null)"
       any=1
@@ -487,9 +609,21 @@ case "$cmd" in
     mkdir -p "$CACHE" "$RUN"
     [ $# -gt 0 ] || set -- elasticsearch redis
     start_watchdog
-    # Redis is quick; start it first, then Elasticsearch.
-    for s in "$@"; do case "$s" in redis) start_redis ;; elasticsearch|es) ;; *) die usage "unknown service $s" ;; esac; done
+    # Redis is quick; start it first, then Elasticsearch, with the Redis Cluster (a few
+    # seconds) beside it.
+    cluster_pid=
+    for s in "$@"; do
+      case "$s" in
+        redis) start_redis ;;
+        redis-cluster) start_redis_cluster & cluster_pid=$! ;;
+        elasticsearch|es) ;;
+        *) die usage "unknown service $s" ;;
+      esac
+    done
     for s in "$@"; do case "$s" in elasticsearch|es) start_es ;; esac; done
+    if [ -n "$cluster_pid" ] && ! wait "$cluster_pid"; then
+      exit 1  # its FAILED line is printed
+    fi
     owner_check
     write_env
     ;;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command (make test). Installs what it needs on a fresh machine, starts one
-# Elasticsearch node and one redis-server for the whole run (scripts/services.sh) unless
-# NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL already name servers to use, and
+# Elasticsearch node, one redis-server and one Redis Cluster (3 masters + 3 replicas) for the
+# whole run (scripts/services.sh) unless NOTICES_TEST_ELASTICSEARCH_URL /
+# NOTICES_TEST_REDIS_URL / NOTICES_TEST_REDIS_CLUSTER_URL already name servers to use, and
 # stops them at the end, also when a test fails or the run is interrupted.
 #
 # Stages run side by side where two cores allow (docs/testing.md, "How make test spends its
@@ -162,6 +163,12 @@ if [ -n "${NOTICES_TEST_REDIS_URL:-}" ]; then
 else
   wanted+=(redis)
 fi
+# The Redis contract suite and the scale stack run on a Redis Cluster too.
+if [ -n "${NOTICES_TEST_REDIS_CLUSTER_URL:-}" ]; then
+  echo "== redis-cluster: existing cluster $NOTICES_TEST_REDIS_CLUSTER_URL (NOTICES_TEST_REDIS_CLUSTER_URL)"
+else
+  wanted+=(redis-cluster)
+fi
 services_start=$SECONDS
 if [ ${#wanted[@]} -gt 0 ]; then
   stage "starting ${wanted[*]} (scripts/services.sh), beside go vet"
@@ -175,7 +182,7 @@ servers_ready() {
     record "servers start" "$services_start" FAILED
     echo "test.sh: the live test servers could not be started (see the FAILED line above);" >&2
     echo "test.sh: fix that, or point the tests at running servers with" >&2
-    echo "test.sh: NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL (README, docs/testing.md)" >&2
+    echo "test.sh: NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL / NOTICES_TEST_REDIS_CLUSTER_URL (README, docs/testing.md)" >&2
     summary
     exit 1
   fi

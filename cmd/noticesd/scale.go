@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/noticesd/noticesd/internal/store/elastic"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/scale"
+	"github.com/noticesd/noticesd/worker/scheduler"
 )
 
 // openScale opens the scale backend of NOTICES_NAMESPACE: notices and the
@@ -58,8 +60,8 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 	deps.Watches = st.Redis
 	deps.Checks = map[string]api.Check{
 		"search": st.Elastic.Ping,
-		"store":  st.Redis.Ping,
-		"queue":  st.Redis.Ping,
+		"store":  redisProbe(st, keyspace.Prefix(cfg.Namespace)),
+		"queue":  redisProbe(st, "asynq:{"+scheduler.QueueName(cfg.Namespace)+"}"),
 	}
 	deps.Search = searchStatus(st.Elastic)
 	deps.SearchNodes = searchNodes(st.Elastic)
@@ -86,7 +88,7 @@ func wireScale(ctx context.Context, cfg config.Config, deps *api.Deps) (*scale.S
 	// are counted by the workers that make them (their own /metrics).
 	deps.Metrics = metrics.New(st.Redis, deps.Logger)
 	deps.Metrics.CountAggCache(st.Elastic.AggCacheReads)
-	deps.Redis = trackRedis(st, deps.Metrics)
+	deps.Redis = trackRedis(st, cfg.Namespace, deps.Metrics)
 	deps.Metrics.CountElasticsearchNodes(st.Elastic.NodeCounts)
 	deps.Mail = newMailHealth(cfg, st.Redis, deps.Logger)
 	return st, nil
@@ -212,18 +214,36 @@ func sealSecrets(ctx context.Context, rs *redisstore.Store, log *slog.Logger) er
 	return nil
 }
 
-// warnWithoutAOF logs a warning when Redis runs without its append-only
-// file: accounts, keys, watches and match logs live only there, and without
-// AOF a Redis restart loses what changed since its last snapshot
-// (docs/redis.md). A Redis that refuses CONFIG (managed services) is not
-// checked.
-func warnWithoutAOF(ctx context.Context, rdb *redis.Client, log *slog.Logger) {
-	v, err := rdb.ConfigGet(ctx, "appendonly").Result()
+// warnWithoutAOF logs a warning when Redis (any master of a Redis
+// Cluster) runs without its append-only file: accounts, keys, watches and
+// match logs live only there, and without AOF a Redis restart loses what
+// changed since its last snapshot (docs/redis.md). A Redis that refuses
+// CONFIG (managed services) is not checked.
+func warnWithoutAOF(ctx context.Context, rdb redis.UniversalClient, log *slog.Logger) {
+	var mu sync.Mutex
+	var without []string
+	err := redisstore.ForEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
+		v, err := m.ConfigGet(ctx, "appendonly").Result()
+		if err != nil {
+			return err
+		}
+		if v["appendonly"] == "no" {
+			mu.Lock()
+			without = append(without, m.Options().Addr)
+			mu.Unlock()
+		}
+		return nil
+	})
 	if err != nil {
 		log.Info("could not check Redis persistence (CONFIG GET appendonly refused); make sure it runs with appendonly yes", "err", err)
 		return
 	}
-	if v["appendonly"] == "no" {
-		log.Warn("Redis runs with appendonly no: a Redis restart loses every account, key, watch and delivery change since its last snapshot; set appendonly yes (docs/redis.md)")
+	if len(without) == 0 {
+		return
 	}
+	var which []any
+	if _, cluster := rdb.(*redis.ClusterClient); cluster {
+		which = []any{"masters", without}
+	}
+	log.Warn("Redis runs with appendonly no: a Redis restart loses every account, key, watch and delivery change since its last snapshot; set appendonly yes (docs/redis.md)", which...)
 }

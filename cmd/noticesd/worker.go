@@ -63,7 +63,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// Delivery attempts are counted here, where they are made; the stored
 	// gauges are the same Redis reads serve's /metrics makes.
 	m := metrics.New(st.Redis, log)
-	trackRedis(st, m)
+	trackRedis(st, cfg.Namespace, m)
 	sender, err := newSender(cfg, m)
 	if err != nil {
 		return err

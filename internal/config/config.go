@@ -63,6 +63,13 @@ type Config struct {
 	HeavyConcurrency      int           // NOTICES_HEAVY_CONCURRENCY: heavy requests running at once, all keys together
 	HeavyWait             time.Duration // NOTICES_HEAVY_WAIT: how long a heavy request queues for a slot before 429
 
+	// RedisClusterURL (NOTICES_REDIS_CLUSTER_URL) is a Redis Cluster in
+	// go-redis's cluster URL form,
+	// redis://user:password@host1:port?addr=host2:port&addr=host3:port
+	// (rediss:// for TLS); exclusive with RedisURL and the Sentinel
+	// settings. "" for none.
+	RedisClusterURL string
+
 	// ElasticsearchReplicas (NOTICES_ELASTICSEARCH_REPLICAS) is the number
 	// of replicas of each index noticesd creates (scale).
 	ElasticsearchReplicas int
@@ -90,6 +97,10 @@ type Config struct {
 	// _RPS, _BURST and _HEAVY override them (for example
 	// NOTICES_PLAN_FREE_WATCHES); any other NOTICES_PLAN_ name is refused.
 	Plans map[string]account.Plan
+
+	// given are the settings the environment set (parse), so that a
+	// setting left at its default can be told from one set to it.
+	given map[string]bool
 
 	// files are the settings naming a file that fromLookup read a secret
 	// from (NOTICES_SECRET_KEY_FILE, NOTICES_REDIS_PASSWORD_FILE, ...),
@@ -186,6 +197,12 @@ func parse(lookup func(string) (string, bool)) (Config, error) {
 // <STEM>_PASSWORD_FILE names.
 func (s Setting) load(c *Config, b binding, lookup func(string) (string, bool)) error {
 	raw, _ := lookup(b.name)
+	if raw != "" {
+		if c.given == nil {
+			c.given = map[string]bool{}
+		}
+		c.given[b.name] = true
+	}
 	if s.Secrecy == Secret {
 		var err error
 		if raw, err = c.secretFromFile(b.name, raw, lookup); err != nil {

@@ -148,6 +148,24 @@ func TestFromLookup(t *testing.T) {
 		{"redis master without sentinels", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_MASTER": "noticesd"}, "NOTICES_REDIS_SENTINELS", nil},
 		{"redis sentinel password without sentinels", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_SENTINEL_PASSWORD": "pw"}, "NOTICES_REDIS_SENTINELS", nil},
 		{"redis sentinel not host:port", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_SENTINELS": "10.0.0.1", "NOTICES_REDIS_MASTER": "m"}, "NOTICES_REDIS_SENTINELS", nil},
+		{"redis cluster", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_CLUSTER_URL": "redis://u:pw@10.0.0.1:7000?addr=10.0.0.2:7000&addr=10.0.0.3:7000"}, "", func(t *testing.T, c Config) {
+			if c.RedisClusterURL != "redis://u:pw@10.0.0.1:7000?addr=10.0.0.2:7000&addr=10.0.0.3:7000" {
+				t.Errorf("RedisClusterURL %q", c.RedisClusterURL)
+			}
+		}},
+		{"redis cluster and url", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_CLUSTER_URL": "redis://10.0.0.1:7000", "NOTICES_REDIS_URL": "redis://10.0.0.9:6379/0"}, "NOTICES_REDIS_CLUSTER_URL and NOTICES_REDIS_URL are both set", nil},
+		{"redis cluster and url at its default", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_CLUSTER_URL": "redis://10.0.0.1:7000", "NOTICES_REDIS_URL": "redis://localhost:6379/0"}, "NOTICES_REDIS_CLUSTER_URL and NOTICES_REDIS_URL are both set", nil},
+		{"redis cluster and sentinels", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_CLUSTER_URL": "redis://10.0.0.1:7000", "NOTICES_REDIS_SENTINELS": "10.0.0.1:26379", "NOTICES_REDIS_MASTER": "m"}, "NOTICES_REDIS_CLUSTER_URL and NOTICES_REDIS_SENTINELS are both set", nil},
+		{"redis cluster and master", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_CLUSTER_URL": "redis://10.0.0.1:7000", "NOTICES_REDIS_MASTER": "m"}, "NOTICES_REDIS_CLUSTER_URL and NOTICES_REDIS_MASTER are both set", nil},
+		{"redis cluster bad addr", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_CLUSTER_URL": "redis://10.0.0.1:7000?addr=10.0.0.2"}, `addr="10.0.0.2" is not host:port`, nil},
+		{"redis cluster not a url", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_CLUSTER_URL": "http://u:hunter2@10.0.0.1:7000"}, `NOTICES_REDIS_CLUSTER_URL="http://u:xxxxx@`, nil},
+		{"redis cluster CA file without TLS", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_CLUSTER_URL": "redis://10.0.0.1:7000", "NOTICES_REDIS_CA_FILE": "config_test.go"}, "NOTICES_REDIS_CLUSTER_URL=", nil},
+		{"redis cluster password file", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_CLUSTER_URL": "rediss://noticesd@10.0.0.1:7000?addr=10.0.0.2:7000", "NOTICES_REDIS_CLUSTER_PASSWORD_FILE": keyFile(t, "s3cret\n")}, "", func(t *testing.T, c Config) {
+			if c.RedisClusterURL != "rediss://noticesd:s3cret@10.0.0.1:7000?addr=10.0.0.2:7000" {
+				t.Errorf("RedisClusterURL %q", c.RedisClusterURL)
+			}
+		}},
+		{"redis cluster ignored when embedded", map[string]string{"NOTICES_REDIS_CLUSTER_URL": "redis://10.0.0.1:7000", "NOTICES_REDIS_URL": "redis://10.0.0.9:6379/0"}, "", func(*testing.T, Config) {}},
 		{"redis CA file without TLS", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_CA_FILE": "config_test.go"}, "NOTICES_REDIS_CA_FILE", nil},
 		{"redis CA file not PEM", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "rediss://redis:6380/0", "NOTICES_REDIS_CA_FILE": "config_test.go"}, "NOTICES_REDIS_CA_FILE", nil},
 		{"redis CA file missing", map[string]string{"NOTICES_BACKEND": "scale", "NOTICES_REDIS_URL": "rediss://redis:6380/0", "NOTICES_REDIS_CA_FILE": "no-such.pem"}, "NOTICES_REDIS_CA_FILE", nil},

@@ -93,6 +93,8 @@ var table = []Setting{
 		bind: textOr("none", func(c *Config) *string { return &c.RedisMaster }, nil)},
 	{Name: "NOTICES_REDIS_SENTINEL_PASSWORD", Group: groupRedis, Secrecy: Secret, About: "password of the Sentinels (the URL's user and password are those of the data nodes)",
 		bind: text(func(c *Config) *string { return &c.RedisSentinelPassword }, nil)},
+	{Name: "NOTICES_REDIS_CLUSTER_URL", Group: groupRedis, Secrecy: Credentials, About: "a Redis Cluster instead of `NOTICES_REDIS_URL` (not with it, nor with Sentinels): redis://user:password@host1:port?addr=host2:port&addr=host3:port (seed nodes; the client learns the rest), rediss:// for TLS with `NOTICES_REDIS_CA_FILE`; see [Redis Cluster](#redis-cluster)",
+		bind: textOr("none", func(c *Config) *string { return &c.RedisClusterURL }, nil)},
 
 	{Name: "NOTICES_NAMESPACE", Group: groupScale, About: "prefix of every Elasticsearch index and alias, Redis key and queue (the exceptions, asynq's and the rate limiter's keys, are listed in [redis.md](redis.md#key-layout))",
 		bind: text(func(c *Config) *string { return &c.Namespace }, checkNamespace)},

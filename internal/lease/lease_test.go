@@ -14,7 +14,7 @@ import (
 
 func TestMain(m *testing.M) { testservers.Main(m) }
 
-func client(t *testing.T) *redis.Client {
+func client(t *testing.T) redis.UniversalClient {
 	t.Helper()
 	opt, err := redis.ParseURL(testservers.Redis(t))
 	if err != nil {

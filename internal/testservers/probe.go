@@ -136,6 +136,11 @@ func cleanServers(ctx context.Context, ns string, maxKeys int64) error {
 			errs = append(errs, fmt.Errorf("on Redis: %w", err))
 		}
 	}
+	if s := redisClusterKind.resolved(); s != nil {
+		if err := cleanRedisCluster(ctx, s.url, ns, maxKeys); err != nil {
+			errs = append(errs, fmt.Errorf("on the Redis Cluster: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -200,6 +205,20 @@ func cleanRedis(ctx context.Context, url, ns string, maxKeys int64) error {
 		return err
 	}
 	defer rdb.Close()
+	return cleanRedisClient(ctx, rdb, ns, maxKeys)
+}
+
+// cleanRedisClient is cleanRedis on the server rdb is a client of.
+func cleanRedisClient(ctx context.Context, rdb *redis.Client, ns string, maxKeys int64) error {
+	if err := cleanRedisKeys(ctx, rdb, ns, maxKeys); err != nil {
+		return err
+	}
+	return cleanQueueNames(ctx, rdb, ns)
+}
+
+// cleanRedisKeys deletes the keys of namespace ns on the server rdb is a
+// client of (one master of a cluster: the keys it holds).
+func cleanRedisKeys(ctx context.Context, rdb *redis.Client, ns string, maxKeys int64) error {
 	if n, err := rdb.DBSize(ctx).Result(); err != nil || (maxKeys > 0 && n > maxKeys) {
 		return err // too big to scan per test; the namespace keeps the keys apart anyway
 	}
@@ -224,6 +243,12 @@ func cleanRedis(ctx context.Context, url, ns string, maxKeys int64) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// cleanQueueNames removes namespace ns's queues from asynq's set of queue
+// names.
+func cleanQueueNames(ctx context.Context, rdb redis.Cmdable, ns string) error {
 	queues, err := rdb.SMembers(ctx, "asynq:queues").Result()
 	if err != nil {
 		return err

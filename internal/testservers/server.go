@@ -50,7 +50,7 @@ var (
 		name: "Redis", envVar: "NOTICES_TEST_REDIS_URL",
 		probe: probeRedis, docker: dockerRedis, local: localRedis,
 	}
-	kinds = []*kind{esKind, redisKind}
+	kinds = []*kind{esKind, redisKind, redisClusterKind}
 )
 
 // startTimeout bounds getting one server from Docker or as a local process

@@ -16,6 +16,10 @@
 //     Maven Central test zip, redis-server from Debian), on free loopback
 //     ports, one of each per test binary.
 //
+// RedisCluster hands out a Redis Cluster (3 masters, a replica each) the
+// same way, from NOTICES_TEST_REDIS_CLUSTER_URL or scripts/services.sh
+// (no Docker image makes one).
+//
 // A package whose tests use these servers calls Main from its TestMain, which
 // stops what this package started and prints which live suites did not run:
 //
@@ -98,7 +102,7 @@ var (
 func unavailable(t testing.TB, server, why string) {
 	t.Helper()
 	msg := "LIVE SUITE NOT RUN: " + t.Name() + " needs " + server + ": " + why +
-		" (run `make test`, or set NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL)"
+		" (run `make test`, or set NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL / NOTICES_TEST_REDIS_CLUSTER_URL)"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
@@ -118,11 +122,11 @@ func reportNotRun(w io.Writer) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n!!! %d LIVE TEST(S) DID NOT RUN in %s (no Elasticsearch/Redis could be had):\n", len(notRun), filepath.Base(os.Args[0]))
+	fmt.Fprintf(&b, "\n!!! %d LIVE TEST(S) DID NOT RUN in %s (no Elasticsearch/Redis/Redis Cluster could be had):\n", len(notRun), filepath.Base(os.Args[0]))
 	for _, n := range notRun {
 		fmt.Fprintf(&b, "!!!   %s\n", n)
 	}
-	b.WriteString("!!! run `make test`, or set NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL\n")
+	b.WriteString("!!! run `make test`, or set NOTICES_TEST_ELASTICSEARCH_URL / NOTICES_TEST_REDIS_URL / NOTICES_TEST_REDIS_CLUSTER_URL\n")
 	fmt.Fprint(w, b.String())
 	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
 		fmt.Fprint(tty, b.String())

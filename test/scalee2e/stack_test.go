@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -269,7 +270,63 @@ func searchIDs(c *client, word string, want int) []string {
 	return ids
 }
 
+// TestScaleStack runs the stack of the package doc on a single Redis
+// (NOTICES_REDIS_URL). It runs in parallel with TestScaleStackRedisCluster (each on a namespace
+// and ports of its own): most of either is waiting (asynq's recoverer,
+// the retry schedule), so the pair costs make test little more than one.
 func TestScaleStack(t *testing.T) {
+	t.Parallel()
+	scaleStack(t, "NOTICES_REDIS_URL="+testservers.Redis(t))
+}
+
+// TestScaleStackRedisCluster is TestScaleStack with Redis a Redis Cluster
+// of 3 masters with a replica each (NOTICES_REDIS_CLUSTER_URL): the
+// namespace's keys are in one hash slot, asynq's queues in theirs.
+func TestScaleStackRedisCluster(t *testing.T) {
+	t.Parallel()
+	scaleStack(t, "NOTICES_REDIS_CLUSTER_URL="+testservers.RedisCluster(t))
+}
+
+// checkRedisBlock checks the redis block of /health and /ready: the
+// primary named, and on a cluster its three masters, each answering, the
+// primary one of them.
+func checkRedisBlock(t *testing.T, c *client, base string, cluster bool) {
+	t.Helper()
+	for _, path := range []string{"/health", "/ready"} {
+		var body struct {
+			Redis struct {
+				Primary string `json:"primary"`
+				Masters []struct {
+					Node      string `json:"node"`
+					Reachable bool   `json:"reachable"`
+				} `json:"masters"`
+			} `json:"redis"`
+		}
+		status, b := c.do(base, http.MethodGet, path, nil)
+		if err := json.Unmarshal(b, &body); status != http.StatusOK || err != nil || body.Redis.Primary == "" {
+			t.Fatalf("GET %s = %d %s (%v); want 200 naming the Redis primary", path, status, b, err)
+		}
+		if !cluster {
+			if body.Redis.Masters != nil {
+				t.Errorf("GET %s lists masters on a single Redis: %s", path, b)
+			}
+			continue
+		}
+		primaryListed := false
+		for _, m := range body.Redis.Masters {
+			primaryListed = primaryListed || m.Node == body.Redis.Primary
+			if !m.Reachable {
+				t.Errorf("GET %s: master %s does not answer: %s", path, m.Node, b)
+			}
+		}
+		if len(body.Redis.Masters) != 3 || !primaryListed {
+			t.Errorf("GET %s: want the cluster's 3 masters, the primary among them: %s", path, b)
+		}
+	}
+}
+
+// scaleStack runs the stack with redis, the setting naming its Redis.
+func scaleStack(t *testing.T, redis string) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs the whole scale stack")
 	}
@@ -281,7 +338,7 @@ func TestScaleStack(t *testing.T) {
 	if out := testbin.Run(t, bin, nil, "--help"); !bytes.Contains(out, []byte("\n  worker ")) {
 		t.Fatalf("this binary has no `noticesd worker` command:\n%s", out)
 	}
-	esURL, redisURL, ns := testservers.Elasticsearch(t), testservers.Redis(t), testservers.Namespace(t)
+	esURL, ns := testservers.Elasticsearch(t), testservers.Namespace(t)
 	dir := t.TempDir()
 
 	rcv := testbin.NewReceiver(t)
@@ -290,7 +347,7 @@ func TestScaleStack(t *testing.T) {
 	common := []string{
 		"NOTICES_BACKEND=scale",
 		"NOTICES_ELASTICSEARCH_URL=" + esURL,
-		"NOTICES_REDIS_URL=" + redisURL,
+		redis,
 		"NOTICES_NAMESPACE=" + ns,
 		"NOTICES_SECRET_KEY=" + config.DevelopmentSecretKey,
 		"NOTICES_WEBHOOK_ALLOW_PRIVATE=true",
@@ -328,6 +385,7 @@ func TestScaleStack(t *testing.T) {
 	worker1 := start(t, bin, "worker 1", envFor("worker1"), "worker", "--concurrency", "2")
 	worker2 := start(t, bin, "worker 2", envFor("worker2"), "worker", "--concurrency", "2")
 	c := &client{t: t, key: acct.AccountKey, bases: []string{serveA.base, serveB.base}}
+	checkRedisBlock(t, c, serveA.base, strings.HasPrefix(redis, "NOTICES_REDIS_CLUSTER_URL="))
 
 	// ---- read routes: both serve processes give the same answers
 	var all struct {

@@ -42,7 +42,7 @@ const unit = 400 * time.Millisecond
 // TLS receiver.
 type harness struct {
 	t      testing.TB
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	ns     string
 	rs     *redisstore.Store
 	notes  *sqlite.Store
@@ -92,7 +92,7 @@ func newHarness(t testing.TB) *harness {
 }
 
 // dropNamespace removes every key of a namespace and its asynq queue.
-func dropNamespace(rdb *redis.Client, ns string) {
+func dropNamespace(rdb redis.UniversalClient, ns string) {
 	ctx := context.Background()
 	for _, pat := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "asynq:{" + QueueName(ns) + "}*", "asynq:{" + MailQueueName(ns) + "}*"} {
 		iter := rdb.Scan(ctx, 0, pat, 1000).Iterator()

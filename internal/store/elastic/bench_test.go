@@ -51,7 +51,7 @@ var (
 	benchErr   error
 	benchTmp   string
 	benchStore *Store
-	benchRdb   *redis.Client
+	benchRdb   redis.UniversalClient
 	benchNs    []string
 )
 

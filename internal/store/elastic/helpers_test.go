@@ -21,7 +21,7 @@ func openTest(t testing.TB, now func() time.Time) *Store {
 	return openIn(t, esURL, rdb, ns, now)
 }
 
-func testRedis(t testing.TB) *redis.Client {
+func testRedis(t testing.TB) redis.UniversalClient {
 	t.Helper()
 	opt, err := redis.ParseURL(testservers.Redis(t))
 	if err != nil {
@@ -32,7 +32,7 @@ func testRedis(t testing.TB) *redis.Client {
 	return rdb
 }
 
-func openIn(t testing.TB, esURL string, rdb *redis.Client, ns string, now func() time.Time) *Store {
+func openIn(t testing.TB, esURL string, rdb redis.UniversalClient, ns string, now func() time.Time) *Store {
 	t.Helper()
 	ctx := context.Background()
 	s, err := Open(ctx, Config{URL: esURL, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{}), Now: now})
@@ -48,7 +48,7 @@ func openIn(t testing.TB, esURL string, rdb *redis.Client, ns string, now func()
 	return s
 }
 
-func dropRedis(t testing.TB, rdb *redis.Client, ns string) {
+func dropRedis(t testing.TB, rdb redis.UniversalClient, ns string) {
 	if ns[0] != '{' {
 		dropRedis(t, rdb, "{"+ns+"}") // the publish log's keys
 	}

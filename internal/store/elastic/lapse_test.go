@@ -35,7 +35,7 @@ type matchPoller struct {
 	skew    atomic.Int64 // added to the store's clock (ns)
 }
 
-func newMatchPoller(t *testing.T, rdb *redis.Client, ns string, src *Store) *matchPoller {
+func newMatchPoller(t *testing.T, rdb redis.UniversalClient, ns string, src *Store) *matchPoller {
 	t.Helper()
 	ctx := context.Background()
 	p := &matchPoller{seen: map[string][]int64{}}

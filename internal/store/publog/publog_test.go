@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { testservers.Main(m) }
 
 // newLog returns a log of a fresh namespace on the test Redis, and the
 // client; its keys are dropped at the end.
-func newLog(t *testing.T, opt Options) (*Log, *redis.Client, string) {
+func newLog(t *testing.T, opt Options) (*Log, redis.UniversalClient, string) {
 	t.Helper()
 	o, err := redis.ParseURL(testservers.Redis(t))
 	if err != nil {

@@ -229,7 +229,7 @@ func indexOf(s, sub string) int {
 // prioritise raises the test Redis's scheduling priority (nice -10) for
 // the rest of the test when it is a process on this machine and the test
 // may; otherwise it says so.
-func prioritise(t *testing.T, rdb *redis.Client) {
+func prioritise(t *testing.T, rdb redis.UniversalClient) {
 	t.Helper()
 	info, err := rdb.InfoMap(context.Background(), "server").Result()
 	pid, perr := strconv.Atoi(info["Server"]["process_id"])

@@ -39,16 +39,35 @@ type Target struct {
 	Master string
 	// SentinelPassword is NOTICES_REDIS_SENTINEL_PASSWORD.
 	SentinelPassword string
+	// ClusterURL is NOTICES_REDIS_CLUSTER_URL: a Redis Cluster in
+	// go-redis's cluster URL form (redis.ParseClusterURL), used instead of
+	// URL and the Sentinels when set.
+	ClusterURL string
+}
+
+// Cluster reports whether t is a Redis Cluster.
+func (t Target) Cluster() bool { return t.ClusterURL != "" }
+
+// setting is the setting that names where Redis is.
+func (t Target) setting() string {
+	if t.Cluster() {
+		return "NOTICES_REDIS_CLUSTER_URL"
+	}
+	return "NOTICES_REDIS_URL"
 }
 
 // TargetOf returns the Redis settings of cfg.
 func TargetOf(cfg config.Config) Target {
 	return Target{URL: cfg.RedisURL, CAFile: cfg.RedisCAFile, Sentinels: cfg.RedisSentinels,
-		Master: cfg.RedisMaster, SentinelPassword: cfg.RedisSentinelPassword}
+		Master: cfg.RedisMaster, SentinelPassword: cfg.RedisSentinelPassword, ClusterURL: cfg.RedisClusterURL}
 }
 
 // URLTarget is a Target of one Redis at url (tests, tools).
 func URLTarget(url string) Target { return Target{URL: url} }
+
+// ClusterTarget is a Target of the Redis Cluster at url, in go-redis's
+// cluster URL form (tests, tools).
+func ClusterTarget(url string) Target { return Target{ClusterURL: url} }
 
 // Client timeouts: a Redis that is down or stalled fails a call within
 // seconds, never hangs it. readTimeout is above WaitTimeout, so that a
@@ -60,27 +79,25 @@ const (
 )
 
 // Dial opens a go-redis client of t with the timeouts the service uses,
-// without contacting the server: a single-node client, or with Sentinels
-// a failover client (redis.NewFailoverClient, which is a *redis.Client
-// too). The URL's password never appears in an error.
-func Dial(t Target) (*redis.Client, error) {
+// without contacting the server: a single-node client, with Sentinels a
+// failover client (redis.NewFailoverClient), or with a cluster URL a
+// cluster client (redis.NewClusterClient), which finds the other nodes
+// from the ones the URL names and follows MOVED and ASK redirects and
+// failovers. The URL's password never appears in an error.
+func Dial(t Target) (redis.UniversalClient, error) {
 	quietClientLog.Do(func() { redis.SetLogger(clientLog{}) })
+	if t.Cluster() {
+		return dialCluster(t)
+	}
 	o, err := redis.ParseURL(t.URL)
 	if err != nil {
 		return nil, &config.SettingError{Setting: "NOTICES_REDIS_URL",
 			Message: fmt.Sprintf("NOTICES_REDIS_URL=%q: %v", config.RedactURL(t.URL), err)}
 	}
 	if o.TLSConfig != nil && t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE: %v", err)}
+		if o.TLSConfig.RootCAs, err = caRoots(t.CAFile); err != nil {
+			return nil, err
 		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE",
-				Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE=%s holds no PEM certificate", t.CAFile)}
-		}
-		o.TLSConfig.RootCAs = roots
 	}
 	if len(t.Sentinels) == 0 {
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = dialTimeout, readTimeout, writeTimeout
@@ -109,6 +126,52 @@ func Dial(t Target) (*redis.Client, error) {
 	}), nil
 }
 
+// dialCluster is Dial of a Redis Cluster: the URL parsed by go-redis
+// (redis.ParseClusterURL), the service's timeouts where the URL sets none.
+// MaxRetries stays go-redis's cluster default, as a retry is how a command
+// follows a MOVED or ASK redirect and a failover.
+func dialCluster(t Target) (redis.UniversalClient, error) {
+	o, err := redis.ParseClusterURL(t.ClusterURL)
+	if err != nil {
+		return nil, &config.SettingError{Setting: "NOTICES_REDIS_CLUSTER_URL",
+			Message: fmt.Sprintf("NOTICES_REDIS_CLUSTER_URL=%q: %v", config.RedactURL(t.ClusterURL), err)}
+	}
+	if o.TLSConfig != nil {
+		// Each node is dialled at the address the cluster reports for it:
+		// its certificate is checked against that address, not the URL's
+		// host.
+		o.TLSConfig.ServerName = ""
+		if t.CAFile != "" {
+			if o.TLSConfig.RootCAs, err = caRoots(t.CAFile); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, d := range []struct {
+		at  *time.Duration
+		def time.Duration
+	}{{&o.DialTimeout, dialTimeout}, {&o.ReadTimeout, readTimeout}, {&o.WriteTimeout, writeTimeout}} {
+		if *d.at == 0 {
+			*d.at = d.def
+		}
+	}
+	return redis.NewClusterClient(o), nil
+}
+
+// caRoots reads NOTICES_REDIS_CA_FILE.
+func caRoots(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE: %v", err)}
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE",
+			Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE=%s holds no PEM certificate", file)}
+	}
+	return roots, nil
+}
+
 // Connect is Dial, then a check within 10 s that the server answers and
 // accepts the settings. A setting the server refuses is a
 // *config.SettingError naming it (exit 2): a password it refuses
@@ -121,14 +184,14 @@ func Dial(t Target) (*redis.Client, error) {
 // NOTICES_REDIS_SENTINEL_PASSWORD. A Redis that simply does not answer is
 // backend_unavailable naming the server (its password masked) and what to
 // do, rather than a failure at the first step that needed it.
-func Connect(ctx context.Context, t Target) (*redis.Client, error) {
+func Connect(ctx context.Context, t Target) (redis.UniversalClient, error) {
 	rdb, err := Dial(t)
 	if err != nil {
 		return nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if len(t.Sentinels) > 0 {
+	if len(t.Sentinels) > 0 && !t.Cluster() {
 		if err := checkSentinels(pctx, t); err != nil {
 			_ = rdb.Close()
 			return nil, err
@@ -144,23 +207,26 @@ func Connect(ctx context.Context, t Target) (*redis.Client, error) {
 // connectError turns the failed first PING into a SettingError when a
 // setting is at fault, backend_unavailable otherwise.
 func connectError(t Target, err error) error {
-	shown := config.RedactURL(t.URL)
-	if len(t.Sentinels) > 0 {
+	shown, setting := config.RedactURL(t.URL), t.setting()
+	switch {
+	case t.Cluster():
+		shown = "the cluster " + config.RedactURL(t.ClusterURL)
+	case len(t.Sentinels) > 0:
 		shown = fmt.Sprintf("the primary of %q (Sentinels %s)", t.Master, strings.Join(t.Sentinels, ","))
 	}
 	switch {
 	case authError(err):
-		return &config.SettingError{Setting: "NOTICES_REDIS_URL", Message: fmt.Sprintf(
-			"Redis at %s refuses the user and password of NOTICES_REDIS_URL (%v); correct them (redis://user:password@host:port/db)", shown, err)}
+		return &config.SettingError{Setting: setting, Message: fmt.Sprintf(
+			"Redis at %s refuses the user and password of %s (%v); correct them (redis://user:password@host:port/db)", shown, setting, err)}
 	case certError(err):
 		return &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf(
 			"the TLS certificate of Redis at %s is not trusted (%v); set NOTICES_REDIS_CA_FILE to the PEM of the CA that signed it (and check the URL's host is a name in the certificate)", shown, err)}
 	case strings.Contains(err.Error(), "first record does not look like a TLS handshake"):
-		return &config.SettingError{Setting: "NOTICES_REDIS_URL", Message: fmt.Sprintf(
-			"Redis at %s does not speak TLS; use redis:// in NOTICES_REDIS_URL, not rediss://", shown)}
+		return &config.SettingError{Setting: setting, Message: fmt.Sprintf(
+			"Redis at %s does not speak TLS; use redis:// in %s, not rediss://", shown, setting)}
 	}
 	return fmt.Errorf("open Redis at %s: %w", shown, errs.New(errs.BackendUnavailable,
-		"Redis does not answer (%v); start it or correct NOTICES_REDIS_URL, then retry", err))
+		"Redis does not answer (%v); start it or correct %s, then retry", err, setting))
 }
 
 // checkSentinels asks every Sentinel for the primary of t.Master; one
@@ -276,4 +342,44 @@ type clientLog struct{}
 
 func (clientLog) Printf(ctx context.Context, format string, v ...any) {
 	slog.Default().DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+}
+
+// ForEachMaster calls fn with the client of each master: every master of
+// a Redis Cluster (at once, its view of the cluster reloaded first), the
+// one server (or Sentinel primary) otherwise. For what a master answers
+// for its own keys only: SCAN, INFO, CONFIG.
+func ForEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(ctx context.Context, m *redis.Client) error) error {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, fn)
+	case *redis.Client:
+		return fn(ctx, c)
+	}
+	return fmt.Errorf("redisstore: a Redis client of type %T is not supported", rdb)
+}
+
+// scanKeys calls fn with each batch of the keys matching pattern (SCAN
+// MATCH pattern COUNT count), over every master of a Redis Cluster, one at
+// a time (fn needs no lock).
+func scanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string, count int64, fn func(keys []string) error) error {
+	var mu sync.Mutex
+	return ForEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
+		for cursor := uint64(0); ; {
+			keys, next, err := m.Scan(ctx, cursor, pattern, count).Result()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				mu.Lock()
+				err = fn(keys)
+				mu.Unlock()
+				if err != nil {
+					return err
+				}
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	})
 }

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,23 +20,32 @@ import (
 // second is long enough for a busy one and short enough for a client.
 const WaitTimeout = time.Second
 
-// replicasTTL is how long the primary's replica count (INFO replication,
+// replicasTTL is how long a master's replica count (INFO replication,
 // connected_slaves) is taken as known: a replica that attaches is waited
 // for from at most this long after.
 const replicasTTL = 2 * time.Second
 
-// replicaCount caches the number of replicas connected to the primary.
+// replicaCount caches the number of replicas connected to each master,
+// by address (one: the primary; on a Redis Cluster, each master a write
+// went to).
 type replicaCount struct {
 	mu sync.Mutex
-	at time.Time // when n was read; zero: never
+	by map[string]replicasRead
+}
+
+// replicasRead is one master's replica count and when it was read.
+type replicasRead struct {
+	at time.Time
 	n  int
 }
 
 // replicated makes the change the caller has just written durable before
-// it is acknowledged: when the primary has replicas, it waits until at
-// least one has everything written so far, or fails with
+// it is acknowledged: when the master the change went to has replicas, it
+// waits until at least one has everything written so far, or fails with
 // backend_unavailable ("the write is not yet on a replica; retry"). With
-// no replica (a single Redis) it costs nothing.
+// no replica (a single Redis) it costs nothing. Every key of the namespace
+// is under the one hash tag {<ns>} (keys.go), so the wait mark is on the
+// master of every key a change writes, on a Redis Cluster too.
 //
 // Redis WAIT waits for the replication offset of the calling
 // connection's last write. The change itself may have been written on
@@ -46,7 +56,21 @@ type replicaCount struct {
 // ordered log: the mark was written after every write of the change had
 // been answered, so a replica that has the mark has the change.
 func (s *Store) replicated(ctx context.Context, what string) error {
-	n, err := s.replicas(ctx, false)
+	return s.replicatedAt(ctx, s.key(waitMarkKey), what)
+}
+
+// replicatedAt is replicated with the wait mark at key mark, which must
+// be in the hash slot of the keys the change wrote: on a Redis Cluster the
+// mark's INCR and the WAIT go to that slot's master (a per-key WAIT; the
+// cluster client would send a keyless WAIT to any master, or to all of
+// them). (When keys are sharded by account, a change's mark is the
+// account's.)
+func (s *Store) replicatedAt(ctx context.Context, mark, what string) error {
+	node, err := s.masterFor(ctx, mark)
+	if err != nil {
+		return s.fail(what, err)
+	}
+	n, err := s.replicas(ctx, node)
 	if err != nil {
 		return s.fail(what, err)
 	}
@@ -54,11 +78,11 @@ func (s *Store) replicated(ctx context.Context, what string) error {
 		return nil
 	}
 	var acked *redis.Cmd
-	// A pipeline of a *redis.Client (single node or Sentinel failover) is
-	// written and read on one connection; a retry sends both again
-	// together, on another one.
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Incr(ctx, s.key(waitMarkKey))
+	// A pipeline of a *redis.Client (single node, Sentinel failover, or
+	// one master of a cluster) is written and read on one connection; a
+	// retry sends both again together, on another one.
+	_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, mark)
 		acked = p.Do(ctx, "WAIT", 1, WaitTimeout.Milliseconds())
 		return nil
 	})
@@ -71,27 +95,53 @@ func (s *Store) replicated(ctx context.Context, what string) error {
 	// Read the count again at the next write: the replica may be gone for
 	// good (then writes go on without it) or only slow.
 	s.replicaCache.mu.Lock()
-	s.replicaCache.at = time.Time{}
+	delete(s.replicaCache.by, node.Options().Addr)
 	s.replicaCache.mu.Unlock()
 	return errs.New(errs.BackendUnavailable,
 		"Redis has a replica but it did not confirm the %s within %s, so the write is not yet on a replica; retry (a repeated create may add a second watch: list them first)", what, WaitTimeout)
 }
 
-// replicas returns the number of replicas connected to the primary, read
-// with INFO replication at most every replicasTTL (fresh forces a read).
-func (s *Store) replicas(ctx context.Context, fresh bool) (int, error) {
+// masterFor is the client of the server a write of key goes to: the
+// store's own client for a single Redis or a Sentinel primary, the master
+// owning key's slot on a Redis Cluster.
+func (s *Store) masterFor(ctx context.Context, key string) (*redis.Client, error) {
+	return MasterFor(ctx, s.rdb, key)
+}
+
+// MasterFor is the client of the server that owns key: rdb itself unless
+// it is a Redis Cluster client, then the master of key's hash slot (as the
+// cluster client knows it; a command refused with MOVED makes it learn the
+// new owner for the next call).
+func MasterFor(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Client, error) {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	case *redis.Client:
+		return c, nil
+	}
+	return nil, fmt.Errorf("redisstore: a Redis client of type %T is not supported", rdb)
+}
+
+// replicas returns the number of replicas connected to the master node,
+// read with INFO replication at most every replicasTTL.
+func (s *Store) replicas(ctx context.Context, node *redis.Client) (int, error) {
 	c := &s.replicaCache
+	addr := node.Options().Addr
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !fresh && !c.at.IsZero() && time.Since(c.at) < replicasTTL {
-		return c.n, nil
+	if r, ok := c.by[addr]; ok && time.Since(r.at) < replicasTTL {
+		return r.n, nil
 	}
-	info, err := s.rdb.Info(ctx, "replication").Result()
+	info, err := node.Info(ctx, "replication").Result()
 	if err != nil {
 		return 0, err
 	}
-	c.n, c.at = connectedReplicas(info), time.Now()
-	return c.n, nil
+	if c.by == nil {
+		c.by = map[string]replicasRead{}
+	}
+	n := connectedReplicas(info)
+	c.by[addr] = replicasRead{at: time.Now(), n: n}
+	return n, nil
 }
 
 // connectedReplicas reads connected_slaves from an INFO replication

@@ -22,7 +22,7 @@ import (
 // Without a replica it writes nothing (no wait mark) and returns at once.
 func TestReplicatedCoversOtherConnections(t *testing.T) {
 	ctx := context.Background()
-	dial := func(url string) *redis.Client {
+	dial := func(url string) redis.UniversalClient {
 		rdb, err := Dial(URLTarget(url))
 		if err != nil {
 			t.Fatal(err)

@@ -41,8 +41,24 @@ func (c composite) BeginRegister(ctx context.Context) (store.RegisterLoad, error
 // testservers.Redis (TestSecuredRedis: TLS and an ACL user).
 var liveTarget *Target
 
+// suite is a live test, run by name as a subtest.
+type suite struct {
+	name string
+	run  func(*testing.T)
+}
+
+// runOn runs suites as subtests of t with every fixture connected to
+// target (liveTarget).
+func runOn(t *testing.T, target Target, suites ...suite) {
+	liveTarget = &target
+	defer func() { liveTarget = nil }()
+	for _, s := range suites {
+		t.Run(s.name, s.run)
+	}
+}
+
 // redisClient returns a client on the test Redis.
-func redisClient(t testing.TB) *redis.Client {
+func redisClient(t testing.TB) redis.UniversalClient {
 	t.Helper()
 	target := liveTarget
 	if target == nil {
@@ -57,24 +73,27 @@ func redisClient(t testing.TB) *redis.Client {
 }
 
 // dropNamespace removes every key of a namespace (the publish log's keys
-// are under {ns}:).
-func dropNamespace(t testing.TB, rdb *redis.Client, ns string) {
+// are under {ns}:), on every master of a Redis Cluster.
+func dropNamespace(t testing.TB, rdb redis.UniversalClient, ns string) {
 	if ns[0] != '{' {
 		dropNamespace(t, rdb, "{"+ns+"}")
 	}
 	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, ns+":*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-		if len(keys) == 1000 {
-			rdb.Unlink(ctx, keys...)
-			keys = keys[:0]
+	_ = ForEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
+		iter := m.Scan(ctx, 0, ns+":*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+			if len(keys) == 1000 {
+				m.Unlink(ctx, keys...)
+				keys = keys[:0]
+			}
 		}
-	}
-	if len(keys) > 0 {
-		rdb.Unlink(ctx, keys...)
-	}
+		if len(keys) > 0 {
+			m.Unlink(ctx, keys...)
+		}
+		return nil
+	})
 }
 
 // fixture is a Redis store over a fresh namespace composed with a fresh
@@ -82,7 +101,7 @@ func dropNamespace(t testing.TB, rdb *redis.Client, ns string) {
 type fixture struct {
 	rs      *Store
 	notices *sqlite.Store
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	ns      string
 	clock   *storetest.Clock
 }

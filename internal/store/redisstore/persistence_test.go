@@ -85,7 +85,7 @@ func (r *ownRedis) url() string { return "redis://127.0.0.1:" + r.port + "/0" }
 
 // store opens a Store on the server under namespace ns, with a fresh
 // SQLite notice source.
-func (r *ownRedis) store(t *testing.T, ns string) (*Store, *redis.Client, *sqlite.Store) {
+func (r *ownRedis) store(t *testing.T, ns string) (*Store, redis.UniversalClient, *sqlite.Store) {
 	t.Helper()
 	rdb, err := Dial(URLTarget(r.url()))
 	if err != nil {

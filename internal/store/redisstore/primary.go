@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,7 +21,14 @@ import (
 // its connections to a primary the Sentinels replaced) and failovers (a
 // connection made to another address than the one before). Safe for
 // concurrent use.
+//
+// On a Redis Cluster every node's connections are followed (each node
+// client the cluster client makes gets the hooks), but only dials, dial
+// errors and reconnects are counted: connections to several masters at
+// once are the cluster's normal state, not failovers, so Failovers stays 0
+// and Addr is not the cluster's (see Masters).
 type Primary struct {
+	cluster    bool
 	mu         sync.Mutex
 	addr       string // host:port of the last connection made
 	lost       bool   // a connection was lost since the last one made
@@ -44,11 +53,17 @@ type PrimaryCounts struct {
 	Failovers int64
 }
 
-// TrackPrimary adds a Primary's hooks to rdb and returns it. Connections
-// rdb already holds are not seen; Addr learns the first of them from the
-// server (CLIENT INFO) when asked before any dial.
-func TrackPrimary(rdb *redis.Client) *Primary {
+// TrackPrimary adds a Primary's hooks to rdb (on a Redis Cluster, to each
+// of its node clients) and returns it. Connections rdb already holds are
+// not seen; Addr learns the first of them from the server (CLIENT INFO)
+// when asked before any dial.
+func TrackPrimary(rdb redis.UniversalClient) *Primary {
 	p := &Primary{}
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		p.cluster = true
+		c.OnNewNode(func(node *redis.Client) { node.AddHook(p) })
+		return p
+	}
 	rdb.AddHook(p)
 	return p
 }
@@ -65,6 +80,13 @@ func (p *Primary) DialHook(next redis.DialHook) redis.DialHook {
 			return conn, err
 		}
 		p.dials++
+		if p.cluster {
+			if p.lost {
+				p.reconnects++
+				p.lost = false
+			}
+			return conn, err
+		}
 		at := conn.RemoteAddr().String()
 		moved := p.addr != "" && at != p.addr
 		if p.lost || moved {
@@ -136,7 +158,7 @@ func (p *Primary) Counts() PrimaryCounts {
 // Addr returns the host:port of the Redis server rdb's connections go to:
 // the last connection made, or, before any was seen, the server's own
 // address for the connection that answers CLIENT INFO (laddr).
-func (p *Primary) Addr(ctx context.Context, rdb *redis.Client) (string, error) {
+func (p *Primary) Addr(ctx context.Context, rdb redis.UniversalClient) (string, error) {
 	p.mu.Lock()
 	addr := p.addr
 	p.mu.Unlock()
@@ -162,4 +184,39 @@ func (p *Primary) Addr(ctx context.Context, rdb *redis.Client) (string, error) {
 		}
 	}
 	return "", errors.New("CLIENT INFO named no laddr")
+}
+
+// Node is one master of a Redis Cluster and whether it answers.
+type Node struct {
+	// Addr is the master's host:port as the cluster reports it.
+	Addr string
+	// Reachable says whether it answered PING.
+	Reachable bool
+}
+
+// Masters lists the masters of the Redis Cluster rdb is a client of (as
+// its view of the cluster has them, reloaded first), each with whether it
+// answers a PING within a second, sorted by address; nil for any other client. A cluster
+// no node of which answers is an error.
+func Masters(ctx context.Context, rdb redis.UniversalClient) ([]Node, error) {
+	c, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return nil, nil
+	}
+	var mu sync.Mutex
+	var out []Node
+	err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		up := m.Ping(pctx).Err() == nil
+		mu.Lock()
+		out = append(out, Node{Addr: m.Options().Addr, Reachable: up})
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.Addr, b.Addr) })
+	return out, nil
 }

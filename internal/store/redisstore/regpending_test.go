@@ -156,7 +156,7 @@ func TestResumedLoaderDoesNotSwitchToDroppedGeneration(t *testing.T) {
 // registeredScaleStores opens an Elasticsearch store and a Redis store on
 // it in a namespace of the test's, and loads the fixture register into
 // both (returned).
-func registeredScaleStores(t *testing.T, rdb *redis.Client) (*elastic.Store, *Store, []notice.RegisterRow) {
+func registeredScaleStores(t *testing.T, rdb redis.UniversalClient) (*elastic.Store, *Store, []notice.RegisterRow) {
 	t.Helper()
 	ctx := context.Background()
 	ns := testservers.Namespace(t)

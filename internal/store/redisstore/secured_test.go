@@ -75,22 +75,14 @@ func TestSecuredRedis(t *testing.T) {
 		}
 	})
 	// The contract suites, every fixture connected over TLS as the ACL user.
-	liveTarget = &good
-	defer func() { liveTarget = nil }()
-	for _, c := range []struct {
-		name string
-		run  func(*testing.T)
-	}{
-		{"AccountsContract", TestAccountsContract},
-		{"WatchesContract", TestWatchesContract},
-		{"WatchesContractScreenCopy", TestWatchesContractScreenCopy},
-		{"GaugesContract", TestGaugesContract},
-		{"MailContract", TestMailContract},
-		{"QuotaAcrossProcesses", TestQuotaAcrossProcesses},
-		{"WebhookRecords", TestWebhookRecords},
-		{"DeliveryRecordAsEmbedded", TestDeliveryRecordAsEmbedded},
-		{"ReconcileFinishesHalfDoneChanges", TestReconcileFinishesHalfDoneChanges},
-	} {
-		t.Run(c.name, c.run)
-	}
+	runOn(t, good,
+		suite{"AccountsContract", TestAccountsContract},
+		suite{"WatchesContract", TestWatchesContract},
+		suite{"WatchesContractScreenCopy", TestWatchesContractScreenCopy},
+		suite{"GaugesContract", TestGaugesContract},
+		suite{"MailContract", TestMailContract},
+		suite{"QuotaAcrossProcesses", TestQuotaAcrossProcesses},
+		suite{"WebhookRecords", TestWebhookRecords},
+		suite{"DeliveryRecordAsEmbedded", TestDeliveryRecordAsEmbedded},
+		suite{"ReconcileFinishesHalfDoneChanges", TestReconcileFinishesHalfDoneChanges})
 }

@@ -145,9 +145,7 @@ func (s *Store) uncount(ctx context.Context, co, acc string) error {
 func (s *Store) sweepTrash(ctx context.Context, now time.Time) (int, error) {
 	if !s.trashScanned.Load() {
 		prefix, suffix := s.key(trashKey)+":", ":keys"
-		err := scanPages(func(c uint64) ([]string, uint64, error) {
-			return s.rdb.Scan(ctx, c, prefix+"*"+suffix, 1000).Result()
-		}, func(keys []string) error {
+		err := scanKeys(ctx, s.rdb, prefix+"*"+suffix, 1000, func(keys []string) error {
 			for _, k := range keys {
 				id := strings.TrimSuffix(strings.TrimPrefix(k, prefix), suffix)
 				if err := s.rdb.ZAddNX(ctx, s.key(trashKey), redis.Z{Score: 0, Member: id}).Err(); err != nil {

@@ -70,13 +70,7 @@ func moveOldKeys(ctx context.Context, rdb redis.UniversalClient, namespace, lock
 	moved := 0
 	for {
 		found := 0
-		err := scanPages(func(c uint64) ([]string, uint64, error) {
-			keys, next, err := rdb.Scan(ctx, c, globEscape(old)+"*", 1000).Result()
-			if err != nil {
-				err = fmt.Errorf("redisstore: scan the keys of namespace %s: %w", namespace, err)
-			}
-			return keys, next, err
-		}, func(batch []string) error {
+		err := scanKeys(ctx, rdb, globEscape(old)+"*", 1000, func(batch []string) error {
 			found += len(batch)
 			if len(batch) == 0 {
 				return nil

@@ -33,7 +33,7 @@ type Store struct {
 	// Redis holds accounts, watches, identifier sets, match logs and
 	// delivery records; it reads notices through Elastic.
 	Redis *redisstore.Store
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 }
 
 // Compile-time checks of what redisstore finds by type assertion (the
@@ -128,7 +128,7 @@ func (s *Store) Writer() redisstore.Ingest {
 
 // Client is the Redis connection, for parts that keep state of their own
 // in the same Redis and namespace (the shared request limiter, asynq).
-func (s *Store) Client() *redis.Client { return s.rdb }
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
 // Close closes the Redis connection.
 func (s *Store) Close() error { return s.rdb.Close() }
