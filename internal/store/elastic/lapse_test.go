@@ -321,7 +321,7 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 	}
 	stopped, goOn := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	writeHook = func(s *Store) {
+	writeHook = func(s *Store, _ []notice.Notice) {
 		if s == a {
 			once.Do(func() { close(stopped); <-goOn })
 		}
@@ -371,5 +371,67 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 		if n.Seq > 5 {
 			t.Errorf("A's %s moved to seq %d; the takeover published it at its first seq", n.SourceID, n.Seq)
 		}
+	}
+}
+
+// TestTakeoverAfterAPipelinedWriterDied: writer A has two batches in flight
+// under one lease (StartNotices): the first, new notices, is published
+// while the second, amendments of published notices, is stopped between
+// its refresh and its publish, and A's lease lapses. The first batch's
+// publish must leave dirty set for the second: writer B's takeover then
+// publishes the amendments (no new seq tells of them).
+func TestTakeoverAfterAPipelinedWriterDied(t *testing.T) {
+	ctx := context.Background()
+	esURL := testservers.Elasticsearch(t)
+	ns := testservers.Namespace(t)
+	rdb := testRedis(t)
+	owner := openIn(t, esURL, rdb, ns, nil)
+	if _, err := owner.UpsertNotices(ctx, synthBatch("AM", 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Open(ctx, Config{URL: esURL, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	amended := synthBatch("AM", 0, 5)
+	for i := range amended {
+		amended[i].Text += " (amended)"
+	}
+	stopped, goOn := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	writeHook = func(s *Store, ns []notice.Notice) {
+		if s == a && strings.HasSuffix(ns[0].Text, "(amended)") {
+			once.Do(func() { close(stopped); <-goOn })
+		}
+	}
+	t.Cleanup(func() { writeHook = nil })
+	var tookOver []notice.Notice
+	takeOverHook = func(ns []notice.Notice) { tookOver = append(tookOver, ns...) }
+	t.Cleanup(func() { takeOverHook = nil })
+	first := a.StartNotices(ctx, synthBatch("NEW", 0, 5))
+	second := a.StartNotices(ctx, amended)
+	if _, err := first(); err != nil {
+		t.Fatalf("A's first batch: %v", err)
+	}
+	<-stopped
+	// A's lease lapses (as if A died), and its renewals find it gone.
+	if err := rdb.Del(ctx, a.Log().Keys().Writer).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.UpsertNotices(ctx, synthBatch("AFTER", 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, n := range tookOver {
+		got[n.SourceID] = strings.HasSuffix(n.Text, "(amended)")
+	}
+	for _, n := range amended {
+		if !got[n.SourceID] {
+			t.Errorf("the takeover did not publish A's amendment of %s (took over %d notices)", n.SourceID, len(tookOver))
+		}
+	}
+	close(goOn)
+	if _, err := second(); err != nil {
+		t.Fatalf("A's second batch: %v", err)
 	}
 }

@@ -52,30 +52,65 @@ const staleTries = 5
 // written again under a new lease: the notices the takeover published keep
 // their seqs, the others get new ones.
 func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]notice.Notice, store.UpsertResult, error) {
-	if len(batch) == 0 {
-		return nil, store.UpsertResult{}, nil
+	return s.start(ctx, batch)()
+}
+
+// StartNotices is UpsertNotices begun in call order and answered later
+// (wait): the batch's turn (publog.Turn) is taken before it returns, so a
+// load can start its next batch while this one is refreshed and published,
+// the two under one lease.
+func (s *Store) StartNotices(ctx context.Context, batch []notice.Notice) (wait func() (store.UpsertResult, error)) {
+	w := s.start(ctx, batch)
+	return func() (store.UpsertResult, error) {
+		_, res, err := w()
+		return res, err
+	}
+}
+
+// start takes the batch's turn and writes it in the background.
+func (s *Store) start(ctx context.Context, batch []notice.Notice) func() ([]notice.Notice, store.UpsertResult, error) {
+	type answer struct {
+		written []notice.Notice
+		res     store.UpsertResult
+		err     error
 	}
 	ns, ids, err := normalise(batch)
-	if err != nil {
-		return nil, store.UpsertResult{}, err
+	if len(batch) == 0 || err != nil {
+		return func() ([]notice.Notice, store.UpsertResult, error) { return nil, store.UpsertResult{}, err }
 	}
-	var before *attempt
+	t := s.log.Turn()
+	ch := make(chan answer, 1)
+	go func() {
+		var a answer
+		a.written, a.res, a.err = s.upsert(ctx, t, ns, ids)
+		ch <- a
+	}()
+	return func() ([]notice.Notice, store.UpsertResult, error) {
+		a := <-ch
+		return a.written, a.res, a.err
+	}
+}
+
+// upsert writes and publishes a normalised batch in its turn t.
+func (s *Store) upsert(ctx context.Context, t *publog.Turn, ns []notice.Notice, ids []string) (written []notice.Notice, res store.UpsertResult, err error) {
+	published := false
+	defer func() { t.End(ctx, published) }()
+	// The wall clock: compared with the publish log's ids (Redis's).
+	before := &attempt{began: time.Now(), mine: map[string]int64{}}
 	for try := 1; ; try++ {
-		le, err := s.log.Acquire(ctx)
+		le, err := t.Lease(ctx)
 		if err != nil {
 			return nil, store.UpsertResult{}, err
 		}
-		if before == nil {
-			// The wall clock: compared with the publish log's ids (Redis's).
-			before = &attempt{began: time.Now(), mine: map[string]int64{}}
-		}
-		written, res, err := s.writeUnder(ctx, le, ns, ids, before)
+		written, res, err = s.writeUnder(ctx, t, le, ns, ids, before)
 		if errors.Is(err, publog.ErrStale) && try < staleTries {
 			continue
 		}
 		if errors.Is(err, publog.ErrStale) {
 			err = unavailable(fmt.Errorf("elastic: the writer lease passed to another writer %d times in a row while this batch was written (each write outlasted the lease): %w", try, err))
 		}
+		var be *store.BatchError
+		published = err == nil || errors.As(err, &be)
 		return written, res, err
 	}
 }
@@ -147,19 +182,14 @@ func (s *Store) unpublished(ctx context.Context, known map[string]stored, before
 	return out, nil
 }
 
-// writeUnder writes and publishes the batch under le, and gives le up:
-// clean when everything it wrote is published, else left for the next
-// writer's takeover.
-func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice.Notice, ids []string, before *attempt) (written []notice.Notice, res store.UpsertResult, err error) {
-	clean := false
-	// Given up on every path (a lease that passed on is not touched: the
-	// release script checks it is still this writer's), which also stops
-	// its renewals.
-	defer func() { le.Release(ctx, clean) }()
+// writeUnder writes the batch under le in its turn t, then publishes it
+// once the batch before it is published (t.Publish). The turn gives le up.
+func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease, batch []notice.Notice, ids []string, before *attempt) (written []notice.Notice, res store.UpsertResult, err error) {
 	if le.Dirty != nil {
 		if err := s.takeOver(ctx, le); err != nil {
 			return nil, res, err
 		}
+		le.Dirty = nil
 	}
 	ns := make([]notice.Notice, len(batch))
 	copy(ns, batch)
@@ -319,6 +349,7 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 			seen[ns[i].ID] = true
 		}
 	}
+	t.Written()
 	// Searchable before published.
 	if err := s.refresh(ctx, s.Alias(mappings.Notices)); err != nil {
 		return nil, store.UpsertResult{}, err
@@ -329,7 +360,7 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 		}
 	}
 	if writeHook != nil {
-		writeHook(s)
+		writeHook(s, ns)
 	}
 	written = make([]notice.Notice, 0, len(ns))
 	for i := range ns {
@@ -338,10 +369,9 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 		}
 	}
 	pub, kinds := publishable(written, inserted)
-	if err := le.Publish(ctx, pub, kinds, through); err != nil {
+	if err := t.Publish(ctx, pub, kinds, through); err != nil {
 		return nil, store.UpsertResult{}, err
 	}
-	clean = true
 	if batchErr != nil {
 		return written, res, batchErr
 	}
@@ -350,7 +380,7 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 
 // writeHook, when set by a test, runs between a batch's refresh and its
 // publish (a writer killed there leaves its notices to the takeover).
-var writeHook func(*Store)
+var writeHook func(*Store, []notice.Notice)
 
 // publishable returns each notice of written once (its last copy, as
 // stored), in batch order, with its kind: new for a notice this batch

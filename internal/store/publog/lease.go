@@ -119,6 +119,10 @@ type Lease struct {
 	Dirty *Dirty
 
 	stop func()
+	// Shared by the turns writing under it (Turn), guarded by log.mu:
+	// users holding it, no more may join, one left something unpublished.
+	users         int
+	closing, left bool
 }
 
 // pollEvery is how often a waiting writer tries the lease again;

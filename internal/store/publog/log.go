@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -68,6 +69,10 @@ type Log struct {
 	rdb  redis.UniversalClient
 	keys Keys
 	opt  Options
+
+	mu   sync.Mutex
+	last *Turn  // the last place taken (Turn)
+	open *Lease // the lease a turn holds that later turns may join
 }
 
 // New returns the log of namespace ns on rdb.

@@ -44,8 +44,8 @@ for i = 6, #ARGV, 2 do
   redis.call('XADD', KEYS[4], '*', 'k', ARGV[i], 's', ARGV[i + 1])
 end
 if tonumber(ARGV[3]) > tonumber(redis.call('GET', KEYS[3]) or '0') then redis.call('SET', KEYS[3], ARGV[3]) end
-if ARGV[4] == '1' then
-  redis.call('DEL', KEYS[6])
+if ARGV[4] ~= '0' then
+  if ARGV[4] == '1' then redis.call('DEL', KEYS[6]) end
   redis.call('INCR', KEYS[7])
   local t = redis.call('TIME')
   local min = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[5])) .. '-0'
@@ -69,6 +69,11 @@ return 1`)
 // published (a later publish of the same notices is harmless: every
 // follower of the log applies an entry idempotently).
 func (le *Lease) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, through int64) error {
+	return le.publish(ctx, ns, kinds, through, true)
+}
+
+// publish is Publish whose last chunk clears dirty only when clear.
+func (le *Lease) publish(ctx context.Context, ns []notice.Notice, kinds []Kind, through int64, clear bool) error {
 	if len(kinds) != len(ns) {
 		return fmt.Errorf("publog: publish %d notices with %d kinds", len(ns), len(kinds))
 	}
@@ -78,7 +83,7 @@ func (le *Lease) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, 
 		hi := min(lo+publishChunk, len(ns))
 		final := "0"
 		if hi == len(ns) {
-			final = "1"
+			final = map[bool]string{true: "1", false: "2"}[clear]
 		}
 		upTo := int64(0)
 		args := make([]any, 0, 5+2*(hi-lo))
@@ -93,7 +98,7 @@ func (le *Lease) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, 
 				upTo = max(upTo, n.Seq)
 			}
 		}
-		if final == "1" {
+		if final != "0" {
 			upTo = max(upTo, through)
 		}
 		args[2] = upTo

@@ -1,0 +1,150 @@
+package publog
+
+import (
+	"context"
+	"errors"
+
+	"github.com/noticesd/noticesd/internal/notice"
+)
+
+// ErrEarlier is a batch's answer when the batch before it in its process's
+// order (Log.Turn) failed: it is not published, and what it wrote is left
+// to the next writer's takeover.
+var ErrEarlier = errors.New("publog: an earlier batch of this load failed, so this one was not published")
+
+// Turn is one batch's place in the order its process writes in (Log.Turn).
+// Its write step (Lease to Written) follows the write step of the batch
+// before it, and its publish follows that batch's publish, under the same
+// lease when that batch still holds it: the next batch's bulk requests are
+// under way while a batch is refreshed and published, and seqs, writes and
+// publishes stay in call order.
+type Turn struct {
+	log           *Log
+	prev          *Turn
+	le            *Lease
+	wrote         bool
+	written, done chan struct{}
+	// unwritten and failed are set before written and done close.
+	unwritten, failed bool
+}
+
+// Turn takes the next place in this process's order of batches. End it.
+func (l *Log) Turn() *Turn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := &Turn{log: l, prev: l.last, written: make(chan struct{}), done: make(chan struct{})}
+	l.last = t
+	return t
+}
+
+// wait waits for the batch before to have written (or with done, to have
+// ended), ErrEarlier when it failed to.
+func (t *Turn) wait(ctx context.Context, done bool) error {
+	p := t.prev
+	if p == nil {
+		return nil
+	}
+	ch, failed := p.written, &p.unwritten
+	if done {
+		ch, failed = p.done, &p.failed
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if *failed {
+		return ErrEarlier
+	}
+	return nil
+}
+
+// Lease waits for the batch before to have written, then joins the lease
+// it writes under, or takes one (Acquire) once it has ended. A lease whose
+// Dirty is set is taken over before anything is written under it (then
+// clear Dirty). A turn that already had a lease (a try refused as stale)
+// gives that one up first.
+func (t *Turn) Lease(ctx context.Context) (*Lease, error) {
+	t.leave(ctx, false)
+	if err := t.wait(ctx, false); err != nil {
+		return nil, err
+	}
+	l := t.log
+	l.mu.Lock()
+	if le := l.open; le != nil && !le.closing {
+		le.users++
+		t.le = le
+		l.mu.Unlock()
+		return le, nil
+	}
+	l.mu.Unlock()
+	if err := t.wait(ctx, true); err != nil {
+		return nil, err
+	}
+	le, err := l.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	le.users, l.open, t.le = 1, le, le
+	l.mu.Unlock()
+	return le, nil
+}
+
+// Written ends the write step: the next batch may write.
+func (t *Turn) Written() {
+	if !t.wrote {
+		t.wrote = true
+		close(t.written)
+	}
+}
+
+// Publish waits for the batch before to be published, then publishes as
+// Lease.Publish does; it leaves Dirty set while a later batch shares the
+// lease (that batch's publish clears it).
+func (t *Turn) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, through int64) error {
+	if err := t.wait(ctx, true); err != nil {
+		return err
+	}
+	t.log.mu.Lock()
+	last := t.le.users == 1
+	t.le.closing = t.le.closing || last
+	t.log.mu.Unlock()
+	return t.le.publish(ctx, ns, kinds, through, last)
+}
+
+// End ends the turn: published says whether its batch was published. Its
+// share of the lease is given up (the last share releases it: clean when
+// every batch under it was published).
+func (t *Turn) End(ctx context.Context, published bool) {
+	t.leave(ctx, published)
+	if !t.wrote {
+		t.unwritten = !published
+		t.Written()
+	}
+	t.failed = !published
+	close(t.done)
+	t.prev = nil
+}
+
+// leave gives up the turn's share of its lease, if any.
+func (t *Turn) leave(ctx context.Context, published bool) {
+	le := t.le
+	if le == nil {
+		return
+	}
+	t.le = nil
+	l := t.log
+	l.mu.Lock()
+	le.users--
+	le.left = le.left || !published
+	le.closing = le.closing || !published
+	last, clean := le.users == 0, !le.left
+	if last && l.open == le {
+		l.open = nil
+	}
+	l.mu.Unlock()
+	if last {
+		le.Release(ctx, clean)
+	}
+}
