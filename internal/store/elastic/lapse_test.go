@@ -199,7 +199,7 @@ func testStaleWriter(t *testing.T, answer bool) {
 	var written []notice.Notice
 	go func() {
 		var err error
-		written, _, err = a.UpsertStored(ctx, synthBatch("LATE", 0, 5))
+		written, _, err = a.start(ctx, synthBatch("LATE", 0, 5))()
 		done <- err
 	}()
 	select {
@@ -334,7 +334,7 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 	var written []notice.Notice
 	go func() {
 		var err error
-		written, _, err = a.UpsertStored(ctx, synthBatch("STALLED", 0, 5))
+		written, _, err = a.start(ctx, synthBatch("STALLED", 0, 5))()
 		done <- err
 	}()
 	select { // writer A ends before its hook only when a call failed: say so, not hang

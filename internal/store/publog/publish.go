@@ -29,15 +29,14 @@ const publishChunk = 500
 
 // publishScript publishes one chunk while this writer holds the lease
 // under its epoch. KEYS writer, epoch, published, log, trimmed, dirty,
-// version, match cursor; ARGV value, epoch, through (the seq published
-// up to), final (1: the batch's last chunk), retention (ms), then groups
-// of (kind, summary). Per notice the log gains an entry {k: kind, s:
-// summary}. Then published rises to through; the final chunk clears
-// dirty, raises the data version and trims the log to the retention, but
-// never past the match cursor (an entry is kept until arrival matching
-// has committed it), keeping in trimmed the id of the last entry trimmed
-// away. It returns 1, or 0 when the lease is not this writer's (nothing
-// written).
+// version, match cursor; ARGV value, epoch, through (the seq published up
+// to), final (0, or the batch's last chunk: 1 clears dirty, 2 keeps it),
+// retention (ms), then (kind, summary) pairs, one log entry {k, s} each.
+// Published rises to through; the last chunk raises the data version and
+// trims the log to the retention, never past the match cursor (an entry is
+// kept until arrival matching has committed it), keeping in trimmed the id
+// of the last entry trimmed away. It returns 1, or 0 when the lease is not
+// this writer's (nothing written).
 var publishScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] or redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
 for i = 6, #ARGV, 2 do
@@ -72,7 +71,7 @@ func (le *Lease) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, 
 	return le.publish(ctx, ns, kinds, through, true)
 }
 
-// publish is Publish whose last chunk clears dirty only when clear.
+// publish is Publish that clears dirty only when clear.
 func (le *Lease) publish(ctx context.Context, ns []notice.Notice, kinds []Kind, through int64, clear bool) error {
 	if len(kinds) != len(ns) {
 		return fmt.Errorf("publog: publish %d notices with %d kinds", len(ns), len(kinds))

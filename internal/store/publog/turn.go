@@ -7,16 +7,15 @@ import (
 	"github.com/noticesd/noticesd/internal/notice"
 )
 
-// ErrEarlier is a batch's answer when the batch before it in its process's
-// order (Log.Turn) failed: it is not published, and what it wrote is left
-// to the next writer's takeover.
+// ErrEarlier answers a batch whose turn follows a batch that failed: it is
+// not published, and what it wrote is left to the next writer's takeover.
 var ErrEarlier = errors.New("publog: an earlier batch of this load failed, so this one was not published")
 
 // Turn is one batch's place in the order its process writes in (Log.Turn).
 // Its write step (Lease to Written) follows the write step of the batch
 // before it, and its publish follows that batch's publish, under the same
-// lease when that batch still holds it: the next batch's bulk requests are
-// under way while a batch is refreshed and published, and seqs, writes and
+// lease while that batch holds it: the next batch's bulk requests are under
+// way while a batch is refreshed and published, and seqs, writes and
 // publishes stay in call order.
 type Turn struct {
 	log           *Log
@@ -32,13 +31,12 @@ type Turn struct {
 func (l *Log) Turn() *Turn {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t := &Turn{log: l, prev: l.last, written: make(chan struct{}), done: make(chan struct{})}
-	l.last = t
-	return t
+	l.last = &Turn{log: l, prev: l.last, written: make(chan struct{}), done: make(chan struct{})}
+	return l.last
 }
 
-// wait waits for the batch before to have written (or with done, to have
-// ended), ErrEarlier when it failed to.
+// wait waits for the batch before to have written (with done, to have
+// ended): ErrEarlier when it failed to.
 func (t *Turn) wait(ctx context.Context, done bool) error {
 	p := t.prev
 	if p == nil {
@@ -59,11 +57,10 @@ func (t *Turn) wait(ctx context.Context, done bool) error {
 	return nil
 }
 
-// Lease waits for the batch before to have written, then joins the lease
-// it writes under, or takes one (Acquire) once it has ended. A lease whose
-// Dirty is set is taken over before anything is written under it (then
-// clear Dirty). A turn that already had a lease (a try refused as stale)
-// gives that one up first.
+// Lease gives up the turn's lease (a try refused as stale), waits for the
+// batch before to have written, then joins the lease it writes under, or
+// takes one (Acquire) once that batch has ended. The first turn under a
+// lease takes over what Dirty says, then clears Dirty.
 func (t *Turn) Lease(ctx context.Context) (*Lease, error) {
 	t.leave(ctx, false)
 	if err := t.wait(ctx, false); err != nil {
@@ -100,7 +97,7 @@ func (t *Turn) Written() {
 }
 
 // Publish waits for the batch before to be published, then publishes as
-// Lease.Publish does; it leaves Dirty set while a later batch shares the
+// Lease.Publish does, but leaves Dirty set while a later batch shares the
 // lease (that batch's publish clears it).
 func (t *Turn) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, through int64) error {
 	if err := t.wait(ctx, true); err != nil {
@@ -113,9 +110,9 @@ func (t *Turn) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, th
 	return t.le.publish(ctx, ns, kinds, through, last)
 }
 
-// End ends the turn: published says whether its batch was published. Its
-// share of the lease is given up (the last share releases it: clean when
-// every batch under it was published).
+// End ends the turn, its batch published or not, and gives up its share of
+// the lease (the last share releases it: clean when every batch under it
+// was published).
 func (t *Turn) End(ctx context.Context, published bool) {
 	t.leave(ctx, published)
 	if !t.wrote {
@@ -127,14 +124,12 @@ func (t *Turn) End(ctx context.Context, published bool) {
 	t.prev = nil
 }
 
-// leave gives up the turn's share of its lease, if any.
 func (t *Turn) leave(ctx context.Context, published bool) {
-	le := t.le
+	le, l := t.le, t.log
 	if le == nil {
 		return
 	}
 	t.le = nil
-	l := t.log
 	l.mu.Lock()
 	le.users--
 	le.left = le.left || !published
