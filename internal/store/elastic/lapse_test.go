@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -321,10 +322,11 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 	}
 	stopped, goOn := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	writeHook = func(s *Store, _ []notice.Notice) {
+	writeHook = func(s *Store, _ []notice.Notice) error {
 		if s == a {
 			once.Do(func() { close(stopped); <-goOn })
 		}
+		return nil
 	}
 	t.Cleanup(func() { writeHook = nil })
 	var tookOver []notice.Notice
@@ -399,10 +401,11 @@ func TestTakeoverAfterAPipelinedWriterDied(t *testing.T) {
 	}
 	stopped, goOn := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	writeHook = func(s *Store, ns []notice.Notice) {
+	writeHook = func(s *Store, ns []notice.Notice) error {
 		if s == a && strings.HasSuffix(ns[0].Text, "(amended)") {
 			once.Do(func() { close(stopped); <-goOn })
 		}
+		return nil
 	}
 	t.Cleanup(func() { writeHook = nil })
 	var tookOver []notice.Notice
@@ -433,5 +436,55 @@ func TestTakeoverAfterAPipelinedWriterDied(t *testing.T) {
 	close(goOn)
 	if _, err := second(); err != nil {
 		t.Fatalf("A's second batch: %v", err)
+	}
+}
+
+// TestBatchAfterAFailedOneIsPublished: of two batches in flight under one
+// lease, the first fails after its write (between its refresh and its
+// publish) once the second has written. The second must not publish over
+// the first's notices (Published would pass their seqs, which no takeover
+// would then look at): it writes again under a new lease, whose takeover
+// publishes the first's notices. The publish log has all ten, new.
+func TestBatchAfterAFailedOneIsPublished(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	secondWrote := make(chan struct{})
+	var once sync.Once
+	writeHook = func(_ *Store, ns []notice.Notice) error {
+		if strings.HasPrefix(ns[0].SourceID, "FAIL") {
+			<-secondWrote
+			return errors.New("the first batch failed")
+		}
+		once.Do(func() { close(secondWrote) })
+		return nil
+	}
+	t.Cleanup(func() { writeHook = nil })
+	first := s.StartNotices(ctx, synthBatch("FAIL", 0, 5))
+	second := s.StartNotices(ctx, synthBatch("NEXT", 0, 5))
+	if _, err := first(); err == nil {
+		t.Fatal("the first batch succeeded; the hook should have failed it")
+	}
+	if _, err := second(); err != nil {
+		t.Fatalf("the second batch: %v", err)
+	}
+	// The publish log (what matching follows) has each notice as new.
+	es, _, err := s.Log().Read(ctx, "0", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]publog.Kind{}
+	for _, e := range es {
+		var n notice.Notice
+		if err := publog.DecodeSummaryInto(e.Summary, &n, new([3]string)); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := kinds[n.ID]; !ok {
+			kinds[n.ID] = e.Kind
+		}
+	}
+	for _, n := range append(synthBatch("FAIL", 0, 5), synthBatch("NEXT", 0, 5)...) {
+		if k := kinds[notice.IDFor(n.SourceID)]; k != publog.KindNew {
+			t.Errorf("%s first published as %q, want new (%d notices in the log)", n.SourceID, k, len(kinds))
+		}
 	}
 }

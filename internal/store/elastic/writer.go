@@ -81,10 +81,13 @@ func (s *Store) upsert(ctx context.Context, t *publog.Turn, ns []notice.Notice, 
 			return nil, store.UpsertResult{}, err
 		}
 		written, res, err = s.writeUnder(ctx, t, le, ns, ids, before)
-		if errors.Is(err, publog.ErrStale) && try < staleTries {
+		// ErrEarlier, like a stale lease: the next lease's takeover
+		// publishes what the earlier batch left.
+		again := errors.Is(err, publog.ErrStale) || errors.Is(err, publog.ErrEarlier)
+		if again && try < staleTries {
 			continue
 		}
-		if errors.Is(err, publog.ErrStale) {
+		if again {
 			err = unavailable(fmt.Errorf("elastic: the writer lease passed to another writer %d times in a row while this batch was written (each write outlasted the lease): %w", try, err))
 		}
 		var be *store.BatchError
@@ -311,7 +314,9 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 		}
 	}
 	if writeHook != nil {
-		writeHook(s, ns)
+		if err := writeHook(s, ns); err != nil {
+			return nil, store.UpsertResult{}, err
+		}
 	}
 	written = make([]notice.Notice, 0, len(ns))
 	last := make(map[string]int, len(ns))
@@ -345,8 +350,9 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 }
 
 // writeHook, when set by a test, runs between a batch's refresh and its
-// publish (a writer killed there leaves its notices to the takeover).
-var writeHook func(*Store, []notice.Notice)
+// publish (a writer killed there leaves its notices to the takeover); an
+// error it returns fails the batch there.
+var writeHook func(*Store, []notice.Notice) error
 
 // arenas holds the buffers a batch's documents are written into.
 var arenas sync.Pool

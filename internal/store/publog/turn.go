@@ -7,9 +7,11 @@ import (
 	"github.com/noticesd/noticesd/internal/notice"
 )
 
-// ErrEarlier answers a batch whose turn follows a batch that failed: it is
-// not published, and what it wrote is left to the next writer's takeover.
-var ErrEarlier = errors.New("publog: an earlier batch of this load failed, so this one was not published")
+// ErrEarlier refuses the publish of a batch that shares its lease with an
+// earlier batch that failed: publishing it would raise Published over that
+// batch's notices. Write it again under a new lease, whose takeover
+// publishes what the failed batch left.
+var ErrEarlier = errors.New("publog: an earlier batch under this lease failed unpublished; write the batch again under a new lease")
 
 // Turn is one batch's place in the order its process writes in (Log.Turn).
 // Its write step (Lease to Written) follows the write step of the batch
@@ -23,8 +25,6 @@ type Turn struct {
 	le            *Lease
 	wrote         bool
 	written, done chan struct{}
-	// unwritten and failed are set before written and done close.
-	unwritten, failed bool
 }
 
 // Turn takes the next place in this process's order of batches. End it.
@@ -36,25 +36,21 @@ func (l *Log) Turn() *Turn {
 }
 
 // wait waits for the batch before to have written (with done, to have
-// ended): ErrEarlier when it failed to.
+// ended), whether it succeeded or not.
 func (t *Turn) wait(ctx context.Context, done bool) error {
-	p := t.prev
-	if p == nil {
+	if t.prev == nil {
 		return nil
 	}
-	ch, failed := p.written, &p.unwritten
+	ch := t.prev.written
 	if done {
-		ch, failed = p.done, &p.failed
+		ch = t.prev.done
 	}
 	select {
 	case <-ch:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if *failed {
-		return ErrEarlier
-	}
-	return nil
 }
 
 // Lease gives up the turn's lease (a try refused as stale), waits for the
@@ -96,17 +92,21 @@ func (t *Turn) Written() {
 	}
 }
 
-// Publish waits for the batch before to be published, then publishes as
+// Publish waits for the batch before to have ended, then publishes as
 // Lease.Publish does, but leaves Dirty set while a later batch shares the
-// lease (that batch's publish clears it).
+// lease (that batch's publish clears it). ErrEarlier: an earlier batch
+// under the lease failed.
 func (t *Turn) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, through int64) error {
 	if err := t.wait(ctx, true); err != nil {
 		return err
 	}
 	t.log.mu.Lock()
-	last := t.le.users == 1
+	last, left := t.le.users == 1, t.le.left
 	t.le.closing = t.le.closing || last
 	t.log.mu.Unlock()
+	if left {
+		return ErrEarlier
+	}
 	return t.le.publish(ctx, ns, kinds, through, last)
 }
 
@@ -115,11 +115,7 @@ func (t *Turn) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, th
 // was published).
 func (t *Turn) End(ctx context.Context, published bool) {
 	t.leave(ctx, published)
-	if !t.wrote {
-		t.unwritten = !published
-		t.Written()
-	}
-	t.failed = !published
+	t.Written()
 	close(t.done)
 	t.prev = nil
 }
