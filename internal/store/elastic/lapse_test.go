@@ -304,6 +304,23 @@ func TestWriterKeysAfterIngest(t *testing.T) {
 	}
 }
 
+// stallAt stops the first batch stop picks between its refresh and its
+// publish (stopped closes) until goOn closes, and collects what takeovers
+// publish.
+func stallAt(t *testing.T, stop func(*Store, []notice.Notice) bool) (stopped, goOn chan struct{}, tookOver *[]notice.Notice) {
+	stopped, goOn, tookOver = make(chan struct{}), make(chan struct{}), new([]notice.Notice)
+	var once sync.Once
+	writeHook = func(s *Store, ns []notice.Notice) error {
+		if stop(s, ns) {
+			once.Do(func() { close(stopped); <-goOn })
+		}
+		return nil
+	}
+	takeOverHook = func(ns []notice.Notice) { *tookOver = append(*tookOver, ns...) }
+	t.Cleanup(func() { writeHook, takeOverHook = nil, nil })
+	return stopped, goOn, tookOver
+}
+
 // TestTakeoverPublishesWhatAStalledWriterLeft: writer A is stopped between
 // its refresh and its publish (its notices searchable, not published) and
 // its lease lapses. Writer B's takeover publishes them, before its own
@@ -320,18 +337,7 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped, goOn := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	writeHook = func(s *Store, _ []notice.Notice) error {
-		if s == a {
-			once.Do(func() { close(stopped); <-goOn })
-		}
-		return nil
-	}
-	t.Cleanup(func() { writeHook = nil })
-	var tookOver []notice.Notice
-	takeOverHook = func(ns []notice.Notice) { tookOver = append(tookOver, ns...) }
-	t.Cleanup(func() { takeOverHook = nil })
+	stopped, goOn, tookOver := stallAt(t, func(s *Store, _ []notice.Notice) bool { return s == a })
 	done := make(chan error, 1)
 	var written []notice.Notice
 	go func() {
@@ -352,8 +358,8 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 	if _, err := owner.UpsertNotices(ctx, synthBatch("AFTER", 0, 5)); err != nil {
 		t.Fatal(err)
 	}
-	if len(tookOver) != 5 {
-		t.Errorf("the takeover published %d notices, want A's 5", len(tookOver))
+	if len(*tookOver) != 5 {
+		t.Errorf("the takeover published %d notices, want A's 5", len(*tookOver))
 	}
 	p.poll(t)
 	close(goOn)
@@ -399,18 +405,9 @@ func TestTakeoverAfterAPipelinedWriterDied(t *testing.T) {
 	for i := range amended {
 		amended[i].Text += " (amended)"
 	}
-	stopped, goOn := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	writeHook = func(s *Store, ns []notice.Notice) error {
-		if s == a && strings.HasSuffix(ns[0].Text, "(amended)") {
-			once.Do(func() { close(stopped); <-goOn })
-		}
-		return nil
-	}
-	t.Cleanup(func() { writeHook = nil })
-	var tookOver []notice.Notice
-	takeOverHook = func(ns []notice.Notice) { tookOver = append(tookOver, ns...) }
-	t.Cleanup(func() { takeOverHook = nil })
+	stopped, goOn, tookOver := stallAt(t, func(s *Store, ns []notice.Notice) bool {
+		return s == a && strings.HasSuffix(ns[0].Text, "(amended)")
+	})
 	first := a.StartNotices(ctx, synthBatch("NEW", 0, 5))
 	second := a.StartNotices(ctx, amended)
 	if _, err := first(); err != nil {
@@ -425,12 +422,12 @@ func TestTakeoverAfterAPipelinedWriterDied(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
-	for _, n := range tookOver {
+	for _, n := range *tookOver {
 		got[n.SourceID] = strings.HasSuffix(n.Text, "(amended)")
 	}
 	for _, n := range amended {
 		if !got[n.SourceID] {
-			t.Errorf("the takeover did not publish A's amendment of %s (took over %d notices)", n.SourceID, len(tookOver))
+			t.Errorf("the takeover did not publish A's amendment of %s (took over %d notices)", n.SourceID, len(*tookOver))
 		}
 	}
 	close(goOn)
