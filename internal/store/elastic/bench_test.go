@@ -191,6 +191,7 @@ func BenchmarkESIngestNotices(b *testing.B) {
 			wait := s.StartNotices(context.Background(), ns[i:min(i+serialBatch, len(ns))])
 			if last != nil {
 				if _, err := last(); err != nil {
+					_, _ = wait() // not left writing into a namespace being dropped
 					b.Fatal(err)
 				}
 			}
