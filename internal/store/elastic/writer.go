@@ -241,7 +241,7 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 	answered := false
 	defer func() {
 		if answered {
-			giveArena(arena)
+			arenas.Put(&arena)
 		}
 	}()
 	// indexed_at is the wall clock (not the store's clock): a reindex's
@@ -354,7 +354,8 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 // error it returns fails the batch there.
 var writeHook func(*Store, []notice.Notice) error
 
-// arenas holds the buffers a batch's documents are written into.
+// arenas holds the buffers a batch's documents are written into, given
+// back once nothing refers to their bytes.
 var arenas sync.Pool
 
 // takeArena returns an empty buffer of at least size bytes' capacity.
@@ -363,11 +364,6 @@ func takeArena(size int) []byte {
 		return (*p)[:0]
 	}
 	return make([]byte, 0, size)
-}
-
-// giveArena returns a buffer for reuse once nothing refers to its bytes.
-func giveArena(b []byte) {
-	arenas.Put(&b)
 }
 
 // storedNotices reads, in real time, the seq, collected_at and version of

@@ -13,12 +13,9 @@ import (
 // publishes what the failed batch left.
 var ErrEarlier = errors.New("publog: an earlier batch under this lease failed unpublished; write the batch again under a new lease")
 
-// Turn is one batch's place in the order its process writes in (Log.Turn).
-// Its write step (Lease to Written) follows the write step of the batch
-// before it, and its publish follows that batch's publish, under the same
-// lease while that batch holds it: the next batch's bulk requests are under
-// way while a batch is refreshed and published, and seqs, writes and
-// publishes stay in call order.
+// Turn is one batch's place in its process's order of writes (Log.Turn):
+// its write step (Lease to Written) follows the batch before's, its publish
+// that batch's end, under that batch's lease while it holds it.
 type Turn struct {
 	log           *Log
 	prev          *Turn
@@ -35,8 +32,7 @@ func (l *Log) Turn() *Turn {
 	return l.last
 }
 
-// wait waits for the batch before to have written (with done, to have
-// ended), whether it succeeded or not.
+// wait waits for the batch before to have written (done: ended).
 func (t *Turn) wait(ctx context.Context, done bool) error {
 	if t.prev == nil {
 		return nil
@@ -110,9 +106,8 @@ func (t *Turn) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, th
 	return t.le.publish(ctx, ns, kinds, through, last)
 }
 
-// End ends the turn, its batch published or not, and gives up its share of
-// the lease (the last share releases it: clean when every batch under it
-// was published).
+// End ends the turn and gives up its share of the lease (the last share
+// releases it: clean when every batch under it was published).
 func (t *Turn) End(ctx context.Context, published bool) {
 	t.leave(ctx, published)
 	t.Written()
