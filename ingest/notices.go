@@ -456,18 +456,46 @@ func (b *noticeBatcher) flush() error {
 	return nil
 }
 
+// starter is a NoticeWriter that takes a batch while the one before it is
+// still being finished (scale mode: the next batch's bulk requests under
+// way during a batch's refresh and publish). StartNotices places the batch
+// after every batch started before it and returns; wait gives its answer.
+type starter interface {
+	StartNotices(ctx context.Context, batch []notice.Notice) (wait func() (store.UpsertResult, error))
+}
+
 // storeNotices runs a notice pipe: produce reads the batches (parsing runs
-// ahead on its own goroutine), and they are written to w one after
-// another. Notices w refuses one by one are counted in sum.Rejected.
+// ahead on its own goroutine), and they are written to w in order, two in
+// flight when w is a starter. Notices w refuses one by one are counted in
+// sum.Rejected.
 func storeNotices(ctx context.Context, w store.NoticeWriter, produce func(context.Context, chan<- []linedNotice) error,
 	sum *Summary, rep *reporter, opt Options) error {
 	var refused int
 	defer func() { sum.Rejected += refused }()
 	record := recordNotices(sum, rep, &refused)
-	return pipe(ctx, produce, func(batch []linedNotice) error {
-		res, err := w.UpsertNotices(ctx, notices(batch))
-		return record(batch, res, err)
+	st, ok := w.(starter)
+	if !ok {
+		return pipe(ctx, produce, func(batch []linedNotice) error {
+			res, err := w.UpsertNotices(ctx, notices(batch))
+			return record(batch, res, err)
+		})
+	}
+	var last func() error // the answer of the batch in flight
+	err := pipe(ctx, produce, func(batch []linedNotice) error {
+		wait := st.StartNotices(ctx, notices(batch))
+		var err error
+		if last != nil {
+			err = last()
+		}
+		last = func() error { res, err := wait(); return record(batch, res, err) }
+		return err
 	})
+	if last != nil {
+		if lerr := last(); err == nil {
+			err = lerr
+		}
+	}
+	return err
 }
 
 // notices returns the notices of a batch.

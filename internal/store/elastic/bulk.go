@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -37,16 +38,17 @@ type bulkOp struct {
 	Split func() []bulkOp
 }
 
-// Bounds of a bulk request's size (flushBytes).
+// Bounds of a bulk request's size (flushBytes). At most 2 MB, as a
+// register load's: a worker sends its first request once it holds that
+// much, so a batch's requests go out while the rest of it is queued.
 const (
 	minFlushBytes = 256 << 10
-	maxFlushBytes = 8 << 20
+	maxFlushBytes = 2 << 20
 )
 
 // flushBytes sizes the bulk requests of one call of total bytes so that
-// every worker gets a share (one request per worker when it fits under
-// maxFlushBytes): a batch sent as one request keeps one Elasticsearch
-// write thread busy while the others idle.
+// every worker gets a share: a batch sent as one request keeps one
+// Elasticsearch write thread busy while the others idle.
 func flushBytes(total, workers int) int {
 	return min(maxFlushBytes, max(minFlushBytes, total/max(1, workers)+1))
 }
@@ -217,14 +219,11 @@ var bulkFilterPath = []string{"errors", "items.*.status", "items.*.error"}
 // and never more than that timeout) a request waits for its answer.
 const bulkGrace = 10 * time.Second
 
-// bulkQueue is how many documents each bulk worker's queue holds. The
-// indexer hands documents to its workers through these queues; at its
-// default of one, every document waited for its worker goroutine to be
-// scheduled, the feeding loop blocked on each hand-off, and most of the
-// time only one request was in flight (docs/benchmarks.md, 2026-11-24). A
-// queue of about a request's worth of documents lets a worker fill its next
-// request the moment its last one is answered. The documents are in memory
-// already; the queue holds references to them.
+// bulkQueue is how many documents each bulk worker's queue holds. At the
+// indexer's default of one, every document waited for its worker goroutine
+// to be scheduled and most of the time only one request was in flight
+// (docs/elasticsearch.md); a request's worth lets a worker fill its next
+// request the moment its last one is answered.
 const bulkQueue = 4096
 
 // bulkDecoder decodes the indexer's bulk responses as do decodes answers
@@ -278,9 +277,7 @@ func (s *Store) newBulkStream(flush int) (*bulkStream, error) {
 func (st *bulkStream) fail(err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.flushErr == nil {
-		st.flushErr = err
-	}
+	st.flushErr = cmp.Or(st.flushErr, err)
 }
 
 // add queues one write (blocking while every worker is busy, at most

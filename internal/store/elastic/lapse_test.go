@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -199,7 +200,7 @@ func testStaleWriter(t *testing.T, answer bool) {
 	var written []notice.Notice
 	go func() {
 		var err error
-		written, _, err = a.UpsertStored(ctx, synthBatch("LATE", 0, 5))
+		written, _, err = a.start(ctx, synthBatch("LATE", 0, 5))()
 		done <- err
 	}()
 	select {
@@ -303,6 +304,23 @@ func TestWriterKeysAfterIngest(t *testing.T) {
 	}
 }
 
+// stallAt stops the first batch stop picks between its refresh and its
+// publish (stopped closes) until goOn closes, and collects what takeovers
+// publish.
+func stallAt(t *testing.T, stop func(*Store, []notice.Notice) bool) (stopped, goOn chan struct{}, tookOver *[]notice.Notice) {
+	stopped, goOn, tookOver = make(chan struct{}), make(chan struct{}), new([]notice.Notice)
+	var once sync.Once
+	writeHook = func(s *Store, ns []notice.Notice) error {
+		if stop(s, ns) {
+			once.Do(func() { close(stopped); <-goOn })
+		}
+		return nil
+	}
+	takeOverHook = func(ns []notice.Notice) { *tookOver = append(*tookOver, ns...) }
+	t.Cleanup(func() { writeHook, takeOverHook = nil, nil })
+	return stopped, goOn, tookOver
+}
+
 // TestTakeoverPublishesWhatAStalledWriterLeft: writer A is stopped between
 // its refresh and its publish (its notices searchable, not published) and
 // its lease lapses. Writer B's takeover publishes them, before its own
@@ -319,22 +337,12 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped, goOn := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	writeHook = func(s *Store) {
-		if s == a {
-			once.Do(func() { close(stopped); <-goOn })
-		}
-	}
-	t.Cleanup(func() { writeHook = nil })
-	var tookOver []notice.Notice
-	takeOverHook = func(ns []notice.Notice) { tookOver = append(tookOver, ns...) }
-	t.Cleanup(func() { takeOverHook = nil })
+	stopped, goOn, tookOver := stallAt(t, func(s *Store, _ []notice.Notice) bool { return s == a })
 	done := make(chan error, 1)
 	var written []notice.Notice
 	go func() {
 		var err error
-		written, _, err = a.UpsertStored(ctx, synthBatch("STALLED", 0, 5))
+		written, _, err = a.start(ctx, synthBatch("STALLED", 0, 5))()
 		done <- err
 	}()
 	select { // writer A ends before its hook only when a call failed: say so, not hang
@@ -350,8 +358,8 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 	if _, err := owner.UpsertNotices(ctx, synthBatch("AFTER", 0, 5)); err != nil {
 		t.Fatal(err)
 	}
-	if len(tookOver) != 5 {
-		t.Errorf("the takeover published %d notices, want A's 5", len(tookOver))
+	if len(*tookOver) != 5 {
+		t.Errorf("the takeover published %d notices, want A's 5", len(*tookOver))
 	}
 	p.poll(t)
 	close(goOn)
@@ -370,6 +378,110 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 	for _, n := range written {
 		if n.Seq > 5 {
 			t.Errorf("A's %s moved to seq %d; the takeover published it at its first seq", n.SourceID, n.Seq)
+		}
+	}
+}
+
+// TestTakeoverAfterAPipelinedWriterDied: writer A has two batches in flight
+// under one lease (StartNotices): the first, new notices, is published
+// while the second, amendments of published notices, is stopped between
+// its refresh and its publish, and A's lease lapses. The first batch's
+// publish must leave dirty set for the second: writer B's takeover then
+// publishes the amendments (no new seq tells of them).
+func TestTakeoverAfterAPipelinedWriterDied(t *testing.T) {
+	ctx := context.Background()
+	esURL := testservers.Elasticsearch(t)
+	ns := testservers.Namespace(t)
+	rdb := testRedis(t)
+	owner := openIn(t, esURL, rdb, ns, nil)
+	if _, err := owner.UpsertNotices(ctx, synthBatch("AM", 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Open(ctx, Config{URL: esURL, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	amended := synthBatch("AM", 0, 5)
+	for i := range amended {
+		amended[i].Text += " (amended)"
+	}
+	stopped, goOn, tookOver := stallAt(t, func(s *Store, ns []notice.Notice) bool {
+		return s == a && strings.HasSuffix(ns[0].Text, "(amended)")
+	})
+	first := a.StartNotices(ctx, synthBatch("NEW", 0, 5))
+	second := a.StartNotices(ctx, amended)
+	if _, err := first(); err != nil {
+		t.Fatalf("A's first batch: %v", err)
+	}
+	<-stopped
+	// A's lease lapses (as if A died), and its renewals find it gone.
+	if err := rdb.Del(ctx, a.Log().Keys().Writer).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.UpsertNotices(ctx, synthBatch("AFTER", 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, n := range *tookOver {
+		got[n.SourceID] = strings.HasSuffix(n.Text, "(amended)")
+	}
+	for _, n := range amended {
+		if !got[n.SourceID] {
+			t.Errorf("the takeover did not publish A's amendment of %s (took over %d notices)", n.SourceID, len(*tookOver))
+		}
+	}
+	close(goOn)
+	if _, err := second(); err != nil {
+		t.Fatalf("A's second batch: %v", err)
+	}
+}
+
+// TestBatchAfterAFailedOneIsPublished: of two batches in flight under one
+// lease, the first fails after its write (between its refresh and its
+// publish) once the second has written. The second must not publish over
+// the first's notices (Published would pass their seqs, which no takeover
+// would then look at): it writes again under a new lease, whose takeover
+// publishes the first's notices. The publish log has all ten, new.
+func TestBatchAfterAFailedOneIsPublished(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, nil)
+	secondWrote := make(chan struct{})
+	var once sync.Once
+	writeHook = func(_ *Store, ns []notice.Notice) error {
+		if strings.HasPrefix(ns[0].SourceID, "FAIL") {
+			<-secondWrote
+			return errors.New("the first batch failed")
+		}
+		once.Do(func() { close(secondWrote) })
+		return nil
+	}
+	t.Cleanup(func() { writeHook = nil })
+	first := s.StartNotices(ctx, synthBatch("FAIL", 0, 5))
+	second := s.StartNotices(ctx, synthBatch("NEXT", 0, 5))
+	if _, err := first(); err == nil {
+		t.Fatal("the first batch succeeded; the hook should have failed it")
+	}
+	if _, err := second(); err != nil {
+		t.Fatalf("the second batch: %v", err)
+	}
+	// The publish log (what matching follows) has each notice as new.
+	es, _, err := s.Log().Read(ctx, "0", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]publog.Kind{}
+	for _, e := range es {
+		var n notice.Notice
+		if err := publog.DecodeSummaryInto(e.Summary, &n, new([3]string)); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := kinds[n.ID]; !ok {
+			kinds[n.ID] = e.Kind
+		}
+	}
+	for _, n := range append(synthBatch("FAIL", 0, 5), synthBatch("NEXT", 0, 5)...) {
+		if k := kinds[notice.IDFor(n.SourceID)]; k != publog.KindNew {
+			t.Errorf("%s first published as %q, want new (%d notices in the log)", n.SourceID, k, len(kinds))
 		}
 	}
 }

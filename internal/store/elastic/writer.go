@@ -24,58 +24,74 @@ type stored struct {
 	Version     int64
 }
 
-// UpsertNotices stores a batch and publishes it (package publog). Document
-// id = notice id, so a known source_id is updated in place keeping its
-// notice_seq and collected_at (read from Elasticsearch in real time); new
-// notices get theirs under the writer lease. See UpsertStored.
+// UpsertNotices stores a batch and publishes it (StartNotices).
 func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
-	_, res, err := s.UpsertStored(ctx, batch)
-	return res, err
+	return s.StartNotices(ctx, batch)()
+}
+
+// StartNotices stores a batch and publishes it (package publog); wait
+// answers. Document id = notice id, so a known source_id is updated in
+// place keeping its notice_seq and collected_at (read from Elasticsearch in
+// real time); new notices get theirs under the writer lease. The batch's
+// turn (publog.Turn) is taken before StartNotices returns, so a load can
+// start its next batch while this one is refreshed and published, the two
+// under one lease.
+func (s *Store) StartNotices(ctx context.Context, batch []notice.Notice) (wait func() (store.UpsertResult, error)) {
+	w := s.start(ctx, batch)
+	return func() (store.UpsertResult, error) { _, res, err := w(); return res, err }
 }
 
 // staleTries is how many times a batch is written again after its lease
 // passed to another writer before the write fails.
 const staleTries = 5
 
-// UpsertStored is UpsertNotices that also returns the notices as stored
-// and published (id, notice_seq and collected_at set; a notice
-// Elasticsearch refused is left out). With a *store.BatchError the notices
-// returned are those written.
-//
-// One writer at a time: the batch is written under the writer lease
-// (publog.Log.Acquire, which waits while another writer holds it). Under
-// it the writer first takes over what a writer before it left written but
-// unpublished (takeOver), then takes the new notices' seqs, writes every
+// start is StartNotices whose wait also returns the notices as stored and
+// published (id, notice_seq and collected_at set; a notice Elasticsearch
+// refused is left out).
+func (s *Store) start(ctx context.Context, batch []notice.Notice) func() ([]notice.Notice, store.UpsertResult, error) {
+	ns, ids, err := normalise(batch)
+	var written []notice.Notice
+	var res store.UpsertResult
+	done := make(chan struct{})
+	if len(batch) == 0 || err != nil {
+		close(done)
+	} else {
+		t := s.log.Turn()
+		go func() { defer close(done); written, res, err = s.upsert(ctx, t, ns, ids) }()
+	}
+	return func() ([]notice.Notice, store.UpsertResult, error) { <-done; return written, res, err }
+}
+
+// upsert writes and publishes a normalised batch in its turn t: under the
+// writer lease, it first takes over what a writer before it left written
+// but unpublished (takeOver), then takes the new notices' seqs, writes every
 // document with the lease's epoch as its external version, refreshes, and
 // publishes. A lease that passed to another writer meanwhile (this one
 // stalled past its time to live) refuses the publish, and the batch is
 // written again under a new lease: the notices the takeover published keep
 // their seqs, the others get new ones.
-func (s *Store) UpsertStored(ctx context.Context, batch []notice.Notice) ([]notice.Notice, store.UpsertResult, error) {
-	if len(batch) == 0 {
-		return nil, store.UpsertResult{}, nil
-	}
-	ns, ids, err := normalise(batch)
-	if err != nil {
-		return nil, store.UpsertResult{}, err
-	}
-	var before *attempt
+func (s *Store) upsert(ctx context.Context, t *publog.Turn, ns []notice.Notice, ids []string) (written []notice.Notice, res store.UpsertResult, err error) {
+	published := false
+	defer func() { t.End(ctx, published) }()
+	// The wall clock: compared with the publish log's ids (Redis's).
+	before := &attempt{began: time.Now(), mine: map[string]int64{}}
 	for try := 1; ; try++ {
-		le, err := s.log.Acquire(ctx)
+		le, err := t.Lease(ctx)
 		if err != nil {
 			return nil, store.UpsertResult{}, err
 		}
-		if before == nil {
-			// The wall clock: compared with the publish log's ids (Redis's).
-			before = &attempt{began: time.Now(), mine: map[string]int64{}}
-		}
-		written, res, err := s.writeUnder(ctx, le, ns, ids, before)
-		if errors.Is(err, publog.ErrStale) && try < staleTries {
+		written, res, err = s.writeUnder(ctx, t, le, ns, ids, before)
+		// ErrEarlier, like a stale lease: the next lease's takeover
+		// publishes what the earlier batch left.
+		again := errors.Is(err, publog.ErrStale) || errors.Is(err, publog.ErrEarlier)
+		if again && try < staleTries {
 			continue
 		}
-		if errors.Is(err, publog.ErrStale) {
+		if again {
 			err = unavailable(fmt.Errorf("elastic: the writer lease passed to another writer %d times in a row while this batch was written (each write outlasted the lease): %w", try, err))
 		}
+		var be *store.BatchError
+		published = err == nil || errors.As(err, &be)
 		return written, res, err
 	}
 }
@@ -147,41 +163,29 @@ func (s *Store) unpublished(ctx context.Context, known map[string]stored, before
 	return out, nil
 }
 
-// writeUnder writes and publishes the batch under le, and gives le up:
-// clean when everything it wrote is published, else left for the next
-// writer's takeover.
-func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice.Notice, ids []string, before *attempt) (written []notice.Notice, res store.UpsertResult, err error) {
-	clean := false
-	// Given up on every path (a lease that passed on is not touched: the
-	// release script checks it is still this writer's), which also stops
-	// its renewals.
-	defer func() { le.Release(ctx, clean) }()
+// writeUnder writes the batch under le in its turn t, then publishes it
+// once the batch before it is published (t.Publish). The turn gives le up.
+func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease, ns []notice.Notice, ids []string, before *attempt) (written []notice.Notice, res store.UpsertResult, err error) {
 	if le.Dirty != nil {
 		if err := s.takeOver(ctx, le); err != nil {
 			return nil, res, err
 		}
+		le.Dirty = nil
 	}
-	ns := make([]notice.Notice, len(batch))
-	copy(ns, batch)
 	// See whether a reindex is filling its index while the stored notices
-	// are read and seqs allocated.
-	type nextAnswer struct {
-		ok  bool
-		err error
-	}
-	nextCh := make(chan nextAnswer, 1)
-	go func() {
-		ok, err := s.aliasExists(ctx, s.nextAlias())
-		nextCh <- nextAnswer{ok, err}
-	}()
+	// are read and seqs allocated. (Each try sets every notice's seq and
+	// collected_at in ns again.)
+	var next bool
+	var nextErr error
+	nextDone := make(chan struct{})
+	go func() { defer close(nextDone); next, nextErr = s.aliasExists(ctx, s.nextAlias()) }()
+	defer func() { <-nextDone }()
 	known, err := s.storedNotices(ctx, ids)
 	if err != nil {
-		<-nextCh
 		return nil, res, err
 	}
 	again, err := s.unpublished(ctx, known, before)
 	if err != nil {
-		<-nextCh
 		return nil, res, err
 	}
 	var fresh []string
@@ -197,37 +201,30 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 			fresh = append(fresh, id)
 		} else if k.Version > le.Epoch {
 			// Written under a later lease: this one has passed on.
-			<-nextCh
 			return nil, res, publog.ErrStale
 		}
 	}
-	na := <-nextCh
-	if na.err != nil {
-		return nil, res, na.err
+	if <-nextDone; nextErr != nil {
+		return nil, res, nextErr
 	}
-	next := na.ok
 	first, err := le.Allocate(ctx, len(fresh))
 	if err != nil {
 		return nil, res, err
 	}
 	through := first + int64(len(fresh)) - 1
 	collected := notice.Timestamp(s.now())
-	assigned := make(map[string]int64, len(fresh))
-	for i, id := range fresh {
-		assigned[id] = first + int64(i)
-		before.mine[id] = first + int64(i)
-	}
-	inserted := map[string]bool{}
+	// The fresh ids, in batch order, get the consecutive seqs from first.
+	inserted := make(map[string]bool, len(fresh))
 	for i := range ns {
 		n := &ns[i]
 		if k, ok := known[n.ID]; ok {
 			n.Seq, n.CollectedAt = k.Seq, k.CollectedAt
-			res.Updated++
 		} else {
-			n.Seq, n.CollectedAt = assigned[n.ID], collected
+			n.Seq, n.CollectedAt = first, collected
+			first++
+			before.mine[n.ID] = n.Seq
 			known[n.ID] = stored{Seq: n.Seq, CollectedAt: collected} // a second copy in the batch is an update
 			inserted[n.ID] = true
-			res.Inserted++
 		}
 	}
 	// The documents are written one after another into one buffer, taken
@@ -244,7 +241,7 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 	answered := false
 	defer func() {
 		if answered {
-			giveArena(arena)
+			arenas.Put(&arena)
 		}
 	}()
 	// indexed_at is the wall clock (not the store's clock): a reindex's
@@ -305,20 +302,8 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 			}
 		}
 		sort.Slice(batchErr.Items, func(i, j int) bool { return batchErr.Items[i].Index < batchErr.Items[j].Index })
-		res = store.UpsertResult{}
-		seen := map[string]bool{}
-		for i := range ns {
-			if failed[i] {
-				continue
-			}
-			if inserted[ns[i].ID] && !seen[ns[i].ID] {
-				res.Inserted++
-			} else {
-				res.Updated++
-			}
-			seen[ns[i].ID] = true
-		}
 	}
+	t.Written()
 	// Searchable before published.
 	if err := s.refresh(ctx, s.Alias(mappings.Notices)); err != nil {
 		return nil, store.UpsertResult{}, err
@@ -329,19 +314,35 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 		}
 	}
 	if writeHook != nil {
-		writeHook(s)
+		if err := writeHook(s, ns); err != nil {
+			return nil, store.UpsertResult{}, err
+		}
 	}
 	written = make([]notice.Notice, 0, len(ns))
+	last := make(map[string]int, len(ns))
 	for i := range ns {
 		if !failed[i] {
+			last[ns[i].ID] = len(written)
 			written = append(written, ns[i])
 		}
 	}
-	pub, kinds := publishable(written, inserted)
-	if err := le.Publish(ctx, pub, kinds, through); err != nil {
+	// Each notice is published once, its last copy (as stored), in batch
+	// order: new if this batch inserted it, else amended (an update).
+	pub, kinds := make([]notice.Notice, 0, len(last)), make([]publog.Kind, 0, len(last))
+	for i := range written {
+		if id := written[i].ID; last[id] == i {
+			kind := publog.KindAmended
+			if inserted[id] {
+				kind = publog.KindNew
+				res.Inserted++
+			}
+			pub, kinds = append(pub, written[i]), append(kinds, kind)
+		}
+	}
+	res.Updated = len(written) - res.Inserted
+	if err := t.Publish(ctx, pub, kinds, through); err != nil {
 		return nil, store.UpsertResult{}, err
 	}
-	clean = true
 	if batchErr != nil {
 		return written, res, batchErr
 	}
@@ -349,35 +350,12 @@ func (s *Store) writeUnder(ctx context.Context, le *publog.Lease, batch []notice
 }
 
 // writeHook, when set by a test, runs between a batch's refresh and its
-// publish (a writer killed there leaves its notices to the takeover).
-var writeHook func(*Store)
+// publish (a writer killed there leaves its notices to the takeover); an
+// error it returns fails the batch there.
+var writeHook func(*Store, []notice.Notice) error
 
-// publishable returns each notice of written once (its last copy, as
-// stored), in batch order, with its kind: new for a notice this batch
-// inserted, amended for one stored before.
-func publishable(written []notice.Notice, inserted map[string]bool) ([]notice.Notice, []publog.Kind) {
-	last := make(map[string]int, len(written))
-	for i := range written {
-		last[written[i].ID] = i
-	}
-	out := make([]notice.Notice, 0, len(last))
-	kinds := make([]publog.Kind, 0, len(last))
-	for i := range written {
-		if last[written[i].ID] != i {
-			continue
-		}
-		out = append(out, written[i])
-		if inserted[written[i].ID] {
-			kinds = append(kinds, publog.KindNew)
-		} else {
-			kinds = append(kinds, publog.KindAmended)
-		}
-	}
-	return out, kinds
-}
-
-// arenas holds the buffers a batch's documents are written into
-// (takeArena, giveArena).
+// arenas holds the buffers a batch's documents are written into, given
+// back once nothing refers to their bytes.
 var arenas sync.Pool
 
 // takeArena returns an empty buffer of at least size bytes' capacity.
@@ -386,12 +364,6 @@ func takeArena(size int) []byte {
 		return (*p)[:0]
 	}
 	return make([]byte, 0, size)
-}
-
-// giveArena returns a buffer for reuse once nothing refers to its bytes:
-// the batch's bulk requests have all been answered.
-func giveArena(b []byte) {
-	arenas.Put(&b)
 }
 
 // storedNotices reads, in real time, the seq, collected_at and version of

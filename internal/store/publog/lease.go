@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -22,15 +21,14 @@ var ErrStale = errors.New("publog: the writer lease lapsed and passed to another
 
 // acquireScript takes the writer lease if nobody holds it and no writer
 // that asked before this one is still waiting: writers queue in arrival
-// order (a waiter that stopped asking for staleMs leaves the queue).
-// KEYS writer, epoch, seq, published, dirty, version, old seq, old
-// watermark, old version, queue; ARGV the lease's value, its time to live
-// (ms), the waiter's queue member, staleMs. The first
-// acquisition in a namespace starts the epoch at Redis's clock in
-// milliseconds plus an hour (above the wall-clock versions earlier writers
-// stamped, whatever their clocks' skew) and
-// the counters at the fenced writer's. It returns {1, epoch, published,
-// allocated, dirty epoch, dirty since} or {0, holder, ms left}.
+// order (a waiter that stopped asking for staleMs leaves the queue). KEYS
+// writer, epoch, seq, published, dirty, version, old seq, old watermark,
+// old version, queue; ARGV the lease's value, its time to live (ms), the
+// waiter's queue member, staleMs. The first acquisition in a namespace
+// starts the epoch at Redis's clock in ms plus an hour (above the
+// wall-clock versions earlier writers stamped, whatever their clocks'
+// skew) and the counters at the fenced writer's. It returns {1, epoch,
+// published, allocated, dirty epoch, dirty since} or {0, holder, ms left}.
 var acquireScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -119,6 +117,10 @@ type Lease struct {
 	Dirty *Dirty
 
 	stop func()
+	// Shared by the turns writing under it (Turn), guarded by log.mu:
+	// users holding it, no more may join, one left something unpublished.
+	users         int
+	closing, left bool
 }
 
 // pollEvery is how often a waiting writer tries the lease again;
@@ -175,15 +177,12 @@ func (l *Log) Acquire(ctx context.Context) (*Lease, error) {
 
 // toInt reads an integer or a numeric string of a script's answer.
 func toInt(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		var n int64
-		_, _ = fmt.Sscan(x, &n)
+	if s, ok := v.(string); ok {
+		n, _ := strconv.ParseInt(s, 10, 64)
 		return n
 	}
-	return 0
+	n, _ := v.(int64)
+	return n
 }
 
 // renew extends the lease while it is this writer's (a lease that passed
@@ -221,10 +220,6 @@ func (le *Lease) Release(ctx context.Context, clean bool) {
 	le.stop()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
-	c := "0"
-	if clean {
-		c = "1"
-	}
 	k := le.log.keys
-	_ = releaseScript.Run(ctx, le.log.rdb, []string{k.Writer, k.Epoch, k.Dirty}, le.value, le.Epoch, c).Err()
+	_ = releaseScript.Run(ctx, le.log.rdb, []string{k.Writer, k.Epoch, k.Dirty}, le.value, le.Epoch, clean).Err()
 }

@@ -1,29 +1,16 @@
 // Package publog is scale mode's write path in Redis: one writer at a time
-// and one publish log that everything reading notices follows.
-//
-// A writer (noticesd ingest, the collector) takes the writer lease for each
-// batch (Acquire). Every acquisition raises the namespace's epoch, and the
-// epoch is the external version of every document the writer puts in
-// Elasticsearch, so a writer that lost its lease can never overwrite what a
-// later one wrote. Under the lease it takes the batch's new notice_seqs
-// (Lease.Allocate), writes and refreshes the documents, then publishes
-// them (Lease.Publish): one script checks that the lease and its epoch are
-// still the writer's, appends one entry per notice to the log, keeps the
-// screen's identifier lists, and raises Published. A publish under a lost
-// lease is refused (ErrStale), and its writer writes the batch again under
-// a new lease; nothing else decides what is visible.
-//
-// A writer that dies or stalls between its write and its publish leaves
-// Dirty set. The next writer to take the lease (Lease.Dirty) looks once at
-// what that writer may have written (the documents above Published and
-// those rewritten since it began) and publishes it before its own batch:
-// the takeover. There is no other repair.
+// under a lease whose epoch versions every document it writes, and one
+// publish log that everything reading notices follows. A publish under a
+// lost lease is refused (ErrStale); a writer that dies between its write
+// and its publish leaves Dirty, and the next one takes over (publishes) what
+// it left. docs/elasticsearch.md, "Writing notices", tells the whole.
 package publog
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -45,21 +32,17 @@ const MinRetention = 10 * time.Second
 // errs.BackendUnavailable instead of a stuck writer.
 const callTimeout = 5 * time.Second
 
-// Options set a Log up; the zero value is the defaults.
+// Options set a Log up; the zero value is the defaults: LeaseTTL the
+// lease's time to live (DefaultLeaseTTL), RenewEvery how often its holder
+// renews it (a third of LeaseTTL; tests set it past LeaseTTL to play a
+// writer cut off from Redis), Retention how long the log keeps an entry
+// (DefaultRetention), Who this process's name in the lease, and Waiting,
+// when set, is told who holds the lease while this process waits (once per
+// holder).
 type Options struct {
-	// LeaseTTL is the writer lease's time to live (DefaultLeaseTTL).
-	LeaseTTL time.Duration
-	// RenewEvery is how often the holder renews the lease (a third of
-	// LeaseTTL). Tests set it past LeaseTTL to play a writer cut off from
-	// Redis, whose lease lapses while it writes.
-	RenewEvery time.Duration
-	// Retention is how long the log keeps an entry (DefaultRetention).
-	Retention time.Duration
-	// Who names this process in the lease, for a writer waiting for it.
-	Who string
-	// Waiting, when set, is told that the lease is held by who while this
-	// process waits for it (once per holder).
-	Waiting func(who string)
+	LeaseTTL, RenewEvery, Retention time.Duration
+	Who                             string
+	Waiting                         func(who string)
 }
 
 // Log is the writer lease, the counters and the publish log of one
@@ -68,6 +51,10 @@ type Log struct {
 	rdb  redis.UniversalClient
 	keys Keys
 	opt  Options
+
+	mu   sync.Mutex
+	last *Turn  // the last place taken (Turn)
+	open *Lease // the lease a turn holds that later turns may join
 }
 
 // New returns the log of namespace ns on rdb.

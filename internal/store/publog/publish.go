@@ -29,23 +29,22 @@ const publishChunk = 500
 
 // publishScript publishes one chunk while this writer holds the lease
 // under its epoch. KEYS writer, epoch, published, log, trimmed, dirty,
-// version, match cursor; ARGV value, epoch, through (the seq published
-// up to), final (1: the batch's last chunk), retention (ms), then groups
-// of (kind, summary). Per notice the log gains an entry {k: kind, s:
-// summary}. Then published rises to through; the final chunk clears
-// dirty, raises the data version and trims the log to the retention, but
-// never past the match cursor (an entry is kept until arrival matching
-// has committed it), keeping in trimmed the id of the last entry trimmed
-// away. It returns 1, or 0 when the lease is not this writer's (nothing
-// written).
+// version, match cursor; ARGV value, epoch, through (the seq published up
+// to), final (0, or the batch's last chunk: 1 clears dirty, 2 keeps it),
+// retention (ms), then (kind, summary) pairs, one log entry {k, s} each.
+// Published rises to through; the last chunk raises the data version and
+// trims the log to the retention, never past the match cursor (an entry is
+// kept until arrival matching has committed it), keeping in trimmed the id
+// of the last entry trimmed away. It returns 1, or 0 when the lease is not
+// this writer's (nothing written).
 var publishScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] or redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
 for i = 6, #ARGV, 2 do
   redis.call('XADD', KEYS[4], '*', 'k', ARGV[i], 's', ARGV[i + 1])
 end
 if tonumber(ARGV[3]) > tonumber(redis.call('GET', KEYS[3]) or '0') then redis.call('SET', KEYS[3], ARGV[3]) end
-if ARGV[4] == '1' then
-  redis.call('DEL', KEYS[6])
+if ARGV[4] ~= '0' then
+  if ARGV[4] == '1' then redis.call('DEL', KEYS[6]) end
   redis.call('INCR', KEYS[7])
   local t = redis.call('TIME')
   local min = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[5])) .. '-0'
@@ -69,6 +68,11 @@ return 1`)
 // published (a later publish of the same notices is harmless: every
 // follower of the log applies an entry idempotently).
 func (le *Lease) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, through int64) error {
+	return le.publish(ctx, ns, kinds, through, true)
+}
+
+// publish is Publish that clears dirty only when clear.
+func (le *Lease) publish(ctx context.Context, ns []notice.Notice, kinds []Kind, through int64, clear bool) error {
 	if len(kinds) != len(ns) {
 		return fmt.Errorf("publog: publish %d notices with %d kinds", len(ns), len(kinds))
 	}
@@ -78,7 +82,7 @@ func (le *Lease) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, 
 		hi := min(lo+publishChunk, len(ns))
 		final := "0"
 		if hi == len(ns) {
-			final = "1"
+			final = map[bool]string{true: "1", false: "2"}[clear]
 		}
 		upTo := int64(0)
 		args := make([]any, 0, 5+2*(hi-lo))
@@ -93,7 +97,7 @@ func (le *Lease) Publish(ctx context.Context, ns []notice.Notice, kinds []Kind, 
 				upTo = max(upTo, n.Seq)
 			}
 		}
-		if final == "1" {
+		if final != "0" {
 			upTo = max(upTo, through)
 		}
 		args[2] = upTo

@@ -42,10 +42,21 @@ const DefaultNoticeBatch = 20000
 // NoticeBatch is DefaultNoticeBatch (store.BatchSizer).
 func (c Ingest) NoticeBatch() int { return DefaultNoticeBatch }
 
-// StoredWriter is a notice store that publishes what it stores and reports
-// it (with notice_seq and collected_at), as the Elasticsearch store does.
+// StoredWriter is a notice store that publishes what it stores, as the
+// Elasticsearch store does. StartNotices places a batch after every batch
+// started before it and returns; wait answers once it is published.
 type StoredWriter interface {
-	UpsertStored(ctx context.Context, batch []notice.Notice) ([]notice.Notice, store.UpsertResult, error)
+	StartNotices(ctx context.Context, batch []notice.Notice) (wait func() (store.UpsertResult, error))
+}
+
+// StartNotices is UpsertNotices answered by wait: a load keeps two batches
+// in flight through a StoredWriter (ingest).
+func (c Ingest) StartNotices(ctx context.Context, batch []notice.Notice) (wait func() (store.UpsertResult, error)) {
+	if sw, ok := c.Notices.(StoredWriter); ok {
+		return sw.StartNotices(ctx, batch)
+	}
+	r, err := c.UpsertNotices(ctx, batch)
+	return func() (store.UpsertResult, error) { return r, err }
 }
 
 // UpsertNotices stores and publishes the batch. When some notices were
@@ -54,8 +65,7 @@ type StoredWriter interface {
 // store, in tests) has each notice read back and published here.
 func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
 	if sw, ok := c.Notices.(StoredWriter); ok {
-		_, r, err := sw.UpsertStored(ctx, batch)
-		return r, err
+		return sw.StartNotices(ctx, batch)()
 	}
 	// A notice store that does not publish: each notice is read back and
 	// published here, all under the writer lease, as that store hands
