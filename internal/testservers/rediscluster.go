@@ -2,7 +2,6 @@ package testservers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,9 +26,8 @@ func RedisCluster(t testing.TB) string {
 var redisClusterKind = &kind{
 	name: "Redis Cluster", envVar: "NOTICES_TEST_REDIS_CLUSTER_URL",
 	probe: probeRedisCluster,
-	docker: func(context.Context, *dockerEngine) (*server, error) {
-		return nil, errors.New("no Docker image is used for a Redis Cluster; it is started as local processes")
-	},
+	// docker is nil: no Docker image is used for a Redis Cluster, even
+	// under make test-deploy; it is started as local processes.
 	local: func(ctx context.Context) (*server, error) { return localStart(ctx, "redis-cluster", probeRedisCluster) },
 }
 

@@ -30,7 +30,8 @@ type kind struct {
 	envVar string // NOTICES_TEST_..._URL
 	// probe checks a URL and returns the server's version.
 	probe func(ctx context.Context, url string) (string, error)
-	// docker and local start a server, or say why they could not.
+	// docker and local start a server, or say why they could not; a
+	// kind with no docker is started as local processes only.
 	docker func(ctx context.Context, p *dockerEngine) (*server, error)
 	local  func(ctx context.Context) (*server, error)
 
@@ -99,18 +100,24 @@ func (k *kind) resolve() (*server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	var tried []string
-	if eng, err := docker(); err != nil {
-		tried = append(tried, "Docker: "+err.Error())
-	} else {
-		srv, err := k.docker(ctx, eng)
-		if err == nil {
-			return srv, nil
+	// A kind without docker (a Redis Cluster: no image makes one) starts
+	// local processes first, not as a fallback.
+	if k.docker != nil {
+		if eng, err := docker(); err != nil {
+			tried = append(tried, "Docker: "+err.Error())
+		} else {
+			srv, err := k.docker(ctx, eng)
+			if err == nil {
+				return srv, nil
+			}
+			tried = append(tried, "Docker: "+err.Error())
 		}
-		tried = append(tried, "Docker: "+err.Error())
 	}
 	srv, err := k.local(ctx)
 	if err == nil {
-		srv.source += " (tried first: " + strings.Join(tried, "; ") + ")"
+		if len(tried) > 0 {
+			srv.source += " (tried first: " + strings.Join(tried, "; ") + ")"
+		}
 		return srv, nil
 	}
 	tried = append(tried, "local process: "+err.Error())
