@@ -364,22 +364,15 @@ func ForEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(ctx c
 func scanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string, count int64, fn func(keys []string) error) error {
 	var mu sync.Mutex
 	return ForEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
-		for cursor := uint64(0); ; {
-			keys, next, err := m.Scan(ctx, cursor, pattern, count).Result()
-			if err != nil {
-				return err
-			}
-			if len(keys) > 0 {
-				mu.Lock()
-				err = fn(keys)
-				mu.Unlock()
-				if err != nil {
-					return err
-				}
-			}
-			if cursor = next; cursor == 0 {
+		return scanPages(func(c uint64) ([]string, uint64, error) {
+			return m.Scan(ctx, c, pattern, count).Result()
+		}, func(keys []string) error {
+			if len(keys) == 0 {
 				return nil
 			}
-		}
+			mu.Lock()
+			defer mu.Unlock()
+			return fn(keys)
+		})
 	})
 }
