@@ -7,12 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,19 +42,8 @@ type SentinelTopology struct {
 	// Master is the name they monitor (NOTICES_REDIS_MASTER).
 	Master string
 
-	dir     string
-	mu      sync.Mutex
-	servers map[string]*redisProc // by host:port: the primary and the replica
-	first   string                // the primary's address at the start
-}
-
-// redisProc is one redis-server process of a topology.
-type redisProc struct {
-	name string
-	addr string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
+	redisProcs        // the primary, the replica and the Sentinels
+	first      string // the primary's address at the start
 }
 
 // StartSentinel starts a SentinelTopology, waits until the replica has
@@ -72,12 +58,12 @@ func StartSentinel(t testing.TB) *SentinelTopology {
 		unavailable(t, "redis-server (for a Sentinel topology)", "no redis-server on PATH: apt-get install redis-server (scripts/services.sh install does)")
 		return nil
 	}
-	top := &SentinelTopology{Master: SentinelMaster, dir: t.TempDir(), servers: map[string]*redisProc{}}
+	top := &SentinelTopology{Master: SentinelMaster, redisProcs: newRedisProcs(t)}
 	t.Cleanup(top.stopAll)
 
-	primary := top.start(t, bin, "primary", nil, "")
+	primary := top.start(t, bin, "primary", nil, "", freeLoopback)
 	top.first = primary.addr
-	top.start(t, bin, "replica", []string{"replicaof " + strings.Replace(primary.addr, ":", " ", 1)}, "")
+	top.start(t, bin, "replica", []string{"replicaof " + strings.Replace(primary.addr, ":", " ", 1)}, "", freeLoopback)
 	for i := 1; i <= 3; i++ {
 		host, port, _ := net.SplitHostPort(primary.addr)
 		s := top.start(t, bin, "sentinel"+strconv.Itoa(i), []string{
@@ -85,7 +71,7 @@ func StartSentinel(t testing.TB) *SentinelTopology {
 			fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMaster, SentinelDownAfter.Milliseconds()),
 			fmt.Sprintf("sentinel failover-timeout %s %d", SentinelMaster, SentinelFailoverTimeout.Milliseconds()),
 			fmt.Sprintf("sentinel parallel-syncs %s 1", SentinelMaster),
-		}, "--sentinel")
+		}, "--sentinel", freeLoopback)
 		top.Sentinels = append(top.Sentinels, s.addr)
 	}
 
@@ -95,72 +81,6 @@ func StartSentinel(t testing.TB) *SentinelTopology {
 		t.Fatalf("Sentinel topology did not settle within 60 s: %v\n%s", err, top.logs())
 	}
 	return top
-}
-
-// start runs one redis-server with conf lines added to the common ones.
-func (top *SentinelTopology) start(t testing.TB, bin, name string, conf []string, mode string) *redisProc {
-	t.Helper()
-	dir := filepath.Join(top.dir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for attempt := 0; attempt < 3; attempt++ {
-		addr, err := freeLoopback()
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, port, _ := net.SplitHostPort(addr)
-		lines := []string{
-			"bind 127.0.0.1",
-			"port " + port,
-			"dir " + dir,
-			"logfile " + filepath.Join(dir, "redis.log"),
-			"daemonize no",
-			"save \"\"",
-		}
-		if mode != "--sentinel" {
-			lines = append(lines, "appendonly yes")
-		}
-		lines = append(lines, conf...)
-		file := filepath.Join(dir, "redis.conf")
-		// A Sentinel rewrites its configuration file, so it must be writable.
-		if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		args := []string{file}
-		if mode == "--sentinel" {
-			args = append(args, "--sentinel")
-		}
-		p := &redisProc{name: name, addr: addr, log: filepath.Join(dir, "redis.log"), done: make(chan struct{})}
-		p.cmd = exec.Command(bin, args...)
-		p.cmd.Dir = dir
-		p.cmd.SysProcAttr = childAttr()
-		out, err := os.Create(filepath.Join(dir, "console.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.cmd.Stdout, p.cmd.Stderr = out, out
-		if err := p.cmd.Start(); err != nil {
-			out.Close()
-			t.Fatalf("start %s: %v", name, err)
-		}
-		go func() { _ = p.cmd.Wait(); out.Close(); close(p.done) }()
-		top.mu.Lock()
-		top.servers[addr] = p
-		top.mu.Unlock()
-		if err := waitPing(p, 15*time.Second); err == nil {
-			return p
-		} else {
-			logText, _ := os.ReadFile(p.log)
-			p.stop()
-			if strings.Contains(string(logText), "Address already in use") {
-				continue // the port was taken meanwhile
-			}
-			t.Fatalf("%s (redis-server on %s) did not answer PING: %v\n%s", name, addr, err, trimmed(string(logText), 20))
-		}
-	}
-	t.Fatalf("%s: no free port after 3 attempts", name)
-	return nil
 }
 
 // waitPing waits until p answers PING.
@@ -318,44 +238,6 @@ func (top *SentinelTopology) agreedPrimary(ctx context.Context) (string, error) 
 		seen = addr
 	}
 	return seen, nil
-}
-
-// logs returns the last lines of every process's log, for a failure.
-func (top *SentinelTopology) logs() string {
-	top.mu.Lock()
-	defer top.mu.Unlock()
-	var b strings.Builder
-	for _, p := range top.servers {
-		text, _ := os.ReadFile(p.log)
-		fmt.Fprintf(&b, "--- %s (%s):\n%s\n", p.name, p.addr, trimmed(string(text), 15))
-	}
-	return b.String()
-}
-
-// stopAll kills every process of the topology (their data is thrown away
-// with the test's directory).
-func (top *SentinelTopology) stopAll() {
-	top.mu.Lock()
-	procs := make([]*redisProc, 0, len(top.servers))
-	for _, p := range top.servers {
-		procs = append(procs, p)
-	}
-	top.mu.Unlock()
-	for _, p := range procs {
-		p.stop()
-	}
-}
-
-// stop kills the process's group and waits for it.
-func (p *redisProc) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	_ = p.cmd.Process.Kill()
-	<-p.done
 }
 
 // freeLoopback returns a 127.0.0.1 address with a port free at the time

@@ -15,7 +15,6 @@ package failover
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -36,6 +35,11 @@ import (
 )
 
 func TestMain(m *testing.M) { testservers.Main(m) }
+
+// afterPromotion bounds how long after the promotion a request may still
+// be refused with 503: generous for a loaded machine, far below a stale
+// view's minute.
+const afterPromotion = 20 * time.Second
 
 // creator is one account creating watches during the burst until its plan
 // says no.
@@ -67,33 +71,59 @@ func TestRedisFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary, runs the scale stack on a Sentinel topology and kills the Redis primary")
 	}
+	rideThrough(t, sentinel{testservers.StartSentinel(t)})
+}
+
+// TestRedisClusterMasterLoss is TestRedisFailover on a Redis Cluster of its
+// own (3 masters, a replica each; NOTICES_REDIS_CLUSTER_URL): the master
+// serving the namespace's hash slot gets SIGKILL and the cluster promotes
+// its replica.
+func TestRedisClusterMasterLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary, runs the scale stack on a Redis Cluster and kills a master")
+	}
+	rideThrough(t, &cluster{top: testservers.StartRedisCluster(t)})
+}
+
+// topology is the Redis a rideThrough runs on and how it loses its primary.
+type topology interface {
+	// env is the settings naming it, for namespace ns.
+	env(t *testing.T, ns string) []string
+	// kill sends SIGKILL to the primary (on a cluster: the master of
+	// the namespace's slot) and returns its address.
+	kill(t *testing.T) string
+	// promoted waits for its successor and returns its address.
+	promoted(t *testing.T, old string) string
+	// recovered checks a serve's /health and /ready, and every process's
+	// /metrics, after the failover to now.
+	recovered(t *testing.T, serves, all []*proc, now string)
+}
+
+// rideThrough runs the scale stack on top and kills its primary mid-burst
+// (the package comment says what it checks).
+func rideThrough(t *testing.T, top topology) {
 	bin := testbin.Build(t)
 	if out := testbin.Run(t, bin, nil, "version"); bytes.Contains(out, []byte("scale unavailable")) {
 		t.Fatalf("this binary cannot run NOTICES_BACKEND=scale:\n%s", out)
 	}
 	esURL, ns := testservers.Elasticsearch(t), testservers.Namespace(t)
-	top := testservers.StartSentinel(t)
 	dir := t.TempDir()
 
 	rcv := testbin.NewReceiver(t)
 	caFile := filepath.Join(dir, "receiver-ca.pem")
 	rcv.WriteCA(t, caFile, 0o600)
-	primaryAddr := mustPrimary(t, top)
-	common := []string{
+	common := append(top.env(t, ns),
 		"NOTICES_BACKEND=scale",
-		"NOTICES_ELASTICSEARCH_URL=" + esURL,
-		"NOTICES_REDIS_URL=redis://" + primaryAddr + "/0",
-		"NOTICES_REDIS_SENTINELS=" + strings.Join(top.Sentinels, ","),
-		"NOTICES_REDIS_MASTER=" + top.Master,
-		"NOTICES_NAMESPACE=" + ns,
-		"NOTICES_SECRET_KEY=" + config.DevelopmentSecretKey,
+		"NOTICES_ELASTICSEARCH_URL="+esURL,
+		"NOTICES_NAMESPACE="+ns,
+		"NOTICES_SECRET_KEY="+config.DevelopmentSecretKey,
 		"NOTICES_WEBHOOK_ALLOW_PRIVATE=true",
-		"NOTICES_WEBHOOK_CA_FILE=" + caFile,
+		"NOTICES_WEBHOOK_CA_FILE="+caFile,
 		"NOTICES_DELIVERY_RETRY_UNIT=1s",
 		"NOTICES_DELIVERY_TIMEOUT=5s",
 		"NOTICES_LOG_LEVEL=warn",
 		"NOTICES_SOURCE=none",
-	}
+	)
 	envFor := func(name string) []string {
 		return append(slices.Clone(common), "NOTICES_DATA_DIR="+filepath.Join(dir, name))
 	}
@@ -267,16 +297,16 @@ func TestRedisFailover(t *testing.T) {
 	ingest("DURING", 30, false) // deliveries under way at the kill
 	time.Sleep(700 * time.Millisecond)
 	kill := time.Now()
-	old := top.KillPrimary(t)
+	old := top.kill(t)
 	t.Logf("killed the Redis primary %s (kill -9) mid-burst", old)
 	afterDone := make(chan error, 1)
 	go func() { afterDone <- ingestRetrying("AFTER", 12) }() // retried until the CLI gets through
-	now := top.WaitFailover(t, old, 60*time.Second)
+	now := top.promoted(t, old)
 	failedOver := time.Since(kill)
 	if err := <-afterDone; err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("the Sentinels promoted %s %s after the kill", now, failedOver.Round(time.Millisecond))
+	t.Logf("%s promoted %s after the kill", now, failedOver.Round(time.Millisecond))
 
 	// Every creator reaches its limit; the burst then goes on for two
 	// seconds of screens and reads on the new primary.
@@ -305,6 +335,14 @@ func TestRedisFailover(t *testing.T) {
 			window.Round(time.Millisecond), first503.Sub(kill).Round(time.Millisecond), last503.Sub(kill).Round(time.Millisecond), failedOver.Round(time.Millisecond))
 	}
 	fmt.Printf("failover: primary %s -> %s promoted %s after kill -9; 503 window %s\n", old, now, failedOver.Round(time.Millisecond), window.Round(time.Millisecond))
+	// The 503s belong to the promotion: a process still refused long after
+	// the successor took over follows a stale view of the primary (a
+	// go-redis cluster client reloading its slot map only every 60 s kept
+	// answering 503 for 47-55 s after a 3-5 s promotion).
+	if !last503.IsZero() && last503.Sub(kill) > failedOver+afterPromotion {
+		t.Errorf("503 backend_unavailable answered until +%s after the kill, more than %s after the promotion (+%s)",
+			last503.Sub(kill).Round(time.Millisecond), afterPromotion, failedOver.Round(time.Millisecond))
+	}
 
 	// ---- the processes recovered without a restart
 	for _, p := range []*proc{serveA, serveB, worker} {
@@ -312,36 +350,9 @@ func TestRedisFailover(t *testing.T) {
 			t.Fatalf("%s exited during the failover (%v)", p.name, p.err)
 		}
 	}
-	for _, p := range []*proc{serveA, serveB} {
-		var h struct {
-			Status string `json:"status"`
-			Redis  *struct {
-				Primary   string `json:"primary"`
-				Failovers int64  `json:"failovers"`
-			} `json:"redis"`
-		}
-		testbin.WaitFor(t, 30*time.Second, p.name+" /health ok on the new primary", func() bool {
-			status := getJSON(p.base+"/health", &h)
-			return status == http.StatusOK && h.Status == "ok" && h.Redis != nil && h.Redis.Primary == now
-		})
-		if h.Redis.Failovers < 1 {
-			t.Errorf("%s /health: redis %+v, want at least one failover counted", p.name, *h.Redis)
-		}
-		var r struct {
-			Redis *struct {
-				Primary string `json:"primary"`
-			} `json:"redis"`
-		}
-		if status := getJSON(p.base+"/ready", &r); status != http.StatusOK || r.Redis == nil || r.Redis.Primary != now {
-			t.Errorf("%s /ready: %d %+v, want 200 naming %s", p.name, status, r.Redis, now)
-		}
-	}
-	for _, p := range []*proc{serveA, serveB, worker} {
-		m := scrape(t, p.base+"/metrics")
-		if m["noticesd_redis_failovers_total"] < 1 || m["noticesd_redis_reconnects_total"] < 1 {
-			t.Errorf("%s /metrics: noticesd_redis_failovers_total %v, noticesd_redis_reconnects_total %v; want at least 1 each",
-				p.name, m["noticesd_redis_failovers_total"], m["noticesd_redis_reconnects_total"])
-		}
+	top.recovered(t, []*proc{serveA, serveB}, []*proc{serveA, serveB, worker}, now)
+	if os.Getenv("DEBUG_FAILOVER") != "" {
+		t.Logf("serve A stderr:\n%s", tail(serveA.stderr.String(), 20000))
 	}
 
 	// ---- every acknowledged watch exists and counts against its quota
@@ -406,18 +417,6 @@ func TestRedisFailover(t *testing.T) {
 		t.Errorf("%d webhook requests had a bad signature", bad)
 	}
 	t.Logf("deliveries: %d notices, %d posts (%d repeated, same delivery id)", len(want), posts, posts-len(want))
-}
-
-// mustPrimary asks the Sentinels for the primary.
-func mustPrimary(t *testing.T, top *testservers.SentinelTopology) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	addr, err := top.Primary(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 // runIngest runs `noticesd ingest notices file`; a failure (Redis

@@ -76,6 +76,11 @@ const (
 	dialTimeout  = 2 * time.Second
 	readTimeout  = 3 * time.Second
 	writeTimeout = 3 * time.Second
+	// clusterReload bounds how old a cluster client's slot map gets: a
+	// dead master refuses connections without a MOVED, so only a reload
+	// finds its promoted replica (go-redis's default, 60 s, was the 503
+	// window of TestRedisClusterMasterLoss).
+	clusterReload = time.Second
 )
 
 // Dial opens a go-redis client of t with the timeouts the service uses,
@@ -150,7 +155,7 @@ func dialCluster(t Target) (redis.UniversalClient, error) {
 	for _, d := range []struct {
 		at  *time.Duration
 		def time.Duration
-	}{{&o.DialTimeout, dialTimeout}, {&o.ReadTimeout, readTimeout}, {&o.WriteTimeout, writeTimeout}} {
+	}{{&o.DialTimeout, dialTimeout}, {&o.ReadTimeout, readTimeout}, {&o.WriteTimeout, writeTimeout}, {&o.ClusterStateReloadInterval, clusterReload}} {
 		if *d.at == 0 {
 			*d.at = d.def
 		}

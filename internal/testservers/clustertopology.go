@@ -1,0 +1,202 @@
+//go:build unix
+
+package testservers
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ClusterNodeTimeout is cluster-node-timeout of StartRedisCluster's nodes:
+// a master unreachable this long is marked failed and its replica
+// promoted, so a master loss takes seconds.
+const ClusterNodeTimeout = 2000 * time.Millisecond
+
+// ClusterTopology is a Redis Cluster of its own for one test: 3 masters,
+// each with one replica (appendonly yes, cluster-node-timeout
+// ClusterNodeTimeout), six redis-server processes on loopback, stopped
+// when the test ends. Unlike RedisCluster's shared cluster, a test may
+// kill its masters (KillMasterOf).
+type ClusterTopology struct {
+	redisProcs
+	// URL is the cluster in go-redis's cluster form, for
+	// NOTICES_REDIS_CLUSTER_URL: every node's address.
+	URL string
+}
+
+// StartRedisCluster starts a ClusterTopology and waits until every node
+// reports cluster_state:ok with the 16,384 slots assigned. Without
+// redis-server and redis-cli on PATH the test fails under CI=true and is
+// skipped loudly otherwise.
+func StartRedisCluster(t testing.TB) *ClusterTopology {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	cli, cliErr := exec.LookPath("redis-cli")
+	if err != nil || cliErr != nil {
+		unavailable(t, "redis-server and redis-cli (for a Redis Cluster)", "apt-get install redis-server redis-tools (scripts/services.sh install does)")
+		return nil
+	}
+	top := &ClusterTopology{redisProcs: newRedisProcs(t)}
+	t.Cleanup(top.stopAll)
+	var addrs []string
+	for i := 1; i <= 6; i++ {
+		p := top.start(t, bin, "node"+strconv.Itoa(i), []string{
+			"cluster-enabled yes",
+			"cluster-config-file nodes.conf",
+			"cluster-node-timeout " + strconv.FormatInt(ClusterNodeTimeout.Milliseconds(), 10),
+		}, "", freeClusterLoopback)
+		addrs = append(addrs, p.addr)
+	}
+	create := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "1", "--cluster-yes")...)
+	if out, err := create.CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, trimmed(string(out), 30))
+	}
+	top.URL = "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		err := top.allOK(ctx)
+		if err == nil {
+			return top
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the Redis Cluster did not settle within 60 s: %v\n%s", err, top.logs())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// allOK checks that every live node reports cluster_state:ok with every
+// slot assigned and knows 3 masters.
+func (top *ClusterTopology) allOK(ctx context.Context) error {
+	for _, addr := range top.live() {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		info, err := rdb.ClusterInfo(ctx).Result()
+		if err == nil && !strings.Contains(info, "cluster_state:ok") || err == nil && !strings.Contains(info, "cluster_slots_assigned:16384") {
+			err = fmt.Errorf("cluster info: %s", strings.Join(strings.Fields(info), " "))
+		}
+		rdb.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", addr, err)
+		}
+	}
+	return nil
+}
+
+// live returns the addresses of the nodes still running.
+func (top *ClusterTopology) live() []string {
+	top.mu.Lock()
+	defer top.mu.Unlock()
+	var out []string
+	for addr, p := range top.servers {
+		select {
+		case <-p.done:
+		default:
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
+// MasterOf returns the address of the master serving key's slot, as the
+// first live node that answers says.
+func (top *ClusterTopology) MasterOf(ctx context.Context, key string) (string, error) {
+	var last error
+	for _, addr := range top.live() {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+		var shards []redis.ClusterSlot
+		if err == nil {
+			shards, err = rdb.ClusterSlots(ctx).Result()
+		}
+		rdb.Close()
+		if err != nil {
+			last = fmt.Errorf("%s: %w", addr, err)
+			continue
+		}
+		for _, s := range shards {
+			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
+				return s.Nodes[0].Addr, nil
+			}
+		}
+		last = fmt.Errorf("%s: no node serves slot %d", addr, slot)
+	}
+	return "", last
+}
+
+// KillMasterOf sends SIGKILL (kill -9) to the master serving key's slot
+// and returns its address.
+func (top *ClusterTopology) KillMasterOf(t testing.TB, key string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	addr, err := top.MasterOf(ctx, key)
+	if err != nil {
+		t.Fatalf("which master serves %q: %v", key, err)
+	}
+	top.mu.Lock()
+	p := top.servers[addr]
+	top.mu.Unlock()
+	if p == nil {
+		t.Fatalf("the cluster names %s as the master of %q, which this topology did not start", addr, key)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 %s: %v", p.name, err)
+	}
+	<-p.done
+	return addr
+}
+
+// WaitPromoted waits until the live nodes agree that a master other than
+// old serves key's slot and report cluster_state:ok; it returns the new
+// master's address.
+func (top *ClusterTopology) WaitPromoted(t testing.TB, key, old string, limit time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	for {
+		addr, err := top.MasterOf(ctx, key)
+		if err == nil && addr != old {
+			if err = top.allOK(ctx); err == nil {
+				return addr
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no master other than %s serves %q within %s (last: %s, %v)\n%s", old, key, limit, addr, err, top.logs())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// freeClusterLoopback returns a 127.0.0.1 address below port 55535 whose
+// port and cluster bus port (port + 10000) are both free at the time of
+// the call.
+func freeClusterLoopback() (string, error) {
+	for range 200 {
+		port := 20000 + rand.IntN(35000)
+		a, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		b, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
+		a.Close()
+		if err != nil {
+			continue
+		}
+		b.Close()
+		return "127.0.0.1:" + strconv.Itoa(port), nil
+	}
+	return "", fmt.Errorf("no free loopback port below 55535 with its bus port free after 200 tries")
+}
