@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/delivery"
@@ -92,7 +94,28 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary; waits for the killed worker's attempt leases")
 	}
-	esURL, redisURL, ns := testservers.Elasticsearch(t), testservers.Redis(t), testservers.Namespace(t)
+	scaleDeliveryCrash(t, false)
+}
+
+// TestScaleDeliveryCrashTwoWorkersCluster is TestScaleDeliveryCrashTwoWorkers
+// on a Redis Cluster (NOTICES_REDIS_CLUSTER_URL).
+func TestScaleDeliveryCrashTwoWorkersCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; waits for the killed worker's attempt leases")
+	}
+	scaleDeliveryCrash(t, true)
+}
+
+// scaleDeliveryCrash is TestScaleDeliveryCrashTwoWorkers on a single Redis
+// or, with cluster, on a Redis Cluster.
+func scaleDeliveryCrash(t *testing.T, cluster bool) {
+	esURL, ns := testservers.Elasticsearch(t), testservers.Namespace(t)
+	redisSetting, redisURL := "NOTICES_REDIS_URL", ""
+	if cluster {
+		redisSetting, redisURL = "NOTICES_REDIS_CLUSTER_URL", testservers.RedisCluster(t)
+	} else {
+		redisURL = testservers.Redis(t)
+	}
 	bin := testbin.Build(t)
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -107,7 +130,12 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	}
 
 	cfg := config.Default()
-	cfg.Backend, cfg.ElasticsearchURL, cfg.RedisURL, cfg.Namespace = "scale", esURL, redisURL, ns
+	cfg.Backend, cfg.ElasticsearchURL, cfg.Namespace = "scale", esURL, ns
+	if cluster {
+		cfg.RedisClusterURL = redisURL
+	} else {
+		cfg.RedisURL = redisURL
+	}
 	cfg.SecretKey = config.DevelopmentSecretKey
 	st, err := scale.Open(ctx, cfg, redisstore.Options{NoMatchOnRead: true})
 	if err != nil {
@@ -117,12 +145,15 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	defer func() {
 		_ = st.Elastic.Drop(ctx)
 		rdb := st.Client()
-		for _, pat := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "asynq:{" + scheduler.QueueName(ns) + "}*"} {
-			iter := rdb.Scan(ctx, 0, pat, 1000).Iterator()
-			for iter.Next(ctx) {
-				rdb.Unlink(ctx, iter.Val())
+		_ = redisstore.ForEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
+			for _, pat := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "asynq:{" + scheduler.QueueName(ns) + "}*"} {
+				iter := m.Scan(ctx, 0, pat, 1000).Iterator()
+				for iter.Next(ctx) {
+					m.Unlink(ctx, iter.Val())
+				}
 			}
-		}
+			return nil
+		})
 		rdb.SRem(ctx, "asynq:queues", scheduler.QueueName(ns))
 	}()
 
@@ -141,7 +172,7 @@ func TestScaleDeliveryCrashTwoWorkers(t *testing.T) {
 	}
 
 	env := append(os.Environ(),
-		"NOTICES_BACKEND=scale", "NOTICES_ELASTICSEARCH_URL="+esURL, "NOTICES_REDIS_URL="+redisURL,
+		"NOTICES_BACKEND=scale", "NOTICES_ELASTICSEARCH_URL="+esURL, redisSetting+"="+redisURL,
 		"NOTICES_NAMESPACE="+ns, "NOTICES_SECRET_KEY="+config.DevelopmentSecretKey,
 		"NOTICES_WEBHOOK_ALLOW_PRIVATE=true", "NOTICES_WEBHOOK_CA_FILE="+caFile,
 		"NOTICES_DELIVERY_RETRY_UNIT=1s", "NOTICES_DATA_DIR="+filepath.Join(dir, "data"), "NOTICES_LOG_LEVEL=warn")
