@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/noticesd/noticesd/internal/notice"
@@ -99,13 +100,12 @@ func (l bothLoads) Add(ctx context.Context, rows []notice.RegisterRow) error {
 func (l bothLoads) Commit(ctx context.Context) error {
 	s := l.b.s
 	if ix, ok := l.a.(interface{ Index() string }); ok {
-		stop, err := s.markRegisterPending(ctx, PendingRegister{Version: l.b.v, Index: ix.Index()})
+		stop, err := l.b.markPending(ctx, ix.Index())
 		if err != nil {
 			l.Rollback()
 			return err
 		}
 		defer stop()
-		l.b.marked = true
 	}
 	if s.stopBefore != nil && s.stopBefore("register-commit") {
 		return errStoppedBetween
@@ -113,14 +113,13 @@ func (l bothLoads) Commit(ctx context.Context) error {
 	// A loader that stalled past its lease may have had its load dropped
 	// (CompleteRegister): then the alias must not move.
 	if l.b.marked {
-		if err := s.stillPending(ctx, l.b.v); err != nil {
+		if ok, err := l.b.pending(ctx, "check"); !ok {
 			l.Rollback()
-			return err
+			return cmp.Or(err, s.staleLoad(l.b.v))
 		}
 	}
 	if err := l.a.Commit(ctx); err != nil {
-		l.b.Rollback()
-		_ = s.clearRegisterPending(context.WithoutCancel(ctx), l.b.v)
+		l.b.Rollback() // and its marker
 		return err
 	}
 	if s.stopBefore != nil && s.stopBefore("register-switch") {

@@ -298,16 +298,11 @@ func primaryACN(abn string, acns []string) string {
 // reg:pending, the new generation's keys (regKeys), then the old one's.
 // ARGV: the generation, the old one, its TTL, marked, the number of the
 // new generation's keys.
-var switchRegisterScript = redis.NewScript(`
+var switchRegisterScript = redis.NewScript(pendingLua + `
 local cur = redis.call('GET', KEYS[1]) or ''
 if cur ~= ARGV[2] then return 'moved' end
 if cur == ARGV[1] then return 'ok' end
-if ARGV[4] == '1' then
-  local p = redis.call('GET', KEYS[2])
-  if not p then return 'stale' end
-  local ok, m = pcall(cjson.decode, p)
-  if not ok or type(m) ~= 'table' or m.v ~= ARGV[1] then return 'stale' end
-end
+if ARGV[4] == '1' and not pending(KEYS[2], ARGV[1]) then return 'stale' end
 redis.call('SET', KEYS[1], ARGV[1])
 local n = tonumber(ARGV[5])
 for i = 3, 2 + n do redis.call('PERSIST', KEYS[i]) end
@@ -360,16 +355,21 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if _, err := s.RefreshWatchKeys(ctx); err != nil {
 		return err
 	}
-	return s.clearRegisterPending(ctx, l.v)
+	_, err := l.pending(ctx, "drop")
+	return err
 }
 
-// Rollback drops the new generation; the current register stays.
+// Rollback drops the new generation, and the marker when it names it;
+// the current register stays.
 func (l *RegisterLoad) Rollback() error {
 	if l.done {
 		return nil
 	}
 	l.done = true
 	ctx := context.Background()
+	if _, err := l.pending(ctx, "drop"); err != nil {
+		return err
+	}
 	keys, err := l.s.regKeys(ctx, l.v)
 	if err != nil {
 		return err
