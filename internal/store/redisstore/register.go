@@ -44,8 +44,6 @@ type RegisterLoad struct {
 	oddACNs map[string]uint8
 	// abns are the ABNs whose field of abn this load has written.
 	abns map[string]struct{}
-	// parts are the ids strings this load has written (their b).
-	parts map[uint32]struct{}
 }
 
 // The marks of RegisterLoad.acns. The low two bits are the ACN's ids code
@@ -141,7 +139,7 @@ func (s *Store) BeginRegister(ctx context.Context) (*RegisterLoad, error) {
 		return nil, s.fail("begin register load", err)
 	}
 	return &RegisterLoad{s: s, v: itoa(v), acns: map[uint32]uint8{}, oddACNs: map[string]uint8{},
-		abns: map[string]struct{}{}, parts: map[uint32]struct{}{}}, nil
+		abns: map[string]struct{}{}}, nil
 }
 
 // addPairsScript adds values to the comma-joined lists of a hash, each
@@ -232,9 +230,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 			for lo := 0; lo < len(ops); lo += 4 * batch {
 				p.BitField(ctx, key, ops[lo:min(lo+4*batch, len(ops))]...)
 			}
-			if _, ok := l.parts[b]; !ok {
-				p.SAdd(ctx, s.key(regKey, l.v, "idparts"), b)
-			}
+			p.SAdd(ctx, s.key(regKey, l.v, "idparts"), b)
 			p.Expire(ctx, key, loadingRegisterTTL*time.Second)
 		}
 		for _, w := range []struct {
@@ -252,9 +248,6 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	})
 	if err != nil {
 		return s.fail("write register rows", err)
-	}
-	for b := range bitfields {
-		l.parts[b] = struct{}{}
 	}
 	for _, w := range []struct {
 		key, what string
