@@ -9,19 +9,12 @@ import (
 	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
-// NoticeStore is the notice side scale mode writes through: it stores
-// and publishes notices (StoredWriter) and stores register loads.
-type NoticeStore interface {
-	StoredWriter
-	store.RegisterWriter
-}
-
 // Ingest is scale mode's write path (store.NoticeWriter and
 // store.RegisterWriter): notices and register loads go to the notice
 // store, which publishes the notices it writes (package publog), and the
 // Redis store's register generation and watch match keys follow.
 type Ingest struct {
-	Notices NoticeStore
+	Notices StoredWriter
 	Redis   *Store
 }
 
@@ -40,10 +33,12 @@ const DefaultNoticeBatch = 20000
 // NoticeBatch is DefaultNoticeBatch (store.BatchSizer).
 func (c Ingest) NoticeBatch() int { return DefaultNoticeBatch }
 
-// StoredWriter is a notice store that publishes what it stores, as the
-// Elasticsearch store does. StartNotices places a batch after every batch
-// started before it and returns; wait answers once it is published.
+// StoredWriter is the notice side scale mode writes through (the
+// Elasticsearch store): it stores register loads, and stores notices and
+// publishes them. StartNotices places a batch after every batch started
+// before it and returns; wait answers once it is published.
 type StoredWriter interface {
+	store.RegisterWriter
 	StartNotices(ctx context.Context, batch []notice.Notice) (wait func() (store.UpsertResult, error))
 }
 
