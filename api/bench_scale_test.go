@@ -22,6 +22,7 @@ import (
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
+	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -92,7 +93,7 @@ func newScaleBench(b *testing.B, n int) *scaleBench {
 	if err := l.Commit(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if err := rs.PublishStored(ctx, ns2); err != nil {
+	if err := storetest.PublishStored(ctx, rs.Log(), ns2); err != nil {
 		b.Fatal(err)
 	}
 	acc, err := rs.CreateAccount(ctx, "bench", "enterprise")

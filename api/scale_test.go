@@ -17,6 +17,7 @@ import (
 	"github.com/noticesd/noticesd/internal/secretbox"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
+	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -76,7 +77,7 @@ func TestWatchesScaleMode(t *testing.T) {
 func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store.NoticeWriter) {
 	t.Helper()
 	rs, _, _ := scaleRedisStore(t, f)
-	return rs, rs, redisstore.Ingest{Notices: f.store, Redis: rs}
+	return rs, rs, redisstore.Ingest{Notices: storetest.Publishing{Unpublished: f.store, Log: rs.Log()}, Redis: rs}
 }
 
 // scaleRedisStore is scaleStores's Redis store, with its client and
@@ -114,7 +115,7 @@ func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, redis.Univers
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rs.PublishStored(ctx, stored); err != nil {
+	if err := storetest.PublishStored(ctx, rs.Log(), stored); err != nil {
 		t.Fatal(err)
 	}
 	var rows []notice.RegisterRow

@@ -80,7 +80,7 @@ func newHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, rdb: rdb, ns: ns, rs: rs, notes: sq, writer: redisstore.Ingest{Notices: sq, Redis: rs},
+	h := &harness{t: t, rdb: rdb, ns: ns, rs: rs, notes: sq, writer: redisstore.Ingest{Notices: storetest.Publishing{Unpublished: sq, Log: rs.Log()}, Redis: rs},
 		acc: acc, tmpl: storetest.Notices(t)[0]}
 	h.recv = newReceiver(t)
 	h.caFile = filepath.Join(t.TempDir(), "ca.pem")

@@ -68,15 +68,15 @@ func (s *Store) readGauges(ctx context.Context) (g store.Gauges, ok bool, err er
 // namespace that never had them (a new one, or one an older version
 // wrote). It holds Redis for time in proportion to the accounts, watches
 // and deliveries stored. The accounts and watches are read first for
-// KEYS, and again when the script finds they changed (-1).
+// KEYS, and again when the script finds they changed (casRun).
 func (s *Store) RebuildGauges(ctx context.Context) error {
-	for {
+	_, err := s.casRun(ctx, "compute gauges", rebuildGaugesScript, func() ([]string, []any, error) {
 		var accts, watches *redis.StringSliceCmd
 		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			accts, watches = p.ZRange(ctx, s.key(acctsKey), 0, -1), p.SMembers(ctx, s.key(watchesKey))
 			return nil
 		}); err != nil {
-			return s.fail("compute gauges", err)
+			return nil, nil, s.fail("compute gauges", err)
 		}
 		keys := []string{s.key(lapsedKey), s.key(winactiveKey), s.key(dstatKey), s.key(ddueKey), s.key(acctsKey), s.key(watchesKey)}
 		args := []any{joinList(accts.Val()), len(accts.Val())}
@@ -86,11 +86,9 @@ func (s *Store) RebuildGauges(ctx context.Context) error {
 		for _, id := range watches.Val() {
 			keys, args = append(keys, s.key(watchKey, id), s.key(recordsKey, id)), append(args, id)
 		}
-		n, err := rebuildGaugesScript.Run(ctx, s.rdb, keys, args...).Int()
-		if err != nil || n == 1 {
-			return s.fail("compute gauges", err)
-		}
-	}
+		return keys, args, nil
+	})
+	return err
 }
 
 // rebuildGaugesScript recomputes the gauge keys. KEYS: acct:lapsed,

@@ -25,7 +25,9 @@ type composite struct {
 	rs      *Store
 }
 
-func (c composite) ingest() Ingest { return Ingest{Notices: c.notices, Redis: c.rs} }
+func (c composite) ingest() Ingest {
+	return Ingest{Notices: storetest.Publishing{Unpublished: c.notices, Log: c.rs.log}, Redis: c.rs}
+}
 
 // UpsertNotices goes through Ingest.
 func (c composite) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {

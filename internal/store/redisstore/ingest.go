@@ -3,27 +3,18 @@ package redisstore
 import (
 	"cmp"
 	"context"
-	"fmt"
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
-// NoticeStore is the notice side scale mode writes through: it stores
-// notices and register loads and reads a stored notice back.
-type NoticeStore interface {
-	store.NoticeWriter
-	store.RegisterWriter
-	Notice(ctx context.Context, id string) (notice.Notice, error)
-}
-
 // Ingest is scale mode's write path (store.NoticeWriter and
 // store.RegisterWriter): notices and register loads go to the notice
 // store, which publishes the notices it writes (package publog), and the
 // Redis store's register generation and watch match keys follow.
 type Ingest struct {
-	Notices NoticeStore
+	Notices StoredWriter
 	Redis   *Store
 }
 
@@ -42,50 +33,26 @@ const DefaultNoticeBatch = 20000
 // NoticeBatch is DefaultNoticeBatch (store.BatchSizer).
 func (c Ingest) NoticeBatch() int { return DefaultNoticeBatch }
 
-// StoredWriter is a notice store that publishes what it stores, as the
-// Elasticsearch store does. StartNotices places a batch after every batch
-// started before it and returns; wait answers once it is published.
+// StoredWriter is the notice side scale mode writes through (the
+// Elasticsearch store): it stores register loads, and stores notices and
+// publishes them. StartNotices places a batch after every batch started
+// before it and returns; wait answers once it is published.
 type StoredWriter interface {
+	store.RegisterWriter
 	StartNotices(ctx context.Context, batch []notice.Notice) (wait func() (store.UpsertResult, error))
 }
 
 // StartNotices is UpsertNotices answered by wait: a load keeps two batches
-// in flight through a StoredWriter (ingest).
+// in flight (ingest).
 func (c Ingest) StartNotices(ctx context.Context, batch []notice.Notice) (wait func() (store.UpsertResult, error)) {
-	if sw, ok := c.Notices.(StoredWriter); ok {
-		return sw.StartNotices(ctx, batch)
-	}
-	r, err := c.UpsertNotices(ctx, batch)
-	return func() (store.UpsertResult, error) { return r, err }
+	return c.Notices.StartNotices(ctx, batch)
 }
 
 // UpsertNotices stores and publishes the batch. When some notices were
 // refused (a *store.BatchError), the ones written are still published and
-// the error returned. A notice store that does not publish (the SQLite
-// store, in tests) has each notice read back and published here.
+// the error returned.
 func (c Ingest) UpsertNotices(ctx context.Context, batch []notice.Notice) (store.UpsertResult, error) {
-	if sw, ok := c.Notices.(StoredWriter); ok {
-		return sw.StartNotices(ctx, batch)()
-	}
-	// A notice store that does not publish: each notice is read back and
-	// published here, all under the writer lease, as that store hands
-	// seqs out when it stores: a writer publishing a later seq before
-	// another's stored one would raise Published past a notice arrival
-	// matching has not seen, and a matches poller would step over it.
-	le, err := c.Redis.log.Acquire(ctx)
-	if err != nil {
-		return store.UpsertResult{}, err
-	}
-	r, err := c.Notices.UpsertNotices(ctx, batch)
-	stored := make([]notice.Notice, len(batch))
-	for i := 0; i < len(batch) && err == nil; i++ {
-		stored[i], err = c.Notices.Notice(ctx, cmp.Or(batch[i].ID, notice.IDFor(batch[i].SourceID)))
-	}
-	if err == nil {
-		err = publishStored(ctx, le, stored)
-	}
-	le.Release(ctx, err == nil)
-	return r, err
+	return c.Notices.StartNotices(ctx, batch)()
 }
 
 // BeginRegister starts a register load on both stores.
@@ -128,13 +95,12 @@ func (l bothLoads) Add(ctx context.Context, rows []notice.RegisterRow) error {
 func (l bothLoads) Commit(ctx context.Context) error {
 	s := l.b.s
 	if ix, ok := l.a.(interface{ Index() string }); ok {
-		stop, err := s.markRegisterPending(ctx, PendingRegister{Version: l.b.v, Index: ix.Index()})
+		stop, err := l.b.markPending(ctx, ix.Index())
 		if err != nil {
 			l.Rollback()
 			return err
 		}
 		defer stop()
-		l.b.marked = true
 	}
 	if s.stopBefore != nil && s.stopBefore("register-commit") {
 		return errStoppedBetween
@@ -142,14 +108,13 @@ func (l bothLoads) Commit(ctx context.Context) error {
 	// A loader that stalled past its lease may have had its load dropped
 	// (CompleteRegister): then the alias must not move.
 	if l.b.marked {
-		if err := s.stillPending(ctx, l.b.v); err != nil {
+		if ok, err := l.b.pending(ctx, "check"); !ok {
 			l.Rollback()
-			return err
+			return cmp.Or(err, s.staleLoad(l.b.v))
 		}
 	}
 	if err := l.a.Commit(ctx); err != nil {
-		l.b.Rollback()
-		_ = s.clearRegisterPending(context.WithoutCancel(ctx), l.b.v)
+		l.b.Rollback() // and its marker
 		return err
 	}
 	if s.stopBefore != nil && s.stopBefore("register-switch") {
@@ -164,34 +129,6 @@ func (l bothLoads) Rollback() error {
 		err = e
 	}
 	return err
-}
-
-// PublishStored publishes, as new notices under the writer lease, notices
-// a notice store has stored (seqs set) but does not publish itself (the
-// SQLite store, as tests use it; the Elasticsearch store publishes what it
-// writes).
-func (s *Store) PublishStored(ctx context.Context, ns []notice.Notice) error {
-	le, err := s.log.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	err = publishStored(ctx, le, ns)
-	le.Release(ctx, err == nil)
-	return err
-}
-
-// publishStored publishes ns as new notices under le.
-func publishStored(ctx context.Context, le *publog.Lease, ns []notice.Notice) error {
-	var through int64
-	kinds := make([]publog.Kind, len(ns))
-	for i := range ns {
-		if ns[i].Seq <= 0 {
-			return fmt.Errorf("redisstore: publish notice %s: it has no notice_seq; publish notices as stored", ns[i].ID)
-		}
-		kinds[i] = publog.KindNew
-		through = max(through, ns[i].Seq)
-	}
-	return le.Publish(ctx, ns, kinds, through)
 }
 
 // Log returns the namespace's writer lease and publish log.

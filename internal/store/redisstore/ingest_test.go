@@ -46,8 +46,8 @@ func TestIngestPublishesInSeqOrder(t *testing.T) {
 		}})})
 	tmpl := storetest.Notices(t)[0]
 	held := &heldWrite{Store: f.notices, stored: make(chan struct{}), release: make(chan struct{})}
-	a := Ingest{Notices: held, Redis: f.rs}
-	b := Ingest{Notices: f.notices, Redis: other}
+	a := Ingest{Notices: storetest.Publishing{Unpublished: held, Log: f.rs.log}, Redis: f.rs}
+	b := Ingest{Notices: storetest.Publishing{Unpublished: f.notices, Log: other.log}, Redis: other}
 
 	aDone := make(chan error, 1)
 	go func() {

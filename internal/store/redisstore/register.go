@@ -44,8 +44,6 @@ type RegisterLoad struct {
 	oddACNs map[string]uint8
 	// abns are the ABNs whose field of abn this load has written.
 	abns map[string]struct{}
-	// parts are the ids strings this load has written (their b).
-	parts map[uint32]struct{}
 }
 
 // The marks of RegisterLoad.acns. The low two bits are the ACN's ids code
@@ -141,7 +139,7 @@ func (s *Store) BeginRegister(ctx context.Context) (*RegisterLoad, error) {
 		return nil, s.fail("begin register load", err)
 	}
 	return &RegisterLoad{s: s, v: itoa(v), acns: map[uint32]uint8{}, oddACNs: map[string]uint8{},
-		abns: map[string]struct{}{}, parts: map[uint32]struct{}{}}, nil
+		abns: map[string]struct{}{}}, nil
 }
 
 // addPairsScript adds values to the comma-joined lists of a hash, each
@@ -232,9 +230,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 			for lo := 0; lo < len(ops); lo += 4 * batch {
 				p.BitField(ctx, key, ops[lo:min(lo+4*batch, len(ops))]...)
 			}
-			if _, ok := l.parts[b]; !ok {
-				p.SAdd(ctx, s.key(regKey, l.v, "idparts"), b)
-			}
+			p.SAdd(ctx, s.key(regKey, l.v, "idparts"), b)
 			p.Expire(ctx, key, loadingRegisterTTL*time.Second)
 		}
 		for _, w := range []struct {
@@ -252,9 +248,6 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	})
 	if err != nil {
 		return s.fail("write register rows", err)
-	}
-	for b := range bitfields {
-		l.parts[b] = struct{}{}
 	}
 	for _, w := range []struct {
 		key, what string
@@ -298,16 +291,11 @@ func primaryACN(abn string, acns []string) string {
 // reg:pending, the new generation's keys (regKeys), then the old one's.
 // ARGV: the generation, the old one, its TTL, marked, the number of the
 // new generation's keys.
-var switchRegisterScript = redis.NewScript(`
+var switchRegisterScript = redis.NewScript(pendingLua + `
 local cur = redis.call('GET', KEYS[1]) or ''
 if cur ~= ARGV[2] then return 'moved' end
 if cur == ARGV[1] then return 'ok' end
-if ARGV[4] == '1' then
-  local p = redis.call('GET', KEYS[2])
-  if not p then return 'stale' end
-  local ok, m = pcall(cjson.decode, p)
-  if not ok or type(m) ~= 'table' or m.v ~= ARGV[1] then return 'stale' end
-end
+if ARGV[4] == '1' and not pending(KEYS[2], ARGV[1]) then return 'stale' end
 redis.call('SET', KEYS[1], ARGV[1])
 local n = tonumber(ARGV[5])
 for i = 3, 2 + n do redis.call('PERSIST', KEYS[i]) end
@@ -360,16 +348,21 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if _, err := s.RefreshWatchKeys(ctx); err != nil {
 		return err
 	}
-	return s.clearRegisterPending(ctx, l.v)
+	_, err := l.pending(ctx, "drop")
+	return err
 }
 
-// Rollback drops the new generation; the current register stays.
+// Rollback drops the new generation, and the marker when it names it;
+// the current register stays.
 func (l *RegisterLoad) Rollback() error {
 	if l.done {
 		return nil
 	}
 	l.done = true
 	ctx := context.Background()
+	if _, err := l.pending(ctx, "drop"); err != nil {
+		return err
+	}
 	keys, err := l.s.regKeys(ctx, l.v)
 	if err != nil {
 		return err

@@ -44,55 +44,49 @@ func (s *Store) pendingKeys() []string {
 	return []string{s.key(regKey, "pending"), s.key(regKey, "pending", "lease"), s.key(regKey, "v")}
 }
 
-// markRegisterPending writes the marker and its lease before the
-// Elasticsearch step of a load, and returns the renewal's stop.
-func (s *Store) markRegisterPending(ctx context.Context, p PendingRegister) (stop func(), err error) {
-	b, err := json.Marshal(p)
+// markPending writes the load's marker (its generation and index) and
+// its lease before the Elasticsearch step, and returns the renewal's stop.
+func (l *RegisterLoad) markPending(ctx context.Context, index string) (stop func(), err error) {
+	b, err := json.Marshal(PendingRegister{Version: l.v, Index: index})
 	if err != nil {
 		return nil, err
 	}
-	k := s.pendingKeys()
-	if _, err := s.rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
+	k := l.s.pendingKeys()
+	if _, err := l.s.rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
 		pp.Set(ctx, k[0], b, 0)
-		pp.Set(ctx, k[1], p.Version, pendingLease)
+		pp.Set(ctx, k[1], l.v, pendingLease)
 		return nil
 	}); err != nil {
-		return nil, s.fail("mark the register load pending", err)
+		return nil, l.s.fail("mark the register load pending", err)
 	}
-	return lease.Keep(pendingLease/3, func(ctx context.Context) { s.rdb.PExpire(ctx, k[1], pendingLease) }), nil
+	l.marked = true
+	return lease.Keep(pendingLease/3, func(ctx context.Context) { l.s.rdb.PExpire(ctx, k[1], pendingLease) }), nil
 }
 
-// dropPendingScript deletes the marker of generation ARGV[1] and its lease
-// and answers 1, or 0 when the marker names another generation. With
-// ARGV[2] "1" (a dead loader's load abandoned) it also answers 0 while the
-// lease lives or readers use the generation. KEYS: reg:pending,
-// reg:pending:lease, reg:v.
-var dropPendingScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if not cur or (ARGV[2] == '1' and (redis.call('EXISTS', KEYS[2]) == 1 or redis.call('GET', KEYS[3]) == ARGV[1])) then return 0 end
-local ok, m = pcall(cjson.decode, cur)
-if not ok or type(m) ~= 'table' or m.v ~= ARGV[1] then return 0 end
+// pendingLua's pending(k, v) is whether the marker k names generation v.
+const pendingLua = `
+local function pending(k, v)
+  local ok, m = pcall(cjson.decode, redis.call('GET', k) or '')
+  return ok and type(m) == 'table' and m.v == v
+end
+`
+
+// pendingScript answers whether the marker names generation ARGV[1] (1,
+// else 0) and, unless ARGV[2] is "check", deletes it and its lease; for
+// "abandoned" (a dead loader's load) not while the lease lives or readers
+// use the generation (then 0). KEYS: reg:pending, reg:pending:lease, reg:v.
+var pendingScript = redis.NewScript(pendingLua + `
+if not pending(KEYS[1], ARGV[1]) then return 0 end
+if ARGV[2] == 'check' then return 1 end
+if ARGV[2] == 'abandoned' and (redis.call('EXISTS', KEYS[2]) == 1 or redis.call('GET', KEYS[3]) == ARGV[1]) then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])
 return 1`)
 
-// clearRegisterPending deletes the marker of generation v (and its lease)
-// once Redis has switched to it, or the load was rolled back.
-func (s *Store) clearRegisterPending(ctx context.Context, v string) error {
-	return s.fail("clear the register load's marker", dropPendingScript.Run(ctx, s.rdb, s.pendingKeys(), v, "0").Err())
-}
-
-// stillPending returns nil when the marker names generation v, else
-// staleLoad's error.
-func (s *Store) stillPending(ctx context.Context, v string) error {
-	raw, err := s.rdb.Get(ctx, s.key(regKey, "pending")).Result()
-	if err != nil && err != redis.Nil {
-		return s.fail("read the register load's marker", err)
-	}
-	var p PendingRegister
-	if err == nil && json.Unmarshal([]byte(raw), &p) == nil && p.Version == v {
-		return nil
-	}
-	return s.staleLoad(v)
+// pending runs pendingScript (how: check, drop or abandoned) for the
+// load's generation.
+func (l *RegisterLoad) pending(ctx context.Context, how string) (bool, error) {
+	n, err := pendingScript.Run(ctx, l.s.rdb, l.s.pendingKeys(), l.v, how).Int()
+	return n == 1, l.s.fail("update the register load's marker", err)
 }
 
 // staleLoad is the error of a load whose generation is no longer the
@@ -140,9 +134,8 @@ func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
 	// loader has not switched or renewed its lease meanwhile, so a loader
 	// that resumes finds its switch refused (switchRegisterScript) rather
 	// than naming deleted keys.
-	taken, err := dropPendingScript.Run(ctx, s.rdb, k, p.Version, "1").Int()
-	if err != nil || taken == 0 {
-		return "", s.fail("drop the register load's marker", err) // 0: the loader came back meanwhile
+	if taken, err := load.pending(ctx, "abandoned"); err != nil || !taken {
+		return "", err // not taken: the loader came back meanwhile
 	}
 	if err := load.Rollback(); err != nil {
 		return "", err

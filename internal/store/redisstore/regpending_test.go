@@ -125,11 +125,10 @@ func TestResumedLoaderDoesNotSwitchToDroppedGeneration(t *testing.T) {
 	}
 	// The marker names an index the register alias never moves to: the
 	// Elasticsearch step did not happen when CompleteRegister looks.
-	stop, err := rs.markRegisterPending(ctx, PendingRegister{Version: l.v, Index: rs.ns + "-never-swapped"})
+	stop, err := l.markPending(ctx, rs.ns+"-never-swapped")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.marked = true
 	stop() // the loader stalls: nothing renews its lease
 	if err := rdb.Del(ctx, rs.key(regKey, "pending", "lease")).Err(); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,8 @@ import (
 
 // ArrivalMatcher follows the publish log in a loop (MatchArrivals): what
 // `noticesd worker` runs in scale mode. Any number of them may run against
-// one Redis; each notice is still matched exactly once.
+// one Redis; each notice is still matched exactly once. Shutdown loses
+// nothing: a round commits whole or not at all.
 type ArrivalMatcher struct {
 	// Store is the store to match for.
 	Store *Store
@@ -24,23 +25,13 @@ type ArrivalMatcher struct {
 	// default: ignored.
 	OnError func(error)
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop
 }
 
 // Start runs the loop in a goroutine until Shutdown or ctx ends.
 func (m *ArrivalMatcher) Start(ctx context.Context) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.done != nil {
-		return
-	}
 	idle, n := cmp.Or(max(m.Idle, 0), 200*time.Millisecond), cmp.Or(max(m.Batch, 0), arrivalBatch)
-	ctx, m.cancel = context.WithCancel(ctx)
-	m.done = make(chan struct{})
-	go func() {
-		defer close(m.done)
+	m.start(ctx, func(ctx context.Context) {
 		for wait := time.Duration(0); ; {
 			select {
 			case <-ctx.Done():
@@ -59,15 +50,40 @@ func (m *ArrivalMatcher) Start(ctx context.Context) {
 				}
 			}
 		}
+	})
+}
+
+// loop is a background part's goroutine, started once and stopped by
+// Shutdown. Only ArrivalMatcher uses it so far; the Sweeper and the
+// ScreenCopy run the same start and stop.
+type loop struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// start runs run in a goroutine until Shutdown or ctx ends, unless it was
+// started already.
+func (l *loop) start(ctx context.Context, run func(ctx context.Context)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done != nil {
+		return
+	}
+	ctx, l.cancel = context.WithCancel(ctx)
+	l.done = make(chan struct{})
+	go func() {
+		defer close(l.done)
+		run(ctx)
 	}()
 }
 
-// Shutdown stops the loop and waits for the round in progress (a round
-// commits whole or not at all, so stopping loses nothing).
-func (m *ArrivalMatcher) Shutdown(ctx context.Context) error {
-	m.mu.Lock()
-	cancel, done := m.cancel, m.done
-	m.mu.Unlock()
+// Shutdown stops the loop and waits for its round in progress to end, or
+// for ctx.
+func (l *loop) Shutdown(ctx context.Context) error {
+	l.mu.Lock()
+	cancel, done := l.cancel, l.done
+	l.mu.Unlock()
 	if done == nil {
 		return nil
 	}
