@@ -106,115 +106,6 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 	return n == 1, nil
 }
 
-// claimMailScript counts an attempt of each job passed that is pending
-// (and, with ARGV[1] not empty, still due at ARGV[1] ms: one another
-// claimer took meanwhile is left alone) and leases it until ARGV[2] ms;
-// the mail of a deleted watch is dropped (status deleted). With ARGV[3]
-// empty it only leases each (the asynq pump: its task counts the
-// attempt). KEYS: mq, then mail:<id> and w:<watch> of each job. ARGV:
-// due-by ms or empty, lease end ms, retention ms or empty, then each job's
-// id and watch (read before; a job's watch never changes). Returns {id,
-// job, attempts, held, ...}.
-var claimMailScript = redis.NewScript(`
-local out = {}
-local function push(a, b, c, d) out[#out + 1] = a out[#out + 1] = b out[#out + 1] = c out[#out + 1] = d end
-for i = 4, #ARGV, 2 do
-  local id, k, wk = ARGV[i], KEYS[i - 2], KEYS[i - 1]
-  local due = redis.call('ZSCORE', KEYS[1], id)
-  if ARGV[1] ~= '' and (not due or tonumber(due) > tonumber(ARGV[1])) then
-    -- taken meanwhile
-  elseif redis.call('HGET', k, 'status') ~= 'pending' then
-    if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], id) end
-  elseif ARGV[3] == '' then
-    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
-    push(id, '', redis.call('HGET', k, 'attempts') or '0', '')
-  elseif redis.call('HGET', k, 'watch') ~= ARGV[i + 1] then
-    -- not the job read (cannot happen: a job's watch never changes)
-  elseif redis.call('EXISTS', wk) == 0 then
-    -- the watch was deleted: its mail goes with it, as embedded
-    redis.call('HSET', k, 'status', 'deleted')
-    redis.call('PEXPIRE', k, ARGV[3])
-    redis.call('ZREM', KEYS[1], id)
-  else
-    local n = redis.call('HINCRBY', k, 'attempts', 1)
-    redis.call('HSET', k, 'token', tostring(n))
-    redis.call('ZADD', KEYS[1], ARGV[2], id)
-    local v = redis.call('HMGET', k, 'job', 'held')
-    push(id, v[1], tostring(n), v[2] or '')
-  end
-end
-return out
-`)
-
-// dueMail returns up to limit ids of the jobs due at now and the watch of
-// each.
-func (s *Store) dueMail(ctx context.Context, now time.Time, limit int) (ids, owners []string, err error) {
-	ids, err = s.rdb.ZRangeByScore(ctx, s.key(mailQueueKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
-	if err != nil || len(ids) == 0 {
-		return nil, nil, err
-	}
-	cmds := make([]*redis.StringCmd, len(ids))
-	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HGet(ctx, s.key(mailKey, id), "watch")
-		}
-		return nil
-	}); err != nil && err != redis.Nil {
-		return nil, nil, err
-	}
-	owners = make([]string, len(ids))
-	for i, c := range cmds {
-		owners[i] = c.Val()
-	}
-	return ids, owners, nil
-}
-
-// runMail runs claimMailScript on the jobs ids of the watches owners.
-func (s *Store) runMail(ctx context.Context, what, dueBy string, until time.Time, count bool, ids, owners []string) ([]string, error) {
-	keys, args := []string{s.key(mailQueueKey)}, []any{dueBy, until.UnixMilli(), ""}
-	if count {
-		args[2] = mail.Retention.Milliseconds()
-	}
-	for i, id := range ids {
-		keys = append(keys, s.key(mailKey, id), s.key(watchKey, owners[i]))
-		args = append(args, id, owners[i])
-	}
-	v, err := claimMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
-	return v, s.fail(what, err)
-}
-
-// ClaimMail leases due pending jobs.
-func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
-	ids, owners, err := s.dueMail(ctx, now, limit)
-	if err != nil || len(ids) == 0 {
-		return nil, s.fail("claim mail", err)
-	}
-	v, err := s.runMail(ctx, "claim mail", itoa(now.UnixMilli()), now.Add(lease), true, ids, owners)
-	if err != nil {
-		return nil, err
-	}
-	return decodeMail(v)
-}
-
-// decodeMail reads claimMailScript's jobs; the attempt number is also the
-// claim token.
-func decodeMail(v []string) ([]mail.Job, error) {
-	var jobs []mail.Job
-	for i := 0; i+3 < len(v); i += 4 {
-		var j mail.Job
-		if err := json.Unmarshal([]byte(v[i+1]), &j); err != nil {
-			return nil, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", v[i], err)
-		}
-		j.Attempt, _ = strconv.Atoi(v[i+2])
-		j.Token = v[i+2]
-		if j.Deactivated != nil && v[i+3] != "" {
-			j.Deactivated.Held, _ = strconv.Atoi(v[i+3])
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, nil
-}
-
 // completeMailScript records an outcome. KEYS: mail:<id>, mq,
 // mpd:<watch>, w:<watch>, mdead, mlasterr. ARGV: id, token, outcome (sent,
 // retry, dead), error, next ms, through seq (digests; 0 otherwise), now
@@ -372,6 +263,28 @@ func alertJob(w watch.Watch, reason, lastErr string, now time.Time) (string, str
 	return id, string(b), err
 }
 
+// takeMailScript leases until ARGV[2] ms each job passed still pending and
+// due at ARGV[1] ms (one another taker took meanwhile is left alone; one
+// no longer pending leaves mq). KEYS: mq, then each job's mail:<id>. ARGV:
+// due-by ms, lease end ms, then each job's id. Returns {id, attempts, ...}.
+var takeMailScript = redis.NewScript(`
+local out = {}
+for i = 3, #ARGV do
+  local id, k = ARGV[i], KEYS[i - 1]
+  local due = redis.call('ZSCORE', KEYS[1], id)
+  if not due or tonumber(due) > tonumber(ARGV[1]) then
+    -- taken meanwhile
+  elseif redis.call('HGET', k, 'status') ~= 'pending' then
+    redis.call('ZREM', KEYS[1], id)
+  else
+    redis.call('ZADD', KEYS[1], ARGV[2], id)
+    out[#out + 1] = id
+    out[#out + 1] = redis.call('HGET', k, 'attempts') or '0'
+  end
+end
+return out
+`)
+
 // MailRef names a due mail job for the asynq scheduler: its id and the
 // attempts made so far.
 type MailRef struct {
@@ -383,37 +296,87 @@ type MailRef struct {
 // scheduler, hidden until now+lease (due again if the attempt's worker
 // died).
 func (s *Store) TakeDueMail(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]MailRef, error) {
-	ids, owners, err := s.dueMail(ctx, now, limit)
+	ids, err := s.rdb.ZRangeByScore(ctx, s.key(mailQueueKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
 	if err != nil || len(ids) == 0 {
 		return nil, s.fail("read the mail queue", err)
 	}
-	v, err := s.runMail(ctx, "read the mail queue", itoa(now.UnixMilli()), now.Add(lease), false, ids, owners)
-	out := make([]MailRef, 0, len(v)/4)
-	for i := 0; i+3 < len(v); i += 4 {
-		n, _ := strconv.Atoi(v[i+2])
+	keys, args := []string{s.key(mailQueueKey)}, []any{now.UnixMilli(), now.Add(lease).UnixMilli()}
+	for _, id := range ids {
+		keys, args = append(keys, s.key(mailKey, id)), append(args, id)
+	}
+	v, err := takeMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
+	out := make([]MailRef, 0, len(v)/2)
+	for i := 0; i+1 < len(v); i += 2 {
+		n, _ := strconv.Atoi(v[i+1])
 		out = append(out, MailRef{ID: v[i], Attempts: n})
 	}
-	return out, err
+	return out, s.fail("read the mail queue", err)
 }
 
+// beginMailScript counts an attempt of a pending job of watch ARGV[2] and
+// leases it until ARGV[3] ms; the mail of a deleted watch is dropped
+// (status deleted, expiring after ARGV[4] ms). KEYS: mq, mail:<id>,
+// w:<watch>. ARGV: id, watch (read before; a job's watch never changes),
+// lease end ms, retention ms. Returns {job, attempts, held} or {}.
+var beginMailScript = redis.NewScript(`
+local k = KEYS[2]
+if redis.call('HGET', k, 'status') ~= 'pending' or redis.call('HGET', k, 'watch') ~= ARGV[2] then return {} end
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  -- the watch was deleted: its mail goes with it, as embedded
+  redis.call('HSET', k, 'status', 'deleted')
+  redis.call('PEXPIRE', k, ARGV[4])
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return {}
+end
+local n = redis.call('HINCRBY', k, 'attempts', 1)
+redis.call('HSET', k, 'token', tostring(n))
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+local v = redis.call('HMGET', k, 'job', 'held')
+return {v[1], tostring(n), v[2] or ''}
+`)
+
 // BeginMail starts an attempt of one job (an asynq task's), counted and
-// hidden from the pump until now+lease. ok is false when the job is no
-// longer pending or its watch was deleted (the mail is dropped).
+// hidden from the pump until now+lease; the attempt number is also the
+// claim token. ok is false when the job is no longer pending or its watch
+// was deleted (the mail is dropped).
 func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease time.Duration) (mail.Job, bool, error) {
+	var j mail.Job
 	watch, err := s.rdb.HGet(ctx, s.key(mailKey, id), "watch").Result()
 	if err == redis.Nil {
-		return mail.Job{}, false, nil
+		return j, false, nil
 	}
 	if err != nil {
-		return mail.Job{}, false, s.fail("begin a mail attempt", err)
+		return j, false, s.fail("begin a mail attempt", err)
 	}
-	v, err := s.runMail(ctx, "begin a mail attempt", "", now.Add(lease), true, []string{id}, []string{watch})
-	if err != nil {
-		return mail.Job{}, false, err
+	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key(mailQueueKey), s.key(mailKey, id), s.key(watchKey, watch)},
+		id, watch, now.Add(lease).UnixMilli(), mail.Retention.Milliseconds()).StringSlice()
+	if err != nil || len(v) < 3 {
+		return j, false, s.fail("begin a mail attempt", err)
 	}
-	jobs, err := decodeMail(v)
-	if err != nil || len(jobs) == 0 {
-		return mail.Job{}, false, err
+	if err := json.Unmarshal([]byte(v[0]), &j); err != nil {
+		return j, false, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", id, err)
 	}
-	return jobs[0], true, nil
+	j.Attempt, _ = strconv.Atoi(v[1])
+	j.Token = v[1]
+	if j.Deactivated != nil && v[2] != "" {
+		j.Deactivated.Held, _ = strconv.Atoi(v[2])
+	}
+	return j, true, nil
+}
+
+// ClaimMail leases due pending jobs (the embedded loop's claim, which the
+// contract suites run here too): TakeDueMail, then BeginMail of each.
+func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
+	refs, err := s.TakeDueMail(ctx, now, lease, limit)
+	var jobs []mail.Job
+	for _, r := range refs {
+		j, ok, err := s.BeginMail(ctx, r.ID, now, lease)
+		if err != nil {
+			return jobs, err
+		}
+		if ok {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, err
 }
