@@ -22,10 +22,13 @@ import (
 
 var _ store.Ledger = (*Store)(nil)
 
-// ledgerLua is the Lua the ledger's scripts share: rec reads record
-// ARGV[1] of dr (KEYS[1]); gm and lm make a record's gauge member (ddue,
-// dq, dlease) and list member (dl, df); leave counts a pending record out
-// into status; final adds it to df, scored as in dl.
+// ledgerLua is the Lua the ledger's scripts (and commitScript) share: rec
+// reads record ARGV[1] of dr (KEYS[1]); gm and lm make a record's gauge
+// member (ddue, dq, dlease) and list member (dl, df); leave counts a
+// pending record out into status; final adds it to df, scored as in dl;
+// due makes pending r due at ts (ms) in ddue, and in the outbox when kdq
+// is given, if active, else held (out of ddue); pend stores a new pending
+// record (JSON raw) unless dr has its id, in dl and counted, due by due.
 const ledgerLua = `
 local function rec() local raw = redis.call('HGET', KEYS[1], ARGV[1]) return raw and cjson.decode(raw) end
 local function gm(w, id, r) return w .. '|' .. id .. '|' .. string.format('%d', r.notice_seq) end
@@ -41,6 +44,25 @@ end
 local function final(kdl, kdf, id, r)
   local m = lm(id, r)
   redis.call('ZADD', kdf, redis.call('ZSCORE', kdl, m) or 0, m)
+end
+local function due(r, active, m, kddue, ts, ms, kdq)
+  if not active then
+    r.next_attempt_at = nil
+    redis.call('ZREM', kddue, m)
+    return
+  end
+  r.next_attempt_at = ts
+  redis.call('ZADD', kddue, ms, m)
+  if kdq then redis.call('ZADD', kdq, ms, m) end
+end
+local function pend(kdr, kdl, kdq, kstat, kddue, active, id, raw, score, lmem, gmem, ms)
+  if redis.call('HEXISTS', kdr, id) == 1 then return 0 end
+  local r = cjson.decode(raw)
+  due(r, active, gmem, kddue, r.next_attempt_at, ms, kdq)
+  redis.call('HSET', kdr, id, cjson.encode(r))
+  redis.call('ZADD', kdl, score, lmem)
+  redis.call('HINCRBY', kstat, 'pending', 1)
+  return 1
 end
 `
 
@@ -67,21 +89,10 @@ func parseRef(m string) (Ref, bool) {
 // due at once (and in the outbox) when the watch is active, held otherwise.
 // KEYS: dr:<watch>, dl:<watch>, w:<watch>, dq, dstat, ddue. ARGV: delivery
 // id, record JSON, list score, list member, gauge member, due ms.
-var createDeliveryScript = redis.NewScript(`
+var createDeliveryScript = redis.NewScript(ledgerLua + `
 local doc = redis.call('HGET', KEYS[3], 'doc')
 if not doc then return 0 end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
-local r = cjson.decode(ARGV[2])
-local active = cjson.decode(doc).active
-if not active then r.next_attempt_at = nil end
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('HINCRBY', KEYS[5], 'pending', 1)
-if active then
-  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5])
-  redis.call('ZADD', KEYS[6], ARGV[6], ARGV[5])
-end
-return 1
+return pend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], cjson.decode(doc).active, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 `)
 
 // pendingArgs are the keys and arguments of createDeliveryScript for the
@@ -317,7 +328,7 @@ type Begun struct {
 // dlease. ARGV: delivery id, now timestamp, now ms, gauge member, holder,
 // lease end ms. Returns {state, attempt, sealed secret, url, next_attempt_at}.
 var beginScript = redis.NewScript(ledgerLua + `
-local function done() redis.call('ZREM', KEYS[5], ARGV[4]) return {'done'} end
+local function done(state) redis.call('ZREM', KEYS[5], ARGV[4]) return {state or 'done'} end
 local r = rec()
 if not r or r.status ~= 'pending' then return done() end
 local v = redis.call('HMGET', KEYS[2], 'doc', 'secret')
@@ -325,12 +336,10 @@ if not v[1] or not v[2] then return done() end
 local w = cjson.decode(v[1])
 if not w.active then
   if set(r.next_attempt_at) then
-    r.next_attempt_at = nil
+    due(r, false, ARGV[4], KEYS[4])
     redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
-    redis.call('ZREM', KEYS[4], ARGV[4])
   end
-  redis.call('ZREM', KEYS[5], ARGV[4])
-  return {'held'}
+  return done('held')
 end
 local next = ''
 if set(r.next_attempt_at) then next = r.next_attempt_at end
@@ -475,13 +484,7 @@ redis.call('ZREM', KEYS[8], member)
 if ok then r.delivered_at = ARGV[10] else r.last_error = ARGV[4] end
 if ARGV[3] == 'pending' then
   local doc = redis.call('HGET', KEYS[2], 'doc')
-  if doc and cjson.decode(doc).active then
-    r.next_attempt_at = ARGV[6]
-    redis.call('ZADD', KEYS[4], ARGV[7], member)
-  else
-    r.next_attempt_at = nil
-    redis.call('ZREM', KEYS[4], member)
-  end
+  due(r, doc and cjson.decode(doc).active, member, KEYS[4], ARGV[6], ARGV[7])
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
   return -1
 end
@@ -562,9 +565,8 @@ var holdScript = redis.NewScript(ledgerLua + `
 for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
   local r = cjson.decode(raw)
   if r.status == 'pending' and set(r.next_attempt_at) then
-    r.next_attempt_at = nil
+    due(r, false, gm(ARGV[1], r.id, r), KEYS[2])
     redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
-    redis.call('ZREM', KEYS[2], gm(ARGV[1], r.id, r))
   end
 end
 return 1
@@ -586,14 +588,12 @@ local n = 0
 for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
   local r = cjson.decode(raw)
   if r.status == 'pending' and not set(r.next_attempt_at) then
-    r.next_attempt_at = ARGV[1]
+    local m = gm(ARGV[3], r.id, r)
     r.updated_at = ARGV[1]
     unlease(r)
+    due(r, true, m, KEYS[3], ARGV[1], ARGV[2], KEYS[2])
     redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
-    local m = gm(ARGV[3], r.id, r)
     redis.call('ZREM', KEYS[6], m)
-    redis.call('ZADD', KEYS[2], ARGV[2], m)
-    redis.call('ZADD', KEYS[3], ARGV[2], m)
     n = n + 1
   end
 end

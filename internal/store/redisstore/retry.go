@@ -33,8 +33,8 @@ func (s *Store) WebhookTarget(ctx context.Context, accountID, watchID string) (u
 	return *w.WebhookURL, secret, nil
 }
 
-// retryScript makes a dead delivery pending again as createDeliveryScript
-// makes a new one: attempts 0, due at once and in the outbox when the
+// retryScript makes a dead delivery pending again as pend makes a new
+// one: attempts 0, due at once and in the outbox when the
 // watch is active, held otherwise; last_error is kept until the next
 // outcome. It takes the record out of df and dlease, and moves dstat from
 // dead to pending (retry counts deliveries with attempts: unchanged).
@@ -59,13 +59,7 @@ redis.call('HINCRBY', KEYS[3], 'dead', -1)
 redis.call('HINCRBY', KEYS[3], 'pending', 1)
 redis.call('ZREM', KEYS[6], lm(ARGV[1], r))
 redis.call('ZREM', KEYS[7], m)
-if w.active then
-  r.next_attempt_at = ARGV[2]
-  redis.call('ZADD', KEYS[5], ARGV[3], m)
-  redis.call('ZADD', KEYS[4], ARGV[3], m)
-else
-  r.next_attempt_at = nil
-end
+due(r, w.active, m, KEYS[4], ARGV[2], ARGV[3], KEYS[5])
 local out = cjson.encode(r)
 redis.call('HSET', KEYS[1], ARGV[1], out)
 return {'ok', out}
