@@ -524,7 +524,8 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	if failures < 0 || !delivery.Deactivates(failures) || s.stopBefore != nil && s.stopBefore("deactivate") {
 		return nil
 	}
-	return s.deactivate(ctx, job.WatchID, failures, d.LastError, now)
+	_, err = s.deactivate(ctx, job.WatchID, now)
+	return err
 }
 
 // Signing returns the current webhook URL and secret of job's watch (see
@@ -559,24 +560,6 @@ func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string,
 	return *w.WebhookURL, secret, nil
 }
 
-// holdScript holds every pending delivery of a watch (next_attempt_at
-// null). KEYS: dr:<watch>, ddue. ARGV: watch id.
-var holdScript = redis.NewScript(ledgerLua + `
-for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
-  local r = cjson.decode(raw)
-  if r.status == 'pending' and set(r.next_attempt_at) then
-    due(r, false, gm(ARGV[1], r.id, r), KEYS[2])
-    redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
-  end
-end
-return 1
-`)
-
-// hold holds the watch's pending deliveries.
-func (s *Store) hold(ctx context.Context, watchID string) error {
-	return s.fail("hold deliveries", holdScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(ddueKey)}, watchID).Err())
-}
-
 // releaseScript makes every held delivery of an active watch due at once
 // (in the outbox) and takes the watch out of wrel. KEYS: dr:<watch>, dq, ddue, wrel, w:<watch>, dlease. ARGV: now
 // timestamp, now ms, watch id.
@@ -608,12 +591,9 @@ func (s *Store) Release(ctx context.Context, watchID string, now time.Time) (int
 	return n, s.fail("release held deliveries", err)
 }
 
-// deliveryStateChanged holds a deactivated watch's pending deliveries and
-// releases a reactivated one's (UpdateWatch).
+// deliveryStateChanged releases a reactivated watch's held deliveries
+// (UpdateWatch; casWatchScript held them when it was switched off).
 func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, now bool, at time.Time) error {
-	if was && !now {
-		return s.hold(ctx, watchID)
-	}
 	if was || !now || s.stopBefore != nil && s.stopBefore("release") {
 		return nil
 	}
@@ -649,38 +629,18 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 		}
 		done++
 	}
-	owed, err := s.rdb.HGetAll(ctx, s.key(wdeactKey)).Result()
+	owed, err := s.rdb.HKeys(ctx, s.key(wdeactKey)).Result()
 	if err != nil {
 		return done, s.fail("read the watches to deactivate", err)
 	}
-	for id, raw := range owed {
-		var d struct {
-			N  int    `json:"n"`
-			E  string `json:"e"`
-			At string `json:"at"`
-		}
-		if err := json.Unmarshal([]byte(raw), &d); err != nil {
-			return done, fmt.Errorf("redisstore: deactivation owed to watch %s is unreadable (%q): %w", id, raw, err)
-		}
-		failures, err := s.rdb.HGet(ctx, s.key(watchKey, id), "failures").Int()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return done, s.fail("read a watch's failures", err)
-		}
-		if !delivery.Deactivates(failures) {
-			// A delivered notice (or a reactivation) reset the count since.
-			if err := s.rdb.HDel(ctx, s.key(wdeactKey), id).Err(); err != nil {
-				return done, s.fail("drop a deactivation", err)
-			}
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, d.At)
+	for _, id := range owed {
+		did, err := s.deactivate(ctx, id, now)
 		if err != nil {
-			at = now
-		}
-		if err := s.deactivate(ctx, id, d.N, d.E, at); err != nil {
 			return done, err
 		}
-		done++
+		if did {
+			done++
+		}
 	}
 	return done, undoErr
 }

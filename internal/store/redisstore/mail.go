@@ -184,69 +184,57 @@ func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 	return st, nil
 }
 
-// deactivateScript switches a watch off (compare-and-set of its doc),
-// takes it out of wdeact and wrel and, when it has an alert_email, queues
-// its deactivation alert counting its pending deliveries. KEYS: w:<watch>,
-// dr:<watch>, mail:<alert id>, mq, winactive, wdeact, wrel. ARGV: old doc,
-// new doc, alert id, alert job JSON ("" when the watch has no
-// alert_email), now ms, now timestamp, watch id.
-var deactivateScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'doc', ARGV[2])
-redis.call('SADD', KEYS[5], ARGV[7])
-redis.call('HDEL', KEYS[6], ARGV[7])
-redis.call('SREM', KEYS[7], ARGV[7])
-if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 0 then
-  local held = 0
-  for _, raw in ipairs(redis.call('HVALS', KEYS[2])) do
-    if cjson.decode(raw).status == 'pending' then held = held + 1 end
-  end
-  redis.call('HSET', KEYS[3], 'job', ARGV[4], 'kind', 'deactivated', 'watch', ARGV[7], 'status', 'pending', 'attempts', 0, 'held', held, 'updated_at', ARGV[6])
-  redis.call('ZADD', KEYS[4], ARGV[5], ARGV[3])
-  redis.call('HSET', KEYS[1], 'malert', ARGV[3])
-end
-return 1
-`)
-
-// deactivate switches a watch off after n consecutive failed notices and
-// holds its pending deliveries.
-func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr string, now time.Time) error {
+// deactivate switches the watch off as wdeact owes (n consecutive failed
+// notices, the last error, when: completeScript's entry), holding its
+// pending deliveries and queueing its alert (casWatch). An entry whose
+// watch is gone or off is dropped (true), as is one whose count a
+// delivered notice or a reactivation reset since (false).
+func (s *Store) deactivate(ctx context.Context, watchID string, now time.Time) (bool, error) {
 	for {
-		raw, err := s.rdb.HGet(ctx, s.key(watchKey, watchID), "doc").Result()
-		if errors.Is(err, redis.Nil) {
-			return s.fail("drop a deactivation", s.rdb.HDel(ctx, s.key(wdeactKey), watchID).Err())
+		var owed *redis.StringCmd
+		var v *redis.SliceCmd
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			owed = p.HGet(ctx, s.key(wdeactKey), watchID)
+			v = p.HMGet(ctx, s.key(watchKey, watchID), "doc", "failures")
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return false, s.fail("deactivate watch", err)
 		}
+		if owed.Val() == "" {
+			return false, nil
+		}
+		var d struct {
+			N  int    `json:"n"`
+			E  string `json:"e"`
+			At string `json:"at"`
+		}
+		if err := json.Unmarshal([]byte(owed.Val()), &d); err != nil {
+			return false, fmt.Errorf("redisstore: deactivation owed to watch %s is unreadable (%q): %w", watchID, owed.Val(), err)
+		}
+		raw := str(v.Val()[0])
+		failures, _ := strconv.Atoi(str(v.Val()[1]))
+		w, err := decodeWatch(cmp.Or(raw, "{}"))
 		if err != nil {
-			return s.fail("deactivate watch", err)
+			return false, err
 		}
-		w, err := decodeWatch(raw)
+		if raw == "" || !w.Active || !delivery.Deactivates(failures) {
+			return raw == "" || !w.Active, s.fail("drop a deactivation", s.rdb.HDel(ctx, s.key(wdeactKey), watchID).Err())
+		}
+		at, err := time.Parse(time.RFC3339Nano, d.At)
 		if err != nil {
-			return err
+			at = now
 		}
-		if !w.Active {
-			return s.fail("drop a deactivation", s.rdb.HDel(ctx, s.key(wdeactKey), watchID).Err())
-		}
-		reason := delivery.DeactivationReason(n, lastErr)
-		w.Active, w.DeactivatedReason, w.UpdatedAt = false, reason, stamp(now)
-		doc, err := encodeWatch(w)
+		reason := delivery.DeactivationReason(d.N, d.E)
+		w.Active, w.DeactivatedReason, w.UpdatedAt = false, reason, stamp(at)
+		id, alert, err := alertJob(w, reason, d.E, at)
 		if err != nil {
-			return err
+			return false, err
 		}
-		id, alert, err := alertJob(w, reason, lastErr, now)
-		if err != nil {
-			return err
-		}
-		ok, err := deactivateScript.Run(ctx, s.rdb,
-			[]string{s.key(watchKey, watchID), s.key(recordsKey, watchID), s.key(mailKey, id), s.key(mailQueueKey), s.key(winactiveKey), s.key(wdeactKey), s.key(wrelKey)},
-			raw, doc, id, alert, now.UnixMilli(), notice.Timestamp(now), watchID).Int()
-		if err != nil {
-			return s.fail("deactivate watch", err)
-		}
-		if ok == 1 {
-			return s.hold(ctx, watchID)
+		if ok, err := s.casWatch(ctx, "deactivate watch", raw, w, true, [2]string{id, alert}, at); err != nil || ok {
+			return ok, err
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return false, err
 		}
 	}
 }
