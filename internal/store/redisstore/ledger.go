@@ -85,14 +85,16 @@ func parseRef(m string) (Ref, bool) {
 	return Ref{WatchID: p[0], DeliveryID: p[1], NoticeSeq: seq}, err == nil
 }
 
-// createDeliveryScript records a pending delivery unless the pair has one:
-// due at once (and in the outbox) when the watch is active, held otherwise.
-// KEYS: dr:<watch>, dl:<watch>, w:<watch>, dq, dstat, ddue. ARGV: delivery
-// id, record JSON, list score, list member, gauge member, due ms.
+// createDeliveryScript records a pending delivery unless the pair has one,
+// the watch has no webhook or the notice arrived before it (notice_seq at
+// or below its eseq): due at once (and in the outbox) when the watch is
+// active, held otherwise. KEYS: dr:<watch>, dl:<watch>, w:<watch>, dq,
+// dstat, ddue. ARGV: delivery id, record JSON, list score, list member,
+// gauge member, due ms, notice_seq.
 var createDeliveryScript = redis.NewScript(ledgerLua + `
-local doc = redis.call('HGET', KEYS[3], 'doc')
-if not doc then return 0 end
-return pend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], cjson.decode(doc).active, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+local v = redis.call('HMGET', KEYS[3], 'doc', 'eseq', 'secret')
+if not v[1] or not v[3] or v[3] == '' or tonumber(ARGV[7]) <= tonumber(v[2] or '0') then return 0 end
+return pend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], cjson.decode(v[1]).active, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 `)
 
 // pendingArgs are the keys and arguments of createDeliveryScript for the
@@ -108,7 +110,7 @@ func (s *Store) pendingArgs(watchID string, n *notice.Notice, now time.Time) ([]
 	ref := Ref{WatchID: watchID, DeliveryID: r.ID, NoticeSeq: n.Seq}
 	member := fmt.Sprintf("%020d|%s", n.Seq, r.ID)
 	return []string{s.key(recordsKey, watchID), s.key(deliveriesKey, watchID), s.key(watchKey, watchID), s.key(outboxKey), s.key(dstatKey), s.key(ddueKey)},
-		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli()}, nil
+		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli(), n.Seq}, nil
 }
 
 // CreateDeliveries creates the deliveries of matched (watch, notice_seq)
@@ -137,7 +139,6 @@ func (s *Store) createDeliveries(ctx context.Context, what string, pairs []Ref, 
 	for i := range ns {
 		bySeq[ns[i].Seq] = &ns[i]
 	}
-	eseqs := map[string]int64{}
 	pipe := s.rdb.Pipeline()
 	var cmds []*redis.Cmd
 	for _, p := range pairs {
@@ -145,23 +146,12 @@ func (s *Store) createDeliveries(ctx context.Context, what string, pairs []Ref, 
 		if n == nil {
 			continue // not readable: never delivered (the source lost it)
 		}
-		eseq, ok := eseqs[p.WatchID]
-		if !ok {
-			v, err := s.rdb.HMGet(ctx, s.key(watchKey, p.WatchID), "eseq", "secret").Result()
-			if err != nil {
-				return 0, s.fail("read watch", err)
-			}
-			eseq = -1 // no webhook or no watch: nothing to deliver
-			if str(v[1]) != "" {
-				eseq, _ = strconv.ParseInt(str(v[0]), 10, 64)
-			}
-			eseqs[p.WatchID] = eseq
-		}
 		at := now
 		if atArrival {
 			at = delivery.JudgedAt(n.CollectedAt, now)
 		}
-		if pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt); err != nil || eseq < 0 || !delivery.Eligible(n.Seq, eseq, pub, at) {
+		// The script checks the rest of delivery.Eligible: n.Seq above the watch's eseq.
+		if pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt); err != nil || !delivery.Eligible(n.Seq, 0, pub, at) {
 			continue
 		}
 		keys, args, err := s.pendingArgs(p.WatchID, n, now)
@@ -538,7 +528,7 @@ func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string,
 		return "", "", noWebhook(job.WatchID)
 	}
 	if err != nil {
-		return "", "", s.fail("read a webhook secret", err)
+		return "", "", s.fail("read a webhook", err)
 	}
 	if secret, err = s.openSecret(job.WatchID, sealed); err != nil || secret == job.Secret {
 		return job.URL, secret, err
@@ -548,7 +538,7 @@ func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string,
 		return "", "", noWebhook(job.WatchID)
 	}
 	if err != nil {
-		return "", "", s.fail("read a webhook URL", err)
+		return "", "", s.fail("read a webhook", err)
 	}
 	w, err := decodeWatch(raw)
 	if err == nil && w.WebhookURL == nil {

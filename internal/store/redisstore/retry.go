@@ -9,28 +9,22 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 )
 
 // WebhookTarget returns the URL and current secret of the account's
-// watch's webhook: store.NoWebhook when it has none.
+// watch's webhook (as Signing reads them): store.NoWebhook when it has none.
 func (s *Store) WebhookTarget(ctx context.Context, accountID, watchID string) (url, secret string, err error) {
-	v, err := s.ownWatch(ctx, accountID, watchID, "read a webhook", noWatch, "doc", "secret")
-	if err != nil {
+	if _, err := s.ownWatch(ctx, accountID, watchID, "read a webhook", noWatch); err != nil {
 		return "", "", err
 	}
-	w, err := decodeWatch(str(v[0]))
-	if err != nil {
-		return "", "", err
-	}
-	if w.WebhookURL == nil || str(v[1]) == "" {
+	url, secret, err = s.Signing(ctx, store.Job{WatchID: watchID})
+	if errs.Is(err, errs.NotFound) {
 		return "", "", store.NoWebhook(watchID)
 	}
-	if secret, err = s.openSecret(watchID, str(v[1])); err != nil {
-		return "", "", err
-	}
-	return *w.WebhookURL, secret, nil
+	return url, secret, err
 }
 
 // retryScript makes a dead delivery pending again as pend makes a new
