@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -524,23 +525,20 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string, err error) {
 	k := s.key(watchKey, job.WatchID)
 	sealed, err := s.rdb.HGet(ctx, k, "secret").Result()
-	if errors.Is(err, redis.Nil) || err == nil && sealed == "" {
-		return "", "", noWebhook(job.WatchID)
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", "", s.fail("read a webhook", err)
+	}
+	if sealed == "" {
+		return "", "", noWebhook(job.WatchID)
 	}
 	if secret, err = s.openSecret(job.WatchID, sealed); err != nil || secret == job.Secret {
 		return job.URL, secret, err
 	}
 	raw, err := s.rdb.HGet(ctx, k, "doc").Result()
-	if errors.Is(err, redis.Nil) {
-		return "", "", noWebhook(job.WatchID)
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", "", s.fail("read a webhook", err)
 	}
-	w, err := decodeWatch(raw)
+	w, err := decodeWatch(cmp.Or(raw, "{}")) // a deleted watch: no webhook
 	if err == nil && w.WebhookURL == nil {
 		err = noWebhook(job.WatchID)
 	}

@@ -230,8 +230,12 @@ func (s *Store) deactivate(ctx context.Context, watchID string, now time.Time) (
 		if err != nil {
 			return false, err
 		}
-		if ok, err := s.casWatch(ctx, "deactivate watch", raw, w, true, [2]string{id, alert}, at); err != nil || ok {
-			return ok, err
+		keys, args, err := s.casArgs(raw, w, true, [2]string{id, alert}, at)
+		if err != nil {
+			return false, err
+		}
+		if n, err := casWatchScript.Run(ctx, s.rdb, keys, args...).Int(); err != nil || n == 1 {
+			return n == 1, s.fail("deactivate watch", err)
 		}
 		if err := ctx.Err(); err != nil {
 			return false, err

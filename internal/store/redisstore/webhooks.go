@@ -72,48 +72,41 @@ end
 return 1
 `)
 
-// casWatch writes w over its doc old (casWatchScript): false when old
-// changed meanwhile. off says w was just switched off; alert is its
-// deactivation alert (id and job JSON from alertJob) queued at now.
-func (s *Store) casWatch(ctx context.Context, what, old string, w watch.Watch, off bool, alert [2]string, now time.Time, fields ...string) (bool, error) {
+// casArgs are casWatchScript's keys and arguments to write w over its doc
+// old: off says w was just switched off; alert is its deactivation alert
+// (id and job JSON from alertJob) queued at now.
+func (s *Store) casArgs(old string, w watch.Watch, off bool, alert [2]string, now time.Time, fields ...string) ([]string, []any, error) {
 	doc, err := encodeWatch(w)
-	if err != nil {
-		return false, err
-	}
 	keys := []string{s.key(watchKey, w.ID), s.key(winactiveKey), s.key(wrelKey), s.key(recordsKey, w.ID), s.key(ddueKey), s.key(wdeactKey)}
 	if alert[1] != "" {
 		keys = append(keys, s.key(mailKey, alert[0]), s.key(mailQueueKey))
 	}
-	ok, err := casWatchScript.Run(ctx, s.rdb, keys, append([]any{old, doc, boolArg(off), alert[0], alert[1], now.UnixMilli(), notice.Timestamp(now)}, anys(fields)...)...).Int()
-	return ok == 1, s.fail(what, err)
+	return keys, append([]any{old, doc, boolArg(off), alert[0], alert[1], now.UnixMilli(), notice.Timestamp(now)}, anys(fields)...), err
 }
 
 // modifyWatch applies change to the account's watch as a compare-and-set
-// (retried if another write won); change also returns w:<id> fields to set
-// (name, value pairs; "" deletes one). Another account's is notFound.
+// (casRun: read again if another write won); change also returns w:<id>
+// fields to set (name, value pairs; "" deletes one). Another account's is
+// notFound.
 func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound func(string) error,
 	change func(w *watch.Watch) (fields []string, err error)) (watch.Watch, error) {
-	for {
+	var w watch.Watch
+	_, err := s.casRun(ctx, "update watch", casWatchScript, func() ([]string, []any, error) {
 		v, err := s.ownWatch(ctx, accountID, id, "update watch", notFound, "doc")
-		if err != nil {
-			return watch.Watch{}, err
+		if err == nil {
+			w, err = decodeWatch(str(v[0]))
 		}
-		w, err := decodeWatch(str(v[0]))
 		if err != nil {
-			return w, err
+			return nil, nil, err
 		}
 		was := w.Active
 		fields, err := change(&w)
 		if err != nil {
-			return w, err
+			return nil, nil, err
 		}
-		if ok, err := s.casWatch(ctx, "update watch", str(v[0]), w, was && !w.Active, [2]string{}, time.Time{}, fields...); err != nil || ok {
-			return w, err
-		}
-		if err := ctx.Err(); err != nil {
-			return w, err
-		}
-	}
+		return s.casArgs(str(v[0]), w, was && !w.Active, [2]string{}, time.Time{}, fields...)
+	})
+	return w, err
 }
 
 // ownWatch reads fields of the account's watch, or notFound when it is
