@@ -186,7 +186,7 @@ func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 
 // deactivate switches the watch off as wdeact owes (n consecutive failed
 // notices, the last error, when: completeScript's entry), holding its
-// pending deliveries and queueing its alert (casWatch). An entry whose
+// pending deliveries and queueing its alert (casWatchScript). An entry whose
 // watch is gone or off is dropped (true), as is one whose count a
 // delivered notice or a reactivation reset since (false).
 func (s *Store) deactivate(ctx context.Context, watchID string, now time.Time) (bool, error) {
@@ -224,35 +224,33 @@ func (s *Store) deactivate(ctx context.Context, watchID string, now time.Time) (
 		if err != nil {
 			at = now
 		}
-		reason := delivery.DeactivationReason(d.N, d.E)
-		w.Active, w.DeactivatedReason, w.UpdatedAt = false, reason, stamp(at)
-		id, alert, err := alertJob(w, reason, d.E, at)
+		w.Active, w.DeactivatedReason, w.UpdatedAt = false, delivery.DeactivationReason(d.N, d.E), stamp(at)
+		alert, err := alertJob(w, d.E, at)
 		if err != nil {
 			return false, err
 		}
-		keys, args, err := s.casArgs(raw, w, true, [2]string{id, alert}, at)
+		keys, args, err := s.casArgs(raw, w, true, alert, at)
 		if err != nil {
 			return false, err
 		}
+		// -1: the doc changed meanwhile (a cancelled ctx fails the call).
 		if n, err := casWatchScript.Run(ctx, s.rdb, keys, args...).Int(); err != nil || n == 1 {
 			return n == 1, s.fail("deactivate watch", err)
-		}
-		if err := ctx.Err(); err != nil {
-			return false, err
 		}
 	}
 }
 
-// alertJob is the deactivation alert of w as JSON ("" when w has no
-// alert_email); the script adds the held count.
-func alertJob(w watch.Watch, reason, lastErr string, now time.Time) (string, string, error) {
+// alertJob is the deactivation alert (id, JSON) of w, just switched off
+// after a failure with lastErr: JSON "" when w has no alert_email; the
+// script adds the held count.
+func alertJob(w watch.Watch, lastErr string, now time.Time) ([2]string, error) {
 	id := mail.DeactivatedID(w.ID, now)
 	if w.AlertEmail == nil || *w.AlertEmail == "" {
-		return id, "", nil
+		return [2]string{id, ""}, nil
 	}
 	b, err := json.Marshal(mail.Job{ID: id, Kind: mail.KindDeactivated, WatchID: w.ID, To: *w.AlertEmail,
-		Deactivated: &mail.Deactivated{WatchName: w.Name, Reason: reason, LastError: lastErr, At: notice.Timestamp(now)}})
-	return id, string(b), err
+		Deactivated: &mail.Deactivated{WatchName: w.Name, Reason: w.DeactivatedReason, LastError: lastErr, At: notice.Timestamp(now)}})
+	return [2]string{id, string(b)}, err
 }
 
 // takeMailScript leases until ARGV[2] ms each job passed still pending and
