@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,10 +23,13 @@ import (
 
 var _ store.Ledger = (*Store)(nil)
 
-// ledgerLua is the Lua the ledger's scripts share: rec reads record
-// ARGV[1] of dr (KEYS[1]); gm and lm make a record's gauge member (ddue,
-// dq, dlease) and list member (dl, df); leave counts a pending record out
-// into status; final adds it to df, scored as in dl.
+// ledgerLua is the Lua the ledger's scripts (and commitScript) share: rec
+// reads record ARGV[1] of dr (KEYS[1]); gm and lm make a record's gauge
+// member (ddue, dq, dlease) and list member (dl, df); leave counts a
+// pending record out into status; final adds it to df, scored as in dl;
+// due makes pending r due at ts (ms) in ddue, and in the outbox when kdq
+// is given, if active, else held (out of ddue); pend stores a new pending
+// record (JSON raw) unless dr has its id, in dl and counted, due by due.
 const ledgerLua = `
 local function rec() local raw = redis.call('HGET', KEYS[1], ARGV[1]) return raw and cjson.decode(raw) end
 local function gm(w, id, r) return w .. '|' .. id .. '|' .. string.format('%d', r.notice_seq) end
@@ -41,6 +45,25 @@ end
 local function final(kdl, kdf, id, r)
   local m = lm(id, r)
   redis.call('ZADD', kdf, redis.call('ZSCORE', kdl, m) or 0, m)
+end
+local function due(r, active, m, kddue, ts, ms, kdq)
+  if not active then
+    r.next_attempt_at = nil
+    redis.call('ZREM', kddue, m)
+    return
+  end
+  r.next_attempt_at = ts
+  redis.call('ZADD', kddue, ms, m)
+  if kdq then redis.call('ZADD', kdq, ms, m) end
+end
+local function pend(kdr, kdl, kdq, kstat, kddue, active, id, raw, score, lmem, gmem, ms)
+  if redis.call('HEXISTS', kdr, id) == 1 then return 0 end
+  local r = cjson.decode(raw)
+  due(r, active, gmem, kddue, r.next_attempt_at, ms, kdq)
+  redis.call('HSET', kdr, id, cjson.encode(r))
+  redis.call('ZADD', kdl, score, lmem)
+  redis.call('HINCRBY', kstat, 'pending', 1)
+  return 1
 end
 `
 
@@ -63,25 +86,16 @@ func parseRef(m string) (Ref, bool) {
 	return Ref{WatchID: p[0], DeliveryID: p[1], NoticeSeq: seq}, err == nil
 }
 
-// createDeliveryScript records a pending delivery unless the pair has one:
-// due at once (and in the outbox) when the watch is active, held otherwise.
-// KEYS: dr:<watch>, dl:<watch>, w:<watch>, dq, dstat, ddue. ARGV: delivery
-// id, record JSON, list score, list member, gauge member, due ms.
-var createDeliveryScript = redis.NewScript(`
-local doc = redis.call('HGET', KEYS[3], 'doc')
-if not doc then return 0 end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
-local r = cjson.decode(ARGV[2])
-local active = cjson.decode(doc).active
-if not active then r.next_attempt_at = nil end
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('HINCRBY', KEYS[5], 'pending', 1)
-if active then
-  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5])
-  redis.call('ZADD', KEYS[6], ARGV[6], ARGV[5])
-end
-return 1
+// createDeliveryScript records a pending delivery unless the pair has one,
+// the watch has no webhook or the notice arrived before it (notice_seq at
+// or below its eseq): due at once (and in the outbox) when the watch is
+// active, held otherwise. KEYS: dr:<watch>, dl:<watch>, w:<watch>, dq,
+// dstat, ddue. ARGV: delivery id, record JSON, list score, list member,
+// gauge member, due ms, notice_seq.
+var createDeliveryScript = redis.NewScript(ledgerLua + `
+local v = redis.call('HMGET', KEYS[3], 'doc', 'eseq', 'secret')
+if not v[1] or not v[3] or v[3] == '' or tonumber(ARGV[7]) <= tonumber(v[2] or '0') then return 0 end
+return pend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], cjson.decode(v[1]).active, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 `)
 
 // pendingArgs are the keys and arguments of createDeliveryScript for the
@@ -97,7 +111,7 @@ func (s *Store) pendingArgs(watchID string, n *notice.Notice, now time.Time) ([]
 	ref := Ref{WatchID: watchID, DeliveryID: r.ID, NoticeSeq: n.Seq}
 	member := fmt.Sprintf("%020d|%s", n.Seq, r.ID)
 	return []string{s.key(recordsKey, watchID), s.key(deliveriesKey, watchID), s.key(watchKey, watchID), s.key(outboxKey), s.key(dstatKey), s.key(ddueKey)},
-		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli()}, nil
+		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli(), n.Seq}, nil
 }
 
 // CreateDeliveries creates the deliveries of matched (watch, notice_seq)
@@ -126,7 +140,6 @@ func (s *Store) createDeliveries(ctx context.Context, what string, pairs []Ref, 
 	for i := range ns {
 		bySeq[ns[i].Seq] = &ns[i]
 	}
-	eseqs := map[string]int64{}
 	pipe := s.rdb.Pipeline()
 	var cmds []*redis.Cmd
 	for _, p := range pairs {
@@ -134,23 +147,12 @@ func (s *Store) createDeliveries(ctx context.Context, what string, pairs []Ref, 
 		if n == nil {
 			continue // not readable: never delivered (the source lost it)
 		}
-		eseq, ok := eseqs[p.WatchID]
-		if !ok {
-			v, err := s.rdb.HMGet(ctx, s.key(watchKey, p.WatchID), "eseq", "secret").Result()
-			if err != nil {
-				return 0, s.fail("read watch", err)
-			}
-			eseq = -1 // no webhook or no watch: nothing to deliver
-			if str(v[1]) != "" {
-				eseq, _ = strconv.ParseInt(str(v[0]), 10, 64)
-			}
-			eseqs[p.WatchID] = eseq
-		}
 		at := now
 		if atArrival {
 			at = delivery.JudgedAt(n.CollectedAt, now)
 		}
-		if pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt); err != nil || eseq < 0 || !delivery.Eligible(n.Seq, eseq, pub, at) {
+		// The script checks the rest of delivery.Eligible: n.Seq above the watch's eseq.
+		if pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt); err != nil || !delivery.Eligible(n.Seq, 0, pub, at) {
 			continue
 		}
 		keys, args, err := s.pendingArgs(p.WatchID, n, now)
@@ -317,7 +319,7 @@ type Begun struct {
 // dlease. ARGV: delivery id, now timestamp, now ms, gauge member, holder,
 // lease end ms. Returns {state, attempt, sealed secret, url, next_attempt_at}.
 var beginScript = redis.NewScript(ledgerLua + `
-local function done() redis.call('ZREM', KEYS[5], ARGV[4]) return {'done'} end
+local function done(state) redis.call('ZREM', KEYS[5], ARGV[4]) return {state or 'done'} end
 local r = rec()
 if not r or r.status ~= 'pending' then return done() end
 local v = redis.call('HMGET', KEYS[2], 'doc', 'secret')
@@ -325,12 +327,10 @@ if not v[1] or not v[2] then return done() end
 local w = cjson.decode(v[1])
 if not w.active then
   if set(r.next_attempt_at) then
-    r.next_attempt_at = nil
+    due(r, false, ARGV[4], KEYS[4])
     redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
-    redis.call('ZREM', KEYS[4], ARGV[4])
   end
-  redis.call('ZREM', KEYS[5], ARGV[4])
-  return {'held'}
+  return done('held')
 end
 local next = ''
 if set(r.next_attempt_at) then next = r.next_attempt_at end
@@ -475,13 +475,7 @@ redis.call('ZREM', KEYS[8], member)
 if ok then r.delivered_at = ARGV[10] else r.last_error = ARGV[4] end
 if ARGV[3] == 'pending' then
   local doc = redis.call('HGET', KEYS[2], 'doc')
-  if doc and cjson.decode(doc).active then
-    r.next_attempt_at = ARGV[6]
-    redis.call('ZADD', KEYS[4], ARGV[7], member)
-  else
-    r.next_attempt_at = nil
-    redis.call('ZREM', KEYS[4], member)
-  end
+  due(r, doc and cjson.decode(doc).active, member, KEYS[4], ARGV[6], ARGV[7])
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
   return -1
 end
@@ -521,7 +515,8 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	if failures < 0 || !delivery.Deactivates(failures) || s.stopBefore != nil && s.stopBefore("deactivate") {
 		return nil
 	}
-	return s.deactivate(ctx, job.WatchID, failures, d.LastError, now)
+	_, err = s.deactivate(ctx, job.WatchID, now)
+	return err
 }
 
 // Signing returns the current webhook URL and secret of job's watch (see
@@ -530,23 +525,20 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string, err error) {
 	k := s.key(watchKey, job.WatchID)
 	sealed, err := s.rdb.HGet(ctx, k, "secret").Result()
-	if errors.Is(err, redis.Nil) || err == nil && sealed == "" {
-		return "", "", noWebhook(job.WatchID)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", "", s.fail("read a webhook", err)
 	}
-	if err != nil {
-		return "", "", s.fail("read a webhook secret", err)
+	if sealed == "" {
+		return "", "", noWebhook(job.WatchID)
 	}
 	if secret, err = s.openSecret(job.WatchID, sealed); err != nil || secret == job.Secret {
 		return job.URL, secret, err
 	}
 	raw, err := s.rdb.HGet(ctx, k, "doc").Result()
-	if errors.Is(err, redis.Nil) {
-		return "", "", noWebhook(job.WatchID)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", "", s.fail("read a webhook", err)
 	}
-	if err != nil {
-		return "", "", s.fail("read a webhook URL", err)
-	}
-	w, err := decodeWatch(raw)
+	w, err := decodeWatch(cmp.Or(raw, "{}")) // a deleted watch: no webhook
 	if err == nil && w.WebhookURL == nil {
 		err = noWebhook(job.WatchID)
 	}
@@ -554,25 +546,6 @@ func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string,
 		return "", "", err
 	}
 	return *w.WebhookURL, secret, nil
-}
-
-// holdScript holds every pending delivery of a watch (next_attempt_at
-// null). KEYS: dr:<watch>, ddue. ARGV: watch id.
-var holdScript = redis.NewScript(ledgerLua + `
-for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
-  local r = cjson.decode(raw)
-  if r.status == 'pending' and set(r.next_attempt_at) then
-    r.next_attempt_at = nil
-    redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
-    redis.call('ZREM', KEYS[2], gm(ARGV[1], r.id, r))
-  end
-end
-return 1
-`)
-
-// hold holds the watch's pending deliveries.
-func (s *Store) hold(ctx context.Context, watchID string) error {
-	return s.fail("hold deliveries", holdScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(ddueKey)}, watchID).Err())
 }
 
 // releaseScript makes every held delivery of an active watch due at once
@@ -586,14 +559,12 @@ local n = 0
 for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
   local r = cjson.decode(raw)
   if r.status == 'pending' and not set(r.next_attempt_at) then
-    r.next_attempt_at = ARGV[1]
+    local m = gm(ARGV[3], r.id, r)
     r.updated_at = ARGV[1]
     unlease(r)
+    due(r, true, m, KEYS[3], ARGV[1], ARGV[2], KEYS[2])
     redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
-    local m = gm(ARGV[3], r.id, r)
     redis.call('ZREM', KEYS[6], m)
-    redis.call('ZADD', KEYS[2], ARGV[2], m)
-    redis.call('ZADD', KEYS[3], ARGV[2], m)
     n = n + 1
   end
 end
@@ -608,12 +579,9 @@ func (s *Store) Release(ctx context.Context, watchID string, now time.Time) (int
 	return n, s.fail("release held deliveries", err)
 }
 
-// deliveryStateChanged holds a deactivated watch's pending deliveries and
-// releases a reactivated one's (UpdateWatch).
+// deliveryStateChanged releases a reactivated watch's held deliveries
+// (UpdateWatch; casWatchScript held them when it was switched off).
 func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, now bool, at time.Time) error {
-	if was && !now {
-		return s.hold(ctx, watchID)
-	}
 	if was || !now || s.stopBefore != nil && s.stopBefore("release") {
 		return nil
 	}
@@ -649,38 +617,18 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 		}
 		done++
 	}
-	owed, err := s.rdb.HGetAll(ctx, s.key(wdeactKey)).Result()
+	owed, err := s.rdb.HKeys(ctx, s.key(wdeactKey)).Result()
 	if err != nil {
 		return done, s.fail("read the watches to deactivate", err)
 	}
-	for id, raw := range owed {
-		var d struct {
-			N  int    `json:"n"`
-			E  string `json:"e"`
-			At string `json:"at"`
-		}
-		if err := json.Unmarshal([]byte(raw), &d); err != nil {
-			return done, fmt.Errorf("redisstore: deactivation owed to watch %s is unreadable (%q): %w", id, raw, err)
-		}
-		failures, err := s.rdb.HGet(ctx, s.key(watchKey, id), "failures").Int()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return done, s.fail("read a watch's failures", err)
-		}
-		if !delivery.Deactivates(failures) {
-			// A delivered notice (or a reactivation) reset the count since.
-			if err := s.rdb.HDel(ctx, s.key(wdeactKey), id).Err(); err != nil {
-				return done, s.fail("drop a deactivation", err)
-			}
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, d.At)
+	for _, id := range owed {
+		did, err := s.deactivate(ctx, id, now)
 		if err != nil {
-			at = now
-		}
-		if err := s.deactivate(ctx, id, d.N, d.E, at); err != nil {
 			return done, err
 		}
-		done++
+		if did {
+			done++
+		}
 	}
 	return done, undoErr
 }

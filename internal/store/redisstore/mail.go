@@ -106,115 +106,6 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 	return n == 1, nil
 }
 
-// claimMailScript counts an attempt of each job passed that is pending
-// (and, with ARGV[1] not empty, still due at ARGV[1] ms: one another
-// claimer took meanwhile is left alone) and leases it until ARGV[2] ms;
-// the mail of a deleted watch is dropped (status deleted). With ARGV[3]
-// empty it only leases each (the asynq pump: its task counts the
-// attempt). KEYS: mq, then mail:<id> and w:<watch> of each job. ARGV:
-// due-by ms or empty, lease end ms, retention ms or empty, then each job's
-// id and watch (read before; a job's watch never changes). Returns {id,
-// job, attempts, held, ...}.
-var claimMailScript = redis.NewScript(`
-local out = {}
-local function push(a, b, c, d) out[#out + 1] = a out[#out + 1] = b out[#out + 1] = c out[#out + 1] = d end
-for i = 4, #ARGV, 2 do
-  local id, k, wk = ARGV[i], KEYS[i - 2], KEYS[i - 1]
-  local due = redis.call('ZSCORE', KEYS[1], id)
-  if ARGV[1] ~= '' and (not due or tonumber(due) > tonumber(ARGV[1])) then
-    -- taken meanwhile
-  elseif redis.call('HGET', k, 'status') ~= 'pending' then
-    if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], id) end
-  elseif ARGV[3] == '' then
-    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
-    push(id, '', redis.call('HGET', k, 'attempts') or '0', '')
-  elseif redis.call('HGET', k, 'watch') ~= ARGV[i + 1] then
-    -- not the job read (cannot happen: a job's watch never changes)
-  elseif redis.call('EXISTS', wk) == 0 then
-    -- the watch was deleted: its mail goes with it, as embedded
-    redis.call('HSET', k, 'status', 'deleted')
-    redis.call('PEXPIRE', k, ARGV[3])
-    redis.call('ZREM', KEYS[1], id)
-  else
-    local n = redis.call('HINCRBY', k, 'attempts', 1)
-    redis.call('HSET', k, 'token', tostring(n))
-    redis.call('ZADD', KEYS[1], ARGV[2], id)
-    local v = redis.call('HMGET', k, 'job', 'held')
-    push(id, v[1], tostring(n), v[2] or '')
-  end
-end
-return out
-`)
-
-// dueMail returns up to limit ids of the jobs due at now and the watch of
-// each.
-func (s *Store) dueMail(ctx context.Context, now time.Time, limit int) (ids, owners []string, err error) {
-	ids, err = s.rdb.ZRangeByScore(ctx, s.key(mailQueueKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
-	if err != nil || len(ids) == 0 {
-		return nil, nil, err
-	}
-	cmds := make([]*redis.StringCmd, len(ids))
-	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HGet(ctx, s.key(mailKey, id), "watch")
-		}
-		return nil
-	}); err != nil && err != redis.Nil {
-		return nil, nil, err
-	}
-	owners = make([]string, len(ids))
-	for i, c := range cmds {
-		owners[i] = c.Val()
-	}
-	return ids, owners, nil
-}
-
-// runMail runs claimMailScript on the jobs ids of the watches owners.
-func (s *Store) runMail(ctx context.Context, what, dueBy string, until time.Time, count bool, ids, owners []string) ([]string, error) {
-	keys, args := []string{s.key(mailQueueKey)}, []any{dueBy, until.UnixMilli(), ""}
-	if count {
-		args[2] = mail.Retention.Milliseconds()
-	}
-	for i, id := range ids {
-		keys = append(keys, s.key(mailKey, id), s.key(watchKey, owners[i]))
-		args = append(args, id, owners[i])
-	}
-	v, err := claimMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
-	return v, s.fail(what, err)
-}
-
-// ClaimMail leases due pending jobs.
-func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
-	ids, owners, err := s.dueMail(ctx, now, limit)
-	if err != nil || len(ids) == 0 {
-		return nil, s.fail("claim mail", err)
-	}
-	v, err := s.runMail(ctx, "claim mail", itoa(now.UnixMilli()), now.Add(lease), true, ids, owners)
-	if err != nil {
-		return nil, err
-	}
-	return decodeMail(v)
-}
-
-// decodeMail reads claimMailScript's jobs; the attempt number is also the
-// claim token.
-func decodeMail(v []string) ([]mail.Job, error) {
-	var jobs []mail.Job
-	for i := 0; i+3 < len(v); i += 4 {
-		var j mail.Job
-		if err := json.Unmarshal([]byte(v[i+1]), &j); err != nil {
-			return nil, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", v[i], err)
-		}
-		j.Attempt, _ = strconv.Atoi(v[i+2])
-		j.Token = v[i+2]
-		if j.Deactivated != nil && v[i+3] != "" {
-			j.Deactivated.Held, _ = strconv.Atoi(v[i+3])
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, nil
-}
-
 // completeMailScript records an outcome. KEYS: mail:<id>, mq,
 // mpd:<watch>, w:<watch>, mdead, mlasterr. ARGV: id, token, outcome (sent,
 // retry, dead), error, next ms, through seq (digests; 0 otherwise), now
@@ -293,84 +184,96 @@ func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 	return st, nil
 }
 
-// deactivateScript switches a watch off (compare-and-set of its doc),
-// takes it out of wdeact and wrel and, when it has an alert_email, queues
-// its deactivation alert counting its pending deliveries. KEYS: w:<watch>,
-// dr:<watch>, mail:<alert id>, mq, winactive, wdeact, wrel. ARGV: old doc,
-// new doc, alert id, alert job JSON ("" when the watch has no
-// alert_email), now ms, now timestamp, watch id.
-var deactivateScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'doc', ARGV[2])
-redis.call('SADD', KEYS[5], ARGV[7])
-redis.call('HDEL', KEYS[6], ARGV[7])
-redis.call('SREM', KEYS[7], ARGV[7])
-if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 0 then
-  local held = 0
-  for _, raw in ipairs(redis.call('HVALS', KEYS[2])) do
-    if cjson.decode(raw).status == 'pending' then held = held + 1 end
-  end
-  redis.call('HSET', KEYS[3], 'job', ARGV[4], 'kind', 'deactivated', 'watch', ARGV[7], 'status', 'pending', 'attempts', 0, 'held', held, 'updated_at', ARGV[6])
-  redis.call('ZADD', KEYS[4], ARGV[5], ARGV[3])
-  redis.call('HSET', KEYS[1], 'malert', ARGV[3])
-end
-return 1
-`)
-
-// deactivate switches a watch off after n consecutive failed notices and
-// holds its pending deliveries.
-func (s *Store) deactivate(ctx context.Context, watchID string, n int, lastErr string, now time.Time) error {
+// deactivate switches the watch off as wdeact owes (n consecutive failed
+// notices, the last error, when: completeScript's entry), holding its
+// pending deliveries and queueing its alert (casWatchScript). An entry whose
+// watch is gone or off is dropped (true), as is one whose count a
+// delivered notice or a reactivation reset since (false).
+func (s *Store) deactivate(ctx context.Context, watchID string, now time.Time) (bool, error) {
 	for {
-		raw, err := s.rdb.HGet(ctx, s.key(watchKey, watchID), "doc").Result()
-		if errors.Is(err, redis.Nil) {
-			return s.fail("drop a deactivation", s.rdb.HDel(ctx, s.key(wdeactKey), watchID).Err())
+		var owed *redis.StringCmd
+		var v *redis.SliceCmd
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			owed = p.HGet(ctx, s.key(wdeactKey), watchID)
+			v = p.HMGet(ctx, s.key(watchKey, watchID), "doc", "failures")
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return false, s.fail("deactivate watch", err)
 		}
+		if owed.Val() == "" {
+			return false, nil
+		}
+		var d struct {
+			N  int    `json:"n"`
+			E  string `json:"e"`
+			At string `json:"at"`
+		}
+		if err := json.Unmarshal([]byte(owed.Val()), &d); err != nil {
+			return false, fmt.Errorf("redisstore: deactivation owed to watch %s is unreadable (%q): %w", watchID, owed.Val(), err)
+		}
+		raw := str(v.Val()[0])
+		failures, _ := strconv.Atoi(str(v.Val()[1]))
+		w, err := decodeWatch(cmp.Or(raw, "{}"))
 		if err != nil {
-			return s.fail("deactivate watch", err)
+			return false, err
 		}
-		w, err := decodeWatch(raw)
+		if raw == "" || !w.Active || !delivery.Deactivates(failures) {
+			return raw == "" || !w.Active, s.fail("drop a deactivation", s.rdb.HDel(ctx, s.key(wdeactKey), watchID).Err())
+		}
+		at, err := time.Parse(time.RFC3339Nano, d.At)
 		if err != nil {
-			return err
+			at = now
 		}
-		if !w.Active {
-			return s.fail("drop a deactivation", s.rdb.HDel(ctx, s.key(wdeactKey), watchID).Err())
-		}
-		reason := delivery.DeactivationReason(n, lastErr)
-		w.Active, w.DeactivatedReason, w.UpdatedAt = false, reason, stamp(now)
-		doc, err := encodeWatch(w)
+		w.Active, w.DeactivatedReason, w.UpdatedAt = false, delivery.DeactivationReason(d.N, d.E), stamp(at)
+		alert, err := alertJob(w, d.E, at)
 		if err != nil {
-			return err
+			return false, err
 		}
-		id, alert, err := alertJob(w, reason, lastErr, now)
+		keys, args, err := s.casArgs(raw, w, true, alert, at)
 		if err != nil {
-			return err
+			return false, err
 		}
-		ok, err := deactivateScript.Run(ctx, s.rdb,
-			[]string{s.key(watchKey, watchID), s.key(recordsKey, watchID), s.key(mailKey, id), s.key(mailQueueKey), s.key(winactiveKey), s.key(wdeactKey), s.key(wrelKey)},
-			raw, doc, id, alert, now.UnixMilli(), notice.Timestamp(now), watchID).Int()
-		if err != nil {
-			return s.fail("deactivate watch", err)
-		}
-		if ok == 1 {
-			return s.hold(ctx, watchID)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
+		// -1: the doc changed meanwhile (a cancelled ctx fails the call).
+		if n, err := casWatchScript.Run(ctx, s.rdb, keys, args...).Int(); err != nil || n == 1 {
+			return n == 1, s.fail("deactivate watch", err)
 		}
 	}
 }
 
-// alertJob is the deactivation alert of w as JSON ("" when w has no
-// alert_email); the script adds the held count.
-func alertJob(w watch.Watch, reason, lastErr string, now time.Time) (string, string, error) {
+// alertJob is the deactivation alert (id, JSON) of w, just switched off
+// after a failure with lastErr: JSON "" when w has no alert_email; the
+// script adds the held count.
+func alertJob(w watch.Watch, lastErr string, now time.Time) ([2]string, error) {
 	id := mail.DeactivatedID(w.ID, now)
 	if w.AlertEmail == nil || *w.AlertEmail == "" {
-		return id, "", nil
+		return [2]string{id, ""}, nil
 	}
 	b, err := json.Marshal(mail.Job{ID: id, Kind: mail.KindDeactivated, WatchID: w.ID, To: *w.AlertEmail,
-		Deactivated: &mail.Deactivated{WatchName: w.Name, Reason: reason, LastError: lastErr, At: notice.Timestamp(now)}})
-	return id, string(b), err
+		Deactivated: &mail.Deactivated{WatchName: w.Name, Reason: w.DeactivatedReason, LastError: lastErr, At: notice.Timestamp(now)}})
+	return [2]string{id, string(b)}, err
 }
+
+// takeMailScript leases until ARGV[2] ms each job passed still pending and
+// due at ARGV[1] ms (one another taker took meanwhile is left alone; one
+// no longer pending leaves mq). KEYS: mq, then each job's mail:<id>. ARGV:
+// due-by ms, lease end ms, then each job's id. Returns {id, attempts, ...}.
+var takeMailScript = redis.NewScript(`
+local out = {}
+for i = 3, #ARGV do
+  local id, k = ARGV[i], KEYS[i - 1]
+  local due = redis.call('ZSCORE', KEYS[1], id)
+  if not due or tonumber(due) > tonumber(ARGV[1]) then
+    -- taken meanwhile
+  elseif redis.call('HGET', k, 'status') ~= 'pending' then
+    redis.call('ZREM', KEYS[1], id)
+  else
+    redis.call('ZADD', KEYS[1], ARGV[2], id)
+    out[#out + 1] = id
+    out[#out + 1] = redis.call('HGET', k, 'attempts') or '0'
+  end
+end
+return out
+`)
 
 // MailRef names a due mail job for the asynq scheduler: its id and the
 // attempts made so far.
@@ -383,37 +286,87 @@ type MailRef struct {
 // scheduler, hidden until now+lease (due again if the attempt's worker
 // died).
 func (s *Store) TakeDueMail(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]MailRef, error) {
-	ids, owners, err := s.dueMail(ctx, now, limit)
+	ids, err := s.rdb.ZRangeByScore(ctx, s.key(mailQueueKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
 	if err != nil || len(ids) == 0 {
 		return nil, s.fail("read the mail queue", err)
 	}
-	v, err := s.runMail(ctx, "read the mail queue", itoa(now.UnixMilli()), now.Add(lease), false, ids, owners)
-	out := make([]MailRef, 0, len(v)/4)
-	for i := 0; i+3 < len(v); i += 4 {
-		n, _ := strconv.Atoi(v[i+2])
+	keys, args := []string{s.key(mailQueueKey)}, []any{now.UnixMilli(), now.Add(lease).UnixMilli()}
+	for _, id := range ids {
+		keys, args = append(keys, s.key(mailKey, id)), append(args, id)
+	}
+	v, err := takeMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
+	out := make([]MailRef, 0, len(v)/2)
+	for i := 0; i+1 < len(v); i += 2 {
+		n, _ := strconv.Atoi(v[i+1])
 		out = append(out, MailRef{ID: v[i], Attempts: n})
 	}
-	return out, err
+	return out, s.fail("read the mail queue", err)
 }
 
+// beginMailScript counts an attempt of a pending job of watch ARGV[2] and
+// leases it until ARGV[3] ms; the mail of a deleted watch is dropped
+// (status deleted, expiring after ARGV[4] ms). KEYS: mq, mail:<id>,
+// w:<watch>. ARGV: id, watch (read before; a job's watch never changes),
+// lease end ms, retention ms. Returns {job, attempts, held} or {}.
+var beginMailScript = redis.NewScript(`
+local k = KEYS[2]
+if redis.call('HGET', k, 'status') ~= 'pending' or redis.call('HGET', k, 'watch') ~= ARGV[2] then return {} end
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  -- the watch was deleted: its mail goes with it, as embedded
+  redis.call('HSET', k, 'status', 'deleted')
+  redis.call('PEXPIRE', k, ARGV[4])
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return {}
+end
+local n = redis.call('HINCRBY', k, 'attempts', 1)
+redis.call('HSET', k, 'token', tostring(n))
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+local v = redis.call('HMGET', k, 'job', 'held')
+return {v[1], tostring(n), v[2] or ''}
+`)
+
 // BeginMail starts an attempt of one job (an asynq task's), counted and
-// hidden from the pump until now+lease. ok is false when the job is no
-// longer pending or its watch was deleted (the mail is dropped).
+// hidden from the pump until now+lease; the attempt number is also the
+// claim token. ok is false when the job is no longer pending or its watch
+// was deleted (the mail is dropped).
 func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease time.Duration) (mail.Job, bool, error) {
+	var j mail.Job
 	watch, err := s.rdb.HGet(ctx, s.key(mailKey, id), "watch").Result()
 	if err == redis.Nil {
-		return mail.Job{}, false, nil
+		return j, false, nil
 	}
 	if err != nil {
-		return mail.Job{}, false, s.fail("begin a mail attempt", err)
+		return j, false, s.fail("begin a mail attempt", err)
 	}
-	v, err := s.runMail(ctx, "begin a mail attempt", "", now.Add(lease), true, []string{id}, []string{watch})
-	if err != nil {
-		return mail.Job{}, false, err
+	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key(mailQueueKey), s.key(mailKey, id), s.key(watchKey, watch)},
+		id, watch, now.Add(lease).UnixMilli(), mail.Retention.Milliseconds()).StringSlice()
+	if err != nil || len(v) < 3 {
+		return j, false, s.fail("begin a mail attempt", err)
 	}
-	jobs, err := decodeMail(v)
-	if err != nil || len(jobs) == 0 {
-		return mail.Job{}, false, err
+	if err := json.Unmarshal([]byte(v[0]), &j); err != nil {
+		return j, false, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", id, err)
 	}
-	return jobs[0], true, nil
+	j.Attempt, _ = strconv.Atoi(v[1])
+	j.Token = v[1]
+	if j.Deactivated != nil && v[2] != "" {
+		j.Deactivated.Held, _ = strconv.Atoi(v[2])
+	}
+	return j, true, nil
+}
+
+// ClaimMail leases due pending jobs (the embedded loop's claim, which the
+// contract suites run here too): TakeDueMail, then BeginMail of each.
+func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
+	refs, err := s.TakeDueMail(ctx, now, lease, limit)
+	var jobs []mail.Job
+	for _, r := range refs {
+		j, ok, err := s.BeginMail(ctx, r.ID, now, lease)
+		if err != nil {
+			return jobs, err
+		}
+		if ok {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, err
 }

@@ -9,32 +9,26 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 )
 
 // WebhookTarget returns the URL and current secret of the account's
-// watch's webhook: store.NoWebhook when it has none.
+// watch's webhook (as Signing reads them): store.NoWebhook when it has none.
 func (s *Store) WebhookTarget(ctx context.Context, accountID, watchID string) (url, secret string, err error) {
-	v, err := s.ownWatch(ctx, accountID, watchID, "read a webhook", noWatch, "doc", "secret")
-	if err != nil {
+	if _, err := s.ownWatch(ctx, accountID, watchID, "read a webhook", noWatch); err != nil {
 		return "", "", err
 	}
-	w, err := decodeWatch(str(v[0]))
-	if err != nil {
-		return "", "", err
-	}
-	if w.WebhookURL == nil || str(v[1]) == "" {
+	url, secret, err = s.Signing(ctx, store.Job{WatchID: watchID})
+	if errs.Is(err, errs.NotFound) {
 		return "", "", store.NoWebhook(watchID)
 	}
-	if secret, err = s.openSecret(watchID, str(v[1])); err != nil {
-		return "", "", err
-	}
-	return *w.WebhookURL, secret, nil
+	return url, secret, err
 }
 
-// retryScript makes a dead delivery pending again as createDeliveryScript
-// makes a new one: attempts 0, due at once and in the outbox when the
+// retryScript makes a dead delivery pending again as pend makes a new
+// one: attempts 0, due at once and in the outbox when the
 // watch is active, held otherwise; last_error is kept until the next
 // outcome. It takes the record out of df and dlease, and moves dstat from
 // dead to pending (retry counts deliveries with attempts: unchanged).
@@ -59,13 +53,7 @@ redis.call('HINCRBY', KEYS[3], 'dead', -1)
 redis.call('HINCRBY', KEYS[3], 'pending', 1)
 redis.call('ZREM', KEYS[6], lm(ARGV[1], r))
 redis.call('ZREM', KEYS[7], m)
-if w.active then
-  r.next_attempt_at = ARGV[2]
-  redis.call('ZADD', KEYS[5], ARGV[3], m)
-  redis.call('ZADD', KEYS[4], ARGV[3], m)
-else
-  r.next_attempt_at = nil
-end
+due(r, w.active, m, KEYS[4], ARGV[2], ARGV[3], KEYS[5])
 local out = cjson.encode(r)
 redis.call('HSET', KEYS[1], ARGV[1], out)
 return {'ok', out}

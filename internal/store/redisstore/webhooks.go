@@ -31,11 +31,16 @@ func noWebhook(id string) error {
 }
 
 // casWatchScript replaces a watch's doc if it is still what was read, sets
-// extra fields, and keeps winactive in step; a watch turned back on
-// enters wrel until Release (or Reconcile) releases its held deliveries.
-// KEYS: w:<id>, winactive, wrel. ARGV: old doc, new doc, field, value, ...
-var casWatchScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return 0 end
+// extra fields, and keeps winactive in step; a watch turned back on enters
+// wrel until Release (or Reconcile) releases its held deliveries. One
+// switched off (ARGV[3] "1") leaves wdeact, its pending deliveries are
+// held, and its deactivation alert (ARGV[5], unless empty or queued) is
+// queued counting them. KEYS: w:<id>, winactive, wrel, dr:<id>, ddue,
+// wdeact, then with an alert mail:<alert id>, mq. ARGV: old doc, new doc,
+// switched off, alert id, alert job JSON, now ms, now timestamp, then
+// field, value, ... Returns 1, or -1 when the doc changed meanwhile.
+var casWatchScript = redis.NewScript(ledgerLua + `
+if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[1] then return -1 end
 redis.call('HSET', KEYS[1], 'doc', ARGV[2])
 local id = string.match(KEYS[1], '[^:]+$')
 if cjson.decode(ARGV[2]).active then
@@ -44,49 +49,64 @@ else
   redis.call('SADD', KEYS[2], id)
   redis.call('SREM', KEYS[3], id)
 end
-for i = 3, #ARGV, 2 do
+if ARGV[3] == '1' then
+  redis.call('HDEL', KEYS[6], id)
+  local held = 0
+  for _, raw in ipairs(redis.call('HVALS', KEYS[4])) do
+    local r = cjson.decode(raw)
+    if r.status == 'pending' then held = held + 1 end
+    if r.status == 'pending' and set(r.next_attempt_at) then
+      due(r, false, gm(id, r.id, r), KEYS[5])
+      redis.call('HSET', KEYS[4], r.id, cjson.encode(r))
+    end
+  end
+  if ARGV[5] ~= '' and redis.call('EXISTS', KEYS[7]) == 0 then
+    redis.call('HSET', KEYS[7], 'job', ARGV[5], 'kind', 'deactivated', 'watch', id, 'status', 'pending', 'attempts', 0, 'held', held, 'updated_at', ARGV[7])
+    redis.call('ZADD', KEYS[8], ARGV[6], ARGV[4])
+    redis.call('HSET', KEYS[1], 'malert', ARGV[4])
+  end
+end
+for i = 8, #ARGV, 2 do
   if ARGV[i + 1] == '' then redis.call('HDEL', KEYS[1], ARGV[i]) else redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 end
 return 1
 `)
 
+// casArgs are casWatchScript's keys and arguments to write w over its doc
+// old: off says w was just switched off; alert is its deactivation alert
+// (id and job JSON from alertJob) queued at now.
+func (s *Store) casArgs(old string, w watch.Watch, off bool, alert [2]string, now time.Time, fields ...string) ([]string, []any, error) {
+	doc, err := encodeWatch(w)
+	keys := []string{s.key(watchKey, w.ID), s.key(winactiveKey), s.key(wrelKey), s.key(recordsKey, w.ID), s.key(ddueKey), s.key(wdeactKey)}
+	if alert[1] != "" {
+		keys = append(keys, s.key(mailKey, alert[0]), s.key(mailQueueKey))
+	}
+	return keys, append([]any{old, doc, boolArg(off), alert[0], alert[1], now.UnixMilli(), notice.Timestamp(now)}, anys(fields)...), err
+}
+
 // modifyWatch applies change to the account's watch as a compare-and-set
-// (retried if another write won); change also returns w:<id> fields to set
-// (name, value pairs; "" deletes one). Another account's is notFound.
+// (casRun: read again if another write won); change also returns w:<id>
+// fields to set (name, value pairs; "" deletes one). Another account's is
+// notFound.
 func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound func(string) error,
 	change func(w *watch.Watch) (fields []string, err error)) (watch.Watch, error) {
-	for {
+	var w watch.Watch
+	_, err := s.casRun(ctx, "update watch", casWatchScript, func() ([]string, []any, error) {
 		v, err := s.ownWatch(ctx, accountID, id, "update watch", notFound, "doc")
-		if err != nil {
-			return watch.Watch{}, err
+		if err == nil {
+			w, err = decodeWatch(str(v[0]))
 		}
-		w, err := decodeWatch(str(v[0]))
 		if err != nil {
-			return w, err
+			return nil, nil, err
 		}
+		was := w.Active
 		fields, err := change(&w)
 		if err != nil {
-			return w, err
+			return nil, nil, err
 		}
-		doc, err := encodeWatch(w)
-		if err != nil {
-			return w, err
-		}
-		args := []any{str(v[0]), doc}
-		for _, f := range fields {
-			args = append(args, f)
-		}
-		ok, err := casWatchScript.Run(ctx, s.rdb, []string{s.key(watchKey, id), s.key(winactiveKey), s.key(wrelKey)}, args...).Int()
-		if err != nil {
-			return w, s.fail("update watch", err)
-		}
-		if ok == 1 {
-			return w, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return w, err
-		}
-	}
+		return s.casArgs(str(v[0]), w, was && !w.Active, [2]string{}, time.Time{}, fields...)
+	})
+	return w, err
 }
 
 // ownWatch reads fields of the account's watch, or notFound when it is
