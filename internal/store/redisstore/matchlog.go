@@ -287,14 +287,14 @@ const maxReadCatchUp = 8
 // cursor and the watch-set version are still what the matcher read: each
 // (watch, seq) pair joins the watch's log; a pair owed a delivery (deliver
 // "1": new, within the delivery window; above the watch's eseq and cseq; a
-// webhook) gets its pending record, in the outbox when the watch is
-// active; the cursor moves and through rises. KEYS: match:at,
-// match:through, wsv, dq, dstat, ddue, then per pair the watch's w, wm, dr,
-// dl. ARGV: expected cursor, new cursor, through, expected wsv, due (ms),
-// then per pair seq, deliver, delivery id, record JSON, list score, list
-// member, outbox member. It returns the pairs logged, -1 when another
-// matcher committed the range, -2 when the watches changed meanwhile.
-var commitScript = redis.NewScript(`
+// webhook) gets its pending record (ledgerLua's pend); the cursor moves
+// and through rises. KEYS: match:at, match:through, wsv, dq, dstat, ddue,
+// then per pair the watch's w, wm, dr, dl. ARGV: expected cursor, new
+// cursor, through, expected wsv, due (ms), then per pair seq, deliver,
+// delivery id, record JSON, list score, list member, outbox member. It
+// returns the pairs logged, -1 when another matcher committed the range,
+// -2 when the watches changed meanwhile.
+var commitScript = redis.NewScript(ledgerLua + `
 if (redis.call('GET', KEYS[1]) or '0-0') ~= ARGV[1] then return -1 end
 if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[4]) then return -2 end
 local added, k = 0, 7
@@ -306,18 +306,8 @@ for a = 6, #ARGV, 7 do
   if m[1] then
     redis.call('ZADD', wm, seq, seq)
     added = added + 1
-    if ARGV[a + 1] == '1' and m[3] and m[3] ~= '' and tonumber(seq) > math.max(tonumber(m[1]), tonumber(m[2] or '0'))
-      and redis.call('HEXISTS', dr, ARGV[a + 2]) == 0 then
-      local r = cjson.decode(ARGV[a + 3])
-      local active = cjson.decode(m[4]).active
-      if not active then r.next_attempt_at = nil end
-      redis.call('HSET', dr, ARGV[a + 2], cjson.encode(r))
-      redis.call('ZADD', dl, ARGV[a + 4], ARGV[a + 5])
-      redis.call('HINCRBY', KEYS[5], 'pending', 1)
-      if active then
-        redis.call('ZADD', KEYS[4], ARGV[5], ARGV[a + 6])
-        redis.call('ZADD', KEYS[6], ARGV[5], ARGV[a + 6])
-      end
+    if ARGV[a + 1] == '1' and m[3] and m[3] ~= '' and tonumber(seq) > math.max(tonumber(m[1]), tonumber(m[2] or '0')) then
+      pend(dr, dl, KEYS[4], KEYS[5], KEYS[6], cjson.decode(m[4]).active, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[5])
     end
   end
 end
