@@ -69,8 +69,7 @@ type Dispatcher struct {
 	cursor   int64
 	haveCur  bool
 
-	stop chan struct{}
-	done chan struct{}
+	loops Loops
 }
 
 // NewDispatcher returns a Dispatcher with cfg's zero fields defaulted.
@@ -218,27 +217,18 @@ func (d *Dispatcher) match(ctx context.Context, ns []notice.Notice) ([]store.Arr
 // Start runs a round every Poll in the background until Shutdown;
 // failures are logged and retried on the next round.
 func (d *Dispatcher) Start(ctx context.Context) error {
-	if d.stop != nil {
+	if d.loops.cancel != nil {
 		return errors.New("worker: Dispatcher started twice")
 	}
-	d.stop, d.done = make(chan struct{}), make(chan struct{})
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	go func() {
-		<-d.stop
-		cancel()
-	}()
-	go func() {
-		defer close(d.done)
-		Every(ctx, d.cfg.Poll, nil, func(ctx context.Context) error { _, err := d.RunOnce(ctx); return err },
-			func(err error) { d.log.Error("matching arrived notices failed; retrying", "err", err) })
-	}()
+	d.loops.Go(ctx, Every(d.cfg.Poll, nil, func(ctx context.Context) error { _, err := d.RunOnce(ctx); return err },
+		func(err error) { d.log.Error("matching arrived notices failed; retrying", "err", err) }))
 	return nil
 }
 
 // Shutdown stops the loop and waits for the round in progress (an
 // interrupted round writes nothing: Enqueue is one transaction).
 func (d *Dispatcher) Shutdown(ctx context.Context) error {
-	if err := stopAndWait(ctx, d.stop, d.done); err != nil {
+	if err := d.loops.Stop(ctx, nil); err != nil {
 		return fmt.Errorf("worker: dispatcher did not stop in time: %w", err)
 	}
 	return nil

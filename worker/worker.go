@@ -58,8 +58,7 @@ type Worker struct {
 	// for its endpoint's slot behind the others claimed with it.
 	lease time.Duration
 
-	stop   chan struct{}
-	done   chan struct{}
+	loops  Loops
 	cancel context.CancelFunc // cancels attempts in flight
 }
 
@@ -99,20 +98,62 @@ func Signal(wake chan struct{}) {
 	}
 }
 
-// Every runs once, then again each interval later (or as soon as wake
-// fires), until ctx ends; failed gets its errors while ctx lasts.
-func Every(ctx context.Context, interval time.Duration, wake <-chan struct{}, once func(context.Context) error, failed func(error)) {
-	for ctx.Err() == nil {
-		if err := once(ctx); err != nil && ctx.Err() == nil {
-			failed(err)
+// Every returns a loop that runs once, then again each interval later (or
+// as soon as wake fires), until its context ends; failed gets its errors
+// while the context lasts.
+func Every(interval time.Duration, wake <-chan struct{}, once func(context.Context) error, failed func(error)) func(context.Context) {
+	return func(ctx context.Context) {
+		for ctx.Err() == nil {
+			if err := once(ctx); err != nil && ctx.Err() == nil {
+				failed(err)
+			}
+			t := time.NewTimer(interval)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			case <-wake:
+			}
+			t.Stop()
 		}
-		t := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		case <-wake:
+	}
+}
+
+// Loops runs a part's background loops from its Start to its Shutdown: the
+// Dispatcher's, the Worker's and package scheduler's.
+type Loops struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Go runs each loop in the background under a context that outlives ctx
+// and that Stop cancels.
+func (l *Loops) Go(ctx context.Context, loops ...func(context.Context)) {
+	ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	for _, loop := range loops {
+		l.wg.Go(func() { loop(ctx) })
+	}
+}
+
+// Stop cancels the loops' context, runs then (when set) and waits for the
+// loops until ctx ends (its error). Loops never started have nothing to stop.
+func (l *Loops) Stop(ctx context.Context, then func()) error {
+	if l.cancel == nil {
+		return nil
+	}
+	l.cancel()
+	done := make(chan struct{})
+	go func() {
+		if then != nil {
+			then()
 		}
-		t.Stop()
+		l.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -157,7 +198,7 @@ func (w *Worker) attempt(ctx context.Context, job store.Job) error {
 // uncounted; the endpoint deduplicates on X-Notices-Delivery), then runs
 // the Worker in the background until Shutdown.
 func (w *Worker) Start(ctx context.Context) error {
-	if w.stop != nil {
+	if w.cancel != nil {
 		return errors.New("worker: Worker started twice")
 	}
 	n, err := w.cfg.Queue.Recover(ctx, w.cfg.Now())
@@ -167,17 +208,16 @@ func (w *Worker) Start(ctx context.Context) error {
 	if n > 0 {
 		w.log.Info("delivery attempts interrupted at the last stop are due again", "deliveries", n)
 	}
-	w.stop, w.done = make(chan struct{}), make(chan struct{})
 	var actx context.Context
 	actx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	go w.loop(actx)
+	w.loops.Go(ctx, func(stop context.Context) { w.loop(stop, actx) })
 	return nil
 }
 
 // loop claims while slots are free and sleeps until a slot frees, a
-// delivery falls due, Wake is called, or IdlePoll passes.
-func (w *Worker) loop(ctx context.Context) {
-	defer close(w.done)
+// delivery falls due, Wake is called, or IdlePoll passes, until stop ends;
+// ctx is the attempts'.
+func (w *Worker) loop(stop, ctx context.Context) {
 	var (
 		wg       sync.WaitGroup
 		inFlight = map[string]int{}
@@ -227,9 +267,7 @@ func (w *Worker) loop(ctx context.Context) {
 		}
 		timer.Reset(sleep)
 		select {
-		case <-ctx.Done():
-			return
-		case <-w.stop:
+		case <-stop.Done():
 			return
 		case id := <-finished:
 			finish(id)
@@ -247,29 +285,10 @@ func (w *Worker) loop(ctx context.Context) {
 // recorded. When ctx ends first, the rest are cancelled and left
 // unrecorded: the next Start retries them.
 func (w *Worker) Shutdown(ctx context.Context) error {
-	if err := stopAndWait(ctx, w.stop, w.done); err != nil {
+	if err := w.loops.Stop(ctx, nil); err != nil {
 		w.cancel()
-		<-w.done
+		w.loops.wg.Wait()
 		return fmt.Errorf("worker: delivery attempts still in flight at the shutdown deadline were cancelled; they are retried at the next start: %w", err)
 	}
 	return nil
-}
-
-// stopAndWait closes stop (once) and waits until done is closed or ctx
-// ends (its error). A part never started (stop nil) has nothing to stop.
-func stopAndWait(ctx context.Context, stop, done chan struct{}) error {
-	if stop == nil {
-		return nil
-	}
-	select {
-	case <-stop:
-	default:
-		close(stop)
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -78,10 +77,6 @@ type Config struct {
 	SweepEvery time.Duration
 	// RecoverEvery: see DefaultRecoverEvery.
 	RecoverEvery time.Duration
-	// ShutdownTimeout bounds how long Shutdown waits for attempts in
-	// flight (then handed back to asynq); 0 means the Sender's timeout
-	// plus 5 s.
-	ShutdownTimeout time.Duration
 	// Now is the clock of outcomes; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.
@@ -102,9 +97,8 @@ type Scheduler struct {
 	server    *asynq.Server
 	attempter worker.Attempter
 
-	wake   chan struct{}
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wake  chan struct{}
+	loops worker.Loops
 }
 
 // New returns a Scheduler with cfg's zero fields defaulted.
@@ -116,7 +110,6 @@ func New(cfg Config) (*Scheduler, error) {
 	worker.Default(&cfg.Concurrency, DefaultConcurrency)
 	worker.Default(&cfg.SweepEvery, DefaultSweepEvery)
 	worker.Default(&cfg.RecoverEvery, DefaultRecoverEvery)
-	worker.Default(&cfg.ShutdownTimeout, cfg.Sender.Timeout()+5*time.Second)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -136,7 +129,7 @@ func New(cfg Config) (*Scheduler, error) {
 		RetryDelayFunc:           retryDelay,
 		DelayedTaskCheckInterval: checkInterval,
 		TaskCheckInterval:        taskCheckInterval,
-		ShutdownTimeout:          cfg.ShutdownTimeout,
+		ShutdownTimeout:          cfg.Sender.Timeout() + 5*time.Second, // then handed back to asynq
 		LogLevel:                 asynq.WarnLevel,
 		Logger:                   asynqLogger{log.With("part", "asynq")},
 	})
@@ -316,30 +309,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if err := s.server.Start(mux); err != nil {
 		return fmt.Errorf("scheduler: start the asynq server: %w", err)
 	}
-	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	for _, loop := range loops {
-		s.wg.Go(func() { loop(ctx) })
-	}
+	s.loops.Go(ctx, loops...)
 	return nil
 }
 
 // Shutdown stops taking work and waits for attempts in flight (up to
-// ShutdownTimeout; the rest go back to the queue).
+// the Sender's timeout plus 5 s; the rest go back to the queue).
 func (s *Scheduler) Shutdown(ctx context.Context) error {
-	if s.cancel == nil {
-		return nil
-	}
-	s.cancel()
-	done := make(chan struct{})
-	go func() {
-		s.server.Shutdown()
-		s.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return fmt.Errorf("scheduler: shutdown did not finish in time: %w", ctx.Err())
+	if err := s.loops.Stop(ctx, s.server.Shutdown); err != nil {
+		return fmt.Errorf("scheduler: shutdown did not finish in time: %w", err)
 	}
 	return nil // the Redis client is the caller's to close
 }
@@ -350,9 +328,7 @@ func (s *Scheduler) Wake() { worker.Signal(s.wake) }
 // every returns a loop that runs once, then again each interval later (or
 // as soon as wake fires) until its context ends, logging failures as what.
 func (s *Scheduler) every(interval time.Duration, wake <-chan struct{}, what string, once func(context.Context) error) func(context.Context) {
-	return func(ctx context.Context) {
-		worker.Every(ctx, interval, wake, once, func(err error) { s.log.Warn(what, "err", err) })
-	}
+	return worker.Every(interval, wake, once, func(err error) { s.log.Warn(what, "err", err) })
 }
 
 // uncounted drops the count of a step that reports one.
@@ -401,7 +377,9 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	} else if n > 0 {
 		s.log.Info("watch changes left half done were finished", "changes", n)
 	}
-	if err := s.dropStaleServers(ctx); err != nil {
+	// asynq drops a process from asynq:servers and asynq:workers when it
+	// stops cleanly; listing them drops the killed ones (heartbeat expired).
+	if _, err := s.inspector.Servers(); err != nil {
 		s.log.Warn("dropping stopped worker processes from asynq's server list", "err", err)
 	}
 	refs, err := s.cfg.Ledger.Pending(ctx, s.cfg.Now().Add(-s.cfg.Sender.Timeout()-leaseMargin))
@@ -446,26 +424,6 @@ func (s *Scheduler) RecoverOnce(ctx context.Context) error {
 	}
 	if len(lapsed) > 0 {
 		s.log.Info("delivery attempts whose worker stopped were handed to recovery tasks", "attempts", len(lapsed))
-	}
-	return nil
-}
-
-// asynqServerLists are asynq's global lists of worker processes, scored by
-// the unix second each heartbeat expires (on the real clock).
-var asynqServerLists = []string{"asynq:servers", "asynq:workers"}
-
-// staleServerAge is how long past its heartbeat's expiry a killed process
-// stays listed (asynq drops one that stops cleanly).
-const staleServerAge = time.Hour
-
-// dropStaleServers removes from asynq's server lists the processes whose
-// heartbeat expired over staleServerAge ago.
-func (s *Scheduler) dropStaleServers(ctx context.Context) error {
-	before := strconv.FormatInt(time.Now().Add(-staleServerAge).Unix(), 10)
-	for _, k := range asynqServerLists {
-		if err := s.cfg.Redis.ZRemRangeByScore(ctx, k, "-inf", "("+before).Err(); err != nil {
-			return err
-		}
 	}
 	return nil
 }
