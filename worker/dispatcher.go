@@ -2,8 +2,8 @@
 // that turns arriving notices into deliveries (docs/architecture.md, "How
 // an arrival becomes a delivery"), a Worker that attempts them with
 // bounded concurrency, and the Attempter both modes' schedulers call.
-// Every part takes a clock and has a synchronous RunOnce, so tests drive
-// it with a fake clock and no sleeps.
+// Every part takes a clock and its steps are synchronous, so tests drive
+// them with a fake clock and no sleeps.
 package worker
 
 import (

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -282,17 +283,35 @@ func (f *fix) dispatch() int {
 	return n
 }
 
+// runOnce is one round of the Worker's loop, synchronous: it claims the
+// deliveries due now (up to concurrency, at most perWatch per watch),
+// attempts them concurrently, records every outcome and returns how many
+// it attempted.
+func (w *Worker) runOnce(ctx context.Context) (attempted int, err error) {
+	jobs, err := w.claim(ctx, concurrency, nil)
+	if err != nil {
+		return 0, fmt.Errorf("worker: claim due deliveries: %w", err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(jobs))
+	for i, j := range jobs {
+		wg.Go(func() { errs[i] = w.attempt(ctx, j) })
+	}
+	wg.Wait()
+	return len(jobs), errors.Join(errs...)
+}
+
 // attempt runs the Worker once and returns the attempts made.
 func (f *fix) attempt() int {
 	f.t.Helper()
-	n, err := f.work.RunOnce(f.ctx)
+	n, err := f.work.runOnce(f.ctx)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return n
 }
 
-// drain runs the Worker until nothing more is due now (RunOnce takes at
+// drain runs the Worker until nothing more is due now (runOnce takes at
 // most PerWatch of one watch) and returns the attempts made.
 func (f *fix) drain() int {
 	f.t.Helper()

@@ -15,8 +15,8 @@ import (
 
 // Worker defaults.
 const (
-	// DefaultConcurrency is the most delivery attempts in flight at once.
-	DefaultConcurrency = 16
+	// concurrency is the most delivery attempts in flight at once.
+	concurrency = 16
 	// perWatch is the most attempts in flight for one watch.
 	perWatch = 4
 	// DefaultIdlePoll is the longest the Worker sleeps without looking at
@@ -36,8 +36,6 @@ type Config struct {
 	RetryUnit time.Duration
 	// Now is the clock of claims and outcomes; nil means time.Now.
 	Now func() time.Time
-	// Concurrency bounds attempts in flight; 0 means DefaultConcurrency.
-	Concurrency int
 	// IdlePoll is the longest sleep between looks at the queue; 0 means
 	// DefaultIdlePoll.
 	IdlePoll time.Duration
@@ -46,14 +44,13 @@ type Config struct {
 }
 
 // Worker attempts the Queue's due deliveries through an Attempter. Build
-// it with New; run it with Start and Shutdown, or step by step with
-// RunOnce.
+// it with New; run it with Start and Shutdown.
 type Worker struct {
 	cfg       Config
 	log       *slog.Logger
 	wake      chan struct{}
 	attempter Attempter
-	// lease is how long a claimed delivery is reserved: (Concurrency/perWatch
+	// lease is how long a claimed delivery is reserved: (concurrency/perWatch
 	// + 1) Sender timeouts plus leaseMargin, as an attempt may first wait
 	// for its endpoint's slot behind the others claimed with it.
 	lease time.Duration
@@ -74,11 +71,10 @@ func New(cfg Config) (*Worker, error) {
 		cfg.Now = time.Now
 	}
 	Default(&cfg.RetryUnit, 10*time.Minute)
-	Default(&cfg.Concurrency, DefaultConcurrency)
 	Default(&cfg.IdlePoll, DefaultIdlePoll)
 	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	a := Attempter{Sender: cfg.Sender, Ledger: cfg.Queue, RetryUnit: cfg.RetryUnit, Now: cfg.Now, Log: log}
-	lease := time.Duration(cfg.Concurrency/perWatch+1)*cfg.Sender.Timeout() + leaseMargin
+	lease := time.Duration(concurrency/perWatch+1)*cfg.Sender.Timeout() + leaseMargin
 	return &Worker{cfg: cfg, log: log, wake: make(chan struct{}, 1), attempter: a, lease: lease}, nil
 }
 
@@ -167,23 +163,6 @@ func (w *Worker) claim(ctx context.Context, limit int, inFlight map[string]int) 
 	return w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{Limit: limit, Lease: w.lease, PerWatch: perWatch, InFlight: inFlight})
 }
 
-// RunOnce claims the deliveries due now (up to Concurrency, at most
-// perWatch per watch), attempts them concurrently, records every outcome
-// and returns how many it attempted.
-func (w *Worker) RunOnce(ctx context.Context) (attempted int, err error) {
-	jobs, err := w.claim(ctx, w.cfg.Concurrency, nil)
-	if err != nil {
-		return 0, fmt.Errorf("worker: claim due deliveries: %w", err)
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(jobs))
-	for i, j := range jobs {
-		wg.Go(func() { errs[i] = w.attempt(ctx, j) })
-	}
-	wg.Wait()
-	return len(jobs), errors.Join(errs...)
-}
-
 // attempt makes one attempt of job. When ctx ends first (shutdown) nothing
 // is recorded: the lease stays and the next Start makes it due again.
 func (w *Worker) attempt(ctx context.Context, job store.Job) error {
@@ -222,7 +201,7 @@ func (w *Worker) loop(stop, ctx context.Context) {
 		wg       sync.WaitGroup
 		inFlight = map[string]int{}
 		total    int
-		finished = make(chan string, w.cfg.Concurrency) // the watch id of each attempt that ended
+		finished = make(chan string, concurrency) // the watch id of each attempt that ended
 		timer    = time.NewTimer(0)
 	)
 	defer timer.Stop()
@@ -237,8 +216,8 @@ func (w *Worker) loop(stop, ctx context.Context) {
 	}
 	for {
 		// Claim when enough slots are free to be worth a transaction.
-		free := w.cfg.Concurrency - total
-		if free > 0 && (total == 0 || free >= max(1, w.cfg.Concurrency/4)) {
+		free := concurrency - total
+		if free > 0 && (total == 0 || free >= concurrency/4) {
 			jobs, err := w.claim(ctx, free, inFlight)
 			if err != nil && ctx.Err() == nil {
 				w.log.Error("claiming due deliveries failed; retrying", "err", err)

@@ -532,8 +532,8 @@ func TestShutdownDeadlineLeavesAttemptForRecovery(t *testing.T) {
 	if n, err := f.st.Recover(f.ctx, time.Now()); err != nil || n != 1 {
 		t.Fatalf("Recover = %d, %v; want 1", n, err)
 	}
-	if n, err := again.RunOnce(f.ctx); err != nil || n != 1 {
-		t.Fatalf("RunOnce after recovery = %d, %v", n, err)
+	if n, err := again.runOnce(f.ctx); err != nil || n != 1 {
+		t.Fatalf("runOnce after recovery = %d, %v", n, err)
 	}
 	if rec := f.records(w)[0]; rec.Status != delivery.Delivered || rec.Attempts != 1 {
 		t.Fatalf("after recovery: %+v", rec)
@@ -581,7 +581,7 @@ func TestRecordTimes(t *testing.T) {
 	f.rcv.setStatus(func(int) int { f.clock.Advance(7 * time.Second); return http.StatusNoContent })
 	done := make(chan int)
 	go func() {
-		n, _ := f.work.RunOnce(f.ctx)
+		n, _ := f.work.runOnce(f.ctx)
 		done <- n
 	}()
 	<-f.rcv.entered

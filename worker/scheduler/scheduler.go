@@ -165,9 +165,8 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 // run now when scheduled or retrying (the ledger still decides when the
 // attempt is made), replaced when finished or archived. False: it runs.
 func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, error) {
-	add := func() error { return s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref) }
-	if err := add(); !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return err == nil, err
+	if ok, err := s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref); ok || err != nil {
+		return ok, err
 	}
 	info, err := s.inspector.GetTaskInfo(s.queue, ref.DeliveryID)
 	switch {
@@ -185,26 +184,21 @@ func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, erro
 	default:
 		return true, nil // pending: it runs soon
 	}
-	err = add()
-	return err == nil, ignoreConflict(err)
+	return s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref)
 }
 
-// add makes a task of type typ named id on queue, v its JSON payload (a
-// task of that id is kept: asynq.ErrTaskIDConflict).
-func (s *Scheduler) add(ctx context.Context, typ, queue, id string, v any) error {
+// add makes a task of type typ named id on queue, v its JSON payload;
+// false: a task of that id is kept (asynq.ErrTaskIDConflict).
+func (s *Scheduler) add(ctx context.Context, typ, queue, id string, v any) (bool, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = s.client.EnqueueContext(ctx, asynq.NewTask(typ, b), asynq.TaskID(id), asynq.Queue(queue), asynq.MaxRetry(maxRetry))
-	return err
-}
-
-func ignoreConflict(err error) error {
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 func ignoreNotFound(err error) error {
@@ -299,7 +293,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	mux.HandleFunc(TaskType, s.handle)
 	loops := []func(context.Context){
 		s.every(checkInterval, s.wake, "scheduling deliveries", s.PumpOnce),
-		s.every(s.cfg.SweepEvery, nil, "sweeping pending deliveries", uncounted(s.SweepOnce)),
+		s.every(s.cfg.SweepEvery, nil, "sweeping pending deliveries", func(ctx context.Context) error { _, err := s.SweepOnce(ctx); return err }),
 		s.every(s.cfg.RecoverEvery, nil, "recovering delivery attempts whose worker stopped", s.RecoverOnce),
 	}
 	if s.cfg.Mail != nil {
@@ -329,11 +323,6 @@ func (s *Scheduler) Wake() { worker.Signal(s.wake) }
 // as soon as wake fires) until its context ends, logging failures as what.
 func (s *Scheduler) every(interval time.Duration, wake <-chan struct{}, what string, once func(context.Context) error) func(context.Context) {
 	return worker.Every(interval, wake, once, func(err error) { s.log.Warn(what, "err", err) })
-}
-
-// uncounted drops the count of a step that reports one.
-func uncounted(once func(context.Context) (int, error)) func(context.Context) error {
-	return func(ctx context.Context) error { _, err := once(ctx); return err }
 }
 
 // PumpOnce makes the tasks of every due outbox entry.
@@ -418,7 +407,7 @@ func (s *Scheduler) RecoverOnce(ctx context.Context) error {
 		return err
 	}
 	for _, l := range lapsed {
-		if err := ignoreConflict(s.add(ctx, TaskType, s.queue, l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10), l.Ref)); err != nil {
+		if _, err := s.add(ctx, TaskType, s.queue, l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10), l.Ref); err != nil {
 			return err
 		}
 	}
