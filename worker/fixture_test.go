@@ -295,7 +295,11 @@ func (w *Worker) runOnce(ctx context.Context) (attempted int, err error) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
-		wg.Go(func() { errs[i] = w.attempt(ctx, j) })
+		wg.Go(func() {
+			if _, err := w.attempter.Attempt(ctx, j); !errors.Is(err, ErrInterrupted) {
+				errs[i] = err
+			}
+		})
 	}
 	wg.Wait()
 	return len(jobs), errors.Join(errs...)

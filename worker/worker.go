@@ -163,15 +163,6 @@ func (w *Worker) claim(ctx context.Context, limit int, inFlight map[string]int) 
 	return w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{Limit: limit, Lease: w.lease, PerWatch: perWatch, InFlight: inFlight})
 }
 
-// attempt makes one attempt of job. When ctx ends first (shutdown) nothing
-// is recorded: the lease stays and the next Start makes it due again.
-func (w *Worker) attempt(ctx context.Context, job store.Job) error {
-	if _, err := w.attempter.Attempt(ctx, job); !errors.Is(err, ErrInterrupted) {
-		return err
-	}
-	return nil
-}
-
 // Start makes the deliveries whose attempt was in flight when the previous
 // process stopped due now (Queue.Recover: the interrupted attempt is
 // uncounted; the endpoint deduplicates on X-Notices-Delivery), then runs
@@ -226,9 +217,9 @@ func (w *Worker) loop(stop, ctx context.Context) {
 				total++
 				inFlight[j.WatchID]++
 				wg.Go(func() {
-					if err := w.attempt(ctx, j); err != nil {
-						w.log.Error("delivery attempt", "err", err)
-					}
+					// Logged by the Attempter; one cut off by shutdown records
+					// nothing, and the next Start makes it due again.
+					_, _ = w.attempter.Attempt(ctx, j)
 					finished <- j.WatchID
 				})
 			}

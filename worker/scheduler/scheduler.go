@@ -257,9 +257,6 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 	job.Notice = n
 	d, err := s.attempter.Attempt(ctx, job)
 	if err != nil {
-		if !errors.Is(err, worker.ErrInterrupted) {
-			s.log.Warn("delivery attempt not made", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "err", err)
-		}
 		return err // interrupted (asynq runs it again; the ledger counts it once) or not recorded
 	}
 	if d.Status == delivery.Pending {
