@@ -146,19 +146,15 @@ func (e *retryError) Error() string {
 	return fmt.Sprintf("attempt failed (%s); next attempt in %s", e.lastError, e.wait)
 }
 
-// maxErrorDelay caps the wait before a task that failed for another
-// reason than the endpoint (a backend unreachable) runs again.
-const maxErrorDelay = time.Minute
-
 // retryDelay is asynq's RetryDelayFunc: the ledger's wait when the handler
-// decided a retry; else one second, doubling with each run up to
-// maxErrorDelay.
+// decided a retry; else (a backend unreachable, not the endpoint) one
+// second, doubling with each run up to a minute.
 func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	var re *retryError
 	if errors.As(err, &re) {
 		return re.wait
 	}
-	return min(time.Second<<min(n, 6), maxErrorDelay)
+	return min(time.Second<<min(n, 6), time.Minute)
 }
 
 // Enqueue makes the task of one delivery, due at once: an existing one is
@@ -394,10 +390,9 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 }
 
 // RecoverOnce gives a recovery task, <delivery id>@<lease end ms>, to
-// every attempt whose lease ran out without an outcome (its worker died;
-// asynq would hand its task on only after a minute or more). The recovery
-// task takes the attempt over under the same number; the dead worker's
-// task, when asynq runs it again, finds it busy or done.
+// every attempt whose lease ran out without an outcome: its worker died
+// (why and what follows: docs/architecture.md, "How an arrival becomes a
+// delivery in scale mode", step 6).
 func (s *Scheduler) RecoverOnce(ctx context.Context) error {
 	lapsed, err := s.cfg.Ledger.LapsedAttempts(ctx, s.cfg.Now(), attemptLease, 100)
 	if err != nil {
