@@ -22,6 +22,7 @@ import (
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
@@ -214,12 +215,10 @@ func newFixWith(t testing.TB, tweak func(*webhook.SenderConfig)) *fix {
 	if f.sender, err = webhook.NewSender(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if f.work, err = New(Config{Queue: st, Sender: f.sender, RetryUnit: unit, Now: clock.Now}); err != nil {
+	if f.work, err = New(Config{Queue: st, Sender: f.sender, RetryUnit: unit, Now: clock.Now, Batch: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if f.disp, err = NewDispatcher(DispatcherConfig{Queue: st, Now: clock.Now, Batch: 3}); err != nil {
-		t.Fatal(err)
-	}
+	f.disp = f.work.Dispatcher
 	return f
 }
 
@@ -288,7 +287,7 @@ func (f *fix) dispatch() int {
 // attempts them concurrently, records every outcome and returns how many
 // it attempted.
 func (w *Worker) runOnce(ctx context.Context) (attempted int, err error) {
-	jobs, err := w.claim(ctx, concurrency, nil)
+	jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{Limit: concurrency, Lease: w.lease, PerWatch: perWatch})
 	if err != nil {
 		return 0, fmt.Errorf("worker: claim due deliveries: %w", err)
 	}

@@ -25,6 +25,16 @@ const (
 	// leaseMargin makes a live attempt's lease outlive it, so it is never
 	// claimed twice.
 	leaseMargin = 30 * time.Second
+	// DefaultPoll is how often the Dispatcher looks for new notices.
+	DefaultPoll = 250 * time.Millisecond
+	// DefaultBatch is how many notices one Enqueue covers.
+	DefaultBatch = 500
+	// reloadEvery is how often the watch index is rebuilt even when its
+	// version did not move (register changes).
+	reloadEvery = 5 * time.Minute
+	// staleRetries bounds how often one batch is matched again after the
+	// watch set changed under it, until the next round.
+	staleRetries = 5
 )
 
 // Config configures a Worker. Queue and Sender are required.
@@ -34,17 +44,24 @@ type Config struct {
 	// RetryUnit scales the retry schedule (NOTICES_DELIVERY_RETRY_UNIT);
 	// 0 means 10 minutes.
 	RetryUnit time.Duration
-	// Now is the clock of claims and outcomes; nil means time.Now.
+	// Now is the clock of matching, claims and outcomes; nil means
+	// time.Now.
 	Now func() time.Time
 	// IdlePoll is the longest sleep between looks at the queue; 0 means
 	// DefaultIdlePoll.
 	IdlePoll time.Duration
+	// Poll is the interval between looks for new notices; 0 means
+	// DefaultPoll.
+	Poll time.Duration
+	// Batch is the most notices matched per Enqueue; 0 means DefaultBatch.
+	Batch int
 	// Logger receives failures; nil discards them.
 	Logger *slog.Logger
 }
 
-// Worker attempts the Queue's due deliveries through an Attempter. Build
-// it with New; run it with Start and Shutdown.
+// Worker attempts the Queue's due deliveries through an Attempter, and
+// runs the Dispatcher that creates them. Build it with New; run it with
+// Start and Shutdown.
 type Worker struct {
 	cfg       Config
 	log       *slog.Logger
@@ -54,6 +71,8 @@ type Worker struct {
 	// + 1) Sender timeouts plus leaseMargin, as an attempt may first wait
 	// for its endpoint's slot behind the others claimed with it.
 	lease time.Duration
+	// Dispatcher turns arriving notices into deliveries.
+	Dispatcher *Dispatcher
 
 	loops  Loops
 	cancel context.CancelFunc // cancels attempts in flight
@@ -72,10 +91,14 @@ func New(cfg Config) (*Worker, error) {
 	}
 	Default(&cfg.RetryUnit, 10*time.Minute)
 	Default(&cfg.IdlePoll, DefaultIdlePoll)
+	Default(&cfg.Poll, DefaultPoll)
+	Default(&cfg.Batch, DefaultBatch)
 	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	a := Attempter{Sender: cfg.Sender, Ledger: cfg.Queue, RetryUnit: cfg.RetryUnit, Now: cfg.Now, Log: log}
 	lease := time.Duration(concurrency/perWatch+1)*cfg.Sender.Timeout() + leaseMargin
-	return &Worker{cfg: cfg, log: log, wake: make(chan struct{}, 1), attempter: a, lease: lease}, nil
+	w := &Worker{cfg: cfg, log: log, wake: make(chan struct{}, 1), attempter: a, lease: lease}
+	w.Dispatcher = &Dispatcher{w: w}
+	return w, nil
 }
 
 // Default sets *v to def when *v is not positive: how the Configs of
@@ -115,7 +138,7 @@ func Every(interval time.Duration, wake <-chan struct{}, once func(context.Conte
 }
 
 // Loops runs a part's background loops from its Start to its Shutdown: the
-// Dispatcher's, the Worker's and package scheduler's.
+// Worker's and package scheduler's.
 type Loops struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -157,16 +180,10 @@ func (l *Loops) Stop(ctx context.Context, then func()) error {
 // otherwise finds them within IdlePoll). It never blocks.
 func (w *Worker) Wake() { Signal(w.wake) }
 
-// claim claims up to limit due deliveries, at most perWatch per watch
-// counting inFlight.
-func (w *Worker) claim(ctx context.Context, limit int, inFlight map[string]int) ([]store.Job, error) {
-	return w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{Limit: limit, Lease: w.lease, PerWatch: perWatch, InFlight: inFlight})
-}
-
 // Start makes the deliveries whose attempt was in flight when the previous
 // process stopped due now (Queue.Recover: the interrupted attempt is
 // uncounted; the endpoint deduplicates on X-Notices-Delivery), then runs
-// the Worker in the background until Shutdown.
+// the Worker and its Dispatcher in the background until Shutdown.
 func (w *Worker) Start(ctx context.Context) error {
 	if w.cancel != nil {
 		return errors.New("worker: Worker started twice")
@@ -180,7 +197,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	var actx context.Context
 	actx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	w.loops.Go(ctx, func(stop context.Context) { w.loop(stop, actx) })
+	w.loops.Go(ctx, func(stop context.Context) { w.loop(stop, actx) },
+		Every(w.cfg.Poll, nil, func(ctx context.Context) error { _, err := w.Dispatcher.RunOnce(ctx); return err },
+			func(err error) { w.log.Error("matching arrived notices failed; retrying", "err", err) }))
 	return nil
 }
 
@@ -189,16 +208,12 @@ func (w *Worker) Start(ctx context.Context) error {
 // ctx is the attempts'.
 func (w *Worker) loop(stop, ctx context.Context) {
 	var (
-		wg       sync.WaitGroup
 		inFlight = map[string]int{}
 		total    int
-		finished = make(chan string, concurrency) // the watch id of each attempt that ended
-		timer    = time.NewTimer(0)
+		// The watch id of each attempt that ended; room for every one, as
+		// attempts run on in w.loops after the loop returns.
+		finished = make(chan string, concurrency)
 	)
-	defer timer.Stop()
-	// On return, wait for the attempts in flight (never blocked on
-	// finished, which has room for every one).
-	defer wg.Wait()
 	finish := func(watchID string) {
 		total--
 		if inFlight[watchID]--; inFlight[watchID] <= 0 {
@@ -209,14 +224,14 @@ func (w *Worker) loop(stop, ctx context.Context) {
 		// Claim when enough slots are free to be worth a transaction.
 		free := concurrency - total
 		if free > 0 && (total == 0 || free >= concurrency/4) {
-			jobs, err := w.claim(ctx, free, inFlight)
+			jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{Limit: free, Lease: w.lease, PerWatch: perWatch, InFlight: inFlight})
 			if err != nil && ctx.Err() == nil {
 				w.log.Error("claiming due deliveries failed; retrying", "err", err)
 			}
 			for _, j := range jobs {
 				total++
 				inFlight[j.WatchID]++
-				wg.Go(func() {
+				w.loops.wg.Go(func() {
 					// Logged by the Attempter; one cut off by shutdown records
 					// nothing, and the next Start makes it due again.
 					_, _ = w.attempter.Attempt(ctx, j)
@@ -235,14 +250,13 @@ func (w *Worker) loop(stop, ctx context.Context) {
 				sleep = d
 			}
 		}
-		timer.Reset(sleep)
 		select {
 		case <-stop.Done():
 			return
 		case id := <-finished:
 			finish(id)
 		case <-w.wake:
-		case <-timer.C:
+		case <-time.After(sleep):
 		}
 		// Take every other finished attempt (the loop is the only reader).
 		for len(finished) > 0 {
@@ -251,7 +265,8 @@ func (w *Worker) loop(stop, ctx context.Context) {
 	}
 }
 
-// Shutdown stops claiming and waits for the attempts in flight to be
+// Shutdown stops matching (a round cut off writes nothing: Enqueue is one
+// transaction) and claiming, and waits for the attempts in flight to be
 // recorded. When ctx ends first, the rest are cancelled and left
 // unrecorded: the next Start retries them.
 func (w *Worker) Shutdown(ctx context.Context) error {
