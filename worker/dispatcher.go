@@ -43,49 +43,42 @@ type Dispatcher struct {
 func (d *Dispatcher) RunOnce(ctx context.Context) (created int, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for {
-		n, more, err := d.step(ctx)
-		created += n
-		if err != nil || !more {
-			if created > 0 {
-				d.w.Wake()
-			}
-			return created, err
+	defer func() {
+		if created > 0 {
+			d.w.Wake()
 		}
-	}
-}
-
-// step matches one batch; more: a full batch was read.
-func (d *Dispatcher) step(ctx context.Context) (created int, more bool, err error) {
+	}()
 	if !d.haveCur {
-		c, err := d.w.cfg.Queue.ArrivalCursor(ctx)
-		if err != nil {
-			return 0, false, fmt.Errorf("worker: read the arrival cursor: %w", err)
+		if d.cursor, err = d.w.cfg.Queue.ArrivalCursor(ctx); err != nil {
+			return 0, fmt.Errorf("worker: read the arrival cursor: %w", err)
 		}
-		d.cursor, d.haveCur = c, true
+		d.haveCur = true
 	}
-	for try := 0; ; try++ {
+	for stale := 0; ; {
 		if err := d.ensureWatchSet(ctx); err != nil {
-			return 0, false, err
+			return created, err
 		}
 		ns, through, err := d.next(ctx)
 		if err != nil || through <= d.cursor {
-			return 0, false, err
+			return created, err
 		}
 		arrivals, err := d.match(ctx, ns)
 		if err != nil {
-			return 0, false, err
+			return created, err
 		}
-		created, err = d.w.cfg.Queue.Enqueue(ctx, arrivals, through, d.version, d.w.cfg.Now())
-		if errors.Is(err, store.ErrWatchSetChanged) && try < staleRetries {
+		n, err := d.w.cfg.Queue.Enqueue(ctx, arrivals, through, d.version, d.w.cfg.Now())
+		if errors.Is(err, store.ErrWatchSetChanged) && stale < staleRetries {
+			stale++
 			d.loaded = false // reload and match the batch again
 			continue
 		}
 		if err != nil {
-			return 0, false, fmt.Errorf("worker: enqueue deliveries for notices %d..%d: %w", d.cursor+1, through, err)
+			return created, fmt.Errorf("worker: enqueue deliveries for notices %d..%d: %w", d.cursor+1, through, err)
 		}
-		d.cursor = through
-		return created, len(ns) == d.w.cfg.Batch, nil
+		d.cursor, created, stale = through, created+n, 0
+		if len(ns) < d.w.cfg.Batch {
+			return created, nil // else a full batch: more may follow
+		}
 	}
 }
 
