@@ -163,7 +163,7 @@ func (r *receiver) got() []received {
 }
 
 // fix is a store with one account and a fake clock, a receiver, and a
-// Dispatcher and Worker sharing the clock, driven by RunOnce.
+// Worker and its Dispatcher on the clock, driven by runOnce and RunOnce.
 type fix struct {
 	t       testing.TB
 	ctx     context.Context
