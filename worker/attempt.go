@@ -30,7 +30,8 @@ type Attempter struct {
 	RetryUnit time.Duration
 	// Now is the clock of the payload's sent_at and of the outcome.
 	Now func() time.Time
-	// Log, when set, receives each failed attempt at warn level.
+	// Log, when set, receives each failed attempt, and each attempt not
+	// made (not sent or not recorded, not interrupted), at warn level.
 	Log *slog.Logger
 }
 
@@ -43,7 +44,11 @@ type Attempter struct {
 // says why and the delivery is tried again.
 func (a Attempter) Attempt(ctx context.Context, job store.Job) (d delivery.Decision, err error) {
 	defer func() {
-		if err == nil && d.Status != delivery.Delivered && a.Log != nil {
+		switch {
+		case a.Log == nil || errors.Is(err, ErrInterrupted):
+		case err != nil:
+			a.Log.Warn("delivery attempt not made", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "err", err)
+		case d.Status != delivery.Delivered:
 			a.Log.Warn("delivery attempt failed", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "reason", d.LastError)
 		}
 	}()

@@ -36,7 +36,7 @@ func BenchmarkDeliveryThroughput(b *testing.B) {
 			acns = append(acns, acnA)
 		}
 		f.ingest(0, acns...)
-		f.disp.cfg.Batch = DefaultBatch
+		f.work.cfg.Batch = DefaultBatch
 		if n := f.dispatch(); n != benchDeliveries {
 			b.Fatalf("queued %d, want %d", n, benchDeliveries)
 		}
@@ -103,15 +103,8 @@ func BenchmarkArrivalToFirstAttempt(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		disp, err := NewDispatcher(DispatcherConfig{Queue: f.st, OnEnqueued: work.Wake})
-		if err != nil {
-			b.Fatal(err)
-		}
 		ctx := context.Background()
 		if err := work.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if err := disp.Start(ctx); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -132,7 +125,6 @@ func BenchmarkArrivalToFirstAttempt(b *testing.B) {
 		}
 		b.StopTimer()
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_ = disp.Shutdown(sctx)
 		_ = work.Shutdown(sctx)
 		cancel()
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
@@ -161,7 +163,7 @@ func (r *receiver) got() []received {
 }
 
 // fix is a store with one account and a fake clock, a receiver, and a
-// Dispatcher and Worker sharing the clock, driven by RunOnce.
+// Worker and its Dispatcher on the clock, driven by runOnce and RunOnce.
 type fix struct {
 	t       testing.TB
 	ctx     context.Context
@@ -213,12 +215,10 @@ func newFixWith(t testing.TB, tweak func(*webhook.SenderConfig)) *fix {
 	if f.sender, err = webhook.NewSender(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if f.work, err = New(Config{Queue: st, Sender: f.sender, RetryUnit: unit, Now: clock.Now}); err != nil {
+	if f.work, err = New(Config{Queue: st, Sender: f.sender, RetryUnit: unit, Now: clock.Now, Batch: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if f.disp, err = NewDispatcher(DispatcherConfig{Queue: st, Now: clock.Now, Batch: 3}); err != nil {
-		t.Fatal(err)
-	}
+	f.disp = f.work.Dispatcher
 	return f
 }
 
@@ -282,17 +282,39 @@ func (f *fix) dispatch() int {
 	return n
 }
 
+// runOnce is one round of the Worker's loop, synchronous: it claims the
+// deliveries due now (up to concurrency, at most perWatch per watch),
+// attempts them concurrently, records every outcome and returns how many
+// it attempted.
+func (w *Worker) runOnce(ctx context.Context) (attempted int, err error) {
+	jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{Limit: concurrency, Lease: w.lease, PerWatch: perWatch})
+	if err != nil {
+		return 0, fmt.Errorf("worker: claim due deliveries: %w", err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(jobs))
+	for i, j := range jobs {
+		wg.Go(func() {
+			if _, err := w.attempter.Attempt(ctx, j); !errors.Is(err, ErrInterrupted) {
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	return len(jobs), errors.Join(errs...)
+}
+
 // attempt runs the Worker once and returns the attempts made.
 func (f *fix) attempt() int {
 	f.t.Helper()
-	n, err := f.work.RunOnce(f.ctx)
+	n, err := f.work.runOnce(f.ctx)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return n
 }
 
-// drain runs the Worker until nothing more is due now (RunOnce takes at
+// drain runs the Worker until nothing more is due now (runOnce takes at
 // most PerWatch of one watch) and returns the attempts made.
 func (f *fix) drain() int {
 	f.t.Helper()

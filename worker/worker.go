@@ -15,8 +15,8 @@ import (
 
 // Worker defaults.
 const (
-	// DefaultConcurrency is the most delivery attempts in flight at once.
-	DefaultConcurrency = 16
+	// concurrency is the most delivery attempts in flight at once.
+	concurrency = 16
 	// perWatch is the most attempts in flight for one watch.
 	perWatch = 4
 	// DefaultIdlePoll is the longest the Worker sleeps without looking at
@@ -25,6 +25,16 @@ const (
 	// leaseMargin makes a live attempt's lease outlive it, so it is never
 	// claimed twice.
 	leaseMargin = 30 * time.Second
+	// DefaultPoll is how often the Dispatcher looks for new notices.
+	DefaultPoll = 250 * time.Millisecond
+	// DefaultBatch is how many notices one Enqueue covers.
+	DefaultBatch = 500
+	// reloadEvery is how often the watch index is rebuilt even when its
+	// version did not move (register changes).
+	reloadEvery = 5 * time.Minute
+	// staleRetries bounds how often one batch is matched again after the
+	// watch set changed under it, until the next round.
+	staleRetries = 5
 )
 
 // Config configures a Worker. Queue and Sender are required.
@@ -34,32 +44,37 @@ type Config struct {
 	// RetryUnit scales the retry schedule (NOTICES_DELIVERY_RETRY_UNIT);
 	// 0 means 10 minutes.
 	RetryUnit time.Duration
-	// Now is the clock of claims and outcomes; nil means time.Now.
+	// Now is the clock of matching, claims and outcomes; nil means
+	// time.Now.
 	Now func() time.Time
-	// Concurrency bounds attempts in flight; 0 means DefaultConcurrency.
-	Concurrency int
 	// IdlePoll is the longest sleep between looks at the queue; 0 means
 	// DefaultIdlePoll.
 	IdlePoll time.Duration
+	// Poll is the interval between looks for new notices; 0 means
+	// DefaultPoll.
+	Poll time.Duration
+	// Batch is the most notices matched per Enqueue; 0 means DefaultBatch.
+	Batch int
 	// Logger receives failures; nil discards them.
 	Logger *slog.Logger
 }
 
-// Worker attempts the Queue's due deliveries through an Attempter. Build
-// it with New; run it with Start and Shutdown, or step by step with
-// RunOnce.
+// Worker attempts the Queue's due deliveries through an Attempter, and
+// runs the Dispatcher that creates them. Build it with New; run it with
+// Start and Shutdown.
 type Worker struct {
 	cfg       Config
 	log       *slog.Logger
 	wake      chan struct{}
 	attempter Attempter
-	// lease is how long a claimed delivery is reserved: (Concurrency/perWatch
+	// lease is how long a claimed delivery is reserved: (concurrency/perWatch
 	// + 1) Sender timeouts plus leaseMargin, as an attempt may first wait
 	// for its endpoint's slot behind the others claimed with it.
 	lease time.Duration
+	// Dispatcher turns arriving notices into deliveries.
+	Dispatcher *Dispatcher
 
-	stop   chan struct{}
-	done   chan struct{}
+	loops  Loops
 	cancel context.CancelFunc // cancels attempts in flight
 }
 
@@ -75,12 +90,15 @@ func New(cfg Config) (*Worker, error) {
 		cfg.Now = time.Now
 	}
 	Default(&cfg.RetryUnit, 10*time.Minute)
-	Default(&cfg.Concurrency, DefaultConcurrency)
 	Default(&cfg.IdlePoll, DefaultIdlePoll)
+	Default(&cfg.Poll, DefaultPoll)
+	Default(&cfg.Batch, DefaultBatch)
 	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	a := Attempter{Sender: cfg.Sender, Ledger: cfg.Queue, RetryUnit: cfg.RetryUnit, Now: cfg.Now, Log: log}
-	lease := time.Duration(cfg.Concurrency/perWatch+1)*cfg.Sender.Timeout() + leaseMargin
-	return &Worker{cfg: cfg, log: log, wake: make(chan struct{}, 1), attempter: a, lease: lease}, nil
+	lease := time.Duration(concurrency/perWatch+1)*cfg.Sender.Timeout() + leaseMargin
+	w := &Worker{cfg: cfg, log: log, wake: make(chan struct{}, 1), attempter: a, lease: lease}
+	w.Dispatcher = &Dispatcher{w: w}
+	return w, nil
 }
 
 // Default sets *v to def when *v is not positive: how the Configs of
@@ -99,20 +117,62 @@ func Signal(wake chan struct{}) {
 	}
 }
 
-// Every runs once, then again each interval later (or as soon as wake
-// fires), until ctx ends; failed gets its errors while ctx lasts.
-func Every(ctx context.Context, interval time.Duration, wake <-chan struct{}, once func(context.Context) error, failed func(error)) {
-	for ctx.Err() == nil {
-		if err := once(ctx); err != nil && ctx.Err() == nil {
-			failed(err)
+// Every returns a loop that runs once, then again each interval later (or
+// as soon as wake fires), until its context ends; failed gets its errors
+// while the context lasts.
+func Every(interval time.Duration, wake <-chan struct{}, once func(context.Context) error, failed func(error)) func(context.Context) {
+	return func(ctx context.Context) {
+		for ctx.Err() == nil {
+			if err := once(ctx); err != nil && ctx.Err() == nil {
+				failed(err)
+			}
+			t := time.NewTimer(interval)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			case <-wake:
+			}
+			t.Stop()
 		}
-		t := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		case <-wake:
+	}
+}
+
+// Loops runs a part's background loops from its Start to its Shutdown: the
+// Worker's and package scheduler's.
+type Loops struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Go runs each loop in the background under a context that outlives ctx
+// and that Stop cancels.
+func (l *Loops) Go(ctx context.Context, loops ...func(context.Context)) {
+	ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	for _, loop := range loops {
+		l.wg.Go(func() { loop(ctx) })
+	}
+}
+
+// Stop cancels the loops' context, runs then (when set) and waits for the
+// loops until ctx ends (its error). Loops never started have nothing to stop.
+func (l *Loops) Stop(ctx context.Context, then func()) error {
+	if l.cancel == nil {
+		return nil
+	}
+	l.cancel()
+	done := make(chan struct{})
+	go func() {
+		if then != nil {
+			then()
 		}
-		t.Stop()
+		l.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -120,44 +180,12 @@ func Every(ctx context.Context, interval time.Duration, wake <-chan struct{}, on
 // otherwise finds them within IdlePoll). It never blocks.
 func (w *Worker) Wake() { Signal(w.wake) }
 
-// claim claims up to limit due deliveries, at most perWatch per watch
-// counting inFlight.
-func (w *Worker) claim(ctx context.Context, limit int, inFlight map[string]int) ([]store.Job, error) {
-	return w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{Limit: limit, Lease: w.lease, PerWatch: perWatch, InFlight: inFlight})
-}
-
-// RunOnce claims the deliveries due now (up to Concurrency, at most
-// perWatch per watch), attempts them concurrently, records every outcome
-// and returns how many it attempted.
-func (w *Worker) RunOnce(ctx context.Context) (attempted int, err error) {
-	jobs, err := w.claim(ctx, w.cfg.Concurrency, nil)
-	if err != nil {
-		return 0, fmt.Errorf("worker: claim due deliveries: %w", err)
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(jobs))
-	for i, j := range jobs {
-		wg.Go(func() { errs[i] = w.attempt(ctx, j) })
-	}
-	wg.Wait()
-	return len(jobs), errors.Join(errs...)
-}
-
-// attempt makes one attempt of job. When ctx ends first (shutdown) nothing
-// is recorded: the lease stays and the next Start makes it due again.
-func (w *Worker) attempt(ctx context.Context, job store.Job) error {
-	if _, err := w.attempter.Attempt(ctx, job); !errors.Is(err, ErrInterrupted) {
-		return err
-	}
-	return nil
-}
-
 // Start makes the deliveries whose attempt was in flight when the previous
 // process stopped due now (Queue.Recover: the interrupted attempt is
 // uncounted; the endpoint deduplicates on X-Notices-Delivery), then runs
-// the Worker in the background until Shutdown.
+// the Worker and its Dispatcher in the background until Shutdown.
 func (w *Worker) Start(ctx context.Context) error {
-	if w.stop != nil {
+	if w.cancel != nil {
 		return errors.New("worker: Worker started twice")
 	}
 	n, err := w.cfg.Queue.Recover(ctx, w.cfg.Now())
@@ -167,28 +195,25 @@ func (w *Worker) Start(ctx context.Context) error {
 	if n > 0 {
 		w.log.Info("delivery attempts interrupted at the last stop are due again", "deliveries", n)
 	}
-	w.stop, w.done = make(chan struct{}), make(chan struct{})
 	var actx context.Context
 	actx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	go w.loop(actx)
+	w.loops.Go(ctx, func(stop context.Context) { w.loop(stop, actx) },
+		Every(w.cfg.Poll, nil, func(ctx context.Context) error { _, err := w.Dispatcher.RunOnce(ctx); return err },
+			func(err error) { w.log.Error("matching arrived notices failed; retrying", "err", err) }))
 	return nil
 }
 
 // loop claims while slots are free and sleeps until a slot frees, a
-// delivery falls due, Wake is called, or IdlePoll passes.
-func (w *Worker) loop(ctx context.Context) {
-	defer close(w.done)
+// delivery falls due, Wake is called, or IdlePoll passes, until stop ends;
+// ctx is the attempts'.
+func (w *Worker) loop(stop, ctx context.Context) {
 	var (
-		wg       sync.WaitGroup
 		inFlight = map[string]int{}
 		total    int
-		finished = make(chan string, w.cfg.Concurrency) // the watch id of each attempt that ended
-		timer    = time.NewTimer(0)
+		// The watch id of each attempt that ended; room for every one, as
+		// attempts run on in w.loops after the loop returns.
+		finished = make(chan string, concurrency)
 	)
-	defer timer.Stop()
-	// On return, wait for the attempts in flight (never blocked on
-	// finished, which has room for every one).
-	defer wg.Wait()
 	finish := func(watchID string) {
 		total--
 		if inFlight[watchID]--; inFlight[watchID] <= 0 {
@@ -197,19 +222,19 @@ func (w *Worker) loop(ctx context.Context) {
 	}
 	for {
 		// Claim when enough slots are free to be worth a transaction.
-		free := w.cfg.Concurrency - total
-		if free > 0 && (total == 0 || free >= max(1, w.cfg.Concurrency/4)) {
-			jobs, err := w.claim(ctx, free, inFlight)
+		free := concurrency - total
+		if free > 0 && (total == 0 || free >= concurrency/4) {
+			jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{Limit: free, Lease: w.lease, PerWatch: perWatch, InFlight: inFlight})
 			if err != nil && ctx.Err() == nil {
 				w.log.Error("claiming due deliveries failed; retrying", "err", err)
 			}
 			for _, j := range jobs {
 				total++
 				inFlight[j.WatchID]++
-				wg.Go(func() {
-					if err := w.attempt(ctx, j); err != nil {
-						w.log.Error("delivery attempt", "err", err)
-					}
+				w.loops.wg.Go(func() {
+					// Logged by the Attempter; one cut off by shutdown records
+					// nothing, and the next Start makes it due again.
+					_, _ = w.attempter.Attempt(ctx, j)
 					finished <- j.WatchID
 				})
 			}
@@ -225,16 +250,13 @@ func (w *Worker) loop(ctx context.Context) {
 				sleep = d
 			}
 		}
-		timer.Reset(sleep)
 		select {
-		case <-ctx.Done():
-			return
-		case <-w.stop:
+		case <-stop.Done():
 			return
 		case id := <-finished:
 			finish(id)
 		case <-w.wake:
-		case <-timer.C:
+		case <-time.After(sleep):
 		}
 		// Take every other finished attempt (the loop is the only reader).
 		for len(finished) > 0 {
@@ -243,33 +265,15 @@ func (w *Worker) loop(ctx context.Context) {
 	}
 }
 
-// Shutdown stops claiming and waits for the attempts in flight to be
+// Shutdown stops matching (a round cut off writes nothing: Enqueue is one
+// transaction) and claiming, and waits for the attempts in flight to be
 // recorded. When ctx ends first, the rest are cancelled and left
 // unrecorded: the next Start retries them.
 func (w *Worker) Shutdown(ctx context.Context) error {
-	if err := stopAndWait(ctx, w.stop, w.done); err != nil {
+	if err := w.loops.Stop(ctx, nil); err != nil {
 		w.cancel()
-		<-w.done
+		w.loops.wg.Wait()
 		return fmt.Errorf("worker: delivery attempts still in flight at the shutdown deadline were cancelled; they are retried at the next start: %w", err)
 	}
 	return nil
-}
-
-// stopAndWait closes stop (once) and waits until done is closed or ctx
-// ends (its error). A part never started (stop nil) has nothing to stop.
-func stopAndWait(ctx context.Context, stop, done chan struct{}) error {
-	if stop == nil {
-		return nil
-	}
-	select {
-	case <-stop:
-	default:
-		close(stop)
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -431,13 +431,13 @@ func TestDispatcherRematchesARefusedBatch(t *testing.T) {
 	f.hook(first)
 	second := f.watch(`{"identifiers": ["` + acnB + `"]}`)
 	q := &racingQueue{Store: f.st}
-	d, err := NewDispatcher(DispatcherConfig{Queue: q, Now: f.clock.Now})
+	work, err := New(Config{Queue: q, Sender: f.sender, Now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.ingest(0, acnA, acnB)
 	q.race = func() { f.hook(second) } // the batch was matched without it
-	if _, err := d.RunOnce(f.ctx); err != nil {
+	if _, err := work.Dispatcher.RunOnce(f.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if len(q.answers) != 2 || !errors.Is(q.answers[0], store.ErrWatchSetChanged) || q.answers[1] != nil {
@@ -455,18 +455,11 @@ func TestStartShutdownDeliversInRealTime(t *testing.T) {
 	f := newFix(t)
 	w := f.watch(watchA)
 	f.hook(w)
-	work, err := New(Config{Queue: f.st, Sender: f.sender, RetryUnit: unit, IdlePoll: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	disp, err := NewDispatcher(DispatcherConfig{Queue: f.st, Poll: 20 * time.Millisecond, OnEnqueued: work.Wake})
+	work, err := New(Config{Queue: f.st, Sender: f.sender, RetryUnit: unit, IdlePoll: 50 * time.Millisecond, Poll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := work.Start(f.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := disp.Start(f.ctx); err != nil {
 		t.Fatal(err)
 	}
 	f.clock = nil // the loops run on the real clock
@@ -476,9 +469,6 @@ func TestStartShutdownDeliversInRealTime(t *testing.T) {
 	waitFor(t, 10*time.Second, func() bool { _, _, u := f.rcv.counts(); return u == 1 })
 	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
 	defer cancel()
-	if err := disp.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := work.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -496,11 +486,7 @@ func TestShutdownDeadlineLeavesAttemptForRecovery(t *testing.T) {
 	if _, err := f.st.UpsertNotices(f.ctx, []notice.Notice{realNotice("RT-2")}); err != nil {
 		t.Fatal(err)
 	}
-	disp, err := NewDispatcher(DispatcherConfig{Queue: f.st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := disp.RunOnce(f.ctx); err != nil || n != 1 {
+	if n, err := work.Dispatcher.RunOnce(f.ctx); err != nil || n != 1 {
 		t.Fatalf("dispatch = %d, %v", n, err)
 	}
 	if err := work.Start(f.ctx); err != nil {
@@ -532,8 +518,8 @@ func TestShutdownDeadlineLeavesAttemptForRecovery(t *testing.T) {
 	if n, err := f.st.Recover(f.ctx, time.Now()); err != nil || n != 1 {
 		t.Fatalf("Recover = %d, %v; want 1", n, err)
 	}
-	if n, err := again.RunOnce(f.ctx); err != nil || n != 1 {
-		t.Fatalf("RunOnce after recovery = %d, %v", n, err)
+	if n, err := again.runOnce(f.ctx); err != nil || n != 1 {
+		t.Fatalf("runOnce after recovery = %d, %v", n, err)
 	}
 	if rec := f.records(w)[0]; rec.Status != delivery.Delivered || rec.Attempts != 1 {
 		t.Fatalf("after recovery: %+v", rec)
@@ -581,7 +567,7 @@ func TestRecordTimes(t *testing.T) {
 	f.rcv.setStatus(func(int) int { f.clock.Advance(7 * time.Second); return http.StatusNoContent })
 	done := make(chan int)
 	go func() {
-		n, _ := f.work.RunOnce(f.ctx)
+		n, _ := f.work.runOnce(f.ctx)
 		done <- n
 	}()
 	<-f.rcv.entered

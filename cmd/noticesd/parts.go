@@ -58,9 +58,8 @@ func wireParts(ctx context.Context, cfg config.Config, st *sqlite.Store, log *sl
 	return nil
 }
 
-// wireDelivery starts the webhook delivery pipeline of the embedded mode:
-// the worker first, so the dispatcher it wakes is stopped before it (parts
-// stop in reverse order), and gives the API the webhook store. With
+// wireDelivery starts the webhook delivery pipeline of the embedded mode
+// (the worker and its dispatcher) and gives the API the webhook store. With
 // NOTICES_WEBHOOKS=off none of this runs and the webhook routes answer
 // webhook_unavailable.
 func wireDelivery(cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *api.Deps, start func(part) error) error {
@@ -77,18 +76,7 @@ func wireDelivery(cfg config.Config, st *sqlite.Store, log *slog.Logger, deps *a
 	if err != nil {
 		return err
 	}
-	d, err := worker.NewDispatcher(worker.DispatcherConfig{
-		Queue:      st,
-		OnEnqueued: w.Wake,
-		Logger:     log.With("part", "dispatcher"),
-	})
-	if err != nil {
-		return err
-	}
 	if err := start(w); err != nil {
-		return err
-	}
-	if err := start(d); err != nil {
 		return err
 	}
 	deps.Webhooks = st

@@ -35,7 +35,7 @@ func (s *Scheduler) PumpMailOnce(ctx context.Context) error {
 		return err
 	}
 	for _, r := range refs {
-		if err := ignoreConflict(s.add(ctx, MailTaskType, MailQueueName(s.cfg.Namespace), r.ID+"#"+strconv.Itoa(r.Attempts+1), mailPayload{ID: r.ID})); err != nil {
+		if _, err := s.add(ctx, MailTaskType, MailQueueName(s.cfg.Namespace), r.ID+"#"+strconv.Itoa(r.Attempts+1), mailPayload{ID: r.ID}); err != nil {
 			return err
 		}
 	}

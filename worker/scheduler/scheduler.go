@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -78,10 +77,6 @@ type Config struct {
 	SweepEvery time.Duration
 	// RecoverEvery: see DefaultRecoverEvery.
 	RecoverEvery time.Duration
-	// ShutdownTimeout bounds how long Shutdown waits for attempts in
-	// flight (then handed back to asynq); 0 means the Sender's timeout
-	// plus 5 s.
-	ShutdownTimeout time.Duration
 	// Now is the clock of outcomes; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.
@@ -102,9 +97,8 @@ type Scheduler struct {
 	server    *asynq.Server
 	attempter worker.Attempter
 
-	wake   chan struct{}
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wake  chan struct{}
+	loops worker.Loops
 }
 
 // New returns a Scheduler with cfg's zero fields defaulted.
@@ -116,7 +110,6 @@ func New(cfg Config) (*Scheduler, error) {
 	worker.Default(&cfg.Concurrency, DefaultConcurrency)
 	worker.Default(&cfg.SweepEvery, DefaultSweepEvery)
 	worker.Default(&cfg.RecoverEvery, DefaultRecoverEvery)
-	worker.Default(&cfg.ShutdownTimeout, cfg.Sender.Timeout()+5*time.Second)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -136,7 +129,7 @@ func New(cfg Config) (*Scheduler, error) {
 		RetryDelayFunc:           retryDelay,
 		DelayedTaskCheckInterval: checkInterval,
 		TaskCheckInterval:        taskCheckInterval,
-		ShutdownTimeout:          cfg.ShutdownTimeout,
+		ShutdownTimeout:          cfg.Sender.Timeout() + 5*time.Second, // then handed back to asynq
 		LogLevel:                 asynq.WarnLevel,
 		Logger:                   asynqLogger{log.With("part", "asynq")},
 	})
@@ -153,28 +146,23 @@ func (e *retryError) Error() string {
 	return fmt.Sprintf("attempt failed (%s); next attempt in %s", e.lastError, e.wait)
 }
 
-// maxErrorDelay caps the wait before a task that failed for another
-// reason than the endpoint (a backend unreachable) runs again.
-const maxErrorDelay = time.Minute
-
 // retryDelay is asynq's RetryDelayFunc: the ledger's wait when the handler
-// decided a retry; else one second, doubling with each run up to
-// maxErrorDelay.
+// decided a retry; else (a backend unreachable, not the endpoint) one
+// second, doubling with each run up to a minute.
 func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	var re *retryError
 	if errors.As(err, &re) {
 		return re.wait
 	}
-	return min(time.Second<<min(n, 6), maxErrorDelay)
+	return min(time.Second<<min(n, 6), time.Minute)
 }
 
 // Enqueue makes the task of one delivery, due at once: an existing one is
 // run now when scheduled or retrying (the ledger still decides when the
 // attempt is made), replaced when finished or archived. False: it runs.
 func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, error) {
-	add := func() error { return s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref) }
-	if err := add(); !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return err == nil, err
+	if ok, err := s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref); ok || err != nil {
+		return ok, err
 	}
 	info, err := s.inspector.GetTaskInfo(s.queue, ref.DeliveryID)
 	switch {
@@ -192,26 +180,21 @@ func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, erro
 	default:
 		return true, nil // pending: it runs soon
 	}
-	err = add()
-	return err == nil, ignoreConflict(err)
+	return s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref)
 }
 
-// add makes a task of type typ named id on queue, v its JSON payload (a
-// task of that id is kept: asynq.ErrTaskIDConflict).
-func (s *Scheduler) add(ctx context.Context, typ, queue, id string, v any) error {
+// add makes a task of type typ named id on queue, v its JSON payload;
+// false: a task of that id is kept (asynq.ErrTaskIDConflict).
+func (s *Scheduler) add(ctx context.Context, typ, queue, id string, v any) (bool, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = s.client.EnqueueContext(ctx, asynq.NewTask(typ, b), asynq.TaskID(id), asynq.Queue(queue), asynq.MaxRetry(maxRetry))
-	return err
-}
-
-func ignoreConflict(err error) error {
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 func ignoreNotFound(err error) error {
@@ -270,9 +253,6 @@ func (s *Scheduler) handle(ctx context.Context, t *asynq.Task) error {
 	job.Notice = n
 	d, err := s.attempter.Attempt(ctx, job)
 	if err != nil {
-		if !errors.Is(err, worker.ErrInterrupted) {
-			s.log.Warn("delivery attempt not made", "watch", job.WatchID, "delivery", job.DeliveryID, "attempt", job.Attempt, "err", err)
-		}
 		return err // interrupted (asynq runs it again; the ledger counts it once) or not recorded
 	}
 	if d.Status == delivery.Pending {
@@ -306,7 +286,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	mux.HandleFunc(TaskType, s.handle)
 	loops := []func(context.Context){
 		s.every(checkInterval, s.wake, "scheduling deliveries", s.PumpOnce),
-		s.every(s.cfg.SweepEvery, nil, "sweeping pending deliveries", uncounted(s.SweepOnce)),
+		s.every(s.cfg.SweepEvery, nil, "sweeping pending deliveries", func(ctx context.Context) error { _, err := s.SweepOnce(ctx); return err }),
 		s.every(s.cfg.RecoverEvery, nil, "recovering delivery attempts whose worker stopped", s.RecoverOnce),
 	}
 	if s.cfg.Mail != nil {
@@ -316,30 +296,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if err := s.server.Start(mux); err != nil {
 		return fmt.Errorf("scheduler: start the asynq server: %w", err)
 	}
-	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	for _, loop := range loops {
-		s.wg.Go(func() { loop(ctx) })
-	}
+	s.loops.Go(ctx, loops...)
 	return nil
 }
 
 // Shutdown stops taking work and waits for attempts in flight (up to
-// ShutdownTimeout; the rest go back to the queue).
+// the Sender's timeout plus 5 s; the rest go back to the queue).
 func (s *Scheduler) Shutdown(ctx context.Context) error {
-	if s.cancel == nil {
-		return nil
-	}
-	s.cancel()
-	done := make(chan struct{})
-	go func() {
-		s.server.Shutdown()
-		s.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return fmt.Errorf("scheduler: shutdown did not finish in time: %w", ctx.Err())
+	if err := s.loops.Stop(ctx, s.server.Shutdown); err != nil {
+		return fmt.Errorf("scheduler: shutdown did not finish in time: %w", err)
 	}
 	return nil // the Redis client is the caller's to close
 }
@@ -350,14 +315,7 @@ func (s *Scheduler) Wake() { worker.Signal(s.wake) }
 // every returns a loop that runs once, then again each interval later (or
 // as soon as wake fires) until its context ends, logging failures as what.
 func (s *Scheduler) every(interval time.Duration, wake <-chan struct{}, what string, once func(context.Context) error) func(context.Context) {
-	return func(ctx context.Context) {
-		worker.Every(ctx, interval, wake, once, func(err error) { s.log.Warn(what, "err", err) })
-	}
-}
-
-// uncounted drops the count of a step that reports one.
-func uncounted(once func(context.Context) (int, error)) func(context.Context) error {
-	return func(ctx context.Context) error { _, err := once(ctx); return err }
+	return worker.Every(interval, wake, once, func(err error) { s.log.Warn(what, "err", err) })
 }
 
 // PumpOnce makes the tasks of every due outbox entry.
@@ -401,7 +359,9 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 	} else if n > 0 {
 		s.log.Info("watch changes left half done were finished", "changes", n)
 	}
-	if err := s.dropStaleServers(ctx); err != nil {
+	// asynq drops a process from asynq:servers and asynq:workers when it
+	// stops cleanly; listing them drops the killed ones (heartbeat expired).
+	if _, err := s.inspector.Servers(); err != nil {
 		s.log.Warn("dropping stopped worker processes from asynq's server list", "err", err)
 	}
 	refs, err := s.cfg.Ledger.Pending(ctx, s.cfg.Now().Add(-s.cfg.Sender.Timeout()-leaseMargin))
@@ -430,42 +390,21 @@ func (s *Scheduler) SweepOnce(ctx context.Context) (int, error) {
 }
 
 // RecoverOnce gives a recovery task, <delivery id>@<lease end ms>, to
-// every attempt whose lease ran out without an outcome (its worker died;
-// asynq would hand its task on only after a minute or more). The recovery
-// task takes the attempt over under the same number; the dead worker's
-// task, when asynq runs it again, finds it busy or done.
+// every attempt whose lease ran out without an outcome: its worker died
+// (why and what follows: docs/architecture.md, "How an arrival becomes a
+// delivery in scale mode", step 6).
 func (s *Scheduler) RecoverOnce(ctx context.Context) error {
 	lapsed, err := s.cfg.Ledger.LapsedAttempts(ctx, s.cfg.Now(), attemptLease, 100)
 	if err != nil {
 		return err
 	}
 	for _, l := range lapsed {
-		if err := ignoreConflict(s.add(ctx, TaskType, s.queue, l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10), l.Ref)); err != nil {
+		if _, err := s.add(ctx, TaskType, s.queue, l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10), l.Ref); err != nil {
 			return err
 		}
 	}
 	if len(lapsed) > 0 {
 		s.log.Info("delivery attempts whose worker stopped were handed to recovery tasks", "attempts", len(lapsed))
-	}
-	return nil
-}
-
-// asynqServerLists are asynq's global lists of worker processes, scored by
-// the unix second each heartbeat expires (on the real clock).
-var asynqServerLists = []string{"asynq:servers", "asynq:workers"}
-
-// staleServerAge is how long past its heartbeat's expiry a killed process
-// stays listed (asynq drops one that stops cleanly).
-const staleServerAge = time.Hour
-
-// dropStaleServers removes from asynq's server lists the processes whose
-// heartbeat expired over staleServerAge ago.
-func (s *Scheduler) dropStaleServers(ctx context.Context) error {
-	before := strconv.FormatInt(time.Now().Add(-staleServerAge).Unix(), 10)
-	for _, k := range asynqServerLists {
-		if err := s.cfg.Redis.ZRemRangeByScore(ctx, k, "-inf", "("+before).Err(); err != nil {
-			return err
-		}
 	}
 	return nil
 }
