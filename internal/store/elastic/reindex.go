@@ -250,14 +250,14 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 
 // copyDocs copies from's notices into index, rebuilt, ids and versions kept.
 func (s *Store) copyDocs(ctx context.Context, from, index, kind string, progress ReindexProgress) (int64, error) {
-	count, err := s.search(ctx, from, obj{"query": matchAll, "size": 0, "track_total_hits": true})
-	if err != nil {
+	var count searchAnswer
+	if err := s.searchRead(ctx, "/"+from+"/_search", obj{"query": matchAll, "size": 0, "track_total_hits": true}, &count); err != nil {
 		return 0, err
 	}
 	total := count.Hits.Total.Value
 	var done int64
 	order := []obj{{"notice_seq": "asc"}, {"id": "asc"}}
-	err = s.pages(ctx, from, obj{"query": matchAll, "sort": order, "version": true}, math.MaxInt, nil, func(hs []hit) error {
+	err := s.pages(ctx, from, obj{"query": matchAll, "sort": order, "version": true}, math.MaxInt, nil, func(hs []hit) error {
 		ops := make([]bulkOp, len(hs))
 		for i, h := range hs {
 			body, err := rebuildNoticeDoc(h.Source)

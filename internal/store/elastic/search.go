@@ -116,42 +116,13 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 	return s.searchNotices(ctx, path, b)
 }
 
-// noticePage is a search answer of notices (noticeSource, or part of it),
-// decoded straight into notices in one pass: most of a search's own CPU.
-type noticePage struct {
-	shardStatus
-	Hits struct {
-		Total struct {
-			Value int64 `json:"value"`
-		} `json:"total"`
-		Hits []struct {
-			Source struct {
-				Notice notice.Notice `json:"notice"`
-			} `json:"_source"`
-			Sort []any `json:"sort"`
-		} `json:"hits"`
-	} `json:"hits"`
-}
-
-// notices returns the page's notices.
-func (p *noticePage) notices() []notice.Notice {
-	ns := make([]notice.Notice, len(p.Hits.Hits))
-	for i := range p.Hits.Hits {
-		ns[i] = p.Hits.Hits[i].Source.Notice
-		if ns[i].Practitioners == nil {
-			ns[i].Practitioners = []notice.Practitioner{}
-		}
-	}
-	return ns
-}
-
 // searchNotices runs a search of notices and returns them and the total.
 func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]notice.Notice, int64, error) {
 	var ans noticePage
 	if err := s.searchRead(ctx, path, body, &ans); err != nil {
 		return nil, 0, err
 	}
-	return ans.notices(), ans.Hits.Total.Value, nil
+	return notices(ans.Hits.Hits), ans.Hits.Total.Value, nil
 }
 
 func scanBody(query obj, order []obj) obj {
@@ -174,57 +145,6 @@ func (s *Store) scanNotices(ctx context.Context, query obj, order []obj, max int
 		return nil
 	})
 	return out, err
-}
-
-// pageBody is body's page after after (nil: the first) when read of max
-// hits are read.
-func pageBody(body obj, read, max int, after []any) obj {
-	b := obj{"size": min(scanPage, max-read), "track_total_hits": false}
-	for k, v := range body {
-		b[k] = v
-	}
-	if after != nil {
-		b["search_after"] = after
-	}
-	return b
-}
-
-// pages hands fn the hits of body (query and a sort ending on a unique
-// field) page by page with search_after, up to max. first, when not nil,
-// is the first page's answer (pageBody(body, 0, max, nil)), read in an
-// _msearch (Company).
-func (s *Store) pages(ctx context.Context, index string, body obj, max int, first *searchAnswer, fn func([]hit) error) error {
-	var after []any
-	for read := 0; read < max; {
-		ans := first
-		if first == nil || read > 0 {
-			var err error
-			if ans, err = s.search(ctx, index, pageBody(body, read, max, after)); err != nil {
-				return err
-			}
-		}
-		hs := ans.Hits.Hits
-		if len(hs) > 0 {
-			if err := fn(hs); err != nil {
-				return err
-			}
-		}
-		read += len(hs)
-		if len(hs) < scanPage {
-			return nil
-		}
-		after = hs[len(hs)-1].Sort
-	}
-	return nil
-}
-
-// search runs body on index (searchRead).
-func (s *Store) search(ctx context.Context, index string, body obj) (*searchAnswer, error) {
-	var ans searchAnswer
-	if err := s.searchRead(ctx, "/"+index+"/_search", body, &ans); err != nil {
-		return nil, err
-	}
-	return &ans, nil
 }
 
 // Notice returns one notice by its public id, or errs.NotFound.

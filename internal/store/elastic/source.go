@@ -3,6 +3,7 @@ package elastic
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/noticesd/noticesd/internal/notice"
@@ -111,21 +112,18 @@ func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*not
 	if err != nil {
 		return err
 	}
-	defer pit.close()
-	e := &export{pit: pit, query: obj{"range": obj{"notice_seq": obj{"lte": through}}}, order: sortSeqAsc, source: summaryFields}
+	c := &cursor[noticeDoc]{s: s, pit: pit, size: summaryPage, max: math.MaxInt,
+		body: obj{"query": obj{"range": obj{"notice_seq": obj{"lte": through}}}, "sort": sortSeqAsc, "_source": summaryFields}}
+	defer c.close()
 	for {
-		var ans noticePage
-		if err := e.next(ctx, int64(summaryPage), &ans); err != nil {
+		hs, err := c.next(ctx)
+		if err != nil || len(hs) == 0 {
 			return err
 		}
-		hs := ans.Hits.Hits
 		for i := range hs {
 			if err := fn(&hs[i].Source.Notice); err != nil {
 				return err
 			}
-		}
-		if len(hs) < summaryPage {
-			return nil
 		}
 	}
 }
