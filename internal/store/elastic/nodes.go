@@ -74,16 +74,13 @@ func newProbes(cfg Config) ([]nodeProbe, error) {
 	var out []nodeProbe
 	for _, raw := range nodeURLs(cfg.URL) {
 		one := cfg
-		one.URL, one.counts = raw, nil
-		es, err := newClient(one)
+		one.URL = raw
+		es, err := newClient(one, nil)
 		if err != nil {
 			return nil, err
 		}
-		host := raw
-		if u, err := url.Parse(raw); err == nil {
-			host = u.Host
-		}
-		out = append(out, nodeProbe{host: host, es: es})
+		u, _ := url.Parse(raw) // newClient parsed it
+		out = append(out, nodeProbe{host: u.Host, es: es})
 	}
 	return out, nil
 }

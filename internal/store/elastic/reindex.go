@@ -184,7 +184,7 @@ func (s *Store) copyRegister(ctx context.Context, from, index string, progress R
 	}
 	err = s.pages(ctx, from, obj{"query": matchAll, "sort": []obj{{"row": "asc"}}}, math.MaxInt, nil, func(hs []hit) error {
 		for _, h := range hs {
-			row, rows, err := registerRowsOf(h.Source)
+			row, rows, err := registerRowsOf(h.Source, "", "")
 			if err != nil {
 				return fmt.Errorf("elastic: register document %s: %w", h.ID, err)
 			}

@@ -88,31 +88,21 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 	if offset+limit <= window {
 		return s.searchNotices(ctx, path, body)
 	}
-	var after []any
-	var total int64
-	skipped := 0
-	for skipped < offset {
-		step := min(scanPage*10, offset-skipped)
-		b := obj{"query": query, "sort": order, "track_total_hits": true, "size": step, "_source": false}
-		if after != nil {
-			b["search_after"] = after
-		}
-		var ans searchAnswer
-		if err := s.searchRead(ctx, path, b, &ans); err != nil {
+	skip := &cursor[json.RawMessage]{s: s, index: s.Alias(mappings.Notices), size: window, max: offset,
+		body: obj{"query": query, "sort": order, "track_total_hits": true, "_source": false}}
+	for {
+		hs, err := skip.next(ctx)
+		if err != nil {
 			return nil, 0, err
 		}
-		total = ans.Hits.Total.Value
-		hs := ans.Hits.Hits
 		if len(hs) == 0 {
-			return []notice.Notice{}, total, nil
-		}
-		skipped += len(hs)
-		after = hs[len(hs)-1].Sort
-		if len(hs) < step {
-			return []notice.Notice{}, total, nil
+			break
 		}
 	}
-	b := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "search_after": after, "_source": noticeSource}
+	if skip.read < offset {
+		return []notice.Notice{}, skip.total, nil
+	}
+	b := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "search_after": skip.after, "_source": noticeSource}
 	return s.searchNotices(ctx, path, b)
 }
 
@@ -166,10 +156,10 @@ func (s *Store) Notice(ctx context.Context, id string) (notice.Notice, error) {
 }
 
 // NoticesAfter returns up to limit published notices (notice_seq at most
-// Published) with notice_seq > seq, ascending by notice_seq
+// LatestSeq) with notice_seq > seq, ascending by notice_seq
 // (deregistration notices included).
 func (s *Store) NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error) {
-	wm, err := s.Published(ctx)
+	wm, err := s.log.Published(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +185,7 @@ func (s *Store) registerRows(ctx context.Context, field, value string, first *se
 	}
 	err := s.pages(ctx, s.Alias(mappings.Register), registerBody(field, value), window, first, func(hs []hit) error {
 		for _, h := range hs {
-			rows, err := registerRowsWith(h.Source, field, value)
+			_, rows, err := registerRowsOf(h.Source, field, value)
 			if err != nil {
 				return fmt.Errorf("elastic: decode register document %s: %w", h.ID, err)
 			}
