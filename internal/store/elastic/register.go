@@ -104,9 +104,21 @@ var _ store.RegisterLoad = (*RegisterLoad)(nil)
 
 // BeginRegister starts replacing the company register with a new index.
 func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
-	ix, name, err := s.newRegisterIndex(ctx)
+	return s.beginRegister(ctx)
+}
+
+// beginRegister creates a register index to load, after dropStaleLoads.
+func (s *Store) beginRegister(ctx context.Context) (*RegisterLoad, error) {
+	ix, err := mappings.Load(mappings.Register)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.dropStaleLoads(ctx); err != nil {
+		return nil, err
+	}
+	name := s.indexName(ix, s.newSuffix())
+	if err := s.createIndex(ctx, ix, name, "", loadSettings); err != nil {
+		return nil, fmt.Errorf("elastic: create register index %s: %w", name, err)
 	}
 	st, err := s.newBulkStream(registerFlushBytes)
 	if err != nil {
@@ -179,7 +191,10 @@ func (l *RegisterLoad) finish(ctx context.Context) error {
 }
 
 // Commit swaps the new register in atomically and deletes the old one.
-func (l *RegisterLoad) Commit(ctx context.Context) error {
+func (l *RegisterLoad) Commit(ctx context.Context) error { return l.commit(ctx, nil) }
+
+// commit is Commit moving the alias from exactly from (registerLive).
+func (l *RegisterLoad) commit(ctx context.Context, from []string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.ended(); err != nil {
@@ -198,7 +213,7 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if held != l.rows {
 		return fmt.Errorf("elastic: the new register %s holds %d rows where %d were sent; it is not swapped in (run the load again)", l.index, held, l.rows)
 	}
-	if err := l.s.registerLive(ctx, l.index, nil); err != nil {
+	if err := l.s.registerLive(ctx, l.index, from); err != nil {
 		return err
 	}
 	l.done = true
@@ -264,22 +279,6 @@ func (s *Store) registerRowCount(ctx context.Context, index string) (int64, erro
 		return 0, fmt.Errorf("elastic: count the rows of register %s: %w", index, err)
 	}
 	return int64(ans.Aggregations.Rows.Value) + ans.Aggregations.Single.DocCount, nil
-}
-
-// newRegisterIndex creates a register index to load, after dropStaleLoads.
-func (s *Store) newRegisterIndex(ctx context.Context) (mappings.Index, string, error) {
-	ix, err := mappings.Load(mappings.Register)
-	if err != nil {
-		return ix, "", err
-	}
-	if err := s.dropStaleLoads(ctx); err != nil {
-		return ix, "", err
-	}
-	name := s.indexName(ix, s.newSuffix())
-	if err := s.createIndex(ctx, ix, name, "", loadSettings); err != nil {
-		return ix, "", fmt.Errorf("elastic: create register index %s: %w", name, err)
-	}
-	return ix, name, nil
 }
 
 // registerLive moves the register alias to index from exactly from
