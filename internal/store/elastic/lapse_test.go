@@ -290,7 +290,7 @@ func TestWriterKeysAfterIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(keys)
-	k := s.Log().Keys()
+	k := s.log.Keys()
 	want := []string{k.Version, k.Epoch, k.Log, k.Published, k.Seq}
 	slices.Sort(want)
 	if !slices.Equal(keys, want) {
@@ -415,7 +415,7 @@ func TestTakeoverAfterAPipelinedWriterDied(t *testing.T) {
 	}
 	<-stopped
 	// A's lease lapses (as if A died), and its renewals find it gone.
-	if err := rdb.Del(ctx, a.Log().Keys().Writer).Err(); err != nil {
+	if err := rdb.Del(ctx, a.log.Keys().Writer).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := owner.UpsertNotices(ctx, synthBatch("AFTER", 0, 5)); err != nil {
@@ -465,7 +465,7 @@ func TestBatchAfterAFailedOneIsPublished(t *testing.T) {
 		t.Fatalf("the second batch: %v", err)
 	}
 	// The publish log (what matching follows) has each notice as new.
-	es, _, err := s.Log().Read(ctx, "0", 100)
+	es, _, err := s.log.Read(ctx, "0", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -53,12 +54,9 @@ func (s *Store) NodeCounts() (retries int64, failures map[string]int64) {
 	c := s.counts
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	failures = make(map[string]int64, len(s.probes))
+	failures = maps.Clone(c.failures)
 	for _, p := range s.probes {
-		failures[p.host] = 0
-	}
-	for h, n := range c.failures {
-		failures[h] = n
+		failures[p.host] += 0 // every configured node, failed or not
 	}
 	return c.retries.Load(), failures
 }

@@ -131,9 +131,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Log returns the writer lease and publish log the store writes through.
-func (s *Store) Log() *publog.Log { return s.log }
-
 // Alias returns the alias of an index kind (mappings.Notices or
 // mappings.Register).
 func (s *Store) Alias(kind string) string { return s.ns + "-" + kind }
