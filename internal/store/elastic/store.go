@@ -190,9 +190,7 @@ func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias 
 		all = map[string]any{}
 		body["settings"] = all
 	}
-	for k, v := range settings {
-		all[k] = v
-	}
+	maps.Copy(all, settings)
 	all["number_of_replicas"] = s.cfg.Replicas
 	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPut, "/"+name, body, nil)
 }
