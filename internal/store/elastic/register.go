@@ -260,17 +260,7 @@ func blockName(first int64, block []notice.RegisterRow) string {
 
 // registerRowCount is how many rows a register index holds (v1-2: a row a document).
 func (s *Store) registerRowCount(ctx context.Context, index string) (int64, error) {
-	var ans struct {
-		shardStatus
-		Aggregations struct {
-			Rows struct {
-				Value float64 `json:"value"`
-			} `json:"rows"`
-			Single struct {
-				DocCount int64 `json:"doc_count"`
-			} `json:"single"`
-		} `json:"aggregations"`
-	}
+	var ans aggsPage
 	body := obj{"size": 0, "track_total_hits": false, "aggs": obj{
 		"rows":   obj{"sum": obj{"field": "rows"}},
 		"single": obj{"missing": obj{"field": "rows"}},
@@ -278,7 +268,11 @@ func (s *Store) registerRowCount(ctx context.Context, index string) (int64, erro
 	if err := s.searchRead(ctx, "/"+index+"/_search", body, &ans); err != nil {
 		return 0, fmt.Errorf("elastic: count the rows of register %s: %w", index, err)
 	}
-	return int64(ans.Aggregations.Rows.Value) + ans.Aggregations.Single.DocCount, nil
+	n := ans.Aggregations["single"].DocCount
+	if v := ans.Aggregations["rows"].Value; v != nil {
+		n += int64(*v)
+	}
+	return n, nil
 }
 
 // registerLive moves the register alias to index from exactly from

@@ -202,7 +202,8 @@ var facetFields = []string{"appointment_type", "notice_purpose", "notice_code", 
 // maxBuckets sizes the terms aggregations so that every value comes back.
 const maxBuckets = 10000
 
-// termsAgg is a terms or date_histogram aggregation's answer.
+// termsAgg is a terms or date_histogram aggregation's answer, or a metric
+// one's (max, sum: Value; missing: DocCount).
 type termsAgg struct {
 	Other   int64 `json:"sum_other_doc_count"`
 	Buckets []struct {
@@ -210,6 +211,15 @@ type termsAgg struct {
 		KeyAsString string          `json:"key_as_string"`
 		Count       int64           `json:"doc_count"`
 	} `json:"buckets"`
+	Value         *float64 `json:"value"`
+	ValueAsString string   `json:"value_as_string"`
+	DocCount      int64    `json:"doc_count"`
+}
+
+// aggsPage is a search answer with its total and its aggregations by name.
+type aggsPage struct {
+	noticePage
+	Aggregations map[string]termsAgg `json:"aggregations"`
 }
 
 // counts sums a's buckets by key, but appointment_type's "" (none).
@@ -229,10 +239,7 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 	if err != nil {
 		return 0, nil, err
 	}
-	var ans struct {
-		noticePage                       // the total
-		Aggregations map[string]termsAgg `json:"aggregations"`
-	}
+	var ans aggsPage
 	body, err := gojson.Marshal(obj{"query": query, "size": 0, "track_total_hits": true, "aggs": aggs})
 	if err != nil {
 		return 0, nil, fmt.Errorf("elastic: encode an aggregation: %w", err)
@@ -330,14 +337,7 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 // IndexStatus reports the number of notices, the latest notice_seq and the
 // latest published_date.
 func (s *Store) IndexStatus(ctx context.Context) (notice.IndexStatus, error) {
-	type maxAgg struct {
-		Value         *float64 `json:"value"`
-		ValueAsString string   `json:"value_as_string"`
-	}
-	var ans struct {
-		noticePage
-		Aggregations struct{ Seq, Date maxAgg } `json:"aggregations"`
-	}
+	var ans aggsPage
 	body := obj{"size": 0, "track_total_hits": true, "aggs": obj{
 		"seq":  obj{"max": obj{"field": "notice_seq"}},
 		"date": obj{"max": obj{"field": "published_date", "format": "yyyy-MM-dd"}},
@@ -346,10 +346,10 @@ func (s *Store) IndexStatus(ctx context.Context) (notice.IndexStatus, error) {
 		return notice.IndexStatus{}, err
 	}
 	st := notice.IndexStatus{Notices: ans.Hits.Total.Value}
-	if seq := ans.Aggregations.Seq; seq.Value != nil {
+	if seq := ans.Aggregations["seq"]; seq.Value != nil {
 		st.LatestNoticeSeq = int64(*seq.Value)
 	}
-	if date := ans.Aggregations.Date; date.Value != nil && date.ValueAsString != "" {
+	if date := ans.Aggregations["date"]; date.Value != nil && date.ValueAsString != "" {
 		st.LatestPublishedDate = &date.ValueAsString
 	}
 	return st, nil

@@ -135,20 +135,13 @@ func (s *Store) CarriedIdentifiers(ctx context.Context, ids []string) (map[strin
 		body := obj{"size": 0, "track_total_hits": false,
 			"query": obj{"bool": obj{"should": []obj{{"terms": obj{"acn": part}}, {"terms": obj{"abn": part}}}, "minimum_should_match": 1}},
 			"aggs":  obj{"acn": agg("acn"), "abn": agg("abn")}}
-		var ans struct {
-			shardStatus
-			Aggregations map[string]struct {
-				Buckets []struct {
-					Key string `json:"key"`
-				} `json:"buckets"`
-			} `json:"aggregations"`
-		}
+		var ans aggsPage
 		if err := s.searchRead(ctx, "/"+s.Alias(mappings.Notices)+"/_search", body, &ans); err != nil {
 			return nil, err
 		}
 		for _, a := range ans.Aggregations {
 			for _, b := range a.Buckets {
-				out[b.Key] = true
+				out[bucketKey(b.Key, b.KeyAsString)] = true
 			}
 		}
 	}
