@@ -88,7 +88,7 @@ func TestTwoIngestersAndAPoller(t *testing.T) {
 	if st.Notices != int64(want) {
 		t.Errorf("index holds %d notices, want %d (a shared notice stored twice?)", st.Notices, want)
 	}
-	pub, err := poller.Published(ctx)
+	pub, err := poller.LatestSeq(ctx)
 	if err != nil || pub != st.LatestNoticeSeq {
 		t.Errorf("published %d (%v), want the latest seq %d", pub, err, st.LatestNoticeSeq)
 	}

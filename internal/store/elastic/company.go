@@ -74,12 +74,12 @@ func companySearches(s *Store, id ident.ID) companyRequest {
 	}
 	register, notices := s.Alias(mappings.Register), s.Alias(mappings.Notices)
 	r.searches = []msearchItem{
-		{register, pageBody(registerBody(r.field, id.Value), 0, window, nil)},
-		{notices, pageBody(scanBody(companyQueryWith(id, r.guess), sortPublishedDesc), 0, 1<<30, nil)},
+		{register, pageBody(registerBody(r.field, id.Value), scanPage, nil)},
+		{notices, pageBody(scanBody(companyQueryWith(id, r.guess), sortPublishedDesc), scanPage, nil)},
 	}
 	if id.Kind == ident.ABN && len(r.guess) == 1 {
 		r.guessACN = r.guess[0]
-		r.searches = append(r.searches, msearchItem{register, pageBody(registerBody("acn", r.guessACN), 0, window, nil)})
+		r.searches = append(r.searches, msearchItem{register, pageBody(registerBody("acn", r.guessACN), scanPage, nil)})
 	}
 	return r
 }

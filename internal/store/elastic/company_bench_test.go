@@ -38,7 +38,7 @@ func BenchmarkESCompanyTogether(b *testing.B) {
 		errs := make([]error, len(items))
 		var wg sync.WaitGroup
 		for i, it := range items {
-			wg.Go(func() { _, errs[i] = s.search(ctx, it.index, it.body) })
+			wg.Go(func() { errs[i] = s.searchRead(ctx, "/"+it.index+"/_search", it.body, new(searchAnswer)) })
 		}
 		wg.Wait()
 		for _, err := range errs {

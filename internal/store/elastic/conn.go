@@ -35,8 +35,9 @@ func nodeURLs(list string) []string {
 }
 
 // newClient makes the client of cfg: every node of cfg.URL in its pool (a
-// failure retried on the next), tlsConfig, and user:password or APIKey.
-func newClient(cfg Config) (*elasticsearch.Client, error) {
+// failure retried on the next), tlsConfig, user:password or APIKey, and
+// counts (nil: none) seeing every attempt.
+func newClient(cfg Config, counts *nodeCounts) (*elasticsearch.Client, error) {
 	raw := nodeURLs(cfg.URL)
 	if len(raw) == 0 {
 		return nil, errors.New("elastic: no Elasticsearch URL")
@@ -71,8 +72,8 @@ func newClient(cfg Config) (*elasticsearch.Client, error) {
 	// 30 s), for a retry on another node within the request's timeout.
 	tr.DialContext = (&net.Dialer{Timeout: nodeDialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	var intercept []elastictransport.InterceptorFunc
-	if cfg.counts != nil {
-		intercept = append(intercept, cfg.counts.intercept)
+	if counts != nil {
+		intercept = append(intercept, counts.intercept)
 	}
 	es, err := elasticsearch.NewClient(elasticsearch.Config{
 		Addresses:     urls,

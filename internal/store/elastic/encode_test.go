@@ -52,7 +52,7 @@ func TestAppendRegisterBlock(t *testing.T) {
 			if !bytes.Equal(got, wantJSON) {
 				t.Fatalf("\n got %s\nwant %s", got, wantJSON)
 			}
-			first, back, err := registerRowsOf(got)
+			first, back, err := registerRowsOf(got, "", "")
 			if err != nil || first != c.first || len(back) != len(c.block) {
 				t.Fatalf("decodes back to row %d, %d rows, %v", first, len(back), err)
 			}
@@ -72,13 +72,13 @@ func TestRegisterRowsOfVersion2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, rows, err := registerRowsOf(src)
+	row, rows, err := registerRowsOf(src, "", "")
 	if err != nil || row != 41 || !reflect.DeepEqual(rows, []notice.RegisterRow{r}) {
 		t.Errorf("got row %d, %+v, %v; want row 41, [%+v]", row, rows, err, r)
 	}
 }
 
-// TestRegisterRowsWith: a lookup takes from a block exactly the rows whose
+// TestRegisterRowsWith: a lookup (registerRowsOf with a field) takes from a block exactly the rows whose
 // ACN or ABN is the value (not a row that holds it in another field, nor
 // one of another identifier), from a block or a version 2 document, for a
 // value of digits (rows pre-selected by their JSON) and any other value.
@@ -109,7 +109,7 @@ func TestRegisterRowsWith(t *testing.T) {
 		{"version 2, another", "acn", "000000001", v2, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := registerRowsWith(c.src, c.field, c.value)
+			_, got, err := registerRowsOf(c.src, c.field, c.value)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,9 +26,9 @@ func (s *Store) ExportNotices(ctx context.Context, q notice.SearchQuery, max int
 	if err != nil {
 		return nil, err
 	}
-	e := &export{pit: pit, query: query, order: order, source: noticeSource}
+	e := &export{cursor[noticeDoc]{s: s, pit: pit, body: obj{"query": query, "sort": order, "_source": noticeSource}, size: exportPage}}
 	var ans noticePage
-	err = e.search(ctx, obj{"size": 0, "track_total_hits": true}, &ans)
+	err = e.search(ctx, obj{"size": 0, "track_total_hits": true, "query": query, "sort": order}, &ans)
 	if err == nil && ans.Hits.Total.Value > int64(max) {
 		err = store.ExportTooLarge(ans.Hits.Total.Value, max)
 	}
@@ -36,58 +36,22 @@ func (s *Store) ExportNotices(ctx context.Context, q notice.SearchQuery, max int
 		_ = e.Close()
 		return nil, err
 	}
-	e.total = ans.Hits.Total.Value
+	e.max = int(ans.Hits.Total.Value)
 	return e, nil
 }
 
-// export reads query in order in a point in time (exports, NoticeSummaries).
-type export struct {
-	pit    *pointInTime
-	query  obj
-	order  []obj
-	source []string // the _source fields read
-	total  int64
-	read   int64
-	after  []any
-}
+// export is an open export: a cursor in a point in time whose max is the total.
+type export struct{ cursor[noticeDoc] }
 
-// search runs body with the export's query and sort in its point in time.
-func (e *export) search(ctx context.Context, body obj, ans *noticePage) error {
-	body["query"], body["sort"] = e.query, e.order
-	return e.pit.search(ctx, searchPath("", e.order), body, ans)
-}
-
-func (e *export) Total() int64 { return e.total }
+func (e *export) Total() int64 { return int64(e.max) }
 
 func (e *export) Next(ctx context.Context) ([]notice.Notice, error) {
-	if e.read >= e.total {
-		return []notice.Notice{}, nil
-	}
-	var ans noticePage
-	if err := e.next(ctx, min(int64(exportPage), e.total-e.read), &ans); err != nil {
+	hs, err := e.next(ctx)
+	if err != nil {
 		return nil, err
 	}
-	e.read += int64(len(ans.Hits.Hits))
-	if len(ans.Hits.Hits) == 0 {
-		e.read = e.total // the view cannot shrink; stop rather than loop
-	}
-	return ans.notices(), nil
-}
-
-// next reads the page of size hits after the last one read into ans.
-func (e *export) next(ctx context.Context, size int64, ans *noticePage) error {
-	b := obj{"size": size, "track_total_hits": false, "_source": e.source}
-	if e.after != nil {
-		b["search_after"] = e.after
-	}
-	if err := e.search(ctx, b, ans); err != nil {
-		return err
-	}
-	if hs := ans.Hits.Hits; len(hs) > 0 {
-		e.after = hs[len(hs)-1].Sort
-	}
-	return nil
+	return notices(hs), nil
 }
 
 // Close closes the point in time.
-func (e *export) Close() error { return e.pit.close() }
+func (e *export) Close() error { return e.close() }

@@ -65,7 +65,7 @@ func (s *Store) Health(ctx context.Context) (Health, error) {
 		"_source": []string{"notice.collected_at"}, "track_total_hits": false}, &newest); err != nil {
 		return h, err
 	}
-	if ns := newest.notices(); len(ns) > 0 && ns[0].CollectedAt != "" {
+	if ns := notices(newest.Hits.Hits); len(ns) > 0 && ns[0].CollectedAt != "" {
 		h.NewestCollectedAt = ns[0].CollectedAt
 		if t, err := time.Parse(time.RFC3339Nano, ns[0].CollectedAt); err == nil {
 			h.NewestAge = s.now().Sub(t).Seconds()

@@ -214,7 +214,7 @@ func testStaleWriter(t *testing.T, answer bool) {
 	if _, err := b.UpsertNotices(ctx, synthBatch("EARLY", 0, 5)); err != nil {
 		t.Fatal(err)
 	}
-	if pub, err := b.Published(ctx); err != nil || pub != 10 {
+	if pub, err := b.LatestSeq(ctx); err != nil || pub != 10 {
 		t.Fatalf("published %d (%v) after B's batch, want 10", pub, err)
 	}
 	early := &seqPoller{s: owner, seen: map[string][]int64{}}
@@ -256,7 +256,7 @@ func testStaleWriter(t *testing.T, answer bool) {
 			t.Errorf("A's %s kept seq %d, which the takeover skipped; want a new seq above B's", n.SourceID, n.Seq)
 		}
 	}
-	if pub, err := owner.Published(ctx); err != nil || (!answer && pub != 15) || (answer && pub != 10) {
+	if pub, err := owner.LatestSeq(ctx); err != nil || (!answer && pub != 15) || (answer && pub != 10) {
 		t.Errorf("published %d (%v) at the end", pub, err)
 	}
 }
@@ -290,13 +290,13 @@ func TestWriterKeysAfterIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(keys)
-	k := s.Log().Keys()
+	k := s.log.Keys()
 	want := []string{k.Version, k.Epoch, k.Log, k.Published, k.Seq}
 	slices.Sort(want)
 	if !slices.Equal(keys, want) {
 		t.Errorf("writer keys after the ingest: %v, want %v (no lease, nothing dirty)", keys, want)
 	}
-	if pub, err := s.Published(ctx); err != nil || pub != batches*size {
+	if pub, err := s.LatestSeq(ctx); err != nil || pub != batches*size {
 		t.Errorf("published %d (%v), want %d", pub, err, batches*size)
 	}
 	if n, err := rdb.XLen(ctx, k.Log).Result(); err != nil || n != (batches+1)*size {
@@ -415,7 +415,7 @@ func TestTakeoverAfterAPipelinedWriterDied(t *testing.T) {
 	}
 	<-stopped
 	// A's lease lapses (as if A died), and its renewals find it gone.
-	if err := rdb.Del(ctx, a.Log().Keys().Writer).Err(); err != nil {
+	if err := rdb.Del(ctx, a.log.Keys().Writer).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := owner.UpsertNotices(ctx, synthBatch("AFTER", 0, 5)); err != nil {
@@ -465,7 +465,7 @@ func TestBatchAfterAFailedOneIsPublished(t *testing.T) {
 		t.Fatalf("the second batch: %v", err)
 	}
 	// The publish log (what matching follows) has each notice as new.
-	es, _, err := s.Log().Read(ctx, "0", 100)
+	es, _, err := s.log.Read(ctx, "0", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func (s *Store) CompaniesByName(ctx context.Context, q notice.NameQuery) (notice
 	var found []notice.RankRow
 	err := s.pages(ctx, s.Alias(mappings.Register), body, 1<<30, nil, func(hs []hit) error {
 		for _, h := range hs {
-			first, rows, err := registerRowsOf(h.Source)
+			first, rows, err := registerRowsOf(h.Source, "", "")
 			if err != nil {
 				return fmt.Errorf("elastic: decode register document %s: %w", h.ID, err)
 			}

@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -53,12 +54,9 @@ func (s *Store) NodeCounts() (retries int64, failures map[string]int64) {
 	c := s.counts
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	failures = make(map[string]int64, len(s.probes))
+	failures = maps.Clone(c.failures)
 	for _, p := range s.probes {
-		failures[p.host] = 0
-	}
-	for h, n := range c.failures {
-		failures[h] = n
+		failures[p.host] += 0 // every configured node, failed or not
 	}
 	return c.retries.Load(), failures
 }
@@ -74,16 +72,13 @@ func newProbes(cfg Config) ([]nodeProbe, error) {
 	var out []nodeProbe
 	for _, raw := range nodeURLs(cfg.URL) {
 		one := cfg
-		one.URL, one.counts = raw, nil
-		es, err := newClient(one)
+		one.URL = raw
+		es, err := newClient(one, nil)
 		if err != nil {
 			return nil, err
 		}
-		host := raw
-		if u, err := url.Parse(raw); err == nil {
-			host = u.Host
-		}
-		out = append(out, nodeProbe{host: host, es: es})
+		u, _ := url.Parse(raw) // newClient parsed it
+		out = append(out, nodeProbe{host: u.Host, es: es})
 	}
 	return out, nil
 }

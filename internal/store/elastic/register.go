@@ -33,32 +33,44 @@ type registerBlock struct {
 // registerBlockRows is a document's most rows, kept small (5 KB) for company views.
 const registerBlockRows = 16
 
-// registerRowsWith decodes the rows of a register document whose field
-// (acn or abn) is value, skipping a row whose JSON lacks the digits
-// value quoted: a lookup does not decode its block's other 15 rows.
-func registerRowsWith(src []byte, field, value string) ([]notice.RegisterRow, error) {
-	_, raws, err := registerRaws(src)
-	if err != nil {
-		return nil, err
+// registerRowsOf decodes a register document of any mapping version
+// (versions 1 and 2: one row) into its first row's position and its rows;
+// with field (acn or abn) set, only those whose field is value, skipping
+// undecoded a row whose JSON lacks value's digits quoted: a lookup does not
+// decode its block's other 15 rows.
+func registerRowsOf(src []byte, field, value string) (int64, []notice.RegisterRow, error) {
+	var d struct {
+		Row  int64               `json:"row"`
+		Data []gojson.RawMessage `json:"data"`
+	}
+	if err := gojson.Unmarshal(src, &d); err != nil {
+		var one struct {
+			Row  int64             `json:"row"`
+			Data gojson.RawMessage `json:"data"`
+		}
+		if err := gojson.Unmarshal(src, &one); err != nil {
+			return 0, nil, err
+		}
+		d.Row, d.Data = one.Row, []gojson.RawMessage{one.Data}
 	}
 	var quoted []byte
-	if digits(value) {
+	if field != "" && digits(value) {
 		quoted = []byte(`"` + value + `"`)
 	}
-	var out []notice.RegisterRow
-	for _, raw := range raws {
+	var rows []notice.RegisterRow
+	for _, raw := range d.Data {
 		if quoted != nil && !bytes.Contains(raw, quoted) {
 			continue
 		}
 		var r notice.RegisterRow
 		if err := gojson.Unmarshal(raw, &r); err != nil {
-			return nil, err
+			return 0, nil, err
 		}
-		if (field == "acn" && r.ACN == value) || (field == "abn" && r.ABN == value) {
-			out = append(out, r)
+		if field == "" || (field == "acn" && r.ACN == value) || (field == "abn" && r.ABN == value) {
+			rows = append(rows, r)
 		}
 	}
-	return out, nil
+	return d.Row, rows, nil
 }
 
 // digits reports whether s is non-empty and all ASCII digits.
@@ -69,41 +81,6 @@ func digits(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// registerRaws splits a register document of any mapping version into its
-// first row's position and its rows' JSON (versions 1 and 2: one row).
-func registerRaws(src []byte) (int64, []gojson.RawMessage, error) {
-	var d struct {
-		Row  int64               `json:"row"`
-		Data []gojson.RawMessage `json:"data"`
-	}
-	if err := gojson.Unmarshal(src, &d); err == nil {
-		return d.Row, d.Data, nil
-	}
-	var one struct {
-		Row  int64             `json:"row"`
-		Data gojson.RawMessage `json:"data"`
-	}
-	if err := gojson.Unmarshal(src, &one); err != nil {
-		return 0, nil, err
-	}
-	return one.Row, []gojson.RawMessage{one.Data}, nil
-}
-
-// registerRowsOf decodes a register document into its first row and rows.
-func registerRowsOf(src []byte) (int64, []notice.RegisterRow, error) {
-	row, raws, err := registerRaws(src)
-	if err != nil {
-		return 0, nil, err
-	}
-	rows := make([]notice.RegisterRow, len(raws))
-	for i, raw := range raws {
-		if err := gojson.Unmarshal(raw, &rows[i]); err != nil {
-			return 0, nil, err
-		}
-	}
-	return row, rows, nil
 }
 
 // RegisterLoad is a register replacement in progress: rows go into a new
@@ -127,9 +104,21 @@ var _ store.RegisterLoad = (*RegisterLoad)(nil)
 
 // BeginRegister starts replacing the company register with a new index.
 func (s *Store) BeginRegister(ctx context.Context) (store.RegisterLoad, error) {
-	ix, name, err := s.newRegisterIndex(ctx)
+	return s.beginRegister(ctx)
+}
+
+// beginRegister creates a register index to load, after dropStaleLoads.
+func (s *Store) beginRegister(ctx context.Context) (*RegisterLoad, error) {
+	ix, err := mappings.Load(mappings.Register)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.dropStaleLoads(ctx); err != nil {
+		return nil, err
+	}
+	name := s.indexName(ix, s.newSuffix())
+	if err := s.createIndex(ctx, ix, name, "", loadSettings); err != nil {
+		return nil, fmt.Errorf("elastic: create register index %s: %w", name, err)
 	}
 	st, err := s.newBulkStream(registerFlushBytes)
 	if err != nil {
@@ -202,7 +191,10 @@ func (l *RegisterLoad) finish(ctx context.Context) error {
 }
 
 // Commit swaps the new register in atomically and deletes the old one.
-func (l *RegisterLoad) Commit(ctx context.Context) error {
+func (l *RegisterLoad) Commit(ctx context.Context) error { return l.commit(ctx, nil) }
+
+// commit is Commit moving the alias from exactly from (registerLive).
+func (l *RegisterLoad) commit(ctx context.Context, from []string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.ended(); err != nil {
@@ -221,7 +213,7 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if held != l.rows {
 		return fmt.Errorf("elastic: the new register %s holds %d rows where %d were sent; it is not swapped in (run the load again)", l.index, held, l.rows)
 	}
-	if err := l.s.registerLive(ctx, l.index, nil); err != nil {
+	if err := l.s.registerLive(ctx, l.index, from); err != nil {
 		return err
 	}
 	l.done = true
@@ -242,7 +234,7 @@ func registerOp(index string, first int64, block []notice.RegisterRow, body []by
 	op := bulkOp{Index: index, Action: "index", Body: body, What: blockName(first, block)}
 	if len(block) > 1 {
 		op.Split = func() []bulkOp {
-			_, rows, err := registerRowsOf(body)
+			_, rows, err := registerRowsOf(body, "", "")
 			if err != nil {
 				return []bulkOp{{Index: index, Action: "index", Body: body, What: op.What}}
 			}
@@ -268,17 +260,7 @@ func blockName(first int64, block []notice.RegisterRow) string {
 
 // registerRowCount is how many rows a register index holds (v1-2: a row a document).
 func (s *Store) registerRowCount(ctx context.Context, index string) (int64, error) {
-	var ans struct {
-		shardStatus
-		Aggregations struct {
-			Rows struct {
-				Value float64 `json:"value"`
-			} `json:"rows"`
-			Single struct {
-				DocCount int64 `json:"doc_count"`
-			} `json:"single"`
-		} `json:"aggregations"`
-	}
+	var ans aggsPage
 	body := obj{"size": 0, "track_total_hits": false, "aggs": obj{
 		"rows":   obj{"sum": obj{"field": "rows"}},
 		"single": obj{"missing": obj{"field": "rows"}},
@@ -286,23 +268,11 @@ func (s *Store) registerRowCount(ctx context.Context, index string) (int64, erro
 	if err := s.searchRead(ctx, "/"+index+"/_search", body, &ans); err != nil {
 		return 0, fmt.Errorf("elastic: count the rows of register %s: %w", index, err)
 	}
-	return int64(ans.Aggregations.Rows.Value) + ans.Aggregations.Single.DocCount, nil
-}
-
-// newRegisterIndex creates a register index to load, after dropStaleLoads.
-func (s *Store) newRegisterIndex(ctx context.Context) (mappings.Index, string, error) {
-	ix, err := mappings.Load(mappings.Register)
-	if err != nil {
-		return ix, "", err
+	n := ans.Aggregations["single"].DocCount
+	if v := ans.Aggregations["rows"].Value; v != nil {
+		n += int64(*v)
 	}
-	if _, err := s.dropStaleLoads(ctx); err != nil {
-		return ix, "", err
-	}
-	name := s.indexName(ix, s.newSuffix())
-	if err := s.createIndex(ctx, ix, name, "", loadSettings); err != nil {
-		return ix, "", fmt.Errorf("elastic: create register index %s: %w", name, err)
-	}
-	return ix, name, nil
+	return n, nil
 }
 
 // registerLive moves the register alias to index from exactly from
@@ -372,8 +342,8 @@ func (s *Store) dropIndices(ctx context.Context, alias string, old []string) err
 // for a killed load's (a national load takes minutes).
 const staleLoadAge = 6 * time.Hour
 
-// dropStaleLoads deletes and returns the unaliased register indices older than staleLoadAge.
-func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
+// dropStaleLoads deletes the unaliased register indices older than staleLoadAge.
+func (s *Store) dropStaleLoads(ctx context.Context) error {
 	var indices map[string]struct {
 		Aliases  map[string]any `json:"aliases"`
 		Settings struct {
@@ -384,20 +354,18 @@ func (s *Store) dropStaleLoads(ctx context.Context) ([]string, error) {
 	}
 	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+s.ns+"-"+mappings.Register+"-v*?expand_wildcards=all&filter_path=*.aliases,*.settings.index.creation_date", nil, &indices)
 	if err != nil && !isNotFound(err) {
-		return nil, fmt.Errorf("elastic: list the register indices: %w", err)
+		return fmt.Errorf("elastic: list the register indices: %w", err)
 	}
 	cutoff := s.now().Add(-staleLoadAge).UnixMilli()
-	var dropped []string
 	for name, ix := range indices {
 		if ms, err := strconv.ParseInt(ix.Settings.Index.Created, 10, 64); err != nil || ms > cutoff || len(ix.Aliases) > 0 {
 			continue
 		}
 		if err := s.deleteIndex(ctx, name); err != nil {
-			return dropped, fmt.Errorf("elastic: delete %s, a register index left by a load that did not finish: %w", name, err)
+			return fmt.Errorf("elastic: delete %s, a register index left by a load that did not finish: %w", name, err)
 		}
-		dropped = append(dropped, name)
 	}
-	return dropped, nil
+	return nil
 }
 
 // RegisterIndices returns the register alias's indices (RegisterIndexer).
@@ -423,7 +391,7 @@ func (s *Store) RegisterNames(ctx context.Context, acns []string) ([]string, err
 		body := obj{"query": obj{"terms": obj{"acn": part}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"row", "data"}}
 		err := s.pages(ctx, s.Alias(mappings.Register), body, 1<<30, nil, func(hs []hit) error {
 			for _, h := range hs {
-				_, rows, err := registerRowsOf(h.Source)
+				_, rows, err := registerRowsOf(h.Source, "", "")
 				if err != nil {
 					return fmt.Errorf("elastic: decode register document %s: %w", h.ID, err)
 				}

@@ -124,23 +124,20 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	if len(src) != 1 {
 		return res, fmt.Errorf("elastic: the alias %s names %d indices (%v), want one; run reindex again once no register load is committing", s.Alias(mappings.Register), len(src), src)
 	}
-	rix, name, err := s.newRegisterIndex(ctx)
+	l, err := s.beginRegister(ctx)
 	if err != nil {
 		return res, err
 	}
-	res.Register = name
-	res.RegisterCopied, err = s.copyRegister(ctx, src[0], res.Register, progress)
+	res.Register = l.index
+	res.RegisterCopied, err = s.copyRegister(ctx, src[0], l, progress)
 	if err == nil && registerCopyHook != nil {
 		registerCopyHook()
 	}
 	if err == nil {
-		err = s.endLoad(ctx, rix, res.Register)
-	}
-	if err == nil {
-		err = s.registerLive(ctx, res.Register, src)
+		err = l.commit(ctx, src)
 	}
 	if err != nil {
-		_ = s.deleteIndex(context.WithoutCancel(ctx), res.Register)
+		_ = l.Rollback()
 		if moved, _ := s.aliasIndices(context.WithoutCancel(ctx), s.Alias(mappings.Register)); len(moved) == 1 && moved[0] != src[0] {
 			return res, fmt.Errorf("elastic: a register load committed during the reindex, so its register (%s) is kept and the reindex's copy dropped; the notices were reindexed; run reindex again to rebuild the register from the current mapping: %w", moved[0], err)
 		}
@@ -149,56 +146,36 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	return res, nil
 }
 
-// copyRegister copies from's rows into index in order, as current blocks.
-func (s *Store) copyRegister(ctx context.Context, from, index string, progress ReindexProgress) (int64, error) {
+// copyRegister copies from's rows in order into the load l, in whole
+// blocks but the last.
+func (s *Store) copyRegister(ctx context.Context, from string, l *RegisterLoad, progress ReindexProgress) (int64, error) {
 	total, err := s.registerRowCount(ctx, from)
 	if err != nil {
 		return 0, err
 	}
-	var (
-		done    int64
-		first   int64 // the row of pending[0]
-		pending []notice.RegisterRow
-	)
-	// send writes the full blocks of pending (every block with all).
-	send := func(all bool) error {
-		var ops []bulkOp
-		n := 0
-		for ; len(pending)-n >= registerBlockRows || (all && n < len(pending)); n += registerBlockRows {
-			block := pending[n:min(n+registerBlockRows, len(pending))]
-			at := first + int64(n)
-			ops = append(ops, registerOp(index, at, block, appendRegisterBlock(nil, at, block)))
-		}
-		if len(ops) == 0 {
-			return nil
-		}
-		if err := s.bulk(ctx, ops); err != nil {
-			return err
-		}
-		n = min(n, len(pending))
-		done += int64(n)
-		first += int64(n)
-		pending = append(pending[:0], pending[n:]...)
-		progress("register", done, max(total, done))
-		return nil
+	add := func(rows []notice.RegisterRow) error {
+		err := l.Add(ctx, rows)
+		progress("register", l.rows, max(total, l.rows))
+		return err
 	}
+	var pending []notice.RegisterRow // rows short of a whole block
 	err = s.pages(ctx, from, obj{"query": matchAll, "sort": []obj{{"row": "asc"}}}, math.MaxInt, nil, func(hs []hit) error {
 		for _, h := range hs {
-			row, rows, err := registerRowsOf(h.Source)
+			_, rows, err := registerRowsOf(h.Source, "", "")
 			if err != nil {
 				return fmt.Errorf("elastic: register document %s: %w", h.ID, err)
 			}
-			if len(pending) == 0 {
-				first = row
-			}
 			pending = append(pending, rows...)
 		}
-		return send(false)
+		n := len(pending) - len(pending)%registerBlockRows
+		err := add(pending[:n])
+		pending = append(pending[:0], pending[n:]...)
+		return err
 	})
-	if err == nil {
-		err = send(true)
+	if err == nil && len(pending) > 0 {
+		err = add(pending)
 	}
-	return done, err
+	return l.rows, err
 }
 
 // rebuildNoticeDoc is a notice document (its _source) as the writer makes
@@ -250,14 +227,14 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 
 // copyDocs copies from's notices into index, rebuilt, ids and versions kept.
 func (s *Store) copyDocs(ctx context.Context, from, index, kind string, progress ReindexProgress) (int64, error) {
-	count, err := s.search(ctx, from, obj{"query": matchAll, "size": 0, "track_total_hits": true})
-	if err != nil {
+	var count searchAnswer
+	if err := s.searchRead(ctx, "/"+from+"/_search", obj{"query": matchAll, "size": 0, "track_total_hits": true}, &count); err != nil {
 		return 0, err
 	}
 	total := count.Hits.Total.Value
 	var done int64
 	order := []obj{{"notice_seq": "asc"}, {"id": "asc"}}
-	err = s.pages(ctx, from, obj{"query": matchAll, "sort": order, "version": true}, math.MaxInt, nil, func(hs []hit) error {
+	err := s.pages(ctx, from, obj{"query": matchAll, "sort": order, "version": true}, math.MaxInt, nil, func(hs []hit) error {
 		ops := make([]bulkOp, len(hs))
 		for i, h := range hs {
 			body, err := rebuildNoticeDoc(h.Source)

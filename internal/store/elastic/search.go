@@ -88,61 +88,22 @@ func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit 
 	if offset+limit <= window {
 		return s.searchNotices(ctx, path, body)
 	}
-	var after []any
-	var total int64
-	skipped := 0
-	for skipped < offset {
-		step := min(scanPage*10, offset-skipped)
-		b := obj{"query": query, "sort": order, "track_total_hits": true, "size": step, "_source": false}
-		if after != nil {
-			b["search_after"] = after
-		}
-		var ans searchAnswer
-		if err := s.searchRead(ctx, path, b, &ans); err != nil {
+	skip := &cursor[json.RawMessage]{s: s, index: s.Alias(mappings.Notices), size: window, max: offset,
+		body: obj{"query": query, "sort": order, "track_total_hits": true, "_source": false}}
+	for {
+		hs, err := skip.next(ctx)
+		if err != nil {
 			return nil, 0, err
 		}
-		total = ans.Hits.Total.Value
-		hs := ans.Hits.Hits
 		if len(hs) == 0 {
-			return []notice.Notice{}, total, nil
-		}
-		skipped += len(hs)
-		after = hs[len(hs)-1].Sort
-		if len(hs) < step {
-			return []notice.Notice{}, total, nil
+			break
 		}
 	}
-	b := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "search_after": after, "_source": noticeSource}
+	if skip.read < offset {
+		return []notice.Notice{}, skip.total, nil
+	}
+	b := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "search_after": skip.after, "_source": noticeSource}
 	return s.searchNotices(ctx, path, b)
-}
-
-// noticePage is a search answer of notices (noticeSource, or part of it),
-// decoded straight into notices in one pass: most of a search's own CPU.
-type noticePage struct {
-	shardStatus
-	Hits struct {
-		Total struct {
-			Value int64 `json:"value"`
-		} `json:"total"`
-		Hits []struct {
-			Source struct {
-				Notice notice.Notice `json:"notice"`
-			} `json:"_source"`
-			Sort []any `json:"sort"`
-		} `json:"hits"`
-	} `json:"hits"`
-}
-
-// notices returns the page's notices.
-func (p *noticePage) notices() []notice.Notice {
-	ns := make([]notice.Notice, len(p.Hits.Hits))
-	for i := range p.Hits.Hits {
-		ns[i] = p.Hits.Hits[i].Source.Notice
-		if ns[i].Practitioners == nil {
-			ns[i].Practitioners = []notice.Practitioner{}
-		}
-	}
-	return ns
 }
 
 // searchNotices runs a search of notices and returns them and the total.
@@ -151,7 +112,7 @@ func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]not
 	if err := s.searchRead(ctx, path, body, &ans); err != nil {
 		return nil, 0, err
 	}
-	return ans.notices(), ans.Hits.Total.Value, nil
+	return notices(ans.Hits.Hits), ans.Hits.Total.Value, nil
 }
 
 func scanBody(query obj, order []obj) obj {
@@ -176,57 +137,6 @@ func (s *Store) scanNotices(ctx context.Context, query obj, order []obj, max int
 	return out, err
 }
 
-// pageBody is body's page after after (nil: the first) when read of max
-// hits are read.
-func pageBody(body obj, read, max int, after []any) obj {
-	b := obj{"size": min(scanPage, max-read), "track_total_hits": false}
-	for k, v := range body {
-		b[k] = v
-	}
-	if after != nil {
-		b["search_after"] = after
-	}
-	return b
-}
-
-// pages hands fn the hits of body (query and a sort ending on a unique
-// field) page by page with search_after, up to max. first, when not nil,
-// is the first page's answer (pageBody(body, 0, max, nil)), read in an
-// _msearch (Company).
-func (s *Store) pages(ctx context.Context, index string, body obj, max int, first *searchAnswer, fn func([]hit) error) error {
-	var after []any
-	for read := 0; read < max; {
-		ans := first
-		if first == nil || read > 0 {
-			var err error
-			if ans, err = s.search(ctx, index, pageBody(body, read, max, after)); err != nil {
-				return err
-			}
-		}
-		hs := ans.Hits.Hits
-		if len(hs) > 0 {
-			if err := fn(hs); err != nil {
-				return err
-			}
-		}
-		read += len(hs)
-		if len(hs) < scanPage {
-			return nil
-		}
-		after = hs[len(hs)-1].Sort
-	}
-	return nil
-}
-
-// search runs body on index (searchRead).
-func (s *Store) search(ctx context.Context, index string, body obj) (*searchAnswer, error) {
-	var ans searchAnswer
-	if err := s.searchRead(ctx, "/"+index+"/_search", body, &ans); err != nil {
-		return nil, err
-	}
-	return &ans, nil
-}
-
 // Notice returns one notice by its public id, or errs.NotFound.
 func (s *Store) Notice(ctx context.Context, id string) (notice.Notice, error) {
 	var ans struct { // _mget: a get refuses an alias of several indices
@@ -246,10 +156,10 @@ func (s *Store) Notice(ctx context.Context, id string) (notice.Notice, error) {
 }
 
 // NoticesAfter returns up to limit published notices (notice_seq at most
-// Published) with notice_seq > seq, ascending by notice_seq
+// LatestSeq) with notice_seq > seq, ascending by notice_seq
 // (deregistration notices included).
 func (s *Store) NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error) {
-	wm, err := s.Published(ctx)
+	wm, err := s.log.Published(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +185,7 @@ func (s *Store) registerRows(ctx context.Context, field, value string, first *se
 	}
 	err := s.pages(ctx, s.Alias(mappings.Register), registerBody(field, value), window, first, func(hs []hit) error {
 		for _, h := range hs {
-			rows, err := registerRowsWith(h.Source, field, value)
+			_, rows, err := registerRowsOf(h.Source, field, value)
 			if err != nil {
 				return fmt.Errorf("elastic: decode register document %s: %w", h.ID, err)
 			}
@@ -292,7 +202,8 @@ var facetFields = []string{"appointment_type", "notice_purpose", "notice_code", 
 // maxBuckets sizes the terms aggregations so that every value comes back.
 const maxBuckets = 10000
 
-// termsAgg is a terms or date_histogram aggregation's answer.
+// termsAgg is a terms or date_histogram aggregation's answer, or a metric
+// one's (max, sum: Value; missing: DocCount).
 type termsAgg struct {
 	Other   int64 `json:"sum_other_doc_count"`
 	Buckets []struct {
@@ -300,6 +211,15 @@ type termsAgg struct {
 		KeyAsString string          `json:"key_as_string"`
 		Count       int64           `json:"doc_count"`
 	} `json:"buckets"`
+	Value         *float64 `json:"value"`
+	ValueAsString string   `json:"value_as_string"`
+	DocCount      int64    `json:"doc_count"`
+}
+
+// aggsPage is a search answer with its total and its aggregations by name.
+type aggsPage struct {
+	noticePage
+	Aggregations map[string]termsAgg `json:"aggregations"`
 }
 
 // counts sums a's buckets by key, but appointment_type's "" (none).
@@ -319,10 +239,7 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 	if err != nil {
 		return 0, nil, err
 	}
-	var ans struct {
-		noticePage                       // the total
-		Aggregations map[string]termsAgg `json:"aggregations"`
-	}
+	var ans aggsPage
 	body, err := gojson.Marshal(obj{"query": query, "size": 0, "track_total_hits": true, "aggs": aggs})
 	if err != nil {
 		return 0, nil, fmt.Errorf("elastic: encode an aggregation: %w", err)
@@ -420,14 +337,7 @@ func (s *Store) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stats, e
 // IndexStatus reports the number of notices, the latest notice_seq and the
 // latest published_date.
 func (s *Store) IndexStatus(ctx context.Context) (notice.IndexStatus, error) {
-	type maxAgg struct {
-		Value         *float64 `json:"value"`
-		ValueAsString string   `json:"value_as_string"`
-	}
-	var ans struct {
-		noticePage
-		Aggregations struct{ Seq, Date maxAgg } `json:"aggregations"`
-	}
+	var ans aggsPage
 	body := obj{"size": 0, "track_total_hits": true, "aggs": obj{
 		"seq":  obj{"max": obj{"field": "notice_seq"}},
 		"date": obj{"max": obj{"field": "published_date", "format": "yyyy-MM-dd"}},
@@ -436,10 +346,10 @@ func (s *Store) IndexStatus(ctx context.Context) (notice.IndexStatus, error) {
 		return notice.IndexStatus{}, err
 	}
 	st := notice.IndexStatus{Notices: ans.Hits.Total.Value}
-	if seq := ans.Aggregations.Seq; seq.Value != nil {
+	if seq := ans.Aggregations["seq"]; seq.Value != nil {
 		st.LatestNoticeSeq = int64(*seq.Value)
 	}
-	if date := ans.Aggregations.Date; date.Value != nil && date.ValueAsString != "" {
+	if date := ans.Aggregations["date"]; date.Value != nil && date.ValueAsString != "" {
 		st.LatestPublishedDate = &date.ValueAsString
 	}
 	return st, nil

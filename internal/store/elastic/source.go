@@ -3,6 +3,8 @@ package elastic
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 
 	"github.com/noticesd/noticesd/internal/notice"
@@ -13,19 +15,15 @@ import (
 // server's limit: 65,536).
 const seqChunk = 10000
 
-// LatestSeq is Published (redisstore.NoticeSource).
-func (s *Store) LatestSeq(ctx context.Context) (int64, error) { return s.Published(ctx) }
-
-// Published returns the highest notice_seq published: every notice at or
-// below it is searchable.
-func (s *Store) Published(ctx context.Context) (int64, error) { return s.log.Published(ctx) }
+// LatestSeq returns the highest notice_seq published: every notice at or
+// below it is searchable (redisstore.NoticeSource).
+func (s *Store) LatestSeq(ctx context.Context) (int64, error) { return s.log.Published(ctx) }
 
 // NoticesBySeq returns the notices with the given seqs in that order; a
 // seq no notice has is left out.
 func (s *Store) NoticesBySeq(ctx context.Context, seqs []int64) ([]notice.Notice, error) {
 	bySeq := make(map[int64]notice.Notice, len(seqs))
-	for start := 0; start < len(seqs); start += seqChunk {
-		part := seqs[start:min(start+seqChunk, len(seqs))]
+	for part := range slices.Chunk(seqs, seqChunk) {
 		ns, err := s.scanNotices(ctx, obj{"terms": obj{"notice_seq": part}}, sortSeqAsc, len(part), nil)
 		if err != nil {
 			return nil, err
@@ -57,8 +55,7 @@ func (s *Store) MatchingSeqs(ctx context.Context, keys []string, f notice.Filter
 	filter := []obj{fq, {"range": obj{"notice_seq": obj{"gt": after, "lte": through}}}}
 	if keys != nil {
 		var should []obj
-		for start := 0; start < len(keys); start += seqChunk {
-			part := keys[start:min(start+seqChunk, len(keys))]
+		for part := range slices.Chunk(keys, seqChunk) {
 			should = append(should, obj{"terms": obj{"acn": part}}, obj{"terms": obj{"abn": part}})
 		}
 		filter = append(filter, obj{"bool": obj{"should": should, "minimum_should_match": 1}})
@@ -111,21 +108,18 @@ func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*not
 	if err != nil {
 		return err
 	}
-	defer pit.close()
-	e := &export{pit: pit, query: obj{"range": obj{"notice_seq": obj{"lte": through}}}, order: sortSeqAsc, source: summaryFields}
+	c := &cursor[noticeDoc]{s: s, pit: pit, size: summaryPage, max: math.MaxInt,
+		body: obj{"query": obj{"range": obj{"notice_seq": obj{"lte": through}}}, "sort": sortSeqAsc, "_source": summaryFields}}
+	defer c.close()
 	for {
-		var ans noticePage
-		if err := e.next(ctx, int64(summaryPage), &ans); err != nil {
+		hs, err := c.next(ctx)
+		if err != nil || len(hs) == 0 {
 			return err
 		}
-		hs := ans.Hits.Hits
 		for i := range hs {
 			if err := fn(&hs[i].Source.Notice); err != nil {
 				return err
 			}
-		}
-		if len(hs) < summaryPage {
-			return nil
 		}
 	}
 }
@@ -134,28 +128,20 @@ func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*not
 // notice carries as its acn or abn.
 func (s *Store) CarriedIdentifiers(ctx context.Context, ids []string) (map[string]bool, error) {
 	out := make(map[string]bool)
-	for start := 0; start < len(ids); start += seqChunk {
-		part := ids[start:min(start+seqChunk, len(ids))]
+	for part := range slices.Chunk(ids, seqChunk) {
 		agg := func(field string) obj {
 			return obj{"terms": obj{"field": field, "include": part, "size": len(part)}}
 		}
 		body := obj{"size": 0, "track_total_hits": false,
 			"query": obj{"bool": obj{"should": []obj{{"terms": obj{"acn": part}}, {"terms": obj{"abn": part}}}, "minimum_should_match": 1}},
 			"aggs":  obj{"acn": agg("acn"), "abn": agg("abn")}}
-		var ans struct {
-			shardStatus
-			Aggregations map[string]struct {
-				Buckets []struct {
-					Key string `json:"key"`
-				} `json:"buckets"`
-			} `json:"aggregations"`
-		}
+		var ans aggsPage
 		if err := s.searchRead(ctx, "/"+s.Alias(mappings.Notices)+"/_search", body, &ans); err != nil {
 			return nil, err
 		}
 		for _, a := range ans.Aggregations {
 			for _, b := range a.Buckets {
-				out[b.Key] = true
+				out[bucketKey(b.Key, b.KeyAsString)] = true
 			}
 		}
 	}

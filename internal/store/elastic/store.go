@@ -66,8 +66,6 @@ type Config struct {
 	// AggCache is how many filters and stats answers the store keeps
 	// (aggCache): DefaultAggCache when 0, none when negative.
 	AggCache int
-
-	counts *nodeCounts // set by Open (nodes.go)
 }
 
 // maxIdleConns is how many idle connections to Elasticsearch a store keeps.
@@ -113,8 +111,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	cfg.counts = &nodeCounts{failures: map[string]int64{}}
-	es, err := newClient(cfg)
+	counts := &nodeCounts{failures: map[string]int64{}}
+	es, err := newClient(cfg, counts)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +121,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: cfg.Now, log: cfg.Log, aggs: newAggCache(cfg.AggCache),
-		counts: cfg.counts, probes: probes}
+		counts: counts, probes: probes}
 	if err := s.checkAccess(ctx); err != nil {
 		return nil, err
 	}
@@ -132,9 +130,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	return s, nil
 }
-
-// Log returns the writer lease and publish log the store writes through.
-func (s *Store) Log() *publog.Log { return s.log }
 
 // Alias returns the alias of an index kind (mappings.Notices or
 // mappings.Register).
@@ -195,9 +190,7 @@ func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias 
 		all = map[string]any{}
 		body["settings"] = all
 	}
-	for k, v := range settings {
-		all[k] = v
-	}
+	maps.Copy(all, settings)
 	all["number_of_replicas"] = s.cfg.Replicas
 	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPut, "/"+name, body, nil)
 }
