@@ -11,14 +11,10 @@ import (
 )
 
 // noticeCopy is a replica's copy of the published notices' summaries
-// (seq -> summary, encoded in a summarySlab) with an index of them by
-// identifier: which seqs carry each ACN or ABN value. The index is a
-// function of the summaries (put removes a seq from the values of its old
-// summary and adds it to those of the new), so putting a seq's current
-// summary again, in any order, leaves it exact.
+// with their index by identifier (summarySlab) and its publish log
+// position.
 type noticeCopy struct {
-	sums summarySlab
-	post postings
+	summarySlab
 	last string // the id of the last publish log entry applied
 }
 
@@ -44,22 +40,6 @@ func summarySeq(sum string) (int64, bool) {
 	f, _, _ := strings.Cut(rest, "\x1f")
 	seq, err := strconv.ParseInt(f, 10, 64)
 	return seq, ok && err == nil
-}
-
-// put sets seq's summary to the summary fields of notice dec (kept
-// encoded: dec is not retained).
-func (n *noticeCopy) put(seq int64, dec *notice.Notice) {
-	n.remove(seq)
-	for _, v := range publog.Idents(dec) {
-		n.post.add(v, seq)
-	}
-	n.sums.put(seq, dec)
-}
-
-func (n *noticeCopy) remove(seq int64) {
-	for _, v := range n.sums.remove(seq) {
-		n.post.remove(v, seq)
-	}
 }
 
 // postings maps an identifier value to the seqs carrying it. Only 9- and

@@ -211,7 +211,7 @@ func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter
 		return false, nil
 	}
 	l.arenas = lookupAll(len(ids), func(part, lo, hi int) []int64 { return l.lookup(synced, part, lo, hi) })
-	v := &summaryView{f: f, slab: &synced.sums, memo: make([]int8, len(synced.sums.tuples))}
+	v := &summaryView{f: f, slab: &synced.summarySlab, memo: make([]int8, len(synced.tuples))}
 	if f.Q != nil || f.Company != nil {
 		v.decoded = true
 		if v.passed, err = c.decodePassing(ctx, l.arenas, synced, f, unlock); err != nil {
@@ -246,7 +246,7 @@ func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *not
 	noQ.Q = nil
 	passed := decoded[:0]
 	for i, q := range seqs {
-		if n.sums.decode(q, &decoded[i], &ptrs[i]) && matcher.FilterMatches(noQ, &decoded[i], nil) {
+		if n.decode(q, &decoded[i], &ptrs[i]) && matcher.FilterMatches(noQ, &decoded[i], nil) {
 			passed = append(passed, decoded[i])
 		}
 	}
