@@ -355,24 +355,12 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 				others++
 			}
 		default:
-			if co, ok := reg.prefixCompany(id.Value); ok && len(reg.moreACNs[id.Value]) == 0 {
-				// Nearly every ABN: its one ACN is its last nine digits.
+			acns = reg.appendACNsOf(acns[:0], id.Value)
+			if acn := primaryACN(id.Value, acns); acn != "" {
+				co, _ := reg.company(acn) // a register ACN
 				o.co, o.flags = co, itemHasCo|itemInRegister
 				if reg.isNamed(co) {
 					o.flags |= itemNeedsName
-				}
-				arena = n.post.get(id.Value[2:], arena)
-				others = 1
-				break
-			}
-			acns = reg.appendACNsOf(acns[:0], id.Value)
-			if acn := primaryACN(id.Value, acns); acn != "" {
-				o.flags = itemInRegister
-				if co, ok := reg.company(acn); ok {
-					o.co, o.flags = co, o.flags|itemHasCo
-					if reg.isNamed(co) {
-						o.flags |= itemNeedsName
-					}
 				}
 			}
 			for _, a := range acns {
