@@ -327,16 +327,13 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 		o := copyItem{arena: uint8(part), from: int32(len(arena))}
 		arena = n.post.get(id.Value, arena)
 		o.mid = int32(len(arena))
-		others := 0
+		var others []string // the values whose notices count as its counterparts' (but a prefix-form ABN)
 		switch {
 		case reg == nil:
 			if l.found[i].known {
 				o.flags = itemInRegister | itemNeedsName
 			}
-			for _, v := range l.found[i].others {
-				arena = n.post.get(v, arena)
-			}
-			others = len(l.found[i].others)
+			others = l.found[i].others
 		case id.Kind == ident.ACN:
 			co, ok := reg.company(id.Value)
 			if !ok {
@@ -348,12 +345,8 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 			}
 			if k, ok := reg.prefixABNKey(co); ok {
 				arena = n.post.getKey(k, arena)
-				others++
 			}
-			for _, b := range reg.moreABNs[co] {
-				arena = n.post.get(b, arena)
-				others++
-			}
+			others = reg.moreABNs[co]
 		default:
 			acns = reg.appendACNsOf(acns[:0], id.Value)
 			if acn := primaryACN(id.Value, acns); acn != "" {
@@ -363,13 +356,13 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 					o.flags |= itemNeedsName
 				}
 			}
-			for _, a := range acns {
-				arena = n.post.get(a, arena)
-			}
-			others = len(acns)
+			others = acns
+		}
+		for _, v := range others {
+			arena = n.post.get(v, arena)
 		}
 		o.to = int32(len(arena))
-		if others > 1 {
+		if o.to-o.mid > 1 { // several values' seqs may interleave and repeat
 			o.to = o.mid + int32(len(sortedSet(arena[o.mid:o.to])))
 			arena = arena[:o.to]
 		}
