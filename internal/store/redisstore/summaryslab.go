@@ -8,17 +8,15 @@ import (
 	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
-// summarySlab holds the notice summaries of a screen copy by seq without
-// a string, map entry or pointer per notice (docs/redis.md, "The notices"),
-// and their index by identifier (post): which seqs carry each ACN or ABN
-// value. The index is a function of the summaries (put removes a seq from
-// the values of its old summary and adds it to those of the new), so
-// putting a seq's current summary again, in any order, leaves it exact.
-//
-// each is encoded into a chunk as a uvarint naming its combination of
-// coded fields in tuples (seven codes into dict: published date, type,
-// code, purpose, state, status, and the appointment type plus one, 0 for
-// none), then the five strings of a summary, each length-prefixed.
+// summarySlab holds the notice summaries of a screen copy by seq, and
+// their index by identifier (post), without a string, map entry or
+// pointer per notice (docs/redis.md, "The notices"): each summary is
+// encoded into a chunk as a uvarint naming its combination of coded
+// fields in tuples (seven codes into dict: published date, type, code,
+// purpose, state, status, and the appointment type plus one, 0 for none),
+// then its five strings, each length-prefixed. put and remove keep the
+// index a function of the summaries, so putting a seq's current summary
+// again, in any order, leaves it exact.
 //
 // Chunks are append-only: a summary replaced or removed only counts as
 // dead, and once most bytes are dead the live ones are copied into new
