@@ -285,15 +285,14 @@ type screenLookup struct {
 // seqs are arenas[arena][from:mid], its counterparts' [mid:to].
 type copyItem struct {
 	from, mid, to int32
-	co            int32
+	co            int32 // its company in the register copy: an ACN's own, an ABN's primary ACN's
 	arena         uint8
 	flags         uint8
 }
 
 const (
-	itemHasCo      uint8 = 1 << iota // co is the identifier's company (its ACN's, or an ABN's primary ACN's)
-	itemInRegister                   // the register knows it
-	itemNeedsName                    // co has a current name (shown when it matches)
+	itemInRegister uint8 = 1 << iota // the register knows it (an ABN: co is its primary ACN's company)
+	itemNeedsName                    // it has a current name (shown when it matches)
 )
 
 func (o *copyItem) has(f uint8) bool { return o.flags&f != 0 }
@@ -307,7 +306,7 @@ func (l *screenLookup) acn(i int) string {
 		return l.found[i].acn
 	case id.Kind == ident.ACN:
 		return id.Value
-	case !o.has(itemHasCo):
+	case !o.has(itemInRegister):
 		return ""
 	}
 	if n, _ := nineDigits(id.Value[2:]); n == l.reg.acns[o.co] {
@@ -339,9 +338,8 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 			if !ok {
 				break
 			}
-			o.co, o.flags = co, itemHasCo
-			if reg.isNamed(co) {
-				o.flags |= itemInRegister | itemNeedsName
+			if o.co = co; reg.isNamed(co) {
+				o.flags = itemInRegister | itemNeedsName
 			}
 			if k, ok := reg.prefixABNKey(co); ok {
 				arena = n.post.getKey(k, arena)
@@ -350,9 +348,8 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 		default:
 			acns = reg.appendACNsOf(acns[:0], id.Value)
 			if acn := primaryACN(id.Value, acns); acn != "" {
-				co, _ := reg.company(acn) // a register ACN
-				o.co, o.flags = co, itemHasCo|itemInRegister
-				if reg.isNamed(co) {
+				o.co, _ = reg.company(acn) // a register ACN
+				if o.flags = itemInRegister; reg.isNamed(o.co) {
 					o.flags |= itemNeedsName
 				}
 			}
