@@ -172,50 +172,41 @@ func (c *ScreenCopy) current(v string) *regCopy {
 // (loaded first when it is not), the register from the register copy when
 // it is current, else from Redis.
 func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter, res *watch.ScreenResult) error {
-	for try := 0; ; try++ {
-		regV, synced, err := c.notices(ctx)
-		if err != nil {
-			return err
-		}
-		reg := c.current(regV)
-		if reg == nil && c.keepReg && c.wait {
-			if regV, synced, err = c.refresh(ctx); err != nil {
-				return err
-			}
-			reg = c.current(regV)
-		}
-		if done, err := c.answer(ctx, ids, f, reg, synced, res); done || err != nil {
-			return err
-		}
-		if try == maxLoads {
-			return errs.New(errs.BackendUnavailable, "the bulk screen's copy of the notices was reloaded during each of the last %d tries of this screen; retry shortly", maxLoads)
-		}
+	regV, synced, err := c.notices(ctx)
+	if err != nil {
+		return err
 	}
+	reg := c.current(regV)
+	if reg == nil && c.keepReg && c.wait {
+		if regV, synced, err = c.refresh(ctx); err != nil {
+			return err
+		}
+		reg = c.current(regV)
+	}
+	return c.answer(ctx, ids, f, reg, synced, res)
 }
 
 // answer answers a screen from the notice copy synced and the register
-// copy reg (nil: the register read from Redis); done is false, with res
-// untouched, when synced was dropped or replaced since its sync.
-func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
+// copy reg (nil: the register read from Redis). synced is exact as of its
+// sync, which this screen made: if it has been dropped or replaced since,
+// nothing changes it any more and the answer is still exact.
+func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (err error) {
 	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), reg: reg}
 	if reg == nil {
 		if l.found, err = c.s.registerLookups(ctx, ids); err != nil {
-			return true, err
+			return err
 		}
 	}
-	c.mu.RLock()
+	c.mu.RLock() // synced may still be the copy that syncs change
 	var once sync.Once
 	unlock := func() { once.Do(c.mu.RUnlock) } // released once, by whichever comes first
 	defer unlock()
-	if c.n != synced {
-		return false, nil
-	}
 	l.arenas = lookupAll(len(ids), func(part, lo, hi int) []int64 { return l.lookup(synced, part, lo, hi) })
 	v := &summaryView{f: f, slab: &synced.summarySlab, memo: make([]int8, len(synced.tuples))}
 	if f.Q != nil || f.Company != nil {
 		v.decoded = true
 		if v.passed, err = c.decodePassing(ctx, l.arenas, synced, f, unlock); err != nil {
-			return true, err
+			return err
 		}
 	}
 	// The answer is made without the register names; fillNames puts them
@@ -224,14 +215,14 @@ func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter
 	screenAnswer(l, v, res)
 	unlock()
 	if err := c.fillNames(ctx, l, res); err != nil {
-		return true, err
+		return err
 	}
 	if reg == nil {
 		c.fromRedis.Add(1)
 	} else {
 		c.fromCopy.Add(1)
 	}
-	return true, nil
+	return nil
 }
 
 // decodePassing decodes the summaries of the seqs in arenas, releases the
@@ -451,11 +442,8 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 		c.wake()
 		return exp, false, nil
 	}
-	c.mu.RLock()
+	c.mu.RLock() // as in answer
 	defer c.mu.RUnlock()
-	if c.n != synced {
-		return exp, false, nil
-	}
 	exp.regv = regV
 	keys := make(map[string]struct{}, len(ids)*2)
 	companies := make(map[string]struct{}, len(ids))
