@@ -22,13 +22,10 @@ import (
 )
 
 // ScreenCopy is a replica's in-memory copy of what the bulk screen reads
-// (docs/redis.md, "The replica's in-memory copy"): the published notices'
-// summaries indexed by identifier (noticeCopy), loaded from the notice
-// source and following the publish log, and with Options.ScreenCopy the
-// current register generation (regCopy). Each screen first applies what
-// the log holds past the copy, so it is exact; without a current register
-// copy it reads the register from Redis. Start keeps the copy fresh in the
-// background; Shutdown stops it.
+// (docs/redis.md, "The replica's in-memory copy"): the published notices
+// (noticeCopy) and, with Options.ScreenCopy, the current register
+// generation (regCopy). Start keeps it fresh in the background; Shutdown
+// stops it.
 type ScreenCopy struct {
 	s       *Store
 	keepReg bool // Options.ScreenCopy: hold the register too

@@ -18,10 +18,9 @@ import (
 // index a function of the summaries, so putting a seq's current summary
 // again, in any order, leaves it exact.
 //
-// Chunks are append-only: a summary replaced or removed only counts as
-// dead, and once most bytes are dead the live ones are copied into new
-// chunks. So strings decoded from a chunk (aliasing it) stay valid after
-// the lock guarding the slab is released.
+// Chunks are append-only (a replaced summary's bytes count as dead until a
+// compaction copies the live ones away), so strings decoded from a chunk
+// stay valid after the lock guarding the slab is released.
 type summarySlab struct {
 	dense   []uint64 // seq (publog hands them out densely) -> location: chunk+1 <<32 | offset, 0 for none
 	tupleOf []uint32 // seq -> its tuple: a screen decides a seq's filters without reading it
