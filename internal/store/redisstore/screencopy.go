@@ -165,9 +165,11 @@ func (c *ScreenCopy) current(v string) *regCopy {
 	return nil
 }
 
-// screen answers a screen into res: the notices from the notice copy
-// (loaded first when it is not), the register from the register copy when
-// it is current, else from Redis.
+// screen answers a screen into res from the notice copy (loaded first
+// when it is not) and the register copy when it is current, else the
+// register read from Redis. The notice copy synced is exact as of its
+// sync, which this screen made: if it has been dropped or replaced since,
+// nothing changes it any more and the answer is still exact.
 func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter, res *watch.ScreenResult) error {
 	regV, synced, err := c.notices(ctx)
 	if err != nil {
@@ -180,14 +182,6 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 		}
 		reg = c.current(regV)
 	}
-	return c.answer(ctx, ids, f, reg, synced, res)
-}
-
-// answer answers a screen from the notice copy synced and the register
-// copy reg (nil: the register read from Redis). synced is exact as of its
-// sync, which this screen made: if it has been dropped or replaced since,
-// nothing changes it any more and the answer is still exact.
-func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (err error) {
 	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), reg: reg}
 	if reg == nil {
 		if l.found, err = c.s.registerLookups(ctx, ids); err != nil {
@@ -439,7 +433,7 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 		c.wake()
 		return exp, false, nil
 	}
-	c.mu.RLock() // as in answer
+	c.mu.RLock() // as in screen
 	defer c.mu.RUnlock()
 	exp.regv = regV
 	keys := make(map[string]struct{}, len(ids)*2)
