@@ -34,8 +34,8 @@ type ScreenCopy struct {
 	reg     atomic.Pointer[regCopy]
 	refused string // a register generation the copy cannot hold (regBuilder.bad), under the load token
 
-	// syncMu serialises reading and applying the publish log, and swapping
-	// the notice copy; mu guards n against screens reading it.
+	// syncMu serialises reading and applying the publish log, and guards
+	// n; mu guards what n points to against screens reading it.
 	syncMu sync.Mutex
 	mu     sync.RWMutex
 	n      *noticeCopy // nil: not loaded, or behind a trimmed publish log
@@ -488,7 +488,7 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	s := c.s
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	n := c.n // written only under syncMu
+	n := c.n
 	var vCmd, trimCmd *redis.StringCmd
 	var xCmd *redis.XMessageSliceCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -520,9 +520,7 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	}
 	// Entries past the copy may have been trimmed away: reload.
 	c.behind.Add(1)
-	c.mu.Lock()
 	c.n = nil
-	c.mu.Unlock()
 	return regV, nil, nil
 }
 
@@ -531,9 +529,9 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 // before: a notice published meanwhile is in the log past it, and applying
 // a seq's current summary again is harmless.
 func (c *ScreenCopy) loadNotices(ctx context.Context) error {
-	c.mu.RLock()
+	c.syncMu.Lock()
 	loaded := c.n != nil
-	c.mu.RUnlock()
+	c.syncMu.Unlock()
 	if loaded {
 		return nil
 	}
@@ -554,9 +552,7 @@ func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 		return fmt.Errorf("redisstore: load the screen copy's notices: %w", err)
 	}
 	c.syncMu.Lock()
-	c.mu.Lock()
 	c.n = fresh
-	c.mu.Unlock()
 	c.syncMu.Unlock()
 	c.loads.Add(1)
 	return nil
