@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -133,8 +134,8 @@ func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *noticeCopy, e
 	})
 }
 
-// maxLoads is the most times one screen loads the notice copy, or finds
-// it swapped, before it gives up.
+// maxLoads is the most times one screen loads the notice copy before it
+// gives up.
 const maxLoads = 3
 
 // notices brings the notice copy up to date and returns it with the
@@ -195,7 +196,6 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	l.arenas = lookupAll(len(ids), func(part, lo, hi int) []int64 { return l.lookup(synced, part, lo, hi) })
 	v := &summaryView{f: f, slab: &synced.summarySlab, memo: make([]int8, len(synced.tuples))}
 	if f.Q != nil || f.Company != nil {
-		v.decoded = true
 		if v.passed, err = c.decodePassing(ctx, l.arenas, synced, f, unlock); err != nil {
 			return err
 		}
@@ -217,38 +217,36 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 }
 
 // decodePassing decodes the summaries of the seqs in arenas, releases the
-// copy's read lock (unlock) and returns those passing f, by seq; a q is
+// copy's read lock (unlock) and returns those passing f by seq; a q is
 // matched on the text of those passing the rest, read from the notice
 // source (the decoded strings stay valid: see summarySlab).
-func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *noticeCopy, f notice.Filter, unlock func()) ([]notice.Notice, error) {
+func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *noticeCopy, f notice.Filter, unlock func()) (map[int64]*notice.Notice, error) {
 	seqs := sortedSet(slices.Concat(arenas...))
 	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
 	ptrs := make([][3]string, len(seqs))
 	noQ := f
 	noQ.Q = nil
-	passed := decoded[:0]
+	passed := map[int64]*notice.Notice{}
 	for i, q := range seqs {
 		if n.decode(q, &decoded[i], &ptrs[i]) && matcher.FilterMatches(noQ, &decoded[i], nil) {
-			passed = append(passed, decoded[i])
+			passed[q] = &decoded[i]
 		}
 	}
 	unlock()
 	if f.Q == nil || len(passed) == 0 {
 		return passed, nil
 	}
-	want := make([]int64, len(passed))
-	for i := range passed {
-		want[i] = passed[i].Seq
-	}
-	full, err := c.s.source.NoticesBySeq(ctx, want)
+	full, err := c.s.source.NoticesBySeq(ctx, slices.Sorted(maps.Keys(passed)))
 	if err != nil {
 		return nil, err
 	}
-	text := make(map[int64]bool, len(full))
+	withText := make(map[int64]*notice.Notice, len(full))
 	for i := range full {
-		text[full[i].Seq] = matcher.FilterMatches(f, &full[i], nil)
+		if p := passed[full[i].Seq]; p != nil && matcher.FilterMatches(f, &full[i], nil) {
+			withText[full[i].Seq] = p
+		}
 	}
-	return slices.DeleteFunc(passed, func(n notice.Notice) bool { return !text[n.Seq] }), nil
+	return withText, nil
 }
 
 // screenLookup is what a screen found of its identifiers: items[i] of
