@@ -12,20 +12,6 @@ import (
 	"github.com/noticesd/noticesd/matcher"
 )
 
-// Screen is the bulk screen of POST /v1/match, with the embedded store's
-// semantics (see sqlite.Store.Screen): each normalised, distinct
-// identifier lands in Matched, Unmatched or Unresolved, in the order
-// given. It is answered from the replica's in-memory copy (ScreenCopy),
-// the register read from Redis when the copy holds no current one.
-func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
-	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
-	res.Counts.Submitted = len(ids)
-	if len(ids) == 0 {
-		return res, nil
-	}
-	return res, s.screenCopy.screen(ctx, ids, f, &res)
-}
-
 // regLookup is what the register in Redis says of one identifier.
 type regLookup struct {
 	acn    string   // the company's ACN: the ACN itself, or the register's for an ABN ("" for none)

@@ -166,27 +166,35 @@ func (c *ScreenCopy) current(v string) *regCopy {
 	return nil
 }
 
-// screen answers a screen into res from the notice copy (loaded first
-// when it is not) and the register copy when it is current, else the
-// register read from Redis. The notice copy synced is exact as of its
+// Screen is the bulk screen of POST /v1/match, with the embedded store's
+// semantics (see sqlite.Store.Screen): each normalised, distinct
+// identifier lands in Matched, Unmatched or Unresolved, in the order
+// given. It is answered from the replica's in-memory copy (ScreenCopy;
+// loaded first when it is not), the register read from Redis when the
+// copy holds no current one. The notice copy synced is exact as of its
 // sync, which this screen made: if it has been dropped or replaced since,
 // nothing changes it any more and the answer is still exact.
-func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter, res *watch.ScreenResult) error {
+func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (res watch.ScreenResult, err error) {
+	res = watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
+	if res.Counts.Submitted = len(ids); len(ids) == 0 {
+		return res, nil
+	}
+	c := s.screenCopy
 	regV, synced, err := c.notices(ctx)
 	if err != nil {
-		return err
+		return res, err
 	}
 	reg := c.current(regV)
 	if reg == nil && c.keepReg && c.wait {
 		if regV, synced, err = c.refresh(ctx); err != nil {
-			return err
+			return res, err
 		}
 		reg = c.current(regV)
 	}
 	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), reg: reg}
 	if reg == nil {
-		if l.found, err = c.s.registerLookups(ctx, ids); err != nil {
-			return err
+		if l.found, err = s.registerLookups(ctx, ids); err != nil {
+			return res, err
 		}
 	}
 	c.mu.RLock() // synced may still be the copy that syncs change
@@ -197,23 +205,23 @@ func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter
 	v := &summaryView{f: f, slab: &synced.summarySlab, memo: make([]int8, len(synced.tuples))}
 	if f.Q != nil || f.Company != nil {
 		if v.passed, err = c.decodePassing(ctx, l.arenas, synced, f, unlock); err != nil {
-			return err
+			return res, err
 		}
 	}
 	// The answer is made without the register names; fillNames puts them
 	// in once the lock is released (a name not held is read over the
 	// network, and no screen or sync may wait for that).
-	screenAnswer(l, v, res)
+	screenAnswer(l, v, &res)
 	unlock()
-	if err := c.fillNames(ctx, l, res); err != nil {
-		return err
+	if err := c.fillNames(ctx, l, &res); err != nil {
+		return res, err
 	}
 	if reg == nil {
 		c.fromRedis.Add(1)
 	} else {
 		c.fromCopy.Add(1)
 	}
-	return nil
+	return res, nil
 }
 
 // decodePassing decodes the summaries of the seqs in arenas, releases the
