@@ -314,7 +314,7 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 		o := copyItem{arena: uint8(part), from: int32(len(arena))}
 		arena = n.post.get(id.Value, arena)
 		o.mid = int32(len(arena))
-		var others []string // the values whose notices count as its counterparts' (but a prefix-form ABN)
+		var others []string // the values whose notices count as its counterparts' (an ACN's prefix-form ABN is looked up by key)
 		switch {
 		case reg == nil:
 			if l.found[i].known {
