@@ -87,7 +87,7 @@ func BenchmarkScreenCopySize(b *testing.B) {
 		}
 		noticeBuild := time.Since(start)
 		noticeHeap := heap() - base - regHeap
-		if _, ok := reg.company(fmt.Sprintf("%09d", 100_000_000)); !ok || slabCount(&nc.sums) != notices {
+		if _, ok := reg.company(fmt.Sprintf("%09d", 100_000_000)); !ok || slabCount(&nc.summarySlab) != notices {
 			b.Fatal("copy incomplete")
 		}
 		b.ReportMetric(float64(regHeap)/(1<<20), "register-MiB")

@@ -11,14 +11,10 @@ import (
 )
 
 // noticeCopy is a replica's copy of the published notices' summaries
-// (seq -> summary, encoded in a summarySlab) with an index of them by
-// identifier: which seqs carry each ACN or ABN value. The index is a
-// function of the summaries (put removes a seq from the values of its old
-// summary and adds it to those of the new), so putting a seq's current
-// summary again, in any order, leaves it exact.
+// with their index by identifier (summarySlab) and its publish log
+// position.
 type noticeCopy struct {
-	sums summarySlab
-	post postings
+	summarySlab
 	last string // the id of the last publish log entry applied
 }
 
@@ -46,31 +42,13 @@ func summarySeq(sum string) (int64, bool) {
 	return seq, ok && err == nil
 }
 
-// put sets seq's summary to the summary fields of notice dec (kept
-// encoded: dec is not retained).
-func (n *noticeCopy) put(seq int64, dec *notice.Notice) {
-	n.remove(seq)
-	for _, v := range publog.Idents(dec) {
-		n.post.add(v, seq)
-	}
-	n.sums.put(seq, dec)
-}
-
-func (n *noticeCopy) remove(seq int64) {
-	for _, v := range n.sums.remove(seq) {
-		n.post.remove(v, seq)
-	}
-}
-
-// postings maps an identifier value to the seqs carrying it. Only 9- and
-// 11-digit values are kept, as a number key (idKey): every identifier a
-// screen or a watch asks is one (ident.Normalise), as is every notice's
-// (ingest's). A key's value is the one seq carrying it (nearly all), or
-// -(i+1) for lists[i] when two or more do: one pointer-free map slot per
-// value and one map lookup per get. Beside the map, seen has one bit per
-// hash of every key added (a bit is never cleared until seen is rebuilt
-// from the map): a clear bit means the key has no seqs, so most of a
-// screen's identifiers without notices cost one bit test, not a lookup.
+// postings maps an identifier value to the seqs carrying it (docs/redis.md,
+// "The notices"). Only 9- and 11-digit values are kept, as a number key
+// (idKey): every identifier a screen or a watch asks is one, as is every
+// notice's. A key's value is the one seq carrying it (nearly all), or
+// -(i+1) for lists[i] when two or more do. seen has one bit per hash of
+// every key added, never cleared until rebuilt from the map: a clear bit
+// means no seqs.
 type postings struct {
 	ids   map[uint64]int64
 	seen  []uint64  // a power of two of bits, at least 2 per key added

@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"cmp"
 	"context"
 	"slices"
 
@@ -12,20 +11,6 @@ import (
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/noticesd/noticesd/matcher"
 )
-
-// Screen is the bulk screen of POST /v1/match, with the embedded store's
-// semantics (see sqlite.Store.Screen): each normalised, distinct
-// identifier lands in Matched, Unmatched or Unresolved, in the order
-// given. It is answered from the replica's in-memory copy (ScreenCopy),
-// the register read from Redis when the copy holds no current one.
-func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
-	res := watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
-	res.Counts.Submitted = len(ids)
-	if len(ids) == 0 {
-		return res, nil
-	}
-	return res, s.screenCopy.screen(ctx, ids, f, &res)
-}
 
 // regLookup is what the register in Redis says of one identifier.
 type regLookup struct {
@@ -73,26 +58,18 @@ func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]regLooku
 
 // summaryView is what a screen's answer reads of the notices: the
 // summaries of the copy's slab passing a filter without q or company,
-// decided on their coded fields, or, with decoded, the notices passing a
-// filter with q or company, decoded before the copy's lock is released.
+// decided on their coded fields, or the notices passing a filter with q or
+// company (passed), decoded before the copy's lock is released.
 type summaryView struct {
-	f       notice.Filter
-	slab    *summarySlab
-	memo    []int8 // per tuple of slab: 0 not yet decided, 1 passes, -1 fails
-	decoded bool
-	passed  []notice.Notice // with decoded: the notices passing, by seq
-}
-
-func (v *summaryView) get(seq int64) *notice.Notice {
-	if i, ok := slices.BinarySearchFunc(v.passed, seq, func(n notice.Notice, q int64) int { return cmp.Compare(n.Seq, q) }); ok {
-		return &v.passed[i]
-	}
-	return nil
+	f      notice.Filter
+	slab   *summarySlab
+	memo   []int8                   // per tuple of slab: 0 not yet decided, 1 passes, -1 fails
+	passed map[int64]*notice.Notice // nil: decided on the coded fields
 }
 
 func (v *summaryView) passes(seq int64) bool {
-	if v.decoded {
-		return v.get(seq) != nil
+	if v.passed != nil {
+		return v.passed[seq] != nil
 	}
 	if v.slab.where(seq) == 0 {
 		return false
@@ -111,16 +88,16 @@ func (v *summaryView) passes(seq int64) bool {
 
 // purpose returns the notice purpose of seq, which passes.
 func (v *summaryView) purpose(seq int64) string {
-	if v.decoded {
-		return v.get(seq).NoticePurpose
+	if v.passed != nil {
+		return v.passed[seq].NoticePurpose
 	}
 	return v.slab.dict[v.slab.tuples[v.slab.tupleOf[seq]][3]]
 }
 
 // publishedAt returns the published instant of seq, which passes.
 func (v *summaryView) publishedAt(seq int64) string {
-	if v.decoded {
-		return v.get(seq).PublishedAt
+	if v.passed != nil {
+		return v.passed[seq].PublishedAt
 	}
 	return read(v.slab.chunks, v.slab.where(seq)).str[1]
 }
@@ -128,8 +105,8 @@ func (v *summaryView) publishedAt(seq int64) string {
 // latest returns seq, which passes, as a notice: decoded into n (the zero
 // Notice) and ptrs unless it was already.
 func (v *summaryView) latest(seq int64, n *notice.Notice, ptrs *[3]string) *notice.Notice {
-	if v.decoded {
-		return v.get(seq)
+	if v.passed != nil {
+		return v.passed[seq]
 	}
 	v.slab.decode(seq, n, ptrs)
 	return n

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -22,13 +23,10 @@ import (
 )
 
 // ScreenCopy is a replica's in-memory copy of what the bulk screen reads
-// (docs/redis.md, "The replica's in-memory copy"): the published notices'
-// summaries indexed by identifier (noticeCopy), loaded from the notice
-// source and following the publish log, and with Options.ScreenCopy the
-// current register generation (regCopy). Each screen first applies what
-// the log holds past the copy, so it is exact; without a current register
-// copy it reads the register from Redis. Start keeps the copy fresh in the
-// background; Shutdown stops it.
+// (docs/redis.md, "The replica's in-memory copy"): the published notices
+// (noticeCopy) and, with Options.ScreenCopy, the current register
+// generation (regCopy). Start keeps it fresh in the background; Shutdown
+// stops it.
 type ScreenCopy struct {
 	s       *Store
 	keepReg bool // Options.ScreenCopy: hold the register too
@@ -37,8 +35,8 @@ type ScreenCopy struct {
 	reg     atomic.Pointer[regCopy]
 	refused string // a register generation the copy cannot hold (regBuilder.bad), under the load token
 
-	// syncMu serialises reading and applying the publish log, and swapping
-	// the notice copy; mu guards n against screens reading it.
+	// syncMu serialises reading and applying the publish log, and guards
+	// n; mu guards what n points to against screens reading it.
 	syncMu sync.Mutex
 	mu     sync.RWMutex
 	n      *noticeCopy // nil: not loaded, or behind a trimmed publish log
@@ -136,8 +134,8 @@ func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *noticeCopy, e
 	})
 }
 
-// maxLoads is the most times one screen loads the notice copy, or finds
-// it swapped, before it gives up.
+// maxLoads is the most times one screen loads the notice copy before it
+// gives up.
 const maxLoads = 3
 
 // notices brings the notice copy up to date and returns it with the
@@ -168,105 +166,95 @@ func (c *ScreenCopy) current(v string) *regCopy {
 	return nil
 }
 
-// screen answers a screen into res: the notices from the notice copy
-// (loaded first when it is not), the register from the register copy when
-// it is current, else from Redis.
-func (c *ScreenCopy) screen(ctx context.Context, ids []ident.ID, f notice.Filter, res *watch.ScreenResult) error {
-	for try := 0; ; try++ {
-		regV, synced, err := c.notices(ctx)
-		if err != nil {
-			return err
-		}
-		reg := c.current(regV)
-		if reg == nil && c.keepReg && c.wait {
-			if regV, synced, err = c.refresh(ctx); err != nil {
-				return err
-			}
-			reg = c.current(regV)
-		}
-		if done, err := c.answer(ctx, ids, f, reg, synced, res); done || err != nil {
-			return err
-		}
-		if try == maxLoads {
-			return errs.New(errs.BackendUnavailable, "the bulk screen's copy of the notices was reloaded during each of the last %d tries of this screen; retry shortly", maxLoads)
-		}
+// Screen is the bulk screen of POST /v1/match, with the embedded store's
+// semantics (see sqlite.Store.Screen): each normalised, distinct
+// identifier lands in Matched, Unmatched or Unresolved, in the order
+// given. It is answered from the replica's in-memory copy (ScreenCopy;
+// loaded first when it is not), the register read from Redis when the
+// copy holds no current one. The notice copy synced is exact as of its
+// sync, which this screen made: if it has been dropped or replaced since,
+// nothing changes it any more and the answer is still exact.
+func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (res watch.ScreenResult, err error) {
+	res = watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
+	if res.Counts.Submitted = len(ids); len(ids) == 0 {
+		return res, nil
 	}
-}
-
-// answer answers a screen from the notice copy synced and the register
-// copy reg (nil: the register read from Redis); done is false, with res
-// untouched, when synced was dropped or replaced since its sync.
-func (c *ScreenCopy) answer(ctx context.Context, ids []ident.ID, f notice.Filter, reg *regCopy, synced *noticeCopy, res *watch.ScreenResult) (done bool, err error) {
+	c := s.screenCopy
+	regV, synced, err := c.notices(ctx)
+	if err != nil {
+		return res, err
+	}
+	reg := c.current(regV)
+	if reg == nil && c.keepReg && c.wait {
+		if regV, synced, err = c.refresh(ctx); err != nil {
+			return res, err
+		}
+		reg = c.current(regV)
+	}
 	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), reg: reg}
 	if reg == nil {
-		if l.found, err = c.s.registerLookups(ctx, ids); err != nil {
-			return true, err
+		if l.found, err = s.registerLookups(ctx, ids); err != nil {
+			return res, err
 		}
 	}
-	c.mu.RLock()
+	c.mu.RLock() // synced may still be the copy that syncs change
 	var once sync.Once
 	unlock := func() { once.Do(c.mu.RUnlock) } // released once, by whichever comes first
 	defer unlock()
-	if c.n != synced {
-		return false, nil
-	}
 	l.arenas = lookupAll(len(ids), func(part, lo, hi int) []int64 { return l.lookup(synced, part, lo, hi) })
-	v := &summaryView{f: f, slab: &synced.sums, memo: make([]int8, len(synced.sums.tuples))}
+	v := &summaryView{f: f, slab: &synced.summarySlab, memo: make([]int8, len(synced.tuples))}
 	if f.Q != nil || f.Company != nil {
-		v.decoded = true
 		if v.passed, err = c.decodePassing(ctx, l.arenas, synced, f, unlock); err != nil {
-			return true, err
+			return res, err
 		}
 	}
 	// The answer is made without the register names; fillNames puts them
 	// in once the lock is released (a name not held is read over the
 	// network, and no screen or sync may wait for that).
-	screenAnswer(l, v, res)
+	screenAnswer(l, v, &res)
 	unlock()
-	if err := c.fillNames(ctx, l, res); err != nil {
-		return true, err
+	if err := c.fillNames(ctx, l, &res); err != nil {
+		return res, err
 	}
 	if reg == nil {
 		c.fromRedis.Add(1)
 	} else {
 		c.fromCopy.Add(1)
 	}
-	return true, nil
+	return res, nil
 }
 
 // decodePassing decodes the summaries of the seqs in arenas, releases the
-// copy's read lock (unlock) and returns those passing f, by seq; a q is
+// copy's read lock (unlock) and returns those passing f by seq; a q is
 // matched on the text of those passing the rest, read from the notice
 // source (the decoded strings stay valid: see summarySlab).
-func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *noticeCopy, f notice.Filter, unlock func()) ([]notice.Notice, error) {
+func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *noticeCopy, f notice.Filter, unlock func()) (map[int64]*notice.Notice, error) {
 	seqs := sortedSet(slices.Concat(arenas...))
 	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
 	ptrs := make([][3]string, len(seqs))
 	noQ := f
 	noQ.Q = nil
-	passed := decoded[:0]
+	passed := map[int64]*notice.Notice{}
 	for i, q := range seqs {
-		if n.sums.decode(q, &decoded[i], &ptrs[i]) && matcher.FilterMatches(noQ, &decoded[i], nil) {
-			passed = append(passed, decoded[i])
+		if n.decode(q, &decoded[i], &ptrs[i]) && matcher.FilterMatches(noQ, &decoded[i], nil) {
+			passed[q] = &decoded[i]
 		}
 	}
 	unlock()
 	if f.Q == nil || len(passed) == 0 {
 		return passed, nil
 	}
-	want := make([]int64, len(passed))
-	for i := range passed {
-		want[i] = passed[i].Seq
-	}
-	full, err := c.s.source.NoticesBySeq(ctx, want)
+	full, err := c.s.source.NoticesBySeq(ctx, slices.Sorted(maps.Keys(passed)))
 	if err != nil {
 		return nil, err
 	}
-	text := make(map[int64]bool, len(full))
+	withText := make(map[int64]*notice.Notice, len(full))
 	for i := range full {
-		text[full[i].Seq] = matcher.FilterMatches(f, &full[i], nil)
+		if p := passed[full[i].Seq]; p != nil && matcher.FilterMatches(f, &full[i], nil) {
+			withText[full[i].Seq] = p
+		}
 	}
-	return slices.DeleteFunc(passed, func(n notice.Notice) bool { return !text[n.Seq] }), nil
+	return withText, nil
 }
 
 // screenLookup is what a screen found of its identifiers: items[i] of
@@ -285,15 +273,14 @@ type screenLookup struct {
 // seqs are arenas[arena][from:mid], its counterparts' [mid:to].
 type copyItem struct {
 	from, mid, to int32
-	co            int32
+	co            int32 // its company in the register copy: an ACN's own, an ABN's primary ACN's
 	arena         uint8
 	flags         uint8
 }
 
 const (
-	itemHasCo      uint8 = 1 << iota // co is the identifier's company (its ACN's, or an ABN's primary ACN's)
-	itemInRegister                   // the register knows it
-	itemNeedsName                    // co has a current name (shown when it matches)
+	itemInRegister uint8 = 1 << iota // the register knows it (an ABN: co is its primary ACN's company)
+	itemNeedsName                    // it has a current name (shown when it matches)
 )
 
 func (o *copyItem) has(f uint8) bool { return o.flags&f != 0 }
@@ -307,7 +294,7 @@ func (l *screenLookup) acn(i int) string {
 		return l.found[i].acn
 	case id.Kind == ident.ACN:
 		return id.Value
-	case !o.has(itemHasCo):
+	case !o.has(itemInRegister):
 		return ""
 	}
 	if n, _ := nineDigits(id.Value[2:]); n == l.reg.acns[o.co] {
@@ -327,61 +314,40 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 		o := copyItem{arena: uint8(part), from: int32(len(arena))}
 		arena = n.post.get(id.Value, arena)
 		o.mid = int32(len(arena))
-		others := 0
+		var others []string // the values whose notices count as its counterparts' (an ACN's prefix-form ABN is looked up by key)
 		switch {
 		case reg == nil:
 			if l.found[i].known {
 				o.flags = itemInRegister | itemNeedsName
 			}
-			for _, v := range l.found[i].others {
-				arena = n.post.get(v, arena)
-			}
-			others = len(l.found[i].others)
+			others = l.found[i].others
 		case id.Kind == ident.ACN:
 			co, ok := reg.company(id.Value)
 			if !ok {
 				break
 			}
-			o.co, o.flags = co, itemHasCo
-			if reg.isNamed(co) {
-				o.flags |= itemInRegister | itemNeedsName
+			if o.co = co; reg.isNamed(co) {
+				o.flags = itemInRegister | itemNeedsName
 			}
 			if k, ok := reg.prefixABNKey(co); ok {
 				arena = n.post.getKey(k, arena)
-				others++
 			}
-			for _, b := range reg.moreABNs[co] {
-				arena = n.post.get(b, arena)
-				others++
-			}
+			others = reg.moreABNs[co]
 		default:
-			if co, ok := reg.prefixCompany(id.Value); ok && len(reg.moreACNs[id.Value]) == 0 {
-				// Nearly every ABN: its one ACN is its last nine digits.
-				o.co, o.flags = co, itemHasCo|itemInRegister
-				if reg.isNamed(co) {
-					o.flags |= itemNeedsName
-				}
-				arena = n.post.get(id.Value[2:], arena)
-				others = 1
-				break
-			}
 			acns = reg.appendACNsOf(acns[:0], id.Value)
 			if acn := primaryACN(id.Value, acns); acn != "" {
-				o.flags = itemInRegister
-				if co, ok := reg.company(acn); ok {
-					o.co, o.flags = co, o.flags|itemHasCo
-					if reg.isNamed(co) {
-						o.flags |= itemNeedsName
-					}
+				o.co, _ = reg.company(acn) // a register ACN
+				if o.flags = itemInRegister; reg.isNamed(o.co) {
+					o.flags |= itemNeedsName
 				}
 			}
-			for _, a := range acns {
-				arena = n.post.get(a, arena)
-			}
-			others = len(acns)
+			others = acns
+		}
+		for _, v := range others {
+			arena = n.post.get(v, arena)
 		}
 		o.to = int32(len(arena))
-		if others > 1 {
+		if o.to-o.mid > 1 { // several values' seqs may interleave and repeat
 			o.to = o.mid + int32(len(sortedSet(arena[o.mid:o.to])))
 			arena = arena[:o.to]
 		}
@@ -473,11 +439,8 @@ func (c *ScreenCopy) expand(ctx context.Context, ids []string) (exp expansion, d
 		c.wake()
 		return exp, false, nil
 	}
-	c.mu.RLock()
+	c.mu.RLock() // as in screen
 	defer c.mu.RUnlock()
-	if c.n != synced {
-		return exp, false, nil
-	}
 	exp.regv = regV
 	keys := make(map[string]struct{}, len(ids)*2)
 	companies := make(map[string]struct{}, len(ids))
@@ -531,7 +494,7 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	s := c.s
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	n := c.n // written only under syncMu
+	n := c.n
 	var vCmd, trimCmd *redis.StringCmd
 	var xCmd *redis.XMessageSliceCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -563,9 +526,7 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 	}
 	// Entries past the copy may have been trimmed away: reload.
 	c.behind.Add(1)
-	c.mu.Lock()
 	c.n = nil
-	c.mu.Unlock()
 	return regV, nil, nil
 }
 
@@ -574,9 +535,9 @@ func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy,
 // before: a notice published meanwhile is in the log past it, and applying
 // a seq's current summary again is harmless.
 func (c *ScreenCopy) loadNotices(ctx context.Context) error {
-	c.mu.RLock()
+	c.syncMu.Lock()
 	loaded := c.n != nil
-	c.mu.RUnlock()
+	c.syncMu.Unlock()
 	if loaded {
 		return nil
 	}
@@ -597,9 +558,7 @@ func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 		return fmt.Errorf("redisstore: load the screen copy's notices: %w", err)
 	}
 	c.syncMu.Lock()
-	c.mu.Lock()
 	c.n = fresh
-	c.mu.Unlock()
 	c.syncMu.Unlock()
 	c.loads.Add(1)
 	return nil

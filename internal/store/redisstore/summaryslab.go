@@ -8,17 +8,19 @@ import (
 	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
-// summarySlab holds the notice summaries of a screen copy by seq without
-// a string, map entry or pointer per notice (docs/redis.md, "The notices"):
-// each is encoded into a chunk as a uvarint naming its combination of
-// coded fields in tuples (seven codes into dict: published date, type,
-// code, purpose, state, status, and the appointment type plus one, 0 for
-// none), then the five strings of a summary, each length-prefixed.
+// summarySlab holds the notice summaries of a screen copy by seq, and
+// their index by identifier (post), without a string, map entry or
+// pointer per notice (docs/redis.md, "The notices"): each summary is
+// encoded into a chunk as a uvarint naming its combination of coded
+// fields in tuples (seven codes into dict: published date, type, code,
+// purpose, state, status, and the appointment type plus one, 0 for none),
+// then its five strings, each length-prefixed. put and remove keep the
+// index a function of the summaries, so putting a seq's current summary
+// again, in any order, leaves it exact.
 //
-// Chunks are append-only: a summary replaced or removed only counts as
-// dead, and once most bytes are dead the live ones are copied into new
-// chunks. So strings decoded from a chunk (aliasing it) stay valid after
-// the lock guarding the slab is released.
+// Chunks are append-only (a replaced summary's bytes count as dead until a
+// compaction copies the live ones away), so strings decoded from a chunk
+// stay valid after the lock guarding the slab is released.
 type summarySlab struct {
 	dense   []uint64 // seq (publog hands them out densely) -> location: chunk+1 <<32 | offset, 0 for none
 	tupleOf []uint32 // seq -> its tuple: a screen decides a seq's filters without reading it
@@ -29,6 +31,7 @@ type summarySlab struct {
 	dictIx  map[string]uint64
 	tuples  [][7]uint64
 	tupleIx map[[7]uint64]uint64
+	post    postings
 }
 
 // chunkSize is the size of a chunk (a longer summary gets a chunk of its
@@ -71,6 +74,9 @@ func (s *summarySlab) put(seq int64, n *notice.Notice) {
 	var buf [256]byte
 	enc := binary.AppendUvarint(buf[:0], t)
 	id := publog.Idents(n)
+	for _, v := range id {
+		s.post.add(v, seq)
+	}
 	for _, v := range [5]string{n.ID, n.PublishedAt, id[0], id[1], n.CompanyName} {
 		enc = binary.AppendUvarint(enc, uint64(len(v)))
 		enc = append(enc, v...)
@@ -97,14 +103,16 @@ func appendChunk[B []byte | string](chunks *[][]byte, b B) (chunk, off int) {
 	return last, off
 }
 
-// remove drops seq's summary, if any, and returns its acn and abn ("" for
-// none), compacting the chunks when most of their bytes are dead.
-func (s *summarySlab) remove(seq int64) [2]string {
+// remove drops seq's summary, if any, compacting the chunks when most of
+// their bytes are dead.
+func (s *summarySlab) remove(seq int64) {
 	l := s.where(seq)
 	if l == 0 {
-		return [2]string{}
+		return
 	}
 	r := read(s.chunks, l)
+	s.post.remove(r.str[2], seq)
+	s.post.remove(r.str[3], seq)
 	s.dense[seq] = 0
 	s.live -= len(r.enc)
 	s.dead += len(r.enc)
@@ -121,7 +129,6 @@ func (s *summarySlab) remove(seq int64) [2]string {
 			}
 		}
 	}
-	return [2]string{r.str[2], r.str[3]}
 }
 
 // summary is one encoded summary read: its tuple, its strings (id,
