@@ -192,7 +192,8 @@ func Connect(ctx context.Context, t Target) (redis.UniversalClient, error) {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if len(t.Sentinels) > 0 && !t.Cluster() {
-		if err := checkSentinels(pctx, t); err != nil {
+		// The Sentinels are reached with the data nodes' TLS settings.
+		if err := checkSentinels(pctx, t, rdb.(*redis.Client).Options().TLSConfig); err != nil {
 			_ = rdb.Close()
 			return nil, err
 		}
@@ -233,21 +234,7 @@ func connectError(t Target, err error) error {
 // answer suffices. Otherwise it says which setting is wrong: the master
 // name when a Sentinel answered without knowing it, the Sentinel password
 // when one refused it, else the Sentinel list (none answered).
-func checkSentinels(ctx context.Context, t Target) error {
-	o, err := redis.ParseURL(t.URL)
-	if err != nil {
-		return err // Dial has parsed it already
-	}
-	var tlsc *tls.Config
-	if o.TLSConfig != nil {
-		tlsc = o.TLSConfig.Clone()
-		tlsc.ServerName = ""
-		if t.CAFile != "" {
-			pem, _ := os.ReadFile(t.CAFile)
-			tlsc.RootCAs = x509.NewCertPool()
-			tlsc.RootCAs.AppendCertsFromPEM(pem)
-		}
-	}
+func checkSentinels(ctx context.Context, t Target, tlsc *tls.Config) error {
 	type answer struct {
 		addr string
 		err  error
@@ -255,8 +242,7 @@ func checkSentinels(ctx context.Context, t Target) error {
 	answers := make(chan answer, len(t.Sentinels))
 	for _, addr := range t.Sentinels {
 		go func() {
-			sc := redis.NewSentinelClient(&redis.Options{Addr: addr, Password: t.SentinelPassword, TLSConfig: tlsc,
-				DialTimeout: dialTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, MaxRetries: -1})
+			sc := sentinelClient(addr, t.SentinelPassword, tlsc)
 			defer sc.Close()
 			_, err := sc.GetMasterAddrByName(ctx, t.Master).Result()
 			answers <- answer{addr, err}
@@ -268,7 +254,7 @@ func checkSentinels(ctx context.Context, t Target) error {
 		a := <-answers
 		switch {
 		case a.err == nil:
-			if t.SentinelPassword != "" && sentinelOpen(ctx, a.addr, tlsc) {
+			if t.SentinelPassword != "" && sentinelOpen(ctx, sentinelClient(a.addr, "", tlsc)) {
 				slog.Default().WarnContext(ctx, "NOTICES_REDIS_SENTINEL_PASSWORD is set, but the Sentinel at "+a.addr+
 					" asks for no password and accepts any: unset NOTICES_REDIS_SENTINEL_PASSWORD, or give the Sentinels that password (requirepass, or ACL SETUSER default >password, in their config)",
 					"setting", "NOTICES_REDIS_SENTINEL_PASSWORD", "sentinel", a.addr)
@@ -300,13 +286,17 @@ func checkSentinels(ctx context.Context, t Target) error {
 		"none of the Sentinels of NOTICES_REDIS_SENTINELS answers (%s); start them or correct the list", strings.Join(other, "; "))}
 }
 
-// sentinelOpen reports whether the Sentinel at addr answers a client
-// without a password: then it asks for none, and a Sentinel password
+// sentinelClient is a client of the Sentinel at addr, without retries.
+func sentinelClient(addr, password string, tlsc *tls.Config) *redis.SentinelClient {
+	return redis.NewSentinelClient(&redis.Options{Addr: addr, Password: password, TLSConfig: tlsc,
+		DialTimeout: dialTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, MaxRetries: -1})
+}
+
+// sentinelOpen reports whether the Sentinel sc, a client without a
+// password, is answered: then it asks for none, and a Sentinel password
 // given is accepted (Redis 6 lets any password through for a user with
 // nopass) but protects nothing.
-func sentinelOpen(ctx context.Context, addr string, tlsc *tls.Config) bool {
-	sc := redis.NewSentinelClient(&redis.Options{Addr: addr, TLSConfig: tlsc,
-		DialTimeout: dialTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, MaxRetries: -1})
+func sentinelOpen(ctx context.Context, sc *redis.SentinelClient) bool {
 	defer sc.Close()
 	return sc.Ping(ctx).Err() == nil
 }

@@ -43,9 +43,7 @@ type replicasRead struct {
 // it is acknowledged: when the master the change went to has replicas, it
 // waits until at least one has everything written so far, or fails with
 // backend_unavailable ("the write is not yet on a replica; retry"). With
-// no replica (a single Redis) it costs nothing. Every key of the namespace
-// is under the one hash tag {<ns>} (keys.go), so the wait mark is on the
-// master of every key a change writes, on a Redis Cluster too.
+// no replica (a single Redis) it costs nothing.
 //
 // Redis WAIT waits for the replication offset of the calling
 // connection's last write. The change itself may have been written on
@@ -54,19 +52,14 @@ type replicasRead struct {
 // and sends WAIT on that same connection in the same round trip (one
 // pipeline). The replication stream is one
 // ordered log: the mark was written after every write of the change had
-// been answered, so a replica that has the mark has the change.
+// been answered, so a replica that has the mark has the change. Every key
+// of the namespace is under the one hash tag {<ns>} (keys.go), so on a
+// Redis Cluster the mark is on the master of every key a change writes,
+// and the INCR and WAIT go to it (a per-key WAIT; the cluster client would
+// send a keyless WAIT to any master, or to all of them).
 func (s *Store) replicated(ctx context.Context, what string) error {
-	return s.replicatedAt(ctx, s.key(waitMarkKey), what)
-}
-
-// replicatedAt is replicated with the wait mark at key mark, which must
-// be in the hash slot of the keys the change wrote: on a Redis Cluster the
-// mark's INCR and the WAIT go to that slot's master (a per-key WAIT; the
-// cluster client would send a keyless WAIT to any master, or to all of
-// them). (When keys are sharded by account, a change's mark is the
-// account's.)
-func (s *Store) replicatedAt(ctx context.Context, mark, what string) error {
-	node, err := s.masterFor(ctx, mark)
+	mark := s.key(waitMarkKey)
+	node, err := MasterFor(ctx, s.rdb, mark)
 	if err != nil {
 		return s.fail(what, err)
 	}
@@ -99,13 +92,6 @@ func (s *Store) replicatedAt(ctx context.Context, mark, what string) error {
 	s.replicaCache.mu.Unlock()
 	return errs.New(errs.BackendUnavailable,
 		"Redis has a replica but it did not confirm the %s within %s, so the write is not yet on a replica; retry (a repeated create may add a second watch: list them first)", what, WaitTimeout)
-}
-
-// masterFor is the client of the server a write of key goes to: the
-// store's own client for a single Redis or a Sentinel primary, the master
-// owning key's slot on a Redis Cluster.
-func (s *Store) masterFor(ctx context.Context, key string) (*redis.Client, error) {
-	return MasterFor(ctx, s.rdb, key)
 }
 
 // MasterFor is the client of the server that owns key: rdb itself unless

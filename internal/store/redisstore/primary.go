@@ -80,15 +80,8 @@ func (p *Primary) DialHook(next redis.DialHook) redis.DialHook {
 			return conn, err
 		}
 		p.dials++
-		if p.cluster {
-			if p.lost {
-				p.reconnects++
-				p.lost = false
-			}
-			return conn, err
-		}
 		at := conn.RemoteAddr().String()
-		moved := p.addr != "" && at != p.addr
+		moved := !p.cluster && p.addr != "" && at != p.addr
 		if p.lost || moved {
 			p.reconnects++
 			p.lost = false
@@ -96,7 +89,9 @@ func (p *Primary) DialHook(next redis.DialHook) redis.DialHook {
 		if moved {
 			p.failovers++
 		}
-		p.addr = at
+		if !p.cluster {
+			p.addr = at
+		}
 		return conn, err
 	}
 }
