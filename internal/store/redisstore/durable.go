@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,21 +41,10 @@ type replicasRead struct {
 // replicated makes the change the caller has just written durable before
 // it is acknowledged: when the master the change went to has replicas, it
 // waits until at least one has everything written so far, or fails with
-// backend_unavailable ("the write is not yet on a replica; retry"). With
-// no replica (a single Redis) it costs nothing.
-//
-// Redis WAIT waits for the replication offset of the calling
-// connection's last write. The change itself may have been written on
-// several pooled connections (a create is several steps), so replicated
-// makes one write of its own on one connection (INCR of the wait mark)
-// and sends WAIT on that same connection in the same round trip (one
-// pipeline). The replication stream is one
-// ordered log: the mark was written after every write of the change had
-// been answered, so a replica that has the mark has the change. Every key
-// of the namespace is under the one hash tag {<ns>} (keys.go), so on a
-// Redis Cluster the mark is on the master of every key a change writes,
-// and the INCR and WAIT go to it (a per-key WAIT; the cluster client would
-// send a keyless WAIT to any master, or to all of them).
+// backend_unavailable. WAIT covers only its own connection's writes, and a
+// change is written on several, so it writes a mark (INCR) and sends WAIT
+// after it in one pipeline; on a Redis Cluster both go to the master of
+// the namespace's one slot. Why that suffices: docs/redis.md "Durability".
 func (s *Store) replicated(ctx context.Context, what string) error {
 	mark := s.key(waitMarkKey)
 	node, err := MasterFor(ctx, s.rdb, mark)
@@ -118,26 +106,15 @@ func (s *Store) replicas(ctx context.Context, node *redis.Client) (int, error) {
 	if r, ok := c.by[addr]; ok && time.Since(r.at) < replicasTTL {
 		return r.n, nil
 	}
-	info, err := node.Info(ctx, "replication").Result()
-	if err != nil {
+	info := node.InfoMap(ctx, "replication")
+	if err := info.Err(); err != nil {
 		return 0, err
 	}
 	if c.by == nil {
 		c.by = map[string]replicasRead{}
 	}
-	n := connectedReplicas(info)
+	// connected_slaves is absent on a replica: 0.
+	n, _ := strconv.Atoi(info.Item("Replication", "connected_slaves"))
 	c.by[addr] = replicasRead{at: time.Now(), n: n}
 	return n, nil
-}
-
-// connectedReplicas reads connected_slaves from an INFO replication
-// answer (0 when absent, as on a replica).
-func connectedReplicas(info string) int {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
-			n, _ := strconv.Atoi(v)
-			return n
-		}
-	}
-	return 0
 }

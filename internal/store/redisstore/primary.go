@@ -28,14 +28,10 @@ import (
 // once are the cluster's normal state, not failovers, so Failovers stays 0
 // and Addr is not the cluster's (see Masters).
 type Primary struct {
-	cluster    bool
-	mu         sync.Mutex
-	addr       string // host:port of the last connection made
-	lost       bool   // a connection was lost since the last one made
-	dials      int64  // connections made
-	dialErrs   int64  // dials that failed
-	reconnects int64
-	failovers  int64
+	cluster bool
+	mu      sync.Mutex
+	c       PrimaryCounts
+	lost    bool // a connection was lost since the last one made
 }
 
 // PrimaryCounts is what Primary has counted since the process started.
@@ -75,22 +71,22 @@ func (p *Primary) DialHook(next redis.DialHook) redis.DialHook {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if err != nil {
-			p.dialErrs++
+			p.c.DialErrors++
 			p.lost = true
 			return conn, err
 		}
-		p.dials++
+		p.c.Dials++
 		at := conn.RemoteAddr().String()
-		moved := !p.cluster && p.addr != "" && at != p.addr
+		moved := !p.cluster && p.c.Addr != "" && at != p.c.Addr
 		if p.lost || moved {
-			p.reconnects++
+			p.c.Reconnects++
 			p.lost = false
 		}
 		if moved {
-			p.failovers++
+			p.c.Failovers++
 		}
 		if !p.cluster {
-			p.addr = at
+			p.c.Addr = at
 		}
 		return conn, err
 	}
@@ -147,7 +143,7 @@ func connectionLost(err error) bool {
 func (p *Primary) Counts() PrimaryCounts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return PrimaryCounts{Addr: p.addr, Dials: p.dials, DialErrors: p.dialErrs, Reconnects: p.reconnects, Failovers: p.failovers}
+	return p.c
 }
 
 // Addr returns the host:port of the Redis server rdb's connections go to:
@@ -155,7 +151,7 @@ func (p *Primary) Counts() PrimaryCounts {
 // address for the connection that answers CLIENT INFO (laddr).
 func (p *Primary) Addr(ctx context.Context, rdb redis.UniversalClient) (string, error) {
 	p.mu.Lock()
-	addr := p.addr
+	addr := p.c.Addr
 	p.mu.Unlock()
 	if addr != "" {
 		return addr, nil
@@ -170,10 +166,10 @@ func (p *Primary) Addr(ctx context.Context, rdb redis.UniversalClient) (string, 
 				v = net.JoinHostPort(strings.Trim(v[:i], "[]"), v[i+1:])
 			}
 			p.mu.Lock()
-			if p.addr == "" {
-				p.addr = v
+			if p.c.Addr == "" {
+				p.c.Addr = v
 			}
-			addr = p.addr
+			addr = p.c.Addr
 			p.mu.Unlock()
 			return addr, nil
 		}
