@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -94,21 +95,16 @@ func Dial(t Target) (redis.UniversalClient, error) {
 		return nil, &config.SettingError{Setting: "NOTICES_REDIS_URL",
 			Message: fmt.Sprintf("NOTICES_REDIS_URL=%q: %v", config.RedactURL(t.URL), err)}
 	}
-	if o.TLSConfig != nil && t.CAFile != "" {
-		if o.TLSConfig.RootCAs, err = caRoots(t.CAFile); err != nil {
-			return nil, err
-		}
+	// With Sentinels the URL's host is not the server: each connection
+	// checks the certificate against the address it dials (the primary's,
+	// as a Sentinel reports it, or the Sentinel's).
+	if err := t.trust(o.TLSConfig, len(t.Sentinels) > 0); err != nil {
+		return nil, err
 	}
 	if len(t.Sentinels) == 0 {
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = dialTimeout, readTimeout, writeTimeout
 		o.MaxRetries, o.DialerRetries = 1, 2
 		return redis.NewClient(o), nil
-	}
-	if o.TLSConfig != nil {
-		// The URL's host is not the server: each connection checks the
-		// certificate against the address it dials (the primary's, as a
-		// Sentinel reports it, or the Sentinel's).
-		o.TLSConfig.ServerName = ""
 	}
 	return redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:       t.Master,
@@ -136,40 +132,40 @@ func dialCluster(t Target) (redis.UniversalClient, error) {
 		return nil, &config.SettingError{Setting: "NOTICES_REDIS_CLUSTER_URL",
 			Message: fmt.Sprintf("NOTICES_REDIS_CLUSTER_URL=%q: %v", config.RedactURL(t.ClusterURL), err)}
 	}
-	if o.TLSConfig != nil {
-		// Each node is dialled at the address the cluster reports for it:
-		// its certificate is checked against that address, not the URL's
-		// host.
-		o.TLSConfig.ServerName = ""
-		if t.CAFile != "" {
-			if o.TLSConfig.RootCAs, err = caRoots(t.CAFile); err != nil {
-				return nil, err
-			}
-		}
+	// Each node is dialled at the address the cluster reports for it: its
+	// certificate is checked against that address, not the URL's host.
+	if err := t.trust(o.TLSConfig, true); err != nil {
+		return nil, err
 	}
-	for _, d := range []struct {
-		at  *time.Duration
-		def time.Duration
-	}{{&o.DialTimeout, dialTimeout}, {&o.ReadTimeout, readTimeout}, {&o.WriteTimeout, writeTimeout}} {
-		if *d.at == 0 {
-			*d.at = d.def
-		}
-	}
+	o.DialTimeout = cmp.Or(o.DialTimeout, dialTimeout)
+	o.ReadTimeout = cmp.Or(o.ReadTimeout, readTimeout)
+	o.WriteTimeout = cmp.Or(o.WriteTimeout, writeTimeout)
 	return redis.NewClusterClient(o), nil
 }
 
-// caRoots reads NOTICES_REDIS_CA_FILE.
-func caRoots(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
+// trust makes c (nil without TLS) trust the roots of NOTICES_REDIS_CA_FILE
+// when it is set and, with anyHost, check a certificate against the
+// address dialled rather than the URL's host.
+func (t Target) trust(c *tls.Config, anyHost bool) error {
+	if c == nil {
+		return nil
+	}
+	if anyHost {
+		c.ServerName = ""
+	}
+	if t.CAFile == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(t.CAFile)
 	if err != nil {
-		return nil, &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE: %v", err)}
+		return &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE: %v", err)}
 	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pem) {
-		return nil, &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE",
-			Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE=%s holds no PEM certificate", file)}
+	c.RootCAs = x509.NewCertPool()
+	if !c.RootCAs.AppendCertsFromPEM(pem) {
+		return &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE",
+			Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE=%s holds no PEM certificate", t.CAFile)}
 	}
-	return roots, nil
+	return nil
 }
 
 // Connect is Dial, then a check within 10 s that the server answers and
