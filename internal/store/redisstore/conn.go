@@ -19,56 +19,12 @@ import (
 	"github.com/noticesd/noticesd/internal/errs"
 )
 
-// Target is where scale mode's Redis is and how to reach it: the
-// NOTICES_REDIS_* settings. Every Redis client of the process (the store,
-// asynq, the request limiter, leases, arrivals, the screen copy, the CLI)
-// is made from one Target by Dial or Connect.
-type Target struct {
-	// URL is NOTICES_REDIS_URL: redis://user:password@host:port/db, or
-	// rediss:// for TLS. With Sentinels its host is ignored; its user,
-	// password, db and scheme apply to the data nodes.
-	URL string
-	// CAFile is NOTICES_REDIS_CA_FILE: PEM roots trusted for rediss://
-	// ("" trusts the system's roots).
-	CAFile string
-	// Sentinels is NOTICES_REDIS_SENTINELS (host:port each); with them the
-	// client asks the Sentinels for the primary of Master and follows a
-	// failover. They are reached with the same TLS setting as the data
-	// nodes (rediss:// means TLS to the Sentinels too).
-	Sentinels []string
-	// Master is NOTICES_REDIS_MASTER, the name the Sentinels monitor.
-	Master string
-	// SentinelPassword is NOTICES_REDIS_SENTINEL_PASSWORD.
-	SentinelPassword string
-	// ClusterURL is NOTICES_REDIS_CLUSTER_URL: a Redis Cluster in
-	// go-redis's cluster URL form (redis.ParseClusterURL), used instead of
-	// URL and the Sentinels when set.
-	ClusterURL string
-}
+// URLTarget is the Redis settings of one Redis at url (tests, tools).
+func URLTarget(url string) config.Config { return config.Config{RedisURL: url} }
 
-// Cluster reports whether t is a Redis Cluster.
-func (t Target) Cluster() bool { return t.ClusterURL != "" }
-
-// setting is the setting that names where Redis is.
-func (t Target) setting() string {
-	if t.Cluster() {
-		return "NOTICES_REDIS_CLUSTER_URL"
-	}
-	return "NOTICES_REDIS_URL"
-}
-
-// TargetOf returns the Redis settings of cfg.
-func TargetOf(cfg config.Config) Target {
-	return Target{URL: cfg.RedisURL, CAFile: cfg.RedisCAFile, Sentinels: cfg.RedisSentinels,
-		Master: cfg.RedisMaster, SentinelPassword: cfg.RedisSentinelPassword, ClusterURL: cfg.RedisClusterURL}
-}
-
-// URLTarget is a Target of one Redis at url (tests, tools).
-func URLTarget(url string) Target { return Target{URL: url} }
-
-// ClusterTarget is a Target of the Redis Cluster at url, in go-redis's
-// cluster URL form (tests, tools).
-func ClusterTarget(url string) Target { return Target{ClusterURL: url} }
+// ClusterTarget is the Redis settings of the Redis Cluster at url, in
+// go-redis's cluster URL form (tests, tools).
+func ClusterTarget(url string) config.Config { return config.Config{RedisClusterURL: url} }
 
 // Client timeouts: a Redis that is down or stalled fails a call within
 // seconds, never hangs it. readTimeout is above WaitTimeout, so that a
@@ -79,37 +35,39 @@ const (
 	writeTimeout = 3 * time.Second
 )
 
-// Dial opens a go-redis client of t with the timeouts the service uses,
-// without contacting the server: a single-node client, with Sentinels a
+// Dial opens a go-redis client of c's Redis settings (NOTICES_REDIS_*) with
+// the timeouts the service uses, without contacting the server (every Redis
+// client of the process, shared by the store, asynq, the limiter and the
+// leases, is made by Dial or Connect): a single-node client, with Sentinels a
 // failover client (redis.NewFailoverClient), or with a cluster URL a
 // cluster client (redis.NewClusterClient), which finds the other nodes
 // from the ones the URL names and follows MOVED and ASK redirects and
 // failovers. The URL's password never appears in an error.
-func Dial(t Target) (redis.UniversalClient, error) {
+func Dial(c config.Config) (redis.UniversalClient, error) {
 	quietClientLog.Do(func() { redis.SetLogger(clientLog{}) })
-	if t.Cluster() {
-		return dialCluster(t)
+	if c.RedisClusterURL != "" {
+		return dialCluster(c)
 	}
-	o, err := redis.ParseURL(t.URL)
+	o, err := redis.ParseURL(c.RedisURL)
 	if err != nil {
 		return nil, &config.SettingError{Setting: "NOTICES_REDIS_URL",
-			Message: fmt.Sprintf("NOTICES_REDIS_URL=%q: %v", config.RedactURL(t.URL), err)}
+			Message: fmt.Sprintf("NOTICES_REDIS_URL=%q: %v", config.RedactURL(c.RedisURL), err)}
 	}
 	// With Sentinels the URL's host is not the server: each connection
 	// checks the certificate against the address it dials (the primary's,
 	// as a Sentinel reports it, or the Sentinel's).
-	if err := t.trust(o.TLSConfig, len(t.Sentinels) > 0); err != nil {
+	if err := trust(o.TLSConfig, c.RedisCAFile, len(c.RedisSentinels) > 0); err != nil {
 		return nil, err
 	}
-	if len(t.Sentinels) == 0 {
+	if len(c.RedisSentinels) == 0 {
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = dialTimeout, readTimeout, writeTimeout
 		o.MaxRetries, o.DialerRetries = 1, 2
 		return redis.NewClient(o), nil
 	}
 	return redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:       t.Master,
-		SentinelAddrs:    t.Sentinels,
-		SentinelPassword: t.SentinelPassword,
+		MasterName:       c.RedisMaster,
+		SentinelAddrs:    c.RedisSentinels,
+		SentinelPassword: c.RedisSentinelPassword,
 		Username:         o.Username,
 		Password:         o.Password,
 		DB:               o.DB,
@@ -126,15 +84,15 @@ func Dial(t Target) (redis.UniversalClient, error) {
 // (redis.ParseClusterURL), the service's timeouts where the URL sets none.
 // MaxRetries stays go-redis's cluster default, as a retry is how a command
 // follows a MOVED or ASK redirect and a failover.
-func dialCluster(t Target) (redis.UniversalClient, error) {
-	o, err := redis.ParseClusterURL(t.ClusterURL)
+func dialCluster(c config.Config) (redis.UniversalClient, error) {
+	o, err := redis.ParseClusterURL(c.RedisClusterURL)
 	if err != nil {
 		return nil, &config.SettingError{Setting: "NOTICES_REDIS_CLUSTER_URL",
-			Message: fmt.Sprintf("NOTICES_REDIS_CLUSTER_URL=%q: %v", config.RedactURL(t.ClusterURL), err)}
+			Message: fmt.Sprintf("NOTICES_REDIS_CLUSTER_URL=%q: %v", config.RedactURL(c.RedisClusterURL), err)}
 	}
 	// Each node is dialled at the address the cluster reports for it: its
 	// certificate is checked against that address, not the URL's host.
-	if err := t.trust(o.TLSConfig, true); err != nil {
+	if err := trust(o.TLSConfig, c.RedisCAFile, true); err != nil {
 		return nil, err
 	}
 	o.DialTimeout = cmp.Or(o.DialTimeout, dialTimeout)
@@ -143,27 +101,27 @@ func dialCluster(t Target) (redis.UniversalClient, error) {
 	return redis.NewClusterClient(o), nil
 }
 
-// trust makes c (nil without TLS) trust the roots of NOTICES_REDIS_CA_FILE
-// when it is set and, with anyHost, check a certificate against the
-// address dialled rather than the URL's host.
-func (t Target) trust(c *tls.Config, anyHost bool) error {
-	if c == nil {
+// trust makes tc (nil without TLS) trust the roots of caFile
+// (NOTICES_REDIS_CA_FILE) when set and, with anyHost, check a certificate
+// against the address dialled rather than the URL's host.
+func trust(tc *tls.Config, caFile string, anyHost bool) error {
+	if tc == nil {
 		return nil
 	}
 	if anyHost {
-		c.ServerName = ""
+		tc.ServerName = ""
 	}
-	if t.CAFile == "" {
+	if caFile == "" {
 		return nil
 	}
-	pem, err := os.ReadFile(t.CAFile)
+	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		return &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE: %v", err)}
 	}
-	c.RootCAs = x509.NewCertPool()
-	if !c.RootCAs.AppendCertsFromPEM(pem) {
+	tc.RootCAs = x509.NewCertPool()
+	if !tc.RootCAs.AppendCertsFromPEM(pem) {
 		return &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE",
-			Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE=%s holds no PEM certificate", t.CAFile)}
+			Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE=%s holds no PEM certificate", caFile)}
 	}
 	return nil
 }
@@ -180,36 +138,37 @@ func (t Target) trust(c *tls.Config, anyHost bool) error {
 // NOTICES_REDIS_SENTINEL_PASSWORD. A Redis that simply does not answer is
 // backend_unavailable naming the server (its password masked) and what to
 // do, rather than a failure at the first step that needed it.
-func Connect(ctx context.Context, t Target) (redis.UniversalClient, error) {
-	rdb, err := Dial(t)
+func Connect(ctx context.Context, c config.Config) (redis.UniversalClient, error) {
+	rdb, err := Dial(c)
 	if err != nil {
 		return nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if len(t.Sentinels) > 0 && !t.Cluster() {
+	if len(c.RedisSentinels) > 0 && c.RedisClusterURL == "" {
 		// The Sentinels are reached with the data nodes' TLS settings.
-		if err := checkSentinels(pctx, t, rdb.(*redis.Client).Options().TLSConfig); err != nil {
+		if err := checkSentinels(pctx, c, rdb.(*redis.Client).Options().TLSConfig); err != nil {
 			_ = rdb.Close()
 			return nil, err
 		}
 	}
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, connectError(t, err)
+		return nil, connectError(c, err)
 	}
 	return rdb, nil
 }
 
 // connectError turns the failed first PING into a SettingError when a
 // setting is at fault, backend_unavailable otherwise.
-func connectError(t Target, err error) error {
-	shown, setting := config.RedactURL(t.URL), t.setting()
+func connectError(c config.Config, err error) error {
+	shown, setting := config.RedactURL(c.RedisURL), "NOTICES_REDIS_URL"
 	switch {
-	case t.Cluster():
-		shown = "the cluster " + config.RedactURL(t.ClusterURL)
-	case len(t.Sentinels) > 0:
-		shown = fmt.Sprintf("the primary of %q (Sentinels %s)", t.Master, strings.Join(t.Sentinels, ","))
+	case c.RedisClusterURL != "":
+		setting = "NOTICES_REDIS_CLUSTER_URL"
+		shown = "the cluster " + config.RedactURL(c.RedisClusterURL)
+	case len(c.RedisSentinels) > 0:
+		shown = fmt.Sprintf("the primary of %q (Sentinels %s)", c.RedisMaster, strings.Join(c.RedisSentinels, ","))
 	}
 	switch {
 	case authError(err):
@@ -226,31 +185,31 @@ func connectError(t Target, err error) error {
 		"Redis does not answer (%v); start it or correct %s, then retry", err, setting))
 }
 
-// checkSentinels asks every Sentinel for the primary of t.Master; one
+// checkSentinels asks every Sentinel for the primary of c.RedisMaster; one
 // answer suffices. Otherwise it says which setting is wrong: the master
 // name when a Sentinel answered without knowing it, the Sentinel password
 // when one refused it, else the Sentinel list (none answered).
-func checkSentinels(ctx context.Context, t Target, tlsc *tls.Config) error {
+func checkSentinels(ctx context.Context, c config.Config, tlsc *tls.Config) error {
 	type answer struct {
 		addr string
 		err  error
 	}
-	answers := make(chan answer, len(t.Sentinels))
-	for _, addr := range t.Sentinels {
+	answers := make(chan answer, len(c.RedisSentinels))
+	for _, addr := range c.RedisSentinels {
 		go func() {
-			sc := sentinelClient(addr, t.SentinelPassword, tlsc)
+			sc := sentinelClient(addr, c.RedisSentinelPassword, tlsc)
 			defer sc.Close()
-			_, err := sc.GetMasterAddrByName(ctx, t.Master).Result()
+			_, err := sc.GetMasterAddrByName(ctx, c.RedisMaster).Result()
 			answers <- answer{addr, err}
 		}()
 	}
 	var unknown, refused, other []string
 	var certErr error
-	for range t.Sentinels {
+	for range c.RedisSentinels {
 		a := <-answers
 		switch {
 		case a.err == nil:
-			if t.SentinelPassword != "" && sentinelOpen(ctx, sentinelClient(a.addr, "", tlsc)) {
+			if c.RedisSentinelPassword != "" && sentinelOpen(ctx, sentinelClient(a.addr, "", tlsc)) {
 				slog.Default().WarnContext(ctx, "NOTICES_REDIS_SENTINEL_PASSWORD is set, but the Sentinel at "+a.addr+
 					" asks for no password and accepts any: unset NOTICES_REDIS_SENTINEL_PASSWORD, or give the Sentinels that password (requirepass, or ACL SETUSER default >password, in their config)",
 					"setting", "NOTICES_REDIS_SENTINEL_PASSWORD", "sentinel", a.addr)
@@ -270,7 +229,7 @@ func checkSentinels(ctx context.Context, t Target, tlsc *tls.Config) error {
 	switch {
 	case len(unknown) > 0:
 		return &config.SettingError{Setting: "NOTICES_REDIS_MASTER", Message: fmt.Sprintf(
-			"the Sentinels %s monitor no master named %q; set NOTICES_REDIS_MASTER to the name of their 'sentinel monitor' line", strings.Join(unknown, ","), t.Master)}
+			"the Sentinels %s monitor no master named %q; set NOTICES_REDIS_MASTER to the name of their 'sentinel monitor' line", strings.Join(unknown, ","), c.RedisMaster)}
 	case len(refused) > 0:
 		return &config.SettingError{Setting: "NOTICES_REDIS_SENTINEL_PASSWORD", Message: fmt.Sprintf(
 			"the Sentinels %s refuse NOTICES_REDIS_SENTINEL_PASSWORD (set it to their requirepass, or unset it if they have none)", strings.Join(refused, ","))}

@@ -52,7 +52,7 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (_ *S
 	}
 	// Redis first: every later step reads it, and its failure would name
 	// that step (sealing webhook secrets, say) rather than the server.
-	rdb, err := redisstore.Connect(ctx, redisstore.TargetOf(cfg))
+	rdb, err := redisstore.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
