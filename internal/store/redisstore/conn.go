@@ -127,17 +127,11 @@ func trust(tc *tls.Config, caFile string, anyHost bool) error {
 }
 
 // Connect is Dial, then a check within 10 s that the server answers and
-// accepts the settings. A setting the server refuses is a
-// *config.SettingError naming it (exit 2): a password it refuses
-// (NOTICES_REDIS_URL), a certificate the CA does not verify
-// (NOTICES_REDIS_CA_FILE), Sentinels that do not answer
-// (NOTICES_REDIS_SENTINELS), refuse their password
-// (NOTICES_REDIS_SENTINEL_PASSWORD) or do not know the master
-// (NOTICES_REDIS_MASTER). A Sentinel password given to Sentinels that ask
-// for none is let through by them, so it is a warning in the log naming
-// NOTICES_REDIS_SENTINEL_PASSWORD. A Redis that simply does not answer is
-// backend_unavailable naming the server (its password masked) and what to
-// do, rather than a failure at the first step that needed it.
+// accepts the settings: a setting it refuses is a *config.SettingError
+// naming it (exit 2; docs/operating.md "Secured Redis" tables which), a
+// Sentinel password the Sentinels need not is a warning in the log, and a
+// Redis that simply does not answer is backend_unavailable naming the
+// server (its password masked) and what to do.
 func Connect(ctx context.Context, c config.Config) (redis.UniversalClient, error) {
 	rdb, err := Dial(c)
 	if err != nil {
@@ -204,7 +198,7 @@ func checkSentinels(ctx context.Context, c config.Config, tlsc *tls.Config) erro
 		}()
 	}
 	var unknown, refused, other []string
-	var certErr error
+	untrusted := false
 	for range c.RedisSentinels {
 		a := <-answers
 		switch {
@@ -219,10 +213,8 @@ func checkSentinels(ctx context.Context, c config.Config, tlsc *tls.Config) erro
 			unknown = append(unknown, a.addr)
 		case authError(a.err):
 			refused = append(refused, a.addr)
-		case certError(a.err):
-			certErr = a.err
-			other = append(other, fmt.Sprintf("%s: %v", a.addr, a.err))
 		default:
+			untrusted = untrusted || certError(a.err)
 			other = append(other, fmt.Sprintf("%s: %v", a.addr, a.err))
 		}
 	}
@@ -233,7 +225,7 @@ func checkSentinels(ctx context.Context, c config.Config, tlsc *tls.Config) erro
 	case len(refused) > 0:
 		return &config.SettingError{Setting: "NOTICES_REDIS_SENTINEL_PASSWORD", Message: fmt.Sprintf(
 			"the Sentinels %s refuse NOTICES_REDIS_SENTINEL_PASSWORD (set it to their requirepass, or unset it if they have none)", strings.Join(refused, ","))}
-	case certErr != nil:
+	case untrusted:
 		return &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf(
 			"the TLS certificates of the Sentinels are not trusted (%s); set NOTICES_REDIS_CA_FILE to the PEM of the CA that signed them", strings.Join(other, "; "))}
 	}

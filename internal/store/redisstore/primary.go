@@ -13,20 +13,12 @@ import (
 )
 
 // Primary follows the Redis server a client's connections go to, through
-// go-redis hooks: every connection the client dials (its pool's, asynq's,
-// the limiter's: they share the client) is to the primary of the moment,
-// found through the Sentinels when NOTICES_REDIS_SENTINELS is set. It
-// counts dials, reconnects (a connection made after one was lost: a dial or
-// a command that failed for want of a connection, or the client dropping
-// its connections to a primary the Sentinels replaced) and failovers (a
-// connection made to another address than the one before). Safe for
-// concurrent use.
-//
-// On a Redis Cluster every node's connections are followed (each node
-// client the cluster client makes gets the hooks), but only dials, dial
-// errors and reconnects are counted: connections to several masters at
-// once are the cluster's normal state, not failovers, so Failovers stays 0
-// and Addr is not the cluster's (see Masters).
+// go-redis hooks (every part of the process shares the client: the store,
+// asynq, the limiter), and counts dials, reconnects and failovers as
+// docs/operating.md "Metrics" defines them. Safe for concurrent use. On a
+// Redis Cluster each node client gets the hooks, but connections to
+// several masters at once are its normal state: Failovers stays 0 and Addr
+// is not the cluster's (see Masters).
 type Primary struct {
 	cluster bool
 	mu      sync.Mutex
