@@ -135,7 +135,7 @@ func runQueue(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Backend != "scale" {
 		return fmt.Errorf("noticesd queue reads scale mode's delivery queue: set NOTICES_BACKEND=scale")
 	}
-	rdb, err := redisstore.Connect(ctx, redisstore.TargetOf(cfg))
+	rdb, err := redisstore.Connect(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -148,9 +148,17 @@ func (l *Lease) try(ctx context.Context) {
 	// The lease runs from before the call: Redis's own expiry starts
 	// later, so the local view never outlasts it.
 	until := l.now().Add(l.ttl).UnixNano()
-	n, err := takeOrRenew.Run(ctx, l.rdb, []string{l.key}, l.owner, l.ttl.Milliseconds()).Int()
+	held, err := TakeOrRenew(ctx, l.rdb, l.key, l.owner, l.ttl)
 	l.until.Store(until)
-	l.held.Store(err == nil && n == 1)
+	l.held.Store(err == nil && held)
+}
+
+// TakeOrRenew takes the lease at key for owner for ttl when it is free, or
+// renews it when owner holds it, in one script, and reports whether owner
+// holds it now.
+func TakeOrRenew(ctx context.Context, rdb redis.UniversalClient, key, owner string, ttl time.Duration) (bool, error) {
+	n, err := takeOrRenew.Run(ctx, rdb, []string{key}, owner, ttl.Milliseconds()).Int()
+	return n == 1, err
 }
 
 // Shutdown stops trying and gives the lease up if held, so another process

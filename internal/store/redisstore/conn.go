@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -18,56 +19,12 @@ import (
 	"github.com/noticesd/noticesd/internal/errs"
 )
 
-// Target is where scale mode's Redis is and how to reach it: the
-// NOTICES_REDIS_* settings. Every Redis client of the process (the store,
-// asynq, the request limiter, leases, arrivals, the screen copy, the CLI)
-// is made from one Target by Dial or Connect.
-type Target struct {
-	// URL is NOTICES_REDIS_URL: redis://user:password@host:port/db, or
-	// rediss:// for TLS. With Sentinels its host is ignored; its user,
-	// password, db and scheme apply to the data nodes.
-	URL string
-	// CAFile is NOTICES_REDIS_CA_FILE: PEM roots trusted for rediss://
-	// ("" trusts the system's roots).
-	CAFile string
-	// Sentinels is NOTICES_REDIS_SENTINELS (host:port each); with them the
-	// client asks the Sentinels for the primary of Master and follows a
-	// failover. They are reached with the same TLS setting as the data
-	// nodes (rediss:// means TLS to the Sentinels too).
-	Sentinels []string
-	// Master is NOTICES_REDIS_MASTER, the name the Sentinels monitor.
-	Master string
-	// SentinelPassword is NOTICES_REDIS_SENTINEL_PASSWORD.
-	SentinelPassword string
-	// ClusterURL is NOTICES_REDIS_CLUSTER_URL: a Redis Cluster in
-	// go-redis's cluster URL form (redis.ParseClusterURL), used instead of
-	// URL and the Sentinels when set.
-	ClusterURL string
-}
+// URLTarget is the Redis settings of one Redis at url (tests, tools).
+func URLTarget(url string) config.Config { return config.Config{RedisURL: url} }
 
-// Cluster reports whether t is a Redis Cluster.
-func (t Target) Cluster() bool { return t.ClusterURL != "" }
-
-// setting is the setting that names where Redis is.
-func (t Target) setting() string {
-	if t.Cluster() {
-		return "NOTICES_REDIS_CLUSTER_URL"
-	}
-	return "NOTICES_REDIS_URL"
-}
-
-// TargetOf returns the Redis settings of cfg.
-func TargetOf(cfg config.Config) Target {
-	return Target{URL: cfg.RedisURL, CAFile: cfg.RedisCAFile, Sentinels: cfg.RedisSentinels,
-		Master: cfg.RedisMaster, SentinelPassword: cfg.RedisSentinelPassword, ClusterURL: cfg.RedisClusterURL}
-}
-
-// URLTarget is a Target of one Redis at url (tests, tools).
-func URLTarget(url string) Target { return Target{URL: url} }
-
-// ClusterTarget is a Target of the Redis Cluster at url, in go-redis's
-// cluster URL form (tests, tools).
-func ClusterTarget(url string) Target { return Target{ClusterURL: url} }
+// ClusterTarget is the Redis settings of the Redis Cluster at url, in
+// go-redis's cluster URL form (tests, tools).
+func ClusterTarget(url string) config.Config { return config.Config{RedisClusterURL: url} }
 
 // Client timeouts: a Redis that is down or stalled fails a call within
 // seconds, never hangs it. readTimeout is above WaitTimeout, so that a
@@ -83,42 +40,39 @@ const (
 	clusterReload = time.Second
 )
 
-// Dial opens a go-redis client of t with the timeouts the service uses,
-// without contacting the server: a single-node client, with Sentinels a
+// Dial opens a go-redis client of c's Redis settings (NOTICES_REDIS_*) with
+// the timeouts the service uses, without contacting the server (every Redis
+// client of the process, shared by the store, asynq, the limiter and the
+// leases, is made by Dial or Connect): a single-node client, with Sentinels a
 // failover client (redis.NewFailoverClient), or with a cluster URL a
 // cluster client (redis.NewClusterClient), which finds the other nodes
 // from the ones the URL names and follows MOVED and ASK redirects and
 // failovers. The URL's password never appears in an error.
-func Dial(t Target) (redis.UniversalClient, error) {
+func Dial(c config.Config) (redis.UniversalClient, error) {
 	quietClientLog.Do(func() { redis.SetLogger(clientLog{}) })
-	if t.Cluster() {
-		return dialCluster(t)
+	if c.RedisClusterURL != "" {
+		return dialCluster(c)
 	}
-	o, err := redis.ParseURL(t.URL)
+	o, err := redis.ParseURL(c.RedisURL)
 	if err != nil {
 		return nil, &config.SettingError{Setting: "NOTICES_REDIS_URL",
-			Message: fmt.Sprintf("NOTICES_REDIS_URL=%q: %v", config.RedactURL(t.URL), err)}
+			Message: fmt.Sprintf("NOTICES_REDIS_URL=%q: %v", config.RedactURL(c.RedisURL), err)}
 	}
-	if o.TLSConfig != nil && t.CAFile != "" {
-		if o.TLSConfig.RootCAs, err = caRoots(t.CAFile); err != nil {
-			return nil, err
-		}
+	// With Sentinels the URL's host is not the server: each connection
+	// checks the certificate against the address it dials (the primary's,
+	// as a Sentinel reports it, or the Sentinel's).
+	if err := trust(o.TLSConfig, c.RedisCAFile, len(c.RedisSentinels) > 0); err != nil {
+		return nil, err
 	}
-	if len(t.Sentinels) == 0 {
+	if len(c.RedisSentinels) == 0 {
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = dialTimeout, readTimeout, writeTimeout
 		o.MaxRetries, o.DialerRetries = 1, 2
 		return redis.NewClient(o), nil
 	}
-	if o.TLSConfig != nil {
-		// The URL's host is not the server: each connection checks the
-		// certificate against the address it dials (the primary's, as a
-		// Sentinel reports it, or the Sentinel's).
-		o.TLSConfig.ServerName = ""
-	}
 	return redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:       t.Master,
-		SentinelAddrs:    t.Sentinels,
-		SentinelPassword: t.SentinelPassword,
+		MasterName:       c.RedisMaster,
+		SentinelAddrs:    c.RedisSentinels,
+		SentinelPassword: c.RedisSentinelPassword,
 		Username:         o.Username,
 		Password:         o.Password,
 		DB:               o.DB,
@@ -135,89 +89,86 @@ func Dial(t Target) (redis.UniversalClient, error) {
 // (redis.ParseClusterURL), the service's timeouts where the URL sets none.
 // MaxRetries stays go-redis's cluster default, as a retry is how a command
 // follows a MOVED or ASK redirect and a failover.
-func dialCluster(t Target) (redis.UniversalClient, error) {
-	o, err := redis.ParseClusterURL(t.ClusterURL)
+func dialCluster(c config.Config) (redis.UniversalClient, error) {
+	o, err := redis.ParseClusterURL(c.RedisClusterURL)
 	if err != nil {
 		return nil, &config.SettingError{Setting: "NOTICES_REDIS_CLUSTER_URL",
-			Message: fmt.Sprintf("NOTICES_REDIS_CLUSTER_URL=%q: %v", config.RedactURL(t.ClusterURL), err)}
+			Message: fmt.Sprintf("NOTICES_REDIS_CLUSTER_URL=%q: %v", config.RedactURL(c.RedisClusterURL), err)}
 	}
-	if o.TLSConfig != nil {
-		// Each node is dialled at the address the cluster reports for it:
-		// its certificate is checked against that address, not the URL's
-		// host.
-		o.TLSConfig.ServerName = ""
-		if t.CAFile != "" {
-			if o.TLSConfig.RootCAs, err = caRoots(t.CAFile); err != nil {
-				return nil, err
-			}
-		}
+	// Each node is dialled at the address the cluster reports for it: its
+	// certificate is checked against that address, not the URL's host.
+	if err := trust(o.TLSConfig, c.RedisCAFile, true); err != nil {
+		return nil, err
 	}
-	for _, d := range []struct {
-		at  *time.Duration
-		def time.Duration
-	}{{&o.DialTimeout, dialTimeout}, {&o.ReadTimeout, readTimeout}, {&o.WriteTimeout, writeTimeout}, {&o.ClusterStateReloadInterval, clusterReload}} {
-		if *d.at == 0 {
-			*d.at = d.def
-		}
-	}
+	o.DialTimeout = cmp.Or(o.DialTimeout, dialTimeout)
+	o.ReadTimeout = cmp.Or(o.ReadTimeout, readTimeout)
+	o.WriteTimeout = cmp.Or(o.WriteTimeout, writeTimeout)
+	o.ClusterStateReloadInterval = cmp.Or(o.ClusterStateReloadInterval, clusterReload)
 	return redis.NewClusterClient(o), nil
 }
 
-// caRoots reads NOTICES_REDIS_CA_FILE.
-func caRoots(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
+// trust makes tc (nil without TLS) trust the roots of caFile
+// (NOTICES_REDIS_CA_FILE) when set and, with anyHost, check a certificate
+// against the address dialled rather than the URL's host.
+func trust(tc *tls.Config, caFile string, anyHost bool) error {
+	if tc == nil {
+		return nil
+	}
+	if anyHost {
+		tc.ServerName = ""
+	}
+	if caFile == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(caFile)
 	if err != nil {
-		return nil, &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE: %v", err)}
+		return &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE: %v", err)}
 	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pem) {
-		return nil, &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE",
-			Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE=%s holds no PEM certificate", file)}
+	tc.RootCAs = x509.NewCertPool()
+	if !tc.RootCAs.AppendCertsFromPEM(pem) {
+		return &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE",
+			Message: fmt.Sprintf("NOTICES_REDIS_CA_FILE=%s holds no PEM certificate", caFile)}
 	}
-	return roots, nil
+	return nil
 }
 
 // Connect is Dial, then a check within 10 s that the server answers and
-// accepts the settings. A setting the server refuses is a
-// *config.SettingError naming it (exit 2): a password it refuses
-// (NOTICES_REDIS_URL), a certificate the CA does not verify
-// (NOTICES_REDIS_CA_FILE), Sentinels that do not answer
-// (NOTICES_REDIS_SENTINELS), refuse their password
-// (NOTICES_REDIS_SENTINEL_PASSWORD) or do not know the master
-// (NOTICES_REDIS_MASTER). A Sentinel password given to Sentinels that ask
-// for none is let through by them, so it is a warning in the log naming
-// NOTICES_REDIS_SENTINEL_PASSWORD. A Redis that simply does not answer is
-// backend_unavailable naming the server (its password masked) and what to
-// do, rather than a failure at the first step that needed it.
-func Connect(ctx context.Context, t Target) (redis.UniversalClient, error) {
-	rdb, err := Dial(t)
+// accepts the settings: a setting it refuses is a *config.SettingError
+// naming it (exit 2; docs/operating.md "Secured Redis" tables which), a
+// Sentinel password the Sentinels need not is a warning in the log, and a
+// Redis that simply does not answer is backend_unavailable naming the
+// server (its password masked) and what to do.
+func Connect(ctx context.Context, c config.Config) (redis.UniversalClient, error) {
+	rdb, err := Dial(c)
 	if err != nil {
 		return nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if len(t.Sentinels) > 0 && !t.Cluster() {
-		if err := checkSentinels(pctx, t); err != nil {
+	if len(c.RedisSentinels) > 0 && c.RedisClusterURL == "" {
+		// The Sentinels are reached with the data nodes' TLS settings.
+		if err := checkSentinels(pctx, c, rdb.(*redis.Client).Options().TLSConfig); err != nil {
 			_ = rdb.Close()
 			return nil, err
 		}
 	}
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, connectError(t, err)
+		return nil, connectError(c, err)
 	}
 	return rdb, nil
 }
 
 // connectError turns the failed first PING into a SettingError when a
 // setting is at fault, backend_unavailable otherwise.
-func connectError(t Target, err error) error {
-	shown, setting := config.RedactURL(t.URL), t.setting()
+func connectError(c config.Config, err error) error {
+	shown, setting := config.RedactURL(c.RedisURL), "NOTICES_REDIS_URL"
 	switch {
-	case t.Cluster():
-		shown = "the cluster " + config.RedactURL(t.ClusterURL)
-	case len(t.Sentinels) > 0:
-		shown = fmt.Sprintf("the primary of %q (Sentinels %s)", t.Master, strings.Join(t.Sentinels, ","))
+	case c.RedisClusterURL != "":
+		setting = "NOTICES_REDIS_CLUSTER_URL"
+		shown = "the cluster " + config.RedactURL(c.RedisClusterURL)
+	case len(c.RedisSentinels) > 0:
+		shown = fmt.Sprintf("the primary of %q (Sentinels %s)", c.RedisMaster, strings.Join(c.RedisSentinels, ","))
 	}
 	switch {
 	case authError(err):
@@ -234,46 +185,31 @@ func connectError(t Target, err error) error {
 		"Redis does not answer (%v); start it or correct %s, then retry", err, setting))
 }
 
-// checkSentinels asks every Sentinel for the primary of t.Master; one
+// checkSentinels asks every Sentinel for the primary of c.RedisMaster; one
 // answer suffices. Otherwise it says which setting is wrong: the master
 // name when a Sentinel answered without knowing it, the Sentinel password
 // when one refused it, else the Sentinel list (none answered).
-func checkSentinels(ctx context.Context, t Target) error {
-	o, err := redis.ParseURL(t.URL)
-	if err != nil {
-		return err // Dial has parsed it already
-	}
-	var tlsc *tls.Config
-	if o.TLSConfig != nil {
-		tlsc = o.TLSConfig.Clone()
-		tlsc.ServerName = ""
-		if t.CAFile != "" {
-			pem, _ := os.ReadFile(t.CAFile)
-			tlsc.RootCAs = x509.NewCertPool()
-			tlsc.RootCAs.AppendCertsFromPEM(pem)
-		}
-	}
+func checkSentinels(ctx context.Context, c config.Config, tlsc *tls.Config) error {
 	type answer struct {
 		addr string
 		err  error
 	}
-	answers := make(chan answer, len(t.Sentinels))
-	for _, addr := range t.Sentinels {
+	answers := make(chan answer, len(c.RedisSentinels))
+	for _, addr := range c.RedisSentinels {
 		go func() {
-			sc := redis.NewSentinelClient(&redis.Options{Addr: addr, Password: t.SentinelPassword, TLSConfig: tlsc,
-				DialTimeout: dialTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, MaxRetries: -1})
+			sc := sentinelClient(addr, c.RedisSentinelPassword, tlsc)
 			defer sc.Close()
-			_, err := sc.GetMasterAddrByName(ctx, t.Master).Result()
+			_, err := sc.GetMasterAddrByName(ctx, c.RedisMaster).Result()
 			answers <- answer{addr, err}
 		}()
 	}
 	var unknown, refused, other []string
-	var certErr error
-	for range t.Sentinels {
+	untrusted := false
+	for range c.RedisSentinels {
 		a := <-answers
 		switch {
 		case a.err == nil:
-			if t.SentinelPassword != "" && sentinelOpen(ctx, a.addr, tlsc) {
+			if c.RedisSentinelPassword != "" && sentinelOpen(ctx, sentinelClient(a.addr, "", tlsc)) {
 				slog.Default().WarnContext(ctx, "NOTICES_REDIS_SENTINEL_PASSWORD is set, but the Sentinel at "+a.addr+
 					" asks for no password and accepts any: unset NOTICES_REDIS_SENTINEL_PASSWORD, or give the Sentinels that password (requirepass, or ACL SETUSER default >password, in their config)",
 					"setting", "NOTICES_REDIS_SENTINEL_PASSWORD", "sentinel", a.addr)
@@ -283,21 +219,19 @@ func checkSentinels(ctx context.Context, t Target) error {
 			unknown = append(unknown, a.addr)
 		case authError(a.err):
 			refused = append(refused, a.addr)
-		case certError(a.err):
-			certErr = a.err
-			other = append(other, fmt.Sprintf("%s: %v", a.addr, a.err))
 		default:
+			untrusted = untrusted || certError(a.err)
 			other = append(other, fmt.Sprintf("%s: %v", a.addr, a.err))
 		}
 	}
 	switch {
 	case len(unknown) > 0:
 		return &config.SettingError{Setting: "NOTICES_REDIS_MASTER", Message: fmt.Sprintf(
-			"the Sentinels %s monitor no master named %q; set NOTICES_REDIS_MASTER to the name of their 'sentinel monitor' line", strings.Join(unknown, ","), t.Master)}
+			"the Sentinels %s monitor no master named %q; set NOTICES_REDIS_MASTER to the name of their 'sentinel monitor' line", strings.Join(unknown, ","), c.RedisMaster)}
 	case len(refused) > 0:
 		return &config.SettingError{Setting: "NOTICES_REDIS_SENTINEL_PASSWORD", Message: fmt.Sprintf(
 			"the Sentinels %s refuse NOTICES_REDIS_SENTINEL_PASSWORD (set it to their requirepass, or unset it if they have none)", strings.Join(refused, ","))}
-	case certErr != nil:
+	case untrusted:
 		return &config.SettingError{Setting: "NOTICES_REDIS_CA_FILE", Message: fmt.Sprintf(
 			"the TLS certificates of the Sentinels are not trusted (%s); set NOTICES_REDIS_CA_FILE to the PEM of the CA that signed them", strings.Join(other, "; "))}
 	}
@@ -305,13 +239,17 @@ func checkSentinels(ctx context.Context, t Target) error {
 		"none of the Sentinels of NOTICES_REDIS_SENTINELS answers (%s); start them or correct the list", strings.Join(other, "; "))}
 }
 
-// sentinelOpen reports whether the Sentinel at addr answers a client
-// without a password: then it asks for none, and a Sentinel password
+// sentinelClient is a client of the Sentinel at addr, without retries.
+func sentinelClient(addr, password string, tlsc *tls.Config) *redis.SentinelClient {
+	return redis.NewSentinelClient(&redis.Options{Addr: addr, Password: password, TLSConfig: tlsc,
+		DialTimeout: dialTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, MaxRetries: -1})
+}
+
+// sentinelOpen reports whether the Sentinel sc, a client without a
+// password, is answered: then it asks for none, and a Sentinel password
 // given is accepted (Redis 6 lets any password through for a user with
 // nopass) but protects nothing.
-func sentinelOpen(ctx context.Context, addr string, tlsc *tls.Config) bool {
-	sc := redis.NewSentinelClient(&redis.Options{Addr: addr, TLSConfig: tlsc,
-		DialTimeout: dialTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, MaxRetries: -1})
+func sentinelOpen(ctx context.Context, sc *redis.SentinelClient) bool {
 	defer sc.Close()
 	return sc.Ping(ctx).Err() == nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,31 +41,13 @@ type replicasRead struct {
 // replicated makes the change the caller has just written durable before
 // it is acknowledged: when the master the change went to has replicas, it
 // waits until at least one has everything written so far, or fails with
-// backend_unavailable ("the write is not yet on a replica; retry"). With
-// no replica (a single Redis) it costs nothing. Every key of the namespace
-// is under the one hash tag {<ns>} (keys.go), so the wait mark is on the
-// master of every key a change writes, on a Redis Cluster too.
-//
-// Redis WAIT waits for the replication offset of the calling
-// connection's last write. The change itself may have been written on
-// several pooled connections (a create is several steps), so replicated
-// makes one write of its own on one connection (INCR of the wait mark)
-// and sends WAIT on that same connection in the same round trip (one
-// pipeline). The replication stream is one
-// ordered log: the mark was written after every write of the change had
-// been answered, so a replica that has the mark has the change.
+// backend_unavailable. WAIT covers only its own connection's writes, and a
+// change is written on several, so it writes a mark (INCR) and sends WAIT
+// after it in one pipeline; on a Redis Cluster both go to the master of
+// the namespace's one slot. Why that suffices: docs/redis.md "Durability".
 func (s *Store) replicated(ctx context.Context, what string) error {
-	return s.replicatedAt(ctx, s.key(waitMarkKey), what)
-}
-
-// replicatedAt is replicated with the wait mark at key mark, which must
-// be in the hash slot of the keys the change wrote: on a Redis Cluster the
-// mark's INCR and the WAIT go to that slot's master (a per-key WAIT; the
-// cluster client would send a keyless WAIT to any master, or to all of
-// them). (When keys are sharded by account, a change's mark is the
-// account's.)
-func (s *Store) replicatedAt(ctx context.Context, mark, what string) error {
-	node, err := s.masterFor(ctx, mark)
+	mark := s.key(waitMarkKey)
+	node, err := MasterFor(ctx, s.rdb, mark)
 	if err != nil {
 		return s.fail(what, err)
 	}
@@ -101,13 +82,6 @@ func (s *Store) replicatedAt(ctx context.Context, mark, what string) error {
 		"Redis has a replica but it did not confirm the %s within %s, so the write is not yet on a replica; retry (a repeated create may add a second watch: list them first)", what, WaitTimeout)
 }
 
-// masterFor is the client of the server a write of key goes to: the
-// store's own client for a single Redis or a Sentinel primary, the master
-// owning key's slot on a Redis Cluster.
-func (s *Store) masterFor(ctx context.Context, key string) (*redis.Client, error) {
-	return MasterFor(ctx, s.rdb, key)
-}
-
 // MasterFor is the client of the server that owns key: rdb itself unless
 // it is a Redis Cluster client, then the master of key's hash slot (as the
 // cluster client knows it; a command refused with MOVED makes it learn the
@@ -132,26 +106,15 @@ func (s *Store) replicas(ctx context.Context, node *redis.Client) (int, error) {
 	if r, ok := c.by[addr]; ok && time.Since(r.at) < replicasTTL {
 		return r.n, nil
 	}
-	info, err := node.Info(ctx, "replication").Result()
-	if err != nil {
+	info := node.InfoMap(ctx, "replication")
+	if err := info.Err(); err != nil {
 		return 0, err
 	}
 	if c.by == nil {
 		c.by = map[string]replicasRead{}
 	}
-	n := connectedReplicas(info)
+	// connected_slaves is absent on a replica: 0.
+	n, _ := strconv.Atoi(info.Item("Replication", "connected_slaves"))
 	c.by[addr] = replicasRead{at: time.Now(), n: n}
 	return n, nil
-}
-
-// connectedReplicas reads connected_slaves from an INFO replication
-// answer (0 when absent, as on a replica).
-func connectedReplicas(info string) int {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
-			n, _ := strconv.Atoi(v)
-			return n
-		}
-	}
-	return 0
 }

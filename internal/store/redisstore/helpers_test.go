@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
@@ -41,7 +42,7 @@ func (c composite) BeginRegister(ctx context.Context) (store.RegisterLoad, error
 
 // liveTarget, when set, is the Redis the fixtures use instead of
 // testservers.Redis (TestSecuredRedis: TLS and an ACL user).
-var liveTarget *Target
+var liveTarget *config.Config
 
 // suite is a live test, run by name as a subtest.
 type suite struct {
@@ -51,7 +52,7 @@ type suite struct {
 
 // runOn runs suites as subtests of t with every fixture connected to
 // target (liveTarget).
-func runOn(t *testing.T, target Target, suites ...suite) {
+func runOn(t *testing.T, target config.Config, suites ...suite) {
 	liveTarget = &target
 	defer func() { liveTarget = nil }()
 	for _, s := range suites {
@@ -64,7 +65,7 @@ func redisClient(t testing.TB) redis.UniversalClient {
 	t.Helper()
 	target := liveTarget
 	if target == nil {
-		target = &Target{URL: testservers.Redis(t)}
+		target = &config.Config{RedisURL: testservers.Redis(t)}
 	}
 	rdb, err := Dial(*target)
 	if err != nil {

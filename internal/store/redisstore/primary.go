@@ -13,29 +13,17 @@ import (
 )
 
 // Primary follows the Redis server a client's connections go to, through
-// go-redis hooks: every connection the client dials (its pool's, asynq's,
-// the limiter's: they share the client) is to the primary of the moment,
-// found through the Sentinels when NOTICES_REDIS_SENTINELS is set. It
-// counts dials, reconnects (a connection made after one was lost: a dial or
-// a command that failed for want of a connection, or the client dropping
-// its connections to a primary the Sentinels replaced) and failovers (a
-// connection made to another address than the one before). Safe for
-// concurrent use.
-//
-// On a Redis Cluster every node's connections are followed (each node
-// client the cluster client makes gets the hooks), but only dials, dial
-// errors and reconnects are counted: connections to several masters at
-// once are the cluster's normal state, not failovers, so Failovers stays 0
-// and Addr is not the cluster's (see Masters).
+// go-redis hooks (every part of the process shares the client: the store,
+// asynq, the limiter), and counts dials, reconnects and failovers as
+// docs/operating.md "Metrics" defines them. Safe for concurrent use. On a
+// Redis Cluster each node client gets the hooks, but connections to
+// several masters at once are its normal state: Failovers stays 0 and Addr
+// is not the cluster's (see Masters).
 type Primary struct {
-	cluster    bool
-	mu         sync.Mutex
-	addr       string // host:port of the last connection made
-	lost       bool   // a connection was lost since the last one made
-	dials      int64  // connections made
-	dialErrs   int64  // dials that failed
-	reconnects int64
-	failovers  int64
+	cluster bool
+	mu      sync.Mutex
+	c       PrimaryCounts
+	lost    bool // a connection was lost since the last one made
 }
 
 // PrimaryCounts is what Primary has counted since the process started.
@@ -75,28 +63,23 @@ func (p *Primary) DialHook(next redis.DialHook) redis.DialHook {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if err != nil {
-			p.dialErrs++
+			p.c.DialErrors++
 			p.lost = true
 			return conn, err
 		}
-		p.dials++
-		if p.cluster {
-			if p.lost {
-				p.reconnects++
-				p.lost = false
-			}
-			return conn, err
-		}
+		p.c.Dials++
 		at := conn.RemoteAddr().String()
-		moved := p.addr != "" && at != p.addr
+		moved := !p.cluster && p.c.Addr != "" && at != p.c.Addr
 		if p.lost || moved {
-			p.reconnects++
+			p.c.Reconnects++
 			p.lost = false
 		}
 		if moved {
-			p.failovers++
+			p.c.Failovers++
 		}
-		p.addr = at
+		if !p.cluster {
+			p.c.Addr = at
+		}
 		return conn, err
 	}
 }
@@ -152,7 +135,7 @@ func connectionLost(err error) bool {
 func (p *Primary) Counts() PrimaryCounts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return PrimaryCounts{Addr: p.addr, Dials: p.dials, DialErrors: p.dialErrs, Reconnects: p.reconnects, Failovers: p.failovers}
+	return p.c
 }
 
 // Addr returns the host:port of the Redis server rdb's connections go to:
@@ -160,7 +143,7 @@ func (p *Primary) Counts() PrimaryCounts {
 // address for the connection that answers CLIENT INFO (laddr).
 func (p *Primary) Addr(ctx context.Context, rdb redis.UniversalClient) (string, error) {
 	p.mu.Lock()
-	addr := p.addr
+	addr := p.c.Addr
 	p.mu.Unlock()
 	if addr != "" {
 		return addr, nil
@@ -175,10 +158,10 @@ func (p *Primary) Addr(ctx context.Context, rdb redis.UniversalClient) (string, 
 				v = net.JoinHostPort(strings.Trim(v[:i], "[]"), v[i+1:])
 			}
 			p.mu.Lock()
-			if p.addr == "" {
-				p.addr = v
+			if p.c.Addr == "" {
+				p.c.Addr = v
 			}
-			addr = p.addr
+			addr = p.c.Addr
 			p.mu.Unlock()
 			return addr, nil
 		}

@@ -80,7 +80,7 @@ func TestRedisCluster(t *testing.T) {
 }
 
 // newFixtureOn is newFixture connected to target.
-func newFixtureOn(t *testing.T, target Target, o Options) fixture {
+func newFixtureOn(t *testing.T, target config.Config, o Options) fixture {
 	liveTarget = &target
 	defer func() { liveTarget = nil }()
 	return newFixture(t, o)

@@ -23,7 +23,7 @@ import (
 // with every fixture connected that way.
 func TestSecuredRedis(t *testing.T) {
 	sec := testservers.StartSecured(t)
-	good := Target{URL: sec.URL, CAFile: sec.CAFile}
+	good := config.Config{RedisURL: sec.URL, RedisCAFile: sec.CAFile}
 	ctx := context.Background()
 	withPassword := func(pass string) string {
 		u, _ := url.Parse(sec.URL)
@@ -43,12 +43,12 @@ func TestSecuredRedis(t *testing.T) {
 	})
 	for _, c := range []struct {
 		name, setting string
-		target        Target
+		target        config.Config
 	}{
-		{"wrong password", "NOTICES_REDIS_URL", Target{URL: withPassword("not-the-password"), CAFile: sec.CAFile}},
-		{"no password", "NOTICES_REDIS_URL", Target{URL: "rediss://" + sec.Proc.Addr + "/0", CAFile: sec.CAFile}},
-		{"wrong CA", "NOTICES_REDIS_CA_FILE", Target{URL: sec.URL, CAFile: sec.OtherCAFile}},
-		{"system roots", "NOTICES_REDIS_CA_FILE", Target{URL: sec.URL}},
+		{"wrong password", "NOTICES_REDIS_URL", config.Config{RedisURL: withPassword("not-the-password"), RedisCAFile: sec.CAFile}},
+		{"no password", "NOTICES_REDIS_URL", config.Config{RedisURL: "rediss://" + sec.Proc.Addr + "/0", RedisCAFile: sec.CAFile}},
+		{"wrong CA", "NOTICES_REDIS_CA_FILE", config.Config{RedisURL: sec.URL, RedisCAFile: sec.OtherCAFile}},
+		{"system roots", "NOTICES_REDIS_CA_FILE", config.Config{RedisURL: sec.URL}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rdb, err := Connect(ctx, c.target)
@@ -68,7 +68,7 @@ func TestSecuredRedis(t *testing.T) {
 		})
 	}
 	t.Run("down", func(t *testing.T) {
-		_, err := Connect(ctx, Target{URL: "rediss://u:p@127.0.0.1:1/0", CAFile: sec.CAFile})
+		_, err := Connect(ctx, config.Config{RedisURL: "rediss://u:p@127.0.0.1:1/0", RedisCAFile: sec.CAFile})
 		var se *config.SettingError
 		if errors.As(err, &se) || !errs.Is(err, errs.BackendUnavailable) {
 			t.Fatalf("error %v, want backend_unavailable (a server that is down is no setting error)", err)

@@ -26,7 +26,7 @@ import (
 func TestConnectThroughSentinels(t *testing.T) {
 	top := testservers.StartSentinel(t)
 	ctx := context.Background()
-	good := Target{URL: "redis://ignored.invalid:6379/0", Sentinels: top.Sentinels, Master: top.Master}
+	good := config.Config{RedisURL: "redis://ignored.invalid:6379/0", RedisSentinels: top.Sentinels, RedisMaster: top.Master}
 	t.Run("connects to the primary", func(t *testing.T) {
 		rdb, err := Connect(ctx, good)
 		if err != nil {
@@ -41,11 +41,11 @@ func TestConnectThroughSentinels(t *testing.T) {
 	const secret = "sentinel-secret-9d1"
 	for _, c := range []struct {
 		name, setting string
-		change        func(*Target)
+		change        func(*config.Config)
 	}{
-		{"unknown master", "NOTICES_REDIS_MASTER", func(g *Target) { g.Master = "no-such-master" }},
-		{"no Sentinel answers", "NOTICES_REDIS_SENTINELS", func(g *Target) { g.Sentinels = []string{"127.0.0.1:1", "127.0.0.1:2"} }},
-		{"data password refused", "NOTICES_REDIS_URL", func(g *Target) { g.URL = "redis://noticesd:" + secret + "@ignored.invalid:6379/0" }},
+		{"unknown master", "NOTICES_REDIS_MASTER", func(g *config.Config) { g.RedisMaster = "no-such-master" }},
+		{"no Sentinel answers", "NOTICES_REDIS_SENTINELS", func(g *config.Config) { g.RedisSentinels = []string{"127.0.0.1:1", "127.0.0.1:2"} }},
+		{"data password refused", "NOTICES_REDIS_URL", func(g *config.Config) { g.RedisURL = "redis://noticesd:" + secret + "@ignored.invalid:6379/0" }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			target := good
@@ -70,7 +70,7 @@ func TestConnectThroughSentinels(t *testing.T) {
 		for _, pass := range []string{secret, ""} {
 			logs := captureLog(t)
 			target := good
-			target.SentinelPassword = pass
+			target.RedisSentinelPassword = pass
 			rdb, err := Connect(ctx, target)
 			if err != nil {
 				t.Fatalf("Sentinel password %q: %v", pass, err)
@@ -98,7 +98,7 @@ func TestConnectThroughSentinels(t *testing.T) {
 		}
 		for _, pass := range []string{secret, ""} {
 			target := good
-			target.SentinelPassword = pass
+			target.RedisSentinelPassword = pass
 			rdb, err := Connect(ctx, target)
 			if err == nil {
 				rdb.Close()

@@ -10,18 +10,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/keyspace"
+	"github.com/noticesd/noticesd/internal/lease"
 )
 
-const layoutTagged, upgradeLockMs = "tagged", 30_000
-
-// upgradeLockScript takes the upgrade lock, or renews it while this
-// process holds it. KEYS: layout:lock. ARGV: token, ttl ms.
-var upgradeLockScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur and cur ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1
-`)
+const layoutTagged, upgradeLock = "tagged", 30 * time.Second
 
 // UpgradeKeys moves the keys an older version wrote under "<namespace>:"
 // to "{<namespace>}:" (docs/redis.md, "Upgrading from the untagged
@@ -43,11 +35,11 @@ func UpgradeKeys(ctx context.Context, rdb redis.UniversalClient, namespace strin
 		if v == layoutTagged {
 			return 0, nil
 		}
-		took, err := upgradeLockScript.Run(ctx, rdb, []string{lock}, token, upgradeLockMs).Int()
+		took, err := lease.TakeOrRenew(ctx, rdb, lock, token, upgradeLock)
 		if err != nil {
 			return 0, fmt.Errorf("redisstore: lock the key upgrade of namespace %s: %w", namespace, err)
 		}
-		if took == 1 {
+		if took {
 			n, err := moveOldKeys(ctx, rdb, namespace, lock, token)
 			if err == nil {
 				err = rdb.Set(ctx, mark, layoutTagged, 0).Err()
@@ -75,7 +67,7 @@ func moveOldKeys(ctx context.Context, rdb redis.UniversalClient, namespace, lock
 			if len(batch) == 0 {
 				return nil
 			}
-			if n, err := upgradeLockScript.Run(ctx, rdb, []string{lock}, token, upgradeLockMs).Int(); err != nil || n != 1 {
+			if held, err := lease.TakeOrRenew(ctx, rdb, lock, token, upgradeLock); err != nil || !held {
 				return fmt.Errorf("redisstore: the key upgrade of namespace %s lost its lock (%v): start again", namespace, err)
 			}
 			cmds := make([]*redis.BoolCmd, len(batch))

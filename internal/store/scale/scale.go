@@ -46,19 +46,23 @@ var (
 // Open connects to NOTICES_ELASTICSEARCH_URL and NOTICES_REDIS_URL and
 // opens both stores in NOTICES_NAMESPACE (creating the indices behind
 // their aliases on first use).
-func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Store, error) {
+func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (_ *Store, err error) {
 	if cfg.Backend != "scale" {
 		return nil, fmt.Errorf("scale: NOTICES_BACKEND is %q, not scale", cfg.Backend)
 	}
 	// Redis first: every later step reads it, and its failure would name
 	// that step (sealing webhook secrets, say) rather than the server.
-	rdb, err := redisstore.Connect(ctx, redisstore.TargetOf(cfg))
+	rdb, err := redisstore.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			_ = rdb.Close()
+		}
+	}()
 	// Keys an older version wrote under "<ns>:" move under "{<ns>}:" first.
 	if _, err := redisstore.UpgradeKeys(ctx, rdb, cfg.Namespace); err != nil {
-		_ = rdb.Close()
 		return nil, err
 	}
 	plog := publog.New(rdb, cfg.Namespace, publog.Options{Retention: cfg.PublishLogRetention, LeaseTTL: cfg.WriterLease, Who: writerName(),
@@ -74,7 +78,6 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	}
 	ca, err := cfg.ElasticsearchCACert()
 	if err != nil {
-		_ = rdb.Close()
 		return nil, settingError("NOTICES_ELASTICSEARCH_CA_FILE", strings.TrimPrefix(err.Error(), "config: NOTICES_ELASTICSEARCH_CA_FILE: "))
 	}
 	es, err := elastic.Open(ctx, elastic.Config{
@@ -88,7 +91,6 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 		AggCache:      aggCache,
 	})
 	if err != nil {
-		_ = rdb.Close()
 		var ae *elastic.AccessError
 		if errors.As(err, &ae) {
 			return nil, accessSetting(cfg, ae)
@@ -101,19 +103,16 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (*Sto
 	if opts.Secrets == nil {
 		// Webhook secrets are sealed with NOTICES_SECRET_KEY, as embedded.
 		if opts.Secrets, err = cfg.SecretBox(); err != nil {
-			_ = rdb.Close()
 			return nil, err
 		}
 	}
 	rs, err := redisstore.New(rdb, cfg.Namespace, es, opts)
 	if err != nil {
-		_ = rdb.Close()
 		return nil, err
 	}
 	// A register load whose process died between its Elasticsearch and
 	// its Redis commit is finished here, so both are on one register.
 	if _, err := rs.CompleteRegister(ctx); err != nil {
-		_ = rdb.Close()
 		return nil, err
 	}
 	return &Store{Elastic: es, Redis: rs, rdb: rdb}, nil
