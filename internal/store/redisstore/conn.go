@@ -16,6 +16,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/metrics"
 )
 
 // Target is where scale mode's Redis is and how to reach it: the
@@ -155,7 +156,9 @@ func dialCluster(t Target) (redis.UniversalClient, error) {
 			*d.at = d.def
 		}
 	}
-	return redis.NewClusterClient(o), nil
+	c := redis.NewClusterClient(o)
+	c.OnNewNode(func(node *redis.Client) { node.AddHook(metrics.RedirectHook) }) // noticesd_redis_redirects_total
+	return c, nil
 }
 
 // caRoots reads NOTICES_REDIS_CA_FILE.
