@@ -14,6 +14,7 @@ import (
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/metrics"
+	"github.com/noticesd/noticesd/internal/store/scale"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -26,24 +27,8 @@ import (
 // the namespace: /health's failovers and noticesd_redis_failovers_total
 // count them.
 func TestRedisClusterRedirects(t *testing.T) {
-	url := testservers.RedisCluster(t)
-	t.Setenv("NOTICES_BACKEND", "scale")
-	t.Setenv("NOTICES_ELASTICSEARCH_URL", testservers.Elasticsearch(t))
-	t.Setenv("NOTICES_REDIS_CLUSTER_URL", url)
-	t.Setenv("NOTICES_NAMESPACE", testservers.Namespace(t))
-	cfg, err := config.FromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, cfg, url := openClusterScale(t)
 	ctx := context.Background()
-	st, err := openScale(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = st.Elastic.Drop(context.Background())
-		st.Close()
-	})
 	m := metrics.New(nil, nil)
 	source := trackRedis(st, cfg.Namespace, m)
 	key := keyspace.Prefix(cfg.Namespace)
@@ -129,6 +114,31 @@ func TestRedisClusterRedirects(t *testing.T) {
 		t.Errorf("/metrics: redirects moved %v, ask %v, failovers %v; want at least 1, 1 and 2", got["noticesd_redis_redirects_total:moved"],
 			got["noticesd_redis_redirects_total:ask"], got["noticesd_redis_failovers_total"])
 	}
+}
+
+// openClusterScale opens the scale store on the live Redis Cluster in a
+// namespace of the test's, and returns it, its settings and the cluster's
+// URL.
+func openClusterScale(t *testing.T) (*scale.Store, config.Config, string) {
+	t.Helper()
+	url := testservers.RedisCluster(t)
+	t.Setenv("NOTICES_BACKEND", "scale")
+	t.Setenv("NOTICES_ELASTICSEARCH_URL", testservers.Elasticsearch(t))
+	t.Setenv("NOTICES_REDIS_CLUSTER_URL", url)
+	t.Setenv("NOTICES_NAMESPACE", testservers.Namespace(t))
+	cfg, err := config.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := openScale(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = st.Elastic.Drop(context.Background())
+		st.Close()
+	})
+	return st, cfg, url
 }
 
 // slotMover moves one hash slot between the masters of a live cluster, as
