@@ -122,22 +122,7 @@ func TestRedisClusterRedirects(t *testing.T) {
 func openClusterScale(t *testing.T) (*scale.Store, config.Config, string) {
 	t.Helper()
 	url := testservers.RedisCluster(t)
-	t.Setenv("NOTICES_BACKEND", "scale")
-	t.Setenv("NOTICES_ELASTICSEARCH_URL", testservers.Elasticsearch(t))
-	t.Setenv("NOTICES_REDIS_CLUSTER_URL", url)
-	t.Setenv("NOTICES_NAMESPACE", testservers.Namespace(t))
-	cfg, err := config.FromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := openScale(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = st.Elastic.Drop(context.Background())
-		st.Close()
-	})
+	cfg, st := scaleEnvOn(t, "NOTICES_REDIS_CLUSTER_URL", url)
 	return st, cfg, url
 }
 
