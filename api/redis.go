@@ -15,8 +15,8 @@ type RedisStatus struct {
 	Primary string `json:"primary"`
 	// Reconnects counts connections made after one was lost.
 	Reconnects int64 `json:"reconnects"`
-	// Failovers counts changes of primary this process has seen (not
-	// counted on a cluster).
+	// Failovers counts changes of primary this process has seen (on a
+	// cluster, of the master owning the namespace's hash slot).
 	Failovers int64 `json:"failovers"`
 	// Masters are the masters of a Redis Cluster and whether each answers;
 	// absent unless NOTICES_REDIS_CLUSTER_URL is set.

@@ -14,7 +14,8 @@
 #  4. builds noticesd:local from the Dockerfile (COMMIT passed; the version is in the code) and checks `version`;
 #  5. go test -tags deployrun ./test/deployrun: compose up through a host-network override, the
 #     tour, a webhook from a worker container, down/up keeping data, a worker killed mid-delivery;
-#     then every command of docs/quickstart-operator.md (the secured stack);
+#     then every command of docs/quickstart-operator.md (the secured stack); then the stack on a
+#     Redis Cluster (compose.cluster.yaml: six nodes, a search and a screen);
 #  6. the live suites of the Elasticsearch and Redis stores with their servers started by dockertest
 #     (internal/testservers' Docker path) from the local images.
 #
@@ -24,6 +25,9 @@
 #   DEBIAN_MIRROR            [http://deb.debian.org/debian]
 #   NOTICES_DEPLOY_STORAGE_DRIVER  overlay2 or vfs [overlay2 when an overlay mount works here]
 #   NOTICES_DEPLOY_KEEP=1    leave dockerd running at the end (for debugging; prints DOCKER_HOST)
+#   NOTICES_DEPLOY_STOP_AFTER=images  stop once the images are built
+#   NOTICES_DEPLOY_RUN=REGEXP  run only the compose tests REGEXP matches (go test -run, e.g.
+#                            TestComposeCluster) and stop after them, without the dockertest stage
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -235,12 +239,17 @@ echo "   the image's version names commit $COMMIT: ok"
 if [ "${NOTICES_DEPLOY_STOP_AFTER:-}" = images ]; then exit 0; fi
 
 # ---- compose, for real
-stage "go test -tags deployrun ./test/deployrun (compose up, tour, webhook, down/up, worker killed)"
+stage "go test -tags deployrun ./test/deployrun (compose up, tour, webhook, down/up, worker killed; quickstart; Redis Cluster)"
 t=$SECONDS
 export NOTICES_DEPLOY_DOCKERD=1
-CI=${CI:-} go test -count=1 -tags deployrun -timeout 30m -v ./test/deployrun 2>&1 | tee "$WORK/deployrun.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|    |deployrun:)' || true
+CI=${CI:-} go test -count=1 -tags deployrun -timeout 30m -v ${NOTICES_DEPLOY_RUN:+-run "$NOTICES_DEPLOY_RUN"} ./test/deployrun 2>&1 | tee "$WORK/deployrun.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|    |deployrun:)' || true
 grep -qE '^ok ' "$WORK/deployrun.log" || { tail -n 80 "$WORK/deployrun.log" >&2; die "test/deployrun failed (above)"; }
 took "compose tests" "$t"
+if [ -n "${NOTICES_DEPLOY_RUN:-}" ]; then
+  grep -q '^--- PASS' "$WORK/deployrun.log" || die "NOTICES_DEPLOY_RUN=$NOTICES_DEPLOY_RUN matched no test"
+  stage "NOTICES_DEPLOY_RUN=$NOTICES_DEPLOY_RUN: only those compose tests ran (no dockertest stage); not the whole of test-deploy"
+  exit 0
+fi
 
 # ---- dockertest, for real
 stage "live store suites with servers from dockertest (DOCKER_HOST=$DOCKER_HOST, no NOTICES_TEST_*_URL)"

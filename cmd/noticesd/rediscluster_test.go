@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/testservers"
@@ -44,23 +43,8 @@ func TestRedisClusterExclusive(t *testing.T) {
 // (the cluster client alone sends a keyless PING to the next master in
 // turn), and the AOF warning names the masters without appendonly.
 func TestRedisProbeOnCluster(t *testing.T) {
-	t.Setenv("NOTICES_BACKEND", "scale")
-	t.Setenv("NOTICES_ELASTICSEARCH_URL", testservers.Elasticsearch(t))
-	t.Setenv("NOTICES_REDIS_CLUSTER_URL", testservers.RedisCluster(t))
-	t.Setenv("NOTICES_NAMESPACE", testservers.Namespace(t))
-	cfg, err := config.FromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, cfg, _ := openClusterScale(t)
 	ctx := context.Background()
-	st, err := openScale(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = st.Elastic.Drop(context.Background())
-		st.Close()
-	})
 	owner, err := redisstore.MasterFor(ctx, st.Client(), keyspace.Prefix(cfg.Namespace))
 	if err != nil {
 		t.Fatal(err)

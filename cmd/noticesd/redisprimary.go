@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -18,12 +20,22 @@ import (
 // the primary in use for /health and /ready. On a Redis Cluster the
 // primary is the master of namespace ns's hash slot (every key of the
 // namespace is in it), and the source lists every master and whether it
-// answers.
+// answers; a failover there is that master changing, as the client's view
+// of the cluster shows it at each probe and each scrape (slotOwner).
 func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource {
 	p := redisstore.TrackPrimary(st.Client())
+	owner := &slotOwner{}
+	_, cluster := st.Client().(*redis.ClusterClient)
 	m.CountRedis(func() metrics.RedisCounts {
+		if cluster {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if mc, err := redisstore.MasterFor(ctx, st.Client(), keyspace.Prefix(ns)); err == nil {
+				owner.seen(mc.Options().Addr)
+			}
+			cancel()
+		}
 		c := p.Counts()
-		return metrics.RedisCounts{Dials: c.Dials, DialErrors: c.DialErrors, Reconnects: c.Reconnects, Failovers: c.Failovers}
+		return metrics.RedisCounts{Dials: c.Dials, DialErrors: c.DialErrors, Reconnects: c.Reconnects, Failovers: c.Failovers + owner.count()}
 	})
 	return func(ctx context.Context) (api.RedisStatus, error) {
 		masters, err := redisstore.Masters(ctx, st.Client())
@@ -33,8 +45,9 @@ func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource 
 		var addr string
 		if masters == nil {
 			addr, err = p.Addr(ctx, st.Client())
-		} else if owner, ferr := redisstore.MasterFor(ctx, st.Client(), keyspace.Prefix(ns)); ferr == nil {
-			addr = owner.Options().Addr
+		} else if mc, ferr := redisstore.MasterFor(ctx, st.Client(), keyspace.Prefix(ns)); ferr == nil {
+			addr = mc.Options().Addr
+			owner.seen(addr)
 		} else {
 			err = ferr
 		}
@@ -42,12 +55,40 @@ func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource 
 			return api.RedisStatus{}, err
 		}
 		c := p.Counts()
-		out := api.RedisStatus{Primary: addr, Reconnects: c.Reconnects, Failovers: c.Failovers}
+		out := api.RedisStatus{Primary: addr, Reconnects: c.Reconnects, Failovers: c.Failovers + owner.count()}
 		for _, n := range masters {
 			out.Masters = append(out.Masters, api.RedisNode{Node: n.Addr, Reachable: n.Reachable})
 		}
 		return out, nil
 	}
+}
+
+// slotOwner counts the changes of the master owning the namespace's hash
+// slot on a Redis Cluster: a replica promoted after its master failed, a
+// manual CLUSTER FAILOVER, or the slot moved to another master. Only the
+// changes seen are counted: two within one probe interval count once, or
+// not at all when the slot came back. Safe for concurrent use.
+type slotOwner struct {
+	mu      sync.Mutex
+	addr    string
+	changes int64
+}
+
+// seen notes that addr owns the slot now.
+func (o *slotOwner) seen(addr string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.addr != "" && addr != o.addr {
+		o.changes++
+	}
+	o.addr = addr
+}
+
+// count returns the changes seen.
+func (o *slotOwner) count() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.changes
 }
 
 // redisProbe is a check of /health and /ready: the Redis store's PING, and

@@ -82,9 +82,16 @@ func TestScaleCLI(t *testing.T) {
 // keys are dropped when the test ends.
 func scaleEnv(t *testing.T) (config.Config, *scale.Store) {
 	t.Helper()
+	return scaleEnvOn(t, "NOTICES_REDIS_URL", testservers.Redis(t))
+}
+
+// scaleEnvOn is scaleEnv with Redis named by setting (NOTICES_REDIS_URL or
+// NOTICES_REDIS_CLUSTER_URL) = url.
+func scaleEnvOn(t *testing.T, setting, url string) (config.Config, *scale.Store) {
+	t.Helper()
 	t.Setenv("NOTICES_BACKEND", "scale")
 	t.Setenv("NOTICES_ELASTICSEARCH_URL", testservers.Elasticsearch(t))
-	t.Setenv("NOTICES_REDIS_URL", testservers.Redis(t))
+	t.Setenv(setting, url)
 	t.Setenv("NOTICES_NAMESPACE", testservers.Namespace(t))
 	cfg, err := config.FromEnv()
 	if err != nil {

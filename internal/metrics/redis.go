@@ -10,7 +10,8 @@ type RedisCounts struct {
 	Dials, DialErrors int64
 	// Reconnects counts connections made after one was lost.
 	Reconnects int64
-	// Failovers counts changes of the Redis primary's address.
+	// Failovers counts changes of the Redis primary's address; on a Redis
+	// Cluster, of the master owning the namespace's hash slot.
 	Failovers int64
 }
 
@@ -22,7 +23,7 @@ var (
 		"Connections to Redis made after one was lost (a dial or a command failed for want of a connection).",
 		nil, nil)
 	descRedisFailovers = prometheus.NewDesc(namespace+"_redis_failovers_total",
-		"Changes of the Redis primary this process has seen: a connection made to another address than the one before (a Sentinel failover).",
+		"Changes of the Redis primary this process has seen: a connection made to another address than the one before (a Sentinel failover); on a Redis Cluster, another master owning the namespace's hash slot.",
 		nil, nil)
 )
 
@@ -34,6 +35,7 @@ func (f redisCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descRedisDials
 	ch <- descRedisReconnects
 	ch <- descRedisFailovers
+	ch <- descRedisRedirects
 }
 
 // Collect implements prometheus.Collector.
@@ -43,10 +45,14 @@ func (f redisCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRedisDials, prometheus.CounterValue, float64(c.DialErrors), "failed")
 	ch <- prometheus.MustNewConstMetric(descRedisReconnects, prometheus.CounterValue, float64(c.Reconnects))
 	ch <- prometheus.MustNewConstMetric(descRedisFailovers, prometheus.CounterValue, float64(c.Failovers))
+	moved, ask := Redirects()
+	ch <- prometheus.MustNewConstMetric(descRedisRedirects, prometheus.CounterValue, float64(moved), "moved")
+	ch <- prometheus.MustNewConstMetric(descRedisRedirects, prometheus.CounterValue, float64(ask), "ask")
 }
 
 // CountRedis reports the Redis connection counts read by counts at each
-// scrape.
+// scrape, and the process's Redis Cluster redirects (RedirectHook; 0
+// without a cluster).
 func (m *Metrics) CountRedis(counts func() RedisCounts) {
 	if m == nil {
 		return

@@ -642,6 +642,13 @@ func TestComposeConfig(t *testing.T) {
 	if out, err := replicated.CombinedOutput(); err != nil {
 		t.Errorf("%s -f compose.yaml -f compose.secured.yaml -f compose.replicated.yaml config: %v\n%s", strings.Join(client, " "), err, out)
 	}
+	// The Redis Cluster one on top of compose.yaml.
+	cluster := exec.Command(client[0], append(client[1:], "-f", compose, "-f", filepath.Join(dir, "compose.cluster.yaml"), "config", "-q")...)
+	cluster.Dir = dir
+	cluster.Env = append(os.Environ(), "NOTICES_SECRET_KEY_PATH="+keyFile)
+	if out, err := cluster.CombinedOutput(); err != nil {
+		t.Errorf("%s -f compose.yaml -f compose.cluster.yaml config: %v\n%s", strings.Join(client, " "), err, out)
+	}
 	raw, err := os.ReadFile(compose)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/metrics"
 )
 
 // URLTarget is the Redis settings of one Redis at url (tests, tools).
@@ -104,7 +105,9 @@ func dialCluster(c config.Config) (redis.UniversalClient, error) {
 	o.ReadTimeout = cmp.Or(o.ReadTimeout, readTimeout)
 	o.WriteTimeout = cmp.Or(o.WriteTimeout, writeTimeout)
 	o.ClusterStateReloadInterval = cmp.Or(o.ClusterStateReloadInterval, clusterReload)
-	return redis.NewClusterClient(o), nil
+	cc := redis.NewClusterClient(o)
+	cc.OnNewNode(func(node *redis.Client) { node.AddHook(metrics.RedirectHook) }) // noticesd_redis_redirects_total
+	return cc, nil
 }
 
 // trust makes tc (nil without TLS) trust the roots of caFile
