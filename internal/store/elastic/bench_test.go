@@ -182,9 +182,12 @@ var serialBatch = benchEnvInt("NOTICES_BENCH_NOTICE_BATCH", redisstore.DefaultNo
 // StartNotices, the next batch started before the one before it is
 // answered, so two are in flight.
 func BenchmarkESIngestNotices(b *testing.B) {
-	files := benchFiles(b)
-	ns := readNotices(b, files.Notices)
-	load := func(s *Store, ns []notice.Notice) {
+	benchLoads(b, "notices", readNotices(b, benchFiles(b).Notices), warmNotices, storeNotices(b))
+}
+
+// storeNotices loads notices as `noticesd ingest` does (BenchmarkESIngestNotices).
+func storeNotices(b *testing.B) func(s *Store, ns []notice.Notice) {
+	return func(s *Store, ns []notice.Notice) {
 		var last func() (store.UpsertResult, error)
 		for i := 0; i < len(ns); i += serialBatch {
 			wait := s.StartNotices(context.Background(), ns[i:min(i+serialBatch, len(ns))])
@@ -200,7 +203,39 @@ func BenchmarkESIngestNotices(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	benchLoads(b, "notices", ns, warmNotices, load)
+}
+
+// BenchmarkESIngestNoticesVsRaw alternates, in one run, a load of the
+// notices through the store (BenchmarkESIngestNotices) and the same
+// documents sent by a bare loop (BenchmarkESIngestNoticesRaw), each into a
+// new namespace on a node at rest, for NOTICES_BENCH_ROUNDS rounds (4)
+// after a warm-up of each. Each load's figures are printed; it reports the
+// store's rows/s over all rounds as a share of the bare loop's (x-raw).
+func BenchmarkESIngestNoticesVsRaw(b *testing.B) {
+	ns := readNotices(b, benchFiles(b).Notices)
+	docs := rawNoticeDocs(ns)
+	load := storeNotices(b)
+	raw := func(s *Store, docs [][]byte) {
+		rawBulk(b, s, s.Alias(mappings.Notices), func(i int) string { return ns[i].ID }, docs, false)
+	}
+	w := min(len(ns), warmNotices)
+	benchWarm(b, fmt.Sprint(w, " notices"), func(s *Store) { load(s, ns[:w]) })
+	benchWarm(b, fmt.Sprint(w, " notices, bare"), func(s *Store) { raw(s, docs[:w]) })
+	var took [2]time.Duration
+	for round := 1; round <= benchEnvInt("NOTICES_BENCH_ROUNDS", 4); round++ {
+		for side, run := range []func(*Store){func(s *Store) { load(s, ns) }, func(s *Store) { raw(s, docs) }} {
+			s := benchOpen(b)
+			benchSettle(b)
+			start, cpu := time.Now(), processCPU()
+			run(s)
+			d := time.Since(start)
+			took[side] += d
+			load1, _ := os.ReadFile("/proc/loadavg")
+			fmt.Fprintf(os.Stderr, "bench: round %d %s: %.0f rows/s, client %.1f cpu-us/row, loadavg %s", round, []string{"store", "bare loop"}[side],
+				float64(len(ns))/d.Seconds(), float64((processCPU()-cpu).Microseconds())/float64(len(ns)), load1)
+		}
+	}
+	b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "x-raw")
 }
 
 // BenchmarkESIngestNoticesRaw sends the same documents with a bare
@@ -232,13 +267,8 @@ const (
 // benchRawNotices times the sample's notices, encoded as the store's
 // documents before the clock starts, sent by bare BulkIndexers.
 func benchRawNotices(b *testing.B, how rawSearchable) {
-	files := benchFiles(b)
-	ns := readNotices(b, files.Notices)
-	docs := make([][]byte, len(ns))
-	for i, n := range ns {
-		n.Seq = int64(i + 1)
-		docs[i] = esdoc.AppendNotice(nil, &n, 1, nil)
-	}
+	ns := readNotices(b, benchFiles(b).Notices)
+	docs := rawNoticeDocs(ns)
 	benchLoads(b, "notices", docs, warmNotices, func(s *Store, docs [][]byte) {
 		index := s.Alias(mappings.Notices)
 		if how == rawAtEnd {
@@ -256,6 +286,16 @@ func benchRawNotices(b *testing.B, how rawSearchable) {
 			rawBulk(b, s, index, id, docs[i:min(i+serialBatch, len(docs))], how == rawWaitFor)
 		}
 	})
+}
+
+// rawNoticeDocs encodes ns as the store's documents.
+func rawNoticeDocs(ns []notice.Notice) [][]byte {
+	docs := make([][]byte, len(ns))
+	for i, n := range ns {
+		n.Seq = int64(i + 1)
+		docs[i] = esdoc.AppendNotice(nil, &n, 1, nil)
+	}
+	return docs
 }
 
 // Warm-up loads: how many notices and register rows (at most) benchWarm's
