@@ -84,7 +84,6 @@ type cursor[S any] struct {
 	body       obj
 	size, max  int
 	read       int
-	total      int64 // the last answer's hits.total
 	after      []any
 	done       bool
 	first      *answer[S]
@@ -115,7 +114,7 @@ func (c *cursor[S]) next(ctx context.Context) ([]hitOf[S], error) {
 		}
 	}
 	hs := ans.Hits.Hits
-	c.read, c.total = c.read+len(hs), ans.Hits.Total.Value
+	c.read += len(hs)
 	c.done = len(hs) < size
 	if len(hs) > 0 {
 		c.after = hs[len(hs)-1].Sort

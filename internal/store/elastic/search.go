@@ -16,7 +16,7 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// window is Elasticsearch's max_result_window (past it, search_after);
+// window is Elasticsearch's max_result_window (a search pages no deeper);
 // scanPage is how many hits one search_after step reads.
 const window, scanPage = 10000, 1000
 
@@ -80,30 +80,15 @@ func sortFor(key string, q query.Node) ([]obj, error) {
 }
 
 // page returns hits offset..offset+limit of query in order, and the exact
-// total: one from/size search inside the result window, past it
-// search_after steps over the earlier hits' sort values.
+// total: one from/size search, inside Elasticsearch's result window (the
+// API pages no deeper: api.MaxDepth equals window; deeper reads are the
+// export's point in time).
 func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit int) ([]notice.Notice, int64, error) {
+	if offset+limit > window {
+		return nil, 0, errs.New(errs.InvalidParameter, "result %d is past result %d, the deepest a search pages; narrow the search with filters (from, to, state, ...)", offset+limit, window)
+	}
 	body := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "from": offset, "_source": noticeSource}
-	path := searchPath("/"+s.Alias(mappings.Notices), order)
-	if offset+limit <= window {
-		return s.searchNotices(ctx, path, body)
-	}
-	skip := &cursor[json.RawMessage]{s: s, index: s.Alias(mappings.Notices), size: window, max: offset,
-		body: obj{"query": query, "sort": order, "track_total_hits": true, "_source": false}}
-	for {
-		hs, err := skip.next(ctx)
-		if err != nil {
-			return nil, 0, err
-		}
-		if len(hs) == 0 {
-			break
-		}
-	}
-	if skip.read < offset {
-		return []notice.Notice{}, skip.total, nil
-	}
-	b := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "search_after": skip.after, "_source": noticeSource}
-	return s.searchNotices(ctx, path, b)
+	return s.searchNotices(ctx, searchPath("/"+s.Alias(mappings.Notices), order), body)
 }
 
 // searchNotices runs a search of notices and returns them and the total.

@@ -110,10 +110,6 @@ func TestReadsRefusePartialResults(t *testing.T) {
 			_, err := s.Search(ctx, notice.SearchQuery{Filter: notice.Filter{Q: word}, Sort: notice.SortRelevance, Limit: 20})
 			return err
 		}},
-		{"search past the window", func() error {
-			_, err := s.Search(ctx, notice.SearchQuery{Limit: 100, Page: 101})
-			return err
-		}},
 		{"search by company", func() error {
 			_, err := s.Search(ctx, notice.SearchQuery{Filter: notice.Filter{Company: &ident.ID{Kind: ident.ACN, Value: acn}}, Limit: 20})
 			return err
