@@ -13,17 +13,17 @@ import (
 
 // newMailer builds the Mailer of alert_email mail over a backend's mail
 // queue and watches, or nil when mail is off (NOTICES_SMTP_URL unset). The
-// embedded `serve` runs it whole; the scale `noticesd worker` runs its
-// digest loop (digestsOnly) and sends through asynq tasks
-// (scheduler.Config.Mail). Mail retries use NOTICES_DELIVERY_RETRY_UNIT.
-func newMailer(cfg config.Config, q store.Mail, w store.Watches, digestsOnly bool, log *slog.Logger) (*mailer.Mailer, error) {
+// embedded `serve` and every scale `noticesd worker` run it whole: each
+// claims due jobs from the backend's queue with a lease. Mail retries use
+// NOTICES_DELIVERY_RETRY_UNIT.
+func newMailer(cfg config.Config, q store.Mail, w store.Watches, log *slog.Logger) (*mailer.Mailer, error) {
 	sender, err := cfg.MailSender()
 	if err != nil || sender == nil {
 		return nil, err
 	}
 	log.Info("alert_email mail on", "smtp", mail.Redact(cfg.SMTPURL), "digest_time", cfg.DigestSchedule().String())
 	return mailer.New(mailer.Config{Queue: q, Watches: w, Sender: sender, Schedule: cfg.DigestSchedule(),
-		RetryUnit: cfg.DeliveryRetryUnit, DigestsOnly: digestsOnly, Logger: log})
+		RetryUnit: cfg.DeliveryRetryUnit, Logger: log})
 }
 
 // mailHealth reports alert_email mail on /health: the server without its

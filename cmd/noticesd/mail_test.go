@@ -34,7 +34,7 @@ func TestMailHealth(t *testing.T) {
 	defer st.Close()
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	m, err := newMailer(cfg, st, st, false, log)
+	m, err := newMailer(cfg, st, st, log)
 	if err != nil || m == nil {
 		t.Fatalf("mailer: %v %v", m, err)
 	}

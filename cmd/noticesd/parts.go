@@ -35,7 +35,7 @@ func wireParts(ctx context.Context, cfg config.Config, st *sqlite.Store, log *sl
 			return err
 		}
 	}
-	m, err := newMailer(cfg, st, st, false, log.With("part", "mail"))
+	m, err := newMailer(cfg, st, st, log.With("part", "mail"))
 	if err != nil {
 		return err
 	}

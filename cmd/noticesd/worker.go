@@ -76,14 +76,14 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := ms.Start(ctx); err != nil {
 		return err
 	}
-	mailer, err := newMailer(cfg, st.Redis, st.Redis, true, log.With("part", "mail"))
+	mailer, err := newMailer(cfg, st.Redis, st.Redis, log.With("part", "mail"))
 	if err != nil {
 		return err
 	}
 	sched, err := scheduler.New(scheduler.Config{
 		Redis: st.Client(), Namespace: cfg.Namespace, Ledger: st.Redis, Sender: sender,
 		RetryUnit: cfg.DeliveryRetryUnit, Concurrency: cfg.WorkerConcurrency,
-		Logger: log.With("part", "delivery"), Mail: mailer,
+		Logger: log.With("part", "delivery"),
 	})
 	if err != nil {
 		return err

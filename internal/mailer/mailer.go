@@ -31,10 +31,6 @@ type Config struct {
 	// Poll is how often the queue and the digest time are looked at; 0
 	// means one second.
 	Poll time.Duration
-	// DigestsOnly leaves sending to another scheduler (scale mode: the
-	// asynq tasks of worker/scheduler, which call Attempt); the loop then
-	// only queues digests.
-	DigestsOnly bool
 	// Now is the clock of digests, claims and outcomes; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -93,10 +89,8 @@ func (m *Mailer) Start(ctx context.Context) error {
 			if _, err := m.DigestOnce(ctx); err != nil && ctx.Err() == nil {
 				m.log.Warn("queueing digests", "err", err)
 			}
-			if !m.cfg.DigestsOnly {
-				if _, err := m.SendOnce(ctx); err != nil && ctx.Err() == nil {
-					m.log.Warn("sending mail", "err", err)
-				}
+			if _, err := m.SendOnce(ctx); err != nil && ctx.Err() == nil {
+				m.log.Warn("sending mail", "err", err)
 			}
 			select {
 			case <-ctx.Done():
@@ -237,7 +231,7 @@ func (m *Mailer) SendOnce(ctx context.Context) (int, error) {
 			return sent, err
 		}
 		for _, j := range jobs {
-			ok, err := m.Attempt(ctx, j)
+			ok, err := m.attempt(ctx, j)
 			if err != nil {
 				return sent, err
 			}
@@ -249,13 +243,12 @@ func (m *Mailer) SendOnce(ctx context.Context) (int, error) {
 	return sent, nil
 }
 
-// Attempt makes one attempt of a claimed job: it renders it, sends it and
+// attempt makes one attempt of a claimed job: it renders it, sends it and
 // records the outcome in the queue (sent, or retried after
 // mail.RetryWait, or dead). It reports whether the server accepted it; an
 // error means the outcome was not recorded (the claim's lease makes the
-// job due again) or ctx ended mid-send. Both the embedded loop (SendOnce)
-// and scale mode's asynq handler call it.
-func (m *Mailer) Attempt(ctx context.Context, j mail.Job) (bool, error) {
+// job due again) or ctx ended mid-send.
+func (m *Mailer) attempt(ctx context.Context, j mail.Job) (bool, error) {
 	out := mail.Outcome{RetryUnit: m.cfg.RetryUnit}
 	msg, err := mail.Render(j, m.cfg.Sender.Domain())
 	if err == nil {

@@ -22,7 +22,6 @@ import (
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/keyspace"
-	"github.com/noticesd/noticesd/internal/mailer"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
@@ -94,13 +93,13 @@ func newHarness(t testing.TB) *harness {
 // dropNamespace removes every key of a namespace and its asynq queue.
 func dropNamespace(rdb redis.UniversalClient, ns string) {
 	ctx := context.Background()
-	for _, pat := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "asynq:{" + QueueName(ns) + "}*", "asynq:{" + MailQueueName(ns) + "}*"} {
+	for _, pat := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "asynq:{" + QueueName(ns) + "}*"} {
 		iter := rdb.Scan(ctx, 0, pat, 1000).Iterator()
 		for iter.Next(ctx) {
 			rdb.Unlink(ctx, iter.Val())
 		}
 	}
-	rdb.SRem(ctx, "asynq:queues", QueueName(ns), MailQueueName(ns))
+	rdb.SRem(ctx, "asynq:queues", QueueName(ns))
 }
 
 // sender is the production sender, trusting the receiver's CA and allowed
@@ -115,13 +114,10 @@ func (h *harness) sender() *webhook.Sender {
 
 // start runs one worker (the arrival matcher and a Scheduler) until the
 // test ends.
-func (h *harness) start(name string) *Scheduler { return h.startWith(name, nil) }
-
-// startWith runs one worker whose scheduler also sends mail with m.
-func (h *harness) startWith(name string, m *mailer.Mailer) *Scheduler {
+func (h *harness) start(name string) *Scheduler {
 	h.t.Helper()
 	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
-		Concurrency: 16, SweepEvery: time.Second, Mail: m, Logger: h.logger})
+		Concurrency: 16, SweepEvery: time.Second, Logger: h.logger})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -16,19 +16,41 @@ import (
 	"github.com/noticesd/noticesd/internal/watch"
 )
 
-// mailer is a scale-mode Mailer (digests only; the scheduler sends) on the
-// SMTP server srv.
+// mailer is the Mailer a `noticesd worker` runs (its whole loop: digests
+// and sending) on the SMTP server srv, not started.
 func (h *harness) mailer(srv *mailtest.Server) *mailer.Mailer {
 	h.t.Helper()
 	s, err := mail.NewSender(srv.URL(), "alerts@noticesd.test", 5*time.Second)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	m, err := mailer.New(mailer.Config{Queue: h.rs, Watches: h.rs, Sender: s, RetryUnit: unit, DigestsOnly: true})
+	m, err := mailer.New(mailer.Config{Queue: h.rs, Watches: h.rs, Sender: s, RetryUnit: unit, Poll: 20 * time.Millisecond})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return m
+}
+
+// startMailer runs m's loop until the test ends, as `noticesd worker`
+// does. The loop's digest window (the latest real one) is run first, here,
+// before the test makes matches: it then queues nothing, and the tests
+// queue their own window.
+func (h *harness) startMailer(m *mailer.Mailer) {
+	h.t.Helper()
+	ctx := context.Background()
+	if _, err := m.DigestOnce(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := m.Shutdown(ctx); err != nil {
+			h.t.Error(err)
+		}
+	})
 }
 
 // alertWatch creates a watch of company with an alert_email.
@@ -44,13 +66,15 @@ func (h *harness) alertWatch(company int) watch.Watch {
 	return w
 }
 
-// TestMailDeactivationAlertOverAsynq: a watch whose webhook fails ten
+// TestMailDeactivationAlertFromWorker: a watch whose webhook fails ten
 // notices in a row is deactivated by the asynq delivery tasks, and its
-// alert_email gets one alert, sent by an asynq mail task.
-func TestMailDeactivationAlertOverAsynq(t *testing.T) {
+// alert_email gets one alert, sent by the worker's mailer from the Redis
+// mail queue.
+func TestMailDeactivationAlertFromWorker(t *testing.T) {
 	h := newHarness(t)
 	srv := mailtest.Start(t)
-	h.startWith("w1", h.mailer(srv))
+	h.start("w1")
+	h.startMailer(h.mailer(srv))
 	h.recv.setStatus(func(string, int) int { return http.StatusServiceUnavailable })
 	w := h.alertWatch(21)
 	if _, err := h.rs.SetWebhook(context.Background(), h.acc.AccountID, w.ID, h.recv.srv.URL+"/hook", "whsec_test", time.Now()); err != nil {
@@ -79,15 +103,17 @@ func TestMailDeactivationAlertOverAsynq(t *testing.T) {
 	}
 }
 
-// TestMailDigestRetryAndRestartOverAsynq: a digest the server refuses is
-// retried by a new asynq task after the retry unit with the same
-// Message-ID, and a second worker process over the same namespace neither
-// queues nor sends the window again.
-func TestMailDigestRetryAndRestartOverAsynq(t *testing.T) {
+// TestMailDigestRetryAcrossWorkers: two workers' mailers share the Redis
+// mail queue; a digest the server refuses is retried after the retry unit
+// with the same Message-ID and accepted once, and neither worker, nor a
+// third started later, queues or sends the window again.
+func TestMailDigestRetryAcrossWorkers(t *testing.T) {
 	h := newHarness(t)
 	srv := mailtest.Start(t)
-	m1 := h.mailer(srv)
-	h.startWith("w1", m1)
+	m1, m2 := h.mailer(srv), h.mailer(srv)
+	h.start("w1")
+	h.startMailer(m1)
+	h.startMailer(m2)
 	w := h.alertWatch(22)
 	h.ingest("DIGEST-1", 22, time.Now())
 	h.ingest("DIGEST-2", 22, time.Now())
@@ -132,28 +158,24 @@ func TestMailDigestRetryAndRestartOverAsynq(t *testing.T) {
 	if !strings.Contains(srv.Messages()[0].Text(), "2 new notices match") {
 		t.Errorf("digest:\n%s", srv.Messages()[0].Text())
 	}
-	// A second worker process, and the first again: the window is not queued twice.
-	m2 := h.mailer(srv)
-	h.startWith("w2", m2)
-	for _, m := range []*mailer.Mailer{m2, m1} {
+	// The record of the accepted attempt ends the job: until then another
+	// claim could not take it either (its lease holds).
+	eventually(t, 10*time.Second, "the digest recorded as sent", func() bool {
+		st, err := h.rs.MailStatus(ctx)
+		return err == nil && st.Pending == 0
+	})
+	// Both workers, and a third started now: the window is not queued
+	// again, and nothing is left to send.
+	m3 := h.mailer(srv)
+	for _, m := range []*mailer.Mailer{m1, m2, m3} {
 		if n, err := m.QueueDigests(ctx, window, time.Now()); err != nil || n != 0 {
 			t.Fatalf("the same window queued again: %d %v", n, err)
 		}
 	}
-	if err := h.startedPumpOnce(ctx); err != nil {
-		t.Fatal(err)
+	if n, err := m3.SendOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("a worker started after the digest was sent sent %d more (%v)", n, err)
 	}
-	if st, err := h.rs.MailStatus(ctx); err != nil || st.Pending != 0 || len(srv.Messages()) != 1 {
-		t.Fatalf("after a restart: queue %+v (%v), %d messages; want nothing pending and one message", st, err, len(srv.Messages()))
+	if n := len(srv.Messages()); n != 1 {
+		t.Fatalf("%d messages for one digest window, want 1", n)
 	}
-}
-
-// startedPumpOnce runs one mail pump pass with a throwaway scheduler (what
-// a restarted worker does first).
-func (h *harness) startedPumpOnce(ctx context.Context) error {
-	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), Mail: h.mailer(mailtest.Start(h.t))})
-	if err != nil {
-		return err
-	}
-	return s.PumpMailOnce(ctx)
 }

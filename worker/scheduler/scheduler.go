@@ -21,7 +21,6 @@ import (
 
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/lease"
-	"github.com/noticesd/noticesd/internal/mailer"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/webhook"
 	"github.com/noticesd/noticesd/worker"
@@ -81,10 +80,6 @@ type Config struct {
 	Now func() time.Time
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// Mail, when set (NOTICES_SMTP_URL), sends alert_email mail as asynq
-	// tasks (MailTaskType on MailQueueName), one Mail.Attempt each; the
-	// caller runs its digest loop (mailer.Config.DigestsOnly).
-	Mail *mailer.Mailer
 }
 
 // Scheduler runs delivery on asynq; Start and Shutdown it.
@@ -119,13 +114,9 @@ func New(cfg Config) (*Scheduler, error) {
 		inspector: asynq.NewInspectorFromRedisClient(cfg.Redis),
 		wake:      make(chan struct{}, 1)}
 	s.attempter = worker.Attempter{Sender: cfg.Sender, Ledger: cfg.Ledger, RetryUnit: cfg.RetryUnit, Now: cfg.Now, Log: log}
-	queues := map[string]int{s.queue: 1}
-	if cfg.Mail != nil {
-		queues[MailQueueName(cfg.Namespace)] = 1
-	}
 	s.server = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
 		Concurrency:              cfg.Concurrency,
-		Queues:                   queues,
+		Queues:                   map[string]int{s.queue: 1},
 		RetryDelayFunc:           retryDelay,
 		DelayedTaskCheckInterval: checkInterval,
 		TaskCheckInterval:        taskCheckInterval,
@@ -288,10 +279,6 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.every(checkInterval, s.wake, "scheduling deliveries", s.PumpOnce),
 		s.every(s.cfg.SweepEvery, nil, "sweeping pending deliveries", func(ctx context.Context) error { _, err := s.SweepOnce(ctx); return err }),
 		s.every(s.cfg.RecoverEvery, nil, "recovering delivery attempts whose worker stopped", s.RecoverOnce),
-	}
-	if s.cfg.Mail != nil {
-		mux.HandleFunc(MailTaskType, s.handleMail)
-		loops = append(loops, s.every(250*time.Millisecond, nil, "scheduling mail", s.PumpMailOnce))
 	}
 	if err := s.server.Start(mux); err != nil {
 		return fmt.Errorf("scheduler: start the asynq server: %w", err)

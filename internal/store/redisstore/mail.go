@@ -253,120 +253,81 @@ func alertJob(w watch.Watch, lastErr string, now time.Time) ([2]string, error) {
 	return [2]string{id, string(b)}, err
 }
 
-// takeMailScript leases until ARGV[2] ms each job passed still pending and
-// due at ARGV[1] ms (one another taker took meanwhile is left alone; one
-// no longer pending leaves mq). KEYS: mq, then each job's mail:<id>. ARGV:
-// due-by ms, lease end ms, then each job's id. Returns {id, attempts, ...}.
-var takeMailScript = redis.NewScript(`
+// claimMailScript claims each job passed still due at ARGV[1] ms (one
+// another process claimed meanwhile is left alone; one no longer pending
+// leaves mq): it counts an attempt, makes its number the claim token and
+// leases the job until ARGV[2] ms; the mail of a deleted watch is dropped
+// (status deleted, expiring after ARGV[3] ms), as embedded. KEYS: mq, then
+// each job's mail:<id> and w:<watch>. ARGV: due-by ms, lease end ms,
+// retention ms, then each job's id and watch (read before; a job's watch
+// never changes). Returns {id, job, attempts, held, ...}.
+var claimMailScript = redis.NewScript(`
 local out = {}
-for i = 3, #ARGV do
-  local id, k = ARGV[i], KEYS[i - 1]
+for i = 1, (#KEYS - 1) / 2 do
+  local id, k, w = ARGV[2 * i + 2], KEYS[2 * i], KEYS[2 * i + 1]
   local due = redis.call('ZSCORE', KEYS[1], id)
   if not due or tonumber(due) > tonumber(ARGV[1]) then
-    -- taken meanwhile
+    -- claimed meanwhile
   elseif redis.call('HGET', k, 'status') ~= 'pending' then
     redis.call('ZREM', KEYS[1], id)
+  elseif redis.call('HGET', k, 'watch') ~= ARGV[2 * i + 3] then
+    -- not the watch read before: left for the next claim
+  elseif redis.call('EXISTS', w) == 0 then
+    redis.call('HSET', k, 'status', 'deleted')
+    redis.call('PEXPIRE', k, ARGV[3])
+    redis.call('ZREM', KEYS[1], id)
   else
+    local n = redis.call('HINCRBY', k, 'attempts', 1)
+    redis.call('HSET', k, 'token', tostring(n))
     redis.call('ZADD', KEYS[1], ARGV[2], id)
+    local v = redis.call('HMGET', k, 'job', 'held')
     out[#out + 1] = id
-    out[#out + 1] = redis.call('HGET', k, 'attempts') or '0'
+    out[#out + 1] = v[1]
+    out[#out + 1] = tostring(n)
+    out[#out + 1] = v[2] or ''
   end
 end
 return out
 `)
 
-// MailRef names a due mail job for the asynq scheduler: its id and the
-// attempts made so far.
-type MailRef struct {
-	ID       string
-	Attempts int
-}
-
-// TakeDueMail takes up to limit jobs due at now for one pump of the asynq
-// scheduler, hidden until now+lease (due again if the attempt's worker
-// died).
-func (s *Store) TakeDueMail(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]MailRef, error) {
+// ClaimMail claims up to limit jobs due at now, each counted as an attempt
+// and hidden from other claims until now+lease (due again if the process
+// sending it died); the attempt number is the claim token.
+func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, s.key(mailQueueKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
 	if err != nil || len(ids) == 0 {
 		return nil, s.fail("read the mail queue", err)
 	}
-	keys, args := []string{s.key(mailQueueKey)}, []any{now.UnixMilli(), now.Add(lease).UnixMilli()}
-	for _, id := range ids {
-		keys, args = append(keys, s.key(mailKey, id)), append(args, id)
+	watches := make([]*redis.StringCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			watches[i] = p.HGet(ctx, s.key(mailKey, id), "watch")
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.fail("read the mail queue", err)
 	}
-	v, err := takeMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
-	out := make([]MailRef, 0, len(v)/2)
-	for i := 0; i+1 < len(v); i += 2 {
-		n, _ := strconv.Atoi(v[i+1])
-		out = append(out, MailRef{ID: v[i], Attempts: n})
+	keys, args := []string{s.key(mailQueueKey)}, []any{now.UnixMilli(), now.Add(lease).UnixMilli(), mail.Retention.Milliseconds()}
+	for i, id := range ids {
+		w := watches[i].Val()
+		keys, args = append(keys, s.key(mailKey, id), s.key(watchKey, w)), append(args, id, w)
 	}
-	return out, s.fail("read the mail queue", err)
-}
-
-// beginMailScript counts an attempt of a pending job of watch ARGV[2] and
-// leases it until ARGV[3] ms; the mail of a deleted watch is dropped
-// (status deleted, expiring after ARGV[4] ms). KEYS: mq, mail:<id>,
-// w:<watch>. ARGV: id, watch (read before; a job's watch never changes),
-// lease end ms, retention ms. Returns {job, attempts, held} or {}.
-var beginMailScript = redis.NewScript(`
-local k = KEYS[2]
-if redis.call('HGET', k, 'status') ~= 'pending' or redis.call('HGET', k, 'watch') ~= ARGV[2] then return {} end
-if redis.call('EXISTS', KEYS[3]) == 0 then
-  -- the watch was deleted: its mail goes with it, as embedded
-  redis.call('HSET', k, 'status', 'deleted')
-  redis.call('PEXPIRE', k, ARGV[4])
-  redis.call('ZREM', KEYS[1], ARGV[1])
-  return {}
-end
-local n = redis.call('HINCRBY', k, 'attempts', 1)
-redis.call('HSET', k, 'token', tostring(n))
-redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
-local v = redis.call('HMGET', k, 'job', 'held')
-return {v[1], tostring(n), v[2] or ''}
-`)
-
-// BeginMail starts an attempt of one job (an asynq task's), counted and
-// hidden from the pump until now+lease; the attempt number is also the
-// claim token. ok is false when the job is no longer pending or its watch
-// was deleted (the mail is dropped).
-func (s *Store) BeginMail(ctx context.Context, id string, now time.Time, lease time.Duration) (mail.Job, bool, error) {
-	var j mail.Job
-	watch, err := s.rdb.HGet(ctx, s.key(mailKey, id), "watch").Result()
-	if err == redis.Nil {
-		return j, false, nil
-	}
+	v, err := claimMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
-		return j, false, s.fail("begin a mail attempt", err)
+		return nil, s.fail("claim mail", err)
 	}
-	v, err := beginMailScript.Run(ctx, s.rdb, []string{s.key(mailQueueKey), s.key(mailKey, id), s.key(watchKey, watch)},
-		id, watch, now.Add(lease).UnixMilli(), mail.Retention.Milliseconds()).StringSlice()
-	if err != nil || len(v) < 3 {
-		return j, false, s.fail("begin a mail attempt", err)
-	}
-	if err := json.Unmarshal([]byte(v[0]), &j); err != nil {
-		return j, false, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", id, err)
-	}
-	j.Attempt, _ = strconv.Atoi(v[1])
-	j.Token = v[1]
-	if j.Deactivated != nil && v[2] != "" {
-		j.Deactivated.Held, _ = strconv.Atoi(v[2])
-	}
-	return j, true, nil
-}
-
-// ClaimMail leases due pending jobs (the embedded loop's claim, which the
-// contract suites run here too): TakeDueMail, then BeginMail of each.
-func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
-	refs, err := s.TakeDueMail(ctx, now, lease, limit)
-	var jobs []mail.Job
-	for _, r := range refs {
-		j, ok, err := s.BeginMail(ctx, r.ID, now, lease)
-		if err != nil {
-			return jobs, err
+	jobs := make([]mail.Job, 0, len(v)/4)
+	for i := 0; i+3 < len(v); i += 4 {
+		var j mail.Job
+		if err := json.Unmarshal([]byte(v[i+1]), &j); err != nil {
+			return jobs, fmt.Errorf("redisstore: mail job %s has unreadable JSON: %w", v[i], err)
 		}
-		if ok {
-			jobs = append(jobs, j)
+		j.Attempt, _ = strconv.Atoi(v[i+2])
+		j.Token = v[i+2]
+		if j.Deactivated != nil && v[i+3] != "" {
+			j.Deactivated.Held, _ = strconv.Atoi(v[i+3])
 		}
+		jobs = append(jobs, j)
 	}
-	return jobs, err
+	return jobs, nil
 }

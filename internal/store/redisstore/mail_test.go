@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,4 +125,60 @@ func createAlphaWatch(t *testing.T, f fixture, accountID string) string {
 		t.Fatal(err)
 	}
 	return w.ID
+}
+
+// TestConcurrentClaimsTakeEachJobOnce: workers claiming at the same moment
+// (each reads the due set, then claims in a script) take each due job
+// once: a job another claim took between the read and the script is left
+// alone.
+func TestConcurrentClaimsTakeEachJobOnce(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	acc, err := f.backend().Accounts.CreateAccount(ctx, "Acme", "enterprise")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := createAlphaWatch(t, f, acc.AccountID)
+	// The clock stands still: each round's jobs stay leased through the
+	// next rounds.
+	for round := range 10 {
+		const jobs, workers = 8, 6
+		for i := range jobs {
+			job := mail.Job{ID: fmt.Sprintf("race.%d.%d", round, i), Kind: mail.KindDigest, WatchID: w, To: "a@b.example"}
+			f.rdb.Del(ctx, f.rs.key(digestKey, w)) // one digest pending per watch: let the next in
+			if ok, err := f.rs.QueueDigest(ctx, job, f.clock.Now()); err != nil || !ok {
+				t.Fatalf("queue %s: %v %v", job.ID, ok, err)
+			}
+		}
+		claimed := make(chan string, jobs*workers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				<-start
+				js, err := f.rs.ClaimMail(ctx, f.clock.Now(), jobs, time.Minute)
+				if err != nil {
+					t.Error(err)
+				}
+				for _, j := range js {
+					claimed <- j.ID
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(claimed)
+		seen := map[string]int{}
+		for id := range claimed {
+			seen[id]++
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("round %d: job %s claimed %d times by concurrent workers", round, id, n)
+			}
+		}
+		if len(seen) != jobs {
+			t.Fatalf("round %d: %d of %d due jobs claimed", round, len(seen), jobs)
+		}
+	}
 }
