@@ -101,23 +101,24 @@ func (c *cluster) promoted(t *testing.T, old string) string {
 }
 
 // recovered: each serve's /health and /ready answer 200, name the
-// promoted master as the namespace's and list three masters, all
-// answering.
-func (c *cluster) recovered(t *testing.T, serves, _ []*proc, now string) {
+// promoted master as the namespace's, count a failover and list three
+// masters, all answering; every process's /metrics counts a failover.
+func (c *cluster) recovered(t *testing.T, serves, all []*proc, now string) {
 	t.Helper()
 	for _, p := range serves {
 		for _, path := range []string{"/health", "/ready"} {
 			var h struct {
 				Redis *struct {
-					Primary string `json:"primary"`
-					Masters []struct {
+					Primary   string `json:"primary"`
+					Failovers int64  `json:"failovers"`
+					Masters   []struct {
 						Node      string `json:"node"`
 						Reachable bool   `json:"reachable"`
 					} `json:"masters"`
 				} `json:"redis"`
 			}
-			testbin.WaitFor(t, 30*time.Second, p.name+" "+path+" naming the promoted master, three masters answering", func() bool {
-				if getJSON(p.base+path, &h) != http.StatusOK || h.Redis == nil || h.Redis.Primary != now || len(h.Redis.Masters) != 3 {
+			testbin.WaitFor(t, 30*time.Second, p.name+" "+path+" naming the promoted master, a failover counted, three masters answering", func() bool {
+				if getJSON(p.base+path, &h) != http.StatusOK || h.Redis == nil || h.Redis.Primary != now || h.Redis.Failovers < 1 || len(h.Redis.Masters) != 3 {
 					return false
 				}
 				for _, m := range h.Redis.Masters {
@@ -127,6 +128,11 @@ func (c *cluster) recovered(t *testing.T, serves, _ []*proc, now string) {
 				}
 				return true
 			})
+		}
+	}
+	for _, p := range all {
+		if m := scrape(t, p.base+"/metrics"); m["noticesd_redis_failovers_total"] < 1 {
+			t.Errorf("%s /metrics: noticesd_redis_failovers_total %v, want at least 1 (the namespace's master changed)", p.name, m["noticesd_redis_failovers_total"])
 		}
 	}
 }
