@@ -64,11 +64,8 @@ type bulkFailure struct {
 }
 
 // bulk writes ops through an esutil.BulkIndexer (several workers, flushed
-// by bytes). Items refused with 429 (a full write queue) are sent again
-// with a growing pause; a version conflict on an external_gte write (a
-// newer version is already stored) and, when create, a create of an
-// existing document are not failures. Any other refused item fails the
-// call, naming up to ten of them with Elasticsearch's reason.
+// by bytes); settle retries and reports what stays refused, and add says
+// which version conflicts are no failure.
 func (s *Store) bulk(ctx context.Context, ops []bulkOp) error {
 	failed, err := s.bulkOnce(ctx, ops)
 	if err == nil {

@@ -284,11 +284,9 @@ const arrivalBatch = 500
 const maxReadCatchUp = 8
 
 // commitScript commits the matching of one range of the publish log if the
-// cursor and the watch-set version are still what the matcher read: each
-// (watch, seq) pair joins the watch's log; a pair owed a delivery (deliver
-// "1": new, within the delivery window; above the watch's eseq and cseq; a
-// webhook) gets its pending record (ledgerLua's pend); the cursor moves
-// and through rises. KEYS: match:at, match:through, wsv, dq, dstat, ddue,
+// cursor and the watch-set version are still what the matcher read
+// (docs/redis.md, "Match log and arrival matching"; deliver "1": owed a
+// delivery, ledgerLua's pend). KEYS: match:at, match:through, wsv, dq, dstat, ddue,
 // then per pair the watch's w, wm, dr, dl. ARGV: expected cursor, new
 // cursor, through, expected wsv, due (ms), then per pair seq, deliver,
 // delivery id, record JSON, list score, list member, outbox member. It
