@@ -180,7 +180,6 @@ func (l *RegisterLoad) finish(ctx context.Context) error {
 	failed, err := l.stream.close(cctx)
 	l.stream = nil
 	if err == nil {
-		// A refused block is sent again row by row, to name its row.
 		failed, err = l.s.splitRefused(ctx, failed)
 	}
 	if err == nil {
