@@ -285,13 +285,13 @@ const maxReadCatchUp = 8
 
 // commitScript commits the matching of one range of the publish log if the
 // cursor and the watch-set version are still what the matcher read
-// (docs/redis.md, "Match log and arrival matching"; deliver "1": owed a
-// delivery, ledgerLua's pend). KEYS: match:at, match:through, wsv, dq, dstat, ddue,
-// then per pair the watch's w, wm, dr, dl. ARGV: expected cursor, new
-// cursor, through, expected wsv, due (ms), then per pair seq, deliver,
-// delivery id, record JSON, list score, list member, outbox member. It
-// returns the pairs logged, -1 when another matcher committed the range,
-// -2 when the watches changed meanwhile.
+// (docs/redis.md, "Match log and arrival matching"). KEYS: match:at,
+// match:through, wsv, dq, dstat, ddue, then per pair the watch's w, wm,
+// dr, dl. ARGV: expected cursor, new cursor, through, expected wsv, due
+// (ms), then per pair seq, deliver ("1": owed a delivery, ledgerLua's
+// pend), delivery id, record JSON, list score, list member, outbox member.
+// It returns the pairs logged, -1 when another matcher committed the
+// range, -2 when the watches changed meanwhile.
 var commitScript = redis.NewScript(ledgerLua + `
 if (redis.call('GET', KEYS[1]) or '0-0') ~= ARGV[1] then return -1 end
 if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[4]) then return -2 end
