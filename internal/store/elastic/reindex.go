@@ -55,7 +55,6 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		return res, err
 	}
 	res.CaughtUp += n
-	// Notices.
 	ix, err := mappings.Load(mappings.Notices)
 	if err != nil {
 		return res, err

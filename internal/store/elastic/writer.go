@@ -163,9 +163,8 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 		}
 		le.Dirty = nil
 	}
-	// See whether a reindex is filling its index while the stored notices
-	// are read and seqs allocated. (Each try sets every notice's seq and
-	// collected_at in ns again.)
+	// Is a reindex filling its index? Asked while the stored notices are
+	// read. (Each try sets every notice's seq and collected_at again.)
 	var next bool
 	var nextErr error
 	nextDone := make(chan struct{})

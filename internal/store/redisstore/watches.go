@@ -138,7 +138,6 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	if err = cmp.Or(err, carriedErr); err != nil {
 		return exp, err
 	}
-	// Every ACN involved, for its register ABNs.
 	all := slices.Clone(acns)
 	resolved := make([]string, len(abns))
 	for i, l := range abnACNs {
@@ -245,11 +244,10 @@ return tonumber(cseq)
 
 const stageTTL = time.Hour // a stage left by a crashed create expires
 
-// CreateWatch stores w if plan allows: its identifiers resolved and its
-// companies staged, one script checks the watch count and the company
-// quota and writes it (so concurrent creates of any number of processes
-// cannot overshoot, and a refused create writes nothing); finishCreate
-// does the rest.
+// CreateWatch stores w if plan allows: one script checks the watch count
+// and the company quota on its staged companies and writes it, so
+// concurrent creates of any number of processes cannot overshoot, and a
+// refused create writes nothing.
 func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Plan) (watch.Watch, error) {
 	if w.ID == "" || w.AccountID == "" {
 		return w, fmt.Errorf("redisstore: create watch: the watch needs an ID and an AccountID; build it with watch.New")
@@ -543,11 +541,10 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 	return w, s.replicated(ctx, "watch update")
 }
 
-// deleteScript is a delete's first step, short whatever the watch's size
-// (docs/redis.md "Bounds"): the watch leaves every set naming it, its
-// pending mail is dropped, its hash, log and lists unlinked, and what needs
-// work element by element moves to trash:<id>:* for finishDelete. The mail
-// ids were read before (-1: changed).
+// deleteScript is a delete's first step, short whatever the watch's size:
+// what needs work element by element moves to trash:<id>:* for
+// finishDelete (docs/redis.md "Bounds"). The mail ids were read before
+// (-1: changed).
 // KEYS: w:<id>, mpd:<id>, mq, acct:<a>:watches, fo, watches, winactive,
 // wrel, wdeact, wpend, trash:<id>:acct, w:<id>:keys, trash:<id>:keys,
 // w:<id>:co, trash:<id>:co, dr:<id>, trash:<id>:dr, trash:<id>:ixabn,
