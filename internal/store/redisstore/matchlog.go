@@ -317,9 +317,8 @@ return added
 // MatchArrivals matches the next entries of the publish log (up to limit)
 // not yet matched and commits them (commitScript); it returns how many
 // entries it moved the cursor past (0: nothing to do, or another matcher
-// got there first). An amended notice joins the logs of the watches it
-// matches now and is never delivered again. Any number of workers may call
-// it concurrently: an entry is committed by exactly one batch.
+// got there first). Any number of workers may call it concurrently
+// (docs/redis.md, "Match log and arrival matching").
 func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 	k := s.log.Keys()
 	for attempt := 0; ; attempt++ {

@@ -277,11 +277,10 @@ func primaryACN(abn string, acns []string) string {
 // keys persistent) and lets the old one, ARGV[2] ("" for none), expire. It
 // answers "moved" when reg:v no longer names the old generation (the
 // caller reads it again), and "stale" when the load is marked (ARGV[4]
-// "1") and the marker no longer names ARGV[1]: its lease lapsed and
-// CompleteRegister dropped it, or a newer load took over. KEYS: reg:v,
-// reg:pending, the new generation's keys (regKeys), then the old one's.
-// ARGV: the generation, the old one, its TTL, marked, the number of the
-// new generation's keys.
+// "1") and the marker no longer names ARGV[1] (docs/redis.md, "One
+// register everywhere"). KEYS: reg:v, reg:pending, the new generation's
+// keys (regKeys), then the old one's. ARGV: the generation, the old one,
+// its TTL, marked, the number of the new generation's keys.
 var switchRegisterScript = redis.NewScript(pendingLua + `
 local cur = redis.call('GET', KEYS[1]) or ''
 if cur ~= ARGV[2] then return 'moved' end
@@ -295,10 +294,8 @@ return 'ok'
 `)
 
 // Commit switches readers to the new generation in one step (again,
-// harmlessly, when they read it already), brings the watches' match keys
-// up to date with it (RefreshWatchKeys) and clears the load's pending
-// marker (regpending.go). A marked load whose generation is no longer the
-// pending one is refused.
+// harmlessly, when they read it already), then runs RefreshWatchKeys and
+// clears the load's pending marker (regpending.go; switchRegisterScript).
 func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if l.done {
 		return fmt.Errorf("redisstore: register load %s already finished", l.v)

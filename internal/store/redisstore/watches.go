@@ -85,9 +85,8 @@ type expansion struct {
 func (e expansion) index() []string { return indexKeysOf(e.keys, e.ixABNs) }
 
 // indexKeysOf returns the reverse-index keys of a watch: every ACN among
-// its match keys and its unresolved ABN identifiers. A register company's
-// ABNs are found at match time through the register instead (noticeKeys),
-// which halves the index writes of a book of register companies.
+// its match keys and its unresolved ABN identifiers (why not the others:
+// docs/redis.md, "Indexed by ACN"; noticeKeys).
 func indexKeysOf(keys, ixABNs []string) []string {
 	out := make([]string, 0, len(keys)/2+len(ixABNs))
 	for _, k := range keys {
