@@ -403,9 +403,8 @@ func (s *Store) saddBatched(ctx context.Context, key string, members []string) e
 }
 
 // The reverse index: rix:<bucket> maps an index key (indexKeysOf) to the
-// first watch holding it, rixs:<key> holds the others. Buckets (FNV-1a)
-// keep the hashes small, which Redis stores compactly: about 40 bytes a
-// key against several hundred for a set per key.
+// first watch holding it, rixs:<key> holds the others; buckets keep the
+// hashes small, which Redis stores compactly (docs/redis.md, "Sizes").
 const rixBuckets = 1 << 16
 
 func rixBucket(k string) string {
