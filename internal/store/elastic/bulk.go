@@ -64,11 +64,8 @@ type bulkFailure struct {
 }
 
 // bulk writes ops through an esutil.BulkIndexer (several workers, flushed
-// by bytes). Items refused with 429 (a full write queue) are sent again
-// with a growing pause; a version conflict on an external_gte write (a
-// newer version is already stored) and, when create, a create of an
-// existing document are not failures. Any other refused item fails the
-// call, naming up to ten of them with Elasticsearch's reason.
+// by bytes); settle retries and reports what stays refused, and add says
+// which version conflicts are no failure.
 func (s *Store) bulk(ctx context.Context, ops []bulkOp) error {
 	failed, err := s.bulkOnce(ctx, ops)
 	if err == nil {
@@ -137,10 +134,8 @@ func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure) error {
 }
 
 // writeBlocked reports whether f was refused by a write block on its
-// index. A reindex's catch-up blocks the old notices index (catchUp) once
-// the live alias names the new one: a write resolved to the old index
-// before the swap and refused by the block is sent again through the
-// alias it names, which now reaches the new index.
+// index, a reindex's catch-up's (docs/elasticsearch.md, "Reindexing", 4):
+// sent again through its alias, it reaches the new index.
 func writeBlocked(f bulkFailure) bool {
 	return f.status == http.StatusForbidden && strings.HasPrefix(f.reason, "cluster_block_exception:") &&
 		strings.Contains(f.reason, "index write")

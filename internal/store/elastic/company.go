@@ -12,11 +12,9 @@ import (
 )
 
 // Company returns the company view (store.Notices); an ABN is resolved to
-// the first ACN the register gives it. Its notices (companyQuery) depend
-// on its register rows, but both are read in one _msearch
-// (companySearches), the notices by the identifiers the register almost
-// always gives (guessOthers), then filtered to the ones the rows give; a
-// register giving another costs a second request, the exact one.
+// the first ACN the register gives it. Rows and notices are read in one
+// _msearch (docs/elasticsearch.md, "The company view in one round trip");
+// a register giving an identifier guessOthers missed costs a second one.
 func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error) {
 	req := companySearches(s, id)
 	ans, err := s.msearch(ctx, req.searches)

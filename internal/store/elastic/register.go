@@ -84,8 +84,7 @@ func digits(s string) bool {
 }
 
 // RegisterLoad is a register replacement in progress: rows go into a new
-// index (loadSettings); Commit ends the load, moves the alias to it and
-// deletes the old index. Readers see the old register until then.
+// index (loadSettings); readers see the old register until Commit.
 type RegisterLoad struct {
 	s      *Store
 	ix     mappings.Index
@@ -180,7 +179,6 @@ func (l *RegisterLoad) finish(ctx context.Context) error {
 	failed, err := l.stream.close(cctx)
 	l.stream = nil
 	if err == nil {
-		// A refused block is sent again row by row, to name its row.
 		failed, err = l.s.splitRefused(ctx, failed)
 	}
 	if err == nil {

@@ -41,18 +41,10 @@ var (
 // Reindex rebuilds both indices from the current mappings (each notice
 // document written anew, rebuildNoticeDoc) into new indices, moves each
 // alias in one atomic _aliases call and deletes the old indices. Searches
-// read the old index until the swap and the new one after.
-//
-// Notices written meanwhile are not lost: the new index carries the alias
-// <ns>-notices-next, which UpsertNotices writes to as well, with
-// external_gte versions (the newest wins). The swap puts catchUpAlias
-// (indexed_at since the start, less writeGrace) on the old index; the
-// catch-up copies what it shows again (writers that began before the next
-// alias existed), then deletes it. A reindex stopped in between leaves the
-// alias, and the next one finishes the catch-up first.
-//
-// A register load committed during the register copy makes the alias move
-// fail: the load's register is kept, and the error says to run again.
+// read the old index until the swap and the new one after. Why notices
+// written meanwhile (next alias, catchUpAlias) and a register load
+// committed during the copy are not lost: docs/elasticsearch.md,
+// "Reindexing".
 func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexResult, error) {
 	var res ReindexResult
 	if progress == nil {
@@ -63,7 +55,6 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 		return res, err
 	}
 	res.CaughtUp += n
-	// Notices.
 	ix, err := mappings.Load(mappings.Notices)
 	if err != nil {
 		return res, err

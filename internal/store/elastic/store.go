@@ -1,11 +1,8 @@
 // Package elastic is the scale backend's notice and register store
 // (store.Notices, store.NoticeWriter, store.RegisterWriter) over
 // Elasticsearch 8, with the writer lease, notice_seq and the publish log in
-// Redis (package publog). Indices (package mappings) are named
-// <ns>-<kind>-v<version>-<suffix> and used only through the aliases
-// <ns>-notices and <ns>-register (and <ns>-notices-next during a reindex).
-// Only core features are used, so the bare test distribution runs the same
-// mappings. See docs/elasticsearch.md.
+// Redis (package publog). Index and alias names, and why only core
+// features are used: docs/elasticsearch.md.
 package elastic
 
 import (
@@ -131,8 +128,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Alias returns the alias of an index kind (mappings.Notices or
-// mappings.Register).
+// Alias returns the alias of an index kind (mappings.Notices, ...).
 func (s *Store) Alias(kind string) string { return s.ns + "-" + kind }
 
 // nextAlias names the notices index a reindex is filling.

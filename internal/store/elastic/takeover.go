@@ -10,10 +10,8 @@ import (
 )
 
 // takeOver publishes what writers before le left written but unpublished
-// (le.Dirty), from one search after a refresh: documents above the
-// published seq are new notices, documents written since that writer began
-// (indexed_at, less writeGrace) under its epoch or a later one (external
-// version) amendments it may have made. Publishing one again is harmless.
+// (le.Dirty), from one search after a refresh (which documents it takes:
+// docs/elasticsearch.md, "Takeover"). Publishing one again is harmless.
 func (s *Store) takeOver(ctx context.Context, le *publog.Lease) error {
 	if err := s.refresh(ctx, s.Alias(mappings.Notices)); err != nil {
 		return err

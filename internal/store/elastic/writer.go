@@ -30,12 +30,9 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 }
 
 // StartNotices stores a batch and publishes it (package publog); wait
-// answers. Document id = notice id, so a known source_id is updated in
-// place keeping its notice_seq and collected_at (read from Elasticsearch in
-// real time); new notices get theirs under the writer lease. The batch's
-// turn (publog.Turn) is taken before StartNotices returns, so a load can
-// start its next batch while this one is refreshed and published, the two
-// under one lease.
+// answers. Its turn (publog.Turn) is taken before it returns, so a load can
+// start its next batch while this one is refreshed and published
+// (docs/elasticsearch.md, "Writing notices: one writer, one publish log").
 func (s *Store) StartNotices(ctx context.Context, batch []notice.Notice) (wait func() (store.UpsertResult, error)) {
 	w := s.start(ctx, batch)
 	return func() (store.UpsertResult, error) { _, res, err := w(); return res, err }
@@ -62,14 +59,10 @@ func (s *Store) start(ctx context.Context, batch []notice.Notice) func() ([]noti
 	return func() ([]notice.Notice, store.UpsertResult, error) { <-done; return written, res, err }
 }
 
-// upsert writes and publishes a normalised batch in its turn t: under the
-// writer lease, it first takes over what a writer before it left written
-// but unpublished (takeOver), then takes the new notices' seqs, writes every
-// document with the lease's epoch as its external version, refreshes, and
-// publishes. A lease that passed to another writer meanwhile (this one
-// stalled past its time to live) refuses the publish, and the batch is
-// written again under a new lease: the notices the takeover published keep
-// their seqs, the others get new ones.
+// upsert writes and publishes a normalised batch in its turn t, the steps
+// of docs/elasticsearch.md "Writing notices"; a lease that passed to another
+// writer meanwhile refuses the publish, and the batch is written again
+// under a new lease ("Takeover": which notices keep their seqs).
 func (s *Store) upsert(ctx context.Context, t *publog.Turn, ns []notice.Notice, ids []string) (written []notice.Notice, res store.UpsertResult, err error) {
 	published := false
 	defer func() { t.End(ctx, published) }()
@@ -129,10 +122,8 @@ func normalise(batch []notice.Notice) ([]notice.Notice, []string, error) {
 }
 
 // attempt is what a batch's earlier tries under leases that passed on
-// wrote: the seqs they gave the notices they inserted. A try after a stale
-// one finds those notices stored under those seqs; the ones the takeover
-// did not publish (it ran before they landed) get new seqs, so a reader
-// already past the old seq still sees them, once.
+// wrote: the seqs they gave the notices they inserted (why the unpublished
+// ones get new seqs: docs/elasticsearch.md, "Takeover").
 type attempt struct {
 	began time.Time
 	mine  map[string]int64
@@ -172,9 +163,8 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 		}
 		le.Dirty = nil
 	}
-	// See whether a reindex is filling its index while the stored notices
-	// are read and seqs allocated. (Each try sets every notice's seq and
-	// collected_at in ns again.)
+	// Is a reindex filling its index? Asked while the stored notices are
+	// read. (Each try sets every notice's seq and collected_at again.)
 	var next bool
 	var nextErr error
 	nextDone := make(chan struct{})
@@ -213,7 +203,6 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 	}
 	through := first + int64(len(fresh)) - 1
 	collected := notice.Timestamp(s.now())
-	// The fresh ids, in batch order, get the consecutive seqs from first.
 	inserted := make(map[string]bool, len(fresh))
 	for i := range ns {
 		n := &ns[i]
@@ -292,7 +281,6 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 				return nil, store.UpsertResult{}, publog.ErrStale
 			}
 		}
-		// Some notices were refused, the rest written: name them.
 		batchErr = &store.BatchError{}
 		for _, f := range r.items {
 			if !failed[f.op.Pos] {

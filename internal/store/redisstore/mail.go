@@ -90,8 +90,7 @@ redis.call('SET', KEYS[3], ARGV[1])
 return 1
 `)
 
-// QueueDigest stores a digest job unless its id exists or the watch has a
-// digest pending.
+// QueueDigest stores a digest job (queueDigestScript says when not).
 func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (bool, error) {
 	b, err := json.Marshal(job)
 	if err != nil {
@@ -253,10 +252,9 @@ func alertJob(w watch.Watch, lastErr string, now time.Time) ([2]string, error) {
 	return [2]string{id, string(b)}, err
 }
 
-// claimMailScript claims each job passed still due at ARGV[1] ms (one
-// another process claimed meanwhile is left alone; one no longer pending
-// leaves mq): it counts an attempt, makes its number the claim token and
-// leases the job until ARGV[2] ms; the mail of a deleted watch is dropped
+// claimMailScript claims each job passed still due at ARGV[1] ms as
+// ClaimMail says (one claimed meanwhile is left alone; one no longer
+// pending leaves mq); the mail of a deleted watch is dropped
 // (status deleted, expiring after ARGV[3] ms), as embedded. KEYS: mq, then
 // each job's mail:<id> and w:<watch>. ARGV: due-by ms, lease end ms,
 // retention ms, then each job's id and watch (read before; a job's watch

@@ -284,16 +284,14 @@ const arrivalBatch = 500
 const maxReadCatchUp = 8
 
 // commitScript commits the matching of one range of the publish log if the
-// cursor and the watch-set version are still what the matcher read: each
-// (watch, seq) pair joins the watch's log; a pair owed a delivery (deliver
-// "1": new, within the delivery window; above the watch's eseq and cseq; a
-// webhook) gets its pending record (ledgerLua's pend); the cursor moves
-// and through rises. KEYS: match:at, match:through, wsv, dq, dstat, ddue,
-// then per pair the watch's w, wm, dr, dl. ARGV: expected cursor, new
-// cursor, through, expected wsv, due (ms), then per pair seq, deliver,
-// delivery id, record JSON, list score, list member, outbox member. It
-// returns the pairs logged, -1 when another matcher committed the range,
-// -2 when the watches changed meanwhile.
+// cursor and the watch-set version are still what the matcher read
+// (docs/redis.md, "Match log and arrival matching"). KEYS: match:at,
+// match:through, wsv, dq, dstat, ddue, then per pair the watch's w, wm,
+// dr, dl. ARGV: expected cursor, new cursor, through, expected wsv, due
+// (ms), then per pair seq, deliver ("1": owed a delivery, ledgerLua's
+// pend), delivery id, record JSON, list score, list member, outbox member.
+// It returns the pairs logged, -1 when another matcher committed the
+// range, -2 when the watches changed meanwhile.
 var commitScript = redis.NewScript(ledgerLua + `
 if (redis.call('GET', KEYS[1]) or '0-0') ~= ARGV[1] then return -1 end
 if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[4]) then return -2 end
@@ -319,9 +317,8 @@ return added
 // MatchArrivals matches the next entries of the publish log (up to limit)
 // not yet matched and commits them (commitScript); it returns how many
 // entries it moved the cursor past (0: nothing to do, or another matcher
-// got there first). An amended notice joins the logs of the watches it
-// matches now and is never delivered again. Any number of workers may call
-// it concurrently: an entry is committed by exactly one batch.
+// got there first). Any number of workers may call it concurrently
+// (docs/redis.md, "Match log and arrival matching").
 func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 	k := s.log.Keys()
 	for attempt := 0; ; attempt++ {

@@ -43,12 +43,10 @@ func summarySeq(sum string) (int64, bool) {
 }
 
 // postings maps an identifier value to the seqs carrying it (docs/redis.md,
-// "The notices"). Only 9- and 11-digit values are kept, as a number key
-// (idKey): every identifier a screen or a watch asks is one, as is every
-// notice's. A key's value is the one seq carrying it (nearly all), or
-// -(i+1) for lists[i] when two or more do. seen has one bit per hash of
-// every key added, never cleared until rebuilt from the map: a clear bit
-// means no seqs.
+// "The notices"): 9- and 11-digit values only, as number keys (idKey). A
+// key's value is the one seq carrying it (nearly all), or -(i+1) for
+// lists[i] when two or more do. seen has one bit per hash of every key
+// added, cleared only when rebuilt from the map: a clear bit means no seqs.
 type postings struct {
 	ids   map[uint64]int64
 	seen  []uint64  // a power of two of bits, at least 2 per key added

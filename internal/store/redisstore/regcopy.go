@@ -8,14 +8,10 @@ import (
 	"unsafe"
 )
 
-// regCopy is one register generation held in memory for the bulk screen
-// (docs/redis.md, "The replica's in-memory copy"), without pointers for
-// the bulk of it: company i is the ACN acns[i]; abnPrefix[i] is the two
-// digits its ABN starts with when the ABN is those digits followed by the
-// ACN (nearly every company), else noABN, any other or second ABN being in
-// moreABNs/moreACNs; named has one bit per company with a current name.
-// The names a screen needs are read from the notice source the first time
-// (ScreenCopy.fillNames) and held; apart from them a regCopy never changes.
+// regCopy is one register generation held in memory for the bulk screen,
+// without pointers for the bulk of it (layout, and why names are read
+// when first needed, by ScreenCopy.fillNames: docs/redis.md, "The
+// replica's in-memory copy"). Apart from the names, it never changes.
 type regCopy struct {
 	v         string // the generation (reg:v), "" for none loaded ever
 	acns      []uint32
@@ -60,8 +56,7 @@ const dirShift = 14
 
 // regBuilder builds a regCopy from a generation's ids strings and hash
 // entries, in any order and with repeats (HSCAN may return an entry
-// twice). Every register ACN is nine digits (ingest's register parser
-// refuses others); bad is the first of another form, which the copy does
+// twice); bad is the first ACN not of nine digits, which the copy does
 // not hold: the screen then reads that register from Redis.
 type regBuilder struct {
 	entries  []regEntry

@@ -14,13 +14,8 @@ import (
 )
 
 // The register's identifier sets, one generation per load (<v> from
-// reg:next): reg:<v>:ids:<b> strings of 2 bits per ACN (named, formed),
-// their b in reg:<v>:idparts, and the hashes acnabn, abn and odd for what
-// the bits cannot say (docs/redis.md, key table and "Register and notice
-// sets"). The names are in the notice store. A load's keys expire
-// loadingRegisterTTL after its last Add until Commit switches reg:v and
-// makes them persistent; the old generation expires oldRegisterTTL later,
-// so a screen that read it finishes on consistent data.
+// reg:next); their keys and expiry, and why: docs/redis.md, key table
+// and "Register and notice sets".
 
 const (
 	oldRegisterTTL     = 600   // seconds
@@ -29,8 +24,7 @@ const (
 
 var _ store.RegisterLoad = (*RegisterLoad)(nil)
 
-// RegisterLoad is a register replacement in progress. It implements
-// store.RegisterLoad.
+// RegisterLoad is a register replacement in progress.
 type RegisterLoad struct {
 	s    *Store
 	v    string
@@ -168,10 +162,7 @@ func (l *RegisterLoad) mark(acn string) (uint8, func(uint8)) {
 // Add writes rows into the new generation: whether each ACN is named (its
 // first row marked current, else its first row, has a name, as the
 // embedded store names it), whether it holds its formed ABN, and every
-// other ACN <-> ABN pair. An ACN's ids entry is written only when its code
-// changes (the marks); a pair starts its field's list with a multi-field
-// HSET when the load has not written that field yet, else goes through
-// addPairsScript (docs/redis.md, "Write path").
+// other ACN <-> ABN pair (each written once: docs/redis.md, "Write path").
 func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	s := l.s
 	acnabn, abn, odd := s.key(regKey, l.v, "acnabn"), s.key(regKey, l.v, "abn"), s.key(regKey, l.v, "odd")
@@ -286,11 +277,10 @@ func primaryACN(abn string, acns []string) string {
 // keys persistent) and lets the old one, ARGV[2] ("" for none), expire. It
 // answers "moved" when reg:v no longer names the old generation (the
 // caller reads it again), and "stale" when the load is marked (ARGV[4]
-// "1") and the marker no longer names ARGV[1]: its lease lapsed and
-// CompleteRegister dropped it, or a newer load took over. KEYS: reg:v,
-// reg:pending, the new generation's keys (regKeys), then the old one's.
-// ARGV: the generation, the old one, its TTL, marked, the number of the
-// new generation's keys.
+// "1") and the marker no longer names ARGV[1] (docs/redis.md, "One
+// register everywhere"). KEYS: reg:v, reg:pending, the new generation's
+// keys (regKeys), then the old one's. ARGV: the generation, the old one,
+// its TTL, marked, the number of the new generation's keys.
 var switchRegisterScript = redis.NewScript(pendingLua + `
 local cur = redis.call('GET', KEYS[1]) or ''
 if cur ~= ARGV[2] then return 'moved' end
@@ -304,10 +294,8 @@ return 'ok'
 `)
 
 // Commit switches readers to the new generation in one step (again,
-// harmlessly, when they read it already), brings the watches' match keys
-// up to date with it (RefreshWatchKeys) and clears the load's pending
-// marker (regpending.go). A marked load whose generation is no longer the
-// pending one is refused.
+// harmlessly, when they read it already), then runs RefreshWatchKeys and
+// clears the load's pending marker (regpending.go; switchRegisterScript).
 func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if l.done {
 		return fmt.Errorf("redisstore: register load %s already finished", l.v)

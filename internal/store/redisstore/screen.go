@@ -113,10 +113,8 @@ func (v *summaryView) latest(seq int64, n *notice.Notice, ptrs *[3]string) *noti
 }
 
 // screenAnswer fills res from what a screen found of its identifiers (l)
-// and the summaries passing its filter (v): published instants are read
-// only to choose between two passing notices, and only each match's
-// latest notices are decoded, straight into its answer. The register
-// names are left out (fillNames puts them in).
+// and the summaries passing its filter (v), decoding as little as it can
+// (docs/redis.md, "The replica's in-memory copy"); fillNames adds names.
 func screenAnswer(l *screenLookup, v *summaryView, res *watch.ScreenResult) {
 	withNotices, known := 0, 0 // upper bounds of the matched and unmatched
 	for i := range l.items {

@@ -10,17 +10,11 @@ import (
 
 // summarySlab holds the notice summaries of a screen copy by seq, and
 // their index by identifier (post), without a string, map entry or
-// pointer per notice (docs/redis.md, "The notices"): each summary is
-// encoded into a chunk as a uvarint naming its combination of coded
-// fields in tuples (seven codes into dict: published date, type, code,
-// purpose, state, status, and the appointment type plus one, 0 for none),
-// then its five strings, each length-prefixed. put and remove keep the
-// index a function of the summaries, so putting a seq's current summary
-// again, in any order, leaves it exact.
-//
-// Chunks are append-only (a replaced summary's bytes count as dead until a
-// compaction copies the live ones away), so strings decoded from a chunk
-// stay valid after the lock guarding the slab is released.
+// pointer per notice (the encoding, and why chunks are append-only:
+// docs/redis.md, "The notices"); in tuples the appointment type is coded
+// plus one, 0 for none. put and remove keep the index a function of the
+// summaries, so putting a seq's current summary again, in any order,
+// leaves it exact.
 type summarySlab struct {
 	dense   []uint64 // seq (publog hands them out densely) -> location: chunk+1 <<32 | offset, 0 for none
 	tupleOf []uint32 // seq -> its tuple: a screen decides a seq's filters without reading it

@@ -85,9 +85,8 @@ type expansion struct {
 func (e expansion) index() []string { return indexKeysOf(e.keys, e.ixABNs) }
 
 // indexKeysOf returns the reverse-index keys of a watch: every ACN among
-// its match keys and its unresolved ABN identifiers. A register company's
-// ABNs are found at match time through the register instead (noticeKeys),
-// which halves the index writes of a book of register companies.
+// its match keys and its unresolved ABN identifiers (why not the others:
+// docs/redis.md, "Indexed by ACN"; noticeKeys).
 func indexKeysOf(keys, ixABNs []string) []string {
 	out := make([]string, 0, len(keys)/2+len(ixABNs))
 	for _, k := range keys {
@@ -138,7 +137,6 @@ func (s *Store) expand(ctx context.Context, ids []string) (expansion, error) {
 	if err = cmp.Or(err, carriedErr); err != nil {
 		return exp, err
 	}
-	// Every ACN involved, for its register ABNs.
 	all := slices.Clone(acns)
 	resolved := make([]string, len(abns))
 	for i, l := range abnACNs {
@@ -245,11 +243,10 @@ return tonumber(cseq)
 
 const stageTTL = time.Hour // a stage left by a crashed create expires
 
-// CreateWatch stores w if plan allows: its identifiers resolved and its
-// companies staged, one script checks the watch count and the company
-// quota and writes it (so concurrent creates of any number of processes
-// cannot overshoot, and a refused create writes nothing); finishCreate
-// does the rest.
+// CreateWatch stores w if plan allows: one script checks the watch count
+// and the company quota on its staged companies and writes it, so
+// concurrent creates of any number of processes cannot overshoot, and a
+// refused create writes nothing.
 func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Plan) (watch.Watch, error) {
 	if w.ID == "" || w.AccountID == "" {
 		return w, fmt.Errorf("redisstore: create watch: the watch needs an ID and an AccountID; build it with watch.New")
@@ -406,9 +403,8 @@ func (s *Store) saddBatched(ctx context.Context, key string, members []string) e
 }
 
 // The reverse index: rix:<bucket> maps an index key (indexKeysOf) to the
-// first watch holding it, rixs:<key> holds the others. Buckets (FNV-1a)
-// keep the hashes small, which Redis stores compactly: about 40 bytes a
-// key against several hundred for a set per key.
+// first watch holding it, rixs:<key> holds the others; buckets keep the
+// hashes small, which Redis stores compactly (docs/redis.md, "Sizes").
 const rixBuckets = 1 << 16
 
 func rixBucket(k string) string {
@@ -543,11 +539,10 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 	return w, s.replicated(ctx, "watch update")
 }
 
-// deleteScript is a delete's first step, short whatever the watch's size
-// (docs/redis.md "Bounds"): the watch leaves every set naming it, its
-// pending mail is dropped, its hash, log and lists unlinked, and what needs
-// work element by element moves to trash:<id>:* for finishDelete. The mail
-// ids were read before (-1: changed).
+// deleteScript is a delete's first step, short whatever the watch's size:
+// what needs work element by element moves to trash:<id>:* for
+// finishDelete (docs/redis.md "Bounds"). The mail ids were read before
+// (-1: changed).
 // KEYS: w:<id>, mpd:<id>, mq, acct:<a>:watches, fo, watches, winactive,
 // wrel, wdeact, wpend, trash:<id>:acct, w:<id>:keys, trash:<id>:keys,
 // w:<id>:co, trash:<id>:co, dr:<id>, trash:<id>:dr, trash:<id>:ixabn,
