@@ -35,7 +35,8 @@ func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource 
 			cancel()
 		}
 		c := p.Counts()
-		return metrics.RedisCounts{Dials: c.Dials, DialErrors: c.DialErrors, Reconnects: c.Reconnects, Failovers: c.Failovers + owner.count()}
+		c.Failovers += owner.count()
+		return c
 	})
 	return func(ctx context.Context) (api.RedisStatus, error) {
 		masters, err := redisstore.Masters(ctx, st.Client())

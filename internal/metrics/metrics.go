@@ -118,26 +118,40 @@ var descAggCache = prometheus.NewDesc(namespace+"_agg_cache_reads_total",
 	"GET /v1/filters and /v1/stats reads of this process, by whether a kept answer served them (hit) or Elasticsearch did (miss; NOTICES_AGG_CACHE).",
 	[]string{"outcome"}, nil)
 
-// aggCacheCollector reads the cache's counts at scrape time.
-type aggCacheCollector func() (hits, misses int64)
+// scrapeCollector is a prometheus.Collector of descs whose values collect
+// reads at scrape time from counts another part of the process keeps.
+type scrapeCollector struct {
+	descs   []*prometheus.Desc
+	collect func(ch chan<- prometheus.Metric)
+}
 
 // Describe implements prometheus.Collector.
-func (f aggCacheCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descAggCache }
+func (c scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
 
 // Collect implements prometheus.Collector.
-func (f aggCacheCollector) Collect(ch chan<- prometheus.Metric) {
-	hits, misses := f()
-	ch <- prometheus.MustNewConstMetric(descAggCache, prometheus.CounterValue, float64(hits), "hit")
-	ch <- prometheus.MustNewConstMetric(descAggCache, prometheus.CounterValue, float64(misses), "miss")
+func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
+
+// countAtScrape registers the metrics of descs, their values sent by
+// collect at each scrape; a nil m ignores them.
+func (m *Metrics) countAtScrape(collect func(ch chan<- prometheus.Metric), descs ...*prometheus.Desc) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(scrapeCollector{descs, collect})
 }
 
 // CountAggCache reports the filters and stats answer cache's reads, as
 // counted by reads (elastic.Store.AggCacheReads), at each scrape.
 func (m *Metrics) CountAggCache(reads func() (hits, misses int64)) {
-	if m == nil {
-		return
-	}
-	m.reg.MustRegister(aggCacheCollector(reads))
+	m.countAtScrape(func(ch chan<- prometheus.Metric) {
+		hits, misses := reads()
+		ch <- prometheus.MustNewConstMetric(descAggCache, prometheus.CounterValue, float64(hits), "hit")
+		ch <- prometheus.MustNewConstMetric(descAggCache, prometheus.CounterValue, float64(misses), "miss")
+	}, descAggCache)
 }
 
 // descESRetries and descESNodeFailures are the Elasticsearch client's
@@ -151,32 +165,17 @@ var (
 		[]string{"node"}, nil)
 )
 
-// esNodesCollector reads the client's counts at scrape time.
-type esNodesCollector func() (retries int64, failures map[string]int64)
-
-// Describe implements prometheus.Collector.
-func (f esNodesCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descESRetries
-	ch <- descESNodeFailures
-}
-
-// Collect implements prometheus.Collector.
-func (f esNodesCollector) Collect(ch chan<- prometheus.Metric) {
-	retries, failures := f()
-	ch <- prometheus.MustNewConstMetric(descESRetries, prometheus.CounterValue, float64(retries))
-	for node, n := range failures {
-		ch <- prometheus.MustNewConstMetric(descESNodeFailures, prometheus.CounterValue, float64(n), node)
-	}
-}
-
 // CountElasticsearchNodes reports the Elasticsearch client's retries and
 // each node's failures, as counted by counts (elastic.Store.NodeCounts),
 // at each scrape.
 func (m *Metrics) CountElasticsearchNodes(counts func() (retries int64, failures map[string]int64)) {
-	if m == nil {
-		return
-	}
-	m.reg.MustRegister(esNodesCollector(counts))
+	m.countAtScrape(func(ch chan<- prometheus.Metric) {
+		retries, failures := counts()
+		ch <- prometheus.MustNewConstMetric(descESRetries, prometheus.CounterValue, float64(retries))
+		for node, n := range failures {
+			ch <- prometheus.MustNewConstMetric(descESNodeFailures, prometheus.CounterValue, float64(n), node)
+		}
+	}, descESRetries, descESNodeFailures)
 }
 
 // ObserveEarlyRead counts one read run while its key was being checked

@@ -27,35 +27,18 @@ var (
 		nil, nil)
 )
 
-// redisCollector reads the counts at scrape time.
-type redisCollector func() RedisCounts
-
-// Describe implements prometheus.Collector.
-func (f redisCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descRedisDials
-	ch <- descRedisReconnects
-	ch <- descRedisFailovers
-	ch <- descRedisRedirects
-}
-
-// Collect implements prometheus.Collector.
-func (f redisCollector) Collect(ch chan<- prometheus.Metric) {
-	c := f()
-	ch <- prometheus.MustNewConstMetric(descRedisDials, prometheus.CounterValue, float64(c.Dials), "ok")
-	ch <- prometheus.MustNewConstMetric(descRedisDials, prometheus.CounterValue, float64(c.DialErrors), "failed")
-	ch <- prometheus.MustNewConstMetric(descRedisReconnects, prometheus.CounterValue, float64(c.Reconnects))
-	ch <- prometheus.MustNewConstMetric(descRedisFailovers, prometheus.CounterValue, float64(c.Failovers))
-	moved, ask := Redirects()
-	ch <- prometheus.MustNewConstMetric(descRedisRedirects, prometheus.CounterValue, float64(moved), "moved")
-	ch <- prometheus.MustNewConstMetric(descRedisRedirects, prometheus.CounterValue, float64(ask), "ask")
-}
-
 // CountRedis reports the Redis connection counts read by counts at each
 // scrape, and the process's Redis Cluster redirects (RedirectHook; 0
 // without a cluster).
 func (m *Metrics) CountRedis(counts func() RedisCounts) {
-	if m == nil {
-		return
-	}
-	m.reg.MustRegister(redisCollector(counts))
+	m.countAtScrape(func(ch chan<- prometheus.Metric) {
+		c := counts()
+		ch <- prometheus.MustNewConstMetric(descRedisDials, prometheus.CounterValue, float64(c.Dials), "ok")
+		ch <- prometheus.MustNewConstMetric(descRedisDials, prometheus.CounterValue, float64(c.DialErrors), "failed")
+		ch <- prometheus.MustNewConstMetric(descRedisReconnects, prometheus.CounterValue, float64(c.Reconnects))
+		ch <- prometheus.MustNewConstMetric(descRedisFailovers, prometheus.CounterValue, float64(c.Failovers))
+		moved, ask := Redirects()
+		ch <- prometheus.MustNewConstMetric(descRedisRedirects, prometheus.CounterValue, float64(moved), "moved")
+		ch <- prometheus.MustNewConstMetric(descRedisRedirects, prometheus.CounterValue, float64(ask), "ask")
+	}, descRedisDials, descRedisReconnects, descRedisFailovers, descRedisRedirects)
 }

@@ -24,30 +24,14 @@ var (
 		nil, nil)
 )
 
-// screenCopyCollector reads the counts at scrape time.
-type screenCopyCollector func() ScreenCopyCounts
-
-// Describe implements prometheus.Collector.
-func (f screenCopyCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descScreens
-	ch <- descScreenCopyLoads
-	ch <- descScreenCopyBehind
-}
-
-// Collect implements prometheus.Collector.
-func (f screenCopyCollector) Collect(ch chan<- prometheus.Metric) {
-	c := f()
-	ch <- prometheus.MustNewConstMetric(descScreens, prometheus.CounterValue, float64(c.FromCopy), "copy")
-	ch <- prometheus.MustNewConstMetric(descScreens, prometheus.CounterValue, float64(c.FromRedis), "redis")
-	ch <- prometheus.MustNewConstMetric(descScreenCopyLoads, prometheus.CounterValue, float64(c.Loads))
-	ch <- prometheus.MustNewConstMetric(descScreenCopyBehind, prometheus.CounterValue, float64(c.Behind))
-}
-
 // CountScreenCopy reports the screen copy's counts read by counts at each
 // scrape.
 func (m *Metrics) CountScreenCopy(counts func() ScreenCopyCounts) {
-	if m == nil {
-		return
-	}
-	m.reg.MustRegister(screenCopyCollector(counts))
+	m.countAtScrape(func(ch chan<- prometheus.Metric) {
+		c := counts()
+		ch <- prometheus.MustNewConstMetric(descScreens, prometheus.CounterValue, float64(c.FromCopy), "copy")
+		ch <- prometheus.MustNewConstMetric(descScreens, prometheus.CounterValue, float64(c.FromRedis), "redis")
+		ch <- prometheus.MustNewConstMetric(descScreenCopyLoads, prometheus.CounterValue, float64(c.Loads))
+		ch <- prometheus.MustNewConstMetric(descScreenCopyBehind, prometheus.CounterValue, float64(c.Behind))
+	}, descScreens, descScreenCopyLoads, descScreenCopyBehind)
 }

@@ -152,7 +152,7 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 // run now when scheduled or retrying (the ledger still decides when the
 // attempt is made), replaced when finished or archived. False: it runs.
 func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, error) {
-	if ok, err := s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref); ok || err != nil {
+	if ok, err := s.add(ctx, ref.DeliveryID, ref); ok || err != nil {
 		return ok, err
 	}
 	info, err := s.inspector.GetTaskInfo(s.queue, ref.DeliveryID)
@@ -171,17 +171,14 @@ func (s *Scheduler) Enqueue(ctx context.Context, ref redisstore.Ref) (bool, erro
 	default:
 		return true, nil // pending: it runs soon
 	}
-	return s.add(ctx, TaskType, s.queue, ref.DeliveryID, ref)
+	return s.add(ctx, ref.DeliveryID, ref)
 }
 
-// add makes a task of type typ named id on queue, v its JSON payload;
+// add makes a delivery task of ref named id on the namespace's queue;
 // false: a task of that id is kept (asynq.ErrTaskIDConflict).
-func (s *Scheduler) add(ctx context.Context, typ, queue, id string, v any) (bool, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return false, err
-	}
-	_, err = s.client.EnqueueContext(ctx, asynq.NewTask(typ, b), asynq.TaskID(id), asynq.Queue(queue), asynq.MaxRetry(maxRetry))
+func (s *Scheduler) add(ctx context.Context, id string, ref redisstore.Ref) (bool, error) {
+	b, _ := json.Marshal(ref) // strings and an int: it cannot fail
+	_, err := s.client.EnqueueContext(ctx, asynq.NewTask(TaskType, b), asynq.TaskID(id), asynq.Queue(s.queue), asynq.MaxRetry(maxRetry))
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return false, nil
 	}
@@ -386,7 +383,7 @@ func (s *Scheduler) RecoverOnce(ctx context.Context) error {
 		return err
 	}
 	for _, l := range lapsed {
-		if _, err := s.add(ctx, TaskType, s.queue, l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10), l.Ref); err != nil {
+		if _, err := s.add(ctx, l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10), l.Ref); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/metrics"
 )
 
 // Primary follows the Redis server a client's connections go to, through
@@ -22,23 +24,9 @@ import (
 type Primary struct {
 	cluster bool
 	mu      sync.Mutex
-	c       PrimaryCounts
+	addr    string // of the last connection made ("" before the first)
+	c       metrics.RedisCounts
 	lost    bool // a connection was lost since the last one made
-}
-
-// PrimaryCounts is what Primary has counted since the process started.
-type PrimaryCounts struct {
-	// Addr is the host:port of the server the last connection was made
-	// to ("" before the first).
-	Addr string
-	// Dials and DialErrors are the connections made and the dials that
-	// failed.
-	Dials, DialErrors int64
-	// Reconnects counts connections made after one was lost.
-	Reconnects int64
-	// Failovers counts connections made to another address than the one
-	// before: a new primary.
-	Failovers int64
 }
 
 // TrackPrimary adds a Primary's hooks to rdb (on a Redis Cluster, to each
@@ -69,7 +57,7 @@ func (p *Primary) DialHook(next redis.DialHook) redis.DialHook {
 		}
 		p.c.Dials++
 		at := conn.RemoteAddr().String()
-		moved := !p.cluster && p.c.Addr != "" && at != p.c.Addr
+		moved := !p.cluster && p.addr != "" && at != p.addr
 		if p.lost || moved {
 			p.c.Reconnects++
 			p.lost = false
@@ -78,7 +66,7 @@ func (p *Primary) DialHook(next redis.DialHook) redis.DialHook {
 			p.c.Failovers++
 		}
 		if !p.cluster {
-			p.c.Addr = at
+			p.addr = at
 		}
 		return conn, err
 	}
@@ -131,8 +119,9 @@ func connectionLost(err error) bool {
 	return true
 }
 
-// Counts returns what p has counted.
-func (p *Primary) Counts() PrimaryCounts {
+// Counts returns what p has counted since it started: Failovers, a
+// connection made to another address than the one before (a new primary).
+func (p *Primary) Counts() metrics.RedisCounts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.c
@@ -143,7 +132,7 @@ func (p *Primary) Counts() PrimaryCounts {
 // address for the connection that answers CLIENT INFO (laddr).
 func (p *Primary) Addr(ctx context.Context, rdb redis.UniversalClient) (string, error) {
 	p.mu.Lock()
-	addr := p.c.Addr
+	addr := p.addr
 	p.mu.Unlock()
 	if addr != "" {
 		return addr, nil
@@ -158,10 +147,10 @@ func (p *Primary) Addr(ctx context.Context, rdb redis.UniversalClient) (string, 
 				v = net.JoinHostPort(strings.Trim(v[:i], "[]"), v[i+1:])
 			}
 			p.mu.Lock()
-			if p.c.Addr == "" {
-				p.c.Addr = v
+			if p.addr == "" {
+				p.addr = v
 			}
-			addr = p.c.Addr
+			addr = p.addr
 			p.mu.Unlock()
 			return addr, nil
 		}

@@ -73,11 +73,11 @@ func TestPrimaryFollowsFailover(t *testing.T) {
 	now := top.WaitFailover(t, old, 30*time.Second)
 	testbinWait(t, 30*time.Second, func() bool { return rdb.Set(ctx, "k", "v", 0).Err() == nil })
 	c := p.Counts()
-	if c.Addr != now || c.Failovers != 1 || c.Reconnects < 1 {
-		t.Fatalf("after the failover from %s to %s: %+v; want the new address, 1 failover, a reconnect", old, now, c)
+	if c.Failovers != 1 || c.Reconnects < 1 {
+		t.Fatalf("after the failover from %s to %s: %+v; want 1 failover, a reconnect", old, now, c)
 	}
 	if addr, err := p.Addr(ctx, rdb); err != nil || addr != now {
-		t.Fatalf("Addr after the failover = %q, %v; want %s", addr, err, now)
+		t.Fatalf("Addr after the failover = %q, %v; want %s (the last connection's)", addr, err, now)
 	}
 	t.Logf("%s -> %s: %+v", old, now, c)
 }
