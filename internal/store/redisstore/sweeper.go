@@ -115,8 +115,7 @@ type Sweeper struct {
 	// swept, when set (tests), is told each sweep's outcome.
 	swept func(n int, err error)
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop
 }
 
 // Sweeper returns the store's sweeper of stalled creates and deletes (not
@@ -130,11 +129,8 @@ func (s *Store) Sweeper(log *slog.Logger) *Sweeper {
 
 // Start sweeps at every tick until Shutdown.
 func (w *Sweeper) Start(ctx context.Context) error {
-	ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	w.done = make(chan struct{})
-	ticks, stop := w.ticks()
-	go func() {
-		defer close(w.done)
+	w.start(context.WithoutCancel(ctx), func(ctx context.Context) {
+		ticks, stop := w.ticks()
 		defer stop()
 		failing := false
 		for {
@@ -158,20 +154,6 @@ func (w *Sweeper) Start(ctx context.Context) error {
 				w.swept(n, err)
 			}
 		}
-	}()
+	})
 	return nil
-}
-
-// Shutdown stops the sweeps, waiting for one under way.
-func (w *Sweeper) Shutdown(ctx context.Context) error {
-	if w.cancel == nil {
-		return nil
-	}
-	w.cancel()
-	select {
-	case <-w.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
