@@ -603,10 +603,10 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 		done++
 	}
 	// A create or delete that cannot be finished now must not hold up the rest.
-	undone, undoErr := s.undoStalledCreates(ctx, now)
-	swept, trashErr := s.sweepTrash(ctx, now)
-	done += undone + swept
-	undoErr = errors.Join(undoErr, trashErr)
+	scanErr := s.scanTrash(ctx)
+	swept, sweepErr := s.SweepStalled(ctx, now)
+	done += swept
+	sweepErr = errors.Join(scanErr, sweepErr)
 	rel, err := s.rdb.SMembers(ctx, s.key(wrelKey)).Result()
 	if err != nil {
 		return done, s.fail("read the watches to release", err)
@@ -630,7 +630,7 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 			done++
 		}
 	}
-	return done, undoErr
+	return done, sweepErr
 }
 
 // NoticeBySeq returns the notice with notice_seq seq from the notice

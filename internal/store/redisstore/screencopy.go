@@ -43,8 +43,7 @@ type ScreenCopy struct {
 
 	loading chan struct{} // holds a token while a load runs: one at a time
 	kick    chan struct{}
-	stop    context.CancelFunc
-	done    chan struct{}
+	loop
 
 	fromCopy, fromRedis, loads, behind atomic.Int64 // what Counts and Loads return
 }
@@ -61,10 +60,7 @@ const refreshEvery = time.Second
 
 // Start loads the copy in the background and keeps it fresh until Shutdown.
 func (c *ScreenCopy) Start(ctx context.Context) error {
-	ctx, c.stop = context.WithCancel(context.WithoutCancel(ctx))
-	c.done = make(chan struct{})
-	go func() {
-		defer close(c.done)
+	c.start(context.WithoutCancel(ctx), func(ctx context.Context) {
 		t := time.NewTicker(refreshEvery)
 		defer t.Stop()
 		for {
@@ -76,23 +72,8 @@ func (c *ScreenCopy) Start(ctx context.Context) error {
 			case <-c.kick:
 			}
 		}
-	}()
+	})
 	return nil
-}
-
-// Shutdown stops the background loading, waiting for a load under way to
-// see the cancellation.
-func (c *ScreenCopy) Shutdown(ctx context.Context) error {
-	if c.stop == nil {
-		return nil
-	}
-	c.stop()
-	select {
-	case <-c.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Counts returns how many screens read the register from the copy and how

@@ -76,7 +76,7 @@ type Store struct {
 	// names also tells it ("read-names"; its answer ignored).
 	stopBefore   func(step string) bool
 	leaseRenewal time.Duration // the constant leaseRenewal; tests shorten it
-	trashScanned atomic.Bool   // this process adopted an older version's trash (sweepTrash)
+	trashScanned atomic.Bool   // this process adopted an older version's trash (scanTrash)
 }
 
 // Options configure a Store. The zero value of each field is its default.

@@ -94,11 +94,16 @@ func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, err
 	})
 }
 
-// SweepStalled undoes every create and finishes every delete whose lease
-// ran out by now, and returns how many; one failing holds up no other.
+// SweepStalled undoes every create and finishes every delete (removes the
+// watch's remains, renewing its trash lease meanwhile) whose lease ran out
+// by now, and returns how many; one failing holds up no other.
 func (s *Store) SweepStalled(ctx context.Context, now time.Time) (int, error) {
 	undone, undoErr := s.undoStalledCreates(ctx, now)
-	finished, trashErr := s.finishStalledDeletes(ctx, now)
+	finished, trashErr := s.sweepLapsed(ctx, now, s.key(trashKey), "deletes", "finish a watch delete", func(id, _ string) error {
+		stop := s.renewLease(s.key(trashKey), id)
+		defer stop()
+		return s.finishDelete(ctx, id)
+	})
 	return undone + finished, errors.Join(undoErr, trashErr)
 }
 
@@ -115,8 +120,7 @@ type Sweeper struct {
 	// swept, when set (tests), is told each sweep's outcome.
 	swept func(n int, err error)
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop
 }
 
 // Sweeper returns the store's sweeper of stalled creates and deletes (not
@@ -130,11 +134,8 @@ func (s *Store) Sweeper(log *slog.Logger) *Sweeper {
 
 // Start sweeps at every tick until Shutdown.
 func (w *Sweeper) Start(ctx context.Context) error {
-	ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	w.done = make(chan struct{})
-	ticks, stop := w.ticks()
-	go func() {
-		defer close(w.done)
+	w.start(context.WithoutCancel(ctx), func(ctx context.Context) {
+		ticks, stop := w.ticks()
 		defer stop()
 		failing := false
 		for {
@@ -158,20 +159,6 @@ func (w *Sweeper) Start(ctx context.Context) error {
 				w.swept(n, err)
 			}
 		}
-	}()
+	})
 	return nil
-}
-
-// Shutdown stops the sweeps, waiting for one under way.
-func (w *Sweeper) Shutdown(ctx context.Context) error {
-	if w.cancel == nil {
-		return nil
-	}
-	w.cancel()
-	select {
-	case <-w.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

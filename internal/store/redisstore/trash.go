@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -137,35 +136,26 @@ func (s *Store) uncount(ctx context.Context, co, acc string) error {
 	}
 }
 
-// sweepTrash finishes the deletes whose deleter stopped before removing
-// the watch's remains (its trash lease ran out by now), and returns how
-// many. The first sweep of a process also puts in the trash zset (due at
-// once) the remains an older version left without an entry
-// (trash:<id>:keys alone), found by one SCAN.
-func (s *Store) sweepTrash(ctx context.Context, now time.Time) (int, error) {
-	if !s.trashScanned.Load() {
-		prefix, suffix := s.key(trashKey)+":", ":keys"
-		err := scanKeys(ctx, s.rdb, prefix+"*"+suffix, 1000, func(keys []string) error {
-			for _, k := range keys {
-				id := strings.TrimSuffix(strings.TrimPrefix(k, prefix), suffix)
-				if err := s.rdb.ZAddNX(ctx, s.key(trashKey), redis.Z{Score: 0, Member: id}).Err(); err != nil {
-					return err
-				}
+// scanTrash puts in the trash zset (due at once) the remains an older
+// version left without an entry (trash:<id>:keys alone), found by one SCAN
+// the first time a process calls it: Reconcile, before its SweepStalled
+// finishes them (serve's Sweeper does not scan).
+func (s *Store) scanTrash(ctx context.Context) error {
+	if s.trashScanned.Load() {
+		return nil
+	}
+	prefix, suffix := s.key(trashKey)+":", ":keys"
+	err := scanKeys(ctx, s.rdb, prefix+"*"+suffix, 1000, func(keys []string) error {
+		for _, k := range keys {
+			id := strings.TrimSuffix(strings.TrimPrefix(k, prefix), suffix)
+			if err := s.rdb.ZAddNX(ctx, s.key(trashKey), redis.Z{Score: 0, Member: id}).Err(); err != nil {
+				return err
 			}
-			return nil
-		})
-		if err != nil {
-			return 0, s.fail("look for unfinished watch deletes", err)
 		}
+		return nil
+	})
+	if err == nil {
 		s.trashScanned.Store(true)
 	}
-	return s.finishStalledDeletes(ctx, now)
-}
-
-func (s *Store) finishStalledDeletes(ctx context.Context, now time.Time) (int, error) {
-	return s.sweepLapsed(ctx, now, s.key(trashKey), "deletes", "finish a watch delete", func(id, _ string) error {
-		stop := s.renewLease(s.key(trashKey), id)
-		defer stop()
-		return s.finishDelete(ctx, id)
-	})
+	return s.fail("look for unfinished watch deletes", err)
 }

@@ -79,7 +79,7 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 	f.rdb.Set(ctx, f.rs.key(trashKey, old, "ixabn"), "", 0)
 
 	// Within the deleter's lease the sweep leaves the deletes alone.
-	if n, err := f.rs.sweepTrash(ctx, f.clock.Now()); err != nil || n != 1 {
+	if n, err := f.rs.Reconcile(ctx, f.clock.Now()); err != nil || n != 1 {
 		t.Fatalf("sweep within the lease = %d, %v; want only the older version's leftover", n, err)
 	}
 	f.clock.Advance(createLease + 1)

@@ -54,8 +54,7 @@ func (m *ArrivalMatcher) Start(ctx context.Context) {
 }
 
 // loop is a background part's goroutine, started once and stopped by
-// Shutdown. Only ArrivalMatcher uses it so far; the Sweeper and the
-// ScreenCopy run the same start and stop.
+// Shutdown: the ArrivalMatcher's, the Sweeper's and the ScreenCopy's.
 type loop struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
