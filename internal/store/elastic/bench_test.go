@@ -293,7 +293,7 @@ func rawNoticeDocs(ns []notice.Notice) [][]byte {
 	docs := make([][]byte, len(ns))
 	for i, n := range ns {
 		n.Seq = int64(i + 1)
-		docs[i] = esdoc.AppendNotice(nil, &n, 1, nil)
+		docs[i] = esdoc.AppendNotice(nil, &n, 1)
 	}
 	return docs
 }

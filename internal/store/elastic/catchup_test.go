@@ -32,7 +32,7 @@ func TestCatchUpBlocksLateWrites(t *testing.T) {
 		n := synthNotice("L", 1)
 		version := time.Now().UnixMilli()
 		late, lateErr = s.bulkOnce(ctx, []bulkOp{{Index: old[0], Action: "index", ID: n.ID, Version: version,
-			Body: esdoc.AppendNotice(nil, &n, version, nil), What: "a late notice"}})
+			Body: esdoc.AppendNotice(nil, &n, version), What: "a late notice"}})
 	}
 	defer func() { catchUpCopiedHook = nil }()
 	if _, err := s.Reindex(ctx, nil); err != nil {

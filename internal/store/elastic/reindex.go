@@ -182,7 +182,7 @@ func rebuildNoticeDoc(src json.RawMessage) ([]byte, error) {
 	if d.Notice.ID == "" {
 		return nil, errors.New("no notice in the document")
 	}
-	return esdoc.AppendNotice(make([]byte, 0, len(src)), &d.Notice, d.IndexedAt, nil), nil
+	return esdoc.AppendNotice(make([]byte, 0, len(src)), &d.Notice, d.IndexedAt), nil
 }
 
 // catchUp copies catchUpAlias's notices into index, then deletes its indices.

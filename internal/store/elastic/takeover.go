@@ -43,11 +43,5 @@ func (s *Store) takeOver(ctx context.Context, le *publog.Lease) error {
 	if err != nil {
 		return err
 	}
-	if takeOverHook != nil {
-		takeOverHook(ns)
-	}
 	return le.Publish(ctx, ns, kinds, le.Allocated)
 }
-
-// takeOverHook, when set by a test, hears the notices a takeover publishes.
-var takeOverHook func([]notice.Notice)

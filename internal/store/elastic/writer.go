@@ -239,7 +239,7 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 	ops := make([]bulkOp, 0, len(ns))
 	for i := range ns {
 		start := len(arena)
-		arena = esdoc.AppendNotice(arena, &ns[i], indexedAt, nil)
+		arena = esdoc.AppendNotice(arena, &ns[i], indexedAt)
 		body := arena[start:len(arena):len(arena)]
 		op := bulkOp{Index: s.Alias("notices"), Action: "index", ID: ns[i].ID, Version: le.Epoch, Fenced: true, Body: body, What: "notice " + ns[i].SourceID, Pos: i}
 		ops = append(ops, op)

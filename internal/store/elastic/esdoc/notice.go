@@ -15,9 +15,9 @@ import (
 
 // AppendNotice appends the document of n to buf (TestAppendNotice also
 // fails when notice.Notice gains a field this does not write). Its fts
-// field holds the four searchable texts folded, one element each so that a
-// phrase never spans two: fts, or when nil n's own (appendFTS).
-func AppendNotice(buf []byte, n *notice.Notice, indexedAt int64, fts []string) []byte {
+// field holds n's four searchable texts folded, one element each so that a
+// phrase never spans two (appendFTS).
+func AppendNotice(buf []byte, n *notice.Notice, indexedAt int64) []byte {
 	buf = AppendField(buf, `{"id":`, n.ID)
 	buf = AppendField(buf, `,"source_id":`, n.SourceID)
 	buf = strconv.AppendInt(append(buf, `,"notice_seq":`...), n.Seq, 10)
@@ -40,16 +40,7 @@ func AppendNotice(buf []byte, n *notice.Notice, indexedAt int64, fts []string) [
 	buf = AppendField(buf, `,"status":`, n.Status)
 	buf = strconv.AppendBool(append(buf, `,"dereg":`...), n.IsDeregistration())
 	buf = append(buf, `,"fts":[`...)
-	if fts == nil {
-		buf = appendFTS(buf, n)
-	} else {
-		for i, s := range fts {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = AppendString(buf, s)
-		}
-	}
+	buf = appendFTS(buf, n)
 	buf = append(buf, ']')
 	buf = AppendField(buf, `,"notice":{"id":`, n.ID)
 	buf = strconv.AppendInt(append(buf, `,"notice_seq":`...), n.Seq, 10)

@@ -25,15 +25,11 @@ func TestAppendNotice(t *testing.T) {
 	ns := append(storetest.Notices(t), notice.Notice{SourceID: "bare"}, odd)
 	for i, n := range ns {
 		n.Seq = int64(i + 1)
-		fts := ftsOf(n)
-		want, err := json.Marshal(documentWith(n, 1700000000000+int64(i), fts))
+		want, err := json.Marshal(newDocument(n, 1700000000000+int64(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := AppendNotice(nil, &n, 1700000000000+int64(i), fts); !bytes.Equal(got, want) {
-			t.Errorf("notice %d:\n got %s\nwant %s", i, got, want)
-		}
-		if got := AppendNotice([]byte("x"), &n, 1700000000000+int64(i), nil); !bytes.Equal(got[1:], want) {
+		if got := AppendNotice([]byte("x"), &n, 1700000000000+int64(i)); !bytes.Equal(got[1:], want) {
 			t.Errorf("notice %d, its texts folded into the document:\n got %s\nwant %s", i, got[1:], want)
 		}
 	}
@@ -52,7 +48,7 @@ func FuzzAppendNotice(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := AppendNotice(nil, &n, 1, nil); !bytes.Equal(got, want) {
+		if got := AppendNotice(nil, &n, 1); !bytes.Equal(got, want) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
