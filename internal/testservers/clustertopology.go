@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -184,19 +185,38 @@ func (top *ClusterTopology) WaitPromoted(t testing.TB, key, old string, limit ti
 // port and cluster bus port (port + 10000) are both free at the time of
 // the call.
 func freeClusterLoopback() (string, error) {
-	for range 200 {
-		port := 20000 + rand.IntN(35000)
-		a, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	ports, err := ClusterPorts(1, nil)
+	if err != nil {
+		return "", err
+	}
+	return "127.0.0.1:" + strconv.Itoa(ports[0]), nil
+}
+
+// ClusterPorts returns n loopback ports below 55535 (a cluster node's bus
+// listens on port + 10000) whose port and bus port are both free at the
+// time of the call, none of them in used, starting from a random port.
+func ClusterPorts(n int, used []int) ([]int, error) {
+	var out []int
+	for range 2000 {
+		if len(out) == n {
+			return out, nil
+		}
+		p := 20000 + rand.IntN(25535)
+		if slices.Contains(used, p) || slices.Contains(used, p+10000) {
+			continue
+		}
+		a, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
 			continue
 		}
-		b, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
+		b, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
 		a.Close()
 		if err != nil {
 			continue
 		}
 		b.Close()
-		return "127.0.0.1:" + strconv.Itoa(port), nil
+		out = append(out, p)
+		used = append(used, p, p+10000)
 	}
-	return "", fmt.Errorf("no free loopback port below 55535 with its bus port free after 200 tries")
+	return nil, fmt.Errorf("found %d free loopback ports below 55535 with their bus ports free, want %d", len(out), n)
 }

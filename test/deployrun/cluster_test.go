@@ -4,7 +4,6 @@ package deployrun
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,36 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/test/testbin"
 )
-
-// clusterPorts returns n free loopback ports below 55535 whose cluster bus
-// port (+10000) is free too, none of them in used.
-func clusterPorts(t *testing.T, n int, used []int) []int {
-	t.Helper()
-	var out []int
-	for p := 20000; p < 55535 && len(out) < n; p += 7 {
-		if slices.Contains(used, p) || slices.Contains(used, p+10000) {
-			continue
-		}
-		a, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			continue
-		}
-		b, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
-		a.Close()
-		if err != nil {
-			continue
-		}
-		b.Close()
-		out = append(out, p)
-		used = append(used, p, p+10000)
-	}
-	if len(out) < n {
-		t.Fatalf("found %d free ports below 55535 with their bus ports, want %d", len(out), n)
-	}
-	return out
-}
 
 // TestComposeCluster: compose.yaml with compose.cluster.yaml, on the host
 // network (compose.hostnet.yaml, compose.cluster-hostnet.yaml): six Redis
@@ -74,7 +46,10 @@ func TestComposeCluster(t *testing.T) {
 		named[v] = freePort(t)
 		used = append(used, named[v])
 	}
-	nodes := clusterPorts(t, 6, used)
+	nodes, err := testservers.ClusterPorts(6, used)
+	if err != nil {
+		t.Fatal(err)
+	}
 	named["TEST_REDIS_PORT"] = nodes[0]
 	for i, p := range nodes[1:] {
 		named[fmt.Sprintf("TEST_REDIS_NODE%d_PORT", i+2)] = p
