@@ -79,13 +79,21 @@ func StartRedisCluster(t testing.TB) *ClusterTopology {
 }
 
 // allOK checks that every live node reports cluster_state:ok with every
-// slot assigned and knows 3 masters.
+// slot assigned, and that every replica's link to its master is up.
 func (top *ClusterTopology) allOK(ctx context.Context) error {
 	for _, addr := range top.live() {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 		info, err := rdb.ClusterInfo(ctx).Result()
 		if err == nil && !strings.Contains(info, "cluster_state:ok") || err == nil && !strings.Contains(info, "cluster_slots_assigned:16384") {
 			err = fmt.Errorf("cluster info: %s", strings.Join(strings.Fields(info), " "))
+		}
+		// A replica counts once it has synced: before that a WAIT for one
+		// replica on its master times out (an acknowledged write refused).
+		if err == nil {
+			var repl string
+			if repl, err = rdb.Info(ctx, "replication").Result(); err == nil && strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
+				err = fmt.Errorf("replica not synced with its master yet")
+			}
 		}
 		rdb.Close()
 		if err != nil {
@@ -117,18 +125,25 @@ func (top *ClusterTopology) MasterOf(ctx context.Context, key string) (string, e
 	for _, addr := range top.live() {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 		slot, err := rdb.ClusterKeySlot(ctx, key).Result()
-		var shards []redis.ClusterSlot
+		var shards []redis.ClusterShard
 		if err == nil {
-			shards, err = rdb.ClusterSlots(ctx).Result()
+			shards, err = rdb.ClusterShards(ctx).Result()
 		}
 		rdb.Close()
 		if err != nil {
 			last = fmt.Errorf("%s: %w", addr, err)
 			continue
 		}
-		for _, s := range shards {
-			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-				return s.Nodes[0].Addr, nil
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if r.Start > slot || slot > r.End {
+					continue
+				}
+				for _, n := range sh.Nodes {
+					if n.Role == "master" && n.Health == "online" {
+						return net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10)), nil
+					}
+				}
 			}
 		}
 		last = fmt.Errorf("%s: no node serves slot %d", addr, slot)
