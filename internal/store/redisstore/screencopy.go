@@ -30,7 +30,6 @@ import (
 type ScreenCopy struct {
 	s       *Store
 	keepReg bool // Options.ScreenCopy: hold the register too
-	wait    bool // Options.ScreenCopyWait
 
 	reg     atomic.Pointer[regCopy]
 	refused string // a register generation the copy cannot hold (regBuilder.bad), under the load token
@@ -48,8 +47,8 @@ type ScreenCopy struct {
 	fromCopy, fromRedis, loads, behind atomic.Int64 // what Counts and Loads return
 }
 
-func newScreenCopy(s *Store, keepReg, wait bool) *ScreenCopy {
-	return &ScreenCopy{s: s, keepReg: keepReg, wait: wait, loading: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
+func newScreenCopy(s *Store, keepReg bool) *ScreenCopy {
+	return &ScreenCopy{s: s, keepReg: keepReg, loading: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 }
 
 // ScreenCopy returns the store's in-memory screen copy.
@@ -166,12 +165,6 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (re
 		return res, err
 	}
 	reg := c.current(regV)
-	if reg == nil && c.keepReg && c.wait {
-		if regV, synced, err = c.refresh(ctx); err != nil {
-			return res, err
-		}
-		reg = c.current(regV)
-	}
 	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), reg: reg}
 	if reg == nil {
 		if l.found, err = s.registerLookups(ctx, ids); err != nil {
