@@ -224,12 +224,17 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 			p.SAdd(ctx, s.key(regKey, l.v, "idparts"), b)
 			p.Expire(ctx, key, loadingRegisterTTL*time.Second)
 		}
+		// A field's first values are set, the others then appended by the
+		// script (Eval: a pipeline cannot fall back from EVALSHA).
 		for _, w := range []struct {
-			key    string
-			fields []any
-		}{{acnabn, firstACN}, {abn, firstABN}, {odd, oddFields}} {
-			for lo := 0; lo < len(w.fields); lo += 2 * batch {
-				p.HSet(ctx, w.key, w.fields[lo:min(lo+2*batch, len(w.fields))]...)
+			key          string
+			first, again []any
+		}{{acnabn, firstACN, againACN}, {abn, firstABN, againABN}, {odd, oddFields, nil}} {
+			for lo := 0; lo < len(w.first); lo += 2 * batch {
+				p.HSet(ctx, w.key, w.first[lo:min(lo+2*batch, len(w.first))]...)
+			}
+			for lo := 0; lo < len(w.again); lo += 2 * batch {
+				addPairsScript.Eval(ctx, p, []string{w.key}, w.again[lo:min(lo+2*batch, len(w.again))]...)
 			}
 		}
 		for _, part := range regParts {
@@ -237,20 +242,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 		}
 		return nil
 	})
-	if err != nil {
-		return s.fail("write register rows", err)
-	}
-	for _, w := range []struct {
-		key, what string
-		fields    []any
-	}{{acnabn, "ABNs", againACN}, {abn, "ACNs", againABN}} {
-		for lo := 0; lo < len(w.fields); lo += 2 * batch {
-			if err := addPairsScript.Run(ctx, s.rdb, []string{w.key}, w.fields[lo:min(lo+2*batch, len(w.fields))]...).Err(); err != nil {
-				return s.fail("write register "+w.what, err)
-			}
-		}
-	}
-	return nil
+	return s.fail("write register rows", err)
 }
 
 // primaryACN is the ACN an ABN resolves to among acns (its register ACNs),
