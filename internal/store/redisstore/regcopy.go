@@ -144,29 +144,23 @@ func (b *regBuilder) build(v string) *regCopy {
 	if b.bad != "" {
 		return nil
 	}
-	byACN := func(x, y regEntry) int { return cmp.Compare(x.acn, y.acn) }
-	sortEntries := func() {
-		slices.SortFunc(b.entries, byACN)
-		b.entries = slices.CompactFunc(b.entries, func(x, y regEntry) bool { return x.acn == y.acn })
-	}
-	sortEntries()
-	// An ACN only an ABN names is kept too, nameless, as Redis answers it.
-	n := len(b.entries)
-	addMissing := func(acn uint32) {
-		if _, ok := slices.BinarySearchFunc(b.entries[:n], regEntry{acn: acn}, byACN); !ok {
-			b.entries = append(b.entries, regEntry{acn: acn, p: noABN})
-		}
-	}
+	// An ACN only an ABN names is kept too, nameless, as Redis answers it:
+	// each ABN's ACN is added so, sorted after the ACN's own entry, if any
+	// (one with more said of it), and only the first entry of an ACN kept.
 	for _, p := range b.prefixed {
-		addMissing(p.acn)
+		b.entries = append(b.entries, regEntry{acn: p.acn, p: noABN})
 	}
 	for _, p := range b.pairs {
-		addMissing(p.acn)
+		b.entries = append(b.entries, regEntry{acn: p.acn, p: noABN})
 	}
-	if len(b.entries) > n {
-		sortEntries()
-	}
-	n = len(b.entries)
+	slices.SortFunc(b.entries, func(x, y regEntry) int {
+		if x.acn != y.acn {
+			return cmp.Compare(x.acn, y.acn)
+		}
+		return cmp.Or(cmp.Compare(x.p, y.p), cmp.Compare(boolArg(y.named), boolArg(x.named))) // named first
+	})
+	b.entries = slices.CompactFunc(b.entries, func(x, y regEntry) bool { return x.acn == y.acn })
+	n := len(b.entries)
 	r := &regCopy{v: v, acns: make([]uint32, n), acnDir: make([]uint32, 1<<(30-dirShift)+1), named: make([]uint64, (n+63)/64),
 		abnPrefix: make([]uint8, n), moreABNs: map[int32][]string{}, moreACNs: map[string][]int32{}}
 	for i, e := range b.entries {
