@@ -66,7 +66,7 @@ func (s *summarySlab) put(seq int64, n *notice.Notice) {
 	t := intern(&s.tupleIx, &s.tuples, [7]uint64{code(n.PublishedDate), code(n.NoticeType), code(n.NoticeCode),
 		code(n.NoticePurpose), code(n.State), code(n.Status), app})
 	var buf [256]byte
-	enc := binary.AppendUvarint(buf[:0], t)
+	enc := buf[:0]
 	id := publog.Idents(n)
 	for _, v := range id {
 		s.post.add(v, seq)
@@ -125,13 +125,12 @@ func (s *summarySlab) remove(seq int64) {
 	}
 }
 
-// summary is one encoded summary read: its tuple, its strings (id,
-// published instant, acn, abn, company name) and its bytes, aliasing its
-// chunk (never changed once written).
+// summary is one encoded summary read: its strings (id, published
+// instant, acn, abn, company name) and its bytes, aliasing its chunk
+// (never changed once written).
 type summary struct {
-	tuple uint64
-	str   [5]string
-	enc   []byte
+	str [5]string
+	enc []byte
 }
 
 // read reads the summary at location l (not 0) of chunks.
@@ -146,7 +145,6 @@ func read(chunks [][]byte, l uint64) (s summary) {
 		pos += n
 		return int(v)
 	}
-	s.tuple = uint64(next())
 	for i := range s.str {
 		if n := next(); n > 0 {
 			s.str[i] = unsafe.String(&b[pos], n)
@@ -169,7 +167,7 @@ func (s *summarySlab) decode(seq int64, n *notice.Notice, ptrs *[3]string) bool 
 	}
 	r := read(s.chunks, l)
 	n.Seq = seq
-	s.decodeCodes(s.tuples[r.tuple], n, &ptrs[0])
+	s.decodeCodes(s.tuples[s.tupleOf[seq]], n, &ptrs[0])
 	n.ID, n.PublishedAt, n.CompanyName = r.str[0], r.str[1], r.str[4]
 	if ptrs[1] = r.str[2]; ptrs[1] != "" {
 		n.ACN = &ptrs[1]
