@@ -20,6 +20,7 @@ import (
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
 	"github.com/noticesd/noticesd/internal/store/storetest"
@@ -93,7 +94,7 @@ func newScaleBench(b *testing.B, n int) *scaleBench {
 	if err := l.Commit(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if err := storetest.PublishStored(ctx, rs.Log(), ns2); err != nil {
+	if err := storetest.PublishStored(ctx, publog.New(rdb, ns, publog.Options{}), ns2); err != nil {
 		b.Fatal(err)
 	}
 	acc, err := rs.CreateAccount(ctx, "bench", "enterprise")

@@ -6,7 +6,6 @@ import (
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
-	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
 // Ingest is scale mode's write path (store.NoticeWriter and
@@ -130,6 +129,3 @@ func (l bothLoads) Rollback() error {
 	}
 	return err
 }
-
-// Log returns the namespace's writer lease and publish log.
-func (s *Store) Log() *publog.Log { return s.log }
