@@ -249,9 +249,6 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 // digits followed by the ACN) when it is one of them, else the lowest. ""
 // when acns is empty.
 func primaryACN(abn string, acns []string) string {
-	if len(acns) == 1 {
-		return acns[0]
-	}
 	best := ""
 	for _, a := range acns {
 		if len(abn) == 11 && a == abn[2:] {
