@@ -21,30 +21,18 @@ type regCopy struct {
 	moreACNs  map[string][]int32
 	named     []uint64
 
-	nameMu sync.RWMutex
-	nameIx []uint32 // per company: 1 + its name's index in held, 0 for not held
-	held   nameChunks
-}
-
-// nameChunks holds names back to back in append-only chunks (a string
-// read from one stays valid after the lock is released), each found by
-// one packed location: no string header or allocation per name.
-type nameChunks struct {
-	chunks [][]byte
-	locs   []uint64 // chunk<<40 | offset<<18 | length
+	// The names held, back to back in append-only chunks (a string read
+	// from one stays valid after the lock is released), each found by one
+	// packed location: no string header or allocation per name.
+	nameMu     sync.RWMutex
+	nameIx     []uint32 // per company: 1 + its name's index in nameLocs, 0 for not held
+	nameLocs   []uint64 // chunk<<40 | offset<<18 | length
+	nameChunks [][]byte
 }
 
 // maxHeldName is the longest name held (longer ones are read from the
 // notice source each time).
 const maxHeldName = 1<<18 - 1
-
-func (h *nameChunks) get(i uint32) string {
-	l := h.locs[i]
-	if l&maxHeldName == 0 {
-		return ""
-	}
-	return unsafe.String(&h.chunks[l>>40][int(l>>18)&(chunkSize-1)], int(l&maxHeldName))
-}
 
 // noABN marks a company without a prefix-form ABN.
 const noABN = 255
@@ -228,7 +216,8 @@ func (r *regCopy) names(cos []int32, names []string, read func(missing []int) ([
 	}
 	for k, co := range cos {
 		if r != nil && r.nameIx != nil && r.nameIx[co] != 0 {
-			names[k] = r.held.get(r.nameIx[co] - 1)
+			l := r.nameLocs[r.nameIx[co]-1]
+			names[k] = unsafe.String(&r.nameChunks[l>>40][int(l>>18)&(chunkSize-1)], int(l&maxHeldName))
 		} else {
 			if missing == nil {
 				missing = make([]int, 0, len(cos)-k)
@@ -255,9 +244,9 @@ func (r *regCopy) names(cos []int32, names []string, read func(missing []int) ([
 	}
 	for j, k := range missing {
 		if names[k] = got[j]; r != nil && r.nameIx[cos[k]] == 0 && names[k] != "" && len(names[k]) <= maxHeldName {
-			chunk, off := appendChunk(&r.held.chunks, names[k])
-			r.held.locs = append(r.held.locs, uint64(chunk)<<40|uint64(off)<<18|uint64(len(names[k])))
-			r.nameIx[cos[k]] = uint32(len(r.held.locs))
+			chunk, off := appendChunk(&r.nameChunks, names[k])
+			r.nameLocs = append(r.nameLocs, uint64(chunk)<<40|uint64(off)<<18|uint64(len(names[k])))
+			r.nameIx[cos[k]] = uint32(len(r.nameLocs))
 		}
 	}
 	return nil
