@@ -24,7 +24,7 @@ import (
 
 // ScreenCopy is a replica's in-memory copy of what the bulk screen reads
 // (docs/redis.md, "The replica's in-memory copy"): the published notices
-// (noticeCopy) and, with Options.ScreenCopy, the current register
+// (summarySlab) and, with Options.ScreenCopy, the current register
 // generation (regCopy). Start keeps it fresh in the background; Shutdown
 // stops it.
 type ScreenCopy struct {
@@ -38,7 +38,7 @@ type ScreenCopy struct {
 	// n; mu guards what n points to against screens reading it.
 	syncMu sync.Mutex
 	mu     sync.RWMutex
-	n      *noticeCopy // nil: not loaded, or behind a trimmed publish log
+	n      *summarySlab // nil: not loaded, or behind a trimmed publish log
 
 	loading chan struct{} // holds a token while a load runs: one at a time
 	kick    chan struct{}
@@ -102,7 +102,7 @@ func (c *ScreenCopy) load(ctx context.Context, do func() error) error {
 
 // refresh brings the notice copy up to date (notices) and, when it keeps
 // the register, loads the current generation.
-func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *noticeCopy, err error) {
+func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *summarySlab, err error) {
 	if regV, n, err = c.notices(ctx); err != nil || !c.keepReg {
 		return regV, n, err
 	}
@@ -120,7 +120,7 @@ const maxLoads = 3
 
 // notices brings the notice copy up to date and returns it with the
 // register generation, first loading it when there is none.
-func (c *ScreenCopy) notices(ctx context.Context) (regV string, n *noticeCopy, err error) {
+func (c *ScreenCopy) notices(ctx context.Context) (regV string, n *summarySlab, err error) {
 	for try := 0; ; try++ {
 		if regV, n, err = c.sync(ctx); err != nil || n != nil {
 			return regV, n, err
@@ -176,7 +176,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (re
 	unlock := func() { once.Do(c.mu.RUnlock) } // released once, by whichever comes first
 	defer unlock()
 	l.arenas = lookupAll(len(ids), func(part, lo, hi int) []int64 { return l.lookup(synced, part, lo, hi) })
-	v := &summaryView{f: f, slab: &synced.summarySlab, memo: make([]int8, len(synced.tuples))}
+	v := &summaryView{f: f, slab: synced, memo: make([]int8, len(synced.tuples))}
 	if f.Q != nil || f.Company != nil {
 		if v.passed, err = c.decodePassing(ctx, l.arenas, synced, f, unlock); err != nil {
 			return res, err
@@ -202,7 +202,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (re
 // copy's read lock (unlock) and returns those passing f by seq; a q is
 // matched on the text of those passing the rest, read from the notice
 // source (the decoded strings stay valid: see summarySlab).
-func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *noticeCopy, f notice.Filter, unlock func()) (map[int64]*notice.Notice, error) {
+func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *summarySlab, f notice.Filter, unlock func()) (map[int64]*notice.Notice, error) {
 	seqs := sortedSet(slices.Concat(arenas...))
 	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
 	ptrs := make([][3]string, len(seqs))
@@ -279,7 +279,7 @@ func (l *screenLookup) acn(i int) string {
 
 // lookup fills the items of ids[lo:hi] from n and returns the arena
 // (number part) backing their seqs.
-func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
+func (l *screenLookup) lookup(n *summarySlab, part, lo, hi int) []int64 {
 	reg := l.reg
 	arena := make([]int64, 0, hi-lo) // backs every item's seq lists
 	var acns []string                // an ABN's register ACNs, reused
@@ -464,7 +464,7 @@ const changeBatch = 1000
 // notice copy, in one round trip when the log has nothing new, and returns
 // the copy it brought up to date: nil when there is none, or the log was
 // trimmed past it (then the copy is dropped, to be reloaded).
-func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy, err error) {
+func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *summarySlab, err error) {
 	s := c.s
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
@@ -523,7 +523,7 @@ func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fresh := &noticeCopy{last: head}
+	fresh := &summarySlab{last: head}
 	err = c.s.source.NoticeSummaries(ctx, through, func(n *notice.Notice) error {
 		fresh.put(n.Seq, n)
 		return nil

@@ -8,8 +8,9 @@ import (
 	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
-// summarySlab holds the notice summaries of a screen copy by seq, and
-// their index by identifier (post), without a string, map entry or
+// summarySlab is a replica's copy of the published notices: their
+// summaries by seq, their index by identifier (post) and its publish log
+// position (last, apply: noticecopy.go), without a string, map entry or
 // pointer per notice (the encoding, and why chunks are append-only:
 // docs/redis.md, "The notices"); in tuples the appointment type is coded
 // plus one, 0 for none. put and remove keep the index a function of the
@@ -26,6 +27,7 @@ type summarySlab struct {
 	tuples  [][7]uint64
 	tupleIx map[[7]uint64]uint64
 	post    postings
+	last    string // the id of the last publish log entry applied
 }
 
 // chunkSize is the size of a chunk (a longer summary gets a chunk of its
