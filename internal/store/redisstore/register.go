@@ -528,13 +528,3 @@ type RegisterNamer interface {
 	// first row marked current, else of its first row ("" for none).
 	RegisterNames(ctx context.Context, acns []string) ([]string, error)
 }
-
-// registerNames returns the current name of each of acns from the notice
-// source ("" for each when it is no RegisterNamer).
-func (s *Store) registerNames(ctx context.Context, acns []string) ([]string, error) {
-	n, ok := s.source.(RegisterNamer)
-	if !ok || len(acns) == 0 {
-		return make([]string, len(acns)), nil
-	}
-	return n.RegisterNames(ctx, acns)
-}

@@ -331,7 +331,7 @@ func (l *screenLookup) lookup(n *summarySlab, part, lo, hi int) []int64 {
 }
 
 // fillNames puts the register names in res (made without them, in the
-// order of l.ids), held or read from the notice source (registerNames),
+// order of l.ids), held or read from the notice source (RegisterNames),
 // with none of the copy's locks held, as that read may be slow. A name the
 // source lacks leaves the match its latest notice's.
 func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.ScreenResult) error {
@@ -362,7 +362,10 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 		if c.s.stopBefore != nil {
 			c.s.stopBefore("read-names")
 		}
-		return c.s.registerNames(ctx, acns)
+		if namer, ok := c.s.source.(RegisterNamer); ok {
+			return namer.RegisterNames(ctx, acns)
+		}
+		return make([]string, len(acns)), nil // a source without names
 	})
 	if err != nil {
 		return err
