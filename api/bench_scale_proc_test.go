@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/test/testbin"
 )
@@ -50,10 +51,11 @@ func (sr *scaleRead) redisMemory(b *testing.B) {
 	bin := testbin.Build(b)
 	start := time.Now()
 	_, stop := testbin.Start(b, bin, sr.procEnv(), "worker")
-	keys := sr.st.Redis.Log().Keys()
 	rdb := sr.st.Client()
+	plog := publog.New(rdb, sr.ns, publog.Options{})
+	keys := plog.Keys()
 	testbin.WaitFor(b, 20*time.Minute, "the worker to match every arrival", func() bool {
-		head, err := sr.st.Redis.Log().Head(ctx)
+		head, err := plog.Head(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}

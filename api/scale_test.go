@@ -16,6 +16,7 @@ import (
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
 	"github.com/noticesd/noticesd/internal/store"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/testservers"
@@ -76,8 +77,8 @@ func TestWatchesScaleMode(t *testing.T) {
 // re-created there (f's keys are replaced by the Redis ones).
 func scaleStores(t *testing.T, f *fixture) (store.Watches, store.Accounts, store.NoticeWriter) {
 	t.Helper()
-	rs, _, _ := scaleRedisStore(t, f)
-	return rs, rs, redisstore.Ingest{Notices: storetest.Publishing{Unpublished: f.store, Log: rs.Log()}, Redis: rs}
+	rs, rdb, ns := scaleRedisStore(t, f)
+	return rs, rs, redisstore.Ingest{Notices: storetest.Publishing{Unpublished: f.store, Log: publog.New(rdb, ns, publog.Options{})}, Redis: rs}
 }
 
 // scaleRedisStore is scaleStores's Redis store, with its client and
@@ -115,7 +116,7 @@ func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, redis.Univers
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := storetest.PublishStored(ctx, rs.Log(), stored); err != nil {
+	if err := storetest.PublishStored(ctx, publog.New(rdb, ns, publog.Options{}), stored); err != nil {
 		t.Fatal(err)
 	}
 	var rows []notice.RegisterRow

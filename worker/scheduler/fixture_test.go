@@ -24,6 +24,7 @@ import (
 	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
+	"github.com/noticesd/noticesd/internal/store/publog"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
 	"github.com/noticesd/noticesd/internal/store/storetest"
@@ -79,7 +80,7 @@ func newHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, rdb: rdb, ns: ns, rs: rs, notes: sq, writer: redisstore.Ingest{Notices: storetest.Publishing{Unpublished: sq, Log: rs.Log()}, Redis: rs},
+	h := &harness{t: t, rdb: rdb, ns: ns, rs: rs, notes: sq, writer: redisstore.Ingest{Notices: storetest.Publishing{Unpublished: sq, Log: publog.New(rdb, ns, publog.Options{})}, Redis: rs},
 		acc: acc, tmpl: storetest.Notices(t)[0]}
 	h.recv = newReceiver(t)
 	h.caFile = filepath.Join(t.TempDir(), "ca.pem")

@@ -51,7 +51,7 @@ func BenchmarkScreenCopySize(b *testing.B) {
 		regBuild := time.Since(start)
 		regHeap := heap() - base
 		start = time.Now()
-		nc := &noticeCopy{}
+		nc := &summarySlab{}
 		for i := 0; i < notices; i++ {
 			n := tmpl[i%len(tmpl)]
 			n.Seq = int64(i + 1)
@@ -87,7 +87,7 @@ func BenchmarkScreenCopySize(b *testing.B) {
 		}
 		noticeBuild := time.Since(start)
 		noticeHeap := heap() - base - regHeap
-		if _, ok := reg.company(fmt.Sprintf("%09d", 100_000_000)); !ok || slabCount(&nc.summarySlab) != notices {
+		if _, ok := reg.company(fmt.Sprintf("%09d", 100_000_000)); !ok || slabCount(nc) != notices {
 			b.Fatal("copy incomplete")
 		}
 		b.ReportMetric(float64(regHeap)/(1<<20), "register-MiB")

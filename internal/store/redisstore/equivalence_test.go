@@ -52,7 +52,7 @@ func testSharedABN(t *testing.T, o Options) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := f.rs.Screen(ctx, ids, flt)
+		got, err := f.screen(ctx, ids, flt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func testScreenCarryingBoth(t *testing.T, o Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := f.rs.Screen(ctx, ids, noFilter())
+	got, err := f.screen(ctx, ids, noFilter())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,14 @@ import (
 
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/delivery"
+	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/testservers"
+	"github.com/noticesd/noticesd/internal/watch"
 )
 
 // composite is the Ingest write path over the fixture's SQLite notice store.
@@ -130,8 +132,9 @@ func newFixture(t testing.TB, o Options) fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropNamespace(t, rdb, ns) })
-	if o.ScreenCopyWait {
-		// Every screen of a waiting copy is answered from it.
+	if o.ScreenCopy {
+		// Every screen of a fixture keeping the register copy is answered
+		// from it (backend and screen go through copyScreens).
 		t.Cleanup(func() {
 			if _, fromRedis := rs.ScreenCopy().Counts(); fromRedis > 0 {
 				t.Errorf("%d screens read Redis instead of the waiting in-memory copy", fromRedis)
@@ -143,11 +146,37 @@ func newFixture(t testing.TB, o Options) fixture {
 
 func (f fixture) backend() storetest.WatchBackend {
 	c := composite{notices: f.notices, rs: f.rs}
+	var w store.Watches = f.rs
+	if f.rs.screenCopy.keepReg {
+		w = copyScreens{f.rs}
+	}
 	return storetest.WatchBackend{
 		Backend:  storetest.Backend{Notices: f.notices, Writer: c, Register: c, Clock: f.clock},
-		Watches:  f.rs,
+		Watches:  w,
 		Accounts: f.rs,
 	}
+}
+
+// screen is the fixture store's Screen, through copyScreens when it keeps
+// the register copy (copyOptions).
+func (f fixture) screen(ctx context.Context, ids []ident.ID, flt notice.Filter) (watch.ScreenResult, error) {
+	if f.rs.screenCopy.keepReg {
+		return copyScreens{f.rs}.Screen(ctx, ids, flt)
+	}
+	return f.rs.Screen(ctx, ids, flt)
+}
+
+// copyScreens is a store whose screens first bring its in-memory copy up
+// to date, as a serve replica's loader does within a second of a change,
+// so that each is answered from the copy.
+type copyScreens struct{ *Store }
+
+// Screen refreshes the copy (the notices and the register), then screens.
+func (c copyScreens) Screen(ctx context.Context, ids []ident.ID, flt notice.Filter) (watch.ScreenResult, error) {
+	if _, _, err := c.screenCopy.refresh(ctx); err != nil {
+		return watch.ScreenResult{}, err
+	}
+	return c.Store.Screen(ctx, ids, flt)
 }
 
 // testBox is a secret box under a fixed test key.
@@ -160,9 +189,9 @@ func testBox(t testing.TB) *secretbox.Box {
 	return b
 }
 
-// copyOptions are the options of a store whose screens answer from the
-// in-memory copy, reloading it when it is out of date.
-var copyOptions = Options{ScreenCopy: true, ScreenCopyWait: true}
+// copyOptions are the options of a store keeping the register copy; a
+// fixture's screens then answer from it (copyScreens).
+var copyOptions = Options{ScreenCopy: true}
 
 // forScreenModes runs test with the screen reading Redis and with it
 // answering from the in-memory copy.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
-	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
 // Ingest is scale mode's write path (store.NoticeWriter and
@@ -82,10 +81,7 @@ func (l bothLoads) Add(ctx context.Context, rows []notice.RegisterRow) error {
 	redisErr := make(chan error, 1)
 	go func() { redisErr <- l.b.Add(ctx, rows) }()
 	err := l.a.Add(ctx, rows)
-	if rerr := <-redisErr; err == nil {
-		err = rerr
-	}
-	return err
+	return cmp.Or(err, <-redisErr)
 }
 
 // Commit commits the notice store's side, then Redis's. With an
@@ -124,12 +120,5 @@ func (l bothLoads) Commit(ctx context.Context) error {
 }
 
 func (l bothLoads) Rollback() error {
-	err := l.a.Rollback()
-	if e := l.b.Rollback(); err == nil {
-		err = e
-	}
-	return err
+	return cmp.Or(l.a.Rollback(), l.b.Rollback())
 }
-
-// Log returns the namespace's writer lease and publish log.
-func (s *Store) Log() *publog.Log { return s.log }

@@ -10,18 +10,10 @@ import (
 	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
-// noticeCopy is a replica's copy of the published notices' summaries
-// with their index by identifier (summarySlab) and its publish log
-// position.
-type noticeCopy struct {
-	summarySlab
-	last string // the id of the last publish log entry applied
-}
-
 // apply applies publish log entries, in order, and moves the copy's
 // position past them. An entry's summary is its notice's as published
 // (publog.EncodeSummary); an unreadable one removes its seq.
-func (n *noticeCopy) apply(entries []publog.Entry) {
+func (n *summarySlab) apply(entries []publog.Entry) {
 	for _, e := range entries {
 		var dec notice.Notice
 		var ptrs [3]string

@@ -21,30 +21,18 @@ type regCopy struct {
 	moreACNs  map[string][]int32
 	named     []uint64
 
-	nameMu sync.RWMutex
-	nameIx []uint32 // per company: 1 + its name's index in held, 0 for not held
-	held   nameChunks
-}
-
-// nameChunks holds names back to back in append-only chunks (a string
-// read from one stays valid after the lock is released), each found by
-// one packed location: no string header or allocation per name.
-type nameChunks struct {
-	chunks [][]byte
-	locs   []uint64 // chunk<<40 | offset<<18 | length
+	// The names held, back to back in append-only chunks (a string read
+	// from one stays valid after the lock is released), each found by one
+	// packed location: no string header or allocation per name.
+	nameMu     sync.RWMutex
+	nameIx     []uint32 // per company: 1 + its name's index in nameLocs, 0 for not held
+	nameLocs   []uint64 // chunk<<40 | offset<<18 | length
+	nameChunks [][]byte
 }
 
 // maxHeldName is the longest name held (longer ones are read from the
 // notice source each time).
 const maxHeldName = 1<<18 - 1
-
-func (h *nameChunks) get(i uint32) string {
-	l := h.locs[i]
-	if l&maxHeldName == 0 {
-		return ""
-	}
-	return unsafe.String(&h.chunks[l>>40][int(l>>18)&(chunkSize-1)], int(l&maxHeldName))
-}
 
 // noABN marks a company without a prefix-form ABN.
 const noABN = 255
@@ -144,29 +132,23 @@ func (b *regBuilder) build(v string) *regCopy {
 	if b.bad != "" {
 		return nil
 	}
-	byACN := func(x, y regEntry) int { return cmp.Compare(x.acn, y.acn) }
-	sortEntries := func() {
-		slices.SortFunc(b.entries, byACN)
-		b.entries = slices.CompactFunc(b.entries, func(x, y regEntry) bool { return x.acn == y.acn })
-	}
-	sortEntries()
-	// An ACN only an ABN names is kept too, nameless, as Redis answers it.
-	n := len(b.entries)
-	addMissing := func(acn uint32) {
-		if _, ok := slices.BinarySearchFunc(b.entries[:n], regEntry{acn: acn}, byACN); !ok {
-			b.entries = append(b.entries, regEntry{acn: acn, p: noABN})
-		}
-	}
+	// An ACN only an ABN names is kept too, nameless, as Redis answers it:
+	// each ABN's ACN is added so, sorted after the ACN's own entry, if any
+	// (one with more said of it), and only the first entry of an ACN kept.
 	for _, p := range b.prefixed {
-		addMissing(p.acn)
+		b.entries = append(b.entries, regEntry{acn: p.acn, p: noABN})
 	}
 	for _, p := range b.pairs {
-		addMissing(p.acn)
+		b.entries = append(b.entries, regEntry{acn: p.acn, p: noABN})
 	}
-	if len(b.entries) > n {
-		sortEntries()
-	}
-	n = len(b.entries)
+	slices.SortFunc(b.entries, func(x, y regEntry) int {
+		if x.acn != y.acn {
+			return cmp.Compare(x.acn, y.acn)
+		}
+		return cmp.Or(cmp.Compare(x.p, y.p), cmp.Compare(boolArg(y.named), boolArg(x.named))) // named first
+	})
+	b.entries = slices.CompactFunc(b.entries, func(x, y regEntry) bool { return x.acn == y.acn })
+	n := len(b.entries)
 	r := &regCopy{v: v, acns: make([]uint32, n), acnDir: make([]uint32, 1<<(30-dirShift)+1), named: make([]uint64, (n+63)/64),
 		abnPrefix: make([]uint8, n), moreABNs: map[int32][]string{}, moreACNs: map[string][]int32{}}
 	for i, e := range b.entries {
@@ -234,7 +216,8 @@ func (r *regCopy) names(cos []int32, names []string, read func(missing []int) ([
 	}
 	for k, co := range cos {
 		if r != nil && r.nameIx != nil && r.nameIx[co] != 0 {
-			names[k] = r.held.get(r.nameIx[co] - 1)
+			l := r.nameLocs[r.nameIx[co]-1]
+			names[k] = unsafe.String(&r.nameChunks[l>>40][int(l>>18)&(chunkSize-1)], int(l&maxHeldName))
 		} else {
 			if missing == nil {
 				missing = make([]int, 0, len(cos)-k)
@@ -261,9 +244,9 @@ func (r *regCopy) names(cos []int32, names []string, read func(missing []int) ([
 	}
 	for j, k := range missing {
 		if names[k] = got[j]; r != nil && r.nameIx[cos[k]] == 0 && names[k] != "" && len(names[k]) <= maxHeldName {
-			chunk, off := appendChunk(&r.held.chunks, names[k])
-			r.held.locs = append(r.held.locs, uint64(chunk)<<40|uint64(off)<<18|uint64(len(names[k])))
-			r.nameIx[cos[k]] = uint32(len(r.held.locs))
+			chunk, off := appendChunk(&r.nameChunks, names[k])
+			r.nameLocs = append(r.nameLocs, uint64(chunk)<<40|uint64(off)<<18|uint64(len(names[k])))
+			r.nameIx[cos[k]] = uint32(len(r.nameLocs))
 		}
 	}
 	return nil

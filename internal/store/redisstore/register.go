@@ -151,14 +151,6 @@ end
 return 1
 `)
 
-// mark returns the marks of an ACN and the function that stores them.
-func (l *RegisterLoad) mark(acn string) (uint8, func(uint8)) {
-	if slot, ok := regSlot(acn); ok {
-		return l.acns[slot], func(m uint8) { l.acns[slot] = m }
-	}
-	return l.oddACNs[acn], func(m uint8) { l.oddACNs[acn] = m }
-}
-
 // Add writes rows into the new generation: whether each ACN is named (its
 // first row marked current, else its first row, has a name, as the
 // embedded store names it), whether it holds its formed ABN, and every
@@ -174,7 +166,11 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 		if r.ACN == "" {
 			continue
 		}
-		m, keep := l.mark(r.ACN)
+		slot, numeric := regSlot(r.ACN)
+		m := l.acns[slot]
+		if !numeric {
+			m = l.oddACNs[r.ACN]
+		}
 		if cur := r.IsCurrent(); m&acnCurrent == 0 && (cur || m&acnSeen == 0) {
 			m = (m | acnSeen) &^ acnNamedBit
 			if cur {
@@ -184,7 +180,6 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 				m |= acnNamedBit
 			}
 		}
-		slot, numeric := regSlot(r.ACN)
 		if p := (pair{r.ACN, r.ABN}); r.ABN != "" && !seenPair[p] {
 			seenPair[p] = true
 			if numeric && r.ABN == formedABN(r.ACN) {
@@ -213,7 +208,11 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 				oddFields = append(oddFields, r.ACN, strconv.Itoa(int(code>>1)))
 			}
 		}
-		keep(m)
+		if numeric {
+			l.acns[slot] = m
+		} else {
+			l.oddACNs[r.ACN] = m
+		}
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for b, ops := range bitfields {
@@ -224,12 +223,17 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 			p.SAdd(ctx, s.key(regKey, l.v, "idparts"), b)
 			p.Expire(ctx, key, loadingRegisterTTL*time.Second)
 		}
+		// A field's first values are set, the others then appended by the
+		// script (Eval: a pipeline cannot fall back from EVALSHA).
 		for _, w := range []struct {
-			key    string
-			fields []any
-		}{{acnabn, firstACN}, {abn, firstABN}, {odd, oddFields}} {
-			for lo := 0; lo < len(w.fields); lo += 2 * batch {
-				p.HSet(ctx, w.key, w.fields[lo:min(lo+2*batch, len(w.fields))]...)
+			key          string
+			first, again []any
+		}{{acnabn, firstACN, againACN}, {abn, firstABN, againABN}, {odd, oddFields, nil}} {
+			for lo := 0; lo < len(w.first); lo += 2 * batch {
+				p.HSet(ctx, w.key, w.first[lo:min(lo+2*batch, len(w.first))]...)
+			}
+			for lo := 0; lo < len(w.again); lo += 2 * batch {
+				addPairsScript.Eval(ctx, p, []string{w.key}, w.again[lo:min(lo+2*batch, len(w.again))]...)
 			}
 		}
 		for _, part := range regParts {
@@ -237,20 +241,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 		}
 		return nil
 	})
-	if err != nil {
-		return s.fail("write register rows", err)
-	}
-	for _, w := range []struct {
-		key, what string
-		fields    []any
-	}{{acnabn, "ABNs", againACN}, {abn, "ACNs", againABN}} {
-		for lo := 0; lo < len(w.fields); lo += 2 * batch {
-			if err := addPairsScript.Run(ctx, s.rdb, []string{w.key}, w.fields[lo:min(lo+2*batch, len(w.fields))]...).Err(); err != nil {
-				return s.fail("write register "+w.what, err)
-			}
-		}
-	}
-	return nil
+	return s.fail("write register rows", err)
 }
 
 // primaryACN is the ACN an ABN resolves to among acns (its register ACNs),
@@ -258,9 +249,6 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 // digits followed by the ACN) when it is one of them, else the lowest. ""
 // when acns is empty.
 func primaryACN(abn string, acns []string) string {
-	if len(acns) == 1 {
-		return acns[0]
-	}
 	best := ""
 	for _, a := range acns {
 		if len(abn) == 11 && a == abn[2:] {
@@ -275,22 +263,22 @@ func primaryACN(abn string, acns []string) string {
 
 // switchRegisterScript makes generation ARGV[1] the one readers use (its
 // keys persistent) and lets the old one, ARGV[2] ("" for none), expire. It
-// answers "moved" when reg:v no longer names the old generation (the
-// caller reads it again), and "stale" when the load is marked (ARGV[4]
-// "1") and the marker no longer names ARGV[1] (docs/redis.md, "One
-// register everywhere"). KEYS: reg:v, reg:pending, the new generation's
+// answers 0, or -1 when reg:v no longer names the old generation (casRun
+// reads it again), and 1 (stale) when the load is marked (ARGV[4] "1")
+// and the marker no longer names ARGV[1] (docs/redis.md, "One register
+// everywhere"). KEYS: reg:v, reg:pending, the new generation's
 // keys (regKeys), then the old one's. ARGV: the generation, the old one,
 // its TTL, marked, the number of the new generation's keys.
 var switchRegisterScript = redis.NewScript(pendingLua + `
 local cur = redis.call('GET', KEYS[1]) or ''
-if cur ~= ARGV[2] then return 'moved' end
-if cur == ARGV[1] then return 'ok' end
-if ARGV[4] == '1' and not pending(KEYS[2], ARGV[1]) then return 'stale' end
+if cur ~= ARGV[2] then return -1 end
+if cur == ARGV[1] then return 0 end
+if ARGV[4] == '1' and not pending(KEYS[2], ARGV[1]) then return 1 end
 redis.call('SET', KEYS[1], ARGV[1])
 local n = tonumber(ARGV[5])
 for i = 3, 2 + n do redis.call('PERSIST', KEYS[i]) end
 for i = 3 + n, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
-return 'ok'
+return 0
 `)
 
 // Commit switches readers to the new generation in one step (again,
@@ -302,41 +290,35 @@ func (l *RegisterLoad) Commit(ctx context.Context) error {
 	}
 	l.done = true
 	s := l.s
-	for try := 0; ; try++ {
+	stale, err := s.casRun(ctx, "switch register", switchRegisterScript, func() ([]string, []any, error) {
 		old, err := s.rdb.Get(ctx, s.key(regKey, "v")).Result()
 		if err != nil && err != redis.Nil {
-			return s.fail("switch register", err)
+			return nil, nil, s.fail("switch register", err)
 		}
 		gen, err := s.regKeys(ctx, l.v)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		keys := append([]string{s.key(regKey, "v"), s.key(regKey, "pending")}, gen...)
 		if old != "" && old != l.v {
 			oldKeys, err := s.regKeys(ctx, old)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			keys = append(keys, oldKeys...)
 		}
-		how, err := switchRegisterScript.Run(ctx, s.rdb, keys, l.v, old, oldRegisterTTL, boolArg(l.marked), len(gen)).Text()
-		if err != nil {
-			return s.fail("switch register", err)
-		}
-		if how == "stale" {
-			return s.staleLoad(l.v)
-		}
-		if how == "ok" {
-			break
-		}
-		if try == 10 {
-			return fmt.Errorf("redisstore: register load %s: %s kept changing during the switch", l.v, s.key(regKey, "v"))
-		}
+		return keys, []any{l.v, old, oldRegisterTTL, boolArg(l.marked), len(gen)}, nil
+	})
+	if err != nil {
+		return err
+	}
+	if stale == 1 {
+		return s.staleLoad(l.v)
 	}
 	if _, err := s.RefreshWatchKeys(ctx); err != nil {
 		return err
 	}
-	_, err := l.pending(ctx, "drop")
+	_, err = l.pending(ctx, "drop")
 	return err
 }
 
@@ -545,14 +527,4 @@ type RegisterNamer interface {
 	// RegisterNames returns the current name of each of acns: that of its
 	// first row marked current, else of its first row ("" for none).
 	RegisterNames(ctx context.Context, acns []string) ([]string, error)
-}
-
-// registerNames returns the current name of each of acns from the notice
-// source ("" for each when it is no RegisterNamer).
-func (s *Store) registerNames(ctx context.Context, acns []string) ([]string, error) {
-	n, ok := s.source.(RegisterNamer)
-	if !ok || len(acns) == 0 {
-		return make([]string, len(acns)), nil
-	}
-	return n.RegisterNames(ctx, acns)
 }

@@ -24,13 +24,12 @@ import (
 
 // ScreenCopy is a replica's in-memory copy of what the bulk screen reads
 // (docs/redis.md, "The replica's in-memory copy"): the published notices
-// (noticeCopy) and, with Options.ScreenCopy, the current register
+// (summarySlab) and, with Options.ScreenCopy, the current register
 // generation (regCopy). Start keeps it fresh in the background; Shutdown
 // stops it.
 type ScreenCopy struct {
 	s       *Store
 	keepReg bool // Options.ScreenCopy: hold the register too
-	wait    bool // Options.ScreenCopyWait
 
 	reg     atomic.Pointer[regCopy]
 	refused string // a register generation the copy cannot hold (regBuilder.bad), under the load token
@@ -39,7 +38,7 @@ type ScreenCopy struct {
 	// n; mu guards what n points to against screens reading it.
 	syncMu sync.Mutex
 	mu     sync.RWMutex
-	n      *noticeCopy // nil: not loaded, or behind a trimmed publish log
+	n      *summarySlab // nil: not loaded, or behind a trimmed publish log
 
 	loading chan struct{} // holds a token while a load runs: one at a time
 	kick    chan struct{}
@@ -48,8 +47,8 @@ type ScreenCopy struct {
 	fromCopy, fromRedis, loads, behind atomic.Int64 // what Counts and Loads return
 }
 
-func newScreenCopy(s *Store, keepReg, wait bool) *ScreenCopy {
-	return &ScreenCopy{s: s, keepReg: keepReg, wait: wait, loading: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
+func newScreenCopy(s *Store, keepReg bool) *ScreenCopy {
+	return &ScreenCopy{s: s, keepReg: keepReg, loading: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 }
 
 // ScreenCopy returns the store's in-memory screen copy.
@@ -103,7 +102,7 @@ func (c *ScreenCopy) load(ctx context.Context, do func() error) error {
 
 // refresh brings the notice copy up to date (notices) and, when it keeps
 // the register, loads the current generation.
-func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *noticeCopy, err error) {
+func (c *ScreenCopy) refresh(ctx context.Context) (regV string, n *summarySlab, err error) {
 	if regV, n, err = c.notices(ctx); err != nil || !c.keepReg {
 		return regV, n, err
 	}
@@ -121,7 +120,7 @@ const maxLoads = 3
 
 // notices brings the notice copy up to date and returns it with the
 // register generation, first loading it when there is none.
-func (c *ScreenCopy) notices(ctx context.Context) (regV string, n *noticeCopy, err error) {
+func (c *ScreenCopy) notices(ctx context.Context) (regV string, n *summarySlab, err error) {
 	for try := 0; ; try++ {
 		if regV, n, err = c.sync(ctx); err != nil || n != nil {
 			return regV, n, err
@@ -166,12 +165,6 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (re
 		return res, err
 	}
 	reg := c.current(regV)
-	if reg == nil && c.keepReg && c.wait {
-		if regV, synced, err = c.refresh(ctx); err != nil {
-			return res, err
-		}
-		reg = c.current(regV)
-	}
 	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), reg: reg}
 	if reg == nil {
 		if l.found, err = s.registerLookups(ctx, ids); err != nil {
@@ -183,7 +176,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (re
 	unlock := func() { once.Do(c.mu.RUnlock) } // released once, by whichever comes first
 	defer unlock()
 	l.arenas = lookupAll(len(ids), func(part, lo, hi int) []int64 { return l.lookup(synced, part, lo, hi) })
-	v := &summaryView{f: f, slab: &synced.summarySlab, memo: make([]int8, len(synced.tuples))}
+	v := &summaryView{f: f, slab: synced, memo: make([]int8, len(synced.tuples))}
 	if f.Q != nil || f.Company != nil {
 		if v.passed, err = c.decodePassing(ctx, l.arenas, synced, f, unlock); err != nil {
 			return res, err
@@ -209,7 +202,7 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (re
 // copy's read lock (unlock) and returns those passing f by seq; a q is
 // matched on the text of those passing the rest, read from the notice
 // source (the decoded strings stay valid: see summarySlab).
-func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *noticeCopy, f notice.Filter, unlock func()) (map[int64]*notice.Notice, error) {
+func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *summarySlab, f notice.Filter, unlock func()) (map[int64]*notice.Notice, error) {
 	seqs := sortedSet(slices.Concat(arenas...))
 	decoded := make([]notice.Notice, len(seqs)) // one allocation for all
 	ptrs := make([][3]string, len(seqs))
@@ -286,7 +279,7 @@ func (l *screenLookup) acn(i int) string {
 
 // lookup fills the items of ids[lo:hi] from n and returns the arena
 // (number part) backing their seqs.
-func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
+func (l *screenLookup) lookup(n *summarySlab, part, lo, hi int) []int64 {
 	reg := l.reg
 	arena := make([]int64, 0, hi-lo) // backs every item's seq lists
 	var acns []string                // an ABN's register ACNs, reused
@@ -338,7 +331,7 @@ func (l *screenLookup) lookup(n *noticeCopy, part, lo, hi int) []int64 {
 }
 
 // fillNames puts the register names in res (made without them, in the
-// order of l.ids), held or read from the notice source (registerNames),
+// order of l.ids), held or read from the notice source (RegisterNames),
 // with none of the copy's locks held, as that read may be slow. A name the
 // source lacks leaves the match its latest notice's.
 func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.ScreenResult) error {
@@ -369,7 +362,10 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 		if c.s.stopBefore != nil {
 			c.s.stopBefore("read-names")
 		}
-		return c.s.registerNames(ctx, acns)
+		if namer, ok := c.s.source.(RegisterNamer); ok {
+			return namer.RegisterNames(ctx, acns)
+		}
+		return make([]string, len(acns)), nil // a source without names
 	})
 	if err != nil {
 		return err
@@ -471,7 +467,7 @@ const changeBatch = 1000
 // notice copy, in one round trip when the log has nothing new, and returns
 // the copy it brought up to date: nil when there is none, or the log was
 // trimmed past it (then the copy is dropped, to be reloaded).
-func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *noticeCopy, err error) {
+func (c *ScreenCopy) sync(ctx context.Context) (regV string, synced *summarySlab, err error) {
 	s := c.s
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
@@ -530,7 +526,7 @@ func (c *ScreenCopy) loadNotices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fresh := &noticeCopy{last: head}
+	fresh := &summarySlab{last: head}
 	err = c.s.source.NoticeSummaries(ctx, through, func(n *notice.Notice) error {
 		fresh.put(n.Seq, n)
 		return nil

@@ -96,10 +96,6 @@ type Options struct {
 	// ScreenCopy().Start loads it). Until it is loaded, and while it is of
 	// another register generation, screens read the register from Redis.
 	ScreenCopy bool
-	// ScreenCopyWait makes a screen that finds the register copy out of
-	// date reload it and wait instead of reading Redis: tests and
-	// benchmarks exercise the copy deterministically.
-	ScreenCopyWait bool
 	// Log is the namespace's writer lease and publish log, the notice
 	// store's; default publog.New with its defaults.
 	Log *publog.Log
@@ -118,7 +114,7 @@ func New(rdb redis.UniversalClient, namespace string, source NoticeSource, o Opt
 	if s.log == nil {
 		s.log = publog.New(rdb, namespace, publog.Options{})
 	}
-	s.screenCopy = newScreenCopy(s, o.ScreenCopy, o.ScreenCopyWait)
+	s.screenCopy = newScreenCopy(s, o.ScreenCopy)
 	if s.plans == nil {
 		s.plans = account.DefaultPlans()
 	}

@@ -8,8 +8,9 @@ import (
 	"github.com/noticesd/noticesd/internal/store/publog"
 )
 
-// summarySlab holds the notice summaries of a screen copy by seq, and
-// their index by identifier (post), without a string, map entry or
+// summarySlab is a replica's copy of the published notices: their
+// summaries by seq, their index by identifier (post) and its publish log
+// position (last, apply: noticecopy.go), without a string, map entry or
 // pointer per notice (the encoding, and why chunks are append-only:
 // docs/redis.md, "The notices"); in tuples the appointment type is coded
 // plus one, 0 for none. put and remove keep the index a function of the
@@ -26,6 +27,7 @@ type summarySlab struct {
 	tuples  [][7]uint64
 	tupleIx map[[7]uint64]uint64
 	post    postings
+	last    string // the id of the last publish log entry applied
 }
 
 // chunkSize is the size of a chunk (a longer summary gets a chunk of its
@@ -66,7 +68,7 @@ func (s *summarySlab) put(seq int64, n *notice.Notice) {
 	t := intern(&s.tupleIx, &s.tuples, [7]uint64{code(n.PublishedDate), code(n.NoticeType), code(n.NoticeCode),
 		code(n.NoticePurpose), code(n.State), code(n.Status), app})
 	var buf [256]byte
-	enc := binary.AppendUvarint(buf[:0], t)
+	enc := buf[:0]
 	id := publog.Idents(n)
 	for _, v := range id {
 		s.post.add(v, seq)
@@ -125,13 +127,12 @@ func (s *summarySlab) remove(seq int64) {
 	}
 }
 
-// summary is one encoded summary read: its tuple, its strings (id,
-// published instant, acn, abn, company name) and its bytes, aliasing its
-// chunk (never changed once written).
+// summary is one encoded summary read: its strings (id, published
+// instant, acn, abn, company name) and its bytes, aliasing its chunk
+// (never changed once written).
 type summary struct {
-	tuple uint64
-	str   [5]string
-	enc   []byte
+	str [5]string
+	enc []byte
 }
 
 // read reads the summary at location l (not 0) of chunks.
@@ -146,7 +147,6 @@ func read(chunks [][]byte, l uint64) (s summary) {
 		pos += n
 		return int(v)
 	}
-	s.tuple = uint64(next())
 	for i := range s.str {
 		if n := next(); n > 0 {
 			s.str[i] = unsafe.String(&b[pos], n)
@@ -169,7 +169,7 @@ func (s *summarySlab) decode(seq int64, n *notice.Notice, ptrs *[3]string) bool 
 	}
 	r := read(s.chunks, l)
 	n.Seq = seq
-	s.decodeCodes(s.tuples[r.tuple], n, &ptrs[0])
+	s.decodeCodes(s.tuples[s.tupleOf[seq]], n, &ptrs[0])
 	n.ID, n.PublishedAt, n.CompanyName = r.str[0], r.str[1], r.str[4]
 	if ptrs[1] = r.str[2]; ptrs[1] != "" {
 		n.ACN = &ptrs[1]

@@ -35,10 +35,6 @@ func slabHas(t *testing.T, s *summarySlab, seq int64, want notice.Notice) {
 	if w := summaryOf(t, want); !reflect.DeepEqual(got, w) {
 		t.Fatalf("seq %d decoded as\n%+v\nwant\n%+v", seq, got, w)
 	}
-	// The tuple kept beside the location is the summary's own.
-	if tp := s.tupleOf[seq]; uint64(tp) != read(s.chunks, s.where(seq)).tuple {
-		t.Fatalf("seq %d: tupleOf %d disagrees with its summary", seq, tp)
-	}
 	if at := read(s.chunks, s.where(seq)).str[1]; at != got.PublishedAt {
 		t.Fatalf("seq %d: published instant %q, want %q", seq, at, got.PublishedAt)
 	}
