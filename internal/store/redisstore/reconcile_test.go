@@ -15,6 +15,7 @@ import (
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestReconcileFinishesHalfDoneChanges: a reactivation and a deactivation
@@ -248,8 +249,11 @@ func TestCreateDeliveriesJudgesAtArrival(t *testing.T) {
 func TestReconcileUndoesStalledCreates(t *testing.T) {
 	ctx := context.Background()
 	plan := account.DefaultPlans()["enterprise"]
-	for _, step := range []string{"activate", "finish"} {
-		t.Run("stopped before "+step, func(t *testing.T) {
+	for _, step := range []struct {
+		name   string
+		script *redis.Script
+	}{{"activate", activateScript}, {"finish", finishCreateScript}} {
+		t.Run("stopped before "+step.name, func(t *testing.T) {
 			f := newFixture(t, Options{})
 			if _, err := (composite{notices: f.notices, rs: f.rs}).UpsertNotices(ctx,
 				[]notice.Notice{storetest.AlphaNotice("STALLED-BEFORE", f.clock.Now().Add(-time.Hour))}); err != nil {
@@ -268,12 +272,12 @@ func TestReconcileUndoesStalledCreates(t *testing.T) {
 				companies = f.rdb.SCard(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Val()
 				return watches, companies
 			}
-			f.rs.stopBefore = func(s string) bool { return s == step }
+			restore := f.killAt(runs(step.script))
 			w, err := f.rs.CreateWatch(ctx, newWatch(), plan)
-			if !errors.Is(err, errStopped) {
-				t.Fatalf("CreateWatch stopped before %s: %v; want errStopped", step, err)
+			if !errors.Is(err, errKilled) {
+				t.Fatalf("CreateWatch killed before %s: %v; want errKilled", step.name, err)
 			}
-			f.rs.stopBefore = nil
+			restore()
 			if n, c := counted(); n != 1 || c != 1 {
 				t.Fatalf("the stalled create counts %d watches and %d companies; want 1 and 1 (it was written)", n, c)
 			}
@@ -317,14 +321,14 @@ func TestReconcileUndoesStalledCreates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.rs.stopBefore = func(s string) bool {
-			if s == "finish" {
+		defer f.onCommand(func(cmd redis.Cmder) error {
+			if runOf(cmd, finishCreateScript) {
 				if n, err := f.rs.Reconcile(ctx, f.clock.Now().Add(createLease+time.Second)); err != nil || n != 1 {
 					t.Errorf("Reconcile past the lease during the create = %d, %v; want 1", n, err)
 				}
 			}
-			return false
-		}
+			return nil
+		})()
 		w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, storetest.ACNAlpha)}, acc.AccountID, f.clock.Now()), plan)
 		if !errs.Is(err, errs.BackendUnavailable) {
 			t.Fatalf("CreateWatch undone under it: %v; want backend_unavailable", err)
@@ -411,11 +415,11 @@ func TestStalledCreateFreesItsPlaceQuickly(t *testing.T) {
 			newWatch := func(v string) watch.Watch {
 				return watch.New(watch.CreateRequest{Identifiers: idsOf(t, v)}, acc.AccountID, f.clock.Now())
 			}
-			f.rs.stopBefore = func(s string) bool { return s == "finish" }
-			if _, err := f.rs.CreateWatch(ctx, newWatch(acn(1)), c.plan); !errors.Is(err, errStopped) {
+			restore := f.killAt(runs(finishCreateScript))
+			if _, err := f.rs.CreateWatch(ctx, newWatch(acn(1)), c.plan); !errors.Is(err, errKilled) {
 				t.Fatalf("the create that dies: %v", err)
 			}
-			f.rs.stopBefore = nil
+			restore()
 			f.clock.Advance(createLease - time.Second)
 			if _, err := f.rs.CreateWatch(ctx, newWatch(acn(2)), c.plan); !errs.Is(err, c.code) {
 				t.Fatalf("a create within the dead one's lease: %v; want %s (it may still be working)", err, c.code)

@@ -71,7 +71,7 @@ type Store struct {
 	log          *publog.Log  // the namespace's writer lease and publish log
 	replicaCache replicaCount // decides whether a write waits for a replica (durable.go)
 	// stopBefore, when set (tests only), is asked before each named step
-	// of a change made in steps ("activate", "delete-chunks", "release"...);
+	// of a change made in steps ("release", "register-commit"...);
 	// true stops there, as a crash would. A screen copy's read of register
 	// names also tells it ("read-names"; its answer ignored).
 	stopBefore   func(step string) bool

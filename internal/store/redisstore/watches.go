@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -311,9 +310,6 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	renewing := s.renewLease(s.key(createsKey), w.ID)
 	err = s.finishCreate(ctx, w, exp.keys, exp.index(), f, eseq)
 	renewing()
-	if errors.Is(err, errStopped) {
-		return w, err // a simulated crash: no cleanup (tests)
-	}
 	if err != nil {
 		// Undo it (best effort, also when ctx has ended) so a retry is not
 		// counted twice; failing that, a sweep undoes it after its lease.
@@ -322,9 +318,6 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	}
 	return w, s.replicated(ctx, "watch create")
 }
-
-// errStopped is what a create returns where a test's stopBefore stopped it.
-var errStopped = errors.New("redisstore: stopped here by the test (stopBefore)")
 
 // finishCreateScript marks a create finished (a0, out of wpend) unless it
 // was undone meanwhile. KEYS: w:<id>, wpend. ARGV: watch id, a0.
@@ -342,9 +335,6 @@ return 1
 func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []string, f notice.Filter, eseq int64) error {
 	if err := s.indexKeys(ctx, w.ID, index, nil); err != nil {
 		return err
-	}
-	if s.stopBefore != nil && s.stopBefore("activate") {
-		return errStopped
 	}
 	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.log.Keys().MatchThrough, s.key(watchSetKey)}).Int64()
 	if err != nil {
@@ -373,9 +363,6 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 		if _, err := s.CreateDeliveries(ctx, refs, s.clock()); err != nil {
 			return err
 		}
-	}
-	if s.stopBefore != nil && s.stopBefore("finish") {
-		return errStopped
 	}
 	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.key(createsKey)}, w.ID, through).Int()
 	if err != nil || ok == 0 {
@@ -631,9 +618,6 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 		return cmp.Or(err, watchNotFound(id))
 	}
 	s.filters.drop(id)
-	if s.stopBefore != nil && s.stopBefore("delete-chunks") {
-		return errStopped
-	}
 	stop := s.renewLease(s.key(trashKey), id)
 	defer stop()
 	return s.finishDelete(ctx, id)
