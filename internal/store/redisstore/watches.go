@@ -618,8 +618,6 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 		return cmp.Or(err, watchNotFound(id))
 	}
 	s.filters.drop(id)
-	stop := s.renewLease(s.key(trashKey), id)
-	defer stop()
 	return s.finishDelete(ctx, id)
 }
 
