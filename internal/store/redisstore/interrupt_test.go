@@ -13,27 +13,27 @@ import (
 // errKilled answers every command a test's killAt refused.
 var errKilled = errors.New("redisstore test: the process was killed before this command")
 
-// onCommand calls before ahead of every command f's client sends from now
+// onCommand calls before ahead of every command rdb sends from now
 // on (a pipeline's too, each of its commands in turn), until the returned
 // restore: a non-nil answer is the command's (the whole pipeline's)
 // answer, and nothing is sent. before runs on the caller's goroutine: it
-// may act there (run a sweep) or block. The store and the test share the
-// client, so a test restores before it goes on.
-func (f fixture) onCommand(before func(cmd redis.Cmder) error) (restore func()) {
+// may act there (run a sweep) or block. A store and its test often share
+// the client: a test restores before it goes on.
+func onCommand(rdb redis.UniversalClient, before func(cmd redis.Cmder) error) (restore func()) {
 	h := &commandHook{}
 	h.before.Store(&before)
-	f.rdb.AddHook(h)
+	rdb.AddHook(h)
 	return func() { h.before.Store(nil) }
 }
 
-// killAt makes f's client refuse, until the returned restore, every
+// killAt makes rdb refuse, until the returned restore, every
 // command from the first that at reports on (that one included): a change
 // whose process was killed there has sent none of them, nor any cleanup.
 // at runs on every command until then, so it must be safe for concurrent
 // use.
-func (f fixture) killAt(at func(cmd redis.Cmder) bool) (restore func()) {
+func killAt(rdb redis.UniversalClient, at func(cmd redis.Cmder) bool) (restore func()) {
 	var killed atomic.Bool
-	return f.onCommand(func(cmd redis.Cmder) error {
+	return onCommand(rdb, func(cmd redis.Cmder) error {
 		if killed.Load() || at(cmd) {
 			killed.Store(true)
 			return errKilled

@@ -155,7 +155,7 @@ func familyWorkload(t *testing.T, f fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restore := f.killAt(after(deleteScript))
+	restore := killAt(f.rdb, after(deleteScript))
 	if err := f.rs.DeleteWatch(ctx, accountID, doomed.ID); !errors.Is(err, errKilled) {
 		t.Fatalf("delete: %v, want killed after its first step", err)
 	}

@@ -20,7 +20,7 @@ import (
 
 // TestReconcileFinishesHalfDoneChanges: a reactivation and a deactivation
 // are each two steps in Redis (the watch's document, then its deliveries).
-// When the process stops between them (stopBefore), the first step has
+// When the process is killed between them (killAt), the first step has
 // recorded what is owed, and Reconcile (the scheduler's sweep) finishes it:
 // held deliveries are released, an owed deactivation happens, and one a
 // delivered notice has made moot does not.
@@ -31,12 +31,8 @@ func TestReconcileFinishesHalfDoneChanges(t *testing.T) {
 		accountID, watchID := f.alphaWatch(t)
 		return f, accountID, watchID
 	}
-	stopAt := func(f fixture, step string) {
-		f.rs.stopBefore = func(s string) bool { return s == step }
-	}
 	reconcile := func(t *testing.T, f fixture, want int) {
 		t.Helper()
-		f.rs.stopBefore = nil
 		n, err := f.rs.Reconcile(ctx, f.clock.Now())
 		if err != nil || n != want {
 			t.Fatalf("Reconcile = %d, %v; want %d", n, err, want)
@@ -74,12 +70,13 @@ func TestReconcileFinishesHalfDoneChanges(t *testing.T) {
 		if h, d := held(t, f, accountID, watchID); h != 1 || d != 0 {
 			t.Fatalf("after switching off: %d held, %d due; want 1 held", h, d)
 		}
-		stopAt(f, "release")
-		if _, err := f.rs.UpdateWatch(ctx, accountID, watchID, watch.Patch{Active: &on}, f.clock.Now()); err != nil {
-			t.Fatal(err)
+		restore := killAt(f.rdb, runs(releaseScript))
+		if _, err := f.rs.UpdateWatch(ctx, accountID, watchID, watch.Patch{Active: &on}, f.clock.Now()); !errors.Is(err, errKilled) {
+			t.Fatalf("the reactivation killed before its release: %v; want errKilled", err)
 		}
+		restore()
 		if h, _ := held(t, f, accountID, watchID); h != 1 {
-			t.Fatalf("the stop before the release left %d held, want 1 (the test did not stop it)", h)
+			t.Fatalf("the kill before the release left %d held, want 1 (the test did not stop it)", h)
 		}
 		reconcile(t, f, 1)
 		if h, d := held(t, f, accountID, watchID); h != 0 || d != 1 {
@@ -96,11 +93,16 @@ func TestReconcileFinishesHalfDoneChanges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, accountID, watchID := setup(t)
-			stopAt(f, "deactivate")
+			// Killed at the deactivation's first read, after the outcome
+			// that owes it (f.deliver lets that one outcome fail).
+			restore := killAt(f.rdb, func(cmd redis.Cmder) bool {
+				return cmd.Name() == "hget" && cmd.Args()[1] == f.rs.key(wdeactKey)
+			})
 			f.failDeliveriesN(t, accountID, watchID, delivery.DeactivateAfter)
+			restore()
 			w, err := f.rs.Watch(ctx, accountID, watchID)
 			if err != nil || !w.Active {
-				t.Fatalf("after the stop: %+v, %v; want still active", w, err)
+				t.Fatalf("after the kill: %+v, %v; want still active", w, err)
 			}
 			want := 1
 			if tc.delivered {
@@ -272,7 +274,7 @@ func TestReconcileUndoesStalledCreates(t *testing.T) {
 				companies = f.rdb.SCard(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Val()
 				return watches, companies
 			}
-			restore := f.killAt(runs(step.script))
+			restore := killAt(f.rdb, runs(step.script))
 			w, err := f.rs.CreateWatch(ctx, newWatch(), plan)
 			if !errors.Is(err, errKilled) {
 				t.Fatalf("CreateWatch killed before %s: %v; want errKilled", step.name, err)
@@ -321,7 +323,7 @@ func TestReconcileUndoesStalledCreates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer f.onCommand(func(cmd redis.Cmder) error {
+		defer onCommand(f.rdb, func(cmd redis.Cmder) error {
 			if runOf(cmd, finishCreateScript) {
 				if n, err := f.rs.Reconcile(ctx, f.clock.Now().Add(createLease+time.Second)); err != nil || n != 1 {
 					t.Errorf("Reconcile past the lease during the create = %d, %v; want 1", n, err)
@@ -415,7 +417,7 @@ func TestStalledCreateFreesItsPlaceQuickly(t *testing.T) {
 			newWatch := func(v string) watch.Watch {
 				return watch.New(watch.CreateRequest{Identifiers: idsOf(t, v)}, acc.AccountID, f.clock.Now())
 			}
-			restore := f.killAt(runs(finishCreateScript))
+			restore := killAt(f.rdb, runs(finishCreateScript))
 			if _, err := f.rs.CreateWatch(ctx, newWatch(acn(1)), c.plan); !errors.Is(err, errKilled) {
 				t.Fatalf("the create that dies: %v", err)
 			}

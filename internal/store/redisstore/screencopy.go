@@ -366,9 +366,6 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 		for j, k := range missing {
 			acns[j] = l.acn(need[k])
 		}
-		if c.s.stopBefore != nil {
-			c.s.stopBefore("read-names")
-		}
 		return c.s.registerNames(ctx, acns)
 	})
 	if err != nil {

@@ -71,14 +71,14 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 	sweep := startSweeper(t, f)
 	began := f.clock.Now()
 
-	restore := f.killAt(runs(activateScript))
+	restore := killAt(f.rdb, runs(activateScript))
 	if _, err := f.rs.CreateWatch(ctx, newWatch(acn(1)), plan); !errors.Is(err, errKilled) {
 		t.Fatalf("the create that dies: %v; want errKilled", err)
 	}
 	restore()
 	// The live create waits in its last step until the test lets it go.
 	held, release := make(chan struct{}), make(chan struct{})
-	restore = f.onCommand(func(cmd redis.Cmder) error {
+	restore = onCommand(f.rdb, func(cmd redis.Cmder) error {
 		if runOf(cmd, finishCreateScript) {
 			close(held)
 			<-release
@@ -188,7 +188,7 @@ func TestSweeperFinishesDeadDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	sweep := startSweeper(t, f)
-	restore := f.killAt(after(deleteScript))
+	restore := killAt(f.rdb, after(deleteScript))
 	if err := f.rs.DeleteWatch(ctx, acc.AccountID, w.ID); !errors.Is(err, errKilled) {
 		t.Fatalf("the delete that dies: %v; want errKilled", err)
 	}

@@ -58,7 +58,7 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 		return k
 	}
 	for _, id := range []string{watchID, big.ID} {
-		restore := f.killAt(after(deleteScript))
+		restore := killAt(f.rdb, after(deleteScript))
 		if err := f.rs.DeleteWatch(ctx, accountID, id); !errors.Is(err, errKilled) {
 			t.Fatalf("delete %s: %v; want killed after its first step", id, err)
 		}
