@@ -72,7 +72,7 @@ func nonNil(s []string) []string {
 // expansion is what a watch's identifiers mean against the register and
 // the notices (the embedded store's rules, docs/redis.md "Quotas").
 type expansion struct {
-	keys       []string // match keys: the identifiers and their register ACNs and ABNs
+	keys       []string // match keys: the identifiers and their register ACNs and ABNs; nil for none (filter-only)
 	companies  []string // what the watch counts for the quota
 	unresolved []string // identifiers neither the register nor a notice holds, in order
 	// ixABNs: the ABN identifiers the register does not resolve, sorted;
@@ -339,9 +339,6 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.log.Keys().MatchThrough, s.key(watchSetKey)}).Int64()
 	if err != nil {
 		return s.fail("create watch", err)
-	}
-	if len(w.Identifiers) == 0 {
-		keys = nil
 	}
 	through, err := s.backfill(ctx, w.ID, keys, f)
 	if err != nil {
