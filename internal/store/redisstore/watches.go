@@ -307,10 +307,7 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 			plan.Name, plan.Companies, res[1].(int64), res[2].(int64))
 	}
 	s.filters.put(w.ID, f)
-	renewing := s.renewLease(s.key(createsKey), w.ID)
-	err = s.finishCreate(ctx, w, exp.keys, exp.index(), f, eseq)
-	renewing()
-	if err != nil {
+	if err := s.finishCreate(ctx, w, exp.keys, exp.index(), f, eseq); err != nil {
 		// Undo it (best effort, also when ctx has ended) so a retry is not
 		// counted twice; failing that, a sweep undoes it after its lease.
 		_ = s.deleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID, false)
@@ -330,9 +327,11 @@ return 1
 
 // finishCreate indexes a written watch, activates it for arrival matching,
 // backfills its log, makes the deliveries activation missed, and only then
-// marks the create finished; a create stopped before that is undone by a
-// sweep (docs/redis.md, "A create happens whole or not at all").
+// marks the create finished, renewing its create lease meanwhile; a create
+// stopped before that is undone by a sweep (docs/redis.md, "A create
+// happens whole or not at all").
 func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []string, f notice.Filter, eseq int64) error {
+	defer s.renewLease(s.key(createsKey), w.ID)()
 	if err := s.indexKeys(ctx, w.ID, index, nil); err != nil {
 		return err
 	}
