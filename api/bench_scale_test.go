@@ -50,7 +50,7 @@ func benchACN(i int) string {
 func newScaleBench(b *testing.B, n int) *scaleBench {
 	b.Helper()
 	ctx := context.Background()
-	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(b)))
+	rdb, err := redisstore.Dial(config.Config{RedisURL: testservers.Redis(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
@@ -34,7 +35,7 @@ func scaleWiring(l *limit.Redis, rs *redisstore.Store) limitWiring {
 func newScaleLimits(t *testing.T, f *fixture) (*limit.Redis, *redisstore.Store, redis.UniversalClient, string) {
 	t.Helper()
 	ctx := context.Background()
-	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(t)))
+	rdb, err := redisstore.Dial(config.Config{RedisURL: testservers.Redis(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

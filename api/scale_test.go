@@ -90,7 +90,7 @@ func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, redis.Univers
 	if url == "" {
 		url = testservers.Redis(t)
 	}
-	rdb, err := redisstore.Dial(redisstore.URLTarget(url))
+	rdb, err := redisstore.Dial(config.Config{RedisURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, redis.Univers
 func TestScaleModeRedisDown(t *testing.T) {
 	testservers.Redis(t)
 	f := newFixture(t)
-	rdb, err := redisstore.Dial(redisstore.URLTarget("redis://127.0.0.1:1/0")) // nothing listens on port 1
+	rdb, err := redisstore.Dial(config.Config{RedisURL: "redis://127.0.0.1:1/0"}) // nothing listens on port 1
 	if err != nil {
 		t.Fatal(err)
 	}

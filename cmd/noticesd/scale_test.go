@@ -117,7 +117,7 @@ func scaleEnvOn(t *testing.T, setting, url string) (config.Config, *scale.Store)
 // TestWarnWithoutAOF: serve and worker warn when Redis keeps no
 // append-only file, and say nothing when it does.
 func TestWarnWithoutAOF(t *testing.T) {
-	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(t)))
+	rdb, err := redisstore.Dial(config.Config{RedisURL: testservers.Redis(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/keyspace"
@@ -56,7 +57,7 @@ type harness struct {
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(t)))
+	rdb, err := redisstore.Dial(config.Config{RedisURL: testservers.Redis(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
@@ -572,7 +573,7 @@ func TestRecordDeliveredAtIsTheBodys(t *testing.T) {
 // namespace's queue does not exist in asynq; `noticesd queue` must print
 // zero counts then, not fail (it exited 1 with asynq's NOT_FOUND).
 func TestQueueCountsOnAFreshNamespace(t *testing.T) {
-	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(t)))
+	rdb, err := redisstore.Dial(config.Config{RedisURL: testservers.Redis(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

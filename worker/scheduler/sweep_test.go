@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/redisstore"
 	"github.com/noticesd/noticesd/internal/testservers"
@@ -81,7 +82,7 @@ func TestSweepLooksOnlyAtOverdueDeliveries(t *testing.T) {
 	if k, err := h.rs.CreateDeliveries(ctx, pairs[1:], now.Add(time.Hour)); err != nil || k != later {
 		t.Fatalf("CreateDeliveries (later) = %d, %v", k, err)
 	}
-	rdb, err := redisstore.Dial(redisstore.URLTarget(testservers.Redis(t)))
+	rdb, err := redisstore.Dial(config.Config{RedisURL: testservers.Redis(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,13 +20,6 @@ import (
 	"github.com/noticesd/noticesd/internal/metrics"
 )
 
-// URLTarget is the Redis settings of one Redis at url (tests, tools).
-func URLTarget(url string) config.Config { return config.Config{RedisURL: url} }
-
-// ClusterTarget is the Redis settings of the Redis Cluster at url, in
-// go-redis's cluster URL form (tests, tools).
-func ClusterTarget(url string) config.Config { return config.Config{RedisClusterURL: url} }
-
 // Client timeouts: a Redis that is down or stalled fails a call within
 // seconds, never hangs it. readTimeout is above WaitTimeout, so that a
 // WAIT ends by its own timeout, not the socket's.

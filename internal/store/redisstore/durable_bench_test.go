@@ -6,6 +6,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -17,7 +18,7 @@ import (
 //	go test -tags sqlite_fts5 -run '^$' -bench BenchmarkReplicatedWrite -benchtime 3000x ./internal/store/redisstore
 func BenchmarkReplicatedWrite(b *testing.B) {
 	r := testservers.StartReplicated(b)
-	rdb, err := Dial(URLTarget(r.PrimaryURL))
+	rdb, err := Dial(config.Config{RedisURL: r.PrimaryURL})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/testservers"
@@ -23,7 +24,7 @@ import (
 func TestReplicatedCoversOtherConnections(t *testing.T) {
 	ctx := context.Background()
 	dial := func(url string) redis.UniversalClient {
-		rdb, err := Dial(URLTarget(url))
+		rdb, err := Dial(config.Config{RedisURL: url})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,9 +98,6 @@ func (l bothLoads) Commit(ctx context.Context) error {
 		}
 		defer stop()
 	}
-	if s.stopBefore != nil && s.stopBefore("register-commit") {
-		return errStoppedBetween
-	}
 	// A loader that stalled past its lease may have had its load dropped
 	// (CompleteRegister): then the alias must not move.
 	if l.b.marked {
@@ -112,9 +109,6 @@ func (l bothLoads) Commit(ctx context.Context) error {
 	if err := l.a.Commit(ctx); err != nil {
 		l.b.Rollback() // and its marker
 		return err
-	}
-	if s.stopBefore != nil && s.stopBefore("register-switch") {
-		return errStoppedBetween
 	}
 	return l.b.Commit(ctx)
 }

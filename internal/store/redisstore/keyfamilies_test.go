@@ -3,6 +3,7 @@ package redisstore
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"regexp"
 	"slices"
@@ -154,11 +155,11 @@ func familyWorkload(t *testing.T, f fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.rs.stopBefore = func(step string) bool { return step == "delete-chunks" }
-	if err := f.rs.DeleteWatch(ctx, accountID, doomed.ID); err != errStopped {
-		t.Fatalf("delete: %v, want stopped after its first step", err)
+	restore := killAt(f.rdb, after(deleteScript))
+	if err := f.rs.DeleteWatch(ctx, accountID, doomed.ID); !errors.Is(err, errKilled) {
+		t.Fatalf("delete: %v, want killed after its first step", err)
 	}
-	f.rs.stopBefore = nil
+	restore()
 }
 
 // TestKeysShareOneSlot: every key the families workload, a request's rate

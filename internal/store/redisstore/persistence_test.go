@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/errs"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store/sqlite"
@@ -87,7 +88,7 @@ func (r *ownRedis) url() string { return "redis://127.0.0.1:" + r.port + "/0" }
 // SQLite notice source.
 func (r *ownRedis) store(t *testing.T, ns string) (*Store, redis.UniversalClient, *sqlite.Store) {
 	t.Helper()
-	rdb, err := Dial(URLTarget(r.url()))
+	rdb, err := Dial(config.Config{RedisURL: r.url()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,12 @@ import (
 	"github.com/noticesd/noticesd/internal/store"
 	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestReconcileFinishesHalfDoneChanges: a reactivation and a deactivation
 // are each two steps in Redis (the watch's document, then its deliveries).
-// When the process stops between them (stopBefore), the first step has
+// When the process is killed between them (killAt), the first step has
 // recorded what is owed, and Reconcile (the scheduler's sweep) finishes it:
 // held deliveries are released, an owed deactivation happens, and one a
 // delivered notice has made moot does not.
@@ -30,12 +31,8 @@ func TestReconcileFinishesHalfDoneChanges(t *testing.T) {
 		accountID, watchID := f.alphaWatch(t)
 		return f, accountID, watchID
 	}
-	stopAt := func(f fixture, step string) {
-		f.rs.stopBefore = func(s string) bool { return s == step }
-	}
 	reconcile := func(t *testing.T, f fixture, want int) {
 		t.Helper()
-		f.rs.stopBefore = nil
 		n, err := f.rs.Reconcile(ctx, f.clock.Now())
 		if err != nil || n != want {
 			t.Fatalf("Reconcile = %d, %v; want %d", n, err, want)
@@ -73,12 +70,13 @@ func TestReconcileFinishesHalfDoneChanges(t *testing.T) {
 		if h, d := held(t, f, accountID, watchID); h != 1 || d != 0 {
 			t.Fatalf("after switching off: %d held, %d due; want 1 held", h, d)
 		}
-		stopAt(f, "release")
-		if _, err := f.rs.UpdateWatch(ctx, accountID, watchID, watch.Patch{Active: &on}, f.clock.Now()); err != nil {
-			t.Fatal(err)
+		restore := killAt(f.rdb, runs(releaseScript))
+		if _, err := f.rs.UpdateWatch(ctx, accountID, watchID, watch.Patch{Active: &on}, f.clock.Now()); !errors.Is(err, errKilled) {
+			t.Fatalf("the reactivation killed before its release: %v; want errKilled", err)
 		}
+		restore()
 		if h, _ := held(t, f, accountID, watchID); h != 1 {
-			t.Fatalf("the stop before the release left %d held, want 1 (the test did not stop it)", h)
+			t.Fatalf("the kill before the release left %d held, want 1 (the test did not stop it)", h)
 		}
 		reconcile(t, f, 1)
 		if h, d := held(t, f, accountID, watchID); h != 0 || d != 1 {
@@ -95,11 +93,16 @@ func TestReconcileFinishesHalfDoneChanges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, accountID, watchID := setup(t)
-			stopAt(f, "deactivate")
+			// Killed at the deactivation's first read, after the outcome
+			// that owes it (f.deliver lets that one outcome fail).
+			restore := killAt(f.rdb, func(cmd redis.Cmder) bool {
+				return cmd.Name() == "hget" && cmd.Args()[1] == f.rs.key(wdeactKey)
+			})
 			f.failDeliveriesN(t, accountID, watchID, delivery.DeactivateAfter)
+			restore()
 			w, err := f.rs.Watch(ctx, accountID, watchID)
 			if err != nil || !w.Active {
-				t.Fatalf("after the stop: %+v, %v; want still active", w, err)
+				t.Fatalf("after the kill: %+v, %v; want still active", w, err)
 			}
 			want := 1
 			if tc.delivered {
@@ -248,8 +251,11 @@ func TestCreateDeliveriesJudgesAtArrival(t *testing.T) {
 func TestReconcileUndoesStalledCreates(t *testing.T) {
 	ctx := context.Background()
 	plan := account.DefaultPlans()["enterprise"]
-	for _, step := range []string{"activate", "finish"} {
-		t.Run("stopped before "+step, func(t *testing.T) {
+	for _, step := range []struct {
+		name   string
+		script *redis.Script
+	}{{"activate", activateScript}, {"finish", finishCreateScript}} {
+		t.Run("stopped before "+step.name, func(t *testing.T) {
 			f := newFixture(t, Options{})
 			if _, err := (composite{notices: f.notices, rs: f.rs}).UpsertNotices(ctx,
 				[]notice.Notice{storetest.AlphaNotice("STALLED-BEFORE", f.clock.Now().Add(-time.Hour))}); err != nil {
@@ -268,12 +274,12 @@ func TestReconcileUndoesStalledCreates(t *testing.T) {
 				companies = f.rdb.SCard(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Val()
 				return watches, companies
 			}
-			f.rs.stopBefore = func(s string) bool { return s == step }
+			restore := killAt(f.rdb, runs(step.script))
 			w, err := f.rs.CreateWatch(ctx, newWatch(), plan)
-			if !errors.Is(err, errStopped) {
-				t.Fatalf("CreateWatch stopped before %s: %v; want errStopped", step, err)
+			if !errors.Is(err, errKilled) {
+				t.Fatalf("CreateWatch killed before %s: %v; want errKilled", step.name, err)
 			}
-			f.rs.stopBefore = nil
+			restore()
 			if n, c := counted(); n != 1 || c != 1 {
 				t.Fatalf("the stalled create counts %d watches and %d companies; want 1 and 1 (it was written)", n, c)
 			}
@@ -317,14 +323,14 @@ func TestReconcileUndoesStalledCreates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.rs.stopBefore = func(s string) bool {
-			if s == "finish" {
+		defer onCommand(f.rdb, func(cmd redis.Cmder) error {
+			if runOf(cmd, finishCreateScript) {
 				if n, err := f.rs.Reconcile(ctx, f.clock.Now().Add(createLease+time.Second)); err != nil || n != 1 {
 					t.Errorf("Reconcile past the lease during the create = %d, %v; want 1", n, err)
 				}
 			}
-			return false
-		}
+			return nil
+		})()
 		w, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, storetest.ACNAlpha)}, acc.AccountID, f.clock.Now()), plan)
 		if !errs.Is(err, errs.BackendUnavailable) {
 			t.Fatalf("CreateWatch undone under it: %v; want backend_unavailable", err)
@@ -411,11 +417,11 @@ func TestStalledCreateFreesItsPlaceQuickly(t *testing.T) {
 			newWatch := func(v string) watch.Watch {
 				return watch.New(watch.CreateRequest{Identifiers: idsOf(t, v)}, acc.AccountID, f.clock.Now())
 			}
-			f.rs.stopBefore = func(s string) bool { return s == "finish" }
-			if _, err := f.rs.CreateWatch(ctx, newWatch(acn(1)), c.plan); !errors.Is(err, errStopped) {
+			restore := killAt(f.rdb, runs(finishCreateScript))
+			if _, err := f.rs.CreateWatch(ctx, newWatch(acn(1)), c.plan); !errors.Is(err, errKilled) {
 				t.Fatalf("the create that dies: %v", err)
 			}
-			f.rs.stopBefore = nil
+			restore()
 			f.clock.Advance(createLease - time.Second)
 			if _, err := f.rs.CreateWatch(ctx, newWatch(acn(2)), c.plan); !errs.Is(err, c.code) {
 				t.Fatalf("a create within the dead one's lease: %v; want %s (it may still be working)", err, c.code)

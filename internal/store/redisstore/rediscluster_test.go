@@ -24,7 +24,7 @@ import (
 // fixture connected to the cluster: every key of a namespace is under its
 // one hash tag, so every script runs in one slot.
 func TestRedisCluster(t *testing.T) {
-	target := ClusterTarget(testservers.RedisCluster(t))
+	target := config.Config{RedisClusterURL: testservers.RedisCluster(t)}
 	ctx := context.Background()
 	t.Run("connect", func(t *testing.T) {
 		rdb, err := Connect(ctx, target)
@@ -91,12 +91,12 @@ func newFixtureOn(t *testing.T, target config.Config, o Options) fixture {
 // and a cluster none of whose nodes answers is backend_unavailable saying
 // to correct NOTICES_REDIS_CLUSTER_URL.
 func TestClusterTargetErrors(t *testing.T) {
-	_, err := Dial(ClusterTarget("redis://u:hunter2@127.0.0.1:1?addr=127.0.0.1:2&pool=3"))
+	_, err := Dial(config.Config{RedisClusterURL: "redis://u:hunter2@127.0.0.1:1?addr=127.0.0.1:2&pool=3"})
 	var se *config.SettingError
 	if !errors.As(err, &se) || se.Setting != "NOTICES_REDIS_CLUSTER_URL" || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("Dial with an unknown option: %v; want a setting error naming NOTICES_REDIS_CLUSTER_URL, no password", err)
 	}
-	_, err = Connect(context.Background(), ClusterTarget("redis://u:hunter2@127.0.0.1:1?addr=127.0.0.1:2"))
+	_, err = Connect(context.Background(), config.Config{RedisClusterURL: "redis://u:hunter2@127.0.0.1:1?addr=127.0.0.1:2"})
 	if !errs.Is(err, errs.BackendUnavailable) || !strings.Contains(err.Error(), "NOTICES_REDIS_CLUSTER_URL") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("Connect to no cluster: %v; want backend_unavailable naming NOTICES_REDIS_CLUSTER_URL, no password", err)
 	}

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -142,6 +141,3 @@ func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
 	}
 	return "dropped", nil
 }
-
-// errStoppedBetween is a test's stop between a register load's two steps.
-var errStoppedBetween = errors.New("redisstore: register load stopped between its two commit steps by the test (stopBefore)")

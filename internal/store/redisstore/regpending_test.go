@@ -22,19 +22,19 @@ import (
 // Redis generation nobody will use); CompleteRegister, which every scale
 // process runs when it opens its stores and the workers' sweep runs,
 // finishes it once the dead loader's lease has run out, so both end on one
-// register. Real Elasticsearch and Redis; the death is the test's stop
-// between the steps.
+// register. Real Elasticsearch and Redis; the death is the test's kill
+// at a Redis command between the steps (killAt).
 func TestRegisterLoadIsOneGeneration(t *testing.T) {
 	ctx := context.Background()
 	rdb := redisClient(t)
 	for _, c := range []struct {
 		name     string
-		stop     string // the step the loader dies before
-		want     string // what CompleteRegister does
-		onNewReg bool   // both stores end on the new register
+		killAt   func(redis.Cmder) bool // the command the loader dies before
+		want     string                 // what CompleteRegister does
+		onNewReg bool                   // both stores end on the new register
 	}{
-		{"died after the Elasticsearch swap", "register-switch", "switched", true},
-		{"died before the Elasticsearch swap", "register-commit", "dropped", false},
+		{"died after the Elasticsearch swap", runs(switchRegisterScript), "switched", true},
+		{"died before the Elasticsearch swap", checkingPending, "dropped", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			es, rs, oldRows := registeredScaleStores(t, rdb)
@@ -42,8 +42,8 @@ func TestRegisterLoadIsOneGeneration(t *testing.T) {
 			newACN := acn(4242)
 			newRows := []notice.RegisterRow{{CompanyName: "NEW GENERATION PTY LTD", ACN: newACN, Type: "APTY", Class: "LMSH",
 				SubClass: "PROP", Status: "REGD", RegisteredOn: "2020-01-01"}}
-			// The loader dies at c.stop.
-			rs.stopBefore = func(step string) bool { return step == c.stop }
+			// The loader dies at c.killAt.
+			restore := killAt(rdb, c.killAt)
 			l, err := w.BeginRegister(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -52,9 +52,9 @@ func TestRegisterLoadIsOneGeneration(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := l.Commit(ctx); err == nil {
-				t.Fatal("the stopped load committed")
+				t.Fatal("the killed load committed")
 			}
-			rs.stopBefore = nil
+			restore()
 			// What each side shows of the new company and an old one.
 			oldACN := oldRows[0].ACN
 			inCompanyView := func(v string) bool {
@@ -173,6 +173,13 @@ func registeredScaleStores(t *testing.T, rdb redis.UniversalClient) (*elastic.St
 	return es, rs, rows
 }
 
+// checkingPending reports the command of a register load's commit that
+// checks its marker is still pending, before the Elasticsearch swap.
+func checkingPending(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	return runOf(cmd, pendingScript) && args[len(args)-1] == "check"
+}
+
 // TestStalledLoaderDoesNotSwapElasticsearch: a loader that stalls past its
 // lease before its Elasticsearch step, and whose load CompleteRegister
 // drops meanwhile, must not move the register alias when it resumes: the
@@ -185,8 +192,10 @@ func TestStalledLoaderDoesNotSwapElasticsearch(t *testing.T) {
 	es, rs, oldRows := registeredScaleStores(t, rdb)
 	w := Ingest{Notices: es, Redis: rs}
 	newACN := acn(4244)
-	rs.stopBefore = func(step string) bool {
-		if step == "register-commit" { // stalled here past its lease
+	stalled := false
+	defer onCommand(rdb, func(cmd redis.Cmder) error {
+		if checkingPending(cmd) && !stalled { // stalled here past its lease
+			stalled = true
 			if err := rdb.Del(ctx, rs.key(regKey, "pending", "lease")).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -194,8 +203,8 @@ func TestStalledLoaderDoesNotSwapElasticsearch(t *testing.T) {
 				t.Fatalf("CompleteRegister = %q, %v; want dropped", how, err)
 			}
 		}
-		return false // and resumes
-	}
+		return nil // and resumes
+	})()
 	l, err := w.BeginRegister(ctx)
 	if err != nil {
 		t.Fatal(err)

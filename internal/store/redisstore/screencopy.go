@@ -359,9 +359,6 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 		for j, k := range missing {
 			acns[j] = l.acn(need[k])
 		}
-		if c.s.stopBefore != nil {
-			c.s.stopBefore("read-names")
-		}
 		if namer, ok := c.s.source.(RegisterNamer); ok {
 			return namer.RegisterNames(ctx, acns)
 		}

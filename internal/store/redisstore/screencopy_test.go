@@ -503,6 +503,19 @@ func mustQuery(t *testing.T, q string) query.Node {
 	return p
 }
 
+// namesHook is a notice source that calls before ahead of each read of
+// register names (RegisterNames).
+type namesHook struct {
+	NoticeSource
+	before func()
+}
+
+// RegisterNames calls before, then asks the source.
+func (h namesHook) RegisterNames(ctx context.Context, acns []string) ([]string, error) {
+	h.before()
+	return h.NoticeSource.(RegisterNamer).RegisterNames(ctx, acns)
+}
+
 // TestScreenCopyNameReadHoldsNoLock: a screen whose register names are
 // read over the network (slow at worst) holds none of the copy's locks
 // meanwhile, so another replica screen, whose sync applies a new
@@ -520,13 +533,13 @@ func TestScreenCopyNameReadHoldsNoLock(t *testing.T) {
 	sc := r.ScreenCopy()
 	var inFlight, lockFree bool
 	var during watch.ScreenResult
-	r.stopBefore = func(step string) bool {
-		if step != "read-names" || inFlight {
-			return false
+	r.source = namesHook{r.source, func() {
+		if inFlight {
+			return
 		}
 		inFlight = true
 		if lockFree = sc.mu.TryLock(); !lockFree {
-			return false
+			return
 		}
 		sc.mu.Unlock()
 		if _, err := c.UpsertNotices(ctx, []notice.Notice{genNotice(t, copyTmpl, "SECOND", 2)}); err != nil {
@@ -536,8 +549,7 @@ func TestScreenCopyNameReadHoldsNoLock(t *testing.T) {
 		if during, err = r.Screen(ctx, idsOf(t, acn(2)), noFilter()); err != nil {
 			t.Fatal(err)
 		}
-		return false
-	}
+	}}
 	res, err := r.Screen(ctx, idsOf(t, acn(1)), noFilter())
 	if err != nil {
 		t.Fatal(err)

@@ -67,14 +67,9 @@ type Store struct {
 	matchOnRead  bool // not Options.NoMatchOnRead
 	filters      filterCache
 	secrets      *secretbox.Box
-	screenCopy   *ScreenCopy  // the replica's copy of what the bulk screen reads
-	log          *publog.Log  // the namespace's writer lease and publish log
-	replicaCache replicaCount // decides whether a write waits for a replica (durable.go)
-	// stopBefore, when set (tests only), is asked before each named step
-	// of a change made in steps ("activate", "delete-chunks", "release"...);
-	// true stops there, as a crash would. A screen copy's read of register
-	// names also tells it ("read-names"; its answer ignored).
-	stopBefore   func(step string) bool
+	screenCopy   *ScreenCopy   // the replica's copy of what the bulk screen reads
+	log          *publog.Log   // the namespace's writer lease and publish log
+	replicaCache replicaCount  // decides whether a write waits for a replica (durable.go)
 	leaseRenewal time.Duration // the constant leaseRenewal; tests shorten it
 	trashScanned atomic.Bool   // this process adopted an older version's trash (scanTrash)
 }

@@ -95,13 +95,11 @@ func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, err
 }
 
 // SweepStalled undoes every create and finishes every delete (removes the
-// watch's remains, renewing its trash lease meanwhile) whose lease ran out
-// by now, and returns how many; one failing holds up no other.
+// watch's remains) whose lease ran out by now, and returns how many; one
+// failing holds up no other.
 func (s *Store) SweepStalled(ctx context.Context, now time.Time) (int, error) {
 	undone, undoErr := s.undoStalledCreates(ctx, now)
 	finished, trashErr := s.sweepLapsed(ctx, now, s.key(trashKey), "deletes", "finish a watch delete", func(id, _ string) error {
-		stop := s.renewLease(s.key(trashKey), id)
-		defer stop()
 		return s.finishDelete(ctx, id)
 	})
 	return undone + finished, errors.Join(undoErr, trashErr)

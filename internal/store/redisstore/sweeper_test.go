@@ -10,6 +10,7 @@ import (
 
 	"github.com/noticesd/noticesd/internal/account"
 	"github.com/noticesd/noticesd/internal/watch"
+	"github.com/redis/go-redis/v9"
 )
 
 // sweepResult is one sweep's outcome, as the Sweeper reports it to a test.
@@ -70,19 +71,20 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 	sweep := startSweeper(t, f)
 	began := f.clock.Now()
 
-	f.rs.stopBefore = func(s string) bool { return s == "activate" }
-	if _, err := f.rs.CreateWatch(ctx, newWatch(acn(1)), plan); !errors.Is(err, errStopped) {
-		t.Fatalf("the create that dies: %v; want errStopped", err)
+	restore := killAt(f.rdb, runs(activateScript))
+	if _, err := f.rs.CreateWatch(ctx, newWatch(acn(1)), plan); !errors.Is(err, errKilled) {
+		t.Fatalf("the create that dies: %v; want errKilled", err)
 	}
+	restore()
 	// The live create waits in its last step until the test lets it go.
 	held, release := make(chan struct{}), make(chan struct{})
-	f.rs.stopBefore = func(s string) bool {
-		if s == "finish" {
+	restore = onCommand(f.rdb, func(cmd redis.Cmder) error {
+		if runOf(cmd, finishCreateScript) {
 			close(held)
 			<-release
 		}
-		return false
-	}
+		return nil
+	})
 	type created struct {
 		w   watch.Watch
 		err error
@@ -158,7 +160,7 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 	if got.err != nil {
 		t.Fatalf("the live create, held %v: %v; want it made", f.clock.Now().Sub(began), got.err)
 	}
-	f.rs.stopBefore = nil
+	restore()
 	if _, err := f.rs.Watch(ctx, acc.AccountID, got.w.ID); err != nil {
 		t.Fatalf("the live create's watch: %v", err)
 	}
@@ -186,11 +188,11 @@ func TestSweeperFinishesDeadDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	sweep := startSweeper(t, f)
-	f.rs.stopBefore = func(s string) bool { return s == "delete-chunks" }
-	if err := f.rs.DeleteWatch(ctx, acc.AccountID, w.ID); !errors.Is(err, errStopped) {
-		t.Fatalf("the delete that dies: %v; want errStopped", err)
+	restore := killAt(f.rdb, after(deleteScript))
+	if err := f.rs.DeleteWatch(ctx, acc.AccountID, w.ID); !errors.Is(err, errKilled) {
+		t.Fatalf("the delete that dies: %v; want errKilled", err)
 	}
-	f.rs.stopBefore = nil
+	restore()
 	companies := func() int64 { return f.rdb.SCard(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Val() }
 	if c := companies(); c != 1 {
 		t.Fatalf("after the dead delete's first step the account counts %d companies; want 1 (not yet freed)", c)

@@ -56,10 +56,12 @@ return 1
 `)
 
 // finishDelete removes a deleted watch's remains (trash:<id>:*) in bounded
-// chunks: its reverse-index entries, its companies from the account's
-// count, its records from the gauges, then the trash keys and entry. Every
-// step is idempotent: the sweep finishes a delete stopped anywhere.
+// chunks, renewing its trash lease meanwhile: its reverse-index entries,
+// its companies from the account's count, its records from the gauges,
+// then the trash keys and entry. Every step is idempotent: the sweep
+// finishes a delete stopped anywhere.
 func (s *Store) finishDelete(ctx context.Context, id string) error {
+	defer s.renewLease(s.key(trashKey), id)()
 	t := func(part string) string { return s.key(trashKey, id, part) }
 	v, err := s.rdb.MGet(ctx, t("keys"), t("ixabn"), t("acct")).Result()
 	if err != nil {

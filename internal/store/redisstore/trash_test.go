@@ -14,7 +14,7 @@ import (
 )
 
 // TestInterruptedDeleteIsSwept: a delete that stops after its first step
-// (its process killed: stopBefore "delete-chunks") has made the watch gone
+// (its process killed after deleteScript) has made the watch gone
 // for every reader but left its remains in trash:<id>:*: its reverse-index
 // entries, its companies still counted, its delivery records still in the
 // gauges. Once the deleter's lease has run out the sweep (Reconcile)
@@ -57,13 +57,13 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 		}
 		return k
 	}
-	f.rs.stopBefore = func(step string) bool { return step == "delete-chunks" }
 	for _, id := range []string{watchID, big.ID} {
-		if err := f.rs.DeleteWatch(ctx, accountID, id); err != errStopped {
-			t.Fatalf("delete %s: %v; want stopped after its first step", id, err)
+		restore := killAt(f.rdb, after(deleteScript))
+		if err := f.rs.DeleteWatch(ctx, accountID, id); !errors.Is(err, errKilled) {
+			t.Fatalf("delete %s: %v; want killed after its first step", id, err)
 		}
+		restore()
 	}
-	f.rs.stopBefore = nil
 	if _, err := f.rs.Watch(ctx, accountID, watchID); err == nil {
 		t.Fatal("the watch is still readable after the first step of its delete")
 	}

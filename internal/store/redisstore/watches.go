@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -73,7 +72,7 @@ func nonNil(s []string) []string {
 // expansion is what a watch's identifiers mean against the register and
 // the notices (the embedded store's rules, docs/redis.md "Quotas").
 type expansion struct {
-	keys       []string // match keys: the identifiers and their register ACNs and ABNs
+	keys       []string // match keys: the identifiers and their register ACNs and ABNs; nil for none (filter-only)
 	companies  []string // what the watch counts for the quota
 	unresolved []string // identifiers neither the register nor a notice holds, in order
 	// ixABNs: the ABN identifiers the register does not resolve, sorted;
@@ -308,13 +307,7 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 			plan.Name, plan.Companies, res[1].(int64), res[2].(int64))
 	}
 	s.filters.put(w.ID, f)
-	renewing := s.renewLease(s.key(createsKey), w.ID)
-	err = s.finishCreate(ctx, w, exp.keys, exp.index(), f, eseq)
-	renewing()
-	if errors.Is(err, errStopped) {
-		return w, err // a simulated crash: no cleanup (tests)
-	}
-	if err != nil {
+	if err := s.finishCreate(ctx, w, exp.keys, exp.index(), f, eseq); err != nil {
 		// Undo it (best effort, also when ctx has ended) so a retry is not
 		// counted twice; failing that, a sweep undoes it after its lease.
 		_ = s.deleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID, false)
@@ -322,9 +315,6 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	}
 	return w, s.replicated(ctx, "watch create")
 }
-
-// errStopped is what a create returns where a test's stopBefore stopped it.
-var errStopped = errors.New("redisstore: stopped here by the test (stopBefore)")
 
 // finishCreateScript marks a create finished (a0, out of wpend) unless it
 // was undone meanwhile. KEYS: w:<id>, wpend. ARGV: watch id, a0.
@@ -337,21 +327,17 @@ return 1
 
 // finishCreate indexes a written watch, activates it for arrival matching,
 // backfills its log, makes the deliveries activation missed, and only then
-// marks the create finished; a create stopped before that is undone by a
-// sweep (docs/redis.md, "A create happens whole or not at all").
+// marks the create finished, renewing its create lease meanwhile; a create
+// stopped before that is undone by a sweep (docs/redis.md, "A create
+// happens whole or not at all").
 func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []string, f notice.Filter, eseq int64) error {
+	defer s.renewLease(s.key(createsKey), w.ID)()
 	if err := s.indexKeys(ctx, w.ID, index, nil); err != nil {
 		return err
-	}
-	if s.stopBefore != nil && s.stopBefore("activate") {
-		return errStopped
 	}
 	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.log.Keys().MatchThrough, s.key(watchSetKey)}).Int64()
 	if err != nil {
 		return s.fail("create watch", err)
-	}
-	if len(w.Identifiers) == 0 {
-		keys = nil
 	}
 	through, err := s.backfill(ctx, w.ID, keys, f)
 	if err != nil {
@@ -373,9 +359,6 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 		if _, err := s.CreateDeliveries(ctx, refs, s.clock()); err != nil {
 			return err
 		}
-	}
-	if s.stopBefore != nil && s.stopBefore("finish") {
-		return errStopped
 	}
 	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.key(createsKey)}, w.ID, through).Int()
 	if err != nil || ok == 0 {
@@ -631,11 +614,6 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 		return cmp.Or(err, watchNotFound(id))
 	}
 	s.filters.drop(id)
-	if s.stopBefore != nil && s.stopBefore("delete-chunks") {
-		return errStopped
-	}
-	stop := s.renewLease(s.key(trashKey), id)
-	defer stop()
 	return s.finishDelete(ctx, id)
 }
 
