@@ -16,21 +16,10 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// registerBlock is one register document (mapping version 4): up to
-// registerBlockRows consecutive rows of the file, Row the first's position
-// (file order orders a company's names), ACN, ABN and Names (folded) what
-// reads look up, Data the rows. 16 rows a document loaded twice as fast as
-// one (docs/benchmarks.md, 2026-11-24).
-type registerBlock struct {
-	Row   int64                `json:"row"`
-	Rows  int                  `json:"rows"`
-	ACN   []string             `json:"acn"`
-	ABN   []string             `json:"abn"`
-	Names []string             `json:"names"`
-	Data  []notice.RegisterRow `json:"data"`
-}
-
-// registerBlockRows is a document's most rows, kept small (5 KB) for company views.
+// registerBlockRows is a register document's most rows (mapping version
+// 4: a block of consecutive rows, appendRegisterBlock), kept small (5 KB)
+// for company views. 16 rows a document loaded twice as fast as one
+// (docs/benchmarks.md, 2026-11-24).
 const registerBlockRows = 16
 
 // registerRowsOf decodes a register document of any mapping version
@@ -140,7 +129,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	if l.stream == nil || l.stream.refusedSoFar() {
 		return l.finish(ctx)
 	}
-	actx, cancel := context.WithTimeout(ctx, l.s.cfg.BulkTimeout)
+	actx, cancel := context.WithTimeout(ctx, l.s.bulkTimeout)
 	defer cancel()
 	for i := 0; i < len(rows); i += registerBlockRows {
 		block := rows[i:min(i+registerBlockRows, len(rows))]
@@ -162,7 +151,7 @@ func (l *RegisterLoad) abandon() {
 	if l.stream == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.s.cfg.BulkTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.bulkTimeout)
 	defer cancel()
 	_, _ = l.stream.close(ctx)
 	l.stream = nil
@@ -174,18 +163,12 @@ func (l *RegisterLoad) finish(ctx context.Context) error {
 	if l.stream == nil {
 		return l.err
 	}
-	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.BulkTimeout)
+	cctx, cancel := context.WithTimeout(ctx, l.s.bulkTimeout)
 	defer cancel()
 	failed, err := l.stream.close(cctx)
 	l.stream = nil
-	if err == nil {
-		failed, err = l.s.splitRefused(ctx, failed)
-	}
-	if err == nil {
-		err = l.s.settle(ctx, int(l.rows), failed)
-	}
-	l.err = err
-	return err
+	l.err = l.s.settle(ctx, int(l.rows), failed, err)
+	return l.err
 }
 
 // Commit swaps the new register in atomically and deletes the old one.
@@ -320,7 +303,7 @@ func (s *Store) moveAlias(ctx context.Context, alias, index string, from []strin
 		}
 	}
 	actions = append(actions, extra...)
-	if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodPost, "/_aliases", map[string]any{"actions": actions}, nil); err != nil {
+	if err := s.do(ctx, s.bulkTimeout, http.MethodPost, "/_aliases", map[string]any{"actions": actions}, nil); err != nil {
 		return nil, fmt.Errorf("elastic: move alias %s to %s: %w", alias, index, err)
 	}
 	return old, nil
@@ -350,11 +333,11 @@ func (s *Store) dropStaleLoads(ctx context.Context) error {
 			} `json:"index"`
 		} `json:"settings"`
 	}
-	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+s.ns+"-"+mappings.Register+"-v*?expand_wildcards=all&filter_path=*.aliases,*.settings.index.creation_date", nil, &indices)
+	err := s.do(ctx, s.timeout, http.MethodGet, "/"+s.cfg.Namespace+"-"+mappings.Register+"-v*?expand_wildcards=all&filter_path=*.aliases,*.settings.index.creation_date", nil, &indices)
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("elastic: list the register indices: %w", err)
 	}
-	cutoff := s.now().Add(-staleLoadAge).UnixMilli()
+	cutoff := s.cfg.Now().Add(-staleLoadAge).UnixMilli()
 	for name, ix := range indices {
 		if ms, err := strconv.ParseInt(ix.Settings.Index.Created, 10, 64); err != nil || ms > cutoff || len(ix.Aliases) > 0 {
 			continue
@@ -387,7 +370,7 @@ func (s *Store) RegisterNames(ctx context.Context, acns []string) ([]string, err
 		decided := make(map[string]bool, len(part)) // a current row named it
 		seen := make(map[string]bool, len(part))
 		body := obj{"query": obj{"terms": obj{"acn": part}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"row", "data"}}
-		err := s.pages(ctx, s.Alias(mappings.Register), body, 1<<30, nil, func(hs []hit) error {
+		err := pages(ctx, s, s.Alias(mappings.Register), body, 1<<30, nil, func(hs []hit) error {
 			for _, h := range hs {
 				_, rows, err := registerRowsOf(h.Source, "", "")
 				if err != nil {

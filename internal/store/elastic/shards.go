@@ -71,31 +71,23 @@ func noPartial(path string) string {
 // asking for no partial results, decodes the answer into out and checks
 // that every shard answered: a partial answer is backend_unavailable.
 func (s *Store) searchRead(ctx context.Context, path string, body any, out shardAnswer) error {
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, noPartial(path), body, out); err != nil {
+	if err := s.do(ctx, s.timeout, http.MethodPost, noPartial(path), body, out); err != nil {
 		return searchError(err)
 	}
 	return out.shards().complete()
 }
 
-// searchError explains a refused search: a shard failed (the search would
-// be partial), or else our query translation is wrong.
+// searchError explains a refused search: a shard failed, so the search
+// would be partial (Elasticsearch refusing a partial answer, noPartial:
+// "Partial shards failure", with the failed shards' status, such as 400;
+// missing shards are a 503), or else our query translation is wrong.
 func searchError(err error) error {
 	if _, ok := errs.As(err); ok {
 		return err
 	}
-	if p := partialError(err); p != nil {
-		return p
-	}
-	return fmt.Errorf("elastic: search refused by Elasticsearch (a query translation bug; please report the request): %w", err)
-}
-
-// partialError is the partial-answer error when err is Elasticsearch
-// refusing a partial answer (noPartial: "Partial shards failure", with the
-// failed shards' status, such as 400; missing shards are a 503), else nil.
-func partialError(err error) error {
 	var e *esError
 	if errors.As(err, &e) && e.Type == "search_phase_execution_exception" && e.Reason == "Partial shards failure" {
 		return partial(e)
 	}
-	return nil
+	return fmt.Errorf("elastic: search refused by Elasticsearch (a query translation bug; please report the request): %w", err)
 }
