@@ -164,7 +164,7 @@ func TestBulkOnAHungNodeGivesUp(t *testing.T) {
 	ns := testservers.Namespace(t)
 	rdb := testRedis(t)
 	// The indices are made first, straight on the node: index creation is
-	// bounded by BulkTimeout too, and on a busy machine it took more than
+	// bounded by the bulk timeout too, and on a busy machine it took more than
 	// the half second this test gives the bulk write (make test failed it
 	// here once, in Open). openIn also drops the namespace at the end.
 	openIn(t, target.String(), rdb, ns, nil)

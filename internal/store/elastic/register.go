@@ -146,7 +146,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	return nil
 }
 
-// abandon stops the load's sending, waiting at most BulkTimeout.
+// abandon stops the load's sending, waiting at most bulkTimeout.
 func (l *RegisterLoad) abandon() {
 	if l.stream == nil {
 		return
@@ -174,7 +174,8 @@ func (l *RegisterLoad) finish(ctx context.Context) error {
 // Commit swaps the new register in atomically and deletes the old one.
 func (l *RegisterLoad) Commit(ctx context.Context) error { return l.commit(ctx, nil) }
 
-// commit is Commit moving the alias from exactly from (registerLive).
+// commit is Commit moving the alias from exactly from (moveAlias; nil:
+// from the indices it names now), the indices it moved from deleted.
 func (l *RegisterLoad) commit(ctx context.Context, from []string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -194,7 +195,12 @@ func (l *RegisterLoad) commit(ctx context.Context, from []string) error {
 	if held != l.rows {
 		return fmt.Errorf("elastic: the new register %s holds %d rows where %d were sent; it is not swapped in (run the load again)", l.index, held, l.rows)
 	}
-	if err := l.s.registerLive(ctx, l.index, from); err != nil {
+	old, err := l.s.moveAlias(ctx, l.s.Alias(mappings.Register), l.index, from, nil)
+	if err != nil {
+		return err
+	}
+	l.s.dataChanged(ctx) // drops the kept answers (company filters)
+	if err := l.s.dropIndices(ctx, l.s.Alias(mappings.Register), old); err != nil {
 		return err
 	}
 	l.done = true
@@ -254,17 +260,6 @@ func (s *Store) registerRowCount(ctx context.Context, index string) (int64, erro
 		n += int64(*v)
 	}
 	return n, nil
-}
-
-// registerLive moves the register alias to index from exactly from
-// (moveAlias), deletes those and drops the kept answers (company filters).
-func (s *Store) registerLive(ctx context.Context, index string, from []string) error {
-	old, err := s.moveAlias(ctx, s.Alias(mappings.Register), index, from, nil)
-	if err != nil {
-		return err
-	}
-	s.dataChanged(ctx)
-	return s.dropIndices(ctx, s.Alias(mappings.Register), old)
 }
 
 // Rollback abandons the load and deletes its index; the old register stays.

@@ -293,7 +293,11 @@ func TestReindexPacksRegisterVersion2(t *testing.T) {
 	if err := s.refresh(ctx, v2Index); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.registerLive(ctx, v2Index, nil); err != nil {
+	old, err := s.moveAlias(ctx, s.Alias(mappings.Register), v2Index, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.dropIndices(ctx, s.Alias(mappings.Register), old); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("version 2", func(t *testing.T) { checkBlockRegister(t, s) })
