@@ -89,5 +89,5 @@ func (s *Store) AggCacheReads() (hits, misses int64) {
 // dataChanged moves the data version on after a write became searchable
 // (a failure is ignored: kept answers live out their aggCacheMaxAge).
 func (s *Store) dataChanged(ctx context.Context) {
-	_ = s.log.Changed(context.WithoutCancel(ctx))
+	_ = s.cfg.Log.Changed(context.WithoutCancel(ctx))
 }

@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 	if benchStore != nil {
 		for _, ns := range benchNs {
 			s := *benchStore
-			s.ns = ns
+			s.cfg.Namespace = ns
 			_ = s.Drop(ctx)
 			keys, _ := benchRdb.Keys(ctx, ns+":*").Result()
 			if len(keys) > 0 {
@@ -288,7 +288,7 @@ func benchRawNotices(b *testing.B, how rawSearchable) {
 			return
 		}
 		if how == rawWaitFor {
-			err := s.do(context.Background(), s.cfg.Timeout, http.MethodPut, "/"+index+"/_settings", map[string]any{"index": map[string]any{"refresh_interval": "1s"}}, nil)
+			err := s.do(context.Background(), s.timeout, http.MethodPut, "/"+index+"/_settings", map[string]any{"index": map[string]any{"refresh_interval": "1s"}}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -403,7 +403,7 @@ func rawBulk(b *testing.B, s *Store, index string, id func(int) string, docs [][
 	// The store's worker count, queue and response filter; the flush size of a
 	// register load (the notices path sizes each batch's requests to share
 	// it among the workers, about the same).
-	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{Client: s.es, Index: index, NumWorkers: s.cfg.BulkWorkers, QueueSizeMultiplier: bulkQueue, FlushBytes: registerFlushBytes, FilterPath: bulkFilterPath, Refresh: refresh})
+	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{Client: s.es, Index: index, NumWorkers: s.bulkWorkers, QueueSizeMultiplier: bulkQueue, FlushBytes: registerFlushBytes, FilterPath: bulkFilterPath, Refresh: refresh})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -603,7 +603,7 @@ func BenchmarkESCompany(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		return s.do(ctx, s.cfg.Timeout, http.MethodPost, "/_msearch", body, nil)
+		return s.do(ctx, s.timeout, http.MethodPost, "/_msearch", body, nil)
 	})
 }
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8/esutil"
-	gojson "github.com/goccy/go-json"
 )
 
 // bulkOp is one document write of a bulk load.
@@ -68,20 +67,21 @@ type bulkFailure struct {
 // which version conflicts are no failure.
 func (s *Store) bulk(ctx context.Context, ops []bulkOp) error {
 	failed, err := s.bulkOnce(ctx, ops)
+	return s.settle(ctx, len(ops), failed, err)
+}
+
+// settle ends a bulk load of n writes whose first attempt refused failed
+// (or failed with err, returned as it is): the rows of refused blocks are
+// sent again one by one (splitRefused), the items refused with 429, or by
+// a write block (writeBlocked), are sent again (up to bulkRetries times,
+// with a growing pause), and what is still refused becomes the error.
+func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure, err error) error {
 	if err == nil {
 		failed, err = s.splitRefused(ctx, failed)
 	}
 	if err != nil {
 		return err
 	}
-	return s.settle(ctx, len(ops), failed)
-}
-
-// settle ends a bulk load of n writes whose first attempt refused failed:
-// the items refused with 429, or by a write block (writeBlocked), are
-// sent again (up to bulkRetries times, with a growing pause), and what is
-// still refused becomes the error.
-func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure) error {
 	pause := 100 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		var again, hard []bulkFailure
@@ -126,7 +126,6 @@ func (s *Store) settle(ctx context.Context, n int, failed []bulkFailure) error {
 		for i, f := range again {
 			retry[i] = f.op
 		}
-		var err error
 		if failed, err = s.bulkOnce(ctx, retry); err != nil {
 			return err
 		}
@@ -178,11 +177,11 @@ func (s *Store) bulkOnce(ctx context.Context, ops []bulkOp) ([]bulkFailure, erro
 	for i := range ops {
 		total += len(ops[i].Body)
 	}
-	st, err := s.newBulkStream(flushBytes(total, s.cfg.BulkWorkers))
+	st, err := s.newBulkStream(flushBytes(total, s.bulkWorkers))
 	if err != nil {
 		return nil, err
 	}
-	bctx, cancel := context.WithTimeout(ctx, s.cfg.BulkTimeout)
+	bctx, cancel := context.WithTimeout(ctx, s.bulkTimeout)
 	defer cancel()
 	for i := range ops {
 		if err := st.add(bctx, ops[i]); err != nil {
@@ -222,38 +221,39 @@ const bulkGrace = 10 * time.Second
 const bulkQueue = 4096
 
 // bulkDecoder decodes the indexer's bulk responses as do decodes answers
-// (readWhole, go-json) instead of with encoding/json's stream decoder,
+// (readJSON, go-json) instead of with encoding/json's stream decoder,
 // which cost a notice load's client about a second per 1,000,000 items.
 type bulkDecoder struct{}
 
 // UnmarshalFromReader implements esutil.BulkResponseJSONDecoder.
 func (bulkDecoder) UnmarshalFromReader(r io.Reader, blk *esutil.BulkIndexerResponse) error {
-	return readWhole(r, func(b []byte) error { return gojson.Unmarshal(b, blk) })
+	read, decode := readJSON(r, blk)
+	return cmp.Or(read, decode)
 }
 
 // flushCancelKey carries a bulk request's cancel func from OnFlushStart to
 // OnFlushEnd.
 type flushCancelKey struct{}
 
-// newBulkStream starts an indexer of s.cfg.BulkWorkers workers, each
+// newBulkStream starts an indexer of s.bulkWorkers workers, each
 // sending a request when it holds flush bytes.
 func (s *Store) newBulkStream(flush int) (*bulkStream, error) {
 	st := &bulkStream{}
 	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{
 		Client:              s.es,
-		NumWorkers:          s.cfg.BulkWorkers,
+		NumWorkers:          s.bulkWorkers,
 		QueueSizeMultiplier: bulkQueue,
 		FlushBytes:          flush,
 		FilterPath:          bulkFilterPath,
 		Decoder:             bulkDecoder{},
-		Timeout:             s.cfg.BulkTimeout,
+		Timeout:             s.bulkTimeout,
 		OnError:             func(_ context.Context, err error) { st.fail(err) },
 		// The indexer's workers send with a background context, and its
 		// Timeout only bounds Elasticsearch's side: on a node that hangs a
 		// request (and its worker) would wait for ever after close gave up.
 		// Each request gets a deadline a little past the node's own.
 		OnFlushStart: func(ctx context.Context) context.Context {
-			ctx, cancel := context.WithTimeout(withAttempts(ctx), s.cfg.BulkTimeout+min(bulkGrace, s.cfg.BulkTimeout))
+			ctx, cancel := context.WithTimeout(withAttempts(ctx), s.bulkTimeout+min(bulkGrace, s.bulkTimeout))
 			return context.WithValue(ctx, flushCancelKey{}, cancel)
 		},
 		OnFlushEnd: func(ctx context.Context) {

@@ -55,7 +55,7 @@ func TestCatchUpBlocksLateWrites(t *testing.T) {
 func TestBulkResendsWriteBlocked(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, nil)
-	a, b, alias := s.ns+"-blocked-a", s.ns+"-blocked-b", s.ns+"-blocked"
+	a, b, alias := s.cfg.Namespace+"-blocked-a", s.cfg.Namespace+"-blocked-b", s.cfg.Namespace+"-blocked"
 	for _, ix := range []string{a, b} {
 		if err := s.do(ctx, 10*time.Second, http.MethodPut, "/"+ix, []byte(`{"settings":{"number_of_replicas":0}}`), nil); err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error
 	if err != nil {
 		return notice.Company{}, err
 	}
-	own, err := s.registerRows(ctx, req.field, id.Value, &ans[0])
+	own, err := s.registerRows(ctx, idField(id), id.Value, &ans[0])
 	if err != nil {
 		return notice.Company{}, err
 	}
@@ -56,23 +56,20 @@ func (s *Store) Company(ctx context.Context, id ident.ID) (notice.Company, error
 }
 
 // companyRequest is what Company sends first, in one _msearch: the first
-// pages of id's register rows (in field), of the notices of id or guess
+// pages of id's register rows, of the notices of id or guess
 // (guessOthers), and for an ABN of guessACN's rows (the company's own).
 type companyRequest struct {
-	field, guessACN string
-	guess           []string
-	searches        []msearchItem
+	guessACN string
+	guess    []string
+	searches []msearchItem
 }
 
 // companySearches is the _msearch of id's company view.
 func companySearches(s *Store, id ident.ID) companyRequest {
-	r := companyRequest{field: "acn", guess: guessOthers(id)}
-	if id.Kind == ident.ABN {
-		r.field = "abn"
-	}
+	r := companyRequest{guess: guessOthers(id)}
 	register, notices := s.Alias(mappings.Register), s.Alias(mappings.Notices)
 	r.searches = []msearchItem{
-		{register, pageBody(registerBody(r.field, id.Value), scanPage, nil)},
+		{register, pageBody(registerBody(idField(id), id.Value), scanPage, nil)},
 		{notices, pageBody(scanBody(companyQueryWith(id, r.guess), sortPublishedDesc), scanPage, nil)},
 	}
 	if id.Kind == ident.ABN && len(r.guess) == 1 {

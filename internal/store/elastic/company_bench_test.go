@@ -31,7 +31,7 @@ func BenchmarkESCompanyTogether(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		return s.do(ctx, s.cfg.Timeout, http.MethodPost, "/_msearch", body, nil)
+		return s.do(ctx, s.timeout, http.MethodPost, "/_msearch", body, nil)
 	}
 	concurrent := func(id ident.ID) error {
 		items := companySearches(s, id).searches

@@ -167,11 +167,11 @@ var (
 // handshake, the credentials and the privileges on the namespace
 // (_has_privileges; a node without security answers another error: pass).
 func (s *Store) checkAccess(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(withAttempts(ctx), s.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(withAttempts(ctx), s.timeout)
 	defer cancel()
 	body, _ := json.Marshal(map[string]any{
 		"cluster": clusterPrivileges,
-		"index":   []map[string]any{{"names": []string{s.ns + "-*"}, "privileges": indexPrivileges}},
+		"index":   []map[string]any{{"names": []string{s.cfg.Namespace + "-*"}, "privileges": indexPrivileges}},
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/_security/user/_has_privileges", bytes.NewReader(body))
 	if err != nil {

@@ -164,14 +164,15 @@ func TestBulkOnAHungNodeGivesUp(t *testing.T) {
 	ns := testservers.Namespace(t)
 	rdb := testRedis(t)
 	// The indices are made first, straight on the node: index creation is
-	// bounded by BulkTimeout too, and on a busy machine it took more than
+	// bounded by the bulk timeout too, and on a busy machine it took more than
 	// the half second this test gives the bulk write (make test failed it
 	// here once, in Open). openIn also drops the namespace at the end.
 	openIn(t, target.String(), rdb, ns, nil)
-	s, err := Open(ctx, Config{URL: hung.URL, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{}), BulkTimeout: 500 * time.Millisecond})
+	s, err := Open(ctx, Config{URL: hung.URL, Namespace: ns, Log: publog.New(rdb, ns, publog.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.bulkTimeout = 500 * time.Millisecond
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.UpsertNotices(ctx, synthBatch("HUNG", 0, 10))

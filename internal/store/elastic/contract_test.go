@@ -53,7 +53,7 @@ func TestNoticesContractTwoShards(t *testing.T) {
 				} `json:"index"`
 			} `json:"settings"`
 		}
-		if err := s.do(context.Background(), s.cfg.Timeout, "GET", "/"+s.Alias(mappings.Notices)+"/_settings", nil, &settings); err != nil {
+		if err := s.do(context.Background(), s.timeout, "GET", "/"+s.Alias(mappings.Notices)+"/_settings", nil, &settings); err != nil {
 			t.Fatal(err)
 		}
 		for name, ix := range settings {

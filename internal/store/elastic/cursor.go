@@ -142,13 +142,11 @@ func (c *cursor[S]) search(ctx context.Context, body obj, out shardAnswer) error
 
 // close closes the cursor's point in time.
 func (c *cursor[S]) close() error {
-	return c.s.do(context.Background(), c.s.cfg.Timeout, http.MethodDelete, "/_pit", obj{"id": c.pit}, nil)
+	return c.s.do(context.Background(), c.s.timeout, http.MethodDelete, "/_pit", obj{"id": c.pit}, nil)
 }
 
-// pages hands fn the hits of body on index page by page (cursor), up to
-// max; first, when not nil, is the first page's answer.
-func (s *Store) pages(ctx context.Context, index string, body obj, max int, first *searchAnswer, fn func([]hit) error) error {
-	c := &cursor[json.RawMessage]{s: s, index: index, body: body, size: scanPage, max: max, first: first}
+// each hands fn the cursor's hits page by page.
+func (c *cursor[S]) each(ctx context.Context, fn func([]hitOf[S]) error) error {
 	for {
 		hs, err := c.next(ctx)
 		if err != nil || len(hs) == 0 {
@@ -160,20 +158,20 @@ func (s *Store) pages(ctx context.Context, index string, body obj, max int, firs
 	}
 }
 
+// pages hands fn the hits of body on index page by page (cursor), up to
+// max; first, when not nil, is the first page's answer.
+func pages[S any](ctx context.Context, s *Store, index string, body obj, max int, first *answer[S], fn func([]hitOf[S]) error) error {
+	return (&cursor[S]{s: s, index: index, body: body, size: scanPage, max: max, first: first}).each(ctx, fn)
+}
+
 // openPIT opens a point in time on the notices alias (what names it in
-// errors), refused partial.
+// errors), refused partial (searchRead).
 func (s *Store) openPIT(ctx context.Context, what string) (string, error) {
 	var ans struct {
 		shardStatus
 		ID string `json:"id"`
 	}
-	err := s.do(ctx, s.cfg.Timeout, http.MethodPost, noPartial("/"+s.Alias(mappings.Notices)+"/_pit?keep_alive="+pitKeepAlive), nil, &ans)
-	if p := partialError(err); p != nil {
-		err = p
-	} else if err == nil {
-		err = ans.complete()
-	}
-	if err != nil {
+	if err := s.searchRead(ctx, "/"+s.Alias(mappings.Notices)+"/_pit?keep_alive="+pitKeepAlive, nil, &ans); err != nil {
 		return "", fmt.Errorf("elastic: open point in time for %s: %w", what, err)
 	}
 	return ans.ID, nil

@@ -154,16 +154,15 @@ func boolOf(k1 string, l1 []obj, k2 string, l2 []obj) obj {
 
 // companyQuery selects the notices of id's company (id or othersOf its rows).
 func (s *Store) companyQuery(ctx context.Context, id ident.ID) (obj, error) {
-	field := "acn"
-	if id.Kind == ident.ABN {
-		field = "abn"
-	}
-	rows, err := s.registerRows(ctx, field, id.Value, nil)
+	rows, err := s.registerRows(ctx, idField(id), id.Value, nil)
 	if err != nil {
 		return nil, err
 	}
 	return companyQueryWith(id, othersOf(id, rows)), nil
 }
+
+// idField is the field of id's kind in both indices: acn or abn.
+func idField(id ident.ID) string { return strings.ToLower(id.Kind.String()) }
 
 // othersOf is the other kind's identifiers the rows carrying id give, each once.
 func othersOf(id ident.ID, rows []notice.RegisterRow) []string {

@@ -8,12 +8,14 @@ import (
 	"github.com/noticesd/noticesd/internal/store/elastic/esdoc"
 )
 
-// appendRegisterBlock appends the JSON of a register block (registerBlock)
-// holding rows, the first of which is row first of the file, to buf, byte
-// for byte what encoding/json writes for it, without reflection: a
-// register load encodes millions of rows on the cores Elasticsearch
-// indexes them on. An empty ACN or ABN is left out of acn and abn (no read
-// looks one up).
+// appendRegisterBlock appends to buf the JSON of a register document
+// holding rows, the first of which is row first of the file: row (file
+// order orders a company's names), rows (how many), acn, abn and names
+// (folded) what reads look up, data the rows. It writes byte for byte what
+// encoding/json writes for registerBlock (encode_test.go), without
+// reflection: a register load encodes millions of rows on the cores
+// Elasticsearch indexes them on. An empty ACN or ABN is left out of acn
+// and abn (no read looks one up).
 func appendRegisterBlock(buf []byte, first int64, rows []notice.RegisterRow) []byte {
 	buf = append(buf, `{"row":`...)
 	buf = strconv.AppendInt(buf, first, 10)

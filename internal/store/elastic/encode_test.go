@@ -11,6 +11,17 @@ import (
 	"github.com/noticesd/noticesd/internal/store/storetest"
 )
 
+// registerBlock is the reference type of a register document
+// (appendRegisterBlock).
+type registerBlock struct {
+	Row   int64                `json:"row"`
+	Rows  int                  `json:"rows"`
+	ACN   []string             `json:"acn"`
+	ABN   []string             `json:"abn"`
+	Names []string             `json:"names"`
+	Data  []notice.RegisterRow `json:"data"`
+}
+
 // TestAppendRegisterBlock: the hand-written encoder writes what
 // encoding/json writes for a registerBlock, for blocks of one row and of
 // several, of plain rows and of strings that need escaping, with empty

@@ -47,7 +47,7 @@ func (s *Store) Health(ctx context.Context) (Health, error) {
 				shardStatus
 				Count int64 `json:"count"`
 			}
-			if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+name+"/_count", nil, &count); err != nil {
+			if err := s.do(ctx, s.timeout, http.MethodGet, "/"+name+"/_count", nil, &count); err != nil {
 				return h, err
 			}
 			if err := count.complete(); err != nil {
@@ -68,7 +68,7 @@ func (s *Store) Health(ctx context.Context) (Health, error) {
 	if ns := notices(newest.Hits.Hits); len(ns) > 0 && ns[0].CollectedAt != "" {
 		h.NewestCollectedAt = ns[0].CollectedAt
 		if t, err := time.Parse(time.RFC3339Nano, ns[0].CollectedAt); err == nil {
-			h.NewestAge = s.now().Sub(t).Seconds()
+			h.NewestAge = s.cfg.Now().Sub(t).Seconds()
 		}
 	}
 	return h, nil
@@ -91,6 +91,6 @@ func (s *Store) clusterStatus(ctx context.Context) (string, error) {
 	var cluster struct {
 		Status string `json:"status"`
 	}
-	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_cluster/health", nil, &cluster)
+	err := s.do(ctx, s.timeout, http.MethodGet, "/_cluster/health", nil, &cluster)
 	return cluster.Status, err
 }

@@ -32,7 +32,7 @@ func TestHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ix := range h.Indices {
-		ver, _ := mappings.Load(ix.Alias[len(s.ns)+1:])
+		ver, _ := mappings.Load(ix.Alias[len(s.cfg.Namespace)+1:])
 		if ix.Version != ver.Version {
 			t.Errorf("index %s version %d, want %d", ix.Index, ix.Version, ver.Version)
 		}
@@ -50,7 +50,7 @@ func TestHealth(t *testing.T) {
 func TestUnavailable(t *testing.T) {
 	ctx := context.Background()
 	rdb := testRedis(t)
-	s, err := Open(ctx, Config{URL: "http://127.0.0.1:1", Namespace: "t-unreachable", Log: publog.New(rdb, "t-unreachable", publog.Options{}), Timeout: 2 * time.Second})
+	s, err := Open(ctx, Config{URL: "http://127.0.0.1:1", Namespace: "t-unreachable", Log: publog.New(rdb, "t-unreachable", publog.Options{})})
 	if err == nil {
 		_, err = s.Search(ctx, notice.SearchQuery{Limit: 1})
 	}
@@ -65,12 +65,12 @@ func TestUnavailable(t *testing.T) {
 func TestSlowNodeTimesOut(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, nil)
-	s.cfg.Timeout = time.Nanosecond
+	s.timeout = time.Nanosecond
 	_, err := s.Search(ctx, notice.SearchQuery{Limit: 1})
 	if !errs.Is(err, errs.BackendUnavailable) {
 		t.Errorf("search past its timeout: %v, want %s", err, errs.BackendUnavailable)
 	}
-	s.cfg.Timeout = DefaultTimeout
+	s.timeout = defaultTimeout
 	if _, err := s.Search(ctx, notice.SearchQuery{Limit: 1}); err != nil {
 		t.Errorf("search with the normal timeout after a timeout: %v", err)
 	}

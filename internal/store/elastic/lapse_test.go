@@ -154,6 +154,19 @@ func (p *seqPoller) poll(t *testing.T) {
 	}
 }
 
+// storedAs reads the notices of batch as s stores them.
+func storedAs(t *testing.T, s *Store, batch []notice.Notice) []notice.Notice {
+	t.Helper()
+	out := make([]notice.Notice, len(batch))
+	for i, n := range batch {
+		var err error
+		if out[i], err = s.Notice(context.Background(), notice.IDFor(n.SourceID)); err != nil {
+			t.Fatalf("read %s as stored: %v", n.SourceID, err)
+		}
+	}
+	return out
+}
+
 // TestStaleWriterIsRefused: writer A's bulk request (or only its answer,
 // Elasticsearch having applied it) is held past A's writer lease, which
 // lapses (A is cut off from Redis: it does not renew). Meanwhile writer B
@@ -163,7 +176,7 @@ func (p *seqPoller) poll(t *testing.T) {
 // and it writes its batch again under a new lease: the notices the
 // takeover published keep their seqs, the others get new ones above B's.
 // A poller of NoticesAfter and a watch's matches poller following
-// next_since each see every notice exactly once, at the seq A returns.
+// next_since each see every notice exactly once, at the seq it is stored at.
 func TestStaleWriterIsRefused(t *testing.T) {
 	for _, answer := range []bool{false, true} {
 		name := "request held"
@@ -185,10 +198,11 @@ func testStaleWriter(t *testing.T, answer bool) {
 	open := func(u string, o publog.Options) *Store {
 		o.LeaseTTL = lease
 		// One bulk worker: the batch is one bulk request, held whole.
-		s, err := Open(ctx, Config{URL: u, Namespace: ns, Log: publog.New(rdb, ns, o), BulkWorkers: 1})
+		s, err := Open(ctx, Config{URL: u, Namespace: ns, Log: publog.New(rdb, ns, o)})
 		if err != nil {
 			t.Fatal(err)
 		}
+		s.bulkWorkers = 1
 		return s
 	}
 	// A never renews: its lease lapses while its bulk request is held.
@@ -197,10 +211,8 @@ func testStaleWriter(t *testing.T, answer bool) {
 	watcher := newMatchPoller(t, rdb, ns, owner)
 
 	done := make(chan error, 1)
-	var written []notice.Notice
 	go func() {
-		var err error
-		written, _, err = a.start(ctx, synthBatch("LATE", 0, 5))()
+		_, err := a.UpsertNotices(ctx, synthBatch("LATE", 0, 5))
 		done <- err
 	}()
 	select {
@@ -247,10 +259,10 @@ func testStaleWriter(t *testing.T, answer bool) {
 			}
 		}
 	}
-	// What A returns is what is stored: the seqs its notices are read at.
-	for _, n := range written {
+	// A's notices as stored are at the seqs the poller read them at.
+	for _, n := range storedAs(t, owner, synthBatch("LATE", 0, 5)) {
 		if got := early.seen[n.SourceID]; len(got) != 1 || got[0] != n.Seq {
-			t.Errorf("A returned %s at seq %d; the poller read it at %v", n.SourceID, n.Seq, got)
+			t.Errorf("A's %s is stored at seq %d; the poller read it at %v", n.SourceID, n.Seq, got)
 		}
 		if !answer && n.Seq <= 10 {
 			t.Errorf("A's %s kept seq %d, which the takeover skipped; want a new seq above B's", n.SourceID, n.Seq)
@@ -290,7 +302,7 @@ func TestWriterKeysAfterIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(keys)
-	k := s.log.Keys()
+	k := s.cfg.Log.Keys()
 	want := []string{k.Version, k.Epoch, k.Log, k.Published, k.Seq}
 	slices.Sort(want)
 	if !slices.Equal(keys, want) {
@@ -323,7 +335,7 @@ func stallAt(t *testing.T, stop func(*Store, []notice.Notice) bool) (stopped, go
 // notice, by notice id, in log order.
 func logKinds(t *testing.T, s *Store) map[string][]publog.Kind {
 	t.Helper()
-	es, _, err := s.log.Read(context.Background(), "0", 1000)
+	es, _, err := s.cfg.Log.Read(context.Background(), "0", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,10 +368,8 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 	}
 	stopped, goOn := stallAt(t, func(s *Store, _ []notice.Notice) bool { return s == a })
 	done := make(chan error, 1)
-	var written []notice.Notice
 	go func() {
-		var err error
-		written, _, err = a.start(ctx, synthBatch("STALLED", 0, 5))()
+		_, err := a.UpsertNotices(ctx, synthBatch("STALLED", 0, 5))
 		done <- err
 	}()
 	select { // writer A ends before its hook only when a call failed: say so, not hang
@@ -396,7 +406,7 @@ func TestTakeoverPublishesWhatAStalledWriterLeft(t *testing.T) {
 			t.Errorf("%s seen %d times (%v), want once", id, len(seqs), seqs)
 		}
 	}
-	for _, n := range written {
+	for _, n := range storedAs(t, owner, synthBatch("STALLED", 0, 5)) {
 		if n.Seq > 5 {
 			t.Errorf("A's %s moved to seq %d; the takeover published it at its first seq", n.SourceID, n.Seq)
 		}
@@ -436,7 +446,7 @@ func TestTakeoverAfterAPipelinedWriterDied(t *testing.T) {
 	}
 	<-stopped
 	// A's lease lapses (as if A died), and its renewals find it gone.
-	if err := rdb.Del(ctx, a.log.Keys().Writer).Err(); err != nil {
+	if err := rdb.Del(ctx, a.cfg.Log.Keys().Writer).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := owner.UpsertNotices(ctx, synthBatch("AFTER", 0, 5)); err != nil {

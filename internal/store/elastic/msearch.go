@@ -43,7 +43,7 @@ func (s *Store) msearch(ctx context.Context, items []msearchItem) ([]searchAnswe
 			Error  *esError `json:"error"`
 		} `json:"responses"`
 	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/_msearch", body, &ans); err != nil {
+	if err := s.do(ctx, s.timeout, http.MethodPost, "/_msearch", body, &ans); err != nil {
 		return nil, searchError(err)
 	}
 	if len(ans.Responses) != len(items) {

@@ -28,7 +28,7 @@ func (s *Store) CompaniesByName(ctx context.Context, q notice.NameQuery) (notice
 	must = append(must, obj{"prefix": obj{"names": q.Words[last]}})
 	body := obj{"query": obj{"bool": obj{"filter": must}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"row", "data"}}
 	var found []notice.RankRow
-	err := s.pages(ctx, s.Alias(mappings.Register), body, 1<<30, nil, func(hs []hit) error {
+	err := pages(ctx, s, s.Alias(mappings.Register), body, 1<<30, nil, func(hs []hit) error {
 		for _, h := range hs {
 			first, rows, err := registerRowsOf(h.Source, "", "")
 			if err != nil {

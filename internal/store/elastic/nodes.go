@@ -100,7 +100,7 @@ func (s *Store) Nodes(ctx context.Context) []NodeStatus {
 	for i, p := range s.probes {
 		out[i].Node = p.host
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, min(nodeProbeTimeout, s.cfg.Timeout))
+			ctx, cancel := context.WithTimeout(ctx, min(nodeProbeTimeout, s.timeout))
 			defer cancel()
 			health := p.es.Cluster.Health
 			res, err := health(health.WithContext(ctx), health.WithLocal(true))

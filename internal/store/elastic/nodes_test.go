@@ -83,7 +83,7 @@ func TestDeadNodeCostsARetry(t *testing.T) {
 				} `json:"index"`
 			} `json:"settings"`
 		}
-		if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+names[0]+"/_settings", nil, &settings); err != nil {
+		if err := s.do(ctx, s.timeout, http.MethodGet, "/"+names[0]+"/_settings", nil, &settings); err != nil {
 			t.Fatal(err)
 		}
 		if got := settings[names[0]].Settings.Index.Replicas; got != "1" {

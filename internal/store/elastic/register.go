@@ -16,21 +16,10 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// registerBlock is one register document (mapping version 4): up to
-// registerBlockRows consecutive rows of the file, Row the first's position
-// (file order orders a company's names), ACN, ABN and Names (folded) what
-// reads look up, Data the rows. 16 rows a document loaded twice as fast as
-// one (docs/benchmarks.md, 2026-11-24).
-type registerBlock struct {
-	Row   int64                `json:"row"`
-	Rows  int                  `json:"rows"`
-	ACN   []string             `json:"acn"`
-	ABN   []string             `json:"abn"`
-	Names []string             `json:"names"`
-	Data  []notice.RegisterRow `json:"data"`
-}
-
-// registerBlockRows is a document's most rows, kept small (5 KB) for company views.
+// registerBlockRows is a register document's most rows (mapping version
+// 4: a block of consecutive rows, appendRegisterBlock), kept small (5 KB)
+// for company views. 16 rows a document loaded twice as fast as one
+// (docs/benchmarks.md, 2026-11-24).
 const registerBlockRows = 16
 
 // registerRowsOf decodes a register document of any mapping version
@@ -140,7 +129,7 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	if l.stream == nil || l.stream.refusedSoFar() {
 		return l.finish(ctx)
 	}
-	actx, cancel := context.WithTimeout(ctx, l.s.cfg.BulkTimeout)
+	actx, cancel := context.WithTimeout(ctx, l.s.bulkTimeout)
 	defer cancel()
 	for i := 0; i < len(rows); i += registerBlockRows {
 		block := rows[i:min(i+registerBlockRows, len(rows))]
@@ -157,12 +146,12 @@ func (l *RegisterLoad) Add(ctx context.Context, rows []notice.RegisterRow) error
 	return nil
 }
 
-// abandon stops the load's sending, waiting at most BulkTimeout.
+// abandon stops the load's sending, waiting at most bulkTimeout.
 func (l *RegisterLoad) abandon() {
 	if l.stream == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.s.cfg.BulkTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.bulkTimeout)
 	defer cancel()
 	_, _ = l.stream.close(ctx)
 	l.stream = nil
@@ -174,24 +163,19 @@ func (l *RegisterLoad) finish(ctx context.Context) error {
 	if l.stream == nil {
 		return l.err
 	}
-	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.BulkTimeout)
+	cctx, cancel := context.WithTimeout(ctx, l.s.bulkTimeout)
 	defer cancel()
 	failed, err := l.stream.close(cctx)
 	l.stream = nil
-	if err == nil {
-		failed, err = l.s.splitRefused(ctx, failed)
-	}
-	if err == nil {
-		err = l.s.settle(ctx, int(l.rows), failed)
-	}
-	l.err = err
-	return err
+	l.err = l.s.settle(ctx, int(l.rows), failed, err)
+	return l.err
 }
 
 // Commit swaps the new register in atomically and deletes the old one.
 func (l *RegisterLoad) Commit(ctx context.Context) error { return l.commit(ctx, nil) }
 
-// commit is Commit moving the alias from exactly from (registerLive).
+// commit is Commit moving the alias from exactly from (moveAlias; nil:
+// from the indices it names now), the indices it moved from deleted.
 func (l *RegisterLoad) commit(ctx context.Context, from []string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -211,7 +195,12 @@ func (l *RegisterLoad) commit(ctx context.Context, from []string) error {
 	if held != l.rows {
 		return fmt.Errorf("elastic: the new register %s holds %d rows where %d were sent; it is not swapped in (run the load again)", l.index, held, l.rows)
 	}
-	if err := l.s.registerLive(ctx, l.index, from); err != nil {
+	old, err := l.s.moveAlias(ctx, l.s.Alias(mappings.Register), l.index, from, nil)
+	if err != nil {
+		return err
+	}
+	l.s.dataChanged(ctx) // drops the kept answers (company filters)
+	if err := l.s.dropIndices(ctx, l.s.Alias(mappings.Register), old); err != nil {
 		return err
 	}
 	l.done = true
@@ -273,17 +262,6 @@ func (s *Store) registerRowCount(ctx context.Context, index string) (int64, erro
 	return n, nil
 }
 
-// registerLive moves the register alias to index from exactly from
-// (moveAlias), deletes those and drops the kept answers (company filters).
-func (s *Store) registerLive(ctx context.Context, index string, from []string) error {
-	old, err := s.moveAlias(ctx, s.Alias(mappings.Register), index, from, nil)
-	if err != nil {
-		return err
-	}
-	s.dataChanged(ctx)
-	return s.dropIndices(ctx, s.Alias(mappings.Register), old)
-}
-
 // Rollback abandons the load and deletes its index; the old register stays.
 func (l *RegisterLoad) Rollback() error {
 	l.mu.Lock()
@@ -320,7 +298,7 @@ func (s *Store) moveAlias(ctx context.Context, alias, index string, from []strin
 		}
 	}
 	actions = append(actions, extra...)
-	if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodPost, "/_aliases", map[string]any{"actions": actions}, nil); err != nil {
+	if err := s.do(ctx, s.bulkTimeout, http.MethodPost, "/_aliases", map[string]any{"actions": actions}, nil); err != nil {
 		return nil, fmt.Errorf("elastic: move alias %s to %s: %w", alias, index, err)
 	}
 	return old, nil
@@ -350,11 +328,11 @@ func (s *Store) dropStaleLoads(ctx context.Context) error {
 			} `json:"index"`
 		} `json:"settings"`
 	}
-	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+s.ns+"-"+mappings.Register+"-v*?expand_wildcards=all&filter_path=*.aliases,*.settings.index.creation_date", nil, &indices)
+	err := s.do(ctx, s.timeout, http.MethodGet, "/"+s.cfg.Namespace+"-"+mappings.Register+"-v*?expand_wildcards=all&filter_path=*.aliases,*.settings.index.creation_date", nil, &indices)
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("elastic: list the register indices: %w", err)
 	}
-	cutoff := s.now().Add(-staleLoadAge).UnixMilli()
+	cutoff := s.cfg.Now().Add(-staleLoadAge).UnixMilli()
 	for name, ix := range indices {
 		if ms, err := strconv.ParseInt(ix.Settings.Index.Created, 10, 64); err != nil || ms > cutoff || len(ix.Aliases) > 0 {
 			continue
@@ -387,7 +365,7 @@ func (s *Store) RegisterNames(ctx context.Context, acns []string) ([]string, err
 		decided := make(map[string]bool, len(part)) // a current row named it
 		seen := make(map[string]bool, len(part))
 		body := obj{"query": obj{"terms": obj{"acn": part}}, "sort": []obj{{"row": "asc"}}, "_source": []string{"row", "data"}}
-		err := s.pages(ctx, s.Alias(mappings.Register), body, 1<<30, nil, func(hs []hit) error {
+		err := pages(ctx, s, s.Alias(mappings.Register), body, 1<<30, nil, func(hs []hit) error {
 			for _, h := range hs {
 				_, rows, err := registerRowsOf(h.Source, "", "")
 				if err != nil {

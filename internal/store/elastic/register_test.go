@@ -30,7 +30,7 @@ func TestRegisterLoadSettings(t *testing.T) {
 				Index map[string]any `json:"index"`
 			} `json:"settings"`
 		}
-		if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+index+"/_settings?flat_settings=false", nil, &out); err != nil {
+		if err := s.do(ctx, s.timeout, http.MethodGet, "/"+index+"/_settings?flat_settings=false", nil, &out); err != nil {
 			t.Fatal(err)
 		}
 		return out[index].Settings.Index
@@ -124,7 +124,7 @@ func TestStaleRegisterLoadDropped(t *testing.T) {
 	}
 	exists := func(index string) bool {
 		t.Helper()
-		err := s.do(ctx, s.cfg.Timeout, http.MethodHead, "/"+index, nil, nil)
+		err := s.do(ctx, s.timeout, http.MethodHead, "/"+index, nil, nil)
 		if err != nil && !isNotFound(err) {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func TestStaleRegisterLoadDropped(t *testing.T) {
 		t.Fatalf("a load deleted %s, an unaliased index created just now (a load that may still be running)", killed)
 	}
 	later := *s
-	later.now = func() time.Time { return time.Now().Add(staleLoadAge + time.Minute) }
+	later.cfg.Now = func() time.Time { return time.Now().Add(staleLoadAge + time.Minute) }
 	begin(&later)
 	if exists(killed) {
 		t.Errorf("%s, left by a killed load over %s ago, is still there after the next load began", killed, staleLoadAge)
@@ -244,7 +244,7 @@ func TestRegisterBlocks(t *testing.T) {
 	var count struct {
 		Count int `json:"count"`
 	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+s.Alias(mappings.Register)+"/_count", nil, &count); err != nil {
+	if err := s.do(ctx, s.timeout, http.MethodGet, "/"+s.Alias(mappings.Register)+"/_count", nil, &count); err != nil {
 		t.Fatal(err)
 	}
 	if count.Count != 4 {
@@ -293,7 +293,11 @@ func TestReindexPacksRegisterVersion2(t *testing.T) {
 	if err := s.refresh(ctx, v2Index); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.registerLive(ctx, v2Index, nil); err != nil {
+	old, err := s.moveAlias(ctx, s.Alias(mappings.Register), v2Index, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.dropIndices(ctx, s.Alias(mappings.Register), old); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("version 2", func(t *testing.T) { checkBlockRegister(t, s) })
@@ -308,7 +312,7 @@ func TestReindexPacksRegisterVersion2(t *testing.T) {
 	var count struct {
 		Count int `json:"count"`
 	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/"+res.Register+"/_count", nil, &count); err != nil {
+	if err := s.do(ctx, s.timeout, http.MethodGet, "/"+res.Register+"/_count", nil, &count); err != nil {
 		t.Fatal(err)
 	}
 	if count.Count != 3 {

@@ -59,9 +59,9 @@ func (s *Store) Reindex(ctx context.Context, progress ReindexProgress) (ReindexR
 	if err != nil {
 		return res, err
 	}
-	if exists, err := s.aliasExists(ctx, s.nextAlias()); err != nil {
+	if next, err := s.aliasIndices(ctx, s.nextAlias()); err != nil {
 		return res, err
-	} else if exists {
+	} else if len(next) > 0 {
 		return res, fmt.Errorf("elastic: another reindex is filling %s (or one was interrupted: delete the index it points to, then run reindex again)", s.nextAlias())
 	}
 	old, err := s.aliasIndices(ctx, s.Alias(mappings.Notices))
@@ -150,7 +150,7 @@ func (s *Store) copyRegister(ctx context.Context, from string, l *RegisterLoad, 
 		return err
 	}
 	var pending []notice.RegisterRow // rows short of a whole block
-	err = s.pages(ctx, from, obj{"query": matchAll, "sort": []obj{{"row": "asc"}}}, math.MaxInt, nil, func(hs []hit) error {
+	err = pages(ctx, s, from, obj{"query": matchAll, "sort": []obj{{"row": "asc"}}}, math.MaxInt, nil, func(hs []hit) error {
 		for _, h := range hs {
 			_, rows, err := registerRowsOf(h.Source, "", "")
 			if err != nil {
@@ -195,7 +195,7 @@ func (s *Store) catchUp(ctx context.Context, index string, progress ReindexProgr
 		// A write in flight to o would be lost: a write block waits for
 		// those and refuses later ones (sent again through the live alias,
 		// writeBlocked); the refresh makes the ended ones visible.
-		if err := s.do(ctx, s.cfg.Timeout, http.MethodPut, "/"+o+"/_block/write", nil, nil); err != nil {
+		if err := s.do(ctx, s.timeout, http.MethodPut, "/"+o+"/_block/write", nil, nil); err != nil {
 			return 0, fmt.Errorf("elastic: block writes to %s before catching up from it: %w", o, err)
 		}
 		if err := s.refresh(ctx, o); err != nil {
@@ -225,7 +225,7 @@ func (s *Store) copyDocs(ctx context.Context, from, index, kind string, progress
 	total := count.Hits.Total.Value
 	var done int64
 	order := []obj{{"notice_seq": "asc"}, {"id": "asc"}}
-	err := s.pages(ctx, from, obj{"query": matchAll, "sort": order, "version": true}, math.MaxInt, nil, func(hs []hit) error {
+	err := pages(ctx, s, from, obj{"query": matchAll, "sort": order, "version": true}, math.MaxInt, nil, func(hs []hit) error {
 		ops := make([]bulkOp, len(hs))
 		for i, h := range hs {
 			body, err := rebuildNoticeDoc(h.Source)

@@ -160,7 +160,7 @@ func TestReindexUnderLoad(t *testing.T) {
 			}
 		}
 	}
-	if next, _ := s.aliasExists(ctx, s.nextAlias()); next {
+	if next, _ := s.aliasIndices(ctx, s.nextAlias()); len(next) > 0 {
 		t.Errorf("alias %s left behind", s.nextAlias())
 	}
 	if !strings.Contains(res.Notices, "-notices-v") {
@@ -196,13 +196,13 @@ func TestReindexStoppedAfterSwap(t *testing.T) {
 			Source  map[string]any `json:"_source"`
 			Version int64          `json:"_version"`
 		}
-		if err := s.do(ctx, s.cfg.Timeout, "GET", "/"+oldIndex+"/_doc/"+late.ID, nil, &doc); err != nil {
+		if err := s.do(ctx, s.timeout, "GET", "/"+oldIndex+"/_doc/"+late.ID, nil, &doc); err != nil {
 			return err
 		}
 		doc.Source["indexed_at"] = time.Now().UnixMilli()
 		doc.Source["notice"].(map[string]any)["company_name"] = "LATE WRITE PTY LTD"
 		path := fmt.Sprintf("/%s/_doc/%s?version=%d&version_type=external_gte&refresh=true", oldIndex, late.ID, doc.Version+1)
-		if err := s.do(ctx, s.cfg.Timeout, "PUT", path, doc.Source, nil); err != nil {
+		if err := s.do(ctx, s.timeout, "PUT", path, doc.Source, nil); err != nil {
 			return err
 		}
 		return fmt.Errorf("test: the reindex process died after the swap")
@@ -232,7 +232,7 @@ func TestReindexStoppedAfterSwap(t *testing.T) {
 	if held, err := s.aliasIndices(ctx, s.catchUpAlias()); err != nil || len(held) != 0 {
 		t.Fatalf("catch-up alias still on %v (%v)", held, err)
 	}
-	if err := s.do(ctx, s.cfg.Timeout, "HEAD", "/"+oldIndex, nil, nil); !isNotFound(err) {
+	if err := s.do(ctx, s.timeout, "HEAD", "/"+oldIndex, nil, nil); !isNotFound(err) {
 		t.Fatalf("old index %s: HEAD gave %v, want not found (deleted)", oldIndex, err)
 	}
 	total, err := s.Search(ctx, notice.SearchQuery{Filter: notice.Filter{IncludeDeregistration: true}, Sort: notice.SortPublishedDesc, Limit: 1})
@@ -285,7 +285,7 @@ func TestReindexKeepsRegisterLoadedDuringIt(t *testing.T) {
 	if now, err := s.aliasIndices(ctx, s.Alias(mappings.Register)); err != nil || len(now) != 1 || len(loaded) != 1 || now[0] != loaded[0] {
 		t.Fatalf("register alias on %v (%v), want the load's index %v", now, err, loaded)
 	}
-	if err := s.do(ctx, s.cfg.Timeout, "HEAD", "/"+res.Register, nil, nil); !isNotFound(err) {
+	if err := s.do(ctx, s.timeout, "HEAD", "/"+res.Register, nil, nil); !isNotFound(err) {
 		t.Fatalf("the reindex's register copy %s: HEAD gave %v, want it dropped", res.Register, err)
 	}
 	if _, err := s.Reindex(ctx, nil); err != nil {
@@ -401,7 +401,7 @@ func TestReindexFromVersion2(t *testing.T) {
 	if !strings.Contains(res.Notices, fmt.Sprintf("-notices-v%d-", cur.Version)) || res.NoticesCopied != int64(len(texts)) {
 		t.Fatalf("reindex: %+v", res)
 	}
-	if err := s.do(ctx, s.cfg.Timeout, "HEAD", "/"+v2Index, nil, nil); !isNotFound(err) {
+	if err := s.do(ctx, s.timeout, "HEAD", "/"+v2Index, nil, nil); !isNotFound(err) {
 		t.Errorf("version 2 index %s: HEAD gave %v, want it deleted", v2Index, err)
 	}
 	for _, c := range cases {

@@ -41,7 +41,10 @@ func searchPath(prefix string, order []obj) string {
 // noticeSource reads a hit's notice alone (fts and filter fields would double it).
 var noticeSource = []string{"notice"}
 
-// Search returns one page of matching notices and the exact total.
+// Search returns one page of matching notices and the exact total: one
+// from/size search, inside Elasticsearch's result window (the API pages no
+// deeper: api.MaxDepth equals window; deeper reads are the export's point
+// in time).
 func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.SearchPage, error) {
 	order, err := sortFor(q.Sort, q.Q)
 	if err != nil {
@@ -55,11 +58,16 @@ func (s *Store) Search(ctx context.Context, q notice.SearchQuery) (notice.Search
 	if err != nil {
 		return notice.SearchPage{}, err
 	}
-	ns, total, err := s.page(ctx, query, order, (page-1)*limit, limit)
-	if err != nil {
+	offset := (page - 1) * limit
+	if offset+limit > window {
+		return notice.SearchPage{}, errs.New(errs.InvalidParameter, "result %d is past result %d, the deepest a search pages; narrow the search with filters (from, to, state, ...)", offset+limit, window)
+	}
+	var ans noticePage
+	body := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "from": offset, "_source": noticeSource}
+	if err := s.searchRead(ctx, searchPath("/"+s.Alias(mappings.Notices), order), body, &ans); err != nil {
 		return notice.SearchPage{}, err
 	}
-	return notice.SearchPage{Notices: ns, Total: total}, nil
+	return notice.SearchPage{Notices: notices(ans.Hits.Hits), Total: ans.Hits.Total.Value}, nil
 }
 
 // sortFor validates a sort key (relevance is published_desc unless ranked).
@@ -79,27 +87,6 @@ func sortFor(key string, q query.Node) ([]obj, error) {
 		notice.SortPublishedDesc, notice.SortPublishedAsc, notice.SortRelevance)
 }
 
-// page returns hits offset..offset+limit of query in order, and the exact
-// total: one from/size search, inside Elasticsearch's result window (the
-// API pages no deeper: api.MaxDepth equals window; deeper reads are the
-// export's point in time).
-func (s *Store) page(ctx context.Context, query obj, order []obj, offset, limit int) ([]notice.Notice, int64, error) {
-	if offset+limit > window {
-		return nil, 0, errs.New(errs.InvalidParameter, "result %d is past result %d, the deepest a search pages; narrow the search with filters (from, to, state, ...)", offset+limit, window)
-	}
-	body := obj{"query": query, "sort": order, "track_total_hits": true, "size": limit, "from": offset, "_source": noticeSource}
-	return s.searchNotices(ctx, searchPath("/"+s.Alias(mappings.Notices), order), body)
-}
-
-// searchNotices runs a search of notices and returns them and the total.
-func (s *Store) searchNotices(ctx context.Context, path string, body obj) ([]notice.Notice, int64, error) {
-	var ans noticePage
-	if err := s.searchRead(ctx, path, body, &ans); err != nil {
-		return nil, 0, err
-	}
-	return notices(ans.Hits.Hits), ans.Hits.Total.Value, nil
-}
-
 func scanBody(query obj, order []obj) obj {
 	return obj{"query": query, "sort": order, "_source": noticeSource}
 }
@@ -109,7 +96,7 @@ func scanBody(query obj, order []obj) obj {
 // nil, is the first page's answer).
 func (s *Store) scanNotices(ctx context.Context, query obj, order []obj, max int, first *searchAnswer) ([]notice.Notice, error) {
 	out := []notice.Notice{}
-	err := s.pages(ctx, s.Alias(mappings.Notices), scanBody(query, order), max, first, func(hs []hit) error {
+	err := pages(ctx, s, s.Alias(mappings.Notices), scanBody(query, order), max, first, func(hs []hit) error {
 		for _, h := range hs {
 			n, err := noticeOf(h.ID, h.Source)
 			if err != nil {
@@ -130,7 +117,7 @@ func (s *Store) Notice(ctx context.Context, id string) (notice.Notice, error) {
 			Source json.RawMessage `json:"_source"`
 		} `json:"docs"`
 	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+s.Alias(mappings.Notices)+"/_mget?_source=notice",
+	if err := s.do(ctx, s.timeout, http.MethodPost, "/"+s.Alias(mappings.Notices)+"/_mget?_source=notice",
 		obj{"ids": []string{id}}, &ans); err != nil {
 		return notice.Notice{}, err
 	}
@@ -144,7 +131,7 @@ func (s *Store) Notice(ctx context.Context, id string) (notice.Notice, error) {
 // LatestSeq) with notice_seq > seq, ascending by notice_seq
 // (deregistration notices included).
 func (s *Store) NoticesAfter(ctx context.Context, seq int64, limit int) ([]notice.Notice, error) {
-	wm, err := s.log.Published(ctx)
+	wm, err := s.cfg.Log.Published(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +155,7 @@ func (s *Store) registerRows(ctx context.Context, field, value string, first *se
 	if value == "" {
 		return nil, nil
 	}
-	err := s.pages(ctx, s.Alias(mappings.Register), registerBody(field, value), window, first, func(hs []hit) error {
+	err := pages(ctx, s, s.Alias(mappings.Register), registerBody(field, value), window, first, func(hs []hit) error {
 		for _, h := range hs {
 			_, rows, err := registerRowsOf(h.Source, field, value)
 			if err != nil {
@@ -231,9 +218,9 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 	}
 	version := int64(-1) // aggCache's, unknown when Redis is down
 	if s.aggs != nil {
-		if v, err := s.log.DataVersion(ctx); err == nil {
+		if v, err := s.cfg.Log.DataVersion(ctx); err == nil {
 			version = v
-			if a, ok := s.aggs.get(v, string(body), s.now()); ok {
+			if a, ok := s.aggs.get(v, string(body), s.cfg.Now()); ok {
 				return a.total, a.aggs, nil
 			}
 		}
@@ -247,7 +234,7 @@ func (s *Store) aggregate(ctx context.Context, f notice.Filter, aggs obj) (int64
 		}
 	}
 	if version >= 0 {
-		s.aggs.put(version, string(body), aggAnswer{total: ans.Hits.Total.Value, aggs: ans.Aggregations, at: s.now()})
+		s.aggs.put(version, string(body), aggAnswer{total: ans.Hits.Total.Value, aggs: ans.Aggregations, at: s.cfg.Now()})
 	}
 	return ans.Hits.Total.Value, ans.Aggregations, nil
 }

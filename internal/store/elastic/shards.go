@@ -58,44 +58,33 @@ func partial(detail error) error {
 		"the search backend (Elasticsearch) could not read every shard, so the answer would leave notices out; retry shortly, and if it persists check the cluster's health"), detail)
 }
 
-// noPartial adds allow_partial_search_results=false to a search path: a
-// shard that fails (or is missing) fails the whole search.
-func noPartial(path string) string {
-	if strings.Contains(path, "?") {
-		return path + "&allow_partial_search_results=false"
-	}
-	return path + "?allow_partial_search_results=false"
-}
-
 // searchRead sends one search-type request (a _search or _pit path)
-// asking for no partial results, decodes the answer into out and checks
-// that every shard answered: a partial answer is backend_unavailable.
+// asking for no partial results (allow_partial_search_results=false: a
+// shard that fails, or is missing, fails the whole search), decodes the
+// answer into out and checks that every shard answered: a partial answer
+// is backend_unavailable.
 func (s *Store) searchRead(ctx context.Context, path string, body any, out shardAnswer) error {
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, noPartial(path), body, out); err != nil {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	if err := s.do(ctx, s.timeout, http.MethodPost, path+sep+"allow_partial_search_results=false", body, out); err != nil {
 		return searchError(err)
 	}
 	return out.shards().complete()
 }
 
-// searchError explains a refused search: a shard failed (the search would
-// be partial), or else our query translation is wrong.
+// searchError explains a refused search: a shard failed, so the search
+// would be partial (Elasticsearch refusing a partial answer, searchRead:
+// "Partial shards failure", with the failed shards' status, such as 400;
+// missing shards are a 503), or else our query translation is wrong.
 func searchError(err error) error {
 	if _, ok := errs.As(err); ok {
 		return err
 	}
-	if p := partialError(err); p != nil {
-		return p
-	}
-	return fmt.Errorf("elastic: search refused by Elasticsearch (a query translation bug; please report the request): %w", err)
-}
-
-// partialError is the partial-answer error when err is Elasticsearch
-// refusing a partial answer (noPartial: "Partial shards failure", with the
-// failed shards' status, such as 400; missing shards are a 503), else nil.
-func partialError(err error) error {
 	var e *esError
 	if errors.As(err, &e) && e.Type == "search_phase_execution_exception" && e.Reason == "Partial shards failure" {
 		return partial(e)
 	}
-	return nil
+	return fmt.Errorf("elastic: search refused by Elasticsearch (a query translation bug; please report the request): %w", err)
 }

@@ -40,15 +40,15 @@ var shardFailMappings = map[string]obj{
 func addFailingShard(t *testing.T, s *Store, kind string, doc obj) {
 	t.Helper()
 	ctx := context.Background()
-	name := s.ns + "-" + kind + "-v0-shardfail" // under the namespace's pattern, so Drop deletes it
-	if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodPut, "/"+name, obj{
+	name := s.cfg.Namespace + "-" + kind + "-v0-shardfail" // under the namespace's pattern, so Drop deletes it
+	if err := s.do(ctx, s.bulkTimeout, http.MethodPut, "/"+name, obj{
 		"settings": obj{"number_of_shards": 1, "number_of_replicas": 0}, "mappings": shardFailMappings[kind]}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+name+"/_doc?refresh=true", doc, nil); err != nil {
+	if err := s.do(ctx, s.timeout, http.MethodPost, "/"+name+"/_doc?refresh=true", doc, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/_aliases", obj{"actions": []obj{
+	if err := s.do(ctx, s.timeout, http.MethodPost, "/_aliases", obj{"actions": []obj{
 		{"add": obj{"index": name, "alias": s.Alias(kind)}}}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestReadsRefusePartialResults(t *testing.T) {
 	for _, a := range answers {
 		t.Run(a.name, func(t *testing.T) {
 			var ans shardStatus
-			if err := s.do(ctx, s.cfg.Timeout, http.MethodPost, a.path, a.body, &ans); err != nil {
+			if err := s.do(ctx, s.timeout, http.MethodPost, a.path, a.body, &ans); err != nil {
 				t.Fatal(err)
 			}
 			if err := ans.complete(); !errs.Is(err, errs.BackendUnavailable) || !strings.Contains(err.Error(), "1 of 2 shards failed") {

@@ -17,7 +17,7 @@ const seqChunk = 10000
 
 // LatestSeq returns the highest notice_seq published: every notice at or
 // below it is searchable (redisstore.NoticeSource).
-func (s *Store) LatestSeq(ctx context.Context) (int64, error) { return s.log.Published(ctx) }
+func (s *Store) LatestSeq(ctx context.Context) (int64, error) { return s.cfg.Log.Published(ctx) }
 
 // NoticesBySeq returns the notices with the given seqs in that order; a
 // seq no notice has is left out.
@@ -62,7 +62,7 @@ func (s *Store) MatchingSeqs(ctx context.Context, keys []string, f notice.Filter
 	}
 	body := obj{"query": obj{"bool": obj{"filter": filter}}, "sort": sortSeqAsc, "_source": false}
 	out := make([]int64, 0, min(limit, 1024))
-	err = s.pages(ctx, s.Alias(mappings.Notices), body, limit, nil, func(hs []hit) error {
+	err = pages(ctx, s, s.Alias(mappings.Notices), body, limit, nil, func(hs []hit) error {
 		for _, h := range hs {
 			if len(h.Sort) == 0 {
 				return fmt.Errorf("elastic: matching seqs: a hit without its sort value")
@@ -111,17 +111,14 @@ func (s *Store) NoticeSummaries(ctx context.Context, through int64, fn func(*not
 	c := &cursor[noticeDoc]{s: s, pit: pit, size: summaryPage, max: math.MaxInt,
 		body: obj{"query": obj{"range": obj{"notice_seq": obj{"lte": through}}}, "sort": sortSeqAsc, "_source": summaryFields}}
 	defer c.close()
-	for {
-		hs, err := c.next(ctx)
-		if err != nil || len(hs) == 0 {
-			return err
-		}
+	return c.each(ctx, func(hs []hitOf[noticeDoc]) error {
 		for i := range hs {
 			if err := fn(&hs[i].Source.Notice); err != nil {
 				return err
 			}
 		}
-	}
+		return nil
+	})
 }
 
 // CarriedIdentifiers returns which of ids (ACNs or ABNs) some stored

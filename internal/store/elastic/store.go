@@ -28,10 +28,12 @@ import (
 	"github.com/noticesd/noticesd/mappings"
 )
 
-// Defaults of Config.
+// A store's timeouts (Store.timeout, Store.bulkTimeout), and its bulk
+// workers: 3 loaded registers 10-13% faster than 2 (docs/benchmarks.md).
 const (
-	DefaultTimeout     = 10 * time.Second
-	DefaultBulkTimeout = 2 * time.Minute
+	defaultTimeout     = 10 * time.Second
+	defaultBulkTimeout = 2 * time.Minute
+	defaultBulkWorkers = 3
 )
 
 // Config says how to reach Elasticsearch and Redis.
@@ -51,15 +53,9 @@ type Config struct {
 	// NOTICES_ELASTICSEARCH_CA_FINGERPRINT). Neither: the system's roots.
 	CACert        []byte
 	CAFingerprint string
-	Namespace     string      // prefixes every index and alias
-	Log           *publog.Log // the writer lease, notice_seq and the publish log (Redis)
-	// Timeout bounds every read and small call; BulkTimeout every bulk
-	// request, refresh and index creation.
-	Timeout, BulkTimeout time.Duration
-	Now                  func() time.Time // stamps collected_at (time.Now when nil)
-	// BulkWorkers is the number of concurrent bulk requests of a load (3
-	// when 0: 10-13% faster register loads than 2, docs/benchmarks.md).
-	BulkWorkers int
+	Namespace     string           // prefixes every index and alias
+	Log           *publog.Log      // the writer lease, notice_seq and the publish log (Redis)
+	Now           func() time.Time // stamps collected_at (time.Now when nil)
 	// AggCache is how many filters and stats answers the store keeps
 	// (aggCache): DefaultAggCache when 0, none when negative.
 	AggCache int
@@ -72,12 +68,14 @@ const maxIdleConns = 64
 type Store struct {
 	es     *elasticsearch.Client
 	cfg    Config
-	ns     string
-	now    func() time.Time
-	log    *publog.Log
 	aggs   *aggCache   // nil: none
 	counts *nodeCounts // nodes.go
 	probes []nodeProbe
+	// timeout bounds every read and small call, bulkTimeout every bulk
+	// request, refresh and index creation; bulkWorkers is how many bulk
+	// requests a load sends at once (the defaults; tests set others).
+	timeout, bulkTimeout time.Duration
+	bulkWorkers          int
 }
 
 var (
@@ -96,15 +94,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Log == nil {
 		return nil, errors.New("elastic: Config.Log is required (the writer lease, notice_seq and the publish log live in Redis)")
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.BulkTimeout <= 0 {
-		cfg.BulkTimeout = DefaultBulkTimeout
-	}
-	if cfg.BulkWorkers <= 0 {
-		cfg.BulkWorkers = 3
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -117,8 +106,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{es: es, cfg: cfg, ns: cfg.Namespace, now: cfg.Now, log: cfg.Log, aggs: newAggCache(cfg.AggCache),
-		counts: counts, probes: probes}
+	s := &Store{es: es, cfg: cfg, aggs: newAggCache(cfg.AggCache),
+		counts: counts, probes: probes, timeout: defaultTimeout, bulkTimeout: defaultBulkTimeout, bulkWorkers: defaultBulkWorkers}
 	if err := s.checkAccess(ctx); err != nil {
 		return nil, err
 	}
@@ -129,18 +118,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // Alias returns the alias of an index kind (mappings.Notices, ...).
-func (s *Store) Alias(kind string) string { return s.ns + "-" + kind }
+func (s *Store) Alias(kind string) string { return s.cfg.Namespace + "-" + kind }
 
 // nextAlias names the notices index a reindex is filling.
-func (s *Store) nextAlias() string { return s.ns + "-" + mappings.Notices + "-next" }
+func (s *Store) nextAlias() string { return s.cfg.Namespace + "-" + mappings.Notices + "-next" }
 
 // catchUpAlias marks the old notices index of a reindex whose catch-up is
 // not done, with the catch-up's query as its filter (Reindex).
-func (s *Store) catchUpAlias() string { return s.ns + "-" + mappings.Notices + "-catchup" }
+func (s *Store) catchUpAlias() string { return s.cfg.Namespace + "-" + mappings.Notices + "-catchup" }
 
 // indexName names a new index of a kind.
 func (s *Store) indexName(ix mappings.Index, suffix string) string {
-	return fmt.Sprintf("%s-%s-v%d-%s", s.ns, ix.Kind, ix.Version, suffix)
+	return fmt.Sprintf("%s-%s-v%d-%s", s.cfg.Namespace, ix.Kind, ix.Version, suffix)
 }
 
 // newSuffix is a fresh, sortable index suffix.
@@ -157,8 +146,8 @@ func (s *Store) ensureAliases(ctx context.Context) error {
 	}
 	for _, ix := range all {
 		alias := s.Alias(ix.Kind)
-		exists, err := s.aliasExists(ctx, alias)
-		if err == nil && !exists {
+		cur, err := s.aliasIndices(ctx, alias)
+		if err == nil && len(cur) == 0 {
 			if err = s.createIndex(ctx, ix, s.indexName(ix, "0"), alias, nil); isAlreadyExists(err) {
 				err = nil
 			}
@@ -188,7 +177,7 @@ func (s *Store) createIndex(ctx context.Context, ix mappings.Index, name, alias 
 	}
 	maps.Copy(all, settings)
 	all["number_of_replicas"] = s.cfg.Replicas
-	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPut, "/"+name, body, nil)
+	return s.do(ctx, s.bulkTimeout, http.MethodPut, "/"+name, body, nil)
 }
 
 // loadSettings are those of an index bulk-loaded before anyone reads it (a
@@ -207,28 +196,19 @@ func (s *Store) endLoad(ctx context.Context, ix mappings.Index, name string) err
 		return fmt.Errorf("elastic: %s mapping: %w", ix.Kind, err)
 	}
 	restore := map[string]any{"refresh_interval": body.Settings["refresh_interval"], "translog.durability": "request"}
-	if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodPut, "/"+name+"/_settings", map[string]any{"index": restore}, nil); err != nil {
+	if err := s.do(ctx, s.bulkTimeout, http.MethodPut, "/"+name+"/_settings", map[string]any{"index": restore}, nil); err != nil {
 		return fmt.Errorf("elastic: restore the settings of %s after its load: %w", name, err)
 	}
 	if err := s.refresh(ctx, name); err != nil {
 		return err
 	}
-	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPost, "/"+name+"/_flush", nil, nil)
-}
-
-// aliasExists reports whether alias names some index.
-func (s *Store) aliasExists(ctx context.Context, alias string) (bool, error) {
-	err := s.do(ctx, s.cfg.Timeout, http.MethodHead, "/_alias/"+alias, nil, nil)
-	if isNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
+	return s.do(ctx, s.bulkTimeout, http.MethodPost, "/"+name+"/_flush", nil, nil)
 }
 
 // aliasIndices returns the indices an alias points to (nil when none).
 func (s *Store) aliasIndices(ctx context.Context, alias string) ([]string, error) {
 	var out map[string]any
-	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_alias/"+alias, nil, &out)
+	err := s.do(ctx, s.timeout, http.MethodGet, "/_alias/"+alias, nil, &out)
 	if isNotFound(err) {
 		return nil, nil
 	}
@@ -237,7 +217,7 @@ func (s *Store) aliasIndices(ctx context.Context, alias string) ([]string, error
 
 // refresh makes writes to target searchable.
 func (s *Store) refresh(ctx context.Context, target string) error {
-	return s.do(ctx, s.cfg.BulkTimeout, http.MethodPost, "/"+target+"/_refresh", nil, nil)
+	return s.do(ctx, s.bulkTimeout, http.MethodPost, "/"+target+"/_refresh", nil, nil)
 }
 
 // Drop deletes every index of the namespace (tests and teardown).
@@ -245,7 +225,7 @@ func (s *Store) Drop(ctx context.Context) error {
 	var rows []struct {
 		Index string `json:"index"`
 	}
-	err := s.do(ctx, s.cfg.Timeout, http.MethodGet, "/_cat/indices/"+s.ns+"-notices-v*,"+s.ns+"-register-v*?format=json&h=index&expand_wildcards=all", nil, &rows)
+	err := s.do(ctx, s.timeout, http.MethodGet, "/_cat/indices/"+s.cfg.Namespace+"-notices-v*,"+s.cfg.Namespace+"-register-v*?format=json&h=index&expand_wildcards=all", nil, &rows)
 	if err != nil && !isNotFound(err) {
 		return err
 	}
@@ -260,7 +240,7 @@ func (s *Store) Drop(ctx context.Context) error {
 
 // deleteIndex deletes an index; one already gone is no error.
 func (s *Store) deleteIndex(ctx context.Context, name string) error {
-	if err := s.do(ctx, s.cfg.BulkTimeout, http.MethodDelete, "/"+name, nil, nil); err != nil && !isNotFound(err) {
+	if err := s.do(ctx, s.bulkTimeout, http.MethodDelete, "/"+name, nil, nil); err != nil && !isNotFound(err) {
 		return err
 	}
 	return nil
@@ -357,15 +337,14 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, method, path stri
 	if out == nil {
 		return nil
 	}
-	err = readWhole(res.Body, func(b []byte) error { return gojson.Unmarshal(b, out) })
-	var rerr readError
+	rerr, derr := readJSON(res.Body, out)
 	switch {
-	case errors.As(err, &rerr) && ctx.Err() != nil:
+	case rerr != nil && ctx.Err() != nil:
 		return unavailable(ctx.Err())
-	case errors.As(err, &rerr):
-		return unavailable(fmt.Errorf("elastic: read answer of %s %s: %w", method, path, rerr.err))
-	case err != nil:
-		return fmt.Errorf("elastic: decode answer of %s %s: %w", method, path, err)
+	case rerr != nil:
+		return unavailable(fmt.Errorf("elastic: read answer of %s %s: %w", method, path, rerr))
+	case derr != nil:
+		return fmt.Errorf("elastic: decode answer of %s %s: %w", method, path, derr)
 	}
 	return nil
 }
@@ -378,17 +357,12 @@ func drainClose(body io.ReadCloser) {
 	_ = body.Close()
 }
 
-// readError is readWhole's error when reading (not decoding) failed.
-type readError struct{ err error }
-
-func (e readError) Error() string { return e.err.Error() }
-func (e readError) Unwrap() error { return e.err }
-
-// readWhole reads r whole into a pooled buffer and hands it to decode
-// (which must not keep it): go-json, three times encoding/json's speed on
-// a page of notices, spent most of its time refilling when it streamed
-// from the body (docs/benchmarks.md, 2026-11-24).
-func readWhole(r io.Reader, decode func([]byte) error) error {
+// readJSON reads r whole into a pooled buffer, then decodes it into out
+// with go-json, and returns the read's error or else the decode's: go-json,
+// three times encoding/json's speed on a page of notices, spent most of
+// its time refilling when it streamed from the body (docs/benchmarks.md,
+// 2026-11-24).
+func readJSON(r io.Reader, out any) (read, decode error) {
 	buf := answerBuffers.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= maxPooledAnswer {
@@ -397,9 +371,9 @@ func readWhole(r io.Reader, decode func([]byte) error) error {
 		}
 	}()
 	if _, err := buf.ReadFrom(r); err != nil {
-		return readError{err}
+		return err, nil
 	}
-	return decode(buf.Bytes())
+	return nil, gojson.Unmarshal(buf.Bytes(), out)
 }
 
 // answerBuffers holds the buffers answers are read into, up to

@@ -25,12 +25,9 @@ func (s *Store) takeOver(ctx context.Context, le *publog.Lease) error {
 		"sort": sortSeqAsc, "_source": noticeSource, "version": true}
 	var ns []notice.Notice
 	var kinds []publog.Kind
-	err := s.pages(ctx, s.Alias(mappings.Notices), body, math.MaxInt, nil, func(hs []hit) error {
+	err := pages(ctx, s, s.Alias(mappings.Notices), body, math.MaxInt, nil, func(hs []hitOf[noticeDoc]) error {
 		for _, h := range hs {
-			n, err := noticeOf(h.ID, h.Source)
-			if err != nil {
-				return err
-			}
+			n := h.Source.notice()
 			switch {
 			case n.Seq > le.Published:
 				ns, kinds = append(ns, n), append(kinds, publog.KindNew)

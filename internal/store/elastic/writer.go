@@ -34,36 +34,27 @@ func (s *Store) UpsertNotices(ctx context.Context, batch []notice.Notice) (store
 // start its next batch while this one is refreshed and published
 // (docs/elasticsearch.md, "Writing notices: one writer, one publish log").
 func (s *Store) StartNotices(ctx context.Context, batch []notice.Notice) (wait func() (store.UpsertResult, error)) {
-	w := s.start(ctx, batch)
-	return func() (store.UpsertResult, error) { _, res, err := w(); return res, err }
+	ns, ids, err := normalise(batch)
+	var res store.UpsertResult
+	done := make(chan struct{})
+	if len(batch) == 0 || err != nil {
+		close(done)
+	} else {
+		t := s.cfg.Log.Turn()
+		go func() { defer close(done); res, err = s.upsert(ctx, t, ns, ids) }()
+	}
+	return func() (store.UpsertResult, error) { <-done; return res, err }
 }
 
 // staleTries is how many times a batch is written again after its lease
 // passed to another writer before the write fails.
 const staleTries = 5
 
-// start is StartNotices whose wait also returns the notices as stored and
-// published (id, notice_seq and collected_at set; a notice Elasticsearch
-// refused is left out).
-func (s *Store) start(ctx context.Context, batch []notice.Notice) func() ([]notice.Notice, store.UpsertResult, error) {
-	ns, ids, err := normalise(batch)
-	var written []notice.Notice
-	var res store.UpsertResult
-	done := make(chan struct{})
-	if len(batch) == 0 || err != nil {
-		close(done)
-	} else {
-		t := s.log.Turn()
-		go func() { defer close(done); written, res, err = s.upsert(ctx, t, ns, ids) }()
-	}
-	return func() ([]notice.Notice, store.UpsertResult, error) { <-done; return written, res, err }
-}
-
 // upsert writes and publishes a normalised batch in its turn t, the steps
 // of docs/elasticsearch.md "Writing notices"; a lease that passed to another
 // writer meanwhile refuses the publish, and the batch is written again
 // under a new lease ("Takeover": which notices keep their seqs).
-func (s *Store) upsert(ctx context.Context, t *publog.Turn, ns []notice.Notice, ids []string) (written []notice.Notice, res store.UpsertResult, err error) {
+func (s *Store) upsert(ctx context.Context, t *publog.Turn, ns []notice.Notice, ids []string) (res store.UpsertResult, err error) {
 	published := false
 	defer func() { t.End(ctx, published) }()
 	// The wall clock: compared with the publish log's ids (Redis's).
@@ -71,9 +62,9 @@ func (s *Store) upsert(ctx context.Context, t *publog.Turn, ns []notice.Notice, 
 	for try := 1; ; try++ {
 		le, err := t.Lease(ctx)
 		if err != nil {
-			return nil, store.UpsertResult{}, err
+			return store.UpsertResult{}, err
 		}
-		written, res, err = s.writeUnder(ctx, t, le, ns, ids, before)
+		res, err = s.writeUnder(ctx, t, le, ns, ids, before)
 		// ErrEarlier, like a stale lease: the next lease's takeover
 		// publishes what the earlier batch left.
 		again := errors.Is(err, publog.ErrStale) || errors.Is(err, publog.ErrEarlier)
@@ -85,7 +76,7 @@ func (s *Store) upsert(ctx context.Context, t *publog.Turn, ns []notice.Notice, 
 		}
 		var be *store.BatchError
 		published = err == nil || errors.As(err, &be)
-		return written, res, err
+		return res, err
 	}
 }
 
@@ -141,7 +132,7 @@ func (s *Store) unpublished(ctx context.Context, known map[string]stored, before
 	if len(ours) == 0 {
 		return nil, nil
 	}
-	pub, err := s.log.PublishedSince(ctx, before.began.Add(-time.Minute))
+	pub, err := s.cfg.Log.PublishedSince(ctx, before.began.Add(-time.Minute))
 	if err != nil {
 		return nil, err
 	}
@@ -156,27 +147,27 @@ func (s *Store) unpublished(ctx context.Context, known map[string]stored, before
 
 // writeUnder writes the batch under le in its turn t, then publishes it
 // once the batch before it is published (t.Publish). The turn gives le up.
-func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease, ns []notice.Notice, ids []string, before *attempt) (written []notice.Notice, res store.UpsertResult, err error) {
+func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease, ns []notice.Notice, ids []string, before *attempt) (res store.UpsertResult, err error) {
 	if le.Dirty != nil {
 		if err := s.takeOver(ctx, le); err != nil {
-			return nil, res, err
+			return res, err
 		}
 		le.Dirty = nil
 	}
 	// Is a reindex filling its index? Asked while the stored notices are
 	// read. (Each try sets every notice's seq and collected_at again.)
-	var next bool
+	var nextIndices []string
 	var nextErr error
 	nextDone := make(chan struct{})
-	go func() { defer close(nextDone); next, nextErr = s.aliasExists(ctx, s.nextAlias()) }()
+	go func() { defer close(nextDone); nextIndices, nextErr = s.aliasIndices(ctx, s.nextAlias()) }()
 	defer func() { <-nextDone }()
 	known, err := s.storedNotices(ctx, ids)
 	if err != nil {
-		return nil, res, err
+		return res, err
 	}
 	again, err := s.unpublished(ctx, known, before)
 	if err != nil {
-		return nil, res, err
+		return res, err
 	}
 	var fresh []string
 	for _, id := range ids {
@@ -191,18 +182,19 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 			fresh = append(fresh, id)
 		} else if k.Version > le.Epoch {
 			// Written under a later lease: this one has passed on.
-			return nil, res, publog.ErrStale
+			return res, publog.ErrStale
 		}
 	}
 	if <-nextDone; nextErr != nil {
-		return nil, res, nextErr
+		return res, nextErr
 	}
+	next := len(nextIndices) > 0
 	first, err := le.Allocate(ctx, len(fresh))
 	if err != nil {
-		return nil, res, err
+		return res, err
 	}
 	through := first + int64(len(fresh)) - 1
-	collected := notice.Timestamp(s.now())
+	collected := notice.Timestamp(s.cfg.Now())
 	inserted := make(map[string]bool, len(fresh))
 	for i := range ns {
 		n := &ns[i]
@@ -273,12 +265,12 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 	answered = err == nil || errors.As(err, &r)
 	if err != nil {
 		if !errors.As(err, &r) {
-			return nil, store.UpsertResult{}, err
+			return store.UpsertResult{}, err
 		}
 		for _, f := range r.items {
 			if f.status == http.StatusConflict {
 				// A later lease wrote this notice: this one has passed on.
-				return nil, store.UpsertResult{}, publog.ErrStale
+				return store.UpsertResult{}, publog.ErrStale
 			}
 		}
 		batchErr = &store.BatchError{}
@@ -294,19 +286,19 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 	t.Written()
 	// Searchable before published.
 	if err := s.refresh(ctx, s.Alias(mappings.Notices)); err != nil {
-		return nil, store.UpsertResult{}, err
+		return store.UpsertResult{}, err
 	}
 	if next {
 		if err := s.refresh(ctx, s.nextAlias()); err != nil && !isNotFound(err) {
-			return nil, store.UpsertResult{}, err
+			return store.UpsertResult{}, err
 		}
 	}
 	if writeHook != nil {
 		if err := writeHook(s, ns); err != nil {
-			return nil, store.UpsertResult{}, err
+			return store.UpsertResult{}, err
 		}
 	}
-	written = make([]notice.Notice, 0, len(ns))
+	written := make([]notice.Notice, 0, len(ns))
 	last := make(map[string]int, len(ns))
 	for i := range ns {
 		if !failed[i] {
@@ -329,12 +321,12 @@ func (s *Store) writeUnder(ctx context.Context, t *publog.Turn, le *publog.Lease
 	}
 	res.Updated = len(written) - res.Inserted
 	if err := t.Publish(ctx, pub, kinds, through); err != nil {
-		return nil, store.UpsertResult{}, err
+		return store.UpsertResult{}, err
 	}
 	if batchErr != nil {
-		return written, res, batchErr
+		return res, batchErr
 	}
-	return written, res, nil
+	return res, nil
 }
 
 // writeHook, when set by a test, runs between a batch's refresh and its
@@ -372,7 +364,7 @@ func (s *Store) storedNotices(ctx context.Context, ids []string) (map[string]sto
 			} `json:"_source"`
 		} `json:"docs"`
 	}
-	err := s.do(ctx, s.cfg.Timeout, http.MethodPost, "/"+s.Alias("notices")+"/_mget?_source=notice_seq,collected_at&realtime=true",
+	err := s.do(ctx, s.timeout, http.MethodPost, "/"+s.Alias("notices")+"/_mget?_source=notice_seq,collected_at&realtime=true",
 		map[string]any{"ids": ids}, &ans)
 	if err != nil {
 		return nil, err
