@@ -275,7 +275,7 @@ func scriptCalls(t *testing.T, f fixture) int {
 // commands run once each and get no allowance.
 func checkSlowDelete(t *testing.T, entries []redis.SlowLog, calls int) {
 	t.Helper()
-	chunk := map[string]string{rixRemoveScript.Hash(): "reverse-index chunk", uncountScript.Hash(): "company chunk",
+	chunk := map[string]string{rixScript.Hash(): "reverse-index chunk", uncountScript.Hash(): "company chunk",
 		dropRecordsScript.Hash(): "record chunk"}
 	var slowChunks []redis.SlowLog
 	for _, e := range entries {

@@ -36,7 +36,10 @@ func (s *Store) renewLease(zset, id string) (stop func()) {
 // lapsedScript takes the entry ARGV[3] of a lease zset if its lease ran out
 // by ARGV[1] (ms), renewing it to ARGV[2] so one sweep has it; nil when it
 // is not lapsed. With KEYS[2] (w:<id>, a create) it returns the watch's
-// account, or drops the entry and returns "" when the watch is gone.
+// account and marks the watch (field undo) so that its creator, should it
+// go on, writes nothing more and never finishes it (activateScript,
+// rixScript, finishCreateScript refuse); or it drops the entry and returns
+// "" when the watch is gone.
 // KEYS: wpend or trash[, w:<id>].
 var lapsedScript = redis.NewScript(`
 local sc = redis.call('ZSCORE', KEYS[1], ARGV[3])
@@ -48,6 +51,7 @@ if KEYS[2] then
     redis.call('ZREM', KEYS[1], ARGV[3])
     return ''
   end
+  redis.call('HSET', KEYS[2], 'undo', '1')
 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
 return acc

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/noticesd/noticesd/internal/account"
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/storetest"
 	"github.com/noticesd/noticesd/internal/watch"
 	"github.com/redis/go-redis/v9"
 )
@@ -210,5 +214,146 @@ func TestSweeperFinishesDeadDelete(t *testing.T) {
 	}
 	if _, err := f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, acn(8))}, acc.AccountID, f.clock.Now()), plan); err != nil {
 		t.Fatalf("a create on the freed quota: %v", err)
+	}
+}
+
+// TestCreateOutlivesItsLease: a creator that stalls past its create lease
+// at any step, while a sweep (another replica) undoes its create, leaves
+// nothing behind and never answers 201 for a watch that is gone: no
+// reverse-index entry or match log names a missing watch, and the account
+// counts exactly its watches' companies. "claimed" stalls the sweep after
+// it claimed the lapsed create and lets the creator's last step run.
+func TestCreateOutlivesItsLease(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   func(*redis.Script) func(redis.Cmder) bool
+		step *redis.Script
+	}{
+		{"index", after, createScript},
+		{"activate", runs, activateScript},
+		{"backfill", runs, addLogScript},
+		{"finish", runs, finishCreateScript},
+		{"claimed", runs, finishCreateScript},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t, Options{})
+			f.rs.leaseRenewal = time.Hour // the stalled creator renews nothing
+			other := f.sameNamespace(t, Options{})
+			tmpl := storetest.Notices(t)[0]
+			if _, err := (composite{notices: f.notices, rs: f.rs}).UpsertNotices(ctx, []notice.Notice{genNotice(t, tmpl, "H-2", 2)}); err != nil {
+				t.Fatal(err)
+			}
+			acc, err := f.rs.CreateAccount(ctx, "Stalled", "standard")
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := account.Plan{Name: "some", Companies: 100, Watches: 5}
+			create := func(vs ...string) (watch.Watch, error) {
+				return f.rs.CreateWatch(ctx, watch.New(watch.CreateRequest{Identifiers: idsOf(t, vs...)}, acc.AccountID, f.clock.Now()), plan)
+			}
+			if _, err := create(acn(1)); err != nil { // holds rix of acn(1): the stalled one goes to rixs
+				t.Fatal(err)
+			}
+			swept := make(chan sweepResult, 1)
+			claimed, release := make(chan struct{}), make(chan struct{})
+			at := tc.at(tc.step)
+			var once sync.Once
+			restore := onCommand(f.rdb, func(cmd redis.Cmder) error {
+				if !at(cmd) {
+					return nil
+				}
+				once.Do(func() {
+					f.clock.Advance(createLease + sweepEvery)
+					if tc.name != "claimed" {
+						n, err := other.SweepStalled(ctx, f.clock.Now())
+						swept <- sweepResult{n, err}
+						return
+					}
+					var held sync.Once
+					claim := after(lapsedScript)
+					restoreOther := onCommand(other.rdb, func(cmd redis.Cmder) error {
+						if claim(cmd) {
+							held.Do(func() { close(claimed); <-release })
+						}
+						return nil
+					})
+					go func() {
+						n, err := other.SweepStalled(ctx, f.clock.Now())
+						restoreOther()
+						swept <- sweepResult{n, err}
+					}()
+					<-claimed
+				})
+				return nil
+			})
+			w, createErr := create(acn(1), acn(2))
+			restore()
+			if tc.name == "claimed" {
+				close(release)
+			}
+			if r := <-swept; r.err != nil || r.n != 1 {
+				t.Fatalf("the sweep during the create = %d, %v; want the create undone", r.n, r.err)
+			}
+			f.clock.Advance(createLease + sweepEvery)
+			if _, err := other.SweepStalled(ctx, f.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.rs.Watch(ctx, acc.AccountID, w.ID)
+			if createErr == nil && err != nil {
+				t.Errorf("the create answered 201 but its watch is %v", err)
+			}
+			if createErr != nil && err == nil {
+				t.Errorf("the create failed (%v) but its watch exists", createErr)
+			}
+			assertNoOrphans(t, f, acc.AccountID)
+		})
+	}
+}
+
+// assertNoOrphans checks that every reverse-index entry and match log of
+// f's namespace names an existing watch, that no create or delete is left
+// unfinished, and that the account counts exactly its watches' companies.
+func assertNoOrphans(t *testing.T, f fixture, accountID string) {
+	t.Helper()
+	ctx := context.Background()
+	exists := func(id string) bool { return f.rdb.Exists(ctx, f.rs.key(watchKey, id)).Val() == 1 }
+	prefix := f.rs.key("")
+	var keys []string
+	if err := scanKeys(ctx, f.rdb, prefix+"*", 1000, func(ks []string) error { keys = append(keys, ks...); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		var names []string
+		switch family, rest, _ := strings.Cut(strings.TrimPrefix(k, prefix), ":"); family {
+		case rixKey:
+			for _, id := range f.rdb.HGetAll(ctx, k).Val() {
+				names = append(names, id)
+			}
+		case rixsKey:
+			names = f.rdb.SMembers(ctx, k).Val()
+		case matchLogKey:
+			names = []string{rest}
+		case createsKey, trashKey:
+			if n := f.rdb.ZCard(ctx, k).Val(); rest == "" && n != 0 {
+				t.Errorf("%s holds %d unfinished changes", k, n)
+			}
+		}
+		for _, id := range names {
+			if !exists(id) {
+				t.Errorf("%s names watch %s, which does not exist", k, id)
+			}
+		}
+	}
+	var want []string
+	for _, id := range f.rdb.ZRange(ctx, f.rs.key(acctKey, accountID, "watches"), 0, -1).Val() {
+		want = append(want, f.rdb.SMembers(ctx, f.rs.key(watchKey, id, "co")).Val()...)
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	got := f.rdb.SMembers(ctx, f.rs.key(acctKey, accountID, "companies")).Val()
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("the account counts companies %v; its watches hold %v", got, want)
 	}
 }

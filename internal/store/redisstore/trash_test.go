@@ -72,9 +72,11 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 	}
 	// An older version's leftover: trash:<id>:keys and ixabn, no entry.
 	old := "w_oldversion"
+	f.rdb.HSet(ctx, f.rs.key(watchKey, old), "account", accountID) // indexed while it existed
 	if err := f.rs.indexKeys(ctx, old, []string{acn(7)}, nil); err != nil {
 		t.Fatal(err)
 	}
+	f.rdb.Del(ctx, f.rs.key(watchKey, old))
 	f.rdb.Set(ctx, f.rs.key(trashKey, old, "keys"), acn(7), 0)
 	f.rdb.Set(ctx, f.rs.key(trashKey, old, "ixabn"), "", 0)
 

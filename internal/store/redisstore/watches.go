@@ -230,10 +230,11 @@ return {'ok'}
 
 // activateScript makes an indexed watch visible to arrival matching: every
 // batch committed from the cursor it returns on matched against it (the
-// wsv bump makes a batch matched against the older set retry).
+// wsv bump makes a batch matched against the older set retry); -1 when the
+// watch is gone or its create claimed by a sweep (w:<id> field undo).
 // KEYS: w:<id>, match:through, wsv.
 var activateScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'undo') == 1 then return -1 end
 local cseq = redis.call('GET', KEYS[2]) or '0'
 redis.call('HSET', KEYS[1], 'cseq', cseq)
 redis.call('INCR', KEYS[3])
@@ -317,9 +318,10 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 }
 
 // finishCreateScript marks a create finished (a0, out of wpend) unless it
-// was undone meanwhile. KEYS: w:<id>, wpend. ARGV: watch id, a0.
+// was undone or claimed by a sweep (undo) meanwhile. KEYS: w:<id>, wpend.
+// ARGV: watch id, a0.
 var finishCreateScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 or not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'undo') == 1 or not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'a0', ARGV[2])
 redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
@@ -336,8 +338,8 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 		return err
 	}
 	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.log.Keys().MatchThrough, s.key(watchSetKey)}).Int64()
-	if err != nil {
-		return s.fail("create watch", err)
+	if err != nil || cseq < 0 {
+		return cmp.Or(s.fail("create watch", err), errCreateUndone)
 	}
 	through, err := s.backfill(ctx, w.ID, keys, f)
 	if err != nil {
@@ -362,11 +364,13 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 	}
 	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.key(createsKey)}, w.ID, through).Int()
 	if err != nil || ok == 0 {
-		return cmp.Or[error](s.fail("create watch", err), errs.New(errs.BackendUnavailable,
-			"the watch's creation stalled for over %s and was undone; create it again", createLease))
+		return cmp.Or(s.fail("create watch", err), errCreateUndone)
 	}
 	return nil
 }
+
+// errCreateUndone answers a create that outlived its lease: a sweep undid it.
+var errCreateUndone error = errs.New(errs.BackendUnavailable, "the watch's creation stalled for over %s and was undone; create it again", createLease)
 
 // saddBatched empties the set key and adds members to it, with a time to
 // live of stageTTL, in pipelines of at most roundTrip members.
@@ -396,52 +400,52 @@ func rixBucket(k string) string {
 	return strconv.FormatUint(uint64(h.Sum32()%rixBuckets), 16)
 }
 
-// rixRemoveScript removes watch ARGV[1] from index keys ARGV[2..].
-// KEYS: rix:<bucket> and rixs:<key> of each key, in turn.
-var rixRemoveScript = redis.NewScript(`
-local id = ARGV[1]
-for i = 2, #ARGV do
-  local b, k = KEYS[2 * i - 3], ARGV[i]
-  if redis.call('HGET', b, k) == id then redis.call('HDEL', b, k) end
-  redis.call('SREM', KEYS[2 * i - 2], id)
+// rixScript indexes watch ARGV[1] under index keys ARGV[3..] (ARGV[2]
+// "1") or unindexes it ("0"). Indexing is refused (0) once the watch is
+// gone or its create claimed by a sweep (w:<id> field undo): the sweep's
+// delete has taken, or will take, the index entries away, and a creator
+// that outlived its lease must not add any after (docs/redis.md "A create
+// happens whole or not at all"). KEYS: w:<id>, then rix:<bucket> and
+// rixs:<key> of each key, in turn.
+var rixScript = redis.NewScript(`
+local id, add = ARGV[1], ARGV[2] == '1'
+if add and (redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'undo') == 1) then return 0 end
+for i = 3, #ARGV do
+  local b, k = KEYS[2 * i - 4], ARGV[i]
+  if not add then
+    if redis.call('HGET', b, k) == id then redis.call('HDEL', b, k) end
+    redis.call('SREM', KEYS[2 * i - 3], id)
+  elseif redis.call('HSETNX', b, k, id) == 0 then
+    redis.call('SADD', KEYS[2 * i - 3], id)
+  end
 end
 return 1
 `)
 
-// rixChunk is the most index keys one rixRemoveScript call removes: a few
+// rixChunk is the most index keys one rixScript call takes: a few
 // milliseconds (TestMillionCompanyWatch checks the slow log).
 const rixChunk = 500
 
-// indexKeys indexes the watch under the keys added and unindexes it under removed.
+// indexKeys indexes the watch under the keys added and unindexes it under
+// removed. It indexes nothing for a watch that is gone or whose create is
+// being undone (its creator learns that from activateScript).
 func (s *Store) indexKeys(ctx context.Context, id string, added, removed []string) error {
 	var err error
-	for lo := 0; err == nil && lo < len(added); lo += roundTrip {
-		part := added[lo:min(lo+roundTrip, len(added))]
-		cmds := make([]*redis.BoolCmd, len(part))
-		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, k := range part {
-				cmds[i] = p.HSetNX(ctx, s.key(rixKey, rixBucket(k)), k, id)
+	for _, op := range []struct {
+		add  string
+		keys []string
+	}{{"1", added}, {"0", removed}} {
+		for lo := 0; err == nil && lo < len(op.keys); lo += rixChunk {
+			chunk := op.keys[lo:min(lo+rixChunk, len(op.keys))]
+			keys := []string{s.key(watchKey, id)}
+			for _, k := range chunk {
+				keys = append(keys, s.key(rixKey, rixBucket(k)), s.key(rixsKey, k))
 			}
-			return nil
-		})
-		if err == nil {
-			_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for i, c := range cmds {
-					if !c.Val() {
-						p.SAdd(ctx, s.key(rixsKey, part[i]), id)
-					}
-				}
-				return nil
-			})
+			var ok int
+			if ok, err = rixScript.Run(ctx, s.rdb, keys, append([]any{id, op.add}, anys(chunk)...)...).Int(); ok == 0 {
+				break
+			}
 		}
-	}
-	for lo := 0; err == nil && lo < len(removed); lo += rixChunk {
-		chunk := removed[lo:min(lo+rixChunk, len(removed))]
-		keys := make([]string, 0, 2*len(chunk))
-		for _, k := range chunk {
-			keys = append(keys, s.key(rixKey, rixBucket(k)), s.key(rixsKey, k))
-		}
-		err = rixRemoveScript.Run(ctx, s.rdb, keys, append([]any{id}, anys(chunk)...)...).Err()
 	}
 	return s.fail("index watch", err)
 }
