@@ -265,10 +265,10 @@ func (s *Store) CatchUp(ctx context.Context) error {
 }
 
 // catchUpSome matches published notices not yet matched, at most batches
-// batches of arrivalBatch; done reports that nothing was left.
+// batches of ArrivalBatch; done reports that nothing was left.
 func (s *Store) catchUpSome(ctx context.Context, batches int) (done bool, err error) {
 	for range batches {
-		n, err := s.MatchArrivals(ctx, arrivalBatch)
+		n, err := s.MatchArrivals(ctx, ArrivalBatch)
 		if err != nil || n == 0 {
 			return err == nil, err
 		}
@@ -276,7 +276,10 @@ func (s *Store) catchUpSome(ctx context.Context, batches int) (done bool, err er
 	return false, nil
 }
 
-const arrivalBatch = 500
+// ArrivalBatch is how many log entries one arrival-matching commit covers,
+// in a read's catch-up and in the worker's matching loop (package
+// scheduler).
+const ArrivalBatch = 500
 
 // maxReadCatchUp bounds the batches one matches read matches (4,000
 // notices, about 0.6 s): one poll never carries the matching of a whole
