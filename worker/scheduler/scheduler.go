@@ -341,10 +341,7 @@ func (s *Scheduler) PumpOnce(ctx context.Context) error {
 				later = append(later, r)
 			}
 		}
-		if err := s.cfg.Ledger.Scheduled(ctx, done); err != nil {
-			return err
-		}
-		if err := s.cfg.Ledger.Postpone(ctx, later, s.cfg.Now().Add(250*time.Millisecond)); err != nil {
+		if err := s.cfg.Ledger.Scheduled(ctx, done, later, s.cfg.Now().Add(250*time.Millisecond)); err != nil {
 			return err
 		}
 		if len(refs) < 500 {

@@ -220,53 +220,40 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 	return out, nil
 }
 
-// Scheduled removes refs from the outbox once their tasks exist.
-func (s *Store) Scheduled(ctx context.Context, refs []Ref) error {
-	return s.outbox(ctx, refs, nil, time.Time{})
-}
-
-// Postpone moves refs' outbox entries to at (no task could be made yet).
-func (s *Store) Postpone(ctx context.Context, refs []Ref, at time.Time) error {
-	return s.outbox(ctx, refs, &redis.ZAddArgs{XX: true}, at)
+// Scheduled takes done's entries out of the outbox (their tasks exist) and
+// moves later's to at (no task could be made yet), in one round trip.
+func (s *Store) Scheduled(ctx context.Context, done, later []Ref, at time.Time) error {
+	k := s.key(outboxKey)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, r := range done {
+			p.ZRem(ctx, k, r.member())
+		}
+		for _, r := range later {
+			p.ZAddXX(ctx, k, redis.Z{Score: float64(at.UnixMilli()), Member: r.member()})
+		}
+		return nil
+	})
+	return s.fail("update the delivery outbox", err)
 }
 
 // Reschedule puts refs in the outbox, due at now (the sweep's repair).
 func (s *Store) Reschedule(ctx context.Context, refs []Ref, now time.Time) error {
-	return s.outbox(ctx, refs, &redis.ZAddArgs{NX: true}, now)
-}
-
-// outbox removes refs (add nil) or adds them at at with add's flags.
-func (s *Store) outbox(ctx context.Context, refs []Ref, add *redis.ZAddArgs, at time.Time) error {
-	if len(refs) == 0 {
-		return nil
-	}
-	var ms []any
-	for _, r := range refs {
-		ms = append(ms, r.member())
-		if add != nil {
-			add.Members = append(add.Members, redis.Z{Score: float64(at.UnixMilli()), Member: r.member()})
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, r := range refs {
+			p.ZAddNX(ctx, s.key(outboxKey), redis.Z{Score: float64(now.UnixMilli()), Member: r.member()})
 		}
-	}
-	var err error
-	if add == nil {
-		err = s.rdb.ZRem(ctx, s.key(outboxKey), ms...).Err()
-	} else {
-		err = s.rdb.ZAddArgs(ctx, s.key(outboxKey), *add).Err()
-	}
+		return nil
+	})
 	return s.fail("update the delivery outbox", err)
 }
 
 // Pending lists the pending deliveries (not held) due by dueBy: what must
 // have an asynq task by then. It reads ddue, so the cost follows those.
 func (s *Store) Pending(ctx context.Context, dueBy time.Time) ([]Ref, error) {
-	computed, err := s.rdb.HExists(ctx, s.key(dstatKey), "v").Result()
-	if err != nil {
-		return nil, s.fail("list pending deliveries", err)
-	}
-	if !computed {
-		if err := s.RebuildGauges(ctx); err != nil {
-			return nil, err
-		}
+	// ddue is complete once the gauges were computed (Gauges computes them
+	// in a namespace that never had them).
+	if _, err := s.Gauges(ctx); err != nil {
+		return nil, err
 	}
 	var out []Ref
 	upTo := strconv.FormatInt(dueBy.UnixMilli(), 10)
