@@ -352,15 +352,9 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		if len(es) == 0 {
 			return 0, nil
 		}
-		ns, isNew, err := summariesOf(es)
+		ns, isNew, through, err := summariesOf(es)
 		if err != nil {
 			return 0, err
-		}
-		through := int64(0)
-		for i := range ns {
-			if isNew[i] {
-				through = max(through, ns[i].Seq)
-			}
 		}
 		if len(es) < limit {
 			through = max(through, published)
@@ -386,19 +380,22 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 	}
 }
 
-// summariesOf decodes log entries' summaries, and says which entries are
-// a notice's first publish (not an amendment).
-func summariesOf(es []publog.Entry) ([]notice.Notice, []bool, error) {
-	ns := make([]notice.Notice, len(es))
-	isNew := make([]bool, len(es))
+// summariesOf decodes log entries' summaries, says which entries are a
+// notice's first publish (not an amendment), and returns the highest seq
+// of those.
+func summariesOf(es []publog.Entry) (ns []notice.Notice, isNew []bool, through int64, err error) {
+	ns = make([]notice.Notice, len(es))
+	isNew = make([]bool, len(es))
 	ptrs := make([][3]string, len(es))
 	for i, e := range es {
 		if err := publog.DecodeSummaryInto(e.Summary, &ns[i], &ptrs[i]); err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
-		isNew[i] = e.Kind == publog.KindNew
+		if isNew[i] = e.Kind == publog.KindNew; isNew[i] {
+			through = max(through, ns[i].Seq)
+		}
 	}
-	return ns, isNew, nil
+	return ns, isNew, through, nil
 }
 
 // commitArgs matches the notices of log entries (sums: their summaries;

@@ -351,7 +351,7 @@ func TestStaleBatchCommitsNothing(t *testing.T) {
 	if err != nil || len(es) != 3 {
 		t.Fatalf("publish log holds %d entries (%v), want 3", len(es), err)
 	}
-	sums, isNew, err := summariesOf(es)
+	sums, isNew, _, err := summariesOf(es)
 	if err != nil {
 		t.Fatal(err)
 	}
