@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -256,12 +255,6 @@ func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string,
 		}
 	}
 	return out, nil
-}
-
-// CatchUp matches every published notice not yet matched.
-func (s *Store) CatchUp(ctx context.Context) error {
-	_, err := s.catchUpSome(ctx, math.MaxInt)
-	return err
 }
 
 // catchUpSome matches published notices not yet matched, at most batches

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -135,6 +136,13 @@ func TestQuotaAcrossProcesses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// CatchUp matches every published notice not yet matched (what a read
+// of matches does first, unbounded).
+func (s *Store) CatchUp(ctx context.Context) error {
+	_, err := s.catchUpSome(ctx, math.MaxInt)
+	return err
 }
 
 // TestGaplessMatches: two ingesters store notices while two workers match

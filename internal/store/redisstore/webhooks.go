@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -139,7 +140,7 @@ func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret 
 		return w, err
 	}
 	if s.matchOnRead {
-		if err := s.CatchUp(ctx); err != nil {
+		if _, err := s.catchUpSome(ctx, math.MaxInt); err != nil {
 			return w, err
 		}
 	}
