@@ -25,9 +25,9 @@ var _ store.Ledger = (*Store)(nil)
 
 // ledgerLua is the Lua the ledger's scripts (and commitScript) share: rec
 // reads record ARGV[1] of dr (KEYS[1]); gm and lm make a record's gauge
-// member (ddue, dq, dlease) and list member (dl, df); leave counts a
-// pending record out into status; final adds it to df, scored as in dl;
-// due makes pending r due at ts (ms) in ddue, and in the outbox when kdq
+// member (ddue, dq, dlease) and list member (dl, df); settle makes
+// pending record id of dr final with status (counted out of pending into
+// status, out of ddue, stored, and in df, scored as in dl); due makes pending r due at ts (ms) in ddue, and in the outbox when kdq
 // is given, if active, else held (out of ddue); pend stores a new pending
 // record (JSON raw) unless dr has its id, in dl and counted, due by due.
 const ledgerLua = `
@@ -36,15 +36,16 @@ local function gm(w, id, r) return w .. '|' .. id .. '|' .. string.format('%d', 
 local function lm(id, r) return string.format('%020d', r.notice_seq) .. '|' .. id end
 local function set(v) return v ~= nil and v ~= cjson.null end
 local function unlease(r) r.inflight = nil r.holder = nil r.lease = nil end
-local function leave(kstat, kdue, m, r, status)
+local function settle(kstat, kdue, kdr, kdl, kdf, id, m, r, status)
   redis.call('HINCRBY', kstat, 'pending', -1)
   redis.call('HINCRBY', kstat, status, 1)
   if (r.attempts or 0) > 0 then redis.call('HINCRBY', kstat, 'retry', -1) end
   redis.call('ZREM', kdue, m)
-end
-local function final(kdl, kdf, id, r)
-  local m = lm(id, r)
-  redis.call('ZADD', kdf, redis.call('ZSCORE', kdl, m) or 0, m)
+  r.status = status
+  r.next_attempt_at = nil
+  redis.call('HSET', kdr, id, cjson.encode(r))
+  local lmem = lm(id, r)
+  redis.call('ZADD', kdf, redis.call('ZSCORE', kdl, lmem) or 0, lmem)
 end
 local function due(r, active, m, kddue, ts, ms, kdq)
   if not active then
@@ -162,9 +163,7 @@ func (s *Store) createDeliveries(ctx context.Context, what string, pairs []Ref, 
 		// EVAL, not EVALSHA: no NOSCRIPT can arise in the pipeline.
 		cmds = append(cmds, createDeliveryScript.Eval(ctx, pipe, keys, args...))
 	}
-	if len(cmds) == 0 {
-		return 0, nil
-	}
+	// An empty pipeline sends nothing.
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, s.fail(what, err)
 	}
@@ -423,7 +422,7 @@ func (s *Store) LapsedAttempts(ctx context.Context, now time.Time, claim time.Du
 // updated_at, next_attempt_at, next_attempt_at ms, watch id,
 // delivery.DeactivateAfter, delivered_at, delivery.KeepRecords, the
 // KeepAge cutoff (created_at ms), delivery.TrimStep. A final outcome is
-// added to df and trims it (docs/redis.md, "Bounds"). Returns the
+// added to df (settle) and trims it (docs/redis.md, "Bounds"). Returns the
 // watch's consecutive failed notices after a dead outcome, else -1; one
 // that reaches DeactivateAfter records the deactivation owed in wdeact.
 var completeScript = redis.NewScript(ledgerLua + `
@@ -432,7 +431,6 @@ if not r or r.status ~= 'pending' then return -1 end
 local n = tonumber(ARGV[2])
 local member = gm(ARGV[8], ARGV[1], r)
 local function trim()
-  final(KEYS[6], KEYS[7], ARGV[1], r)
   local over = redis.call('ZCARD', KEYS[7]) - tonumber(ARGV[11])
   if over <= 0 then return end
   local ms = redis.call('ZRANGE', KEYS[7], 0, math.min(over, tonumber(ARGV[13])) - 1, 'WITHSCORES')
@@ -466,10 +464,7 @@ if ARGV[3] == 'pending' then
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
   return -1
 end
-leave(KEYS[3], KEYS[4], member, r, ARGV[3])
-r.status = ARGV[3]
-r.next_attempt_at = nil
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+settle(KEYS[3], KEYS[4], KEYS[1], KEYS[6], KEYS[7], ARGV[1], member, r, ARGV[3])
 trim()
 if ok then
   if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'failures', 0) end

@@ -190,13 +190,9 @@ local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local r = cjson.decode(all[i + 1])
   if r.status == 'pending' then
-    leave(KEYS[2], KEYS[3], gm(ARGV[3], all[i], r), r, 'dead')
-    r.status = 'dead'
     r.last_error = ARGV[1]
     r.updated_at = ARGV[2]
-    r.next_attempt_at = nil
-    redis.call('HSET', KEYS[1], all[i], cjson.encode(r))
-    final(KEYS[4], KEYS[5], all[i], r)
+    settle(KEYS[2], KEYS[3], KEYS[1], KEYS[4], KEYS[5], all[i], gm(ARGV[3], all[i], r), r, 'dead')
   end
 end
 return 1
