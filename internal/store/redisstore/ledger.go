@@ -25,11 +25,13 @@ var _ store.Ledger = (*Store)(nil)
 
 // ledgerLua is the Lua the ledger's scripts (and commitScript) share: rec
 // reads record ARGV[1] of dr (KEYS[1]); gm and lm make a record's gauge
-// member (ddue, dq, dlease) and list member (dl, df); settle makes
-// pending record id of dr final with status (counted out of pending into
-// status, out of ddue, stored, and in df, scored as in dl); due makes pending r due at ts (ms) in ddue, and in the outbox when kdq
-// is given, if active, else held (out of ddue); pend stores a new pending
-// record (JSON raw) unless dr has its id, in dl and counted, due by due.
+// member (ddue, dq, dlease) and list member (dl, df); settle makes pending
+// record id of dr kdr final with status (counted out of pending into
+// status, out of ddue, stored, and in df, scored as in dl); due makes
+// pending r due at ts (ms) in ddue, and in the outbox when kdq is given,
+// if active, else held (out of ddue), and stores it as id of kdr; pend
+// stores a new pending record (JSON raw) unless dr has its id, in dl and
+// counted, due by due.
 const ledgerLua = `
 local function rec() local raw = redis.call('HGET', KEYS[1], ARGV[1]) return raw and cjson.decode(raw) end
 local function gm(w, id, r) return w .. '|' .. id .. '|' .. string.format('%d', r.notice_seq) end
@@ -47,21 +49,21 @@ local function settle(kstat, kdue, kdr, kdl, kdf, id, m, r, status)
   local lmem = lm(id, r)
   redis.call('ZADD', kdf, redis.call('ZSCORE', kdl, lmem) or 0, lmem)
 end
-local function due(r, active, m, kddue, ts, ms, kdq)
-  if not active then
+local function due(kdr, id, r, active, m, kddue, ts, ms, kdq)
+  if active then
+    r.next_attempt_at = ts
+    redis.call('ZADD', kddue, ms, m)
+    if kdq then redis.call('ZADD', kdq, ms, m) end
+  else
     r.next_attempt_at = nil
     redis.call('ZREM', kddue, m)
-    return
   end
-  r.next_attempt_at = ts
-  redis.call('ZADD', kddue, ms, m)
-  if kdq then redis.call('ZADD', kdq, ms, m) end
+  redis.call('HSET', kdr, id, cjson.encode(r))
 end
 local function pend(kdr, kdl, kdq, kstat, kddue, active, id, raw, score, lmem, gmem, ms)
   if redis.call('HEXISTS', kdr, id) == 1 then return 0 end
   local r = cjson.decode(raw)
-  due(r, active, gmem, kddue, r.next_attempt_at, ms, kdq)
-  redis.call('HSET', kdr, id, cjson.encode(r))
+  due(kdr, id, r, active, gmem, kddue, r.next_attempt_at, ms, kdq)
   redis.call('ZADD', kdl, score, lmem)
   redis.call('HINCRBY', kstat, 'pending', 1)
   return 1
@@ -313,8 +315,7 @@ if not v[1] or not v[2] then return done() end
 local w = cjson.decode(v[1])
 if not w.active then
   if set(r.next_attempt_at) then
-    due(r, false, ARGV[4], KEYS[4])
-    redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+    due(KEYS[1], ARGV[1], r, false, ARGV[4], KEYS[4])
   end
   return done('held')
 end
@@ -460,8 +461,7 @@ redis.call('ZREM', KEYS[8], member)
 if ok then r.delivered_at = ARGV[10] else r.last_error = ARGV[4] end
 if ARGV[3] == 'pending' then
   local doc = redis.call('HGET', KEYS[2], 'doc')
-  due(r, doc and cjson.decode(doc).active, member, KEYS[4], ARGV[6], ARGV[7])
-  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+  due(KEYS[1], ARGV[1], r, doc and cjson.decode(doc).active, member, KEYS[4], ARGV[6], ARGV[7])
   return -1
 end
 settle(KEYS[3], KEYS[4], KEYS[1], KEYS[6], KEYS[7], ARGV[1], member, r, ARGV[3])
@@ -544,8 +544,7 @@ for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
     local m = gm(ARGV[3], r.id, r)
     r.updated_at = ARGV[1]
     unlease(r)
-    due(r, true, m, KEYS[3], ARGV[1], ARGV[2], KEYS[2])
-    redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
+    due(KEYS[1], r.id, r, true, m, KEYS[3], ARGV[1], ARGV[2], KEYS[2])
     redis.call('ZREM', KEYS[6], m)
     n = n + 1
   end

@@ -57,8 +57,7 @@ if ARGV[3] == '1' then
     local r = cjson.decode(raw)
     if r.status == 'pending' then held = held + 1 end
     if r.status == 'pending' and set(r.next_attempt_at) then
-      due(r, false, gm(id, r.id, r), KEYS[5])
-      redis.call('HSET', KEYS[4], r.id, cjson.encode(r))
+      due(KEYS[4], r.id, r, false, gm(id, r.id, r), KEYS[5])
     end
   end
   if ARGV[5] ~= '' and redis.call('EXISTS', KEYS[7]) == 0 then
