@@ -198,7 +198,7 @@ func (w *Worker) Start(ctx context.Context) error {
 }
 
 // loop claims while slots are free and sleeps until a slot frees, a
-// delivery falls due, Wake is called, or DefaultIdlePoll passes, until stop ends;
+// delivery falls due, Wake is called, or idlePoll passes, until stop ends;
 // ctx is the attempts'.
 func (w *Worker) loop(stop, ctx context.Context) {
 	var (
