@@ -325,26 +325,26 @@ func (s *Scheduler) matchOnce(ctx context.Context) error {
 // PumpOnce makes the tasks of every due outbox entry.
 func (s *Scheduler) PumpOnce(ctx context.Context) error {
 	for {
-		refs, err := s.cfg.Ledger.ClaimDue(ctx, s.cfg.Now(), 10*time.Second, 500)
-		if err != nil || len(refs) == 0 {
+		claimed, err := s.cfg.Ledger.ClaimDue(ctx, s.cfg.Now(), 10*time.Second, 500)
+		if err != nil || len(claimed) == 0 {
 			return err
 		}
 		var done, later []redisstore.Ref
-		for _, r := range refs {
-			ok, err := s.Enqueue(ctx, r)
+		for _, c := range claimed {
+			ok, err := s.Enqueue(ctx, c.Ref)
 			if err != nil {
 				return err
 			}
 			if ok {
-				done = append(done, r)
+				done = append(done, c.Ref)
 			} else {
-				later = append(later, r)
+				later = append(later, c.Ref)
 			}
 		}
 		if err := s.cfg.Ledger.Scheduled(ctx, done, later, s.cfg.Now().Add(250*time.Millisecond)); err != nil {
 			return err
 		}
-		if len(refs) < 500 {
+		if len(claimed) < 500 {
 			return nil
 		}
 	}
@@ -400,7 +400,7 @@ func (s *Scheduler) RecoverOnce(ctx context.Context) error {
 		return err
 	}
 	for _, l := range lapsed {
-		if _, err := s.add(ctx, l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10), l.Ref); err != nil {
+		if _, err := s.add(ctx, l.DeliveryID+"@"+strconv.FormatInt(l.DueMS, 10), l.Ref); err != nil {
 			return err
 		}
 	}

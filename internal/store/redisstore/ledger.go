@@ -186,14 +186,24 @@ for i = 1, #ms, 2 do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ms[i]) end
 return ms
 `)
 
+// Claimed is a delivery a claim took from the outbox (ClaimDue) or the
+// attempt leases (LapsedAttempts).
+type Claimed struct {
+	Ref
+	// DueMS is when it fell due (unix ms): an outbox entry's due time, or a
+	// lapsed attempt's lease end, which with the delivery id names the
+	// recovery task once per lapse.
+	DueMS int64
+}
+
 // claim runs claimScript on key: the refs and their scores before; a
 // member that is no ref is dropped.
-func (s *Store) claim(ctx context.Context, key, what string, now, until time.Time, limit int) ([]Lapsed, error) {
+func (s *Store) claim(ctx context.Context, key, what string, now, until time.Time, limit int) ([]Claimed, error) {
 	v, err := claimScript.Run(ctx, s.rdb, []string{key}, now.UnixMilli(), until.UnixMilli(), limit).StringSlice()
 	if err != nil {
 		return nil, s.fail(what, err)
 	}
-	var out []Lapsed
+	var out []Claimed
 	for i := 0; i+1 < len(v); i += 2 {
 		r, ok := parseRef(v[i])
 		ms, err := strconv.ParseInt(v[i+1], 10, 64)
@@ -201,7 +211,7 @@ func (s *Store) claim(ctx context.Context, key, what string, now, until time.Tim
 			_ = s.rdb.ZRem(ctx, key, v[i]).Err()
 			continue
 		}
-		out = append(out, Lapsed{Ref: r, LeaseMS: ms})
+		out = append(out, Claimed{Ref: r, DueMS: ms})
 	}
 	return out, nil
 }
@@ -209,16 +219,8 @@ func (s *Store) claim(ctx context.Context, key, what string, now, until time.Tim
 // ClaimDue takes up to limit outbox entries due at now for one pump,
 // hidden from other pumps for lease (due again if the pump died before
 // Scheduled).
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Ref, error) {
-	got, err := s.claim(ctx, s.key(outboxKey), "read the delivery outbox", now, now.Add(lease), limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Ref, len(got))
-	for i, l := range got {
-		out[i] = l.Ref
-	}
-	return out, nil
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Claimed, error) {
+	return s.claim(ctx, s.key(outboxKey), "read the delivery outbox", now, now.Add(lease), limit)
 }
 
 // Scheduled takes done's entries out of the outbox (their tasks exist) and
@@ -402,18 +404,10 @@ func (s *Store) Renew(ctx context.Context, ref Ref, task string, until time.Time
 	return n == 1, s.fail("renew a delivery attempt's lease", err)
 }
 
-// Lapsed is an attempt whose lease ran out without an outcome.
-type Lapsed struct {
-	Ref
-	// LeaseMS is the end of the lapsed lease (unix ms): with the delivery
-	// id, it names the recovery task once per lapse.
-	LeaseMS int64
-}
-
 // LapsedAttempts takes up to limit attempts whose lease ran out by now
 // without an outcome (their worker died), hidden from other callers for
 // claim. One call reads only the lapsed attempts.
-func (s *Store) LapsedAttempts(ctx context.Context, now time.Time, claim time.Duration, limit int) ([]Lapsed, error) {
+func (s *Store) LapsedAttempts(ctx context.Context, now time.Time, claim time.Duration, limit int) ([]Claimed, error) {
 	return s.claim(ctx, s.key(dleaseKey), "read the lapsed delivery attempts", now, now.Add(claim), limit)
 }
 

@@ -30,7 +30,7 @@ func TestOutboxSteps(t *testing.T) {
 	if err := f.rs.Reschedule(ctx, []Ref{a, b}, now); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := f.rs.ClaimDue(ctx, now, 10*time.Second, 10); err != nil || !reflect.DeepEqual(got, []Ref{a, b}) {
+	if got, err := f.rs.ClaimDue(ctx, now, 10*time.Second, 10); err != nil || !reflect.DeepEqual(got, []Claimed{{a, now.UnixMilli()}, {b, now.UnixMilli()}}) {
 		t.Fatalf("ClaimDue = %v, %v; want a and b", got, err)
 	}
 	if got, err := f.rs.ClaimDue(ctx, now, 10*time.Second, 10); err != nil || len(got) != 0 {
