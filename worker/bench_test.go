@@ -36,7 +36,7 @@ func BenchmarkDeliveryThroughput(b *testing.B) {
 			acns = append(acns, acnA)
 		}
 		f.ingest(0, acns...)
-		f.work.cfg.Batch = DefaultBatch
+		f.work.cfg.batch = DefaultBatch
 		if n := f.dispatch(); n != benchDeliveries {
 			b.Fatalf("queued %d, want %d", n, benchDeliveries)
 		}

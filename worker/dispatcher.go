@@ -24,7 +24,7 @@ import (
 // in-memory matcher.Index of the watches with a webhook and hands the
 // matches to Queue.Enqueue, which creates the deliveries and advances the
 // cursor in one transaction, then wakes its Worker. The Worker's Start
-// runs it every Poll; RunOnce runs it step by step.
+// runs it every DefaultPoll; RunOnce runs it step by step.
 type Dispatcher struct {
 	w *Worker
 
@@ -66,7 +66,7 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (created int, err error) {
 		if err != nil {
 			return created, err
 		}
-		n, err := d.w.cfg.Queue.Enqueue(ctx, arrivals, through, d.version, d.w.cfg.Now())
+		n, err := d.w.cfg.Queue.Enqueue(ctx, arrivals, through, d.version, d.w.cfg.now())
 		if errors.Is(err, store.ErrWatchSetChanged) && stale < staleRetries {
 			stale++
 			d.loaded = false // reload and match the batch again
@@ -76,7 +76,7 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (created int, err error) {
 			return created, fmt.Errorf("worker: enqueue deliveries for notices %d..%d: %w", d.cursor+1, through, err)
 		}
 		d.cursor, created, stale = through, created+n, 0
-		if len(ns) < d.w.cfg.Batch {
+		if len(ns) < d.w.cfg.batch {
 			return created, nil // else a full batch: more may follow
 		}
 	}
@@ -94,7 +94,7 @@ func (d *Dispatcher) next(ctx context.Context) ([]notice.Notice, int64, error) {
 		}
 		return nil, latest, nil
 	}
-	ns, err := d.w.cfg.Queue.NoticesAfter(ctx, d.cursor, d.w.cfg.Batch)
+	ns, err := d.w.cfg.Queue.NoticesAfter(ctx, d.cursor, d.w.cfg.batch)
 	if err != nil {
 		return nil, 0, fmt.Errorf("worker: read notices after seq %d: %w", d.cursor, err)
 	}
@@ -108,7 +108,7 @@ func (d *Dispatcher) next(ctx context.Context) ([]notice.Notice, int64, error) {
 // is older than reloadEvery.
 func (d *Dispatcher) ensureWatchSet(ctx context.Context) error {
 	q := d.w.cfg.Queue
-	now := d.w.cfg.Now()
+	now := d.w.cfg.now()
 	if d.loaded && now.Sub(d.loadedAt) < reloadEvery {
 		v, err := q.WatchSetVersion(ctx)
 		if err != nil {

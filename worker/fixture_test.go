@@ -215,7 +215,7 @@ func newFixWith(t testing.TB, tweak func(*webhook.SenderConfig)) *fix {
 	if f.sender, err = webhook.NewSender(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if f.work, err = New(Config{Queue: st, Sender: f.sender, RetryUnit: unit, Now: clock.Now, Batch: 3}); err != nil {
+	if f.work, err = New(Config{Queue: st, Sender: f.sender, RetryUnit: unit, now: clock.Now, batch: 3}); err != nil {
 		t.Fatal(err)
 	}
 	f.disp = f.work.Dispatcher
@@ -287,7 +287,7 @@ func (f *fix) dispatch() int {
 // attempts them concurrently, records every outcome and returns how many
 // it attempted.
 func (w *Worker) runOnce(ctx context.Context) (attempted int, err error) {
-	jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{Limit: concurrency, Lease: w.lease, PerWatch: perWatch})
+	jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.now(), store.ClaimRequest{Limit: concurrency, Lease: w.lease, PerWatch: perWatch})
 	if err != nil {
 		return 0, fmt.Errorf("worker: claim due deliveries: %w", err)
 	}

@@ -20,7 +20,7 @@ func TestFailedAttemptLoggedAtWarn(t *testing.T) {
 	f := newFixWith(t, nil)
 	var logs bytes.Buffer
 	var err error
-	if f.work, err = New(Config{Queue: f.st, Sender: f.sender, RetryUnit: unit, Now: f.clock.Now,
+	if f.work, err = New(Config{Queue: f.st, Sender: f.sender, RetryUnit: unit, now: f.clock.Now,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func (unsignable) Signing(context.Context, store.Job) (string, string, error) {
 func TestAttemptNotMadeLoggedAtWarn(t *testing.T) {
 	f := newFixWith(t, nil)
 	var logs bytes.Buffer
-	work, err := New(Config{Queue: unsignable{f.st}, Sender: f.sender, RetryUnit: unit, Now: f.clock.Now,
+	work, err := New(Config{Queue: unsignable{f.st}, Sender: f.sender, RetryUnit: unit, now: f.clock.Now,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -44,19 +44,16 @@ type Config struct {
 	// RetryUnit scales the retry schedule (NOTICES_DELIVERY_RETRY_UNIT);
 	// 0 means 10 minutes.
 	RetryUnit time.Duration
-	// Now is the clock of matching, claims and outcomes; nil means
-	// time.Now.
-	Now func() time.Time
-	// IdlePoll is the longest sleep between looks at the queue; 0 means
-	// DefaultIdlePoll.
-	IdlePoll time.Duration
-	// Poll is the interval between looks for new notices; 0 means
-	// DefaultPoll.
-	Poll time.Duration
-	// Batch is the most notices matched per Enqueue; 0 means DefaultBatch.
-	Batch int
 	// Logger receives failures; nil discards them.
 	Logger *slog.Logger
+
+	// Tests set these; zero is the default: time.Now (the clock of
+	// matching, claims and outcomes), DefaultIdlePoll, DefaultPoll and
+	// DefaultBatch.
+	now      func() time.Time
+	idlePoll time.Duration
+	poll     time.Duration
+	batch    int
 }
 
 // Worker attempts the Queue's due deliveries through an Attempter, and
@@ -80,21 +77,18 @@ type Worker struct {
 
 // New returns a Worker with cfg's zero fields defaulted.
 func New(cfg Config) (*Worker, error) {
-	if cfg.Queue == nil {
-		return nil, errors.New("worker: Config.Queue is nil; pass the store that holds the delivery queue")
+	if cfg.Queue == nil || cfg.Sender == nil {
+		return nil, errors.New("worker: Config needs Queue (the store that holds the delivery queue) and Sender (webhook.NewSender)")
 	}
-	if cfg.Sender == nil {
-		return nil, errors.New("worker: Config.Sender is nil; build one with webhook.NewSender")
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.now == nil {
+		cfg.now = time.Now
 	}
 	Default(&cfg.RetryUnit, 10*time.Minute)
-	Default(&cfg.IdlePoll, DefaultIdlePoll)
-	Default(&cfg.Poll, DefaultPoll)
-	Default(&cfg.Batch, DefaultBatch)
+	Default(&cfg.idlePoll, DefaultIdlePoll)
+	Default(&cfg.poll, DefaultPoll)
+	Default(&cfg.batch, DefaultBatch)
 	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	a := Attempter{Sender: cfg.Sender, Ledger: cfg.Queue, RetryUnit: cfg.RetryUnit, Now: cfg.Now, Log: log}
+	a := Attempter{Sender: cfg.Sender, Ledger: cfg.Queue, RetryUnit: cfg.RetryUnit, Now: cfg.now, Log: log}
 	lease := time.Duration(concurrency/perWatch+1)*cfg.Sender.Timeout() + leaseMargin
 	w := &Worker{cfg: cfg, log: log, wake: make(chan struct{}, 1), attempter: a, lease: lease}
 	w.Dispatcher = &Dispatcher{w: w}
@@ -177,7 +171,7 @@ func (l *Loops) Stop(ctx context.Context, then func()) error {
 }
 
 // Wake tells a running Worker that deliveries may have become due (it
-// otherwise finds them within IdlePoll). It never blocks.
+// otherwise finds them within DefaultIdlePoll). It never blocks.
 func (w *Worker) Wake() { Signal(w.wake) }
 
 // Start makes the deliveries whose attempt was in flight when the previous
@@ -188,7 +182,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.cancel != nil {
 		return errors.New("worker: Worker started twice")
 	}
-	n, err := w.cfg.Queue.Recover(ctx, w.cfg.Now())
+	n, err := w.cfg.Queue.Recover(ctx, w.cfg.now())
 	if err != nil {
 		return fmt.Errorf("worker: recover deliveries in flight at the last stop: %w", err)
 	}
@@ -198,13 +192,13 @@ func (w *Worker) Start(ctx context.Context) error {
 	var actx context.Context
 	actx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	w.loops.Go(ctx, func(stop context.Context) { w.loop(stop, actx) },
-		Every(w.cfg.Poll, nil, func(ctx context.Context) error { _, err := w.Dispatcher.RunOnce(ctx); return err },
+		Every(w.cfg.poll, nil, func(ctx context.Context) error { _, err := w.Dispatcher.RunOnce(ctx); return err },
 			func(err error) { w.log.Error("matching arrived notices failed; retrying", "err", err) }))
 	return nil
 }
 
 // loop claims while slots are free and sleeps until a slot frees, a
-// delivery falls due, Wake is called, or IdlePoll passes, until stop ends;
+// delivery falls due, Wake is called, or idlePoll passes, until stop ends;
 // ctx is the attempts'.
 func (w *Worker) loop(stop, ctx context.Context) {
 	var (
@@ -224,7 +218,7 @@ func (w *Worker) loop(stop, ctx context.Context) {
 		// Claim when enough slots are free to be worth a transaction.
 		free := concurrency - total
 		if free > 0 && (total == 0 || free >= concurrency/4) {
-			jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.Now(), store.ClaimRequest{Limit: free, Lease: w.lease, PerWatch: perWatch, InFlight: inFlight})
+			jobs, err := w.cfg.Queue.Claim(ctx, w.cfg.now(), store.ClaimRequest{Limit: free, Lease: w.lease, PerWatch: perWatch, InFlight: inFlight})
 			if err != nil && ctx.Err() == nil {
 				w.log.Error("claiming due deliveries failed; retrying", "err", err)
 			}
@@ -242,11 +236,11 @@ func (w *Worker) loop(stop, ctx context.Context) {
 				continue // full: more may be due
 			}
 		}
-		sleep := w.cfg.IdlePoll
+		sleep := w.cfg.idlePoll
 		if next, ok, err := w.cfg.Queue.NextDue(ctx); err == nil && ok {
 			// A due delivery not claimed belongs to a busy watch, whose
 			// finishing attempt wakes the loop.
-			if d := next.Sub(w.cfg.Now()); d > 0 && d < sleep {
+			if d := next.Sub(w.cfg.now()); d > 0 && d < sleep {
 				sleep = d
 			}
 		}

@@ -431,7 +431,7 @@ func TestDispatcherRematchesARefusedBatch(t *testing.T) {
 	f.hook(first)
 	second := f.watch(`{"identifiers": ["` + acnB + `"]}`)
 	q := &racingQueue{Store: f.st}
-	work, err := New(Config{Queue: q, Sender: f.sender, Now: f.clock.Now})
+	work, err := New(Config{Queue: q, Sender: f.sender, now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +455,7 @@ func TestStartShutdownDeliversInRealTime(t *testing.T) {
 	f := newFix(t)
 	w := f.watch(watchA)
 	f.hook(w)
-	work, err := New(Config{Queue: f.st, Sender: f.sender, RetryUnit: unit, IdlePoll: 50 * time.Millisecond, Poll: 20 * time.Millisecond})
+	work, err := New(Config{Queue: f.st, Sender: f.sender, RetryUnit: unit, idlePoll: 50 * time.Millisecond, poll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestShutdownDeadlineLeavesAttemptForRecovery(t *testing.T) {
 	w := f.watch(watchA)
 	f.hook(w)
 	f.rcv.hold, f.rcv.entered = make(chan struct{}), make(chan struct{}, 10)
-	work, err := New(Config{Queue: f.st, Sender: f.sender, RetryUnit: unit, IdlePoll: 50 * time.Millisecond})
+	work, err := New(Config{Queue: f.st, Sender: f.sender, RetryUnit: unit, idlePoll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

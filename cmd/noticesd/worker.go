@@ -88,13 +88,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	matcher := &redisstore.ArrivalMatcher{Store: st.Redis, Matched: sched.Wake, OnError: func(err error) {
-		log.Error("matching arrived notices failed; retrying", "err", err)
-	}}
 	if err := sched.Start(ctx); err != nil {
 		return err
 	}
-	matcher.Start(ctx)
 	if mailer != nil {
 		if err := mailer.Start(ctx); err != nil {
 			return err
@@ -109,9 +105,6 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := mailer.Shutdown(sctx); err != nil {
 			log.Error("mailer shutdown", "err", err)
 		}
-	}
-	if err := matcher.Shutdown(sctx); err != nil {
-		log.Error("matcher shutdown", "err", err)
 	}
 	err = sched.Shutdown(sctx)
 	if err := ms.Shutdown(sctx); err != nil {

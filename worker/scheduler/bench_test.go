@@ -82,10 +82,10 @@ func benchWatch(b *testing.B, h *harness, r *countingReceiver) watch.Watch {
 	return w
 }
 
-// benchWorkers starts k workers (Schedulers, each with its own Sender) and
-// an arrival matcher on h, delivering to r.
+// benchWorkers starts k workers (Schedulers, each with its own Sender and
+// its own arrival matching, as k worker processes run) on h, delivering to
+// r.
 func benchWorkers(b *testing.B, h *harness, r *countingReceiver, k int) {
-	var scs []*Scheduler
 	for range k {
 		s, err := webhook.NewSender(webhook.SenderConfig{Timeout: 10 * time.Second, AllowPrivate: true, CAFile: r.caFile})
 		if err != nil {
@@ -99,20 +99,12 @@ func benchWorkers(b *testing.B, h *harness, r *countingReceiver, k int) {
 		if err := sc.Start(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		scs = append(scs, sc)
 		b.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			_ = sc.Shutdown(ctx)
 		})
 	}
-	// One matcher for the k workers here; each worker process runs its
-	// own and wakes its own pump.
-	h.startMatcher(func() {
-		for _, sc := range scs {
-			sc.Wake()
-		}
-	})
 }
 
 // notices returns n notices of company 99 published an hour ago.

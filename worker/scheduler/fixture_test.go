@@ -114,8 +114,8 @@ func (h *harness) sender() *webhook.Sender {
 	return s
 }
 
-// start runs one worker (the arrival matcher and a Scheduler) until the
-// test ends.
+// start runs one worker (a Scheduler: arrival matching and delivery) until
+// the test ends.
 func (h *harness) start(name string) *Scheduler {
 	h.t.Helper()
 	s, err := New(Config{Redis: h.rdb, Namespace: h.ns, Ledger: h.rs, Sender: h.sender(), RetryUnit: unit,
@@ -133,21 +133,7 @@ func (h *harness) start(name string) *Scheduler {
 			h.t.Error(err)
 		}
 	})
-	h.startMatcher(s.Wake)
 	return s
-}
-
-// startMatcher runs an arrival matcher until the test ends (stopped before
-// the schedulers started earlier), waking the pump with wake after each
-// round that matched, as noticesd worker wires them.
-func (h *harness) startMatcher(wake func()) {
-	m := &redisstore.ArrivalMatcher{Store: h.rs, Idle: 20 * time.Millisecond, Matched: wake}
-	m.Start(context.Background())
-	h.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = m.Shutdown(ctx)
-	})
 }
 
 func acn(n int) string {

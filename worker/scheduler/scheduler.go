@@ -1,8 +1,9 @@
-// Package scheduler runs scale mode's webhook delivery on asynq: one task
-// per delivery (TaskID = the delivery id), each attempt made by
-// worker.Attempter against the Redis delivery ledger (docs/architecture.md,
-// "How an arrival becomes a delivery in scale mode"). Any number of
-// processes may run one.
+// Package scheduler runs scale mode's webhook delivery on asynq: arrival
+// matching (the Redis store's MatchArrivals, whose commits make the
+// deliveries), then one task per delivery (TaskID = the delivery id), each
+// attempt made by worker.Attempter against the Redis delivery ledger
+// (docs/architecture.md, "How an arrival becomes a delivery in scale
+// mode"). Any number of processes may run one.
 package scheduler
 
 import (
@@ -55,6 +56,9 @@ const (
 	// renewal (every third of it while it runs): a dead worker's attempt
 	// is made again at most this long (plus RecoverEvery) after.
 	attemptLease = 10 * time.Second
+	// matchIdle is how long arrival matching waits when nothing was left
+	// to match.
+	matchIdle = 200 * time.Millisecond
 )
 
 // QueueName is the asynq queue of the namespace's deliveries.
@@ -268,11 +272,13 @@ func (s *Scheduler) hold(ctx context.Context, ref redisstore.Ref, task string) (
 	return ctx, func() { stop(); cancel() }
 }
 
-// Start starts the asynq server and the loops around it.
+// Start starts the asynq server and the loops around it: arrival
+// matching, the outbox pump, the sweep and the recovery of lapsed attempts.
 func (s *Scheduler) Start(ctx context.Context) error {
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TaskType, s.handle)
 	loops := []func(context.Context){
+		worker.Every(matchIdle, nil, s.matchOnce, func(err error) { s.log.Error("matching arrived notices failed; retrying", "err", err) }),
 		s.every(checkInterval, s.wake, "scheduling deliveries", s.PumpOnce),
 		s.every(s.cfg.SweepEvery, nil, "sweeping pending deliveries", func(ctx context.Context) error { _, err := s.SweepOnce(ctx); return err }),
 		s.every(s.cfg.RecoverEvery, nil, "recovering delivery attempts whose worker stopped", s.RecoverOnce),
@@ -302,32 +308,43 @@ func (s *Scheduler) every(interval time.Duration, wake <-chan struct{}, what str
 	return worker.Every(interval, wake, once, func(err error) { s.log.Warn(what, "err", err) })
 }
 
+// matchOnce matches the published notices not yet matched, a commit at a
+// time (each commits whole or not at all: a shutdown loses nothing), and
+// wakes the pump after each commit that made deliveries' outbox entries.
+// Any number of processes may match at once; each notice is matched once.
+func (s *Scheduler) matchOnce(ctx context.Context) error {
+	for {
+		moved, err := s.cfg.Ledger.MatchArrivals(ctx, redisstore.ArrivalBatch)
+		if err != nil || moved == 0 {
+			return err
+		}
+		s.Wake()
+	}
+}
+
 // PumpOnce makes the tasks of every due outbox entry.
 func (s *Scheduler) PumpOnce(ctx context.Context) error {
 	for {
-		refs, err := s.cfg.Ledger.ClaimDue(ctx, s.cfg.Now(), 10*time.Second, 500)
-		if err != nil || len(refs) == 0 {
+		claimed, err := s.cfg.Ledger.ClaimDue(ctx, s.cfg.Now(), 10*time.Second, 500)
+		if err != nil || len(claimed) == 0 {
 			return err
 		}
 		var done, later []redisstore.Ref
-		for _, r := range refs {
-			ok, err := s.Enqueue(ctx, r)
+		for _, c := range claimed {
+			ok, err := s.Enqueue(ctx, c.Ref)
 			if err != nil {
 				return err
 			}
 			if ok {
-				done = append(done, r)
+				done = append(done, c.Ref)
 			} else {
-				later = append(later, r)
+				later = append(later, c.Ref)
 			}
 		}
-		if err := s.cfg.Ledger.Scheduled(ctx, done); err != nil {
+		if err := s.cfg.Ledger.Scheduled(ctx, done, later, s.cfg.Now().Add(250*time.Millisecond)); err != nil {
 			return err
 		}
-		if err := s.cfg.Ledger.Postpone(ctx, later, s.cfg.Now().Add(250*time.Millisecond)); err != nil {
-			return err
-		}
-		if len(refs) < 500 {
+		if len(claimed) < 500 {
 			return nil
 		}
 	}
@@ -383,7 +400,7 @@ func (s *Scheduler) RecoverOnce(ctx context.Context) error {
 		return err
 	}
 	for _, l := range lapsed {
-		if _, err := s.add(ctx, l.DeliveryID+"@"+strconv.FormatInt(l.LeaseMS, 10), l.Ref); err != nil {
+		if _, err := s.add(ctx, l.DeliveryID+"@"+strconv.FormatInt(l.DueMS, 10), l.Ref); err != nil {
 			return err
 		}
 	}

@@ -25,9 +25,6 @@ const DefaultLeaseTTL = 30 * time.Second
 // DefaultRetention is how long the log keeps an entry.
 const DefaultRetention = 24 * time.Hour
 
-// MinRetention is the shortest retention accepted.
-const MinRetention = 10 * time.Second
-
 // callTimeout bounds every Redis call, so a Redis that hangs gives
 // errs.BackendUnavailable instead of a stuck writer.
 const callTimeout = 5 * time.Second

@@ -3,6 +3,7 @@ package publog
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/noticesd/noticesd/internal/notice"
 )
@@ -20,7 +21,7 @@ type Turn struct {
 	log           *Log
 	prev          *Turn
 	le            *Lease
-	wrote         bool
+	wrote         sync.Once // closes written
 	written, done chan struct{}
 }
 
@@ -81,12 +82,7 @@ func (t *Turn) Lease(ctx context.Context) (*Lease, error) {
 }
 
 // Written ends the write step: the next batch may write.
-func (t *Turn) Written() {
-	if !t.wrote {
-		t.wrote = true
-		close(t.written)
-	}
-}
+func (t *Turn) Written() { t.wrote.Do(func() { close(t.written) }) }
 
 // Publish waits for the batch before to have ended, then publishes as
 // Lease.Publish does, but leaves Dirty set while a later batch shares the

@@ -76,7 +76,7 @@ func TestIngestPublishesInSeqOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, _, err := summariesOf(es)
+	ns, _, _, err := summariesOf(es)
 	if err != nil {
 		t.Fatal(err)
 	}

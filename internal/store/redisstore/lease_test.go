@@ -32,7 +32,7 @@ func TestAttemptLeaseLapsesToRecovery(t *testing.T) {
 	if err != nil || first.State != BeginAttempt || first.Job.Attempt != 1 {
 		t.Fatalf("Begin = %+v, %v; want attempt 1", first, err)
 	}
-	lapsed := func() []Lapsed {
+	lapsed := func() []Claimed {
 		t.Helper()
 		l, err := f.rs.LapsedAttempts(ctx, f.clock.Now(), lease, 100)
 		if err != nil {

@@ -25,42 +25,45 @@ var _ store.Ledger = (*Store)(nil)
 
 // ledgerLua is the Lua the ledger's scripts (and commitScript) share: rec
 // reads record ARGV[1] of dr (KEYS[1]); gm and lm make a record's gauge
-// member (ddue, dq, dlease) and list member (dl, df); leave counts a
-// pending record out into status; final adds it to df, scored as in dl;
-// due makes pending r due at ts (ms) in ddue, and in the outbox when kdq
-// is given, if active, else held (out of ddue); pend stores a new pending
-// record (JSON raw) unless dr has its id, in dl and counted, due by due.
+// member (ddue, dq, dlease) and list member (dl, df); settle makes pending
+// record id of dr kdr final with status (counted out of pending into
+// status, out of ddue, stored, and in df, scored as in dl); due makes
+// pending r due at ts (ms) in ddue, and in the outbox when kdq is given,
+// if active, else held (out of ddue), and stores it as id of kdr; pend
+// stores a new pending record (JSON raw) unless dr has its id, in dl and
+// counted, due by due.
 const ledgerLua = `
 local function rec() local raw = redis.call('HGET', KEYS[1], ARGV[1]) return raw and cjson.decode(raw) end
 local function gm(w, id, r) return w .. '|' .. id .. '|' .. string.format('%d', r.notice_seq) end
 local function lm(id, r) return string.format('%020d', r.notice_seq) .. '|' .. id end
 local function set(v) return v ~= nil and v ~= cjson.null end
 local function unlease(r) r.inflight = nil r.holder = nil r.lease = nil end
-local function leave(kstat, kdue, m, r, status)
+local function settle(kstat, kdue, kdr, kdl, kdf, id, m, r, status)
   redis.call('HINCRBY', kstat, 'pending', -1)
   redis.call('HINCRBY', kstat, status, 1)
   if (r.attempts or 0) > 0 then redis.call('HINCRBY', kstat, 'retry', -1) end
   redis.call('ZREM', kdue, m)
+  r.status = status
+  r.next_attempt_at = nil
+  redis.call('HSET', kdr, id, cjson.encode(r))
+  local lmem = lm(id, r)
+  redis.call('ZADD', kdf, redis.call('ZSCORE', kdl, lmem) or 0, lmem)
 end
-local function final(kdl, kdf, id, r)
-  local m = lm(id, r)
-  redis.call('ZADD', kdf, redis.call('ZSCORE', kdl, m) or 0, m)
-end
-local function due(r, active, m, kddue, ts, ms, kdq)
-  if not active then
+local function due(kdr, id, r, active, m, kddue, ts, ms, kdq)
+  if active then
+    r.next_attempt_at = ts
+    redis.call('ZADD', kddue, ms, m)
+    if kdq then redis.call('ZADD', kdq, ms, m) end
+  else
     r.next_attempt_at = nil
     redis.call('ZREM', kddue, m)
-    return
   end
-  r.next_attempt_at = ts
-  redis.call('ZADD', kddue, ms, m)
-  if kdq then redis.call('ZADD', kdq, ms, m) end
+  redis.call('HSET', kdr, id, cjson.encode(r))
 end
 local function pend(kdr, kdl, kdq, kstat, kddue, active, id, raw, score, lmem, gmem, ms)
   if redis.call('HEXISTS', kdr, id) == 1 then return 0 end
   local r = cjson.decode(raw)
-  due(r, active, gmem, kddue, r.next_attempt_at, ms, kdq)
-  redis.call('HSET', kdr, id, cjson.encode(r))
+  due(kdr, id, r, active, gmem, kddue, r.next_attempt_at, ms, kdq)
   redis.call('ZADD', kdl, score, lmem)
   redis.call('HINCRBY', kstat, 'pending', 1)
   return 1
@@ -162,9 +165,7 @@ func (s *Store) createDeliveries(ctx context.Context, what string, pairs []Ref, 
 		// EVAL, not EVALSHA: no NOSCRIPT can arise in the pipeline.
 		cmds = append(cmds, createDeliveryScript.Eval(ctx, pipe, keys, args...))
 	}
-	if len(cmds) == 0 {
-		return 0, nil
-	}
+	// An empty pipeline sends nothing.
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, s.fail(what, err)
 	}
@@ -185,14 +186,24 @@ for i = 1, #ms, 2 do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ms[i]) end
 return ms
 `)
 
+// Claimed is a delivery a claim took from the outbox (ClaimDue) or the
+// attempt leases (LapsedAttempts).
+type Claimed struct {
+	Ref
+	// DueMS is when it fell due (unix ms): an outbox entry's due time, or a
+	// lapsed attempt's lease end, which with the delivery id names the
+	// recovery task once per lapse.
+	DueMS int64
+}
+
 // claim runs claimScript on key: the refs and their scores before; a
 // member that is no ref is dropped.
-func (s *Store) claim(ctx context.Context, key, what string, now, until time.Time, limit int) ([]Lapsed, error) {
+func (s *Store) claim(ctx context.Context, key, what string, now, until time.Time, limit int) ([]Claimed, error) {
 	v, err := claimScript.Run(ctx, s.rdb, []string{key}, now.UnixMilli(), until.UnixMilli(), limit).StringSlice()
 	if err != nil {
 		return nil, s.fail(what, err)
 	}
-	var out []Lapsed
+	var out []Claimed
 	for i := 0; i+1 < len(v); i += 2 {
 		r, ok := parseRef(v[i])
 		ms, err := strconv.ParseInt(v[i+1], 10, 64)
@@ -200,7 +211,7 @@ func (s *Store) claim(ctx context.Context, key, what string, now, until time.Tim
 			_ = s.rdb.ZRem(ctx, key, v[i]).Err()
 			continue
 		}
-		out = append(out, Lapsed{Ref: r, LeaseMS: ms})
+		out = append(out, Claimed{Ref: r, DueMS: ms})
 	}
 	return out, nil
 }
@@ -208,65 +219,44 @@ func (s *Store) claim(ctx context.Context, key, what string, now, until time.Tim
 // ClaimDue takes up to limit outbox entries due at now for one pump,
 // hidden from other pumps for lease (due again if the pump died before
 // Scheduled).
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Ref, error) {
-	got, err := s.claim(ctx, s.key(outboxKey), "read the delivery outbox", now, now.Add(lease), limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Ref, len(got))
-	for i, l := range got {
-		out[i] = l.Ref
-	}
-	return out, nil
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Claimed, error) {
+	return s.claim(ctx, s.key(outboxKey), "read the delivery outbox", now, now.Add(lease), limit)
 }
 
-// Scheduled removes refs from the outbox once their tasks exist.
-func (s *Store) Scheduled(ctx context.Context, refs []Ref) error {
-	return s.outbox(ctx, refs, nil, time.Time{})
-}
-
-// Postpone moves refs' outbox entries to at (no task could be made yet).
-func (s *Store) Postpone(ctx context.Context, refs []Ref, at time.Time) error {
-	return s.outbox(ctx, refs, &redis.ZAddArgs{XX: true}, at)
+// Scheduled takes done's entries out of the outbox (their tasks exist) and
+// moves later's to at (no task could be made yet), in one round trip.
+func (s *Store) Scheduled(ctx context.Context, done, later []Ref, at time.Time) error {
+	k := s.key(outboxKey)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, r := range done {
+			p.ZRem(ctx, k, r.member())
+		}
+		for _, r := range later {
+			p.ZAddXX(ctx, k, redis.Z{Score: float64(at.UnixMilli()), Member: r.member()})
+		}
+		return nil
+	})
+	return s.fail("update the delivery outbox", err)
 }
 
 // Reschedule puts refs in the outbox, due at now (the sweep's repair).
 func (s *Store) Reschedule(ctx context.Context, refs []Ref, now time.Time) error {
-	return s.outbox(ctx, refs, &redis.ZAddArgs{NX: true}, now)
-}
-
-// outbox removes refs (add nil) or adds them at at with add's flags.
-func (s *Store) outbox(ctx context.Context, refs []Ref, add *redis.ZAddArgs, at time.Time) error {
-	if len(refs) == 0 {
-		return nil
-	}
-	var ms []any
-	for _, r := range refs {
-		ms = append(ms, r.member())
-		if add != nil {
-			add.Members = append(add.Members, redis.Z{Score: float64(at.UnixMilli()), Member: r.member()})
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, r := range refs {
+			p.ZAddNX(ctx, s.key(outboxKey), redis.Z{Score: float64(now.UnixMilli()), Member: r.member()})
 		}
-	}
-	var err error
-	if add == nil {
-		err = s.rdb.ZRem(ctx, s.key(outboxKey), ms...).Err()
-	} else {
-		err = s.rdb.ZAddArgs(ctx, s.key(outboxKey), *add).Err()
-	}
+		return nil
+	})
 	return s.fail("update the delivery outbox", err)
 }
 
 // Pending lists the pending deliveries (not held) due by dueBy: what must
 // have an asynq task by then. It reads ddue, so the cost follows those.
 func (s *Store) Pending(ctx context.Context, dueBy time.Time) ([]Ref, error) {
-	computed, err := s.rdb.HExists(ctx, s.key(dstatKey), "v").Result()
-	if err != nil {
-		return nil, s.fail("list pending deliveries", err)
-	}
-	if !computed {
-		if err := s.RebuildGauges(ctx); err != nil {
-			return nil, err
-		}
+	// ddue is complete once the gauges were computed (Gauges computes them
+	// in a namespace that never had them).
+	if _, err := s.Gauges(ctx); err != nil {
+		return nil, err
 	}
 	var out []Ref
 	upTo := strconv.FormatInt(dueBy.UnixMilli(), 10)
@@ -327,8 +317,7 @@ if not v[1] or not v[2] then return done() end
 local w = cjson.decode(v[1])
 if not w.active then
   if set(r.next_attempt_at) then
-    due(r, false, ARGV[4], KEYS[4])
-    redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+    due(KEYS[1], ARGV[1], r, false, ARGV[4], KEYS[4])
   end
   return done('held')
 end
@@ -415,18 +404,10 @@ func (s *Store) Renew(ctx context.Context, ref Ref, task string, until time.Time
 	return n == 1, s.fail("renew a delivery attempt's lease", err)
 }
 
-// Lapsed is an attempt whose lease ran out without an outcome.
-type Lapsed struct {
-	Ref
-	// LeaseMS is the end of the lapsed lease (unix ms): with the delivery
-	// id, it names the recovery task once per lapse.
-	LeaseMS int64
-}
-
 // LapsedAttempts takes up to limit attempts whose lease ran out by now
 // without an outcome (their worker died), hidden from other callers for
 // claim. One call reads only the lapsed attempts.
-func (s *Store) LapsedAttempts(ctx context.Context, now time.Time, claim time.Duration, limit int) ([]Lapsed, error) {
+func (s *Store) LapsedAttempts(ctx context.Context, now time.Time, claim time.Duration, limit int) ([]Claimed, error) {
 	return s.claim(ctx, s.key(dleaseKey), "read the lapsed delivery attempts", now, now.Add(claim), limit)
 }
 
@@ -436,7 +417,7 @@ func (s *Store) LapsedAttempts(ctx context.Context, now time.Time, claim time.Du
 // updated_at, next_attempt_at, next_attempt_at ms, watch id,
 // delivery.DeactivateAfter, delivered_at, delivery.KeepRecords, the
 // KeepAge cutoff (created_at ms), delivery.TrimStep. A final outcome is
-// added to df and trims it (docs/redis.md, "Bounds"). Returns the
+// added to df (settle) and trims it (docs/redis.md, "Bounds"). Returns the
 // watch's consecutive failed notices after a dead outcome, else -1; one
 // that reaches DeactivateAfter records the deactivation owed in wdeact.
 var completeScript = redis.NewScript(ledgerLua + `
@@ -445,7 +426,6 @@ if not r or r.status ~= 'pending' then return -1 end
 local n = tonumber(ARGV[2])
 local member = gm(ARGV[8], ARGV[1], r)
 local function trim()
-  final(KEYS[6], KEYS[7], ARGV[1], r)
   local over = redis.call('ZCARD', KEYS[7]) - tonumber(ARGV[11])
   if over <= 0 then return end
   local ms = redis.call('ZRANGE', KEYS[7], 0, math.min(over, tonumber(ARGV[13])) - 1, 'WITHSCORES')
@@ -475,14 +455,10 @@ redis.call('ZREM', KEYS[8], member)
 if ok then r.delivered_at = ARGV[10] else r.last_error = ARGV[4] end
 if ARGV[3] == 'pending' then
   local doc = redis.call('HGET', KEYS[2], 'doc')
-  due(r, doc and cjson.decode(doc).active, member, KEYS[4], ARGV[6], ARGV[7])
-  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+  due(KEYS[1], ARGV[1], r, doc and cjson.decode(doc).active, member, KEYS[4], ARGV[6], ARGV[7])
   return -1
 end
-leave(KEYS[3], KEYS[4], member, r, ARGV[3])
-r.status = ARGV[3]
-r.next_attempt_at = nil
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+settle(KEYS[3], KEYS[4], KEYS[1], KEYS[6], KEYS[7], ARGV[1], member, r, ARGV[3])
 trim()
 if ok then
   if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'failures', 0) end
@@ -562,8 +538,7 @@ for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
     local m = gm(ARGV[3], r.id, r)
     r.updated_at = ARGV[1]
     unlease(r)
-    due(r, true, m, KEYS[3], ARGV[1], ARGV[2], KEYS[2])
-    redis.call('HSET', KEYS[1], r.id, cjson.encode(r))
+    due(KEYS[1], r.id, r, true, m, KEYS[3], ARGV[1], ARGV[2], KEYS[2])
     redis.call('ZREM', KEYS[6], m)
     n = n + 1
   end

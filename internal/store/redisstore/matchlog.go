@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -258,17 +257,11 @@ func (s *Store) noticeKeys(ctx context.Context, ns []notice.Notice) ([][]string,
 	return out, nil
 }
 
-// CatchUp matches every published notice not yet matched.
-func (s *Store) CatchUp(ctx context.Context) error {
-	_, err := s.catchUpSome(ctx, math.MaxInt)
-	return err
-}
-
 // catchUpSome matches published notices not yet matched, at most batches
-// batches of arrivalBatch; done reports that nothing was left.
+// batches of ArrivalBatch; done reports that nothing was left.
 func (s *Store) catchUpSome(ctx context.Context, batches int) (done bool, err error) {
 	for range batches {
-		n, err := s.MatchArrivals(ctx, arrivalBatch)
+		n, err := s.MatchArrivals(ctx, ArrivalBatch)
 		if err != nil || n == 0 {
 			return err == nil, err
 		}
@@ -276,7 +269,10 @@ func (s *Store) catchUpSome(ctx context.Context, batches int) (done bool, err er
 	return false, nil
 }
 
-const arrivalBatch = 500
+// ArrivalBatch is how many log entries one arrival-matching commit covers,
+// in a read's catch-up and in the worker's matching loop (package
+// scheduler).
+const ArrivalBatch = 500
 
 // maxReadCatchUp bounds the batches one matches read matches (4,000
 // notices, about 0.6 s): one poll never carries the matching of a whole
@@ -349,15 +345,9 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		if len(es) == 0 {
 			return 0, nil
 		}
-		ns, isNew, err := summariesOf(es)
+		ns, isNew, through, err := summariesOf(es)
 		if err != nil {
 			return 0, err
-		}
-		through := int64(0)
-		for i := range ns {
-			if isNew[i] {
-				through = max(through, ns[i].Seq)
-			}
 		}
 		if len(es) < limit {
 			through = max(through, published)
@@ -383,19 +373,22 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 	}
 }
 
-// summariesOf decodes log entries' summaries, and says which entries are
-// a notice's first publish (not an amendment).
-func summariesOf(es []publog.Entry) ([]notice.Notice, []bool, error) {
-	ns := make([]notice.Notice, len(es))
-	isNew := make([]bool, len(es))
+// summariesOf decodes log entries' summaries, says which entries are a
+// notice's first publish (not an amendment), and returns the highest seq
+// of those.
+func summariesOf(es []publog.Entry) (ns []notice.Notice, isNew []bool, through int64, err error) {
+	ns = make([]notice.Notice, len(es))
+	isNew = make([]bool, len(es))
 	ptrs := make([][3]string, len(es))
 	for i, e := range es {
 		if err := publog.DecodeSummaryInto(e.Summary, &ns[i], &ptrs[i]); err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
-		isNew[i] = e.Kind == publog.KindNew
+		if isNew[i] = e.Kind == publog.KindNew; isNew[i] {
+			through = max(through, ns[i].Seq)
+		}
 	}
-	return ns, isNew, nil
+	return ns, isNew, through, nil
 }
 
 // commitArgs matches the notices of log entries (sums: their summaries;

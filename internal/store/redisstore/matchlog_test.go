@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -137,6 +138,13 @@ func TestQuotaAcrossProcesses(t *testing.T) {
 	}
 }
 
+// CatchUp matches every published notice not yet matched (what a read
+// of matches does first, unbounded).
+func (s *Store) CatchUp(ctx context.Context) error {
+	_, err := s.catchUpSome(ctx, math.MaxInt)
+	return err
+}
+
 // TestGaplessMatches: two ingesters store notices while two workers match
 // arrivals and a poller follows next_since on two watches (one created
 // before the ingest, one during it); the union of the pages is exactly the
@@ -183,14 +191,25 @@ func TestGaplessMatches(t *testing.T) {
 			}
 		}()
 	}
-	var workers []*ArrivalMatcher
+	// Two workers match arrivals in a loop, as noticesd worker's
+	// schedulers do, 7 log entries a commit.
+	mctx, stopMatching := context.WithCancel(ctx)
+	var matchers sync.WaitGroup
 	for w := 0; w < 2; w++ {
-		m := &ArrivalMatcher{Store: f.sameNamespace(t, Options{NoMatchOnRead: true}), Idle: time.Millisecond, Batch: 7,
-			OnError: func(err error) { t.Error(err) }}
-		m.Start(ctx)
-		t.Cleanup(func() { _ = m.Shutdown(ctx) })
-		workers = append(workers, m)
+		rs := f.sameNamespace(t, Options{NoMatchOnRead: true})
+		matchers.Go(func() {
+			for mctx.Err() == nil {
+				moved, err := rs.MatchArrivals(mctx, 7)
+				if err != nil && mctx.Err() == nil {
+					t.Error(err)
+				}
+				if moved == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
 	}
+	t.Cleanup(func() { stopMatching(); matchers.Wait() })
 	// A watch created mid-ingest: backfill and arrival matching together
 	// (an ingester that failed ends the wait: it stopped short).
 	for ingested.Load() < perIngester && !t.Failed() {
@@ -232,11 +251,8 @@ func TestGaplessMatches(t *testing.T) {
 			break
 		}
 	}
-	for _, m := range workers {
-		if err := m.Shutdown(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stopMatching()
+	matchers.Wait()
 	for _, id := range []string{early.ID, late.ID} {
 		for {
 			ns, next := poll(id, cursor[id])
@@ -343,7 +359,7 @@ func TestStaleBatchCommitsNothing(t *testing.T) {
 	if err != nil || len(es) != 3 {
 		t.Fatalf("publish log holds %d entries (%v), want 3", len(es), err)
 	}
-	sums, isNew, err := summariesOf(es)
+	sums, isNew, _, err := summariesOf(es)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +469,7 @@ func TestMatchesReadDoesBoundedWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if moved, bound := through()-before, int64(maxReadCatchUp*arrivalBatch); moved > bound {
+	if moved, bound := through()-before, int64(maxReadCatchUp*ArrivalBatch); moved > bound {
 		t.Fatalf("one matches read matched %d arrivals; it may match at most %d", moved, bound)
 	}
 	if !p.HasMore {

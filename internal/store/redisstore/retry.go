@@ -53,10 +53,8 @@ redis.call('HINCRBY', KEYS[3], 'dead', -1)
 redis.call('HINCRBY', KEYS[3], 'pending', 1)
 redis.call('ZREM', KEYS[6], lm(ARGV[1], r))
 redis.call('ZREM', KEYS[7], m)
-due(r, w.active, m, KEYS[4], ARGV[2], ARGV[3], KEYS[5])
-local out = cjson.encode(r)
-redis.call('HSET', KEYS[1], ARGV[1], out)
-return {'ok', out}
+due(KEYS[1], ARGV[1], r, w.active, m, KEYS[4], ARGV[2], ARGV[3], KEYS[5])
+return {'ok', cjson.encode(r)}
 `)
 
 // RetryDelivery makes a dead delivery of the account's watch pending again

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -56,8 +57,7 @@ if ARGV[3] == '1' then
     local r = cjson.decode(raw)
     if r.status == 'pending' then held = held + 1 end
     if r.status == 'pending' and set(r.next_attempt_at) then
-      due(r, false, gm(id, r.id, r), KEYS[5])
-      redis.call('HSET', KEYS[4], r.id, cjson.encode(r))
+      due(KEYS[4], r.id, r, false, gm(id, r.id, r), KEYS[5])
     end
   end
   if ARGV[5] ~= '' and redis.call('EXISTS', KEYS[7]) == 0 then
@@ -139,7 +139,7 @@ func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret 
 		return w, err
 	}
 	if s.matchOnRead {
-		if err := s.CatchUp(ctx); err != nil {
+		if _, err := s.catchUpSome(ctx, math.MaxInt); err != nil {
 			return w, err
 		}
 	}
@@ -189,13 +189,9 @@ local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local r = cjson.decode(all[i + 1])
   if r.status == 'pending' then
-    leave(KEYS[2], KEYS[3], gm(ARGV[3], all[i], r), r, 'dead')
-    r.status = 'dead'
     r.last_error = ARGV[1]
     r.updated_at = ARGV[2]
-    r.next_attempt_at = nil
-    redis.call('HSET', KEYS[1], all[i], cjson.encode(r))
-    final(KEYS[4], KEYS[5], all[i], r)
+    settle(KEYS[2], KEYS[3], KEYS[1], KEYS[4], KEYS[5], all[i], gm(ARGV[3], all[i], r), r, 'dead')
   end
 end
 return 1

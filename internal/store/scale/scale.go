@@ -45,7 +45,8 @@ var (
 
 // Open connects to NOTICES_ELASTICSEARCH_URL and NOTICES_REDIS_URL and
 // opens both stores in NOTICES_NAMESPACE (creating the indices behind
-// their aliases on first use).
+// their aliases on first use). The Redis store's Log, Plans and Secrets
+// are cfg's (opts gives the rest).
 func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (_ *Store, err error) {
 	if cfg.Backend != "scale" {
 		return nil, fmt.Errorf("scale: NOTICES_BACKEND is %q, not scale", cfg.Backend)
@@ -69,9 +70,7 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (_ *S
 		Waiting: func(who string) {
 			slog.Info("waiting for the notice writer lease (one writer at a time)", "held_by", who)
 		}})
-	if opts.Log == nil {
-		opts.Log = plog
-	}
+	opts.Log = plog
 	aggCache := cfg.AggCache
 	if aggCache == 0 {
 		aggCache = -1 // NOTICES_AGG_CACHE=0: none
@@ -97,14 +96,10 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (_ *S
 		}
 		return nil, fmt.Errorf("open Elasticsearch at %s: %w", esHosts(cfg.ElasticsearchURLs()), err)
 	}
-	if opts.Plans == nil {
-		opts.Plans = cfg.Plans
-	}
-	if opts.Secrets == nil {
-		// Webhook secrets are sealed with NOTICES_SECRET_KEY, as embedded.
-		if opts.Secrets, err = cfg.SecretBox(); err != nil {
-			return nil, err
-		}
+	opts.Plans = cfg.Plans
+	// Webhook secrets are sealed with NOTICES_SECRET_KEY, as embedded.
+	if opts.Secrets, err = cfg.SecretBox(); err != nil {
+		return nil, err
 	}
 	rs, err := redisstore.New(rdb, cfg.Namespace, es, opts)
 	if err != nil {
