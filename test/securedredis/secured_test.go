@@ -3,19 +3,23 @@
 // Package securedredis runs the built noticesd against a Redis with TLS
 // only and an ACL user (testservers.StartSecured): the commands of
 // docs/operating.md's "Secured Redis" as written, and the exit status and
-// message of every long-running command given a setting Redis refuses.
+// message of every long-running command given a setting Redis refuses;
+// and against a Redis Cluster secured so (TestSecuredRedisCluster).
 package securedredis
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/noticesd/noticesd/internal/testservers"
 	"github.com/noticesd/noticesd/test/testbin"
@@ -48,16 +52,7 @@ func TestSecuredRedisStartup(t *testing.T) {
 		"NOTICES_SECRET_KEY=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))}
 	run := func(t *testing.T, env []string, args ...string) (int, string) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(append(os.Environ(), base...), env...)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		return cmd.ProcessState.ExitCode(), out.String()
+		return runExit(t, bin, append(slices.Clone(base), env...), args...)
 	}
 	for _, c := range []struct {
 		name, setting string
@@ -97,6 +92,28 @@ func TestSecuredRedisStartup(t *testing.T) {
 			t.Fatalf("exit %d, want 1 backend_unavailable without the password; output:\n%s", code, out)
 		}
 	})
+}
+
+// runExit runs `noticesd args...` with env added to the environment and
+// returns its exit status and output (stdout and stderr); a run that has
+// not ended within a minute is killed and fails t.
+func runExit(t *testing.T, bin string, env []string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("noticesd %s did not exit within a minute; output:\n%s", strings.Join(args, " "), out.String())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String()
 }
 
 // TestSecuredRedisAsDocumented runs the shell blocks of docs/operating.md's
