@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -58,29 +57,14 @@ func TestSecuredRedisCluster(t *testing.T) {
 		return append(append(slices.Clone(base), "NOTICES_DATA_DIR="+filepath.Join(dir, name)), extra...)
 	}
 
-	for _, c := range []struct {
-		name, setting string
-		env           []string
-	}{
+	checkRefusals(t, []refusal{
 		{"wrong password", "NOTICES_REDIS_CLUSTER_URL", []string{"NOTICES_REDIS_CLUSTER_URL=" + withPassword(wrongPassword), "NOTICES_REDIS_CA_FILE=" + top.CAFile}},
 		{"no password", "NOTICES_REDIS_CLUSTER_URL", []string{"NOTICES_REDIS_CLUSTER_URL=" + noPassword, "NOTICES_REDIS_CA_FILE=" + top.CAFile}},
 		{"wrong CA", "NOTICES_REDIS_CA_FILE", []string{"NOTICES_REDIS_CLUSTER_URL=" + top.URL, "NOTICES_REDIS_CA_FILE=" + top.OtherCAFile}},
 		{"system roots", "NOTICES_REDIS_CA_FILE", []string{"NOTICES_REDIS_CLUSTER_URL=" + top.URL}},
-	} {
-		for _, command := range []string{"serve", "worker", "queue"} {
-			t.Run(c.name+"/"+command, func(t *testing.T) {
-				code, out := runExit(t, bin, envFor(command, append(c.env, "NOTICES_ADDR="+testbin.FreeAddr(t))...), command)
-				if code != 2 || !strings.Contains(out, c.setting) {
-					t.Fatalf("exit %d, want 2 naming %s; output:\n%s", code, c.setting, out)
-				}
-				for _, secret := range []string{wrongPassword, testservers.SecuredPassword} {
-					if strings.Contains(out, secret) {
-						t.Errorf("the output shows a password:\n%s", out)
-					}
-				}
-			})
-		}
-	}
+	}, func(t *testing.T, env []string, command string) (int, string) {
+		return runExit(t, bin, envFor(command, append(env, "NOTICES_ADDR="+testbin.FreeAddr(t))...), command)
+	})
 
 	secured := []string{"NOTICES_REDIS_CLUSTER_URL=" + top.URL, "NOTICES_REDIS_CA_FILE=" + top.CAFile}
 	t.Run("password from a file", func(t *testing.T) {
@@ -110,22 +94,7 @@ func TestSecuredRedisCluster(t *testing.T) {
 
 	addr := testbin.FreeAddr(t)
 	serveBase := "http://" + addr
-	serve := exec.Command(bin, "serve")
-	serve.Env = append(os.Environ(), envFor("serve", append(secured, "NOTICES_ADDR="+addr)...)...)
-	stderr := &testbin.LockedBuffer{}
-	serve.Stdout, serve.Stderr = stderr, stderr
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = serve.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = serve.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("noticesd serve output:\n%s", stderr.String())
-		}
-	})
+	testbin.Start(t, bin, envFor("serve", append(secured, "NOTICES_ADDR="+addr)...), "serve") // its stderr: the test's
 	call := func(method, path string, body any, want int, out any) []byte {
 		t.Helper()
 		var rd io.Reader
@@ -153,11 +122,6 @@ func TestSecuredRedisCluster(t *testing.T) {
 		return b
 	}
 	testbin.WaitFor(t, 90*time.Second, "serve on the TLS Redis Cluster to answer /ready 200", func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("serve exited before it was ready:\n%s", stderr.String())
-		default:
-		}
 		res, err := http.Get(serveBase + "/ready")
 		if err != nil {
 			return false
