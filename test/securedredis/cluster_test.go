@@ -27,11 +27,12 @@ import (
 // user in NOTICES_REDIS_CLUSTER_URL and the nodes' CA in
 // NOTICES_REDIS_CA_FILE works as on a plain cluster: the CLI loads a
 // sample and creates an account, serve answers /ready 200 listing the
-// three masters, all answering, and a search, a bulk screen (200) and a
-// watch create (201); the password may come from
-// NOTICES_REDIS_CLUSTER_PASSWORD_FILE. A wrong or no password, a CA that did not sign the
-// nodes or the system's roots stop serve, worker and queue with exit 2
-// naming the setting, without printing a password.
+// three masters, all answering, a search and a bulk screen (200) and a
+// watch create (201), and a worker delivers a new notice of the watched
+// company to the watch's webhook; the password may come from
+// NOTICES_REDIS_CLUSTER_PASSWORD_FILE. A wrong or no password, a CA that
+// did not sign the nodes or the system's roots stop serve, worker and
+// queue with exit 2 naming the setting, without printing a password.
 func TestSecuredRedisCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a six-node TLS Redis Cluster and runs the built binary")
@@ -50,9 +51,13 @@ func TestSecuredRedisCluster(t *testing.T) {
 	}
 	noPassword := func() string { v := *u; v.User = nil; return v.String() }()
 	dir := t.TempDir()
+	rcv := testbin.NewReceiver(t)
+	rcvCA := filepath.Join(dir, "receiver-ca.pem")
+	rcv.WriteCA(t, rcvCA, 0o600)
 	base := []string{"NOTICES_BACKEND=scale", "NOTICES_NAMESPACE=" + testservers.Namespace(t),
 		"NOTICES_ELASTICSEARCH_URL=" + testservers.Elasticsearch(t), "NOTICES_SECRET_KEY=" + config.DevelopmentSecretKey,
-		"NOTICES_WORKER_METRICS_ADDR=off", "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=warn"}
+		"NOTICES_WORKER_METRICS_ADDR=off", "NOTICES_SOURCE=none", "NOTICES_LOG_LEVEL=warn",
+		"NOTICES_WEBHOOK_ALLOW_PRIVATE=true", "NOTICES_WEBHOOK_CA_FILE=" + rcvCA, "NOTICES_DELIVERY_RETRY_UNIT=1s"}
 	envFor := func(name string, extra ...string) []string {
 		return append(append(slices.Clone(base), "NOTICES_DATA_DIR="+filepath.Join(dir, name)), extra...)
 	}
@@ -167,7 +172,7 @@ func TestSecuredRedisCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("bulk screen and a watch", func(t *testing.T) {
+	t.Run("bulk screen, a watch and its webhook", func(t *testing.T) {
 		ids := []string{"123456780"}
 		for _, n := range search.Data {
 			if n.ACN != nil && !slices.Contains(ids, *n.ACN) {
@@ -193,6 +198,26 @@ func TestSecuredRedisCluster(t *testing.T) {
 		}
 		if call("GET", "/v1/watches/"+w.ID, nil, http.StatusOK, &got); got.ID != w.ID {
 			t.Errorf("GET /v1/watches/%s answered the watch %q", w.ID, got.ID)
+		}
+
+		// A new notice of the watched company, delivered by a worker
+		// (asynq's queue on the cluster), signed.
+		var hook struct {
+			Secret string `json:"secret"`
+		}
+		call("POST", "/v1/watches/"+w.ID+"/webhook", map[string]string{"url": rcv.Server.URL + "/hook"}, http.StatusCreated, &hook)
+		rcv.SetSecret(hook.Secret)
+		testbin.Start(t, bin, envFor("worker", secured...), "worker")
+		line := fmt.Sprintf(`{"source_id":"SECURED-CLUSTER-1","published_at":%q,"acn":%q,"company_name":"SECURED CLUSTER PTY LTD","notice_type":"Appointment of Liquidator","notice_code":"APLQ","notice_purpose":"Appointment","state":"NSW","status":"In Liquidation","text":"secured cluster"}`+"\n",
+			time.Now().UTC().Format(time.RFC3339), ids[1])
+		file := filepath.Join(t.TempDir(), "notice.jsonl")
+		if err := os.WriteFile(file, []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		testbin.Run(t, bin, envFor("cli", secured...), "ingest", "notices", file)
+		testbin.WaitFor(t, 90*time.Second, "the worker to deliver the new notice", func() bool { return len(rcv.Notices()) > 0 })
+		if _, bad := rcv.Counts(); bad > 0 {
+			t.Errorf("%d deliveries had a signature that did not verify", bad)
 		}
 	})
 }
