@@ -4,10 +4,15 @@ package testservers
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,8 +36,28 @@ const ClusterNodeTimeout = 2000 * time.Millisecond
 type ClusterTopology struct {
 	redisProcs
 	// URL is the cluster in go-redis's cluster form, for
-	// NOTICES_REDIS_CLUSTER_URL: every node's address.
+	// NOTICES_REDIS_CLUSTER_URL: every node's address (rediss:// and the
+	// user's name and password with ClusterOptions).
 	URL string
+	// CAFile is the PEM of the CA that signed the nodes' certificates
+	// (NOTICES_REDIS_CA_FILE), OtherCAFile that of a CA that did not;
+	// both "" without ClusterOptions.TLS.
+	CAFile, OtherCAFile string
+}
+
+// ClusterOptions secure the nodes of StartRedisClusterWith; the zero value
+// is StartRedisCluster's cluster: plain TCP, no password.
+type ClusterOptions struct {
+	// TLS makes every node TLS-only (port 0, tls-port, tls-cluster and
+	// tls-replication yes) with a certificate for 127.0.0.1 signed by a CA
+	// made for the test (ClusterTopology.CAFile); a client needs no
+	// certificate of its own (tls-auth-clients no).
+	TLS bool
+	// User and Password, when set, are an ACL user with every right (the
+	// rule of SecuredACL), as whom the replicas sync (masteruser,
+	// masterauth) and redis-cli creates the cluster; the default user
+	// then needs a password nobody is given.
+	User, Password string
 }
 
 // StartRedisCluster starts a ClusterTopology and waits until every node
@@ -40,6 +65,13 @@ type ClusterTopology struct {
 // redis-server and redis-cli on PATH the test fails under CI=true and is
 // skipped loudly otherwise.
 func StartRedisCluster(t testing.TB) *ClusterTopology {
+	t.Helper()
+	return StartRedisClusterWith(t, ClusterOptions{})
+}
+
+// StartRedisClusterWith is StartRedisCluster with its nodes secured as o
+// says.
+func StartRedisClusterWith(t testing.TB, o ClusterOptions) *ClusterTopology {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	cli, cliErr := exec.LookPath("redis-cli")
@@ -49,20 +81,42 @@ func StartRedisCluster(t testing.TB) *ClusterTopology {
 	}
 	top := &ClusterTopology{redisProcs: newRedisProcs(t)}
 	t.Cleanup(top.stopAll)
+	conf := []string{
+		"cluster-enabled yes",
+		"cluster-config-file nodes.conf",
+		"cluster-node-timeout " + strconv.FormatInt(ClusterNodeTimeout.Milliseconds(), 10),
+	}
+	u := &url.URL{Scheme: "redis"}
+	// Bounded: redis-cli waits for the nodes to join for ever, and they
+	// never do when their bus connections fail (a TLS handshake refused).
+	cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer ccancel()
+	create := exec.CommandContext(cctx, cli)
+	if o.TLS {
+		u.Scheme = "rediss"
+		conf = append(conf, top.secure(t)...)
+		create.Args = append(create.Args, "--tls", "--cacert", top.CAFile)
+	}
+	if o.User != "" {
+		top.user, top.password = o.User, o.Password
+		u.User = url.UserPassword(o.User, o.Password)
+		conf = append(conf, "user "+o.User+" on >"+o.Password+" ~* &* +@all",
+			"masteruser "+o.User, "masterauth "+o.Password, "requirepass "+randomSecret())
+		// The password in the environment, not on the command line.
+		create.Args = append(create.Args, "--user", o.User)
+		create.Env = append(os.Environ(), "REDISCLI_AUTH="+o.Password)
+	}
 	var addrs []string
 	for i := 1; i <= 6; i++ {
-		p := top.start(t, bin, "node"+strconv.Itoa(i), []string{
-			"cluster-enabled yes",
-			"cluster-config-file nodes.conf",
-			"cluster-node-timeout " + strconv.FormatInt(ClusterNodeTimeout.Milliseconds(), 10),
-		}, "", freeClusterLoopback)
+		p := top.start(t, bin, "node"+strconv.Itoa(i), conf, "", freeClusterLoopback)
 		addrs = append(addrs, p.addr)
 	}
-	create := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "1", "--cluster-yes")...)
+	create.Args = append(append(append(create.Args, "--cluster", "create"), addrs...), "--cluster-replicas", "1", "--cluster-yes")
 	if out, err := create.CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, trimmed(string(out), 30))
+		t.Fatalf("redis-cli --cluster create: %v\n%s\n%s", err, trimmed(string(out), 30), top.logs())
 	}
-	top.URL = "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
+	u.Host, u.RawQuery = addrs[0], "addr="+strings.Join(addrs[1:], "&addr=")
+	top.URL = u.String()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
@@ -78,11 +132,44 @@ func StartRedisCluster(t testing.TB) *ClusterTopology {
 	}
 }
 
+// secure writes the CA files and the nodes' certificate and key, sets the
+// TLS of this package's clients, and returns the nodes' TLS settings.
+func (top *ClusterTopology) secure(t testing.TB) []string {
+	t.Helper()
+	ca, err := NewCA("noticesd test Redis Cluster CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewCA("some other CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One certificate for every node: all listen on 127.0.0.1. A node
+	// presents it to the others as a client too (the cluster bus asks for
+	// a client certificate whatever tls-auth-clients says).
+	certPEM, keyPEM, err := ca.Issue("127.0.0.1", "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top.CAFile, top.OtherCAFile = filepath.Join(top.dir, "ca.pem"), filepath.Join(top.dir, "other-ca.pem")
+	certFile, keyFile := filepath.Join(top.dir, "node.pem"), filepath.Join(top.dir, "node-key.pem")
+	for file, data := range map[string][]byte{top.CAFile: ca.CertPEM(), top.OtherCAFile: other.CertPEM(), certFile: certPEM, keyFile: keyPEM} {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	top.tls = &tls.Config{RootCAs: roots}
+	return []string{"tls-cert-file " + certFile, "tls-key-file " + keyFile, "tls-ca-cert-file " + top.CAFile,
+		"tls-auth-clients no", "tls-replication yes", "tls-cluster yes"}
+}
+
 // allOK checks that every live node reports cluster_state:ok with every
 // slot assigned, and that every replica's link to its master is up.
 func (top *ClusterTopology) allOK(ctx context.Context) error {
 	for _, addr := range top.live() {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		rdb := top.client(addr)
 		info, err := rdb.ClusterInfo(ctx).Result()
 		if err == nil && !strings.Contains(info, "cluster_state:ok") || err == nil && !strings.Contains(info, "cluster_slots_assigned:16384") {
 			err = fmt.Errorf("cluster info: %s", strings.Join(strings.Fields(info), " "))
@@ -123,7 +210,7 @@ func (top *ClusterTopology) live() []string {
 func (top *ClusterTopology) MasterOf(ctx context.Context, key string) (string, error) {
 	var last error
 	for _, addr := range top.live() {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		rdb := top.client(addr)
 		slot, err := rdb.ClusterKeySlot(ctx, key).Result()
 		var shards []redis.ClusterShard
 		if err == nil {
@@ -140,8 +227,12 @@ func (top *ClusterTopology) MasterOf(ctx context.Context, key string) (string, e
 					continue
 				}
 				for _, n := range sh.Nodes {
+					port := n.Port // 0 on a TLS-only node: its port is TLSPort
+					if top.tls != nil {
+						port = n.TLSPort
+					}
 					if n.Role == "master" && n.Health == "online" {
-						return net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10)), nil
+						return net.JoinHostPort(n.IP, strconv.FormatInt(port, 10)), nil
 					}
 				}
 			}

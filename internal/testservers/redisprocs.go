@@ -3,6 +3,7 @@
 package testservers
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // redisProcs are the redis-server processes of one test's topology (a
@@ -22,6 +25,16 @@ type redisProcs struct {
 	dir     string
 	mu      sync.Mutex
 	servers map[string]*redisProc // by host:port
+	// tls, when set, makes every process listen on TLS only (port 0,
+	// tls-port) and is the TLS of this package's clients of them; user and
+	// password are the ACL user those clients log in as ("": default).
+	tls            *tls.Config
+	user, password string
+}
+
+// client is a client of the process at addr, without retries.
+func (top *redisProcs) client(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, TLSConfig: top.tls, Username: top.user, Password: top.password})
 }
 
 func newRedisProcs(t testing.TB) redisProcs {
@@ -38,7 +51,8 @@ type redisProc struct {
 }
 
 // start runs one redis-server with conf lines added to the common ones
-// (appendonly yes but for a Sentinel), on the address free gives.
+// (appendonly yes but for a Sentinel), on the address free gives (its
+// tls-port with top.tls).
 func (top *redisProcs) start(t testing.TB, bin, name string, conf []string, mode string, free func() (string, error)) *redisProc {
 	t.Helper()
 	dir := filepath.Join(top.dir, name)
@@ -51,9 +65,13 @@ func (top *redisProcs) start(t testing.TB, bin, name string, conf []string, mode
 			t.Fatal(err)
 		}
 		_, port, _ := net.SplitHostPort(addr)
+		listen := "port " + port
+		if top.tls != nil {
+			listen = "port 0\ntls-port " + port
+		}
 		lines := []string{
 			"bind 127.0.0.1",
-			"port " + port,
+			listen,
 			"dir " + dir,
 			"logfile " + filepath.Join(dir, "redis.log"),
 			"daemonize no",
@@ -89,7 +107,7 @@ func (top *redisProcs) start(t testing.TB, bin, name string, conf []string, mode
 		top.mu.Lock()
 		top.servers[addr] = p
 		top.mu.Unlock()
-		if err := waitPing(p, 15*time.Second); err == nil {
+		if err := waitPing(top.client(addr), p, 15*time.Second); err == nil {
 			return p
 		} else {
 			logText, _ := os.ReadFile(p.log)

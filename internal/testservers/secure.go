@@ -511,7 +511,9 @@ func (c *CA) Fingerprint() string {
 }
 
 // Issue makes a server certificate for hosts (IP addresses or names)
-// signed by the CA, and returns it and its key in PEM.
+// signed by the CA, and returns it and its key in PEM. It serves as a
+// client certificate too: a Redis Cluster node presents its certificate
+// to the other nodes as a client.
 func (c *CA) Issue(hosts ...string) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -523,7 +525,7 @@ func (c *CA) Issue(hosts ...string) (certPEM, keyPEM []byte, err error) {
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {

@@ -83,9 +83,9 @@ func StartSentinel(t testing.TB) *SentinelTopology {
 	return top
 }
 
-// waitPing waits until p answers PING.
-func waitPing(p *redisProc, limit time.Duration) error {
-	rdb := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1, DialTimeout: time.Second})
+// waitPing waits until p answers PING to rdb, a client of it, which it
+// closes.
+func waitPing(rdb *redis.Client, p *redisProc, limit time.Duration) error {
 	defer rdb.Close()
 	deadline := time.Now().Add(limit)
 	for {
