@@ -1,14 +1,27 @@
-// Package keyspace makes the prefix every Redis key of a namespace starts
-// with: "{<namespace>}:". The braces are a Redis Cluster hash tag, so all
-// the keys of one namespace hash to one slot and a Lua script may touch
-// any of them on a cluster (docs/redis.md). The publish log, the Redis
-// store, the leases and the limiter all build their keys on Prefix.
+// Package keyspace makes the prefixes Redis keys of a namespace start
+// with. The braces are Redis Cluster hash tags: what is shared by the whole
+// namespace (the publish log, the writer lease, indexes) is under
+// "{<namespace>}:" (Prefix), in one slot; what one account owns is under
+// "{<namespace>:a:<account>}:" (Account), in its account's slot, so
+// accounts spread over a cluster's masters and a Lua script may touch any
+// key of one account (docs/redis.md, "Key layout").
 package keyspace
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Prefix returns the prefix of namespace ns's keys: "{ns}:".
 func Prefix(ns string) string { return "{" + ns + "}:" }
+
+// Account returns the prefix of the keys account owns in namespace ns:
+// "{ns:a:account}:", a hash tag of its own.
+func Account(ns, account string) string { return "{" + ns + ":a:" + account + "}:" }
+
+// Group returns the prefix of group g of a key family spread over slots
+// by its members (the register's identifier sets): "{ns:g<g>}:".
+func Group(ns string, g int) string { return "{" + ns + ":g" + strconv.Itoa(g) + "}:" }
 
 // OldPrefix returns the prefix the keys of namespace ns had before they
 // were tagged: "ns:". Only the upgrade of a namespace reads it.
