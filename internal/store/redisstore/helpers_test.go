@@ -78,25 +78,29 @@ func redisClient(t testing.TB) redis.UniversalClient {
 }
 
 // dropNamespace removes every key of a namespace (the publish log's keys
-// are under {ns}:), on every master of a Redis Cluster.
+// are under {ns}:, the register's ids strings under {ns:g<g>}:), on every
+// master of a Redis Cluster.
 func dropNamespace(t testing.TB, rdb redis.UniversalClient, ns string) {
 	if ns[0] != '{' {
 		dropNamespace(t, rdb, "{"+ns+"}")
+		dropNamespace(t, rdb, "{"+ns+":*}")
 	}
 	ctx := context.Background()
 	_ = ForEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
 		iter := m.Scan(ctx, 0, ns+":*", 1000).Iterator()
 		var keys []string
+		unlink := func() {
+			for _, ks := range bySlot(keys) {
+				m.Unlink(ctx, ks...)
+			}
+			keys = keys[:0]
+		}
 		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-			if len(keys) == 1000 {
-				m.Unlink(ctx, keys...)
-				keys = keys[:0]
+			if keys = append(keys, iter.Val()); len(keys) == 1000 {
+				unlink()
 			}
 		}
-		if len(keys) > 0 {
-			m.Unlink(ctx, keys...)
-		}
+		unlink()
 		return nil
 	})
 }

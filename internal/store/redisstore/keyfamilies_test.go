@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,7 +106,7 @@ func TestKeyFamiliesDocumented(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	var keys []string
-	for _, pat := range []string{f.ns + ":*", "{" + f.ns + "}:*"} {
+	for _, pat := range []string{f.ns + ":*", "{" + f.ns + "}:*", "{" + f.ns + ":*}:*"} {
 		iter := f.rdb.Scan(ctx, 0, pat, 1000).Iterator()
 		for iter.Next(ctx) {
 			keys = append(keys, iter.Val())
@@ -164,9 +165,10 @@ func familyWorkload(t *testing.T, f fixture) {
 
 // TestKeysShareOneSlot: every key the families workload, a request's rate
 // token and a held heavy slot leave for the namespace starts with its
-// prefix {ns}: and hashes to the one Redis Cluster slot of its tag; none
-// is left under the old prefix "ns:" (or the rate buckets' old
-// "rate:ns:").
+// prefix {ns}: and hashes to the one Redis Cluster slot of its tag, but
+// the register's ids strings, each under the slot group of its number
+// (idsKey); none is left under the old prefix "ns:" (or the rate buckets'
+// old "rate:ns:").
 func TestKeysShareOneSlot(t *testing.T) {
 	ctx := context.Background()
 	f, l, c, want := newGateFixture(t, 2, "One Slot Co")
@@ -187,7 +189,11 @@ func TestKeysShareOneSlot(t *testing.T) {
 			continue // asynq's own keys, tagged by queue
 		}
 		n++
-		if !strings.HasPrefix(k, prefix) {
+		if m := idsKeyRE.FindStringSubmatch(k); m != nil {
+			if b, _ := strconv.Atoi(m[2]); k != f.rs.idsKey(m[1], uint32(b)) {
+				t.Errorf("ids string %s is not in the slot group of its number: want %s", k, f.rs.idsKey(m[1], uint32(b)))
+			}
+		} else if !strings.HasPrefix(k, prefix) {
 			t.Errorf("key %s is not under %s", k, prefix)
 		} else if keyspace.Slot(k) != keyspace.Slot(prefix) {
 			t.Errorf("key %s hashes to slot %d, not the namespace's %d", k, keyspace.Slot(k), keyspace.Slot(prefix))
@@ -205,3 +211,6 @@ func TestKeysShareOneSlot(t *testing.T) {
 		}
 	}
 }
+
+// idsKeyRE matches the key of an ids string: its generation and number.
+var idsKeyRE = regexp.MustCompile(`^\{[^}]*\}:reg:(\d+):ids:(\d+)$`)

@@ -1,6 +1,11 @@
 package redisstore
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/noticesd/noticesd/internal/keyspace"
+)
 
 // Every key of the store is built here: s.key(family, parts...) is
 // "{<namespace>}:<family>:<part>:...", under the namespace's one hash tag
@@ -46,4 +51,15 @@ const (
 // key returns the namespaced key of the parts joined by ':'.
 func (s *Store) key(parts ...string) string {
 	return s.ns + strings.Join(parts, ":")
+}
+
+// regGroups is how many slot groups (keyspace.Group) the register's ids
+// strings are spread over, so that no one master of a Redis Cluster holds
+// them all (the migration of a namespace moves them by the same rule).
+const regGroups = 64
+
+// idsKey returns ids string b of register generation v:
+// "{<namespace>:g<b % regGroups>}:reg:<v>:ids:<b>".
+func (s *Store) idsKey(v string, b uint32) string {
+	return keyspace.Group(s.name, int(b%regGroups)) + regKey + ":" + v + ":ids:" + strconv.FormatUint(uint64(b), 10)
 }

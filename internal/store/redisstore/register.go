@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
 )
@@ -104,26 +105,43 @@ func formedOf(abn string) (string, bool) {
 
 var regParts = []string{"idparts", "acnabn", "abn", "odd"}
 
-func (s *Store) idsKey(v string, b uint32) string {
-	return s.key(regKey, v, "ids", strconv.FormatUint(uint64(b), 10))
-}
-
-// regKeys returns the keys of register generation v: its parts, its ids
-// strings (read from reg:<v>:idparts) and, for a generation an older
-// version loaded (an upgrade path only), its names hash reg:<v>:name.
-func (s *Store) regKeys(ctx context.Context, v string) ([]string, error) {
+// regKeys returns the keys of register generation v: its parts under the
+// namespace's tag (and, for a generation an older version loaded, an
+// upgrade path only, its names hash reg:<v>:name), then its ids strings
+// (read from reg:<v>:idparts), spread over slot groups (idsKey).
+func (s *Store) regKeys(ctx context.Context, v string) (parts, ids []string, err error) {
 	bs, err := s.rdb.SMembers(ctx, s.key(regKey, v, "idparts")).Result()
 	if err != nil {
-		return nil, s.fail("read the register's parts", err)
+		return nil, nil, s.fail("read the register's parts", err)
 	}
-	out := make([]string, 0, len(regParts)+len(bs)+1)
-	for _, p := range regParts {
-		out = append(out, s.key(regKey, v, p))
+	for _, p := range append(regParts, "name") {
+		parts = append(parts, s.key(regKey, v, p))
 	}
 	for _, b := range bs {
-		out = append(out, s.key(regKey, v, "ids", b))
+		n, err := strconv.ParseUint(b, 10, 32)
+		if err != nil {
+			return nil, nil, fmt.Errorf("redisstore: %s holds %q, not the number of an ids string", s.key(regKey, v, "idparts"), b)
+		}
+		ids = append(ids, s.idsKey(v, uint32(n)))
 	}
-	return append(out, s.key(regKey, v, "name")), nil
+	return parts, ids, nil
+}
+
+// bySlot splits keys by Redis Cluster hash slot: on a cluster a command
+// of several keys names keys of one slot.
+func bySlot(keys []string) [][]string {
+	at := map[int]int{}
+	var out [][]string
+	for _, k := range keys {
+		i, ok := at[keyspace.Slot(k)]
+		if !ok {
+			i = len(out)
+			at[keyspace.Slot(k)] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], k)
+	}
+	return out
 }
 
 // BeginRegister starts writing a new register generation.
@@ -261,65 +279,133 @@ func primaryACN(abn string, acns []string) string {
 	return best
 }
 
-// switchRegisterScript makes generation ARGV[1] the one readers use (its
-// keys persistent) and lets the old one, ARGV[2] ("" for none), expire. It
-// answers 0, or -1 when reg:v no longer names the old generation (casRun
-// reads it again), and 1 (stale) when the load is marked (ARGV[4] "1")
-// and the marker no longer names ARGV[1] (docs/redis.md, "One register
-// everywhere"). KEYS: reg:v, reg:pending, the new generation's
-// keys (regKeys), then the old one's. ARGV: the generation, the old one,
-// its TTL, marked, the number of the new generation's keys.
+// switchRegisterScript makes generation ARGV[1] the one readers use and
+// records it and the one it replaces in reg:settle, for settleRegister
+// (the script cannot take their keys: the ids strings are in other
+// slots). It answers 0, or 1 (stale) when the load is marked (ARGV[2]
+// "1") and the marker no longer names ARGV[1] (docs/redis.md, "One
+// register everywhere"). KEYS: reg:v, reg:pending, reg:settle.
 var switchRegisterScript = redis.NewScript(pendingLua + `
 local cur = redis.call('GET', KEYS[1]) or ''
-if cur ~= ARGV[2] then return -1 end
 if cur == ARGV[1] then return 0 end
-if ARGV[4] == '1' and not pending(KEYS[2], ARGV[1]) then return 1 end
+if ARGV[2] == '1' and not pending(KEYS[2], ARGV[1]) then return 1 end
 redis.call('SET', KEYS[1], ARGV[1])
-local n = tonumber(ARGV[5])
-for i = 3, 2 + n do redis.call('PERSIST', KEYS[i]) end
-for i = 3 + n, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
+redis.call('SADD', KEYS[3], ARGV[1])
+if cur ~= '' then redis.call('SADD', KEYS[3], cur) end
 return 0
 `)
 
 // Commit switches readers to the new generation in one step (again,
-// harmlessly, when they read it already), then runs RefreshWatchKeys and
-// clears the load's pending marker (regpending.go; switchRegisterScript).
+// harmlessly, when they read it already), settles the expiry of the
+// generations switched (settleRegister), then runs RefreshWatchKeys and
+// clears the load's pending marker (regpending.go). A crash after the
+// switch leaves reg:settle naming the new generation, whose keys still
+// expire 24 h after the load's last Add: CompleteRegister, which every
+// scale process runs when it opens its stores and the workers' sweep
+// every 30 s, settles it first thing.
 func (l *RegisterLoad) Commit(ctx context.Context) error {
 	if l.done {
 		return fmt.Errorf("redisstore: register load %s already finished", l.v)
 	}
 	l.done = true
 	s := l.s
-	stale, err := s.casRun(ctx, "switch register", switchRegisterScript, func() ([]string, []any, error) {
-		old, err := s.rdb.Get(ctx, s.key(regKey, "v")).Result()
-		if err != nil && err != redis.Nil {
-			return nil, nil, s.fail("switch register", err)
-		}
-		gen, err := s.regKeys(ctx, l.v)
-		if err != nil {
-			return nil, nil, err
-		}
-		keys := append([]string{s.key(regKey, "v"), s.key(regKey, "pending")}, gen...)
-		if old != "" && old != l.v {
-			oldKeys, err := s.regKeys(ctx, old)
-			if err != nil {
-				return nil, nil, err
-			}
-			keys = append(keys, oldKeys...)
-		}
-		return keys, []any{l.v, old, oldRegisterTTL, boolArg(l.marked), len(gen)}, nil
-	})
+	stale, err := switchRegisterScript.Run(ctx, s.rdb, []string{s.key(regKey, "v"), s.key(regKey, "pending"), s.key(regKey, "settle")},
+		l.v, boolArg(l.marked)).Int()
 	if err != nil {
-		return err
+		return s.fail("switch register", err)
 	}
 	if stale == 1 {
 		return s.staleLoad(l.v)
+	}
+	if err := s.settleRegister(ctx); err != nil {
+		return err
 	}
 	if _, err := s.RefreshWatchKeys(ctx); err != nil {
 		return err
 	}
 	_, err = l.pending(ctx, "drop")
 	return err
+}
+
+// settledScript finishes settleRegister: when reg:v still names ARGV[1]
+// (the generation it made persistent), it makes that generation's parts
+// (under the namespace's tag, so here, checked) persistent, the others'
+// expire in ARGV[2] seconds, and removes them all from reg:settle, 0;
+// else (a load switched meanwhile) it puts ARGV[1] back in reg:settle,
+// -1: settle again. KEYS: reg:v, reg:settle, then per generation of
+// ARGV[4..] (in order) the ARGV[3] keys of its parts (regKeys).
+var settledScript = redis.NewScript(`
+if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then
+  if ARGV[1] ~= '' then redis.call('SADD', KEYS[2], ARGV[1]) end
+  return -1
+end
+local n = tonumber(ARGV[3])
+for i = 4, #ARGV do
+  for j = 3 + (i - 4) * n, 2 + (i - 3) * n do
+    if ARGV[i] == ARGV[1] then redis.call('PERSIST', KEYS[j]) else redis.call('EXPIRE', KEYS[j], ARGV[2]) end
+  end
+  redis.call('SREM', KEYS[2], ARGV[i])
+end
+return 0
+`)
+
+// settleRegister gives the generations reg:settle names (switchRegisterScript
+// records them) their expiry: the one readers use (reg:v) none, the ones
+// it replaced oldRegisterTTL, so a screen that read one finishes on
+// consistent data. Their ids strings first, in every slot group; then
+// their parts and the record, in settledScript, parts last because
+// reg:<v>:idparts names the ids strings. Each step may be repeated: a
+// crash anywhere leaves the record, and CompleteRegister settles again.
+//
+// A settler that read reg:v before another load's switch and makes the
+// replaced generation persistent after that load's own settle finishes
+// puts it back in the record (settledScript) and settles again; were it to
+// die just between, that generation would stay without expiry until it is
+// dropped by hand (docs/redis.md, "Register and notice sets").
+func (s *Store) settleRegister(ctx context.Context) error {
+	for {
+		var live *redis.StringCmd
+		var gens *redis.StringSliceCmd
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			live, gens = p.Get(ctx, s.key(regKey, "v")), p.SMembers(ctx, s.key(regKey, "settle"))
+			return nil
+		})
+		if err != nil && err != redis.Nil {
+			return s.fail("read the register generations to settle", err)
+		}
+		if len(gens.Val()) == 0 {
+			return nil
+		}
+		keys := []string{s.key(regKey, "v"), s.key(regKey, "settle")}
+		args := []any{live.Val(), oldRegisterTTL, len(regParts) + 1}
+		var persist, expire []string
+		for _, v := range gens.Val() {
+			parts, ids, err := s.regKeys(ctx, v)
+			if err != nil {
+				return err
+			}
+			if v == live.Val() {
+				persist = append(persist, ids...)
+			} else {
+				expire = append(expire, ids...)
+			}
+			keys, args = append(keys, parts...), append(args, v)
+		}
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range persist {
+				p.Persist(ctx, k)
+			}
+			for _, k := range expire {
+				p.Expire(ctx, k, oldRegisterTTL*time.Second)
+			}
+			return nil
+		}); err != nil {
+			return s.fail("settle the register's expiry", err)
+		}
+		if n, err := settledScript.Run(ctx, s.rdb, keys, args...).Int(); err != nil || n == 0 {
+			return s.fail("settle the register's expiry", err)
+		}
+	}
 }
 
 // Rollback drops the new generation, and the marker when it names it;
@@ -333,11 +419,22 @@ func (l *RegisterLoad) Rollback() error {
 	if _, err := l.pending(ctx, "drop"); err != nil {
 		return err
 	}
-	keys, err := l.s.regKeys(ctx, l.v)
+	parts, ids, err := l.s.regKeys(ctx, l.v)
 	if err != nil {
 		return err
 	}
-	return l.s.fail("drop register load", l.s.rdb.Unlink(ctx, keys...).Err())
+	// The ids strings first: reg:<v>:idparts names them.
+	for _, keys := range [][]string{ids, parts} {
+		if _, err := l.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, ks := range bySlot(keys) {
+				p.Unlink(ctx, ks...)
+			}
+			return nil
+		}); err != nil {
+			return l.s.fail("drop register load", err)
+		}
+	}
+	return nil
 }
 
 // register is one generation of the register, for lookups.

@@ -58,18 +58,15 @@ func TestRegisterSwapIsAtomic(t *testing.T) {
 		t.Errorf("after the swap the screen sees %v, want the new register whole", got)
 	}
 	abandoned := load([]notice.RegisterRow{row(1, "NEVER")})
-	keys, err := f.rs.regKeys(ctx, abandoned.v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := f.rdb.Exists(ctx, keys...).Result(); n < 4 {
+	keys := f.genKeys(t, abandoned.v)
+	if n := f.existing(t, keys); n < 4 {
 		t.Fatalf("premise: the load wrote %d of its keys %v", n, keys)
 	}
 	if err := abandoned.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := f.rdb.Exists(ctx, keys...).Result(); n != 0 {
-		t.Errorf("a rolled-back load left its keys")
+	if n := f.existing(t, keys); n != 0 {
+		t.Errorf("a rolled-back load left %d of its keys", n)
 	}
 	if got := unmatched(); len(got) != 3 || got[0] != acn(2) {
 		t.Errorf("after a rollback the screen sees %v", got)
@@ -83,22 +80,7 @@ func TestRegisterSwapIsAtomic(t *testing.T) {
 func TestKilledRegisterLoadExpires(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	ttls := func(v string) []time.Duration {
-		keys, err := f.rs.regKeys(ctx, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []time.Duration
-		for _, k := range keys {
-			if f.rdb.Exists(ctx, k).Val() == 1 { // a load writes no odd hash without odd ACNs
-				out = append(out, f.rdb.TTL(ctx, k).Val())
-			}
-		}
-		if len(out) < 4 {
-			t.Fatalf("generation %s has %d keys; want its ids string, idparts, acnabn and abn", v, len(out))
-		}
-		return out
-	}
+	ttls := func(v string) []time.Duration { return f.genTTLs(t, v) }
 	load := func(n int) *RegisterLoad {
 		l, err := f.rs.BeginRegister(ctx)
 		if err != nil {

@@ -97,9 +97,15 @@ func (s *Store) staleLoad(v string) error {
 
 // CompleteRegister finishes a register load whose loader died between its
 // two commit steps (see above) and reports what it did: "" (nothing
-// pending, or its loader still runs), "switched" or "dropped". It needs a
-// notice store that is a RegisterIndexer; with any other it does nothing.
+// pending, or its loader still runs), "switched" or "dropped". First it
+// settles the expiry of the generations a switch recorded (settleRegister:
+// a loader that died just after its switch left its generation's keys
+// expiring 24 h after its last batch). The rest needs a notice store that
+// is a RegisterIndexer; with any other it does nothing more.
 func (s *Store) CompleteRegister(ctx context.Context) (string, error) {
+	if err := s.settleRegister(ctx); err != nil {
+		return "", err
+	}
 	ri, ok := s.source.(RegisterIndexer)
 	if !ok {
 		return "", nil

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/noticesd/noticesd/ingest"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/sample"
@@ -46,17 +48,16 @@ func BenchmarkRegisterBytesPerRow(b *testing.B) {
 		}
 		took := time.Since(start)
 		var total, keys int64
-		iter := f.rdb.Scan(ctx, 0, f.rs.key(regKey, l.v, "*"), 1000).Iterator()
-		for iter.Next(ctx) {
-			m, err := f.rdb.MemoryUsage(ctx, iter.Val(), 0).Result()
+		for _, k := range f.genKeys(b, l.v) {
+			m, err := f.rdb.MemoryUsage(ctx, k, 0).Result()
+			if err == redis.Nil {
+				continue // a part this register has none of
+			}
 			if err != nil {
 				b.Fatal(err)
 			}
 			total += m
 			keys++
-		}
-		if err := iter.Err(); err != nil {
-			b.Fatal(err)
 		}
 		b.ReportMetric(float64(total)/float64(rows), "bytes-per-row")
 		b.ReportMetric(float64(total)/(1<<20), "MiB")
