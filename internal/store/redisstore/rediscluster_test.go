@@ -20,9 +20,11 @@ import (
 // acknowledged write sends its WAIT to the master owning the namespace's
 // hash slot and to no other master (INFO commandstats of each); and the
 // Redis contract suites (accounts, watches, with the screen copy too,
-// gauges, mail) and the webhook records and half-done changes pass with every
-// fixture connected to the cluster: every key of a namespace is under its
-// one hash tag, so every script runs in one slot.
+// gauges, mail), the webhook records and half-done changes, and the
+// register's (loads, their switch and settle, the screen and its copy)
+// pass with every fixture connected to the cluster: every script's keys
+// are under one hash tag, so it runs in one slot; a loaded register's ids
+// strings are on every master (testRegisterSpread).
 func TestRedisCluster(t *testing.T) {
 	target := config.Config{RedisClusterURL: testservers.RedisCluster(t)}
 	ctx := context.Background()
@@ -76,7 +78,24 @@ func TestRedisCluster(t *testing.T) {
 		suite{"GaugesContract", TestGaugesContract},
 		suite{"MailContract", TestMailContract},
 		suite{"WebhookRecords", TestWebhookRecords},
-		suite{"ReconcileFinishesHalfDoneChanges", TestReconcileFinishesHalfDoneChanges})
+		suite{"ReconcileFinishesHalfDoneChanges", TestReconcileFinishesHalfDoneChanges},
+		// The register: its ids strings in 64 slot groups, the switch and
+		// its settle, the screen copy and the screen reading them.
+		suite{"RegisterSpread", testRegisterSpread},
+		suite{"RegisterSwapIsAtomic", TestRegisterSwapIsAtomic},
+		suite{"KilledRegisterLoadExpires", TestKilledRegisterLoadExpires},
+		suite{"RegisterNamesAsRowByRow", TestRegisterNamesAsRowByRow},
+		suite{"RegisterSettlesAfterSwitch", TestRegisterSettlesAfterSwitch},
+		suite{"StaleSettlerPutsBack", TestStaleSettlerPutsBack},
+		suite{"RegisterLoadIsOneGeneration", TestRegisterLoadIsOneGeneration},
+		suite{"ResumedLoaderDoesNotSwitchToDroppedGeneration", TestResumedLoaderDoesNotSwitchToDroppedGeneration},
+		suite{"StalledLoaderDoesNotSwapElasticsearch", TestStalledLoaderDoesNotSwapElasticsearch},
+		suite{"ScreenCopyRegisterReplacement", TestScreenCopyRegisterReplacement},
+		suite{"ScreenCopyExpandAgreesWithRedis", TestScreenCopyExpandAgreesWithRedis},
+		suite{"ScreenCopyOddRegister", TestScreenCopyOddRegister},
+		suite{"ScreenCopyNotLoadedReadsRedis", TestScreenCopyNotLoadedReadsRedis},
+		suite{"SharedABNMatchesEmbedded", TestSharedABNMatchesEmbedded},
+		suite{"ScreenNoticeCarryingBoth", TestScreenNoticeCarryingBoth})
 }
 
 // newFixtureOn is newFixture connected to target.
