@@ -61,12 +61,12 @@ type layoutExpect struct {
 		Key, Account, Kind string
 		Valid              bool
 	} `json:"keys"`
-	Accounts   []account.Account      `json:"accounts"`
-	Watches    map[string][]string    `json:"watches"`
-	Deliveries map[string][]string    `json:"deliveries"`
-	Notices    []notice.Notice        `json:"notices"`
-	Register   []notice.RegisterRow   `json:"register"`
-	Alpha      string                 `json:"alpha"`
+	Accounts   []account.Account    `json:"accounts"`
+	Watches    map[string][]string  `json:"watches"`
+	Deliveries map[string][]string  `json:"deliveries"`
+	Notices    []notice.Notice      `json:"notices"`
+	Register   []notice.RegisterRow `json:"register"`
+	Alpha      string               `json:"alpha"`
 	Screen     struct {
 		IDs    []string        `json:"ids"`
 		Answer json.RawMessage `json:"answer"`

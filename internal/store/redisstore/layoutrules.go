@@ -27,7 +27,9 @@ type layoutRule struct {
 // keys.go's will be (gate53, reg53): use those functions once they land.
 var layoutRules = []layoutRule{
 	{family: "accounts", match: isAccountHash,
-		to: func(ns, rest, _ string) string { return keyspace.Account(ns, strings.TrimPrefix(rest, "acct:")) + "acct" }},
+		to: func(ns, rest, _ string) string {
+			return keyspace.Account(ns, strings.TrimPrefix(rest, "acct:")) + "acct"
+		}},
 	{family: "api keys", match: func(rest string) bool { return oneMore(rest, "apikey:") }, read: "account", keep: true,
 		to: func(ns, rest, account string) string { return keyspace.Account(ns, account) + rest }},
 	{family: "register identifier sets", match: isRegisterIDs,
