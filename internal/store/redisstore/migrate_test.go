@@ -15,6 +15,7 @@ import (
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/redisstore/layouttest"
 	"github.com/noticesd/noticesd/internal/testservers"
 )
 
@@ -23,7 +24,7 @@ import (
 // and where each key must be after it (names).
 type taggedNamespace struct {
 	fixture
-	fx     layoutFixture
+	fx     layouttest.Fixture
 	before map[string]keyState
 	names  map[string][]string
 }
@@ -42,7 +43,7 @@ func loadTagged(t *testing.T, target config.Config) taggedNamespace {
 			}
 		}
 	})
-	fx := loadLayout(t, f.rdb, f.ns, "layout-tagged.json")
+	fx := layouttest.Load(t, f.rdb, f.ns, layouttest.Tagged)
 	p := keyspace.Prefix(f.ns)
 	for _, k := range []string{p + "acct:" + fx.Expect.Alpha, p + "reg:1:ids:6"} {
 		if !f.rdb.PExpire(ctx, k, time.Hour).Val() {
@@ -214,7 +215,7 @@ func TestMigratedLayoutReads(t *testing.T) {
 }
 
 // checkLayoutReads checks what rs answers against the fixture's reads.
-func checkLayoutReads(t *testing.T, rs *Store, want layoutExpect) {
+func checkLayoutReads(t *testing.T, rs *Store, want layouttest.Expect) {
 	t.Helper()
 	ctx := context.Background()
 	for _, k := range want.Keys {
