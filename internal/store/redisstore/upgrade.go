@@ -78,6 +78,9 @@ func UpgradeKeys(ctx context.Context, rdb redis.UniversalClient, namespace strin
 		if v == layoutSharded {
 			return Upgraded{}, nil
 		}
+		if v != "" && v != layoutTagged {
+			return nil, fmt.Errorf("redisstore: namespace %s is in the key layout %q, which this version does not know: run a newer noticesd", namespace, v)
+		}
 		took, err := lease.TakeOrRenew(ctx, rdb, lock, token, upgradeLock)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: lock the key upgrade of namespace %s: %w", namespace, err)

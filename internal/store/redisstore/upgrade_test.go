@@ -112,3 +112,19 @@ func TestUpgradeKeysRefusesToOverwrite(t *testing.T) {
 	}
 	f.rdb.Del(ctx, old+"acct:seq")
 }
+
+// TestUpgradeKeysRefusesUnknownLayout: a layout mark this version does not
+// know (a newer version's) stops the start, saying so, and moves nothing.
+func TestUpgradeKeysRefusesUnknownLayout(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	p := keyspace.Prefix(f.ns)
+	f.rdb.Set(ctx, p+"layout", "sharded-by-watch", 0)
+	f.rdb.HSet(ctx, p+"acct:acc_1", "name", "Kept")
+	if _, err := UpgradeKeys(ctx, f.rdb, f.ns, UpgradeOptions{}); err == nil || !strings.Contains(err.Error(), `"sharded-by-watch"`) {
+		t.Errorf("upgrade of a namespace in an unknown layout: %v; want an error naming it", err)
+	}
+	if f.rdb.Exists(ctx, p+"acct:acc_1").Val() != 1 {
+		t.Error("the refused upgrade moved a key")
+	}
+}
