@@ -1,6 +1,6 @@
 // Command noticesd serves the published-notices API and runs its operator
 // commands: serve, ingest, accounts, sample, demo, collect, reindex, worker,
-// queue, screen, health and version. Run `noticesd --help`.
+// queue, migrate-keys, screen, health and version. Run `noticesd --help`.
 package main
 
 import (
@@ -45,6 +45,7 @@ func commands() []command {
 		{"reindex", "rebuild the Elasticsearch indices from the built-in mappings (scale)", runReindex},
 		{"worker", "match arrivals and deliver webhooks on asynq workers (scale)", runWorker},
 		{"queue", "print the webhook delivery queue's counts (scale)", runQueue},
+		{"migrate-keys", "move the namespace's Redis keys to this version's layout (scale; serve and worker do it at start)", runMigrateKeys},
 		{"screen", "screen a CSV file of ACNs/ABNs against a running API (POST /v1/match), splitting big files", runScreen},
 		{"health", "probe a running API (GET /ready); exit 0 on 200, for container health checks", runHealth},
 		{"version", "print the version, commit, build tags and available backends", runVersion},
@@ -70,7 +71,7 @@ Commands:
 	cmds := commands()
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Run 'noticesd COMMAND --help' (or 'noticesd help COMMAND') for a command's flags.

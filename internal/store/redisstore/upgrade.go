@@ -1,9 +1,14 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,89 +18,415 @@ import (
 	"github.com/noticesd/noticesd/internal/lease"
 )
 
-const layoutTagged, upgradeLock = "tagged", 30 * time.Second
+// The marks of {ns}:layout, and how long the upgrade's lock lasts unless
+// renewed.
+const (
+	layoutTagged  = "tagged"  // every key under "{ns}:"
+	layoutSharded = "sharded" // what an account owns under its own tag (layoutRules)
+	upgradeLock   = 30 * time.Second
+)
 
-// UpgradeKeys moves the keys an older version wrote under "<namespace>:"
-// to "{<namespace>}:" (docs/redis.md, "Upgrading from the untagged
-// layout") and returns how many it moved; once the mark {ns}:layout says
-// so, a call costs one GET. One process upgrades at a time, under a lock;
-// the others wait. Each step is a RENAMENX (O(1), value and time to live
-// kept) of a key still under the old name, so the next start finishes an
-// interrupted upgrade; a key under both names (an older version still
-// writing) stops it with an error naming both: nothing is overwritten.
-func UpgradeKeys(ctx context.Context, rdb redis.UniversalClient, namespace string) (int, error) {
+// Upgraded counts the keys an upgrade moved (copied, deleted), by family.
+type Upgraded map[string]int
+
+// Total is the number of keys of every family.
+func (u Upgraded) Total() int {
+	n := 0
+	for _, v := range u {
+		n += v
+	}
+	return n
+}
+
+// UpgradeOptions are UpgradeKeys's options.
+type UpgradeOptions struct {
+	// Progress, when set, is called after each batch of keys with the
+	// counts so far.
+	Progress func(Upgraded)
+	// crashAfter, when positive, stops the upgrade as a crash would
+	// after that many keys are written under their new name, before
+	// their old names are deleted (tests).
+	crashAfter int
+}
+
+// familyUntagged names the keys moved from "ns:" to "{ns}:".
+const familyUntagged = "untagged keys"
+
+// errCrashed is what an upgrade stopped by UpgradeOptions.crashAfter
+// returns.
+var errCrashed = errors.New("redisstore: the upgrade stopped as a crash would (test)")
+
+// UpgradeKeys brings namespace's keys to the sharded layout (docs/redis.md,
+// "Upgrading to the sharded layout") and says what it moved; once the mark
+// {ns}:layout says "sharded", a call costs one GET. Keys of the untagged
+// layout ("ns:") first go under "{ns}:" (mark "tagged"), then each family
+// of layoutRules to its new names; a namespace never written is marked at
+// once. One process upgrades at a time, under a lock; the others wait for
+// the mark. Each step moves a key still under its old name, so the next
+// start finishes an interrupted upgrade; a key under both names with
+// different values (an older version still writing) stops it with an error
+// naming both: nothing is overwritten.
+func UpgradeKeys(ctx context.Context, rdb redis.UniversalClient, namespace string, o UpgradeOptions) (Upgraded, error) {
 	p := keyspace.Prefix(namespace)
 	mark, lock := p+"layout", p+"layout:lock"
 	token := rand.Text()
 	for {
 		v, err := rdb.Get(ctx, mark).Result()
 		if err != nil && err != redis.Nil {
-			return 0, fmt.Errorf("redisstore: read the key layout of namespace %s: %w", namespace, err)
+			return nil, fmt.Errorf("redisstore: read the key layout of namespace %s: %w", namespace, err)
 		}
-		if v == layoutTagged {
-			return 0, nil
+		if v == layoutSharded {
+			return Upgraded{}, nil
+		}
+		if v != "" && v != layoutTagged {
+			return nil, fmt.Errorf("redisstore: namespace %s is in the key layout %q, which this version does not know: run a newer noticesd", namespace, v)
 		}
 		took, err := lease.TakeOrRenew(ctx, rdb, lock, token, upgradeLock)
 		if err != nil {
-			return 0, fmt.Errorf("redisstore: lock the key upgrade of namespace %s: %w", namespace, err)
+			return nil, fmt.Errorf("redisstore: lock the key upgrade of namespace %s: %w", namespace, err)
 		}
 		if took {
-			n, err := moveOldKeys(ctx, rdb, namespace, lock, token)
-			if err == nil {
-				err = rdb.Set(ctx, mark, layoutTagged, 0).Err()
-			}
+			m := &mover{rdb: rdb, ns: namespace, lock: lock, token: token, o: o, done: Upgraded{}}
+			_, m.cluster = rdb.(*redis.ClusterClient)
+			err := m.upgrade(ctx, v == layoutTagged, mark)
 			rdb.Del(context.WithoutCancel(ctx), lock)
-			return n, err
+			return m.done, err
 		}
 		select { // another process upgrades: wait for its mark
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
 
-// moveOldKeys renames every key under the old prefix, a SCAN page at a
-// time with the lock renewed before each, until a full SCAN finds none.
-func moveOldKeys(ctx context.Context, rdb redis.UniversalClient, namespace, lock, token string) (int, error) {
-	old, p := keyspace.OldPrefix(namespace), keyspace.Prefix(namespace)
-	moved := 0
+// mover moves keys to their new names, under the upgrade's lock: on one
+// Redis by RENAMENX (O(1), value and time to live kept, any two names); on
+// a cluster, where the two names are in different slots, by DUMP, RESTORE
+// with the time to live left, then DEL. A crash between RESTORE and DEL
+// leaves both names with one value: the next run deletes the old one.
+type mover struct {
+	rdb         redis.UniversalClient
+	cluster     bool
+	ns          string
+	lock, token string
+	o           UpgradeOptions
+	done        Upgraded
+	written     int // keys written under a new name (crashAfter)
+}
+
+// step is one key's move: to "" deletes it, keep copies it.
+type step struct {
+	family, from, to string
+	keep             bool
+}
+
+// upgrade runs the untagged step (unless tagged) and the rules, setting
+// the mark after each.
+func (m *mover) upgrade(ctx context.Context, tagged bool, mark string) error {
+	if !tagged {
+		old := keyspace.OldPrefix(m.ns)
+		if err := m.scan(ctx, old, func(ctx context.Context, keys []string) ([]step, error) {
+			steps := make([]step, len(keys))
+			for i, k := range keys {
+				steps[i] = step{family: familyUntagged, from: k, to: keyspace.Prefix(m.ns) + strings.TrimPrefix(k, old)}
+			}
+			return steps, nil
+		}); err != nil {
+			return err
+		}
+		if err := m.rdb.Set(ctx, mark, layoutTagged, 0).Err(); err != nil {
+			return err
+		}
+	}
+	if err := m.scan(ctx, keyspace.Prefix(m.ns), m.ruleSteps); err != nil {
+		return err
+	}
+	return m.rdb.Set(ctx, mark, layoutSharded, 0).Err()
+}
+
+// scan runs the steps plan gives for the keys under prefix, a SCAN page
+// at a time with the lock renewed before each, until a full SCAN does
+// nothing (keys an older version wrote meanwhile are moved too).
+func (m *mover) scan(ctx context.Context, prefix string, plan func(context.Context, []string) ([]step, error)) error {
 	for {
-		found := 0
-		err := scanKeys(ctx, rdb, globEscape(old)+"*", 1000, func(batch []string) error {
-			found += len(batch)
-			if len(batch) == 0 {
-				return nil
+		before := m.done.Total()
+		err := scanKeys(ctx, m.rdb, globEscape(prefix)+"*", 1000, func(batch []string) error {
+			steps, err := plan(ctx, batch)
+			if err != nil || len(steps) == 0 {
+				return err
 			}
-			if held, err := lease.TakeOrRenew(ctx, rdb, lock, token, upgradeLock); err != nil || !held {
-				return fmt.Errorf("redisstore: the key upgrade of namespace %s lost its lock (%v): start again", namespace, err)
+			if held, err := lease.TakeOrRenew(ctx, m.rdb, m.lock, m.token, upgradeLock); err != nil || !held {
+				return fmt.Errorf("redisstore: the key upgrade of namespace %s lost its lock (%v): start again", m.ns, err)
 			}
-			cmds := make([]*redis.BoolCmd, len(batch))
-			_, _ = rdb.Pipelined(ctx, func(pl redis.Pipeliner) error { // each answer read below
-				for i, k := range batch {
-					cmds[i] = pl.RenameNX(ctx, k, p+strings.TrimPrefix(k, old))
-				}
-				return nil
-			})
-			for i, c := range cmds {
-				switch {
-				case c.Err() != nil && strings.Contains(c.Err().Error(), "no such key"):
-					// gone meanwhile (it expired)
-				case c.Err() != nil:
-					return fmt.Errorf("redisstore: upgrade key %s: %w", batch[i], c.Err())
-				case !c.Val():
-					return fmt.Errorf("redisstore: upgrading namespace %s: both %s and %s exist; stop every process of the older version, "+
-						"keep the one that holds the data (usually the first) and remove the other, then start again", namespace, batch[i], p+strings.TrimPrefix(batch[i], old))
-				default:
-					moved++
-				}
+			if err := m.run(ctx, steps); err != nil {
+				return err
+			}
+			if m.o.Progress != nil {
+				m.o.Progress(maps.Clone(m.done))
 			}
 			return nil
 		})
-		if err != nil || found == 0 {
-			return moved, err
+		if err != nil || m.done.Total() == before {
+			return err
 		}
 	}
+}
+
+// ruleSteps are the steps of layoutRules for keys, each "{ns}:<rest>":
+// the first rule matching rest, with the field it reads.
+func (m *mover) ruleSteps(ctx context.Context, keys []string) ([]step, error) {
+	p := keyspace.Prefix(m.ns)
+	var steps []step
+	var rules []*layoutRule
+	var reads []*redis.StringCmd
+	_, err := m.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		for _, k := range keys {
+			rest := strings.TrimPrefix(k, p)
+			i := slices.IndexFunc(layoutRules, func(r layoutRule) bool { return r.match(rest) })
+			if i < 0 {
+				continue
+			}
+			r := &layoutRules[i]
+			steps = append(steps, step{family: r.family, from: k, keep: r.keep})
+			rules = append(rules, r)
+			var read *redis.StringCmd
+			if r.read != "" {
+				read = pl.HGet(ctx, k, r.read)
+			}
+			reads = append(reads, read)
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("redisstore: upgrade namespace %s: %w", m.ns, err)
+	}
+	kept := steps[:0]
+	for i, s := range steps {
+		field := ""
+		if reads[i] != nil {
+			if field = reads[i].Val(); field == "" && reads[i].Err() == redis.Nil {
+				continue // gone meanwhile (it expired)
+			} else if field == "" {
+				return nil, fmt.Errorf("redisstore: upgrade namespace %s: %s has no %s field (%v); "+
+					"correct or remove it, then start again", m.ns, s.from, rules[i].read, reads[i].Err())
+			}
+		}
+		s.to = rules[i].to(m.ns, strings.TrimPrefix(s.from, p), field)
+		kept = append(kept, s)
+	}
+	return kept, nil
+}
+
+// run runs one page of steps: deletes, then moves (renames on one Redis),
+// then copies and a cluster's moves (DUMP, RESTORE, DEL).
+func (m *mover) run(ctx context.Context, steps []step) error {
+	var dels, renames, copies []step
+	for _, s := range steps {
+		switch {
+		case s.to == "":
+			dels = append(dels, s)
+		case !m.cluster && !s.keep:
+			renames = append(renames, s)
+		default:
+			copies = append(copies, s)
+		}
+	}
+	if len(dels) > 0 {
+		cmds := make([]*redis.IntCmd, len(dels))
+		_, _ = m.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error { // each answer read below
+			for i, s := range dels {
+				cmds[i] = pl.Unlink(ctx, s.from)
+			}
+			return nil
+		})
+		for i, c := range cmds {
+			if c.Err() != nil {
+				return fmt.Errorf("redisstore: upgrade: delete %s: %w", dels[i].from, c.Err())
+			}
+			m.done[dels[i].family] += int(c.Val())
+		}
+	}
+	if err := m.rename(ctx, m.budget(renames)); err != nil {
+		return err
+	}
+	return m.copy(ctx, copies)
+}
+
+// budget trims steps to what crashAfter leaves.
+func (m *mover) budget(steps []step) []step {
+	if m.o.crashAfter > 0 {
+		return steps[:min(len(steps), max(0, m.o.crashAfter-m.written))]
+	}
+	return steps
+}
+
+// rename moves each step's key by RENAMENX (one Redis).
+func (m *mover) rename(ctx context.Context, steps []step) error {
+	cmds := make([]*redis.BoolCmd, len(steps))
+	_, _ = m.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error { // each answer read below
+		for i, s := range steps {
+			cmds[i] = pl.RenameNX(ctx, s.from, s.to)
+		}
+		return nil
+	})
+	for i, c := range cmds {
+		s := steps[i]
+		switch {
+		case c.Err() != nil && strings.Contains(c.Err().Error(), "no such key"):
+			// gone meanwhile (it expired)
+		case c.Err() != nil:
+			return fmt.Errorf("redisstore: upgrade key %s: %w", s.from, c.Err())
+		case !c.Val():
+			if err := m.both(ctx, s); err != nil {
+				return err
+			}
+		default:
+			m.written++
+			m.done[s.family]++
+		}
+	}
+	if m.o.crashAfter > 0 && m.written >= m.o.crashAfter {
+		return errCrashed
+	}
+	return nil
+}
+
+// copy writes each step's key under its new name (DUMP, then RESTORE with
+// the time to live left), then deletes the old name unless the step keeps
+// it. A crash after the RESTORE leaves both names with one value: the next
+// run finds both (both) and deletes the old one.
+func (m *mover) copy(ctx context.Context, steps []step) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	dumps, ttls := make([]*redis.StringCmd, len(steps)), make([]*redis.DurationCmd, len(steps))
+	_, _ = m.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error { // each answer read below
+		for i, s := range steps {
+			dumps[i], ttls[i] = pl.Dump(ctx, s.from), pl.PTTL(ctx, s.from)
+		}
+		return nil
+	})
+	var todo []step
+	var payload []string
+	var ttl []time.Duration
+	for i, s := range steps {
+		if err := cmp.Or(dumps[i].Err(), ttls[i].Err()); err == redis.Nil || ttls[i].Val() == -2 {
+			continue // gone meanwhile (it expired)
+		} else if err != nil {
+			return fmt.Errorf("redisstore: upgrade: read %s: %w", s.from, err)
+		}
+		todo, payload, ttl = append(todo, s), append(payload, dumps[i].Val()), append(ttl, max(ttls[i].Val(), 0))
+	}
+	todo = m.budget(todo)
+	restores := make([]*redis.StatusCmd, len(todo))
+	_, _ = m.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error { // each answer read below
+		for i, s := range todo {
+			restores[i] = pl.Restore(ctx, s.to, ttl[i], payload[i])
+		}
+		return nil
+	})
+	var written []step
+	for i, c := range restores {
+		s := todo[i]
+		switch {
+		case c.Err() != nil && strings.HasPrefix(c.Err().Error(), "BUSYKEY"):
+			if err := m.both(ctx, s); err != nil {
+				return err
+			}
+		case c.Err() != nil:
+			return fmt.Errorf("redisstore: upgrade: write %s: %w", s.to, c.Err())
+		default:
+			m.written++
+			written = append(written, s)
+		}
+	}
+	if m.o.crashAfter > 0 && m.written >= m.o.crashAfter {
+		return errCrashed // as a crash here: the RESTOREs done, not the DELs
+	}
+	cmds := make([]*redis.IntCmd, len(written))
+	_, _ = m.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error { // each answer read below
+		for i, s := range written {
+			if !s.keep {
+				cmds[i] = pl.Del(ctx, s.from)
+			}
+		}
+		return nil
+	})
+	for i, s := range written {
+		if cmds[i] != nil && cmds[i].Err() != nil {
+			return fmt.Errorf("redisstore: upgrade: delete %s: %w", s.from, cmds[i].Err())
+		}
+		m.done[s.family]++
+	}
+	return nil
+}
+
+// both handles a step whose new name exists already: the same value (an
+// earlier run stopped after writing it) finishes the step, deleting the
+// old name unless the step keeps it; another value stops the upgrade with
+// an error naming both, and neither is changed.
+func (m *mover) both(ctx context.Context, s step) error {
+	same, err := sameValue(ctx, m.rdb, s.from, s.to)
+	if err != nil {
+		return fmt.Errorf("redisstore: upgrade: compare %s and %s: %w", s.from, s.to, err)
+	}
+	if !same {
+		return fmt.Errorf("redisstore: upgrading namespace %s: both %s and %s exist with different values; stop every process of the older version, "+
+			"keep the one that holds the data (usually the first) and remove the other, then start again", m.ns, s.from, s.to)
+	}
+	if s.keep {
+		return nil
+	}
+	if err := m.rdb.Del(ctx, s.from).Err(); err != nil {
+		return fmt.Errorf("redisstore: upgrade: delete %s: %w", s.from, err)
+	}
+	m.done[s.family]++
+	return nil
+}
+
+// sameValue reports whether keys a and b hold the same value: the same
+// DUMP, or (a big hash or set dumps its members in an order of its own
+// node) the same type and members.
+func sameValue(ctx context.Context, rdb redis.UniversalClient, a, b string) (bool, error) {
+	da, err := rdb.Dump(ctx, a).Result()
+	if err != nil {
+		return false, err
+	}
+	db, err := rdb.Dump(ctx, b).Result()
+	if err != nil || da == db {
+		return err == nil, err
+	}
+	va, err := typedValue(ctx, rdb, a)
+	if err != nil {
+		return false, err
+	}
+	vb, err := typedValue(ctx, rdb, b)
+	return err == nil && va != nil && reflect.DeepEqual(va, vb), err
+}
+
+// typedValue reads key's value by its type (nil for a type it does not
+// read: such values are the same only when their DUMPs are).
+func typedValue(ctx context.Context, rdb redis.UniversalClient, key string) (any, error) {
+	typ, err := rdb.Type(ctx, key).Result()
+	if err != nil {
+		return nil, err
+	}
+	switch typ {
+	case "string":
+		return rdb.Get(ctx, key).Result()
+	case "hash":
+		return rdb.HGetAll(ctx, key).Result()
+	case "set":
+		s, err := rdb.SMembers(ctx, key).Result()
+		slices.Sort(s)
+		return s, err
+	case "zset":
+		return rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
+	case "list":
+		return rdb.LRange(ctx, key, 0, -1).Result()
+	}
+	return nil, nil
 }
 
 // globEscape escapes the characters SCAN's MATCH treats as a pattern.

@@ -62,8 +62,10 @@ func Open(ctx context.Context, cfg config.Config, opts redisstore.Options) (_ *S
 			_ = rdb.Close()
 		}
 	}()
-	// Keys an older version wrote under "<ns>:" move under "{<ns>}:" first.
-	if _, err := redisstore.UpgradeKeys(ctx, rdb, cfg.Namespace); err != nil {
+	// Keys of an older version's layout move to this one's first (as
+	// `noticesd migrate-keys` does; docs/redis.md, "Upgrading to the
+	// sharded layout"): one GET once done.
+	if _, err := redisstore.UpgradeKeys(ctx, rdb, cfg.Namespace, redisstore.UpgradeOptions{}); err != nil {
 		return nil, err
 	}
 	plog := publog.New(rdb, cfg.Namespace, publog.Options{Retention: cfg.PublishLogRetention, LeaseTTL: cfg.WriterLease, Who: writerName(),
