@@ -13,6 +13,7 @@ import (
 	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/delivery"
 	"github.com/noticesd/noticesd/internal/ident"
+	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/secretbox"
 	"github.com/noticesd/noticesd/internal/store"
@@ -78,25 +79,30 @@ func redisClient(t testing.TB) redis.UniversalClient {
 }
 
 // dropNamespace removes every key of a namespace (the publish log's keys
-// are under {ns}:), on every master of a Redis Cluster.
+// are under {ns}:, each account's under {ns:a:<id>}:), on every master of
+// a Redis Cluster.
 func dropNamespace(t testing.TB, rdb redis.UniversalClient, ns string) {
 	if ns[0] != '{' {
 		dropNamespace(t, rdb, "{"+ns+"}")
+		dropKeys(rdb, keyspace.Account(ns, "*")+"*")
 	}
+	dropKeys(rdb, ns+":*")
+}
+
+// dropKeys unlinks the keys matching pattern on every master, one command
+// a key (keys of several slots may match).
+func dropKeys(rdb redis.UniversalClient, pattern string) {
 	ctx := context.Background()
 	_ = ForEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
-		iter := m.Scan(ctx, 0, ns+":*", 1000).Iterator()
-		var keys []string
+		iter := m.Scan(ctx, 0, pattern, 1000).Iterator()
+		p := m.Pipeline()
 		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-			if len(keys) == 1000 {
-				m.Unlink(ctx, keys...)
-				keys = keys[:0]
+			p.Unlink(ctx, iter.Val())
+			if p.Len() == 1000 {
+				_, _ = p.Exec(ctx)
 			}
 		}
-		if len(keys) > 0 {
-			m.Unlink(ctx, keys...)
-		}
+		_, _ = p.Exec(ctx)
 		return nil
 	})
 }

@@ -105,7 +105,7 @@ func TestKeyFamiliesDocumented(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	var keys []string
-	for _, pat := range []string{f.ns + ":*", "{" + f.ns + "}:*"} {
+	for _, pat := range []string{f.ns + ":*", "{" + f.ns + "}:*", keyspace.Account(f.ns, "*") + "*"} {
 		iter := f.rdb.Scan(ctx, 0, pat, 1000).Iterator()
 		for iter.Next(ctx) {
 			keys = append(keys, iter.Val())
@@ -164,22 +164,30 @@ func familyWorkload(t *testing.T, f fixture) {
 
 // TestKeysShareOneSlot: every key the families workload, a request's rate
 // token and a held heavy slot leave for the namespace starts with its
-// prefix {ns}: and hashes to the one Redis Cluster slot of its tag; none
-// is left under the old prefix "ns:" (or the rate buckets' old
-// "rate:ns:").
+// prefix {ns}: and hashes to the one Redis Cluster slot of its tag, or is
+// one account's, under {ns:a:<id>}: of an account of the namespace (its
+// own slot); none is left under the old prefix "ns:" (or the rate
+// buckets' old "rate:ns:").
 func TestKeysShareOneSlot(t *testing.T) {
 	ctx := context.Background()
 	f, l, c, want := newGateFixture(t, 2, "One Slot Co")
 	familyWorkload(t, f)
-	bucket := want.Account.ID + ":read"
-	_, taken, _, slot, err := f.rs.SlotGate(l)(ctx, c.ReadKey, want, bucket, limit.Rate{PerSecond: 1, Burst: 5}, bucket, 1)
+	_, taken, _, slot, err := f.rs.SlotGate(l)(ctx, c.ReadKey, want, "read", limit.Rate{PerSecond: 1, Burst: 5}, 1)
 	if err != nil || !taken || !slot.Decision.Allowed {
 		t.Fatalf("gate: taken %v, slot %+v, %v", taken, slot, err)
 	}
 	defer slot.Release()
+	accts, err := f.rs.ListAccounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := map[string]bool{}
+	for _, a := range accts {
+		ours[keyspace.Account(f.ns, a.ID)] = true
+	}
 
 	prefix := keyspace.Prefix(f.ns)
-	n := 0
+	n, na := 0, 0
 	iter := f.rdb.Scan(ctx, 0, "*"+f.ns+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		k := iter.Val()
@@ -187,19 +195,23 @@ func TestKeysShareOneSlot(t *testing.T) {
 			continue // asynq's own keys, tagged by queue
 		}
 		n++
-		if !strings.HasPrefix(k, prefix) {
-			t.Errorf("key %s is not under %s", k, prefix)
-		} else if keyspace.Slot(k) != keyspace.Slot(prefix) {
+		tag, _, _ := strings.Cut(k, "}:")
+		switch {
+		case ours[tag+"}:"]:
+			na++
+		case !strings.HasPrefix(k, prefix):
+			t.Errorf("key %s is not under %s nor an account's tag", k, prefix)
+		case keyspace.Slot(k) != keyspace.Slot(prefix):
 			t.Errorf("key %s hashes to slot %d, not the namespace's %d", k, keyspace.Slot(k), keyspace.Slot(prefix))
 		}
 	}
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n < 40 {
-		t.Errorf("the workload left only %d keys", n)
+	if n < 40 || na < 3*len(accts) {
+		t.Errorf("the workload left only %d keys, %d of them accounts' (%d accounts)", n, na, len(accts))
 	}
-	for _, k := range append(limit.HeavyKeys(f.ns, bucket), limit.RateKey(f.ns, bucket)) {
+	for _, k := range append(limit.HeavyKeys(f.ns, want.Account.ID), limit.RateKey(f.ns, want.Account.ID, "read")) {
 		if f.rdb.Exists(ctx, k).Val() != 1 {
 			t.Errorf("%s was not written: the test did not reach the limiter's keys", k)
 		}

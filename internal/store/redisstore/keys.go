@@ -1,6 +1,10 @@
 package redisstore
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/noticesd/noticesd/internal/keyspace"
+)
 
 // Every key of the store is built here: s.key(family, parts...) is
 // "{<namespace>}:<family>:<part>:...", under the namespace's one hash tag
@@ -9,10 +13,11 @@ import "strings"
 // cluster. docs/redis.md's key table says what each family holds, and
 // TestKeyFamiliesDocumented checks it against what a workload writes.
 const (
-	acctKey       = "acct" // acct:<id>, acct:<id>:watches, acct:<id>:companies, acct:seq
+	acctKey       = "acct" // akey(id, acct); under {ns}: acct:<id>:watches, acct:<id>:companies, acct:seq
 	acctsKey      = "accts"
-	apikeyKey     = "apikey"
+	apikeyKey     = "apikey" // akey(id, apikey, h): the key record; key(apikey, h): the directory
 	lapsedKey     = "acct:lapsed"
+	lapsedVerKey  = "acct:lapsed:v"
 	watchKey      = "w" // w:<id>, w:<id>:co, w:<id>:keys
 	watchesKey    = "watches"
 	winactiveKey  = "winactive"
@@ -46,4 +51,14 @@ const (
 // key returns the namespaced key of the parts joined by ':'.
 func (s *Store) key(parts ...string) string {
 	return s.ns + strings.Join(parts, ":")
+}
+
+// akey returns the key of the parts joined by ':' under account id's own
+// hash tag, "{<namespace>:a:<id>}:" (keyspace.Account): what one account
+// owns (its record acct, its key records apikey:<sha256>; the request
+// limiter's buckets and heavy set are limit.RateKey's and limit.HeavyKeys's)
+// is in the account's slot, so a request's key check is one script call
+// there, and accounts spread over a cluster's masters.
+func (s *Store) akey(id string, parts ...string) string {
+	return keyspace.Account(s.name, id) + strings.Join(parts, ":")
 }

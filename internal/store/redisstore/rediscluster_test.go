@@ -17,12 +17,13 @@ import (
 
 // TestRedisCluster: against a Redis Cluster of 3 masters with a replica
 // each (testservers.RedisCluster), Connect gives a cluster client; an
-// acknowledged write sends its WAIT to the master owning the namespace's
-// hash slot and to no other master (INFO commandstats of each); and the
+// acknowledged write sends its WAIT to each master owning a slot it wrote
+// (an account create: the namespace's and the account's) and to no other
+// master (INFO commandstats of each); and the
 // Redis contract suites (accounts, watches, with the screen copy too,
 // gauges, mail) and the webhook records and half-done changes pass with every
-// fixture connected to the cluster: every key of a namespace is under its
-// one hash tag, so every script runs in one slot.
+// fixture connected to the cluster: every script takes keys of one hash
+// tag (the namespace's, or one account's), so it runs in one slot.
 func TestRedisCluster(t *testing.T) {
 	target := config.Config{RedisClusterURL: testservers.RedisCluster(t)}
 	ctx := context.Background()
@@ -45,29 +46,39 @@ func TestRedisCluster(t *testing.T) {
 			}
 		}
 	})
-	t.Run("WAIT on the namespace's master", func(t *testing.T) {
+	t.Run("WAIT on the masters written", func(t *testing.T) {
 		f := newFixtureOn(t, target, Options{})
-		owner, err := MasterFor(ctx, f.rdb, keyspace.Prefix(f.ns))
-		if err != nil {
-			t.Fatal(err)
+		owner := func(tag string) string {
+			m, err := MasterFor(ctx, f.rdb, tag+waitMarkKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m.Options().Addr
 		}
 		before := testservers.CommandCalls(t, f.rdb.(*redis.ClusterClient), "wait")
-		const writes = 5
-		for i := range writes {
-			if _, err := f.rs.CreateAccount(ctx, "cluster "+strconv.Itoa(i), "standard"); err != nil {
+		want := map[string]int64{}
+		for i := range 5 { // each writes the namespace's slot and its account's
+			c, err := f.rs.CreateAccount(ctx, "cluster "+strconv.Itoa(i), "standard")
+			if err != nil {
 				t.Fatal(err)
+			}
+			ns, acct := owner(f.rs.ns), owner(keyspace.Account(f.rs.name, c.AccountID))
+			want[ns]++
+			if acct != ns {
+				want[acct]++
 			}
 		}
 		after := testservers.CommandCalls(t, f.rdb.(*redis.ClusterClient), "wait")
 		for addr, n := range after {
 			got := n - before[addr]
 			switch {
-			case addr == owner.Options().Addr && got < writes:
-				t.Errorf("the namespace's master %s ran WAIT %d times for %d acknowledged writes", addr, got, writes)
-			case addr != owner.Options().Addr && got > 0:
-				t.Errorf("master %s, which holds none of the namespace's keys, ran WAIT %d times", addr, got)
+			case got < want[addr]:
+				t.Errorf("master %s ran WAIT %d times for %d acknowledged writes to its slots", addr, got, want[addr])
+			case want[addr] == 0 && got > 0:
+				t.Errorf("master %s, which holds none of the keys written, ran WAIT %d times", addr, got)
 			}
 		}
+		t.Logf("WAITs wanted per master: %v", want)
 	})
 	runOn(t, target,
 		suite{"AccountsContract", TestAccountsContract},
