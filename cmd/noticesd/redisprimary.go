@@ -18,19 +18,27 @@ import (
 // the process shares it: the stores, the limiter, asynq): m counts dials,
 // reconnects and failovers on /metrics, and the returned source reports
 // the primary in use for /health and /ready. On a Redis Cluster the
-// primary is the master of namespace ns's hash slot (every key of the
-// namespace is in it), and the source lists every master and whether it
-// answers; a failover there is that master changing, as the client's view
-// of the cluster shows it at each probe and each scrape (slotOwner).
+// primary is the master of namespace ns's hash slot (its shared keys),
+// and the source lists every master and whether it answers; a failover
+// there is any master replaced (each account's keys are on one of them),
+// as the client's view of the cluster shows it at each probe and each
+// scrape (masterSet).
 func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource {
 	p := redisstore.TrackPrimary(st.Client())
-	owner := &slotOwner{}
-	_, cluster := st.Client().(*redis.ClusterClient)
+	owner := &masterSet{}
+	cc, cluster := st.Client().(*redis.ClusterClient)
 	m.CountRedis(func() metrics.RedisCounts {
 		if cluster {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			if mc, err := redisstore.MasterFor(ctx, st.Client(), keyspace.Prefix(ns)); err == nil {
-				owner.seen(mc.Options().Addr)
+			var mu sync.Mutex
+			var addrs []string
+			if cc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+				mu.Lock()
+				defer mu.Unlock()
+				addrs = append(addrs, m.Options().Addr)
+				return nil
+			}) == nil {
+				owner.seen(addrs)
 			}
 			cancel()
 		}
@@ -48,7 +56,11 @@ func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource 
 			addr, err = p.Addr(ctx, st.Client())
 		} else if mc, ferr := redisstore.MasterFor(ctx, st.Client(), keyspace.Prefix(ns)); ferr == nil {
 			addr = mc.Options().Addr
-			owner.seen(addr)
+			var addrs []string
+			for _, n := range masters {
+				addrs = append(addrs, n.Addr)
+			}
+			owner.seen(addrs)
 		} else {
 			err = ferr
 		}
@@ -64,29 +76,33 @@ func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource 
 	}
 }
 
-// slotOwner counts the changes of the master owning the namespace's hash
-// slot on a Redis Cluster: a replica promoted after its master failed, a
-// manual CLUSTER FAILOVER, or the slot moved to another master. Only the
-// changes seen are counted: two within one probe interval count once, or
-// not at all when the slot came back. Safe for concurrent use.
-type slotOwner struct {
+// masterSet counts the failovers of a Redis Cluster's masters: a master
+// in a view of them that was not in the view before (a replica promoted
+// after its master failed, a manual CLUSTER FAILOVER, a master added).
+// Only the changes seen are counted: two within one probe interval count
+// once, or not at all when the master came back. Safe for concurrent use.
+type masterSet struct {
 	mu      sync.Mutex
-	addr    string
+	last    map[string]bool
 	changes int64
 }
 
-// seen notes that addr owns the slot now.
-func (o *slotOwner) seen(addr string) {
+// seen notes that addrs are the masters now.
+func (o *masterSet) seen(addrs []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.addr != "" && addr != o.addr {
-		o.changes++
+	now := map[string]bool{}
+	for _, a := range addrs {
+		if o.last != nil && !o.last[a] {
+			o.changes++
+		}
+		now[a] = true
 	}
-	o.addr = addr
+	o.last = now
 }
 
 // count returns the changes seen.
-func (o *slotOwner) count() int64 {
+func (o *masterSet) count() int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.changes
