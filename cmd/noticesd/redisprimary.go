@@ -20,9 +20,9 @@ import (
 // the primary in use for /health and /ready. On a Redis Cluster the
 // primary is the master of namespace ns's hash slot (its shared keys),
 // and the source lists every master and whether it answers; a failover
-// there is any master replaced (each account's keys are on one of them),
-// as the client's view of the cluster shows it at each probe and each
-// scrape (masterSet).
+// there is any master replaced (each account's keys are on one of them)
+// or the namespace's slot moved to another master, as the client's view
+// of the cluster shows it at each probe and each scrape (masterSet).
 func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource {
 	p := redisstore.TrackPrimary(st.Client())
 	owner := &masterSet{}
@@ -32,13 +32,14 @@ func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource 
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			var mu sync.Mutex
 			var addrs []string
-			if cc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+			err := cc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
 				mu.Lock()
 				defer mu.Unlock()
 				addrs = append(addrs, m.Options().Addr)
 				return nil
-			}) == nil {
-				owner.seen(addrs)
+			})
+			if mc, ferr := redisstore.MasterFor(ctx, st.Client(), keyspace.Prefix(ns)); err == nil && ferr == nil {
+				owner.seen(mc.Options().Addr, addrs)
 			}
 			cancel()
 		}
@@ -60,7 +61,7 @@ func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource 
 			for _, n := range masters {
 				addrs = append(addrs, n.Addr)
 			}
-			owner.seen(addrs)
+			owner.seen(addr, addrs)
 		} else {
 			err = ferr
 		}
@@ -76,29 +77,34 @@ func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource 
 	}
 }
 
-// masterSet counts the failovers of a Redis Cluster's masters: a master
-// in a view of them that was not in the view before (a replica promoted
-// after its master failed, a manual CLUSTER FAILOVER, a master added).
-// Only the changes seen are counted: two within one probe interval count
-// once, or not at all when the master came back. Safe for concurrent use.
+// masterSet counts the failovers of a Redis Cluster: a view of its
+// masters that has one the view before had not (a replica promoted after
+// its master failed, a manual CLUSTER FAILOVER, a master added), or in
+// which the namespace's slot is another master's (a reshard moved it).
+// Only the changes seen are counted: several between two views count
+// once, or not at all when the view came back. Safe for concurrent use.
 type masterSet struct {
 	mu      sync.Mutex
+	owner   string // of the namespace's slot
 	last    map[string]bool
 	changes int64
 }
 
-// seen notes that addrs are the masters now.
-func (o *masterSet) seen(addrs []string) {
+// seen notes that owner holds the namespace's slot and addrs are the
+// masters now.
+func (o *masterSet) seen(owner string, addrs []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	changed := o.owner != "" && owner != o.owner
 	now := map[string]bool{}
 	for _, a := range addrs {
-		if o.last != nil && !o.last[a] {
-			o.changes++
-		}
+		changed = changed || o.last != nil && !o.last[a]
 		now[a] = true
 	}
-	o.last = now
+	if changed {
+		o.changes++
+	}
+	o.owner, o.last = owner, now
 }
 
 // count returns the changes seen.
