@@ -55,10 +55,10 @@ var _ store.Accounts = (*Store)(nil)
 // Authenticate returns the principal owning key, or errs.Unauthorised. API
 // keys are stored only as hex SHA-256 (account.HashKey), compared in
 // constant time; a lapsed subscription shows as Principal.Account.Active
-// false. The directory names the key's account, then the account's key
-// record and record are read in one script call in its slot (gateScript
-// taking nothing): a directory entry without the account's key record
-// (a key rotated away) is an unknown key.
+// false. The directory names the key's account, then the key record and
+// the account's record are read in one script call in the account's slot
+// (gateScript, taking nothing): a directory entry without the account's
+// key record (a key rotated away) is an unknown key.
 func (s *Store) Authenticate(ctx context.Context, key string) (account.Principal, error) {
 	h := account.HashKey(key)
 	id, err := s.rdb.HGet(ctx, s.key(apikeyKey, h), "account").Result()
