@@ -23,11 +23,12 @@ import (
 // each (testservers.RedisCluster), Connect gives a cluster client; an
 // acknowledged write sends its WAIT to each master owning a slot it wrote
 // (an account create: the namespace's and the account's) and to no other
-// master (INFO commandstats of each); and the
-// Redis contract suites (accounts, watches, with the screen copy too,
-// gauges, mail) and the webhook records and half-done changes pass with every
-// fixture connected to the cluster: every script takes keys of one hash
-// tag (the namespace's, or one account's), so it runs in one slot.
+// master (INFO commandstats of each); and the Redis contract suites
+// (accounts, watches, with the screen copy too, gauges, mail), the webhook
+// records and half-done changes, the gate (key check, rate token, heavy
+// slot) and the account changes stopped half way pass with every fixture
+// connected to the cluster: every script takes keys of one hash tag (the
+// namespace's, or one account's), so it runs in one slot.
 func TestRedisCluster(t *testing.T) {
 	target := config.Config{RedisClusterURL: testservers.RedisCluster(t)}
 	ctx := context.Background()
@@ -91,7 +92,10 @@ func TestRedisCluster(t *testing.T) {
 		suite{"GaugesContract", TestGaugesContract},
 		suite{"MailContract", TestMailContract},
 		suite{"WebhookRecords", TestWebhookRecords},
-		suite{"ReconcileFinishesHalfDoneChanges", TestReconcileFinishesHalfDoneChanges})
+		suite{"ReconcileFinishesHalfDoneChanges", TestReconcileFinishesHalfDoneChanges},
+		suite{"AuthenticateAndAllow", TestAuthenticateAndAllow},
+		suite{"SlotGate", TestSlotGate},
+		suite{"AccountStepsInterrupted", TestAccountStepsInterrupted})
 }
 
 // newFixtureOn is newFixture connected to target.
