@@ -51,10 +51,10 @@ end
 type SlotClaim struct {
 	// Keys are the KEYS of take_slot: the account's set.
 	Keys []string
-	// Args are the ARGV of take_slot after the set: token, lease, perkey,
-	// the answer when the account is full (1).
+	// Args are the ARGV of take_slot after the set: token, lease, the
+	// account's cap, the answer when the account is full (1).
 	Args []any
-	// token names the lease; sets are both HeavyKeys.
+	// token names the lease in both sets (HeavyKeys).
 	token string
 	sets  []string
 }
