@@ -131,7 +131,7 @@ func TestClusterTargetErrors(t *testing.T) {
 // cmdstat_evalsha and cmdstat_eval deltas per master, logged). Account
 // ids are random, so to be deterministic the test creates accounts until
 // 10 land on each master (keyspace.Slot of the account's tag against
-// CLUSTER SLOTS) and reads with those 30.
+// CLUSTER SHARDS, CLUSTER SLOTS's successor) and reads with those 30.
 func TestGateSpreadsOverMasters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Redis Cluster of its own and reads for 20 s")
@@ -140,15 +140,19 @@ func TestGateSpreadsOverMasters(t *testing.T) {
 	top := testservers.StartRedisCluster(t)
 	f := newFixtureOn(t, config.Config{RedisClusterURL: top.URL}, Options{})
 	rdb := f.rdb.(*redis.ClusterClient)
-	slots, err := rdb.ClusterSlots(ctx).Result()
+	shards, err := rdb.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	masterOf := func(id string) string {
-		slot := keyspace.Slot(keyspace.Account(f.ns, id))
-		for _, r := range slots {
-			if slot >= r.Start && slot <= r.End {
-				return r.Nodes[0].Addr
+		slot := int64(keyspace.Slot(keyspace.Account(f.ns, id)))
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				for _, n := range sh.Nodes {
+					if slot >= r.Start && slot <= r.End && n.Role == "master" {
+						return n.IP + ":" + strconv.FormatInt(n.Port, 10)
+					}
+				}
 			}
 		}
 		t.Fatalf("no master serves slot %d", slot)
