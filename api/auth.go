@@ -74,21 +74,23 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 
 // KeyGate checks an API key and, when it belongs to the expected
 // principal (the same account, key kind and plan) and that account is
-// active, takes one request token of the limiter's key bucket at rate r in
-// the same step; taken says whether it did, d is then the rate's answer.
+// active, takes one request token of the account's bucket (a rateBucket)
+// at rate r in the same step; taken says whether it did, d is then the
+// rate's answer.
 // It is Accounts.Authenticate and Limiter.Allow in one: in the scale mode
 // redisstore's AuthenticateAndAllow, one Redis round trip instead of two.
 // Its errors are Authenticate's.
 type KeyGate func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate) (p account.Principal, taken bool, d limit.Decision, err error)
 
 // HeavyGate is KeyGate for a heavy request: when it takes the rate token
-// and the token is allowed, it also takes a heavy slot of holder (the
-// account, heavyKey: at most perKey at once, 0 for no cap, and one of the
-// service's) in the same step. slot.Asked says whether the slot was
-// tried; an allowed slot's Release gives it back. It is KeyGate and
-// Limiter.Acquire in one: in the scale mode the Redis store's SlotGate on
-// the limit.Redis, one Redis round trip instead of two.
-type HeavyGate func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, holder string, perKey int) (p account.Principal, taken bool, d limit.Decision, slot limit.Slot, err error)
+// and the token is allowed, it also takes a heavy slot of the expected
+// account (heavyKey: at most perKey at once, 0 for no cap, and one of the
+// service's). slot.Asked says whether the slot was tried; an allowed
+// slot's Release gives it back. It is KeyGate and Limiter.Acquire in one:
+// in the scale mode the Redis store's SlotGate on the limit.Redis, the
+// key, token and account's slot in one script call in the account's
+// Redis Cluster slot, the service's slot in a second call.
+type HeavyGate func(ctx context.Context, key string, expect account.Principal, bucket string, r limit.Rate, perKey int) (p account.Principal, taken bool, d limit.Decision, slot limit.Slot, err error)
 
 // digestKey is the fiber Locals key of the digest of the request's key.
 type digestKey struct{}

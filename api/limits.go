@@ -21,8 +21,9 @@ import (
 // one process); limit.Redis shares the limits among the replicas of a
 // scale deployment.
 type Limiter interface {
-	// Allow takes one request token of key at rate r.
-	Allow(ctx context.Context, key string, r limit.Rate) (limit.Decision, error)
+	// Allow takes one request token of account's bucket (a rateBucket)
+	// at rate r.
+	Allow(ctx context.Context, account, bucket string, r limit.Rate) (limit.Decision, error)
 	// Acquire takes a heavy slot of key, a heavyKey (at most perKey at
 	// once, 0 for no cap of its own), and one of the service's; the
 	// Release gives them back.
@@ -117,7 +118,7 @@ func (s *Server) limitRequest(c *fiber.Ctx) error {
 // allow takes one request token of p's key at the rate of p's plan.
 func (s *Server) allow(ctx context.Context, p account.Principal) (limit.Decision, error) {
 	plan := s.deps.Plans[p.Account.Plan]
-	return s.limiter.Allow(ctx, limiterKey(p), limit.Rate{PerSecond: plan.RequestsPerSecond, Burst: plan.Burst})
+	return s.limiter.Allow(ctx, p.Account.ID, rateBucket(p), limit.Rate{PerSecond: plan.RequestsPerSecond, Burst: plan.Burst})
 }
 
 // rateRefusal is the answer to p's rate token when it refuses the
@@ -219,14 +220,13 @@ func (s *Server) heavyCap(plan string) int {
 	return n
 }
 
-// limiterKey names the API key a principal used: each of an account's two
-// keys has its own request rate.
-func limiterKey(p account.Principal) string {
-	kind := "read"
+// rateBucket names the bucket of the API key a principal used among its
+// account's: each of an account's two keys has its own request rate.
+func rateBucket(p account.Principal) string {
 	if p.Kind == account.AccountKey {
-		kind = "acct"
+		return "acct"
 	}
-	return p.Account.ID + ":" + kind
+	return "read"
 }
 
 func (s *Server) limiterDown(err error) error {

@@ -49,7 +49,7 @@ type guessEntry struct {
 
 // rateGuess is what a key's last successful check said of its principal.
 type rateGuess struct {
-	key       string // limiterKey of the principal
+	bucket    string // rateBucket of the principal
 	plan      string
 	accountID string
 	kind      account.KeyKind
@@ -159,7 +159,7 @@ func (s *Server) checkGuessed(ctx context.Context, key string, g rateGuess, heav
 		p, err := s.deps.Accounts.Authenticate(ctx, key)
 		return p, token, slot, err
 	}
-	p, taken, d, err := s.deps.Gate(ctx, key, g.principal(), g.key, s.planRate(g.plan))
+	p, taken, d, err := s.deps.Gate(ctx, key, g.principal(), g.bucket, s.planRate(g.plan))
 	if err != nil || !taken {
 		return p, nil, slot, err
 	}
@@ -169,7 +169,7 @@ func (s *Server) checkGuessed(ctx context.Context, key string, g rateGuess, heav
 // checkGuessedHeavy is checkGuessed of a heavy request with a HeavyGate:
 // the key check, the rate token and the heavy slot in one call.
 func (s *Server) checkGuessedHeavy(ctx context.Context, key string, g rateGuess) (account.Principal, chan rateAnswer, *slotGuess, error) {
-	p, taken, d, slot, err := s.deps.HeavyGate(ctx, key, g.principal(), g.key, s.planRate(g.plan), heavyKey(g.principal()), s.heavyCap(g.plan))
+	p, taken, d, slot, err := s.deps.HeavyGate(ctx, key, g.principal(), g.bucket, s.planRate(g.plan), s.heavyCap(g.plan))
 	var sg *slotGuess
 	if slot.Asked {
 		sg = answeredSlot(g, slotAnswer{release: slot.Release, d: slot.Decision})
@@ -211,7 +211,7 @@ func (s *Server) checkKeyRate(ctx context.Context, key string, h [sha256.Size]by
 func (s *Server) takeRate(ctx context.Context, g rateGuess) chan rateAnswer {
 	ch := make(chan rateAnswer, 1)
 	go func() {
-		d, err := s.limiter.Allow(ctx, g.key, s.planRate(g.plan))
+		d, err := s.limiter.Allow(ctx, g.accountID, g.bucket, s.planRate(g.plan))
 		ch <- rateAnswer{guess: g, d: d, err: err}
 	}()
 	return ch
@@ -219,7 +219,7 @@ func (s *Server) takeRate(ctx context.Context, g rateGuess) chan rateAnswer {
 
 // guessFor is the guess that principal p makes right.
 func guessFor(p account.Principal) rateGuess {
-	return rateGuess{key: limiterKey(p), plan: p.Account.Plan, accountID: p.Account.ID, kind: p.Kind}
+	return rateGuess{bucket: rateBucket(p), plan: p.Account.Plan, accountID: p.Account.ID, kind: p.Kind}
 }
 
 // rememberRate records the principal the key of digest h authenticated

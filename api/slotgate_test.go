@@ -33,9 +33,10 @@ func (h *statsHold) Stats(ctx context.Context, q notice.StatsQuery) (notice.Stat
 }
 
 // TestHeavyGateOneCommand: in the scale mode's wiring, a heavy request
-// with a key the server has seen sends Redis ONE command before its
-// handler (the key check, the rate token and the heavy slot in one script
-// call), and its slot's release (one pipeline) after. The slot is really
+// with a key the server has seen sends Redis two commands before its
+// handler (the key check, the rate token and the account's heavy slot in
+// one script call in the account's slot, then the service's slot, in the
+// namespace's), and its slot's release (one pipeline) after. The slot is really
 // held while the request runs (the key's set and the service's hold it,
 // and a second heavy request of the key, the standard plan allowing one,
 // queues and is refused) and is freed after. A wrong guess (the key is
@@ -93,13 +94,13 @@ func TestHeavyGateOneCommand(t *testing.T) {
 	key := heavyKey(p)
 
 	request("a key's first heavy request", f.read, 200) // checked, then limited
-	if single, pipes := request("a heavy request with a seen key", f.read, 200); single != 1 || pipes != 1 {
-		t.Errorf("a heavy request with a seen key: %d Redis commands and %d pipelines, want 1 (key, rate and slot in one script) and 1 (the release)", single, pipes)
+	if single, pipes := request("a heavy request with a seen key", f.read, 200); single != 2 || pipes != 1 {
+		t.Errorf("a heavy request with a seen key: %d Redis commands and %d pipelines, want 2 (key, rate and the account's slot in one script; the service's slot) and 1 (the release)", single, pipes)
 	}
 	noSlots("a heavy request", key)
 
 	// A bulk screen (a body) with a seen key: no lookup when its headers
-	// arrive (keyAccepted), so one command too.
+	// arrive (keyAccepted), so two commands too.
 	match := func(name string, status int) (single, pipes int64) {
 		t.Helper()
 		n, np := cmds.single.Load(), cmds.pipes.Load()
@@ -112,8 +113,8 @@ func TestHeavyGateOneCommand(t *testing.T) {
 		}
 		return cmds.single.Load() - n, cmds.pipes.Load() - np
 	}
-	if single, pipes := match("a screen with a seen key", 200); single != 1 || pipes != 1 {
-		t.Errorf("a screen with a seen key: %d Redis commands and %d pipelines, want 1 (key, rate and slot in one script) and 1 (the release)", single, pipes)
+	if single, pipes := match("a screen with a seen key", 200); single != 2 || pipes != 1 {
+		t.Errorf("a screen with a seen key: %d Redis commands and %d pipelines, want 2 (key, rate and the account's slot in one script; the service's slot) and 1 (the release)", single, pipes)
 	}
 	noSlots("a screen", key)
 

@@ -14,10 +14,12 @@ import (
 // A heavy request (heavyRoutes) needs its key checked, a rate token and a
 // heavy slot. The rate token is taken with the key check on the guess of
 // the key's principal (rateguess.go); the slot is taken the same way. In
-// the scale mode (Deps.HeavyGate) all three are one Redis script call, so
-// a heavy request with a key this server has seen waits one round trip
-// before its handler, and sends Redis one command; without a HeavyGate
-// the slot is taken by the Limiter beside the key check. The work still
+// the scale mode (Deps.HeavyGate) the key check, the token and the
+// account's part of the slot are one Redis script call, in the account's
+// cluster slot, and the service's part a second call (the service's heavy
+// set is in the namespace's slot), so a heavy request with a key this
+// server has seen waits two round trips before its handler; without a
+// HeavyGate the slot is taken by the Limiter beside the key check. The work still
 // starts only once the slot is held: the slot caps the work itself.
 //
 // The HeavyGate takes the slot only for the guessed principal, active, and

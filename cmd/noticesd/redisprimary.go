@@ -18,19 +18,28 @@ import (
 // the process shares it: the stores, the limiter, asynq): m counts dials,
 // reconnects and failovers on /metrics, and the returned source reports
 // the primary in use for /health and /ready. On a Redis Cluster the
-// primary is the master of namespace ns's hash slot (every key of the
-// namespace is in it), and the source lists every master and whether it
-// answers; a failover there is that master changing, as the client's view
-// of the cluster shows it at each probe and each scrape (slotOwner).
+// primary is the master of namespace ns's hash slot (its shared keys),
+// and the source lists every master and whether it answers; a failover
+// there is any master replaced (each account's keys are on one of them)
+// or the namespace's slot moved to another master, as the client's view
+// of the cluster shows it at each probe and each scrape (masterSet).
 func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource {
 	p := redisstore.TrackPrimary(st.Client())
-	owner := &slotOwner{}
-	_, cluster := st.Client().(*redis.ClusterClient)
+	owner := &masterSet{}
+	cc, cluster := st.Client().(*redis.ClusterClient)
 	m.CountRedis(func() metrics.RedisCounts {
 		if cluster {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			if mc, err := redisstore.MasterFor(ctx, st.Client(), keyspace.Prefix(ns)); err == nil {
-				owner.seen(mc.Options().Addr)
+			var mu sync.Mutex
+			var addrs []string
+			err := cc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+				mu.Lock()
+				defer mu.Unlock()
+				addrs = append(addrs, m.Options().Addr)
+				return nil
+			})
+			if mc, ferr := redisstore.MasterFor(ctx, st.Client(), keyspace.Prefix(ns)); err == nil && ferr == nil {
+				owner.seen(mc.Options().Addr, addrs)
 			}
 			cancel()
 		}
@@ -48,7 +57,11 @@ func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource 
 			addr, err = p.Addr(ctx, st.Client())
 		} else if mc, ferr := redisstore.MasterFor(ctx, st.Client(), keyspace.Prefix(ns)); ferr == nil {
 			addr = mc.Options().Addr
-			owner.seen(addr)
+			var addrs []string
+			for _, n := range masters {
+				addrs = append(addrs, n.Addr)
+			}
+			owner.seen(addr, addrs)
 		} else {
 			err = ferr
 		}
@@ -64,29 +77,38 @@ func trackRedis(st *scale.Store, ns string, m *metrics.Metrics) api.RedisSource 
 	}
 }
 
-// slotOwner counts the changes of the master owning the namespace's hash
-// slot on a Redis Cluster: a replica promoted after its master failed, a
-// manual CLUSTER FAILOVER, or the slot moved to another master. Only the
-// changes seen are counted: two within one probe interval count once, or
-// not at all when the slot came back. Safe for concurrent use.
-type slotOwner struct {
+// masterSet counts the failovers of a Redis Cluster: a view of its
+// masters that has one the view before had not (a replica promoted after
+// its master failed, a manual CLUSTER FAILOVER, a master added), or in
+// which the namespace's slot is another master's (a reshard moved it).
+// Only the changes seen are counted: several between two views count
+// once, or not at all when the view came back. Safe for concurrent use.
+type masterSet struct {
 	mu      sync.Mutex
-	addr    string
+	owner   string // of the namespace's slot
+	last    map[string]bool
 	changes int64
 }
 
-// seen notes that addr owns the slot now.
-func (o *slotOwner) seen(addr string) {
+// seen notes that owner holds the namespace's slot and addrs are the
+// masters now.
+func (o *masterSet) seen(owner string, addrs []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.addr != "" && addr != o.addr {
+	changed := o.owner != "" && owner != o.owner
+	now := map[string]bool{}
+	for _, a := range addrs {
+		changed = changed || o.last != nil && !o.last[a]
+		now[a] = true
+	}
+	if changed {
 		o.changes++
 	}
-	o.addr = addr
+	o.owner, o.last = owner, now
 }
 
 // count returns the changes seen.
-func (o *slotOwner) count() int64 {
+func (o *masterSet) count() int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.changes

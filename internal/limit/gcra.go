@@ -18,10 +18,13 @@ import (
 // github.com/go-redis/redis_rate v10, which kept these buckets before, so
 // replicas of both versions share one bucket during an upgrade.
 
-// RateKey is the Redis key of the rate bucket of key in namespace ns:
-// "{<ns>}:limit:rate:<key>", under the namespace's hash tag like every
-// key of it (package keyspace).
-func RateKey(ns, key string) string { return keyspace.Prefix(ns) + "limit:rate:" + key }
+// RateKey is the Redis key of account's rate bucket (the key kind:
+// "read" or "acct") in namespace ns:
+// "{<ns>:a:<account>}:limit:rate:<bucket>", under the account's hash tag
+// with its other keys (package keyspace).
+func RateKey(ns, account, bucket string) string {
+	return keyspace.Account(ns, account) + "limit:rate:" + bucket
+}
 
 // GCRALua defines the Lua function gcra(key, burst, rate, period), which
 // takes one token of the bucket at key (a KEYS entry of the calling

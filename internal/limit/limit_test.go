@@ -15,7 +15,7 @@ import (
 // limiter is what both implementations offer; the api holds them behind
 // the same two methods.
 type limiter interface {
-	Allow(ctx context.Context, key string, r limit.Rate) (limit.Decision, error)
+	Allow(ctx context.Context, account, bucket string, r limit.Rate) (limit.Decision, error)
 	Acquire(ctx context.Context, key string, perKey int) (limit.Release, limit.Decision, error)
 }
 
@@ -39,22 +39,22 @@ func TestRateOneKeyPastItsLimit(t *testing.T) {
 			l := newLimiter(t)
 			r := limit.Rate{PerSecond: 1, Burst: 3}
 			for i := range 3 {
-				d, err := l.Allow(ctx, "acct_a", r)
+				d, err := l.Allow(ctx, "acct_a", "read", r)
 				if err != nil || !d.Allowed {
 					t.Fatalf("request %d within the burst: %+v, %v", i+1, d, err)
 				}
 			}
-			d, err := l.Allow(ctx, "acct_a", r)
+			d, err := l.Allow(ctx, "acct_a", "read", r)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Second {
 				t.Fatalf("request past the burst: %+v, want refused with a retry within 1s", d)
 			}
-			if d, err := l.Allow(ctx, "acct_b", r); err != nil || !d.Allowed {
+			if d, err := l.Allow(ctx, "acct_b", "read", r); err != nil || !d.Allowed {
 				t.Fatalf("another key must be unaffected: %+v, %v", d, err)
 			}
-			if d, err := l.Allow(ctx, "acct_c", limit.Rate{}); err != nil || !d.Allowed {
+			if d, err := l.Allow(ctx, "acct_c", "read", limit.Rate{}); err != nil || !d.Allowed {
 				t.Fatalf("a zero rate means no limit: %+v, %v", d, err)
 			}
 		})
@@ -65,15 +65,15 @@ func TestLocalRateRefills(t *testing.T) {
 	now := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 	l := limit.NewLocal(1, func() time.Time { return now })
 	r := limit.Rate{PerSecond: 2, Burst: 1}
-	if d, _ := l.Allow(context.Background(), "k", r); !d.Allowed {
+	if d, _ := l.Allow(context.Background(), "k", "read", r); !d.Allowed {
 		t.Fatal("first request refused")
 	}
-	d, _ := l.Allow(context.Background(), "k", r)
+	d, _ := l.Allow(context.Background(), "k", "read", r)
 	if d.Allowed || d.RetryAfter != 500*time.Millisecond {
 		t.Fatalf("second request at once: %+v, want refused for 500ms", d)
 	}
 	now = now.Add(d.RetryAfter)
-	if d, _ := l.Allow(context.Background(), "k", r); !d.Allowed {
+	if d, _ := l.Allow(context.Background(), "k", "read", r); !d.Allowed {
 		t.Fatalf("after Retry-After the request must pass: %+v", d)
 	}
 }
@@ -177,13 +177,21 @@ func TestRedisLeasesOfADeadReplicaExpire(t *testing.T) {
 	if err != nil || d.Allowed || !d.Global {
 		t.Fatalf("a live lease of another replica must count: %+v, %v", d, err)
 	}
+	// The account's part, taken first, is given back when the service is
+	// full (the two sets are in two cluster slots: two calls).
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.ZCard(ctx, limit.HeavyKeys(ns, "acct_b")[0]).Val(); n != 0 {
+		t.Errorf("the account's set holds %d leases after the service refused, want 0 (given back)", n)
+	}
 }
 
 func TestRedisDownIsAnError(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
 	defer rdb.Close()
 	l := limit.NewRedis(rdb, "t-down", 1, 0)
-	if _, err := l.Allow(context.Background(), "k", limit.Rate{PerSecond: 1}); err == nil {
+	if _, err := l.Allow(context.Background(), "k", "read", limit.Rate{PerSecond: 1}); err == nil {
 		t.Error("Allow with Redis away must fail, not allow silently")
 	}
 	if _, _, err := l.Acquire(context.Background(), "k", 1); err == nil {

@@ -41,8 +41,9 @@ func NewLocal(global int, now func() time.Time) *Local {
 	return &Local{global: max(1, global), now: now, buckets: map[string]*bucket{}, heavy: map[string]int{}}
 }
 
-// Allow takes one request token of key at rate r.
-func (l *Local) Allow(_ context.Context, key string, r Rate) (Decision, error) {
+// Allow takes one request token of account's bucket name at rate r.
+func (l *Local) Allow(_ context.Context, account, name string, r Rate) (Decision, error) {
+	key := account + ":" + name
 	if r.PerSecond <= 0 {
 		return Decision{Allowed: true}, nil
 	}
@@ -64,8 +65,8 @@ func (l *Local) Allow(_ context.Context, key string, r Rate) (Decision, error) {
 	return Decision{Allowed: true}, nil
 }
 
-// Acquire takes a heavy slot of key (at most perKey at once; 0 means no
-// per-key cap) and one of the service's global slots.
+// Acquire takes a heavy slot of key, an account (at most perKey at once;
+// 0 means no per-key cap), and one of the service's global slots.
 func (l *Local) Acquire(_ context.Context, key string, perKey int) (Release, Decision, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -20,9 +20,11 @@ const DefaultLease = 30 * time.Second
 // bucket in Redis (gcra.go) and heavy slots are leases in sorted sets, so
 // every replica shares the same limits. It is safe for concurrent use.
 //
-// Keys: the heavy sets are HeavyKeys's "{<namespace>}:limit:heavy:<key>"
-// and "{<namespace>}:limit:heavy"; the rate buckets are RateKey's
-// "{<namespace>}:limit:rate:<key>". All expire.
+// Keys: an account's rate buckets (RateKey's
+// "{<namespace>:a:<account>}:limit:rate:<bucket>") and heavy set
+// (HeavyKeys's "{<namespace>:a:<account>}:limit:heavy") are in the
+// account's Redis Cluster slot, with its other keys; the service's heavy
+// set "{<namespace>}:limit:heavy" in the namespace's. All expire.
 type Redis struct {
 	rdb    redis.UniversalClient
 	ns     string
@@ -98,64 +100,60 @@ func NewRedis(rdb redis.UniversalClient, ns string, global int, lease time.Durat
 	return &Redis{rdb: rdb, ns: ns, global: max(1, global), lease: lease}
 }
 
-// Allow takes one request token of key at rate r.
-func (l *Redis) Allow(ctx context.Context, key string, r Rate) (Decision, error) {
+// Allow takes one request token of account's bucket (the key kind:
+// "read" or "acct") at rate r.
+func (l *Redis) Allow(ctx context.Context, account, bucket string, r Rate) (Decision, error) {
 	if r.PerSecond <= 0 {
 		return Decision{Allowed: true}, nil
 	}
-	v, err := allowScript.Run(ctx, l.rdb, []string{RateKey(l.ns, key)}, r.GCRAArgs()...).Slice()
+	v, err := allowScript.Run(ctx, l.rdb, []string{RateKey(l.ns, account, bucket)}, r.GCRAArgs()...).Slice()
 	if err != nil {
-		return Decision{}, fmt.Errorf("limit: redis rate of %s: %w", key, err)
+		return Decision{}, fmt.Errorf("limit: redis rate of %s:%s: %w", account, bucket, err)
 	}
 	d, err := ParseGCRA(v)
 	if err != nil {
-		return Decision{}, fmt.Errorf("limit: redis rate of %s: %w", key, err)
+		return Decision{}, fmt.Errorf("limit: redis rate of %s:%s: %w", account, bucket, err)
 	}
 	return d, nil
 }
 
-// acquireScript takes a slot (take_slot). KEYS: HeavyKeys. ARGV:
-// SlotClaim.Args.
+// acquireScript takes the account's part of a slot (take_slot). KEYS:
+// SlotClaim.Keys. ARGV: SlotClaim.Args.
 var acquireScript = redis.NewScript(SlotLua + `
-return take_slot(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
+return take_slot(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
 `)
 
-// renewScript extends a held lease (only if it is still held).
+// renewScript extends a held lease in one set (only if it is still held).
 var renewScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease = tonumber(ARGV[2])
-for i = 1, 2 do
-  if redis.call('ZSCORE', KEYS[i], ARGV[1]) then
-    redis.call('ZADD', KEYS[i], 'XX', now + lease, ARGV[1])
-    redis.call('PEXPIRE', KEYS[i], lease)
-  end
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
 end
 return 0
 `)
 
-// Acquire takes a heavy slot of key (at most perKey at once across all
-// replicas; 0 means no per-key cap) and one of the global slots. The slot
-// is a lease renewed in the background until Release.
+// Acquire takes a heavy slot of account (at most perKey at once across all
+// replicas; 0 means no per-account cap) and one of the global slots: the
+// account's part, then the service's (Finish), two calls. The slot is a
+// lease renewed in the background until Release.
 //
 // Release returns at once and frees the slot in Redis in the background
 // (the request that held it need not wait a round trip to answer); an
 // Acquire on the same limiter first waits for the releases under way, so
 // it never finds a slot this replica has released still taken. Another
 // replica may, for that round trip, and queues for it as for any slot.
-func (l *Redis) Acquire(ctx context.Context, key string, perKey int) (Release, Decision, error) {
-	c, err := l.Claim(ctx, key, perKey)
+func (l *Redis) Acquire(ctx context.Context, account string, perKey int) (Release, Decision, error) {
+	c, err := l.Claim(ctx, account, perKey)
 	if err != nil {
 		return nil, Decision{}, err
 	}
 	n, err := acquireScript.Run(ctx, l.rdb, c.Keys, c.Args...).Int64()
 	if err != nil {
-		return nil, Decision{}, fmt.Errorf("limit: redis heavy slot of %s: %w", key, err)
+		return nil, Decision{}, fmt.Errorf("limit: redis heavy slot of %s: %w", account, err)
 	}
-	if d := SlotDecision(n); !d.Allowed {
-		return nil, d, nil
-	}
-	return l.Adopt(c), Decision{Allowed: true}, nil
+	return l.Finish(ctx, c, n)
 }
 
 // Flush returns once every slot released so far is freed in Redis (or its

@@ -76,8 +76,8 @@ func TestRedisFailover(t *testing.T) {
 
 // TestRedisClusterMasterLoss is TestRedisFailover on a Redis Cluster of its
 // own (3 masters, a replica each; NOTICES_REDIS_CLUSTER_URL): the master
-// serving the namespace's hash slot gets SIGKILL and the cluster promotes
-// its replica.
+// owning the most of the test's accounts (each account's keys are under
+// its own hash tag) gets SIGKILL and the cluster promotes its replica.
 func TestRedisClusterMasterLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary, runs the scale stack on a Redis Cluster and kills a master")
@@ -89,9 +89,9 @@ func TestRedisClusterMasterLoss(t *testing.T) {
 type topology interface {
 	// env is the settings naming it, for namespace ns.
 	env(t *testing.T, ns string) []string
-	// kill sends SIGKILL to the primary (on a cluster: the master of
-	// the namespace's slot) and returns its address.
-	kill(t *testing.T) string
+	// kill sends SIGKILL to the primary (on a cluster: the master owning
+	// the most of accounts' slots) and returns its address.
+	kill(t *testing.T, accounts []string) string
 	// promoted waits for its successor and returns its address.
 	promoted(t *testing.T, old string) string
 	// recovered checks a serve's /health and /ready, and every process's
@@ -133,15 +133,21 @@ func rideThrough(t *testing.T, top topology) {
 	testbin.Run(t, bin, envFor("cli"), "sample", "--notices", "400", "--companies", "800", "--now", "2026-11-20", "--out", sample)
 	testbin.Run(t, bin, envFor("cli"), "ingest", "register", filepath.Join(sample, "company_register.tsv"))
 	testbin.Run(t, bin, envFor("cli"), "ingest", "notices", filepath.Join(sample, "notices.jsonl.gz"))
+	var accountIDs []string // the master owning the most is killed on a cluster
 	account := func(name, plan string) (key, read string) {
 		var a struct {
+			AccountID  string `json:"account_id"`
 			AccountKey string `json:"account_key"`
 			ReadKey    string `json:"read_key"`
 		}
 		if err := json.Unmarshal(testbin.Run(t, bin, envFor("cli"), "accounts", "create", "--name", name, "--plan", plan), &a); err != nil || a.AccountKey == "" {
 			t.Fatalf("accounts create %s: %v", name, err)
 		}
+		accountIDs = append(accountIDs, a.AccountID)
 		return a.AccountKey, a.ReadKey
+	}
+	for _, name := range []string{"idle-a", "idle-b"} { // 6 accounts in all
+		account(name, "standard")
 	}
 
 	serveA := start(t, bin, "serve A", envFor("serveA"), "serve")
@@ -297,7 +303,7 @@ func rideThrough(t *testing.T, top topology) {
 	ingest("DURING", 30, false) // deliveries under way at the kill
 	time.Sleep(700 * time.Millisecond)
 	kill := time.Now()
-	old := top.kill(t)
+	old := top.kill(t, accountIDs)
 	t.Logf("killed the Redis primary %s (kill -9) mid-burst", old)
 	afterDone := make(chan error, 1)
 	go func() { afterDone <- ingestRetrying("AFTER", 12) }() // retried until the CLI gets through

@@ -26,7 +26,7 @@ func Redis(t *testing.T, global int) (*limit.Redis, *redis.Client, string) {
 	ns := testservers.Namespace(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		for _, pattern := range []string{keyspace.Prefix(ns) + "*"} {
+		for _, pattern := range []string{keyspace.Prefix(ns) + "*", keyspace.Account(ns, "*") + "*"} {
 			if keys, _ := rdb.Keys(ctx, pattern).Result(); len(keys) > 0 {
 				rdb.Del(ctx, keys...)
 			}

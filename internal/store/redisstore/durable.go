@@ -39,18 +39,40 @@ type replicasRead struct {
 }
 
 // replicated makes the change the caller has just written durable before
-// it is acknowledged: when the master the change went to has replicas, it
-// waits until at least one has everything written so far, or fails with
-// backend_unavailable. WAIT covers only its own connection's writes, and a
-// change is written on several, so it writes a mark (INCR) and sends WAIT
-// after it in one pipeline; on a Redis Cluster both go to the master of
-// the namespace's one slot. Why that suffices: docs/redis.md "Durability".
-func (s *Store) replicated(ctx context.Context, what string) error {
-	mark := s.key(waitMarkKey)
-	node, err := MasterFor(ctx, s.rdb, mark)
-	if err != nil {
-		return s.fail(what, err)
+// it is acknowledged: on each master the change went to that has
+// replicas, it waits until at least one has everything written there so
+// far, or fails with backend_unavailable. tags are the hash-tag prefixes
+// of the keys written (keyspace.Prefix, keyspace.Account; none: the
+// namespace's, s.ns). WAIT covers only its own connection's writes, and a
+// change is written on several, so for each tag it writes a mark
+// (INCR <tag>wait) and sends WAIT after it in one pipeline, on the
+// connection of the master owning the tag's slot, once per distinct
+// master (tags on one master share its WAIT). Why that suffices:
+// docs/redis.md "Durability".
+func (s *Store) replicated(ctx context.Context, what string, tags ...string) error {
+	if len(tags) == 0 {
+		tags = []string{s.ns}
 	}
+	done := map[string]bool{}
+	for _, tag := range tags {
+		mark := tag + waitMarkKey
+		node, err := MasterFor(ctx, s.rdb, mark)
+		if err != nil {
+			return s.fail(what, err)
+		}
+		if addr := node.Options().Addr; !done[addr] {
+			done[addr] = true
+			if err := s.waitOn(ctx, what, node, mark); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitOn writes mark on master node and waits for a replica to have it,
+// when node has replicas.
+func (s *Store) waitOn(ctx context.Context, what string, node *redis.Client, mark string) error {
 	n, err := s.replicas(ctx, node)
 	if err != nil {
 		return s.fail(what, err)

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -63,27 +64,25 @@ func (s *Store) readGauges(ctx context.Context) (g store.Gauges, ok bool, err er
 	return g, true, nil
 }
 
-// RebuildGauges computes the gauge keys from the records in one script
-// (no state change interleaves), replacing what they held: once, on a
-// namespace that never had them (a new one, or one an older version
-// wrote). It holds Redis for time in proportion to the accounts, watches
-// and deliveries stored. The accounts and watches are read first for
-// KEYS, and again when the script finds they changed (casRun).
+// RebuildGauges computes the gauge keys from the records, replacing what
+// they held: once, on a namespace that never had them (a new one, or one
+// an older version wrote). The lapsed accounts first (rebuildLapsed), then
+// the rest in one script (no state change interleaves), which holds Redis
+// for time in proportion to the watches and deliveries stored. The
+// watches are read first for KEYS, and again when the script finds they
+// changed (casRun).
 func (s *Store) RebuildGauges(ctx context.Context) error {
+	if err := s.rebuildLapsed(ctx); err != nil {
+		return err
+	}
 	_, err := s.casRun(ctx, "compute gauges", rebuildGaugesScript, func() ([]string, []any, error) {
-		var accts, watches *redis.StringSliceCmd
-		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			accts, watches = p.ZRange(ctx, s.key(acctsKey), 0, -1), p.SMembers(ctx, s.key(watchesKey))
-			return nil
-		}); err != nil {
+		watches, err := s.rdb.SMembers(ctx, s.key(watchesKey)).Result()
+		if err != nil {
 			return nil, nil, s.fail("compute gauges", err)
 		}
-		keys := []string{s.key(lapsedKey), s.key(winactiveKey), s.key(dstatKey), s.key(ddueKey), s.key(acctsKey), s.key(watchesKey)}
-		args := []any{joinList(accts.Val()), len(accts.Val())}
-		for _, id := range accts.Val() {
-			keys, args = append(keys, s.key(acctKey, id)), append(args, id)
-		}
-		for _, id := range watches.Val() {
+		keys := []string{s.key(winactiveKey), s.key(dstatKey), s.key(ddueKey), s.key(watchesKey)}
+		var args []any
+		for _, id := range watches {
 			keys, args = append(keys, s.key(watchKey, id), s.key(recordsKey, id)), append(args, id)
 		}
 		return keys, args, nil
@@ -91,11 +90,41 @@ func (s *Store) RebuildGauges(ctx context.Context) error {
 	return err
 }
 
-// rebuildGaugesScript recomputes the gauge keys. KEYS: acct:lapsed,
-// winactive, dstat, ddue, accts, watches, acct:<a> of each account, then
-// w:<id> and dr:<id> of each watch. ARGV: the account ids comma-joined,
-// their number, the account ids, the watch ids. It returns -1 when the
-// accounts or watches are not those passed. next_attempt_at (layout
+// rebuildLapsed shows every account's subscription state in the lapsed
+// gauge: each account's active flag and subscription version, read in its
+// own slot (one pipeline over the masters), applied as SetSubscription
+// applies one (applyLapsedScript): a change made meanwhile is newer and
+// wins, so no script needs every account's record at once.
+func (s *Store) rebuildLapsed(ctx context.Context) error {
+	ids, err := s.rdb.ZRange(ctx, s.key(acctsKey), 0, -1).Result()
+	if err != nil {
+		return s.fail("compute gauges", err)
+	}
+	cmds := make([]*redis.SliceCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HMGet(ctx, s.akey(id, acctKey), "active", "sub_v")
+		}
+		return nil
+	}); err != nil {
+		return s.fail("compute gauges", err)
+	}
+	var args []any
+	for i, c := range cmds {
+		if v := c.Val(); v[0] != nil {
+			args = append(args, ids[i], cmp.Or(str(v[1]), "0"), str(v[0]))
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	return s.fail("compute gauges", s.applyLapsed(ctx, args))
+}
+
+// rebuildGaugesScript recomputes the gauge keys but acct:lapsed. KEYS:
+// winactive, dstat, ddue, watches, then w:<id> and dr:<id> of each watch.
+// ARGV: the watch ids. It returns -1 when the watches are not those
+// passed. next_attempt_at (layout
 // notice.TimestampLayout, UTC) becomes unix ms by the civil-date formula.
 var rebuildGaugesScript = redis.NewScript(`
 local function ms(ts)
@@ -110,32 +139,27 @@ local function ms(ts)
   local days = era * 146097 + doe - 719468
   return ((days * 24 + tonumber(h)) * 60 + tonumber(mi)) * 60000 + tonumber(s) * 1000 + tonumber(f)
 end
-if table.concat(redis.call('ZRANGE', KEYS[5], 0, -1), ',') ~= ARGV[1] then return -1 end
-local na = tonumber(ARGV[2])
-if redis.call('SCARD', KEYS[6]) ~= #ARGV - 2 - na then return -1 end
-for i = 3 + na, #ARGV do
-  if redis.call('SISMEMBER', KEYS[6], ARGV[i]) == 0 then return -1 end
+if redis.call('SCARD', KEYS[4]) ~= #ARGV then return -1 end
+for i = 1, #ARGV do
+  if redis.call('SISMEMBER', KEYS[4], ARGV[i]) == 0 then return -1 end
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-for i = 1, na do
-  if redis.call('HGET', KEYS[6 + i], 'active') == '0' then redis.call('SADD', KEYS[1], ARGV[2 + i]) end
-end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 local c = {pending = 0, delivered = 0, dead = 0, retry = 0}
-for j = 1, #ARGV - 2 - na do
-  local id, wk, dk = ARGV[2 + na + j], KEYS[5 + na + 2 * j], KEYS[6 + na + 2 * j]
+for j = 1, #ARGV do
+  local id, wk, dk = ARGV[j], KEYS[3 + 2 * j], KEYS[4 + 2 * j]
   local doc = redis.call('HGET', wk, 'doc')
-  if doc and not cjson.decode(doc).active then redis.call('SADD', KEYS[2], id) end
+  if doc and not cjson.decode(doc).active then redis.call('SADD', KEYS[1], id) end
   for _, raw in ipairs(redis.call('HVALS', dk)) do
     local r = cjson.decode(raw)
     c[r.status] = (c[r.status] or 0) + 1
     if r.status == 'pending' then
       if (r.attempts or 0) > 0 then c.retry = c.retry + 1 end
       if r.next_attempt_at ~= nil and r.next_attempt_at ~= cjson.null then
-        redis.call('ZADD', KEYS[4], ms(r.next_attempt_at), id .. '|' .. r.id .. '|' .. string.format('%d', r.notice_seq))
+        redis.call('ZADD', KEYS[3], ms(r.next_attempt_at), id .. '|' .. r.id .. '|' .. string.format('%d', r.notice_seq))
       end
     end
   end
 end
-redis.call('HSET', KEYS[3], 'pending', c.pending, 'delivered', c.delivered, 'dead', c.dead, 'retry', c.retry, 'v', 1)
+redis.call('HSET', KEYS[2], 'pending', c.pending, 'delivered', c.delivered, 'dead', c.dead, 'retry', c.retry, 'v', 1)
 return 1
 `)

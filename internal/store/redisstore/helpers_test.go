@@ -78,29 +78,30 @@ func redisClient(t testing.TB) redis.UniversalClient {
 }
 
 // dropNamespace removes every key of a namespace (the publish log's keys
-// are under {ns}:, the register's ids strings under {ns:g<g>}:), on every
-// master of a Redis Cluster.
+// are under {ns}:, each account's under {ns:a:<id>}:), on every master of
+// a Redis Cluster.
 func dropNamespace(t testing.TB, rdb redis.UniversalClient, ns string) {
 	if ns[0] != '{' {
 		dropNamespace(t, rdb, "{"+ns+"}")
-		dropNamespace(t, rdb, "{"+ns+":*}")
+		dropKeys(rdb, "{"+ns+":*")
 	}
+	dropKeys(rdb, ns+":*")
+}
+
+// dropKeys unlinks the keys matching pattern on every master, one command
+// a key (keys of several slots may match).
+func dropKeys(rdb redis.UniversalClient, pattern string) {
 	ctx := context.Background()
 	_ = ForEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
-		iter := m.Scan(ctx, 0, ns+":*", 1000).Iterator()
-		var keys []string
-		unlink := func() {
-			for _, ks := range bySlot(keys) {
-				m.Unlink(ctx, ks...)
-			}
-			keys = keys[:0]
-		}
+		iter := m.Scan(ctx, 0, pattern, 1000).Iterator()
+		p := m.Pipeline()
 		for iter.Next(ctx) {
-			if keys = append(keys, iter.Val()); len(keys) == 1000 {
-				unlink()
+			p.Unlink(ctx, iter.Val())
+			if p.Len() == 1000 {
+				_, _ = p.Exec(ctx)
 			}
 		}
-		unlink()
+		_, _ = p.Exec(ctx)
 		return nil
 	})
 }

@@ -173,15 +173,22 @@ func TestKeysShareOneSlot(t *testing.T) {
 	ctx := context.Background()
 	f, l, c, want := newGateFixture(t, 2, "One Slot Co")
 	familyWorkload(t, f)
-	bucket := want.Account.ID + ":read"
-	_, taken, _, slot, err := f.rs.SlotGate(l)(ctx, c.ReadKey, want, bucket, limit.Rate{PerSecond: 1, Burst: 5}, bucket, 1)
+	_, taken, _, slot, err := f.rs.SlotGate(l)(ctx, c.ReadKey, want, "read", limit.Rate{PerSecond: 1, Burst: 5}, 1)
 	if err != nil || !taken || !slot.Decision.Allowed {
 		t.Fatalf("gate: taken %v, slot %+v, %v", taken, slot, err)
 	}
 	defer slot.Release()
+	accts, err := f.rs.ListAccounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := map[string]bool{}
+	for _, a := range accts {
+		ours[keyspace.Account(f.ns, a.ID)] = true
+	}
 
 	prefix := keyspace.Prefix(f.ns)
-	n := 0
+	n, na := 0, 0
 	iter := f.rdb.Scan(ctx, 0, "*"+f.ns+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		k := iter.Val()
@@ -189,10 +196,13 @@ func TestKeysShareOneSlot(t *testing.T) {
 			continue // asynq's own keys, tagged by queue
 		}
 		n++
+		tag, _, _ := strings.Cut(k, "}:")
 		if m := idsKeyRE.FindStringSubmatch(k); m != nil {
 			if b, _ := strconv.Atoi(m[2]); k != f.rs.idsKey(m[1], uint32(b)) {
 				t.Errorf("ids string %s is not in the slot group of its number: want %s", k, f.rs.idsKey(m[1], uint32(b)))
 			}
+		} else if ours[tag+"}:"] {
+			na++
 		} else if !strings.HasPrefix(k, prefix) {
 			t.Errorf("key %s is not under %s", k, prefix)
 		} else if keyspace.Slot(k) != keyspace.Slot(prefix) {
@@ -202,10 +212,10 @@ func TestKeysShareOneSlot(t *testing.T) {
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n < 40 {
-		t.Errorf("the workload left only %d keys", n)
+	if n < 40 || na < 3*len(accts) {
+		t.Errorf("the workload left only %d keys, %d of them accounts' (%d accounts)", n, na, len(accts))
 	}
-	for _, k := range append(limit.HeavyKeys(f.ns, bucket), limit.RateKey(f.ns, bucket)) {
+	for _, k := range append(limit.HeavyKeys(f.ns, want.Account.ID), limit.RateKey(f.ns, want.Account.ID, "read")) {
 		if f.rdb.Exists(ctx, k).Val() != 1 {
 			t.Errorf("%s was not written: the test did not reach the limiter's keys", k)
 		}

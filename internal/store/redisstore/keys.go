@@ -14,10 +14,11 @@ import (
 // cluster. docs/redis.md's key table says what each family holds, and
 // TestKeyFamiliesDocumented checks it against what a workload writes.
 const (
-	acctKey       = "acct" // acct:<id>, acct:<id>:watches, acct:<id>:companies, acct:seq
+	acctKey       = "acct" // akey(id, acct); under {ns}: acct:<id>:watches, acct:<id>:companies, acct:seq
 	acctsKey      = "accts"
-	apikeyKey     = "apikey"
+	apikeyKey     = "apikey" // akey(id, apikey, h): the key record; key(apikey, h): the directory
 	lapsedKey     = "acct:lapsed"
+	lapsedVerKey  = "acct:lapsed:v"
 	watchKey      = "w" // w:<id>, w:<id>:co, w:<id>:keys
 	watchesKey    = "watches"
 	winactiveKey  = "winactive"
@@ -53,6 +54,16 @@ func (s *Store) key(parts ...string) string {
 	return s.ns + strings.Join(parts, ":")
 }
 
+// akey returns the key of the parts joined by ':' under account id's own
+// hash tag, "{<namespace>:a:<id>}:" (keyspace.Account): what one account
+// owns (its record acct, its key records apikey:<sha256>; the request
+// limiter's buckets and heavy set are limit.RateKey's and limit.HeavyKeys's)
+// is in the account's slot, so a request's key check is one script call
+// there, and accounts spread over a cluster's masters.
+func (s *Store) akey(id string, parts ...string) string {
+	return keyspace.Account(s.name, id) + strings.Join(parts, ":")
+}
+
 // regGroups is how many slot groups (keyspace.Group) the register's ids
 // strings are spread over, so that no one master of a Redis Cluster holds
 // them all (the migration of a namespace moves them by the same rule).
@@ -60,6 +71,10 @@ const regGroups = 64
 
 // idsKey returns ids string b of register generation v:
 // "{<namespace>:g<b % regGroups>}:reg:<v>:ids:<b>".
-func (s *Store) idsKey(v string, b uint32) string {
-	return keyspace.Group(s.name, int(b%regGroups)) + regKey + ":" + v + ":ids:" + strconv.FormatUint(uint64(b), 10)
+func (s *Store) idsKey(v string, b uint32) string { return idsKeyOf(s.name, v, b) }
+
+// idsKeyOf is idsKey of namespace ns (the migration's rule builds the
+// same name).
+func idsKeyOf(ns, v string, b uint32) string {
+	return keyspace.Group(ns, int(b%regGroups)) + regKey + ":" + v + ":ids:" + strconv.FormatUint(uint64(b), 10)
 }

@@ -23,29 +23,25 @@ type layoutRule struct {
 
 // layoutRules are the families that move, one row each. A key no rule
 // matches stays where it is (what the whole namespace shares).
-// TODO(merge): the account and register names here are built as
-// keys.go's will be (gate53, reg53): use those functions once they land.
+// The new names are keys.go's (keyspace.Account, idsKeyOf).
 var layoutRules = []layoutRule{
 	{family: "accounts", match: isAccountHash,
 		to: func(ns, rest, _ string) string {
-			return keyspace.Account(ns, strings.TrimPrefix(rest, "acct:")) + "acct"
+			return keyspace.Account(ns, strings.TrimPrefix(rest, acctKey+":")) + acctKey
 		}},
 	{family: "api keys", match: func(rest string) bool { return oneMore(rest, "apikey:") }, read: "account", keep: true,
 		to: func(ns, rest, account string) string { return keyspace.Account(ns, account) + rest }},
 	{family: "register identifier sets", match: isRegisterIDs,
 		to: func(ns, rest, _ string) string {
-			b, _ := strconv.ParseUint(rest[strings.LastIndexByte(rest, ':')+1:], 10, 32)
-			return keyspace.Group(ns, int(b%registerGroups)) + rest
+			parts := strings.Split(rest, ":") // reg:<v>:ids:<b>
+			b, _ := strconv.ParseUint(parts[3], 10, 32)
+			return idsKeyOf(ns, parts[1], uint32(b))
 		}},
 	{family: "rate buckets (deleted)", match: func(rest string) bool { return strings.HasPrefix(rest, "limit:rate:") },
 		to: func(string, string, string) string { return "" }},
 	{family: "heavy slots (deleted)", match: func(rest string) bool { return strings.HasPrefix(rest, "limit:heavy:") },
 		to: func(string, string, string) string { return "" }},
 }
-
-// registerGroups is how many slot groups the register's ids strings are
-// spread over: reg:<v>:ids:<b> is in group b % registerGroups.
-const registerGroups = 64
 
 // isAccountHash: acct:<id>, an account's hash (not acct:seq, acct:lapsed
 // or acct:<id>:watches and the like).

@@ -179,6 +179,11 @@ func anys(ss []string) []any {
 	return out
 }
 
+// unreachable reports whether err says Redis cannot answer now: a lost
+// connection or a hang, a server still loading its data, or a Redis
+// Cluster refusing every command (CLUSTERDOWN) while a lost master's
+// slots wait for its replica's promotion: a node that answers refuses
+// then, so a request of an account on a surviving master is 503 too.
 func unreachable(err error) bool {
 	var ne net.Error
 	// A pool timeout: every connection is busy on a Redis that does not
@@ -187,7 +192,7 @@ func unreachable(err error) bool {
 		return true
 	}
 	msg := err.Error()
-	for _, s := range []string{"connection refused", "connection reset", "EOF", "i/o timeout", "LOADING", "broken pipe", "no route to host"} {
+	for _, s := range []string{"connection refused", "connection reset", "EOF", "i/o timeout", "LOADING", "CLUSTERDOWN", "broken pipe", "no route to host"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

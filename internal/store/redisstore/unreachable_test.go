@@ -49,3 +49,15 @@ func TestHungRedisIsUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterDownIsUnavailable: a Redis Cluster node that answers
+// CLUSTERDOWN (a master lost, its replica not yet promoted: every node
+// refuses every command) is an outage, 503 backend_unavailable, not a
+// server error (TestRedisClusterMasterLoss saw 500s from it once the
+// killed master no longer held every key of a request).
+func TestClusterDownIsUnavailable(t *testing.T) {
+	s := &Store{}
+	if err := s.fail("authenticate", errors.New("CLUSTERDOWN The cluster is down")); !errs.Is(err, errs.BackendUnavailable) {
+		t.Errorf("CLUSTERDOWN: %v, want backend_unavailable", err)
+	}
+}
