@@ -105,7 +105,7 @@ func TestKeyFamiliesDocumented(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	var keys []string
-	for _, pat := range []string{f.ns + ":*", "{" + f.ns + "}:*"} {
+	for _, pat := range []string{f.ns + ":*", "{" + f.ns + "}:*", "{" + f.ns + ":a:*"} {
 		iter := f.rdb.Scan(ctx, 0, pat, 1000).Iterator()
 		for iter.Next(ctx) {
 			keys = append(keys, iter.Val())
@@ -164,9 +164,9 @@ func familyWorkload(t *testing.T, f fixture) {
 
 // TestKeysShareOneSlot: every key the families workload, a request's rate
 // token and a held heavy slot leave for the namespace starts with its
-// prefix {ns}: and hashes to the one Redis Cluster slot of its tag; none
-// is left under the old prefix "ns:" (or the rate buckets' old
-// "rate:ns:").
+// prefix {ns}: or an account's {ns:a:<id>}: and hashes to the one Redis
+// Cluster slot of that tag; none is left under the old prefix "ns:" (or
+// the rate buckets' old "rate:ns:").
 func TestKeysShareOneSlot(t *testing.T) {
 	ctx := context.Background()
 	f, l, c, want := newGateFixture(t, 2, "One Slot Co")
@@ -187,10 +187,14 @@ func TestKeysShareOneSlot(t *testing.T) {
 			continue // asynq's own keys, tagged by queue
 		}
 		n++
-		if !strings.HasPrefix(k, prefix) {
-			t.Errorf("key %s is not under %s", k, prefix)
-		} else if keyspace.Slot(k) != keyspace.Slot(prefix) {
-			t.Errorf("key %s hashes to slot %d, not the namespace's %d", k, keyspace.Slot(k), keyspace.Slot(prefix))
+		tag := prefix
+		if acct, _, ok := strings.Cut(strings.TrimPrefix(k, "{"+f.ns+":a:"), "}:"); ok && strings.HasPrefix(k, "{"+f.ns+":a:") {
+			tag = keyspace.Account(f.ns, acct)
+		}
+		if !strings.HasPrefix(k, tag) {
+			t.Errorf("key %s is not under %s", k, tag)
+		} else if keyspace.Slot(k) != keyspace.Slot(tag) {
+			t.Errorf("key %s hashes to slot %d, not its tag's %d", k, keyspace.Slot(k), keyspace.Slot(tag))
 		}
 	}
 	if err := iter.Err(); err != nil {

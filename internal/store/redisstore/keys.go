@@ -1,15 +1,23 @@
 package redisstore
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/noticesd/noticesd/internal/keyspace"
+)
 
 // Every key of the store is built here: s.key(family, parts...) is
-// "{<namespace>}:<family>:<part>:...", under the namespace's one hash tag
-// (keyspace.Prefix), so every key is in one Redis Cluster slot and every
-// Lua script, which takes all the keys it touches in KEYS, runs on a
-// cluster. docs/redis.md's key table says what each family holds, and
+// "{<namespace>}:<family>:<part>:...", under the namespace's hash tag
+// (keyspace.Prefix), for what is shared; s.akey(account, family,
+// parts...) is "{<namespace>:a:<account>}:<family>:...", under the
+// account's tag (keyspace.Account), for what one account owns (its
+// watches, match logs, deliveries, mail and their queues). Every Lua
+// script takes all the keys it touches in KEYS, all under one tag, so it
+// runs on a cluster. docs/redis.md's key table says what each family holds, and
 // TestKeyFamiliesDocumented checks it against what a workload writes.
 const (
-	acctKey       = "acct" // acct:<id>, acct:<id>:watches, acct:<id>:companies, acct:seq
+	acctKey       = "acct" // acct:<id>, acct:seq
+	companiesKey  = "companies"
 	acctsKey      = "accts"
 	apikeyKey     = "apikey"
 	lapsedKey     = "acct:lapsed"
@@ -41,9 +49,17 @@ const (
 	ddueKey       = "ddue"
 	dleaseKey     = "dlease"
 	waitMarkKey   = "wait"
+	wacctKey      = "wacct"  // watch id -> account (shared directory)
+	wakeKey       = "wake"   // wake:<queue>: account ids by when to look (shared)
+	gaugesKey     = "gauges" // set once the per-account gauges were computed
 )
 
 // key returns the namespaced key of the parts joined by ':'.
 func (s *Store) key(parts ...string) string {
 	return s.ns + strings.Join(parts, ":")
+}
+
+// akey returns the key of the parts joined by ':' under account's hash tag.
+func (s *Store) akey(account string, parts ...string) string {
+	return keyspace.Account(s.name, account) + strings.Join(parts, ":")
 }

@@ -25,7 +25,7 @@ func TestAttemptLeaseLapsesToRecovery(t *testing.T) {
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("Deliveries = %d records, %v", len(recs), err)
 	}
-	ref := Ref{WatchID: watchID, DeliveryID: recs[0].ID, NoticeSeq: recs[0].NoticeSeq}
+	ref := Ref{AccountID: accountID, WatchID: watchID, DeliveryID: recs[0].ID, NoticeSeq: recs[0].NoticeSeq}
 	const lease = 15 * time.Second
 	f.clock.Advance(time.Second)
 	first, err := f.rs.Begin(ctx, ref, f.clock.Now(), Hold{Task: "dead-worker", Lease: lease})
@@ -78,7 +78,7 @@ func TestAttemptLeaseLapsesToRecovery(t *testing.T) {
 	if l := lapsed(); len(l) != 0 {
 		t.Fatalf("LapsedAttempts after the outcome = %+v; want none", l)
 	}
-	if n, _ := f.rdb.ZCard(ctx, f.rs.key(dleaseKey)).Result(); n != 0 {
+	if n, _ := f.rdb.ZCard(ctx, f.rs.akey(accountID, dleaseKey)).Result(); n != 0 {
 		t.Fatalf("%d attempts left in the lease set after the outcome", n)
 	}
 	recs, _ = f.rs.Deliveries(ctx, accountID, watchID, 10)
