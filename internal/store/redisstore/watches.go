@@ -312,8 +312,10 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 		}
 	}
 	if str(res[0]) != "ok" {
-		// Best effort: the stage expires after stageTTL anyway.
+		// Best effort: the stage expires after stageTTL anyway, and a
+		// directory entry naming no watch is skipped by its readers.
 		_ = s.rdb.Del(context.WithoutCancel(ctx), stageCo).Err()
+		_ = s.rdb.HDel(context.WithoutCancel(ctx), s.key(wacctKey), w.ID).Err()
 	}
 	switch str(res[0]) {
 	case "watch_limit":
