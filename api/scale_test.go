@@ -96,7 +96,7 @@ func scaleRedisStore(t *testing.T, f *fixture) (*redisstore.Store, redis.Univers
 	}
 	ns := testservers.Namespace(t)
 	t.Cleanup(func() {
-		for _, pattern := range []string{ns + ":*", keyspace.Prefix(ns) + "*"} {
+		for _, pattern := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "{" + ns + ":a:*"} {
 			iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 			for iter.Next(ctx) {
 				rdb.Unlink(ctx, iter.Val())

@@ -80,6 +80,7 @@ var ErrWatchSetChanged = errors.New("store: the set of watches with a webhook ch
 type Job struct {
 	DeliveryID string
 	WatchID    string
+	AccountID  string // the watch's account, where a backend keys by it (scale mode); may be empty
 	URL        string
 	Secret     string // the secret current at claim time (Ledger.Signing reads it again)
 	Attempt    int    // 1-based number of this attempt

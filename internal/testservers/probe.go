@@ -229,7 +229,7 @@ func cleanRedisKeys(ctx context.Context, rdb *redis.Client, ns string, maxKeys i
 	for iter.Next(ctx) {
 		batch = append(batch, iter.Val())
 		if len(batch) == 1000 {
-			if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
+			if err := unlinkEach(ctx, rdb, batch); err != nil {
 				return err
 			}
 			batch = batch[:0]
@@ -239,11 +239,22 @@ func cleanRedisKeys(ctx context.Context, rdb *redis.Client, ns string, maxKeys i
 		return err
 	}
 	if len(batch) > 0 {
-		if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
-			return err
-		}
+		return unlinkEach(ctx, rdb, batch)
 	}
 	return nil
+}
+
+// unlinkEach unlinks keys one a command, in one pipeline: on a cluster
+// master, a namespace's keys are under several hash tags (the namespace's
+// and its accounts'), and one UNLINK of keys of several slots is refused.
+func unlinkEach(ctx context.Context, rdb *redis.Client, keys []string) error {
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Unlink(ctx, k)
+		}
+		return nil
+	})
+	return err
 }
 
 // cleanQueueNames removes namespace ns's queues from asynq's set of queue

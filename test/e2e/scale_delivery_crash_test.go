@@ -146,7 +146,7 @@ func scaleDeliveryCrash(t *testing.T, cluster bool) {
 		_ = st.Elastic.Drop(ctx)
 		rdb := st.Client()
 		_ = redisstore.ForEachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
-			for _, pat := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "asynq:{" + scheduler.QueueName(ns) + "}*"} {
+			for _, pat := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "{" + ns + ":a:*", "asynq:{" + scheduler.QueueName(ns) + "}*"} {
 				iter := m.Scan(ctx, 0, pat, 1000).Iterator()
 				for iter.Next(ctx) {
 					m.Unlink(ctx, iter.Val())

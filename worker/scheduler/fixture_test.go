@@ -95,7 +95,7 @@ func newHarness(t testing.TB) *harness {
 // dropNamespace removes every key of a namespace and its asynq queue.
 func dropNamespace(rdb redis.UniversalClient, ns string) {
 	ctx := context.Background()
-	for _, pat := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "asynq:{" + QueueName(ns) + "}*"} {
+	for _, pat := range []string{ns + ":*", keyspace.Prefix(ns) + "*", "{" + ns + ":a:*", "asynq:{" + QueueName(ns) + "}*"} {
 		iter := rdb.Scan(ctx, 0, pat, 1000).Iterator()
 		for iter.Next(ctx) {
 			rdb.Unlink(ctx, iter.Val())

@@ -50,19 +50,27 @@ func TestFirstAttemptSignedOnceSecretsSealed(t *testing.T) {
 	if k := len(h.recv.of(id)); k != 1 {
 		t.Errorf("delivered %d times, want once", k)
 	}
-	// No Redis value of the namespace holds the secret in the clear.
+	// No Redis value of the namespace (its own keys or its accounts')
+	// holds the secret in the clear.
 	ctx := context.Background()
-	iter := h.rdb.Scan(ctx, 0, keyspace.Prefix(h.ns)+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		if typ, _ := h.rdb.Type(ctx, key).Result(); typ == "hash" {
-			vals, _ := h.rdb.HGetAll(ctx, key).Result()
-			for f, v := range vals {
-				if strings.Contains(v, secret) || strings.Contains(v, "first_attempt_secret") {
-					t.Errorf("%s field %s holds the webhook secret in the clear", key, f)
+	hashes := 0
+	for _, pat := range []string{keyspace.Prefix(h.ns) + "*", "{" + h.ns + ":a:*"} {
+		iter := h.rdb.Scan(ctx, 0, pat, 1000).Iterator()
+		for iter.Next(ctx) {
+			key := iter.Val()
+			if typ, _ := h.rdb.Type(ctx, key).Result(); typ == "hash" {
+				hashes++
+				vals, _ := h.rdb.HGetAll(ctx, key).Result()
+				for f, v := range vals {
+					if strings.Contains(v, secret) || strings.Contains(v, "first_attempt_secret") {
+						t.Errorf("%s field %s holds the webhook secret in the clear", key, f)
+					}
 				}
 			}
 		}
+	}
+	if f, _ := h.rdb.HGet(ctx, keyspace.Account(h.ns, w.AccountID)+"w:"+w.ID, "secret").Result(); f == "" || hashes == 0 {
+		t.Errorf("the scan found no stored secret to check (%d hashes)", hashes)
 	}
 }
 
@@ -95,7 +103,7 @@ func TestRetryScheduleThenDead(t *testing.T) {
 	if k := len(h.recv.of(id)); k != delivery.MaxAttempts {
 		t.Errorf("%d attempts, want exactly %d", k, delivery.MaxAttempts)
 	}
-	if f, _ := h.rdb.HGet(context.Background(), keyspace.Prefix(h.ns)+"w:"+w.ID, "failures").Int(); f != 1 {
+	if f, _ := h.rdb.HGet(context.Background(), keyspace.Account(h.ns, w.AccountID)+"w:"+w.ID, "failures").Int(); f != 1 {
 		t.Errorf("consecutive failed notices %d, want 1", f)
 	}
 }
@@ -203,7 +211,7 @@ func TestDeactivationAfterTenResetHeldAndReactivation(t *testing.T) {
 		}
 		return true
 	})
-	if f, _ := h.rdb.HGet(ctx, keyspace.Prefix(h.ns)+"w:"+w.ID, "failures").Int(); f != 0 {
+	if f, _ := h.rdb.HGet(ctx, keyspace.Account(h.ns, w.AccountID)+"w:"+w.ID, "failures").Int(); f != 0 {
 		t.Errorf("consecutive failed notices %d after reactivation and success, want 0", f)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/account"
-	"github.com/noticesd/noticesd/internal/keyspace"
 	"github.com/noticesd/noticesd/internal/limit"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/store"
@@ -113,7 +112,7 @@ func (s *Store) CreateAccount(ctx context.Context, name, plan string) (account.C
 	if err != nil {
 		return account.Created{}, s.fail("create account", err)
 	}
-	return c, s.replicated(ctx, "account create", s.ns, keyspace.Account(s.name, id))
+	return c, s.replicated(ctx, "account create", s.tags(id)...)
 }
 
 func newKeys(accountID string) account.Created {
@@ -189,7 +188,7 @@ func (s *Store) SetSubscription(ctx context.Context, accountID string, active bo
 	if err != nil || v == 0 {
 		return cmp.Or(s.fail("set subscription", err), account.ErrNoAccount(accountID))
 	}
-	return s.replicated(ctx, "subscription change", s.ns, keyspace.Account(s.name, accountID))
+	return s.replicated(ctx, "subscription change", s.tags(accountID)...)
 }
 
 // rotateScript swaps an account's key records in one step, if its keys
@@ -250,7 +249,7 @@ func (s *Store) RotateKeys(ctx context.Context, accountID string) (account.Creat
 			return account.Created{}, s.fail(what, err)
 		}
 	}
-	return c, s.replicated(ctx, "key rotation", s.ns, keyspace.Account(s.name, accountID))
+	return c, s.replicated(ctx, "key rotation", s.tags(accountID)...)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

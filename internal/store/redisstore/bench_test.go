@@ -296,7 +296,8 @@ func BenchmarkMatchOneNotice(b *testing.B) {
 			keys[i] = acn(w*per + i)
 		}
 		doc, _ := encodeWatch(watch.Watch{ID: id, AccountID: "acc_bench", Active: true, Identifiers: keys[:1]})
-		if err := f.rdb.HSet(ctx, f.rs.key(watchKey, id), "account", "acc_bench", "doc", doc, "cseq", "0", "eseq", "0").Err(); err != nil {
+		f.rdb.HSet(ctx, f.rs.key(wacctKey), id, "acc_bench")
+		if err := f.rdb.HSet(ctx, f.rs.akey("acc_bench", watchKey, id), "account", "acc_bench", "doc", doc, "cseq", "0", "eseq", "0").Err(); err != nil {
 			b.Fatal(err)
 		}
 		if err := f.rs.indexKeys(ctx, id, keys, nil); err != nil {

@@ -133,7 +133,7 @@ func TestMillionCompanyWatch(t *testing.T) {
 	}
 	// The account counts exactly the remaining watch's companies, and the
 	// reverse index names only it.
-	got, err = f.rdb.SMembers(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Result()
+	got, err = f.rdb.SMembers(ctx, f.rs.akey(acc.AccountID, companiesKey)).Result()
 	slices.Sort(got)
 	if want := []string{acn(shared[0]), acn(shared[1])}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("after deleting the watch the account counts %d companies (%.80v, %v), want %v", len(got), got, err, want)
@@ -148,7 +148,7 @@ func TestMillionCompanyWatch(t *testing.T) {
 			t.Errorf("reverse index for company %d names %v (%v), want %v", c, holders, err, want)
 		}
 	}
-	if n, err := f.rdb.Exists(ctx, f.rs.key(trashKey, w.ID, "keys"), f.rs.key(trashKey, w.ID, "co"), f.rs.key(trashKey, w.ID, "acct")).Result(); err != nil || n != 0 {
+	if n, err := f.rdb.Exists(ctx, f.rs.akey(acc.AccountID, trashKey, w.ID, "keys"), f.rs.akey(acc.AccountID, trashKey, w.ID, "co"), f.rs.akey(acc.AccountID, trashKey, w.ID, "dr")).Result(); err != nil || n != 0 {
 		t.Errorf("%d trash keys left after the delete (%v)", n, err)
 	}
 }

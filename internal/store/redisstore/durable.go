@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/keyspace"
 )
 
 // WaitTimeout is how long an acknowledged write waits for a replica to
@@ -36,6 +37,12 @@ type replicaCount struct {
 type replicasRead struct {
 	at time.Time
 	n  int
+}
+
+// tags are the hash tags a change of account writes under: the
+// namespace's and the account's (replicated waits on each one's master).
+func (s *Store) tags(account string) []string {
+	return []string{s.ns, keyspace.Account(s.name, account)}
 }
 
 // replicated makes the change the caller has just written durable before

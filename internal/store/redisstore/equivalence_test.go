@@ -305,7 +305,7 @@ func TestIndexByACNMatchesArrivalsAsEmbedded(t *testing.T) {
 		if len(em.Notices) == 0 {
 			t.Errorf("watch on %v: the embedded store matches nothing (the test proves little)", books[i])
 		}
-		logged, err := f.rdb.ZCard(ctx, f.rs.key(matchLogKey, w.r)).Result()
+		logged, err := f.rdb.ZCard(ctx, f.wkey(t, matchLogKey, w.r)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,11 +319,11 @@ func TestIndexByACNMatchesArrivalsAsEmbedded(t *testing.T) {
 	}
 	// A watch written before ixabn existed: every match key indexed.
 	old := ws[0].r
-	keys, err := f.rdb.Get(ctx, f.rs.key(watchKey, old, "keys")).Result()
+	keys, err := f.rdb.Get(ctx, f.wkey(t, watchKey, old, "keys")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.rdb.HDel(ctx, f.rs.key(watchKey, old), "ixabn").Err(); err != nil {
+	if err := f.rdb.HDel(ctx, f.wkey(t, watchKey, old), "ixabn").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.rs.indexKeys(ctx, old, splitList(keys), nil); err != nil {

@@ -12,9 +12,10 @@ import (
 )
 
 // The gauges of /metrics in scale mode are read from keys the scripts that
-// change the state they count keep exact (acct:lapsed, winactive, dstat,
-// ddue: docs/redis.md's key table), so a scrape is a handful of O(1) or
-// O(log n) commands in one round trip whatever the data size.
+// change the state they count keep exact (acct:lapsed, and each account's
+// winactive, dstat, ddue, mq and mdead: docs/redis.md "Gauges"), so a
+// scrape is a few commands per account in one round trip whatever the
+// number of watches and deliveries.
 
 var _ store.GaugeSource = (*Store)(nil)
 
@@ -30,64 +31,85 @@ func (s *Store) Gauges(ctx context.Context) (store.Gauges, error) {
 	return g, err
 }
 
-// readGauges reads the gauge keys; ok is false when the delivery counts
-// were never computed (dstat has no v).
+// readGauges reads the gauge keys, summing the accounts'; ok is false
+// when they were never computed (no gauges mark).
 func (s *Store) readGauges(ctx context.Context) (g store.Gauges, ok bool, err error) {
-	now := s.clock().UnixMilli()
+	accts, err := s.accounts(ctx)
+	if err != nil {
+		return g, false, err
+	}
+	now := strconv.FormatInt(s.clock().UnixMilli(), 10)
 	p := s.rdb.Pipeline()
-	accts := p.ZCard(ctx, s.key(acctsKey))
+	mark := p.Exists(ctx, s.key(gaugesKey))
 	lapsed := p.SCard(ctx, s.key(lapsedKey))
-	watches := p.SCard(ctx, s.key(watchesKey))
-	inactive := p.SCard(ctx, s.key(winactiveKey))
-	stat := p.HMGet(ctx, s.key(dstatKey), "v", "pending", "delivered", "dead", "retry")
-	due := p.ZCount(ctx, s.key(ddueKey), "-inf", strconv.FormatInt(now, 10))
-	mailPending := p.ZCard(ctx, s.key(mailQueueKey))
-	mailDead := p.ZCard(ctx, s.key(mailDeadKey))
+	type acctGauges struct {
+		watches, inactive, due, mail, dead *redis.IntCmd
+		stat                               *redis.SliceCmd
+	}
+	per := make([]acctGauges, len(accts))
+	for i, a := range accts {
+		per[i] = acctGauges{p.ZCard(ctx, s.akey(a, watchesKey)), p.SCard(ctx, s.akey(a, winactiveKey)),
+			p.ZCount(ctx, s.akey(a, ddueKey), "-inf", now), p.ZCard(ctx, s.akey(a, mailQueueKey)), p.ZCard(ctx, s.akey(a, mailDeadKey)),
+			p.HMGet(ctx, s.akey(a, dstatKey), "pending", "delivered", "dead", "retry")}
+	}
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return g, false, s.fail("read gauges", err)
 	}
-	v := stat.Val()
-	if len(v) < 5 || v[0] == nil {
+	if mark.Val() == 0 {
 		return g, false, nil
 	}
-	n := func(i int) int64 {
-		x, _ := strconv.ParseInt(str(v[i]), 10, 64)
+	n := func(v any) int64 {
+		x, _ := strconv.ParseInt(str(v), 10, 64)
 		return x
 	}
 	g.AccountsLapsed = lapsed.Val()
-	g.AccountsActive = accts.Val() - g.AccountsLapsed
-	g.WatchesInactive = inactive.Val()
-	g.WatchesActive = watches.Val() - g.WatchesInactive
-	g.DeliveriesPending, g.DeliveriesDelivered, g.DeliveriesDead, g.RetryBacklog = n(1), n(2), n(3), n(4)
-	g.QueueDue = due.Val()
-	g.MailPending, g.MailDead = mailPending.Val(), mailDead.Val()
+	g.AccountsActive = int64(len(accts)) - g.AccountsLapsed
+	for _, a := range per {
+		v := a.stat.Val()
+		g.WatchesInactive += a.inactive.Val()
+		g.WatchesActive += a.watches.Val() - a.inactive.Val()
+		g.DeliveriesPending, g.DeliveriesDelivered = g.DeliveriesPending+n(v[0]), g.DeliveriesDelivered+n(v[1])
+		g.DeliveriesDead, g.RetryBacklog = g.DeliveriesDead+n(v[2]), g.RetryBacklog+n(v[3])
+		g.QueueDue += a.due.Val()
+		g.MailPending, g.MailDead = g.MailPending+a.mail.Val(), g.MailDead+a.dead.Val()
+	}
 	return g, true, nil
 }
 
 // RebuildGauges computes the gauge keys from the records, replacing what
 // they held: once, on a namespace that never had them (a new one, or one
-// an older version wrote). The lapsed accounts first (rebuildLapsed), then
-// the rest in one script (no state change interleaves), which holds Redis
-// for time in proportion to the watches and deliveries stored. The
-// watches are read first for KEYS, and again when the script finds they
-// changed (casRun).
+// an older version wrote), then sets the gauges mark. The lapsed accounts
+// first (rebuildLapsed), then each account's watches and deliveries in one
+// script (no change of the account interleaves), which holds Redis for
+// time in proportion to its watches and deliveries. What a script covers
+// is read first for KEYS, and again when the script finds it changed
+// (casRun). A crash before the mark: the next scrape computes again.
 func (s *Store) RebuildGauges(ctx context.Context) error {
 	if err := s.rebuildLapsed(ctx); err != nil {
 		return err
 	}
-	_, err := s.casRun(ctx, "compute gauges", rebuildGaugesScript, func() ([]string, []any, error) {
-		watches, err := s.rdb.SMembers(ctx, s.key(watchesKey)).Result()
-		if err != nil {
-			return nil, nil, s.fail("compute gauges", err)
+	accts, err := s.accounts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, acct := range accts {
+		a := func(parts ...string) string { return s.akey(acct, parts...) }
+		if _, err := s.casRun(ctx, "compute gauges", rebuildGaugesScript, func() ([]string, []any, error) {
+			ws, err := s.rdb.ZRange(ctx, a(watchesKey), 0, -1).Result()
+			if err != nil {
+				return nil, nil, s.fail("compute gauges", err)
+			}
+			keys := []string{a(winactiveKey), a(dstatKey), a(ddueKey), a(watchesKey)}
+			args := []any{joinList(ws)}
+			for _, id := range ws {
+				keys, args = append(keys, a(watchKey, id), a(recordsKey, id)), append(args, id)
+			}
+			return keys, args, nil
+		}); err != nil {
+			return err
 		}
-		keys := []string{s.key(winactiveKey), s.key(dstatKey), s.key(ddueKey), s.key(watchesKey)}
-		var args []any
-		for _, id := range watches {
-			keys, args = append(keys, s.key(watchKey, id), s.key(recordsKey, id)), append(args, id)
-		}
-		return keys, args, nil
-	})
-	return err
+	}
+	return s.fail("compute gauges", s.rdb.Set(ctx, s.key(gaugesKey), "1", 0).Err())
 }
 
 // rebuildLapsed shows every account's subscription state in the lapsed
@@ -121,10 +143,10 @@ func (s *Store) rebuildLapsed(ctx context.Context) error {
 	return s.fail("compute gauges", s.applyLapsed(ctx, args))
 }
 
-// rebuildGaugesScript recomputes the gauge keys but acct:lapsed. KEYS:
-// winactive, dstat, ddue, watches, then w:<id> and dr:<id> of each watch.
-// ARGV: the watch ids. It returns -1 when the watches are not those
-// passed. next_attempt_at (layout
+// rebuildGaugesScript recomputes one account's gauge keys. KEYS (the
+// account's): winactive, dstat, ddue, watches, then w:<id> and dr:<id> of
+// each watch. ARGV: the watch ids comma-joined, then each. It returns -1
+// when the watches are not those passed. next_attempt_at (layout
 // notice.TimestampLayout, UTC) becomes unix ms by the civil-date formula.
 var rebuildGaugesScript = redis.NewScript(`
 local function ms(ts)
@@ -139,14 +161,11 @@ local function ms(ts)
   local days = era * 146097 + doe - 719468
   return ((days * 24 + tonumber(h)) * 60 + tonumber(mi)) * 60000 + tonumber(s) * 1000 + tonumber(f)
 end
-if redis.call('SCARD', KEYS[4]) ~= #ARGV then return -1 end
-for i = 1, #ARGV do
-  if redis.call('SISMEMBER', KEYS[4], ARGV[i]) == 0 then return -1 end
-end
+if table.concat(redis.call('ZRANGE', KEYS[4], 0, -1), ',') ~= ARGV[1] then return -1 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 local c = {pending = 0, delivered = 0, dead = 0, retry = 0}
-for j = 1, #ARGV do
-  local id, wk, dk = ARGV[j], KEYS[3 + 2 * j], KEYS[4 + 2 * j]
+for j = 2, #ARGV do
+  local id, wk, dk = ARGV[j], KEYS[1 + 2 * j], KEYS[2 + 2 * j]
   local doc = redis.call('HGET', wk, 'doc')
   if doc and not cjson.decode(doc).active then redis.call('SADD', KEYS[1], id) end
   for _, raw in ipairs(redis.call('HVALS', dk)) do
@@ -160,6 +179,6 @@ for j = 1, #ARGV do
     end
   end
 end
-redis.call('HSET', KEYS[2], 'pending', c.pending, 'delivered', c.delivered, 'dead', c.dead, 'retry', c.retry, 'v', 1)
+redis.call('HSET', KEYS[2], 'pending', c.pending, 'delivered', c.delivered, 'dead', c.dead, 'retry', c.retry)
 return 1
 `)

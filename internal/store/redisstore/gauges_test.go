@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"slices"
 	"testing"
@@ -41,13 +42,21 @@ func TestGaugesContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	accts, err := rs.accounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	due := func() []redis.Z {
 		t.Helper()
-		z, err := last.rdb.ZRangeWithScores(ctx, rs.key(ddueKey), 0, -1).Result()
-		if err != nil {
-			t.Fatal(err)
+		var all []redis.Z
+		for _, a := range accts {
+			z, err := last.rdb.ZRangeWithScores(ctx, rs.akey(a, ddueKey), 0, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, z...)
 		}
-		return z
+		return all
 	}
 	keptDue := due()
 	// The sweep's list (Pending, read from ddue) is what scanning every
@@ -59,8 +68,14 @@ func TestGaugesContract(t *testing.T) {
 	if scanned := pendingByScan(t, last); !sameRefs(pending, scanned) || len(scanned) == 0 {
 		t.Fatalf("Pending %v, the records' pending deliveries not held %v", pending, scanned)
 	}
-	if err := last.rdb.Del(ctx, rs.key(lapsedKey), rs.key(winactiveKey), rs.key(dstatKey), rs.key(ddueKey)).Err(); err != nil {
-		t.Fatal(err)
+	drop := []string{rs.key(lapsedKey), rs.key(gaugesKey)}
+	for _, a := range accts {
+		drop = append(drop, rs.akey(a, winactiveKey), rs.akey(a, dstatKey), rs.akey(a, ddueKey))
+	}
+	for _, k := range drop {
+		if err := last.rdb.Del(ctx, k).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rebuilt, err := rs.Gauges(ctx)
 	if err != nil {
@@ -82,15 +97,23 @@ func TestGaugesContract(t *testing.T) {
 func pendingByScan(t *testing.T, f fixture) []Ref {
 	t.Helper()
 	ctx := context.Background()
-	ids, err := f.rdb.SMembers(ctx, f.rs.key(watchesKey)).Result()
+	ws, err := f.rs.allWatches(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []Ref
-	for _, wid := range ids {
-		for _, r := range recordsOf(t, f, wid) {
+	for _, w := range ws {
+		recs, err := f.rdb.HVals(ctx, f.rs.akey(w.acct, recordsKey, w.id)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range recs {
+			var r delivery.Record
+			if err := json.Unmarshal([]byte(raw), &r); err != nil {
+				t.Fatal(err)
+			}
 			if r.Status == delivery.Pending && r.NextAttemptAt != nil {
-				out = append(out, Ref{WatchID: wid, DeliveryID: r.ID, NoticeSeq: r.NoticeSeq})
+				out = append(out, Ref{AccountID: w.acct, WatchID: w.id, DeliveryID: r.ID, NoticeSeq: r.NoticeSeq})
 			}
 		}
 	}

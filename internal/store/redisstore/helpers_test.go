@@ -230,7 +230,7 @@ func deliveredPairs(t testing.TB, f fixture, watchIDs ...string) map[string]int 
 // recordsOf reads every delivery record of the watch.
 func recordsOf(t testing.TB, f fixture, watchID string) []delivery.Record {
 	t.Helper()
-	recs, err := f.rdb.HVals(context.Background(), f.rs.key(recordsKey, watchID)).Result()
+	recs, err := f.rdb.HVals(context.Background(), f.wkey(t, recordsKey, watchID)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,4 +241,15 @@ func recordsOf(t testing.TB, f fixture, watchID string) []delivery.Record {
 		}
 	}
 	return out
+}
+
+// wkey is the key of a watch's family (w, dr, wm...) under its account,
+// which the directory must name.
+func (f fixture) wkey(t testing.TB, family, watchID string, parts ...string) string {
+	t.Helper()
+	a, err := f.rs.accountOf(context.Background(), watchID)
+	if err != nil || a == "" {
+		t.Fatalf("the directory names no account of watch %s (%v)", watchID, err)
+	}
+	return f.rs.akey(a, append([]string{family, watchID}, parts...)...)
 }

@@ -165,10 +165,10 @@ func familyWorkload(t *testing.T, f fixture) {
 
 // TestKeysShareOneSlot: every key the families workload, a request's rate
 // token and a held heavy slot leave for the namespace starts with its
-// prefix {ns}: and hashes to the one Redis Cluster slot of its tag, but
-// the register's ids strings, each under the slot group of its number
-// (idsKey); none is left under the old prefix "ns:" (or the rate buckets'
-// old "rate:ns:").
+// prefix {ns}: or an account's {ns:a:<id>}: and hashes to the one Redis
+// Cluster slot of that tag, but the register's ids strings, each under the
+// slot group of its number (idsKey); none is left under the old prefix
+// "ns:" (or the rate buckets' old "rate:ns:").
 func TestKeysShareOneSlot(t *testing.T) {
 	ctx := context.Background()
 	f, l, c, want := newGateFixture(t, 2, "One Slot Co")
@@ -196,17 +196,22 @@ func TestKeysShareOneSlot(t *testing.T) {
 			continue // asynq's own keys, tagged by queue
 		}
 		n++
-		tag, _, _ := strings.Cut(k, "}:")
+		tag := prefix
+		if acct, _, ok := strings.Cut(strings.TrimPrefix(k, "{"+f.ns+":a:"), "}:"); ok && strings.HasPrefix(k, "{"+f.ns+":a:") {
+			tag = keyspace.Account(f.ns, acct)
+			if !ours[tag] {
+				t.Errorf("key %s is under the tag of an account the workload did not create", k)
+			}
+			na++
+		}
 		if m := idsKeyRE.FindStringSubmatch(k); m != nil {
 			if b, _ := strconv.Atoi(m[2]); k != f.rs.idsKey(m[1], uint32(b)) {
 				t.Errorf("ids string %s is not in the slot group of its number: want %s", k, f.rs.idsKey(m[1], uint32(b)))
 			}
-		} else if ours[tag+"}:"] {
-			na++
-		} else if !strings.HasPrefix(k, prefix) {
-			t.Errorf("key %s is not under %s", k, prefix)
-		} else if keyspace.Slot(k) != keyspace.Slot(prefix) {
-			t.Errorf("key %s hashes to slot %d, not the namespace's %d", k, keyspace.Slot(k), keyspace.Slot(prefix))
+		} else if !strings.HasPrefix(k, tag) {
+			t.Errorf("key %s is not under %s", k, tag)
+		} else if keyspace.Slot(k) != keyspace.Slot(tag) {
+			t.Errorf("key %s hashes to slot %d, not its tag's %d", k, keyspace.Slot(k), keyspace.Slot(tag))
 		}
 	}
 	if err := iter.Err(); err != nil {

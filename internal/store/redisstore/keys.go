@@ -8,13 +8,17 @@ import (
 )
 
 // Every key of the store is built here: s.key(family, parts...) is
-// "{<namespace>}:<family>:<part>:...", under the namespace's one hash tag
-// (keyspace.Prefix), so every key is in one Redis Cluster slot and every
-// Lua script, which takes all the keys it touches in KEYS, runs on a
-// cluster. docs/redis.md's key table says what each family holds, and
+// "{<namespace>}:<family>:<part>:...", under the namespace's hash tag
+// (keyspace.Prefix), for what is shared; s.akey(account, family,
+// parts...) is "{<namespace>:a:<account>}:<family>:...", under the
+// account's tag (keyspace.Account), for what one account owns (its
+// watches, match logs, deliveries, mail and their queues). Every Lua
+// script takes all the keys it touches in KEYS, all under one tag, so it
+// runs on a cluster. docs/redis.md's key table says what each family holds, and
 // TestKeyFamiliesDocumented checks it against what a workload writes.
 const (
-	acctKey       = "acct" // akey(id, acct); under {ns}: acct:<id>:watches, acct:<id>:companies, acct:seq
+	acctKey       = "acct" // akey(id, acct); under {ns}: acct:seq, acct:lapsed
+	companiesKey  = "companies"
 	acctsKey      = "accts"
 	apikeyKey     = "apikey" // akey(id, apikey, h): the key record; key(apikey, h): the directory
 	lapsedKey     = "acct:lapsed"
@@ -47,6 +51,9 @@ const (
 	ddueKey       = "ddue"
 	dleaseKey     = "dlease"
 	waitMarkKey   = "wait"
+	wacctKey      = "wacct"  // watch id -> account (shared directory)
+	wakeKey       = "wake"   // wake:<queue>: account ids by when to look (shared)
+	gaugesKey     = "gauges" // set once the per-account gauges were computed
 )
 
 // key returns the namespaced key of the parts joined by ':'.

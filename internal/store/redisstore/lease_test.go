@@ -25,7 +25,7 @@ func TestAttemptLeaseLapsesToRecovery(t *testing.T) {
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("Deliveries = %d records, %v", len(recs), err)
 	}
-	ref := Ref{WatchID: watchID, DeliveryID: recs[0].ID, NoticeSeq: recs[0].NoticeSeq}
+	ref := Ref{AccountID: accountID, WatchID: watchID, DeliveryID: recs[0].ID, NoticeSeq: recs[0].NoticeSeq}
 	const lease = 15 * time.Second
 	f.clock.Advance(time.Second)
 	first, err := f.rs.Begin(ctx, ref, f.clock.Now(), Hold{Task: "dead-worker", Lease: lease})
@@ -78,11 +78,49 @@ func TestAttemptLeaseLapsesToRecovery(t *testing.T) {
 	if l := lapsed(); len(l) != 0 {
 		t.Fatalf("LapsedAttempts after the outcome = %+v; want none", l)
 	}
-	if n, _ := f.rdb.ZCard(ctx, f.rs.key(dleaseKey)).Result(); n != 0 {
+	if n, _ := f.rdb.ZCard(ctx, f.rs.akey(accountID, dleaseKey)).Result(); n != 0 {
 		t.Fatalf("%d attempts left in the lease set after the outcome", n)
 	}
 	recs, _ = f.rs.Deliveries(ctx, accountID, watchID, 10)
 	if len(recs) != 1 || recs[0].Status != delivery.Delivered || recs[0].Attempts != 1 {
 		t.Fatalf("record %+v; want delivered in 1 attempt", recs)
+	}
+}
+
+// TestRefWithoutAccount: a task made by an older version names the watch
+// and not its account; Begin, Renew and Complete find the account in the
+// directory wacct, and a ref of a watch the directory does not know (its
+// delete finished) is done.
+func TestRefWithoutAccount(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	accountID, watchID := f.alphaWatch(t)
+	f.failDeliveriesN(t, accountID, watchID, 0)
+	f.deliver(t, watchID, "OLD-TASK-1")
+	recs, err := f.rs.Deliveries(ctx, accountID, watchID, 10)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("Deliveries = %d records, %v", len(recs), err)
+	}
+	// Another process (its own cache empty) reads the directory.
+	w := f.sameNamespace(t, Options{Secrets: f.rs.secrets})
+	old := Ref{WatchID: watchID, DeliveryID: recs[0].ID, NoticeSeq: recs[0].NoticeSeq}
+	b, err := w.Begin(ctx, old, f.clock.Now(), Hold{Task: "old", Lease: 10 * time.Second})
+	if err != nil || b.State != BeginAttempt || b.Job.AccountID != accountID {
+		t.Fatalf("Begin of a ref without account = %+v, %v; want an attempt of account %s", b, err, accountID)
+	}
+	if held, err := w.Renew(ctx, old, "old", f.clock.Now().Add(10*time.Second)); err != nil || !held {
+		t.Fatalf("Renew = %v, %v; want held", held, err)
+	}
+	job := b.Job
+	job.AccountID = ""
+	if err := w.Complete(ctx, job, store.Outcome{OK: true, RetryUnit: storetest.DeliverRetryUnit}, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ = f.rs.Deliveries(ctx, accountID, watchID, 10); len(recs) != 1 || recs[0].Status != delivery.Delivered {
+		t.Fatalf("record %+v; want delivered", recs)
+	}
+	gone := Ref{WatchID: "wch_never", DeliveryID: "dlv_x", NoticeSeq: 1}
+	if b, err := w.Begin(ctx, gone, f.clock.Now(), Hold{Task: "old"}); err != nil || b.State != BeginDone {
+		t.Fatalf("Begin of an unknown watch's ref = %+v, %v; want done", b, err)
 	}
 }

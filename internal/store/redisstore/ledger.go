@@ -70,8 +70,11 @@ local function pend(kdr, kdl, kdq, kstat, kddue, active, id, raw, score, lmem, g
 end
 `
 
-// Ref names one delivery: what an asynq task carries.
+// Ref names one delivery: what an asynq task carries. AccountID is the
+// watch's account, whose keys hold the delivery; a task made by an older
+// version has none, and the directory wacct answers (refAccount).
 type Ref struct {
+	AccountID  string `json:"a,omitempty"`
 	WatchID    string `json:"w"`
 	DeliveryID string `json:"d"`
 	NoticeSeq  int64  `json:"s"`
@@ -79,21 +82,40 @@ type Ref struct {
 
 func (r Ref) member() string { return r.WatchID + "|" + r.DeliveryID + "|" + itoa(r.NoticeSeq) }
 
-// parseRef reads a gauge or outbox member.
-func parseRef(m string) (Ref, bool) {
+// parseRef reads a gauge or outbox member of account acct.
+func parseRef(acct, m string) (Ref, bool) {
 	p := strings.Split(m, "|")
 	if len(p) != 3 {
 		return Ref{}, false
 	}
 	seq, err := strconv.ParseInt(p[2], 10, 64)
-	return Ref{WatchID: p[0], DeliveryID: p[1], NoticeSeq: seq}, err == nil
+	return Ref{AccountID: acct, WatchID: p[0], DeliveryID: p[1], NoticeSeq: seq}, err == nil
+}
+
+// refAccount fills in ref's account from the directory when it has none
+// (a task of an older version): false when the watch is gone.
+func (s *Store) refAccount(ctx context.Context, ref *Ref) (bool, error) {
+	if ref.AccountID != "" {
+		return true, nil
+	}
+	a, err := s.accountOf(ctx, ref.WatchID)
+	ref.AccountID = a
+	return a != "", err
+}
+
+// jobAccount is the account of job's watch (refAccount).
+func (s *Store) jobAccount(ctx context.Context, job store.Job) (string, error) {
+	if job.AccountID != "" {
+		return job.AccountID, nil
+	}
+	return s.accountOf(ctx, job.WatchID)
 }
 
 // createDeliveryScript records a pending delivery unless the pair has one,
 // the watch has no webhook or the notice arrived before it (notice_seq at
 // or below its eseq): due at once (and in the outbox) when the watch is
-// active, held otherwise. KEYS: dr:<watch>, dl:<watch>, w:<watch>, dq,
-// dstat, ddue. ARGV: delivery id, record JSON, list score, list member,
+// active, held otherwise. KEYS (the account's): dr:<watch>, dl:<watch>,
+// w:<watch>, dq, dstat, ddue. ARGV: delivery id, record JSON, list score, list member,
 // gauge member, due ms, notice_seq.
 var createDeliveryScript = redis.NewScript(ledgerLua + `
 local v = redis.call('HMGET', KEYS[3], 'doc', 'eseq', 'secret')
@@ -102,8 +124,8 @@ return pend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], cjson.decode(v[1]).acti
 `)
 
 // pendingArgs are the keys and arguments of createDeliveryScript for the
-// delivery of n to the watch at now.
-func (s *Store) pendingArgs(watchID string, n *notice.Notice, now time.Time) ([]string, []any, error) {
+// delivery of n to the watch of account acct at now.
+func (s *Store) pendingArgs(acct, watchID string, n *notice.Notice, now time.Time) ([]string, []any, error) {
 	ts := notice.Timestamp(now)
 	r := delivery.Record{ID: webhook.DeliveryID(watchID, n.ID), NoticeID: n.ID, NoticeSeq: n.Seq,
 		Status: delivery.Pending, CreatedAt: ts, UpdatedAt: ts, NextAttemptAt: &ts}
@@ -113,7 +135,8 @@ func (s *Store) pendingArgs(watchID string, n *notice.Notice, now time.Time) ([]
 	}
 	ref := Ref{WatchID: watchID, DeliveryID: r.ID, NoticeSeq: n.Seq}
 	member := fmt.Sprintf("%020d|%s", n.Seq, r.ID)
-	return []string{s.key(recordsKey, watchID), s.key(deliveriesKey, watchID), s.key(watchKey, watchID), s.key(outboxKey), s.key(dstatKey), s.key(ddueKey)},
+	a := func(parts ...string) string { return s.akey(acct, parts...) }
+	return []string{a(recordsKey, watchID), a(deliveriesKey, watchID), a(watchKey, watchID), a(outboxKey), a(dstatKey), a(ddueKey)},
 		[]any{r.ID, b, stamp(now).UnixMilli(), member, ref.member(), now.UnixMilli(), n.Seq}, nil
 }
 
@@ -145,7 +168,14 @@ func (s *Store) createDeliveries(ctx context.Context, what string, pairs []Ref, 
 	}
 	pipe := s.rdb.Pipeline()
 	var cmds []*redis.Cmd
+	var accts []string
 	for _, p := range pairs {
+		if ok, err := s.refAccount(ctx, &p); err != nil || !ok {
+			if err != nil {
+				return 0, err
+			}
+			continue // the watch is gone
+		}
 		n := bySeq[p.NoticeSeq]
 		if n == nil {
 			continue // not readable: never delivered (the source lost it)
@@ -158,21 +188,31 @@ func (s *Store) createDeliveries(ctx context.Context, what string, pairs []Ref, 
 		if pub, err := time.Parse(time.RFC3339Nano, n.PublishedAt); err != nil || !delivery.Eligible(n.Seq, 0, pub, at) {
 			continue
 		}
-		keys, args, err := s.pendingArgs(p.WatchID, n, now)
+		keys, args, err := s.pendingArgs(p.AccountID, p.WatchID, n, now)
 		if err != nil {
 			return 0, err
 		}
 		// EVAL, not EVALSHA: no NOSCRIPT can arise in the pipeline.
 		cmds = append(cmds, createDeliveryScript.Eval(ctx, pipe, keys, args...))
+		accts = append(accts, p.AccountID)
 	}
 	// An empty pipeline sends nothing.
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, s.fail(what, err)
 	}
 	created := 0
-	for _, c := range cmds {
+	woken := map[string]bool{}
+	for i, c := range cmds {
 		if k, _ := c.Int(); k == 1 {
 			created++
+			// The outbox note after the script (a crash between:
+			// Reconcile notes the account again).
+			if !woken[accts[i]] {
+				woken[accts[i]] = true
+				if err := s.wake(ctx, wakeOutbox, accts[i], now); err != nil {
+					return created, err
+				}
+			}
 		}
 	}
 	return created, nil
@@ -196,16 +236,20 @@ type Claimed struct {
 	DueMS int64
 }
 
-// claim runs claimScript on key: the refs and their scores before; a
-// member that is no ref is dropped.
-func (s *Store) claim(ctx context.Context, key, what string, now, until time.Time, limit int) ([]Claimed, error) {
+// claim runs claimScript on account acct's queue q: the refs and their
+// scores before; a member that is no ref is dropped.
+func (s *Store) claim(ctx context.Context, acct, q, what string, now, until time.Time, limit int) ([]Claimed, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	key := s.akey(acct, q)
 	v, err := claimScript.Run(ctx, s.rdb, []string{key}, now.UnixMilli(), until.UnixMilli(), limit).StringSlice()
 	if err != nil {
 		return nil, s.fail(what, err)
 	}
 	var out []Claimed
 	for i := 0; i+1 < len(v); i += 2 {
-		r, ok := parseRef(v[i])
+		r, ok := parseRef(acct, v[i])
 		ms, err := strconv.ParseInt(v[i+1], 10, 64)
 		if !ok || err != nil {
 			_ = s.rdb.ZRem(ctx, key, v[i]).Err()
@@ -220,60 +264,102 @@ func (s *Store) claim(ctx context.Context, key, what string, now, until time.Tim
 // hidden from other pumps for lease (due again if the pump died before
 // Scheduled).
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Claimed, error) {
-	return s.claim(ctx, s.key(outboxKey), "read the delivery outbox", now, now.Add(lease), limit)
+	return s.claimWoken(ctx, wakeOutbox, outboxKey, "read the delivery outbox", now, now.Add(lease), limit)
+}
+
+// claimWoken claims up to limit entries due at now from queue q of the
+// accounts wake:<wq> names due, hidden until until.
+func (s *Store) claimWoken(ctx context.Context, wq, q, what string, now, until time.Time, limit int) ([]Claimed, error) {
+	var out []Claimed
+	err := s.eachWoken(ctx, wq, now, limit, func(acct string) error {
+		got, err := s.claim(ctx, acct, q, what, now, until, limit-len(out))
+		out = append(out, got...)
+		return err
+	})
+	return out, err
 }
 
 // Scheduled takes done's entries out of the outbox (their tasks exist) and
 // moves later's to at (no task could be made yet), in one round trip.
 func (s *Store) Scheduled(ctx context.Context, done, later []Ref, at time.Time) error {
-	k := s.key(outboxKey)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, r := range done {
-			p.ZRem(ctx, k, r.member())
+			p.ZRem(ctx, s.akey(r.AccountID, outboxKey), r.member())
 		}
 		for _, r := range later {
-			p.ZAddXX(ctx, k, redis.Z{Score: float64(at.UnixMilli()), Member: r.member()})
+			p.ZAddXX(ctx, s.akey(r.AccountID, outboxKey), redis.Z{Score: float64(at.UnixMilli()), Member: r.member()})
 		}
 		return nil
 	})
-	return s.fail("update the delivery outbox", err)
+	if err != nil {
+		return s.fail("update the delivery outbox", err)
+	}
+	return s.wakeRefs(ctx, later, at)
+}
+
+// wakeRefs notes the accounts of refs in wake:dq at at.
+func (s *Store) wakeRefs(ctx context.Context, refs []Ref, at time.Time) error {
+	woken := map[string]bool{}
+	for _, r := range refs {
+		if !woken[r.AccountID] {
+			woken[r.AccountID] = true
+			if err := s.wake(ctx, wakeOutbox, r.AccountID, at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Reschedule puts refs in the outbox, due at now (the sweep's repair).
 func (s *Store) Reschedule(ctx context.Context, refs []Ref, now time.Time) error {
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, r := range refs {
-			p.ZAddNX(ctx, s.key(outboxKey), redis.Z{Score: float64(now.UnixMilli()), Member: r.member()})
+			p.ZAddNX(ctx, s.akey(r.AccountID, outboxKey), redis.Z{Score: float64(now.UnixMilli()), Member: r.member()})
 		}
 		return nil
 	})
-	return s.fail("update the delivery outbox", err)
+	if err != nil {
+		return s.fail("update the delivery outbox", err)
+	}
+	return s.wakeRefs(ctx, refs, now)
 }
 
 // Pending lists the pending deliveries (not held) due by dueBy: what must
-// have an asynq task by then. It reads ddue, so the cost follows those.
+// have an asynq task by then. It reads every account's ddue (pipelined,
+// 1,000 accounts a round trip), so the cost follows the accounts and
+// those deliveries.
 func (s *Store) Pending(ctx context.Context, dueBy time.Time) ([]Ref, error) {
 	// ddue is complete once the gauges were computed (Gauges computes them
 	// in a namespace that never had them).
 	if _, err := s.Gauges(ctx); err != nil {
 		return nil, err
 	}
+	accts, err := s.accounts(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []Ref
 	upTo := strconv.FormatInt(dueBy.UnixMilli(), 10)
-	for lo := int64(0); ; lo += batch {
-		ms, err := s.rdb.ZRangeByScore(ctx, s.key(ddueKey), &redis.ZRangeBy{Min: "-inf", Max: upTo, Offset: lo, Count: batch}).Result()
-		if err != nil {
+	for part := range slices.Chunk(accts, 1000) {
+		due := make([]*redis.StringSliceCmd, len(part))
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, a := range part {
+				due[i] = p.ZRangeByScore(ctx, s.akey(a, ddueKey), &redis.ZRangeBy{Min: "-inf", Max: upTo})
+			}
+			return nil
+		}); err != nil {
 			return nil, s.fail("list pending deliveries", err)
 		}
-		for _, m := range ms {
-			if r, ok := parseRef(m); ok {
-				out = append(out, r)
+		for i, d := range due {
+			for _, m := range d.Val() {
+				if r, ok := parseRef(part[i], m); ok {
+					out = append(out, r)
+				}
 			}
 		}
-		if len(ms) < batch {
-			return out, nil
-		}
 	}
+	return out, nil
 }
 
 // Begin outcomes.
@@ -305,7 +391,7 @@ type Begun struct {
 // with a webhook, counting it unless one was begun and never finished (a
 // crash). Task ARGV[5] holds it until ARGV[6] (ms; 0: no lease), in the
 // record and dlease; after that it is taken over under the same number.
-// KEYS: dr:<watch>, w:<watch>, dstat, ddue,
+// KEYS (the account's): dr:<watch>, w:<watch>, dstat, ddue,
 // dlease. ARGV: delivery id, now timestamp, now ms, gauge member, holder,
 // lease end ms. Returns {state, attempt, sealed secret, url, next_attempt_at}.
 var beginScript = redis.NewScript(ledgerLua + `
@@ -355,11 +441,20 @@ type Hold struct {
 // it); once the lease ran out without an outcome, LapsedAttempts hands it
 // to a recovery task, which takes it over under the same number.
 func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time, hold Hold) (Begun, error) {
+	if ok, err := s.refAccount(ctx, &ref); err != nil || !ok {
+		return Begun{State: BeginDone}, err
+	}
 	until := int64(0)
 	if hold.Lease > 0 {
 		until = now.Add(hold.Lease).UnixMilli()
+		// The lease's note first, due when it would run out: a recovery
+		// finds the account should this worker die after the script.
+		if err := s.wake(ctx, wakeLeases, ref.AccountID, time.UnixMilli(until)); err != nil {
+			return Begun{}, err
+		}
 	}
-	v, err := beginScript.Run(ctx, s.rdb, []string{s.key(recordsKey, ref.WatchID), s.key(watchKey, ref.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(dleaseKey)},
+	a := func(parts ...string) string { return s.akey(ref.AccountID, parts...) }
+	v, err := beginScript.Run(ctx, s.rdb, []string{a(recordsKey, ref.WatchID), a(watchKey, ref.WatchID), a(dstatKey), a(ddueKey), a(dleaseKey)},
 		ref.DeliveryID, notice.Timestamp(now), now.UnixMilli(), ref.member(), hold.Task, until).Slice()
 	if err != nil {
 		return Begun{}, s.fail("begin a delivery attempt", err)
@@ -377,14 +472,15 @@ func (s *Store) Begin(ctx context.Context, ref Ref, now time.Time, hold Hold) (B
 		if err != nil {
 			return b, err
 		}
-		b.Job = store.Job{DeliveryID: ref.DeliveryID, WatchID: ref.WatchID, URL: fmt.Sprint(v[3]), Secret: secret,
+		b.Job = store.Job{DeliveryID: ref.DeliveryID, WatchID: ref.WatchID, AccountID: ref.AccountID, URL: fmt.Sprint(v[3]), Secret: secret,
 			Attempt: int(n), Token: itoa(n)}
 	}
 	return b, nil
 }
 
 // renewScript moves the lease of a delivery's attempt in flight to ARGV[3]
-// (ms) if task ARGV[2] still holds it. KEYS: dr:<watch>, dlease. ARGV:
+// (ms) if task ARGV[2] still holds it. KEYS (the account's): dr:<watch>,
+// dlease. ARGV:
 // delivery id, holder, lease end ms, gauge member.
 var renewScript = redis.NewScript(ledgerLua + `
 local r = rec()
@@ -399,7 +495,10 @@ return 1
 // may wait for its endpoint's slot longer than any fixed lease). False:
 // task no longer holds it and should stop.
 func (s *Store) Renew(ctx context.Context, ref Ref, task string, until time.Time) (bool, error) {
-	n, err := renewScript.Run(ctx, s.rdb, []string{s.key(recordsKey, ref.WatchID), s.key(dleaseKey)},
+	if ok, err := s.refAccount(ctx, &ref); err != nil || !ok {
+		return false, err
+	}
+	n, err := renewScript.Run(ctx, s.rdb, []string{s.akey(ref.AccountID, recordsKey, ref.WatchID), s.akey(ref.AccountID, dleaseKey)},
 		ref.DeliveryID, task, until.UnixMilli(), ref.member()).Int()
 	return n == 1, s.fail("renew a delivery attempt's lease", err)
 }
@@ -408,12 +507,12 @@ func (s *Store) Renew(ctx context.Context, ref Ref, task string, until time.Time
 // without an outcome (their worker died), hidden from other callers for
 // claim. One call reads only the lapsed attempts.
 func (s *Store) LapsedAttempts(ctx context.Context, now time.Time, claim time.Duration, limit int) ([]Claimed, error) {
-	return s.claim(ctx, s.key(dleaseKey), "read the lapsed delivery attempts", now, now.Add(claim), limit)
+	return s.claimWoken(ctx, wakeLeases, dleaseKey, "read the lapsed delivery attempts", now, now.Add(claim), limit)
 }
 
 // completeScript records an attempt's outcome as delivery.Decide made it.
-// KEYS: dr:<watch>, w:<watch>, dstat, ddue, wdeact, dl:<watch>,
-// df:<watch>, dlease. ARGV: delivery id, attempt n, status, last_error,
+// KEYS (the account's): dr:<watch>, w:<watch>, dstat, ddue, wdeact,
+// dl:<watch>, df:<watch>, dlease. ARGV: delivery id, attempt n, status, last_error,
 // updated_at, next_attempt_at, next_attempt_at ms, watch id,
 // delivery.DeactivateAfter, delivered_at, delivery.KeepRecords, the
 // KeepAge cutoff (created_at ms), delivery.TrimStep. A final outcome is
@@ -482,7 +581,12 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	if !out.SentAt.IsZero() {
 		deliveredAt = notice.Timestamp(out.SentAt)
 	}
-	failures, err := completeScript.Run(ctx, s.rdb, []string{s.key(recordsKey, job.WatchID), s.key(watchKey, job.WatchID), s.key(dstatKey), s.key(ddueKey), s.key(wdeactKey), s.key(deliveriesKey, job.WatchID), s.key(finalKey, job.WatchID), s.key(dleaseKey)},
+	acct, err := s.jobAccount(ctx, job)
+	if err != nil || acct == "" {
+		return err // the watch is gone: nothing to record
+	}
+	a := func(parts ...string) string { return s.akey(acct, parts...) }
+	failures, err := completeScript.Run(ctx, s.rdb, []string{a(recordsKey, job.WatchID), a(watchKey, job.WatchID), a(dstatKey), a(ddueKey), a(wdeactKey), a(deliveriesKey, job.WatchID), a(finalKey, job.WatchID), a(dleaseKey)},
 		job.DeliveryID, job.Attempt, d.Status, d.LastError, ts, notice.Timestamp(next), next.UnixMilli(), job.WatchID, delivery.DeactivateAfter, deliveredAt,
 		delivery.KeepRecords, stamp(now.Add(-delivery.KeepAge)).UnixMilli(), delivery.TrimStep).Int()
 	if err != nil {
@@ -491,7 +595,7 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 	if failures < 0 || !delivery.Deactivates(failures) {
 		return nil
 	}
-	_, err = s.deactivate(ctx, job.WatchID, now)
+	_, err = s.deactivate(ctx, acct, job.WatchID, now)
 	return err
 }
 
@@ -499,7 +603,14 @@ func (s *Store) Complete(ctx context.Context, job store.Job, out store.Outcome, 
 // store.Ledger). Every new URL comes with a new secret, so the watch's
 // document (large: its identifiers) is read only when the secret changed.
 func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string, err error) {
-	k := s.key(watchKey, job.WatchID)
+	acct, err := s.jobAccount(ctx, job)
+	if err != nil {
+		return "", "", err
+	}
+	if acct == "" {
+		return "", "", noWebhook(job.WatchID)
+	}
+	k := s.akey(acct, watchKey, job.WatchID)
 	sealed, err := s.rdb.HGet(ctx, k, "secret").Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", "", s.fail("read a webhook", err)
@@ -525,8 +636,9 @@ func (s *Store) Signing(ctx context.Context, job store.Job) (url, secret string,
 }
 
 // releaseScript makes every held delivery of an active watch due at once
-// (in the outbox) and takes the watch out of wrel. KEYS: dr:<watch>, dq, ddue, wrel, w:<watch>, dlease. ARGV: now
-// timestamp, now ms, watch id.
+// (in the outbox) and takes the watch out of wrel. KEYS (the account's):
+// dr:<watch>, dq, ddue, wrel, w:<watch>, dlease. ARGV: now timestamp, now
+// ms, watch id.
 var releaseScript = redis.NewScript(ledgerLua + `
 redis.call('SREM', KEYS[4], ARGV[3])
 local doc = redis.call('HGET', KEYS[5], 'doc')
@@ -548,26 +660,36 @@ return n
 
 // Release makes every held delivery of the watch due at now (it was just
 // reactivated): all of them at once, without the two-day window check.
-func (s *Store) Release(ctx context.Context, watchID string, now time.Time) (int, error) {
-	n, err := releaseScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(outboxKey), s.key(ddueKey), s.key(wrelKey), s.key(watchKey, watchID), s.key(dleaseKey)},
+func (s *Store) Release(ctx context.Context, accountID, watchID string, now time.Time) (int, error) {
+	a := func(parts ...string) string { return s.akey(accountID, parts...) }
+	n, err := releaseScript.Run(ctx, s.rdb, []string{a(recordsKey, watchID), a(outboxKey), a(ddueKey), a(wrelKey), a(watchKey, watchID), a(dleaseKey)},
 		notice.Timestamp(now), now.UnixMilli(), watchID).Int()
-	return n, s.fail("release held deliveries", err)
+	if err != nil {
+		return n, s.fail("release held deliveries", err)
+	}
+	// The outbox note after the script (a crash between: Reconcile notes
+	// the account again).
+	if n > 0 {
+		err = s.wake(ctx, wakeOutbox, accountID, now)
+	}
+	return n, err
 }
 
 // deliveryStateChanged releases a reactivated watch's held deliveries
 // (UpdateWatch; casWatchScript held them when it was switched off).
-func (s *Store) deliveryStateChanged(ctx context.Context, watchID string, was, now bool, at time.Time) error {
+func (s *Store) deliveryStateChanged(ctx context.Context, accountID, watchID string, was, now bool, at time.Time) error {
 	if was || !now {
 		return nil
 	}
-	_, err := s.Release(ctx, watchID, at)
+	_, err := s.Release(ctx, accountID, watchID, at)
 	return err
 }
 
 // Reconcile finishes what a stopped process left half done: a register
 // load between its commits, creates (wpend), deletes (trash), releases
-// (wrel) and deactivations still owed (wdeact), and returns how many
-// changes it finished. The scheduler's sweep calls it.
+// (wrel) and deactivations still owed (wdeact), and notes every account
+// with queued work in the wake sets again (rewakeAll), and returns how
+// many changes it finished. The scheduler's sweep calls it.
 func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 	how, err := s.CompleteRegister(ctx)
 	if err != nil {
@@ -582,27 +704,39 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time) (int, error) {
 	swept, sweepErr := s.SweepStalled(ctx, now)
 	done += swept
 	sweepErr = errors.Join(scanErr, sweepErr)
-	rel, err := s.rdb.SMembers(ctx, s.key(wrelKey)).Result()
+	if err := s.rewakeAll(ctx); err != nil {
+		return done, err
+	}
+	accts, err := s.accounts(ctx)
 	if err != nil {
-		return done, s.fail("read the watches to release", err)
+		return done, err
 	}
-	for _, id := range rel {
-		if _, err := s.Release(ctx, id, now); err != nil {
-			return done, err
+	for part := range slices.Chunk(accts, 1000) {
+		rel, owed := make([]*redis.StringSliceCmd, len(part)), make([]*redis.StringSliceCmd, len(part))
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, a := range part {
+				rel[i], owed[i] = p.SMembers(ctx, s.akey(a, wrelKey)), p.HKeys(ctx, s.akey(a, wdeactKey))
+			}
+			return nil
+		}); err != nil {
+			return done, s.fail("read the watches to release or deactivate", err)
 		}
-		done++
-	}
-	owed, err := s.rdb.HKeys(ctx, s.key(wdeactKey)).Result()
-	if err != nil {
-		return done, s.fail("read the watches to deactivate", err)
-	}
-	for _, id := range owed {
-		did, err := s.deactivate(ctx, id, now)
-		if err != nil {
-			return done, err
-		}
-		if did {
-			done++
+		for i, a := range part {
+			for _, id := range rel[i].Val() {
+				if _, err := s.Release(ctx, a, id, now); err != nil {
+					return done, err
+				}
+				done++
+			}
+			for _, id := range owed[i].Val() {
+				did, err := s.deactivate(ctx, a, id, now)
+				if err != nil {
+					return done, err
+				}
+				if did {
+					done++
+				}
+			}
 		}
 	}
 	return done, sweepErr

@@ -18,9 +18,9 @@ func TestOutboxSteps(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
 	now := f.clock.Now()
-	a, b, gone := Ref{WatchID: "w", DeliveryID: "a", NoticeSeq: 1}, Ref{WatchID: "w", DeliveryID: "b", NoticeSeq: 2}, Ref{WatchID: "w", DeliveryID: "c", NoticeSeq: 3}
+	a, b, gone := Ref{AccountID: "acc", WatchID: "w", DeliveryID: "a", NoticeSeq: 1}, Ref{AccountID: "acc", WatchID: "w", DeliveryID: "b", NoticeSeq: 2}, Ref{AccountID: "acc", WatchID: "w", DeliveryID: "c", NoticeSeq: 3}
 	outbox := func() []redis.Z {
-		zs, err := f.rdb.ZRangeWithScores(ctx, f.rs.key(outboxKey), 0, -1).Result()
+		zs, err := f.rdb.ZRangeWithScores(ctx, f.rs.akey("acc", outboxKey), 0, -1).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

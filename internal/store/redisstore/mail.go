@@ -18,9 +18,10 @@ import (
 	"github.com/noticesd/noticesd/internal/watch"
 )
 
-// The mail queue of scale mode (keys mail:<id>, mq, mpd, mdead, mlasterr,
-// mdw and the watch's dseq: docs/redis.md). The alert is queued by the
-// script that deactivates the watch, so once per deactivation.
+// The mail queue of scale mode (the account's keys mail:<id>, mq, mpd,
+// mdead and the watch's dseq, the shared mlasterr and mdw: docs/redis.md).
+// The alert is queued by the script that deactivates the watch, so once
+// per deactivation.
 
 var _ store.Mail = (*Store)(nil)
 
@@ -51,13 +52,14 @@ func (s *Store) SetDigestWindow(ctx context.Context, window time.Time) error {
 // DigestTargets lists the watches with an alert_email whose create has
 // finished.
 func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {
-	ids, err := s.rdb.SMembers(ctx, s.key(watchesKey)).Result()
+	ws, err := s.allWatches(ctx)
 	if err != nil {
-		return nil, s.fail("list watches", err)
+		return nil, err
 	}
 	var out []mail.Target
-	for _, id := range ids {
-		v, err := s.rdb.HMGet(ctx, s.key(watchKey, id), "account", "doc", "eseq", "dseq", "a0").Result()
+	for _, ow := range ws {
+		id := ow.id
+		v, err := s.rdb.HMGet(ctx, s.akey(ow.acct, watchKey, id), "account", "doc", "eseq", "dseq", "a0").Result()
 		if err != nil {
 			return nil, s.fail("read watch", err)
 		}
@@ -78,8 +80,8 @@ func (s *Store) DigestTargets(ctx context.Context) ([]mail.Target, error) {
 }
 
 // queueDigestScript stores a digest job unless its id exists, the watch is
-// gone or has a digest pending. KEYS: mail:<id>, mq, mpd:<watch>,
-// w:<watch>. ARGV: id, job JSON, kind, watch, now ms, now timestamp.
+// gone or has a digest pending. KEYS (the account's): mail:<id>, mq,
+// mpd:<watch>, w:<watch>. ARGV: id, job JSON, kind, watch, now ms, now timestamp.
 var queueDigestScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[4]) == 0 then return 0 end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -96,17 +98,26 @@ func (s *Store) QueueDigest(ctx context.Context, job mail.Job, now time.Time) (b
 	if err != nil {
 		return false, err
 	}
-	n, err := queueDigestScript.Run(ctx, s.rdb,
-		[]string{s.key(mailKey, job.ID), s.key(mailQueueKey), s.key(digestKey, job.WatchID), s.key(watchKey, job.WatchID)},
+	acct, err := s.accountOf(ctx, job.WatchID)
+	if err != nil || acct == "" {
+		return false, err // the watch is gone
+	}
+	a := func(parts ...string) string { return s.akey(acct, parts...) }
+	n, err := queueDigestScript.Run(ctx, s.rdb, []string{a(mailKey, job.ID), a(mailQueueKey), a(digestKey, job.WatchID), a(watchKey, job.WatchID)},
 		job.ID, b, job.Kind, job.WatchID, now.UnixMilli(), notice.Timestamp(now)).Int()
 	if err != nil {
 		return false, s.fail("queue a digest", err)
 	}
-	return n == 1, nil
+	if n == 1 {
+		// The mail queue's note after the script (a crash between:
+		// Reconcile notes the account again).
+		err = s.wake(ctx, wakeMail, acct, now)
+	}
+	return n == 1, err
 }
 
-// completeMailScript records an outcome. KEYS: mail:<id>, mq,
-// mpd:<watch>, w:<watch>, mdead, mlasterr. ARGV: id, token, outcome (sent,
+// completeMailScript records an outcome. KEYS (the account's): mail:<id>,
+// mq, mpd:<watch>, w:<watch>, mdead. ARGV: id, token, outcome (sent,
 // retry, dead), error, next ms, through seq (digests; 0 otherwise), now
 // timestamp, retention ms, now ms. A failure counts only for the current
 // claim (token); a success always.
@@ -117,7 +128,6 @@ local sent = ARGV[3] == 'sent'
 if not sent then
   if redis.call('HGET', k, 'token') ~= ARGV[2] then return 0 end
   redis.call('HSET', k, 'last_error', ARGV[4])
-  redis.call('SET', KEYS[6], ARGV[4])
 end
 redis.call('HSET', k, 'updated_at', ARGV[7])
 redis.call('HDEL', k, 'token')
@@ -154,29 +164,68 @@ func (s *Store) CompleteMail(ctx context.Context, job mail.Job, out mail.Outcome
 	if job.Kind == mail.KindDigest && job.Digest != nil {
 		through = job.Digest.ThroughSeq
 	}
-	err := completeMailScript.Run(ctx, s.rdb,
-		[]string{s.key(mailKey, job.ID), s.key(mailQueueKey), s.key(digestKey, job.WatchID), s.key(watchKey, job.WatchID), s.key(mailDeadKey), s.key(mailErrKey)},
-		job.ID, job.Token, outcome, out.Err, next.UnixMilli(), through, notice.Timestamp(now), mail.Retention.Milliseconds(), now.UnixMilli()).Err()
+	acct, err := s.accountOf(ctx, job.WatchID)
+	if err != nil || acct == "" {
+		return err // the watch's delete finished: its mail was dropped
+	}
+	a := func(parts ...string) string { return s.akey(acct, parts...) }
+	n, err := completeMailScript.Run(ctx, s.rdb, []string{a(mailKey, job.ID), a(mailQueueKey), a(digestKey, job.WatchID), a(watchKey, job.WatchID), a(mailDeadKey)},
+		job.ID, job.Token, outcome, out.Err, next.UnixMilli(), through, notice.Timestamp(now), mail.Retention.Milliseconds(), now.UnixMilli()).Int()
+	if err != nil || n == 0 {
+		return s.fail("record a mail outcome", err)
+	}
+	// After the script: the latest error (for /health), and a retry's
+	// note (a crash between: Reconcile notes the account again).
+	if out.Err != "" {
+		err = s.rdb.Set(ctx, s.key(mailErrKey), out.Err, 0).Err()
+	}
+	if err == nil && outcome == "retry" {
+		return s.wake(ctx, wakeMail, acct, next)
+	}
 	return s.fail("record a mail outcome", err)
 }
 
 // PruneMail forgets dead jobs that died before before (their hashes
 // expire by themselves after mail.Retention).
 func (s *Store) PruneMail(ctx context.Context, before time.Time) error {
-	return s.fail("prune the mail queue", s.rdb.ZRemRangeByScore(ctx, s.key(mailDeadKey), "-inf", "("+strconv.FormatInt(before.UnixMilli(), 10)).Err())
+	accts, err := s.accounts(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, a := range accts {
+			p.ZRemRangeByScore(ctx, s.akey(a, mailDeadKey), "-inf", "("+strconv.FormatInt(before.UnixMilli(), 10))
+		}
+		return nil
+	})
+	return s.fail("prune the mail queue", err)
 }
 
-// MailStatus counts the queue.
+// MailStatus counts the queue: every account's, in one pipeline
+// (O(accounts), as the gauges).
 func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 	var st mail.QueueStatus
+	accts, err := s.accounts(ctx)
+	if err != nil {
+		return st, err
+	}
 	p := s.rdb.Pipeline()
-	pending := p.ZCard(ctx, s.key(mailQueueKey))
-	dead := p.ZCard(ctx, s.key(mailDeadKey))
+	var counts []*redis.IntCmd
+	for _, a := range accts {
+		counts = append(counts, p.ZCard(ctx, s.akey(a, mailQueueKey)), p.ZCard(ctx, s.akey(a, mailDeadKey)))
+	}
 	last := p.Get(ctx, s.key(mailErrKey))
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return st, s.fail("read the mail queue", err)
 	}
-	st.Pending, st.Dead, st.LastError = int(pending.Val()), int(dead.Val()), last.Val()
+	for i, c := range counts {
+		if i%2 == 0 {
+			st.Pending += int(c.Val())
+		} else {
+			st.Dead += int(c.Val())
+		}
+	}
+	st.LastError = last.Val()
 	if st.Pending == 0 && st.Dead == 0 {
 		st.LastError = ""
 	}
@@ -188,13 +237,13 @@ func (s *Store) MailStatus(ctx context.Context) (mail.QueueStatus, error) {
 // pending deliveries and queueing its alert (casWatchScript). An entry whose
 // watch is gone or off is dropped (true), as is one whose count a
 // delivered notice or a reactivation reset since (false).
-func (s *Store) deactivate(ctx context.Context, watchID string, now time.Time) (bool, error) {
+func (s *Store) deactivate(ctx context.Context, acct, watchID string, now time.Time) (bool, error) {
 	for {
 		var owed *redis.StringCmd
 		var v *redis.SliceCmd
 		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			owed = p.HGet(ctx, s.key(wdeactKey), watchID)
-			v = p.HMGet(ctx, s.key(watchKey, watchID), "doc", "failures")
+			owed = p.HGet(ctx, s.akey(acct, wdeactKey), watchID)
+			v = p.HMGet(ctx, s.akey(acct, watchKey, watchID), "doc", "failures")
 			return nil
 		}); err != nil && !errors.Is(err, redis.Nil) {
 			return false, s.fail("deactivate watch", err)
@@ -217,7 +266,7 @@ func (s *Store) deactivate(ctx context.Context, watchID string, now time.Time) (
 			return false, err
 		}
 		if raw == "" || !w.Active || !delivery.Deactivates(failures) {
-			return raw == "" || !w.Active, s.fail("drop a deactivation", s.rdb.HDel(ctx, s.key(wdeactKey), watchID).Err())
+			return raw == "" || !w.Active, s.fail("drop a deactivation", s.rdb.HDel(ctx, s.akey(acct, wdeactKey), watchID).Err())
 		}
 		at, err := time.Parse(time.RFC3339Nano, d.At)
 		if err != nil {
@@ -234,6 +283,11 @@ func (s *Store) deactivate(ctx context.Context, watchID string, now time.Time) (
 		}
 		// -1: the doc changed meanwhile (a cancelled ctx fails the call).
 		if n, err := casWatchScript.Run(ctx, s.rdb, keys, args...).Int(); err != nil || n == 1 {
+			if n == 1 && alert[1] != "" {
+				// The alert's note after the script (a crash between:
+				// Reconcile notes the account again).
+				err = s.wake(ctx, wakeMail, acct, at)
+			}
 			return n == 1, s.fail("deactivate watch", err)
 		}
 	}
@@ -255,8 +309,8 @@ func alertJob(w watch.Watch, lastErr string, now time.Time) ([2]string, error) {
 // claimMailScript claims each job passed still due at ARGV[1] ms as
 // ClaimMail says (one claimed meanwhile is left alone; one no longer
 // pending leaves mq); the mail of a deleted watch is dropped
-// (status deleted, expiring after ARGV[3] ms), as embedded. KEYS: mq, then
-// each job's mail:<id> and w:<watch>. ARGV: due-by ms, lease end ms,
+// (status deleted, expiring after ARGV[3] ms), as embedded. KEYS (the
+// account's): mq, then each job's mail:<id> and w:<watch>. ARGV: due-by ms, lease end ms,
 // retention ms, then each job's id and watch (read before; a job's watch
 // never changes). Returns {id, job, attempts, held, ...}.
 var claimMailScript = redis.NewScript(`
@@ -292,27 +346,14 @@ return out
 // and hidden from other claims until now+lease (due again if the process
 // sending it died); the attempt number is the claim token.
 func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]mail.Job, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, s.key(mailQueueKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
-	if err != nil || len(ids) == 0 {
-		return nil, s.fail("read the mail queue", err)
-	}
-	watches := make([]*redis.StringCmd, len(ids))
-	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			watches[i] = p.HGet(ctx, s.key(mailKey, id), "watch")
-		}
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, s.fail("read the mail queue", err)
-	}
-	keys, args := []string{s.key(mailQueueKey)}, []any{now.UnixMilli(), now.Add(lease).UnixMilli(), mail.Retention.Milliseconds()}
-	for i, id := range ids {
-		w := watches[i].Val()
-		keys, args = append(keys, s.key(mailKey, id), s.key(watchKey, w)), append(args, id, w)
-	}
-	v, err := claimMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
-	if err != nil {
-		return nil, s.fail("claim mail", err)
+	var v []string
+	err := s.eachWoken(ctx, wakeMail, now, limit, func(acct string) error {
+		got, err := s.claimMail(ctx, acct, now, limit-len(v)/4, lease)
+		v = append(v, got...)
+		return err
+	})
+	if err != nil && len(v) == 0 {
+		return nil, err
 	}
 	jobs := make([]mail.Job, 0, len(v)/4)
 	for i := 0; i+3 < len(v); i += 4 {
@@ -327,5 +368,33 @@ func (s *Store) ClaimMail(ctx context.Context, now time.Time, limit int, lease t
 		}
 		jobs = append(jobs, j)
 	}
-	return jobs, nil
+	return jobs, err
+}
+
+// claimMail runs claimMailScript on account acct's due jobs (up to limit).
+func (s *Store) claimMail(ctx context.Context, acct string, now time.Time, limit int, lease time.Duration) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	a := func(parts ...string) string { return s.akey(acct, parts...) }
+	ids, err := s.rdb.ZRangeByScore(ctx, a(mailQueueKey), &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: int64(limit)}).Result()
+	if err != nil || len(ids) == 0 {
+		return nil, s.fail("read the mail queue", err)
+	}
+	watches := make([]*redis.StringCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			watches[i] = p.HGet(ctx, a(mailKey, id), "watch")
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.fail("read the mail queue", err)
+	}
+	keys, args := []string{a(mailQueueKey)}, []any{now.UnixMilli(), now.Add(lease).UnixMilli(), mail.Retention.Milliseconds()}
+	for i, id := range ids {
+		w := watches[i].Val()
+		keys, args = append(keys, a(mailKey, id), a(watchKey, w)), append(args, id, w)
+	}
+	v, err := claimMailScript.Run(ctx, s.rdb, keys, args...).StringSlice()
+	return v, s.fail("claim mail", err)
 }

@@ -96,7 +96,7 @@ func TestFinishedMailExpires(t *testing.T) {
 	if ok, err := f.rs.QueueDigest(ctx, job, f.clock.Now()); err != nil || !ok {
 		t.Fatalf("queue: %v %v", ok, err)
 	}
-	if ttl := f.rdb.PTTL(ctx, f.rs.key(mailKey, job.ID)).Val(); ttl != -1 {
+	if ttl := f.rdb.PTTL(ctx, f.rs.akey(acc.AccountID, mailKey, job.ID)).Val(); ttl != -1 {
 		t.Fatalf("a pending job has a TTL of %v; it must not expire", ttl)
 	}
 	jobs, err := f.rs.ClaimMail(ctx, f.clock.Now(), 10, time.Minute)
@@ -106,10 +106,10 @@ func TestFinishedMailExpires(t *testing.T) {
 	if err := f.rs.CompleteMail(ctx, jobs[0], mail.Outcome{}, f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if ttl := f.rdb.PTTL(ctx, f.rs.key(mailKey, job.ID)).Val(); ttl <= mail.Retention-time.Minute || ttl > mail.Retention {
+	if ttl := f.rdb.PTTL(ctx, f.rs.akey(acc.AccountID, mailKey, job.ID)).Val(); ttl <= mail.Retention-time.Minute || ttl > mail.Retention {
 		t.Fatalf("a sent job's TTL is %v, want about %v", ttl, mail.Retention)
 	}
-	if seq := f.rdb.HGet(ctx, f.rs.key(watchKey, w), "dseq").Val(); seq != "7" {
+	if seq := f.rdb.HGet(ctx, f.rs.akey(acc.AccountID, watchKey, w), "dseq").Val(); seq != "7" {
 		t.Fatalf("dseq after the digest was sent = %q, want 7", seq)
 	}
 }
@@ -146,7 +146,7 @@ func TestConcurrentClaimsTakeEachJobOnce(t *testing.T) {
 		const jobs, workers = 8, 6
 		for i := range jobs {
 			job := mail.Job{ID: fmt.Sprintf("race.%d.%d", round, i), Kind: mail.KindDigest, WatchID: w, To: "a@b.example"}
-			f.rdb.Del(ctx, f.rs.key(digestKey, w)) // one digest pending per watch: let the next in
+			f.rdb.Del(ctx, f.rs.akey(acc.AccountID, digestKey, w)) // one digest pending per watch: let the next in
 			if ok, err := f.rs.QueueDigest(ctx, job, f.clock.Now()); err != nil || !ok {
 				t.Fatalf("queue %s: %v %v", job.ID, ok, err)
 			}

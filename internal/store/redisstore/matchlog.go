@@ -40,6 +40,7 @@ func (c *filterCache) put(id string, f notice.Filter) { c.m.Store(id, f) }
 func (c *filterCache) drop(id string)                 { c.m.Delete(id) }
 
 // addLogScript appends seqs to a watch's log if the watch still exists.
+// KEYS (the account's): w:<id>, wm:<id>.
 var addLogScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 for i = 1, #ARGV do redis.call('ZADD', KEYS[2], ARGV[i], ARGV[i]) end
@@ -51,7 +52,7 @@ const backfillPage = 10000
 // backfill adds to the watch's log the notices up to the published seq
 // passing f and carrying one of keys (nil: filter-only), MaxTerms keys a
 // query, and returns that seq (a new watch's a0 once its create finishes).
-func (s *Store) backfill(ctx context.Context, id string, keys []string, f notice.Filter) (int64, error) {
+func (s *Store) backfill(ctx context.Context, acct, id string, keys []string, f notice.Filter) (int64, error) {
 	through, err := s.source.LatestSeq(ctx)
 	if err != nil {
 		return 0, err
@@ -73,7 +74,7 @@ func (s *Store) backfill(ctx context.Context, id string, keys []string, f notice
 			for i, q := range seqs {
 				args[i] = q
 			}
-			if err := addLogScript.Run(ctx, s.rdb, []string{s.key(watchKey, id), s.key(matchLogKey, id)}, args...).Err(); err != nil {
+			if err := addLogScript.Run(ctx, s.rdb, []string{s.akey(acct, watchKey, id), s.akey(acct, matchLogKey, id)}, args...).Err(); err != nil {
 				return through, s.fail("backfill matches", err)
 			}
 			after = seqs[n-1]
@@ -89,6 +90,9 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 	if limit <= 0 {
 		limit = 100
 	}
+	if accountID == "" {
+		return page, watchNotFound(id)
+	}
 	behind := false // arrivals left unmatched: the page is complete up to the cursor, poll again at once
 	if s.matchOnRead {
 		done, err := s.catchUpSome(ctx, maxReadCatchUp)
@@ -100,7 +104,7 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 	var w *redis.SliceCmd
 	var m *redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		w = p.HMGet(ctx, s.key(watchKey, id), "account", "a0")
+		w = p.HMGet(ctx, s.akey(accountID, watchKey, id), "account", "a0")
 		m = p.Get(ctx, s.log.Keys().MatchThrough)
 		return nil
 	})
@@ -122,7 +126,7 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 	var kept []notice.Notice
 	for more := true; more && len(kept) <= limit; {
 		want := limit + 1 - len(kept)
-		seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, id), &redis.ZRangeBy{
+		seqs, err := s.rdb.ZRangeByScore(ctx, s.akey(accountID, matchLogKey, id), &redis.ZRangeBy{
 			Min: "(" + itoa(after), Max: itoa(vis), Count: int64(want)}).Result()
 		if err != nil {
 			return page, s.fail("read matches", err)
@@ -138,7 +142,7 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 		after = ns[len(ns)-1]
 		got, err := s.source.NoticesBySeq(ctx, ns)
 		if err == nil {
-			got, err = s.stillMatching(ctx, id, got)
+			got, err = s.stillMatching(ctx, accountID, id, got)
 		}
 		if err != nil {
 			return page, err
@@ -157,12 +161,13 @@ func (s *Store) Matches(ctx context.Context, accountID, id string, since int64, 
 // embedded store evaluates a watch when read (docs/redis.md, "Same answers
 // as the embedded store"): its filters, and (unless the watch is
 // filter-only) the notice's acn or abn among its current match keys.
-func (s *Store) stillMatching(ctx context.Context, id string, ns []notice.Notice) ([]notice.Notice, error) {
+func (s *Store) stillMatching(ctx context.Context, acct, id string, ns []notice.Notice) ([]notice.Notice, error) {
 	if len(ns) == 0 {
 		return nil, nil
 	}
 	f, ok := s.filters.get(id)
 	if !ok {
+		s.owners.Store(id, acct)
 		if err := s.loadFilters(ctx, map[string]bool{id: true}); err != nil {
 			return nil, err
 		}
@@ -279,42 +284,54 @@ const ArrivalBatch = 500
 // load (docs/redis.md, "A poll does bounded work").
 const maxReadCatchUp = 8
 
-// commitScript commits the matching of one range of the publish log if the
-// cursor and the watch-set version are still what the matcher read
-// (docs/redis.md, "Match log and arrival matching"). KEYS: match:at,
-// match:through, wsv, dq, dstat, ddue, then per pair the watch's w, wm,
-// dr, dl. ARGV: expected cursor, new cursor, through, expected wsv, due
+// commitScript commits the matching of one range of the publish log for
+// one account's watches; it is idempotent (a log is a set, and a pair gets
+// a delivery only unless it has one), so a range committed twice, by a
+// matcher that retried or by two matchers, changes nothing twice
+// (docs/redis.md, "Match log and arrival matching"). A watch gone, not yet
+// activated (no cseq) or being undone is skipped. KEYS (the account's):
+// dq, dstat, ddue, then per pair the watch's w, wm, dr, dl. ARGV: due
 // (ms), then per pair seq, deliver ("1": owed a delivery, ledgerLua's
-// pend), delivery id, record JSON, list score, list member, outbox member.
-// It returns the pairs logged, -1 when another matcher committed the
-// range, -2 when the watches changed meanwhile.
+// pend), delivery id, record JSON, list score, list member, outbox
+// member. It returns the deliveries it recorded.
 var commitScript = redis.NewScript(ledgerLua + `
-if (redis.call('GET', KEYS[1]) or '0-0') ~= ARGV[1] then return -1 end
-if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[4]) then return -2 end
-local added, k = 0, 7
-for a = 6, #ARGV, 7 do
+local pended, k = 0, 4
+for a = 2, #ARGV, 7 do
   local w, wm, dr, dl = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   k = k + 4
   local seq = ARGV[a]
-  local m = redis.call('HMGET', w, 'cseq', 'eseq', 'secret', 'doc')
-  if m[1] then
+  local m = redis.call('HMGET', w, 'cseq', 'eseq', 'secret', 'doc', 'undo')
+  if m[1] and not m[5] then
     redis.call('ZADD', wm, seq, seq)
-    added = added + 1
     if ARGV[a + 1] == '1' and m[3] and m[3] ~= '' and tonumber(seq) > math.max(tonumber(m[1]), tonumber(m[2] or '0')) then
-      pend(dr, dl, KEYS[4], KEYS[5], KEYS[6], cjson.decode(m[4]).active, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[5])
+      pended = pended + pend(dr, dl, KEYS[1], KEYS[2], KEYS[3], cjson.decode(m[4]).active, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[1])
     end
   end
 end
+return pended
+`)
+
+// advanceScript moves arrival matching's cursor past a range once every
+// account's commitScript ran, if the cursor and the watch-set version are
+// still what the matcher read. KEYS: match:at, match:through, wsv. ARGV:
+// expected cursor, new cursor, through, expected wsv. It returns 1, -1
+// when another matcher committed the range, -2 when the watches changed
+// meanwhile (the range is matched again).
+var advanceScript = redis.NewScript(`
+if (redis.call('GET', KEYS[1]) or '0-0') ~= ARGV[1] then return -1 end
+if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[4]) then return -2 end
 redis.call('SET', KEYS[1], ARGV[2])
 if tonumber(ARGV[3]) > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], ARGV[3]) end
-return added
+return 1
 `)
 
 // MatchArrivals matches the next entries of the publish log (up to limit)
-// not yet matched and commits them (commitScript); it returns how many
-// entries it moved the cursor past (0: nothing to do, or another matcher
-// got there first). Any number of workers may call it concurrently
-// (docs/redis.md, "Match log and arrival matching").
+// not yet matched and commits them: one commitScript per account whose
+// watches matched, then advanceScript; a crash between them leaves the
+// cursor where it was, and the range is matched again, changing nothing
+// twice. It returns how many entries it moved the cursor past (0: nothing
+// to do, or another matcher got there first). Any number of workers may
+// call it concurrently (docs/redis.md, "Match log and arrival matching").
 func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 	k := s.log.Keys()
 	for attempt := 0; ; attempt++ {
@@ -353,13 +370,28 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 			through = max(through, published)
 		}
 		now := s.clock()
-		keys, args, err := s.commitArgs(ctx, ns, isNew, now)
+		byAcct, err := s.commitArgs(ctx, ns, isNew, now)
 		if err != nil {
 			return 0, err
 		}
-		keys = append([]string{k.MatchAt, k.MatchThrough, s.key(watchSetKey), s.key(outboxKey), s.key(dstatKey), s.key(ddueKey)}, keys...)
-		args = append([]any{at, es[len(es)-1].ID, through, wsv, now.UnixMilli()}, args...)
-		res, err := commitScript.Run(ctx, s.rdb, keys, args...).Int()
+		for acct, c := range byAcct {
+			a := func(parts ...string) string { return s.akey(acct, parts...) }
+			keys := append([]string{a(outboxKey), a(dstatKey), a(ddueKey)}, c.keys...)
+			pended, err := commitScript.Run(ctx, s.rdb, keys, append([]any{now.UnixMilli()}, c.args...)...).Int()
+			if err != nil {
+				return 0, s.fail("commit matches", err)
+			}
+			// The outbox note after the script: a crash between leaves
+			// the cursor behind, and the range's next commit finds the
+			// deliveries made (pend answers 0), so Reconcile notes the
+			// account again.
+			if pended > 0 {
+				if err := s.wake(ctx, wakeOutbox, acct, now); err != nil {
+					return 0, err
+				}
+			}
+		}
+		res, err := advanceScript.Run(ctx, s.rdb, []string{k.MatchAt, k.MatchThrough, s.key(watchSetKey)}, at, es[len(es)-1].ID, through, wsv).Int()
 		if err != nil {
 			return 0, s.fail("commit matches", err)
 		}
@@ -391,14 +423,21 @@ func summariesOf(es []publog.Entry) (ns []notice.Notice, isNew []bool, through i
 	return ns, isNew, through, nil
 }
 
+// accountCommit is one account's part of a range's commit: commitScript's
+// per-pair keys and arguments.
+type accountCommit struct {
+	keys []string
+	args []any
+}
+
 // commitArgs matches the notices of log entries (sums: their summaries;
-// isNew parallel) and returns commitScript's per-pair keys and arguments.
-// The filters are checked against the notices as stored, read from the
-// source only for notices that have a candidate.
-func (s *Store) commitArgs(ctx context.Context, sums []notice.Notice, isNew []bool, now time.Time) ([]string, []any, error) {
+// isNew parallel) and returns commitScript's per-pair keys and arguments
+// by account. The filters are checked against the notices as stored, read
+// from the source only for notices that have a candidate.
+func (s *Store) commitArgs(ctx context.Context, sums []notice.Notice, isNew []bool, now time.Time) (map[string]*accountCommit, error) {
 	cands, err := s.candidates(ctx, sums)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var seqs []int64
 	for i := range sums {
@@ -407,18 +446,17 @@ func (s *Store) commitArgs(ctx context.Context, sums []notice.Notice, isNew []bo
 		}
 	}
 	if len(seqs) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
 	stored, err := s.source.NoticesBySeq(ctx, seqs)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	bySeq := make(map[int64]*notice.Notice, len(stored))
 	for i := range stored {
 		bySeq[stored[i].Seq] = &stored[i]
 	}
-	var keys []string
-	var args []any
+	byAcct := map[string]*accountCommit{}
 	for i := range sums {
 		n := bySeq[sums[i].Seq]
 		if n == nil {
@@ -438,16 +476,26 @@ func (s *Store) commitArgs(ctx context.Context, sums []notice.Notice, isNew []bo
 			if !ok || !matcher.FilterMatches(f, n, doc) {
 				continue
 			}
-			dk, da, err := s.pendingArgs(w, n, now)
+			acct, _ := s.owners.Load(w) // candidates read every candidate's account
+			a, _ := acct.(string)
+			if a == "" {
+				continue // gone: its delete finished
+			}
+			dk, da, err := s.pendingArgs(a, w, n, now)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
+			}
+			c := byAcct[a]
+			if c == nil {
+				c = &accountCommit{}
+				byAcct[a] = c
 			}
 			// pendingArgs: keys dr, dl, ...; args id, record, score, member, outbox member.
-			keys = append(keys, s.key(watchKey, w), s.key(matchLogKey, w), dk[0], dk[1])
-			args = append(args, n.Seq, boolArg(fresh), da[0], da[1], da[2], da[3], da[4])
+			c.keys = append(c.keys, s.akey(a, watchKey, w), s.akey(a, matchLogKey, w), dk[0], dk[1])
+			c.args = append(c.args, n.Seq, boolArg(fresh), da[0], da[1], da[2], da[3], da[4])
 		}
 	}
-	return keys, args, nil
+	return byAcct, nil
 }
 
 func boolArg(b bool) string {
@@ -459,7 +507,7 @@ func boolArg(b bool) string {
 
 // candidates returns for each notice the watches that may match it: those
 // holding one of its reverse-index keys and the filter-only ones, each
-// with its filter in the cache.
+// with its account and filter in the caches.
 func (s *Store) candidates(ctx context.Context, ns []notice.Notice) ([][]string, error) {
 	fo, looks, err := indexLookups(ctx, s, ns, "match arrivals", func(p redis.Pipeliner, set string) *redis.StringSliceCmd {
 		return p.SMembers(ctx, set)
@@ -469,6 +517,7 @@ func (s *Store) candidates(ctx context.Context, ns []notice.Notice) ([][]string,
 	}
 	cands := make([][]string, len(ns))
 	need := map[string]bool{}
+	all := map[string]bool{}
 	for i, ls := range looks {
 		ws := slices.Clone(fo.Val())
 		for _, l := range ls {
@@ -477,10 +526,14 @@ func (s *Store) candidates(ctx context.Context, ns []notice.Notice) ([][]string,
 		slices.Sort(ws)
 		cands[i] = slices.DeleteFunc(slices.Compact(ws), func(w string) bool { return w == "" })
 		for _, w := range cands[i] {
+			all[w] = true
 			if _, ok := s.filters.get(w); !ok {
 				need[w] = true
 			}
 		}
+	}
+	if _, err := s.accountsOf(ctx, slices.Collect(maps.Keys(all))); err != nil {
+		return nil, err
 	}
 	return cands, s.loadFilters(ctx, need)
 }
@@ -491,10 +544,14 @@ func (s *Store) loadFilters(ctx context.Context, ids map[string]bool) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	owners, err := s.accountsOf(ctx, slices.Collect(maps.Keys(ids)))
+	if err != nil {
+		return err
+	}
 	var docs []*redis.StringCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for id := range ids {
-			docs = append(docs, p.HGet(ctx, s.key(watchKey, id), "doc"))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for id, a := range owners {
+			docs = append(docs, p.HGet(ctx, s.akey(a, watchKey, id), "doc"))
 		}
 		return nil
 	})
@@ -527,13 +584,14 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 	if err != nil || reg.v == "" {
 		return 0, err
 	}
-	ids, err := s.rdb.SMembers(ctx, s.key(watchesKey)).Result()
+	ws, err := s.allWatches(ctx)
 	if err != nil {
-		return 0, s.fail("refresh watch keys", err)
+		return 0, err
 	}
 	n := 0
-	for _, id := range ids {
-		v, err := s.rdb.HMGet(ctx, s.key(watchKey, id), "regv", "doc", "ixabn").Result()
+	for _, ow := range ws {
+		acct, id := ow.acct, ow.id
+		v, err := s.rdb.HMGet(ctx, s.akey(acct, watchKey, id), "regv", "doc", "ixabn").Result()
 		if err != nil {
 			return n, s.fail("refresh watch keys", err)
 		}
@@ -551,7 +609,7 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		oldKeys, err := s.rdb.Get(ctx, s.key(watchKey, id, "keys")).Result()
+		oldKeys, err := s.rdb.Get(ctx, s.akey(acct, watchKey, id, "keys")).Result()
 		if err != nil && err != redis.Nil {
 			return n, s.fail("refresh watch keys", err)
 		}
@@ -560,14 +618,25 @@ func (s *Store) RefreshWatchKeys(ctx context.Context) (int, error) {
 		if err := s.indexKeys(ctx, id, ixAdded, ixRemoved); err != nil {
 			return n, err
 		}
-		if err := refreshScript.Run(ctx, s.rdb, []string{s.key(watchKey, id), s.key(watchKey, id, "keys"), s.key(watchSetKey)}, exp.regv, joinList(exp.keys), joinList(exp.ixABNs)).Err(); err != nil {
+		ok, err := refreshScript.Run(ctx, s.rdb, []string{s.akey(acct, watchKey, id), s.akey(acct, watchKey, id, "keys")}, exp.regv, joinList(exp.keys), joinList(exp.ixABNs)).Int()
+		if err == nil && ok == 0 {
+			// Deleted meanwhile: its delete took out the keys it knew.
+			err = s.indexKeys(ctx, id, nil, ixAdded)
+		}
+		if err == nil {
+			err = s.rdb.Incr(ctx, s.key(watchSetKey)).Err()
+		}
+		if err != nil {
 			return n, s.fail("refresh watch keys", err)
+		}
+		if ok == 0 {
+			continue
 		}
 		n++
 		if len(added) > 0 {
 			f, err := w.Filters.NoticeFilter()
 			if err == nil {
-				_, err = s.backfill(ctx, id, added, f)
+				_, err = s.backfill(ctx, acct, id, added, f)
 			}
 			if err != nil {
 				return n, err
@@ -593,13 +662,14 @@ func diffKeys(was, now []string) (added, removed []string) {
 }
 
 // refreshScript installs a watch's re-expanded keys once its
-// reverse-index entries are updated, and bumps the watch-set version.
-// KEYS: w:<id>, w:<id>:keys, wsv. ARGV: regv, keys comma-joined, ixabn
-// comma-joined.
+// reverse-index entries are updated; the caller then bumps the watch-set
+// version (a crash between leaves it unbumped: a range matched meanwhile
+// against the older keys is not matched again, and the backfill of the
+// added keys finds its notices). KEYS (the account's): w:<id>,
+// w:<id>:keys. ARGV: regv, keys comma-joined, ixabn comma-joined.
 var refreshScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('SET', KEYS[2], ARGV[2])
 redis.call('HSET', KEYS[1], 'regv', ARGV[1], 'ixabn', ARGV[3])
-redis.call('INCR', KEYS[3])
 return 1
 `)

@@ -130,7 +130,7 @@ func TestQuotaAcrossProcesses(t *testing.T) {
 					t.Errorf("listed %d watches (%v), want %d from either process", len(list), err, c.want)
 				}
 			}
-			n, err := f.rdb.SCard(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Result()
+			n, err := f.rdb.SCard(ctx, f.rs.akey(acc.AccountID, companiesKey)).Result()
 			if err != nil || n > int64(c.plan.Companies) {
 				t.Errorf("the account counts %d companies (%v), over the plan's %d", n, err, c.plan.Companies)
 			}
@@ -305,7 +305,7 @@ func TestGaplessMatches(t *testing.T) {
 		}
 	}
 	// The late watch: exactly the notices that arrived after it was created.
-	eseq, err := f.rdb.HGet(ctx, f.rs.key(watchKey, late.ID), "eseq").Int64()
+	eseq, err := f.rdb.HGet(ctx, f.rs.akey(acc.AccountID, watchKey, late.ID), "eseq").Int64()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,30 +365,34 @@ func TestStaleBatchCommitsNothing(t *testing.T) {
 	}
 	wsv, _ := f.rdb.Get(ctx, f.rs.key(watchSetKey)).Int64()
 	now := f.clock.Now()
-	keys, args, err := f.rs.commitArgs(ctx, sums, isNew, now)
-	if err != nil || len(keys) != 12 {
-		t.Fatalf("worker A matched %v, %v; want 3 pairs", keys, err)
+	byAcct, err := f.rs.commitArgs(ctx, sums, isNew, now)
+	if err != nil || len(byAcct) != 1 || byAcct[acc.AccountID] == nil || len(byAcct[acc.AccountID].keys) != 12 {
+		t.Fatalf("worker A matched %v, %v; want 3 pairs of the account", byAcct, err)
 	}
 	// Worker B commits the range.
 	other := f.sameNamespace(t, Options{NoMatchOnRead: true})
 	if err := other.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Worker A's stale commit.
+	// Worker A's stale commit: the account's script changes nothing
+	// twice, and the cursor's refuses.
+	c, a := byAcct[acc.AccountID], func(parts ...string) string { return f.rs.akey(acc.AccountID, parts...) }
+	keys := append([]string{a(outboxKey), a(dstatKey), a(ddueKey)}, c.keys...)
+	if n, err := commitScript.Run(ctx, f.rdb, keys, append([]any{now.UnixMilli()}, c.args...)...).Int(); err != nil || n != 0 {
+		t.Errorf("stale account commit recorded %d deliveries (%v), want 0", n, err)
+	}
 	k := f.rs.log.Keys()
-	keys = append([]string{k.MatchAt, k.MatchThrough, f.rs.key(watchSetKey), f.rs.key(outboxKey), f.rs.key(dstatKey), f.rs.key(ddueKey)}, keys...)
-	args = append([]any{"0-0", es[2].ID, sums[2].Seq, wsv, now.UnixMilli()}, args...)
-	res, err := commitScript.Run(ctx, f.rdb, keys, args...).Int()
+	res, err := advanceScript.Run(ctx, f.rdb, []string{k.MatchAt, k.MatchThrough, f.rs.key(watchSetKey)}, "0-0", es[2].ID, sums[2].Seq, wsv).Int()
 	if err != nil || res != -1 {
 		t.Errorf("stale commit returned %d, %v; want -1 (refused)", res, err)
 	}
-	if n, _ := f.rdb.ZCard(ctx, f.rs.key(matchLogKey, w.ID)).Result(); n != 3 {
+	if n, _ := f.rdb.ZCard(ctx, a(matchLogKey, w.ID)).Result(); n != 3 {
 		t.Errorf("match log holds %d, want 3", n)
 	}
 	if got := deliveredPairs(t, f, w.ID); len(got) != 3 {
 		t.Errorf("deliveries recorded for %v, want the 3 notices once each", got)
 	}
-	if n, _ := f.rdb.ZCard(ctx, f.rs.key(outboxKey)).Result(); n != 3 {
+	if n, _ := f.rdb.ZCard(ctx, a(outboxKey)).Result(); n != 3 {
 		t.Errorf("outbox holds %d, want 3", n)
 	}
 }
@@ -419,7 +423,7 @@ func TestCreateFailingLateWritesNothing(t *testing.T) {
 	if list, _ := f.rs.ListWatches(ctx, acc.AccountID); len(list) != 0 {
 		t.Errorf("the failed create left %d watches", len(list))
 	}
-	if n, _ := f.rdb.SCard(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Result(); n != 0 {
+	if n, _ := f.rdb.SCard(ctx, f.rs.akey(acc.AccountID, companiesKey)).Result(); n != 0 {
 		t.Errorf("the failed create left %d companies counted", n)
 	}
 	if v, _ := f.rdb.HGet(ctx, f.rs.key(rixKey, rixBucket(acn(1))), acn(1)).Result(); v != "" {

@@ -137,7 +137,7 @@ func TestAOFRestart(t *testing.T) {
 	bin, _ := exec.LookPath("redis-server")
 	r.start(t, bin)
 
-	if n, err := rdb.ZCard(ctx, s.key(outboxKey)).Result(); err != nil || n != 1 {
+	if n, err := rdb.ZCard(ctx, s.akey(acc.AccountID, outboxKey)).Result(); err != nil || n != 1 {
 		t.Errorf("after the restart the delivery outbox holds %d (%v), want the 1 pending", n, err)
 	}
 	page, err := s.Matches(ctx, acc.AccountID, w.ID, 0, 10)
@@ -152,7 +152,7 @@ func TestAOFRestart(t *testing.T) {
 	if err != nil || got.Name != "kept" || len(got.Identifiers) != 2 {
 		t.Fatalf("after the restart the watch reads %+v, %v", got, err)
 	}
-	n, err := rdb.SCard(ctx, s.key(acctKey, acc.AccountID, "companies")).Result()
+	n, err := rdb.SCard(ctx, s.akey(acc.AccountID, companiesKey)).Result()
 	if err != nil || n != 2 {
 		t.Errorf("after the restart the quota counts %d companies (%v), want 2", n, err)
 	}

@@ -96,7 +96,7 @@ func TestReconcileFinishesHalfDoneChanges(t *testing.T) {
 			// Killed at the deactivation's first read, after the outcome
 			// that owes it (f.deliver lets that one outcome fail).
 			restore := killAt(f.rdb, func(cmd redis.Cmder) bool {
-				return cmd.Name() == "hget" && cmd.Args()[1] == f.rs.key(wdeactKey)
+				return cmd.Name() == "hget" && cmd.Args()[1] == f.rs.akey(accountID, wdeactKey)
 			})
 			f.failDeliveriesN(t, accountID, watchID, delivery.DeactivateAfter)
 			restore()
@@ -270,8 +270,8 @@ func TestReconcileUndoesStalledCreates(t *testing.T) {
 			}
 			counted := func() (watches, companies int64) {
 				t.Helper()
-				watches = f.rdb.ZCard(ctx, f.rs.key(acctKey, acc.AccountID, "watches")).Val()
-				companies = f.rdb.SCard(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Val()
+				watches = f.rdb.ZCard(ctx, f.rs.akey(acc.AccountID, watchesKey)).Val()
+				companies = f.rdb.SCard(ctx, f.rs.akey(acc.AccountID, companiesKey)).Val()
 				return watches, companies
 			}
 			restore := killAt(f.rdb, runs(step.script))
@@ -308,7 +308,7 @@ func TestReconcileUndoesStalledCreates(t *testing.T) {
 			if err != nil || len(page.Notices) != 1 || page.Notices[0].SourceID != "STALLED-BEFORE" {
 				t.Fatalf("the recreated watch's matches: %+v, %v; want the notice published before it", page.Notices, err)
 			}
-			if k := f.rdb.ZCard(ctx, f.rs.key(createsKey)).Val(); k != 0 {
+			if k := f.rdb.ZCard(ctx, f.rs.akey(acc.AccountID, createsKey)).Val(); k != 0 {
 				t.Fatalf("a finished create left %d entries in wpend", k)
 			}
 		})
@@ -385,7 +385,7 @@ func hiddenWhilePending(t *testing.T, f fixture, accountID, id string) {
 			t.Errorf("ListWatches shows the watch whose create has not finished")
 		}
 	}
-	if f.rdb.Exists(ctx, f.rs.key(watchKey, id)).Val() != 1 {
+	if f.rdb.Exists(ctx, f.rs.akey(accountID, watchKey, id)).Val() != 1 {
 		t.Fatalf("the refused DeleteWatch removed the pending watch; only the sweep undoes a create")
 	}
 }
@@ -431,15 +431,15 @@ func TestStalledCreateFreesItsPlaceQuickly(t *testing.T) {
 			if err != nil {
 				t.Fatalf("a create after the dead one's lease ran out: %v; want it made", err)
 			}
-			if n := f.rdb.ZCard(ctx, f.rs.key(acctKey, acc.AccountID, "watches")).Val(); n != 1 {
+			if n := f.rdb.ZCard(ctx, f.rs.akey(acc.AccountID, watchesKey)).Val(); n != 1 {
 				t.Errorf("the account counts %d watches, want the one just made (%s)", n, w.ID)
 			}
 			// The create asked again after undoing the dead one counts its
 			// own company: the refusal must not have dropped what it staged.
-			if got := f.rdb.SMembers(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Val(); !slices.Equal(got, []string{acn(2)}) {
+			if got := f.rdb.SMembers(ctx, f.rs.akey(acc.AccountID, companiesKey)).Val(); !slices.Equal(got, []string{acn(2)}) {
 				t.Errorf("the account counts companies %v, want [%s] (the watch just made)", got, acn(2))
 			}
-			if got := f.rdb.SMembers(ctx, f.rs.key(watchKey, w.ID, "co")).Val(); !slices.Equal(got, []string{acn(2)}) {
+			if got := f.rdb.SMembers(ctx, f.rs.akey(acc.AccountID, watchKey, w.ID, "co")).Val(); !slices.Equal(got, []string{acn(2)}) {
 				t.Errorf("the watch just made holds companies %v, want [%s]", got, acn(2))
 			}
 		})

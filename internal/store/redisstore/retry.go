@@ -20,7 +20,7 @@ func (s *Store) WebhookTarget(ctx context.Context, accountID, watchID string) (u
 	if _, err := s.ownWatch(ctx, accountID, watchID, "read a webhook", noWatch); err != nil {
 		return "", "", err
 	}
-	url, secret, err = s.Signing(ctx, store.Job{WatchID: watchID})
+	url, secret, err = s.Signing(ctx, store.Job{AccountID: accountID, WatchID: watchID})
 	if errs.Is(err, errs.NotFound) {
 		return "", "", store.NoWebhook(watchID)
 	}
@@ -32,7 +32,8 @@ func (s *Store) WebhookTarget(ctx context.Context, accountID, watchID string) (u
 // watch is active, held otherwise; last_error is kept until the next
 // outcome. It takes the record out of df and dlease, and moves dstat from
 // dead to pending (retry counts deliveries with attempts: unchanged).
-// KEYS: dr:<watch>, w:<watch>, dstat, ddue, dq, df:<watch>, dlease. ARGV:
+// KEYS (the account's): dr:<watch>, w:<watch>, dstat, ddue, dq,
+// df:<watch>, dlease. ARGV:
 // delivery id, now timestamp, now ms, watch id. Returns {'ok', record},
 // {'missing'}, {'status', status} or {'nohook'}.
 var retryScript = redis.NewScript(ledgerLua + `
@@ -65,10 +66,18 @@ func (s *Store) RetryDelivery(ctx context.Context, accountID, watchID, deliveryI
 	if _, err := s.ownWatch(ctx, accountID, watchID, "retry a delivery", noWatch); err != nil {
 		return delivery.Record{}, err
 	}
-	res, err := retryScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(watchKey, watchID), s.key(dstatKey), s.key(ddueKey),
-		s.key(outboxKey), s.key(finalKey, watchID), s.key(dleaseKey)}, deliveryID, notice.Timestamp(now), now.UnixMilli(), watchID).StringSlice()
+	a := func(parts ...string) string { return s.akey(accountID, parts...) }
+	res, err := retryScript.Run(ctx, s.rdb, []string{a(recordsKey, watchID), a(watchKey, watchID), a(dstatKey), a(ddueKey),
+		a(outboxKey), a(finalKey, watchID), a(dleaseKey)}, deliveryID, notice.Timestamp(now), now.UnixMilli(), watchID).StringSlice()
 	if err != nil {
 		return delivery.Record{}, s.fail("retry a delivery", err)
+	}
+	// The outbox note after the script (a crash between: Reconcile notes
+	// the account again, and the pending sweep finds the delivery).
+	if res[0] == "ok" {
+		if err := s.wake(ctx, wakeOutbox, accountID, now); err != nil {
+			return delivery.Record{}, err
+		}
 	}
 	switch res[0] {
 	case "missing":
@@ -82,5 +91,5 @@ func (s *Store) RetryDelivery(ctx context.Context, accountID, watchID, deliveryI
 	if err := json.Unmarshal([]byte(res[1]), &r); err != nil {
 		return r, fmt.Errorf("redisstore: unreadable delivery record %s of watch %s: %w", deliveryID, watchID, err)
 	}
-	return r, s.replicated(ctx, "delivery retry")
+	return r, s.replicated(ctx, "delivery retry", s.tags(accountID)...)
 }

@@ -53,31 +53,31 @@ func (s *Store) SealSecrets(ctx context.Context) (int, error) {
 	if s.secrets == nil {
 		return 0, nil
 	}
-	ids, err := s.rdb.SMembers(ctx, s.key(watchesKey)).Result()
+	ws, err := s.allWatches(ctx)
 	if err != nil {
-		return 0, s.fail("read the watches to seal their secrets", err)
+		return 0, err
 	}
 	sealed := 0
-	for part := range slices.Chunk(ids, 1000) {
+	for part := range slices.Chunk(ws, 1000) {
 		vals := make([]*redis.StringCmd, len(part))
 		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, id := range part {
-				vals[i] = p.HGet(ctx, s.key(watchKey, id), "secret")
+			for i, w := range part {
+				vals[i] = p.HGet(ctx, s.akey(w.acct, watchKey, w.id), "secret")
 			}
 			return nil
 		}); err != nil && !errors.Is(err, redis.Nil) {
 			return sealed, s.fail("read webhook secrets", err)
 		}
-		for i, id := range part {
+		for i, w := range part {
 			old := vals[i].Val()
 			if old == "" || s.secrets.Current(old) {
 				continue // no webhook, or sealed under the current key
 			}
-			plain, err := s.openSecret(id, old)
+			plain, err := s.openSecret(w.id, old)
 			if err != nil {
 				return sealed, err
 			}
-			ok, err := resealScript.Run(ctx, s.rdb, []string{s.key(watchKey, id)}, old, s.secrets.Seal(plain, id)).Int()
+			ok, err := resealScript.Run(ctx, s.rdb, []string{s.akey(w.acct, watchKey, w.id)}, old, s.secrets.Seal(plain, w.id)).Int()
 			if err != nil {
 				return sealed, s.fail("seal a webhook secret", err)
 			}

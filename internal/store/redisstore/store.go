@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,6 +73,7 @@ type Store struct {
 	replicaCache replicaCount  // decides whether a write waits for a replica (durable.go)
 	leaseRenewal time.Duration // the constant leaseRenewal; tests shorten it
 	trashScanned atomic.Bool   // this process adopted an older version's trash (scanTrash)
+	owners       sync.Map      // watch id -> account id, read from wacct (accountsOf)
 }
 
 // Options configure a Store. The zero value of each field is its default.

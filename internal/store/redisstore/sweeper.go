@@ -24,43 +24,43 @@ const (
 	sweepEvery   = time.Second
 )
 
-// renewLease keeps id's entry in the lease zset (wpend or trash) ahead of
-// the clock until stopped, only while it is there (ZADD XX): an undone
-// create stays undone.
+// renewLease keeps id's entry in the account's lease zset (wpend or
+// trash) ahead of the clock until stopped, only while it is there (ZADD
+// XX): an undone create stays undone. The account's note in wake:<queue>
+// stays at the first lease's end: a sweep then finds the lease renewed
+// and notes the account again at its earliest lease (eachWoken).
 func (s *Store) renewLease(zset, id string) (stop func()) {
 	return lease.Keep(s.leaseRenewal, func(ctx context.Context) {
 		s.rdb.ZAddXX(ctx, zset, redis.Z{Score: float64(s.clock().Add(createLease).UnixMilli()), Member: id})
 	})
 }
 
-// lapsedScript takes the entry ARGV[3] of a lease zset if its lease ran out
-// by ARGV[1] (ms), renewing it to ARGV[2] so one sweep has it; nil when it
-// is not lapsed. With KEYS[2] (w:<id>, a create) it returns the watch's
-// account and marks the watch (field undo) so that its creator, should it
-// go on, writes nothing more and never finishes it (activateScript,
-// rixScript, finishCreateScript refuse); or it drops the entry and returns
-// "" when the watch is gone.
-// KEYS: wpend or trash[, w:<id>].
+// lapsedScript takes the entry ARGV[3] of an account's lease zset if its
+// lease ran out by ARGV[1] (ms), renewing it to ARGV[2] so one sweep has
+// it; nil when it is not lapsed. With KEYS[2] (w:<id>, a create) it marks
+// the watch (field undo) so that its creator, should it go on, writes
+// nothing more and never finishes it (cseqScript, index,
+// finishCreateScript refuse); or it drops the entry and returns "" when
+// the watch is gone. KEYS (the account's): wpend or trash[, w:<id>].
 var lapsedScript = redis.NewScript(`
 local sc = redis.call('ZSCORE', KEYS[1], ARGV[3])
 if not sc or tonumber(sc) > tonumber(ARGV[1]) then return false end
-local acc = '1'
 if KEYS[2] then
-  acc = redis.call('HGET', KEYS[2], 'account')
-  if not acc then
+  if redis.call('EXISTS', KEYS[2]) == 0 then
     redis.call('ZREM', KEYS[1], ARGV[3])
     return ''
   end
   redis.call('HSET', KEYS[2], 'undo', '1')
 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-return acc
+return '1'
 `)
 
-// sweepLapsed claims each entry of the lease zset (up to 100) whose lease
-// ran out by now, calls finish with it and lapsedScript's answer, and
+// sweepLapsed claims each entry of account acct's lease zset q (wpend or
+// trash, up to 100) whose lease ran out by now, calls finish with it, and
 // returns how many it claimed. what and step name the read and the claim.
-func (s *Store) sweepLapsed(ctx context.Context, now time.Time, zset, what, step string, finish func(id, acc string) error) (int, error) {
+func (s *Store) sweepLapsed(ctx context.Context, acct, q string, now time.Time, what, step string, finish func(id string) error) (int, error) {
+	zset := s.akey(acct, q)
 	ids, err := s.rdb.ZRangeByScore(ctx, zset, &redis.ZRangeBy{Min: "-inf", Max: itoa(now.UnixMilli()), Count: 100}).Result()
 	if err != nil {
 		return 0, s.fail("read the unfinished watch "+what, err)
@@ -68,52 +68,65 @@ func (s *Store) sweepLapsed(ctx context.Context, now time.Time, zset, what, step
 	done := 0
 	for _, id := range ids {
 		keys := []string{zset}
-		if zset == s.key(createsKey) {
-			keys = append(keys, s.key(watchKey, id))
+		if q == createsKey {
+			keys = append(keys, s.akey(acct, watchKey, id))
 		}
-		acc, err := lapsedScript.Run(ctx, s.rdb, keys, now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Text()
+		got, err := lapsedScript.Run(ctx, s.rdb, keys, now.UnixMilli(), now.Add(createLease).UnixMilli(), id).Text()
 		if errors.Is(err, redis.Nil) {
 			continue // renewed or finished since the read
 		}
 		if err != nil {
 			return done, s.fail(step, err)
 		}
-		if err := finish(id, acc); err != nil {
-			return done, err
+		if got != "" {
+			if err := finish(id); err != nil {
+				return done, err
+			}
 		}
 		done++
 	}
 	return done, nil
 }
 
-// undoStalledCreates deletes the watches whose create stopped before it
-// finished: the client never had a 201, and a create happens whole or not
-// at all, as in the embedded store. It returns how many it undid.
-func (s *Store) undoStalledCreates(ctx context.Context, now time.Time) (int, error) {
-	return s.sweepLapsed(ctx, now, s.key(createsKey), "creates", "undo an unfinished watch create", func(id, acc string) error {
-		if err := s.deleteWatch(ctx, acc, id, false); !errs.Is(err, errs.NotFound) {
-			return err // nil too; a gone watch ("") is not found
+// undoStalledCreates deletes the account's watches whose create stopped
+// before it finished: the client never had a 201, and a create happens
+// whole or not at all, as in the embedded store. It returns how many it
+// undid.
+func (s *Store) undoStalledCreates(ctx context.Context, acct string, now time.Time) (int, error) {
+	return s.sweepLapsed(ctx, acct, createsKey, now, "creates", "undo an unfinished watch create", func(id string) error {
+		if err := s.deleteWatch(ctx, acct, id, false); !errs.Is(err, errs.NotFound) {
+			return err // nil too
 		}
 		return nil
 	})
 }
 
 // SweepStalled undoes every create and finishes every delete (removes the
-// watch's remains) whose lease ran out by now, and returns how many; one
-// failing holds up no other.
+// watch's remains) whose lease ran out by now, in the accounts wake:wpend
+// and wake:trash name due, and returns how many; one failing holds up no
+// other.
 func (s *Store) SweepStalled(ctx context.Context, now time.Time) (int, error) {
-	undone, undoErr := s.undoStalledCreates(ctx, now)
-	finished, trashErr := s.sweepLapsed(ctx, now, s.key(trashKey), "deletes", "finish a watch delete", func(id, _ string) error {
-		return s.finishDelete(ctx, id)
+	n := 0
+	undoErr := s.eachWoken(ctx, wakeCreate, now, 100, func(acct string) error {
+		k, err := s.undoStalledCreates(ctx, acct, now)
+		n += k
+		return err
 	})
-	return undone + finished, errors.Join(undoErr, trashErr)
+	trashErr := s.eachWoken(ctx, wakeTrash, now, 100, func(acct string) error {
+		k, err := s.sweepLapsed(ctx, acct, trashKey, now, "deletes", "finish a watch delete", func(id string) error {
+			return s.finishDelete(ctx, acct, id)
+		})
+		n += k
+		return err
+	})
+	return n, errors.Join(undoErr, trashErr)
 }
 
 // Sweeper is a part of `serve` in scale mode: every sweepEvery it runs
 // SweepStalled, so a create or delete cut short by a dead replica stops
 // counting against its plan within seconds, not at the worker's Reconcile
 // (every 30 s). Every replica runs one; lapsedScript gives each stalled
-// change to one sweep. Finding nothing costs two ZRANGEBYSCORE calls.
+// change to one sweep. Finding nothing costs two wake-set claims.
 type Sweeper struct {
 	s   *Store
 	log *slog.Logger

@@ -68,9 +68,9 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 	}
 	counted := func() (int64, []string) {
 		t.Helper()
-		co := f.rdb.SMembers(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Val()
+		co := f.rdb.SMembers(ctx, f.rs.akey(acc.AccountID, companiesKey)).Val()
 		slices.Sort(co)
-		return f.rdb.ZCard(ctx, f.rs.key(acctKey, acc.AccountID, "watches")).Val(), co
+		return f.rdb.ZCard(ctx, f.rs.akey(acc.AccountID, watchesKey)).Val(), co
 	}
 	sweep := startSweeper(t, f)
 	began := f.clock.Now()
@@ -103,9 +103,9 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 		t.Fatalf("during both creates the account counts %d watches, companies %v; want 2 and both", n, co)
 	}
 	liveID := func() string {
-		ids := f.rdb.ZRange(ctx, f.rs.key(createsKey), 0, -1).Val()
+		ids := f.rdb.ZRange(ctx, f.rs.akey(acc.AccountID, createsKey), 0, -1).Val()
 		for _, id := range ids {
-			if f.rdb.SIsMember(ctx, f.rs.key(watchKey, id, "co"), acn(2)).Val() {
+			if f.rdb.SIsMember(ctx, f.rs.akey(acc.AccountID, watchKey, id, "co"), acn(2)).Val() {
 				return id
 			}
 		}
@@ -121,7 +121,7 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 		f.clock.Advance(d)
 		want := float64(f.clock.Now().Add(createLease).UnixMilli())
 		for deadline := time.Now().Add(10 * time.Second); ; {
-			sc, err := f.rdb.ZScore(ctx, f.rs.key(createsKey), liveID).Result()
+			sc, err := f.rdb.ZScore(ctx, f.rs.akey(acc.AccountID, createsKey), liveID).Result()
 			if err != nil {
 				t.Fatalf("the live create's wpend entry: %v (undone)", err)
 			}
@@ -171,7 +171,7 @@ func TestSweeperUndoesDeadCreate(t *testing.T) {
 	if n, co := counted(); n != 1 || !slices.Equal(co, []string{acn(2)}) {
 		t.Fatalf("at the end the account counts %d watches, companies %v; want 1 and [%s]", n, co, acn(2))
 	}
-	if k := f.rdb.ZCard(ctx, f.rs.key(createsKey)).Val(); k != 0 {
+	if k := f.rdb.ZCard(ctx, f.rs.akey(acc.AccountID, createsKey)).Val(); k != 0 {
 		t.Fatalf("%d creates left in wpend", k)
 	}
 }
@@ -197,7 +197,7 @@ func TestSweeperFinishesDeadDelete(t *testing.T) {
 		t.Fatalf("the delete that dies: %v; want errKilled", err)
 	}
 	restore()
-	companies := func() int64 { return f.rdb.SCard(ctx, f.rs.key(acctKey, acc.AccountID, "companies")).Val() }
+	companies := func() int64 { return f.rdb.SCard(ctx, f.rs.akey(acc.AccountID, companiesKey)).Val() }
 	if c := companies(); c != 1 {
 		t.Fatalf("after the dead delete's first step the account counts %d companies; want 1 (not yet freed)", c)
 	}
@@ -317,14 +317,19 @@ func TestCreateOutlivesItsLease(t *testing.T) {
 func assertNoOrphans(t *testing.T, f fixture, accountID string) {
 	t.Helper()
 	ctx := context.Background()
-	exists := func(id string) bool { return f.rdb.Exists(ctx, f.rs.key(watchKey, id)).Val() == 1 }
-	prefix := f.rs.key("")
+	exists := func(id string) bool { return f.rdb.Exists(ctx, f.rs.akey(accountID, watchKey, id)).Val() == 1 }
 	var keys []string
-	if err := scanKeys(ctx, f.rdb, prefix+"*", 1000, func(ks []string) error { keys = append(keys, ks...); return nil }); err != nil {
-		t.Fatal(err)
+	for _, prefix := range []string{f.rs.key(""), f.rs.akey(accountID, "")} {
+		if err := scanKeys(ctx, f.rdb, prefix+"*", 1000, func(ks []string) error { keys = append(keys, ks...); return nil }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, k := range keys {
 		var names []string
+		prefix := f.rs.key("")
+		if !strings.HasPrefix(k, prefix) {
+			prefix = f.rs.akey(accountID, "")
+		}
 		switch family, rest, _ := strings.Cut(strings.TrimPrefix(k, prefix), ":"); family {
 		case rixKey:
 			for _, id := range f.rdb.HGetAll(ctx, k).Val() {
@@ -346,12 +351,12 @@ func assertNoOrphans(t *testing.T, f fixture, accountID string) {
 		}
 	}
 	var want []string
-	for _, id := range f.rdb.ZRange(ctx, f.rs.key(acctKey, accountID, "watches"), 0, -1).Val() {
-		want = append(want, f.rdb.SMembers(ctx, f.rs.key(watchKey, id, "co")).Val()...)
+	for _, id := range f.rdb.ZRange(ctx, f.rs.akey(accountID, watchesKey), 0, -1).Val() {
+		want = append(want, f.rdb.SMembers(ctx, f.rs.akey(accountID, watchKey, id, "co")).Val()...)
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)
-	got := f.rdb.SMembers(ctx, f.rs.key(acctKey, accountID, "companies")).Val()
+	got := f.rdb.SMembers(ctx, f.rs.akey(accountID, companiesKey)).Val()
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("the account counts companies %v; its watches hold %v", got, want)

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -20,8 +21,8 @@ const (
 // set and out of the account's union unless a remaining watch holds them
 // (a create writes its set and the union in one script, so this is exact
 // beside concurrent creates). The account's watches were read before (-1:
-// changed). KEYS: trash:<id>:co, acct:<a>:watches, acct:<a>:companies,
-// then w:<w>:co of each watch. ARGV: the watch ids comma-joined, companies.
+// changed). KEYS (the account's): trash:<id>:co, watches, companies, then
+// w:<w>:co of each watch. ARGV: the watch ids comma-joined, companies.
 var uncountScript = redis.NewScript(`
 if table.concat(redis.call('ZRANGE', KEYS[2], 0, -1), ',') ~= ARGV[1] then return -1 end
 local m = {unpack(ARGV, 2)}
@@ -38,7 +39,8 @@ return #m
 `)
 
 // dropRecordsScript takes a deleted watch's delivery records ARGV[2..] out
-// of its trash hash and the gauges. KEYS: trash:<id>:dr, dstat, ddue.
+// of its trash hash and the gauges. KEYS (the account's): trash:<id>:dr,
+// dstat, ddue.
 var dropRecordsScript = redis.NewScript(`
 for i = 2, #ARGV do
   local raw = redis.call('HGET', KEYS[1], ARGV[i])
@@ -56,24 +58,22 @@ return 1
 `)
 
 // finishDelete removes a deleted watch's remains (trash:<id>:*) in bounded
-// chunks, renewing its trash lease meanwhile: its reverse-index entries,
-// its companies from the account's count, its records from the gauges,
-// then the trash keys and entry. Every step is idempotent: the sweep
-// finishes a delete stopped anywhere.
-func (s *Store) finishDelete(ctx context.Context, id string) error {
-	defer s.renewLease(s.key(trashKey), id)()
-	t := func(part string) string { return s.key(trashKey, id, part) }
-	v, err := s.rdb.MGet(ctx, t("keys"), t("ixabn"), t("acct")).Result()
+// chunks, renewing its trash lease meanwhile: its reverse-index entries
+// and fo, its companies from the account's count, its records from the
+// gauges, its directory entry, then the trash keys and entry. Every step
+// is idempotent: the sweep finishes a delete stopped anywhere.
+func (s *Store) finishDelete(ctx context.Context, acct, id string) error {
+	defer s.renewLease(s.akey(acct, trashKey), id)()
+	t := func(part string) string { return s.akey(acct, trashKey, id, part) }
+	v, err := s.rdb.MGet(ctx, t("keys"), t("ixabn")).Result()
 	if err != nil {
 		return s.fail("delete watch", err)
 	}
-	if err := s.indexKeys(ctx, id, nil, storedIndexKeys(str(v[0]), v[1])); err != nil {
+	if err := s.unindex(ctx, id, storedIndexKeys(str(v[0]), v[1])); err != nil {
 		return err
 	}
-	if acc := str(v[2]); acc != "" {
-		if err := s.uncount(ctx, t("co"), acc); err != nil {
-			return err
-		}
+	if err := s.uncount(ctx, t("co"), acct); err != nil {
+		return err
 	}
 	err = scanPages(func(c uint64) ([]string, uint64, error) {
 		return s.rdb.HScan(ctx, t("dr"), c, "*", trashRecords).Result()
@@ -85,12 +85,17 @@ func (s *Store) finishDelete(ctx context.Context, id string) error {
 		for i := 0; i < len(kv); i += 2 {
 			args = append(args, kv[i])
 		}
-		return dropRecordsScript.Run(ctx, s.rdb, []string{t("dr"), s.key(dstatKey), s.key(ddueKey)}, args...).Err()
+		return dropRecordsScript.Run(ctx, s.rdb, []string{t("dr"), s.akey(acct, dstatKey), s.akey(acct, ddueKey)}, args...).Err()
 	})
 	if err == nil {
+		// The directory entry before the trash entry: a crash between
+		// leaves the entry, and the sweep finds the account from its note.
+		err = s.rdb.HDel(ctx, s.key(wacctKey), id).Err()
+	}
+	if err == nil {
 		p := s.rdb.TxPipeline()
-		p.Unlink(ctx, t("keys"), t("ixabn"), t("co"), t("dr"), t("acct"))
-		p.ZRem(ctx, s.key(trashKey), id)
+		p.Unlink(ctx, t("keys"), t("ixabn"), t("co"), t("dr"))
+		p.ZRem(ctx, s.akey(acct, trashKey), id)
 		_, err = p.Exec(ctx)
 	}
 	return s.fail("delete watch", err)
@@ -101,7 +106,7 @@ func (s *Store) finishDelete(ctx context.Context, id string) error {
 // has many watches, read with SSCAN (SPOP would probe an ever sparser
 // table as the set drains).
 func (s *Store) uncount(ctx context.Context, co, acc string) error {
-	keys := []string{co, s.key(acctKey, acc, "watches"), s.key(acctKey, acc, "companies")}
+	keys := []string{co, s.akey(acc, watchesKey), s.akey(acc, companiesKey)}
 	for {
 		err := scanPages(func(c uint64) ([]string, uint64, error) {
 			m, next, err := s.rdb.SScan(ctx, co, c, "*", 2000).Result()
@@ -117,7 +122,7 @@ func (s *Store) uncount(ctx context.Context, co, acc string) error {
 					n = min(len(members), 2000, max(50, trashWork/(len(ws)+1)))
 					wkeys := keys
 					for _, w := range ws {
-						wkeys = append(wkeys, s.key(watchKey, w, "co"))
+						wkeys = append(wkeys, s.akey(acc, watchKey, w, "co"))
 					}
 					return wkeys, append([]any{joinList(ws)}, anys(members[:n])...), nil
 				})
@@ -138,19 +143,27 @@ func (s *Store) uncount(ctx context.Context, co, acc string) error {
 	}
 }
 
-// scanTrash puts in the trash zset (due at once) the remains an older
-// version left without an entry (trash:<id>:keys alone), found by one SCAN
-// the first time a process calls it: Reconcile, before its SweepStalled
+// scanTrash puts in the account's trash zset (due at once, and noted in
+// wake:trash) the remains an older version left without an entry
+// (trash:<id>:keys alone), found by one SCAN over every account's keys the
+// first time a process calls it: Reconcile, before its SweepStalled
 // finishes them (serve's Sweeper does not scan).
 func (s *Store) scanTrash(ctx context.Context) error {
 	if s.trashScanned.Load() {
 		return nil
 	}
-	prefix, suffix := s.key(trashKey)+":", ":keys"
-	err := scanKeys(ctx, s.rdb, prefix+"*"+suffix, 1000, func(keys []string) error {
+	prefix := s.akey("*", trashKey) + ":"
+	err := scanKeys(ctx, s.rdb, prefix+"*:keys", 1000, func(keys []string) error {
 		for _, k := range keys {
-			id := strings.TrimSuffix(strings.TrimPrefix(k, prefix), suffix)
-			if err := s.rdb.ZAddNX(ctx, s.key(trashKey), redis.Z{Score: 0, Member: id}).Err(); err != nil {
+			acct, rest, ok := strings.Cut(strings.TrimPrefix(k, "{"+s.name+":a:"), "}:"+trashKey+":")
+			if !ok {
+				continue
+			}
+			id := strings.TrimSuffix(rest, ":keys")
+			if err := s.rdb.ZAddNX(ctx, s.akey(acct, trashKey), redis.Z{Score: 0, Member: id}).Err(); err != nil {
+				return err
+			}
+			if err := s.wake(ctx, wakeTrash, acct, time.UnixMilli(0)); err != nil {
 				return err
 			}
 		}

@@ -42,7 +42,7 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 	}
 	companies := func() []string {
 		t.Helper()
-		m, err := f.rdb.SMembers(ctx, f.rs.key(acctKey, accountID, "companies")).Result()
+		m, err := f.rdb.SMembers(ctx, f.rs.akey(accountID, companiesKey)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 	}
 	trashKeys := func() []string {
 		t.Helper()
-		k, err := f.rdb.Keys(ctx, f.rs.key(trashKey)+"*").Result()
+		k, err := f.rdb.Keys(ctx, f.rs.akey(accountID, trashKey)+"*").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,13 +72,13 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 	}
 	// An older version's leftover: trash:<id>:keys and ixabn, no entry.
 	old := "w_oldversion"
-	f.rdb.HSet(ctx, f.rs.key(watchKey, old), "account", accountID) // indexed while it existed
+	f.rdb.HSet(ctx, f.rs.akey(accountID, watchKey, old), "account", accountID) // indexed while it existed
 	if err := f.rs.indexKeys(ctx, old, []string{acn(7)}, nil); err != nil {
 		t.Fatal(err)
 	}
-	f.rdb.Del(ctx, f.rs.key(watchKey, old))
-	f.rdb.Set(ctx, f.rs.key(trashKey, old, "keys"), acn(7), 0)
-	f.rdb.Set(ctx, f.rs.key(trashKey, old, "ixabn"), "", 0)
+	f.rdb.Del(ctx, f.rs.akey(accountID, watchKey, old))
+	f.rdb.Set(ctx, f.rs.akey(accountID, trashKey, old, "keys"), acn(7), 0)
+	f.rdb.Set(ctx, f.rs.akey(accountID, trashKey, old, "ixabn"), "", 0)
 
 	// Within the deleter's lease the sweep leaves the deletes alone.
 	if n, err := f.rs.Reconcile(ctx, f.clock.Now()); err != nil || n != 1 {
@@ -106,14 +106,14 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 	if holders, err := f.rs.indexHolders(ctx, acn(1)); err != nil || !slices.Equal(holders, []string{other.ID}) {
 		t.Errorf("reverse index for %s: %v, %v; want the remaining watch only", acn(1), holders, err)
 	}
-	stat, err := f.rdb.HMGet(ctx, f.rs.key(dstatKey), "pending", "dead").Result()
+	stat, err := f.rdb.HMGet(ctx, f.rs.akey(accountID, dstatKey), "pending", "dead").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if str(stat[0]) != "0" || str(stat[1]) != "0" {
 		t.Errorf("delivery gauges pending %v dead %v after the sweep; want 0 and 0", stat[0], stat[1])
 	}
-	if n, _ := f.rdb.ZCard(ctx, f.rs.key(ddueKey)).Result(); n != 0 {
+	if n, _ := f.rdb.ZCard(ctx, f.rs.akey(accountID, ddueKey)).Result(); n != 0 {
 		t.Errorf("%d due deliveries of the deleted watch left in the gauge", n)
 	}
 }

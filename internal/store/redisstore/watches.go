@@ -192,8 +192,8 @@ func sortBoth(a, b map[string]struct{}) ([]string, []string) {
 // on the companies staged before (stage:<id>:co) as whole sets, never
 // element by element in Lua (docs/redis.md "Quotas"). A refusal leaves the
 // stage, so the create can be asked again after undoing a dead create.
-// KEYS: acct:<a>:watches, acct:<a>:companies, w:<id>, stage:<id>:co,
-// w:<id>:co, wpend, watches, winactive, w:<id>:keys, fo. ARGV: watch
+// Every key is the account's. KEYS: watches, companies, w:<id>,
+// stage:<id>:co, w:<id>:co, wpend, winactive, w:<id>:keys. ARGV: watch
 // limit, company limit, watch id, score, doc, account, match keys
 // (comma-joined, "" for a filter-only watch), regv, eseq, ixabn, lease (ms).
 var createScript = redis.NewScript(`
@@ -222,23 +222,28 @@ end
 redis.call('HSET', KEYS[3], 'account', ARGV[6], 'doc', ARGV[5], 'regv', ARGV[8], 'eseq', ARGV[9], 'ixabn', ARGV[10])
 redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
 redis.call('ZADD', KEYS[6], ARGV[11], ARGV[3])
-redis.call('SADD', KEYS[7], ARGV[3])
-if not cjson.decode(ARGV[5]).active then redis.call('SADD', KEYS[8], ARGV[3]) end
-if ARGV[7] ~= '' then redis.call('SET', KEYS[9], ARGV[7]) else redis.call('SADD', KEYS[10], ARGV[3]) end
+if not cjson.decode(ARGV[5]).active then redis.call('SADD', KEYS[7], ARGV[3]) end
+if ARGV[7] ~= '' then redis.call('SET', KEYS[8], ARGV[7]) end
 return {'ok'}
 `)
 
 // activateScript makes an indexed watch visible to arrival matching: every
-// batch committed from the cursor it returns on matched against it (the
-// wsv bump makes a batch matched against the older set retry); -1 when the
-// watch is gone or its create claimed by a sweep (w:<id> field undo).
-// KEYS: w:<id>, match:through, wsv.
+// batch committed from the cursor it returns on is matched against it
+// (the wsv bump makes a batch matched against the older set retry). KEYS:
+// match:through, wsv. cseqScript then records that cursor in the watch
+// (account's slot) unless the watch is gone or its create claimed by a
+// sweep (w:<id> field undo): -1. A crash between the two leaves a watch
+// without cseq, whose create never finishes: the sweep undoes it.
 var activateScript = redis.NewScript(`
+redis.call('INCR', KEYS[2])
+return tonumber(redis.call('GET', KEYS[1]) or '0')
+`)
+
+// cseqScript: KEYS: w:<id>. ARGV: cseq.
+var cseqScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'undo') == 1 then return -1 end
-local cseq = redis.call('GET', KEYS[2]) or '0'
-redis.call('HSET', KEYS[1], 'cseq', cseq)
-redis.call('INCR', KEYS[3])
-return tonumber(cseq)
+redis.call('HSET', KEYS[1], 'cseq', ARGV[1])
+return tonumber(ARGV[1])
 `)
 
 const stageTTL = time.Hour // a stage left by a crashed create expires
@@ -269,16 +274,29 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 	if err != nil {
 		return w, err
 	}
-	stageCo := s.key(stageKey, w.ID, "co")
+	acct := w.AccountID
+	stageCo := s.akey(acct, stageKey, w.ID, "co")
 	if err := s.saddBatched(ctx, stageCo, exp.companies); err != nil {
+		return w, err
+	}
+	// The directory first (every later reader finds the watch's account
+	// there: a crash after leaves an entry naming no watch, which readers
+	// skip), then the create lease's note, due only when the lease would
+	// run out, so a sweep finds the account should the creator stop after
+	// the script (docs/redis.md, "Work queues").
+	if err := s.rdb.HSet(ctx, s.key(wacctKey), w.ID, acct).Err(); err != nil {
+		return w, s.fail("create watch", err)
+	}
+	s.owners.Store(w.ID, acct)
+	if err := s.wake(ctx, wakeCreate, acct, s.clock().Add(createLease)); err != nil {
 		return w, err
 	}
 	var res []any
 	for try := 0; try < 2; try++ {
-		res, err = createScript.Run(ctx, s.rdb, []string{s.key(acctKey, w.AccountID, "watches"),
-			s.key(acctKey, w.AccountID, "companies"), s.key(watchKey, w.ID), stageCo, s.key(watchKey, w.ID, "co"),
-			s.key(createsKey), s.key(watchesKey), s.key(winactiveKey), s.key(watchKey, w.ID, "keys"), s.key(filterOnlyKey)},
-			plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, w.AccountID, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs),
+		res, err = createScript.Run(ctx, s.rdb, []string{s.akey(acct, watchesKey),
+			s.akey(acct, companiesKey), s.akey(acct, watchKey, w.ID), stageCo, s.akey(acct, watchKey, w.ID, "co"),
+			s.akey(acct, createsKey), s.akey(acct, winactiveKey), s.akey(acct, watchKey, w.ID, "keys")},
+			plan.Watches, plan.Companies, w.ID, w.CreatedAt.UnixMilli(), doc, acct, joinList(exp.keys), exp.regv, eseq, joinList(exp.ixABNs),
 			s.clock().Add(createLease).UnixMilli()).Slice()
 		if err != nil {
 			return w, s.fail("create watch", err)
@@ -287,15 +305,17 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 			break
 		}
 		// A create whose process died still counts until it is undone: if
-		// any such is past its lease, undo it now and ask again (once),
-		// rather than refuse for a watch that will never exist.
-		if undone, err := s.undoStalledCreates(ctx, s.clock()); err != nil || undone == 0 {
+		// any of the account's is past its lease, undo it now and ask
+		// again (once), rather than refuse for a watch that will never exist.
+		if undone, err := s.undoStalledCreates(ctx, acct, s.clock()); err != nil || undone == 0 {
 			break
 		}
 	}
 	if str(res[0]) != "ok" {
-		// Best effort: the stage expires after stageTTL anyway.
+		// Best effort: the stage expires after stageTTL anyway, and a
+		// directory entry naming no watch is skipped by its readers.
 		_ = s.rdb.Del(context.WithoutCancel(ctx), stageCo).Err()
+		_ = s.rdb.HDel(context.WithoutCancel(ctx), s.key(wacctKey), w.ID).Err()
 	}
 	switch str(res[0]) {
 	case "watch_limit":
@@ -314,12 +334,12 @@ func (s *Store) CreateWatch(ctx context.Context, w watch.Watch, plan account.Pla
 		_ = s.deleteWatch(context.WithoutCancel(ctx), w.AccountID, w.ID, false)
 		return w, err
 	}
-	return w, s.replicated(ctx, "watch create")
+	return w, s.replicated(ctx, "watch create", s.tags(w.AccountID)...)
 }
 
 // finishCreateScript marks a create finished (a0, out of wpend) unless it
-// was undone or claimed by a sweep (undo) meanwhile. KEYS: w:<id>, wpend.
-// ARGV: watch id, a0.
+// was undone or claimed by a sweep (undo) meanwhile. KEYS: w:<id>, wpend
+// (the account's). ARGV: watch id, a0.
 var finishCreateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'undo') == 1 or not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'a0', ARGV[2])
@@ -333,15 +353,19 @@ return 1
 // stopped before that is undone by a sweep (docs/redis.md, "A create
 // happens whole or not at all").
 func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []string, f notice.Filter, eseq int64) error {
-	defer s.renewLease(s.key(createsKey), w.ID)()
-	if err := s.indexKeys(ctx, w.ID, index, nil); err != nil {
+	acct := w.AccountID
+	defer s.renewLease(s.akey(acct, createsKey), w.ID)()
+	if err := s.index(ctx, acct, w.ID, index, keys == nil); err != nil {
 		return err
 	}
-	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.log.Keys().MatchThrough, s.key(watchSetKey)}).Int64()
+	cseq, err := activateScript.Run(ctx, s.rdb, []string{s.log.Keys().MatchThrough, s.key(watchSetKey)}).Int64()
+	if err == nil {
+		cseq, err = cseqScript.Run(ctx, s.rdb, []string{s.akey(acct, watchKey, w.ID)}, cseq).Int64()
+	}
 	if err != nil || cseq < 0 {
 		return cmp.Or(s.fail("create watch", err), errCreateUndone)
 	}
-	through, err := s.backfill(ctx, w.ID, keys, f)
+	through, err := s.backfill(ctx, acct, w.ID, keys, f)
 	if err != nil {
 		return err
 	}
@@ -349,20 +373,20 @@ func (s *Store) finishCreate(ctx context.Context, w watch.Watch, keys, index []s
 	// (at or below cseq) skipped this watch: the backfill found them, and
 	// their deliveries are made here (once per pair, CreateDeliveries).
 	if cseq > eseq {
-		seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, w.ID), &redis.ZRangeBy{Min: "(" + itoa(eseq), Max: itoa(cseq)}).Result()
+		seqs, err := s.rdb.ZRangeByScore(ctx, s.akey(acct, matchLogKey, w.ID), &redis.ZRangeBy{Min: "(" + itoa(eseq), Max: itoa(cseq)}).Result()
 		if err != nil {
 			return s.fail("create watch", err)
 		}
 		refs := make([]Ref, len(seqs))
 		for i, q := range seqs {
 			n, _ := strconv.ParseInt(q, 10, 64)
-			refs[i] = Ref{WatchID: w.ID, NoticeSeq: n}
+			refs[i] = Ref{AccountID: acct, WatchID: w.ID, NoticeSeq: n}
 		}
 		if _, err := s.CreateDeliveries(ctx, refs, s.clock()); err != nil {
 			return err
 		}
 	}
-	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.key(watchKey, w.ID), s.key(createsKey)}, w.ID, through).Int()
+	ok, err := finishCreateScript.Run(ctx, s.rdb, []string{s.akey(acct, watchKey, w.ID), s.akey(acct, createsKey)}, w.ID, through).Int()
 	if err != nil || ok == 0 {
 		return cmp.Or(s.fail("create watch", err), errCreateUndone)
 	}
@@ -401,22 +425,18 @@ func rixBucket(k string) string {
 }
 
 // rixScript indexes watch ARGV[1] under index keys ARGV[3..] (ARGV[2]
-// "1") or unindexes it ("0"). Indexing is refused (0) once the watch is
-// gone or its create claimed by a sweep (w:<id> field undo): the sweep's
-// delete has taken, or will take, the index entries away, and a creator
-// that outlived its lease must not add any after (docs/redis.md "A create
-// happens whole or not at all"). KEYS: w:<id>, then rix:<bucket> and
-// rixs:<key> of each key, in turn.
+// "1") or unindexes it ("0"). KEYS: rix:<bucket> and rixs:<key> of each
+// key, in turn. The index is shared (a notice's candidates are of every
+// account): only a hint, which matching checks against the watch.
 var rixScript = redis.NewScript(`
 local id, add = ARGV[1], ARGV[2] == '1'
-if add and (redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'undo') == 1) then return 0 end
 for i = 3, #ARGV do
-  local b, k = KEYS[2 * i - 4], ARGV[i]
+  local b, k = KEYS[2 * i - 5], ARGV[i]
   if not add then
     if redis.call('HGET', b, k) == id then redis.call('HDEL', b, k) end
-    redis.call('SREM', KEYS[2 * i - 3], id)
+    redis.call('SREM', KEYS[2 * i - 4], id)
   elseif redis.call('HSETNX', b, k, id) == 0 then
-    redis.call('SADD', KEYS[2 * i - 3], id)
+    redis.call('SADD', KEYS[2 * i - 4], id)
   end
 end
 return 1
@@ -427,8 +447,7 @@ return 1
 const rixChunk = 500
 
 // indexKeys indexes the watch under the keys added and unindexes it under
-// removed. It indexes nothing for a watch that is gone or whose create is
-// being undone (its creator learns that from activateScript).
+// removed.
 func (s *Store) indexKeys(ctx context.Context, id string, added, removed []string) error {
 	var err error
 	for _, op := range []struct {
@@ -437,17 +456,52 @@ func (s *Store) indexKeys(ctx context.Context, id string, added, removed []strin
 	}{{"1", added}, {"0", removed}} {
 		for lo := 0; err == nil && lo < len(op.keys); lo += rixChunk {
 			chunk := op.keys[lo:min(lo+rixChunk, len(op.keys))]
-			keys := []string{s.key(watchKey, id)}
+			var keys []string
 			for _, k := range chunk {
 				keys = append(keys, s.key(rixKey, rixBucket(k)), s.key(rixsKey, k))
 			}
-			var ok int
-			if ok, err = rixScript.Run(ctx, s.rdb, keys, append([]any{id, op.add}, anys(chunk)...)...).Int(); ok == 0 {
-				break
-			}
+			err = rixScript.Run(ctx, s.rdb, keys, append([]any{id, op.add}, anys(chunk)...)...).Err()
 		}
 	}
 	return s.fail("index watch", err)
+}
+
+// index adds a created watch to the reverse index (its index keys, or fo
+// when filter-only) unless it is gone or its create claimed by a sweep
+// (undo); finding it so after writing, it takes back what it wrote, so an
+// undone create leaves no entry behind once its creator goes on (a
+// creator that stops in between leaves entries naming no watch, which
+// matching skips). Its creator learns of the undo from activation.
+func (s *Store) index(ctx context.Context, acct, id string, keys []string, filterOnly bool) error {
+	live := func() (bool, error) {
+		v, err := s.rdb.HMGet(ctx, s.akey(acct, watchKey, id), "account", "undo").Result()
+		return err == nil && v[0] != nil && v[1] == nil, s.fail("index watch", err)
+	}
+	if ok, err := live(); !ok || err != nil {
+		return err
+	}
+	var err error
+	if filterOnly {
+		err = s.fail("index watch", s.rdb.SAdd(ctx, s.key(filterOnlyKey), id).Err())
+	}
+	if err == nil {
+		err = s.indexKeys(ctx, id, keys, nil)
+	}
+	if err != nil {
+		return err
+	}
+	if ok, err := live(); ok || err != nil {
+		return err
+	}
+	return s.unindex(ctx, id, keys)
+}
+
+// unindex takes a watch out of the reverse index and fo.
+func (s *Store) unindex(ctx context.Context, id string, keys []string) error {
+	if err := s.rdb.SRem(ctx, s.key(filterOnlyKey), id).Err(); err != nil {
+		return s.fail("unindex watch", err)
+	}
+	return s.indexKeys(ctx, id, nil, keys)
 }
 
 func watchNotFound(id string) error {
@@ -464,7 +518,10 @@ func shown(accountID string, v []any) bool {
 // Watch returns one watch of the account, or errs.NotFound (also for a
 // watch of another account, and for one whose create has not finished).
 func (s *Store) Watch(ctx context.Context, accountID, id string) (watch.Watch, error) {
-	v, err := s.rdb.HMGet(ctx, s.key(watchKey, id), "account", "a0", "doc").Result()
+	if accountID == "" {
+		return watch.Watch{}, watchNotFound(id)
+	}
+	v, err := s.rdb.HMGet(ctx, s.akey(accountID, watchKey, id), "account", "a0", "doc").Result()
 	if err != nil {
 		return watch.Watch{}, s.fail("read watch", err)
 	}
@@ -477,14 +534,17 @@ func (s *Store) Watch(ctx context.Context, accountID, id string) (watch.Watch, e
 // ListWatches returns the account's watches whose create has finished,
 // oldest first (ties by id).
 func (s *Store) ListWatches(ctx context.Context, accountID string) ([]watch.Watch, error) {
-	ids, err := s.rdb.ZRange(ctx, s.key(acctKey, accountID, "watches"), 0, -1).Result()
+	if accountID == "" {
+		return []watch.Watch{}, nil
+	}
+	ids, err := s.rdb.ZRange(ctx, s.akey(accountID, watchesKey), 0, -1).Result()
 	if err != nil {
 		return nil, s.fail("list watches", err)
 	}
 	docs := make([]*redis.SliceCmd, len(ids))
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			docs[i] = p.HMGet(ctx, s.key(watchKey, id), "account", "a0", "doc")
+			docs[i] = p.HMGet(ctx, s.akey(accountID, watchKey, id), "account", "a0", "doc")
 		}
 		return nil
 	}); err != nil {
@@ -520,31 +580,30 @@ func (s *Store) UpdateWatch(ctx context.Context, accountID, id string, p watch.P
 	if err != nil {
 		return w, err
 	}
-	if err := s.deliveryStateChanged(ctx, id, wasActive, w.Active, now); err != nil {
+	if err := s.deliveryStateChanged(ctx, accountID, id, wasActive, w.Active, now); err != nil {
 		return w, err
 	}
-	return w, s.replicated(ctx, "watch update")
+	return w, s.replicated(ctx, "watch update", s.tags(accountID)...)
 }
 
 // deleteScript is a delete's first step, short whatever the watch's size:
 // what needs work element by element moves to trash:<id>:* for
 // finishDelete (docs/redis.md "Bounds"). The mail ids were read before
-// (-1: changed).
-// KEYS: w:<id>, mpd:<id>, mq, acct:<a>:watches, fo, watches, winactive,
-// wrel, wdeact, wpend, trash:<id>:acct, w:<id>:keys, trash:<id>:keys,
-// w:<id>:co, trash:<id>:co, dr:<id>, trash:<id>:dr, trash:<id>:ixabn,
-// trash, wm:<id>, dl:<id>, df:<id>, wsv, then mail:<job> of each job.
-// ARGV: account, id, mail retention ms, "1" for a finished create only
-// (shown), lease (ms), the digest and alert job ids read ("" for none),
-// then the id of each job.
+// (-1: changed). Every key is the account's.
+// KEYS: w:<id>, mpd:<id>, mq, watches, winactive, wrel, wdeact, wpend,
+// w:<id>:keys, trash:<id>:keys, w:<id>:co, trash:<id>:co, dr:<id>,
+// trash:<id>:dr, trash:<id>:ixabn, trash, wm:<id>, dl:<id>, df:<id>, then
+// mail:<job> of each job. ARGV: account, id, mail retention ms, "1" for a
+// finished create only (shown), lease (ms), the digest and alert job ids
+// read ("" for none), then the id of each job.
 var deleteScript = redis.NewScript(`
 local id = ARGV[2]
 local acc = redis.call('HGET', KEYS[1], 'account')
 if acc ~= ARGV[1] then return 0 end
 if ARGV[4] == '1' and redis.call('HEXISTS', KEYS[1], 'a0') == 0 then return 0 end
 if (redis.call('GET', KEYS[2]) or '') ~= ARGV[6] or (redis.call('HGET', KEYS[1], 'malert') or '') ~= ARGV[7] then return -1 end
-for i = 24, #KEYS do
-  local k, job = KEYS[i], ARGV[i - 16]
+for i = 20, #KEYS do
+  local k, job = KEYS[i], ARGV[i - 12]
   if redis.call('HGET', k, 'status') == 'pending' then
     redis.call('HSET', k, 'status', 'deleted')
     redis.call('HDEL', k, 'token')
@@ -554,21 +613,19 @@ for i = 24, #KEYS do
 end
 redis.call('DEL', KEYS[2])
 redis.call('ZREM', KEYS[4], id)
-for i = 5, 8 do redis.call('SREM', KEYS[i], id) end
-redis.call('HDEL', KEYS[9], id)
-redis.call('ZREM', KEYS[10], id)
-redis.call('SET', KEYS[11], acc)
-for i = 12, 16, 2 do
+for i = 5, 6 do redis.call('SREM', KEYS[i], id) end
+redis.call('HDEL', KEYS[7], id)
+redis.call('ZREM', KEYS[8], id)
+for i = 9, 13, 2 do
   if redis.call('EXISTS', KEYS[i]) == 1 then
     redis.call('RENAME', KEYS[i], KEYS[i + 1])
     redis.call('PERSIST', KEYS[i + 1])
   end
 end
 local ix = redis.call('HGET', KEYS[1], 'ixabn')
-if ix then redis.call('SET', KEYS[18], ix) end
-redis.call('ZADD', KEYS[19], ARGV[5], id)
-redis.call('UNLINK', KEYS[1], KEYS[20], KEYS[21], KEYS[22])
-redis.call('INCR', KEYS[23])
+if ix then redis.call('SET', KEYS[15], ix) end
+redis.call('ZADD', KEYS[16], ARGV[5], id)
+redis.call('UNLINK', KEYS[1], KEYS[17], KEYS[18], KEYS[19])
 return 1
 `)
 
@@ -580,7 +637,7 @@ func (s *Store) DeleteWatch(ctx context.Context, accountID, id string) error {
 	if err := s.deleteWatch(ctx, accountID, id, true); err != nil {
 		return err
 	}
-	return s.replicated(ctx, "watch delete")
+	return s.replicated(ctx, "watch delete", s.tags(accountID)...)
 }
 
 // deleteWatch is DeleteWatch; with finishedOnly false it also deletes a
@@ -589,11 +646,16 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 	if accountID == "" {
 		return watchNotFound(id)
 	}
-	t := func(part string) string { return s.key(trashKey, id, part) }
-	keys := []string{s.key(watchKey, id), s.key(digestKey, id), s.key(mailQueueKey), s.key(acctKey, accountID, "watches"), s.key(filterOnlyKey),
-		s.key(watchesKey), s.key(winactiveKey), s.key(wrelKey), s.key(wdeactKey), s.key(createsKey), t("acct"),
-		s.key(watchKey, id, "keys"), t("keys"), s.key(watchKey, id, "co"), t("co"), s.key(recordsKey, id), t("dr"), t("ixabn"),
-		s.key(trashKey), s.key(matchLogKey, id), s.key(deliveriesKey, id), s.key(finalKey, id), s.key(watchSetKey)}
+	a := func(parts ...string) string { return s.akey(accountID, parts...) }
+	t := func(part string) string { return a(trashKey, id, part) }
+	keys := []string{a(watchKey, id), a(digestKey, id), a(mailQueueKey), a(watchesKey), a(winactiveKey), a(wrelKey), a(wdeactKey), a(createsKey),
+		a(watchKey, id, "keys"), t("keys"), a(watchKey, id, "co"), t("co"), a(recordsKey, id), t("dr"), t("ixabn"),
+		a(trashKey), a(matchLogKey, id), a(deliveriesKey, id), a(finalKey, id)}
+	// The delete lease's note first, due when the lease would run out: a
+	// sweep finds the account should the deleter stop after the script.
+	if err := s.wake(ctx, wakeTrash, accountID, s.clock().Add(createLease)); err != nil {
+		return err
+	}
 	n, err := s.casRun(ctx, "delete watch", deleteScript, func() ([]string, []any, error) {
 		var digest, alert *redis.StringCmd
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -609,7 +671,7 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 			s.clock().Add(createLease).UnixMilli(), digest.Val(), alert.Val()}
 		for _, job := range slices.Compact([]string{digest.Val(), alert.Val()}) {
 			if job != "" {
-				jobKeys, args = append(jobKeys, s.key(mailKey, job)), append(args, job)
+				jobKeys, args = append(jobKeys, a(mailKey, job)), append(args, job)
 			}
 		}
 		return jobKeys, args, nil
@@ -618,7 +680,7 @@ func (s *Store) deleteWatch(ctx context.Context, accountID, id string, finishedO
 		return cmp.Or(err, watchNotFound(id))
 	}
 	s.filters.drop(id)
-	return s.finishDelete(ctx, id)
+	return s.finishDelete(ctx, accountID, id)
 }
 
 // splitList splits a comma-joined list ("" is empty).

@@ -36,8 +36,8 @@ func noWebhook(id string) error {
 // wrel until Release (or Reconcile) releases its held deliveries. One
 // switched off (ARGV[3] "1") leaves wdeact, its pending deliveries are
 // held, and its deactivation alert (ARGV[5], unless empty or queued) is
-// queued counting them. KEYS: w:<id>, winactive, wrel, dr:<id>, ddue,
-// wdeact, then with an alert mail:<alert id>, mq. ARGV: old doc, new doc,
+// queued counting them. KEYS (the account's): w:<id>, winactive, wrel,
+// dr:<id>, ddue, wdeact, then with an alert mail:<alert id>, mq. ARGV: old doc, new doc,
 // switched off, alert id, alert job JSON, now ms, now timestamp, then
 // field, value, ... Returns 1, or -1 when the doc changed meanwhile.
 var casWatchScript = redis.NewScript(ledgerLua + `
@@ -77,9 +77,10 @@ return 1
 // (id and job JSON from alertJob) queued at now.
 func (s *Store) casArgs(old string, w watch.Watch, off bool, alert [2]string, now time.Time, fields ...string) ([]string, []any, error) {
 	doc, err := encodeWatch(w)
-	keys := []string{s.key(watchKey, w.ID), s.key(winactiveKey), s.key(wrelKey), s.key(recordsKey, w.ID), s.key(ddueKey), s.key(wdeactKey)}
+	a := func(parts ...string) string { return s.akey(w.AccountID, parts...) }
+	keys := []string{a(watchKey, w.ID), a(winactiveKey), a(wrelKey), a(recordsKey, w.ID), a(ddueKey), a(wdeactKey)}
 	if alert[1] != "" {
-		keys = append(keys, s.key(mailKey, alert[0]), s.key(mailQueueKey))
+		keys = append(keys, a(mailKey, alert[0]), a(mailQueueKey))
 	}
 	return keys, append([]any{old, doc, boolArg(off), alert[0], alert[1], now.UnixMilli(), notice.Timestamp(now)}, anys(fields)...), err
 }
@@ -112,7 +113,10 @@ func (s *Store) modifyWatch(ctx context.Context, accountID, id string, notFound 
 // ownWatch reads fields of the account's watch, or notFound when it is
 // not the account's or its create has not finished (shown).
 func (s *Store) ownWatch(ctx context.Context, accountID, watchID, what string, notFound func(string) error, fields ...string) ([]any, error) {
-	v, err := s.rdb.HMGet(ctx, s.key(watchKey, watchID), append([]string{"account", "a0"}, fields...)...).Result()
+	if accountID == "" {
+		return nil, notFound(watchID)
+	}
+	v, err := s.rdb.HMGet(ctx, s.akey(accountID, watchKey, watchID), append([]string{"account", "a0"}, fields...)...).Result()
 	if err != nil {
 		return nil, s.fail(what, err)
 	}
@@ -143,23 +147,23 @@ func (s *Store) SetWebhook(ctx context.Context, accountID, watchID, url, secret 
 			return w, err
 		}
 	}
-	cseq, err := s.rdb.HGet(ctx, s.key(watchKey, watchID), "eseq").Int64()
+	cseq, err := s.rdb.HGet(ctx, s.akey(accountID, watchKey, watchID), "eseq").Int64()
 	if err != nil && err != redis.Nil {
 		return w, s.fail("register webhook", err)
 	}
-	seqs, err := s.rdb.ZRangeByScore(ctx, s.key(matchLogKey, watchID), &redis.ZRangeBy{Min: "(" + itoa(cseq), Max: "+inf"}).Result()
+	seqs, err := s.rdb.ZRangeByScore(ctx, s.akey(accountID, matchLogKey, watchID), &redis.ZRangeBy{Min: "(" + itoa(cseq), Max: "+inf"}).Result()
 	if err != nil {
 		return w, s.fail("register webhook", err)
 	}
 	pairs := make([]Ref, len(seqs))
 	for i, q := range seqs {
-		pairs[i].WatchID = watchID
+		pairs[i].AccountID, pairs[i].WatchID = accountID, watchID
 		pairs[i].NoticeSeq, _ = strconv.ParseInt(q, 10, 64)
 	}
 	if _, err := s.createDeliveries(ctx, "record delivery", pairs, now, false); err != nil {
 		return w, err
 	}
-	return w, s.replicated(ctx, "webhook registration")
+	return w, s.replicated(ctx, "webhook registration", s.tags(accountID)...)
 }
 
 // RotateSecret replaces the secret at now; the old one is no longer read.
@@ -178,11 +182,11 @@ func (s *Store) RotateSecret(ctx context.Context, accountID, watchID, secret str
 	if err != nil {
 		return w, err
 	}
-	return w, s.replicated(ctx, "webhook secret rotation")
+	return w, s.replicated(ctx, "webhook secret rotation", s.tags(accountID)...)
 }
 
 // deadScript marks every pending delivery of a watch dead (and final).
-// KEYS: dr:<watch>, dstat, ddue, dl:<watch>, df:<watch>. ARGV:
+// KEYS (the account's): dr:<watch>, dstat, ddue, dl:<watch>, df:<watch>. ARGV:
 // last_error, updated_at, watch id.
 var deadScript = redis.NewScript(ledgerLua + `
 local all = redis.call('HGETALL', KEYS[1])
@@ -210,11 +214,12 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, watchID string, no
 	if err != nil {
 		return err
 	}
-	err = deadScript.Run(ctx, s.rdb, []string{s.key(recordsKey, watchID), s.key(dstatKey), s.key(ddueKey), s.key(deliveriesKey, watchID), s.key(finalKey, watchID)}, delivery.WebhookRemoved, notice.Timestamp(now), watchID).Err()
+	a := func(parts ...string) string { return s.akey(accountID, parts...) }
+	err = deadScript.Run(ctx, s.rdb, []string{a(recordsKey, watchID), a(dstatKey), a(ddueKey), a(deliveriesKey, watchID), a(finalKey, watchID)}, delivery.WebhookRemoved, notice.Timestamp(now), watchID).Err()
 	if err != nil {
 		return s.fail("cancel deliveries", err)
 	}
-	return s.replicated(ctx, "webhook removal")
+	return s.replicated(ctx, "webhook removal", s.tags(accountID)...)
 }
 
 // Deliveries lists the watch's most recent deliveries, newest first;
@@ -223,7 +228,7 @@ func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit
 	if _, err := s.ownWatch(ctx, accountID, watchID, "list deliveries", noWatch); err != nil {
 		return nil, err
 	}
-	members, err := s.rdb.ZRevRange(ctx, s.key(deliveriesKey, watchID), 0, int64(limit)-1).Result()
+	members, err := s.rdb.ZRevRange(ctx, s.akey(accountID, deliveriesKey, watchID), 0, int64(limit)-1).Result()
 	if err != nil {
 		return nil, s.fail("list deliveries", err)
 	}
@@ -231,7 +236,7 @@ func (s *Store) Deliveries(ctx context.Context, accountID, watchID string, limit
 	for i, m := range members {
 		ids[i] = m[21:]
 	}
-	raw, err := s.hmget(ctx, s.key(recordsKey, watchID), ids)
+	raw, err := s.hmget(ctx, s.akey(accountID, recordsKey, watchID), ids)
 	if err != nil {
 		return nil, err
 	}

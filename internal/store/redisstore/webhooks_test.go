@@ -90,7 +90,7 @@ func TestWebhookRecords(t *testing.T) {
 		if _, err := f.rs.RotateSecret(ctx, acc.AccountID, w.ID, "secret-3", now); err != nil {
 			t.Fatal(err)
 		}
-		stored, _ := f.rdb.HGet(ctx, f.rs.key(watchKey, w.ID), "secret").Result()
+		stored, _ := f.rdb.HGet(ctx, f.rs.akey(acc.AccountID, watchKey, w.ID), "secret").Result()
 		if strings.Contains(stored, "secret-3") || !secretbox.IsSealed(stored) {
 			t.Errorf("stored secret %q after rotation: want it sealed, never in the clear", stored)
 		}
