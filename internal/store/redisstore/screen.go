@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
@@ -19,13 +20,10 @@ type regLookup struct {
 	others []string // the values whose notices count as its counterparts' (an ACN's register ABNs, an ABN's register ACNs)
 }
 
-// registerLookups reads what the register in Redis says of each
+// registerLookups reads what register generation v in Redis says of each
 // identifier, in one pipelined round trip.
-func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]regLookup, error) {
-	reg, err := s.currentRegister(ctx)
-	if err != nil {
-		return nil, err
-	}
+func (s *Store) registerLookups(ctx context.Context, ids []ident.ID, v string) ([]regLookup, error) {
+	reg := register{s: s, v: v}
 	var acns, abns []string
 	for _, id := range ids {
 		if id.Kind == ident.ACN {
@@ -36,7 +34,7 @@ func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]regLooku
 	}
 	var companies func() []regCompany
 	var acnsOf func() [][]string
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		companies, acnsOf = reg.queueCompanies(ctx, p, acns), reg.queueACNsOf(ctx, p, abns)
 		return nil
 	})
@@ -54,6 +52,51 @@ func (s *Store) registerLookups(ctx context.Context, ids []ident.ID) ([]regLooku
 		}
 	}
 	return found, nil
+}
+
+// registerMoved is the register generation a screen is made again from:
+// the names it read may not be those of the generation it used.
+type registerMoved string
+
+func (m registerMoved) Error() string {
+	return "redisstore: the screen's names may be register generation " + string(m) + "'s"
+}
+
+// maxRegisterTries is how many times a screen is made again from another
+// register generation before it gives up.
+const maxRegisterTries = 3
+
+// sameRegister checks, after a screen read names from the notice store,
+// that they are register generation v's, the one it used for the rest
+// (docs/redis.md, "Register and notice sets"), or answers registerMoved.
+// The notice store moves to a new register before Redis switches
+// {ns}:reg:v, and it does so only while {ns}:reg:pending names that load,
+// so read after the names: with no marker, or one naming v, reg:v still v
+// says no load committed anywhere since v was read; with another load's
+// marker, the register alias not yet on its index says the names were
+// read before that load's swap, and on it, that they may be the load's.
+func (s *Store) sameRegister(ctx context.Context, v string) error {
+	vals, err := s.rdb.MGet(ctx, s.key(regKey, "v"), s.key(regKey, "pending")).Result()
+	if err != nil {
+		return s.fail("check the screen's register generation", err)
+	}
+	live, _ := vals[0].(string)
+	var p PendingRegister
+	if raw, ok := vals[1].(string); ok && json.Unmarshal([]byte(raw), &p) == nil && p.Version != "" && p.Version != v {
+		if ri, ok := s.source.(RegisterIndexer); ok {
+			indices, err := ri.RegisterIndices(ctx)
+			if err != nil {
+				return err
+			}
+			if slices.Contains(indices, p.Index) {
+				return registerMoved(p.Version)
+			}
+		}
+	}
+	if live != v && p.Version != v {
+		return registerMoved(live)
+	}
+	return nil
 }
 
 // summaryView is what a screen's answer reads of the notices: the

@@ -153,8 +153,27 @@ func (c *ScreenCopy) current(v string) *regCopy {
 // loaded first when it is not), the register read from Redis when the
 // copy holds no current one. The notice copy synced is exact as of its
 // sync, which this screen made: if it has been dropped or replaced since,
-// nothing changes it any more and the answer is still exact.
-func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (res watch.ScreenResult, err error) {
+// nothing changes it any more and the answer is still exact. The answer
+// is one register's: when the names it read from the notice store may be
+// another generation's (sameRegister), it is made again from that one.
+func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (watch.ScreenResult, error) {
+	gen := "" // the register generation to answer from; "" for the one the sync reads
+	for try := 0; ; try++ {
+		res, err := s.screen(ctx, ids, f, gen)
+		var moved registerMoved
+		if !errors.As(err, &moved) {
+			return res, err
+		}
+		if try == maxRegisterTries {
+			return res, errs.New(errs.BackendUnavailable, "the company register was replaced during each of this screen's %d tries; retry shortly", maxRegisterTries+1)
+		}
+		gen = string(moved)
+	}
+}
+
+// screen is one try of Screen, from register generation gen ("" for the
+// one the sync reads).
+func (s *Store) screen(ctx context.Context, ids []ident.ID, f notice.Filter, gen string) (res watch.ScreenResult, err error) {
 	res = watch.ScreenResult{Matched: []watch.Matched{}, Unmatched: []string{}, Unresolved: []string{}, UnmatchedCompanies: []watch.UnmatchedCompany{}}
 	if res.Counts.Submitted = len(ids); len(ids) == 0 {
 		return res, nil
@@ -164,10 +183,13 @@ func (s *Store) Screen(ctx context.Context, ids []ident.ID, f notice.Filter) (re
 	if err != nil {
 		return res, err
 	}
-	reg := c.current(regV)
-	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), reg: reg}
+	if gen == "" {
+		gen = regV
+	}
+	reg := c.current(gen)
+	l := &screenLookup{ids: ids, items: make([]copyItem, len(ids)), reg: reg, gen: gen}
 	if reg == nil {
-		if l.found, err = s.registerLookups(ctx, ids); err != nil {
+		if l.found, err = s.registerLookups(ctx, ids, gen); err != nil {
 			return res, err
 		}
 	}
@@ -233,13 +255,14 @@ func (c *ScreenCopy) decodePassing(ctx context.Context, arenas [][]int64, n *sum
 
 // screenLookup is what a screen found of its identifiers: items[i] of
 // ids[i], its seqs in arenas, its company from reg or, when reg is nil,
-// from the register in Redis (found[i]).
+// from the register in Redis (found[i]), both of generation gen.
 type screenLookup struct {
 	ids    []ident.ID
 	items  []copyItem
 	arenas [][]int64
 	reg    *regCopy
 	found  []regLookup
+	gen    string
 }
 
 // copyItem is what a screen found of one identifier, without a pointer
@@ -333,7 +356,8 @@ func (l *screenLookup) lookup(n *summarySlab, part, lo, hi int) []int64 {
 // fillNames puts the register names in res (made without them, in the
 // order of l.ids), held or read from the notice source (RegisterNames),
 // with none of the copy's locks held, as that read may be slow. A name the
-// source lacks leaves the match its latest notice's.
+// source lacks leaves the match its latest notice's. Names read are held
+// (and used) only once sameRegister says they are l.gen's.
 func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.ScreenResult) error {
 	var need []int    // the items whose names are wanted
 	var cos []int32   // their companies
@@ -360,7 +384,11 @@ func (c *ScreenCopy) fillNames(ctx context.Context, l *screenLookup, res *watch.
 			acns[j] = l.acn(need[k])
 		}
 		if namer, ok := c.s.source.(RegisterNamer); ok {
-			return namer.RegisterNames(ctx, acns)
+			names, err := namer.RegisterNames(ctx, acns)
+			if err != nil {
+				return nil, err
+			}
+			return names, c.s.sameRegister(ctx, l.gen)
 		}
 		return make([]string, len(acns)), nil // a source without names
 	})

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/noticesd/noticesd/internal/ident"
 	"github.com/noticesd/noticesd/internal/notice"
 	"github.com/noticesd/noticesd/internal/query"
@@ -620,5 +622,78 @@ func TestScreenCopyOddRegister(t *testing.T) {
 	}
 	if r.ScreenCopy().refused == "" || r.ScreenCopy().reg.Load() != nil {
 		t.Fatal("the odd generation was not refused")
+	}
+}
+
+// TestScreenDuringRegisterCommitIsOneRegister: a register load stopped
+// after its Elasticsearch swap and before its Redis switch leaves the
+// names (Elasticsearch) on the new register and {ns}:reg:v on the old one;
+// a screen then answers wholly from the new register, from the copy or
+// from Redis (sameRegister sees the marker's index under the alias and
+// makes it again from the marker's generation). Stopped before the swap,
+// the old register answers wholly. Without the check the first answer
+// resolved the old ABN and showed the new name. The stop is the test's
+// kill at a Redis command of the load (killAt).
+func TestScreenDuringRegisterCommitIsOneRegister(t *testing.T) {
+	ctx := context.Background()
+	rdb := redisClient(t)
+	row := func(gen, prefix string) notice.RegisterRow {
+		return notice.RegisterRow{CompanyName: gen + " PTY LTD", ACN: acn(1), ABN: prefix + acn(1), CurrentNameIndicator: "Y",
+			Type: "APTY", Class: "LMSH", SubClass: "PROP", Status: "REGD", RegisteredOn: "2020-01-01"}
+	}
+	ids := idsOf(t, acn(1), "51"+acn(1), "62"+acn(1))
+	// What each register answers: the old one knows the 51-ABN, the new one the 62-ABN.
+	want := map[string][2][]string{"OLD": {{acn(1), "51" + acn(1)}, {"62" + acn(1)}}, "NEW": {{acn(1), "62" + acn(1)}, {"51" + acn(1)}}}
+	for _, c := range []struct {
+		name   string
+		killAt func(redis.Cmder) bool
+		want   string
+	}{
+		{"stopped after the Elasticsearch swap", runs(switchRegisterScript), "NEW"},
+		{"stopped before the Elasticsearch swap", checkingPending, "OLD"},
+	} {
+		for _, fromCopy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, copy %v", c.name, fromCopy), func(t *testing.T) {
+				es, rs, _ := registeredScaleStores(t, rdb)
+				w := Ingest{Notices: es, Redis: rs}
+				storetest.LoadRegister(t, storetest.Backend{Register: w}, []notice.RegisterRow{row("OLD", "51")})
+				if fromCopy {
+					var err error
+					if rs, err = New(rdb, rs.name, es, Options{Secrets: testBox(t), ScreenCopy: true}); err != nil {
+						t.Fatal(err)
+					}
+					if _, _, err := rs.ScreenCopy().refresh(ctx); err != nil { // the old register's copy, no name held
+						t.Fatal(err)
+					}
+				}
+				restore := killAt(rdb, c.killAt)
+				l, err := w.BeginRegister(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Add(ctx, []notice.RegisterRow{row("NEW", "62")}); err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Commit(ctx); err == nil {
+					t.Fatal("the stopped load committed")
+				}
+				restore()
+				res, err := rs.Screen(ctx, ids, noFilter())
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, u := range res.UnmatchedCompanies {
+					names = append(names, *u.CompanyName)
+				}
+				if w := want[c.want]; !reflect.DeepEqual(res.Unmatched, w[0]) || !reflect.DeepEqual(res.Unresolved, w[1]) ||
+					!reflect.DeepEqual(names, []string{c.want + " PTY LTD", c.want + " PTY LTD"}) {
+					t.Errorf("unmatched %v, unresolved %v, names %v; want the %s register's: %v, %v, its names", res.Unmatched, res.Unresolved, names, c.want, w[0], w[1])
+				}
+				if fromCopy {
+					t.Logf("from copy/Redis: %v", fmt.Sprint(rs.ScreenCopy().Counts()))
+				}
+			})
+		}
 	}
 }
