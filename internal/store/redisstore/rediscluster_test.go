@@ -107,6 +107,7 @@ func TestRedisCluster(t *testing.T) {
 		suite{"ResumedLoaderDoesNotSwitchToDroppedGeneration", TestResumedLoaderDoesNotSwitchToDroppedGeneration},
 		suite{"StalledLoaderDoesNotSwapElasticsearch", TestStalledLoaderDoesNotSwapElasticsearch},
 		suite{"ScreenCopyRegisterReplacement", TestScreenCopyRegisterReplacement},
+		suite{"ScreenDuringRegisterCommitIsOneRegister", TestScreenDuringRegisterCommitIsOneRegister},
 		suite{"ScreenCopyExpandAgreesWithRedis", TestScreenCopyExpandAgreesWithRedis},
 		suite{"ScreenCopyOddRegister", TestScreenCopyOddRegister},
 		suite{"ScreenCopyNotLoadedReadsRedis", TestScreenCopyNotLoadedReadsRedis},
