@@ -124,6 +124,7 @@ func TestRedisCluster(t *testing.T) {
 		suite{"CreateFailingLateWritesNothing", TestCreateFailingLateWritesNothing},
 		suite{"AttemptLeaseLapsesToRecovery", TestAttemptLeaseLapsesToRecovery},
 		suite{"RefWithoutAccount", TestRefWithoutAccount},
+		suite{"WakeNoteWrittenDuringClaim", TestWakeNoteWrittenDuringClaim},
 		suite{"SweeperUndoesDeadCreate", TestSweeperUndoesDeadCreate},
 		suite{"SweeperFinishesDeadDelete", TestSweeperFinishesDeadDelete},
 		suite{"InterruptedDeleteIsSwept", TestInterruptedDeleteIsSwept},
