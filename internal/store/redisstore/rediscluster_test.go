@@ -125,6 +125,7 @@ func TestRedisCluster(t *testing.T) {
 		suite{"AttemptLeaseLapsesToRecovery", TestAttemptLeaseLapsesToRecovery},
 		suite{"RefWithoutAccount", TestRefWithoutAccount},
 		suite{"WakeNoteWrittenDuringClaim", TestWakeNoteWrittenDuringClaim},
+		suite{"MatchCommitNotesAgain", TestMatchCommitNotesAgain},
 		suite{"SweeperUndoesDeadCreate", TestSweeperUndoesDeadCreate},
 		suite{"SweeperFinishesDeadDelete", TestSweeperFinishesDeadDelete},
 		suite{"InterruptedDeleteIsSwept", TestInterruptedDeleteIsSwept},

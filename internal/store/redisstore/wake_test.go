@@ -2,11 +2,15 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/noticesd/noticesd/internal/notice"
+	"github.com/noticesd/noticesd/internal/store/storetest"
 )
 
 // TestWakeNoteWrittenDuringClaim: a worker begins an attempt (its lease's
@@ -59,5 +63,43 @@ func TestWakeNoteWrittenDuringClaim(t *testing.T) {
 	l, err = f.rs.LapsedAttempts(ctx, f.clock.Now(), lease, 100)
 	if err != nil || len(l) != 1 || l[0].Ref != ref {
 		t.Fatalf("LapsedAttempts after the lease = %+v, %v; want the attempt of %+v", l, err, ref)
+	}
+}
+
+// TestMatchCommitNotesAgain: a matcher stopped between an account's
+// commitScript (the delivery recorded, in the account's outbox) and its
+// note in wake:dq leaves the cursor behind; the next matcher commits the
+// range again, which finds the delivery made (pend answers 0), and must
+// still note the account, so the pump finds the delivery now rather than
+// at the 30-second Reconcile. Real Redis, fake clock.
+func TestMatchCommitNotesAgain(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	accountID, watchID := f.alphaWatch(t)
+	f.failDeliveriesN(t, accountID, watchID, 0) // the webhook
+	for {
+		if n, err := f.rs.MatchArrivals(ctx, 500); err != nil {
+			t.Fatal(err)
+		} else if n == 0 {
+			break
+		}
+	}
+	if _, err := (composite{notices: f.notices, rs: f.rs}).UpsertNotices(ctx, []notice.Notice{storetest.AlphaNotice("WAKE-MATCH", f.clock.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	restore := killAt(f.rdb, after(commitScript))
+	_, err := f.rs.MatchArrivals(ctx, 500)
+	restore()
+	if !errors.Is(err, errKilled) {
+		t.Fatalf("MatchArrivals = %v; want killed after its commit", err)
+	}
+	if n, err := f.rdb.ZCard(ctx, f.rs.akey(accountID, outboxKey)).Result(); err != nil || n != 1 {
+		t.Fatalf("outbox after the stopped commit: %d, %v; want the delivery (the test's premise)", n, err)
+	}
+	if n, err := f.rs.MatchArrivals(ctx, 500); err != nil || n != 1 {
+		t.Fatalf("MatchArrivals again = %d, %v; want the range committed", n, err)
+	}
+	if got, err := f.rs.ClaimDue(ctx, f.clock.Now(), 10*time.Second, 10); err != nil || len(got) != 1 || got[0].WatchID != watchID {
+		t.Fatalf("ClaimDue = %+v, %v; want the delivery of %s", got, err, watchID)
 	}
 }
