@@ -131,7 +131,16 @@ func TestRedisCluster(t *testing.T) {
 		suite{"InterruptedDeleteIsSwept", TestInterruptedDeleteIsSwept},
 		suite{"ReconcileUndoesStalledCreates", TestReconcileUndoesStalledCreates},
 		suite{"DeliveryRecordAsEmbedded", TestDeliveryRecordAsEmbedded},
-		suite{"SealSecretsUnderNewKey", TestSealSecretsUnderNewKey})
+		suite{"SealSecretsUnderNewKey", TestSealSecretsUnderNewKey},
+		suite{"CreateOutlivesItsLease", TestCreateOutlivesItsLease},
+		suite{"StalledCreateFreesItsPlaceQuickly", TestStalledCreateFreesItsPlaceQuickly},
+		suite{"QuotaAcrossProcesses", TestQuotaAcrossProcesses},
+		suite{"CreateDeliveriesJudgesAtArrival", TestCreateDeliveriesJudgesAtArrival},
+		suite{"ConcurrentClaimsTakeEachJobOnce", TestConcurrentClaimsTakeEachJobOnce},
+		suite{"FinishedMailExpires", TestFinishedMailExpires},
+		suite{"DeliveryRetentionContract", TestDeliveryRetentionContract},
+		suite{"MatchesFollowChangesAsEmbedded", TestMatchesFollowChangesAsEmbedded},
+		suite{"IndexByACNMatchesArrivalsAsEmbedded", TestIndexByACNMatchesArrivalsAsEmbedded})
 }
 
 // newFixtureOn is newFixture connected to target.
