@@ -126,6 +126,7 @@ func TestRedisCluster(t *testing.T) {
 		suite{"RefWithoutAccount", TestRefWithoutAccount},
 		suite{"WakeNoteWrittenDuringClaim", TestWakeNoteWrittenDuringClaim},
 		suite{"MatchCommitNotesAgain", TestMatchCommitNotesAgain},
+		suite{"WebhookRetryNotesAgain", TestWebhookRetryNotesAgain},
 		suite{"SweeperUndoesDeadCreate", TestSweeperUndoesDeadCreate},
 		suite{"SweeperFinishesDeadDelete", TestSweeperFinishesDeadDelete},
 		suite{"InterruptedDeleteIsSwept", TestInterruptedDeleteIsSwept},

@@ -103,3 +103,40 @@ func TestMatchCommitNotesAgain(t *testing.T) {
 		t.Fatalf("ClaimDue = %+v, %v; want the delivery of %s", got, err, watchID)
 	}
 }
+
+// TestWebhookRetryNotesAgain: a webhook registration stopped between the
+// script that records the deliveries its matches are owed (in the
+// account's outbox) and the account's note in wake:dq is retried by its
+// client; the retry makes no delivery (each exists) and must still note
+// the account, so the pump finds them now rather than at the 30-second
+// Reconcile. Real Redis, fake clock.
+func TestWebhookRetryNotesAgain(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	accountID, watchID := f.alphaWatch(t)
+	if _, err := (composite{notices: f.notices, rs: f.rs}).UpsertNotices(ctx, []notice.Notice{storetest.AlphaNotice("WAKE-HOOK", f.clock.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.rs.Matches(ctx, accountID, watchID, 0, 10); err != nil { // matched, no webhook yet
+		t.Fatal(err)
+	}
+	set := func() error {
+		_, err := f.rs.SetWebhook(ctx, accountID, watchID, "https://hooks.example.com/"+watchID, "whsec_retry", f.clock.Now())
+		return err
+	}
+	restore := killAt(f.rdb, after(createDeliveryScript))
+	err := set()
+	restore()
+	if !errors.Is(err, errKilled) {
+		t.Fatalf("SetWebhook = %v; want killed after its deliveries' script", err)
+	}
+	if n, err := f.rdb.ZCard(ctx, f.rs.akey(accountID, outboxKey)).Result(); err != nil || n != 1 {
+		t.Fatalf("outbox after the stopped registration: %d, %v; want the delivery (the test's premise)", n, err)
+	}
+	if err := set(); err != nil {
+		t.Fatalf("SetWebhook again: %v", err)
+	}
+	if got, err := f.rs.ClaimDue(ctx, f.clock.Now(), 10*time.Second, 10); err != nil || len(got) != 1 || got[0].WatchID != watchID {
+		t.Fatalf("ClaimDue = %+v, %v; want the delivery of %s", got, err, watchID)
+	}
+}
