@@ -26,10 +26,12 @@ const (
 	upgradeLock   = 30 * time.Second
 )
 
-// Upgraded counts the keys an upgrade moved (copied, deleted), by family.
+// Upgraded counts what an upgrade did, by family: keys moved, copied or
+// deleted, directory entries written, members moved, and (families named
+// "... (dropped)") keys and members dropped.
 type Upgraded map[string]int
 
-// Total is the number of keys of every family.
+// Total is the count of every family.
 func (u Upgraded) Total() int {
 	n := 0
 	for _, v := range u {
@@ -40,8 +42,8 @@ func (u Upgraded) Total() int {
 
 // UpgradeOptions are UpgradeKeys's options.
 type UpgradeOptions struct {
-	// Progress, when set, is called after each batch of keys with the
-	// counts so far.
+	// Progress, when set, is called after each batch of keys (or of a
+	// shared key's members) that did something, with the counts so far.
 	Progress func(Upgraded)
 	// crashAfter, when positive, stops the upgrade as a crash would
 	// after that many writes under a new name (a directory entry, a key
@@ -114,6 +116,7 @@ type mover struct {
 	o           UpgradeOptions
 	done        Upgraded
 	written     int // writes under a new name (crashAfter)
+	reported    int // the total last reported (progress)
 }
 
 // step is what one key's rule does (kind): a move to to ("" deletes it,
@@ -189,9 +192,10 @@ func (m *mover) renew(ctx context.Context) error {
 	return nil
 }
 
-// progress reports the counts so far.
+// progress reports the counts so far, when they changed.
 func (m *mover) progress() {
-	if m.o.Progress != nil {
+	if m.o.Progress != nil && m.done.Total() != m.reported {
+		m.reported = m.done.Total()
 		m.o.Progress(maps.Clone(m.done))
 	}
 }
