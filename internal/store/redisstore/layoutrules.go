@@ -59,17 +59,17 @@ type layoutRule struct {
 // trash:<id>:acct), so a run stopped once a watch's keys began to move
 // still places the rest.
 var layoutRules = []layoutRule{
-	{family: "deletes under way", phase: phaseCheck, kind: kindCheck, match: watchKeys(trashKey, "keys", "ixabn", "co", "dr"),
-		read: func(rest string) (string, string) { return trashKey + ":" + watchOf(rest) + ":acct", "" },
+	{family: "deletes under way", phase: phaseCheck, kind: kindCheck, match: idKeys(trashKey, "keys", "ixabn", "co", "dr"),
+		read: func(rest string) (string, string) { return trashKey + ":" + idOf(rest) + ":acct", "" },
 		orphan: "is a watch delete an older version began, without its account (trash:<id>:acct); start the previous " +
 			"version's worker once to finish it (its sweep does within a minute), stop it, then start again"},
 
-	{family: "watch directory", phase: phaseDirectory, kind: kindDirectory, match: watchKeys(watchKey, ""), read: own("account")},
-	{family: "watch directory", phase: phaseDirectory, kind: kindDirectory, match: watchKeys(trashKey, "acct"), read: own("")},
+	{family: "watch directory", phase: phaseDirectory, kind: kindDirectory, match: idKeys(watchKey, ""), read: own("account")},
+	{family: "watch directory", phase: phaseDirectory, kind: kindDirectory, match: idKeys(trashKey, "acct"), read: own("")},
 
 	{family: "accounts", phase: phaseKeys, match: isAccountHash,
 		to: func(ns, rest, _ string) string { return akeyOf(ns, strings.TrimPrefix(rest, acctKey+":"), acctKey) }},
-	{family: "api keys", phase: phaseKeys, match: watchKeys(apikeyKey, ""), read: own("account"), keep: true, to: underAccount},
+	{family: "api keys", phase: phaseKeys, match: idKeys(apikeyKey, ""), read: own("account"), keep: true, to: underAccount},
 	{family: "register identifier sets", phase: phaseKeys, match: isRegisterIDs,
 		to: func(ns, rest, _ string) string {
 			parts := strings.Split(rest, ":") // reg:<v>:ids:<b>
@@ -78,19 +78,19 @@ var layoutRules = []layoutRule{
 		}},
 	{family: "rate buckets (deleted)", phase: phaseKeys, match: func(rest string) bool { return strings.HasPrefix(rest, "limit:rate:") }, to: none},
 	{family: "heavy slots (deleted)", phase: phaseKeys, match: func(rest string) bool { return strings.HasPrefix(rest, "limit:heavy:") }, to: none},
-	{family: "account watch lists", phase: phaseKeys, match: watchKeys(acctKey, watchesKey, companiesKey),
+	{family: "account watch lists", phase: phaseKeys, match: idKeys(acctKey, watchesKey, companiesKey),
 		to: func(ns, rest, _ string) string { // acct:<id>:watches
 			parts := strings.Split(rest, ":")
 			return akeyOf(ns, parts[1], parts[2])
 		}},
-	{family: "watches", phase: phaseKeys, match: watchKeys(watchKey, "", "co", "keys"), read: inDirectory(watchOf), orphan: ownerless, to: underAccount},
-	{family: "match logs", phase: phaseKeys, match: watchKeys(matchLogKey, ""), read: inDirectory(watchOf), orphan: ownerless, to: underAccount},
-	{family: "deliveries", phase: phaseKeys, match: anyOf(watchKeys(recordsKey, ""), watchKeys(deliveriesKey, ""), watchKeys(finalKey, "")),
-		read: inDirectory(watchOf), orphan: ownerless, to: underAccount},
-	{family: "mail", phase: phaseKeys, match: watchKeys(digestKey, ""), read: inDirectory(watchOf), orphan: ownerless, to: underAccount},
+	{family: "watches", phase: phaseKeys, match: idKeys(watchKey, "", "co", "keys"), read: inDirectory(idOf), orphan: ownerless, to: underAccount},
+	{family: "match logs", phase: phaseKeys, match: idKeys(matchLogKey, ""), read: inDirectory(idOf), orphan: ownerless, to: underAccount},
+	{family: "deliveries", phase: phaseKeys, match: anyOf(idKeys(recordsKey, ""), idKeys(deliveriesKey, ""), idKeys(finalKey, "")),
+		read: inDirectory(idOf), orphan: ownerless, to: underAccount},
+	{family: "mail", phase: phaseKeys, match: idKeys(digestKey, ""), read: inDirectory(idOf), orphan: ownerless, to: underAccount},
 	{family: "mail", phase: phaseKeys, match: func(rest string) bool { return strings.HasPrefix(rest, mailKey+":") },
 		read: inDirectory(func(rest string) string { return jobWatch(strings.TrimPrefix(rest, mailKey+":")) }), to: underAccount},
-	{family: "deletes under way", phase: phaseKeys, match: watchKeys(trashKey, "keys", "ixabn", "co", "dr"), read: inDirectory(watchOf), orphan: ownerless, to: underAccount},
+	{family: "deletes under way", phase: phaseKeys, match: idKeys(trashKey, "keys", "ixabn", "co", "dr"), read: inDirectory(idOf), orphan: ownerless, to: underAccount},
 
 	{family: "delivery queues", phase: phaseMembers, kind: kindMembers, match: is(outboxKey, ddueKey, dleaseKey), to: underAccount,
 		read: inDirectory(func(m string) string { w, _, _ := strings.Cut(m, "|"); return w })}, // <watch>|<delivery>|<seq>
@@ -101,8 +101,8 @@ var layoutRules = []layoutRule{
 	{family: "mail queues", phase: phaseMembers, kind: kindMembers, match: is(mailQueueKey, mailDeadKey), read: inDirectory(jobWatch), job: true, to: underAccount},
 
 	{family: "shared watch sets (deleted)", phase: phaseLeftovers, match: is(watchesKey, winactiveKey, dstatKey), to: none},
-	{family: "deletes under way", phase: phaseLeftovers, match: watchKeys(trashKey, "acct"), to: none},
-	{family: "staged companies (deleted)", phase: phaseLeftovers, match: watchKeys(stageKey, "co"), to: none},
+	{family: "deletes under way", phase: phaseLeftovers, match: idKeys(trashKey, "acct"), to: none},
+	{family: "staged companies (deleted)", phase: phaseLeftovers, match: idKeys(stageKey, "co"), to: none},
 }
 
 // ownerless is the advice for a watch's key whose watch has no account: no
@@ -112,7 +112,7 @@ const ownerless = "belongs to no watch (no w:<id>, no delete under way: what an 
 // isAccountHash: acct:<id>, an account's hash (not acct:seq, acct:lapsed
 // or acct:<id>:watches and the like).
 func isAccountHash(rest string) bool {
-	return watchKeys(acctKey, "")(rest) && rest != "acct:seq" && rest != "acct:lapsed"
+	return idKeys(acctKey, "")(rest) && rest != "acct:seq" && rest != "acct:lapsed"
 }
 
 // isRegisterIDs: reg:<v>:ids:<b>.
@@ -125,9 +125,10 @@ func isRegisterIDs(rest string) bool {
 	return err == nil
 }
 
-// watchKeys matches <family>:<id> (part "") and <family>:<id>:<part> of
-// each part given, id one non-empty part.
-func watchKeys(family string, parts ...string) func(string) bool {
+// idKeys matches <family>:<id> (part "") and <family>:<id>:<part> of
+// each part given, id one non-empty part (an account's, a key hash, a
+// watch's).
+func idKeys(family string, parts ...string) func(string) bool {
 	return func(rest string) bool {
 		p := strings.Split(rest, ":")
 		return p[0] == family && len(p) >= 2 && len(p) <= 3 && p[1] != "" &&
@@ -135,8 +136,8 @@ func watchKeys(family string, parts ...string) func(string) bool {
 	}
 }
 
-// watchOf is the <id> of <family>:<id>[:<part>].
-func watchOf(rest string) string { return strings.Split(rest, ":")[1] }
+// idOf is the <id> of <family>:<id>[:<part>].
+func idOf(rest string) string { return strings.Split(rest, ":")[1] }
 
 // jobWatch is the watch of mail job id job, "<kind>:<watch>:<when>"
 // (mail.Job.ID; the same as its hash's watch field), "" if none.

@@ -62,13 +62,15 @@ var errCrashed = errors.New("redisstore: the upgrade stopped as a crash would (t
 // UpgradeKeys brings namespace's keys to the sharded layout (docs/redis.md,
 // "Upgrading to the sharded layout") and says what it moved; once the mark
 // {ns}:layout says "sharded", a call costs one GET. Keys of the untagged
-// layout ("ns:") first go under "{ns}:" (mark "tagged"), then each family
-// of layoutRules to its new names; a namespace never written is marked at
-// once. One process upgrades at a time, under a lock; the others wait for
-// the mark. Each step moves a key still under its old name, so the next
-// start finishes an interrupted upgrade; a key under both names with
-// different values (an older version still writing) stops it with an error
-// naming both: nothing is overwritten.
+// layout ("ns:") first go under "{ns}:" (mark "tagged"), then the families
+// of layoutRules to their new names, phase by phase (a check, the watch
+// directory, whole keys, the shared queues' members, the leftovers); a
+// namespace never written is marked at once. One process upgrades at a
+// time, under a lock; the others wait for the mark. Each step moves a key
+// or member still under its old name, so the next start finishes an
+// interrupted upgrade; a key under both names with different values (an
+// older version still writing) stops it with an error naming both: nothing
+// is overwritten.
 func UpgradeKeys(ctx context.Context, rdb redis.UniversalClient, namespace string, o UpgradeOptions) (Upgraded, error) {
 	p := keyspace.Prefix(namespace)
 	mark, lock := p+"layout", p+"layout:lock"
@@ -107,7 +109,8 @@ func UpgradeKeys(ctx context.Context, rdb redis.UniversalClient, namespace strin
 // Redis by RENAMENX (O(1), value and time to live kept, any two names); on
 // a cluster, where the two names are in different slots, by DUMP, RESTORE
 // with the time to live left, then DEL. A crash between RESTORE and DEL
-// leaves both names with one value: the next run deletes the old one.
+// leaves both names with one value: the next run deletes the old one. It
+// also writes directory entries (direct) and splits shared keys (split).
 type mover struct {
 	rdb         redis.UniversalClient
 	cluster     bool
@@ -130,8 +133,8 @@ type step struct {
 	rule             *layoutRule
 }
 
-// upgrade runs the untagged step (unless tagged) and the rules, setting
-// the mark after each.
+// upgrade runs the untagged step (unless tagged), setting the mark
+// "tagged", then the rules' phases in order, then sets the mark "sharded".
 func (m *mover) upgrade(ctx context.Context, tagged bool, mark string) error {
 	if !tagged {
 		old := keyspace.OldPrefix(m.ns)
@@ -252,7 +255,7 @@ func (m *mover) ruleSteps(ctx context.Context, keys []string, phase int) ([]step
 		case kindCheck:
 			continue
 		case kindDirectory:
-			x.to, x.field, x.value = p+wacctKey, watchOf(rest), value
+			x.to, x.field, x.value = p+wacctKey, idOf(rest), value
 		case kindMove:
 			if value != "" || x.read == nil {
 				x.to = x.rule.to(m.ns, rest, value)
