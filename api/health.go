@@ -260,7 +260,7 @@ func (s *Server) health(c *fiber.Ctx) error {
 	}
 	resp.Mail = MailStatus{State: MailOff}
 	if s.deps.Mail != nil {
-		resp.Mail = s.deps.Mail.MailStatus(ctx)
+		resp.Mail = s.mailProbe.get(s.deps.Now(), func() MailStatus { return s.deps.Mail.MailStatus(ctx) })
 	}
 	resp.Collector = s.deps.Health.CollectorStatus(ctx)
 	resp.Collector.Source = redactSource(resp.Collector.Source)
@@ -280,32 +280,38 @@ func (s *Server) health(c *fiber.Ctx) error {
 
 // writeProbeEvery is how long a write probe's result is reused: /health
 // needs no key, and a flood of it must not become a flood of disk writes.
+// The mail queue's counts are reused as long: in the scale mode they are
+// read from every account's slot (O(accounts) commands).
 const writeProbeEvery = 2 * time.Second
 
-// writeProbe remembers the last result of Deps.StoreWritable.
-type writeProbe struct {
+// probe remembers the last result of a check /health makes, so a flood of
+// /health is not a flood of the check.
+type probe[T any] struct {
 	mu    sync.Mutex
 	every time.Duration
 	at    time.Time
-	err   error
+	val   T
 	done  bool
+}
+
+// get returns the last result of check, running it again when it is older
+// than every on the injected clock (or the clock went back).
+func (p *probe[T]) get(now time.Time, check func() T) T {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.done || now.Sub(p.at) >= p.every || now.Before(p.at) {
+		p.val, p.at, p.done = check(), now, true
+	}
+	return p.val
 }
 
 // storeWritable runs Deps.StoreWritable at most once per writeProbeEvery
 // (on the injected clock) and returns its last result; nil without a probe.
 func (s *Server) storeWritable(ctx context.Context) error {
-	probe := s.deps.StoreWritable
-	if probe == nil {
+	if s.deps.StoreWritable == nil {
 		return nil
 	}
-	p := &s.writeProbe
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := s.deps.Now()
-	if !p.done || now.Sub(p.at) >= p.every || now.Before(p.at) {
-		p.err, p.at, p.done = probe(ctx), now, true
-	}
-	return p.err
+	return s.writeProbe.get(s.deps.Now(), func() error { return s.deps.StoreWritable(ctx) })
 }
 
 // redactSource hides credentials a source URL may carry (user info and

@@ -214,3 +214,29 @@ func TestHealthHangingBackendIsolated(t *testing.T) {
 		t.Fatalf("HTTP %d, checks %+v; want only search unavailable", res.status, h.Checks)
 	}
 }
+
+// TestProbeReuse: /health's checks (the store's write probe, the mail
+// queue's counts, O(accounts) commands in the scale mode) run at most once
+// per writeProbeEvery on the injected clock, and again when the clock goes
+// back.
+func TestProbeReuse(t *testing.T) {
+	p := probe[int]{every: writeProbeEvery}
+	runs := 0
+	check := func() int { runs++; return runs }
+	for _, c := range []struct {
+		name  string
+		after time.Duration
+		want  int
+	}{
+		{"first", 0, 1},
+		{"within", writeProbeEvery - time.Millisecond, 1},
+		{"after", writeProbeEvery, 2},
+		{"clock back", time.Second, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := p.get(fixedNow.Add(c.after), check); got != c.want {
+				t.Errorf("get at +%s = %d, want %d", c.after, got, c.want)
+			}
+		})
+	}
+}

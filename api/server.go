@@ -135,7 +135,9 @@ type Server struct {
 	// largeBody are the POST paths with the large body cap.
 	largeBody []string
 	// writeProbe caches the store's write probe for /health.
-	writeProbe writeProbe
+	writeProbe probe[error]
+	// mailProbe caches the mail queue's status for /health.
+	mailProbe probe[MailStatus]
 	// probeTimeout bounds each of /health's backend probes
 	// (healthProbeTimeout; tests shorten it).
 	probeTimeout time.Duration
@@ -194,7 +196,7 @@ func New(cfg config.Config, deps Deps) *Server {
 	}
 	cfg = withServerDefaults(cfg)
 	s := &Server{cfg: cfg, deps: deps, log: log, limiter: deps.Limiter, largeBody: largeBodyRoutes,
-		writeProbe: writeProbe{every: writeProbeEvery}, probeTimeout: healthProbeTimeout, exportMax: MaxExport}
+		writeProbe: probe[error]{every: writeProbeEvery}, mailProbe: probe[MailStatus]{every: writeProbeEvery}, probeTimeout: healthProbeTimeout, exportMax: MaxExport}
 	s.metrics = deps.Metrics
 	if s.metrics == nil {
 		s.metrics = metrics.New(nil, log)

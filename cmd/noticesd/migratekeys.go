@@ -12,13 +12,19 @@ import (
 
 const migrateKeysAbout = `Move the namespace's Redis keys (scale mode) to the layout of this version,
 on the Redis of NOTICES_REDIS_URL (and Sentinel) or NOTICES_REDIS_CLUSTER_URL,
-the settings serve uses. From the tagged layout (every key under {ns}:), each
-account's hash goes under its own hash tag ({ns:a:<id>}:acct), each API key
-is copied there ({ns:a:<id>}:apikey:<sha256>; {ns}:apikey:<sha256> stays as
-the directory), the register's identifier sets are spread over
-{ns:g0}: ... {ns:g63}:, and the short-lived rate buckets and heavy-slot sets
-are deleted. A namespace of the older untagged layout (ns:) is moved under
-{ns}: first. Then the mark {ns}:layout says "sharded".
+the settings serve uses. From the tagged layout (every key under {ns}:),
+everything an account owns goes under its own hash tag {ns:a:<id>}: its
+hash, its API keys (copied; {ns}:apikey:<sha256> stays as the directory), its
+watch list and companies, and each of its watches' keys, match log,
+deliveries, mail jobs and unfinished deletes (the watch directory {ns}:wacct
+is written first, from each watch's account); the shared queues (outbox,
+attempts, creates, deletes, mail, ...) are split member by member into the
+accounts' own, noting each account in the wake sets. The register's
+identifier sets are spread over {ns:g0}: ... {ns:g63}:; the short-lived rate
+buckets, heavy-slot sets and staged companies, and the shared gauge keys
+(recomputed per account at the first /metrics scrape) are deleted. A namespace
+of the older untagged layout (ns:) is moved under {ns}: first. Then the mark
+{ns}:layout says "sharded".
 
 Stop every process of the older version (serve, worker, ingest, collect)
 first: a key one of them writes meanwhile under both names stops the
@@ -58,7 +64,7 @@ func runMigrateKeys(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stdout, "namespace %s: already in the sharded layout, nothing to move\n", cfg.Namespace)
 		return nil
 	}
-	fmt.Fprintf(stdout, "namespace %s: now in the sharded layout; %d keys: %s\n", cfg.Namespace, done.Total(), upgradedLine(done))
+	fmt.Fprintf(stdout, "namespace %s: now in the sharded layout; %d keys, entries and members: %s\n", cfg.Namespace, done.Total(), upgradedLine(done))
 	return nil
 }
 

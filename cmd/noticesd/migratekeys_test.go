@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,13 +50,17 @@ func TestMigrateKeys(t *testing.T) {
 			if code := run([]string{"migrate-keys"}, &stdout, &stderr); code != 0 {
 				t.Fatalf("migrate-keys: exit %d\n%s%s", code, stdout.String(), stderr.String())
 			}
-			for _, want := range []string{"now in the sharded layout; 17 keys: accounts 4, api keys 8, heavy slots (deleted) 1, rate buckets (deleted) 1, register identifier sets 3"} {
-				if !strings.Contains(stdout.String(), want) {
-					t.Errorf("stdout %q lacks %q", stdout.String(), want)
-				}
+			families := "account watch lists 6, accounts 4, api keys 8, delete leases 1, deletes under way 4, deliveries 6, " +
+				"delivery queues 13, heavy slots (deleted) 1, mail 2, mail queues 1, match logs 3, rate buckets (deleted) 1, " +
+				"register identifier sets 3, shared watch sets (deleted) 3, watch directory 4, watches 9"
+			if want := "now in the sharded layout; 69 keys, entries and members: " + families; !strings.Contains(stdout.String(), want) {
+				t.Errorf("stdout %q lacks %q", stdout.String(), want)
 			}
-			if !strings.Contains(stderr.String(), "migrate-keys: accounts 4") {
-				t.Errorf("no progress on stderr: %q", stderr.String())
+			// A line per batch that did something, the directory first.
+			progress := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			if len(progress) < 3 || !strings.HasPrefix(progress[0], "migrate-keys: watch directory ") ||
+				len(slices.Compact(slices.Clone(progress))) != len(progress) || progress[len(progress)-1] != "migrate-keys: "+families {
+				t.Errorf("progress on stderr: %q; want the watch directory first, each line once, the summary's counts last", stderr.String())
 			}
 			old, moved := keyspace.Prefix(ns)+"acct:"+fx.Expect.Alpha, keyspace.Account(ns, fx.Expect.Alpha)+"acct"
 			if rdb.Exists(ctx, old).Val() != 0 || rdb.HGet(ctx, moved, "name").Val() != "Migrate Alpha" {

@@ -67,8 +67,17 @@ func (s *Store) key(parts ...string) string {
 // limiter's buckets and heavy set are limit.RateKey's and limit.HeavyKeys's)
 // is in the account's slot, so a request's key check is one script call
 // there, and accounts spread over a cluster's masters.
-func (s *Store) akey(id string, parts ...string) string {
-	return keyspace.Account(s.name, id) + strings.Join(parts, ":")
+func (s *Store) akey(id string, parts ...string) string { return akeyOf(s.name, id, parts...) }
+
+// akeyOf is akey of namespace ns (the migration's rules build the same
+// names).
+func akeyOf(ns, id string, parts ...string) string {
+	return keyspace.Account(ns, id) + strings.Join(parts, ":")
+}
+
+// keyOf is key of namespace ns.
+func keyOf(ns string, parts ...string) string {
+	return keyspace.Prefix(ns) + strings.Join(parts, ":")
 }
 
 // regGroups is how many slot groups (keyspace.Group) the register's ids

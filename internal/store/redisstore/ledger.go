@@ -111,15 +111,16 @@ func (s *Store) jobAccount(ctx context.Context, job store.Job) (string, error) {
 	return s.accountOf(ctx, job.WatchID)
 }
 
-// createDeliveryScript records a pending delivery unless the pair has one,
-// the watch has no webhook or the notice arrived before it (notice_seq at
-// or below its eseq): due at once (and in the outbox) when the watch is
-// active, held otherwise. KEYS (the account's): dr:<watch>, dl:<watch>,
-// w:<watch>, dq, dstat, ddue. ARGV: delivery id, record JSON, list score, list member,
-// gauge member, due ms, notice_seq.
+// createDeliveryScript records a pending delivery unless the pair has one
+// (2), the watch has no webhook or the notice arrived before it
+// (notice_seq at or below its eseq; 0): due at once (and in the outbox)
+// when the watch is active, held otherwise (1). KEYS (the account's):
+// dr:<watch>, dl:<watch>, w:<watch>, dq, dstat, ddue. ARGV: delivery id,
+// record JSON, list score, list member, gauge member, due ms, notice_seq.
 var createDeliveryScript = redis.NewScript(ledgerLua + `
 local v = redis.call('HMGET', KEYS[3], 'doc', 'eseq', 'secret')
 if not v[1] or not v[3] or v[3] == '' or tonumber(ARGV[7]) <= tonumber(v[2] or '0') then return 0 end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 2 end
 return pend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], cjson.decode(v[1]).active, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 `)
 
@@ -203,15 +204,17 @@ func (s *Store) createDeliveries(ctx context.Context, what string, pairs []Ref, 
 	created := 0
 	woken := map[string]bool{}
 	for i, c := range cmds {
-		if k, _ := c.Int(); k == 1 {
+		k, _ := c.Int()
+		if k == 1 {
 			created++
-			// The outbox note after the script (a crash between:
-			// Reconcile notes the account again).
-			if !woken[accts[i]] {
-				woken[accts[i]] = true
-				if err := s.wake(ctx, wakeOutbox, accts[i], now); err != nil {
-					return created, err
-				}
+		}
+		// The outbox note after the script, also for a delivery made
+		// before (a crash between the script and the note: the caller's
+		// retry notes the account, else Reconcile does).
+		if k > 0 && !woken[accts[i]] {
+			woken[accts[i]] = true
+			if err := s.wake(ctx, wakeOutbox, accts[i], now); err != nil {
+				return created, err
 			}
 		}
 	}

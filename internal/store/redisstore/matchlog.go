@@ -293,9 +293,10 @@ const maxReadCatchUp = 8
 // dq, dstat, ddue, then per pair the watch's w, wm, dr, dl. ARGV: due
 // (ms), then per pair seq, deliver ("1": owed a delivery, ledgerLua's
 // pend), delivery id, record JSON, list score, list member, outbox
-// member. It returns the deliveries it recorded.
+// member. It returns the pairs owed a delivery, recorded now or by an
+// earlier commit of the range.
 var commitScript = redis.NewScript(ledgerLua + `
-local pended, k = 0, 4
+local owed, k = 0, 4
 for a = 2, #ARGV, 7 do
   local w, wm, dr, dl = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   k = k + 4
@@ -304,11 +305,12 @@ for a = 2, #ARGV, 7 do
   if m[1] and not m[5] then
     redis.call('ZADD', wm, seq, seq)
     if ARGV[a + 1] == '1' and m[3] and m[3] ~= '' and tonumber(seq) > math.max(tonumber(m[1]), tonumber(m[2] or '0')) then
-      pended = pended + pend(dr, dl, KEYS[1], KEYS[2], KEYS[3], cjson.decode(m[4]).active, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[1])
+      pend(dr, dl, KEYS[1], KEYS[2], KEYS[3], cjson.decode(m[4]).active, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[1])
+      owed = owed + 1
     end
   end
 end
-return pended
+return owed
 `)
 
 // advanceScript moves arrival matching's cursor past a range once every
@@ -377,15 +379,14 @@ func (s *Store) MatchArrivals(ctx context.Context, limit int) (int, error) {
 		for acct, c := range byAcct {
 			a := func(parts ...string) string { return s.akey(acct, parts...) }
 			keys := append([]string{a(outboxKey), a(dstatKey), a(ddueKey)}, c.keys...)
-			pended, err := commitScript.Run(ctx, s.rdb, keys, append([]any{now.UnixMilli()}, c.args...)...).Int()
+			owed, err := commitScript.Run(ctx, s.rdb, keys, append([]any{now.UnixMilli()}, c.args...)...).Int()
 			if err != nil {
 				return 0, s.fail("commit matches", err)
 			}
 			// The outbox note after the script: a crash between leaves
-			// the cursor behind, and the range's next commit finds the
-			// deliveries made (pend answers 0), so Reconcile notes the
-			// account again.
-			if pended > 0 {
+			// the cursor behind, and the range's next commit, which owes
+			// the same deliveries (made by the first), notes the account.
+			if owed > 0 {
 				if err := s.wake(ctx, wakeOutbox, acct, now); err != nil {
 					return 0, err
 				}

@@ -115,7 +115,34 @@ func TestRedisCluster(t *testing.T) {
 		suite{"ScreenNoticeCarryingBoth", TestScreenNoticeCarryingBoth},
 		suite{"AuthenticateAndAllow", TestAuthenticateAndAllow},
 		suite{"SlotGate", TestSlotGate},
-		suite{"AccountStepsInterrupted", TestAccountStepsInterrupted})
+		suite{"AccountStepsInterrupted", TestAccountStepsInterrupted},
+		// The delivery ledger, arrival matching, the wake sets and the
+		// sweeps of stalled creates and deletes: their scripts and their
+		// steps across the namespace's and the accounts' slots.
+		suite{"OutboxSteps", TestOutboxSteps},
+		suite{"GaplessMatches", TestGaplessMatches},
+		suite{"StaleBatchCommitsNothing", TestStaleBatchCommitsNothing},
+		suite{"CreateFailingLateWritesNothing", TestCreateFailingLateWritesNothing},
+		suite{"AttemptLeaseLapsesToRecovery", TestAttemptLeaseLapsesToRecovery},
+		suite{"RefWithoutAccount", TestRefWithoutAccount},
+		suite{"WakeNoteWrittenDuringClaim", TestWakeNoteWrittenDuringClaim},
+		suite{"MatchCommitNotesAgain", TestMatchCommitNotesAgain},
+		suite{"WebhookRetryNotesAgain", TestWebhookRetryNotesAgain},
+		suite{"SweeperUndoesDeadCreate", TestSweeperUndoesDeadCreate},
+		suite{"SweeperFinishesDeadDelete", TestSweeperFinishesDeadDelete},
+		suite{"InterruptedDeleteIsSwept", TestInterruptedDeleteIsSwept},
+		suite{"ReconcileUndoesStalledCreates", TestReconcileUndoesStalledCreates},
+		suite{"DeliveryRecordAsEmbedded", TestDeliveryRecordAsEmbedded},
+		suite{"SealSecretsUnderNewKey", TestSealSecretsUnderNewKey},
+		suite{"CreateOutlivesItsLease", TestCreateOutlivesItsLease},
+		suite{"StalledCreateFreesItsPlaceQuickly", TestStalledCreateFreesItsPlaceQuickly},
+		suite{"QuotaAcrossProcesses", TestQuotaAcrossProcesses},
+		suite{"CreateDeliveriesJudgesAtArrival", TestCreateDeliveriesJudgesAtArrival},
+		suite{"ConcurrentClaimsTakeEachJobOnce", TestConcurrentClaimsTakeEachJobOnce},
+		suite{"FinishedMailExpires", TestFinishedMailExpires},
+		suite{"DeliveryRetentionContract", TestDeliveryRetentionContract},
+		suite{"MatchesFollowChangesAsEmbedded", TestMatchesFollowChangesAsEmbedded},
+		suite{"IndexByACNMatchesArrivalsAsEmbedded", TestIndexByACNMatchesArrivalsAsEmbedded})
 }
 
 // newFixtureOn is newFixture connected to target.

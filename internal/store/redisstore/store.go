@@ -185,7 +185,8 @@ func anys(ss []string) []any {
 // connection or a hang, a server still loading its data, or a Redis
 // Cluster refusing every command (CLUSTERDOWN) while a lost master's
 // slots wait for its replica's promotion: a node that answers refuses
-// then, so a request of an account on a surviving master is 503 too.
+// then, so a request of an account on a surviving master is 503 too; and
+// the redirections and refusals of a failover or reshard under way.
 func unreachable(err error) bool {
 	var ne net.Error
 	// A pool timeout: every connection is busy on a Redis that does not
@@ -196,6 +197,15 @@ func unreachable(err error) bool {
 	msg := err.Error()
 	for _, s := range []string{"connection refused", "connection reset", "EOF", "i/o timeout", "LOADING", "CLUSTERDOWN", "broken pipe", "no route to host"} {
 		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	// A failover or a reshard under way: a slot's owner changed more often
+	// than go-redis follows it (MOVED, ASK), a multi-key command over a
+	// slot being moved (TRYAGAIN), a demoted primary (READONLY) or a
+	// replica cut from its master (MASTERDOWN).
+	for _, s := range []string{"MOVED ", "ASK ", "TRYAGAIN", "READONLY", "MASTERDOWN"} {
+		if strings.HasPrefix(msg, s) {
 			return true
 		}
 	}

@@ -51,8 +51,12 @@ func TestInterruptedDeleteIsSwept(t *testing.T) {
 	}
 	trashKeys := func() []string {
 		t.Helper()
-		k, err := f.rdb.Keys(ctx, f.rs.akey(accountID, trashKey)+"*").Result()
-		if err != nil {
+		// SCAN on every master: KEYS goes to one node of a cluster.
+		var k []string
+		if err := scanKeys(ctx, f.rdb, f.rs.akey(accountID, trashKey)+"*", 1000, func(keys []string) error {
+			k = append(k, keys...)
+			return nil
+		}); err != nil {
 			t.Fatal(err)
 		}
 		return k

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noticesd/noticesd/internal/config"
 	"github.com/noticesd/noticesd/internal/errs"
+	"github.com/noticesd/noticesd/internal/testservers"
 )
 
 // TestHungRedisIsUnavailable: a Redis that accepts connections and never
@@ -59,5 +62,51 @@ func TestClusterDownIsUnavailable(t *testing.T) {
 	s := &Store{}
 	if err := s.fail("authenticate", errors.New("CLUSTERDOWN The cluster is down")); !errs.Is(err, errs.BackendUnavailable) {
 		t.Errorf("CLUSTERDOWN: %v, want backend_unavailable", err)
+	}
+}
+
+// TestRedirectIsUnavailable: a Redis Cluster answer that says a slot's
+// owner or role is changing (MOVED or ASK past go-redis's redirects
+// during a failover or reshard, TRYAGAIN, READONLY from a demoted
+// primary, MASTERDOWN) is an outage, 503 backend_unavailable, not a
+// server error. The MOVED is a real cluster master's, asked for a key of
+// another master's slot.
+func TestRedirectIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	rdb, err := Dial(config.Config{RedisClusterURL: testservers.RedisCluster(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	key := testservers.Namespace(t) + ":k"
+	owner, err := MasterFor(ctx, rdb, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters, err := Masters(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var other string
+	for _, m := range masters {
+		if m.Addr != owner.Options().Addr {
+			other = m.Addr
+		}
+	}
+	if other == "" {
+		t.Fatalf("no master other than %s among %v", owner.Options().Addr, masters)
+	}
+	node := redis.NewClient(&redis.Options{Addr: other, Username: owner.Options().Username, Password: owner.Options().Password})
+	defer node.Close()
+	moved := node.Get(ctx, key).Err()
+	if moved == nil || !strings.HasPrefix(moved.Error(), "MOVED ") {
+		t.Fatalf("GET of another master's key on %s: %v; want MOVED (the test's premise)", other, moved)
+	}
+	s := &Store{}
+	for _, err := range []error{moved, errors.New("ASK 3999 127.0.0.1:6381"), errors.New("TRYAGAIN Multiple keys request during rehashing of slot"),
+		errors.New("READONLY You can't write against a read only replica."), errors.New("MASTERDOWN Link with MASTER is down")} {
+		if got := s.fail("authenticate", err); !errs.Is(got, errs.BackendUnavailable) {
+			t.Errorf("%v maps to %v, want backend_unavailable", err, got)
+		}
 	}
 }

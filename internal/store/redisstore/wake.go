@@ -32,17 +32,29 @@ var wakeQueues = []string{wakeOutbox, wakeLeases, wakeMail, wakeCreate, wakeTras
 // that died leaves it due again this much later.
 const wakeClaim = 10 * time.Second
 
+// wakeScript notes account ARGV[2] at ARGV[1] (ms). A note as early or
+// earlier stays, moved 1 ms earlier still: it may be a reader's claim (a
+// lease's note is due no sooner than a claim ends), and rewakeScript
+// drops only a note still at its claim's score, so the writer's note must
+// change it. KEYS: wake:<queue>.
+var wakeScript = redis.NewScript(`
+local at, cur = tonumber(ARGV[1]), tonumber(redis.call('ZSCORE', KEYS[1], ARGV[2]))
+if cur and cur <= at then at = cur - 1 end
+redis.call('ZADD', KEYS[1], at, ARGV[2])
+return 1
+`)
+
 // wake notes that account acct may have work in queue q from at on; an
-// earlier note stays (ZADD LT adds a missing one).
+// earlier note stays (wakeScript).
 func (s *Store) wake(ctx context.Context, q, acct string, at time.Time) error {
-	return s.fail("note an account's queued work", s.rdb.ZAddLT(ctx, s.key(wakeKey, q), redis.Z{Score: float64(at.UnixMilli()), Member: acct}).Err())
+	return s.fail("note an account's queued work", wakeScript.Run(ctx, s.rdb, []string{s.key(wakeKey, q)}, at.UnixMilli(), acct).Err())
 }
 
 // rewakeScript notes account ARGV[1] again after a reader went through
 // its queue: at ARGV[3] (the queue's earliest entry), or, when the queue
 // was empty (ARGV[3] ""), not at all. A note a writer changed since the
-// reader's claim (its score is no longer ARGV[2]) is only lowered, never
-// dropped. KEYS: wake:<queue>.
+// reader's claim (its score is no longer ARGV[2]: wakeScript always
+// changes it) is only lowered, never dropped. KEYS: wake:<queue>.
 var rewakeScript = redis.NewScript(`
 local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local claimed = cur and tonumber(cur) == tonumber(ARGV[2])

@@ -16,7 +16,8 @@ import (
 // serve and worker do): the mark says sharded, the account hashes are
 // under their own tags, and the store reads the data back through its API
 // as it did before: each plaintext key authenticates as its account (the
-// rotated ones do not), ListAccounts, and a watch's deliveries.
+// rotated ones do not), ListAccounts, each account's watches and each
+// watch's deliveries.
 func TestOpenUpgradesKeys(t *testing.T) {
 	ctx := context.Background()
 	cfg := testConfig(t)
@@ -69,6 +70,16 @@ func TestOpenUpgradesKeys(t *testing.T) {
 	}
 	if accts, err := rs.ListAccounts(ctx); err != nil || !reflect.DeepEqual(accts, want.Accounts) {
 		t.Errorf("ListAccounts = %+v, %v; want %+v", accts, err, want.Accounts)
+	}
+	for a, wantIDs := range want.Watches {
+		ws, err := rs.ListWatches(ctx, a)
+		var ids []string
+		for _, w := range ws {
+			ids = append(ids, w.ID)
+		}
+		if err != nil || !reflect.DeepEqual(ids, wantIDs) {
+			t.Errorf("watches of %s: %v, %v; want %v", a, ids, err, wantIDs)
+		}
 	}
 	n := 0
 	for aw, wd := range want.Deliveries {
