@@ -70,8 +70,10 @@ return 1
 
 // eachWoken claims the accounts noted in wake:<q> due by now (up to
 // limit), runs fn on each, then notes each again at its queue's earliest
-// entry or drops its note (rewakeScript). An fn error stops the round:
-// the accounts not done stay claimed until wakeClaim, then due again.
+// entry or drops its note (rewakeScript). An error stops the round: the
+// account it came from stays claimed until wakeClaim, then is due again,
+// and the accounts not reached are given back at once (unclaim), so one
+// account whose master does not answer does not hide the others' work.
 func (s *Store) eachWoken(ctx context.Context, q string, now time.Time, limit int, fn func(acct string) error) error {
 	v, err := claimScript.Run(ctx, s.rdb, []string{s.key(wakeKey, q)}, now.UnixMilli(), now.Add(wakeClaim).UnixMilli(), limit).StringSlice()
 	if err != nil {
@@ -79,15 +81,32 @@ func (s *Store) eachWoken(ctx context.Context, q string, now time.Time, limit in
 	}
 	claimed := strconv.FormatInt(now.Add(wakeClaim).UnixMilli(), 10)
 	for i := 0; i+1 < len(v); i += 2 {
-		acct := v[i]
-		if err := fn(acct); err != nil {
-			return err
+		err := fn(v[i])
+		if err == nil {
+			err = s.rewake(ctx, q, v[i], claimed)
 		}
-		if err := s.rewake(ctx, q, acct, claimed); err != nil {
+		if err != nil {
+			s.unclaim(context.WithoutCancel(ctx), q, v[i+2:])
 			return err
 		}
 	}
 	return nil
+}
+
+// unclaim gives claimed accounts (claimScript's account, score pairs) back
+// to wake:<q> at the scores they had (ZADD LT: a note written since, which
+// is earlier, stays). On an error they stay claimed until wakeClaim, as a
+// reader that died leaves them.
+func (s *Store) unclaim(ctx context.Context, q string, pairs []string) {
+	var zs []redis.Z
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if score, err := strconv.ParseFloat(pairs[i+1], 64); err == nil {
+			zs = append(zs, redis.Z{Score: score, Member: pairs[i]})
+		}
+	}
+	if len(zs) > 0 {
+		_ = s.rdb.ZAddLT(ctx, s.key(wakeKey, q), zs...).Err() // best effort: see above
+	}
 }
 
 // rewake notes acct in wake:<q> at its queue's earliest entry, or drops

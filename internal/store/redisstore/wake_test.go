@@ -140,3 +140,51 @@ func TestWebhookRetryNotesAgain(t *testing.T) {
 		t.Fatalf("ClaimDue = %+v, %v; want the delivery of %s", got, err, watchID)
 	}
 }
+
+// TestWakeErrorGivesBackTheRest: a reader whose work fails for one account
+// (its master does not answer) stops its round; that account stays claimed
+// until the claim ends, but the accounts it had claimed and not reached are
+// due again at once, at the scores they had, so the next round (this
+// reader's or another's) does their work instead of hiding it for the
+// claim's 10 s. Real Redis, fake clock.
+func TestWakeErrorGivesBackTheRest(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	now := f.clock.Now()
+	accts := []string{"acc_a", "acc_b", "acc_c"}
+	for i, a := range accts { // due in this order
+		if err := f.rs.wake(ctx, wakeOutbox, a, now.Add(time.Duration(i-3)*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed := errors.New("the account's master does not answer")
+	var seen []string
+	err := f.rs.eachWoken(ctx, wakeOutbox, now, 100, func(acct string) error {
+		seen = append(seen, acct)
+		return failed
+	})
+	if !errors.Is(err, failed) || len(seen) != 1 || seen[0] != accts[0] {
+		t.Fatalf("eachWoken = %v after %v; want the first account's error after it alone", err, seen)
+	}
+	scores := f.rdb.ZRangeWithScores(ctx, f.rs.key(wakeKey, wakeOutbox), 0, -1).Val()
+	got := map[string]int64{}
+	for _, z := range scores {
+		got[z.Member.(string)] = int64(z.Score)
+	}
+	for i, a := range accts {
+		want := now.Add(time.Duration(i-3) * time.Millisecond).UnixMilli()
+		if i == 0 {
+			want = now.Add(wakeClaim).UnixMilli() // still claimed
+		}
+		if got[a] != want {
+			t.Errorf("%s noted at %d, want %d (now %d)", a, got[a], want, now.UnixMilli())
+		}
+	}
+	seen = nil
+	if err := f.rs.eachWoken(ctx, wakeOutbox, now, 100, func(acct string) error {
+		seen = append(seen, acct)
+		return nil
+	}); err != nil || len(seen) != 2 || seen[0] != accts[1] || seen[1] != accts[2] {
+		t.Errorf("the next round: %v, %v; want %v", seen, err, accts[1:])
+	}
+}
